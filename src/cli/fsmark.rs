@@ -1,0 +1,1 @@
+//! `fsdelta fsmark`: the fs_mark-compatible engine on its own (being written).

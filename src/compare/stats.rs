@@ -1,0 +1,1 @@
+//! Two-sample statistics for verdicts (being written).

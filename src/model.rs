@@ -1,0 +1,367 @@
+//! The records that cross room boundaries: a metric with its unit and direction, a stored
+//! histogram, the facts of a target, the environment of a run, and the statuses of runs and
+//! samples.
+//!
+//! Why a module of its own: workloads produce these, the store keeps them, compare and report read
+//! them. None of those rooms may depend on another's internals, so the hand-off types live here.
+//! This module must never do I/O or hold behaviour beyond conversions and validation.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::str::FromStr;
+
+/// Which way is better for a metric. Declared by the workload that produces the metric; never
+/// guessed from its name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Direction {
+    /// More is better (throughput, IOPS, files per second).
+    HigherIsBetter,
+    /// Less is better (latency, elapsed time, write amplification).
+    LowerIsBetter,
+    /// Shown, never judged (counts, file-system use).
+    Neutral,
+}
+
+impl Direction {
+    /// The stable name used at rest (store, JSON, CSV).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Direction::HigherIsBetter => "higher_is_better",
+            Direction::LowerIsBetter => "lower_is_better",
+            Direction::Neutral => "neutral",
+        }
+    }
+}
+
+impl fmt::Display for Direction {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Direction {
+    type Err = ModelError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "higher_is_better" => Ok(Direction::HigherIsBetter),
+            "lower_is_better" => Ok(Direction::LowerIsBetter),
+            "neutral" => Ok(Direction::Neutral),
+            other => Err(ModelError::UnknownDirection(other.to_string())),
+        }
+    }
+}
+
+/// The unit of a metric's value, explicit at rest. Conversions between units are not done
+/// implicitly anywhere: a metric keeps the unit its workload measured in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Unit {
+    /// A plain count (files, operations, context switches).
+    #[serde(rename = "count")]
+    Count,
+    /// Files per second.
+    #[serde(rename = "files/s")]
+    FilesPerSec,
+    /// Operations (I/Os) per second.
+    #[serde(rename = "ops/s")]
+    OpsPerSec,
+    /// Nanoseconds.
+    #[serde(rename = "ns")]
+    Nanoseconds,
+    /// Microseconds.
+    #[serde(rename = "us")]
+    Microseconds,
+    /// Milliseconds.
+    #[serde(rename = "ms")]
+    Milliseconds,
+    /// Seconds.
+    #[serde(rename = "s")]
+    Seconds,
+    /// Bytes.
+    #[serde(rename = "B")]
+    Bytes,
+    /// Kibibytes (1024 bytes), as fio's `io_kbytes`.
+    #[serde(rename = "KiB")]
+    KiB,
+    /// Bytes per second.
+    #[serde(rename = "B/s")]
+    BytesPerSec,
+    /// Kibibytes per second, as fio's `bw`.
+    #[serde(rename = "KiB/s")]
+    KiBPerSec,
+    /// Decimal megabytes (10^6 bytes) per second, as dbench and dd print.
+    #[serde(rename = "MB/s")]
+    MBPerSec,
+    /// Percent.
+    #[serde(rename = "%")]
+    Percent,
+    /// A dimensionless ratio (write amplification).
+    #[serde(rename = "ratio")]
+    Ratio,
+}
+
+impl Unit {
+    /// Every unit, for parsing and documentation.
+    pub const ALL: [Unit; 14] = [
+        Unit::Count,
+        Unit::FilesPerSec,
+        Unit::OpsPerSec,
+        Unit::Nanoseconds,
+        Unit::Microseconds,
+        Unit::Milliseconds,
+        Unit::Seconds,
+        Unit::Bytes,
+        Unit::KiB,
+        Unit::BytesPerSec,
+        Unit::KiBPerSec,
+        Unit::MBPerSec,
+        Unit::Percent,
+        Unit::Ratio,
+    ];
+
+    /// The stable symbol used at rest and in tables.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Unit::Count => "count",
+            Unit::FilesPerSec => "files/s",
+            Unit::OpsPerSec => "ops/s",
+            Unit::Nanoseconds => "ns",
+            Unit::Microseconds => "us",
+            Unit::Milliseconds => "ms",
+            Unit::Seconds => "s",
+            Unit::Bytes => "B",
+            Unit::KiB => "KiB",
+            Unit::BytesPerSec => "B/s",
+            Unit::KiBPerSec => "KiB/s",
+            Unit::MBPerSec => "MB/s",
+            Unit::Percent => "%",
+            Unit::Ratio => "ratio",
+        }
+    }
+}
+
+impl fmt::Display for Unit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Unit {
+    type Err = ModelError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Unit::ALL
+            .iter()
+            .copied()
+            .find(|u| u.as_str() == s)
+            .ok_or_else(|| ModelError::UnknownUnit(s.to_string()))
+    }
+}
+
+/// One measured number, with what it means.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Metric {
+    /// Name as the tools users know it (`files_per_sec`, `write_clat_ns_p99`).
+    pub name: String,
+    /// The measured value, in `unit`.
+    pub value: f64,
+    /// The unit of `value`.
+    pub unit: Unit,
+    /// Which way is better.
+    pub direction: Direction,
+}
+
+impl Metric {
+    /// A metric; `name` is taken as given.
+    pub fn new(name: impl Into<String>, value: f64, unit: Unit, direction: Direction) -> Self {
+        Metric {
+            name: name.into(),
+            value,
+            unit,
+            direction,
+        }
+    }
+}
+
+/// A latency (or other) histogram kept beside the percentiles read from it, so that samples can be
+/// merged and re-read later. Buckets are sparse `(index, count)` pairs in the named layout.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HistogramRecord {
+    /// What was recorded, e.g. `create_lat_ns`.
+    pub name: String,
+    /// Unit of the recorded values.
+    pub unit: Unit,
+    /// Bucket layout identifier, e.g. `fio-loglinear-6x29`.
+    pub layout: String,
+    /// Number of recorded values.
+    pub count: u64,
+    /// Smallest recorded value (exact).
+    pub min: u64,
+    /// Largest recorded value (exact).
+    pub max: u64,
+    /// Sum of recorded values (exact).
+    pub sum: u128,
+    /// Non-empty buckets as `(index, count)`.
+    pub buckets: Vec<(u32, u64)>,
+}
+
+/// Facts about where a sample ran, recorded with the sample so a reader knows what was measured.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TargetFacts {
+    /// Filesystem type as the kernel reports it (`ext4`, `tmpfs`, `btrfs`).
+    pub fs_type: String,
+    /// The directory the workload ran in.
+    pub path: String,
+    /// The mounted source (device) holding `path`.
+    pub device: String,
+    /// Mount options actually in force, from /proc/self/mounts.
+    pub mount_options: String,
+    /// mkfs options used, when fsdelta formatted the filesystem.
+    pub mkfs_options: Option<String>,
+    /// Anything else a reader needs (device model, scheduler, ...).
+    #[serde(default)]
+    pub extra: BTreeMap<String, String>,
+}
+
+/// The machine a run happened on.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Environment {
+    /// Host name.
+    pub host: String,
+    /// `uname -r`.
+    pub kernel_release: String,
+    /// `uname -v`.
+    pub kernel_version: String,
+    /// /proc/cmdline.
+    pub cmdline: String,
+    /// CPU model name from /proc/cpuinfo.
+    pub cpu_model: String,
+    /// Online CPUs.
+    pub cores: u32,
+    /// MemTotal in bytes.
+    pub memory_bytes: u64,
+}
+
+/// Life cycle of a run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    /// Still running (or killed without a chance to say otherwise).
+    Running,
+    /// Every sample ran and succeeded.
+    Complete,
+    /// Ran to the end but at least one sample failed.
+    Failed,
+    /// Interrupted (SIGINT, SIGTERM); finished samples are kept.
+    Aborted,
+}
+
+impl RunStatus {
+    /// Stable name at rest.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Running => "running",
+            RunStatus::Complete => "complete",
+            RunStatus::Failed => "failed",
+            RunStatus::Aborted => "aborted",
+        }
+    }
+}
+
+impl fmt::Display for RunStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for RunStatus {
+    type Err = ModelError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "running" => Ok(RunStatus::Running),
+            "complete" => Ok(RunStatus::Complete),
+            "failed" => Ok(RunStatus::Failed),
+            "aborted" => Ok(RunStatus::Aborted),
+            other => Err(ModelError::UnknownStatus(other.to_string())),
+        }
+    }
+}
+
+/// Outcome of one sample.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SampleStatus {
+    /// Measured; its metrics are valid.
+    Ok,
+    /// The workload failed; `error` says why and no metric is trusted.
+    Failed,
+}
+
+impl SampleStatus {
+    /// Stable name at rest.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SampleStatus::Ok => "ok",
+            SampleStatus::Failed => "failed",
+        }
+    }
+}
+
+impl FromStr for SampleStatus {
+    type Err = ModelError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "ok" => Ok(SampleStatus::Ok),
+            "failed" => Ok(SampleStatus::Failed),
+            other => Err(ModelError::UnknownStatus(other.to_string())),
+        }
+    }
+}
+
+/// A value at rest that this version does not understand.
+#[derive(Debug, thiserror::Error)]
+pub enum ModelError {
+    /// Unknown unit symbol.
+    #[error("unknown unit '{0}'")]
+    UnknownUnit(String),
+    /// Unknown direction name.
+    #[error("unknown direction '{0}' (expected higher_is_better, lower_is_better or neutral)")]
+    UnknownDirection(String),
+    /// Unknown status name.
+    #[error("unknown status '{0}'")]
+    UnknownStatus(String),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn units_round_trip_through_their_symbols() {
+        for u in Unit::ALL {
+            assert_eq!(u.as_str().parse::<Unit>().unwrap(), u);
+            let json = serde_json::to_string(&u).unwrap();
+            assert_eq!(json, format!("\"{}\"", u.as_str()));
+        }
+        assert!("furlongs".parse::<Unit>().is_err());
+    }
+
+    #[test]
+    fn directions_and_statuses_round_trip() {
+        for d in [
+            Direction::HigherIsBetter,
+            Direction::LowerIsBetter,
+            Direction::Neutral,
+        ] {
+            assert_eq!(d.as_str().parse::<Direction>().unwrap(), d);
+        }
+        for s in [
+            RunStatus::Running,
+            RunStatus::Complete,
+            RunStatus::Failed,
+            RunStatus::Aborted,
+        ] {
+            assert_eq!(s.as_str().parse::<RunStatus>().unwrap(), s);
+        }
+    }
+}

@@ -1,0 +1,10 @@
+//! How a workload is observed: the monotonic clock, latency histograms, and (later) CPU time,
+//! block-device counters and profiles.
+//!
+//! Why a room of its own: every engine must measure the same way, so that a p99 from the fs_mark
+//! engine and one from the fio engine mean the same thing. This room must never decide verdicts
+//! or print anything; recording a value must stay cheap enough for a workload's hot loop (no
+//! allocation, no locks, no logging).
+
+pub mod clock;
+pub mod histogram;

@@ -1,0 +1,1 @@
+//! fs_mark's output format (being written).

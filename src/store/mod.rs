@@ -1,0 +1,218 @@
+//! Where results are kept: the [`Store`] trait and its backends.
+//!
+//! Why a room of its own: every number fsdelta measures is kept with its unit, direction and the
+//! facts of where it was measured, in a store that several fsdelta processes can write at once.
+//! SQLite is the embedded default; PostgreSQL (for fleets) will implement the same trait, so no
+//! backend type may leak out of this module. This room must never compute statistics.
+
+pub mod selector;
+pub mod sqlite;
+
+pub use selector::Selector;
+
+use crate::model::{
+    Environment, HistogramRecord, Metric, RunStatus, SampleStatus, TargetFacts,
+};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// Identifier of a run.
+pub type RunId = i64;
+/// Identifier of a sample.
+pub type SampleId = i64;
+
+/// A run about to start.
+#[derive(Clone, Debug)]
+pub struct NewRun {
+    /// Free text (kernel version, patch name); defaults to the kernel release.
+    pub label: String,
+    /// Suite name (`quick`).
+    pub suite: String,
+    /// When it started.
+    pub started_at: DateTime<Utc>,
+    /// fsdelta version.
+    pub fsdelta_version: String,
+    /// Where it runs.
+    pub environment: Environment,
+}
+
+/// A stored run.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RunInfo {
+    /// Run id.
+    pub id: RunId,
+    /// Label.
+    pub label: String,
+    /// Suite name.
+    pub suite: String,
+    /// Start time.
+    pub started_at: DateTime<Utc>,
+    /// End time, once it ended.
+    pub finished_at: Option<DateTime<Utc>>,
+    /// Status.
+    pub status: RunStatus,
+    /// fsdelta version that made it.
+    pub fsdelta_version: String,
+    /// The machine.
+    pub environment: Environment,
+    /// Number of stored samples.
+    pub sample_count: u64,
+}
+
+/// A sample to store: one execution of one test on one configuration.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct NewSample {
+    /// Configuration name (`scratch` for the default scratch directory).
+    pub config: String,
+    /// Test name.
+    pub test: String,
+    /// Repetition, from 1.
+    pub repetition: u32,
+    /// Where it ran.
+    pub facts: TargetFacts,
+    /// Ok or failed.
+    pub status: SampleStatus,
+    /// Why it failed.
+    pub error: Option<String>,
+    /// When it started.
+    pub started_at: DateTime<Utc>,
+    /// Wall time of the sample, seconds.
+    pub duration_s: f64,
+    /// The workload's command line or options, so that every number is traceable.
+    pub workload: String,
+    /// Metrics.
+    pub metrics: Vec<Metric>,
+    /// Histograms.
+    pub histograms: Vec<HistogramRecord>,
+}
+
+/// A stored sample.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct SampleRecord {
+    /// Sample id.
+    pub id: SampleId,
+    /// Its run.
+    pub run_id: RunId,
+    /// Everything stored.
+    #[serde(flatten)]
+    pub sample: NewSample,
+}
+
+/// Filter for listing runs.
+#[derive(Clone, Debug, Default)]
+pub struct RunFilter {
+    /// Only runs with exactly this label.
+    pub label: Option<String>,
+    /// At most this many (newest first).
+    pub limit: Option<usize>,
+}
+
+/// Errors of the store room.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The database could not be opened.
+    #[error("cannot open the result store {location}: {message}")]
+    Open {
+        /// Path or URL.
+        location: String,
+        /// What went wrong and how to fix it.
+        message: String,
+    },
+    /// The database was written by a newer fsdelta.
+    #[error(
+        "the result store {location} has schema version {found}, newer than this fsdelta understands ({supported}); upgrade fsdelta or use another --db"
+    )]
+    TooNew {
+        /// Path or URL.
+        location: String,
+        /// Version in the file.
+        found: i64,
+        /// Newest version we know.
+        supported: i64,
+    },
+    /// A selector matched nothing.
+    #[error("no run matches '{0}' (see `fsdelta list`)")]
+    NoMatch(String),
+    /// A malformed selector.
+    #[error(
+        "cannot read run selector '{0}': use a run id (42), latest, latest~N or label:TEXT"
+    )]
+    BadSelector(String),
+    /// A backend error.
+    #[error("result store: {0}")]
+    Backend(String),
+    /// A value at rest this version cannot read.
+    #[error("result store holds a value this fsdelta cannot read: {0}")]
+    Corrupt(String),
+    /// Not available in this build.
+    #[error("{0}")]
+    Unsupported(String),
+}
+
+/// A result store. Implementations must let several processes write at once, write a sample in
+/// one transaction (all of it or nothing), and never expose backend types.
+pub trait Store {
+    /// Record a run that starts now, with status `running`.
+    fn create_run(&mut self, run: &NewRun) -> Result<RunId, StoreError>;
+    /// Store one sample with its metrics and histograms, atomically.
+    fn add_sample(&mut self, run: RunId, sample: &NewSample) -> Result<SampleId, StoreError>;
+    /// End a run with its final status.
+    fn finish_run(
+        &mut self,
+        run: RunId,
+        status: RunStatus,
+        finished_at: DateTime<Utc>,
+    ) -> Result<(), StoreError>;
+    /// Runs, newest first.
+    fn runs(&self, filter: &RunFilter) -> Result<Vec<RunInfo>, StoreError>;
+    /// One run.
+    fn run(&self, id: RunId) -> Result<Option<RunInfo>, StoreError>;
+    /// Every sample of a run, in the order stored, with metrics and histograms.
+    fn samples(&self, run: RunId) -> Result<Vec<SampleRecord>, StoreError>;
+
+    /// The runs a selector names. `latest` and `latest~N` count runs that have ended (any
+    /// status but `running`), newest first; `label:TEXT` returns every run with that label.
+    fn select(&self, sel: &Selector) -> Result<Vec<RunInfo>, StoreError> {
+        let found = match sel {
+            Selector::Id(id) => self.run(*id)?.into_iter().collect::<Vec<_>>(),
+            Selector::Latest(n) => self
+                .runs(&RunFilter::default())?
+                .into_iter()
+                .filter(|r| r.status != RunStatus::Running)
+                .nth(*n as usize)
+                .into_iter()
+                .collect(),
+            Selector::Label(label) => self.runs(&RunFilter {
+                label: Some(label.clone()),
+                limit: None,
+            })?,
+        };
+        if found.is_empty() {
+            return Err(StoreError::NoMatch(sel.to_string()));
+        }
+        Ok(found)
+    }
+}
+
+/// Where the store lives when neither `--db` nor `FSDELTA_DB` says:
+/// `$XDG_DATA_HOME/fsdelta/results.sqlite`, else `~/.local/share/fsdelta/results.sqlite`.
+pub fn default_location() -> PathBuf {
+    let base = std::env::var_os("XDG_DATA_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".local/share")))
+        .unwrap_or_else(|| PathBuf::from("."));
+    base.join("fsdelta").join("results.sqlite")
+}
+
+/// Open the store at `location`: a path to a SQLite file (created with its parent directory), or
+/// a `postgres://` URL.
+pub fn open(location: &str) -> Result<Box<dyn Store>, StoreError> {
+    if location.starts_with("postgres://") || location.starts_with("postgresql://") {
+        return Err(StoreError::Unsupported(format!(
+            "PostgreSQL stores ({location}) are not built yet in this fsdelta; use a SQLite path with --db"
+        )));
+    }
+    Ok(Box::new(sqlite::SqliteStore::open(Path::new(location))?))
+}

@@ -1,0 +1,1 @@
+//! The native fs_mark-compatible engine (being written).
