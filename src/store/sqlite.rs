@@ -1,35 +1,735 @@
-//! SQLite store (being written).
-use super::*;
-/// SQLite store.
-pub struct SqliteStore;
+//! The embedded SQLite store (rusqlite, bundled SQLite).
+//!
+//! Why: `fsdelta run` must work on any machine with nothing installed, and several fsdelta
+//! processes (a matrix split over terminals, a nightly job next to a developer) must be able to
+//! write one database at once. So: WAL journal, a generous busy timeout, and every write in a
+//! `BEGIN IMMEDIATE` transaction (a writer takes the lock up front instead of failing to upgrade
+//! a read lock half way). The schema is versioned with `PRAGMA user_version`; migrations run in
+//! order inside one transaction, so two processes opening a new file at once cannot both migrate.
+//!
+//! Must never let a rusqlite type escape this file: the [`Store`] trait is the only way in.
+
+use super::{
+    NewRun, NewSample, RunFilter, RunId, RunInfo, SampleId, SampleRecord, Store, StoreError,
+};
+use crate::model::{
+    Direction, Environment, HistogramRecord, Metric, RunStatus, SampleStatus, TargetFacts, Unit,
+};
+use chrono::{DateTime, Utc};
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// How long a writer waits for another process's transaction before giving up.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Schema migrations, in order; migration `i` moves `user_version` from `i` to `i + 1`.
+const MIGRATIONS: &[&str] = &[
+    // 1: runs, samples, metrics, histograms.
+    "CREATE TABLE runs (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        label TEXT NOT NULL,
+        suite TEXT NOT NULL,
+        started_at TEXT NOT NULL,
+        finished_at TEXT,
+        status TEXT NOT NULL CHECK (status IN ('running', 'complete', 'failed', 'aborted')),
+        host TEXT NOT NULL,
+        kernel TEXT NOT NULL,
+        fsdelta_version TEXT NOT NULL,
+        environment TEXT NOT NULL
+    );
+    CREATE INDEX runs_label ON runs (label);
+    CREATE TABLE samples (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        run_id INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+        config TEXT NOT NULL,
+        test TEXT NOT NULL,
+        repetition INTEGER NOT NULL,
+        fs_type TEXT NOT NULL,
+        path TEXT NOT NULL,
+        device TEXT NOT NULL,
+        mount_options TEXT NOT NULL,
+        mkfs_options TEXT,
+        facts TEXT NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('ok', 'failed')),
+        error TEXT,
+        started_at TEXT NOT NULL,
+        duration_s REAL NOT NULL,
+        workload TEXT NOT NULL
+    );
+    CREATE INDEX samples_run ON samples (run_id);
+    CREATE INDEX samples_test ON samples (test, config);
+    CREATE TABLE metrics (
+        sample_id INTEGER NOT NULL REFERENCES samples (id) ON DELETE CASCADE,
+        name TEXT NOT NULL,
+        value REAL NOT NULL,
+        unit TEXT NOT NULL,
+        direction TEXT NOT NULL CHECK (direction IN ('higher_is_better', 'lower_is_better', 'neutral')),
+        UNIQUE (sample_id, name)
+    );
+    CREATE TABLE histograms (
+        sample_id INTEGER NOT NULL REFERENCES samples (id) ON DELETE CASCADE,
+        name TEXT NOT NULL,
+        unit TEXT NOT NULL,
+        layout TEXT NOT NULL,
+        count INTEGER NOT NULL,
+        min INTEGER NOT NULL,
+        max INTEGER NOT NULL,
+        sum TEXT NOT NULL,
+        buckets TEXT NOT NULL,
+        PRIMARY KEY (sample_id, name)
+    ) WITHOUT ROWID;",
+];
+
+/// The newest schema version this build writes.
+pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+
+/// A SQLite result store.
+pub struct SqliteStore {
+    conn: Connection,
+    location: PathBuf,
+}
+
+fn backend(e: rusqlite::Error) -> StoreError {
+    StoreError::Backend(e.to_string())
+}
+
+fn corrupt(e: impl std::fmt::Display) -> StoreError {
+    StoreError::Corrupt(e.to_string())
+}
+
+fn ts(t: &DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
+}
+
+fn parse_ts(s: &str) -> Result<DateTime<Utc>, StoreError> {
+    DateTime::parse_from_rfc3339(s)
+        .map(|t| t.with_timezone(&Utc))
+        .map_err(|e| corrupt(format!("timestamp '{s}': {e}")))
+}
+
 impl SqliteStore {
-    /// Open.
-    pub fn open(_p: &Path) -> Result<Self, StoreError> {
-        Err(StoreError::Unsupported("x".into()))
+    /// Open (creating if needed, with its parent directory) the database at `path`, and bring
+    /// its schema up to date.
+    pub fn open(path: &Path) -> Result<SqliteStore, StoreError> {
+        let location = path.display().to_string();
+        let open_err = |message: String| StoreError::Open {
+            location: location.clone(),
+            message,
+        };
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent).map_err(|e| {
+                open_err(format!(
+                    "cannot create directory {}: {e}; choose another place with --db or FSDELTA_DB",
+                    parent.display()
+                ))
+            })?;
+        }
+        let conn = Connection::open(path).map_err(|e| {
+            open_err(format!(
+                "{e}; check the path and its permissions, or choose another with --db"
+            ))
+        })?;
+        conn.busy_timeout(BUSY_TIMEOUT)
+            .map_err(|e| open_err(e.to_string()))?;
+        let mode: String = conn
+            .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
+            .map_err(|e| open_err(format!("{e} (is this an SQLite database?)")))?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(open_err(format!(
+                "cannot switch to WAL journal mode (got '{mode}'); the filesystem may not support shared memory"
+            )));
+        }
+        conn.execute_batch("PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL;")
+            .map_err(|e| open_err(e.to_string()))?;
+        let mut store = SqliteStore {
+            conn,
+            location: path.to_path_buf(),
+        };
+        store.migrate()?;
+        Ok(store)
+    }
+
+    /// The database file.
+    pub fn location(&self) -> &Path {
+        &self.location
+    }
+
+    fn migrate(&mut self) -> Result<(), StoreError> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(backend)?;
+        let version: i64 = tx
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .map_err(backend)?;
+        if version > SCHEMA_VERSION {
+            return Err(StoreError::TooNew {
+                location: self.location.display().to_string(),
+                found: version,
+                supported: SCHEMA_VERSION,
+            });
+        }
+        for (i, sql) in MIGRATIONS.iter().enumerate().skip(version as usize) {
+            tx.execute_batch(sql).map_err(backend)?;
+            tx.execute_batch(&format!("PRAGMA user_version = {}", i + 1))
+                .map_err(backend)?;
+        }
+        tx.commit().map_err(backend)
+    }
+
+    fn run_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<RawRun> {
+        Ok(RawRun {
+            id: row.get(0)?,
+            label: row.get(1)?,
+            suite: row.get(2)?,
+            started_at: row.get(3)?,
+            finished_at: row.get(4)?,
+            status: row.get(5)?,
+            fsdelta_version: row.get(6)?,
+            environment: row.get(7)?,
+            sample_count: row.get(8)?,
+        })
     }
 }
+
+const RUN_COLUMNS: &str = "r.id, r.label, r.suite, r.started_at, r.finished_at, r.status, \
+     r.fsdelta_version, r.environment, \
+     (SELECT COUNT(*) FROM samples s WHERE s.run_id = r.id)";
+
+struct RawRun {
+    id: i64,
+    label: String,
+    suite: String,
+    started_at: String,
+    finished_at: Option<String>,
+    status: String,
+    fsdelta_version: String,
+    environment: String,
+    sample_count: i64,
+}
+
+impl RawRun {
+    fn into_info(self) -> Result<RunInfo, StoreError> {
+        Ok(RunInfo {
+            id: self.id,
+            label: self.label,
+            suite: self.suite,
+            started_at: parse_ts(&self.started_at)?,
+            finished_at: self.finished_at.as_deref().map(parse_ts).transpose()?,
+            status: self.status.parse().map_err(corrupt)?,
+            fsdelta_version: self.fsdelta_version,
+            environment: serde_json::from_str::<Environment>(&self.environment).map_err(corrupt)?,
+            sample_count: self.sample_count as u64,
+        })
+    }
+}
+
+fn check_finite(sample: &NewSample) -> Result<(), StoreError> {
+    for m in &sample.metrics {
+        if !m.value.is_finite() {
+            return Err(StoreError::Backend(format!(
+                "metric '{}' of test '{}' is {} (not a finite number); the sample is not stored as measured",
+                m.name, sample.test, m.value
+            )));
+        }
+    }
+    Ok(())
+}
+
 impl Store for SqliteStore {
-    fn create_run(&mut self, _run: &NewRun) -> Result<RunId, StoreError> {
-        todo!()
+    fn create_run(&mut self, run: &NewRun) -> Result<RunId, StoreError> {
+        let env = serde_json::to_string(&run.environment).map_err(corrupt)?;
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(backend)?;
+        tx.execute(
+            "INSERT INTO runs (label, suite, started_at, status, host, kernel, fsdelta_version, environment)
+             VALUES (?1, ?2, ?3, 'running', ?4, ?5, ?6, ?7)",
+            params![
+                run.label,
+                run.suite,
+                ts(&run.started_at),
+                run.environment.host,
+                run.environment.kernel_release,
+                run.fsdelta_version,
+                env
+            ],
+        )
+        .map_err(backend)?;
+        let id = tx.last_insert_rowid();
+        tx.commit().map_err(backend)?;
+        Ok(id)
     }
-    fn add_sample(&mut self, _run: RunId, _sample: &NewSample) -> Result<SampleId, StoreError> {
-        todo!()
+
+    fn add_sample(&mut self, run: RunId, sample: &NewSample) -> Result<SampleId, StoreError> {
+        check_finite(sample)?;
+        let facts = serde_json::to_string(&sample.facts.extra).map_err(corrupt)?;
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(backend)?;
+        tx.execute(
+            "INSERT INTO samples (run_id, config, test, repetition, fs_type, path, device,
+                 mount_options, mkfs_options, facts, status, error, started_at, duration_s, workload)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+            params![
+                run,
+                sample.config,
+                sample.test,
+                sample.repetition,
+                sample.facts.fs_type,
+                sample.facts.path,
+                sample.facts.device,
+                sample.facts.mount_options,
+                sample.facts.mkfs_options,
+                facts,
+                sample.status.as_str(),
+                sample.error,
+                ts(&sample.started_at),
+                sample.duration_s,
+                sample.workload,
+            ],
+        )
+        .map_err(|e| match e {
+            rusqlite::Error::SqliteFailure(f, _)
+                if f.code == rusqlite::ErrorCode::ConstraintViolation =>
+            {
+                StoreError::NoMatch(format!("{run} (run id for a new sample)"))
+            }
+            e => backend(e),
+        })?;
+        let id = tx.last_insert_rowid();
+        {
+            let mut m = tx
+                .prepare_cached(
+                    "INSERT INTO metrics (sample_id, name, value, unit, direction) VALUES (?1, ?2, ?3, ?4, ?5)",
+                )
+                .map_err(backend)?;
+            for metric in &sample.metrics {
+                m.execute(params![
+                    id,
+                    metric.name,
+                    metric.value,
+                    metric.unit.as_str(),
+                    metric.direction.as_str()
+                ])
+                .map_err(|e| StoreError::Backend(format!("metric '{}': {e}", metric.name)))?;
+            }
+            let mut h = tx
+                .prepare_cached(
+                    "INSERT INTO histograms (sample_id, name, unit, layout, count, min, max, sum, buckets)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                )
+                .map_err(backend)?;
+            for hist in &sample.histograms {
+                let buckets = serde_json::to_string(&hist.buckets).map_err(corrupt)?;
+                h.execute(params![
+                    id,
+                    hist.name,
+                    hist.unit.as_str(),
+                    hist.layout,
+                    hist.count as i64,
+                    hist.min as i64,
+                    hist.max as i64,
+                    hist.sum.to_string(),
+                    buckets
+                ])
+                .map_err(|e| StoreError::Backend(format!("histogram '{}': {e}", hist.name)))?;
+            }
+        }
+        tx.commit().map_err(backend)?;
+        Ok(id)
     }
+
     fn finish_run(
         &mut self,
-        _run: RunId,
-        _status: RunStatus,
-        _f: DateTime<Utc>,
+        run: RunId,
+        status: RunStatus,
+        finished_at: DateTime<Utc>,
     ) -> Result<(), StoreError> {
-        todo!()
+        let n = self
+            .conn
+            .execute(
+                "UPDATE runs SET status = ?1, finished_at = ?2 WHERE id = ?3",
+                params![status.as_str(), ts(&finished_at), run],
+            )
+            .map_err(backend)?;
+        if n == 0 {
+            return Err(StoreError::NoMatch(run.to_string()));
+        }
+        Ok(())
     }
-    fn runs(&self, _filter: &RunFilter) -> Result<Vec<RunInfo>, StoreError> {
-        todo!()
+
+    fn runs(&self, filter: &RunFilter) -> Result<Vec<RunInfo>, StoreError> {
+        let limit = filter.limit.map(|l| l as i64).unwrap_or(-1);
+        let mut stmt = self
+            .conn
+            .prepare_cached(&format!(
+                "SELECT {RUN_COLUMNS} FROM runs r
+                 WHERE (?1 IS NULL OR r.label = ?1)
+                 ORDER BY r.id DESC LIMIT ?2"
+            ))
+            .map_err(backend)?;
+        let rows = stmt
+            .query_map(params![filter.label, limit], Self::run_from_row)
+            .map_err(backend)?;
+        rows.map(|r| r.map_err(backend)?.into_info()).collect()
     }
-    fn run(&self, _id: RunId) -> Result<Option<RunInfo>, StoreError> {
-        todo!()
+
+    fn run(&self, id: RunId) -> Result<Option<RunInfo>, StoreError> {
+        self.conn
+            .query_row(
+                &format!("SELECT {RUN_COLUMNS} FROM runs r WHERE r.id = ?1"),
+                params![id],
+                Self::run_from_row,
+            )
+            .optional()
+            .map_err(backend)?
+            .map(RawRun::into_info)
+            .transpose()
     }
-    fn samples(&self, _run: RunId) -> Result<Vec<SampleRecord>, StoreError> {
-        todo!()
+
+    fn samples(&self, run: RunId) -> Result<Vec<SampleRecord>, StoreError> {
+        let mut metrics: BTreeMap<i64, Vec<Metric>> = BTreeMap::new();
+        {
+            let mut stmt = self
+                .conn
+                .prepare_cached(
+                    "SELECT m.sample_id, m.name, m.value, m.unit, m.direction
+                     FROM metrics m JOIN samples s ON s.id = m.sample_id
+                     WHERE s.run_id = ?1 ORDER BY m.sample_id, m.rowid",
+                )
+                .map_err(backend)?;
+            let rows = stmt
+                .query_map(params![run], |r| {
+                    Ok((
+                        r.get::<_, i64>(0)?,
+                        r.get::<_, String>(1)?,
+                        r.get::<_, f64>(2)?,
+                        r.get::<_, String>(3)?,
+                        r.get::<_, String>(4)?,
+                    ))
+                })
+                .map_err(backend)?;
+            for row in rows {
+                let (sid, name, value, unit, dir) = row.map_err(backend)?;
+                metrics.entry(sid).or_default().push(Metric {
+                    name,
+                    value,
+                    unit: unit.parse::<Unit>().map_err(corrupt)?,
+                    direction: dir.parse::<Direction>().map_err(corrupt)?,
+                });
+            }
+        }
+        let mut histograms: BTreeMap<i64, Vec<HistogramRecord>> = BTreeMap::new();
+        {
+            let mut stmt = self
+                .conn
+                .prepare_cached(
+                    "SELECT h.sample_id, h.name, h.unit, h.layout, h.count, h.min, h.max, h.sum, h.buckets
+                     FROM histograms h JOIN samples s ON s.id = h.sample_id
+                     WHERE s.run_id = ?1 ORDER BY h.sample_id, h.name",
+                )
+                .map_err(backend)?;
+            let rows = stmt
+                .query_map(params![run], |r| {
+                    Ok((
+                        r.get::<_, i64>(0)?,
+                        r.get::<_, String>(1)?,
+                        r.get::<_, String>(2)?,
+                        r.get::<_, String>(3)?,
+                        r.get::<_, i64>(4)?,
+                        r.get::<_, i64>(5)?,
+                        r.get::<_, i64>(6)?,
+                        r.get::<_, String>(7)?,
+                        r.get::<_, String>(8)?,
+                    ))
+                })
+                .map_err(backend)?;
+            for row in rows {
+                let (sid, name, unit, layout, count, min, max, sum, buckets) =
+                    row.map_err(backend)?;
+                histograms.entry(sid).or_default().push(HistogramRecord {
+                    name,
+                    unit: unit.parse::<Unit>().map_err(corrupt)?,
+                    layout,
+                    count: count as u64,
+                    min: min as u64,
+                    max: max as u64,
+                    sum: sum.parse::<u128>().map_err(corrupt)?,
+                    buckets: serde_json::from_str(&buckets).map_err(corrupt)?,
+                });
+            }
+        }
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT id, config, test, repetition, fs_type, path, device, mount_options,
+                        mkfs_options, facts, status, error, started_at, duration_s, workload
+                 FROM samples WHERE run_id = ?1 ORDER BY id",
+            )
+            .map_err(backend)?;
+        let rows = stmt
+            .query_map(params![run], |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, String>(2)?,
+                    r.get::<_, u32>(3)?,
+                    r.get::<_, String>(4)?,
+                    r.get::<_, String>(5)?,
+                    r.get::<_, String>(6)?,
+                    r.get::<_, String>(7)?,
+                    r.get::<_, Option<String>>(8)?,
+                    r.get::<_, String>(9)?,
+                    r.get::<_, String>(10)?,
+                    r.get::<_, Option<String>>(11)?,
+                    r.get::<_, String>(12)?,
+                    r.get::<_, f64>(13)?,
+                    r.get::<_, String>(14)?,
+                ))
+            })
+            .map_err(backend)?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (
+                id,
+                config,
+                test,
+                repetition,
+                fs_type,
+                path,
+                device,
+                mount_options,
+                mkfs_options,
+                facts,
+                status,
+                error,
+                started_at,
+                duration_s,
+                workload,
+            ) = row.map_err(backend)?;
+            out.push(SampleRecord {
+                id,
+                run_id: run,
+                sample: NewSample {
+                    config,
+                    test,
+                    repetition,
+                    facts: TargetFacts {
+                        fs_type,
+                        path,
+                        device,
+                        mount_options,
+                        mkfs_options,
+                        extra: serde_json::from_str(&facts).map_err(corrupt)?,
+                    },
+                    status: status.parse::<SampleStatus>().map_err(corrupt)?,
+                    error,
+                    started_at: parse_ts(&started_at)?,
+                    duration_s,
+                    workload,
+                    metrics: metrics.remove(&id).unwrap_or_default(),
+                    histograms: histograms.remove(&id).unwrap_or_default(),
+                },
+            });
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::Selector;
+
+    fn new_run(label: &str) -> NewRun {
+        NewRun {
+            label: label.into(),
+            suite: "quick".into(),
+            started_at: Utc::now(),
+            fsdelta_version: "0.1.0".into(),
+            environment: Environment {
+                host: "h".into(),
+                kernel_release: "6.18.0".into(),
+                ..Environment::default()
+            },
+        }
+    }
+
+    fn sample(test: &str, rep: u32, value: f64) -> NewSample {
+        NewSample {
+            config: "scratch".into(),
+            test: test.into(),
+            repetition: rep,
+            facts: TargetFacts {
+                fs_type: "ext4".into(),
+                path: "/tmp/x".into(),
+                device: "/dev/vda".into(),
+                mount_options: "rw,relatime".into(),
+                mkfs_options: None,
+                extra: BTreeMap::from([("mount_point".to_string(), "/".to_string())]),
+            },
+            status: SampleStatus::Ok,
+            error: None,
+            started_at: Utc::now(),
+            duration_s: 1.5,
+            workload: "fs_mark -s 0 -n 10".into(),
+            metrics: vec![
+                Metric::new(
+                    "files_per_sec",
+                    value,
+                    Unit::FilesPerSec,
+                    Direction::HigherIsBetter,
+                ),
+                Metric::new(
+                    "create_lat_ns_p99",
+                    1234.0,
+                    Unit::Nanoseconds,
+                    Direction::LowerIsBetter,
+                ),
+            ],
+            histograms: vec![HistogramRecord {
+                name: "create_lat_ns".into(),
+                unit: Unit::Nanoseconds,
+                layout: "fio-loglinear-6x29".into(),
+                count: 3,
+                min: 10,
+                max: 9_000_000_000,
+                sum: 9_000_000_030,
+                buckets: vec![(10, 1), (500, 2)],
+            }],
+        }
+    }
+
+    #[test]
+    fn a_run_round_trips_with_samples_metrics_and_histograms() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = SqliteStore::open(&dir.path().join("sub/r.sqlite")).unwrap();
+        let run = s.create_run(&new_run("base")).unwrap();
+        assert_eq!(s.run(run).unwrap().unwrap().status, RunStatus::Running);
+        let a = sample("emptyfiles", 1, 1000.5);
+        s.add_sample(run, &a).unwrap();
+        s.add_sample(run, &sample("emptyfiles", 2, 1001.0)).unwrap();
+        s.finish_run(run, RunStatus::Complete, Utc::now()).unwrap();
+
+        let info = s.run(run).unwrap().unwrap();
+        assert_eq!(info.status, RunStatus::Complete);
+        assert_eq!(info.sample_count, 2);
+        assert!(info.finished_at.is_some());
+        assert_eq!(info.environment.kernel_release, "6.18.0");
+        let back = s.samples(run).unwrap();
+        assert_eq!(back.len(), 2);
+        assert_eq!(back[0].sample.metrics, a.metrics);
+        assert_eq!(back[0].sample.histograms, a.histograms);
+        assert_eq!(back[0].sample.facts, a.facts);
+        assert_eq!(back[1].sample.repetition, 2);
+    }
+
+    #[test]
+    fn selectors_resolve() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = SqliteStore::open(&dir.path().join("r.sqlite")).unwrap();
+        let a = s.create_run(&new_run("v1")).unwrap();
+        s.finish_run(a, RunStatus::Complete, Utc::now()).unwrap();
+        let b = s.create_run(&new_run("v2")).unwrap();
+        s.finish_run(b, RunStatus::Complete, Utc::now()).unwrap();
+        let c = s.create_run(&new_run("v1")).unwrap();
+        s.finish_run(c, RunStatus::Aborted, Utc::now()).unwrap();
+        let _running = s.create_run(&new_run("v3")).unwrap();
+
+        let ids = |sel: &str| -> Vec<i64> {
+            s.select(&sel.parse::<Selector>().unwrap())
+                .unwrap()
+                .iter()
+                .map(|r| r.id)
+                .collect()
+        };
+        assert_eq!(ids("latest"), vec![c]);
+        assert_eq!(ids("latest~1"), vec![b]);
+        assert_eq!(ids("label:v1"), vec![c, a]);
+        assert_eq!(ids(&b.to_string()), vec![b]);
+        assert!(matches!(
+            s.select(&Selector::Latest(5)),
+            Err(StoreError::NoMatch(_))
+        ));
+        assert!(matches!(
+            s.select(&Selector::Label("nope".into())),
+            Err(StoreError::NoMatch(_))
+        ));
+        let limited = s
+            .runs(&RunFilter {
+                label: None,
+                limit: Some(2),
+            })
+            .unwrap();
+        assert_eq!(limited.len(), 2);
+    }
+
+    #[test]
+    fn a_non_finite_metric_is_refused_and_nothing_of_the_sample_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = SqliteStore::open(&dir.path().join("r.sqlite")).unwrap();
+        let run = s.create_run(&new_run("x")).unwrap();
+        let mut bad = sample("t", 1, f64::NAN);
+        let e = s.add_sample(run, &bad).unwrap_err();
+        assert!(e.to_string().contains("files_per_sec"), "{e}");
+        // A duplicate metric name fails inside the transaction: the sample row is rolled back.
+        bad.metrics[0].value = 1.0;
+        bad.metrics.push(bad.metrics[0].clone());
+        assert!(s.add_sample(run, &bad).is_err());
+        assert!(s.samples(run).unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_newer_schema_is_refused_with_advice() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.sqlite");
+        drop(SqliteStore::open(&path).unwrap());
+        let c = Connection::open(&path).unwrap();
+        c.execute_batch("PRAGMA user_version = 99").unwrap();
+        drop(c);
+        let e = SqliteStore::open(&path).err().unwrap();
+        assert!(matches!(e, StoreError::TooNew { found: 99, .. }));
+        assert!(e.to_string().contains("upgrade fsdelta"));
+    }
+
+    #[test]
+    fn reopening_keeps_data_and_does_not_migrate_twice() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.sqlite");
+        let id = {
+            let mut s = SqliteStore::open(&path).unwrap();
+            s.create_run(&new_run("x")).unwrap()
+        };
+        let s = SqliteStore::open(&path).unwrap();
+        assert!(s.run(id).unwrap().is_some());
+    }
+
+    #[test]
+    fn threads_with_their_own_connections_write_concurrently_without_loss() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.sqlite");
+        let run = SqliteStore::open(&path)
+            .unwrap()
+            .create_run(&new_run("x"))
+            .unwrap();
+        std::thread::scope(|scope| {
+            for t in 0..4 {
+                let path = path.clone();
+                scope.spawn(move || {
+                    let mut s = SqliteStore::open(&path).unwrap();
+                    for i in 0..25 {
+                        s.add_sample(run, &sample(&format!("t{t}"), i, i as f64 + 1.0))
+                            .unwrap();
+                    }
+                });
+            }
+        });
+        let s = SqliteStore::open(&path).unwrap();
+        assert_eq!(s.samples(run).unwrap().len(), 100);
     }
 }
