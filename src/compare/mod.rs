@@ -5,3 +5,4 @@
 //! `report`.
 
 pub mod stats;
+pub mod verdict;

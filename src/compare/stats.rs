@@ -405,6 +405,42 @@ pub fn benjamini_hochberg(p: &[f64]) -> Vec<f64> {
     adjusted
 }
 
+/// Deterministic synthetic measurements for the tests of this room (verdicts, change points).
+#[cfg(test)]
+pub(crate) mod synthetic {
+    use rand::{Rng, SeedableRng};
+    use rand_xoshiro::Xoshiro256PlusPlus;
+
+    /// A seeded generator of lognormal noise.
+    pub(crate) struct Noise(Xoshiro256PlusPlus);
+
+    impl Noise {
+        pub(crate) fn new(seed: u64) -> Self {
+            Noise(Xoshiro256PlusPlus::seed_from_u64(seed))
+        }
+
+        /// A standard normal draw (Box-Muller).
+        pub(crate) fn normal(&mut self) -> f64 {
+            let u1: f64 = 1.0 - self.0.random::<f64>(); // (0, 1]
+            let u2: f64 = self.0.random::<f64>();
+            (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
+        }
+
+        /// A uniform draw in [0, 1).
+        pub(crate) fn uniform(&mut self) -> f64 {
+            self.0.random::<f64>()
+        }
+
+        /// `n` lognormal values with the given median and coefficient of variation.
+        pub(crate) fn lognormal(&mut self, n: usize, median: f64, cv: f64) -> Vec<f64> {
+            let sigma = (cv * cv).ln_1p().sqrt();
+            (0..n)
+                .map(|_| median * (sigma * self.normal()).exp())
+                .collect()
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
