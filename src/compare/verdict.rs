@@ -187,6 +187,15 @@ pub enum Verdict {
 }
 
 impl Verdict {
+    /// Whether the data settled the question: regressed, improved or unchanged. `run
+    /// --until-confident` adds repetitions while a headline metric is not resolved.
+    pub fn is_resolved(self) -> bool {
+        matches!(
+            self,
+            Verdict::Regressed | Verdict::Improved | Verdict::Unchanged
+        )
+    }
+
     /// Stable name at rest.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -256,8 +265,9 @@ pub struct Comparison {
 /// Compares baseline runs with current runs of one metric, following statistics.md:
 ///
 /// 1. work on logs (values must be > 0: see the module docs for zeros);
-/// 2. tail metrics or spiky data (an outlier on either side) with at least 5 runs a side:
-///    Hodges-Lehmann with the exact Mann-Whitney interval and p-value; otherwise Welch on logs;
+/// 2. tail metrics or spiky data (an outlier on either side) with at least 5 runs a side (and at
+///    most [`stats::MW_EXACT_MAX`] in all): Hodges-Lehmann with the exact Mann-Whitney interval
+///    and p-value; otherwise Welch on logs;
 /// 3. report diff % = 100 (e^d - 1) with its interval, medians, n and CV per side;
 /// 4. orient so positive is worse;
 /// 5. regressed if the interval is above 0 and the shift is at least eps, improved if below 0
@@ -833,6 +843,8 @@ mod tests {
             (1, 1, 1, 1, 1)
         );
         close(s.expected_false_flags, 0.2, 1e-12);
+        assert!(cs[0].verdict.is_resolved() && cs[4].verdict.is_resolved());
+        assert!(!cs[2].verdict.is_resolved() && !cs[3].verdict.is_resolved());
     }
 
     /// Share of `trials` comparisons of lognormal samples (current = baseline * (1 + shift))
@@ -853,12 +865,14 @@ mod tests {
 
     #[test]
     fn a_a_comparisons_rarely_flag() {
-        // issue 5: at most 6 % regressed or improved at n = 3, 5, 10 (fixed seeds)
+        // issue 5: at most 6 % regressed or improved at n = 3, 5, 10 (fixed seeds). Welch on logs
+        // is scale-free, so CV matters only where eps = 2 % binds (CV 1 %). Measured with these
+        // seeds, CV 1 % / 5 % / 15 %: n 3: .009 .037 .037; n 5: .001 .044 .044; n 10: 0 .054 .054.
         for n in [3, 5, 10] {
-            for cv in [0.03, 0.05, 0.10] {
+            for cv in [0.01, 0.05, 0.15] {
                 let flagged = rate(
                     1000 + n as u64,
-                    1000,
+                    2000,
                     n,
                     cv,
                     0.0,
@@ -871,10 +885,11 @@ mod tests {
 
     #[test]
     fn a_ten_percent_shift_at_cv_3_with_five_runs_is_found() {
-        // issue 5: at least 80 % detected
+        // issue 5: at least 80 % detected (measured: .977)
         let found = rate(7, 1000, 5, 0.03, 0.10, &[Verdict::Regressed]);
         assert!(found >= 0.80, "{found}");
-        // statistics.md: Welch power .99 for a 10 % shift at CV 5 % with 10 runs a side
+        // statistics.md: Welch power .99 for a 10 % shift at CV 5 % with 10 runs a side (measured:
+        // .984)
         let found = rate(8, 1000, 10, 0.05, 0.10, &[Verdict::Regressed]);
         assert!(found >= 0.95, "{found}");
         // and the opposite direction is never called a regression
