@@ -4,4 +4,6 @@
 //! any kind, so that it can be tested exhaustively and reused by `compare`, `run --baseline` and
 //! `report`.
 
+pub mod changepoint;
 pub mod stats;
+pub mod verdict;

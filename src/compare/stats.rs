@@ -73,6 +73,27 @@ pub fn cv(xs: &[f64]) -> Option<f64> {
     if m == 0.0 { None } else { Some(s / m.abs()) }
 }
 
+/// Ranks 1..=n of the values in input order, ties given the mean of the ranks they span
+/// (scipy `rankdata(method="average")`).
+pub fn ranks(xs: &[f64]) -> Vec<f64> {
+    let mut order: Vec<usize> = (0..xs.len()).collect();
+    order.sort_by(|&a, &b| xs[a].total_cmp(&xs[b]));
+    let mut out = vec![0.0; xs.len()];
+    let mut i = 0;
+    while i < order.len() {
+        let mut j = i;
+        while j + 1 < order.len() && xs[order[j + 1]] == xs[order[i]] {
+            j += 1;
+        }
+        // sorted positions i..=j share ranks i+1..=j+1
+        for &o in &order[i..=j] {
+            out[o] = (i + j + 2) as f64 / 2.0;
+        }
+        i = j + 1;
+    }
+    out
+}
+
 /// Threshold of the modified z-score above which a value is an outlier (Iglewicz and Hoaglin).
 pub const OUTLIER_Z: f64 = 3.5;
 
@@ -239,7 +260,6 @@ pub fn mann_whitney(x: &[f64], y: &[f64]) -> Option<MannWhitney> {
         return None;
     }
     let u = u_statistic(x, y);
-    let ranks2 = doubled_midranks(x, y);
     let ties = {
         let mut all: Vec<f64> = x.iter().chain(y).copied().collect();
         all.sort_by(f64::total_cmp);
@@ -254,7 +274,7 @@ pub fn mann_whitney(x: &[f64], y: &[f64]) -> Option<MannWhitney> {
         let upper: u128 = dist[k..].iter().sum();
         (lower, upper, total)
     } else {
-        midrank_sum_tails(&ranks2, m)
+        midrank_sum_tails(&doubled_midranks(x, y), m)
     };
     let p = (2.0 * lower.min(upper) as f64 / total as f64).min(1.0);
     Some(MannWhitney { u, p, ties })
@@ -312,22 +332,7 @@ fn u_statistic(x: &[f64], y: &[f64]) -> f64 {
 /// input order.
 fn doubled_midranks(x: &[f64], y: &[f64]) -> Vec<u64> {
     let all: Vec<f64> = x.iter().chain(y).copied().collect();
-    let mut order: Vec<usize> = (0..all.len()).collect();
-    order.sort_by(|&a, &b| all[a].total_cmp(&all[b]));
-    let mut ranks2 = vec![0u64; all.len()];
-    let mut i = 0;
-    while i < order.len() {
-        let mut j = i;
-        while j + 1 < order.len() && all[order[j + 1]] == all[order[i]] {
-            j += 1;
-        }
-        // positions i..=j (0-based) share ranks i+1..=j+1; doubled mid-rank = i + j + 2
-        for &o in &order[i..=j] {
-            ranks2[o] = (i + j + 2) as u64;
-        }
-        i = j + 1;
-    }
-    ranks2
+    ranks(&all).into_iter().map(|r| (2.0 * r) as u64).collect()
 }
 
 /// Hodges-Lehmann estimate of the shift of `y` against `x`, with its exact distribution-free
@@ -405,6 +410,42 @@ pub fn benjamini_hochberg(p: &[f64]) -> Vec<f64> {
     adjusted
 }
 
+/// Deterministic synthetic measurements for the tests of this room (verdicts, change points).
+#[cfg(test)]
+pub(crate) mod synthetic {
+    use rand::{Rng, SeedableRng};
+    use rand_xoshiro::Xoshiro256PlusPlus;
+
+    /// A seeded generator of lognormal noise.
+    pub(crate) struct Noise(Xoshiro256PlusPlus);
+
+    impl Noise {
+        pub(crate) fn new(seed: u64) -> Self {
+            Noise(Xoshiro256PlusPlus::seed_from_u64(seed))
+        }
+
+        /// A standard normal draw (Box-Muller).
+        pub(crate) fn normal(&mut self) -> f64 {
+            let u1: f64 = 1.0 - self.0.random::<f64>(); // (0, 1]
+            let u2: f64 = self.0.random::<f64>();
+            (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
+        }
+
+        /// A uniform draw in [0, 1).
+        pub(crate) fn uniform(&mut self) -> f64 {
+            self.0.random::<f64>()
+        }
+
+        /// `n` lognormal values with the given median and coefficient of variation.
+        pub(crate) fn lognormal(&mut self, n: usize, median: f64, cv: f64) -> Vec<f64> {
+            let sigma = (cv * cv).ln_1p().sqrt();
+            (0..n)
+                .map(|_| median * (sigma * self.normal()).exp())
+                .collect()
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -441,6 +482,16 @@ mod tests {
         assert_eq!(cv(&[1.0]), None);
         assert_eq!(cv(&[-1.0, 1.0]), None);
         assert_eq!(variance(&[3.0, 3.0]), Some(0.0));
+    }
+
+    #[test]
+    fn ranks_match_scipy_rankdata() {
+        // scipy: rankdata([3, 1, 4, 1, 5, 9, 2, 6]) = [4, 1.5, 5, 1.5, 6, 8, 3, 7]
+        assert_eq!(
+            ranks(&[3.0, 1.0, 4.0, 1.0, 5.0, 9.0, 2.0, 6.0]),
+            vec![4.0, 1.5, 5.0, 1.5, 6.0, 8.0, 3.0, 7.0]
+        );
+        assert!(ranks(&[]).is_empty());
     }
 
     #[test]
