@@ -5,21 +5,139 @@
 //! messages. It must never measure, run SQL or format tables itself; it calls the rooms that do.
 
 pub mod fsmark;
+pub mod query;
+pub mod run;
 
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+/// Exit code: success, nothing regressed.
+pub const EXIT_OK: i32 = 0;
+/// Exit code: a regression was found.
+pub const EXIT_REGRESSION: i32 = 1;
+/// Exit code: an error (bad input, failed samples, store trouble).
+pub const EXIT_ERROR: i32 = 2;
+/// Exit code: interrupted by SIGINT or SIGTERM.
+pub const EXIT_INTERRUPTED: i32 = 130;
+
+const AFTER_HELP: &str = "\
+Examples:
+  fsdelta run                          run the quick suite in a scratch directory here
+  fsdelta run --label patched -n 5     five repetitions, labelled
+  fsdelta compare latest~1 latest      did the last run change anything?
+  fsdelta fsmark -d /mnt/t -s 0 -n 1000 -t 2
+
+Results go to $XDG_DATA_HOME/fsdelta/results.sqlite unless --db or FSDELTA_DB says otherwise.
+Exit codes: 0 ok, 1 regression found, 2 error, 130 interrupted.";
 
 /// fsdelta: measure filesystem performance, keep every number, tell which differences are real.
 #[derive(Debug, Parser)]
-#[command(name = "fsdelta", version, about, long_about = None)]
+#[command(name = "fsdelta", version, about, long_about = None, after_help = AFTER_HELP)]
 pub struct Cli {
     /// The command.
     #[command(subcommand)]
     pub command: Command,
 }
 
+/// Where the result store is.
+#[derive(Debug, Clone, Args)]
+pub struct DbArg {
+    /// Result store: a SQLite file path (default $XDG_DATA_HOME/fsdelta/results.sqlite).
+    #[arg(long, env = "FSDELTA_DB", value_name = "PATH")]
+    pub db: Option<String>,
+}
+
+impl DbArg {
+    /// The location to open.
+    pub fn location(&self) -> String {
+        self.db.clone().unwrap_or_else(|| {
+            crate::store::default_location()
+                .to_string_lossy()
+                .into_owned()
+        })
+    }
+}
+
+/// Output format of `compare`.
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum CompareFormat {
+    /// 80-column text.
+    Text,
+    /// JSON with a schema_version.
+    Json,
+}
+
+/// Output format of `export`.
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum ExportFormat {
+    /// JSON with a schema_version.
+    Json,
+    /// CSV, one row per metric value.
+    Csv,
+}
+
 /// Subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Run a suite and store every sample. Example: fsdelta run --label 6.18-rc1 -n 5
+    Run(RunArgs),
+    /// List stored runs, newest first. Example: fsdelta list --limit 10
+    List {
+        /// Only runs with this label.
+        #[arg(long)]
+        label: Option<String>,
+        /// At most this many runs.
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+        #[command(flatten)]
+        db: DbArg,
+    },
+    /// Show one run (or a pooled selection): environment, targets, every metric. Example:
+    /// fsdelta show latest
+    Show {
+        /// Runs: an id, latest, latest~N or label:TEXT.
+        sel: String,
+        #[command(flatten)]
+        db: DbArg,
+    },
+    /// Compare two run selections metric by metric. Example: fsdelta compare label:base latest
+    Compare {
+        /// Baseline runs: an id, latest, latest~N or label:TEXT (pooled).
+        base: String,
+        /// Current runs, same forms.
+        cur: String,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = CompareFormat::Text)]
+        format: CompareFormat,
+        /// Only these tests (repeatable).
+        #[arg(long = "test", value_name = "NAME")]
+        tests: Vec<String>,
+        /// Only these configurations (repeatable).
+        #[arg(long = "config", value_name = "NAME")]
+        configs: Vec<String>,
+        #[command(flatten)]
+        db: DbArg,
+    },
+    /// Export every stored number of a selection. Example: fsdelta export latest --format csv
+    Export {
+        /// Runs: an id, latest, latest~N or label:TEXT.
+        sel: String,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = ExportFormat::Json)]
+        format: ExportFormat,
+        /// Write to this file instead of standard output.
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+        #[command(flatten)]
+        db: DbArg,
+    },
+    /// Print a shell completion script. Example: fsdelta completions bash > /etc/bash_completion.d/fsdelta
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff) generated from these definitions. Example: fsdelta man | man -l -
+    Man,
     /// The native fs_mark-compatible engine on its own: takes fs_mark 3.3's flags and prints its
     /// output format (workers are threads, not processes). Example: fsdelta fsmark -d /mnt/t -s 0 -n 1000
     #[command(disable_help_flag = true)]
@@ -30,17 +148,78 @@ pub enum Command {
     },
 }
 
+/// Options of `fsdelta run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Built-in suite to run.
+    #[arg(long, default_value = "quick")]
+    pub suite: String,
+    /// Run in a scratch directory created inside DIR (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub target: Option<PathBuf>,
+    /// Only this test (repeatable).
+    #[arg(long = "test", value_name = "NAME")]
+    pub tests: Vec<String>,
+    /// Repetitions of every test.
+    #[arg(short = 'n', long = "repeat", default_value_t = 3)]
+    pub repeat: u32,
+    /// Label of the run (default: the kernel release).
+    #[arg(long)]
+    pub label: Option<String>,
+    /// No progress output.
+    #[arg(short, long)]
+    pub quiet: bool,
+    #[command(flatten)]
+    pub db: DbArg,
+}
+
 /// Entry point; returns the process exit code.
 pub fn main() -> i32 {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
-            let code = if e.use_stderr() { 2 } else { 0 };
+            let code = if e.use_stderr() { EXIT_ERROR } else { EXIT_OK };
             let _ = e.print();
             return code;
         }
     };
-    match cli.command {
-        Command::Fsmark { args } => fsmark::main(&args),
+    let result = match cli.command {
+        Command::Fsmark { args } => return fsmark::main(&args),
+        Command::Completions { shell } => {
+            let mut cmd = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(shell, &mut cmd, "fsdelta", &mut std::io::stdout());
+            Ok(EXIT_OK)
+        }
+        Command::Man => {
+            let cmd = <Cli as clap::CommandFactory>::command();
+            clap_mangen::Man::new(cmd)
+                .render(&mut std::io::stdout())
+                .map(|_| EXIT_OK)
+                .map_err(anyhow::Error::from)
+        }
+        Command::Run(args) => run::main(args),
+        Command::List { label, limit, db } => query::list(&db, label, limit),
+        Command::Show { sel, db } => query::show(&db, &sel),
+        Command::Compare {
+            base,
+            cur,
+            format,
+            tests,
+            configs,
+            db,
+        } => query::compare(&db, &base, &cur, format, &tests, &configs),
+        Command::Export {
+            sel,
+            format,
+            output,
+            db,
+        } => query::export(&db, &sel, format, output.as_deref()),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("fsdelta: {e:#}");
+            EXIT_ERROR
+        }
     }
 }

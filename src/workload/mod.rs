@@ -8,6 +8,7 @@
 pub mod fsmark;
 
 use crate::model::{HistogramRecord, Metric};
+use crate::plan::suite::EngineSpec;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -130,6 +131,26 @@ pub trait Workload: Send + Sync {
     fn engine(&self) -> &'static str;
     /// Run once in `ctx.dir`, returning what was measured.
     fn run(&self, ctx: &RunContext<'_>) -> Result<Measurements, WorkloadError>;
+}
+
+/// Build the workload a suite's test describes, checking its options.
+pub fn build(spec: &EngineSpec) -> Result<Box<dyn Workload>, WorkloadError> {
+    match spec {
+        EngineSpec::FsMark { args } => {
+            let mut options = fsmark::FsMarkOptions::parse(args)
+                .map_err(|e| WorkloadError::InvalidOptions(format!("fs_mark options: {e}")))?;
+            // Inside a suite, results go to the store, not to fs_mark's log file.
+            options.log_file = None;
+            Ok(Box::new(fsmark::FsMark { options }))
+        }
+    }
+}
+
+/// The command line that reproduces a test with the peer tool, stored with every sample.
+pub fn describe(spec: &EngineSpec) -> String {
+    match spec {
+        EngineSpec::FsMark { args } => format!("fs_mark {}", args.join(" ")),
+    }
 }
 
 #[cfg(test)]
