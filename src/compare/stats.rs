@@ -686,6 +686,20 @@ mod tests {
     }
 
     #[test]
+    fn hodges_lehmann_with_ties_uses_the_no_tie_critical_value() {
+        // Python (same rule, brute-force U distribution for m = 5, n = 6): k = 4, median of the
+        // 30 differences 2.0, interval (-1.0, 4.0), achieved 0.9696969696969697
+        let h = hodges_lehmann(
+            &[1.0, 2.0, 2.0, 3.0, 4.0],
+            &[2.0, 3.0, 3.0, 5.0, 6.0, 6.0],
+            0.95,
+        )
+        .unwrap();
+        assert_eq!((h.k, h.shift, h.lo, h.hi), (4, 2.0, -1.0, 4.0));
+        assert_close!(h.achieved_confidence, 0.9696969696969697, 1e-12);
+    }
+
+    #[test]
     fn hodges_lehmann_with_two_a_side_takes_the_full_range() {
         // k raised from 0 to 1: the interval is [min, max] of the differences, coverage 1 - 2/6
         let h = hodges_lehmann(&[1.0, 2.0], &[3.0, 4.0], 0.95).unwrap();
