@@ -44,7 +44,9 @@ fn run_twice_then_list_show_export_and_compare() {
         .assert()
         .success()
         .stdout(predicate::str::contains("label cur"))
-        .stdout(predicate::str::contains("test emptyfiles: fs_mark -s 0 -n 10000 -t 2 -S 0 -D 16 -N 256"))
+        .stdout(predicate::str::contains(
+            "test emptyfiles: fs_mark -s 0 -n 10000 -t 2 -S 0 -D 16 -N 256",
+        ))
         .stdout(predicate::str::contains("create_lat_ns_p99"));
 
     let out = fsdelta(&db)
@@ -65,7 +67,13 @@ fn run_twice_then_list_show_export_and_compare() {
     assert_eq!(fps["direction"], "higher_is_better");
     assert!(fps["value"].as_f64().unwrap() > 0.0);
     assert!(!samples[0]["histograms"].as_array().unwrap().is_empty());
-    assert!(!samples[0]["fs_type"].as_str().unwrap_or("").is_empty() || !samples[0]["facts"]["fs_type"].as_str().unwrap_or("").is_empty());
+    assert!(
+        !samples[0]["fs_type"].as_str().unwrap_or("").is_empty()
+            || !samples[0]["facts"]["fs_type"]
+                .as_str()
+                .unwrap_or("")
+                .is_empty()
+    );
 
     let csv = fsdelta(&db)
         .args(["export", "latest", "--format", "csv"])
@@ -89,7 +97,9 @@ fn run_twice_then_list_show_export_and_compare() {
     assert!(text.contains('%'), "{text}");
 
     let out = fsdelta(&db)
-        .args(["compare", "latest~1", "latest", "--format", "json", "--test", "bigdir"])
+        .args([
+            "compare", "latest~1", "latest", "--format", "json", "--test", "bigdir",
+        ])
         .output()
         .unwrap();
     let doc = json(&out.stdout);
@@ -106,7 +116,9 @@ fn bad_input_gets_a_clear_error() {
         .args(["run", "--test", "nosuchtest"])
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("known tests: emptyfiles, smallfiles, bigdir"));
+        .stderr(predicate::str::contains(
+            "known tests: emptyfiles, smallfiles, bigdir",
+        ));
     fsdelta(&db)
         .args(["run", "--target", "/nonexistent/dir"])
         .assert()
@@ -134,7 +146,17 @@ fn a_full_disk_fails_one_sample_and_keeps_the_others() {
     let db = tmp.path().join("r.sqlite");
     let fs = Tmpfs::mount("2m");
     fsdelta(&db)
-        .args(["run", "--test", "emptyfiles", "--test", "smallfiles", "-n", "1", "--label", "full"])
+        .args([
+            "run",
+            "--test",
+            "emptyfiles",
+            "--test",
+            "smallfiles",
+            "-n",
+            "1",
+            "--label",
+            "full",
+        ])
         .arg("--target")
         .arg(fs.path())
         .assert()
@@ -154,7 +176,12 @@ fn a_full_disk_fails_one_sample_and_keeps_the_others() {
     assert!(!samples[0]["metrics"].as_array().unwrap().is_empty());
     assert_eq!(samples[1]["test"], "smallfiles");
     assert_eq!(samples[1]["status"], "failed");
-    assert!(samples[1]["error"].as_str().unwrap().contains("No space left"));
+    assert!(
+        samples[1]["error"]
+            .as_str()
+            .unwrap()
+            .contains("No space left")
+    );
 }
 
 #[test]
@@ -166,7 +193,9 @@ fn sigint_aborts_the_run_keeps_finished_samples_and_removes_scratch() {
     let bin = assert_cmd::cargo::cargo_bin("fsdelta");
     let mut child = std::process::Command::new(bin)
         .env("FSDELTA_DB", &db)
-        .args(["run", "--test", "bigdir", "-n", "200", "--label", "int", "--target"])
+        .args([
+            "run", "--test", "bigdir", "-n", "200", "--label", "int", "--target",
+        ])
         .arg(&target)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -175,11 +204,17 @@ fn sigint_aborts_the_run_keeps_finished_samples_and_removes_scratch() {
     // Wait for at least one finished sample.
     let start = Instant::now();
     loop {
-        assert!(start.elapsed() < Duration::from_secs(120), "no sample stored in 120 s");
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "no sample stored in 120 s"
+        );
         std::thread::sleep(Duration::from_millis(200));
         let out = fsdelta(&db).args(["list"]).output().unwrap();
         let text = String::from_utf8_lossy(&out.stdout).to_string();
-        if text.lines().any(|l| l.contains("int") && !l.contains("      0  ")) {
+        if text
+            .lines()
+            .any(|l| l.contains("int") && !l.contains("      0  "))
+        {
             break;
         }
     }
@@ -193,7 +228,11 @@ fn sigint_aborts_the_run_keeps_finished_samples_and_removes_scratch() {
     let mut err = String::new();
     std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
     assert!(err.contains("interrupted"), "{err}");
-    assert_eq!(std::fs::read_dir(&target).unwrap().count(), 0, "scratch left behind");
+    assert_eq!(
+        std::fs::read_dir(&target).unwrap().count(),
+        0,
+        "scratch left behind"
+    );
     let out = fsdelta(&db).args(["export", "latest"]).output().unwrap();
     let doc = json(&out.stdout);
     assert_eq!(doc["runs"][0]["status"], "aborted");

@@ -17,6 +17,8 @@ pub const EXIT_OK: i32 = 0;
 pub const EXIT_REGRESSION: i32 = 1;
 /// Exit code: an error (bad input, failed samples, store trouble).
 pub const EXIT_ERROR: i32 = 2;
+/// Exit code of `compare --bisect` when the verdict is inconclusive (git bisect's "skip").
+pub const EXIT_BISECT_SKIP: i32 = 125;
 /// Exit code: interrupted by SIGINT or SIGTERM.
 pub const EXIT_INTERRUPTED: i32 = 130;
 
@@ -63,8 +65,45 @@ impl DbArg {
 pub enum CompareFormat {
     /// 80-column text.
     Text,
-    /// JSON with a schema_version.
+    /// Markdown tables.
+    Markdown,
+    /// JSON with a schema_version, intervals and p-values.
     Json,
+}
+
+/// Options of `fsdelta compare` (and of `run --baseline`).
+#[derive(Debug, Clone, Args)]
+pub struct CompareArgs {
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = CompareFormat::Text)]
+    pub format: CompareFormat,
+    /// Only these tests (repeatable).
+    #[arg(long = "test", value_name = "NAME")]
+    pub tests: Vec<String>,
+    /// Only these configurations (repeatable).
+    #[arg(long = "config", value_name = "NAME")]
+    pub configs: Vec<String>,
+    /// Only these metrics (repeatable); with --bisect, the metrics whose verdict decides.
+    #[arg(long = "metric", value_name = "NAME")]
+    pub metrics: Vec<String>,
+    /// List every metric, unchanged and neutral ones too.
+    #[arg(long)]
+    pub all: bool,
+    /// Exit with git bisect run codes: 0 good, 1 bad (regressed), 125 skip (inconclusive).
+    #[arg(long)]
+    pub bisect: bool,
+    /// Smallest change worth reporting, percent.
+    #[arg(long, value_name = "PCT", default_value_t = 100.0 * crate::compare::verdict::DEFAULT_EPS)]
+    pub eps: f64,
+    /// "Unchanged" band for throughput and mean metrics, percent.
+    #[arg(long, value_name = "PCT", default_value_t = 100.0 * crate::compare::verdict::DEFAULT_DELTA_THROUGHPUT)]
+    pub delta: f64,
+    /// "Unchanged" band for tail percentiles (p90 and up), percent.
+    #[arg(long, value_name = "PCT", default_value_t = 100.0 * crate::compare::verdict::DEFAULT_DELTA_TAIL)]
+    pub delta_tail: f64,
+    /// "Unchanged" band for maxima, percent.
+    #[arg(long, value_name = "PCT", default_value_t = 100.0 * crate::compare::verdict::DEFAULT_DELTA_MAX)]
+    pub delta_max: f64,
 }
 
 /// Output format of `export`.
@@ -100,21 +139,17 @@ pub enum Command {
         #[command(flatten)]
         db: DbArg,
     },
-    /// Compare two run selections metric by metric. Example: fsdelta compare label:base latest
+    /// Compare two run selections metric by metric, with a verdict each (regressed, improved,
+    /// unchanged, inconclusive). Exit 1 when something regressed. Example:
+    /// fsdelta compare label:6.17 label:6.18-rc1 --test smallfiles
     Compare {
-        /// Baseline runs: an id, latest, latest~N or label:TEXT (pooled).
+        /// Baseline runs: an id, latest, latest~N or label:TEXT (pooled); SEL@CONFIG takes one
+        /// configuration, to put two configurations side by side.
         base: String,
         /// Current runs, same forms.
         cur: String,
-        /// Output format.
-        #[arg(long, value_enum, default_value_t = CompareFormat::Text)]
-        format: CompareFormat,
-        /// Only these tests (repeatable).
-        #[arg(long = "test", value_name = "NAME")]
-        tests: Vec<String>,
-        /// Only these configurations (repeatable).
-        #[arg(long = "config", value_name = "NAME")]
-        configs: Vec<String>,
+        #[command(flatten)]
+        opts: CompareArgs,
         #[command(flatten)]
         db: DbArg,
     },
@@ -203,11 +238,9 @@ pub fn main() -> i32 {
         Command::Compare {
             base,
             cur,
-            format,
-            tests,
-            configs,
+            opts,
             db,
-        } => query::compare(&db, &base, &cur, format, &tests, &configs),
+        } => query::compare(&db, &base, &cur, &opts),
         Command::Export {
             sel,
             format,

@@ -1,8 +1,14 @@
 //! `list`, `show`, `compare` and `export`: read the store, hand records to `compare` and
 //! `report`, write what they return.
 
-use super::{CompareFormat, DbArg, EXIT_OK, ExportFormat};
-use crate::compare;
+use super::{
+    CompareArgs, CompareFormat, DbArg, EXIT_BISECT_SKIP, EXIT_OK, EXIT_REGRESSION, ExportFormat,
+};
+use crate::compare::{
+    self,
+    verdict::{self, Margins, MetricClass, Verdict},
+};
+use crate::report::compare::{CompareDoc, Judged};
 use crate::report;
 use crate::store::{self, RunFilter, RunInfo, SampleRecord, Selector, Store};
 use anyhow::{Context, Result};
@@ -88,64 +94,128 @@ pub fn show(db: &DbArg, sel: &str) -> Result<i32> {
     Ok(EXIT_OK)
 }
 
-/// `fsdelta compare BASE CUR`.
-pub fn compare(
-    db: &DbArg,
+/// Split `SEL@CONFIG` into the selector and the configuration (the last `@` counts).
+fn split_config(sel: &str) -> (&str, Option<&str>) {
+    match sel.rsplit_once('@') {
+        Some((s, c)) if !s.is_empty() && !c.is_empty() => (s, Some(c)),
+        _ => (sel, None),
+    }
+}
+
+/// Judge every paired metric of two selections; shared by `compare` and `run --baseline`.
+pub fn judge(
+    store: &dyn Store,
     base: &str,
     cur: &str,
-    format: CompareFormat,
-    tests: &[String],
-    configs: &[String],
-) -> Result<i32> {
-    let store = open(db)?;
-    let b = load(store.as_ref(), base)?;
-    let c = load(store.as_ref(), cur)?;
-    let keep = |s: &&SampleRecord| {
-        (tests.is_empty() || tests.contains(&s.sample.test))
-            && (configs.is_empty() || configs.contains(&s.sample.config))
-    };
-    let bs: Vec<&SampleRecord> = b.iter().flat_map(|(_, s)| s.iter()).filter(keep).collect();
-    let cs: Vec<&SampleRecord> = c.iter().flat_map(|(_, s)| s.iter()).filter(keep).collect();
+    opts: &CompareArgs,
+) -> Result<(String, String, Vec<Judged>)> {
+    let (base_sel, base_cfg) = split_config(base);
+    let (cur_sel, cur_cfg) = split_config(cur);
+    let b = load(store, base_sel)?;
+    let c = load(store, cur_sel)?;
+    fn keep(opts: &CompareArgs, cfg: Option<&str>, s: &SampleRecord) -> bool {
+        (opts.tests.is_empty() || opts.tests.contains(&s.sample.test))
+            && (opts.configs.is_empty() || opts.configs.contains(&s.sample.config))
+            && cfg.is_none_or(|c| s.sample.config == c)
+    }
+    let bs: Vec<&SampleRecord> = b
+        .iter()
+        .flat_map(|(_, s)| s.iter())
+        .filter(|s| keep(opts, base_cfg, s))
+        .collect();
+    let cs: Vec<&SampleRecord> = c
+        .iter()
+        .flat_map(|(_, s)| s.iter())
+        .filter(|s| keep(opts, cur_cfg, s))
+        .collect();
     if bs.is_empty() || cs.is_empty() {
         anyhow::bail!(
-            "nothing to compare: {} has {} matching samples and {} has {}; check --test/--config against `fsdelta show`",
-            base,
+            "nothing to compare: {base} has {} matching samples and {cur} has {}; check --test/--config and SEL@CONFIG against `fsdelta show`",
             bs.len(),
-            cur,
             cs.len()
         );
     }
-    let pairs = compare::pair(&compare::series(&bs), &compare::series(&cs), false);
-    let (bd, cd) = (describe(base, &b), describe(cur, &c));
-    let text = match format {
-        CompareFormat::Text => report::text::compare_table(&bd, &cd, &pairs),
-        CompareFormat::Json => {
-            let doc = serde_json::json!({
-                "schema_version": report::export::EXPORT_SCHEMA_VERSION,
-                "baseline": bd,
-                "current": cd,
-                "metrics": pairs.iter().map(|p| serde_json::json!({
-                    "config": p.key.config,
-                    "test": p.key.test,
-                    "metric": p.key.metric,
-                    "unit": p.unit,
-                    "direction": p.direction,
-                    "baseline": p.base,
-                    "current": p.cur,
-                    "baseline_mean": finite(p.base_mean()),
-                    "current_mean": finite(p.cur_mean()),
-                    "diff_pct": finite(p.diff_pct()),
-                })).collect::<Vec<_>>(),
-            });
-            format!("{}\n", serde_json::to_string_pretty(&doc)?)
-        }
+    let across = base_cfg.is_some() || cur_cfg.is_some();
+    let across = across && base_cfg != cur_cfg;
+    let margins = Margins {
+        eps: opts.eps / 100.0,
+        delta_throughput: opts.delta / 100.0,
+        delta_tail: opts.delta_tail / 100.0,
+        delta_max: opts.delta_max / 100.0,
     };
-    write_stdout(&text)?;
-    Ok(EXIT_OK)
+    for (name, v) in [
+        ("--eps", margins.eps),
+        ("--delta", margins.delta_throughput),
+        ("--delta-tail", margins.delta_tail),
+        ("--delta-max", margins.delta_max),
+    ] {
+        if !(v.is_finite() && v > 0.0 && v < 10.0) {
+            anyhow::bail!("{name} must be a percentage between 0 and 1000, not {}", v * 100.0);
+        }
+    }
+    let rows = compare::pair(&compare::series(&bs), &compare::series(&cs), across)
+        .into_iter()
+        .filter(|p| opts.metrics.is_empty() || opts.metrics.contains(&p.key.metric))
+        .filter(|p| !p.base.is_empty() && !p.cur.is_empty())
+        .map(|p| {
+            let class = MetricClass::from_name(&p.key.metric);
+            let comparison = verdict::compare(&p.base, &p.cur, p.direction, class, &margins);
+            Judged {
+                key: p.key.clone(),
+                unit: p.unit,
+                baseline_values: p.base.clone(),
+                current_values: p.cur.clone(),
+                comparison,
+            }
+        })
+        .collect::<Vec<_>>();
+    if rows.is_empty() {
+        anyhow::bail!("no metric is present on both sides; check --metric against `fsdelta show`");
+    }
+    Ok((describe(base, &b), describe(cur, &c), rows))
 }
 
-fn finite(v: f64) -> Option<f64> {
-    v.is_finite().then_some(v)
+/// Render a judged comparison in the chosen format.
+pub fn render_comparison(
+    base: &str,
+    cur: &str,
+    rows: &[Judged],
+    opts: &CompareArgs,
+) -> Result<String> {
+    let comparisons: Vec<_> = rows.iter().map(|j| j.comparison.clone()).collect();
+    let summary = verdict::summarize(&comparisons);
+    let doc = CompareDoc {
+        baseline: base,
+        current: cur,
+        rows,
+        summary: &summary,
+        all: opts.all,
+    };
+    Ok(match opts.format {
+        CompareFormat::Text => report::compare::text(&doc),
+        CompareFormat::Markdown => report::compare::markdown(&doc),
+        CompareFormat::Json => report::compare::json(&doc)?,
+    })
+}
+
+/// The exit code a judged comparison maps to.
+pub fn exit_code(rows: &[Judged], bisect: bool) -> i32 {
+    let any = |v: Verdict| rows.iter().any(|j| j.comparison.verdict == v);
+    if any(Verdict::Regressed) {
+        EXIT_REGRESSION
+    } else if bisect && any(Verdict::Inconclusive) {
+        EXIT_BISECT_SKIP
+    } else {
+        EXIT_OK
+    }
+}
+
+/// `fsdelta compare BASE CUR`.
+pub fn compare(db: &DbArg, base: &str, cur: &str, opts: &CompareArgs) -> Result<i32> {
+    let store = open(db)?;
+    let (bd, cd, rows) = judge(store.as_ref(), base, cur, opts)?;
+    write_stdout(&render_comparison(&bd, &cd, &rows, opts)?)?;
+    Ok(exit_code(&rows, opts.bisect))
 }
 
 /// `fsdelta export SEL`.

@@ -168,131 +168,133 @@ pub fn main(args: RunArgs) -> Result<i32> {
     // Everything that can fail after the run was created goes through this closure, so that the
     // run is never left `running` behind an error.
     let mut body = || -> Result<()> {
-    'reps: for rep in 1..=args.repeat {
-        for (test, w) in &workloads {
-            if cancel.is_cancelled() {
-                aborted = true;
-                break 'reps;
-            }
-            progress.start(&test.name, rep, args.repeat);
-            let started_at = Utc::now();
-            let t0 = Nanos::now();
-            let dir = match scratch.fresh_subdir(&format!("{}-{}", test.name, rep)) {
-                Ok(d) => d,
-                Err(e) => {
-                    let sample = store_sample(
-                        store.as_mut(),
-                        run_id,
-                        NewSample {
-                            config: "scratch".into(),
-                            test: test.name.clone(),
-                            repetition: rep,
-                            facts: env::facts_for(scratch.path()),
-                            status: SampleStatus::Failed,
-                            error: Some(e.to_string()),
-                            started_at,
-                            duration_s: t0.elapsed().as_secs_f64(),
-                            workload: workload::describe(&test.engine),
-                            metrics: vec![],
-                            histograms: vec![],
-                        },
-                    )?;
-                    progress.done(&format!(
-                        "{} rep {}/{}: FAILED: {e}",
-                        test.name, rep, args.repeat
-                    ));
-                    stored.push(sample);
-                    continue;
-                }
-            };
-            let facts = env::facts_for(&dir);
-            let sink_bar;
-            let sink: &dyn ProgressSink = match &progress {
-                Progress::Bar(b) => {
-                    sink_bar = BarSink(b);
-                    &sink_bar
-                }
-                _ => &workload::NoProgress,
-            };
-            let counters = system::Snapshot::take();
-            let outcome = w.run(&RunContext {
-                dir: &dir,
-                cancel: &cancel,
-                progress: sink,
-            });
-            let duration_s = t0.elapsed().as_secs_f64();
-            let outcome = outcome.map(|mut m| {
-                m.metrics.extend(counters.metrics_since());
-                m
-            });
-            let _ = scratch.discard_subdir(&dir);
-            let (status, error, m) = match outcome {
-                Ok(m) => (SampleStatus::Ok, None, m),
-                Err(WorkloadError::Cancelled) => {
+        'reps: for rep in 1..=args.repeat {
+            for (test, w) in &workloads {
+                if cancel.is_cancelled() {
                     aborted = true;
                     break 'reps;
                 }
-                Err(e) => (
-                    SampleStatus::Failed,
-                    Some(e.to_string()),
-                    workload::Measurements::default(),
-                ),
-            };
-            let sample = store_sample(
-                store.as_mut(),
-                run_id,
-                NewSample {
-                    config: "scratch".into(),
-                    test: test.name.clone(),
-                    repetition: rep,
-                    facts,
-                    status,
-                    error,
-                    started_at,
-                    duration_s,
-                    workload: workload::describe(&test.engine),
-                    metrics: m.metrics,
-                    histograms: m.histograms,
-                },
-            )?;
-            let line = match (&sample.status, &sample.error) {
-                (SampleStatus::Ok, _) => {
-                    let headline = sample
-                        .metrics
-                        .first()
-                        .map(|m| {
-                            format!(
-                                "{} {} {}",
-                                m.name,
-                                report::text::fmt_value(m.value),
-                                m.unit
-                            )
-                        })
-                        .unwrap_or_default();
-                    format!(
-                        "{} rep {}/{}: {:.1} s, {}",
-                        test.name, rep, args.repeat, duration_s, headline
-                    )
-                }
-                (_, e) => format!(
-                    "{} rep {}/{}: FAILED: {}",
-                    test.name,
-                    rep,
-                    args.repeat,
-                    e.as_deref().unwrap_or("")
-                ),
-            };
-            progress.done(&line);
-            stored.push(sample);
+                progress.start(&test.name, rep, args.repeat);
+                let started_at = Utc::now();
+                let t0 = Nanos::now();
+                let dir = match scratch.fresh_subdir(&format!("{}-{}", test.name, rep)) {
+                    Ok(d) => d,
+                    Err(e) => {
+                        let sample = store_sample(
+                            store.as_mut(),
+                            run_id,
+                            NewSample {
+                                config: "scratch".into(),
+                                test: test.name.clone(),
+                                repetition: rep,
+                                facts: env::facts_for(scratch.path()),
+                                status: SampleStatus::Failed,
+                                error: Some(e.to_string()),
+                                started_at,
+                                duration_s: t0.elapsed().as_secs_f64(),
+                                workload: workload::describe(&test.engine),
+                                metrics: vec![],
+                                histograms: vec![],
+                            },
+                        )?;
+                        progress.done(&format!(
+                            "{} rep {}/{}: FAILED: {e}",
+                            test.name, rep, args.repeat
+                        ));
+                        stored.push(sample);
+                        continue;
+                    }
+                };
+                let facts = env::facts_for(&dir);
+                let sink_bar;
+                let sink: &dyn ProgressSink = match &progress {
+                    Progress::Bar(b) => {
+                        sink_bar = BarSink(b);
+                        &sink_bar
+                    }
+                    _ => &workload::NoProgress,
+                };
+                let counters = system::Snapshot::take();
+                let outcome = w.run(&RunContext {
+                    dir: &dir,
+                    cancel: &cancel,
+                    progress: sink,
+                });
+                let duration_s = t0.elapsed().as_secs_f64();
+                let outcome = outcome.map(|mut m| {
+                    m.metrics.extend(counters.metrics_since());
+                    m
+                });
+                let _ = scratch.discard_subdir(&dir);
+                let (status, error, m) = match outcome {
+                    Ok(m) => (SampleStatus::Ok, None, m),
+                    Err(WorkloadError::Cancelled) => {
+                        aborted = true;
+                        break 'reps;
+                    }
+                    Err(e) => (
+                        SampleStatus::Failed,
+                        Some(e.to_string()),
+                        workload::Measurements::default(),
+                    ),
+                };
+                let sample = store_sample(
+                    store.as_mut(),
+                    run_id,
+                    NewSample {
+                        config: "scratch".into(),
+                        test: test.name.clone(),
+                        repetition: rep,
+                        facts,
+                        status,
+                        error,
+                        started_at,
+                        duration_s,
+                        workload: workload::describe(&test.engine),
+                        metrics: m.metrics,
+                        histograms: m.histograms,
+                    },
+                )?;
+                let line = match (&sample.status, &sample.error) {
+                    (SampleStatus::Ok, _) => {
+                        let headline = sample
+                            .metrics
+                            .first()
+                            .map(|m| {
+                                format!(
+                                    "{} {} {}",
+                                    m.name,
+                                    report::text::fmt_value(m.value),
+                                    m.unit
+                                )
+                            })
+                            .unwrap_or_default();
+                        format!(
+                            "{} rep {}/{}: {:.1} s, {}",
+                            test.name, rep, args.repeat, duration_s, headline
+                        )
+                    }
+                    (_, e) => format!(
+                        "{} rep {}/{}: FAILED: {}",
+                        test.name,
+                        rep,
+                        args.repeat,
+                        e.as_deref().unwrap_or("")
+                    ),
+                };
+                progress.done(&line);
+                stored.push(sample);
+            }
         }
-    }
-    Ok(())
+        Ok(())
     };
     let body_result = body();
     progress.finish();
     if let Err(e) = body_result {
         let _ = store.finish_run(run_id, RunStatus::Failed, Utc::now());
-        return Err(e.context(format!("run {run_id} stopped; its finished samples are kept")));
+        return Err(e.context(format!(
+            "run {run_id} stopped; its finished samples are kept"
+        )));
     }
     drop(scratch);
 

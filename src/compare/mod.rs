@@ -61,7 +61,10 @@ impl Series {
 
     /// Largest value.
     pub fn max(&self) -> f64 {
-        self.values.iter().copied().fold(f64::NEG_INFINITY, f64::max)
+        self.values
+            .iter()
+            .copied()
+            .fold(f64::NEG_INFINITY, f64::max)
     }
 
     /// Sample standard deviation (n - 1); 0 with one value.
@@ -257,9 +260,7 @@ mod tests {
                 workload: String::new(),
                 metrics: metrics
                     .iter()
-                    .map(|(n, v)| {
-                        Metric::new(*n, *v, Unit::FilesPerSec, Direction::HigherIsBetter)
-                    })
+                    .map(|(n, v)| Metric::new(*n, *v, Unit::FilesPerSec, Direction::HigherIsBetter))
                     .collect(),
                 histograms: vec![],
             },

@@ -135,29 +135,64 @@ impl Snapshot {
     /// Metrics for what happened between `self` and `end`.
     pub fn delta(&self, end: &Snapshot) -> Vec<Metric> {
         let mut out = Vec::new();
-        let neutral = |name: &str, value: f64, unit: Unit| {
-            Metric::new(name, value, unit, Direction::Neutral)
-        };
+        let neutral =
+            |name: &str, value: f64, unit: Unit| Metric::new(name, value, unit, Direction::Neutral);
         if let (Some(a), Some(b)) = (self.cpu, end.cpu) {
             let total = b.total().saturating_sub(a.total());
             if total > 0 {
                 let pct = |x: u64, y: u64| 100.0 * y.saturating_sub(x) as f64 / total as f64;
                 out.push(neutral("sys_user_pct", pct(a.user, b.user), Unit::Percent));
-                out.push(neutral("sys_system_pct", pct(a.system, b.system), Unit::Percent));
-                out.push(neutral("sys_iowait_pct", pct(a.iowait, b.iowait), Unit::Percent));
+                out.push(neutral(
+                    "sys_system_pct",
+                    pct(a.system, b.system),
+                    Unit::Percent,
+                ));
+                out.push(neutral(
+                    "sys_iowait_pct",
+                    pct(a.iowait, b.iowait),
+                    Unit::Percent,
+                ));
                 out.push(neutral("sys_irq_pct", pct(a.irq, b.irq), Unit::Percent));
-                out.push(neutral("sys_softirq_pct", pct(a.softirq, b.softirq), Unit::Percent));
+                out.push(neutral(
+                    "sys_softirq_pct",
+                    pct(a.softirq, b.softirq),
+                    Unit::Percent,
+                ));
                 out.push(neutral("sys_idle_pct", pct(a.idle, b.idle), Unit::Percent));
             }
         }
         if let (Some(a), Some(b)) = (self.rusage, end.rusage) {
             let d = |x: u64, y: u64| y.saturating_sub(x) as f64;
-            out.push(neutral("proc_user_s", d(a.user_us, b.user_us) / 1e6, Unit::Seconds));
-            out.push(neutral("proc_system_s", d(a.system_us, b.system_us) / 1e6, Unit::Seconds));
-            out.push(neutral("proc_ctx_voluntary", d(a.nvcsw, b.nvcsw), Unit::Count));
-            out.push(neutral("proc_ctx_involuntary", d(a.nivcsw, b.nivcsw), Unit::Count));
-            out.push(neutral("proc_minor_faults", d(a.minflt, b.minflt), Unit::Count));
-            out.push(neutral("proc_major_faults", d(a.majflt, b.majflt), Unit::Count));
+            out.push(neutral(
+                "proc_user_s",
+                d(a.user_us, b.user_us) / 1e6,
+                Unit::Seconds,
+            ));
+            out.push(neutral(
+                "proc_system_s",
+                d(a.system_us, b.system_us) / 1e6,
+                Unit::Seconds,
+            ));
+            out.push(neutral(
+                "proc_ctx_voluntary",
+                d(a.nvcsw, b.nvcsw),
+                Unit::Count,
+            ));
+            out.push(neutral(
+                "proc_ctx_involuntary",
+                d(a.nivcsw, b.nivcsw),
+                Unit::Count,
+            ));
+            out.push(neutral(
+                "proc_minor_faults",
+                d(a.minflt, b.minflt),
+                Unit::Count,
+            ));
+            out.push(neutral(
+                "proc_major_faults",
+                d(a.majflt, b.majflt),
+                Unit::Count,
+            ));
         }
         for (i, key) in VMSTAT_KEYS.iter().enumerate() {
             if let (Some(a), Some(b)) = (self.vm[i], end.vm[i]) {

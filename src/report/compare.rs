@@ -4,8 +4,8 @@
 //! Pure functions from [`Judged`] rows to `String`; they must never compute statistics themselves
 //! (that is `compare::verdict`) nor read the store.
 
-use crate::compare::verdict::{Comparison, Summary, Verdict};
 use crate::compare::SeriesKey;
+use crate::compare::verdict::{Comparison, Summary, Verdict};
 use crate::model::Unit;
 use crate::report::text::fmt_value;
 use serde::Serialize;
@@ -89,7 +89,11 @@ pub fn summary_line(s: &Summary) -> String {
         s.unchanged,
         s.inconclusive,
         s.expected_false_flags,
-        if s.expected_false_flags.round() == 1.0 { "" } else { "s" },
+        if s.expected_false_flags.round() == 1.0 {
+            ""
+        } else {
+            "s"
+        },
         s.regressed + s.improved + s.unchanged + s.inconclusive
     )
 }
@@ -132,8 +136,8 @@ pub fn text(doc: &CompareDoc<'_>) -> String {
             );
             let _ = writeln!(
                 out,
-                "  {:<22} {:>10} {:>10} {:>7} {:<13} {}",
-                "metric", "baseline", "current", "diff", "95% interval", "verdict"
+                "  {:<22} {:>10} {:>10} {:>7} {:<13} verdict",
+                "metric", "baseline", "current", "diff", "95% interval"
             );
             block = Some(b);
         }
@@ -142,22 +146,21 @@ pub fn text(doc: &CompareDoc<'_>) -> String {
             out,
             "  {:<22} {:>10} {:>10} {:>7} {:<13} {}",
             clip(&j.key.metric, 22),
-            c.baseline.median.map(fmt_value).unwrap_or_else(|| "-".into()),
-            c.current.median.map(fmt_value).unwrap_or_else(|| "-".into()),
+            c.baseline
+                .median
+                .map(fmt_value)
+                .unwrap_or_else(|| "-".into()),
+            c.current
+                .median
+                .map(fmt_value)
+                .unwrap_or_else(|| "-".into()),
             pct(c.diff_pct),
             interval(c),
             mark(c.verdict)
         );
         if c.verdict == Verdict::Inconclusive && !c.reason.is_empty() {
-            let mut why = c.reason.clone();
-            if let Some(n) = c.runs_needed {
-                let _ = write!(
-                    why,
-                    "; about {n} runs a side would resolve a {:.0} % change at this noise",
-                    c.delta * 100.0
-                );
-            }
-            out.push_str(&wrap(&why, 4));
+            // The reason already says how many runs a side would resolve the band.
+            out.push_str(&wrap(&c.reason, 4));
         }
     }
     let _ = writeln!(out);
@@ -203,8 +206,14 @@ pub fn markdown(doc: &CompareDoc<'_>) -> String {
             "| {} | {} | {} | {} | {} | {} | {} vs {} | {} |",
             j.key.metric,
             j.unit,
-            c.baseline.median.map(fmt_value).unwrap_or_else(|| "-".into()),
-            c.current.median.map(fmt_value).unwrap_or_else(|| "-".into()),
+            c.baseline
+                .median
+                .map(fmt_value)
+                .unwrap_or_else(|| "-".into()),
+            c.current
+                .median
+                .map(fmt_value)
+                .unwrap_or_else(|| "-".into()),
             pct(c.diff_pct),
             interval(c),
             c.baseline.n,

@@ -5,7 +5,7 @@
 //! be tested byte for byte and written wherever the CLI edge decides. This room must never measure
 //! and never read the store itself.
 
-pub mod export;
 pub mod compare;
+pub mod export;
 pub mod fsmark;
 pub mod text;

@@ -18,7 +18,7 @@ pub fn fmt_value(v: f64) -> String {
         return "-".into();
     }
     let a = v.abs();
-    let s = if a == 0.0 {
+    if a == 0.0 {
         "0".to_string()
     } else if a >= 1e11 {
         format!("{v:.3e}")
@@ -32,8 +32,7 @@ pub fn fmt_value(v: f64) -> String {
         format!("{v:.4}")
     } else {
         format!("{v:.3e}")
-    };
-    s
+    }
 }
 
 fn fmt_pct(v: f64) -> String {
@@ -118,8 +117,8 @@ pub fn run_list(runs: &[RunInfo]) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{:>5}  {:<16} {:<8} {:<9} {:<16} {:>7}  {}",
-        "id", "started (UTC)", "suite", "status", "label", "samples", "kernel"
+        "{:>5}  {:<16} {:<8} {:<9} {:<16} {:>7}  kernel",
+        "id", "started (UTC)", "suite", "status", "label", "samples"
     );
     for r in runs {
         let _ = writeln!(
