@@ -971,6 +971,41 @@ path = "/srv/bench"
     }
 
     #[test]
+    fn the_shipped_examples_parse() {
+        let btrfs = parse(
+            include_str!("../../examples/btrfs-compression.toml"),
+            "btrfs-compression.toml",
+        )
+        .unwrap();
+        let opts: Vec<&str> = btrfs
+            .configs
+            .iter()
+            .map(|c| c.mount_options.as_str())
+            .collect();
+        assert_eq!(
+            opts,
+            [
+                "compress-force=lzo",
+                "compress-force=zlib",
+                "compress-force=zstd",
+                ""
+            ]
+        );
+        assert!(btrfs.configs.iter().all(|c| c.fs == FsKind::Btrfs
+            && c.device
+                == Device::Loop {
+                    size_bytes: 4 << 30
+                }));
+        let ext4_xfs = parse(
+            include_str!("../../examples/ext4-vs-xfs.toml"),
+            "ext4-vs-xfs.toml",
+        )
+        .unwrap();
+        let fs: Vec<FsKind> = ext4_xfs.configs.iter().map(|c| c.fs).collect();
+        assert_eq!(fs, [FsKind::Ext4, FsKind::Xfs]);
+    }
+
+    #[test]
     fn sizes() {
         assert_eq!(parse_size("4G"), Ok(4 << 30));
         assert_eq!(parse_size("512MiB"), Ok(512 << 20));

@@ -294,8 +294,11 @@ pub fn check_can_format(device: &Path, scratch: &Path) -> Result<String, TargetE
 
 /// The device holding `path`: its st_dev, or the mounted source when st_dev is anonymous
 /// (btrfs).
+/// A path that does not exist yet (a scratch location fsdelta will create) is held by the
+/// device of its nearest existing ancestor.
 fn holding_device(path: &Path) -> Option<(u32, u32)> {
     use std::os::unix::fs::MetadataExt;
+    let path = path.ancestors().find(|p| p.exists())?;
     let dev = fs::metadata(path).ok()?.dev();
     let (a, b) = (rustix::fs::major(dev), rustix::fs::minor(dev));
     if a != 0 {
