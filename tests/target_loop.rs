@@ -403,3 +403,136 @@ fn kill_9_leaves_leftovers_that_recover_undoes() {
         "a second recovery finds nothing"
     );
 }
+
+/// A loop device with a partition table, attached with `losetup -P` (fsdelta itself never scans
+/// partitions), detached again on drop.
+struct PartitionedLoop {
+    device: String,
+}
+
+impl Drop for PartitionedLoop {
+    fn drop(&mut self) {
+        let _ = Command::new("losetup").args(["-d", &self.device]).status();
+    }
+}
+
+/// Add partition 1 (from 1 MiB to the end) to a partition-scanning loop device with the BLKPG
+/// ioctl, which works without any partition-table parser in the kernel.
+fn add_partition(device: &str, size: u64) {
+    #[repr(C)]
+    struct BlkpgPartition {
+        start: i64,
+        length: i64,
+        pno: i32,
+        devname: [u8; 64],
+        volname: [u8; 64],
+    }
+    #[repr(C)]
+    struct BlkpgIoctlArg {
+        op: i32,
+        flags: i32,
+        datalen: i32,
+        data: *mut BlkpgPartition,
+    }
+    const BLKPG: libc::c_ulong = 0x1269;
+    const BLKPG_ADD_PARTITION: i32 = 1;
+    let mut part = BlkpgPartition {
+        start: 1 << 20,
+        length: (size - (1 << 20)) as i64,
+        pno: 1,
+        devname: [0; 64],
+        volname: [0; 64],
+    };
+    let mut arg = BlkpgIoctlArg {
+        op: BLKPG_ADD_PARTITION,
+        flags: 0,
+        datalen: std::mem::size_of::<BlkpgPartition>() as i32,
+        data: &mut part,
+    };
+    let f = fs::File::open(device).unwrap();
+    use std::os::fd::AsRawFd;
+    // SAFETY: BLKPG reads a blkpg_ioctl_arg pointing at a blkpg_partition, both alive here.
+    let r = unsafe { libc::ioctl(f.as_raw_fd(), BLKPG, &mut arg) };
+    assert_eq!(
+        r,
+        0,
+        "BLKPG_ADD_PARTITION: {}",
+        std::io::Error::last_os_error()
+    );
+}
+
+#[test]
+fn a_device_holding_a_mounted_partition_is_refused() {
+    if !usable("ext4") {
+        return;
+    }
+    if Command::new("losetup").arg("--version").output().is_err() {
+        if std::env::var("FSDELTA_REQUIRE_ALL").as_deref() == Ok("1") {
+            panic!("FSDELTA_REQUIRE_ALL=1 but losetup (util-linux) is missing");
+        }
+        eprintln!("skipped: no losetup to attach with partition scanning");
+        return;
+    }
+    let (_scratch, root, state) = scratch();
+    let image = root.join("partitioned.img");
+    fs::File::create(&image).unwrap().set_len(64 << 20).unwrap();
+    let out = Command::new("losetup")
+        .args(["-P", "--find", "--show"])
+        .arg(&image)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let lo = PartitionedLoop {
+        device: String::from_utf8(out.stdout).unwrap().trim().to_string(),
+    };
+    add_partition(&lo.device, 64 << 20);
+    let part = format!("{}p1", lo.device);
+    let start = std::time::Instant::now();
+    while !Path::new(&part).exists() {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "{part} never appeared"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mkfs = Mkfs::find(fsdelta::plan::config::FsKind::Ext4).unwrap();
+    mkfs.run(Path::new(&part), &[]).unwrap();
+    let mnt = root.join("mnt");
+    fs::create_dir(&mnt).unwrap();
+    fsdelta::target::mount::mount(&part, &mnt, "ext4", "").unwrap();
+
+    let whole = config(&format!(
+        "name = \"whole\"\nfs = \"xfs\"\ndevice = \"{}\"\ndestroy = true",
+        lo.device
+    ));
+    let refused = Target::new(&whole, &root, state.clone());
+    let partition = config(&format!(
+        "name = \"part\"\nfs = \"ext4\"\ndevice = \"{part}\"\ndestroy = true"
+    ));
+    let refused_part = Target::new(&partition, &root, state.clone());
+    rustix::mount::unmount(&mnt, rustix::mount::UnmountFlags::empty()).unwrap();
+    fs::remove_dir(&mnt).unwrap();
+
+    match refused {
+        Err(TargetError::Refused { reason, .. }) => assert!(
+            reason.contains(&format!(
+                "holds partition {}",
+                part.trim_start_matches("/dev/")
+            )),
+            "{reason}"
+        ),
+        Err(e) if e.to_string().contains("mkfs.xfs not found") => {}
+        r => panic!("a disk with a mounted partition was not refused: {r:?}"),
+    }
+    match refused_part {
+        Err(TargetError::Refused { reason, .. }) => {
+            assert!(reason.contains("is mounted"), "{reason}")
+        }
+        r => panic!("a mounted partition was not refused: {r:?}"),
+    }
+    // Unmounted, the partition may be formatted when the config says so.
+    assert!(Target::new(&partition, &root, state.clone()).is_ok());
+    drop(lo);
+    fs::remove_file(&image).unwrap();
+    assert_nothing_left(&root, &state);
+}
