@@ -30,7 +30,7 @@ use super::mkfs::Mkfs;
 use super::mount::Mounted;
 use super::state::{Record, Resource, StateFile};
 use crate::model::{Direction, Metric, TargetFacts, Unit};
-use crate::plan::config::{Device, Fresh, TargetConfig};
+use crate::plan::config::{ConfigFile, Device, Fresh, TargetConfig};
 use std::fs;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
@@ -623,6 +623,22 @@ impl Target {
     }
 }
 
+/// A [`Target`] for every configuration of `file`, all checked before any is used, so that a
+/// missing mkfs program or a refused device fails the run before its first sample. Errors name
+/// the configuration.
+pub fn targets(file: &ConfigFile, state: &StateFile) -> Result<Vec<Target>, TargetError> {
+    file.configs
+        .iter()
+        .map(|c| {
+            Target::new(c, &file.scratch, state.clone()).map_err(|e| TargetError::Config {
+                name: c.name.clone(),
+                line: c.line,
+                source: Box::new(e),
+            })
+        })
+        .collect()
+}
+
 impl Drop for Target {
     fn drop(&mut self) {
         let _ = self.undo_all();
@@ -748,6 +764,28 @@ mod tests {
             state.entries().unwrap().is_empty(),
             "drop undoes everything"
         );
+    }
+
+    #[test]
+    fn targets_are_checked_up_front_and_errors_name_the_config() {
+        let scratch = tempfile::tempdir().unwrap();
+        let target = tempfile::tempdir().unwrap();
+        let text = format!(
+            "scratch = \"{}\"\n[[config]]\nname = \"ok\"\nfs = \"dir\"\npath = \"{}\"\n\n[[config]]\nname = \"gone\"\nfs = \"dir\"\npath = \"/nonexistent/x\"\n",
+            scratch.path().display(),
+            target.path().display()
+        );
+        let file = parse(&text, "t.toml").unwrap();
+        let state = StateFile::new(scratch.path().join("s.json"));
+        let e = targets(&file, &state).unwrap_err().to_string();
+        assert!(e.starts_with("config 'gone' (line 7): "), "{e}");
+        let file = ConfigFile {
+            configs: file.configs[..1].to_vec(),
+            ..file
+        };
+        let ts = targets(&file, &state).unwrap();
+        assert_eq!(ts.len(), 1);
+        assert_eq!(ts[0].config().name, "ok");
     }
 
     #[test]

@@ -20,7 +20,7 @@ pub mod mount;
 pub mod scratch;
 pub mod state;
 
-pub use configured::{Prepared, Target};
+pub use configured::{Prepared, Target, targets};
 pub use state::{RecoveryReport, StateFile, recover_leftovers};
 
 /// Errors of the target room.
@@ -73,6 +73,16 @@ pub enum TargetError {
         status: String,
         /// The tail of its output, and how to fix it.
         output: String,
+    },
+    /// An error of one configuration of a config file.
+    #[error("config '{name}' (line {line}): {source}")]
+    Config {
+        /// The configuration's name.
+        name: String,
+        /// Its `[[config]]` line.
+        line: usize,
+        /// What went wrong.
+        source: Box<TargetError>,
     },
     /// The leftover-state file cannot be used.
     #[error("state file {path}: {message}")]
