@@ -430,12 +430,12 @@ mod tests {
     #[test]
     fn the_root_device_is_refused_when_there_is_one() {
         let Some(name) = device_name_holding(Path::new("/")) else {
-            eprintln!("skipped: / is not on a block device here");
+            super::super::skip_test("/ is not on a block device here");
             return;
         };
         let node = PathBuf::from(format!("/dev/{name}"));
         if !node.exists() {
-            eprintln!("skipped: no device node {}", node.display());
+            super::super::skip_test(&format!("no device node {}", node.display()));
             return;
         }
         let e = check_can_format(&node, Path::new("/tmp")).unwrap_err();
