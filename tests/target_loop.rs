@@ -139,9 +139,21 @@ fn assert_nothing_left(root: &Path, state: &StateFile) {
     );
 }
 
+/// Write `bytes` of incompressible (xorshift) data and fsync, so that compression cannot hide
+/// them from the device counters.
 fn write_synced(path: &Path, bytes: usize) {
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let data: Vec<u8> = (0..bytes.div_ceil(8))
+        .flat_map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x.to_le_bytes()
+        })
+        .take(bytes)
+        .collect();
     let mut f = fs::File::create(path).unwrap();
-    f.write_all(&vec![0x5a; bytes]).unwrap();
+    f.write_all(&data).unwrap();
     f.sync_all().unwrap();
 }
 
@@ -534,5 +546,90 @@ fn a_device_holding_a_mounted_partition_is_refused() {
     assert!(Target::new(&partition, &root, state.clone()).is_ok());
     drop(lo);
     fs::remove_file(&image).unwrap();
+    assert_nothing_left(&root, &state);
+}
+
+/// The shape of the run orchestration, at library level: a config file's matrix, every
+/// configuration prepared per repetition (repetition-major), each sample recording the mount
+/// options actually in force and its device counters, and nothing left afterwards.
+#[test]
+fn a_matrix_from_a_config_file_runs_repetition_major_and_leaves_nothing() {
+    if !(usable("btrfs") && usable("ext4") && usable("xfs")) {
+        return;
+    }
+    let (_scratch, root, state) = scratch();
+    let text = format!(
+        r#"scratch = "{}"
+
+[[config]]
+name = "btrfs-lzo"
+fs = "btrfs"
+device = "loop:1G"
+mount = "compress-force=lzo"
+
+[[config]]
+name = "btrfs-zstd"
+fs = "btrfs"
+device = "loop:1G"
+mount = "compress-force=zstd"
+fresh = "run"
+
+[[config]]
+name = "ext4"
+fs = "ext4"
+device = "loop:256M"
+mount = "noatime"
+
+[[config]]
+name = "xfs"
+fs = "xfs"
+device = "loop:512M"
+mount = "noatime"
+"#,
+        root.display()
+    );
+    let file = parse(&text, "matrix.toml").unwrap();
+    let mut targets = fsdelta::target::targets(&file, &state).unwrap();
+    let mut samples = Vec::new();
+    for rep in 0..2 {
+        for t in targets.iter_mut() {
+            let p = t.prepare().unwrap();
+            t.before_sample().unwrap();
+            drop_caches().unwrap();
+            let before = t.counters().unwrap().unwrap();
+            write_synced(&p.dir.join("data"), 1 << 20);
+            let delta = before.delta(&t.counters().unwrap().unwrap());
+            t.after_sample().unwrap();
+            let mut metrics = delta.metrics();
+            metrics.extend(t.finish_sample().unwrap());
+            samples.push((rep, t.config().name.clone(), p.facts, metrics));
+        }
+    }
+    assert_eq!(samples.len(), 8);
+    for (rep, name, facts, metrics) in &samples {
+        let wanted = file
+            .configs
+            .iter()
+            .find(|c| &c.name == name)
+            .unwrap()
+            .mount_options
+            .clone();
+        assert!(
+            facts
+                .mount_options
+                .split(',')
+                .any(|o| o.starts_with(wanted.as_str())),
+            "rep {rep} {name}: asked {wanted}, in force {}",
+            facts.mount_options
+        );
+        assert!(
+            metric(metrics, "dev_write_kbytes") >= 1024.0,
+            "{name}: {metrics:?}"
+        );
+        assert!(metric(metrics, "umount_s") > 0.0, "{name}");
+    }
+    for t in targets {
+        t.teardown().unwrap();
+    }
     assert_nothing_left(&root, &state);
 }
