@@ -274,9 +274,9 @@ impl Target {
     /// and return a fresh, empty directory on it with the facts read back from the system.
     pub fn prepare(&mut self) -> Result<Prepared, TargetError> {
         self.samples += 1;
-        let base = self.ensure_base()?;
         let work = match self.config.device.clone() {
             Device::Loop { size_bytes } => {
+                let base = self.ensure_base()?;
                 if self.attached.is_none() {
                     let image_path = base.join("image");
                     let image = OwnedFile::create(&self.state, image_path.clone(), |p| {
@@ -294,8 +294,12 @@ impl Target {
                     .unwrap_or_default();
                 self.format_and_mount(&base, &dev)?
             }
-            Device::Block { path } => self.format_and_mount(&base, &path)?,
+            Device::Block { path } => {
+                let base = self.ensure_base()?;
+                self.format_and_mount(&base, &path)?
+            }
             Device::Memory { size_bytes } => {
+                let base = self.ensure_base()?;
                 if self.config.fresh == Fresh::Sample
                     && let Some(m) = self.mounted.take()
                 {
@@ -314,6 +318,8 @@ impl Target {
                 }
                 self.fresh_work_dir()?
             }
+            // No scratch directory: a dir target must work without root, where the scratch
+            // location may not be writable (it is only needed for hook output).
             Device::Existing { path } => {
                 mark_dir_target(&path)?;
                 let work = path.join(format!("{WORK}-{}", std::process::id()));
@@ -741,6 +747,17 @@ mod tests {
             2,
             "state + lock only"
         );
+
+        // Without hooks, a dir target never touches the scratch location.
+        let c = config(&format!(
+            "fs = \"dir\"\npath = \"{}\"",
+            target.path().display()
+        ));
+        let nowhere = Path::new("/nonexistent/fsdelta-scratch");
+        let mut t = Target::new(&c, nowhere, state.clone()).unwrap();
+        t.prepare().unwrap();
+        t.teardown().unwrap();
+        assert!(!nowhere.exists());
     }
 
     #[test]
