@@ -250,6 +250,7 @@ fn configure_device(dev: &OwnedFd, image_fd: &OwnedFd, image: &Path) -> rustix::
     let direct = sys::LO_FLAGS_DIRECT_IO as u32;
 
     let with_flags = |flags: u32| {
+        // SAFETY: as above, all-zero is a valid loop_config.
         let mut cfg: sys::loop_config = unsafe { std::mem::zeroed() };
         cfg.fd = image_fd.as_raw_fd() as u32;
         cfg.info = info;
@@ -259,7 +260,7 @@ fn configure_device(dev: &OwnedFd, image_fd: &OwnedFd, image: &Path) -> rustix::
     match configure(dev, with_flags(autoclear | direct)) {
         Ok(()) => Ok(()),
         // Direct I/O refused by the image's filesystem: plain buffered I/O.
-        Err(Errno::INVAL) => match configure(dev, with_flags(autoclear)) {
+        Err(Errno::INVAL) | Err(Errno::NOTTY) => match configure(dev, with_flags(autoclear)) {
             Ok(()) => Ok(()),
             // No LOOP_CONFIGURE (kernels before 5.8).
             Err(Errno::INVAL) | Err(Errno::NOTTY) => {
