@@ -225,10 +225,11 @@ mod tests {
             super::super::skip_test("no /sys/class/block");
             return;
         };
+        // Not a loop device: other tests attach and detach those concurrently.
         let name = entries
             .flatten()
-            .next()
-            .map(|e| e.file_name().to_string_lossy().into_owned());
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .find(|n| !n.starts_with("loop"));
         let Some(name) = name else {
             super::super::skip_test("no block device");
             return;
