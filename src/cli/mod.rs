@@ -4,6 +4,7 @@
 //! Why a room of its own: only this edge prints to the terminal and turns typed errors into
 //! messages. It must never measure, run SQL or format tables itself; it calls the rooms that do.
 
+pub mod cleanup;
 pub mod fsmark;
 pub mod query;
 pub mod run;
