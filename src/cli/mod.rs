@@ -93,18 +93,8 @@ pub struct CompareArgs {
     /// Exit with git bisect run codes: 0 good, 1 bad (regressed), 125 skip (inconclusive).
     #[arg(long)]
     pub bisect: bool,
-    /// Smallest change worth reporting, percent.
-    #[arg(long, value_name = "PCT", default_value_t = 100.0 * crate::compare::verdict::DEFAULT_EPS)]
-    pub eps: f64,
-    /// "Unchanged" band for throughput and mean metrics, percent.
-    #[arg(long, value_name = "PCT", default_value_t = 100.0 * crate::compare::verdict::DEFAULT_DELTA_THROUGHPUT)]
-    pub delta: f64,
-    /// "Unchanged" band for tail percentiles (p90 and up), percent.
-    #[arg(long, value_name = "PCT", default_value_t = 100.0 * crate::compare::verdict::DEFAULT_DELTA_TAIL)]
-    pub delta_tail: f64,
-    /// "Unchanged" band for maxima, percent.
-    #[arg(long, value_name = "PCT", default_value_t = 100.0 * crate::compare::verdict::DEFAULT_DELTA_MAX)]
-    pub delta_max: f64,
+    #[command(flatten)]
+    pub margins: MarginArgs,
 }
 
 /// Output format of `export`.
@@ -174,6 +164,9 @@ pub enum Command {
     },
     /// Print the man page (roff) generated from these definitions. Example: fsdelta man | man -l -
     Man,
+    /// Undo mounts, loop devices and images that a killed fsdelta left behind (recorded in its
+    /// state file). Example: fsdelta cleanup
+    Cleanup,
     /// The native fs_mark-compatible engine on its own: takes fs_mark 3.3's flags and prints its
     /// output format (workers are threads, not processes). Example: fsdelta fsmark -d /mnt/t -s 0 -n 1000
     #[command(disable_help_flag = true)]
@@ -202,11 +195,40 @@ pub struct RunArgs {
     /// Label of the run (default: the kernel release).
     #[arg(long)]
     pub label: Option<String>,
+    /// Configuration file (TOML): loop images, devices, mkfs and mount options; every test runs
+    /// on every configuration. See examples/.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Keep the page cache between samples (by default, as root, it is dropped before each).
+    #[arg(long)]
+    pub no_drop_caches: bool,
+    /// Compare with these runs when the run ends and exit like `compare` (1 on a regression).
+    #[arg(long, value_name = "SEL")]
+    pub baseline: Option<String>,
     /// No progress output.
     #[arg(short, long)]
     pub quiet: bool,
     #[command(flatten)]
+    pub compare: MarginArgs,
+    #[command(flatten)]
     pub db: DbArg,
+}
+
+/// Verdict margins, in percent.
+#[derive(Debug, Clone, Args)]
+pub struct MarginArgs {
+    /// Smallest change worth reporting, percent.
+    #[arg(long, value_name = "PCT", default_value_t = 100.0 * crate::compare::verdict::DEFAULT_EPS)]
+    pub eps: f64,
+    /// "Unchanged" band for throughput and mean metrics, percent.
+    #[arg(long, value_name = "PCT", default_value_t = 100.0 * crate::compare::verdict::DEFAULT_DELTA_THROUGHPUT)]
+    pub delta: f64,
+    /// "Unchanged" band for tail percentiles (p90 and up), percent.
+    #[arg(long, value_name = "PCT", default_value_t = 100.0 * crate::compare::verdict::DEFAULT_DELTA_TAIL)]
+    pub delta_tail: f64,
+    /// "Unchanged" band for maxima, percent.
+    #[arg(long, value_name = "PCT", default_value_t = 100.0 * crate::compare::verdict::DEFAULT_DELTA_MAX)]
+    pub delta_max: f64,
 }
 
 /// Entry point; returns the process exit code.
@@ -221,6 +243,7 @@ pub fn main() -> i32 {
     };
     let result = match cli.command {
         Command::Fsmark { args } => return fsmark::main(&args),
+        Command::Cleanup => return cleanup::main(),
         Command::Completions { shell } => {
             let mut cmd = <Cli as clap::CommandFactory>::command();
             clap_complete::generate(shell, &mut cmd, "fsdelta", &mut std::io::stdout());

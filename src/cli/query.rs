@@ -8,8 +8,8 @@ use crate::compare::{
     self,
     verdict::{self, Margins, MetricClass, Verdict},
 };
-use crate::report::compare::{CompareDoc, Judged};
 use crate::report;
+use crate::report::compare::{CompareDoc, Judged};
 use crate::store::{self, RunFilter, RunInfo, SampleRecord, Selector, Store};
 use anyhow::{Context, Result};
 use std::io::Write;
@@ -138,10 +138,10 @@ pub fn judge(
     let across = base_cfg.is_some() || cur_cfg.is_some();
     let across = across && base_cfg != cur_cfg;
     let margins = Margins {
-        eps: opts.eps / 100.0,
-        delta_throughput: opts.delta / 100.0,
-        delta_tail: opts.delta_tail / 100.0,
-        delta_max: opts.delta_max / 100.0,
+        eps: opts.margins.eps / 100.0,
+        delta_throughput: opts.margins.delta / 100.0,
+        delta_tail: opts.margins.delta_tail / 100.0,
+        delta_max: opts.margins.delta_max / 100.0,
     };
     for (name, v) in [
         ("--eps", margins.eps),
@@ -150,7 +150,10 @@ pub fn judge(
         ("--delta-max", margins.delta_max),
     ] {
         if !(v.is_finite() && v > 0.0 && v < 10.0) {
-            anyhow::bail!("{name} must be a percentage between 0 and 1000, not {}", v * 100.0);
+            anyhow::bail!(
+                "{name} must be a percentage between 0 and 1000, not {}",
+                v * 100.0
+            );
         }
     }
     let rows = compare::pair(&compare::series(&bs), &compare::series(&cs), across)

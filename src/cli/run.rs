@@ -1,25 +1,27 @@
-//! `fsdelta run`: the main job. Sets up the scratch target, runs every test of the suite `-n`
-//! times (repetition-major, so slow drift of the machine spreads over all tests), stores every
-//! sample as it finishes, and prints the summary.
+//! `fsdelta run`: the main job. Sets up the targets (a scratch directory, or every configuration
+//! of a config file), runs every test `-n` times repetition-major (for each repetition, every
+//! configuration, every test, so that slow drift of the machine spreads over all of them), stores
+//! every sample as it finishes, prints the summary, and compares with a baseline.
 //!
 //! Faults never lose what was measured: a failing sample is stored as failed with its error and
 //! the run goes on; SIGINT/SIGTERM abandon the current sample, keep the finished ones, mark the
-//! run aborted and remove the scratch directory (exit 130).
+//! run aborted and undo every mount, loop device and scratch directory (exit 130).
 
-use super::{EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, RunArgs};
+use super::{CompareArgs, CompareFormat, EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, RunArgs, query};
 use crate::compare;
-use crate::model::{RunStatus, SampleStatus};
-use crate::plan::suite;
+use crate::model::{Metric, RunStatus, SampleStatus, TargetFacts};
+use crate::plan::{config, suite};
 use crate::probe::clock::Nanos;
 use crate::probe::system;
 use crate::report;
-use crate::store::{self, NewRun, NewSample, RunId, SampleRecord, Store};
-use crate::target::{env, scratch::ScratchDir};
-use crate::workload::{self, CancelToken, ProgressSink, RunContext, WorkloadError};
+use crate::store::{self, NewRun, NewSample, RunFilter, RunId, SampleRecord, Store};
+use crate::target::{self, StateFile, Target, blockstat, env, scratch::ScratchDir};
+use crate::workload::{self, CancelToken, Measurements, ProgressSink, RunContext, Workload};
 use anyhow::{Context, Result};
 use chrono::Utc;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
@@ -58,7 +60,7 @@ impl Progress {
             let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
             bar.set_style(
                 ProgressStyle::with_template(
-                    "{prefix:.bold} [{bar:20}] {pos}/{len} {elapsed_precise} {msg}",
+                    "{prefix:.bold} [{bar:20}] {pos}/{len} {elapsed_precise} eta {eta} {msg}",
                 )
                 .expect("valid template")
                 .progress_chars("=> "),
@@ -70,9 +72,9 @@ impl Progress {
         }
     }
 
-    fn start(&self, test: &str, rep: u32, reps: u32) {
+    fn start(&self, what: &str) {
         if let Progress::Bar(b) = self {
-            b.set_prefix(format!("{test} rep {rep}/{reps}"));
+            b.set_prefix(what.to_string());
             b.set_message("");
         }
     }
@@ -114,10 +116,184 @@ fn store_sample(store: &mut dyn Store, run: RunId, mut sample: NewSample) -> Res
     }
 }
 
+/// Where the samples of this run happen.
+enum Targets {
+    /// A scratch directory (the default, or inside `--target`).
+    Scratch(ScratchDir),
+    /// The configurations of a config file.
+    Matrix(Vec<Target>),
+}
+
+impl Targets {
+    fn names(&self) -> Vec<String> {
+        match self {
+            Targets::Scratch(_) => vec!["scratch".into()],
+            Targets::Matrix(ts) => ts.iter().map(|t| t.config().name.clone()).collect(),
+        }
+    }
+
+    /// Undo everything (mounts, loop devices, images, scratch); the first error is returned.
+    fn teardown(self) -> Result<()> {
+        match self {
+            Targets::Scratch(s) => {
+                drop(s);
+                Ok(())
+            }
+            Targets::Matrix(ts) => {
+                let mut first = None;
+                for t in ts {
+                    let name = t.config().name.clone();
+                    if let Err(e) = t.teardown()
+                        && first.is_none()
+                    {
+                        first = Some(anyhow::Error::from(e).context(format!(
+                            "tearing down config '{name}' (`fsdelta cleanup` retries)"
+                        )));
+                    }
+                }
+                first.map_or(Ok(()), Err)
+            }
+        }
+    }
+}
+
+/// What one sample produced, before it is stored.
+struct Outcome {
+    facts: TargetFacts,
+    result: Result<Measurements, String>,
+    cancelled: bool,
+}
+
+/// Run one test once on the i-th target.
+fn one_sample(
+    targets: &mut Targets,
+    i: usize,
+    name: &str,
+    w: &dyn Workload,
+    cancel: &CancelToken,
+    sink: &dyn ProgressSink,
+    drop_caches: bool,
+) -> Outcome {
+    let fail = |facts: TargetFacts, e: String| Outcome {
+        facts,
+        result: Err(e),
+        cancelled: false,
+    };
+    match targets {
+        Targets::Scratch(scratch) => {
+            let dir = match scratch.fresh_subdir(name) {
+                Ok(d) => d,
+                Err(e) => return fail(env::facts_for(scratch.path()), e.to_string()),
+            };
+            let mut facts = env::facts_for(&dir);
+            facts.extra.insert("config".into(), "scratch".into());
+            let dropped = drop_caches && blockstat::drop_caches().unwrap_or(false);
+            facts
+                .extra
+                .insert("caches_dropped".into(), dropped.to_string());
+            let counters = system::Snapshot::take();
+            let r = w.run(&RunContext {
+                dir: &dir,
+                cancel,
+                progress: sink,
+            });
+            let _ = scratch.discard_subdir(&dir);
+            match r {
+                Ok(mut m) => {
+                    m.metrics.extend(counters.metrics_since());
+                    Outcome {
+                        facts,
+                        result: Ok(m),
+                        cancelled: false,
+                    }
+                }
+                Err(workload::WorkloadError::Cancelled) => Outcome {
+                    facts,
+                    result: Err("cancelled".into()),
+                    cancelled: true,
+                },
+                Err(e) => fail(facts, e.to_string()),
+            }
+        }
+        Targets::Matrix(ts) => {
+            let t = &mut ts[i];
+            let prepared = match t.prepare() {
+                Ok(p) => p,
+                Err(e) => return fail(TargetFacts::default(), e.to_string()),
+            };
+            let mut facts = prepared.facts;
+            if let Err(e) = t.before_sample() {
+                return fail(facts, e.to_string());
+            }
+            let dropped = drop_caches && blockstat::drop_caches().unwrap_or(false);
+            facts
+                .extra
+                .insert("caches_dropped".into(), dropped.to_string());
+            let before = t.counters().ok().flatten();
+            let counters = system::Snapshot::take();
+            let r = w.run(&RunContext {
+                dir: &prepared.dir,
+                cancel,
+                progress: sink,
+            });
+            let cpu = counters.metrics_since();
+            let after_hook = t.after_sample();
+            let mut m = match r {
+                Ok(m) => m,
+                Err(workload::WorkloadError::Cancelled) => {
+                    return Outcome {
+                        facts,
+                        result: Err("cancelled".into()),
+                        cancelled: true,
+                    };
+                }
+                Err(e) => return fail(facts, e.to_string()),
+            };
+            if let Err(e) = after_hook {
+                return fail(facts, e.to_string());
+            }
+            m.metrics.extend(cpu);
+            // Unmount (timed) before reading the device counters, so that writeback of what
+            // the workload left dirty counts in the device's bytes written.
+            match t.finish_sample() {
+                Ok(timings) => m.metrics.extend(timings),
+                Err(e) => return fail(facts, format!("after the workload: {e}")),
+            }
+            if let (Some(b), Ok(Some(a))) = (before, t.counters()) {
+                let d = b.delta(&a);
+                m.metrics.extend(d.metrics());
+                if let Some(wa) = m
+                    .logical_bytes_written
+                    .and_then(|l| d.write_amplification(l))
+                {
+                    m.metrics.push(wa);
+                }
+            }
+            Outcome {
+                facts,
+                result: Ok(m),
+                cancelled: false,
+            }
+        }
+    }
+}
+
+fn headline(metrics: &[Metric]) -> String {
+    metrics
+        .first()
+        .map(|m| format!("{} {} {}", m.name, report::text::fmt_value(m.value), m.unit))
+        .unwrap_or_default()
+}
+
 /// `fsdelta run`.
 pub fn main(args: RunArgs) -> Result<i32> {
     if args.repeat == 0 {
         return Err(crate::plan::PlanError::NoRepetitions.into());
+    }
+    if args.config.is_some() && args.target.is_some() {
+        anyhow::bail!(
+            "--config and --target both name where to run; use one (a `dir` configuration in the config file runs in an existing directory)"
+        );
     }
     let suite = suite::builtin(&args.suite)?;
     let tests = suite.select(&args.tests)?;
@@ -131,13 +307,33 @@ pub fn main(args: RunArgs) -> Result<i32> {
         })
         .collect::<Result<Vec<_>>>()?;
 
-    let parent = match &args.target {
-        Some(p) => p.clone(),
-        None => std::env::current_dir().context("reading the current directory")?,
-    };
+    // Undo what a killed fsdelta left behind before creating anything new.
+    match target::recover_leftovers() {
+        Ok(report) if !report.is_empty() => {
+            eprintln!("fsdelta: leftovers from an earlier run:\n{report}")
+        }
+        Ok(_) => {}
+        Err(e) => eprintln!("fsdelta: warning: could not check for leftovers: {e}"),
+    }
+
     let mut store = store::open(&args.db.location())?;
-    let scratch = ScratchDir::create_in(&parent)?;
+    let targets = match &args.config {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("reading config file {}", path.display()))?;
+            let file = config::parse(&text, &path.display().to_string())?;
+            Targets::Matrix(target::targets(&file, &StateFile::default_location())?)
+        }
+        None => {
+            let parent: PathBuf = match &args.target {
+                Some(p) => p.clone(),
+                None => std::env::current_dir().context("reading the current directory")?,
+            };
+            Targets::Scratch(ScratchDir::create_in(&parent)?)
+        }
+    };
     let cancel = install_signals()?;
+    let names = targets.names();
 
     let environment = env::environment();
     let label = args
@@ -153,160 +349,114 @@ pub fn main(args: RunArgs) -> Result<i32> {
     })?;
     if !args.quiet {
         eprintln!(
-            "fsdelta run {run_id} ({label}): suite {}, {} test(s) x {} repetition(s) in {}; results in {}",
+            "fsdelta run {run_id} ({label}): suite {}, {} test(s) x {} configuration(s) x {} repetition(s); results in {}",
             suite.name,
             workloads.len(),
+            names.len(),
             args.repeat,
-            scratch.path().display(),
             args.db.location()
         );
     }
 
-    let progress = Progress::new(args.quiet, workloads.len() as u64 * args.repeat as u64);
+    let total = (workloads.len() * names.len()) as u64 * args.repeat as u64;
+    let progress = Progress::new(args.quiet, total);
+    let mut targets = targets;
     let mut stored: Vec<NewSample> = Vec::new();
     let mut aborted = false;
     // Everything that can fail after the run was created goes through this closure, so that the
     // run is never left `running` behind an error.
     let mut body = || -> Result<()> {
-        'reps: for rep in 1..=args.repeat {
-            for (test, w) in &workloads {
-                if cancel.is_cancelled() {
-                    aborted = true;
-                    break 'reps;
-                }
-                progress.start(&test.name, rep, args.repeat);
-                let started_at = Utc::now();
-                let t0 = Nanos::now();
-                let dir = match scratch.fresh_subdir(&format!("{}-{}", test.name, rep)) {
-                    Ok(d) => d,
-                    Err(e) => {
-                        let sample = store_sample(
-                            store.as_mut(),
-                            run_id,
-                            NewSample {
-                                config: "scratch".into(),
-                                test: test.name.clone(),
-                                repetition: rep,
-                                facts: env::facts_for(scratch.path()),
-                                status: SampleStatus::Failed,
-                                error: Some(e.to_string()),
-                                started_at,
-                                duration_s: t0.elapsed().as_secs_f64(),
-                                workload: workload::describe(&test.engine),
-                                metrics: vec![],
-                                histograms: vec![],
-                            },
-                        )?;
-                        progress.done(&format!(
-                            "{} rep {}/{}: FAILED: {e}",
-                            test.name, rep, args.repeat
-                        ));
-                        stored.push(sample);
-                        continue;
-                    }
-                };
-                let facts = env::facts_for(&dir);
-                let sink_bar;
-                let sink: &dyn ProgressSink = match &progress {
-                    Progress::Bar(b) => {
-                        sink_bar = BarSink(b);
-                        &sink_bar
-                    }
-                    _ => &workload::NoProgress,
-                };
-                let counters = system::Snapshot::take();
-                let outcome = w.run(&RunContext {
-                    dir: &dir,
-                    cancel: &cancel,
-                    progress: sink,
-                });
-                let duration_s = t0.elapsed().as_secs_f64();
-                let outcome = outcome.map(|mut m| {
-                    m.metrics.extend(counters.metrics_since());
-                    m
-                });
-                let _ = scratch.discard_subdir(&dir);
-                let (status, error, m) = match outcome {
-                    Ok(m) => (SampleStatus::Ok, None, m),
-                    Err(WorkloadError::Cancelled) => {
+        for rep in 1..=args.repeat {
+            for (i, config_name) in names.iter().enumerate() {
+                for (test, w) in &workloads {
+                    if cancel.is_cancelled() {
                         aborted = true;
-                        break 'reps;
+                        return Ok(());
                     }
-                    Err(e) => (
-                        SampleStatus::Failed,
-                        Some(e.to_string()),
-                        workload::Measurements::default(),
-                    ),
-                };
-                let sample = store_sample(
-                    store.as_mut(),
-                    run_id,
-                    NewSample {
-                        config: "scratch".into(),
-                        test: test.name.clone(),
-                        repetition: rep,
-                        facts,
-                        status,
-                        error,
-                        started_at,
-                        duration_s,
-                        workload: workload::describe(&test.engine),
-                        metrics: m.metrics,
-                        histograms: m.histograms,
-                    },
-                )?;
-                let line = match (&sample.status, &sample.error) {
-                    (SampleStatus::Ok, _) => {
-                        let headline = sample
-                            .metrics
-                            .first()
-                            .map(|m| {
-                                format!(
-                                    "{} {} {}",
-                                    m.name,
-                                    report::text::fmt_value(m.value),
-                                    m.unit
-                                )
-                            })
-                            .unwrap_or_default();
-                        format!(
-                            "{} rep {}/{}: {:.1} s, {}",
-                            test.name, rep, args.repeat, duration_s, headline
-                        )
+                    let what = format!("{config_name}/{} rep {rep}/{}", test.name, args.repeat);
+                    progress.start(&what);
+                    let started_at = Utc::now();
+                    let t0 = Nanos::now();
+                    let bar_sink;
+                    let sink: &dyn ProgressSink = match &progress {
+                        Progress::Bar(b) => {
+                            bar_sink = BarSink(b);
+                            &bar_sink
+                        }
+                        _ => &workload::NoProgress,
+                    };
+                    let out = one_sample(
+                        &mut targets,
+                        i,
+                        &format!("{}-{rep}", test.name),
+                        w.as_ref(),
+                        &cancel,
+                        sink,
+                        !args.no_drop_caches,
+                    );
+                    if out.cancelled {
+                        aborted = true;
+                        return Ok(());
                     }
-                    (_, e) => format!(
-                        "{} rep {}/{}: FAILED: {}",
-                        test.name,
-                        rep,
-                        args.repeat,
-                        e.as_deref().unwrap_or("")
-                    ),
-                };
-                progress.done(&line);
-                stored.push(sample);
+                    let duration_s = t0.elapsed().as_secs_f64();
+                    let (status, error, m) = match out.result {
+                        Ok(m) => (SampleStatus::Ok, None, m),
+                        Err(e) => (SampleStatus::Failed, Some(e), Measurements::default()),
+                    };
+                    let sample = store_sample(
+                        store.as_mut(),
+                        run_id,
+                        NewSample {
+                            config: config_name.clone(),
+                            test: test.name.clone(),
+                            repetition: rep,
+                            facts: out.facts,
+                            status,
+                            error,
+                            started_at,
+                            duration_s,
+                            workload: workload::describe(&test.engine),
+                            metrics: m.metrics,
+                            histograms: m.histograms,
+                        },
+                    )?;
+                    let line = match sample.status {
+                        SampleStatus::Ok => {
+                            format!("{what}: {duration_s:.1} s, {}", headline(&sample.metrics))
+                        }
+                        SampleStatus::Failed => {
+                            format!("{what}: FAILED: {}", sample.error.as_deref().unwrap_or(""))
+                        }
+                    };
+                    progress.done(&line);
+                    stored.push(sample);
+                }
             }
         }
         Ok(())
     };
     let body_result = body();
     progress.finish();
+    let teardown = targets.teardown();
     if let Err(e) = body_result {
         let _ = store.finish_run(run_id, RunStatus::Failed, Utc::now());
         return Err(e.context(format!(
             "run {run_id} stopped; its finished samples are kept"
         )));
     }
-    drop(scratch);
 
     let any_failed = stored.iter().any(|s| s.status == SampleStatus::Failed);
     let status = if aborted {
         RunStatus::Aborted
-    } else if any_failed {
+    } else if any_failed || teardown.is_err() {
         RunStatus::Failed
     } else {
         RunStatus::Complete
     };
     store.finish_run(run_id, status, Utc::now())?;
+    if let Err(e) = &teardown {
+        eprintln!("fsdelta: {e:#}");
+    }
 
     let records: Vec<SampleRecord> = stored
         .into_iter()
@@ -324,30 +474,102 @@ pub fn main(args: RunArgs) -> Result<i32> {
         out.push_str(&failed);
     }
     print!("{out}");
+
+    let failed_n = records
+        .iter()
+        .filter(|r| r.sample.status == SampleStatus::Failed)
+        .count();
     match status {
         RunStatus::Aborted => {
             eprintln!(
                 "fsdelta: run {run_id} interrupted; {} finished sample(s) kept, run marked aborted",
                 records.len()
             );
-            Ok(EXIT_INTERRUPTED)
+            return Ok(EXIT_INTERRUPTED);
         }
         RunStatus::Failed => {
-            let n = records
-                .iter()
-                .filter(|r| r.sample.status == SampleStatus::Failed)
-                .count();
             eprintln!(
-                "fsdelta: run {run_id} finished with {n} failed sample(s) of {}; see above, or `fsdelta show {run_id}`",
+                "fsdelta: run {run_id} finished with {failed_n} failed sample(s) of {}; see above, or `fsdelta show {run_id}`",
                 records.len()
             );
-            Ok(EXIT_ERROR)
         }
         _ => {
             if !args.quiet {
                 eprintln!("fsdelta: run {run_id} complete; `fsdelta show {run_id}` shows it again");
             }
-            Ok(EXIT_OK)
         }
+    }
+    let base_code = if status == RunStatus::Failed {
+        EXIT_ERROR
+    } else {
+        EXIT_OK
+    };
+    let compare_code = compare_after_run(store.as_ref(), run_id, &suite.name, &names, &args)?;
+    // An error outranks a regression: exit 2 when samples failed, else what the comparison says.
+    Ok(if base_code != EXIT_OK {
+        base_code
+    } else {
+        compare_code
+    })
+}
+
+/// With `--baseline SEL`: compare and return compare's exit code. Without it: compare with the
+/// latest earlier complete run of the same suite and configurations, if any, for information
+/// only (exit code 0).
+fn compare_after_run(
+    store: &dyn Store,
+    run_id: RunId,
+    suite: &str,
+    configs: &[String],
+    args: &RunArgs,
+) -> Result<i32> {
+    let opts = CompareArgs {
+        format: CompareFormat::Text,
+        tests: args.tests.clone(),
+        configs: vec![],
+        metrics: vec![],
+        all: false,
+        bisect: false,
+        margins: args.compare.clone(),
+    };
+    let (base, gating) = match &args.baseline {
+        Some(b) => (b.clone(), true),
+        None => {
+            let earlier = store.runs(&RunFilter::default())?.into_iter().find(|r| {
+                r.id < run_id && r.status == RunStatus::Complete && r.suite == suite && {
+                    let samples = store.samples(r.id).unwrap_or_default();
+                    let mut theirs: Vec<&str> =
+                        samples.iter().map(|s| s.sample.config.as_str()).collect();
+                    theirs.sort();
+                    theirs.dedup();
+                    let mut ours: Vec<&str> = configs.iter().map(String::as_str).collect();
+                    ours.sort();
+                    theirs == ours
+                }
+            });
+            match earlier {
+                Some(r) => (r.id.to_string(), false),
+                None => return Ok(EXIT_OK),
+            }
+        }
+    };
+    let result = query::judge(store, &base, &run_id.to_string(), &opts);
+    match result {
+        Ok((bd, cd, rows)) => {
+            println!();
+            if !gating {
+                println!(
+                    "compared with the latest earlier run of this suite (exit code unaffected; --baseline SEL gates on it):"
+                );
+            }
+            print!("{}", query::render_comparison(&bd, &cd, &rows, &opts)?);
+            Ok(if gating {
+                query::exit_code(&rows, false)
+            } else {
+                EXIT_OK
+            })
+        }
+        Err(e) if gating => Err(e.context(format!("comparing with --baseline {base}"))),
+        Err(_) => Ok(EXIT_OK),
     }
 }

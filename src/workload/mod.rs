@@ -76,6 +76,9 @@ pub struct Measurements {
     pub metrics: Vec<Metric>,
     /// Histograms behind percentile metrics.
     pub histograms: Vec<HistogramRecord>,
+    /// File data the workload wrote (logical bytes), when it knows; the run divides the device's
+    /// written bytes by it to get write amplification.
+    pub logical_bytes_written: Option<u64>,
 }
 
 /// Why a workload did not produce measurements.

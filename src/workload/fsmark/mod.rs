@@ -72,7 +72,10 @@ impl Workload for FsMark {
     }
 
     fn run(&self, ctx: &RunContext<'_>) -> Result<Measurements, WorkloadError> {
-        Ok(self.run_with(ctx, &mut |_| {})?.to_measurements())
+        let result = self.run_with(ctx, &mut |_| {})?;
+        let mut m = result.to_measurements();
+        m.logical_bytes_written = Some(result.total_files() * self.options.file_size);
+        Ok(m)
     }
 }
 

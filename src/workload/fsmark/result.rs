@@ -427,6 +427,7 @@ impl FsMarkResult {
         Measurements {
             metrics: self.metrics(),
             histograms: self.histogram_records(),
+            logical_bytes_written: None,
         }
     }
 }
