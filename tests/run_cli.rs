@@ -254,13 +254,20 @@ fn two_processes_write_one_database_without_losing_a_sample() {
                 .args(["run", "--test", "emptyfiles", "-n", "3", "--quiet"])
                 .args(["--label", &format!("p{i}"), "--target"])
                 .arg(tmp.path())
-                .stdout(std::process::Stdio::null())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
                 .spawn()
                 .unwrap()
         })
         .collect();
-    for mut c in children {
-        assert!(c.wait().unwrap().success());
+    for c in children {
+        let out = c.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
     for label in ["p0", "p1"] {
         let out = fsdelta(&db)

@@ -60,12 +60,26 @@ fn mark(v: Verdict) -> &'static str {
 }
 
 fn pct(v: Option<f64>) -> String {
-    v.map(|v| format!("{v:+.1}%")).unwrap_or_else(|| "-".into())
+    v.map(|v| format!("{}%", short_pct(v)))
+        .unwrap_or_else(|| "-".into())
+}
+
+/// A percentage in at most 7 characters: one decimal below 1000, none below 100000, then
+/// e-notation (intervals of very noisy metrics reach +1e11 %).
+fn short_pct(v: f64) -> String {
+    let a = v.abs();
+    if a < 1000.0 {
+        format!("{v:+.1}")
+    } else if a < 100_000.0 {
+        format!("{v:+.0}")
+    } else {
+        format!("{v:+.0e}")
+    }
 }
 
 fn interval(c: &Comparison) -> String {
     match (c.diff_lo_pct, c.diff_hi_pct) {
-        (Some(lo), Some(hi)) => format!("[{lo:+.1},{hi:+.1}]"),
+        (Some(lo), Some(hi)) => format!("[{},{}]", short_pct(lo), short_pct(hi)),
         _ => String::new(),
     }
 }
@@ -224,6 +238,21 @@ pub fn markdown(doc: &CompareDoc<'_>) -> String {
     let _ = writeln!(out);
     let _ = writeln!(out, "{}", summary_line(doc.summary));
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn huge_percentages_stay_short() {
+        assert_eq!(short_pct(-5.25), "-5.2");
+        assert_eq!(short_pct(12345.6), "+12346");
+        assert_eq!(short_pct(263193267555.5), "+3e11");
+        for v in [-100.0, 999.9, 99999.0, 1e15] {
+            assert!(short_pct(v).len() <= 7, "{v}");
+        }
+    }
 }
 
 #[derive(Serialize)]
