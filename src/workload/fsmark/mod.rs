@@ -262,6 +262,7 @@ pub(crate) fn run_engine<S: Syscalls>(
                     std::thread::Builder::new()
                         .name(format!("fsmark-{i}"))
                         .spawn_scoped(s, move || {
+                            sys::private_fd_table();
                             let mut sys = make_sys(i);
                             worker::run(&mut sys, shared, dir, seed)
                         })
