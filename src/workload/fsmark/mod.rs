@@ -7,7 +7,8 @@
 //! are those of `../shared/docs/workloads.md`; the deliberate differences are:
 //!
 //! - workers are threads of one process started together by a barrier (fs_mark forks a process
-//!   per worker and iteration);
+//!   per worker and iteration); each thread unshares its file-descriptor table so the kernel
+//!   path of open/write/close is that of fs_mark's single-threaded processes;
 //! - system calls are timed with CLOCK_MONOTONIC in nanoseconds (fs_mark: gettimeofday, us);
 //!   Files/sec and App Overhead are computed from those times with fs_mark's formulas;
 //! - the `-v` Min/Avg/Max columns are over every call of the iteration (fs_mark averages the

@@ -206,8 +206,6 @@ pub struct FsMarkOptions {
     pub loops: Option<u32>,
     /// `-k`, or implied by `-L` / `-F`: keep files after each iteration.
     pub keep: bool,
-    /// `-k` typed explicitly (only for [`FsMarkOptions::command_line`]).
-    pub keep_flag: bool,
     /// `-F`: iterate until free space < file_size * files.
     pub fill: bool,
     /// `-S`.
@@ -217,7 +215,8 @@ pub struct FsMarkOptions {
     /// `-r`: random characters at the end of a name.
     pub rand_len: u32,
     /// `-l`: log file appended to, as fs_mark's; `None` writes no log (the suite runner's
-    /// choice). [`FsMarkOptions::parse`] defaults it to `./fs_log.txt`.
+    /// choice). [`FsMarkOptions::parse`] defaults it to `./fs_log.txt`. A relative path is
+    /// relative to the process's current directory, as in fs_mark (not to the run directory).
     #[serde(serialize_with = "lossy_path")]
     pub log_file: Option<PathBuf>,
     /// `-v`: per-system-call Min/Avg/Max columns.
@@ -253,7 +252,6 @@ impl Default for FsMarkOptions {
             dir_policy: DirPolicy::NoSubdirs,
             loops: None,
             keep: false,
-            keep_flag: false,
             fill: false,
             sync: SyncMethod::PerFile,
             name_len: DEFAULT_NAME_LEN,
@@ -401,10 +399,7 @@ impl FsMarkOptions {
                 match c {
                     'v' => o.verbose = true,
                     'h' => return Err(UsageError { reason: None }),
-                    'k' => {
-                        o.keep = true;
-                        o.keep_flag = true;
-                    }
+                    'k' => o.keep = true,
                     'F' => {
                         o.keep = true;
                         o.fill = true;
@@ -821,11 +816,12 @@ mod tests {
     #[test]
     fn implied_keep() {
         let o = p("-L 0").unwrap();
-        assert!(o.keep && !o.keep_flag);
+        assert!(o.keep);
         assert_eq!(o.iterations(), 1);
         let o = p("-F").unwrap();
-        assert!(o.keep && o.fill && !o.keep_flag);
-        assert!(p("-k").unwrap().keep_flag);
+        assert!(o.keep && o.fill);
+        assert!(p("-k").unwrap().keep);
+        assert!(!p("-v").unwrap().keep);
     }
 
     #[test]
