@@ -463,6 +463,26 @@ impl FsMarkOptions {
         Ok(o)
     }
 
+    /// Options for a suite test from an fs_mark command line such as
+    /// `fs_mark -s 0 -n 10000 -t 2 -S 0 -D 16 -N 256` (the leading `fs_mark` is optional, words
+    /// are split on white space). No `-d` means the run directory; no log file is written
+    /// unless `-l` is given.
+    pub fn from_command_line(line: &str) -> Result<FsMarkOptions, UsageError> {
+        let mut words: Vec<String> = line.split_whitespace().map(str::to_string).collect();
+        if words
+            .first()
+            .is_some_and(|w| w == "fs_mark" || w.ends_with("/fs_mark"))
+        {
+            words.remove(0);
+        }
+        let explicit_log = words.iter().any(|w| w.starts_with("-l"));
+        let mut o = FsMarkOptions::parse(&words)?;
+        if !explicit_log {
+            o.log_file = None;
+        }
+        Ok(o)
+    }
+
     fn apply(
         &mut self,
         opt: char,
@@ -899,6 +919,26 @@ mod tests {
                 )
             );
         }
+    }
+
+    #[test]
+    fn suite_command_lines_parse_without_a_log_file() {
+        let o = FsMarkOptions::from_command_line("fs_mark -s 0 -n 10000 -t 2 -S 0 -D 16 -N 256")
+            .unwrap();
+        assert_eq!(
+            o.command_line(),
+            "fs_mark -s 0 -n 10000 -t 2 -S 0 -D 16 -N 256"
+        );
+        assert!(o.dirs.is_empty() && o.log_file.is_none());
+        let o = FsMarkOptions::from_command_line("-s 4096 -n 2000 -t 2 -S 1 -l x.log").unwrap();
+        assert_eq!(o.log_file, Some(PathBuf::from("x.log")));
+        assert_eq!(
+            o.argv,
+            vec![
+                "-s", "4096", "-n", "2000", "-t", "2", "-S", "1", "-l", "x.log"
+            ]
+        );
+        assert!(FsMarkOptions::from_command_line("fs_mark -S 9").is_err());
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! One worker, one iteration: fs_mark's `do_run()`.
 //!
 //! Why a module of its own: this is the hot loop, and the hot loop has rules that the rest of
-//! the engine does not: no allocation (every buffer is sized before the start barrier), no
+//! the engine does not: no allocation (every buffer is sized before the start gate), no
 //! logging, no locks, the clock read with `Nanos::now()` (CLOCK_MONOTONIC) right around each
 //! timed call, and a cancel/abort check once per file. It must never leave files behind when
 //! the run does not keep them, whether it ends normally, fails or is cancelled.
@@ -25,8 +25,8 @@ use std::io;
 use std::os::fd::RawFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::sync::Barrier;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Condvar, Mutex, MutexGuard};
 
 /// What every worker of an iteration shares.
 pub struct Shared<'a> {
@@ -39,7 +39,49 @@ pub struct Shared<'a> {
     /// Set by the first worker that fails, so the others stop promptly.
     pub abort: &'a AtomicBool,
     /// Starts every worker's loop together.
-    pub barrier: &'a Barrier,
+    pub gate: &'a StartGate,
+}
+
+/// Starts every worker's loop at once, like a barrier, but the engine holds the key: it opens
+/// the gate when all workers are ready, or at once (with `abort` set) when it could not start
+/// them all, so a failed thread spawn can never leave the others waiting forever.
+#[derive(Debug, Default)]
+pub struct StartGate {
+    /// (workers ready, gate open)
+    state: Mutex<(usize, bool)>,
+    cv: Condvar,
+}
+
+impl StartGate {
+    fn lock(&self) -> MutexGuard<'_, (usize, bool)> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A worker is ready; wait until the gate opens.
+    pub fn arrive_and_wait(&self) {
+        let mut g = self.lock();
+        g.0 += 1;
+        self.cv.notify_all();
+        while !g.1 {
+            g = self.cv.wait(g).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+
+    /// Open the gate once `workers` have arrived.
+    pub fn open_when_ready(&self, workers: usize) {
+        let mut g = self.lock();
+        while g.0 < workers {
+            g = self.cv.wait(g).unwrap_or_else(|p| p.into_inner());
+        }
+        g.1 = true;
+        self.cv.notify_all();
+    }
+
+    /// Open the gate now.
+    pub fn open_now(&self) {
+        self.lock().1 = true;
+        self.cv.notify_all();
+    }
 }
 
 /// Why a worker did not finish its iteration.
@@ -137,7 +179,7 @@ impl PathBuffer {
     }
 }
 
-/// Everything a worker allocates before the barrier.
+/// Everything a worker allocates before the start gate.
 struct State {
     path: PathBuffer,
     names: Vec<u8>,
@@ -168,7 +210,7 @@ fn epoch_sec() -> u64 {
     rustix::time::clock_gettime(rustix::time::ClockId::Realtime).tv_sec as u64
 }
 
-/// Run one iteration of one worker in `dir`. Always waits on the barrier exactly once.
+/// Run one iteration of one worker in `dir`. Always arrives at the start gate exactly once.
 pub fn run<S: Syscalls>(
     sys: &mut S,
     sh: &Shared<'_>,
@@ -178,6 +220,7 @@ pub fn run<S: Syscalls>(
     let opts = sh.opts;
     let n = opts.files as usize;
     let name_len = opts.name_len as usize;
+    // Prepare before the gate: nothing below the gate may allocate.
     let setup = (|| {
         let bytes = dir.as_os_str().as_bytes();
         if bytes.contains(&0) {
@@ -200,7 +243,7 @@ pub fn run<S: Syscalls>(
     if setup.is_err() {
         sh.abort.store(true, Ordering::Relaxed);
     }
-    sh.barrier.wait();
+    sh.gate.arrive_and_wait();
     let mut st = setup?;
 
     let start = Nanos::now();
