@@ -179,11 +179,16 @@ impl PathBuffer {
     }
 }
 
+/// `State::subs` entry of a file without a subdirectory.
+const NO_SUBDIR: u32 = u32::MAX;
+
 /// Everything a worker allocates before the start gate.
 struct State {
     path: PathBuffer,
+    /// Name of file i at `i * name_len`.
     names: Vec<u8>,
-    subs: Vec<Option<u32>>,
+    /// Subdirectory of file i, or `NO_SUBDIR`.
+    subs: Vec<u32>,
     name_len: usize,
     created: usize,
     ops: OpHistograms,
@@ -193,7 +198,8 @@ impl State {
     /// Point the path buffer at file `i` (already created).
     #[inline]
     fn load(&mut self, i: usize) {
-        self.path.set_sub(self.subs[i]);
+        let sub = self.subs[i];
+        self.path.set_sub((sub != NO_SUBDIR).then_some(sub));
         let n = self.name_len;
         let (names, path) = (&self.names, &mut self.path);
         path.name_mut().copy_from_slice(&names[i * n..(i + 1) * n]);
@@ -220,7 +226,9 @@ pub fn run<S: Syscalls>(
     let opts = sh.opts;
     let n = opts.files as usize;
     let name_len = opts.name_len as usize;
-    // Prepare before the gate: nothing below the gate may allocate.
+    // Prepare before the gate: after it, nothing allocates except to report an error. The
+    // tables are filled with non-zero bytes so their pages are touched here (a zeroed
+    // allocation would fault them in during the timed loop).
     let setup = (|| {
         let bytes = dir.as_os_str().as_bytes();
         if bytes.contains(&0) {
@@ -231,8 +239,8 @@ pub fn run<S: Syscalls>(
         }
         Ok(State {
             path: PathBuffer::new(bytes, name_len),
-            names: vec![0u8; n * name_len],
-            subs: vec![None; n],
+            names: vec![b'_'; n * name_len],
+            subs: vec![NO_SUBDIR; n],
             name_len,
             created: 0,
             ops: OpHistograms::new(),
@@ -309,7 +317,7 @@ fn timed_section<S: Syscalls>(
         }
         names.fill(sec, st.path.name_mut());
         st.names[i * st.name_len..(i + 1) * st.name_len].copy_from_slice(st.path.name_mut());
-        st.subs[i] = st.path.sub;
+        st.subs[i] = st.path.sub.unwrap_or(NO_SUBDIR);
 
         let t = Nanos::now();
         let fd = sys.open(
