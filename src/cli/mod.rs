@@ -97,6 +97,15 @@ pub struct CompareArgs {
     pub margins: MarginArgs,
 }
 
+/// Output format of `history`.
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum HistoryFormat {
+    /// 80-column text.
+    Text,
+    /// JSON.
+    Json,
+}
+
 /// Output format of `export`.
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
 pub enum ExportFormat {
@@ -141,6 +150,27 @@ pub enum Command {
         cur: String,
         #[command(flatten)]
         opts: CompareArgs,
+        #[command(flatten)]
+        db: DbArg,
+    },
+    /// A metric's history over runs (median of each run's repetitions) with its change points.
+    /// Example: fsdelta history --test smallfiles --metric files_per_sec
+    History {
+        /// The test.
+        #[arg(long)]
+        test: String,
+        /// The metric.
+        #[arg(long)]
+        metric: String,
+        /// The configuration (required when the test ran on several).
+        #[arg(long)]
+        config: Option<String>,
+        /// Only runs whose label matches this glob (`*`, `?`).
+        #[arg(long, value_name = "PAT")]
+        label_glob: Option<String>,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = HistoryFormat::Text)]
+        format: HistoryFormat,
         #[command(flatten)]
         db: DbArg,
     },
@@ -265,6 +295,21 @@ pub fn main() -> i32 {
             opts,
             db,
         } => query::compare(&db, &base, &cur, &opts),
+        Command::History {
+            test,
+            metric,
+            config,
+            label_glob,
+            format,
+            db,
+        } => query::history(
+            &db,
+            &test,
+            &metric,
+            config.as_deref(),
+            label_glob.as_deref(),
+            format,
+        ),
         Command::Export {
             sel,
             format,
