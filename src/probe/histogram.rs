@@ -225,7 +225,10 @@ impl Histogram {
         for &(i, c) in &rec.buckets {
             let i = i as usize;
             if i >= PLAT_NR {
-                return Err(format!("histogram '{}' has bucket {} out of range", rec.name, i));
+                return Err(format!(
+                    "histogram '{}' has bucket {} out of range",
+                    rec.name, i
+                ));
             }
             h.buckets[i] += c;
             let v = index_to_value(i) as f64;
@@ -317,6 +320,9 @@ mod tests {
         assert_eq!(rec.buckets.len(), 5);
         let back = Histogram::from_record(&rec).unwrap();
         assert_eq!(back.count(), 5);
-        assert_eq!(back.percentiles(&[50.0, 99.0]), a.percentiles(&[50.0, 99.0]));
+        assert_eq!(
+            back.percentiles(&[50.0, 99.0]),
+            a.percentiles(&[50.0, 99.0])
+        );
     }
 }

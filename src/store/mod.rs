@@ -10,9 +10,7 @@ pub mod sqlite;
 
 pub use selector::Selector;
 
-use crate::model::{
-    Environment, HistogramRecord, Metric, RunStatus, SampleStatus, TargetFacts,
-};
+use crate::model::{Environment, HistogramRecord, Metric, RunStatus, SampleStatus, TargetFacts};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -135,9 +133,7 @@ pub enum StoreError {
     #[error("no run matches '{0}' (see `fsdelta list`)")]
     NoMatch(String),
     /// A malformed selector.
-    #[error(
-        "cannot read run selector '{0}': use a run id (42), latest, latest~N or label:TEXT"
-    )]
+    #[error("cannot read run selector '{0}': use a run id (42), latest, latest~N or label:TEXT")]
     BadSelector(String),
     /// A backend error.
     #[error("result store: {0}")]

@@ -112,7 +112,9 @@ impl WorkloadError {
 /// A hint that says how to fix the commonest I/O failures.
 fn io_hint(e: &io::Error) -> &'static str {
     match e.raw_os_error() {
-        Some(libc::ENOSPC) => " (the target filesystem is full: free space or choose a larger target)",
+        Some(libc::ENOSPC) => {
+            " (the target filesystem is full: free space or choose a larger target)"
+        }
         Some(libc::EACCES) | Some(libc::EPERM) | Some(libc::EROFS) => {
             " (the target is not writable: choose another with --target, or fix its permissions)"
         }
@@ -136,7 +138,11 @@ mod tests {
 
     #[test]
     fn io_errors_say_how_to_fix_a_full_disk() {
-        let e = WorkloadError::io("write", "/mnt/x", io::Error::from_raw_os_error(libc::ENOSPC));
+        let e = WorkloadError::io(
+            "write",
+            "/mnt/x",
+            io::Error::from_raw_os_error(libc::ENOSPC),
+        );
         let s = e.to_string();
         assert!(s.contains("write /mnt/x"), "{s}");
         assert!(s.contains("filesystem is full"), "{s}");
