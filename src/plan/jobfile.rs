@@ -228,8 +228,9 @@ pub struct JobSpec {
     pub thread: bool,
     /// Write buffers of zeros.
     pub zero_buffers: bool,
-    /// Refill write buffers with new random data before every write.
-    pub refill_buffers: bool,
+    /// Refill write buffers with new data before every write; None = not set (fio then
+    /// refills when buffer_compress_percentage is set).
+    pub refill_buffers: Option<bool>,
     /// Scramble a few bytes of each 512-byte block per write (fio default on).
     pub scramble_buffers: bool,
     /// Percent of each chunk of written data that compresses (zeros).
@@ -286,7 +287,7 @@ impl Default for JobSpec {
             new_group: false,
             thread: false,
             zero_buffers: false,
-            refill_buffers: false,
+            refill_buffers: None,
             scramble_buffers: true,
             buffer_compress_percentage: None,
             buffer_compress_chunk: Bytes(512),
@@ -1042,7 +1043,7 @@ fn apply(job: &mut JobSpec, opt: &RawOption) -> Result<(), JobFileError> {
         "new_group" => job.new_group = parse_bool(opt)?,
         "thread" => job.thread = parse_bool(opt)?,
         "zero_buffers" => job.zero_buffers = parse_bool(opt)?,
-        "refill_buffers" => job.refill_buffers = parse_bool(opt)?,
+        "refill_buffers" => job.refill_buffers = Some(parse_bool(opt)?),
         "scramble_buffers" => job.scramble_buffers = parse_bool(opt)?,
         "buffer_compress_percentage" => {
             job.buffer_compress_percentage = Some(parse_uint(opt, 0, 100)? as u32)
@@ -1106,6 +1107,15 @@ fn validate(job: &JobSpec, origin: &Origin) -> Result<(), JobFileError> {
                 job.name,
                 job.nrfiles,
                 job.filename.len()
+            ),
+        );
+    }
+    if job.filename.len() == 1 && job.nrfiles > 1 {
+        return err(
+            origin,
+            format!(
+                "job '{}': nrfiles={} with a single filename= (name every file: filename=a:b:c)",
+                job.name, job.nrfiles
             ),
         );
     }
@@ -1349,7 +1359,7 @@ mod tests {
         assert_eq!(j.file_service_type, FileService::Random(4));
         assert_eq!(j.openfiles, Some(2));
         assert!(j.group_reporting && j.stonewall && j.new_group && j.thread);
-        assert!(j.refill_buffers && !j.scramble_buffers && !j.zero_buffers);
+        assert!(j.refill_buffers == Some(true) && !j.scramble_buffers && !j.zero_buffers);
         assert_eq!(j.buffer_compress_percentage, Some(60));
         assert_eq!(j.buffer_compress_chunk, Bytes(4096));
         assert_eq!(j.percentile_list, vec![50.0, 99.0, 99.9]);
@@ -1544,6 +1554,11 @@ mod tests {
                 "contradict",
             ),
             ("[j]\nsize=1m\nnrfiles=3\nfilename=a:b\n", 1, "disagrees"),
+            (
+                "[j]\nsize=1m\nnrfiles=3\nfilename=a\n",
+                1,
+                "single filename",
+            ),
             ("[global]\nsize=1m\n", 1, "no job defined"),
             ("[global]\nbogus=1\n[j]\n", 2, "option 'bogus'"),
             ("[j]\n=5\n", 2, "missing option name"),

@@ -77,7 +77,7 @@ impl Taus {
             let s5 = seed_min64(lcg(s4), 49);
             let mut t = Taus::T258([s1, s2, s3, s4, s5]);
             for _ in 0..6 {
-                t.next();
+                t.next_raw();
             }
             t
         } else {
@@ -88,7 +88,7 @@ impl Taus {
             let s3 = seed_min32(lcg(s2), 15);
             let mut t = Taus::T88([s1, s2, s3]);
             for _ in 0..6 {
-                t.next();
+                t.next_raw();
             }
             t
         }
@@ -96,7 +96,7 @@ impl Taus {
 
     /// Next raw value (fio's `__rand`).
     #[inline]
-    pub fn next(&mut self) -> u64 {
+    pub fn next_raw(&mut self) -> u64 {
         match self {
             Taus::T88(s) => {
                 #[inline]
@@ -136,7 +136,7 @@ impl Taus {
     /// A block in `0..lastb` as fio's `__get_next_rand_offset`: `lastb * (r / (max + 1))`.
     #[inline]
     pub fn block(&mut self, lastb: u64) -> u64 {
-        let r = self.next() as f64;
+        let r = self.next_raw() as f64;
         let b = (lastb as f64 * (r / self.max_plus_one())) as u64;
         b.min(lastb.saturating_sub(1))
     }
@@ -144,7 +144,7 @@ impl Taus {
     /// A value in `start..=end` as fio's `rand_between`.
     #[inline]
     pub fn between(&mut self, start: u64, end: u64) -> u64 {
-        let r = self.next() as f64;
+        let r = self.next_raw() as f64;
         let span = (end - start + 1) as f64;
         start + (span * (r / self.max_plus_one())) as u64
     }
