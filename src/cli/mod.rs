@@ -4,6 +4,7 @@
 //! Why a room of its own: only this edge prints to the terminal and turns typed errors into
 //! messages. It must never measure, run SQL or format tables itself; it calls the rooms that do.
 
+pub mod fio;
 pub mod fsmark;
 
 use clap::{Parser, Subcommand};
@@ -28,6 +29,15 @@ pub enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+    /// The native fio-compatible engine on its own: runs fio job files (or fio's --name=...
+    /// command-line jobs) and prints fio's normal or JSON output. Example:
+    /// fsdelta fio job.fio --output-format=json
+    #[command(disable_help_flag = true)]
+    Fio {
+        /// Job files, --output-format=normal|json, --output=FILE, and fio's --name=... options.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
 }
 
 /// Entry point; returns the process exit code.
@@ -42,5 +52,6 @@ pub fn main() -> i32 {
     };
     match cli.command {
         Command::Fsmark { args } => fsmark::main(&args),
+        Command::Fio { args } => fio::main(&args),
     }
 }

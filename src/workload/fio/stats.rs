@@ -28,6 +28,10 @@ pub struct DirStats {
     pub clat: Histogram,
     /// Total latency (slat + clat).
     pub lat: Histogram,
+    /// Bandwidth samples, KiB/s, one per 500 ms with I/O (fio's bw_avg_time default).
+    pub bw_samples: RunningStat,
+    /// IOPS samples, one per 500 ms with I/O (fio's iops_avg_time default).
+    pub iops_samples: RunningStat,
 }
 
 impl DirStats {
@@ -39,6 +43,110 @@ impl DirStats {
         self.slat.merge(&o.slat);
         self.clat.merge(&o.clat);
         self.lat.merge(&o.lat);
+        self.bw_samples.merge(&o.bw_samples);
+        self.iops_samples.merge(&o.iops_samples);
+    }
+}
+
+/// Count, min, max, mean and sample standard deviation of a series, without keeping it
+/// (fio's `io_stat` for bandwidth and IOPS samples).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct RunningStat {
+    /// Samples.
+    pub n: u64,
+    /// Smallest sample.
+    pub min: u64,
+    /// Largest sample.
+    pub max: u64,
+    sum: f64,
+    sum_sq: f64,
+}
+
+impl RunningStat {
+    /// Add a sample.
+    pub fn add(&mut self, v: u64) {
+        if self.n == 0 || v < self.min {
+            self.min = v;
+        }
+        self.max = self.max.max(v);
+        self.n += 1;
+        let f = v as f64;
+        self.sum += f;
+        self.sum_sq += f * f;
+    }
+    /// Add another series.
+    pub fn merge(&mut self, o: &RunningStat) {
+        if o.n == 0 {
+            return;
+        }
+        if self.n == 0 || o.min < self.min {
+            self.min = o.min;
+        }
+        self.max = self.max.max(o.max);
+        self.n += o.n;
+        self.sum += o.sum;
+        self.sum_sq += o.sum_sq;
+    }
+    /// Mean, 0 without samples.
+    pub fn mean(&self) -> f64 {
+        if self.n == 0 {
+            0.0
+        } else {
+            self.sum / self.n as f64
+        }
+    }
+    /// Sample standard deviation (n - 1), 0 with fewer than two samples.
+    pub fn stddev(&self) -> f64 {
+        if self.n < 2 {
+            return 0.0;
+        }
+        let n = self.n as f64;
+        let m = self.mean();
+        ((self.sum_sq - n * m * m) / (n - 1.0)).max(0.0).sqrt()
+    }
+}
+
+/// Takes fio's periodic bandwidth / IOPS samples from running byte and I/O counts.
+#[derive(Clone, Copy, Debug)]
+pub struct Sampler {
+    last: crate::probe::clock::Nanos,
+    bytes: [u64; 2],
+    ios: [u64; 2],
+}
+
+/// fio's default bw_avg_time / iops_avg_time.
+pub const SAMPLE_INTERVAL_NS: u64 = 500_000_000;
+
+impl Sampler {
+    /// Start sampling at `now` (also after ramp_time's reset).
+    pub fn new(now: crate::probe::clock::Nanos) -> Sampler {
+        Sampler {
+            last: now,
+            bytes: [0; 2],
+            ios: [0; 2],
+        }
+    }
+
+    /// Take samples if an interval has passed. Cheap when it has not: one subtraction.
+    #[inline]
+    pub fn tick(&mut self, now: crate::probe::clock::Nanos, dirs: &mut [DirStats; 2]) {
+        let spent_ns = (now - self.last).0;
+        if spent_ns < SAMPLE_INTERVAL_NS {
+            return;
+        }
+        let spent_ms = spent_ns / 1_000_000;
+        for (i, d) in dirs.iter_mut().enumerate() {
+            let db = d.io_bytes - self.bytes[i];
+            let di = d.total_ios - self.ios[i];
+            if db == 0 {
+                continue;
+            }
+            d.bw_samples.add(db * 1000 / spent_ms / 1024);
+            d.iops_samples.add(di * 1000 / spent_ms);
+            self.bytes[i] = d.io_bytes;
+            self.ios[i] = d.total_ios;
+        }
+        self.last = now;
     }
 }
 
@@ -168,6 +276,10 @@ pub struct ThreadStats {
     pub job_runtime_ms: u64,
     /// I/Os completed per iodepth level (1, 2, 4, 8, 16, 32, >=64), fio's `iodepth_level` input.
     pub depth_counts: [u64; 7],
+    /// Submit calls by I/Os submitted (0, 1-4, 5-8, 9-16, 17-32, 33-64, >64): fio's io_u_submit.
+    pub submit_counts: [u64; 7],
+    /// Reap calls by I/Os completed, same ranges: fio's io_u_complete.
+    pub complete_counts: [u64; 7],
 }
 
 impl ThreadStats {
@@ -182,6 +294,26 @@ impl ThreadStats {
         self.job_runtime_ms += o.job_runtime_ms;
         for (a, b) in self.depth_counts.iter_mut().zip(o.depth_counts) {
             *a += b;
+        }
+        for (a, b) in self.submit_counts.iter_mut().zip(o.submit_counts) {
+            *a += b;
+        }
+        for (a, b) in self.complete_counts.iter_mut().zip(o.complete_counts) {
+            *a += b;
+        }
+    }
+
+    /// Index into `submit_counts` / `complete_counts` for a batch of `n` I/Os.
+    #[inline]
+    pub fn batch_index(n: usize) -> usize {
+        match n {
+            0 => 0,
+            1..=4 => 1,
+            5..=8 => 2,
+            9..=16 => 3,
+            17..=32 => 4,
+            33..=64 => 5,
+            _ => 6,
         }
     }
 
@@ -238,6 +370,36 @@ mod tests {
             (a.io_bytes, a.total_ios, a.runtime_ms, a.clat.count()),
             (20, 2, 9, 2)
         );
+    }
+
+    #[test]
+    fn running_stat_matches_a_direct_computation() {
+        let mut r = RunningStat::default();
+        for v in [10u64, 20, 30, 40] {
+            r.add(v);
+        }
+        assert_eq!((r.n, r.min, r.max), (4, 10, 40));
+        assert!((r.mean() - 25.0).abs() < 1e-9);
+        assert!((r.stddev() - 12.909944487358056).abs() < 1e-9);
+        let mut e = RunningStat::default();
+        e.merge(&r);
+        assert_eq!(e, r);
+    }
+
+    #[test]
+    fn sampler_takes_a_sample_per_interval_with_io() {
+        use crate::probe::clock::Nanos;
+        let mut s = Sampler::new(Nanos(0));
+        let mut dirs: [DirStats; 2] = Default::default();
+        dirs[1].io_bytes = 1 << 20;
+        dirs[1].total_ios = 256;
+        s.tick(Nanos(100_000_000), &mut dirs);
+        assert_eq!(dirs[1].bw_samples.n, 0);
+        s.tick(Nanos(500_000_000), &mut dirs);
+        assert_eq!(dirs[1].bw_samples.n, 1);
+        assert_eq!(dirs[1].bw_samples.max, 2048); // 1 MiB in 0.5 s = 2048 KiB/s
+        assert_eq!(dirs[1].iops_samples.max, 512);
+        assert_eq!(dirs[0].bw_samples.n, 0, "no read I/O, no read sample");
     }
 
     #[test]

@@ -377,6 +377,7 @@ fn ensure_open(
 
 /// Timing phase of a clone: ramp, then measured.
 struct Clock {
+    sampler: super::stats::Sampler,
     started: Nanos,
     measured_from: Nanos,
     ramping: bool,
@@ -388,6 +389,7 @@ impl Clock {
     fn new(job: &JobSpec) -> Clock {
         let now = Nanos::now();
         Clock {
+            sampler: super::stats::Sampler::new(now),
             started: now,
             measured_from: now,
             ramping: !job.ramp_time.is_zero(),
@@ -402,6 +404,7 @@ impl Clock {
         if self.ramping && (now - self.started).0 >= self.ramp {
             self.ramping = false;
             self.measured_from = now;
+            self.sampler = super::stats::Sampler::new(now);
             return true;
         }
         false
@@ -507,6 +510,7 @@ fn after_tick(
         p.reset_pass();
         p.passes = 0;
     }
+    clock.sampler.tick(now, &mut st.dir);
     !clock.out_of_time(now)
 }
 
@@ -692,6 +696,8 @@ fn run_sync(
         d.total_ios += 1;
         st.lat_buckets.mark(clat);
         st.depth_counts[0] += 1;
+        st.submit_counts[1] += 1;
+        st.complete_counts[1] += 1;
         if io.ddir == WRITE {
             periodic_sync(setup, p, st, io.file)?;
         }
@@ -821,6 +827,7 @@ fn run_uring(
             ring.submit()
                 .map_err(|e| io_err("io_uring_enter", dir0, e))?;
             let t = Nanos::now();
+            st.submit_counts[ThreadStats::batch_index(queued.len())] += 1;
             for &si in &queued {
                 let s = slots[si].as_mut().expect("queued slot");
                 s.issue = t;
@@ -845,7 +852,9 @@ fn run_uring(
             .map_err(|e| io_err("io_uring_enter", dir0, e))?;
         let t = Nanos::now();
         let mut err: Option<(usize, i32)> = None;
+        let mut reaped = 0usize;
         for cqe in ring.completion() {
+            reaped += 1;
             let si = cqe.user_data() as usize;
             let s = slots[si].take().expect("completion of a slot in flight");
             free.push(si);
@@ -863,6 +872,7 @@ fn run_uring(
             d.total_ios += 1;
             st.lat_buckets.mark(clat);
         }
+        st.complete_counts[ThreadStats::batch_index(reaped)] += 1;
         if let Some((fi, res)) = err {
             let path = &setup.plan.files[fi].path;
             if res < 0 {
@@ -920,10 +930,13 @@ fn run_filecreate(setup: &CloneSetup<'_>) -> Result<ThreadStats, WorkloadError> 
             st.dir[ddir].io_bytes += f.size;
             st.dir[ddir].total_ios += f.size.div_ceil(bs).max(1);
             st.depth_counts[0] += 1;
+            st.submit_counts[1] += 1;
+            st.complete_counts[1] += 1;
             if clock.ramp_ends(t1) {
                 st = ThreadStats::default();
                 ru0 = super::stats::Rusage::thread();
             }
+            clock.sampler.tick(t1, &mut st.dir);
             if clock.out_of_time(t1) {
                 break 'outer;
             }
