@@ -73,7 +73,6 @@ struct FileState {
     lfsr: Option<Lfsr>,
     /// Where the file offset of the fd is (sync engine: lseek only when it differs).
     fd_pos: u64,
-    writes_since_sync: u32,
 }
 
 impl FileState {
@@ -115,8 +114,11 @@ struct Planner<'a> {
     /// Bytes issued this pass.
     pass_issued: u64,
     pass_bytes: u64,
-    /// Writes since the last fsync/fdatasync (all files).
+    /// Writes issued since the last fsync/fdatasync (all files).
     writes_since_sync: u32,
+    /// A sync owed (fsync=N reached) to this file, done before the next I/O as fio does:
+    /// when the job has no next I/O, no sync.
+    sync_pending: Option<usize>,
     open_count: u32,
     open_limit: u32,
     /// Completed passes (loops) after ramp.
@@ -157,7 +159,6 @@ impl<'a> Planner<'a> {
                 map,
                 lfsr,
                 fd_pos: 0,
-                writes_since_sync: 0,
             });
         }
         let nfiles = files.len() as u32;
@@ -175,6 +176,7 @@ impl<'a> Planner<'a> {
             pass_issued: 0,
             pass_bytes: setup.plan.pass_bytes,
             writes_since_sync: 0,
+            sync_pending: None,
             open_count: 0,
             open_limit: job.openfiles.unwrap_or(nfiles).max(1),
             passes: 0,
@@ -575,31 +577,22 @@ fn direct_hint(job: &JobSpec, e: rustix::io::Errno) -> String {
     }
 }
 
-/// fsync= / fdatasync= after every N writes: timed into the sync stats.
+/// Count an issued write for fsync= / fdatasync=; every N writes a sync becomes owed.
 #[inline]
-fn periodic_sync(
-    setup: &CloneSetup<'_>,
-    p: &mut Planner<'_>,
-    st: &mut ThreadStats,
-    fi: usize,
-) -> Result<(), WorkloadError> {
-    let job = setup.job;
+fn note_write(job: &JobSpec, p: &mut Planner<'_>, fi: usize) {
     let every = if job.fsync > 0 {
         job.fsync
     } else {
         job.fdatasync
     };
     if every == 0 {
-        return Ok(());
+        return;
     }
     p.writes_since_sync += 1;
-    p.files[fi].writes_since_sync += 1;
-    if p.writes_since_sync < every {
-        return Ok(());
+    if p.writes_since_sync >= every {
+        p.writes_since_sync = 0;
+        p.sync_pending = Some(fi);
     }
-    p.writes_since_sync = 0;
-    p.files[fi].writes_since_sync = 0;
-    timed_sync(setup, p, st, fi)
 }
 
 /// One fsync (fsync=) or fdatasync (fdatasync=) of file `fi`, recorded in the sync stats.
@@ -646,6 +639,9 @@ fn run_sync(
             }
             return Ok(());
         };
+        if let Some(fi) = p.sync_pending.take() {
+            timed_sync(setup, p, st, fi)?;
+        }
         ensure_open(p, setup, io.file)?;
         let data = &mut buf.as_mut_slice()[..io.len];
         if io.ddir == WRITE && policy.refill {
@@ -699,7 +695,7 @@ fn run_sync(
         st.submit_counts[1] += 1;
         st.complete_counts[1] += 1;
         if io.ddir == WRITE {
-            periodic_sync(setup, p, st, io.file)?;
+            note_write(job, p, io.file);
         }
         if !after_tick(p, st, clock, ru0, end) {
             return Ok(());
@@ -741,13 +737,8 @@ fn run_uring(
     let mut inflight = 0usize;
     let mut pass_over = false;
     let mut stop = false;
-    let sync_every = if job.fsync > 0 {
-        job.fsync
-    } else {
-        job.fdatasync
-    };
-    let mut writes_to_sync = 0u32;
-    let mut last_write_file = 0usize;
+    // An I/O taken from the planner while a sync was owed and I/O was in flight.
+    let mut stashed: Option<Io> = None;
     loop {
         if setup.cancel.is_cancelled() {
             // Let the kernel finish what it holds before the buffers go away.
@@ -759,25 +750,28 @@ fn run_uring(
             return Err(WorkloadError::Cancelled);
         }
         // Fill free slots.
-        if sync_every > 0 && writes_to_sync >= sync_every && inflight == 0 {
-            // The writes that make up this fsync= interval are complete: sync, timed.
-            writes_to_sync = 0;
-            timed_sync(setup, p, st, last_write_file)?;
-        }
-        while !stop
-            && !pass_over
-            && !free.is_empty()
-            && (sync_every == 0 || writes_to_sync < sync_every)
-        {
-            let Some(io) = p.next_io() else {
-                pass_over = true;
-                break;
+        while !stop && !pass_over && !free.is_empty() {
+            let io = match stashed.take() {
+                Some(io) => io,
+                None => match p.next_io() {
+                    Some(io) => io,
+                    None => {
+                        pass_over = true;
+                        break;
+                    }
+                },
             };
-            let mut fsync_due = false;
-            if io.ddir == WRITE && sync_every > 0 {
-                writes_to_sync += 1;
-                last_write_file = io.file;
-                fsync_due = writes_to_sync >= sync_every;
+            if let Some(fi) = p.sync_pending {
+                if inflight > 0 {
+                    // The owed sync must follow the writes it covers: drain first.
+                    stashed = Some(io);
+                    break;
+                }
+                p.sync_pending = None;
+                timed_sync(setup, p, st, fi)?;
+            }
+            if io.ddir == WRITE {
+                note_write(job, p, io.file);
             }
             ensure_open(p, setup, io.file)?;
             let si = free.pop().expect("a free slot");
@@ -817,9 +811,8 @@ fn run_uring(
             queued.push(si);
             inflight += 1;
             st.depth_counts[ThreadStats::depth_index(inflight as u32)] += 1;
-            if fsync_due || (p.open_limit as usize) < p.files.len() {
-                // fsync needs the writes done, and an openfiles rotation may close a file:
-                // drain before going on.
+            if (p.open_limit as usize) < p.files.len() {
+                // An openfiles rotation may close a file: no I/O may be in flight then.
                 break;
             }
         }
@@ -838,6 +831,9 @@ fn run_uring(
         if inflight == 0 {
             if stop {
                 return Ok(());
+            }
+            if stashed.is_some() {
+                continue;
             }
             if pass_over {
                 pass_over = false;
