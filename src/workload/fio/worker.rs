@@ -66,7 +66,7 @@ struct FileState {
     region: u64,
     /// Next sequential offset per direction.
     pos: [u64; 2],
-    /// Bytes issued to this file in the current sub-pass.
+    /// Bytes issued to this file in the current pass.
     issued: u64,
     done: bool,
     map: Option<RandomMap>,
@@ -111,6 +111,8 @@ struct Planner<'a> {
     mix_limit: u64,
     cur_file: usize,
     ios_on_file: u32,
+    /// Files done in this pass (so the all-done check is O(1)).
+    done_files: usize,
     /// Bytes issued this pass.
     pass_issued: u64,
     pass_bytes: u64,
@@ -173,6 +175,7 @@ impl<'a> Planner<'a> {
             mix_limit: 0,
             cur_file: 0,
             ios_on_file: 0,
+            done_files: 0,
             pass_issued: 0,
             pass_bytes: setup.plan.pass_bytes,
             writes_since_sync: 0,
@@ -191,6 +194,7 @@ impl<'a> Planner<'a> {
         for f in &mut self.files {
             f.reset();
         }
+        self.done_files = 0;
     }
 
     /// fio's get_rw_ddir.
@@ -223,15 +227,14 @@ impl<'a> Planner<'a> {
         self.mix_ddir
     }
 
-    /// Pick the file for the next I/O (file_service_type), skipping files done this sub-pass.
-    /// Resets every file when all are done (a pass longer than the files).
+    /// Pick the file for the next I/O (file_service_type), skipping files done in this pass;
+    /// None when every file is done (the pass ends there, as fio's does, even if `size` asked
+    /// for more than the files hold).
     #[inline]
-    fn next_file(&mut self) -> usize {
+    fn next_file(&mut self) -> Option<usize> {
         let n = self.files.len();
-        if self.files.iter().all(|f| f.done) {
-            for f in &mut self.files {
-                f.reset();
-            }
+        if self.done_files == n {
+            return None;
         }
         let switch = match self.job.file_service_type {
             FileService::Sequential => self.files[self.cur_file].done,
@@ -251,7 +254,7 @@ impl<'a> Planner<'a> {
             self.ios_on_file = 0;
         }
         self.ios_on_file += 1;
-        self.cur_file
+        Some(self.cur_file)
     }
 
     /// The next I/O, or None when the pass is complete.
@@ -263,7 +266,7 @@ impl<'a> Planner<'a> {
         let ddir = self.next_ddir();
         let bs = self.job.bs[ddir].0;
         loop {
-            let fi = self.next_file();
+            let fi = self.next_file()?;
             let f = &mut self.files[fi];
             let offset = if self.job.rw.is_random() {
                 let nblocks = f.region / bs;
@@ -280,6 +283,7 @@ impl<'a> Planner<'a> {
                     Some(b) => b * bs,
                     None => {
                         f.done = true;
+                        self.done_files += 1;
                         continue;
                     }
                 }
@@ -298,6 +302,7 @@ impl<'a> Planner<'a> {
             f.issued += len;
             if f.issued >= f.region || f.map.as_ref().is_some_and(RandomMap::is_full) {
                 f.done = true;
+                self.done_files += 1;
             }
             self.pass_issued += len;
             self.issues[ddir] += 1;
@@ -648,12 +653,16 @@ fn run_sync(
             files::fill_like_job(job, data, seed);
         }
         let start = Nanos::now();
-        if io.ddir == WRITE && policy.scramble {
+        // fio stamps start before the write buffer is scrambled and issue just before the
+        // call; for a read nothing happens in between, so one clock reading serves both.
+        let issue = if io.ddir == WRITE && policy.scramble {
             scramble(data, io.offset, start);
-        }
+            Nanos::now()
+        } else {
+            start
+        };
         let f = &mut p.files[io.file];
         let mut done = 0usize;
-        let issue = Nanos::now();
         while done < io.len {
             match do_sync_io(
                 engine,
