@@ -308,6 +308,37 @@ pub fn open_for_io(job: &JobSpec, path: &Path) -> Result<OwnedFd, WorkloadError>
     })
 }
 
+/// Whether the filesystem holding `dir` accepts O_DIRECT: Ok, or the reason it does not (for
+/// a suite to skip a direct=1 test with a stated reason, as on tmpfs).
+pub fn probe_direct(dir: &Path) -> Result<(), String> {
+    let path = dir.join(format!(".fsdelta-odirect-probe-{}", std::process::id()));
+    let res = rustix::fs::open(
+        &path,
+        OFlags::CREATE | OFlags::RDWR | OFlags::DIRECT | OFlags::CLOEXEC,
+        Mode::from_raw_mode(0o600),
+    );
+    let _ = std::fs::remove_file(&path);
+    match res {
+        Ok(_) => Ok(()),
+        Err(e) if e == rustix::io::Errno::INVAL => Err(format!(
+            "the filesystem holding {} rejects O_DIRECT",
+            dir.display()
+        )),
+        Err(e) => Err(format!("cannot probe O_DIRECT in {}: {e}", dir.display())),
+    }
+}
+
+/// fio's default `fadvise_hint`: POSIX_FADV_RANDOM for random jobs, SEQUENTIAL otherwise, over
+/// the file's I/O range. Advice only: like fio, a failure is not an error.
+pub fn access_hint(fd: impl AsFd, random: bool, len: u64) {
+    let advice = if random {
+        rustix::fs::Advice::Random
+    } else {
+        rustix::fs::Advice::Sequential
+    };
+    let _ = rustix::fs::fadvise(fd, 0, std::num::NonZeroU64::new(len), advice);
+}
+
 /// Drop a file's cached pages (fio's invalidate=1: posix_fadvise DONTNEED).
 pub fn invalidate(fd: impl AsFd, path: &Path) -> Result<(), WorkloadError> {
     rustix::fs::fadvise(fd, 0, None, rustix::fs::Advice::DontNeed)
@@ -399,6 +430,18 @@ mod tests {
             std::fs::metadata(&p.files[0].path).unwrap().len(),
             256 << 10
         );
+    }
+
+    #[test]
+    fn o_direct_probe_answers_for_a_real_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        // Either answer is legitimate (tmpfs rejects O_DIRECT); the probe must leave nothing.
+        let r = probe_direct(dir.path());
+        if let Err(e) = &r {
+            assert!(e.contains("O_DIRECT"), "{e}");
+        }
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+        assert!(probe_direct(Path::new("/nonexistent/dir")).is_err());
     }
 
     #[test]

@@ -94,9 +94,22 @@ impl FioWorkload {
         )?))
     }
 
+    /// From a job file on disk (`include` resolved beside it, `${VAR}` from the environment).
+    pub fn from_job_file(path: &Path) -> Result<FioWorkload, String> {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        FioWorkload::from_job_text(&text, &path.display().to_string(), &jobfile::SystemSources)
+            .map_err(|e| e.to_string())
+    }
+
     /// The jobs.
     pub fn jobs(&self) -> &JobSet {
         &self.set
+    }
+
+    /// Whether any job uses O_DIRECT (a suite skips such a test where
+    /// [`files::probe_direct`] says the target rejects it).
+    pub fn needs_direct(&self) -> bool {
+        self.set.jobs.iter().any(|j| j.direct)
     }
 
     /// Run every job in `ctx.dir` (relative `directory=`/`filename=` resolve against it) and
@@ -247,13 +260,10 @@ fn execute(set: &JobSet, ctx: &RunContext<'_>) -> Result<FioRun, WorkloadError> 
     for out in outs {
         let g = groups[out.job_index];
         let elapsed_s = (out.end - t0).0.div_ceil(1_000_000_000);
-        let grouped = set
-            .jobs
-            .iter()
-            .enumerate()
-            .any(|(k, j)| groups[k] == g && j.group_reporting);
-        if grouped {
-            if let Some(r) = results.iter_mut().find(|r| r.groupid == g) {
+        // fio's rule: a clone of a group_reporting job joins the entry before it when that
+        // entry is of the same group; anything else starts an entry.
+        if set.jobs[out.job_index].group_reporting {
+            if let Some(r) = results.last_mut().filter(|r| r.groupid == g) {
                 r.stats.merge(&out.stats);
                 r.clones += 1;
                 r.elapsed_s = r.elapsed_s.max(elapsed_s);

@@ -376,6 +376,8 @@ fn ensure_open(
     if setup.job.invalidate {
         files::invalidate(&fd, path)?;
     }
+    // fio's default fadvise_hint: tell the kernel the access pattern (readahead follows it).
+    files::access_hint(&fd, setup.job.rw.is_random(), setup.plan.files[fi].size);
     p.files[fi].fd_pos = 0;
     p.files[fi].fd = Some(fd);
     p.open_count += 1;
@@ -521,9 +523,26 @@ fn after_tick(
     !clock.out_of_time(now)
 }
 
-/// Whether another pass should start after one ended.
-#[inline]
-fn next_pass(p: &mut Planner<'_>, clock: &Clock) -> bool {
+/// Whether another pass should start after one ended. A new pass drops the files' cached
+/// pages again when invalidate=1 (fio reopens the files of a new loop, and invalidates a
+/// time_based job's file when it wraps).
+fn next_pass(
+    setup: &CloneSetup<'_>,
+    p: &mut Planner<'_>,
+    clock: &Clock,
+) -> Result<bool, WorkloadError> {
+    let more = next_pass_counted(p, clock);
+    if more && setup.job.invalidate && !setup.job.direct {
+        for (fi, f) in p.files.iter().enumerate() {
+            if let Some(fd) = &f.fd {
+                files::invalidate(fd, &setup.plan.files[fi].path)?;
+            }
+        }
+    }
+    Ok(more)
+}
+
+fn next_pass_counted(p: &mut Planner<'_>, clock: &Clock) -> bool {
     if !clock.ramping {
         p.passes += 1;
     }
@@ -639,7 +658,7 @@ fn run_sync(
             return Err(WorkloadError::Cancelled);
         }
         let Some(io) = p.next_io() else {
-            if next_pass(p, clock) {
+            if next_pass(setup, p, clock)? {
                 continue;
             }
             return Ok(());
@@ -846,7 +865,7 @@ fn run_uring(
             }
             if pass_over {
                 pass_over = false;
-                if next_pass(p, clock) {
+                if next_pass(setup, p, clock)? {
                     continue;
                 }
                 return Ok(());
@@ -910,8 +929,9 @@ fn run_filecreate(setup: &CloneSetup<'_>) -> Result<ThreadStats, WorkloadError> 
     let mut st = ThreadStats::default();
     let mut clock = Clock::new(job);
     let mut ru0 = super::stats::Rusage::thread();
-    let mut open: Vec<OwnedFd> = Vec::new();
-    let limit = job.openfiles.unwrap_or(u32::MAX).max(1) as usize;
+    let limit = (job.openfiles.unwrap_or(u32::MAX).max(1) as usize).min(setup.plan.files.len());
+    let mut open: std::collections::VecDeque<OwnedFd> =
+        std::collections::VecDeque::with_capacity(limit);
     let mut passes = 0u32;
     'outer: loop {
         for f in &setup.plan.files {
@@ -919,7 +939,7 @@ fn run_filecreate(setup: &CloneSetup<'_>) -> Result<ThreadStats, WorkloadError> 
                 return Err(WorkloadError::Cancelled);
             }
             if open.len() >= limit {
-                open.remove(0);
+                open.pop_front();
             }
             let t0 = Nanos::now();
             let fd = rustix::fs::open(
@@ -929,7 +949,7 @@ fn run_filecreate(setup: &CloneSetup<'_>) -> Result<ThreadStats, WorkloadError> 
             );
             let t1 = Nanos::now();
             let fd = fd.map_err(|e| io_err("open", &f.path, e))?;
-            open.push(fd);
+            open.push_back(fd);
             st.dir[ddir].clat.record((t1 - t0).0);
             st.lat_buckets.mark((t1 - t0).0);
             st.dir[ddir].io_bytes += f.size;
