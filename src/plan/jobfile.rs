@@ -93,6 +93,8 @@ pub enum IoEngine {
     Pvsync,
     /// io_uring, with `iodepth` I/Os in flight.
     IoUring,
+    /// Linux native AIO (fio's libaio), by direct system calls.
+    Libaio,
     /// fio's filecreate: each "I/O" is the timed creation of one file.
     FileCreate,
 }
@@ -105,12 +107,13 @@ impl IoEngine {
             IoEngine::Sync => "sync",
             IoEngine::Pvsync => "pvsync",
             IoEngine::IoUring => "io_uring",
+            IoEngine::Libaio => "libaio",
             IoEngine::FileCreate => "filecreate",
         }
     }
     /// Whether the engine completes each I/O inside its system call (no slat, iodepth 1).
     pub fn is_sync(self) -> bool {
-        !matches!(self, IoEngine::IoUring)
+        !matches!(self, IoEngine::IoUring | IoEngine::Libaio)
     }
 }
 
@@ -966,13 +969,10 @@ fn apply(job: &mut JobSpec, opt: &RawOption) -> Result<(), JobFileError> {
                 "sync" => IoEngine::Sync,
                 "pvsync" => IoEngine::Pvsync,
                 "io_uring" => IoEngine::IoUring,
+                "libaio" => IoEngine::Libaio,
                 "filecreate" => IoEngine::FileCreate,
                 _ => {
-                    return choice_err(
-                        opt,
-                        v,
-                        "psync, sync, pvsync, io_uring, filecreate (libaio is not available: use io_uring)",
-                    );
+                    return choice_err(opt, v, "psync, sync, pvsync, io_uring, libaio, filecreate");
                 }
             }
         }
@@ -1379,6 +1379,9 @@ mod tests {
         let f = one("[f]\nioengine=filecreate\nnrfiles=100\nfilesize=0\nsize=50%\n");
         assert_eq!(f.ioengine, IoEngine::FileCreate);
         assert_eq!(f.size, Some(SizeSpec::Percent(50)));
+        let l = one("[l]\nioengine=libaio\nsize=1m\niodepth=8\n");
+        assert_eq!(l.ioengine, IoEngine::Libaio);
+        assert!(!l.ioengine.is_sync());
         let s = one("[s]\nioengine=sync\nsize=1m\nblocksize=2k\nwait_for_previous\n");
         assert_eq!(s.ioengine, IoEngine::Sync);
         assert_eq!(s.bs, [Bytes(2048); 2]);
@@ -1517,7 +1520,6 @@ mod tests {
                 3,
                 "modifiers are not supported",
             ),
-            ("[j]\nsize=1m\nioengine=libaio\n", 3, "use io_uring"),
             ("[j]\nsize=1m\nioengine=mmap\n", 3, "choose one of"),
             ("[j]\nsize=lots\n", 2, "not a size"),
             ("[j]\nsize=4x\n", 2, "unknown size suffix"),

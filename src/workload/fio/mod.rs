@@ -13,6 +13,7 @@
 //! differently from its file. Deliberate differences from fio are documented where they are made
 //! (layout writes 1 MiB chunks; io_uring drains before fsync= and openfiles rotation).
 
+pub mod aio;
 pub mod files;
 pub mod rand;
 pub mod stats;
@@ -570,7 +571,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         // 64 writes, fsync=16: fio syncs before the I/O that follows every 16th write, so the
         // last interval (no I/O follows) gets none: 3 syncs, as fio 3.33 reports.
-        for engine in ["psync", "io_uring\niodepth=4"] {
+        for engine in ["psync", "io_uring\niodepth=4", "libaio\niodepth=4"] {
             let run = run_text(
                 &format!("[w]\nrw=write\nsize=256k\nfsync=16\nioengine={engine}\n"),
                 dir.path(),
@@ -601,32 +602,41 @@ mod tests {
     }
 
     #[test]
-    fn io_uring_and_psync_leave_the_same_bytes_on_disk() {
+    fn io_uring_libaio_and_psync_leave_the_same_bytes_on_disk() {
         let dir = tempfile::tempdir().unwrap();
         let base = "rw=randwrite\nsize=512k\nrefill_buffers=1\nrandrepeat=1\nfallocate=none\n";
         let a = run_text(&format!("[a]\nfilename=a.dat\n{base}"), dir.path()).unwrap();
-        let b = run_text(
-            &format!("[a]\nfilename=b.dat\nioengine=io_uring\niodepth=8\n{base}"),
-            dir.path(),
-        );
-        let b = match b {
-            Ok(b) => b,
-            Err(e) if e.to_string().contains("io_uring_setup") => {
-                eprintln!("skipping: io_uring unavailable here: {e}");
-                return;
-            }
-            Err(e) => panic!("{e}"),
-        };
         assert_eq!(a.results[0].stats.dir[WRITE].io_bytes, 512 << 10);
-        assert_eq!(b.results[0].stats.dir[WRITE].io_bytes, 512 << 10);
-        assert!(b.results[0].stats.dir[WRITE].slat.count() > 0);
         let da = std::fs::read(dir.path().join("a.dat")).unwrap();
-        let db = std::fs::read(dir.path().join("b.dat")).unwrap();
-        assert_eq!(da.len(), db.len());
-        assert!(
-            da == db,
-            "same seeds, same offsets, same buffer refills in issue order: same bytes"
-        );
+        for (engine, file) in [("io_uring", "b.dat"), ("libaio", "c.dat")] {
+            let b = run_text(
+                &format!("[a]\nfilename={file}\nioengine={engine}\niodepth=8\n{base}"),
+                dir.path(),
+            );
+            let b = match b {
+                Ok(b) => b,
+                Err(e) if e.to_string().contains("_setup") => {
+                    eprintln!("skipping {engine}: unavailable here: {e}");
+                    continue;
+                }
+                Err(e) => panic!("{engine}: {e}"),
+            };
+            assert_eq!(
+                b.results[0].stats.dir[WRITE].io_bytes,
+                512 << 10,
+                "{engine}"
+            );
+            assert!(
+                b.results[0].stats.dir[WRITE].slat.count() > 0,
+                "{engine} has slat"
+            );
+            let db = std::fs::read(dir.path().join(file)).unwrap();
+            assert_eq!(da.len(), db.len(), "{engine}");
+            assert!(
+                da == db,
+                "{engine}: same seeds, same offsets, same buffer refills in issue order: same bytes"
+            );
+        }
     }
 
     #[test]

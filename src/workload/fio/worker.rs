@@ -1,15 +1,16 @@
-//! One fio job clone: the timed loop, for the synchronous engines (psync, sync, pvsync), io_uring
-//! and filecreate.
+//! One fio job clone: the timed loop, for the synchronous engines (psync, sync, pvsync), the
+//! asynchronous ones (io_uring, libaio) and filecreate.
 //!
 //! Why it exists: this is where fio's semantics become I/O. Per I/O, as fio defines them:
 //! `start` is taken when the I/O is prepared, `issue` just before the system call (sync engines)
-//! or just after the submitting `io_uring_enter` (io_uring); completion is read when the call
+//! or just after the submitting `io_uring_enter` / `io_submit` (async engines); completion is read when the call
 //! returns or the completion is reaped. clat = completion - issue, lat = completion - start,
 //! slat = issue - start (async engines only). Stats reset when ramp_time ends; fsync=/fdatasync=
 //! latencies go to the sync stats; end_fsync runs inside the runtime but outside every latency
 //! stat. What it must never do: allocate, log or lock inside the loop (buffers, maps and
 //! histograms are made before the clock starts), or keep running after a cancel request.
 
+use super::aio::{AsyncBackend, NativeAio, Uring};
 use super::files::{self, ClonePlan};
 use super::rand::{self, Lfsr, RandomMap, Taus};
 use super::stats::{READ, ThreadStats, WRITE};
@@ -463,9 +464,30 @@ pub fn run_clone(setup: &CloneSetup<'_>) -> Result<ThreadStats, WorkloadError> {
     let mut clock = Clock::new(job);
     let mut ru0 = super::stats::Rusage::thread();
     let result = match job.ioengine {
-        IoEngine::IoUring => run_uring(
-            setup, &mut p, &mut bufs, policy, &mut seed, &mut st, &mut clock, &mut ru0,
-        ),
+        IoEngine::IoUring | IoEngine::Libaio => {
+            let dir0 = setup
+                .plan
+                .files
+                .first()
+                .map(|f| f.path.clone())
+                .unwrap_or_default();
+            let mut backend: Box<dyn AsyncBackend> = if job.ioengine == IoEngine::Libaio {
+                Box::new(NativeAio::new(depth).map_err(|e| io_err("io_setup", &dir0, e))?)
+            } else {
+                Box::new(Uring::new(depth).map_err(|e| io_err("io_uring_setup", &dir0, e))?)
+            };
+            run_async(
+                setup,
+                backend.as_mut(),
+                &mut p,
+                &mut bufs,
+                policy,
+                &mut seed,
+                &mut st,
+                &mut clock,
+                &mut ru0,
+            )
+        }
         _ => run_sync(
             setup,
             &mut p,
@@ -738,8 +760,9 @@ struct Slot {
 }
 
 #[allow(clippy::too_many_arguments)]
-fn run_uring(
+fn run_async(
     setup: &CloneSetup<'_>,
+    backend: &mut dyn AsyncBackend,
     p: &mut Planner<'_>,
     bufs: &mut [AlignedBuf],
     policy: BufferPolicy,
@@ -748,7 +771,6 @@ fn run_uring(
     clock: &mut Clock,
     ru0: &mut super::stats::Rusage,
 ) -> Result<(), WorkloadError> {
-    use io_uring::{IoUring, opcode, types};
     let job = setup.job;
     let depth = bufs.len();
     let dir0 = setup
@@ -757,8 +779,11 @@ fn run_uring(
         .first()
         .map(|f| f.path.as_path())
         .unwrap_or(Path::new("."));
-    let mut ring = IoUring::new(depth.next_power_of_two() as u32)
-        .map_err(|e| io_err("io_uring_setup", dir0, e))?;
+    let engine_op = if job.ioengine == IoEngine::Libaio {
+        "io_submit/io_getevents"
+    } else {
+        "io_uring_enter"
+    };
     let mut slots: Vec<Option<Slot>> = (0..depth).map(|_| None).collect();
     let mut free: Vec<usize> = (0..depth).rev().collect();
     let mut queued: Vec<usize> = Vec::with_capacity(depth);
@@ -771,9 +796,10 @@ fn run_uring(
         if setup.cancel.is_cancelled() {
             // Let the kernel finish what it holds before the buffers go away.
             while inflight > 0 {
-                ring.submit_and_wait(1)
-                    .map_err(|e| io_err("io_uring_enter", dir0, e))?;
-                inflight -= ring.completion().count();
+                let n = backend
+                    .reap(&mut |_, _| {})
+                    .map_err(|e| io_err(engine_op, dir0, e))?;
+                inflight -= n;
             }
             return Err(WorkloadError::Cancelled);
         }
@@ -811,25 +837,19 @@ fn run_uring(
             if io.ddir == WRITE && policy.scramble {
                 scramble(data, io.offset, start);
             }
-            let fd = types::Fd(p.files[io.file].fd.as_ref().expect("open").as_raw_fd());
-            let ptr = data.as_mut_ptr();
-            let entry = if io.ddir == READ {
-                opcode::Read::new(fd, ptr, io.len as u32)
-                    .offset(io.offset)
-                    .build()
-            } else {
-                opcode::Write::new(fd, ptr, io.len as u32)
-                    .offset(io.offset)
-                    .build()
-            }
-            .user_data(si as u64);
-            // SAFETY: the buffer behind `ptr` belongs to slot `si`, which stays out of the free
-            // list (and the buffers stay alive) until this entry's completion is reaped; the
-            // fd stays open because files are only closed with no I/O in flight (below).
+            let fd = p.files[io.file].fd.as_ref().expect("open").as_raw_fd();
+            // SAFETY: the buffer belongs to slot `si`, which stays out of the free list (and
+            // the buffers stay alive) until its completion is reaped; files are closed only
+            // with no I/O in flight (openfiles rotation drains, below).
             unsafe {
-                ring.submission()
-                    .push(&entry)
-                    .expect("the ring holds iodepth entries");
+                backend.queue(
+                    si,
+                    io.ddir == WRITE,
+                    fd,
+                    data.as_mut_ptr(),
+                    io.len,
+                    io.offset,
+                );
             }
             slots[si] = Some(Slot {
                 io,
@@ -845,8 +865,7 @@ fn run_uring(
             }
         }
         if !queued.is_empty() {
-            ring.submit()
-                .map_err(|e| io_err("io_uring_enter", dir0, e))?;
+            backend.submit().map_err(|e| io_err(engine_op, dir0, e))?;
             let t = Nanos::now();
             st.submit_counts[ThreadStats::batch_index(queued.len())] += 1;
             for &si in &queued {
@@ -872,44 +891,44 @@ fn run_uring(
             }
             continue;
         }
-        ring.submit_and_wait(1)
-            .map_err(|e| io_err("io_uring_enter", dir0, e))?;
-        let t = Nanos::now();
-        let mut err: Option<(usize, i32)> = None;
-        let mut reaped = 0usize;
-        for cqe in ring.completion() {
-            reaped += 1;
-            let si = cqe.user_data() as usize;
-            let s = slots[si].take().expect("completion of a slot in flight");
-            free.push(si);
-            inflight -= 1;
-            let res = cqe.result();
-            if res < 0 || res as usize != s.io.len {
-                err.get_or_insert((s.io.file, res));
-                continue;
-            }
-            let d = &mut st.dir[s.io.ddir];
-            let clat = (t - s.issue).0;
-            d.clat.record(clat);
-            d.lat.record((t - s.start).0);
-            d.io_bytes += s.io.len as u64;
-            d.total_ios += 1;
-            st.lat_buckets.mark(clat);
-        }
+        let mut err: Option<(usize, i64)> = None;
+        let mut t = Nanos::ZERO;
+        let reaped = backend
+            .reap(&mut |si, res| {
+                if t == Nanos::ZERO {
+                    // fio reads the clock once per batch of completions.
+                    t = Nanos::now();
+                }
+                let s = slots[si].take().expect("completion of a slot in flight");
+                free.push(si);
+                if res < 0 || res as usize != s.io.len {
+                    err.get_or_insert((s.io.file, res));
+                    return;
+                }
+                let d = &mut st.dir[s.io.ddir];
+                let clat = (t - s.issue).0;
+                d.clat.record(clat);
+                d.lat.record((t - s.start).0);
+                d.io_bytes += s.io.len as u64;
+                d.total_ios += 1;
+                st.lat_buckets.mark(clat);
+            })
+            .map_err(|e| io_err(engine_op, dir0, e))?;
+        inflight -= reaped;
         st.complete_counts[ThreadStats::batch_index(reaped)] += 1;
         if let Some((fi, res)) = err {
             let path = &setup.plan.files[fi].path;
             if res < 0 {
-                let e = rustix::io::Errno::from_raw_os_error(-res);
+                let e = rustix::io::Errno::from_raw_os_error(-res as i32);
                 let hint = direct_hint(job, e);
                 return Err(WorkloadError::Io {
-                    op: "io_uring I/O",
+                    op: "asynchronous I/O",
                     path: path.clone(),
                     source: std::io::Error::other(format!("{e}{hint}")),
                 });
             }
             return Err(io_err(
-                "io_uring I/O",
+                "asynchronous I/O",
                 path,
                 std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "short transfer"),
             ));
