@@ -5,6 +5,7 @@
 //! messages. It must never measure, run SQL or format tables itself; it calls the rooms that do.
 
 pub mod cleanup;
+pub mod fio;
 pub mod fsmark;
 pub mod query;
 pub mod run;
@@ -205,6 +206,15 @@ pub enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+    /// The native fio-compatible engine on its own: runs fio job files (or fio's --name=...
+    /// command-line jobs) and prints fio's normal or JSON output. Example:
+    /// fsdelta fio job.fio --output-format=json
+    #[command(disable_help_flag = true)]
+    Fio {
+        /// Job files, --output-format=normal|json, --output=FILE, and fio's --name=... options.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
 }
 
 /// Options of `fsdelta run`.
@@ -274,6 +284,7 @@ pub fn main() -> i32 {
     let result = match cli.command {
         Command::Fsmark { args } => return fsmark::main(&args),
         Command::Cleanup => return cleanup::main(),
+        Command::Fio { args } => return fio::main(&args),
         Command::Completions { shell } => {
             let mut cmd = <Cli as clap::CommandFactory>::command();
             clap_complete::generate(shell, &mut cmd, "fsdelta", &mut std::io::stdout());

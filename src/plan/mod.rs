@@ -4,6 +4,7 @@
 //! before anything touches a filesystem. This room must never touch the filesystem.
 
 pub mod config;
+pub mod jobfile;
 pub mod suite;
 
 /// Errors of the plan room.

@@ -7,6 +7,7 @@
 
 pub mod compare;
 pub mod export;
+pub mod fio;
 pub mod fsmark;
 pub mod history;
 pub mod text;
