@@ -220,9 +220,13 @@ pub enum Command {
 /// Options of `fsdelta run`.
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// Built-in suite to run.
+    /// Built-in suite to run: quick (minutes) or fsperf (fsperf's tests, hours at scale 1).
     #[arg(long, default_value = "quick")]
     pub suite: String,
+    /// Shrink the fsperf suite's sizes and times by this factor (0 < SCALE <= 1) for small
+    /// machines; recorded in the run's suite name.
+    #[arg(long, default_value_t = 1.0)]
+    pub scale: f64,
     /// Run in a scratch directory created inside DIR (default: the current directory).
     #[arg(long, value_name = "DIR")]
     pub target: Option<PathBuf>,

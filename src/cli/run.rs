@@ -162,6 +162,8 @@ struct Outcome {
     facts: TargetFacts,
     result: Result<Measurements, String>,
     cancelled: bool,
+    /// The workload cannot run on this target (the reason); nothing was measured or stored.
+    skipped: Option<String>,
 }
 
 /// Run one test once on the i-th target.
@@ -178,6 +180,13 @@ fn one_sample(
         facts,
         result: Err(e),
         cancelled: false,
+        skipped: None,
+    };
+    let skip = |facts: TargetFacts, why: String| Outcome {
+        facts,
+        result: Err(why.clone()),
+        cancelled: false,
+        skipped: Some(why),
     };
     match targets {
         Targets::Scratch(scratch) => {
@@ -187,6 +196,10 @@ fn one_sample(
             };
             let mut facts = env::facts_for(&dir);
             facts.extra.insert("config".into(), "scratch".into());
+            if let Some(why) = w.skip_reason(&dir) {
+                let _ = scratch.discard_subdir(&dir);
+                return skip(facts, why);
+            }
             let dropped = drop_caches && blockstat::drop_caches().unwrap_or(false);
             facts
                 .extra
@@ -205,12 +218,14 @@ fn one_sample(
                         facts,
                         result: Ok(m),
                         cancelled: false,
+                        skipped: None,
                     }
                 }
                 Err(workload::WorkloadError::Cancelled) => Outcome {
                     facts,
                     result: Err("cancelled".into()),
                     cancelled: true,
+                    skipped: None,
                 },
                 Err(e) => fail(facts, e.to_string()),
             }
@@ -222,6 +237,9 @@ fn one_sample(
                 Err(e) => return fail(TargetFacts::default(), e.to_string()),
             };
             let mut facts = prepared.facts;
+            if let Some(why) = w.skip_reason(&prepared.dir) {
+                return skip(facts, why);
+            }
             if let Err(e) = t.before_sample() {
                 return fail(facts, e.to_string());
             }
@@ -245,6 +263,7 @@ fn one_sample(
                         facts,
                         result: Err("cancelled".into()),
                         cancelled: true,
+                        skipped: None,
                     };
                 }
                 Err(e) => return fail(facts, e.to_string()),
@@ -273,6 +292,7 @@ fn one_sample(
                 facts,
                 result: Ok(m),
                 cancelled: false,
+                skipped: None,
             }
         }
     }
@@ -295,7 +315,8 @@ pub fn main(args: RunArgs) -> Result<i32> {
             "--config and --target both name where to run; use one (a `dir` configuration in the config file runs in an existing directory)"
         );
     }
-    let suite = suite::builtin(&args.suite)?;
+    let ram_mib = env::environment().memory_bytes >> 20;
+    let suite = suite::builtin_scaled(&args.suite, args.scale, ram_mib)?;
     let tests = suite.select(&args.tests)?;
     // Build every workload before anything runs, so a bad option fails fast.
     let workloads = tests
@@ -362,6 +383,7 @@ pub fn main(args: RunArgs) -> Result<i32> {
     let progress = Progress::new(args.quiet, total);
     let mut targets = targets;
     let mut stored: Vec<NewSample> = Vec::new();
+    let mut skipped: Vec<String> = Vec::new();
     let mut aborted = false;
     // Everything that can fail after the run was created goes through this closure, so that the
     // run is never left `running` behind an error.
@@ -397,6 +419,12 @@ pub fn main(args: RunArgs) -> Result<i32> {
                     if out.cancelled {
                         aborted = true;
                         return Ok(());
+                    }
+                    if let Some(why) = out.skipped {
+                        let line = format!("{what}: SKIPPED: {why}");
+                        progress.done(&line);
+                        skipped.push(format!("SKIPPED {} ({config_name}): {why}", test.name));
+                        continue;
                     }
                     let duration_s = t0.elapsed().as_secs_f64();
                     let (status, error, m) = match out.result {
@@ -472,6 +500,14 @@ pub fn main(args: RunArgs) -> Result<i32> {
     if !failed.is_empty() {
         out.push('\n');
         out.push_str(&failed);
+    }
+    skipped.dedup();
+    if !skipped.is_empty() {
+        out.push('\n');
+        for s in &skipped {
+            out.push_str(s);
+            out.push('\n');
+        }
     }
     print!("{out}");
 

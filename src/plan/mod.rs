@@ -31,4 +31,7 @@ pub enum PlanError {
     /// Zero repetitions.
     #[error("-n must be at least 1")]
     NoRepetitions,
+    /// A scale outside (0, 1].
+    #[error("--scale must be above 0 and at most 1 (fsperf's own sizes), not {0}")]
+    BadScale(f64),
 }

@@ -14,6 +14,12 @@ pub enum EngineSpec {
         /// fs_mark flags.
         args: Vec<String>,
     },
+    /// The native fio engine with this job file text (relative paths resolve against the
+    /// run's directory).
+    Fio {
+        /// Job file text (ini).
+        job: String,
+    },
 }
 
 /// One test of a suite.
@@ -37,7 +43,103 @@ pub struct Suite {
 }
 
 /// Names of the built-in suites.
-pub const BUILTIN_SUITES: &[&str] = &["quick"];
+pub const BUILTIN_SUITES: &[&str] = &["quick", "fsperf"];
+
+fn fio(name: &str, description: &str, job: &str) -> TestSpec {
+    TestSpec {
+        name: name.into(),
+        description: description.into(),
+        engine: EngineSpec::Fio {
+            job: format!("[{name}]\n{}\n", job.trim()),
+        },
+    }
+}
+
+/// A size in MiB scaled by `scale`, at least `min_mib`, as a fio size string.
+fn mib(base_mib: f64, scale: f64, min_mib: u64) -> String {
+    let v = ((base_mib * scale).round() as u64).max(min_mib);
+    format!("{v}m")
+}
+
+/// A duration in seconds scaled by `scale`, at least `min_s`, as a fio time string.
+fn secs(base_s: f64, scale: f64, min_s: u64) -> String {
+    let v = ((base_s * scale).round() as u64).max(min_s);
+    format!("{v}s")
+}
+
+/// Total memory of this machine in MiB, for fsperf's randwrite2xram (2 x RAM of writes). The
+/// plan reads it as a number handed in, so it stays free of I/O.
+fn fsperf(scale: f64, ram_mib: u64) -> Suite {
+    let s = scale;
+    Suite {
+        name: if (scale - 1.0).abs() < f64::EPSILON {
+            "fsperf".into()
+        } else {
+            format!("fsperf:scale={scale}")
+        },
+        tests: vec![
+            fio(
+                "bufferedrandwrite16g",
+                "fsperf: 4k random buffered writes (psync) over 16 GiB, end_fsync",
+                &format!(
+                    "rw=randwrite\nbs=4k\nsize={}\nioengine=psync\nend_fsync=1",
+                    mib(16384.0, s, 64)
+                ),
+            ),
+            fio(
+                "bufferedappenddatasync",
+                "fsperf: 1 GiB of sequential appends with fdatasync after every write (a database log)",
+                &format!(
+                    "rw=write\nbs=4k\nsize={}\nfdatasync=1\nioengine=psync",
+                    mib(1024.0, s, 16)
+                ),
+            ),
+            fio(
+                "dio4kbs16threads",
+                "fsperf: 16 jobs of 4k O_DIRECT random writes for 60 s",
+                &format!(
+                    "rw=randwrite\nbs=4k\ndirect=1\nnumjobs=16\nsize={}\ntime_based=1\nruntime={}\ngroup_reporting=1",
+                    mib(1024.0, s, 16),
+                    secs(60.0, s, 3)
+                ),
+            ),
+            fio(
+                "diorandread",
+                "fsperf: 4k O_DIRECT random reads, 4 jobs, 60 s",
+                &format!(
+                    "rw=randread\nbs=4k\ndirect=1\nnumjobs=4\nsize={}\ntime_based=1\nruntime={}\ngroup_reporting=1",
+                    mib(1024.0, s, 16),
+                    secs(60.0, s, 3)
+                ),
+            ),
+            fio(
+                "emptyfiles500k",
+                "fsperf: create 500k empty files (fio filecreate engine)",
+                &format!(
+                    "ioengine=filecreate\nrw=write\nfilesize=0\nnrfiles={}\nopenfiles=1",
+                    ((500_000.0 * s).round() as u64).max(1000)
+                ),
+            ),
+            fsmark(
+                "smallfiles100k",
+                "fsperf: 4 workers x 100k small files (here 4 KiB each), no sync",
+                &format!(
+                    "-s 4096 -n {} -t 4 -S 0 -D 64 -N 1000",
+                    ((100_000.0 * s).round() as u64).max(100)
+                ),
+            ),
+            fio(
+                "randwrite2xram",
+                "fsperf: 4 jobs of 4k random buffered writes, 2 x RAM in all, for at most 300 s",
+                &format!(
+                    "rw=randwrite\nbs=4k\nnumjobs=4\nsize={}\nruntime={}\nend_fsync=1\ngroup_reporting=1",
+                    mib(ram_mib as f64 * 2.0 / 4.0, s, 16),
+                    secs(300.0, s, 3)
+                ),
+            ),
+        ],
+    }
+}
 
 fn fsmark(name: &str, description: &str, args: &str) -> TestSpec {
     TestSpec {
@@ -49,9 +151,22 @@ fn fsmark(name: &str, description: &str, args: &str) -> TestSpec {
     }
 }
 
+/// A built-in suite by name. `scale` shrinks the `fsperf` suite's sizes and times for small
+/// machines (1.0 is fsperf's own scale); `ram_mib` is the machine's memory, for randwrite2xram.
+pub fn builtin_scaled(name: &str, scale: f64, ram_mib: u64) -> Result<Suite, PlanError> {
+    if !(scale.is_finite() && scale > 0.0 && scale <= 1.0) {
+        return Err(PlanError::BadScale(scale));
+    }
+    match name {
+        "fsperf" => Ok(fsperf(scale, ram_mib)),
+        other => builtin(other),
+    }
+}
+
 /// A built-in suite by name.
 pub fn builtin(name: &str) -> Result<Suite, PlanError> {
     match name {
+        "fsperf" => Ok(fsperf(1.0, 8192)),
         "quick" => Ok(Suite {
             name: "quick".into(),
             tests: vec![
@@ -69,6 +184,31 @@ pub fn builtin(name: &str) -> Result<Suite, PlanError> {
                     "bigdir",
                     "create 20000 empty files in one directory, no sync",
                     "-s 0 -n 20000 -t 1 -S 0",
+                ),
+                fio(
+                    "seqwrite",
+                    "1 job, sequential buffered writes of 1 GiB in 1 MiB blocks, end_fsync",
+                    "rw=write\nbs=1M\nsize=1g\nend_fsync=1",
+                ),
+                fio(
+                    "randwrite",
+                    "1 job, 4k random buffered writes over a 1 GiB file, end_fsync",
+                    "rw=randwrite\nbs=4k\nsize=1g\nend_fsync=1",
+                ),
+                fio(
+                    "randread",
+                    "4k random reads of a 1 GiB file through the page cache, 10 s",
+                    "rw=randread\nbs=4k\nsize=1g\ninvalidate=0\ntime_based=1\nruntime=10s",
+                ),
+                fio(
+                    "diorandwrite",
+                    "4k O_DIRECT random writes, 2 jobs, 10 s (skipped where the target rejects O_DIRECT)",
+                    "rw=randwrite\nbs=4k\ndirect=1\nnumjobs=2\nsize=256m\ntime_based=1\nruntime=10s\ngroup_reporting=1",
+                ),
+                fio(
+                    "uringread",
+                    "io_uring 4k O_DIRECT random reads, iodepth 32, 10 s (skipped where the target rejects O_DIRECT)",
+                    "ioengine=io_uring\nrw=randread\nbs=4k\ndirect=1\niodepth=32\nsize=256m\ntime_based=1\nruntime=10s",
                 ),
             ],
         }),
@@ -117,8 +257,10 @@ mod tests {
     fn quick_suite_has_the_foundation_tests() {
         let s = builtin("quick").unwrap();
         let names: Vec<_> = s.tests.iter().map(|t| t.name.as_str()).collect();
-        assert_eq!(names, ["emptyfiles", "smallfiles", "bigdir"]);
-        let EngineSpec::FsMark { args } = &s.tests[0].engine;
+        assert_eq!(names[..3], ["emptyfiles", "smallfiles", "bigdir"]);
+        let EngineSpec::FsMark { args } = &s.tests[0].engine else {
+            panic!("emptyfiles is an fs_mark test")
+        };
         assert_eq!(args.join(" "), "-s 0 -n 10000 -t 2 -S 0 -D 16 -N 256");
     }
 
@@ -126,10 +268,32 @@ mod tests {
     fn selecting_an_unknown_test_lists_the_known_ones() {
         let s = builtin("quick").unwrap();
         let e = s.select(&["nope".into()]).unwrap_err().to_string();
-        assert!(e.contains("emptyfiles, smallfiles, bigdir"), "{e}");
+        assert!(
+            e.contains("emptyfiles, smallfiles, bigdir, seqwrite"),
+            "{e}"
+        );
         let picked = s.select(&["bigdir".into(), "emptyfiles".into()]).unwrap();
         assert_eq!(picked.len(), 2);
         assert_eq!(picked[0].name, "emptyfiles");
         assert!(builtin("slow").unwrap_err().to_string().contains("quick"));
+    }
+
+    #[test]
+    fn fsperf_scales_sizes_and_times_and_says_so_in_its_name() {
+        let full = builtin_scaled("fsperf", 1.0, 24576).unwrap();
+        assert_eq!(full.name, "fsperf");
+        let small = builtin_scaled("fsperf", 0.01, 24576).unwrap();
+        assert_eq!(small.name, "fsperf:scale=0.01");
+        let job = |s: &Suite, n: &str| match &s.tests.iter().find(|t| t.name == n).unwrap().engine {
+            EngineSpec::Fio { job } => job.clone(),
+            EngineSpec::FsMark { args } => args.join(" "),
+        };
+        assert!(job(&full, "bufferedrandwrite16g").contains("size=16384m"));
+        assert!(job(&small, "bufferedrandwrite16g").contains("size=164m"));
+        assert!(job(&full, "dio4kbs16threads").contains("runtime=60s"));
+        assert!(job(&small, "dio4kbs16threads").contains("runtime=3s"));
+        assert!(job(&full, "randwrite2xram").contains("size=12288m"));
+        assert!(builtin_scaled("fsperf", 0.0, 1).is_err());
+        assert!(builtin_scaled("fsperf", 2.0, 1).is_err());
     }
 }

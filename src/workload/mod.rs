@@ -133,6 +133,11 @@ fn io_hint(e: &io::Error) -> &'static str {
 pub trait Workload: Send + Sync {
     /// The engine's name (`fsmark`, `fio`).
     fn engine(&self) -> &'static str;
+    /// Why this workload cannot run in `dir` (for example O_DIRECT on tmpfs), checked before
+    /// each sample; `None` when it can.
+    fn skip_reason(&self, _dir: &Path) -> Option<String> {
+        None
+    }
     /// Run once in `ctx.dir`, returning what was measured.
     fn run(&self, ctx: &RunContext<'_>) -> Result<Measurements, WorkloadError>;
 }
@@ -147,6 +152,34 @@ pub fn build(spec: &EngineSpec) -> Result<Box<dyn Workload>, WorkloadError> {
             options.log_file = None;
             Ok(Box::new(fsmark::FsMark { options }))
         }
+        EngineSpec::Fio { job } => {
+            let w = fio::FioWorkload::from_job_text(
+                job,
+                "suite job",
+                &crate::plan::jobfile::SystemSources,
+            )
+            .map_err(|e| WorkloadError::InvalidOptions(format!("fio job: {e}")))?;
+            Ok(Box::new(FioTest(w)))
+        }
+    }
+}
+
+/// A fio job inside a suite: skipped, with the reason, where the target rejects O_DIRECT.
+struct FioTest(fio::FioWorkload);
+
+impl Workload for FioTest {
+    fn engine(&self) -> &'static str {
+        "fio"
+    }
+    fn skip_reason(&self, dir: &Path) -> Option<String> {
+        if self.0.needs_direct() {
+            fio::files::probe_direct(dir).err()
+        } else {
+            None
+        }
+    }
+    fn run(&self, ctx: &RunContext<'_>) -> Result<Measurements, WorkloadError> {
+        self.0.run(ctx)
     }
 }
 
@@ -154,6 +187,18 @@ pub fn build(spec: &EngineSpec) -> Result<Box<dyn Workload>, WorkloadError> {
 pub fn describe(spec: &EngineSpec) -> String {
     match spec {
         EngineSpec::FsMark { args } => format!("fs_mark {}", args.join(" ")),
+        EngineSpec::Fio { job } => {
+            // The command-line form of the job file: `fio --name=x --rw=... ...`.
+            let mut out = String::from("fio");
+            for line in job.lines().map(str::trim).filter(|l| !l.is_empty()) {
+                if let Some(name) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+                    out.push_str(&format!(" --name={name}"));
+                } else if !line.starts_with(';') && !line.starts_with('#') {
+                    out.push_str(&format!(" --{line}"));
+                }
+            }
+            out
+        }
     }
 }
 
