@@ -4,6 +4,7 @@
 //! Why a room of its own: only this edge prints to the terminal and turns typed errors into
 //! messages. It must never measure, run SQL or format tables itself; it calls the rooms that do.
 
+pub mod dbench;
 pub mod fsmark;
 
 use clap::{Parser, Subcommand};
@@ -28,6 +29,14 @@ pub enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+    /// The native dbench-compatible engine on its own: takes dbench 4.00's flags and prints its
+    /// output format (clients are threads). Example: fsdelta dbench -D /mnt/t -t 60 4
+    #[command(disable_help_flag = true)]
+    Dbench {
+        /// dbench's own flags and NPROCS (see `fsdelta dbench -h`).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
 }
 
 /// Entry point; returns the process exit code.
@@ -42,5 +51,6 @@ pub fn main() -> i32 {
     };
     match cli.command {
         Command::Fsmark { args } => fsmark::main(&args),
+        Command::Dbench { args } => dbench::main(&args),
     }
 }

@@ -5,4 +5,5 @@
 //! be tested byte for byte and written wherever the CLI edge decides. This room must never measure
 //! and never read the store itself.
 
+pub mod dbench;
 pub mod fsmark;
