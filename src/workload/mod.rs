@@ -5,8 +5,10 @@
 //! engine serves `fsdelta run`, `fsdelta fsmark` and the tests. A workload must never allocate,
 //! log or take locks inside its timed loop, and must stop promptly when its [`CancelToken`] fires.
 
+pub mod copy;
 pub mod dbench;
 pub mod fsmark;
+pub mod stream;
 
 use crate::model::{HistogramRecord, Metric};
 use std::io;
