@@ -9,6 +9,7 @@ pub mod copy;
 pub mod dbench;
 pub mod fsmark;
 pub mod stream;
+pub mod untar;
 
 use crate::model::{HistogramRecord, Metric};
 use std::io;
