@@ -5,6 +5,7 @@
 //! engine serves `fsdelta run`, `fsdelta fsmark` and the tests. A workload must never allocate,
 //! log or take locks inside its timed loop, and must stop promptly when its [`CancelToken`] fires.
 
+pub mod command;
 pub mod copy;
 pub mod dbench;
 pub mod fsmark;
