@@ -360,6 +360,20 @@ impl Dbench {
                 let flags = opts.flags;
                 let skip_cleanup = opts.skip_cleanup;
                 handles.push(scope.spawn(move || {
+                    // Whatever happens in this thread (even a panic), its clients end up
+                    // finished and the run failed-or-done, so the ticker never waits forever.
+                    struct Finish<'s>(&'s [ClientShared], &'s AtomicBool);
+                    impl Drop for Finish<'_> {
+                        fn drop(&mut self) {
+                            if std::thread::panicking() {
+                                self.1.store(true, Ordering::Relaxed);
+                            }
+                            for c in self.0 {
+                                c.finished.store(true, Ordering::Relaxed);
+                            }
+                        }
+                    }
+                    let finish = Finish(&shared[p * cpp..(p + 1) * cpp], failed);
                     let mut clients: Vec<Client<'_>> = (0..cpp)
                         .map(|k| {
                             let id = p * cpp + k;
@@ -376,6 +390,7 @@ impl Dbench {
                         }
                         c.shared.finished.store(true, Ordering::Relaxed);
                     }
+                    drop(finish);
                     r.map(|()| clients.into_iter().map(|c| c.stats).collect::<Vec<_>>())
                 }));
             }
