@@ -5,6 +5,7 @@
 //! messages. It must never measure, run SQL or format tables itself; it calls the rooms that do.
 
 pub mod cleanup;
+pub mod dbench;
 pub mod fio;
 pub mod fsmark;
 pub mod query;
@@ -215,6 +216,14 @@ pub enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+    /// The native dbench-compatible engine on its own: takes dbench 4.00's flags and prints its
+    /// output format (clients are threads). Example: fsdelta dbench -D /mnt/t -t 60 4
+    #[command(disable_help_flag = true)]
+    Dbench {
+        /// dbench's own flags and NPROCS (see `fsdelta dbench -h`).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
 }
 
 /// Options of `fsdelta run`.
@@ -289,6 +298,7 @@ pub fn main() -> i32 {
         Command::Fsmark { args } => return fsmark::main(&args),
         Command::Cleanup => return cleanup::main(),
         Command::Fio { args } => return fio::main(&args),
+        Command::Dbench { args } => return dbench::main(&args),
         Command::Completions { shell } => {
             let mut cmd = <Cli as clap::CommandFactory>::command();
             clap_complete::generate(shell, &mut cmd, "fsdelta", &mut std::io::stdout());

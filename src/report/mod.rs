@@ -6,6 +6,7 @@
 //! and never read the store itself.
 
 pub mod compare;
+pub mod dbench;
 pub mod export;
 pub mod fio;
 pub mod fsmark;

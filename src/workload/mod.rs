@@ -5,8 +5,13 @@
 //! engine serves `fsdelta run`, `fsdelta fsmark` and the tests. A workload must never allocate,
 //! log or take locks inside its timed loop, and must stop promptly when its [`CancelToken`] fires.
 
+pub mod command;
+pub mod copy;
+pub mod dbench;
 pub mod fio;
 pub mod fsmark;
+pub mod stream;
+pub mod untar;
 
 use crate::model::{HistogramRecord, Metric};
 use crate::plan::suite::EngineSpec;
