@@ -229,7 +229,8 @@ pub enum Command {
 /// Options of `fsdelta run`.
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// Built-in suite to run: quick (minutes) or fsperf (fsperf's tests, hours at scale 1).
+    /// Suite: built-in quick (minutes) or fsperf (fsperf's tests, hours at scale 1), or a suite
+    /// file FILE.toml of your own tests.
     #[arg(long, default_value = "quick")]
     pub suite: String,
     /// Shrink the fsperf suite's sizes and times by this factor (0 < SCALE <= 1) for small

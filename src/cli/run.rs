@@ -316,7 +316,14 @@ pub fn main(args: RunArgs) -> Result<i32> {
         );
     }
     let ram_mib = env::environment().memory_bytes >> 20;
-    let suite = suite::builtin_scaled(&args.suite, args.scale, ram_mib)?;
+    let suite_path = std::path::Path::new(&args.suite);
+    let suite = if args.suite.ends_with(".toml") || suite_path.is_file() {
+        let text = std::fs::read_to_string(suite_path)
+            .with_context(|| format!("reading suite file {}", suite_path.display()))?;
+        crate::plan::suitefile::parse(&text, &args.suite)?
+    } else {
+        suite::builtin_scaled(&args.suite, args.scale, ram_mib)?
+    };
     let tests = suite.select(&args.tests)?;
     // Build every workload before anything runs, so a bad option fails fast.
     let workloads = tests

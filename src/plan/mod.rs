@@ -6,6 +6,7 @@
 pub mod config;
 pub mod jobfile;
 pub mod suite;
+pub mod suitefile;
 
 /// Errors of the plan room.
 #[derive(Debug, thiserror::Error)]

@@ -5,8 +5,34 @@
 
 use super::PlanError;
 
+/// A number a `command` test extracts from its output.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CommandMetricSpec {
+    /// Metric name.
+    pub name: String,
+    /// Regex whose first group is the number.
+    pub regex: Option<String>,
+    /// Dotted JSON path to the number in the command's standard output.
+    pub json: Option<String>,
+    /// Unit symbol (`ms`, `MB/s`, ...).
+    pub unit: String,
+    /// `lower`, `higher` or `neutral`.
+    pub direction: String,
+}
+
+/// How the copy test copies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CopyPath {
+    /// read(2)/write(2) through a buffer.
+    ReadWrite,
+    /// copy_file_range(2) only.
+    CopyFileRange,
+    /// copy_file_range with a read/write fallback, as coreutils 9.
+    Auto,
+}
+
 /// How a test is run.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum EngineSpec {
     /// The native fs_mark engine with these fs_mark flags (without `-d`: the run's directory is
     /// used).
@@ -20,10 +46,61 @@ pub enum EngineSpec {
         /// Job file text (ini).
         job: String,
     },
+    /// The native dbench engine.
+    Dbench {
+        /// Client threads (dbench's NPROCS).
+        clients: u32,
+        /// Seconds to run (dbench's -t).
+        seconds: u32,
+        /// Warmup seconds (default t/5).
+        warmup_s: Option<u32>,
+        /// A loadfile (dbench's -c); `None`: fsdelta's own.
+        loadfile: Option<std::path::PathBuf>,
+    },
+    /// dd-like sequential write, then cold and warm reads.
+    Stream {
+        /// Bytes.
+        size: u64,
+        /// Bytes per call.
+        block_size: u64,
+        /// O_DIRECT.
+        direct: bool,
+        /// fsync at the end of the write.
+        fsync: bool,
+        /// 0 (random) ..= 1 (zeros).
+        compressibility: f64,
+    },
+    /// Copy a generated file into the target, then sync.
+    Copy {
+        /// Bytes.
+        size: u64,
+        /// The copy path.
+        method: CopyPath,
+        /// 0 (random) ..= 1 (zeros).
+        compressibility: f64,
+    },
+    /// Extract a (generated or given) tarball, then sync.
+    Untar {
+        /// Files in the generated tree.
+        files: u64,
+        /// Generator seed.
+        seed: u64,
+        /// The user's own tarball instead.
+        tarball: Option<std::path::PathBuf>,
+    },
+    /// A user command.
+    Command {
+        /// Shell command line.
+        command: String,
+        /// Numbers to extract from its output.
+        metrics: Vec<CommandMetricSpec>,
+        /// Kill it after this many seconds.
+        timeout_s: Option<f64>,
+    },
 }
 
 /// One test of a suite.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct TestSpec {
     /// Name, unique in its suite.
     pub name: String,
@@ -34,7 +111,7 @@ pub struct TestSpec {
 }
 
 /// A named list of tests.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Suite {
     /// Suite name.
     pub name: String,
@@ -205,6 +282,45 @@ pub fn builtin(name: &str) -> Result<Suite, PlanError> {
                     "4k O_DIRECT random writes, 2 jobs, 10 s (skipped where the target rejects O_DIRECT)",
                     "rw=randwrite\nbs=4k\ndirect=1\nnumjobs=2\nsize=256m\ntime_based=1\nruntime=10s\ngroup_reporting=1",
                 ),
+                TestSpec {
+                    name: "dbench".into(),
+                    description: "dbench with fsdelta's own loadfile, 2 clients, 10 s".into(),
+                    engine: EngineSpec::Dbench {
+                        clients: 2,
+                        seconds: 10,
+                        warmup_s: None,
+                        loadfile: None,
+                    },
+                },
+                TestSpec {
+                    name: "untar".into(),
+                    description: "extract a generated 3000-file source tree, then sync".into(),
+                    engine: EngineSpec::Untar {
+                        files: 3000,
+                        seed: 1,
+                        tarball: None,
+                    },
+                },
+                TestSpec {
+                    name: "stream".into(),
+                    description: "dd-like: write 256 MiB in 1 MiB blocks with fsync, read it cold and warm".into(),
+                    engine: EngineSpec::Stream {
+                        size: 256 << 20,
+                        block_size: 1 << 20,
+                        direct: false,
+                        fsync: true,
+                        compressibility: 0.5,
+                    },
+                },
+                TestSpec {
+                    name: "copy".into(),
+                    description: "cp + sync: copy a 256 MiB half-compressible file into the target with read/write, then sync".into(),
+                    engine: EngineSpec::Copy {
+                        size: 256 << 20,
+                        method: CopyPath::ReadWrite,
+                        compressibility: 0.5,
+                    },
+                },
                 fio(
                     "uringread",
                     "io_uring 4k O_DIRECT random reads, iodepth 32, 10 s (skipped where the target rejects O_DIRECT)",
@@ -287,6 +403,7 @@ mod tests {
         let job = |s: &Suite, n: &str| match &s.tests.iter().find(|t| t.name == n).unwrap().engine {
             EngineSpec::Fio { job } => job.clone(),
             EngineSpec::FsMark { args } => args.join(" "),
+            other => panic!("unexpected engine {other:?}"),
         };
         assert!(job(&full, "bufferedrandwrite16g").contains("size=16384m"));
         assert!(job(&small, "bufferedrandwrite16g").contains("size=164m"));

@@ -14,7 +14,7 @@ pub mod stream;
 pub mod untar;
 
 use crate::model::{HistogramRecord, Metric};
-use crate::plan::suite::EngineSpec;
+use crate::plan::suite::{CopyPath, EngineSpec};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -166,6 +166,88 @@ pub fn build(spec: &EngineSpec) -> Result<Box<dyn Workload>, WorkloadError> {
             .map_err(|e| WorkloadError::InvalidOptions(format!("fio job: {e}")))?;
             Ok(Box::new(FioTest(w)))
         }
+        EngineSpec::Dbench {
+            clients,
+            seconds,
+            warmup_s,
+            loadfile,
+        } => Ok(Box::new(dbench::Dbench::new(dbench::DbenchOptions {
+            nprocs: *clients,
+            time_limit_s: *seconds,
+            warmup_s: *warmup_s,
+            loadfile: match loadfile {
+                Some(p) => dbench::LoadfileSource::Path(p.clone()),
+                None => dbench::LoadfileSource::Builtin,
+            },
+            ..dbench::DbenchOptions::default()
+        })?)),
+        EngineSpec::Stream {
+            size,
+            block_size,
+            direct,
+            fsync,
+            compressibility,
+        } => Ok(Box::new(stream::Stream::new(stream::StreamOptions {
+            size: *size,
+            block_size: *block_size as usize,
+            direct: *direct,
+            fsync: *fsync,
+            drop_caches: true,
+            compressibility: *compressibility,
+        })?)),
+        EngineSpec::Copy {
+            size,
+            method,
+            compressibility,
+        } => Ok(Box::new(copy::Copy::new(copy::CopyOptions {
+            size: *size,
+            compressibility: *compressibility,
+            method: match method {
+                CopyPath::ReadWrite => copy::CopyMethod::ReadWrite,
+                CopyPath::CopyFileRange => copy::CopyMethod::CopyFileRange,
+                CopyPath::Auto => copy::CopyMethod::Auto,
+            },
+            ..copy::CopyOptions::default()
+        })?)),
+        EngineSpec::Untar {
+            files,
+            seed,
+            tarball,
+        } => Ok(Box::new(untar::Untar::new(untar::UntarOptions {
+            source: match tarball {
+                Some(p) => untar::TarballSource::Path(p.clone()),
+                None => untar::TarballSource::Generated {
+                    files: *files,
+                    seed: *seed,
+                },
+            },
+            cache_dir: None,
+        })?)),
+        EngineSpec::Command {
+            command,
+            metrics,
+            timeout_s,
+        } => {
+            let metrics = metrics
+                .iter()
+                .map(|m| {
+                    command::CommandMetric::parse(
+                        &m.name,
+                        m.regex.as_deref(),
+                        m.json.as_deref(),
+                        &m.unit,
+                        &m.direction,
+                    )
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(Box::new(command::CommandWorkload::new(
+                command::CommandOptions {
+                    command: command.clone(),
+                    metrics,
+                    timeout: timeout_s.map(std::time::Duration::from_secs_f64),
+                },
+            )?))
+        }
     }
 }
 
@@ -204,6 +286,57 @@ pub fn describe(spec: &EngineSpec) -> String {
             }
             out
         }
+        EngineSpec::Dbench {
+            clients,
+            seconds,
+            warmup_s,
+            loadfile,
+        } => format!(
+            "dbench -t {seconds}{}{} {clients}",
+            warmup_s
+                .map(|w| format!(" --warmup {w}"))
+                .unwrap_or_default(),
+            loadfile
+                .as_ref()
+                .map(|p| format!(" -c {}", p.display()))
+                .unwrap_or_else(|| " -c <fsdelta's loadfile>".into())
+        ),
+        EngineSpec::Stream {
+            size,
+            block_size,
+            direct,
+            fsync,
+            compressibility,
+        } => format!(
+            "stream: dd-like write of {size} bytes in {block_size}-byte blocks{}{}, data {:.0} % compressible, then cold and warm reads",
+            if *direct { ", O_DIRECT" } else { "" },
+            if *fsync { ", fsync" } else { "" },
+            compressibility * 100.0
+        ),
+        EngineSpec::Copy {
+            size,
+            method,
+            compressibility,
+        } => format!(
+            "copy: {size} bytes, {:.0} % compressible, with {}, then sync",
+            compressibility * 100.0,
+            match method {
+                CopyPath::ReadWrite => "read/write",
+                CopyPath::CopyFileRange => "copy_file_range",
+                CopyPath::Auto => "copy_file_range or read/write",
+            }
+        ),
+        EngineSpec::Untar {
+            files,
+            seed,
+            tarball,
+        } => match tarball {
+            Some(p) => format!("untar: tar -xf {} && sync", p.display()),
+            None => format!(
+                "untar: generated source tree of {files} files (seed {seed}), extract && sync"
+            ),
+        },
+        EngineSpec::Command { command, .. } => format!("command: sh -c {command:?}"),
     }
 }
 
