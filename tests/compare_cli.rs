@@ -331,3 +331,58 @@ command = "echo 'disk on fire' >&2; exit 3"
         .code(2)
         .stderr(predicates::str::contains("unknown key 'iodepth'"));
 }
+
+#[test]
+fn until_confident_adds_repetitions_only_while_the_headline_is_unresolved() {
+    let env = Env::new();
+    let suite = env.write(
+        "conf.toml",
+        r#"
+[[test]]
+name = "steady"
+workload = "command"
+command = "echo 'v 100'"
+[[test.metric]]
+name = "v"
+regex = 'v (\d+)'
+unit = "count"
+direction = "higher"
+
+[[test]]
+name = "noisy"
+workload = "command"
+command = "echo \"v $(( $(od -An -N1 -tu1 /dev/urandom) * 4 + 10 ))\""
+[[test.metric]]
+name = "v"
+regex = 'v (\d+)'
+unit = "count"
+direction = "higher"
+"#,
+    );
+    let target = env.path("t");
+    fs::create_dir(&target).unwrap();
+    env.cmd()
+        .args([
+            "run",
+            "-n",
+            "2",
+            "--until-confident",
+            "--max-repeat",
+            "6",
+            "--quiet",
+            "--suite",
+        ])
+        .arg(&suite)
+        .arg("--target")
+        .arg(&target)
+        .assert()
+        .success();
+    let out = env.cmd().args(["export", "latest"]).output().unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let samples = doc["runs"][0]["samples"].as_array().unwrap();
+    let count = |t: &str| samples.iter().filter(|s| s["test"] == t).count();
+    // Identical values: resolved after the first two repetitions.
+    assert_eq!(count("steady"), 2);
+    // Values spread over 10..1030: never inside a 5 % band, so it runs to --max-repeat.
+    assert_eq!(count("noisy"), 6);
+}

@@ -259,6 +259,14 @@ pub struct RunArgs {
     /// Compare with these runs when the run ends and exit like `compare` (1 on a regression).
     #[arg(long, value_name = "SEL")]
     pub baseline: Option<String>,
+    /// After -n repetitions, keep adding repetitions of each test until its headline metric is
+    /// resolved (with --baseline: a verdict other than inconclusive; without: the 95 % interval
+    /// of its mean inside the unchanged band), up to --max-repeat.
+    #[arg(long)]
+    pub until_confident: bool,
+    /// Most repetitions with --until-confident.
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    pub max_repeat: u32,
     /// No progress output.
     #[arg(short, long)]
     pub quiet: bool,
@@ -283,6 +291,18 @@ pub struct MarginArgs {
     /// "Unchanged" band for maxima, percent.
     #[arg(long, value_name = "PCT", default_value_t = 100.0 * crate::compare::verdict::DEFAULT_DELTA_MAX)]
     pub delta_max: f64,
+}
+
+impl MarginArgs {
+    /// As fractions, for `compare::verdict`.
+    pub fn margins(&self) -> crate::compare::verdict::Margins {
+        crate::compare::verdict::Margins {
+            eps: self.eps / 100.0,
+            delta_throughput: self.delta / 100.0,
+            delta_tail: self.delta_tail / 100.0,
+            delta_max: self.delta_max / 100.0,
+        }
+    }
 }
 
 /// Entry point; returns the process exit code.

@@ -138,12 +138,7 @@ pub fn judge(
     }
     let across = base_cfg.is_some() || cur_cfg.is_some();
     let across = across && base_cfg != cur_cfg;
-    let margins = Margins {
-        eps: opts.margins.eps / 100.0,
-        delta_throughput: opts.margins.delta / 100.0,
-        delta_tail: opts.margins.delta_tail / 100.0,
-        delta_max: opts.margins.delta_max / 100.0,
-    };
+    let margins: Margins = opts.margins.margins();
     for (name, v) in [
         ("--eps", margins.eps),
         ("--delta", margins.delta_throughput),

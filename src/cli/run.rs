@@ -8,7 +8,10 @@
 //! run aborted and undo every mount, loop device and scratch directory (exit 130).
 
 use super::{CompareArgs, CompareFormat, EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, RunArgs, query};
-use crate::compare;
+use crate::compare::{
+    self, stats,
+    verdict::{self, Margins, MetricClass},
+};
 use crate::model::{Metric, RunStatus, SampleStatus, TargetFacts};
 use crate::plan::{config, suite};
 use crate::probe::clock::Nanos;
@@ -394,77 +397,123 @@ pub fn main(args: RunArgs) -> Result<i32> {
     let mut aborted = false;
     // Everything that can fail after the run was created goes through this closure, so that the
     // run is never left `running` behind an error.
+    let baseline_series = match (&args.baseline, args.until_confident) {
+        (Some(b), true) => baseline_values(store.as_ref(), b)?,
+        _ => Vec::new(),
+    };
+    let margins = args.compare.margins();
     let mut body = || -> Result<()> {
+        // One sample of one test on the i-th configuration: None when the run was interrupted,
+        // Some(None) when the test was skipped, else the stored sample.
+        let mut one = |i: usize,
+                       config_name: &String,
+                       test: &suite::TestSpec,
+                       w: &dyn Workload,
+                       rep: u32,
+                       of: u32|
+         -> Result<Option<Option<NewSample>>> {
+            if cancel.is_cancelled() {
+                return Ok(None);
+            }
+            let what = format!("{config_name}/{} rep {rep}/{of}", test.name);
+            progress.start(&what);
+            let started_at = Utc::now();
+            let t0 = Nanos::now();
+            let bar_sink;
+            let sink: &dyn ProgressSink = match &progress {
+                Progress::Bar(b) => {
+                    bar_sink = BarSink(b);
+                    &bar_sink
+                }
+                _ => &workload::NoProgress,
+            };
+            let out = one_sample(
+                &mut targets,
+                i,
+                &format!("{}-{rep}", test.name),
+                w,
+                &cancel,
+                sink,
+                !args.no_drop_caches,
+            );
+            if out.cancelled {
+                return Ok(None);
+            }
+            if let Some(why) = out.skipped {
+                progress.done(&format!("{what}: SKIPPED: {why}"));
+                skipped.push(format!("SKIPPED {} ({config_name}): {why}", test.name));
+                return Ok(Some(None));
+            }
+            let duration_s = t0.elapsed().as_secs_f64();
+            let (status, error, m) = match out.result {
+                Ok(m) => (SampleStatus::Ok, None, m),
+                Err(e) => (SampleStatus::Failed, Some(e), Measurements::default()),
+            };
+            let sample = store_sample(
+                store.as_mut(),
+                run_id,
+                NewSample {
+                    config: config_name.clone(),
+                    test: test.name.clone(),
+                    repetition: rep,
+                    facts: out.facts,
+                    status,
+                    error,
+                    started_at,
+                    duration_s,
+                    workload: workload::describe(&test.engine),
+                    metrics: m.metrics,
+                    histograms: m.histograms,
+                },
+            )?;
+            let line = match sample.status {
+                SampleStatus::Ok => {
+                    format!("{what}: {duration_s:.1} s, {}", headline(&sample.metrics))
+                }
+                SampleStatus::Failed => {
+                    format!("{what}: FAILED: {}", sample.error.as_deref().unwrap_or(""))
+                }
+            };
+            progress.done(&line);
+            Ok(Some(Some(sample)))
+        };
         for rep in 1..=args.repeat {
             for (i, config_name) in names.iter().enumerate() {
                 for (test, w) in &workloads {
-                    if cancel.is_cancelled() {
+                    match one(i, config_name, test, w.as_ref(), rep, args.repeat)? {
+                        None => {
+                            aborted = true;
+                            return Ok(());
+                        }
+                        Some(s) => stored.extend(s),
+                    }
+                }
+            }
+        }
+        if !args.until_confident {
+            return Ok(());
+        }
+        // --until-confident: more repetitions of the tests whose headline metric is not yet
+        // resolved, up to --max-repeat, interleaved as above.
+        for rep in args.repeat + 1..=args.max_repeat {
+            let mut pending = Vec::new();
+            for (i, config_name) in names.iter().enumerate() {
+                for (test, w) in &workloads {
+                    if !confident(&stored, &baseline_series, config_name, &test.name, &margins) {
+                        pending.push((i, config_name, *test, w));
+                    }
+                }
+            }
+            if pending.is_empty() {
+                break;
+            }
+            for (i, config_name, test, w) in pending {
+                match one(i, config_name, test, w.as_ref(), rep, args.max_repeat)? {
+                    None => {
                         aborted = true;
                         return Ok(());
                     }
-                    let what = format!("{config_name}/{} rep {rep}/{}", test.name, args.repeat);
-                    progress.start(&what);
-                    let started_at = Utc::now();
-                    let t0 = Nanos::now();
-                    let bar_sink;
-                    let sink: &dyn ProgressSink = match &progress {
-                        Progress::Bar(b) => {
-                            bar_sink = BarSink(b);
-                            &bar_sink
-                        }
-                        _ => &workload::NoProgress,
-                    };
-                    let out = one_sample(
-                        &mut targets,
-                        i,
-                        &format!("{}-{rep}", test.name),
-                        w.as_ref(),
-                        &cancel,
-                        sink,
-                        !args.no_drop_caches,
-                    );
-                    if out.cancelled {
-                        aborted = true;
-                        return Ok(());
-                    }
-                    if let Some(why) = out.skipped {
-                        let line = format!("{what}: SKIPPED: {why}");
-                        progress.done(&line);
-                        skipped.push(format!("SKIPPED {} ({config_name}): {why}", test.name));
-                        continue;
-                    }
-                    let duration_s = t0.elapsed().as_secs_f64();
-                    let (status, error, m) = match out.result {
-                        Ok(m) => (SampleStatus::Ok, None, m),
-                        Err(e) => (SampleStatus::Failed, Some(e), Measurements::default()),
-                    };
-                    let sample = store_sample(
-                        store.as_mut(),
-                        run_id,
-                        NewSample {
-                            config: config_name.clone(),
-                            test: test.name.clone(),
-                            repetition: rep,
-                            facts: out.facts,
-                            status,
-                            error,
-                            started_at,
-                            duration_s,
-                            workload: workload::describe(&test.engine),
-                            metrics: m.metrics,
-                            histograms: m.histograms,
-                        },
-                    )?;
-                    let line = match sample.status {
-                        SampleStatus::Ok => {
-                            format!("{what}: {duration_s:.1} s, {}", headline(&sample.metrics))
-                        }
-                        SampleStatus::Failed => {
-                            format!("{what}: FAILED: {}", sample.error.as_deref().unwrap_or(""))
-                        }
-                    };
-                    progress.done(&line);
-                    stored.push(sample);
+                    Some(s) => stored.extend(s),
                 }
             }
         }
@@ -556,6 +605,64 @@ pub fn main(args: RunArgs) -> Result<i32> {
     })
 }
 
+/// Every baseline value of every (configuration, test, metric), for `--until-confident`.
+fn baseline_values(store: &dyn Store, sel: &str) -> Result<Vec<compare::Series>> {
+    let runs = store.select(&sel.parse::<store::Selector>()?)?;
+    let mut samples = Vec::new();
+    for r in runs {
+        samples.extend(store.samples(r.id)?);
+    }
+    let refs: Vec<&SampleRecord> = samples.iter().collect();
+    Ok(compare::series(&refs))
+}
+
+/// Whether the headline metric (the workload's first) of `test` on `config` is resolved: with a
+/// baseline, its verdict is regressed, improved or unchanged; without, the 95 % interval of its
+/// mean (on logs) lies inside the metric class's unchanged band.
+fn confident(
+    stored: &[NewSample],
+    baseline: &[compare::Series],
+    config: &str,
+    test: &str,
+    margins: &Margins,
+) -> bool {
+    let mine: Vec<&NewSample> = stored
+        .iter()
+        .filter(|s| s.config == config && s.test == test && s.status == SampleStatus::Ok)
+        .collect();
+    let Some(head) = mine.first().and_then(|s| s.metrics.first()) else {
+        // Nothing measured (failed or skipped): more repetitions will not help.
+        return true;
+    };
+    let values: Vec<f64> = mine
+        .iter()
+        .filter_map(|s| s.metrics.iter().find(|m| m.name == head.name))
+        .map(|m| m.value)
+        .collect();
+    let class = MetricClass::from_name(&head.name);
+    if let Some(b) = baseline
+        .iter()
+        .find(|b| b.key.config == config && b.key.test == test && b.key.metric == head.name)
+    {
+        return verdict::compare(&b.values, &values, head.direction, class, margins)
+            .verdict
+            .is_resolved();
+    }
+    interval_inside_band(&values, margins.delta(class))
+}
+
+/// Whether the 95 % t interval of the mean of ln(values) lies within +-ln(1 + delta).
+fn interval_inside_band(values: &[f64], delta: f64) -> bool {
+    if values.len() < 2 || values.iter().any(|v| *v <= 0.0) {
+        return values.len() >= 2;
+    }
+    let logs: Vec<f64> = values.iter().map(|v| v.ln()).collect();
+    let n = logs.len() as f64;
+    let sd = stats::std_dev(&logs).unwrap_or(0.0);
+    let half = stats::t_quantile(0.975, n - 1.0) * sd / n.sqrt();
+    half <= delta.ln_1p()
+}
+
 /// With `--baseline SEL`: compare and return compare's exit code. Without it: compare with the
 /// latest earlier complete run of the same suite and configurations, if any, for information
 /// only (exit code 0).
@@ -614,5 +721,17 @@ fn compare_after_run(
         }
         Err(e) if gating => Err(e.context(format!("comparing with --baseline {base}"))),
         Err(_) => Ok(EXIT_OK),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tight_series_is_inside_the_band_and_a_noisy_one_is_not() {
+        assert!(interval_inside_band(&[100.0, 101.0, 99.5, 100.2], 0.05));
+        assert!(!interval_inside_band(&[100.0, 130.0, 80.0], 0.05));
+        assert!(!interval_inside_band(&[100.0], 0.05));
     }
 }
