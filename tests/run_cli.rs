@@ -279,3 +279,37 @@ fn two_processes_write_one_database_without_losing_a_sample() {
         assert_eq!(doc["runs"][0]["samples"].as_array().unwrap().len(), 3);
     }
 }
+
+#[test]
+fn progress_is_a_line_per_sample_when_stderr_is_not_a_terminal() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("r.sqlite");
+    let out = fsdelta(&db)
+        .args(["run", "--test", "bigdir", "-n", "2", "--target"])
+        .arg(tmp.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    for rep in 1..=2 {
+        let line = err
+            .lines()
+            .find(|l| l.starts_with(&format!("scratch/bigdir rep {rep}/2: ")))
+            .unwrap_or_else(|| panic!("no line for repetition {rep}:\n{err}"));
+        assert!(line.contains(" s, files_per_sec "), "{line}");
+    }
+    // No terminal control sequences in a log.
+    assert!(!err.contains('\u{1b}'), "{err}");
+    // --quiet: nothing but errors.
+    let out = fsdelta(&db)
+        .args(["run", "--test", "bigdir", "-n", "1", "--quiet", "--target"])
+        .arg(tmp.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

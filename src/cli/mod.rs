@@ -8,6 +8,7 @@ pub mod cleanup;
 pub mod dbench;
 pub mod fio;
 pub mod fsmark;
+pub mod progress;
 pub mod query;
 pub mod run;
 

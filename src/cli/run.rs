@@ -7,6 +7,7 @@
 //! the run goes on; SIGINT/SIGTERM abandon the current sample, keep the finished ones, mark the
 //! run aborted and undo every mount, loop device and scratch directory (exit 130).
 
+use super::progress::Progress;
 use super::{CompareArgs, CompareFormat, EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, RunArgs, query};
 use crate::compare::{
     self, stats,
@@ -22,12 +23,9 @@ use crate::target::{self, StateFile, Target, blockstat, env, scratch::ScratchDir
 use crate::workload::{self, CancelToken, Measurements, ProgressSink, RunContext, Workload};
 use anyhow::{Context, Result};
 use chrono::Utc;
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
-use std::time::Duration;
 
 /// Install SIGINT/SIGTERM handlers that set a flag; a second signal exits at once.
 fn install_signals() -> Result<CancelToken> {
@@ -38,66 +36,6 @@ fn install_signals() -> Result<CancelToken> {
         signal_hook::flag::register(sig, flag.clone()).context("installing signal handlers")?;
     }
     Ok(CancelToken::from_flag(flag))
-}
-
-/// Progress output: a bar on a terminal, a line per sample otherwise, nothing with --quiet.
-enum Progress {
-    Bar(ProgressBar),
-    Lines,
-    Quiet,
-}
-
-struct BarSink<'a>(&'a ProgressBar);
-
-impl ProgressSink for BarSink<'_> {
-    fn phase(&self, what: &str) {
-        self.0.set_message(what.to_string());
-    }
-}
-
-impl Progress {
-    fn new(quiet: bool, total: u64) -> Progress {
-        if quiet {
-            Progress::Quiet
-        } else if std::io::stderr().is_terminal() {
-            let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
-            bar.set_style(
-                ProgressStyle::with_template(
-                    "{prefix:.bold} [{bar:20}] {pos}/{len} {elapsed_precise} eta {eta} {msg}",
-                )
-                .expect("valid template")
-                .progress_chars("=> "),
-            );
-            bar.enable_steady_tick(Duration::from_millis(200));
-            Progress::Bar(bar)
-        } else {
-            Progress::Lines
-        }
-    }
-
-    fn start(&self, what: &str) {
-        if let Progress::Bar(b) = self {
-            b.set_prefix(what.to_string());
-            b.set_message("");
-        }
-    }
-
-    fn done(&self, line: &str) {
-        match self {
-            Progress::Bar(b) => {
-                b.println(line);
-                b.inc(1);
-            }
-            Progress::Lines => eprintln!("{line}"),
-            Progress::Quiet => {}
-        }
-    }
-
-    fn finish(&self) {
-        if let Progress::Bar(b) = self {
-            b.finish_and_clear();
-        }
-    }
 }
 
 /// Store a sample; when the store refuses it as measured (a non-finite metric, say), store it as
@@ -389,8 +327,15 @@ pub fn main(args: RunArgs) -> Result<i32> {
         );
     }
 
-    let total = (workloads.len() * names.len()) as u64 * args.repeat as u64;
-    let progress = Progress::new(args.quiet, total);
+    let rows: Vec<(String, String)> = names
+        .iter()
+        .flat_map(|c| {
+            workloads
+                .iter()
+                .map(move |(t, _)| (c.clone(), t.name.clone()))
+        })
+        .collect();
+    let progress = Progress::new(args.quiet, &rows, args.repeat);
     let mut targets = targets;
     let mut stored: Vec<NewSample> = Vec::new();
     let mut skipped: Vec<String> = Vec::new();
@@ -416,31 +361,29 @@ pub fn main(args: RunArgs) -> Result<i32> {
                 return Ok(None);
             }
             let what = format!("{config_name}/{} rep {rep}/{of}", test.name);
-            progress.start(&what);
+            progress.start(config_name, &test.name, rep, of);
             let started_at = Utc::now();
             let t0 = Nanos::now();
-            let bar_sink;
-            let sink: &dyn ProgressSink = match &progress {
-                Progress::Bar(b) => {
-                    bar_sink = BarSink(b);
-                    &bar_sink
-                }
-                _ => &workload::NoProgress,
-            };
+            let sink = progress.sink(config_name, &test.name);
             let out = one_sample(
                 &mut targets,
                 i,
                 &format!("{}-{rep}", test.name),
                 w,
                 &cancel,
-                sink,
+                &sink,
                 !args.no_drop_caches,
             );
             if out.cancelled {
                 return Ok(None);
             }
             if let Some(why) = out.skipped {
-                progress.done(&format!("{what}: SKIPPED: {why}"));
+                progress.done(
+                    config_name,
+                    &test.name,
+                    &format!("{what}: SKIPPED: {why}"),
+                    "skipped",
+                );
                 skipped.push(format!("SKIPPED {} ({config_name}): {why}", test.name));
                 return Ok(Some(None));
             }
@@ -466,15 +409,17 @@ pub fn main(args: RunArgs) -> Result<i32> {
                     histograms: m.histograms,
                 },
             )?;
-            let line = match sample.status {
+            let (line, head) = match sample.status {
                 SampleStatus::Ok => {
-                    format!("{what}: {duration_s:.1} s, {}", headline(&sample.metrics))
+                    let head = headline(&sample.metrics);
+                    (format!("{what}: {duration_s:.1} s, {head}"), head)
                 }
-                SampleStatus::Failed => {
-                    format!("{what}: FAILED: {}", sample.error.as_deref().unwrap_or(""))
-                }
+                SampleStatus::Failed => (
+                    format!("{what}: FAILED: {}", sample.error.as_deref().unwrap_or("")),
+                    "FAILED (see the end)".to_string(),
+                ),
             };
-            progress.done(&line);
+            progress.done(config_name, &test.name, &line, &head);
             Ok(Some(Some(sample)))
         };
         for rep in 1..=args.repeat {
