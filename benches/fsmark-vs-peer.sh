@@ -51,7 +51,7 @@ ALL_CASES=(
     "tmpfs-s0|$WORK/tmpfs|-s 0 -n 20000 -t 2 -S 0"
     "tmpfs-s4096-S1|$WORK/tmpfs|-s 4096 -n 10000 -t 2 -S 1"
     "ext4-s0|$WORK/ext4|-s 0 -n 10000 -t 2 -S 0"
-    "ext4-s4096-S1|$WORK/ext4|-s 4096 -n 1000 -t 2 -S 1"
+    "ext4-s4096-S1|$WORK/ext4|-s 4096 -n 2000 -t 2 -S 1"
 )
 
 median() { sort -g | awk '{a[NR]=$1} END {if (NR==0) print "nan"; else if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
