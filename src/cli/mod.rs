@@ -295,6 +295,17 @@ pub struct MarginArgs {
 }
 
 impl MarginArgs {
+    /// statistics.md's defaults, in percent.
+    pub fn defaults() -> MarginArgs {
+        use crate::compare::verdict as v;
+        MarginArgs {
+            eps: 100.0 * v::DEFAULT_EPS,
+            delta: 100.0 * v::DEFAULT_DELTA_THROUGHPUT,
+            delta_tail: 100.0 * v::DEFAULT_DELTA_TAIL,
+            delta_max: 100.0 * v::DEFAULT_DELTA_MAX,
+        }
+    }
+
     /// As fractions, for `compare::verdict`.
     pub fn margins(&self) -> crate::compare::verdict::Margins {
         crate::compare::verdict::Margins {

@@ -266,6 +266,25 @@ pub fn main(args: RunArgs) -> Result<i32> {
         suite::builtin_scaled(&args.suite, args.scale, ram_mib)?
     };
     let tests = suite.select(&args.tests)?;
+    // Margins: the command line wins; a suite file's [margins] replace the defaults.
+    let mut args = args;
+    {
+        let d = super::MarginArgs::defaults();
+        let m = &mut args.compare;
+        let sm = suite.margins;
+        if m.eps == d.eps {
+            m.eps = sm.eps.unwrap_or(m.eps);
+        }
+        if m.delta == d.delta {
+            m.delta = sm.delta.unwrap_or(m.delta);
+        }
+        if m.delta_tail == d.delta_tail {
+            m.delta_tail = sm.delta_tail.unwrap_or(m.delta_tail);
+        }
+        if m.delta_max == d.delta_max {
+            m.delta_max = sm.delta_max.unwrap_or(m.delta_max);
+        }
+    }
     // Build every workload before anything runs, so a bad option fails fast.
     let workloads = tests
         .iter()

@@ -117,6 +117,21 @@ pub struct Suite {
     pub name: String,
     /// Tests in run order.
     pub tests: Vec<TestSpec>,
+    /// Verdict margins the suite sets (percent); the command line overrides them.
+    pub margins: SuiteMargins,
+}
+
+/// Verdict margins in percent, each optional (statistics.md's defaults apply otherwise).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct SuiteMargins {
+    /// Smallest change worth reporting.
+    pub eps: Option<f64>,
+    /// Unchanged band for throughput and means.
+    pub delta: Option<f64>,
+    /// Unchanged band for tail percentiles.
+    pub delta_tail: Option<f64>,
+    /// Unchanged band for maxima.
+    pub delta_max: Option<f64>,
 }
 
 /// Names of the built-in suites.
@@ -149,6 +164,7 @@ fn secs(base_s: f64, scale: f64, min_s: u64) -> String {
 fn fsperf(scale: f64, ram_mib: u64) -> Suite {
     let s = scale;
     Suite {
+        margins: SuiteMargins::default(),
         name: if (scale - 1.0).abs() < f64::EPSILON {
             "fsperf".into()
         } else {
@@ -245,6 +261,7 @@ pub fn builtin(name: &str) -> Result<Suite, PlanError> {
     match name {
         "fsperf" => Ok(fsperf(1.0, 8192)),
         "quick" => Ok(Suite {
+            margins: SuiteMargins::default(),
             name: "quick".into(),
             tests: vec![
                 fsmark(
@@ -280,7 +297,7 @@ pub fn builtin(name: &str) -> Result<Suite, PlanError> {
                 fio(
                     "diorandwrite",
                     "4k O_DIRECT random writes, 2 jobs, 10 s (skipped where the target rejects O_DIRECT)",
-                    "rw=randwrite\nbs=4k\ndirect=1\nnumjobs=2\nsize=256m\ntime_based=1\nruntime=10s\ngroup_reporting=1",
+                    "rw=randwrite\nbs=4k\ndirect=1\nnumjobs=2\nsize=64m\ntime_based=1\nruntime=10s\ngroup_reporting=1",
                 ),
                 TestSpec {
                     name: "dbench".into(),
@@ -324,7 +341,7 @@ pub fn builtin(name: &str) -> Result<Suite, PlanError> {
                 fio(
                     "uringread",
                     "io_uring 4k O_DIRECT random reads, iodepth 32, 10 s (skipped where the target rejects O_DIRECT)",
-                    "ioengine=io_uring\nrw=randread\nbs=4k\ndirect=1\niodepth=32\nsize=256m\ntime_based=1\nruntime=10s",
+                    "ioengine=io_uring\nrw=randread\nbs=4k\ndirect=1\niodepth=32\nsize=64m\ntime_based=1\nruntime=10s",
                 ),
             ],
         }),

@@ -4,6 +4,12 @@
 //! ```toml
 //! name = "mine"                      # optional; default: the file name without .toml
 //!
+//! [margins]                          # optional verdict margins in percent (statistics.md)
+//! eps = 2
+//! delta = 5
+//! delta_tail = 10
+//! delta_max = 20
+//!
 //! [[test]]
 //! name = "applaunch"
 //! workload = "command"              # fsmark | fio | dbench | stream | copy | untar | command
@@ -34,7 +40,7 @@
 //! filesystem. Unknown keys are errors naming the key, the test and how to fix it, because a
 //! silently ignored option would publish a number measured differently from what the file says.
 
-use super::suite::{CommandMetricSpec, CopyPath, EngineSpec, Suite, TestSpec};
+use super::suite::{CommandMetricSpec, CopyPath, EngineSpec, Suite, SuiteMargins, TestSpec};
 
 /// A suite file that cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -97,10 +103,43 @@ pub fn parse(text: &str, file: &str) -> Result<Suite, SuiteFileError> {
         .parse()
         .map_err(|e: toml::de::Error| err(format!("not valid TOML: {e}")))?;
     for k in doc.keys() {
-        if k != "name" && k != "test" {
+        if k != "name" && k != "test" && k != "margins" {
             return Err(err(format!(
-                "unknown top-level key '{k}' (a suite file has `name` and [[test]] tables)"
+                "unknown top-level key '{k}' (a suite file has `name`, [margins] and [[test]] tables)"
             )));
+        }
+    }
+    let mut margins = SuiteMargins::default();
+    if let Some(m) = doc.get("margins") {
+        let m = m
+            .as_table()
+            .ok_or_else(|| err("`margins` must be a [margins] table".into()))?;
+        for (k, v) in m {
+            let pct = match v {
+                toml::Value::Float(f) => *f,
+                toml::Value::Integer(i) => *i as f64,
+                other => {
+                    return Err(err(format!(
+                        "margins.{k} must be a percentage, not {other}"
+                    )));
+                }
+            };
+            if !(pct > 0.0 && pct < 1000.0) {
+                return Err(err(format!(
+                    "margins.{k} must be a percentage above 0, not {pct}"
+                )));
+            }
+            match k.as_str() {
+                "eps" => margins.eps = Some(pct),
+                "delta" => margins.delta = Some(pct),
+                "delta_tail" => margins.delta_tail = Some(pct),
+                "delta_max" => margins.delta_max = Some(pct),
+                other => {
+                    return Err(err(format!(
+                        "unknown margin '{other}' (eps, delta, delta_tail, delta_max, in percent)"
+                    )));
+                }
+            }
         }
     }
     let name = match doc.get("name") {
@@ -310,7 +349,11 @@ pub fn parse(text: &str, file: &str) -> Result<Suite, SuiteFileError> {
             engine,
         });
     }
-    Ok(Suite { name, tests: out })
+    Ok(Suite {
+        name,
+        tests: out,
+        margins,
+    })
 }
 
 #[cfg(test)]
@@ -355,6 +398,14 @@ direct = true
     fn the_issue_example_parses() {
         let s = parse(EXAMPLE, "x.toml").unwrap();
         assert_eq!(s.name, "mine");
+        assert_eq!(s.margins, SuiteMargins::default());
+        let m = parse(
+            &format!("[margins]\neps = 1\ndelta_max = 30.5\n{}", &EXAMPLE[16..]),
+            "x.toml",
+        )
+        .unwrap();
+        assert_eq!(m.margins.eps, Some(1.0));
+        assert_eq!(m.margins.delta_max, Some(30.5));
         assert_eq!(s.tests.len(), 4);
         let EngineSpec::Command { metrics, .. } = &s.tests[0].engine else {
             panic!()
@@ -386,6 +437,10 @@ direct = true
         );
         assert!(e("[[test]]\nname='a'\nworkload='stream'\nsize='lots'\n").contains("not a size"));
         assert!(e("oops = 1\n").contains("unknown top-level key"));
+        assert!(
+            e("[margins]\nepsilon = 1\n[[test]]\nname='a'\nworkload='fsmark'\nargs='-s 0'\n")
+                .contains("unknown margin 'epsilon'")
+        );
         assert!(e("[[test]\n").contains("not valid TOML"));
     }
 }
