@@ -313,3 +313,24 @@ fn progress_is_a_line_per_sample_when_stderr_is_not_a_terminal() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[test]
+fn an_o_direct_test_on_tmpfs_is_skipped_with_the_reason() {
+    if !require(is_root(), "root (to mount a tmpfs)") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("r.sqlite");
+    let fs = Tmpfs::mount("64m");
+    fsdelta(&db)
+        .args(["run", "--test", "diorandwrite", "-n", "1", "--quiet", "--target"])
+        .arg(fs.path())
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("SKIPPED diorandwrite (scratch)"))
+        .stdout(predicate::str::contains("O_DIRECT"));
+    let out = fsdelta(&db).args(["export", "latest"]).output().unwrap();
+    let doc = json(&out.stdout);
+    assert_eq!(doc["runs"][0]["status"], "complete");
+    assert!(doc["runs"][0]["samples"].as_array().unwrap().is_empty());
+}
