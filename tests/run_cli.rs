@@ -325,7 +325,15 @@ fn an_o_direct_test_on_tmpfs_runs_or_is_skipped_with_the_reason_never_fails() {
     let db = tmp.path().join("r.sqlite");
     let fs = Tmpfs::mount("512m");
     let out = fsdelta(&db)
-        .args(["run", "--test", "diorandwrite", "-n", "1", "--quiet", "--target"])
+        .args([
+            "run",
+            "--test",
+            "diorandwrite",
+            "-n",
+            "1",
+            "--quiet",
+            "--target",
+        ])
         .arg(fs.path())
         .output()
         .unwrap();

@@ -77,6 +77,11 @@ fn short_pct(v: f64) -> String {
     }
 }
 
+fn cv(v: Option<f64>) -> String {
+    v.map(|v| format!("{:.1}%", 100.0 * v))
+        .unwrap_or_else(|| "-".into())
+}
+
 fn interval(c: &Comparison) -> String {
     match (c.diff_lo_pct, c.diff_hi_pct) {
         (Some(lo), Some(hi)) => format!("[{},{}]", short_pct(lo), short_pct(hi)),
@@ -205,9 +210,9 @@ pub fn markdown(doc: &CompareDoc<'_>) -> String {
             let _ = writeln!(out);
             let _ = writeln!(
                 out,
-                "| metric | unit | baseline | current | diff | 95% interval | n | verdict |"
+                "| metric | unit | baseline | current | diff | 95% interval | n | CV | verdict |"
             );
-            let _ = writeln!(out, "|---|---|---:|---:|---:|---|---|---|");
+            let _ = writeln!(out, "|---|---|---:|---:|---:|---|---|---|---|");
             block = Some(b);
         }
         let c = &j.comparison;
@@ -217,7 +222,7 @@ pub fn markdown(doc: &CompareDoc<'_>) -> String {
         };
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {} | {} vs {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} vs {} | {} / {} | {} |",
             j.key.metric,
             j.unit,
             c.baseline
@@ -232,6 +237,8 @@ pub fn markdown(doc: &CompareDoc<'_>) -> String {
             interval(c),
             c.baseline.n,
             c.current.n,
+            cv(c.baseline.cv),
+            cv(c.current.cv),
             verdict
         );
     }
