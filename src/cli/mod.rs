@@ -7,6 +7,7 @@
 pub mod cleanup;
 pub mod fsmark;
 pub mod query;
+pub mod report;
 pub mod run;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -144,6 +145,20 @@ pub enum Command {
         #[command(flatten)]
         db: DbArg,
     },
+    /// Write one self-contained HTML report (inline SVG charts, no network): what differs
+    /// between the sides, verdicts, diff charts, latency percentiles, history. Example:
+    /// fsdelta report latest~1 latest -o report.html
+    Report {
+        /// Baseline runs (an id, latest, latest~N or label:TEXT; SEL@CONFIG takes one
+        /// configuration), or the only runs of a single-selection report.
+        base: String,
+        /// Current runs, same forms; leave out for a report of one selection.
+        cur: Option<String>,
+        #[command(flatten)]
+        args: report::ReportArgs,
+        #[command(flatten)]
+        db: DbArg,
+    },
     /// Export every stored number of a selection. Example: fsdelta export latest --format csv
     Export {
         /// Runs: an id, latest, latest~N or label:TEXT.
@@ -265,6 +280,12 @@ pub fn main() -> i32 {
             opts,
             db,
         } => query::compare(&db, &base, &cur, &opts),
+        Command::Report {
+            base,
+            cur,
+            args,
+            db,
+        } => report::main(&db, &base, cur.as_deref(), &args),
         Command::Export {
             sel,
             format,

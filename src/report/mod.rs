@@ -8,4 +8,6 @@
 pub mod compare;
 pub mod export;
 pub mod fsmark;
+pub mod html;
+pub mod svg;
 pub mod text;
