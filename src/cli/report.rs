@@ -102,7 +102,11 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
     let name = path
         .file_name()
         .with_context(|| format!("{} is not a file name", path.display()))?;
-    let tmp = dir.join(format!(".{}.tmp{}", name.to_string_lossy(), std::process::id()));
+    let tmp = dir.join(format!(
+        ".{}.tmp{}",
+        name.to_string_lossy(),
+        std::process::id()
+    ));
     std::fs::write(&tmp, bytes).with_context(|| format!("writing {}", tmp.display()))?;
     std::fs::rename(&tmp, path).with_context(|| {
         let _ = std::fs::remove_file(&tmp);
@@ -285,7 +289,11 @@ fn generator() -> String {
 
 /// Per configuration (as named in the report), the distinct target facts of each side; the
 /// sample's own directory is left out (it differs per repetition and says nothing).
-fn configs(base: Option<&[SampleRecord]>, cur: &[SampleRecord], naming: &Naming) -> Vec<ConfigFacts> {
+fn configs(
+    base: Option<&[SampleRecord]>,
+    cur: &[SampleRecord],
+    naming: &Naming,
+) -> Vec<ConfigFacts> {
     let mut out: Vec<ConfigFacts> = Vec::new();
     let mut add = |s: &SampleRecord, is_base: bool| {
         let name = naming.name(&s.sample.config);
@@ -454,10 +462,14 @@ fn percentile_grid(count: u64) -> Vec<f64> {
         }
         ps.push(100.0 * (1.0 - q));
     }
-    let mut q = 0.5;
+    let mut q: f64 = 0.5;
     while q * n >= 1.0 {
         ps.push(100.0 * (1.0 - q));
         q = if q == 0.5 { 0.1 } else { q / 10.0 };
+    }
+    // 100 (1 - 0.99) is 1.0000000000000009: keep nine decimals.
+    for p in &mut ps {
+        *p = (*p * 1e9).round() / 1e9;
     }
     ps.sort_by(f64::total_cmp);
     ps.dedup_by(|a, b| (*a - *b).abs() < 1e-9);
@@ -486,11 +498,21 @@ fn curves(
     naming: &Naming,
     metrics: &[MetricInput],
 ) -> Vec<PercentileCurves> {
-    type Merged = (String, String, String, Unit, Option<Histogram>, Option<Histogram>);
+    type Merged = (
+        String,
+        String,
+        String,
+        Unit,
+        Option<Histogram>,
+        Option<Histogram>,
+    );
     let mut merged: Vec<Merged> = Vec::new();
     let sides = [(base.unwrap_or_default(), true), (cur, false)];
     for (samples, is_base) in sides {
-        for s in samples.iter().filter(|s| s.sample.status == SampleStatus::Ok) {
+        for s in samples
+            .iter()
+            .filter(|s| s.sample.status == SampleStatus::Ok)
+        {
             let config = naming.name(&s.sample.config);
             if !metrics
                 .iter()
@@ -506,9 +528,10 @@ fn curves(
                         continue;
                     }
                 };
-                let i = match merged.iter().position(|m| {
-                    m.0 == config && m.1 == s.sample.test && m.2 == rec.name
-                }) {
+                let i = match merged
+                    .iter()
+                    .position(|m| m.0 == config && m.1 == s.sample.test && m.2 == rec.name)
+                {
                     Some(i) => i,
                     None => {
                         merged.push((

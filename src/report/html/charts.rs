@@ -207,7 +207,10 @@ pub(super) fn diff_chart(test: &str, metrics: &[&MetricInput]) -> String {
     let mut half = MIN_HALF;
     for m in &rows {
         let Some(c) = &m.comparison else { continue };
-        for v in [c.diff_pct, c.diff_lo_pct, c.diff_hi_pct].into_iter().flatten() {
+        for v in [c.diff_pct, c.diff_lo_pct, c.diff_hi_pct]
+            .into_iter()
+            .flatten()
+        {
             let l = ratio_ln(v);
             if l.is_finite() {
                 half = half.max(l.abs());
@@ -225,10 +228,22 @@ pub(super) fn diff_chart(test: &str, metrics: &[&MetricInput]) -> String {
         &mut s,
         rows.len(),
         &[
-            (NAME_END, "end", "metric (\u{2191} higher / \u{2193} lower is better)"),
-            ((DIFF_X0 + DIFF_X1) / 2.0, "middle", "change of current vs baseline, 95 % interval"),
+            (
+                NAME_END,
+                "end",
+                "metric (\u{2191} higher / \u{2193} lower is better)",
+            ),
+            (
+                (DIFF_X0 + DIFF_X1) / 2.0,
+                "middle",
+                "change of current vs baseline, 95 % interval",
+            ),
             (VERDICT_X, "start", "verdict"),
-            ((REP_X0 + REP_X1) / 2.0, "middle", "repetitions: \u{25CB} baseline \u{25CF} current"),
+            (
+                (REP_X0 + REP_X1) / 2.0,
+                "middle",
+                "repetitions: \u{25CB} baseline \u{25CF} current",
+            ),
         ],
     );
     let y0 = TOP;
@@ -264,11 +279,23 @@ pub(super) fn diff_chart(test: &str, metrics: &[&MetricInput]) -> String {
         );
         if c.verdict != Verdict::NotJudged {
             let b = (1.0 + c.delta).ln();
-            s.rect(x.map(-b), top + 3.0, x.map(b) - x.map(-b), ROW - 6.0, "band");
+            s.rect(
+                x.map(-b),
+                top + 3.0,
+                x.map(b) - x.map(-b),
+                ROW - 6.0,
+                "band",
+            );
         }
         if let Some(d) = c.diff_pct {
             let l = ratio_ln(d).max(-half);
-            s.rect(x.map(0.0), cy - 5.0, x.map(l) - x.map(0.0), 10.0, &format!("bar v-{class}"));
+            s.rect(
+                x.map(0.0),
+                cy - 5.0,
+                x.map(l) - x.map(0.0),
+                10.0,
+                &format!("bar v-{class}"),
+            );
             if let (Some(lo), Some(hi)) = (c.diff_lo_pct, c.diff_hi_pct) {
                 let (llo, lhi) = (ratio_ln(lo), ratio_ln(hi));
                 let (xlo, xhi) = (x.map(llo.max(-half)), x.map(lhi.min(half)));
@@ -302,7 +329,13 @@ pub(super) fn diff_chart(test: &str, metrics: &[&MetricInput]) -> String {
                 &format!("{word} {}", pct(Some(d))),
             );
         } else {
-            s.text(VERDICT_X + 12.0, cy + 4.0, "start", "name", &format!("{word} (no estimate)"));
+            s.text(
+                VERDICT_X + 12.0,
+                cy + 4.0,
+                "start",
+                "name",
+                &format!("{word} (no estimate)"),
+            );
         }
         s.marker(shape, VERDICT_X + 4.0, cy, 4.5, &format!("mk v-{class}"));
         repetitions(&mut s, m, cy, REP_X0, REP_X1);
@@ -325,8 +358,16 @@ pub(super) fn spread_chart(test: &str, metrics: &[&MetricInput]) -> String {
         &mut s,
         metrics.len(),
         &[
-            (NAME_END, "end", "metric (\u{2191} higher / \u{2193} lower is better)"),
-            ((x0 + x1) / 2.0, "middle", "repetitions (dots) and their median (tick), own scale per metric"),
+            (
+                NAME_END,
+                "end",
+                "metric (\u{2191} higher / \u{2193} lower is better)",
+            ),
+            (
+                (x0 + x1) / 2.0,
+                "middle",
+                "repetitions (dots) and their median (tick), own scale per metric",
+            ),
             (x1 + 150.0, "start", "median"),
         ],
     );
@@ -421,7 +462,13 @@ pub(super) fn percentile_chart(c: &PercentileCurves, input: &ReportInput) -> Str
         "card chart pct",
         &format!("percentiles of {} in {}", c.name, c.test),
     );
-    s.text(8.0, 16.0, "start", "title", &format!("{} ({})", c.name, c.unit));
+    s.text(
+        8.0,
+        16.0,
+        "start",
+        "title",
+        &format!("{} ({})", c.name, c.unit),
+    );
     if sides.is_empty() {
         s.text(w / 2.0, h / 2.0, "middle", "name", "no values recorded");
         return s.finish();
@@ -470,7 +517,12 @@ pub(super) fn percentile_chart(c: &PercentileCurves, input: &ReportInput) -> Str
         "axt",
         "percentile (%), log scale of 1/(1 \u{2212} p)",
     );
-    s.vtext(14.0, (t + h - b) / 2.0, "axt", &format!("latency ({}), log scale", c.unit));
+    s.vtext(
+        14.0,
+        (t + h - b) / 2.0,
+        "axt",
+        &format!("latency ({}), log scale", c.unit),
+    );
     // Legend.
     let mut lx = w - r - 250.0;
     for (cv, line, _, name) in &sides {
@@ -544,7 +596,11 @@ pub(super) fn history_chart(m: &MetricInput) -> String {
     }
     let lo = pts.iter().copied().fold(f64::INFINITY, f64::min);
     let hi = pts.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    let pad = if hi > lo { (hi - lo) * 0.08 } else { lo.abs().max(1.0) * 0.05 };
+    let pad = if hi > lo {
+        (hi - lo) * 0.08
+    } else {
+        lo.abs().max(1.0) * 0.05
+    };
     let y = Linear::new(lo - pad, hi + pad, h - b, t);
     let n = pts.len();
     let x = Linear::new(0.0, (n.max(2) - 1) as f64, l + 4.0, w - r - 4.0);
@@ -559,8 +615,20 @@ pub(super) fn history_chart(m: &MetricInput) -> String {
     s.text(w - r, 14.0, "end", "small", m.unit.as_str());
     let first = &hist.points[0];
     let last = &hist.points[n - 1];
-    s.text(l, h - b + 13.0, "start", "small", &format!("run {}", first.run_id));
-    s.text(w - r, h - b + 13.0, "end", "small", &format!("run {}", last.run_id));
+    s.text(
+        l,
+        h - b + 13.0,
+        "start",
+        "small",
+        &format!("run {}", first.run_id),
+    );
+    s.text(
+        w - r,
+        h - b + 13.0,
+        "end",
+        "small",
+        &format!("run {}", last.run_id),
+    );
     s.text(
         (l + w - r) / 2.0,
         h - 3.0,
@@ -569,7 +637,11 @@ pub(super) fn history_chart(m: &MetricInput) -> String {
         &format!(
             "{n} runs, {} change point{}",
             hist.change_points.len(),
-            if hist.change_points.len() == 1 { "" } else { "s" }
+            if hist.change_points.len() == 1 {
+                ""
+            } else {
+                "s"
+            }
         ),
     );
     for seg in &hist.segments {

@@ -79,6 +79,7 @@ fn marked_options(mine: &[String], other: &[String], tag: &str) -> String {
         .iter()
         .map(|s| {
             s.split(',')
+                .filter(|t| !t.is_empty())
                 .map(|t| {
                     if theirs.contains(t) {
                         esc(t)
@@ -320,7 +321,13 @@ pub(super) fn setup(out: &mut String, input: &ReportInput) {
         match &input.baseline {
             Some(b) => {
                 let bv = run_field(b, f);
-                row(out, what, flag && bv != c, &esc(&show(&bv)), &esc(&show(&c)));
+                row(
+                    out,
+                    what,
+                    flag && bv != c,
+                    &esc(&show(&bv)),
+                    &esc(&show(&c)),
+                );
             }
             None => {
                 let _ = writeln!(
@@ -349,8 +356,7 @@ pub(super) fn setup(out: &mut String, input: &ReportInput) {
                 } else {
                     (esc(&show(&f.base)), esc(&show(&f.cur)))
                 };
-                let differs =
-                    f.base != f.cur && !c.baseline.is_empty() && !c.current.is_empty();
+                let differs = f.base != f.cur && !c.baseline.is_empty() && !c.current.is_empty();
                 row(out, &f.what, differs, &b, &cu);
             } else {
                 let _ = writeln!(
@@ -393,7 +399,10 @@ mod tests {
             marked_options(&b, &c, "del"),
             "rw,<del>relatime</del>,discard"
         );
-        assert_eq!(marked_options(&c, &b, "ins"), "rw,<ins>noatime</ins>,discard");
+        assert_eq!(
+            marked_options(&c, &b, "ins"),
+            "rw,<ins>noatime</ins>,discard"
+        );
         assert_eq!(marked_options(&[String::new()], &b, "ins"), "(none)");
     }
 

@@ -322,10 +322,21 @@ fn summary(out: &mut String, input: &ReportInput, s: &Summary) {
         "</p><p>{}</p>",
         esc(&crate::report::compare::summary_line(s))
     );
-    out.push_str(
+    let quiet = input
+        .metrics
+        .iter()
+        .filter_map(|m| m.comparison.as_ref())
+        .filter(|c| matches!(c.verdict, Verdict::Unchanged | Verdict::NotJudged))
+        .count();
+    let _ = write!(
+        out,
         "<p class=\"note\">Diff is the estimated change of the current side against the baseline \
          with its 95&nbsp;% interval (statistics.md). Click a column title to sort.</p>\
-         <table class=\"sortable\" id=\"verdicts\"><thead><tr><th>test</th><th>config</th>\
+         <input type=\"checkbox\" id=\"showall\"><label for=\"showall\"> also list the {quiet} \
+         unchanged and not-judged metrics</label>"
+    );
+    out.push_str(
+        "<table class=\"sortable\" id=\"verdicts\"><thead><tr><th>test</th><th>config</th>\
          <th>metric</th><th>unit</th><th class=\"num\">baseline</th><th class=\"num\">current</th>\
          <th class=\"num\">diff</th><th>95&nbsp;% interval</th><th>n</th><th>verdict</th>\
          <th>reason</th></tr></thead><tbody>\n",
@@ -335,17 +346,28 @@ fn summary(out: &mut String, input: &ReportInput, s: &Summary) {
         .iter()
         .filter(|m| m.comparison.is_some())
         .collect();
-    rows.sort_by_key(|m| severity(m.comparison.as_ref().map_or(Verdict::NotJudged, |c| c.verdict)));
+    rows.sort_by_key(|m| {
+        severity(
+            m.comparison
+                .as_ref()
+                .map_or(Verdict::NotJudged, |c| c.verdict),
+        )
+    });
     for m in rows {
         let Some(c) = &m.comparison else { continue };
         let (class, word, _) = look(c.verdict);
         let num_attr = |v: Option<f64>| v.map(|v| format!("{v}")).unwrap_or_default();
+        let quiet = if matches!(c.verdict, Verdict::Unchanged | Verdict::NotJudged) {
+            " quiet"
+        } else {
+            ""
+        };
         let _ = writeln!(
             out,
-            "<tr class=\"r-{class}\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
+            "<tr class=\"r-{class}{quiet}\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
              <td class=\"num\" data-v=\"{}\">{}</td><td class=\"num\" data-v=\"{}\">{}</td>\
-             <td class=\"num\" data-v=\"{}\">{}</td><td>{}</td><td>{} vs {}</td>\
-             <td data-v=\"{}\">{} {}</td><td class=\"reason\">{}</td></tr>",
+             <td class=\"num\" data-v=\"{}\">{}</td><td class=\"nw\">{}</td><td class=\"nw\">{}&nbsp;vs&nbsp;{}</td>\
+             <td class=\"nw\" data-v=\"{}\">{} {}</td><td class=\"reason\">{}</td></tr>",
             esc(&m.key.test),
             esc(&m.key.config),
             esc(&m.key.metric),
@@ -388,7 +410,11 @@ fn test_section(out: &mut String, input: &ReportInput, i: usize, config: &str, t
     {
         let line = |v: &[String]| v.join(" | ");
         if input.baseline.is_none() || w.baseline == w.current {
-            let _ = write!(out, "<p class=\"cmd\"><code>{}</code></p>", esc(&line(&w.current)));
+            let _ = write!(
+                out,
+                "<p class=\"cmd\"><code>{}</code></p>",
+                esc(&line(&w.current))
+            );
         } else {
             let _ = write!(
                 out,
@@ -450,7 +476,8 @@ code{font-family:"DejaVu Sans Mono","Liberation Mono",monospace;font-size:12.5px
 .cmd code{background:#f3f3f3;padding:1px 4px}.changed{background:var(--hl)}
 table{border-collapse:collapse;margin:6px 0 10px;font-size:12.5px}th,td{border-bottom:1px solid #e3e3e3;padding:3px 8px;text-align:left;vertical-align:top}
 th{background:#f3f3f3;font-weight:600}table.sortable th{cursor:pointer;user-select:none}table.sortable th[aria-sort=ascending]::after{content:" \25B2"}table.sortable th[aria-sort=descending]::after{content:" \25BC"}
-td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}td.reason{color:#555;max-width:330px}
+td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}td.reason{color:#555;font-size:12px}td.nw{white-space:nowrap}
+tr.quiet{display:none}#showall:checked~table tr.quiet{display:table-row}#verdicts{width:100%}
 tr.r-reg td{background:#fdeee6}tr.r-imp td{background:#e8f2f9}
 tr.changed td{background:var(--hl)}td.mark{font-weight:bold;color:#7a2600}
 .chips .chip{display:inline-block;border:1px solid #ccc;border-radius:12px;padding:1px 10px;margin-right:4px}
