@@ -228,11 +228,7 @@ pub(super) fn diff_chart(test: &str, metrics: &[&MetricInput]) -> String {
         &mut s,
         rows.len(),
         &[
-            (
-                NAME_END,
-                "end",
-                "metric (\u{2191} higher / \u{2193} lower is better)",
-            ),
+            (NAME_END, "end", "metric"),
             (
                 (DIFF_X0 + DIFF_X1) / 2.0,
                 "middle",
@@ -248,7 +244,7 @@ pub(super) fn diff_chart(test: &str, metrics: &[&MetricInput]) -> String {
     );
     let y0 = TOP;
     let y1 = TOP + rows.len() as f64 * ROW;
-    let ticks = ratio_ticks(half, (DIFF_X1 - DIFF_X0) / (2.0 * half), 34.0);
+    let ticks = ratio_ticks(half, (DIFF_X1 - DIFF_X0) / (2.0 * half), 44.0);
     for t in &ticks {
         let tx = x.map(ratio_ln(*t));
         s.line(tx, y0, tx, y1, if *t == 0.0 { "zero" } else { "grid-l" });
@@ -320,6 +316,26 @@ pub(super) fn diff_chart(test: &str, metrics: &[&MetricInput]) -> String {
                     }
                 }
             }
+            if ratio_ln(d).abs() > half {
+                // The estimate itself is off the axis: an arrow past the bar's end.
+                let (end, dir) = if d > 0.0 {
+                    (DIFF_X1, 1.0)
+                } else {
+                    (DIFF_X0, -1.0)
+                };
+                s.path(
+                    &format!(
+                        "M{} {}L{} {}L{} {}Z",
+                        num(end + dir * 9.0),
+                        num(cy),
+                        num(end + dir * 2.0),
+                        num(cy - 6.0),
+                        num(end + dir * 2.0),
+                        num(cy + 6.0)
+                    ),
+                    &format!("v-{class}"),
+                );
+            }
             s.marker(shape, x.map(l), cy, 5.0, &format!("mk v-{class}"));
             s.text(
                 VERDICT_X + 12.0,
@@ -358,11 +374,7 @@ pub(super) fn spread_chart(test: &str, metrics: &[&MetricInput]) -> String {
         &mut s,
         metrics.len(),
         &[
-            (
-                NAME_END,
-                "end",
-                "metric (\u{2191} higher / \u{2193} lower is better)",
-            ),
+            (NAME_END, "end", "metric"),
             (
                 (x0 + x1) / 2.0,
                 "middle",
@@ -401,6 +413,22 @@ pub(super) fn spread_chart(test: &str, metrics: &[&MetricInput]) -> String {
         s.close();
     }
     s.finish()
+}
+
+/// A tick label: like the tables' numbers, with k, M and G for ten thousand and more.
+pub(super) fn axis_value(v: f64) -> String {
+    let a = v.abs();
+    let (x, suffix) = if a >= 1e10 {
+        (v / 1e9, "G")
+    } else if a >= 1e7 {
+        (v / 1e6, "M")
+    } else if a >= 1e4 {
+        (v / 1e3, "k")
+    } else {
+        return fmt_value(v);
+    };
+    let s = format!("{x:.1}");
+    format!("{}{suffix}", s.trim_end_matches(".0"))
 }
 
 /// A latency as a tick label with a readable time unit (`250 ns`, `1 µs`, `20 ms`).
@@ -610,7 +638,7 @@ pub(super) fn history_chart(m: &MetricInput) -> String {
     for tv in &ticks {
         let ty = y.map(*tv);
         s.line(l, ty, w - r, ty, "grid-l");
-        s.text(l - 4.0, ty + 4.0, "end", "small", &fmt_value(*tv));
+        s.text(l - 4.0, ty + 4.0, "end", "small", &axis_value(*tv));
     }
     s.text(w - r, 14.0, "end", "small", m.unit.as_str());
     let first = &hist.points[0];
@@ -713,6 +741,15 @@ mod tests {
         assert_eq!(time_label(1500.0, Unit::Microseconds), "1.5 ms");
         assert_eq!(time_label(3.0, Unit::Seconds), "3 s");
         assert_eq!(time_label(12.0, Unit::Count), "12 count");
+    }
+
+    #[test]
+    fn axis_values_are_short() {
+        assert_eq!(axis_value(9999.0), "9999");
+        assert_eq!(axis_value(20000.0), "20k");
+        assert_eq!(axis_value(12_500_000.0), "12.5M");
+        assert_eq!(axis_value(-3e10), "-30G");
+        assert_eq!(axis_value(0.05), "0.0500");
     }
 
     #[test]

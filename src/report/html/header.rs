@@ -242,12 +242,14 @@ pub(super) fn differences(out: &mut String, input: &ReportInput) {
             items.push((
                 f.priority,
                 format!(
-                    "<b>{}</b> of configuration <code>{}</code>:{} (baseline <code>{}</code>, current <code>{}</code>)",
+                    "<b>{}</b> of configuration <code>{}</code>:{}{}baseline <code>{}</code>, current <code>{}</code>{}",
                     esc(&f.what),
                     esc(&c.name),
                     detail,
+                    if detail.is_empty() { " " } else { " (" },
                     esc(&show(&f.base)),
-                    esc(&show(&f.cur))
+                    esc(&show(&f.cur)),
+                    if detail.is_empty() { "" } else { ")" }
                 ),
             ));
         }

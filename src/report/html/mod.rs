@@ -335,9 +335,18 @@ fn summary(out: &mut String, input: &ReportInput, s: &Summary) {
          <input type=\"checkbox\" id=\"showall\"><label for=\"showall\"> also list the {quiet} \
          unchanged and not-judged metrics</label>"
     );
+    // A column that would say the same on every row is left out (the sections say it).
+    let many = |f: fn(&MetricInput) -> &str| input.metrics.windows(2).any(|w| f(&w[0]) != f(&w[1]));
+    let (tests, configs) = (many(|m| &m.key.test), many(|m| &m.key.config));
+    out.push_str("<table class=\"sortable\" id=\"verdicts\"><thead><tr>");
+    if tests {
+        out.push_str("<th>test</th>");
+    }
+    if configs {
+        out.push_str("<th>config</th>");
+    }
     out.push_str(
-        "<table class=\"sortable\" id=\"verdicts\"><thead><tr><th>test</th><th>config</th>\
-         <th>metric</th><th>unit</th><th class=\"num\">baseline</th><th class=\"num\">current</th>\
+        "<th>metric</th><th class=\"num\">baseline</th><th class=\"num\">current</th>\
          <th class=\"num\">diff</th><th>95&nbsp;% interval</th><th>n</th><th>verdict</th>\
          <th>reason</th></tr></thead><tbody>\n",
     );
@@ -357,6 +366,7 @@ fn summary(out: &mut String, input: &ReportInput, s: &Summary) {
         let Some(c) = &m.comparison else { continue };
         let (class, word, _) = look(c.verdict);
         let num_attr = |v: Option<f64>| v.map(|v| format!("{v}")).unwrap_or_default();
+        let unit = esc(m.unit.as_str());
         let quiet = if matches!(c.verdict, Verdict::Unchanged | Verdict::NotJudged) {
             " quiet"
         } else {
@@ -364,14 +374,21 @@ fn summary(out: &mut String, input: &ReportInput, s: &Summary) {
         };
         let _ = writeln!(
             out,
-            "<tr class=\"r-{class}{quiet}\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
-             <td class=\"num\" data-v=\"{}\">{}</td><td class=\"num\" data-v=\"{}\">{}</td>\
+            "<tr class=\"r-{class}{quiet}\">{}{}<td>{}</td>\
+             <td class=\"num nw\" data-v=\"{}\">{} {unit}</td><td class=\"num nw\" data-v=\"{}\">{} {unit}</td>\
              <td class=\"num\" data-v=\"{}\">{}</td><td class=\"nw\">{}</td><td class=\"nw\">{}&nbsp;vs&nbsp;{}</td>\
              <td class=\"nw\" data-v=\"{}\">{} {}</td><td class=\"reason\">{}</td></tr>",
-            esc(&m.key.test),
-            esc(&m.key.config),
+            if tests {
+                format!("<td>{}</td>", esc(&m.key.test))
+            } else {
+                String::new()
+            },
+            if configs {
+                format!("<td>{}</td>", esc(&m.key.config))
+            } else {
+                String::new()
+            },
             esc(&m.key.metric),
-            esc(m.unit.as_str()),
             num_attr(c.baseline.median),
             opt_value(c.baseline.median),
             num_attr(c.current.median),
@@ -425,8 +442,29 @@ fn test_section(out: &mut String, input: &ReportInput, i: usize, config: &str, t
         }
     }
     if input.baseline.is_some() {
+        let _ = write!(
+            out,
+            "<p class=\"note legend\">Bar: estimated change of the current side against the \
+             baseline (log-ratio scale, so &minus;50&nbsp;% and +100&nbsp;% are equally far from 0); \
+             whisker: its 95&nbsp;% interval (an arrow when it runs off the axis); grey band: the \
+             &ldquo;unchanged&rdquo; margin. Verdict by colour, shape and word: {} regressed {} \
+             improved {} unchanged {} inconclusive {} not judged (neutral). &uarr; higher is \
+             better, &darr; lower is better. Right: every repetition, &#9675; baseline, &#9679; \
+             current, ticks at the medians, on the metric's own scale. Hover a row for its \
+             numbers.</p>",
+            icon(Verdict::Regressed),
+            icon(Verdict::Improved),
+            icon(Verdict::Unchanged),
+            icon(Verdict::Inconclusive),
+            icon(Verdict::NotJudged)
+        );
         out.push_str(&charts::diff_chart(test, &metrics));
     } else {
+        out.push_str(
+            "<p class=\"note legend\">Every repetition as a dot, a tick at the median, each metric \
+             on its own scale. &uarr; higher is better, &darr; lower is better. Hover a row for its \
+             numbers.</p>",
+        );
         out.push_str(&charts::spread_chart(test, &metrics));
     }
     let curves: Vec<&PercentileCurves> = input
@@ -476,10 +514,11 @@ code{font-family:"DejaVu Sans Mono","Liberation Mono",monospace;font-size:12.5px
 .cmd code{background:#f3f3f3;padding:1px 4px}.changed{background:var(--hl)}
 table{border-collapse:collapse;margin:6px 0 10px;font-size:12.5px}th,td{border-bottom:1px solid #e3e3e3;padding:3px 8px;text-align:left;vertical-align:top}
 th{background:#f3f3f3;font-weight:600}table.sortable th{cursor:pointer;user-select:none}table.sortable th[aria-sort=ascending]::after{content:" \25B2"}table.sortable th[aria-sort=descending]::after{content:" \25BC"}
-td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}td.reason{color:#555;font-size:12px}td.nw{white-space:nowrap}
+td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}td.reason{color:#555;font-size:12px;min-width:260px}td.nw{white-space:nowrap}
 tr.quiet{display:none}#showall:checked~table tr.quiet{display:table-row}#verdicts{width:100%}
 tr.r-reg td{background:#fdeee6}tr.r-imp td{background:#e8f2f9}
-tr.changed td{background:var(--hl)}td.mark{font-weight:bold;color:#7a2600}
+tr.changed td,tr.changed th{background:var(--hl)}.mark{font-weight:bold;color:#7a2600;white-space:nowrap}
+table.setup{width:100%}table.setup tbody th{width:190px}table.setup td{width:42%;word-break:break-word}th.cfg{background:#e9e9e9}
 .chips .chip{display:inline-block;border:1px solid #ccc;border-radius:12px;padding:1px 10px;margin-right:4px}
 .c-reg{border-color:var(--reg)!important}.c-imp{border-color:var(--imp)!important}
 svg.icon{vertical-align:-1px}
