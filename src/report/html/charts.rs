@@ -15,6 +15,8 @@ use crate::report::text::fmt_value;
 const ROW: f64 = 28.0;
 /// Space above the rows (column titles and the top axis).
 const TOP: f64 = 46.0;
+/// Space above the rows of the spread chart (column titles only).
+const SPREAD_TOP: f64 = 24.0;
 /// Space below the rows (bottom axis and its title).
 const BOTTOM: f64 = 44.0;
 /// Right edge of the metric names.
@@ -175,14 +177,14 @@ fn repetitions(s: &mut Svg, m: &MetricInput, cy: f64, x0: f64, x1: f64) {
     }
 }
 
-/// Column titles and a background stripe per row.
-fn frame(s: &mut Svg, n: usize, titles: &[(f64, &str, &str)]) {
+/// Column titles and a background stripe per row, the rows starting at `top`.
+fn frame(s: &mut Svg, n: usize, top: f64, titles: &[(f64, &str, &str)]) {
     for (x, anchor, t) in titles {
         s.text(*x, 14.0, anchor, "title", t);
     }
     for i in 0..n {
         if i % 2 == 0 {
-            s.rect(0.0, TOP + i as f64 * ROW, WIDTH, ROW, "stripe");
+            s.rect(0.0, top + i as f64 * ROW, WIDTH, ROW, "stripe");
         }
     }
 }
@@ -227,6 +229,7 @@ pub(super) fn diff_chart(test: &str, metrics: &[&MetricInput]) -> String {
     frame(
         &mut s,
         rows.len(),
+        TOP,
         &[
             (NAME_END, "end", "metric"),
             (
@@ -362,7 +365,7 @@ pub(super) fn diff_chart(test: &str, metrics: &[&MetricInput]) -> String {
 
 /// The chart of a single-selection report: each metric's repetitions on its own scale.
 pub(super) fn spread_chart(test: &str, metrics: &[&MetricInput]) -> String {
-    let h = TOP + metrics.len() as f64 * ROW + 12.0;
+    let h = SPREAD_TOP + metrics.len() as f64 * ROW + 8.0;
     let mut s = Svg::new(
         WIDTH,
         h,
@@ -373,6 +376,7 @@ pub(super) fn spread_chart(test: &str, metrics: &[&MetricInput]) -> String {
     frame(
         &mut s,
         metrics.len(),
+        SPREAD_TOP,
         &[
             (NAME_END, "end", "metric"),
             (
@@ -384,7 +388,7 @@ pub(super) fn spread_chart(test: &str, metrics: &[&MetricInput]) -> String {
         ],
     );
     for (i, m) in metrics.iter().enumerate() {
-        let top = TOP + i as f64 * ROW;
+        let top = SPREAD_TOP + i as f64 * ROW;
         let cy = top + ROW / 2.0;
         s.open_tip(&row_tip(m));
         s.rect(0.0, top, WIDTH, ROW, "hit");

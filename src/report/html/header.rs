@@ -55,9 +55,9 @@ pub(super) fn sides_line(out: &mut String, input: &ReportInput) {
     } else {
         out.push_str("<b>runs</b> ");
     }
-    let _ = write!(
+    let _ = writeln!(
         out,
-        "{} &middot; {}</p>\n",
+        "{} &middot; {}</p>",
         esc(&input.current.description),
         esc(&dates(&input.current))
     );
@@ -170,9 +170,12 @@ fn extra_name(k: &str) -> String {
     }
 }
 
-/// The facts of a run, with whether a difference between the sides is worth flagging (a label
-/// or a date always differs) and its priority in the differences box.
-fn run_rows() -> Vec<(&'static str, bool, u8, fn(&RunInfo) -> String)> {
+/// One fact of a run: its name, whether a difference between the sides is worth flagging (a
+/// label or a date always differs), its priority in the differences box, and how to read it.
+type RunRow = (&'static str, bool, u8, fn(&RunInfo) -> String);
+
+/// The facts of a run shown in the setup.
+fn run_rows() -> Vec<RunRow> {
     vec![
         ("runs", false, 9, |r| r.id.to_string()),
         ("label", false, 9, |r| r.label.clone()),
@@ -206,7 +209,7 @@ pub(super) fn differences(out: &mut String, input: &ReportInput) {
     let mut items: Vec<(u8, String)> = Vec::new();
     for c in &input.configs {
         if c.baseline.is_empty() || c.current.is_empty() {
-            let _ = items.push((
+            items.push((
                 2,
                 format!(
                     "configuration <code>{}</code> is only on the {} side",
@@ -303,9 +306,16 @@ pub(super) fn differences(out: &mut String, input: &ReportInput) {
 
 /// The setup of both sides: the runs' machine and kernel, and per configuration the target
 /// facts; rows that differ are highlighted and marked.
-pub(super) fn setup(out: &mut String, input: &ReportInput) {
+/// With `full` false, the header's digest: label, start, host, kernel, and per configuration
+/// filesystem, mkfs options, mount options and device; with `full` true, everything recorded.
+pub(super) fn setup(out: &mut String, input: &ReportInput, full: bool) {
     let two = input.baseline.is_some();
-    out.push_str("<section id=\"setup\"><h2>Setup</h2><table class=\"setup\"><thead><tr><th></th>");
+    if full {
+        out.push_str("<section id=\"setup\"><h2>Setup</h2>");
+    } else {
+        out.push_str("<section id=\"digest\">");
+    }
+    out.push_str("<table class=\"setup\"><thead><tr><th></th>");
     if two {
         out.push_str("<th>baseline</th><th>current</th>");
     } else {
@@ -313,12 +323,11 @@ pub(super) fn setup(out: &mut String, input: &ReportInput) {
     }
     out.push_str("</tr></thead><tbody>\n");
     let started = |r: &RunInfo| r.started_at.format("%Y-%m-%d %H:%M:%S UTC").to_string();
-    let mut rows: Vec<(&str, bool, fn(&RunInfo) -> String)> = run_rows()
-        .into_iter()
-        .map(|(w, flag, _, f)| (w, flag, f))
-        .collect();
-    rows.insert(2, ("started", false, started));
-    for (what, flag, f) in rows {
+    let mut rows = run_rows();
+    rows.insert(2, ("started", false, 9, started));
+    const DIGEST: [&str; 4] = ["label", "started", "host", "kernel release"];
+    rows.retain(|(what, ..)| full || DIGEST.contains(what));
+    for (what, flag, _, f) in rows {
         let c = run_field(&input.current, f);
         match &input.baseline {
             Some(b) => {
@@ -349,6 +358,9 @@ pub(super) fn setup(out: &mut String, input: &ReportInput) {
             esc(&c.name)
         );
         for f in config_facts(c) {
+            if !full && f.priority > 1 && f.what != "device" {
+                continue;
+            }
             if two {
                 let (b, cu) = if f.what == "mount options" {
                     (

@@ -195,6 +195,7 @@ pub fn render(input: &ReportInput) -> String {
     if input.baseline.is_some() {
         header::differences(&mut out, input);
     }
+    header::setup(&mut out, input, false);
     if let Some(s) = &input.summary {
         summary(&mut out, input, s);
     }
@@ -207,15 +208,15 @@ pub fn render(input: &ReportInput) -> String {
             esc(config)
         );
     }
-    out.push_str("<a href=\"#setup\">setup</a> <a href=\"#text\">text table</a></nav>\n");
+    out.push_str("<a href=\"#setup\">full setup</a> <a href=\"#text\">text table</a></nav>\n");
     for (i, (config, test)) in sections(input).iter().enumerate() {
         test_section(&mut out, input, i, config, test);
     }
-    header::setup(&mut out, input);
-    let _ = write!(
+    header::setup(&mut out, input, true);
+    let _ = writeln!(
         out,
         "<section id=\"text\"><h2>Text table</h2><p class=\"note\">The same numbers in 80 columns, \
-         for pasting into a mail.</p><pre>{}</pre></section>\n",
+         for pasting into a mail.</p><pre>{}</pre></section>",
         esc(&input.text_table)
     );
     let _ = write!(
@@ -414,9 +415,9 @@ fn test_section(out: &mut String, input: &ReportInput, i: usize, config: &str, t
         .iter()
         .filter(|m| m.key.config == config && m.key.test == test)
         .collect();
-    let _ = write!(
+    let _ = writeln!(
         out,
-        "<section class=\"test\" id=\"t{i}\"><h2>{} <span class=\"muted\">on {}</span></h2>\n",
+        "<section class=\"test\" id=\"t{i}\"><h2>{} <span class=\"muted\">on {}</span></h2>",
         esc(test),
         esc(config)
     );
