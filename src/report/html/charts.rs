@@ -482,7 +482,16 @@ pub(super) fn percentile_chart(c: &PercentileCurves, input: &ReportInput) -> Str
     let (l, r, t, b) = (70.0, 14.0, 40.0, 44.0);
     let sides: Vec<(&Curve, &str, &str, &str)> = [
         (c.baseline.as_ref(), "cb", "dot-b", "baseline"),
-        (c.current.as_ref(), "cc", "dot-c", "current"),
+        (
+            c.current.as_ref(),
+            "cc",
+            "dot-c",
+            if input.baseline.is_some() {
+                "current"
+            } else {
+                "runs"
+            },
+        ),
     ]
     .into_iter()
     .filter_map(|(cv, line, dot, name)| cv.map(|cv| (cv, line, dot, name)))
