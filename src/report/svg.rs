@@ -59,7 +59,7 @@ pub struct Linear {
 }
 
 impl Linear {
-    /// A scale; a zero-width domain is widened so that every value maps to the middle.
+    /// A scale; with a zero-width domain every value maps to the middle of the pixels.
     pub fn new(d0: f64, d1: f64, r0: f64, r1: f64) -> Linear {
         Linear { d0, d1, r0, r1 }
     }

@@ -1,6 +1,9 @@
 //! The report's charts, each one SVG string: the per-test diff chart (bar = diff %, whisker = 95 %
 //! interval, colour and marker shape = verdict, repetitions as dots), the spread chart of a
 //! single-selection report, latency percentile curves, and history sparklines with change points.
+//!
+//! Like the rest of the renderer it only draws what it is given: every position comes from a
+//! stored value or a statistic computed by `compare`, never from a default or a placeholder.
 
 use super::{Curve, MetricInput, PercentileCurves, ReportInput, Role, look, pct};
 use crate::compare::changepoint::Scale;
@@ -558,12 +561,14 @@ pub(super) fn percentile_chart(c: &PercentileCurves, input: &ReportInput) -> Str
         "axt",
         "percentile (%), log scale of 1/(1 \u{2212} p)",
     );
-    s.vtext(
-        14.0,
-        (t + h - b) / 2.0,
-        "axt",
-        &format!("latency ({}), log scale", c.unit),
-    );
+    // Time ticks carry their own unit (ns, µs, ms, s); other units go in the title.
+    let ytitle = match c.unit {
+        Unit::Nanoseconds | Unit::Microseconds | Unit::Milliseconds | Unit::Seconds => {
+            "latency, log scale".to_string()
+        }
+        u => format!("value ({u}), log scale"),
+    };
+    s.vtext(14.0, (t + h - b) / 2.0, "axt", &ytitle);
     // Legend.
     let mut lx = w - r - 250.0;
     for (cv, line, _, name) in &sides {

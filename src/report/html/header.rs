@@ -1,6 +1,9 @@
 //! The report's header: who the sides are, what differs between them (first, in a box: mount
 //! options before anything else), and the full setup of both sides with the differing rows
 //! highlighted.
+//!
+//! Nothing here is inferred: a fact is shown as the store recorded it, and two sides differ only
+//! when their recorded values differ.
 
 use super::{ConfigFacts, ReportInput, SideInput};
 use crate::model::TargetFacts;

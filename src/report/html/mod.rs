@@ -490,7 +490,7 @@ fn test_section(out: &mut String, input: &ReportInput, i: usize, config: &str, t
         out.push_str(
             "<h3>History</h3><p class=\"note\">One point per stored run (the median of its \
              repetitions), in run order; dashed lines mark change points (E-divisive means, \
-             p&nbsp;&lt;&nbsp;0.001), grey steps the level of each segment. Ringed: baseline \
+             p&nbsp;&lt;&nbsp;0.001), light blue lines the level of each segment between them. Ringed: baseline \
              runs; filled: current runs.</p><div class=\"grid hist\">",
         );
         for m in with_history {
@@ -538,7 +538,7 @@ svg .mk{stroke:#fff;stroke-width:1}
 svg .dot-b{fill:#fff;stroke:var(--base);stroke-width:1.4}svg .dot-c{fill:var(--cur);stroke:#6b2c52;stroke-width:.8}
 svg .med-b{stroke:var(--base);stroke-width:2}svg .med-c{stroke:#6b2c52;stroke-width:2}
 svg .cb{fill:none;stroke:var(--base);stroke-width:1.8;stroke-dasharray:6 3}svg .cc{fill:none;stroke:var(--cur);stroke-width:2.2}
-svg .hl{fill:none;stroke:#9a9a9a;stroke-width:1.2}svg .hp{fill:#9a9a9a}svg .seg{stroke:#0072B2;stroke-width:1.5;opacity:.55}svg .cp{stroke:#000;stroke-width:1.2;stroke-dasharray:3 2}
+svg .hl{fill:none;stroke:#9a9a9a;stroke-width:1.2}svg .hp{fill:#9a9a9a}svg .seg{stroke:#56B4E9;stroke-width:2}svg .cp{stroke:#000;stroke-width:1.2;stroke-dasharray:3 2}
 "#;
 
 /// Table sorting, and a mark that the script ran (the browser test checks it).
