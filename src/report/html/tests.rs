@@ -260,3 +260,53 @@ fn single_selection_report_shows_spread_not_verdicts() {
     assert!(!html.contains("id=\"summary\""));
     assert!(html.contains("files_per_sec"));
 }
+
+#[test]
+fn degenerate_inputs_render_well_formed() {
+    let mut input = comparison_input();
+    // Zeros (no log ratio), a lone run a side, a constant history, an empty histogram.
+    input.metrics.push(metric(
+        CFG,
+        "sys_irq_pct",
+        Unit::Percent,
+        Direction::Neutral,
+        &[0.0, 0.0],
+        &[0.0, 0.0],
+    ));
+    input.metrics.push(metric(
+        CFG,
+        "files_per_sec_wall",
+        Unit::FilesPerSec,
+        Direction::HigherIsBetter,
+        &[100.0],
+        &[1e9],
+    ));
+    let mut flat = step_history();
+    for p in &mut flat.points {
+        p.median = 7.0;
+    }
+    flat.change_points.clear();
+    flat.segments.clear();
+    input.metrics[1].history = Some(flat);
+    input.curves.push(PercentileCurves {
+        config: CFG.into(),
+        test: "smallfiles".into(),
+        name: "empty_lat_ns".into(),
+        unit: Unit::Nanoseconds,
+        baseline: Some(Curve {
+            count: 0,
+            points: vec![],
+            max: 0.0,
+        }),
+        current: None,
+    });
+    let html = render(&input);
+    check_self_contained(&html);
+    assert!(html.contains("no values recorded"));
+    for svg in svgs(&html) {
+        assert!(!svg.contains("NaN") && !svg.contains("inf"), "{svg}");
+    }
+    // The lone runs are judged inconclusive and their huge change runs off the axis: an arrow.
+    assert!(html.contains("inconclusive +999999900%"));
+    assert!(html.contains("class=\"v-inc\"/>"), "the off-axis arrow");
+}
