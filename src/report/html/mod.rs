@@ -515,7 +515,7 @@ code{font-family:"DejaVu Sans Mono","Liberation Mono",monospace;font-size:12.5px
 .cmd code{background:#f3f3f3;padding:1px 4px}.changed{background:var(--hl)}
 table{border-collapse:collapse;margin:6px 0 10px;font-size:12.5px}th,td{border-bottom:1px solid #e3e3e3;padding:3px 8px;text-align:left;vertical-align:top}
 th{background:#f3f3f3;font-weight:600}table.sortable th{cursor:pointer;user-select:none}table.sortable th[aria-sort=ascending]::after{content:" \25B2"}table.sortable th[aria-sort=descending]::after{content:" \25BC"}
-td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}td.reason{color:#555;font-size:12px;min-width:260px}td.nw{white-space:nowrap}
+td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}td.reason{color:#555;font-size:12px;min-width:200px}td.nw{white-space:nowrap}
 tr.quiet{display:none}#showall:checked~table tr.quiet{display:table-row}#verdicts{width:100%}
 tr.r-reg td{background:#fdeee6}tr.r-imp td{background:#e8f2f9}
 tr.changed td,tr.changed th{background:var(--hl)}.mark{font-weight:bold;color:#7a2600;white-space:nowrap}
