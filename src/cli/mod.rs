@@ -10,6 +10,7 @@ pub mod fio;
 pub mod fsmark;
 pub mod progress;
 pub mod query;
+pub mod report;
 pub mod run;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -174,6 +175,20 @@ pub enum Command {
         /// Output format.
         #[arg(long, value_enum, default_value_t = HistoryFormat::Text)]
         format: HistoryFormat,
+        #[command(flatten)]
+        db: DbArg,
+    },
+    /// Write one self-contained HTML report (inline SVG charts, no network): what differs
+    /// between the sides, verdicts, diff charts, latency percentiles, history. Example:
+    /// fsdelta report latest~1 latest -o report.html
+    Report {
+        /// Baseline runs (an id, latest, latest~N or label:TEXT; SEL@CONFIG takes one
+        /// configuration), or the only runs of a single-selection report.
+        base: String,
+        /// Current runs, same forms; leave out for a report of one selection.
+        cur: Option<String>,
+        #[command(flatten)]
+        args: report::ReportArgs,
         #[command(flatten)]
         db: DbArg,
     },
@@ -368,6 +383,12 @@ pub fn main() -> i32 {
             label_glob.as_deref(),
             format,
         ),
+        Command::Report {
+            base,
+            cur,
+            args,
+            db,
+        } => report::main(&db, &base, cur.as_deref(), &args),
         Command::Export {
             sel,
             format,

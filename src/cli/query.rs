@@ -21,7 +21,7 @@ fn open(db: &DbArg) -> Result<Box<dyn Store>> {
 }
 
 /// Runs a selector names, each with its samples.
-fn load(store: &dyn Store, sel: &str) -> Result<Vec<(RunInfo, Vec<SampleRecord>)>> {
+pub(crate) fn load(store: &dyn Store, sel: &str) -> Result<Vec<(RunInfo, Vec<SampleRecord>)>> {
     let sel: Selector = sel.parse()?;
     let runs = store.select(&sel)?;
     runs.into_iter()
@@ -32,7 +32,7 @@ fn load(store: &dyn Store, sel: &str) -> Result<Vec<(RunInfo, Vec<SampleRecord>)
         .collect()
 }
 
-fn describe(sel: &str, runs: &[(RunInfo, Vec<SampleRecord>)]) -> String {
+pub(crate) fn describe(sel: &str, runs: &[(RunInfo, Vec<SampleRecord>)]) -> String {
     let ids: Vec<String> = runs.iter().map(|(r, _)| r.id.to_string()).collect();
     let labels: Vec<&str> = {
         let mut l: Vec<&str> = runs.iter().map(|(r, _)| r.label.as_str()).collect();
@@ -96,7 +96,7 @@ pub fn show(db: &DbArg, sel: &str) -> Result<i32> {
 }
 
 /// Split `SEL@CONFIG` into the selector and the configuration (the last `@` counts).
-fn split_config(sel: &str) -> (&str, Option<&str>) {
+pub(crate) fn split_config(sel: &str) -> (&str, Option<&str>) {
     match sel.rsplit_once('@') {
         Some((s, c)) if !s.is_empty() && !c.is_empty() => (s, Some(c)),
         _ => (sel, None),

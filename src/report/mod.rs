@@ -11,4 +11,6 @@ pub mod export;
 pub mod fio;
 pub mod fsmark;
 pub mod history;
+pub mod html;
+pub mod svg;
 pub mod text;
