@@ -464,13 +464,14 @@ mod tests {
             None,
         )
         .unwrap();
-        assert_eq!(m.metrics[0].name, "elapsed_s");
-        assert!(m.metrics[0].value > 0.0);
+        // The user's metrics first (a test's headline), then elapsed_s.
         assert_eq!(
-            (m.metrics[1].name.as_str(), m.metrics[1].value),
+            (m.metrics[0].name.as_str(), m.metrics[0].value),
             ("m", 42.0)
         );
-        assert_eq!(m.metrics[1].unit, Unit::Milliseconds);
+        assert_eq!(m.metrics[0].unit, Unit::Milliseconds);
+        assert_eq!(m.metrics[1].name, "elapsed_s");
+        assert!(m.metrics[1].value > 0.0);
     }
 
     #[test]
