@@ -252,7 +252,7 @@ mod tests {
         let cpu = get(&busy, "proc_user_s") + get(&busy, "proc_system_s");
         // getrusage has clock-tick granularity on some kernels: allow 10 ms.
         assert!(cpu >= 0.19, "{busy:?}");
-        assert!(get(&busy, "proc_user_s") > get(&busy, "proc_system_s"), "{busy:?}");
+        assert!(get(&busy, "proc_user_s") >= 0.15, "{busy:?}");
         let s = Snapshot::take();
         std::thread::sleep(std::time::Duration::from_millis(300));
         let idle = s.metrics_since();
