@@ -233,7 +233,7 @@ mod tests {
 
     #[test]
     fn a_busy_loop_shows_user_time_and_cpu_shares_add_up() {
-        // Spin until this thread has used 200 ms of CPU by its own clock (however loaded the
+        // Spin until this thread has used 300 ms of CPU by its own clock (however loaded the
         // machine is); the process's rusage must then show at least that much.
         let thread_cpu = || {
             let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
@@ -242,7 +242,7 @@ mod tests {
         let s = Snapshot::take();
         let c0 = thread_cpu();
         let mut x = 0u64;
-        while thread_cpu() - c0 < 0.2 {
+        while thread_cpu() - c0 < 0.3 {
             for _ in 0..1000 {
                 x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
             }
@@ -250,9 +250,9 @@ mod tests {
         let busy = s.metrics_since();
         let get = |m: &[Metric], n: &str| m.iter().find(|m| m.name == n).unwrap().value;
         let cpu = get(&busy, "proc_user_s") + get(&busy, "proc_system_s");
-        // getrusage has clock-tick granularity on some kernels: allow 10 ms.
-        assert!(cpu >= 0.19, "{busy:?}");
-        assert!(get(&busy, "proc_user_s") >= 0.15, "{busy:?}");
+        // getrusage splits user and system time by tick sampling: allow for its granularity.
+        assert!(cpu >= 0.25, "{busy:?}");
+        assert!(get(&busy, "proc_user_s") >= 0.1, "{busy:?}");
         let s = Snapshot::take();
         std::thread::sleep(std::time::Duration::from_millis(300));
         let idle = s.metrics_since();
