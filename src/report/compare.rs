@@ -7,7 +7,7 @@
 use crate::compare::SeriesKey;
 use crate::compare::verdict::{Comparison, Summary, Verdict};
 use crate::model::Unit;
-use crate::report::text::fmt_value;
+use crate::report::text::{clip, fmt_value};
 use serde::Serialize;
 use std::fmt::Write;
 
@@ -89,15 +89,6 @@ fn interval(c: &Comparison) -> String {
     }
 }
 
-fn clip(s: &str, w: usize) -> String {
-    if s.chars().count() <= w {
-        s.to_string()
-    } else {
-        let mut t: String = s.chars().take(w - 1).collect();
-        t.push('~');
-        t
-    }
-}
 
 /// The summary line: counts, and how many false flags chance alone would give.
 pub fn summary_line(s: &Summary) -> String {
