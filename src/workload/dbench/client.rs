@@ -73,7 +73,9 @@ impl OpStats {
 }
 
 /// What the ticker reads from a running client; written only by the client's own thread.
+/// Cache-line aligned so that two clients never write to the same line.
 #[derive(Debug, Default)]
+#[repr(align(64))]
 pub struct ClientShared {
     /// Bytes read and written (requested sizes, as dbench counts).
     pub bytes: AtomicU64,
