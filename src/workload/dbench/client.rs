@@ -130,7 +130,7 @@ pub struct Client<'a> {
     dirbuf: Vec<MaybeUninit<u8>>,
     zeros: Vec<u8>,
     rbuf: Vec<u8>,
-    /// Per-class statistics, indexed by [`OpClass::index`].
+    /// Per-class statistics, indexed by [`OpClass::index`](super::loadfile::OpClass::index).
     pub stats: Vec<OpStats>,
     /// What the ticker reads.
     pub shared: &'a ClientShared,
