@@ -5,8 +5,8 @@
 //! Why a module of its own: this is the timed loop. Everything a client needs (path buffers, the
 //! directory-read buffer, the zero-filled write buffer, the read buffer, the handle table) is
 //! allocated once when the client is built, so replaying an operation allocates nothing, except
-//! `Deltree`, which walks a directory tree and runs once per pass, and the text of a reported
-//! status mismatch. This module must never print: a status mismatch that dbench prints and
+//! `Deltree`, which walks a directory tree and runs once per pass, the fresh histograms of the
+//! one statistics reset at the end of warmup, and the text of a reported status mismatch. This module must never print: a status mismatch that dbench prints and
 //! carries on from is handed to the run's notice callback; one that dbench treats as fatal is
 //! returned as an error.
 
