@@ -4,28 +4,216 @@
 //! Why a room of its own: only this edge prints to the terminal and turns typed errors into
 //! messages. It must never measure, run SQL or format tables itself; it calls the rooms that do.
 
+pub mod cleanup;
 pub mod dbench;
+pub mod fio;
 pub mod fsmark;
+pub mod progress;
+pub mod query;
+pub mod run;
 
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+/// Exit code: success, nothing regressed.
+pub const EXIT_OK: i32 = 0;
+/// Exit code: a regression was found.
+pub const EXIT_REGRESSION: i32 = 1;
+/// Exit code: an error (bad input, failed samples, store trouble).
+pub const EXIT_ERROR: i32 = 2;
+/// Exit code of `compare --bisect` when the verdict is inconclusive (git bisect's "skip").
+pub const EXIT_BISECT_SKIP: i32 = 125;
+/// Exit code: interrupted by SIGINT or SIGTERM.
+pub const EXIT_INTERRUPTED: i32 = 130;
+
+const AFTER_HELP: &str = "\
+Examples:
+  fsdelta run                          run the quick suite in a scratch directory here
+  fsdelta run --label patched -n 5     five repetitions, labelled
+  fsdelta compare latest~1 latest      did the last run change anything?
+  fsdelta fsmark -d /mnt/t -s 0 -n 1000 -t 2
+
+Results go to $XDG_DATA_HOME/fsdelta/results.sqlite unless --db or FSDELTA_DB says otherwise.
+Exit codes: 0 ok, 1 regression found, 2 error, 130 interrupted.";
 
 /// fsdelta: measure filesystem performance, keep every number, tell which differences are real.
 #[derive(Debug, Parser)]
-#[command(name = "fsdelta", version, about, long_about = None)]
+#[command(name = "fsdelta", version, about, long_about = None, after_help = AFTER_HELP)]
 pub struct Cli {
     /// The command.
     #[command(subcommand)]
     pub command: Command,
 }
 
+/// Where the result store is.
+#[derive(Debug, Clone, Args)]
+pub struct DbArg {
+    /// Result store: a SQLite file path (default $XDG_DATA_HOME/fsdelta/results.sqlite).
+    #[arg(long, env = "FSDELTA_DB", value_name = "PATH")]
+    pub db: Option<String>,
+}
+
+impl DbArg {
+    /// The location to open.
+    pub fn location(&self) -> String {
+        self.db.clone().unwrap_or_else(|| {
+            crate::store::default_location()
+                .to_string_lossy()
+                .into_owned()
+        })
+    }
+}
+
+/// Output format of `compare`.
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum CompareFormat {
+    /// 80-column text.
+    Text,
+    /// Markdown tables.
+    Markdown,
+    /// JSON with a schema_version, intervals and p-values.
+    Json,
+}
+
+/// Options of `fsdelta compare` (and of `run --baseline`).
+#[derive(Debug, Clone, Args)]
+pub struct CompareArgs {
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = CompareFormat::Text)]
+    pub format: CompareFormat,
+    /// Only these tests (repeatable).
+    #[arg(long = "test", value_name = "NAME")]
+    pub tests: Vec<String>,
+    /// Only these configurations (repeatable).
+    #[arg(long = "config", value_name = "NAME")]
+    pub configs: Vec<String>,
+    /// Only these metrics (repeatable); with --bisect, the metrics whose verdict decides.
+    #[arg(long = "metric", value_name = "NAME")]
+    pub metrics: Vec<String>,
+    /// List every metric, unchanged and neutral ones too.
+    #[arg(long)]
+    pub all: bool,
+    /// Exit with git bisect run codes: 0 good, 1 bad (regressed), 125 skip (inconclusive).
+    #[arg(long)]
+    pub bisect: bool,
+    #[command(flatten)]
+    pub margins: MarginArgs,
+}
+
+/// Output format of `history`.
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum HistoryFormat {
+    /// 80-column text.
+    Text,
+    /// JSON.
+    Json,
+}
+
+/// Output format of `export`.
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum ExportFormat {
+    /// JSON with a schema_version.
+    Json,
+    /// CSV, one row per metric value.
+    Csv,
+}
+
 /// Subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Run a suite and store every sample. Example: fsdelta run --label 6.18-rc1 -n 5
+    Run(RunArgs),
+    /// List stored runs, newest first. Example: fsdelta list --limit 10
+    List {
+        /// Only runs with this label.
+        #[arg(long)]
+        label: Option<String>,
+        /// At most this many runs.
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+        #[command(flatten)]
+        db: DbArg,
+    },
+    /// Show one run (or a pooled selection): environment, targets, every metric. Example:
+    /// fsdelta show latest
+    Show {
+        /// Runs: an id, latest, latest~N or label:TEXT.
+        sel: String,
+        #[command(flatten)]
+        db: DbArg,
+    },
+    /// Compare two run selections metric by metric, with a verdict each (regressed, improved,
+    /// unchanged, inconclusive). Exit 1 when something regressed. Example:
+    /// fsdelta compare label:6.17 label:6.18-rc1 --test smallfiles
+    Compare {
+        /// Baseline runs: an id, latest, latest~N or label:TEXT (pooled); SEL@CONFIG takes one
+        /// configuration, to put two configurations side by side.
+        base: String,
+        /// Current runs, same forms.
+        cur: String,
+        #[command(flatten)]
+        opts: CompareArgs,
+        #[command(flatten)]
+        db: DbArg,
+    },
+    /// A metric's history over runs (median of each run's repetitions) with its change points.
+    /// Example: fsdelta history --test smallfiles --metric files_per_sec
+    History {
+        /// The test.
+        #[arg(long)]
+        test: String,
+        /// The metric.
+        #[arg(long)]
+        metric: String,
+        /// The configuration (required when the test ran on several).
+        #[arg(long)]
+        config: Option<String>,
+        /// Only runs whose label matches this glob (`*`, `?`).
+        #[arg(long, value_name = "PAT")]
+        label_glob: Option<String>,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = HistoryFormat::Text)]
+        format: HistoryFormat,
+        #[command(flatten)]
+        db: DbArg,
+    },
+    /// Export every stored number of a selection. Example: fsdelta export latest --format csv
+    Export {
+        /// Runs: an id, latest, latest~N or label:TEXT.
+        sel: String,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = ExportFormat::Json)]
+        format: ExportFormat,
+        /// Write to this file instead of standard output.
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+        #[command(flatten)]
+        db: DbArg,
+    },
+    /// Print a shell completion script. Example: fsdelta completions bash > /etc/bash_completion.d/fsdelta
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff) generated from these definitions. Example: fsdelta man | man -l -
+    Man,
+    /// Undo mounts, loop devices and images that a killed fsdelta left behind (recorded in its
+    /// state file). Example: fsdelta cleanup
+    Cleanup,
     /// The native fs_mark-compatible engine on its own: takes fs_mark 3.3's flags and prints its
     /// output format (workers are threads, not processes). Example: fsdelta fsmark -d /mnt/t -s 0 -n 1000
     #[command(disable_help_flag = true)]
     Fsmark {
         /// fs_mark's own flags (see `fsdelta fsmark -h`), plus --json.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+    /// The native fio-compatible engine on its own: runs fio job files (or fio's --name=...
+    /// command-line jobs) and prints fio's normal or JSON output. Example:
+    /// fsdelta fio job.fio --output-format=json
+    #[command(disable_help_flag = true)]
+    Fio {
+        /// Job files, --output-format=normal|json, --output=FILE, and fio's --name=... options.
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
@@ -39,18 +227,159 @@ pub enum Command {
     },
 }
 
+/// Options of `fsdelta run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Suite: built-in quick (minutes) or fsperf (fsperf's tests, hours at scale 1), or a suite
+    /// file FILE.toml of your own tests.
+    #[arg(long, default_value = "quick")]
+    pub suite: String,
+    /// Shrink the fsperf suite's sizes and times by this factor (0 < SCALE <= 1) for small
+    /// machines; recorded in the run's suite name.
+    #[arg(long, default_value_t = 1.0)]
+    pub scale: f64,
+    /// Run in a scratch directory created inside DIR (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub target: Option<PathBuf>,
+    /// Only this test (repeatable).
+    #[arg(long = "test", value_name = "NAME")]
+    pub tests: Vec<String>,
+    /// Repetitions of every test.
+    #[arg(short = 'n', long = "repeat", default_value_t = 3)]
+    pub repeat: u32,
+    /// Label of the run (default: the kernel release).
+    #[arg(long)]
+    pub label: Option<String>,
+    /// Configuration file (TOML): loop images, devices, mkfs and mount options; every test runs
+    /// on every configuration. See examples/.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Keep the page cache between samples (by default, as root, it is dropped before each).
+    #[arg(long)]
+    pub no_drop_caches: bool,
+    /// Compare with these runs when the run ends and exit like `compare` (1 on a regression).
+    #[arg(long, value_name = "SEL")]
+    pub baseline: Option<String>,
+    /// After -n repetitions, keep adding repetitions of each test until its headline metric is
+    /// resolved (with --baseline: a verdict other than inconclusive; without: the 95 % interval
+    /// of its mean inside the unchanged band), up to --max-repeat.
+    #[arg(long)]
+    pub until_confident: bool,
+    /// Most repetitions with --until-confident.
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    pub max_repeat: u32,
+    /// No progress output.
+    #[arg(short, long)]
+    pub quiet: bool,
+    #[command(flatten)]
+    pub compare: MarginArgs,
+    #[command(flatten)]
+    pub db: DbArg,
+}
+
+/// Verdict margins, in percent.
+#[derive(Debug, Clone, Args)]
+pub struct MarginArgs {
+    /// Smallest change worth reporting, percent.
+    #[arg(long, value_name = "PCT", default_value_t = 100.0 * crate::compare::verdict::DEFAULT_EPS)]
+    pub eps: f64,
+    /// "Unchanged" band for throughput and mean metrics, percent.
+    #[arg(long, value_name = "PCT", default_value_t = 100.0 * crate::compare::verdict::DEFAULT_DELTA_THROUGHPUT)]
+    pub delta: f64,
+    /// "Unchanged" band for tail percentiles (p90 and up), percent.
+    #[arg(long, value_name = "PCT", default_value_t = 100.0 * crate::compare::verdict::DEFAULT_DELTA_TAIL)]
+    pub delta_tail: f64,
+    /// "Unchanged" band for maxima, percent.
+    #[arg(long, value_name = "PCT", default_value_t = 100.0 * crate::compare::verdict::DEFAULT_DELTA_MAX)]
+    pub delta_max: f64,
+}
+
+impl MarginArgs {
+    /// statistics.md's defaults, in percent.
+    pub fn defaults() -> MarginArgs {
+        use crate::compare::verdict as v;
+        MarginArgs {
+            eps: 100.0 * v::DEFAULT_EPS,
+            delta: 100.0 * v::DEFAULT_DELTA_THROUGHPUT,
+            delta_tail: 100.0 * v::DEFAULT_DELTA_TAIL,
+            delta_max: 100.0 * v::DEFAULT_DELTA_MAX,
+        }
+    }
+
+    /// As fractions, for `compare::verdict`.
+    pub fn margins(&self) -> crate::compare::verdict::Margins {
+        crate::compare::verdict::Margins {
+            eps: self.eps / 100.0,
+            delta_throughput: self.delta / 100.0,
+            delta_tail: self.delta_tail / 100.0,
+            delta_max: self.delta_max / 100.0,
+        }
+    }
+}
+
 /// Entry point; returns the process exit code.
 pub fn main() -> i32 {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
-            let code = if e.use_stderr() { 2 } else { 0 };
+            let code = if e.use_stderr() { EXIT_ERROR } else { EXIT_OK };
             let _ = e.print();
             return code;
         }
     };
-    match cli.command {
-        Command::Fsmark { args } => fsmark::main(&args),
-        Command::Dbench { args } => dbench::main(&args),
+    let result = match cli.command {
+        Command::Fsmark { args } => return fsmark::main(&args),
+        Command::Cleanup => return cleanup::main(),
+        Command::Fio { args } => return fio::main(&args),
+        Command::Dbench { args } => return dbench::main(&args),
+        Command::Completions { shell } => {
+            let mut cmd = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(shell, &mut cmd, "fsdelta", &mut std::io::stdout());
+            Ok(EXIT_OK)
+        }
+        Command::Man => {
+            let cmd = <Cli as clap::CommandFactory>::command();
+            clap_mangen::Man::new(cmd)
+                .render(&mut std::io::stdout())
+                .map(|_| EXIT_OK)
+                .map_err(anyhow::Error::from)
+        }
+        Command::Run(args) => run::main(args),
+        Command::List { label, limit, db } => query::list(&db, label, limit),
+        Command::Show { sel, db } => query::show(&db, &sel),
+        Command::Compare {
+            base,
+            cur,
+            opts,
+            db,
+        } => query::compare(&db, &base, &cur, &opts),
+        Command::History {
+            test,
+            metric,
+            config,
+            label_glob,
+            format,
+            db,
+        } => query::history(
+            &db,
+            &test,
+            &metric,
+            config.as_deref(),
+            label_glob.as_deref(),
+            format,
+        ),
+        Command::Export {
+            sel,
+            format,
+            output,
+            db,
+        } => query::export(&db, &sel, format, output.as_deref()),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("fsdelta: {e:#}");
+            EXIT_ERROR
+        }
     }
 }

@@ -8,3 +8,4 @@
 
 pub mod clock;
 pub mod histogram;
+pub mod system;

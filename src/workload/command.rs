@@ -324,13 +324,9 @@ impl Workload for CommandWorkload {
             };
             return Err(fail(format!("{how}; stderr:\n{stderr_tail}")));
         }
+        // The user's own numbers come first: the first metric is a test's headline (progress
+        // lines, --until-confident).
         let mut m = Measurements::default();
-        m.metrics.push(Metric::new(
-            "elapsed_s",
-            elapsed.as_secs_f64(),
-            Unit::Seconds,
-            Direction::LowerIsBetter,
-        ));
         for cm in &o.metrics {
             let v = extract(cm, &stdout, &stderr).map_err(|e| {
                 fail(format!(
@@ -341,6 +337,12 @@ impl Workload for CommandWorkload {
             m.metrics
                 .push(Metric::new(cm.name.clone(), v, cm.unit, cm.direction));
         }
+        m.metrics.push(Metric::new(
+            "elapsed_s",
+            elapsed.as_secs_f64(),
+            Unit::Seconds,
+            Direction::LowerIsBetter,
+        ));
         Ok(m)
     }
 }

@@ -1,0 +1,1040 @@
+//! The configuration file of `fsdelta run --config FILE.toml`: a scratch location and a list of
+//! configurations (filesystem, device, mkfs and mount options, when to make a fresh filesystem,
+//! commands around every sample), parsed and validated into plain values.
+//!
+//! Why here: the matrix of configurations is decided before anything touches a filesystem, and a
+//! mistake in the file must be reported with its line, the configuration and the key, and how to
+//! fix it, before any device is formatted. This module must never touch the filesystem: it does
+//! not read the file (the caller passes its text), does not check that a device exists, and does
+//! not run anything. The safety checks that need the running system live in `target::device`.
+//!
+//! The shape (the contract of issue 4; more keys may be added):
+//!
+//! ```toml
+//! scratch = "/var/tmp/fsdelta"      # loop images and mount points live here (the default)
+//!
+//! [[config]]
+//! name = "btrfs-zstd"               # letters, digits, '.', '_', '-'; unique in the file
+//! fs = "btrfs"                      # btrfs | ext4 | xfs | tmpfs | dir
+//! device = "loop:4G"                # loop:SIZE, or a block device path (needs destroy = true)
+//! mkfs = "-f"                       # extra mkfs options, split like a shell would
+//! mount = "compress-force=zstd"     # mount options, comma separated
+//! fresh = "sample"                  # "sample" (mkfs before every sample, default) or "run"
+//! before = "echo start"             # optional shell command before every sample
+//! after = "echo end"                # optional shell command after every sample
+//!
+//! [[config]]
+//! name = "ram"
+//! fs = "tmpfs"
+//! size = "2G"                       # tmpfs only: the size= mount option
+//!
+//! [[config]]
+//! name = "home"
+//! fs = "dir"
+//! path = "/home/me/bench"           # dir only: an existing, empty (or fsdelta-marked) directory
+//! ```
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::PathBuf;
+use toml::de::{DeTable, DeValue};
+
+/// The scratch location used when the file names none.
+pub const DEFAULT_SCRATCH: &str = "/var/tmp/fsdelta";
+
+/// A parsed, validated configuration file.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ConfigFile {
+    /// Where loop images and mount points are created (absolute).
+    pub scratch: PathBuf,
+    /// The configurations, in file order.
+    pub configs: Vec<TargetConfig>,
+}
+
+/// The filesystem of a configuration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FsKind {
+    /// btrfs, made by mkfs.btrfs.
+    Btrfs,
+    /// ext4, made by mkfs.ext4.
+    Ext4,
+    /// xfs, made by mkfs.xfs.
+    Xfs,
+    /// A tmpfs mount (no device, no mkfs).
+    Tmpfs,
+    /// An existing directory on whatever filesystem holds it (no mkfs, no mount).
+    Dir,
+}
+
+impl FsKind {
+    /// Every kind, in the order the error messages list them.
+    pub const ALL: [FsKind; 5] = [
+        FsKind::Btrfs,
+        FsKind::Ext4,
+        FsKind::Xfs,
+        FsKind::Tmpfs,
+        FsKind::Dir,
+    ];
+
+    /// The name used in the file and as the kernel's filesystem type.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FsKind::Btrfs => "btrfs",
+            FsKind::Ext4 => "ext4",
+            FsKind::Xfs => "xfs",
+            FsKind::Tmpfs => "tmpfs",
+            FsKind::Dir => "dir",
+        }
+    }
+
+    /// Whether fsdelta runs mkfs for this kind (and so needs a device).
+    pub fn needs_mkfs(self) -> bool {
+        matches!(self, FsKind::Btrfs | FsKind::Ext4 | FsKind::Xfs)
+    }
+}
+
+impl fmt::Display for FsKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Where a configuration's filesystem lives. Validation guarantees: `Loop` and `Block` only with
+/// btrfs/ext4/xfs, `Memory` only with tmpfs, `Existing` only with dir.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Device {
+    /// A sparse image of this size under the scratch location, attached to a loop device;
+    /// created and removed by fsdelta.
+    Loop {
+        /// Image size in bytes.
+        size_bytes: u64,
+    },
+    /// A block device the file allows fsdelta to destroy (`destroy = true` was given).
+    Block {
+        /// The device path as written (`/dev/nvme1n1`).
+        path: PathBuf,
+    },
+    /// A tmpfs, optionally limited to a size.
+    Memory {
+        /// The `size=` mount option in bytes; `None` leaves the kernel default (half of RAM).
+        size_bytes: Option<u64>,
+    },
+    /// An existing directory.
+    Existing {
+        /// Absolute path of the directory.
+        path: PathBuf,
+    },
+}
+
+/// When a fresh filesystem is made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum Fresh {
+    /// mkfs (or a new tmpfs, or a new directory) before every sample, as fsperf does.
+    #[default]
+    Sample,
+    /// Once per run; every sample gets a fresh, empty directory on the same filesystem.
+    Run,
+}
+
+impl Fresh {
+    /// The name used in the file.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Fresh::Sample => "sample",
+            Fresh::Run => "run",
+        }
+    }
+}
+
+/// One `[[config]]` entry, validated.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TargetConfig {
+    /// Unique name (safe to use in file names: letters, digits, `.`, `_`, `-`).
+    pub name: String,
+    /// The filesystem.
+    pub fs: FsKind,
+    /// Where it lives.
+    pub device: Device,
+    /// Extra mkfs options, split into words as a shell would.
+    pub mkfs_options: Vec<String>,
+    /// Mount options as written (comma separated, may be empty).
+    pub mount_options: String,
+    /// When to make a fresh filesystem.
+    pub fresh: Fresh,
+    /// Shell command run before every sample.
+    pub before: Option<String>,
+    /// Shell command run after every sample.
+    pub after: Option<String>,
+    /// The line of the `[[config]]` header, for messages.
+    pub line: usize,
+}
+
+/// A configuration file that cannot be used: where, what and how to fix it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}", self.render())]
+pub struct ConfigError {
+    /// The file, as the caller named it.
+    pub file: String,
+    /// 1-based line, when known.
+    pub line: Option<usize>,
+    /// The configuration's name (or `#N` when it has none yet), when the error is inside one.
+    pub config: Option<String>,
+    /// The key at fault, when there is one.
+    pub key: Option<String>,
+    /// What is wrong and how to fix it.
+    pub message: String,
+}
+
+impl ConfigError {
+    fn render(&self) -> String {
+        let mut s = self.file.clone();
+        if let Some(line) = self.line {
+            s.push_str(&format!(":{line}"));
+        }
+        s.push_str(": ");
+        if let Some(c) = &self.config {
+            s.push_str(&format!("config '{c}': "));
+        }
+        if let Some(k) = &self.key {
+            s.push_str(&format!("key '{k}': "));
+        }
+        s.push_str(&self.message);
+        s
+    }
+}
+
+const TOP_KEYS: [&str; 2] = ["scratch", "config"];
+const CONFIG_KEYS: [&str; 11] = [
+    "name", "fs", "device", "destroy", "mkfs", "mount", "fresh", "before", "after", "path", "size",
+];
+
+/// Parse and validate the text of a configuration file. `file` names it in error messages.
+pub fn parse(text: &str, file: &str) -> Result<ConfigFile, ConfigError> {
+    let p = Parser { text, file };
+    let doc = DeTable::parse(text).map_err(|e| ConfigError {
+        file: file.to_string(),
+        line: e.span().map(|s| p.line_of(s.start)),
+        config: None,
+        key: None,
+        message: format!(
+            "not valid TOML: {}; see examples/*.toml for the shape",
+            e.message().trim()
+        ),
+    })?;
+    let doc = doc.get_ref();
+
+    for (k, v) in doc.iter() {
+        if !TOP_KEYS.contains(&k.get_ref().as_ref()) {
+            return Err(p.err_at(
+                v.span().start,
+                None,
+                Some(k.get_ref()),
+                format!(
+                    "unknown key; the top level knows only {}: remove it or check its spelling",
+                    TOP_KEYS.join(", ")
+                ),
+            ));
+        }
+    }
+
+    let scratch = match doc.get("scratch") {
+        None => PathBuf::from(DEFAULT_SCRATCH),
+        Some(v) => {
+            let s = p.string(v, None, "scratch")?;
+            if !s.starts_with('/') {
+                return Err(p.err_at(
+                    v.span().start,
+                    None,
+                    Some("scratch"),
+                    format!("'{s}' is not an absolute path: write it from '/', e.g. \"{DEFAULT_SCRATCH}\""),
+                ));
+            }
+            PathBuf::from(s)
+        }
+    };
+
+    let Some(list) = doc.get("config") else {
+        return Err(p.err(
+            None,
+            None,
+            Some("config"),
+            "no [[config]] entry: add at least one, e.g. [[config]] name = \"ext4\" fs = \"ext4\" device = \"loop:4G\"".into(),
+        ));
+    };
+    let DeValue::Array(items) = list.get_ref() else {
+        return Err(p.err_at(
+            list.span().start,
+            None,
+            Some("config"),
+            "must be an array of tables: write each entry as a [[config]] section".into(),
+        ));
+    };
+    if items.is_empty() {
+        return Err(p.err_at(
+            list.span().start,
+            None,
+            Some("config"),
+            "is empty: add at least one [[config]] section".into(),
+        ));
+    }
+
+    let mut configs = Vec::with_capacity(items.len());
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    for (i, item) in items.iter().enumerate() {
+        let DeValue::Table(t) = item.get_ref() else {
+            return Err(p.err_at(
+                item.span().start,
+                Some(format!("#{}", i + 1)),
+                Some("config"),
+                "entry is not a table: write each entry as a [[config]] section".into(),
+            ));
+        };
+        let c = p.config(t, item.span().start, i)?;
+        if let Some(first) = seen.get(&c.name) {
+            return Err(p.err_at(
+                item.span().start,
+                Some(c.name.clone()),
+                Some("name"),
+                format!(
+                    "the name is already used by the configuration at line {first}: names must be unique, rename one"
+                ),
+            ));
+        }
+        seen.insert(c.name.clone(), c.line);
+        configs.push(c);
+    }
+    Ok(ConfigFile { scratch, configs })
+}
+
+struct Parser<'a> {
+    text: &'a str,
+    file: &'a str,
+}
+
+type Spanned<T> = toml::Spanned<T>;
+
+impl Parser<'_> {
+    fn line_of(&self, offset: usize) -> usize {
+        let end = offset.min(self.text.len());
+        self.text.as_bytes()[..end]
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count()
+            + 1
+    }
+
+    fn err(
+        &self,
+        line: Option<usize>,
+        config: Option<String>,
+        key: Option<&str>,
+        message: String,
+    ) -> ConfigError {
+        ConfigError {
+            file: self.file.to_string(),
+            line,
+            config,
+            key: key.map(str::to_string),
+            message,
+        }
+    }
+
+    fn err_at(
+        &self,
+        offset: usize,
+        config: Option<String>,
+        key: Option<&str>,
+        message: String,
+    ) -> ConfigError {
+        self.err(Some(self.line_of(offset)), config, key, message)
+    }
+
+    fn string<'v>(
+        &self,
+        v: &'v Spanned<DeValue<'_>>,
+        config: Option<&str>,
+        key: &str,
+    ) -> Result<&'v str, ConfigError> {
+        v.get_ref().as_str().ok_or_else(|| {
+            self.err_at(
+                v.span().start,
+                config.map(str::to_string),
+                Some(key),
+                format!(
+                    "expected a string, found {}: put the value in double quotes",
+                    v.get_ref().type_str()
+                ),
+            )
+        })
+    }
+
+    /// The header line of a `[[config]]` entry: the table's span starts at its first key, so
+    /// walk back to the `[[config]]` line when it is right above.
+    fn header_line(&self, offset: usize) -> usize {
+        let offset = offset.min(self.text.len());
+        if self.text[offset..].starts_with("[[") {
+            return self.line_of(offset);
+        }
+        match self.text[..offset].rfind("[[") {
+            Some(h) => self.line_of(h),
+            None => self.line_of(offset),
+        }
+    }
+
+    fn config(
+        &self,
+        t: &DeTable<'_>,
+        offset: usize,
+        index: usize,
+    ) -> Result<TargetConfig, ConfigError> {
+        let line = self.header_line(offset);
+        let anon = format!("#{}", index + 1);
+
+        // The name first, so that every later message can name the configuration.
+        let name = match t.get("name") {
+            None => {
+                return Err(self.err(
+                    Some(line),
+                    Some(anon),
+                    Some("name"),
+                    "missing: give every configuration a unique name, e.g. name = \"btrfs-zstd\""
+                        .into(),
+                ));
+            }
+            Some(v) => {
+                let s = self.string(v, Some(&anon), "name")?;
+                let ok = !s.is_empty()
+                    && s.len() <= 64
+                    && !s.starts_with('.')
+                    && s.chars()
+                        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+                if !ok {
+                    return Err(self.err_at(
+                        v.span().start,
+                        Some(anon),
+                        Some("name"),
+                        format!(
+                            "'{s}' is not a usable name: use 1 to 64 letters, digits, '.', '_' or '-', not starting with '.'"
+                        ),
+                    ));
+                }
+                s.to_string()
+            }
+        };
+        let cfg = Some(name.clone());
+        let at = |v: &Spanned<DeValue<'_>>, key: &str, message: String| {
+            self.err_at(v.span().start, cfg.clone(), Some(key), message)
+        };
+
+        for (k, v) in t.iter() {
+            let key: &str = k.get_ref();
+            if !CONFIG_KEYS.contains(&key) {
+                return Err(at(
+                    v,
+                    key,
+                    format!(
+                        "unknown key; a [[config]] knows only {}: remove it or check its spelling",
+                        CONFIG_KEYS.join(", ")
+                    ),
+                ));
+            }
+        }
+
+        let fs = match t.get("fs") {
+            None => {
+                return Err(self.err(
+                    Some(line),
+                    cfg,
+                    Some("fs"),
+                    "missing: say which filesystem, one of btrfs, ext4, xfs, tmpfs, dir".into(),
+                ));
+            }
+            Some(v) => {
+                let s = self.string(v, Some(&name), "fs")?;
+                FsKind::ALL
+                    .into_iter()
+                    .find(|k| k.as_str() == s)
+                    .ok_or_else(|| {
+                        at(
+                            v,
+                            "fs",
+                            format!(
+                                "unknown filesystem '{s}': use one of btrfs, ext4, xfs, tmpfs, dir"
+                            ),
+                        )
+                    })?
+            }
+        };
+
+        let get_str = |key: &str| -> Result<Option<(&Spanned<DeValue<'_>>, String)>, ConfigError> {
+            match t.get(key) {
+                None => Ok(None),
+                Some(v) => Ok(Some((v, self.string(v, Some(&name), key)?.to_string()))),
+            }
+        };
+        let forbid = |key: &str, why: &str| -> Result<(), ConfigError> {
+            match t.get(key) {
+                None => Ok(()),
+                Some(v) => Err(at(v, key, format!("not allowed with fs = \"{fs}\": {why}"))),
+            }
+        };
+
+        let destroy = match t.get("destroy") {
+            None => None,
+            Some(v) => Some(v.get_ref().as_bool().ok_or_else(|| {
+                at(
+                    v,
+                    "destroy",
+                    format!(
+                        "expected true or false, found {}: write destroy = true (without quotes)",
+                        v.get_ref().type_str()
+                    ),
+                )
+            })?),
+        };
+
+        let device = match fs {
+            FsKind::Btrfs | FsKind::Ext4 | FsKind::Xfs => {
+                forbid(
+                    "path",
+                    "path is for fs = \"dir\"; give a device = \"loop:SIZE\" or a block device",
+                )?;
+                forbid(
+                    "size",
+                    "size is for tmpfs; for a loop image write device = \"loop:SIZE\"",
+                )?;
+                let Some((v, dev)) = get_str("device")? else {
+                    return Err(self.err(
+                        Some(line),
+                        cfg,
+                        Some("device"),
+                        format!(
+                            "missing: fs = \"{fs}\" needs a device: \"loop:4G\" for a sparse image fsdelta creates, or a block device path with destroy = true"
+                        ),
+                    ));
+                };
+                if let Some(size) = dev.strip_prefix("loop:") {
+                    let size_bytes = parse_size(size).map_err(|m| {
+                        at(v, "device", format!("'{dev}': {m}; write e.g. \"loop:4G\""))
+                    })?;
+                    Device::Loop { size_bytes }
+                } else if dev.starts_with('/') {
+                    if destroy != Some(true) {
+                        let v = t.get("destroy").unwrap_or(v);
+                        return Err(at(
+                            v,
+                            "destroy",
+                            format!(
+                                "device '{dev}' is a block device and mkfs destroys everything on it: add destroy = true to this configuration if that is what you want, or use device = \"loop:SIZE\""
+                            ),
+                        ));
+                    }
+                    Device::Block {
+                        path: PathBuf::from(dev),
+                    }
+                } else {
+                    return Err(at(
+                        v,
+                        "device",
+                        format!(
+                            "'{dev}' is neither loop:SIZE nor an absolute block device path: write \"loop:4G\" or \"/dev/sdX\""
+                        ),
+                    ));
+                }
+            }
+            FsKind::Tmpfs => {
+                forbid(
+                    "device",
+                    "a tmpfs has no device; use size = \"2G\" to limit it",
+                )?;
+                forbid("mkfs", "a tmpfs is not made by mkfs")?;
+                forbid("destroy", "a tmpfs destroys nothing")?;
+                forbid("path", "path is for fs = \"dir\"")?;
+                let size_bytes = match get_str("size")? {
+                    None => None,
+                    Some((v, s)) => Some(
+                        parse_size(&s)
+                            .map_err(|m| at(v, "size", format!("'{s}': {m}; write e.g. \"2G\"")))?,
+                    ),
+                };
+                Device::Memory { size_bytes }
+            }
+            FsKind::Dir => {
+                forbid(
+                    "device",
+                    "a dir target uses an existing directory: give path = \"/some/dir\"",
+                )?;
+                forbid("mkfs", "a dir target is not formatted")?;
+                forbid("mount", "a dir target is not mounted by fsdelta")?;
+                forbid("destroy", "fsdelta never destroys a dir target")?;
+                forbid("size", "size is for tmpfs")?;
+                let Some((v, path)) = get_str("path")? else {
+                    return Err(self.err(
+                        Some(line),
+                        cfg,
+                        Some("path"),
+                        "missing: fs = \"dir\" needs path = \"/an/existing/empty/directory\""
+                            .into(),
+                    ));
+                };
+                if !path.starts_with('/') {
+                    return Err(at(
+                        v,
+                        "path",
+                        format!("'{path}' is not an absolute path: write it from '/'"),
+                    ));
+                }
+                Device::Existing {
+                    path: PathBuf::from(path),
+                }
+            }
+        };
+
+        let mkfs_options = match get_str("mkfs")? {
+            None => Vec::new(),
+            Some((v, s)) => split_words(&s).map_err(|m| at(v, "mkfs", m))?,
+        };
+
+        let mount_options = match get_str("mount")? {
+            None => String::new(),
+            Some((v, s)) => {
+                let s = s.trim().to_string();
+                if s.chars().any(char::is_whitespace) {
+                    return Err(at(
+                        v,
+                        "mount",
+                        format!(
+                            "'{s}' contains white space: separate mount options with commas, e.g. \"noatime,compress=zstd\""
+                        ),
+                    ));
+                }
+                if !s.is_empty() && s.split(',').any(str::is_empty) {
+                    return Err(at(
+                        v,
+                        "mount",
+                        format!("'{s}' has an empty option: remove the doubled or trailing comma"),
+                    ));
+                }
+                if let (
+                    Device::Memory {
+                        size_bytes: Some(_),
+                    },
+                    true,
+                ) = (&device, s.split(',').any(|o| o.starts_with("size=")))
+                {
+                    return Err(at(
+                        v,
+                        "mount",
+                        "size= is given twice (here and in key 'size'): keep one".into(),
+                    ));
+                }
+                s
+            }
+        };
+
+        let fresh = match get_str("fresh")? {
+            None => Fresh::default(),
+            Some((v, s)) => match s.as_str() {
+                "sample" => Fresh::Sample,
+                "run" => Fresh::Run,
+                other => {
+                    return Err(at(
+                        v,
+                        "fresh",
+                        format!(
+                            "'{other}' is not known: use \"sample\" (a new filesystem for every sample) or \"run\" (once per run)"
+                        ),
+                    ));
+                }
+            },
+        };
+
+        let command = |key: &str| -> Result<Option<String>, ConfigError> {
+            match get_str(key)? {
+                None => Ok(None),
+                Some((v, s)) if s.trim().is_empty() => Err(at(
+                    v,
+                    key,
+                    "is empty: remove the key or give a shell command".into(),
+                )),
+                Some((_, s)) => Ok(Some(s)),
+            }
+        };
+        let before = command("before")?;
+        let after = command("after")?;
+
+        Ok(TargetConfig {
+            name,
+            fs,
+            device,
+            mkfs_options,
+            mount_options,
+            fresh,
+            before,
+            after,
+            line,
+        })
+    }
+}
+
+/// Parse a size such as `4G`, `512M`, `4GiB`, `1T` or a plain number of bytes (binary units:
+/// K = 1024).
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let s = s.trim();
+    let digits = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    if digits == 0 {
+        return Err("a size starts with a number".into());
+    }
+    let n: u64 = s[..digits]
+        .parse()
+        .map_err(|_| "the number is too large".to_string())?;
+    let unit = s[digits..].trim();
+    let shift = match unit {
+        "" | "B" => 0,
+        "K" | "k" | "KiB" | "KB" => 10,
+        "M" | "MiB" | "MB" => 20,
+        "G" | "GiB" | "GB" => 30,
+        "T" | "TiB" | "TB" => 40,
+        other => {
+            return Err(format!(
+                "unknown unit '{other}' (K, M, G, T are powers of 1024)"
+            ));
+        }
+    };
+    let bytes = n
+        .checked_mul(1u64 << shift)
+        .ok_or_else(|| "the size is too large".to_string())?;
+    if bytes == 0 {
+        return Err("the size must be larger than zero".into());
+    }
+    Ok(bytes)
+}
+
+/// Split options into words as a POSIX shell would (white space separates; single quotes, double
+/// quotes and backslashes quote), without expanding anything.
+pub fn split_words(s: &str) -> Result<Vec<String>, String> {
+    let mut words = Vec::new();
+    let mut cur = String::new();
+    let mut in_word = false;
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' => {
+                in_word = true;
+                loop {
+                    match chars.next() {
+                        Some('\'') => break,
+                        Some(c) => cur.push(c),
+                        None => return Err(unterminated("'")),
+                    }
+                }
+            }
+            '"' => {
+                in_word = true;
+                loop {
+                    match chars.next() {
+                        Some('"') => break,
+                        Some('\\') => match chars.next() {
+                            Some(c @ ('"' | '\\' | '$' | '`')) => cur.push(c),
+                            Some(c) => {
+                                cur.push('\\');
+                                cur.push(c);
+                            }
+                            None => return Err(unterminated("\"")),
+                        },
+                        Some(c) => cur.push(c),
+                        None => return Err(unterminated("\"")),
+                    }
+                }
+            }
+            '\\' => {
+                in_word = true;
+                match chars.next() {
+                    Some(c) => cur.push(c),
+                    None => return Err("ends with a lone backslash: remove it".into()),
+                }
+            }
+            c if c.is_whitespace() => {
+                if in_word {
+                    words.push(std::mem::take(&mut cur));
+                    in_word = false;
+                }
+            }
+            c => {
+                in_word = true;
+                cur.push(c);
+            }
+        }
+    }
+    if in_word {
+        words.push(cur);
+    }
+    Ok(words)
+}
+
+fn unterminated(q: &str) -> String {
+    format!("unterminated {q} quote: close it")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err(text: &str) -> ConfigError {
+        parse(text, "t.toml").unwrap_err()
+    }
+
+    #[test]
+    fn the_issue_example_parses() {
+        let text = r#"scratch = "/var/tmp/fsdelta"      # loop images and mount points live here
+
+[[config]]
+name = "btrfs-zstd"
+fs = "btrfs"
+device = "loop:4G"
+mkfs = "-f"                       # extra mkfs options
+mount = "compress-force=zstd"     # mount options
+fresh = "sample"                  # or "run"
+
+[[config]]
+name = "nvme-xfs"
+fs = "xfs"
+device = "/dev/nvme1n1"
+destroy = true
+"#;
+        let f = parse(text, "t.toml").unwrap();
+        assert_eq!(f.scratch, PathBuf::from("/var/tmp/fsdelta"));
+        assert_eq!(f.configs.len(), 2);
+        let a = &f.configs[0];
+        assert_eq!(a.name, "btrfs-zstd");
+        assert_eq!(a.fs, FsKind::Btrfs);
+        assert_eq!(
+            a.device,
+            Device::Loop {
+                size_bytes: 4 << 30
+            }
+        );
+        assert_eq!(a.mkfs_options, vec!["-f"]);
+        assert_eq!(a.mount_options, "compress-force=zstd");
+        assert_eq!(a.fresh, Fresh::Sample);
+        assert_eq!(a.line, 3);
+        let b = &f.configs[1];
+        assert_eq!(
+            b.device,
+            Device::Block {
+                path: "/dev/nvme1n1".into()
+            }
+        );
+        assert_eq!(b.fresh, Fresh::Sample);
+        assert_eq!(b.line, 11);
+    }
+
+    #[test]
+    fn tmpfs_dir_and_defaults() {
+        let text = r#"
+[[config]]
+name = "ram"
+fs = "tmpfs"
+size = "512M"
+fresh = "run"
+before = "echo hi"
+after = "true"
+
+[[config]]
+name = "here"
+fs = "dir"
+path = "/srv/bench"
+"#;
+        let f = parse(text, "t.toml").unwrap();
+        assert_eq!(f.scratch, PathBuf::from(DEFAULT_SCRATCH));
+        assert_eq!(
+            f.configs[0].device,
+            Device::Memory {
+                size_bytes: Some(512 << 20)
+            }
+        );
+        assert_eq!(f.configs[0].fresh, Fresh::Run);
+        assert_eq!(f.configs[0].before.as_deref(), Some("echo hi"));
+        assert_eq!(
+            f.configs[1].device,
+            Device::Existing {
+                path: "/srv/bench".into()
+            }
+        );
+    }
+
+    #[test]
+    fn a_block_device_without_destroy_is_refused_with_the_fix() {
+        let e = err("[[config]]\nname = \"n\"\nfs = \"xfs\"\ndevice = \"/dev/sdb\"\n");
+        assert_eq!(e.config.as_deref(), Some("n"));
+        assert_eq!(e.key.as_deref(), Some("destroy"));
+        assert_eq!(e.line, Some(4));
+        assert!(e.to_string().contains("add destroy = true"), "{e}");
+        let e =
+            err("[[config]]\nname = \"n\"\nfs = \"xfs\"\ndevice = \"/dev/sdb\"\ndestroy = false\n");
+        assert_eq!(e.line, Some(5));
+        let e = err(
+            "[[config]]\nname = \"n\"\nfs = \"xfs\"\ndevice = \"/dev/sdb\"\ndestroy = \"yes\"\n",
+        );
+        assert!(e.to_string().contains("without quotes"), "{e}");
+    }
+
+    #[test]
+    fn unknown_keys_are_named() {
+        let e = err(
+            "[[config]]\nname = \"n\"\nfs = \"ext4\"\ndevice = \"loop:1G\"\nmout = \"noatime\"\n",
+        );
+        assert_eq!(e.key.as_deref(), Some("mout"));
+        assert_eq!(e.config.as_deref(), Some("n"));
+        assert_eq!(e.line, Some(5));
+        let s = e.to_string();
+        assert!(
+            s.starts_with("t.toml:5: config 'n': key 'mout': unknown key"),
+            "{s}"
+        );
+        let e = err("scrach = \"/x\"\n[[config]]\nname = \"n\"\nfs = \"tmpfs\"\n");
+        assert_eq!(e.key.as_deref(), Some("scrach"));
+        assert_eq!(e.line, Some(1));
+    }
+
+    #[test]
+    fn duplicate_names_give_both_lines() {
+        let text = "[[config]]\nname = \"a\"\nfs = \"tmpfs\"\n\n[[config]]\nname = \"a\"\nfs = \"tmpfs\"\n";
+        let e = err(text);
+        assert_eq!(e.line, Some(5));
+        assert_eq!(e.key.as_deref(), Some("name"));
+        assert!(e.to_string().contains("line 1"), "{e}");
+    }
+
+    #[test]
+    fn keys_that_do_not_fit_the_filesystem_are_refused() {
+        let cases = [
+            ("fs = \"tmpfs\"\ndevice = \"loop:1G\"", "device"),
+            ("fs = \"tmpfs\"\nmkfs = \"-f\"", "mkfs"),
+            ("fs = \"dir\"\npath = \"/x\"\nmount = \"noatime\"", "mount"),
+            ("fs = \"dir\"\npath = \"/x\"\ndestroy = true", "destroy"),
+            ("fs = \"dir\"", "path"),
+            ("fs = \"dir\"\npath = \"rel/x\"", "path"),
+            ("fs = \"ext4\"", "device"),
+            ("fs = \"ext4\"\ndevice = \"loop:1G\"\nsize = \"1G\"", "size"),
+            ("fs = \"ext4\"\ndevice = \"loop:lots\"", "device"),
+            ("fs = \"ext4\"\ndevice = \"sdb\"", "device"),
+            ("fs = \"zfs\"\ndevice = \"loop:1G\"", "fs"),
+            (
+                "fs = \"ext4\"\ndevice = \"loop:1G\"\nfresh = \"always\"",
+                "fresh",
+            ),
+            (
+                "fs = \"ext4\"\ndevice = \"loop:1G\"\nmount = \"a, b\"",
+                "mount",
+            ),
+            (
+                "fs = \"ext4\"\ndevice = \"loop:1G\"\nmount = \"a,,b\"",
+                "mount",
+            ),
+            (
+                "fs = \"ext4\"\ndevice = \"loop:1G\"\nmkfs = \"-O 'x\"",
+                "mkfs",
+            ),
+            (
+                "fs = \"ext4\"\ndevice = \"loop:1G\"\nbefore = \" \"",
+                "before",
+            ),
+            (
+                "fs = \"tmpfs\"\nsize = \"1G\"\nmount = \"size=2G\"",
+                "mount",
+            ),
+            ("fs = 4", "fs"),
+        ];
+        for (body, key) in cases {
+            let e = err(&format!("[[config]]\nname = \"c\"\n{body}\n"));
+            assert_eq!(e.key.as_deref(), Some(key), "{body}: {e}");
+            assert_eq!(e.config.as_deref(), Some("c"), "{body}: {e}");
+            assert!(e.line.is_some(), "{body}: {e}");
+        }
+    }
+
+    #[test]
+    fn file_level_mistakes() {
+        let e = err("scratch = \"/x\"\n");
+        assert_eq!(e.key.as_deref(), Some("config"));
+        let e = err("scratch = \"rel\"\n[[config]]\nname = \"a\"\nfs = \"tmpfs\"\n");
+        assert_eq!(e.key.as_deref(), Some("scratch"));
+        let e = err("[[config]]\nfs = \"tmpfs\"\n");
+        assert_eq!(e.key.as_deref(), Some("name"));
+        assert_eq!(e.config.as_deref(), Some("#1"));
+        let e = err("[[config]]\nname = \"a/b\"\nfs = \"tmpfs\"\n");
+        assert_eq!(e.key.as_deref(), Some("name"));
+        let e = err("[[config]\nname = 1\n");
+        assert_eq!(e.line, Some(1));
+        assert!(e.to_string().contains("not valid TOML"), "{e}");
+    }
+
+    #[test]
+    fn the_shipped_examples_parse() {
+        let btrfs = parse(
+            include_str!("../../examples/btrfs-compression.toml"),
+            "btrfs-compression.toml",
+        )
+        .unwrap();
+        let opts: Vec<&str> = btrfs
+            .configs
+            .iter()
+            .map(|c| c.mount_options.as_str())
+            .collect();
+        assert_eq!(
+            opts,
+            [
+                "compress-force=lzo",
+                "compress-force=zlib",
+                "compress-force=zstd",
+                ""
+            ]
+        );
+        assert!(btrfs.configs.iter().all(|c| c.fs == FsKind::Btrfs
+            && c.device
+                == Device::Loop {
+                    size_bytes: 4 << 30
+                }));
+        let ext4_xfs = parse(
+            include_str!("../../examples/ext4-vs-xfs.toml"),
+            "ext4-vs-xfs.toml",
+        )
+        .unwrap();
+        let fs: Vec<FsKind> = ext4_xfs.configs.iter().map(|c| c.fs).collect();
+        assert_eq!(fs, [FsKind::Ext4, FsKind::Xfs]);
+    }
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("4G"), Ok(4 << 30));
+        assert_eq!(parse_size("512MiB"), Ok(512 << 20));
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert_eq!(parse_size("1T"), Ok(1 << 40));
+        assert!(parse_size("0").is_err());
+        assert!(parse_size("G").is_err());
+        assert!(parse_size("4Q").is_err());
+        assert!(parse_size("99999999999999999999").is_err());
+        assert!(parse_size("17000000T").is_err());
+    }
+
+    #[test]
+    fn words_split_like_a_shell() {
+        assert_eq!(
+            split_words("-O ^has_journal  -L 'my label' -E \"a=1,b=2\" x\\ y").unwrap(),
+            vec![
+                "-O",
+                "^has_journal",
+                "-L",
+                "my label",
+                "-E",
+                "a=1,b=2",
+                "x y"
+            ]
+        );
+        assert_eq!(split_words("").unwrap(), Vec::<String>::new());
+        assert_eq!(split_words("''").unwrap(), vec![""]);
+        assert!(split_words("\"open").is_err());
+        assert!(split_words("a\\").is_err());
+    }
+}

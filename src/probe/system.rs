@@ -1,0 +1,256 @@
+//! CPU and memory counters around a sample, always on: system-wide CPU time by state from
+//! /proc/stat, this process's CPU time, context switches and faults from getrusage(RUSAGE_SELF)
+//! (the native engines run as threads of this process), and page-in/out and fault counts from
+//! /proc/vmstat. Each becomes a neutral metric: shown beside the workload's numbers, not judged.
+//!
+//! Why: a slower run with more system time points at the kernel; one with more idle and iowait
+//! points at the device. Must never fail a sample: a counter that cannot be read is left out.
+
+use crate::model::{Direction, Metric, Unit};
+use std::fs;
+
+/// Jiffies per state, summed over CPUs (the `cpu` line of /proc/stat).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CpuTimes {
+    /// user + nice
+    pub user: u64,
+    /// system
+    pub system: u64,
+    /// idle
+    pub idle: u64,
+    /// iowait
+    pub iowait: u64,
+    /// irq
+    pub irq: u64,
+    /// softirq
+    pub softirq: u64,
+    /// steal + guest time not counted above
+    pub other: u64,
+}
+
+impl CpuTimes {
+    fn total(&self) -> u64 {
+        self.user + self.system + self.idle + self.iowait + self.irq + self.softirq + self.other
+    }
+}
+
+/// Parse the aggregate `cpu` line of /proc/stat.
+pub fn parse_proc_stat(text: &str) -> Option<CpuTimes> {
+    let line = text.lines().find(|l| l.starts_with("cpu "))?;
+    let v: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .map(|f| f.parse().ok())
+        .collect::<Option<Vec<u64>>>()?;
+    if v.len() < 7 {
+        return None;
+    }
+    // user nice system idle iowait irq softirq [steal guest guest_nice]; guest time is already
+    // included in user, so only steal is added to `other`.
+    Some(CpuTimes {
+        user: v[0] + v[1],
+        system: v[2],
+        idle: v[3],
+        iowait: v[4],
+        irq: v[5],
+        softirq: v[6],
+        other: v.get(7).copied().unwrap_or(0),
+    })
+}
+
+/// The /proc/vmstat counters we keep.
+const VMSTAT_KEYS: [&str; 4] = ["pgpgin", "pgpgout", "pgfault", "pgmajfault"];
+
+/// Parse the kept counters of /proc/vmstat, in [`VMSTAT_KEYS`] order.
+pub fn parse_vmstat(text: &str) -> [Option<u64>; 4] {
+    let mut out = [None; 4];
+    for line in text.lines() {
+        let mut f = line.split_whitespace();
+        if let (Some(k), Some(v)) = (f.next(), f.next())
+            && let Some(i) = VMSTAT_KEYS.iter().position(|x| *x == k)
+        {
+            out[i] = v.parse().ok();
+        }
+    }
+    out
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct Rusage {
+    user_us: u64,
+    system_us: u64,
+    nvcsw: u64,
+    nivcsw: u64,
+    minflt: u64,
+    majflt: u64,
+}
+
+fn rusage_self() -> Option<Rusage> {
+    let mut ru = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: getrusage writes a full rusage into the pointer on success.
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_SELF, ru.as_mut_ptr()) };
+    if rc != 0 {
+        return None;
+    }
+    // SAFETY: rc == 0 means the struct was filled.
+    let ru = unsafe { ru.assume_init() };
+    let us = |t: libc::timeval| t.tv_sec as u64 * 1_000_000 + t.tv_usec as u64;
+    Some(Rusage {
+        user_us: us(ru.ru_utime),
+        system_us: us(ru.ru_stime),
+        nvcsw: ru.ru_nvcsw as u64,
+        nivcsw: ru.ru_nivcsw as u64,
+        minflt: ru.ru_minflt as u64,
+        majflt: ru.ru_majflt as u64,
+    })
+}
+
+/// Counters read at the start of a sample.
+#[derive(Clone, Debug)]
+pub struct Snapshot {
+    cpu: Option<CpuTimes>,
+    rusage: Option<Rusage>,
+    vm: [Option<u64>; 4],
+}
+
+impl Snapshot {
+    /// Read every counter now.
+    pub fn take() -> Snapshot {
+        Snapshot {
+            cpu: fs::read_to_string("/proc/stat")
+                .ok()
+                .and_then(|t| parse_proc_stat(&t)),
+            rusage: rusage_self(),
+            vm: fs::read_to_string("/proc/vmstat")
+                .map(|t| parse_vmstat(&t))
+                .unwrap_or([None; 4]),
+        }
+    }
+
+    /// Metrics for what happened between `self` and now.
+    pub fn metrics_since(&self) -> Vec<Metric> {
+        self.delta(&Snapshot::take())
+    }
+
+    /// Metrics for what happened between `self` and `end`.
+    pub fn delta(&self, end: &Snapshot) -> Vec<Metric> {
+        let mut out = Vec::new();
+        let neutral =
+            |name: &str, value: f64, unit: Unit| Metric::new(name, value, unit, Direction::Neutral);
+        if let (Some(a), Some(b)) = (self.cpu, end.cpu) {
+            let total = b.total().saturating_sub(a.total());
+            if total > 0 {
+                let pct = |x: u64, y: u64| 100.0 * y.saturating_sub(x) as f64 / total as f64;
+                out.push(neutral("sys_user_pct", pct(a.user, b.user), Unit::Percent));
+                out.push(neutral(
+                    "sys_system_pct",
+                    pct(a.system, b.system),
+                    Unit::Percent,
+                ));
+                out.push(neutral(
+                    "sys_iowait_pct",
+                    pct(a.iowait, b.iowait),
+                    Unit::Percent,
+                ));
+                out.push(neutral("sys_irq_pct", pct(a.irq, b.irq), Unit::Percent));
+                out.push(neutral(
+                    "sys_softirq_pct",
+                    pct(a.softirq, b.softirq),
+                    Unit::Percent,
+                ));
+                out.push(neutral("sys_idle_pct", pct(a.idle, b.idle), Unit::Percent));
+            }
+        }
+        if let (Some(a), Some(b)) = (self.rusage, end.rusage) {
+            let d = |x: u64, y: u64| y.saturating_sub(x) as f64;
+            out.push(neutral(
+                "proc_user_s",
+                d(a.user_us, b.user_us) / 1e6,
+                Unit::Seconds,
+            ));
+            out.push(neutral(
+                "proc_system_s",
+                d(a.system_us, b.system_us) / 1e6,
+                Unit::Seconds,
+            ));
+            out.push(neutral(
+                "proc_ctx_voluntary",
+                d(a.nvcsw, b.nvcsw),
+                Unit::Count,
+            ));
+            out.push(neutral(
+                "proc_ctx_involuntary",
+                d(a.nivcsw, b.nivcsw),
+                Unit::Count,
+            ));
+            out.push(neutral(
+                "proc_minor_faults",
+                d(a.minflt, b.minflt),
+                Unit::Count,
+            ));
+            out.push(neutral(
+                "proc_major_faults",
+                d(a.majflt, b.majflt),
+                Unit::Count,
+            ));
+        }
+        for (i, key) in VMSTAT_KEYS.iter().enumerate() {
+            if let (Some(a), Some(b)) = (self.vm[i], end.vm[i]) {
+                out.push(neutral(
+                    &format!("vm_{key}"),
+                    b.saturating_sub(a) as f64,
+                    Unit::Count,
+                ));
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_a_real_proc_stat_line() {
+        let text = "cpu  10132153 290696 3084719 46828483 16683 0 25195 0 0 0\n\
+                    cpu0 1393280 32966 572056 13343292 6130 0 17875 0 0 0\nintr 1\n";
+        let c = parse_proc_stat(text).unwrap();
+        assert_eq!(c.user, 10132153 + 290696);
+        assert_eq!(c.system, 3084719);
+        assert_eq!(c.idle, 46828483);
+        assert_eq!(c.iowait, 16683);
+        assert_eq!(c.softirq, 25195);
+        assert!(parse_proc_stat("cpu 1 2\n").is_none());
+        assert!(parse_proc_stat("garbage").is_none());
+    }
+
+    #[test]
+    fn parses_vmstat() {
+        let v = parse_vmstat("nr_free_pages 5\npgpgin 100\npgpgout 7\npgfault 9\npgmajfault 1\n");
+        assert_eq!(v, [Some(100), Some(7), Some(9), Some(1)]);
+    }
+
+    #[test]
+    fn a_busy_loop_shows_user_time_and_cpu_shares_add_up() {
+        let s = Snapshot::take();
+        let t = std::time::Instant::now();
+        let mut x = 0u64;
+        while t.elapsed() < std::time::Duration::from_millis(300) {
+            x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+        }
+        let busy = s.metrics_since();
+        let get = |m: &[Metric], n: &str| m.iter().find(|m| m.name == n).unwrap().value;
+        assert!(get(&busy, "proc_user_s") >= 0.2, "{busy:?}");
+        let s = Snapshot::take();
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let idle = s.metrics_since();
+        // Other tests run as threads of this process, so its CPU time during the sleep is not
+        // zero; the system-wide shares must still add up to at most 100 %.
+        let pcts: f64 = ["user", "system", "iowait", "irq", "softirq", "idle"]
+            .iter()
+            .map(|k| get(&idle, &format!("sys_{k}_pct")))
+            .sum();
+        assert!(pcts <= 100.0 + 1e-9);
+    }
+}

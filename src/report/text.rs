@@ -1,0 +1,280 @@
+//! Plain-text renderers: the run summary, `list`, `show` and `compare` tables, each at most 80
+//! columns wide so they paste into a mailing-list post unchanged.
+//!
+//! Pure functions from records to `String`; they must never read the store or the clock.
+
+use crate::compare::{Paired, Series};
+use crate::model::{Direction, SampleStatus};
+use crate::store::{RunInfo, SampleRecord};
+use std::fmt::Write;
+
+/// Width of the metric-name column.
+const NAME_W: usize = 26;
+
+/// A number in at most 11 characters with about 4 significant digits: integers as integers,
+/// small values with enough decimals, huge ones in e-notation.
+pub fn fmt_value(v: f64) -> String {
+    if v.is_nan() {
+        return "-".into();
+    }
+    let a = v.abs();
+    if a == 0.0 {
+        "0".to_string()
+    } else if a >= 1e11 {
+        format!("{v:.3e}")
+    } else if a >= 1000.0 || (v.fract() == 0.0 && a >= 1.0) {
+        format!("{v:.0}")
+    } else if a >= 100.0 {
+        format!("{v:.1}")
+    } else if a >= 1.0 {
+        format!("{v:.2}")
+    } else if a >= 0.001 {
+        format!("{v:.4}")
+    } else {
+        format!("{v:.3e}")
+    }
+}
+
+fn fmt_pct(v: f64) -> String {
+    if v.is_nan() {
+        "-".into()
+    } else {
+        format!("{v:+.1}%")
+    }
+}
+
+fn clip(s: &str, w: usize) -> String {
+    if s.chars().count() <= w {
+        s.to_string()
+    } else {
+        let mut t: String = s.chars().take(w - 1).collect();
+        t.push('~');
+        t
+    }
+}
+
+/// The table printed when a run ends: per configuration and test, every metric's mean, min and
+/// max over the repetitions.
+pub fn run_summary(series: &[Series]) -> String {
+    let mut out = String::new();
+    let mut current: Option<(&str, &str)> = None;
+    for s in series {
+        let block = (s.key.config.as_str(), s.key.test.as_str());
+        if current != Some(block) {
+            if current.is_some() {
+                out.push('\n');
+            }
+            let _ = writeln!(out, "{} ({})", s.key.test, s.key.config);
+            let _ = writeln!(
+                out,
+                "  {:<w$} {:>11} {:>11} {:>11} {:<7} {:>2}",
+                "metric",
+                "mean",
+                "min",
+                "max",
+                "unit",
+                "n",
+                w = NAME_W - 2
+            );
+            current = Some(block);
+        }
+        let _ = writeln!(
+            out,
+            "  {:<w$} {:>11} {:>11} {:>11} {:<7} {:>2}",
+            clip(&s.key.metric, NAME_W - 2),
+            fmt_value(s.mean()),
+            fmt_value(s.min()),
+            fmt_value(s.max()),
+            clip(s.unit.as_str(), 7),
+            s.n(),
+            w = NAME_W - 2
+        );
+    }
+    out
+}
+
+/// Failed samples, one line each with the error.
+pub fn failures(samples: &[&SampleRecord]) -> String {
+    let mut out = String::new();
+    for s in samples
+        .iter()
+        .filter(|s| s.sample.status == SampleStatus::Failed)
+    {
+        let _ = writeln!(
+            out,
+            "FAILED {} ({}) repetition {}: {}",
+            s.sample.test,
+            s.sample.config,
+            s.sample.repetition,
+            s.sample.error.as_deref().unwrap_or("no error text")
+        );
+    }
+    out
+}
+
+/// `fsdelta list`: one line per run.
+pub fn run_list(runs: &[RunInfo]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:>5}  {:<16} {:<8} {:<9} {:<16} {:>7}  kernel",
+        "id", "started (UTC)", "suite", "status", "label", "samples"
+    );
+    for r in runs {
+        let _ = writeln!(
+            out,
+            "{:>5}  {:<16} {:<8} {:<9} {:<16} {:>7}  {}",
+            r.id,
+            r.started_at.format("%Y-%m-%d %H:%M"),
+            clip(&r.suite, 8),
+            r.status.as_str(),
+            clip(&r.label, 16),
+            r.sample_count,
+            clip(&r.environment.kernel_release, 12)
+        );
+    }
+    out
+}
+
+/// Header lines describing a run.
+pub fn run_header(r: &RunInfo) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "run {}  label {}  suite {}  status {}",
+        r.id,
+        r.label,
+        r.suite,
+        r.status.as_str()
+    );
+    let _ = writeln!(
+        out,
+        "started {}{}",
+        r.started_at.format("%Y-%m-%d %H:%M:%S UTC"),
+        r.finished_at
+            .map(|f| format!("  finished {}", f.format("%Y-%m-%d %H:%M:%S UTC")))
+            .unwrap_or_default()
+    );
+    let e = &r.environment;
+    let _ = writeln!(
+        out,
+        "host {}  kernel {}  fsdelta {}",
+        e.host, e.kernel_release, r.fsdelta_version
+    );
+    let _ = writeln!(
+        out,
+        "cpu {} ({} cores)  memory {:.1} GiB",
+        clip(&e.cpu_model, 48),
+        e.cores,
+        e.memory_bytes as f64 / (1u64 << 30) as f64
+    );
+    out
+}
+
+/// Where the samples of a run ran: one line per distinct (configuration, fs, device, options).
+pub fn targets(samples: &[&SampleRecord]) -> String {
+    let mut seen = Vec::new();
+    let mut out = String::new();
+    for s in samples {
+        let f = &s.sample.facts;
+        let line = format!(
+            "config {}: {} on {} ({}){}",
+            s.sample.config,
+            f.fs_type,
+            f.device,
+            f.mount_options,
+            f.mkfs_options
+                .as_deref()
+                .map(|m| format!(" mkfs {m}"))
+                .unwrap_or_default()
+        );
+        if !seen.contains(&line) {
+            let _ = writeln!(out, "{line}");
+            seen.push(line);
+        }
+    }
+    out
+}
+
+/// The workload command line of every test, so each number is traceable to how it was measured.
+pub fn workloads(samples: &[&SampleRecord]) -> String {
+    let mut seen: Vec<(String, String)> = Vec::new();
+    let mut out = String::new();
+    for s in samples {
+        let k = (s.sample.test.clone(), s.sample.workload.clone());
+        if !seen.contains(&k) {
+            let _ = writeln!(out, "test {}: {}", k.0, k.1);
+            seen.push(k);
+        }
+    }
+    out
+}
+
+/// `fsdelta compare` before verdicts: per test, baseline mean, current mean and diff %, as
+/// fsperf prints them; a `!` marks a change in the bad direction. With `only_changed` false,
+/// every metric is listed.
+pub fn compare_table(base_label: &str, cur_label: &str, pairs: &[Paired]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "baseline: {base_label}");
+    let _ = writeln!(out, "current:  {cur_label}");
+    let mut current: Option<(&str, &str)> = None;
+    for p in pairs {
+        let block = (p.key.config.as_str(), p.key.test.as_str());
+        if current != Some(block) {
+            let _ = writeln!(out);
+            let _ = writeln!(out, "{} ({})", p.key.test, p.key.config);
+            let _ = writeln!(
+                out,
+                "  {:<w$} {:>12} {:>12} {:>9}   {:<7}",
+                "metric",
+                "baseline",
+                "current",
+                "diff",
+                "unit",
+                w = NAME_W - 2
+            );
+            current = Some(block);
+        }
+        let mark = match (p.direction, p.is_worse()) {
+            (Direction::Neutral, _) => " ",
+            (_, Some(true)) => "!",
+            _ => " ",
+        };
+        let _ = writeln!(
+            out,
+            "  {:<w$} {:>12} {:>12} {:>9} {} {:<7}",
+            clip(&p.key.metric, NAME_W - 2),
+            fmt_value(p.base_mean()),
+            fmt_value(p.cur_mean()),
+            fmt_pct(p.diff_pct()),
+            mark,
+            clip(p.unit.as_str(), 7),
+            w = NAME_W - 2
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_are_compact() {
+        assert_eq!(fmt_value(0.0), "0");
+        assert_eq!(fmt_value(12345.678), "12346");
+        assert_eq!(fmt_value(3.0), "3");
+        assert_eq!(fmt_value(123.456), "123.5");
+        assert_eq!(fmt_value(1.23456), "1.23");
+        assert_eq!(fmt_value(0.0123456), "0.0123");
+        assert_eq!(fmt_value(f64::NAN), "-");
+        assert!(fmt_value(1.5e15).len() <= 11);
+        assert!(fmt_value(-1.5e-9).len() <= 11);
+    }
+
+    #[test]
+    fn long_names_are_clipped() {
+        assert_eq!(clip("abcdef", 4), "abc~");
+        assert_eq!(clip("abc", 4), "abc");
+    }
+}

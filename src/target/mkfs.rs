@@ -1,0 +1,215 @@
+//! mkfs for btrfs, ext4 and xfs: finding the program (with the Debian package to install when it
+//! is missing), its version for the sample's facts, and running it with the config's options.
+//!
+//! Why a module: the exact command line and program version are facts a reader of the numbers
+//! needs, and the few options fsdelta adds itself are decided in one place. This module must never
+//! choose a device: it formats only the path it is given, and the caller
+//! ([`super::configured`]) checks that the config allows it (`target::device` refusals).
+//!
+//! Options fsdelta adds before the config's own (which come last, so they win where the tool
+//! lets a later option override an earlier one):
+//! - btrfs, xfs: `-f`, because a re-format per sample finds the previous filesystem's signature;
+//! - ext4: `-F` once (never twice: `-F -F` would format a mounted device), plus
+//!   `-E lazy_itable_init=0,lazy_journal_init=0` unless the config gives `-E` itself, so that no
+//!   background inode-table initialisation writes during the measurement.
+
+use super::TargetError;
+use crate::plan::config::FsKind;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// Directories searched after `$PATH` (root's PATH may lack the sbin directories).
+const EXTRA_DIRS: [&str; 4] = ["/usr/sbin", "/sbin", "/usr/bin", "/bin"];
+
+/// A found mkfs program.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Mkfs {
+    /// The filesystem it makes.
+    pub fs: FsKind,
+    /// Absolute path of the program.
+    pub program: PathBuf,
+    /// First line of its version output (`mkfs.btrfs, part of btrfs-progs v6.2`).
+    pub version: String,
+}
+
+/// Program name and Debian package for a filesystem.
+pub fn program_and_package(fs: FsKind) -> Option<(&'static str, &'static str)> {
+    match fs {
+        FsKind::Btrfs => Some(("mkfs.btrfs", "btrfs-progs")),
+        FsKind::Ext4 => Some(("mkfs.ext4", "e2fsprogs")),
+        FsKind::Xfs => Some(("mkfs.xfs", "xfsprogs")),
+        FsKind::Tmpfs | FsKind::Dir => None,
+    }
+}
+
+fn find_program(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain(EXTRA_DIRS.iter().map(PathBuf::from))
+        .map(|d| d.join(name))
+        .find(|p| {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::metadata(p)
+                .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+                .unwrap_or(false)
+        })
+}
+
+impl Mkfs {
+    /// Find the program for `fs` and read its version.
+    pub fn find(fs: FsKind) -> Result<Mkfs, TargetError> {
+        let Some((name, package)) = program_and_package(fs) else {
+            return Err(TargetError::Unusable {
+                path: fs.to_string(),
+                message: "is not made by mkfs".into(),
+            });
+        };
+        let program = find_program(name).ok_or_else(|| TargetError::MkfsMissing {
+            program: name.to_string(),
+            package: package.to_string(),
+        })?;
+        let flag = match fs {
+            FsKind::Btrfs => "--version",
+            _ => "-V",
+        };
+        let version = Command::new(&program)
+            .arg(flag)
+            .stdin(Stdio::null())
+            .output()
+            .map(|o| {
+                let mut text = String::from_utf8_lossy(&o.stdout).into_owned();
+                text.push_str(&String::from_utf8_lossy(&o.stderr));
+                text.lines()
+                    .map(str::trim)
+                    .find(|l| !l.is_empty())
+                    .unwrap_or_default()
+                    .to_string()
+            })
+            .unwrap_or_default();
+        Ok(Mkfs {
+            fs,
+            program,
+            version,
+        })
+    }
+
+    /// The arguments for formatting `device` with the config's `options` (program excluded).
+    pub fn args(&self, device: &Path, options: &[String]) -> Vec<String> {
+        let mut args: Vec<String> = Vec::new();
+        match self.fs {
+            FsKind::Btrfs | FsKind::Xfs => args.push("-f".into()),
+            FsKind::Ext4 => {
+                if !options.iter().any(|o| o == "-F") {
+                    args.push("-F".into());
+                }
+                if !options.iter().any(|o| o.starts_with("-E")) {
+                    args.push("-E".into());
+                    args.push("lazy_itable_init=0,lazy_journal_init=0".into());
+                }
+            }
+            FsKind::Tmpfs | FsKind::Dir => {}
+        }
+        args.extend(options.iter().cloned());
+        args.push(device.display().to_string());
+        args
+    }
+
+    /// The whole command line, for the facts.
+    pub fn command_line(&self, device: &Path, options: &[String]) -> String {
+        let mut s = self.program.display().to_string();
+        for a in self.args(device, options) {
+            s.push(' ');
+            if a.is_empty() || a.contains(|c: char| c.is_whitespace() || c == '\'') {
+                s.push_str(&format!("'{}'", a.replace('\'', "'\\''")));
+            } else {
+                s.push_str(&a);
+            }
+        }
+        s
+    }
+
+    /// Format `device`. The caller has checked that it may.
+    pub fn run(&self, device: &Path, options: &[String]) -> Result<(), TargetError> {
+        let out = Command::new(&self.program)
+            .args(self.args(device, options))
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| TargetError::Io {
+                op: "run",
+                path: self.program.display().to_string(),
+                source: e,
+            })?;
+        if out.status.success() {
+            return Ok(());
+        }
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let tail: Vec<&str> = stderr.lines().rev().take(6).collect();
+        let tail: Vec<&str> = tail.into_iter().rev().collect();
+        Err(TargetError::CommandFailed {
+            what: "mkfs".into(),
+            command: self.command_line(device, options),
+            status: out.status.to_string(),
+            output: format!(
+                "{}; check the config's mkfs options, and the loop size (mkfs.xfs needs 300M, mkfs.btrfs 114M)",
+                tail.join(" | ")
+            ),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fake(fs: FsKind) -> Mkfs {
+        Mkfs {
+            fs,
+            program: PathBuf::from(format!("/usr/sbin/mkfs.{fs}")),
+            version: String::new(),
+        }
+    }
+
+    #[test]
+    fn ext4_is_forced_once_and_initialised_eagerly() {
+        let m = fake(FsKind::Ext4);
+        let dev = Path::new("/dev/loop9");
+        assert_eq!(
+            m.args(dev, &[]),
+            vec![
+                "-F",
+                "-E",
+                "lazy_itable_init=0,lazy_journal_init=0",
+                "/dev/loop9"
+            ]
+        );
+        let own = vec!["-F".to_string(), "-E".into(), "stride=4".into()];
+        assert_eq!(
+            m.args(dev, &own),
+            vec!["-F", "-E", "stride=4", "/dev/loop9"]
+        );
+    }
+
+    #[test]
+    fn config_options_come_last_before_the_device() {
+        let m = fake(FsKind::Btrfs);
+        let opts = vec!["-L".to_string(), "my label".into()];
+        assert_eq!(
+            m.command_line(Path::new("/dev/loop1"), &opts),
+            "/usr/sbin/mkfs.btrfs -f -L 'my label' /dev/loop1"
+        );
+    }
+
+    #[test]
+    fn a_missing_program_names_the_package() {
+        assert_eq!(
+            program_and_package(FsKind::Xfs),
+            Some(("mkfs.xfs", "xfsprogs"))
+        );
+        let e = TargetError::MkfsMissing {
+            program: "mkfs.xfs".into(),
+            package: "xfsprogs".into(),
+        };
+        assert!(e.to_string().contains("apt-get install xfsprogs"), "{e}");
+        assert!(find_program("fsdelta-no-such-mkfs").is_none());
+    }
+}

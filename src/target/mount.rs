@@ -1,0 +1,205 @@
+//! mount(2) and umount(2) for the filesystems fsdelta makes: the config's comma-separated
+//! options split into the kernel's flags (`noatime`, `ro`, ...) and the filesystem's own data
+//! (`compress-force=zstd`), as mount(8) does, and a guard that unmounts on drop.
+//!
+//! Why by hand: no dependency on util-linux's parsing, and the unmount can be timed alone
+//! (fsperf's umount timing). Must never unmount anything but the mount its guard made.
+
+use super::TargetError;
+use super::state::{Record, Resource, StateFile};
+use rustix::io::Errno;
+use rustix::mount::{MountFlags, UnmountFlags};
+use std::ffi::CString;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// Split mount options into the kernel's flags and the filesystem's data string.
+pub fn split_options(options: &str) -> (MountFlags, String) {
+    let mut flags = MountFlags::empty();
+    let mut data: Vec<&str> = Vec::new();
+    for opt in options.split(',').filter(|o| !o.is_empty()) {
+        let (set, clear) = match opt {
+            "ro" => (MountFlags::RDONLY, MountFlags::empty()),
+            "rw" => (MountFlags::empty(), MountFlags::RDONLY),
+            "nosuid" => (MountFlags::NOSUID, MountFlags::empty()),
+            "suid" => (MountFlags::empty(), MountFlags::NOSUID),
+            "nodev" => (MountFlags::NODEV, MountFlags::empty()),
+            "dev" => (MountFlags::empty(), MountFlags::NODEV),
+            "noexec" => (MountFlags::NOEXEC, MountFlags::empty()),
+            "exec" => (MountFlags::empty(), MountFlags::NOEXEC),
+            "sync" => (MountFlags::SYNCHRONOUS, MountFlags::empty()),
+            "async" => (MountFlags::empty(), MountFlags::SYNCHRONOUS),
+            "dirsync" => (MountFlags::DIRSYNC, MountFlags::empty()),
+            "noatime" => (MountFlags::NOATIME, MountFlags::empty()),
+            "atime" => (MountFlags::empty(), MountFlags::NOATIME),
+            "nodiratime" => (MountFlags::NODIRATIME, MountFlags::empty()),
+            "diratime" => (MountFlags::empty(), MountFlags::NODIRATIME),
+            "relatime" => (MountFlags::RELATIME, MountFlags::empty()),
+            "norelatime" => (MountFlags::empty(), MountFlags::RELATIME),
+            "strictatime" => (MountFlags::STRICTATIME, MountFlags::empty()),
+            "lazytime" => (MountFlags::LAZYTIME, MountFlags::empty()),
+            "nolazytime" => (MountFlags::empty(), MountFlags::LAZYTIME),
+            "nosymfollow" => (MountFlags::NOSYMFOLLOW, MountFlags::empty()),
+            "defaults" => (MountFlags::empty(), MountFlags::empty()),
+            other => {
+                data.push(other);
+                continue;
+            }
+        };
+        flags.remove(clear);
+        flags.insert(set);
+    }
+    (flags, data.join(","))
+}
+
+/// Mount `source` of type `fs_type` at `target` with `options`. The error says how to fix it.
+pub fn mount(source: &str, target: &Path, fs_type: &str, options: &str) -> Result<(), TargetError> {
+    let (flags, data) = split_options(options);
+    let data = CString::new(data).map_err(|_| TargetError::Unusable {
+        path: target.display().to_string(),
+        message: "mount options contain a NUL byte".into(),
+    })?;
+    rustix::mount::mount(source, target, fs_type, flags, data.as_c_str()).map_err(|e| {
+        let hint = match e {
+            Errno::INVAL => {
+                format!(
+                    "; the kernel refused the options '{options}' for {fs_type}: check their spelling (dmesg says which)"
+                )
+            }
+            Errno::PERM | Errno::ACCESS => "; mounting needs root".to_string(),
+            Errno::NODEV => format!("; this kernel has no {fs_type} (modprobe {fs_type})"),
+            Errno::BUSY => "; already mounted or in use".to_string(),
+            _ => String::new(),
+        };
+        TargetError::Unusable {
+            path: target.display().to_string(),
+            message: format!("mount -t {fs_type} -o '{options}' {source}: {e}{hint}"),
+        }
+    })
+}
+
+/// Unmount `target`, retrying for a while on EBUSY (a short-lived opener such as udev's blkid).
+/// Returns how long the successful umount(2) call took.
+pub fn unmount_patiently(target: &Path) -> Result<Duration, Errno> {
+    let mut tries = 0;
+    loop {
+        let start = Instant::now();
+        match rustix::mount::unmount(target, UnmountFlags::empty()) {
+            Ok(()) => return Ok(start.elapsed()),
+            Err(Errno::BUSY) if tries < 20 => {
+                tries += 1;
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Detach a busy mount from the tree; the kernel finishes when its last user goes.
+pub fn detach_lazily(target: &Path) -> Result<(), Errno> {
+    rustix::mount::unmount(target, UnmountFlags::DETACH)
+}
+
+/// A mount this process made, recorded in the state file; unmounted on
+/// [`unmount`](Mounted::unmount) or drop.
+#[derive(Debug)]
+pub struct Mounted {
+    target: PathBuf,
+    source: String,
+    record: Option<Record>,
+}
+
+impl Mounted {
+    /// Record, then mount. On failure the entry is cleared again.
+    pub fn mount(
+        state: &StateFile,
+        source: &str,
+        target: &Path,
+        fs_type: &str,
+        options: &str,
+    ) -> Result<(Mounted, Duration), TargetError> {
+        let record = state.record(Resource::Mount {
+            target: target.to_path_buf(),
+            source: source.to_string(),
+        })?;
+        let start = Instant::now();
+        match mount(source, target, fs_type, options) {
+            Ok(()) => Ok((
+                Mounted {
+                    target: target.to_path_buf(),
+                    source: source.to_string(),
+                    record: Some(record),
+                },
+                start.elapsed(),
+            )),
+            Err(e) => {
+                record.clear()?;
+                Err(e)
+            }
+        }
+    }
+
+    /// The mount point.
+    pub fn target(&self) -> &Path {
+        &self.target
+    }
+
+    /// Unmount; returns how long umount(2) took (writeback of dirty data included).
+    pub fn unmount(mut self) -> Result<Duration, TargetError> {
+        self.unmount_inner()
+    }
+
+    fn unmount_inner(&mut self) -> Result<Duration, TargetError> {
+        let Some(record) = self.record.take() else {
+            return Ok(Duration::ZERO);
+        };
+        match unmount_patiently(&self.target) {
+            Ok(d) => {
+                record.clear()?;
+                Ok(d)
+            }
+            Err(e) => {
+                self.record = Some(record);
+                Err(TargetError::Unusable {
+                    path: self.target.display().to_string(),
+                    message: format!(
+                        "umount of {}: {e}; a process still uses it (fuser -vm {}), `fsdelta cleanup` retries",
+                        self.source,
+                        self.target.display()
+                    ),
+                })
+            }
+        }
+    }
+}
+
+impl Drop for Mounted {
+    fn drop(&mut self) {
+        if self.unmount_inner().is_err() {
+            // Never leave it in the tree: detach lazily; the entry stays in the state file until
+            // recovery finds the mount gone.
+            let _ = detach_lazily(&self.target);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_and_data_are_split_like_mount_8() {
+        let (f, d) = split_options("noatime,compress-force=zstd,ro,rw,space_cache=v2");
+        assert_eq!(f, MountFlags::NOATIME);
+        assert_eq!(d, "compress-force=zstd,space_cache=v2");
+        let (f, d) = split_options("");
+        assert!(f.is_empty());
+        assert_eq!(d, "");
+        let (f, d) = split_options("relatime,lazytime,nodev,size=1048576");
+        assert_eq!(
+            f,
+            MountFlags::RELATIME | MountFlags::LAZYTIME | MountFlags::NODEV
+        );
+        assert_eq!(d, "size=1048576");
+    }
+}

@@ -1,0 +1,61 @@
+//! Helpers shared by the end-to-end tests: skipping with a reason (or failing when
+//! FSDELTA_REQUIRE_ALL=1), temporary databases, and a tmpfs mount that is always unmounted.
+#![allow(dead_code)]
+
+use assert_cmd::Command;
+use std::path::{Path, PathBuf};
+
+/// Whether a test that needs `what` may run. Without it, print why the test is skipped, or
+/// panic when FSDELTA_REQUIRE_ALL=1 (CI), so that a green CI means everything ran.
+pub fn require(available: bool, what: &str) -> bool {
+    if available {
+        return true;
+    }
+    if std::env::var("FSDELTA_REQUIRE_ALL").as_deref() == Ok("1") {
+        panic!("FSDELTA_REQUIRE_ALL=1 but this test needs {what}");
+    }
+    eprintln!("SKIPPED: this test needs {what}");
+    false
+}
+
+/// Whether we run as root.
+pub fn is_root() -> bool {
+    rustix::process::geteuid().is_root()
+}
+
+/// The fsdelta binary with a private database and no progress noise.
+pub fn fsdelta(db: &Path) -> Command {
+    let mut c = Command::cargo_bin("fsdelta").unwrap();
+    c.env("FSDELTA_DB", db).env_remove("XDG_DATA_HOME");
+    c
+}
+
+/// A tmpfs of `size` mounted on a fresh temporary directory, unmounted on drop.
+pub struct Tmpfs {
+    pub dir: tempfile::TempDir,
+}
+
+impl Tmpfs {
+    pub fn mount(size: &str) -> Tmpfs {
+        let dir = tempfile::tempdir().unwrap();
+        let st = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "fsdelta-test"])
+            .arg(dir.path())
+            .status()
+            .unwrap();
+        assert!(st.success(), "mount tmpfs failed");
+        Tmpfs { dir }
+    }
+
+    pub fn path(&self) -> PathBuf {
+        self.dir.path().to_path_buf()
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg(self.dir.path())
+            .status();
+    }
+}

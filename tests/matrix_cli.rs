@@ -1,0 +1,377 @@
+//! End-to-end tests of `fsdelta run --config`: a matrix of real filesystems on loop images
+//! (btrfs with two compression settings, ext4, xfs), every sample recording the mount options
+//! actually in force; a filesystem that fills up; SIGINT and kill -9 in the middle of a run
+//! followed by `fsdelta cleanup`, with no loop device or mount left behind.
+//!
+//! Needs root, loop devices, mkfs.btrfs and mkfs.xfs: skipped with the reason otherwise, unless
+//! FSDELTA_REQUIRE_ALL=1.
+
+mod common;
+
+use common::{fsdelta, is_root, require};
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+fn have(program: &str) -> bool {
+    ["/usr/sbin", "/sbin", "/usr/bin", "/bin"]
+        .iter()
+        .any(|d| Path::new(d).join(program).exists())
+}
+
+fn can_run_matrix() -> bool {
+    require(is_root(), "root (mkfs, mount, loop devices)")
+        && require(Path::new("/dev/loop-control").exists(), "loop devices")
+        && require(
+            have("mkfs.btrfs"),
+            "mkfs.btrfs (Debian package btrfs-progs)",
+        )
+        && require(have("mkfs.xfs"), "mkfs.xfs (Debian package xfsprogs)")
+        && require(have("mkfs.ext4"), "mkfs.ext4 (Debian package e2fsprogs)")
+}
+
+/// A scratch location, a state file and a database, all private to one test.
+struct Env {
+    dir: tempfile::TempDir,
+}
+
+impl Env {
+    fn new() -> Env {
+        Env {
+            dir: tempfile::tempdir_in("/var/tmp").unwrap(),
+        }
+    }
+    fn scratch(&self) -> PathBuf {
+        self.dir.path().join("scratch")
+    }
+    fn db(&self) -> PathBuf {
+        self.dir.path().join("r.sqlite")
+    }
+    fn state(&self) -> PathBuf {
+        self.dir.path().join("state.json")
+    }
+    fn config(&self, body: &str) -> PathBuf {
+        let p = self.dir.path().join("config.toml");
+        fs::write(
+            &p,
+            format!("scratch = \"{}\"\n\n{body}", self.scratch().display()),
+        )
+        .unwrap();
+        p
+    }
+    fn cmd(&self) -> assert_cmd::Command {
+        let mut c = fsdelta(&self.db());
+        c.env("FSDELTA_STATE_FILE", self.state());
+        c
+    }
+    fn spawn(&self, args: &[&str]) -> Child {
+        std::process::Command::new(assert_cmd::cargo::cargo_bin("fsdelta"))
+            .env("FSDELTA_DB", self.db())
+            .env("FSDELTA_STATE_FILE", self.state())
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    }
+    /// Mounts and loop devices under the scratch location.
+    fn leftovers(&self) -> Vec<String> {
+        let root = self.scratch();
+        let mut out: Vec<String> = fs::read_to_string("/proc/self/mounts")
+            .unwrap()
+            .lines()
+            .filter(|l| {
+                l.split(' ')
+                    .nth(1)
+                    .is_some_and(|t| Path::new(t).starts_with(&root))
+            })
+            .map(|l| format!("mount: {l}"))
+            .collect();
+        for e in fs::read_dir("/sys/block").unwrap().flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if !name.starts_with("loop") {
+                continue;
+            }
+            let backing =
+                fs::read_to_string(e.path().join("loop/backing_file")).unwrap_or_default();
+            if Path::new(backing.trim()).starts_with(&root) {
+                out.push(format!("loop: /dev/{name} -> {}", backing.trim()));
+            }
+        }
+        out
+    }
+    fn export(&self) -> serde_json::Value {
+        let out = self.cmd().args(["export", "latest"]).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    }
+}
+
+impl Drop for Env {
+    fn drop(&mut self) {
+        // Whatever a failed assertion left, undo it so the machine stays clean.
+        let _ = std::process::Command::new(assert_cmd::cargo::cargo_bin("fsdelta"))
+            .env("FSDELTA_STATE_FILE", self.state())
+            .arg("cleanup")
+            .output();
+    }
+}
+
+const MATRIX: &str = r#"
+[[config]]
+name = "btrfs-lzo"
+fs = "btrfs"
+device = "loop:1G"
+mount = "compress-force=lzo"
+
+[[config]]
+name = "btrfs-zstd"
+fs = "btrfs"
+device = "loop:1G"
+mount = "compress-force=zstd"
+
+[[config]]
+name = "ext4"
+fs = "ext4"
+device = "loop:1G"
+mount = "noatime"
+
+[[config]]
+name = "xfs"
+fs = "xfs"
+device = "loop:1G"
+"#;
+
+#[test]
+fn a_matrix_records_the_mount_options_in_force_and_leaves_nothing() {
+    if !can_run_matrix() {
+        return;
+    }
+    let env = Env::new();
+    let cfg = env.config(MATRIX);
+    env.cmd()
+        .args([
+            "run",
+            "--test",
+            "smallfiles",
+            "-n",
+            "1",
+            "--label",
+            "matrix",
+            "--quiet",
+        ])
+        .arg("--config")
+        .arg(&cfg)
+        .assert()
+        .success();
+    assert_eq!(env.leftovers(), Vec::<String>::new());
+    let doc = env.export();
+    let samples = doc["runs"][0]["samples"].as_array().unwrap();
+    assert_eq!(samples.len(), 4);
+    let by = |name: &str| {
+        samples
+            .iter()
+            .find(|s| s["config"] == name)
+            .unwrap_or_else(|| panic!("no sample of {name}"))
+    };
+    for (name, fs_type, option) in [
+        ("btrfs-lzo", "btrfs", "compress-force=lzo"),
+        ("btrfs-zstd", "btrfs", "compress-force=zstd"),
+        ("ext4", "ext4", "noatime"),
+        ("xfs", "xfs", "rw"),
+    ] {
+        let s = by(name);
+        assert_eq!(s["status"], "ok", "{name}: {}", s["error"]);
+        assert_eq!(s["facts"]["fs_type"], fs_type, "{name}");
+        let opts = s["facts"]["mount_options"].as_str().unwrap();
+        assert!(opts.contains(option), "{name}: {opts}");
+        assert!(
+            s["facts"]["extra"]["mkfs_program"].as_str().is_some(),
+            "{name}: {}",
+            s["facts"]
+        );
+        let names: Vec<&str> = s["metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["name"].as_str().unwrap())
+            .collect();
+        for m in [
+            "files_per_sec",
+            "dev_write_kbytes",
+            "write_amplification",
+            "umount_s",
+            "mount_s",
+        ] {
+            assert!(names.contains(&m), "{name} lacks {m}: {names:?}");
+        }
+    }
+    // Forced compression of zero-filled files writes less than ext4 does.
+    let wa = |name: &str| {
+        by(name)["metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["name"] == "dev_write_kbytes")
+            .unwrap()["value"]
+            .as_f64()
+            .unwrap()
+    };
+    assert!(wa("btrfs-zstd") > 0.0 && wa("ext4") > 0.0);
+
+    // Two configurations side by side.
+    env.cmd()
+        .args(["compare", "latest@btrfs-lzo", "latest@btrfs-zstd", "--all"])
+        .assert()
+        .stdout(predicates::str::contains("btrfs-lzo vs btrfs-zstd"));
+}
+
+#[test]
+fn a_filesystem_that_fills_up_fails_that_sample_and_the_run_goes_on() {
+    if !can_run_matrix() {
+        return;
+    }
+    let env = Env::new();
+    let cfg = env.config(
+        r#"
+[[config]]
+name = "tiny"
+fs = "tmpfs"
+size = "3M"
+
+[[config]]
+name = "roomy"
+fs = "ext4"
+device = "loop:256M"
+"#,
+    );
+    let out = env
+        .cmd()
+        .args(["run", "--test", "smallfiles", "-n", "1", "--quiet"])
+        .arg("--config")
+        .arg(&cfg)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(env.leftovers(), Vec::<String>::new());
+    let doc = env.export();
+    assert_eq!(doc["runs"][0]["status"], "failed");
+    let samples = doc["runs"][0]["samples"].as_array().unwrap();
+    let tiny = samples.iter().find(|s| s["config"] == "tiny").unwrap();
+    assert_eq!(tiny["status"], "failed");
+    assert!(
+        tiny["error"]
+            .as_str()
+            .unwrap()
+            .contains("filesystem is full"),
+        "{tiny}"
+    );
+    let roomy = samples.iter().find(|s| s["config"] == "roomy").unwrap();
+    assert_eq!(roomy["status"], "ok", "{roomy}");
+}
+
+/// Wait until the run has stored at least one sample.
+fn wait_for_a_sample(env: &Env) {
+    let start = Instant::now();
+    loop {
+        assert!(
+            start.elapsed() < Duration::from_secs(180),
+            "no sample in 180 s"
+        );
+        std::thread::sleep(Duration::from_millis(300));
+        let out = env.cmd().args(["list"]).output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        let stored = text.lines().skip(1).any(|l| {
+            l.split_whitespace()
+                .nth(6)
+                .is_some_and(|n| n.parse::<u32>().is_ok_and(|n| n > 0))
+        });
+        if stored {
+            return;
+        }
+    }
+}
+
+#[test]
+fn sigint_in_a_matrix_run_unmounts_and_detaches_everything() {
+    if !can_run_matrix() {
+        return;
+    }
+    let env = Env::new();
+    let cfg = env.config(MATRIX);
+    let cfg = cfg.to_str().unwrap().to_string();
+    let mut child = env.spawn(&[
+        "run", "--config", &cfg, "--test", "bigdir", "-n", "50", "--label", "int",
+    ]);
+    wait_for_a_sample(&env);
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(child.id() as i32).unwrap(),
+        rustix::process::Signal::INT,
+    )
+    .unwrap();
+    assert_eq!(child.wait().unwrap().code(), Some(130));
+    assert_eq!(env.leftovers(), Vec::<String>::new());
+    let doc = env.export();
+    assert_eq!(doc["runs"][0]["status"], "aborted");
+    assert!(!doc["runs"][0]["samples"].as_array().unwrap().is_empty());
+}
+
+#[test]
+fn kill_9_leftovers_are_undone_by_cleanup() {
+    if !can_run_matrix() {
+        return;
+    }
+    let env = Env::new();
+    let cfg = env.config(MATRIX);
+    let cfg = cfg.to_str().unwrap().to_string();
+    let mut child = env.spawn(&["run", "--config", &cfg, "--test", "bigdir", "-n", "50"]);
+    wait_for_a_sample(&env);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(
+        !env.leftovers().is_empty(),
+        "a killed run should have left a mount or loop device to clean up"
+    );
+    let out = env.cmd().arg("cleanup").output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(env.leftovers(), Vec::<String>::new());
+    let again = env.cmd().arg("cleanup").output().unwrap();
+    assert!(again.status.success());
+}
+
+#[test]
+fn two_configurations_with_one_name_are_a_config_error_with_the_line() {
+    let env = Env::new();
+    let cfg = env.config(
+        r#"
+[[config]]
+name = "a"
+fs = "tmpfs"
+
+[[config]]
+name = "a"
+fs = "tmpfs"
+"#,
+    );
+    env.cmd()
+        .args(["run", "--quiet", "--config"])
+        .arg(&cfg)
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("config.toml:"))
+        .stderr(predicates::str::contains("'a'"));
+}

@@ -1,0 +1,357 @@
+//! End-to-end tests of `fsdelta run`, `list`, `show`, `export` and `compare`, driving the real
+//! binary on temporary directories and databases.
+
+mod common;
+
+use common::{Tmpfs, fsdelta, is_root, require};
+use predicates::prelude::*;
+use std::time::{Duration, Instant};
+
+fn json(out: &[u8]) -> serde_json::Value {
+    serde_json::from_slice(out).expect("valid JSON")
+}
+
+#[test]
+fn run_twice_then_list_show_export_and_compare() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("r.sqlite");
+    let target = tmp.path().join("target");
+    std::fs::create_dir(&target).unwrap();
+
+    for label in ["base", "cur"] {
+        fsdelta(&db)
+            .args(["run", "--test", "emptyfiles", "--test", "bigdir", "-n", "2"])
+            .args(["--label", label, "--target"])
+            .arg(&target)
+            .assert()
+            .success()
+            .stdout(predicate::str::contains("emptyfiles (scratch)"))
+            .stdout(predicate::str::contains("files_per_sec"))
+            .stdout(predicate::str::contains("bigdir (scratch)"));
+    }
+    // The scratch directory is gone.
+    assert_eq!(std::fs::read_dir(&target).unwrap().count(), 0);
+
+    fsdelta(&db)
+        .arg("list")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("base"))
+        .stdout(predicate::str::contains("complete"));
+
+    fsdelta(&db)
+        .args(["show", "latest"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("label cur"))
+        .stdout(predicate::str::contains(
+            "test emptyfiles: fs_mark -s 0 -n 10000 -t 2 -S 0 -D 16 -N 256",
+        ))
+        .stdout(predicate::str::contains("create_lat_ns_p99"));
+
+    let out = fsdelta(&db)
+        .args(["export", "label:base", "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let doc = json(&out.stdout);
+    assert_eq!(doc["schema_version"], 1);
+    let samples = doc["runs"][0]["samples"].as_array().unwrap();
+    assert_eq!(samples.len(), 4);
+    let metrics = samples[0]["metrics"].as_array().unwrap();
+    let fps = metrics
+        .iter()
+        .find(|m| m["name"] == "files_per_sec")
+        .expect("files_per_sec stored");
+    assert_eq!(fps["unit"], "files/s");
+    assert_eq!(fps["direction"], "higher_is_better");
+    assert!(fps["value"].as_f64().unwrap() > 0.0);
+    assert!(!samples[0]["histograms"].as_array().unwrap().is_empty());
+    assert!(
+        !samples[0]["fs_type"].as_str().unwrap_or("").is_empty()
+            || !samples[0]["facts"]["fs_type"]
+                .as_str()
+                .unwrap_or("")
+                .is_empty()
+    );
+
+    let csv = fsdelta(&db)
+        .args(["export", "latest", "--format", "csv"])
+        .output()
+        .unwrap();
+    let csv = String::from_utf8(csv.stdout).unwrap();
+    assert!(csv.starts_with("run_id,label,"));
+    assert!(csv.lines().any(|l| l.contains(",files_per_sec,")));
+
+    let out = fsdelta(&db)
+        .args(["compare", "label:base", "label:cur"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8(out).unwrap();
+    assert!(text.contains("baseline: label:base"), "{text}");
+    assert!(text.contains("files_per_sec"), "{text}");
+    assert!(text.lines().all(|l| l.chars().count() <= 80), "{text}");
+    assert!(text.contains('%'), "{text}");
+
+    let out = fsdelta(&db)
+        .args([
+            "compare", "latest~1", "latest", "--format", "json", "--test", "bigdir",
+        ])
+        .output()
+        .unwrap();
+    let doc = json(&out.stdout);
+    let metrics = doc["metrics"].as_array().unwrap();
+    assert!(metrics.iter().all(|m| m["test"] == "bigdir"));
+    assert!(metrics.iter().any(|m| m["diff_pct"].is_number()));
+}
+
+#[test]
+fn bad_input_gets_a_clear_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("r.sqlite");
+    fsdelta(&db)
+        .args(["run", "--test", "nosuchtest"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "known tests: emptyfiles, smallfiles, bigdir",
+        ));
+    fsdelta(&db)
+        .args(["run", "--target", "/nonexistent/dir"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--target"));
+    fsdelta(&db)
+        .args(["show", "latest"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("no run matches 'latest'"));
+    fsdelta(&db)
+        .args(["show", "yesterday"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("label:TEXT"));
+    fsdelta(&db).args(["run", "--bogus"]).assert().code(2);
+}
+
+#[test]
+fn a_full_disk_fails_one_sample_and_keeps_the_others() {
+    if !require(is_root(), "root (to mount a small tmpfs)") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("r.sqlite");
+    let fs = Tmpfs::mount("2m");
+    fsdelta(&db)
+        .args([
+            "run",
+            "--test",
+            "emptyfiles",
+            "--test",
+            "smallfiles",
+            "-n",
+            "1",
+            "--label",
+            "full",
+        ])
+        .arg("--target")
+        .arg(fs.path())
+        .assert()
+        .code(2)
+        .stdout(predicate::str::contains("FAILED smallfiles"))
+        .stdout(predicate::str::contains("filesystem is full"))
+        .stderr(predicate::str::contains("1 failed sample"));
+    // Nothing is left on the small filesystem.
+    assert_eq!(std::fs::read_dir(fs.path()).unwrap().count(), 0);
+    let out = fsdelta(&db).args(["export", "latest"]).output().unwrap();
+    let doc = json(&out.stdout);
+    assert_eq!(doc["runs"][0]["status"], "failed");
+    let samples = doc["runs"][0]["samples"].as_array().unwrap();
+    assert_eq!(samples.len(), 2);
+    assert_eq!(samples[0]["test"], "emptyfiles");
+    assert_eq!(samples[0]["status"], "ok");
+    assert!(!samples[0]["metrics"].as_array().unwrap().is_empty());
+    assert_eq!(samples[1]["test"], "smallfiles");
+    assert_eq!(samples[1]["status"], "failed");
+    assert!(
+        samples[1]["error"]
+            .as_str()
+            .unwrap()
+            .contains("No space left")
+    );
+}
+
+#[test]
+fn sigint_aborts_the_run_keeps_finished_samples_and_removes_scratch() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("r.sqlite");
+    let target = tmp.path().join("target");
+    std::fs::create_dir(&target).unwrap();
+    let bin = assert_cmd::cargo::cargo_bin("fsdelta");
+    let mut child = std::process::Command::new(bin)
+        .env("FSDELTA_DB", &db)
+        .args([
+            "run", "--test", "bigdir", "-n", "200", "--label", "int", "--target",
+        ])
+        .arg(&target)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait for at least one finished sample.
+    let start = Instant::now();
+    loop {
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "no sample stored in 120 s"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+        let out = fsdelta(&db).args(["list"]).output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        if text
+            .lines()
+            .any(|l| l.contains("int") && !l.contains("      0  "))
+        {
+            break;
+        }
+    }
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(child.id() as i32).unwrap(),
+        rustix::process::Signal::INT,
+    )
+    .unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    let mut err = String::new();
+    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
+    assert!(err.contains("interrupted"), "{err}");
+    assert_eq!(
+        std::fs::read_dir(&target).unwrap().count(),
+        0,
+        "scratch left behind"
+    );
+    let out = fsdelta(&db).args(["export", "latest"]).output().unwrap();
+    let doc = json(&out.stdout);
+    assert_eq!(doc["runs"][0]["status"], "aborted");
+    let samples = doc["runs"][0]["samples"].as_array().unwrap();
+    assert!(!samples.is_empty());
+    assert!(samples.len() < 200);
+    assert!(samples.iter().all(|s| s["status"] == "ok"));
+}
+
+#[test]
+fn two_processes_write_one_database_without_losing_a_sample() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("r.sqlite");
+    let bin = assert_cmd::cargo::cargo_bin("fsdelta");
+    let children: Vec<_> = (0..2)
+        .map(|i| {
+            std::process::Command::new(&bin)
+                .env("FSDELTA_DB", &db)
+                .args(["run", "--test", "emptyfiles", "-n", "3", "--quiet"])
+                .args(["--label", &format!("p{i}"), "--target"])
+                .arg(tmp.path())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for c in children {
+        let out = c.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    for label in ["p0", "p1"] {
+        let out = fsdelta(&db)
+            .args(["export", &format!("label:{label}")])
+            .output()
+            .unwrap();
+        let doc = json(&out.stdout);
+        assert_eq!(doc["runs"][0]["status"], "complete");
+        assert_eq!(doc["runs"][0]["samples"].as_array().unwrap().len(), 3);
+    }
+}
+
+#[test]
+fn progress_is_a_line_per_sample_when_stderr_is_not_a_terminal() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("r.sqlite");
+    let out = fsdelta(&db)
+        .args(["run", "--test", "bigdir", "-n", "2", "--target"])
+        .arg(tmp.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    for rep in 1..=2 {
+        let line = err
+            .lines()
+            .find(|l| l.starts_with(&format!("scratch/bigdir rep {rep}/2: ")))
+            .unwrap_or_else(|| panic!("no line for repetition {rep}:\n{err}"));
+        assert!(line.contains(" s, files_per_sec "), "{line}");
+    }
+    // No terminal control sequences in a log.
+    assert!(!err.contains('\u{1b}'), "{err}");
+    // --quiet: nothing but errors.
+    let out = fsdelta(&db)
+        .args(["run", "--test", "bigdir", "-n", "1", "--quiet", "--target"])
+        .arg(tmp.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn an_o_direct_test_on_tmpfs_runs_or_is_skipped_with_the_reason_never_fails() {
+    // tmpfs accepts O_DIRECT since Linux 6.6; on older kernels the test is skipped, with the
+    // reason, instead of failing.
+    if !require(is_root(), "root (to mount a tmpfs)") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("r.sqlite");
+    let fs = Tmpfs::mount("512m");
+    let out = fsdelta(&db)
+        .args([
+            "run",
+            "--test",
+            "diorandwrite",
+            "-n",
+            "1",
+            "--quiet",
+            "--target",
+        ])
+        .arg(fs.path())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    let doc = json(
+        &fsdelta(&db)
+            .args(["export", "latest"])
+            .output()
+            .unwrap()
+            .stdout,
+    );
+    assert_eq!(doc["runs"][0]["status"], "complete");
+    let samples = doc["runs"][0]["samples"].as_array().unwrap();
+    if samples.is_empty() {
+        assert!(text.contains("SKIPPED diorandwrite (scratch)"), "{text}");
+        assert!(text.contains("O_DIRECT"), "{text}");
+    } else {
+        assert_eq!(samples[0]["status"], "ok");
+    }
+}
