@@ -69,6 +69,21 @@ fn parse_args(args: &[String]) -> Result<Option<Args>, String> {
     while i < args.len() {
         let a = args[i].as_str();
         i += 1;
+        // Bundled boolean short flags, as popt takes them: -sSF.
+        if a.len() > 2
+            && !a.starts_with("--")
+            && a.starts_with('-')
+            && a[1..].chars().all(|c| matches!(c, 's' | 'S' | 'F'))
+        {
+            for c in a[1..].chars() {
+                match c {
+                    's' => opts.flags.sync_open = true,
+                    'S' => opts.flags.sync_dirs = true,
+                    _ => opts.flags.fsync_writes = true,
+                }
+            }
+            continue;
+        }
         // Split `--name=value`, `-tVALUE`.
         let (name, inline): (&str, Option<&str>) = if let Some(long) = a.strip_prefix("--") {
             match long.split_once('=') {
@@ -256,6 +271,8 @@ mod tests {
         assert_eq!(a.opts.clients(), 6);
         assert_eq!(a.opts.loadfile, LoadfileSource::Builtin);
         assert_eq!(p("1").unwrap().unwrap().opts.time_limit_s, 600);
+        let f = p("-sF 1").unwrap().unwrap().opts.flags;
+        assert!(f.sync_open && f.fsync_writes && !f.sync_dirs);
     }
 
     #[test]

@@ -5,8 +5,8 @@
 //! Why a module of its own: this is the timed loop. Everything a client needs (path buffers, the
 //! directory-read buffer, the zero-filled write buffer, the read buffer, the handle table) is
 //! allocated once when the client is built, so replaying an operation allocates nothing, except
-//! `Deltree`, which walks a directory tree and runs once per pass, and the text of a reported
-//! status mismatch. This module must never print: a status mismatch that dbench prints and
+//! `Deltree`, which walks a directory tree and runs once per pass, the fresh histograms of the
+//! one statistics reset at the end of warmup, and the text of a reported status mismatch. This module must never print: a status mismatch that dbench prints and
 //! carries on from is handed to the run's notice callback; one that dbench treats as fatal is
 //! returned as an error.
 
@@ -73,7 +73,9 @@ impl OpStats {
 }
 
 /// What the ticker reads from a running client; written only by the client's own thread.
+/// Cache-line aligned so that two clients never write to the same line.
 #[derive(Debug, Default)]
+#[repr(align(64))]
 pub struct ClientShared {
     /// Bytes read and written (requested sizes, as dbench counts).
     pub bytes: AtomicU64,
@@ -128,7 +130,7 @@ pub struct Client<'a> {
     dirbuf: Vec<MaybeUninit<u8>>,
     zeros: Vec<u8>,
     rbuf: Vec<u8>,
-    /// Per-class statistics, indexed by [`OpClass::index`].
+    /// Per-class statistics, indexed by [`OpClass::index`](super::loadfile::OpClass::index).
     pub stats: Vec<OpStats>,
     /// What the ticker reads.
     pub shared: &'a ClientShared,

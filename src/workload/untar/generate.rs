@@ -142,6 +142,7 @@ pub fn generate_tarball<W: Write>(files: u64, seed: u64, out: W) -> io::Result<T
     // Directories: a random tree under the top-level ones, about one per 13 files.
     let want_dirs = (files / 13).max(TOP.len() as u64) as usize;
     let mut dirs: Vec<(String, u32)> = TOP.iter().map(|t| (format!("src/{t}"), 1)).collect();
+    let mut seen: std::collections::HashSet<String> = dirs.iter().map(|d| d.0.clone()).collect();
     while dirs.len() < want_dirs {
         // Prefer shallow parents a little, as real trees are bushy near the top.
         let i = rng.random_range(0..dirs.len());
@@ -153,7 +154,7 @@ pub fn generate_tarball<W: Write>(files: u64, seed: u64, out: W) -> io::Result<T
         }
         let words = 1 + (rng.next_u32() % 2) as usize;
         let child = format!("{}/{}", dirs[parent].0, name(&mut rng, words));
-        if dirs.iter().any(|(d, _)| *d == child) {
+        if !seen.insert(child.clone()) {
             continue;
         }
         dirs.push((child, depth + 1));

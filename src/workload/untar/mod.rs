@@ -28,7 +28,8 @@ use std::path::{Component, Path, PathBuf};
 pub enum TarballSource {
     /// fsdelta's generated source tree of about `files` files.
     Generated {
-        /// Regular files in the tree (the kernel has ~80 000, fsperf's firefox ~250 000).
+        /// Regular files in the tree (a Linux kernel tree has ~80 000; the Firefox source of
+        /// fsperf's untarfirefox a few hundred thousand).
         files: u64,
         /// Generator seed.
         seed: u64,
