@@ -221,6 +221,25 @@ fn fsperf(scale: f64, ram_mib: u64) -> Suite {
                     ((100_000.0 * s).round() as u64).max(100)
                 ),
             ),
+            TestSpec {
+                name: "dbench60".into(),
+                description: "fsperf's `dbench 60`: 60 clients for dbench's default 600 s (here with fsdelta's own loadfile; client.txt is GPL and not shipped)".into(),
+                engine: EngineSpec::Dbench {
+                    clients: 60,
+                    seconds: ((600.0 * s).round() as u32).max(5),
+                    warmup_s: None,
+                    loadfile: None,
+                },
+            },
+            TestSpec {
+                name: "untar".into(),
+                description: "fsperf's untarfirefox at its scale: a generated source tree of about 250000 files, extract + sync".into(),
+                engine: EngineSpec::Untar {
+                    files: ((250_000.0 * s).round() as u64).max(1000),
+                    seed: 1,
+                    tarball: None,
+                },
+            },
             fio(
                 "randwrite2xram",
                 "fsperf: 4 jobs of 4k random buffered writes, 2 x RAM in all, for at most 300 s",

@@ -89,7 +89,6 @@ fn interval(c: &Comparison) -> String {
     }
 }
 
-
 /// The summary line: counts, and how many false flags chance alone would give.
 pub fn summary_line(s: &Summary) -> String {
     format!(
