@@ -8,4 +8,5 @@
 pub mod compare;
 pub mod export;
 pub mod fsmark;
+pub mod profile;
 pub mod text;
