@@ -6,6 +6,7 @@
 
 pub mod cleanup;
 pub mod fsmark;
+pub mod profile;
 pub mod query;
 pub mod run;
 
@@ -141,9 +142,16 @@ pub enum Command {
         cur: String,
         #[command(flatten)]
         opts: CompareArgs,
+        /// Under the verdicts, for each regressed or improved test, the symbols whose CPU share
+        /// changed most and a hint (profiles recorded with `run --profile`).
+        #[arg(long)]
+        profile: bool,
         #[command(flatten)]
         db: DbArg,
     },
+    /// Top symbols of the CPU profiles that `run --profile` recorded, by self and total share,
+    /// kernel [k] and user [.], like perf top. Example: fsdelta profile latest --test emptyfiles
+    Profile(profile::ProfileArgs),
     /// Export every stored number of a selection. Example: fsdelta export latest --format csv
     Export {
         /// Runs: an id, latest, latest~N or label:TEXT.
@@ -205,6 +213,18 @@ pub struct RunArgs {
     /// Compare with these runs when the run ends and exit like `compare` (1 on a regression).
     #[arg(long, value_name = "SEL")]
     pub baseline: Option<String>,
+    /// Record a CPU profile (perf record -e cpu-clock -a -g, Debian package linux-perf) of each
+    /// sample: always (the default), first (first repetition only), or optional (go on without
+    /// profiles when perf cannot record). See `fsdelta profile` and `compare --profile`.
+    #[arg(
+        long,
+        value_enum,
+        value_name = "WHEN",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "always"
+    )]
+    pub profile: Option<profile::ProfileMode>,
     /// No progress output.
     #[arg(short, long)]
     pub quiet: bool,
@@ -263,8 +283,17 @@ pub fn main() -> i32 {
             base,
             cur,
             opts,
+            profile: false,
             db,
         } => query::compare(&db, &base, &cur, &opts),
+        Command::Compare {
+            base,
+            cur,
+            opts,
+            db,
+            ..
+        } => profile::compare(&db, &base, &cur, &opts),
+        Command::Profile(args) => profile::main(&args),
         Command::Export {
             sel,
             format,

@@ -20,7 +20,7 @@ fn open(db: &DbArg) -> Result<Box<dyn Store>> {
 }
 
 /// Runs a selector names, each with its samples.
-fn load(store: &dyn Store, sel: &str) -> Result<Vec<(RunInfo, Vec<SampleRecord>)>> {
+pub(crate) fn load(store: &dyn Store, sel: &str) -> Result<Vec<(RunInfo, Vec<SampleRecord>)>> {
     let sel: Selector = sel.parse()?;
     let runs = store.select(&sel)?;
     runs.into_iter()
@@ -46,7 +46,7 @@ fn describe(sel: &str, runs: &[(RunInfo, Vec<SampleRecord>)]) -> String {
     )
 }
 
-fn write_stdout(s: &str) -> Result<()> {
+pub(crate) fn write_stdout(s: &str) -> Result<()> {
     let mut out = std::io::stdout().lock();
     match out.write_all(s.as_bytes()).and_then(|_| out.flush()) {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
@@ -95,7 +95,7 @@ pub fn show(db: &DbArg, sel: &str) -> Result<i32> {
 }
 
 /// Split `SEL@CONFIG` into the selector and the configuration (the last `@` counts).
-fn split_config(sel: &str) -> (&str, Option<&str>) {
+pub(crate) fn split_config(sel: &str) -> (&str, Option<&str>) {
     match sel.rsplit_once('@') {
         Some((s, c)) if !s.is_empty() && !c.is_empty() => (s, Some(c)),
         _ => (sel, None),
