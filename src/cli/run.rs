@@ -169,6 +169,7 @@ struct Outcome {
 }
 
 /// Run one test once on the i-th target.
+#[allow(clippy::too_many_arguments)]
 fn one_sample(
     targets: &mut Targets,
     i: usize,
@@ -205,7 +206,7 @@ fn one_sample(
                 cancel,
                 progress: sink,
             });
-            if let Some(p) = profiler.as_deref_mut() {
+            if let Some(p) = profiler {
                 p.stop();
             }
             let _ = scratch.discard_subdir(&dir);
@@ -250,7 +251,7 @@ fn one_sample(
                 cancel,
                 progress: sink,
             });
-            if let Some(p) = profiler.as_deref_mut() {
+            if let Some(p) = profiler {
                 p.stop();
             }
             let cpu = counters.metrics_since();
