@@ -11,7 +11,8 @@
 //! never leave perf running or its data file behind: perf starts disabled and is enabled through
 //! its control FIFO only once it is ready, dies with this process (`PR_SET_PDEATHSIG`), is
 //! killed when a [`Recorder`] is dropped, and its data lives in a private temporary directory
-//! removed when the [`Recording`] is folded or dropped.
+//! removed when the [`Recording`] is folded or dropped (or, after a kill -9, by the next
+//! profiled run: [`remove_stale`]).
 
 use crate::store::StoredProfile;
 use flate2::Compression;
@@ -167,6 +168,9 @@ impl Profile {
     }
 }
 
+/// Prefix of the private directories, followed by `<pid>-<n>`.
+const DIR_PREFIX: &str = "fsdelta-perf-";
+
 /// A private temporary directory, removed on drop.
 #[derive(Debug)]
 struct PrivateDir(PathBuf);
@@ -175,7 +179,7 @@ impl PrivateDir {
     fn create() -> Result<PrivateDir, ProfileError> {
         static NEXT: AtomicU64 = AtomicU64::new(0);
         let path = std::env::temp_dir().join(format!(
-            "fsdelta-perf-{}-{}",
+            "{DIR_PREFIX}{}-{}",
             std::process::id(),
             NEXT.fetch_add(1, Ordering::Relaxed)
         ));
@@ -193,6 +197,30 @@ impl Drop for PrivateDir {
     fn drop(&mut self) {
         let _ = fs::remove_dir_all(&self.0);
     }
+}
+
+/// Remove the perf directories in `tmp` left by fsdelta processes that no longer exist (killed
+/// with -9 while recording); returns how many were removed.
+pub fn remove_stale(tmp: &Path) -> usize {
+    let Ok(entries) = fs::read_dir(tmp) else {
+        return 0;
+    };
+    let mut removed = 0;
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(DIR_PREFIX))
+            .and_then(|rest| rest.split_once('-'))
+            .and_then(|(pid, _)| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if !Path::new(&format!("/proc/{pid}")).exists() && fs::remove_dir_all(e.path()).is_ok() {
+            removed += 1;
+        }
+    }
+    removed
 }
 
 fn perf_binary() -> PathBuf {
@@ -444,8 +472,10 @@ impl Recording {
     }
 }
 
-/// Whether this machine can record profiles: start perf and stop it at once.
+/// Whether this machine can record profiles: start perf and stop it at once. Removes what
+/// killed fsdelta processes left in the temporary directory first.
 pub fn check() -> Result<(), ProfileError> {
+    remove_stale(&std::env::temp_dir());
     Recorder::start()?.stop().map(drop)
 }
 
@@ -506,6 +536,24 @@ swapper 0 [001]  2185.437000:     250000 cpu-clock:
                 .to_string()
                 .contains("upgrade")
         );
+    }
+
+    #[test]
+    fn only_the_directories_of_dead_processes_are_removed() {
+        let tmp = tempfile::tempdir().unwrap();
+        // Above the kernel's largest pid (2^22): never alive.
+        let dead = tmp.path().join(format!("{DIR_PREFIX}99999999-0"));
+        let alive = tmp
+            .path()
+            .join(format!("{DIR_PREFIX}{}-3", std::process::id()));
+        let other = tmp.path().join("fsdelta-perf-notapid-1");
+        for d in [&dead, &alive, &other] {
+            fs::create_dir(d).unwrap();
+        }
+        fs::write(dead.join("perf.data"), b"x").unwrap();
+        assert_eq!(remove_stale(tmp.path()), 1);
+        assert!(!dead.exists());
+        assert!(alive.exists() && other.exists());
     }
 
     #[test]
