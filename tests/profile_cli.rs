@@ -288,3 +288,91 @@ fn compare_profile_explains_a_regression_with_symbol_deltas_and_a_hint() {
         .code(2)
         .stderr(predicate::str::contains("--format text"));
 }
+
+/// The pid of a `perf` child of `parent`, if one runs.
+fn perf_child(parent: u32) -> Option<u32> {
+    std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
+        let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        // pid (comm) state ppid ...
+        let (comm, rest) = stat.split_once(") ")?;
+        let ppid: u32 = rest.split_whitespace().nth(1)?.parse().ok()?;
+        (comm.ends_with("(perf") && ppid == parent).then_some(pid)
+    })
+}
+
+/// Whether `pid` is gone or a zombie (dead, waiting to be reaped).
+fn dead(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .split_once(") ")
+            .is_some_and(|(_, rest)| rest.starts_with('Z') || rest.starts_with('X')),
+    }
+}
+
+#[test]
+fn kill_9_during_a_profiled_sample_leaves_no_perf_and_the_next_run_sweeps_its_data() {
+    if !perf_usable() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("r.sqlite");
+    let perf_tmp = tmp.path().join("perf-tmp");
+    std::fs::create_dir(&perf_tmp).unwrap();
+    let bin = assert_cmd::cargo::cargo_bin("fsdelta");
+    let mut child = std::process::Command::new(&bin)
+        .args(["run", "--test", "emptyfiles", "-n", "20", "--profile", "-q"])
+        .arg("--target")
+        .arg(tmp.path())
+        .env("FSDELTA_DB", &db)
+        .env("TMPDIR", &perf_tmp)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    // The check at start-up runs perf too; wait for a sample's recorder (its data directory
+    // holds a FIFO pair while perf runs) and kill fsdelta while it records.
+    let perf = loop {
+        assert!(
+            t0.elapsed() < std::time::Duration::from_secs(60),
+            "perf never started"
+        );
+        if let Some(p) = perf_child(child.id())
+            && t0.elapsed() > std::time::Duration::from_secs(3)
+        {
+            break p;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let t1 = std::time::Instant::now();
+    while !dead(perf) {
+        assert!(
+            t1.elapsed() < std::time::Duration::from_secs(10),
+            "perf {perf} outlived fsdelta"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    // Its data directory stays until the next profiled run sweeps it.
+    assert!(std::fs::read_dir(&perf_tmp).unwrap().count() > 0);
+    fsdelta(&db)
+        .args([
+            "run",
+            "--test",
+            "emptyfiles",
+            "-n",
+            "1",
+            "--profile=first",
+            "-q",
+        ])
+        .arg("--target")
+        .arg(tmp.path())
+        .env("TMPDIR", &perf_tmp)
+        .assert()
+        .success();
+    let left: Vec<_> = std::fs::read_dir(&perf_tmp).unwrap().flatten().collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
