@@ -287,6 +287,16 @@ fn compare_profile_explains_a_regression_with_symbol_deltas_and_a_hint() {
         .assert()
         .code(2)
         .stderr(predicate::str::contains("--format text"));
+    fsdelta(&db)
+        .args(["compare", "label:6.17", "label:6.18", "--profile"])
+        .args(["--format", "markdown"])
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains("| files_per_sec |"))
+        .stdout(predicate::str::contains(
+            "```\nCPU profiles of the tests that changed\n",
+        ))
+        .stdout(predicate::str::contains("queue_read_lock_slowpath"));
 }
 
 /// The pid of a `perf` child of `parent`, if one runs.

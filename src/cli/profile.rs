@@ -225,15 +225,23 @@ pub fn main(args: &ProfileArgs) -> Result<i32> {
 /// `fsdelta compare BASE CUR --profile`: the comparison, then for each test with a regressed or
 /// improved metric the symbols whose CPU share changed most, and a hint.
 pub fn compare(db: &DbArg, base: &str, cur: &str, opts: &CompareArgs) -> Result<i32> {
-    if opts.format != CompareFormat::Text {
+    if opts.format == CompareFormat::Json {
         anyhow::bail!(
-            "compare --profile adds a text section; use --format text (the default) with --profile"
+            "compare --profile adds a text section; use --format text (the default) or markdown with --profile"
         );
     }
     let store = store::open(&db.location())?;
     let (bd, cd, rows) = query::judge(store.as_ref(), base, cur, opts)?;
     let mut out = query::render_comparison(&bd, &cd, &rows, opts)?;
-    out.push_str(&changed_profiles(store.as_ref(), base, cur, &rows)?);
+    let section = changed_profiles(store.as_ref(), base, cur, &rows)?;
+    if opts.format == CompareFormat::Markdown {
+        // The 80-column section keeps its alignment in a fenced block.
+        out.push_str("\n```");
+        out.push_str(&section);
+        out.push_str("```\n");
+    } else {
+        out.push_str(&section);
+    }
     query::write_stdout(&out)?;
     Ok(query::exit_code(&rows, opts.bisect))
 }
