@@ -32,6 +32,9 @@ use std::time::{Duration, Instant};
 /// The at-rest format of [`Profile::encode`]: gzip of the folded-stack text.
 pub const FORMAT_FOLDED_GZ: &str = "folded-gz-v1";
 
+/// The frame perf gives an address it cannot name.
+const UNKNOWN: &str = "[unknown]";
+
 /// Environment variable naming the perf binary (default `perf` on the PATH).
 pub const PERF_ENV: &str = "FSDELTA_PERF";
 
@@ -138,7 +141,20 @@ impl Profile {
             .collapse(script, &mut folded)
             .map_err(|e| ProfileError::Failed(format!("folding perf script output: {e}")))?;
         let text = String::from_utf8_lossy(&folded);
-        Profile::parse_folded(&text)
+        let raw = Profile::parse_folded(&text)?;
+        // Code built without frame pointers gives towers of `[unknown]` frames, hundreds deep,
+        // that bury a flame graph; one such frame says as much.
+        let mut p = Profile::default();
+        for (stack, count) in raw.stacks {
+            let mut kept: Vec<&str> = Vec::new();
+            for frame in stack.split(';') {
+                if !(frame == UNKNOWN && kept.last() == Some(&UNKNOWN)) {
+                    kept.push(frame);
+                }
+            }
+            *p.stacks.entry(kept.join(";")).or_default() += count;
+        }
+        Ok(p)
     }
 
     /// The compressed form kept in the store.
@@ -497,13 +513,26 @@ fsmark-0 24352 [000]  2185.436916:     250000 cpu-clock:
 swapper 0 [001]  2185.437000:     250000 cpu-clock: 
 \tffffffff81234567 pv_native_safe_halt+0xb ([kernel.kallsyms])
 
+rustc 4242 [001]  2185.437250:     250000 cpu-clock: 
+\t          1234 intern_ty+0x4 (/usr/bin/rustc)
+\t    7f0000000001 [unknown] ([unknown])
+\t    7f0000000002 [unknown] ([unknown])
+\t    7f0000000003 [unknown] ([unknown])
+\t          5678 main+0x8 (/usr/bin/rustc)
+
 ";
 
     #[test]
     fn perf_script_folds_with_kernel_frames_marked() {
         let p = Profile::from_perf_script(SCRIPT.as_bytes()).unwrap();
         // Weighted by the 250 us period of each sample.
-        assert_eq!(p.total(), 750_000);
+        assert_eq!(p.total(), 1_000_000);
+        // A run of unnamed frames folds into one.
+        assert_eq!(
+            p.stacks.get("rustc;main;[unknown];intern_ty"),
+            Some(&250_000),
+            "{p:?}"
+        );
         assert_eq!(
             p.stacks
                 .get("fsmark-0;__GI___libc_open;__d_instantiate_[k];_raw_spin_lock_[k]"),
