@@ -82,6 +82,12 @@ fn cpu_bound_and_fsync_bound_samples_differ_in_the_expected_direction() {
     ) {
         return;
     }
+    // How busy the rest of the machine keeps the CPUs (a build next to the test, say).
+    let background = {
+        let s = Snapshot::take();
+        std::thread::sleep(Duration::from_millis(500));
+        s.metrics_since()
+    };
     let (cpu, cpu_wall) = cpu_bound();
     let (io, io_wall, fsyncs) = fsync_bound(dir.path());
     assert!(fsyncs > 0);
@@ -112,9 +118,18 @@ fn cpu_bound_and_fsync_bound_samples_differ_in_the_expected_direction() {
         get(&io, "proc_ctx_voluntary"),
         get(&cpu, "proc_ctx_voluntary")
     );
-    // System-wide: the CPUs compute during the first, wait or idle during the second.
+    // System-wide: the CPUs compute during the first, wait or idle during the second; on a
+    // machine that other processes keep busy, they compute during both, and that comparison
+    // says nothing (CI runs alone).
     let active = |m: &[Metric]| get(m, "sys_user_pct") + get(m, "sys_system_pct");
     let waiting = |m: &[Metric]| get(m, "sys_iowait_pct") + get(m, "sys_idle_pct");
+    if active(&background) > 25.0 {
+        eprintln!(
+            "NOTE: system-wide shares not compared: other processes kept the CPUs {:.0} % busy",
+            active(&background)
+        );
+        return;
+    }
     assert!(
         active(&cpu) > active(&io),
         "user+system: CPU-bound {:.1} %, fsync-bound {:.1} %",
