@@ -279,3 +279,79 @@ fn two_processes_write_one_database_without_losing_a_sample() {
         assert_eq!(doc["runs"][0]["samples"].as_array().unwrap().len(), 3);
     }
 }
+
+#[test]
+fn progress_is_a_line_per_sample_when_stderr_is_not_a_terminal() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("r.sqlite");
+    let out = fsdelta(&db)
+        .args(["run", "--test", "bigdir", "-n", "2", "--target"])
+        .arg(tmp.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    for rep in 1..=2 {
+        let line = err
+            .lines()
+            .find(|l| l.starts_with(&format!("scratch/bigdir rep {rep}/2: ")))
+            .unwrap_or_else(|| panic!("no line for repetition {rep}:\n{err}"));
+        assert!(line.contains(" s, files_per_sec "), "{line}");
+    }
+    // No terminal control sequences in a log.
+    assert!(!err.contains('\u{1b}'), "{err}");
+    // --quiet: nothing but errors.
+    let out = fsdelta(&db)
+        .args(["run", "--test", "bigdir", "-n", "1", "--quiet", "--target"])
+        .arg(tmp.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn an_o_direct_test_on_tmpfs_runs_or_is_skipped_with_the_reason_never_fails() {
+    // tmpfs accepts O_DIRECT since Linux 6.6; on older kernels the test is skipped, with the
+    // reason, instead of failing.
+    if !require(is_root(), "root (to mount a tmpfs)") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("r.sqlite");
+    let fs = Tmpfs::mount("512m");
+    let out = fsdelta(&db)
+        .args([
+            "run",
+            "--test",
+            "diorandwrite",
+            "-n",
+            "1",
+            "--quiet",
+            "--target",
+        ])
+        .arg(fs.path())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    let doc = json(
+        &fsdelta(&db)
+            .args(["export", "latest"])
+            .output()
+            .unwrap()
+            .stdout,
+    );
+    assert_eq!(doc["runs"][0]["status"], "complete");
+    let samples = doc["runs"][0]["samples"].as_array().unwrap();
+    if samples.is_empty() {
+        assert!(text.contains("SKIPPED diorandwrite (scratch)"), "{text}");
+        assert!(text.contains("O_DIRECT"), "{text}");
+    } else {
+        assert_eq!(samples[0]["status"], "ok");
+    }
+}

@@ -34,9 +34,13 @@ pub fn main(args: &[String]) -> i32 {
         }
     };
 
+    // The first SIGINT/SIGTERM asks the engine to stop (it removes its files and we exit 130);
+    // a second one, while it is stopping, ends the process at once.
     let flag = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        if let Err(e) = signal_hook::flag::register(sig, flag.clone()) {
+        let registered = signal_hook::flag::register_conditional_shutdown(sig, 130, flag.clone())
+            .and_then(|_| signal_hook::flag::register(sig, flag.clone()));
+        if let Err(e) = registered {
             eprintln!("fsdelta fsmark: cannot handle signal {sig}: {e}");
             return 2;
         }

@@ -5,9 +5,13 @@
 //! messages. It must never measure, run SQL or format tables itself; it calls the rooms that do.
 
 pub mod cleanup;
+pub mod dbench;
+pub mod fio;
 pub mod fsmark;
 pub mod profile;
+pub mod progress;
 pub mod query;
+pub mod report;
 pub mod run;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -98,6 +102,15 @@ pub struct CompareArgs {
     pub margins: MarginArgs,
 }
 
+/// Output format of `history`.
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum HistoryFormat {
+    /// 80-column text.
+    Text,
+    /// JSON.
+    Json,
+}
+
 /// Output format of `export`.
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
 pub enum ExportFormat {
@@ -152,6 +165,41 @@ pub enum Command {
     /// Top symbols of the CPU profiles that `run --profile` recorded, by self and total share,
     /// kernel [k] and user [.], like perf top. Example: fsdelta profile latest --test emptyfiles
     Profile(profile::ProfileArgs),
+    /// A metric's history over runs (median of each run's repetitions) with its change points.
+    /// Example: fsdelta history --test smallfiles --metric files_per_sec
+    History {
+        /// The test.
+        #[arg(long)]
+        test: String,
+        /// The metric.
+        #[arg(long)]
+        metric: String,
+        /// The configuration (required when the test ran on several).
+        #[arg(long)]
+        config: Option<String>,
+        /// Only runs whose label matches this glob (`*`, `?`).
+        #[arg(long, value_name = "PAT")]
+        label_glob: Option<String>,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = HistoryFormat::Text)]
+        format: HistoryFormat,
+        #[command(flatten)]
+        db: DbArg,
+    },
+    /// Write one self-contained HTML report (inline SVG charts, no network): what differs
+    /// between the sides, verdicts, diff charts, latency percentiles, history. Example:
+    /// fsdelta report latest~1 latest -o report.html
+    Report {
+        /// Baseline runs (an id, latest, latest~N or label:TEXT; SEL@CONFIG takes one
+        /// configuration), or the only runs of a single-selection report.
+        base: String,
+        /// Current runs, same forms; leave out for a report of one selection.
+        cur: Option<String>,
+        #[command(flatten)]
+        args: report::ReportArgs,
+        #[command(flatten)]
+        db: DbArg,
+    },
     /// Export every stored number of a selection. Example: fsdelta export latest --format csv
     Export {
         /// Runs: an id, latest, latest~N or label:TEXT.
@@ -183,14 +231,36 @@ pub enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+    /// The native fio-compatible engine on its own: runs fio job files (or fio's --name=...
+    /// command-line jobs) and prints fio's normal or JSON output. Example:
+    /// fsdelta fio job.fio --output-format=json
+    #[command(disable_help_flag = true)]
+    Fio {
+        /// Job files, --output-format=normal|json, --output=FILE, and fio's --name=... options.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+    /// The native dbench-compatible engine on its own: takes dbench 4.00's flags and prints its
+    /// output format (clients are threads). Example: fsdelta dbench -D /mnt/t -t 60 4
+    #[command(disable_help_flag = true)]
+    Dbench {
+        /// dbench's own flags and NPROCS (see `fsdelta dbench -h`).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
 }
 
 /// Options of `fsdelta run`.
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// Built-in suite to run.
+    /// Suite: built-in quick (minutes) or fsperf (fsperf's tests, hours at scale 1), or a suite
+    /// file FILE.toml of your own tests.
     #[arg(long, default_value = "quick")]
     pub suite: String,
+    /// Shrink the fsperf suite's sizes and times by this factor (0 < SCALE <= 1) for small
+    /// machines; recorded in the run's suite name.
+    #[arg(long, default_value_t = 1.0)]
+    pub scale: f64,
     /// Run in a scratch directory created inside DIR (default: the current directory).
     #[arg(long, value_name = "DIR")]
     pub target: Option<PathBuf>,
@@ -225,6 +295,14 @@ pub struct RunArgs {
         default_missing_value = "always"
     )]
     pub profile: Option<profile::ProfileMode>,
+    /// After -n repetitions, keep adding repetitions of each test until its headline metric is
+    /// resolved (with --baseline: a verdict other than inconclusive; without: the 95 % interval
+    /// of its mean inside the unchanged band), up to --max-repeat.
+    #[arg(long)]
+    pub until_confident: bool,
+    /// Most repetitions with --until-confident.
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    pub max_repeat: u32,
     /// No progress output.
     #[arg(short, long)]
     pub quiet: bool,
@@ -251,6 +329,29 @@ pub struct MarginArgs {
     pub delta_max: f64,
 }
 
+impl MarginArgs {
+    /// statistics.md's defaults, in percent.
+    pub fn defaults() -> MarginArgs {
+        use crate::compare::verdict as v;
+        MarginArgs {
+            eps: 100.0 * v::DEFAULT_EPS,
+            delta: 100.0 * v::DEFAULT_DELTA_THROUGHPUT,
+            delta_tail: 100.0 * v::DEFAULT_DELTA_TAIL,
+            delta_max: 100.0 * v::DEFAULT_DELTA_MAX,
+        }
+    }
+
+    /// As fractions, for `compare::verdict`.
+    pub fn margins(&self) -> crate::compare::verdict::Margins {
+        crate::compare::verdict::Margins {
+            eps: self.eps / 100.0,
+            delta_throughput: self.delta / 100.0,
+            delta_tail: self.delta_tail / 100.0,
+            delta_max: self.delta_max / 100.0,
+        }
+    }
+}
+
 /// Entry point; returns the process exit code.
 pub fn main() -> i32 {
     let cli = match Cli::try_parse() {
@@ -264,6 +365,8 @@ pub fn main() -> i32 {
     let result = match cli.command {
         Command::Fsmark { args } => return fsmark::main(&args),
         Command::Cleanup => return cleanup::main(),
+        Command::Fio { args } => return fio::main(&args),
+        Command::Dbench { args } => return dbench::main(&args),
         Command::Completions { shell } => {
             let mut cmd = <Cli as clap::CommandFactory>::command();
             clap_complete::generate(shell, &mut cmd, "fsdelta", &mut std::io::stdout());
@@ -294,6 +397,27 @@ pub fn main() -> i32 {
             ..
         } => profile::compare(&db, &base, &cur, &opts),
         Command::Profile(args) => profile::main(&args),
+        Command::History {
+            test,
+            metric,
+            config,
+            label_glob,
+            format,
+            db,
+        } => query::history(
+            &db,
+            &test,
+            &metric,
+            config.as_deref(),
+            label_glob.as_deref(),
+            format,
+        ),
+        Command::Report {
+            base,
+            cur,
+            args,
+            db,
+        } => report::main(&db, &base, cur.as_deref(), &args),
         Command::Export {
             sel,
             format,

@@ -3,6 +3,7 @@
 
 use super::{
     CompareArgs, CompareFormat, DbArg, EXIT_BISECT_SKIP, EXIT_OK, EXIT_REGRESSION, ExportFormat,
+    HistoryFormat,
 };
 use crate::compare::{
     self,
@@ -31,7 +32,7 @@ pub(crate) fn load(store: &dyn Store, sel: &str) -> Result<Vec<(RunInfo, Vec<Sam
         .collect()
 }
 
-fn describe(sel: &str, runs: &[(RunInfo, Vec<SampleRecord>)]) -> String {
+pub(crate) fn describe(sel: &str, runs: &[(RunInfo, Vec<SampleRecord>)]) -> String {
     let ids: Vec<String> = runs.iter().map(|(r, _)| r.id.to_string()).collect();
     let labels: Vec<&str> = {
         let mut l: Vec<&str> = runs.iter().map(|(r, _)| r.label.as_str()).collect();
@@ -137,12 +138,7 @@ pub fn judge(
     }
     let across = base_cfg.is_some() || cur_cfg.is_some();
     let across = across && base_cfg != cur_cfg;
-    let margins = Margins {
-        eps: opts.margins.eps / 100.0,
-        delta_throughput: opts.margins.delta / 100.0,
-        delta_tail: opts.margins.delta_tail / 100.0,
-        delta_max: opts.margins.delta_max / 100.0,
-    };
+    let margins: Margins = opts.margins.margins();
     for (name, v) in [
         ("--eps", margins.eps),
         ("--delta", margins.delta_throughput),
@@ -219,6 +215,66 @@ pub fn compare(db: &DbArg, base: &str, cur: &str, opts: &CompareArgs) -> Result<
     let (bd, cd, rows) = judge(store.as_ref(), base, cur, opts)?;
     write_stdout(&render_comparison(&bd, &cd, &rows, opts)?)?;
     Ok(exit_code(&rows, opts.bisect))
+}
+
+/// `fsdelta history`.
+pub fn history(
+    db: &DbArg,
+    test: &str,
+    metric: &str,
+    config: Option<&str>,
+    label_glob: Option<&str>,
+    format: HistoryFormat,
+) -> Result<i32> {
+    let store = open(db)?;
+    let mut runs = store.runs(&RunFilter::default())?;
+    runs.reverse();
+    let mut loaded = Vec::new();
+    let mut configs: Vec<String> = Vec::new();
+    for r in runs {
+        if r.status == crate::model::RunStatus::Running {
+            continue;
+        }
+        if label_glob.is_some_and(|g| !compare::history::glob_match(g, &r.label)) {
+            continue;
+        }
+        let samples = store.samples(r.id)?;
+        for s in &samples {
+            if s.sample.test == test && !configs.contains(&s.sample.config) {
+                configs.push(s.sample.config.clone());
+            }
+        }
+        loaded.push((r, samples));
+    }
+    if configs.is_empty() {
+        anyhow::bail!("no stored run has test '{test}'; see `fsdelta list` and `fsdelta show`");
+    }
+    if config.is_none() && configs.len() > 1 {
+        anyhow::bail!(
+            "test '{test}' ran on several configurations ({}); choose one with --config",
+            configs.join(", ")
+        );
+    }
+    let h = compare::history::build(&loaded, test, metric, config);
+    if h.points.is_empty() {
+        anyhow::bail!(
+            "no stored run of test '{test}' has metric '{metric}'{}; `fsdelta show latest` lists the metrics",
+            config.map(|c| format!(" on {c}")).unwrap_or_default()
+        );
+    }
+    let text = match format {
+        HistoryFormat::Text => report::history::text(&h),
+        HistoryFormat::Json => {
+            let mut s = serde_json::to_string_pretty(&serde_json::json!({
+                "schema_version": report::export::EXPORT_SCHEMA_VERSION,
+                "history": h,
+            }))?;
+            s.push('\n');
+            s
+        }
+    };
+    write_stdout(&text)?;
+    Ok(EXIT_OK)
 }
 
 /// `fsdelta export SEL`.

@@ -7,8 +7,12 @@
 //! the run goes on; SIGINT/SIGTERM abandon the current sample, keep the finished ones, mark the
 //! run aborted and undo every mount, loop device and scratch directory (exit 130).
 
+use super::progress::Progress;
 use super::{CompareArgs, CompareFormat, EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, RunArgs, query};
-use crate::compare;
+use crate::compare::{
+    self, stats,
+    verdict::{self, Margins, MetricClass},
+};
 use crate::model::{Metric, RunStatus, SampleStatus, TargetFacts};
 use crate::plan::{config, suite};
 use crate::probe::clock::Nanos;
@@ -19,12 +23,9 @@ use crate::target::{self, StateFile, Target, blockstat, env, scratch::ScratchDir
 use crate::workload::{self, CancelToken, Measurements, ProgressSink, RunContext, Workload};
 use anyhow::{Context, Result};
 use chrono::Utc;
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
-use std::time::Duration;
 
 /// Install SIGINT/SIGTERM handlers that set a flag; a second signal exits at once.
 fn install_signals() -> Result<CancelToken> {
@@ -35,66 +36,6 @@ fn install_signals() -> Result<CancelToken> {
         signal_hook::flag::register(sig, flag.clone()).context("installing signal handlers")?;
     }
     Ok(CancelToken::from_flag(flag))
-}
-
-/// Progress output: a bar on a terminal, a line per sample otherwise, nothing with --quiet.
-enum Progress {
-    Bar(ProgressBar),
-    Lines,
-    Quiet,
-}
-
-struct BarSink<'a>(&'a ProgressBar);
-
-impl ProgressSink for BarSink<'_> {
-    fn phase(&self, what: &str) {
-        self.0.set_message(what.to_string());
-    }
-}
-
-impl Progress {
-    fn new(quiet: bool, total: u64) -> Progress {
-        if quiet {
-            Progress::Quiet
-        } else if std::io::stderr().is_terminal() {
-            let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
-            bar.set_style(
-                ProgressStyle::with_template(
-                    "{prefix:.bold} [{bar:20}] {pos}/{len} {elapsed_precise} eta {eta} {msg}",
-                )
-                .expect("valid template")
-                .progress_chars("=> "),
-            );
-            bar.enable_steady_tick(Duration::from_millis(200));
-            Progress::Bar(bar)
-        } else {
-            Progress::Lines
-        }
-    }
-
-    fn start(&self, what: &str) {
-        if let Progress::Bar(b) = self {
-            b.set_prefix(what.to_string());
-            b.set_message("");
-        }
-    }
-
-    fn done(&self, line: &str) {
-        match self {
-            Progress::Bar(b) => {
-                b.println(line);
-                b.inc(1);
-            }
-            Progress::Lines => eprintln!("{line}"),
-            Progress::Quiet => {}
-        }
-    }
-
-    fn finish(&self) {
-        if let Progress::Bar(b) = self {
-            b.finish_and_clear();
-        }
-    }
 }
 
 /// Store a sample; when the store refuses it as measured (a non-finite metric, say), store it as
@@ -166,6 +107,8 @@ struct Outcome {
     facts: TargetFacts,
     result: Result<Measurements, String>,
     cancelled: bool,
+    /// The workload cannot run on this target (the reason); nothing was measured or stored.
+    skipped: Option<String>,
 }
 
 /// Run one test once on the i-th target.
@@ -184,6 +127,13 @@ fn one_sample(
         facts,
         result: Err(e),
         cancelled: false,
+        skipped: None,
+    };
+    let skip = |facts: TargetFacts, why: String| Outcome {
+        facts,
+        result: Err(why.clone()),
+        cancelled: false,
+        skipped: Some(why),
     };
     match targets {
         Targets::Scratch(scratch) => {
@@ -193,6 +143,10 @@ fn one_sample(
             };
             let mut facts = env::facts_for(&dir);
             facts.extra.insert("config".into(), "scratch".into());
+            if let Some(why) = w.skip_reason(&dir) {
+                let _ = scratch.discard_subdir(&dir);
+                return skip(facts, why);
+            }
             let dropped = drop_caches && blockstat::drop_caches().unwrap_or(false);
             facts
                 .extra
@@ -217,12 +171,14 @@ fn one_sample(
                         facts,
                         result: Ok(m),
                         cancelled: false,
+                        skipped: None,
                     }
                 }
                 Err(workload::WorkloadError::Cancelled) => Outcome {
                     facts,
                     result: Err("cancelled".into()),
                     cancelled: true,
+                    skipped: None,
                 },
                 Err(e) => fail(facts, e.to_string()),
             }
@@ -234,6 +190,9 @@ fn one_sample(
                 Err(e) => return fail(TargetFacts::default(), e.to_string()),
             };
             let mut facts = prepared.facts;
+            if let Some(why) = w.skip_reason(&prepared.dir) {
+                return skip(facts, why);
+            }
             if let Err(e) = t.before_sample() {
                 return fail(facts, e.to_string());
             }
@@ -263,6 +222,7 @@ fn one_sample(
                         facts,
                         result: Err("cancelled".into()),
                         cancelled: true,
+                        skipped: None,
                     };
                 }
                 Err(e) => return fail(facts, e.to_string()),
@@ -291,6 +251,7 @@ fn one_sample(
                 facts,
                 result: Ok(m),
                 cancelled: false,
+                skipped: None,
             }
         }
     }
@@ -313,8 +274,35 @@ pub fn main(args: RunArgs) -> Result<i32> {
             "--config and --target both name where to run; use one (a `dir` configuration in the config file runs in an existing directory)"
         );
     }
-    let suite = suite::builtin(&args.suite)?;
+    let ram_mib = env::environment().memory_bytes >> 20;
+    let suite_path = std::path::Path::new(&args.suite);
+    let suite = if args.suite.ends_with(".toml") || suite_path.is_file() {
+        let text = std::fs::read_to_string(suite_path)
+            .with_context(|| format!("reading suite file {}", suite_path.display()))?;
+        crate::plan::suitefile::parse(&text, &args.suite)?
+    } else {
+        suite::builtin_scaled(&args.suite, args.scale, ram_mib)?
+    };
     let tests = suite.select(&args.tests)?;
+    // Margins: the command line wins; a suite file's [margins] replace the defaults.
+    let mut args = args;
+    {
+        let d = super::MarginArgs::defaults();
+        let m = &mut args.compare;
+        let sm = suite.margins;
+        if m.eps == d.eps {
+            m.eps = sm.eps.unwrap_or(m.eps);
+        }
+        if m.delta == d.delta {
+            m.delta = sm.delta.unwrap_or(m.delta);
+        }
+        if m.delta_tail == d.delta_tail {
+            m.delta_tail = sm.delta_tail.unwrap_or(m.delta_tail);
+        }
+        if m.delta_max == d.delta_max {
+            m.delta_max = sm.delta_max.unwrap_or(m.delta_max);
+        }
+    }
     // Build every workload before anything runs, so a bad option fails fast.
     let workloads = tests
         .iter()
@@ -377,82 +365,142 @@ pub fn main(args: RunArgs) -> Result<i32> {
         );
     }
 
-    let total = (workloads.len() * names.len()) as u64 * args.repeat as u64;
-    let progress = Progress::new(args.quiet, total);
+    let rows: Vec<(String, String)> = names
+        .iter()
+        .flat_map(|c| {
+            workloads
+                .iter()
+                .map(move |(t, _)| (c.clone(), t.name.clone()))
+        })
+        .collect();
+    let progress = Progress::new(args.quiet, &rows, args.repeat);
     let mut targets = targets;
     let mut stored: Vec<NewSample> = Vec::new();
+    let mut skipped: Vec<String> = Vec::new();
     let mut aborted = false;
     // Everything that can fail after the run was created goes through this closure, so that the
     // run is never left `running` behind an error.
+    let baseline_series = match (&args.baseline, args.until_confident) {
+        (Some(b), true) => baseline_values(store.as_ref(), b)?,
+        _ => Vec::new(),
+    };
+    let margins = args.compare.margins();
     let mut body = || -> Result<()> {
+        // One sample of one test on the i-th configuration: None when the run was interrupted,
+        // Some(None) when the test was skipped, else the stored sample.
+        let mut one = |i: usize,
+                       config_name: &String,
+                       test: &suite::TestSpec,
+                       w: &dyn Workload,
+                       rep: u32,
+                       of: u32|
+         -> Result<Option<Option<NewSample>>> {
+            if cancel.is_cancelled() {
+                return Ok(None);
+            }
+            let what = format!("{config_name}/{} rep {rep}/{of}", test.name);
+            progress.start(config_name, &test.name, rep, of);
+            let started_at = Utc::now();
+            let t0 = Nanos::now();
+            let sink = progress.sink(config_name, &test.name);
+            let out = one_sample(
+                &mut targets,
+                i,
+                &format!("{}-{rep}", test.name),
+                w,
+                &cancel,
+                &sink,
+                !args.no_drop_caches,
+                profiler.as_mut().filter(|p| p.wants(rep)),
+            );
+            if out.cancelled {
+                return Ok(None);
+            }
+            if let Some(why) = out.skipped {
+                progress.done(
+                    config_name,
+                    &test.name,
+                    &format!("{what}: SKIPPED: {why}"),
+                    "skipped",
+                );
+                skipped.push(format!("SKIPPED {} ({config_name}): {why}", test.name));
+                return Ok(Some(None));
+            }
+            let duration_s = t0.elapsed().as_secs_f64();
+            let (status, error, m) = match out.result {
+                Ok(m) => (SampleStatus::Ok, None, m),
+                Err(e) => (SampleStatus::Failed, Some(e), Measurements::default()),
+            };
+            let (sample_id, sample) = store_sample(
+                store.as_mut(),
+                run_id,
+                NewSample {
+                    config: config_name.clone(),
+                    test: test.name.clone(),
+                    repetition: rep,
+                    facts: out.facts,
+                    status,
+                    error,
+                    started_at,
+                    duration_s,
+                    workload: workload::describe(&test.engine),
+                    metrics: m.metrics,
+                    histograms: m.histograms,
+                },
+            )?;
+            if let Some(p) = profiler.as_mut() {
+                p.store(store.as_mut(), sample_id)?;
+            }
+            let (line, head) = match sample.status {
+                SampleStatus::Ok => {
+                    let head = headline(&sample.metrics);
+                    (format!("{what}: {duration_s:.1} s, {head}"), head)
+                }
+                SampleStatus::Failed => (
+                    format!("{what}: FAILED: {}", sample.error.as_deref().unwrap_or("")),
+                    "FAILED (see the end)".to_string(),
+                ),
+            };
+            progress.done(config_name, &test.name, &line, &head);
+            Ok(Some(Some(sample)))
+        };
         for rep in 1..=args.repeat {
             for (i, config_name) in names.iter().enumerate() {
                 for (test, w) in &workloads {
-                    if cancel.is_cancelled() {
+                    match one(i, config_name, test, w.as_ref(), rep, args.repeat)? {
+                        None => {
+                            aborted = true;
+                            return Ok(());
+                        }
+                        Some(s) => stored.extend(s),
+                    }
+                }
+            }
+        }
+        if !args.until_confident {
+            return Ok(());
+        }
+        // --until-confident: more repetitions of the tests whose headline metric is not yet
+        // resolved, up to --max-repeat, interleaved as above.
+        for rep in args.repeat + 1..=args.max_repeat {
+            let mut pending = Vec::new();
+            for (i, config_name) in names.iter().enumerate() {
+                for (test, w) in &workloads {
+                    if !confident(&stored, &baseline_series, config_name, &test.name, &margins) {
+                        pending.push((i, config_name, *test, w));
+                    }
+                }
+            }
+            if pending.is_empty() {
+                break;
+            }
+            for (i, config_name, test, w) in pending {
+                match one(i, config_name, test, w.as_ref(), rep, args.max_repeat)? {
+                    None => {
                         aborted = true;
                         return Ok(());
                     }
-                    let what = format!("{config_name}/{} rep {rep}/{}", test.name, args.repeat);
-                    progress.start(&what);
-                    let started_at = Utc::now();
-                    let t0 = Nanos::now();
-                    let bar_sink;
-                    let sink: &dyn ProgressSink = match &progress {
-                        Progress::Bar(b) => {
-                            bar_sink = BarSink(b);
-                            &bar_sink
-                        }
-                        _ => &workload::NoProgress,
-                    };
-                    let out = one_sample(
-                        &mut targets,
-                        i,
-                        &format!("{}-{rep}", test.name),
-                        w.as_ref(),
-                        &cancel,
-                        sink,
-                        !args.no_drop_caches,
-                        profiler.as_mut().filter(|p| p.wants(rep)),
-                    );
-                    if out.cancelled {
-                        aborted = true;
-                        return Ok(());
-                    }
-                    let duration_s = t0.elapsed().as_secs_f64();
-                    let (status, error, m) = match out.result {
-                        Ok(m) => (SampleStatus::Ok, None, m),
-                        Err(e) => (SampleStatus::Failed, Some(e), Measurements::default()),
-                    };
-                    let (sample_id, sample) = store_sample(
-                        store.as_mut(),
-                        run_id,
-                        NewSample {
-                            config: config_name.clone(),
-                            test: test.name.clone(),
-                            repetition: rep,
-                            facts: out.facts,
-                            status,
-                            error,
-                            started_at,
-                            duration_s,
-                            workload: workload::describe(&test.engine),
-                            metrics: m.metrics,
-                            histograms: m.histograms,
-                        },
-                    )?;
-                    if let Some(p) = profiler.as_mut() {
-                        p.store(store.as_mut(), sample_id)?;
-                    }
-                    let line = match sample.status {
-                        SampleStatus::Ok => {
-                            format!("{what}: {duration_s:.1} s, {}", headline(&sample.metrics))
-                        }
-                        SampleStatus::Failed => {
-                            format!("{what}: FAILED: {}", sample.error.as_deref().unwrap_or(""))
-                        }
-                    };
-                    progress.done(&line);
-                    stored.push(sample);
+                    Some(s) => stored.extend(s),
                 }
             }
         }
@@ -496,6 +544,14 @@ pub fn main(args: RunArgs) -> Result<i32> {
         out.push('\n');
         out.push_str(&failed);
     }
+    skipped.dedup();
+    if !skipped.is_empty() {
+        out.push('\n');
+        for s in &skipped {
+            out.push_str(s);
+            out.push('\n');
+        }
+    }
     print!("{out}");
 
     let failed_n = records
@@ -534,6 +590,64 @@ pub fn main(args: RunArgs) -> Result<i32> {
     } else {
         compare_code
     })
+}
+
+/// Every baseline value of every (configuration, test, metric), for `--until-confident`.
+fn baseline_values(store: &dyn Store, sel: &str) -> Result<Vec<compare::Series>> {
+    let runs = store.select(&sel.parse::<store::Selector>()?)?;
+    let mut samples = Vec::new();
+    for r in runs {
+        samples.extend(store.samples(r.id)?);
+    }
+    let refs: Vec<&SampleRecord> = samples.iter().collect();
+    Ok(compare::series(&refs))
+}
+
+/// Whether the headline metric (the workload's first) of `test` on `config` is resolved: with a
+/// baseline, its verdict is regressed, improved or unchanged; without, the 95 % interval of its
+/// mean (on logs) lies inside the metric class's unchanged band.
+fn confident(
+    stored: &[NewSample],
+    baseline: &[compare::Series],
+    config: &str,
+    test: &str,
+    margins: &Margins,
+) -> bool {
+    let mine: Vec<&NewSample> = stored
+        .iter()
+        .filter(|s| s.config == config && s.test == test && s.status == SampleStatus::Ok)
+        .collect();
+    let Some(head) = mine.first().and_then(|s| s.metrics.first()) else {
+        // Nothing measured (failed or skipped): more repetitions will not help.
+        return true;
+    };
+    let values: Vec<f64> = mine
+        .iter()
+        .filter_map(|s| s.metrics.iter().find(|m| m.name == head.name))
+        .map(|m| m.value)
+        .collect();
+    let class = MetricClass::from_name(&head.name);
+    if let Some(b) = baseline
+        .iter()
+        .find(|b| b.key.config == config && b.key.test == test && b.key.metric == head.name)
+    {
+        return verdict::compare(&b.values, &values, head.direction, class, margins)
+            .verdict
+            .is_resolved();
+    }
+    interval_inside_band(&values, margins.delta(class))
+}
+
+/// Whether the 95 % t interval of the mean of ln(values) lies within +-ln(1 + delta).
+fn interval_inside_band(values: &[f64], delta: f64) -> bool {
+    if values.len() < 2 || values.iter().any(|v| *v <= 0.0) {
+        return values.len() >= 2;
+    }
+    let logs: Vec<f64> = values.iter().map(|v| v.ln()).collect();
+    let n = logs.len() as f64;
+    let sd = stats::std_dev(&logs).unwrap_or(0.0);
+    let half = stats::t_quantile(0.975, n - 1.0) * sd / n.sqrt();
+    half <= delta.ln_1p()
 }
 
 /// With `--baseline SEL`: compare and return compare's exit code. Without it: compare with the
@@ -594,5 +708,17 @@ fn compare_after_run(
         }
         Err(e) if gating => Err(e.context(format!("comparing with --baseline {base}"))),
         Err(_) => Ok(EXIT_OK),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tight_series_is_inside_the_band_and_a_noisy_one_is_not() {
+        assert!(interval_inside_band(&[100.0, 101.0, 99.5, 100.2], 0.05));
+        assert!(!interval_inside_band(&[100.0, 130.0, 80.0], 0.05));
+        assert!(!interval_inside_band(&[100.0], 0.05));
     }
 }

@@ -6,6 +6,7 @@
 //! `report`.
 
 pub mod changepoint;
+pub mod history;
 pub mod stats;
 pub mod verdict;
 

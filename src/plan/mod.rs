@@ -4,7 +4,9 @@
 //! before anything touches a filesystem. This room must never touch the filesystem.
 
 pub mod config;
+pub mod jobfile;
 pub mod suite;
+pub mod suitefile;
 
 /// Errors of the plan room.
 #[derive(Debug, thiserror::Error)]
@@ -30,4 +32,7 @@ pub enum PlanError {
     /// Zero repetitions.
     #[error("-n must be at least 1")]
     NoRepetitions,
+    /// A scale outside (0, 1].
+    #[error("--scale must be above 0 and at most 1 (fsperf's own sizes), not {0}")]
+    BadScale(f64),
 }

@@ -7,7 +7,7 @@
 use crate::compare::SeriesKey;
 use crate::compare::verdict::{Comparison, Summary, Verdict};
 use crate::model::Unit;
-use crate::report::text::fmt_value;
+use crate::report::text::{clip, fmt_value};
 use serde::Serialize;
 use std::fmt::Write;
 
@@ -77,20 +77,15 @@ fn short_pct(v: f64) -> String {
     }
 }
 
+fn cv(v: Option<f64>) -> String {
+    v.map(|v| format!("{:.1}%", 100.0 * v))
+        .unwrap_or_else(|| "-".into())
+}
+
 fn interval(c: &Comparison) -> String {
     match (c.diff_lo_pct, c.diff_hi_pct) {
         (Some(lo), Some(hi)) => format!("[{},{}]", short_pct(lo), short_pct(hi)),
         _ => String::new(),
-    }
-}
-
-fn clip(s: &str, w: usize) -> String {
-    if s.chars().count() <= w {
-        s.to_string()
-    } else {
-        let mut t: String = s.chars().take(w - 1).collect();
-        t.push('~');
-        t
     }
 }
 
@@ -205,9 +200,9 @@ pub fn markdown(doc: &CompareDoc<'_>) -> String {
             let _ = writeln!(out);
             let _ = writeln!(
                 out,
-                "| metric | unit | baseline | current | diff | 95% interval | n | verdict |"
+                "| metric | unit | baseline | current | diff | 95% interval | n | CV | verdict |"
             );
-            let _ = writeln!(out, "|---|---|---:|---:|---:|---|---|---|");
+            let _ = writeln!(out, "|---|---|---:|---:|---:|---|---|---|---|");
             block = Some(b);
         }
         let c = &j.comparison;
@@ -217,7 +212,7 @@ pub fn markdown(doc: &CompareDoc<'_>) -> String {
         };
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {} | {} vs {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} vs {} | {} / {} | {} |",
             j.key.metric,
             j.unit,
             c.baseline
@@ -232,6 +227,8 @@ pub fn markdown(doc: &CompareDoc<'_>) -> String {
             interval(c),
             c.baseline.n,
             c.current.n,
+            cv(c.baseline.cv),
+            cv(c.current.cv),
             verdict
         );
     }

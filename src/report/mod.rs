@@ -6,7 +6,12 @@
 //! and never read the store itself.
 
 pub mod compare;
+pub mod dbench;
 pub mod export;
+pub mod fio;
 pub mod fsmark;
+pub mod history;
+pub mod html;
 pub mod profile;
+pub mod svg;
 pub mod text;

@@ -43,7 +43,8 @@ fn fmt_pct(v: f64) -> String {
     }
 }
 
-fn clip(s: &str, w: usize) -> String {
+/// `s` cut to `w` characters, the last replaced by `~` when cut.
+pub fn clip(s: &str, w: usize) -> String {
     if s.chars().count() <= w {
         s.to_string()
     } else {

@@ -6,8 +6,9 @@
 //! `fs_mark -s 0 -n 10000 -t 2 -S 0 -D 16 -N 256` must mean the same thing here. The semantics
 //! are those of `../shared/docs/workloads.md`; the deliberate differences are:
 //!
-//! - workers are threads of one process started together by a barrier (fs_mark forks a process
-//!   per worker and iteration);
+//! - workers are threads of one process started together by a start gate (fs_mark forks a process
+//!   per worker and iteration); each thread unshares its file-descriptor table so the kernel
+//!   path of open/write/close is that of fs_mark's single-threaded processes;
 //! - system calls are timed with CLOCK_MONOTONIC in nanoseconds (fs_mark: gettimeofday, us);
 //!   Files/sec and App Overhead are computed from those times with fs_mark's formulas;
 //! - the `-v` Min/Avg/Max columns are over every call of the iteration (fs_mark averages the
@@ -37,10 +38,9 @@ use crate::report::fsmark as render;
 use std::fs::File;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Barrier;
 use std::sync::atomic::AtomicBool;
 use sys::{Libc, Syscalls};
-use worker::{Shared, Stop};
+use worker::{Shared, StartGate, Stop};
 
 /// The fs_mark engine with its options bound.
 #[derive(Clone, Debug)]
@@ -246,36 +246,53 @@ pub(crate) fn run_engine<S: Syscalls>(
         });
 
         let abort = AtomicBool::new(false);
-        let barrier = Barrier::new(threads);
+        let gate = StartGate::default();
         let shared = Shared {
             opts,
             buf: &buf,
             cancel: ctx.cancel,
             abort: &abort,
-            barrier: &barrier,
+            gate: &gate,
         };
-        let outcomes: Vec<Result<WorkerIteration, Stop>> = std::thread::scope(|s| {
-            let handles: Vec<_> = (0..threads)
-                .map(|i| {
-                    let shared = &shared;
-                    let dir = &dirs[i % dirs.len()];
-                    let seed = seed_base
-                        ^ ((iteration as u64) << 32)
-                        ^ (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-                    std::thread::Builder::new()
-                        .name(format!("fsmark-{i}"))
-                        .spawn_scoped(s, move || {
-                            let mut sys = make_sys(i);
-                            worker::run(&mut sys, shared, dir, seed)
-                        })
-                        .expect("spawn an fs_mark worker thread")
-                })
-                .collect();
-            handles
+        let (outcomes, spawn_error) = std::thread::scope(|s| {
+            let mut handles = Vec::with_capacity(threads);
+            let mut spawn_error = None;
+            for i in 0..threads {
+                let shared = &shared;
+                let dir = &dirs[i % dirs.len()];
+                let seed = seed_base
+                    ^ ((iteration as u64) << 32)
+                    ^ (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+                let spawned = std::thread::Builder::new()
+                    .name(format!("fsmark-{i}"))
+                    .spawn_scoped(s, move || {
+                        sys::private_fd_table();
+                        let mut sys = make_sys(i);
+                        worker::run(&mut sys, shared, dir, seed)
+                    });
+                match spawned {
+                    Ok(h) => handles.push(h),
+                    Err(e) => {
+                        spawn_error = Some(WorkloadError::io("start a worker thread for", dir, e));
+                        break;
+                    }
+                }
+            }
+            if spawn_error.is_some() {
+                abort.store(true, std::sync::atomic::Ordering::Relaxed);
+                gate.open_now();
+            } else {
+                gate.open_when_ready(threads);
+            }
+            let outcomes: Vec<Result<WorkerIteration, Stop>> = handles
                 .into_iter()
                 .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-                .collect()
+                .collect();
+            (outcomes, spawn_error)
         });
+        if let Some(e) = spawn_error {
+            return Err(e);
+        }
 
         let mut workers = Vec::with_capacity(threads);
         let mut failure = None;

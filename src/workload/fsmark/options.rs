@@ -206,8 +206,6 @@ pub struct FsMarkOptions {
     pub loops: Option<u32>,
     /// `-k`, or implied by `-L` / `-F`: keep files after each iteration.
     pub keep: bool,
-    /// `-k` typed explicitly (only for [`FsMarkOptions::command_line`]).
-    pub keep_flag: bool,
     /// `-F`: iterate until free space < file_size * files.
     pub fill: bool,
     /// `-S`.
@@ -217,7 +215,8 @@ pub struct FsMarkOptions {
     /// `-r`: random characters at the end of a name.
     pub rand_len: u32,
     /// `-l`: log file appended to, as fs_mark's; `None` writes no log (the suite runner's
-    /// choice). [`FsMarkOptions::parse`] defaults it to `./fs_log.txt`.
+    /// choice). [`FsMarkOptions::parse`] defaults it to `./fs_log.txt`. A relative path is
+    /// relative to the process's current directory, as in fs_mark (not to the run directory).
     #[serde(serialize_with = "lossy_path")]
     pub log_file: Option<PathBuf>,
     /// `-v`: per-system-call Min/Avg/Max columns.
@@ -253,7 +252,6 @@ impl Default for FsMarkOptions {
             dir_policy: DirPolicy::NoSubdirs,
             loops: None,
             keep: false,
-            keep_flag: false,
             fill: false,
             sync: SyncMethod::PerFile,
             name_len: DEFAULT_NAME_LEN,
@@ -401,10 +399,7 @@ impl FsMarkOptions {
                 match c {
                     'v' => o.verbose = true,
                     'h' => return Err(UsageError { reason: None }),
-                    'k' => {
-                        o.keep = true;
-                        o.keep_flag = true;
-                    }
+                    'k' => o.keep = true,
                     'F' => {
                         o.keep = true;
                         o.fill = true;
@@ -465,6 +460,26 @@ impl FsMarkOptions {
             )));
         }
         o.threads = threads as u32;
+        Ok(o)
+    }
+
+    /// Options for a suite test from an fs_mark command line such as
+    /// `fs_mark -s 0 -n 10000 -t 2 -S 0 -D 16 -N 256` (the leading `fs_mark` is optional, words
+    /// are split on white space). No `-d` means the run directory; no log file is written
+    /// unless `-l` is given.
+    pub fn from_command_line(line: &str) -> Result<FsMarkOptions, UsageError> {
+        let mut words: Vec<String> = line.split_whitespace().map(str::to_string).collect();
+        if words
+            .first()
+            .is_some_and(|w| w == "fs_mark" || w.ends_with("/fs_mark"))
+        {
+            words.remove(0);
+        }
+        let explicit_log = words.iter().any(|w| w.starts_with("-l"));
+        let mut o = FsMarkOptions::parse(&words)?;
+        if !explicit_log {
+            o.log_file = None;
+        }
         Ok(o)
     }
 
@@ -821,11 +836,12 @@ mod tests {
     #[test]
     fn implied_keep() {
         let o = p("-L 0").unwrap();
-        assert!(o.keep && !o.keep_flag);
+        assert!(o.keep);
         assert_eq!(o.iterations(), 1);
         let o = p("-F").unwrap();
-        assert!(o.keep && o.fill && !o.keep_flag);
-        assert!(p("-k").unwrap().keep_flag);
+        assert!(o.keep && o.fill);
+        assert!(p("-k").unwrap().keep);
+        assert!(!p("-v").unwrap().keep);
     }
 
     #[test]
@@ -903,6 +919,26 @@ mod tests {
                 )
             );
         }
+    }
+
+    #[test]
+    fn suite_command_lines_parse_without_a_log_file() {
+        let o = FsMarkOptions::from_command_line("fs_mark -s 0 -n 10000 -t 2 -S 0 -D 16 -N 256")
+            .unwrap();
+        assert_eq!(
+            o.command_line(),
+            "fs_mark -s 0 -n 10000 -t 2 -S 0 -D 16 -N 256"
+        );
+        assert!(o.dirs.is_empty() && o.log_file.is_none());
+        let o = FsMarkOptions::from_command_line("-s 4096 -n 2000 -t 2 -S 1 -l x.log").unwrap();
+        assert_eq!(o.log_file, Some(PathBuf::from("x.log")));
+        assert_eq!(
+            o.argv,
+            vec![
+                "-s", "4096", "-n", "2000", "-t", "2", "-S", "1", "-l", "x.log"
+            ]
+        );
+        assert!(FsMarkOptions::from_command_line("fs_mark -S 9").is_err());
     }
 
     #[test]

@@ -160,7 +160,7 @@ impl OpStats {
 pub struct WorkerIteration {
     /// Files created.
     pub files: u64,
-    /// When its loop clock started (after the start barrier).
+    /// When its loop clock started (after the start gate opened).
     pub start: Nanos,
     /// When its loop clock stopped: after the last close and the -S 2..6 phase, before unlinks.
     pub loop_end: Nanos,

@@ -615,3 +615,32 @@ fn the_hot_loop_does_not_allocate() {
         assert_eq!(few, many, "allocations grew with -n under {method}");
     }
 }
+
+#[test]
+fn start_gate_holds_workers_until_opened() {
+    use super::worker::StartGate;
+    let gate = StartGate::default();
+    let passed = AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for _ in 0..2 {
+            s.spawn(|| {
+                gate.arrive_and_wait();
+                passed.fetch_add(1, Ordering::SeqCst);
+            });
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert_eq!(
+            passed.load(Ordering::SeqCst),
+            0,
+            "nobody passes a closed gate"
+        );
+        gate.open_when_ready(2);
+    });
+    assert_eq!(passed.load(Ordering::SeqCst), 2);
+    // Opened at once (a worker could not be started): the ones that did start are released.
+    let gate = StartGate::default();
+    std::thread::scope(|s| {
+        s.spawn(|| gate.arrive_and_wait());
+        gate.open_now();
+    });
+}

@@ -1,7 +1,7 @@
 //! One worker, one iteration: fs_mark's `do_run()`.
 //!
 //! Why a module of its own: this is the hot loop, and the hot loop has rules that the rest of
-//! the engine does not: no allocation (every buffer is sized before the start barrier), no
+//! the engine does not: no allocation (every buffer is sized before the start gate), no
 //! logging, no locks, the clock read with `Nanos::now()` (CLOCK_MONOTONIC) right around each
 //! timed call, and a cancel/abort check once per file. It must never leave files behind when
 //! the run does not keep them, whether it ends normally, fails or is cancelled.
@@ -25,8 +25,8 @@ use std::io;
 use std::os::fd::RawFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::sync::Barrier;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Condvar, Mutex, MutexGuard};
 
 /// What every worker of an iteration shares.
 pub struct Shared<'a> {
@@ -39,7 +39,49 @@ pub struct Shared<'a> {
     /// Set by the first worker that fails, so the others stop promptly.
     pub abort: &'a AtomicBool,
     /// Starts every worker's loop together.
-    pub barrier: &'a Barrier,
+    pub gate: &'a StartGate,
+}
+
+/// Starts every worker's loop at once, like a barrier, but the engine holds the key: it opens
+/// the gate when all workers are ready, or at once (with `abort` set) when it could not start
+/// them all, so a failed thread spawn can never leave the others waiting forever.
+#[derive(Debug, Default)]
+pub struct StartGate {
+    /// (workers ready, gate open)
+    state: Mutex<(usize, bool)>,
+    cv: Condvar,
+}
+
+impl StartGate {
+    fn lock(&self) -> MutexGuard<'_, (usize, bool)> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A worker is ready; wait until the gate opens.
+    pub fn arrive_and_wait(&self) {
+        let mut g = self.lock();
+        g.0 += 1;
+        self.cv.notify_all();
+        while !g.1 {
+            g = self.cv.wait(g).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+
+    /// Open the gate once `workers` have arrived.
+    pub fn open_when_ready(&self, workers: usize) {
+        let mut g = self.lock();
+        while g.0 < workers {
+            g = self.cv.wait(g).unwrap_or_else(|p| p.into_inner());
+        }
+        g.1 = true;
+        self.cv.notify_all();
+    }
+
+    /// Open the gate now.
+    pub fn open_now(&self) {
+        self.lock().1 = true;
+        self.cv.notify_all();
+    }
 }
 
 /// Why a worker did not finish its iteration.
@@ -137,11 +179,16 @@ impl PathBuffer {
     }
 }
 
-/// Everything a worker allocates before the barrier.
+/// `State::subs` entry of a file without a subdirectory.
+const NO_SUBDIR: u32 = u32::MAX;
+
+/// Everything a worker allocates before the start gate.
 struct State {
     path: PathBuffer,
+    /// Name of file i at `i * name_len`.
     names: Vec<u8>,
-    subs: Vec<Option<u32>>,
+    /// Subdirectory of file i, or `NO_SUBDIR`.
+    subs: Vec<u32>,
     name_len: usize,
     created: usize,
     ops: OpHistograms,
@@ -151,7 +198,8 @@ impl State {
     /// Point the path buffer at file `i` (already created).
     #[inline]
     fn load(&mut self, i: usize) {
-        self.path.set_sub(self.subs[i]);
+        let sub = self.subs[i];
+        self.path.set_sub((sub != NO_SUBDIR).then_some(sub));
         let n = self.name_len;
         let (names, path) = (&self.names, &mut self.path);
         path.name_mut().copy_from_slice(&names[i * n..(i + 1) * n]);
@@ -168,7 +216,7 @@ fn epoch_sec() -> u64 {
     rustix::time::clock_gettime(rustix::time::ClockId::Realtime).tv_sec as u64
 }
 
-/// Run one iteration of one worker in `dir`. Always waits on the barrier exactly once.
+/// Run one iteration of one worker in `dir`. Always arrives at the start gate exactly once.
 pub fn run<S: Syscalls>(
     sys: &mut S,
     sh: &Shared<'_>,
@@ -178,6 +226,9 @@ pub fn run<S: Syscalls>(
     let opts = sh.opts;
     let n = opts.files as usize;
     let name_len = opts.name_len as usize;
+    // Prepare before the gate: after it, nothing allocates except to report an error. The
+    // tables are filled with non-zero bytes so their pages are touched here (a zeroed
+    // allocation would fault them in during the timed loop).
     let setup = (|| {
         let bytes = dir.as_os_str().as_bytes();
         if bytes.contains(&0) {
@@ -188,8 +239,8 @@ pub fn run<S: Syscalls>(
         }
         Ok(State {
             path: PathBuffer::new(bytes, name_len),
-            names: vec![0u8; n * name_len],
-            subs: vec![None; n],
+            names: vec![b'_'; n * name_len],
+            subs: vec![NO_SUBDIR; n],
             name_len,
             created: 0,
             ops: OpHistograms::new(),
@@ -200,7 +251,7 @@ pub fn run<S: Syscalls>(
     if setup.is_err() {
         sh.abort.store(true, Ordering::Relaxed);
     }
-    sh.barrier.wait();
+    sh.gate.arrive_and_wait();
     let mut st = setup?;
 
     let start = Nanos::now();
@@ -266,7 +317,7 @@ fn timed_section<S: Syscalls>(
         }
         names.fill(sec, st.path.name_mut());
         st.names[i * st.name_len..(i + 1) * st.name_len].copy_from_slice(st.path.name_mut());
-        st.subs[i] = st.path.sub;
+        st.subs[i] = st.path.sub.unwrap_or(NO_SUBDIR);
 
         let t = Nanos::now();
         let fd = sys.open(

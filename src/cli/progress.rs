@@ -1,0 +1,132 @@
+//! Live progress of `fsdelta run`, the one place that draws it: on a terminal, one line per
+//! configuration and test with a bar over its repetitions, elapsed time, the time left estimated
+//! from the measured duration of its finished repetitions, and the last sample's headline number;
+//! otherwise a plain line per sample on standard error; nothing with `--quiet`.
+//!
+//! Workloads only emit events ([`ProgressSink`]); they never draw.
+
+use crate::workload::ProgressSink;
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::collections::HashMap;
+use std::io::IsTerminal;
+use std::time::Duration;
+
+/// How progress is shown.
+pub enum Progress {
+    /// One bar per (configuration, test).
+    Bars {
+        /// The terminal group.
+        multi: MultiProgress,
+        /// Bars by (configuration, test).
+        bars: HashMap<(String, String), ProgressBar>,
+    },
+    /// A line per sample on standard error.
+    Lines,
+    /// Nothing.
+    Quiet,
+}
+
+/// Phase events of a running workload, shown as the bar's message.
+pub struct BarSink<'a>(Option<&'a ProgressBar>);
+
+impl ProgressSink for BarSink<'_> {
+    fn phase(&self, what: &str) {
+        if let Some(b) = self.0 {
+            b.set_message(format!("running: {what}"));
+        }
+    }
+}
+
+impl Progress {
+    /// Choose the form: bars on a terminal, lines otherwise, nothing when `quiet`.
+    pub fn new(quiet: bool, rows: &[(String, String)], repetitions: u32) -> Progress {
+        if quiet {
+            return Progress::Quiet;
+        }
+        if !std::io::stderr().is_terminal() {
+            return Progress::Lines;
+        }
+        let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stderr());
+        let width = rows
+            .iter()
+            .map(|(c, t)| c.len() + t.len() + 1)
+            .max()
+            .unwrap_or(10)
+            .min(32);
+        let style = ProgressStyle::with_template(&format!(
+            "{{prefix:<{width}}} [{{bar:16}}] {{pos}}/{{len}} {{elapsed:>4}} left {{eta:>4}} {{msg}}"
+        ))
+        .expect("valid template")
+        .progress_chars("=> ");
+        let mut bars = HashMap::new();
+        for (config, test) in rows {
+            let bar = multi.add(ProgressBar::new(repetitions as u64));
+            bar.set_style(style.clone());
+            bar.set_prefix(format!("{config}/{test}"));
+            bar.set_message("waiting");
+            bars.insert((config.clone(), test.clone()), bar);
+        }
+        Progress::Bars { multi, bars }
+    }
+
+    fn bar(&self, config: &str, test: &str) -> Option<&ProgressBar> {
+        match self {
+            Progress::Bars { bars, .. } => bars.get(&(config.to_string(), test.to_string())),
+            _ => None,
+        }
+    }
+
+    /// A sample starts (repetition `rep` of `of`).
+    pub fn start(&self, config: &str, test: &str, rep: u32, of: u32) {
+        if let Some(b) = self.bar(config, test) {
+            if b.length().is_some_and(|l| (of as u64) > l) {
+                b.set_length(of as u64);
+            }
+            if b.position() == 0 {
+                b.reset_elapsed();
+                b.enable_steady_tick(Duration::from_millis(250));
+            }
+            b.set_message(format!("rep {rep}/{of} running"));
+        }
+    }
+
+    /// The event sink for the running sample.
+    pub fn sink(&self, config: &str, test: &str) -> BarSink<'_> {
+        BarSink(self.bar(config, test))
+    }
+
+    /// A sample ended: `line` for the log, `headline` for the bar.
+    pub fn done(&self, config: &str, test: &str, line: &str, headline: &str) {
+        match self {
+            Progress::Bars { .. } => {
+                if let Some(b) = self.bar(config, test) {
+                    b.inc(1);
+                    b.set_message(headline.to_string());
+                }
+            }
+            Progress::Lines => eprintln!("{line}"),
+            Progress::Quiet => {}
+        }
+    }
+
+    /// Print a line above the bars (or to standard error).
+    pub fn println(&self, line: &str) {
+        match self {
+            Progress::Bars { multi, .. } => {
+                let _ = multi.println(line);
+            }
+            Progress::Lines => eprintln!("{line}"),
+            Progress::Quiet => {}
+        }
+    }
+
+    /// Stop drawing; the bars stay on screen with their last state.
+    pub fn finish(&self) {
+        if let Progress::Bars { bars, .. } = self {
+            for b in bars.values() {
+                b.disable_steady_tick();
+                b.abandon();
+            }
+        }
+    }
+}

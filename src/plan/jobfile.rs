@@ -1,0 +1,1622 @@
+//! fio job files: the ini text (and fio's `--name=x --rw=...` command-line form) parsed into
+//! typed job specifications.
+//!
+//! Why it exists: users bring the job files they already run under fio 3.33; the native engine
+//! must run exactly what such a file says. So this module parses fio's syntax (sections, `[global]`
+//! inheritance, `;`/`#` comments, bare flags, base-1024 size suffixes, time suffixes, `${VAR}`,
+//! `include`) and validates every option into a [`JobSpec`] whose units are types ([`Bytes`],
+//! [`Duration`]).
+//!
+//! What it must never do: ignore an option. An option it does not know, or a value it cannot
+//! honour, is a [`JobFileError`] naming the option, its file and line (and, for an unknown option,
+//! listing the supported ones): a job that silently ran differently from its file would publish a
+//! wrong number. It also never touches the filesystem: `include` files and environment variables
+//! are read through the [`Sources`] the caller hands in (the CLI edge reads real files).
+//!
+//! Deliberate differences from fio, each an error rather than a guess: an undefined `${VAR}` (fio
+//! substitutes an empty string), an unknown size suffix (fio multiplies by 1), value ranges such as
+//! `bs=4k-16k`, and options fio has that this engine does not implement.
+
+use std::fmt;
+use std::time::Duration;
+
+/// A byte count. Sizes in job files are base 1024 (`4k` = 4096), as fio's default `kb_base`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Bytes(pub u64);
+
+impl fmt::Display for Bytes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}B", self.0)
+    }
+}
+
+/// `size=`: an absolute byte count, or a percentage of the existing files' size (fio's `size=N%`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SizeSpec {
+    /// Bytes per job clone, split across its files.
+    Bytes(Bytes),
+    /// Percent (1..=100) of each existing file's size.
+    Percent(u32),
+}
+
+/// `rw=`: direction and order of the I/O.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RwMode {
+    /// Sequential reads.
+    Read,
+    /// Sequential writes.
+    Write,
+    /// Random reads.
+    RandRead,
+    /// Random writes.
+    RandWrite,
+    /// Sequential mixed reads and writes (`rw`, `readwrite`).
+    ReadWrite,
+    /// Random mixed reads and writes.
+    RandRw,
+}
+
+impl RwMode {
+    /// The name fio prints.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RwMode::Read => "read",
+            RwMode::Write => "write",
+            RwMode::RandRead => "randread",
+            RwMode::RandWrite => "randwrite",
+            RwMode::ReadWrite => "rw",
+            RwMode::RandRw => "randrw",
+        }
+    }
+    /// Whether offsets are random.
+    pub fn is_random(self) -> bool {
+        matches!(self, RwMode::RandRead | RwMode::RandWrite | RwMode::RandRw)
+    }
+    /// Whether the job reads.
+    pub fn reads(self) -> bool {
+        !matches!(self, RwMode::Write | RwMode::RandWrite)
+    }
+    /// Whether the job writes.
+    pub fn writes(self) -> bool {
+        !matches!(self, RwMode::Read | RwMode::RandRead)
+    }
+}
+
+/// `ioengine=`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IoEngine {
+    /// pread/pwrite.
+    Psync,
+    /// lseek + read/write.
+    Sync,
+    /// preadv/pwritev.
+    Pvsync,
+    /// io_uring, with `iodepth` I/Os in flight.
+    IoUring,
+    /// Linux native AIO (fio's libaio), by direct system calls.
+    Libaio,
+    /// fio's filecreate: each "I/O" is the timed creation of one file.
+    FileCreate,
+}
+
+impl IoEngine {
+    /// The name fio prints.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IoEngine::Psync => "psync",
+            IoEngine::Sync => "sync",
+            IoEngine::Pvsync => "pvsync",
+            IoEngine::IoUring => "io_uring",
+            IoEngine::Libaio => "libaio",
+            IoEngine::FileCreate => "filecreate",
+        }
+    }
+    /// Whether the engine completes each I/O inside its system call (no slat, iodepth 1).
+    pub fn is_sync(self) -> bool {
+        !matches!(self, IoEngine::IoUring | IoEngine::Libaio)
+    }
+}
+
+/// `fallocate=`: how files are preallocated at layout.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fallocate {
+    /// No preallocation.
+    None,
+    /// fallocate(2) mode 0, falling back to none where unsupported (fio's Linux default).
+    Native,
+    /// posix_fallocate(3).
+    Posix,
+    /// fallocate(2) with FALLOC_FL_KEEP_SIZE.
+    Keep,
+    /// ftruncate(2) to the size.
+    Truncate,
+}
+
+/// `random_generator=`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RandomGenerator {
+    /// fio's 32-bit taus88 (default).
+    Tausworthe,
+    /// fio's 64-bit taus258.
+    Tausworthe64,
+    /// A maximal-length LFSR: every block once per pass without a map.
+    Lfsr,
+}
+
+/// `file_service_type=`: which file the next I/O goes to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FileService {
+    /// Cycle through the files, `n` I/Os each.
+    RoundRobin(u32),
+    /// Finish one file, then the next.
+    Sequential,
+    /// A random file every `n` I/Os.
+    Random(u32),
+}
+
+/// One job (before `numjobs` cloning), every option typed and validated.
+#[derive(Clone, Debug, PartialEq)]
+pub struct JobSpec {
+    /// Job name (section name, or `name=`).
+    pub name: String,
+    /// Free text.
+    pub description: Option<String>,
+    /// Direction and order.
+    pub rw: RwMode,
+    /// Percent of mixed I/O that reads.
+    pub rwmixread: u32,
+    /// Block size for reads and writes.
+    pub bs: [Bytes; 2],
+    /// Total per clone (split across `nrfiles`), or a percentage of existing files.
+    pub size: Option<SizeSpec>,
+    /// Size of each file (overrides size / nrfiles).
+    pub filesize: Option<Bytes>,
+    /// Files per clone.
+    pub nrfiles: u32,
+    /// Explicit file names (`:` list); empty = `$job.$clone.$file`.
+    pub filename: Vec<String>,
+    /// Directories (`:` list); files are spread across them round robin.
+    pub directory: Vec<String>,
+    /// Clones, each a thread.
+    pub numjobs: u32,
+    /// Engine.
+    pub ioengine: IoEngine,
+    /// I/Os in flight (async engines).
+    pub iodepth: u32,
+    /// O_DIRECT.
+    pub direct: bool,
+    /// fsync every N writes (0 = never).
+    pub fsync: u32,
+    /// fdatasync every N writes (0 = never).
+    pub fdatasync: u32,
+    /// fsync each file at the end (in the runtime, not in latency stats).
+    pub end_fsync: bool,
+    /// Repeat the workload until `runtime` has passed.
+    pub time_based: bool,
+    /// Limit (or, with time_based, length) of the measured run.
+    pub runtime: Option<Duration>,
+    /// Run this long before measuring; stats reset after it.
+    pub ramp_time: Duration,
+    /// Wait this long before starting the job.
+    pub startdelay: Duration,
+    /// Drop the files' page cache before the job (fadvise DONTNEED).
+    pub invalidate: bool,
+    /// Preallocation at layout.
+    pub fallocate: Fallocate,
+    /// Create files when first opened rather than at layout.
+    pub create_on_open: bool,
+    /// Delete the files when the job ends.
+    pub unlink: bool,
+    /// Repetitions of the workload.
+    pub loops: u32,
+    /// Seed the generators repeatably.
+    pub randrepeat: bool,
+    /// Explicit seed.
+    pub randseed: Option<u64>,
+    /// No random map: random blocks may repeat within a pass.
+    pub norandommap: bool,
+    /// Offset generator.
+    pub random_generator: RandomGenerator,
+    /// File selection.
+    pub file_service_type: FileService,
+    /// Files kept open at once (None = all).
+    pub openfiles: Option<u32>,
+    /// Report the group as one job.
+    pub group_reporting: bool,
+    /// Wait for the previous jobs to finish (implies new_group).
+    pub stonewall: bool,
+    /// Start a new reporting group.
+    pub new_group: bool,
+    /// Accepted for compatibility: workers are always threads.
+    pub thread: bool,
+    /// Write buffers of zeros.
+    pub zero_buffers: bool,
+    /// Refill write buffers with new data before every write; None = not set (fio then
+    /// refills when buffer_compress_percentage is set).
+    pub refill_buffers: Option<bool>,
+    /// Scramble a few bytes of each 512-byte block per write (fio default on).
+    pub scramble_buffers: bool,
+    /// Percent of each chunk of written data that compresses (zeros).
+    pub buffer_compress_percentage: Option<u32>,
+    /// Chunk for buffer_compress_percentage.
+    pub buffer_compress_chunk: Bytes,
+    /// Percentiles reported (ascending, at most 20).
+    pub percentile_list: Vec<f64>,
+    /// Report percentiles of lat (total latency) too.
+    pub lat_percentiles: bool,
+    /// Report percentiles of clat (default on).
+    pub clat_percentiles: bool,
+    /// The options set in the job's own section, as written (fio's "job options").
+    pub job_options: Vec<(String, String)>,
+}
+
+impl Default for JobSpec {
+    fn default() -> Self {
+        JobSpec {
+            name: String::new(),
+            description: None,
+            rw: RwMode::Read,
+            rwmixread: 50,
+            bs: [Bytes(4096); 2],
+            size: None,
+            filesize: None,
+            nrfiles: 1,
+            filename: Vec::new(),
+            directory: Vec::new(),
+            numjobs: 1,
+            ioengine: IoEngine::Psync,
+            iodepth: 1,
+            direct: false,
+            fsync: 0,
+            fdatasync: 0,
+            end_fsync: false,
+            time_based: false,
+            runtime: None,
+            ramp_time: Duration::ZERO,
+            startdelay: Duration::ZERO,
+            invalidate: true,
+            fallocate: Fallocate::Native,
+            create_on_open: false,
+            unlink: false,
+            loops: 1,
+            randrepeat: true,
+            randseed: None,
+            norandommap: false,
+            random_generator: RandomGenerator::Tausworthe,
+            file_service_type: FileService::RoundRobin(1),
+            openfiles: None,
+            group_reporting: false,
+            stonewall: false,
+            new_group: false,
+            thread: false,
+            zero_buffers: false,
+            refill_buffers: None,
+            scramble_buffers: true,
+            buffer_compress_percentage: None,
+            buffer_compress_chunk: Bytes(512),
+            percentile_list: crate::probe::histogram::FIO_DEFAULT_PERCENTILES.to_vec(),
+            lat_percentiles: false,
+            clat_percentiles: true,
+            job_options: Vec::new(),
+        }
+    }
+}
+
+/// Every parsed job plus the `[global]` options as written (fio's "global options").
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct JobSet {
+    /// Jobs in file order.
+    pub jobs: Vec<JobSpec>,
+    /// Options of `[global]` sections (and command-line options before the first `--name`).
+    pub global_options: Vec<(String, String)>,
+}
+
+/// Where an option was written.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Origin {
+    /// Job file name, or `command line`.
+    pub file: String,
+    /// 1-based line (or argument position on the command line).
+    pub line: usize,
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.file, self.line)
+    }
+}
+
+/// A job file that cannot run as written.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{origin}: {message}")]
+pub struct JobFileError {
+    /// Where.
+    pub origin: Origin,
+    /// What, and how to fix it.
+    pub message: String,
+}
+
+fn err<T>(origin: &Origin, message: impl Into<String>) -> Result<T, JobFileError> {
+    Err(JobFileError {
+        origin: origin.clone(),
+        message: message.into(),
+    })
+}
+
+/// One `key[=value]` line as written.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RawOption {
+    /// Option name.
+    pub key: String,
+    /// Value (None for a bare flag).
+    pub value: Option<String>,
+    /// Where it was written.
+    pub origin: Origin,
+}
+
+/// One `[section]` with its options, before validation.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RawSection {
+    /// Section name.
+    pub name: String,
+    /// Where the header was.
+    pub origin: Origin,
+    /// Options in order.
+    pub options: Vec<RawOption>,
+    /// First job section of a second or later job file (fio separates files by a stonewall).
+    pub file_boundary: bool,
+}
+
+impl RawSection {
+    fn is_global(&self) -> bool {
+        self.name == "global"
+    }
+}
+
+/// What the parser may read from outside: environment variables and include files. The CLI edge
+/// passes the real ones; tests pass maps.
+pub trait Sources {
+    /// An environment variable.
+    fn env(&self, name: &str) -> Option<String>;
+    /// The text of an include file named `path`, as written in a file named `from`.
+    fn include(&self, path: &str, from: &str) -> Result<String, String>;
+}
+
+/// The process environment and the real filesystem (for the CLI edge).
+pub struct SystemSources;
+
+impl Sources for SystemSources {
+    fn env(&self, name: &str) -> Option<String> {
+        std::env::var(name).ok()
+    }
+    fn include(&self, path: &str, from: &str) -> Result<String, String> {
+        // fio: a relative include that does not exist as given is looked up beside the file.
+        let p = std::path::Path::new(path);
+        let candidate = if p.is_absolute() || p.exists() {
+            p.to_path_buf()
+        } else {
+            std::path::Path::new(from)
+                .parent()
+                .map(|d| d.join(p))
+                .unwrap_or_else(|| p.to_path_buf())
+        };
+        std::fs::read_to_string(&candidate).map_err(|e| format!("{}: {e}", candidate.display()))
+    }
+}
+
+/// Options this engine supports (canonical names). Aliases: `readwrite` (rw), `blocksize` (bs),
+/// `wait_for_previous` (stonewall).
+pub const SUPPORTED_OPTIONS: &[&str] = &[
+    "name",
+    "description",
+    "rw",
+    "rwmixread",
+    "rwmixwrite",
+    "bs",
+    "size",
+    "filesize",
+    "nrfiles",
+    "filename",
+    "directory",
+    "numjobs",
+    "ioengine",
+    "iodepth",
+    "direct",
+    "buffered",
+    "fsync",
+    "fdatasync",
+    "end_fsync",
+    "time_based",
+    "runtime",
+    "ramp_time",
+    "startdelay",
+    "invalidate",
+    "fallocate",
+    "create_on_open",
+    "unlink",
+    "loops",
+    "randrepeat",
+    "randseed",
+    "norandommap",
+    "random_generator",
+    "file_service_type",
+    "openfiles",
+    "group_reporting",
+    "stonewall",
+    "new_group",
+    "thread",
+    "zero_buffers",
+    "refill_buffers",
+    "scramble_buffers",
+    "buffer_compress_percentage",
+    "buffer_compress_chunk",
+    "percentile_list",
+    "lat_percentiles",
+    "clat_percentiles",
+];
+
+fn canonical(key: &str) -> &str {
+    match key {
+        "readwrite" => "rw",
+        "blocksize" => "bs",
+        "wait_for_previous" => "stonewall",
+        "timeout" => "runtime",
+        other => other,
+    }
+}
+
+/// Expand `${VAR}` from `sources`. An undefined variable is an error (fio would substitute "").
+fn expand_env(s: &str, sources: &dyn Sources, origin: &Origin) -> Result<String, JobFileError> {
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(i) = rest.find("${") {
+        out.push_str(&rest[..i]);
+        let after = &rest[i + 2..];
+        match after.find('}') {
+            Some(j) if j > 0 => {
+                let var = &after[..j];
+                match sources.env(var) {
+                    Some(v) => out.push_str(&v),
+                    None => {
+                        return err(
+                            origin,
+                            format!(
+                                "environment variable '{var}' is not set (fio would substitute an empty string; set it or remove ${{{var}}})"
+                            ),
+                        );
+                    }
+                }
+                rest = &after[j + 1..];
+            }
+            _ => {
+                out.push_str("${");
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// Cut a line at the first `;` or `#` (fio strips inline comments) and trim it.
+fn strip_line(line: &str) -> &str {
+    let cut = line.find([';', '#']).unwrap_or(line.len());
+    line[..cut].trim()
+}
+
+fn split_kv(body: &str) -> (String, Option<String>) {
+    match body.split_once('=') {
+        Some((k, v)) => (k.trim().to_string(), Some(v.trim().to_string())),
+        None => (body.trim().to_string(), None),
+    }
+}
+
+/// Parse the ini text of one job file named `file` into raw sections. `include` lines are read
+/// through `sources` (an included file holds options only, as in fio).
+pub fn parse_ini(
+    text: &str,
+    file: &str,
+    sources: &dyn Sources,
+) -> Result<Vec<RawSection>, JobFileError> {
+    let mut sections: Vec<RawSection> = Vec::new();
+    parse_ini_into(text, file, sources, &mut sections, 0)?;
+    Ok(sections)
+}
+
+const MAX_INCLUDE_DEPTH: usize = 16;
+
+fn parse_ini_into(
+    text: &str,
+    file: &str,
+    sources: &dyn Sources,
+    sections: &mut Vec<RawSection>,
+    depth: usize,
+) -> Result<(), JobFileError> {
+    let nested = depth > 0;
+    for (i, raw_line) in text.lines().enumerate() {
+        let origin = Origin {
+            file: file.to_string(),
+            line: i + 1,
+        };
+        let line = strip_line(raw_line);
+        if line.is_empty() {
+            continue;
+        }
+        if line.starts_with('[') {
+            if nested {
+                return err(
+                    &origin,
+                    "an included file may hold options only, not sections",
+                );
+            }
+            let Some(name) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) else {
+                return err(&origin, format!("malformed section header '{line}'"));
+            };
+            let name = name.trim();
+            if name.is_empty() {
+                return err(&origin, "empty section name");
+            }
+            sections.push(RawSection {
+                name: name.to_string(),
+                origin,
+                options: Vec::new(),
+                file_boundary: false,
+            });
+            continue;
+        }
+        if let Some(rest) = line.strip_prefix("include") {
+            if rest.starts_with(char::is_whitespace) {
+                let path = expand_env(rest.trim(), sources, &origin)?;
+                if depth >= MAX_INCLUDE_DEPTH {
+                    return err(
+                        &origin,
+                        format!("include nesting deeper than {MAX_INCLUDE_DEPTH}"),
+                    );
+                }
+                if sections.is_empty() {
+                    return err(&origin, "include outside of a [section]");
+                }
+                let inc = sources
+                    .include(&path, file)
+                    .or_else(|e| err(&origin, format!("cannot read include file: {e}")))?;
+                parse_ini_into(&inc, &path, sources, sections, depth + 1)?;
+                continue;
+            }
+        }
+        let Some(section) = sections.last_mut() else {
+            return err(
+                &origin,
+                format!(
+                    "option '{line}' outside of a [section] (start with [global] or [jobname])"
+                ),
+            );
+        };
+        let line = expand_env(line, sources, &origin)?;
+        let (key, value) = split_kv(&line);
+        if key.is_empty() {
+            return err(&origin, format!("missing option name in '{line}'"));
+        }
+        section.options.push(RawOption { key, value, origin });
+    }
+    Ok(())
+}
+
+/// Whether `key` is a flag that takes no value on the command line.
+fn is_flag(key: &str) -> bool {
+    matches!(
+        canonical(key),
+        "end_fsync"
+            | "time_based"
+            | "create_on_open"
+            | "unlink"
+            | "randrepeat"
+            | "norandommap"
+            | "group_reporting"
+            | "stonewall"
+            | "new_group"
+            | "thread"
+            | "zero_buffers"
+            | "refill_buffers"
+            | "scramble_buffers"
+            | "lat_percentiles"
+            | "clat_percentiles"
+            | "invalidate"
+            | "direct"
+            | "buffered"
+    )
+}
+
+/// Parse fio's command-line job form: `--name=x` starts a job; options before the first `--name`
+/// are global. `--key=value`, `--flag` and `--key value` (for non-flag options) are accepted.
+pub fn parse_cmdline(
+    args: &[String],
+    sources: &dyn Sources,
+) -> Result<Vec<RawSection>, JobFileError> {
+    let mut sections = vec![RawSection {
+        name: "global".to_string(),
+        origin: Origin {
+            file: "command line".to_string(),
+            line: 0,
+        },
+        options: Vec::new(),
+        file_boundary: false,
+    }];
+    let mut i = 0;
+    while i < args.len() {
+        let origin = Origin {
+            file: "command line".to_string(),
+            line: i + 1,
+        };
+        let arg = expand_env(&args[i], sources, &origin)?;
+        let Some(body) = arg.strip_prefix("--") else {
+            return err(&origin, format!("expected --option=value, found '{arg}'"));
+        };
+        let (key, mut value) = split_kv(body);
+        if value.is_none() && !is_flag(&key) && key != "name" {
+            if let Some(next) = args.get(i + 1).filter(|n| !n.starts_with("--")) {
+                value = Some(expand_env(next, sources, &origin)?);
+                i += 1;
+            }
+        }
+        if key == "name" {
+            let Some(name) = value.clone().filter(|v| !v.is_empty()) else {
+                return err(&origin, "--name needs a value");
+            };
+            sections.push(RawSection {
+                name,
+                origin: origin.clone(),
+                options: Vec::new(),
+                file_boundary: false,
+            });
+        } else {
+            sections
+                .last_mut()
+                .expect("there is always a section")
+                .options
+                .push(RawOption { key, value, origin });
+        }
+        i += 1;
+    }
+    Ok(sections)
+}
+
+/// Mark the first job section of `sections` as the start of another job file.
+pub fn mark_file_boundary(sections: &mut [RawSection]) {
+    if let Some(s) = sections.iter_mut().find(|s| !s.is_global()) {
+        s.file_boundary = true;
+    }
+}
+
+fn value_of(opt: &RawOption) -> Result<&str, JobFileError> {
+    match &opt.value {
+        Some(v) if !v.is_empty() => Ok(v.as_str()),
+        _ => err(&opt.origin, format!("option '{}' needs a value", opt.key)),
+    }
+}
+
+fn parse_bool(opt: &RawOption) -> Result<bool, JobFileError> {
+    let Some(v) = &opt.value else {
+        return Ok(true);
+    };
+    match v.to_ascii_lowercase().as_str() {
+        "" | "1" | "true" | "yes" | "on" => Ok(true),
+        "0" | "false" | "no" | "off" => Ok(false),
+        _ => err(
+            &opt.origin,
+            format!("option '{}': '{v}' is not a boolean (use 0 or 1)", opt.key),
+        ),
+    }
+}
+
+fn parse_uint(opt: &RawOption, min: u64, max: u64) -> Result<u64, JobFileError> {
+    let v = value_of(opt)?;
+    let n = if let Some(hex) = v.strip_prefix("0x").or_else(|| v.strip_prefix("0X")) {
+        u64::from_str_radix(hex, 16).ok()
+    } else {
+        v.parse::<u64>().ok()
+    };
+    match n {
+        Some(n) if (min..=max).contains(&n) => Ok(n),
+        Some(n) => err(
+            &opt.origin,
+            format!("option '{}': {n} is out of range {min}..={max}", opt.key),
+        ),
+        None => err(
+            &opt.origin,
+            format!("option '{}': '{v}' is not a whole number", opt.key),
+        ),
+    }
+}
+
+/// A size with fio's suffixes: k/m/g/t/p (and kb, mb, ...) are powers of 1024; fio's inverted
+/// `kib`/`mib`/... are powers of 1000 under the default `kb_base=1024`; `b` is bytes. Returns
+/// `Err(reason)` names what is wrong; `N%` gives [`SizeValue::Percent`].
+pub fn parse_size(text: &str) -> Result<SizeValue, String> {
+    let t = text.trim();
+    let digits_end = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, suffix) = t.split_at(digits_end);
+    if num.is_empty() {
+        return Err(format!(
+            "'{t}' is not a size (expected a number such as 4k, 1m, 2g)"
+        ));
+    }
+    let suffix_l = suffix.trim().to_ascii_lowercase();
+    if suffix_l == "%" {
+        let p: u64 = num
+            .parse()
+            .map_err(|_| format!("'{t}': a percentage must be a whole number"))?;
+        return Ok(SizeValue::Percent(p));
+    }
+    let mult: u64 = match suffix_l.as_str() {
+        "" | "b" => 1,
+        "k" | "kb" => 1 << 10,
+        "m" | "mb" => 1 << 20,
+        "g" | "gb" => 1 << 30,
+        "t" | "tb" => 1 << 40,
+        "p" | "pb" => 1 << 50,
+        "kib" => 1000,
+        "mib" => 1000u64.pow(2),
+        "gib" => 1000u64.pow(3),
+        "tib" => 1000u64.pow(4),
+        "pib" => 1000u64.pow(5),
+        _ => {
+            return Err(format!(
+                "'{t}': unknown size suffix '{suffix}' (use k, m, g, t, p; base 1024)"
+            ));
+        }
+    };
+    let bytes = if num.contains('.') {
+        let f: f64 = num.parse().map_err(|_| format!("'{t}' is not a number"))?;
+        let b = f * mult as f64;
+        if !b.is_finite() || b > u64::MAX as f64 {
+            return Err(format!("'{t}' is too large"));
+        }
+        b as u64
+    } else {
+        let n: u64 = num.parse().map_err(|_| format!("'{t}' is too large"))?;
+        n.checked_mul(mult)
+            .ok_or_else(|| format!("'{t}' is too large"))?
+    };
+    Ok(SizeValue::Bytes(Bytes(bytes)))
+}
+
+/// A parsed size value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SizeValue {
+    /// Bytes.
+    Bytes(Bytes),
+    /// Percent.
+    Percent(u64),
+}
+
+fn size_opt(opt: &RawOption) -> Result<Bytes, JobFileError> {
+    let v = value_of(opt)?;
+    if v.contains('-') || v.contains(':') {
+        return err(
+            &opt.origin,
+            format!(
+                "option '{}': ranges such as '{v}' are not supported",
+                opt.key
+            ),
+        );
+    }
+    match parse_size(v) {
+        Ok(SizeValue::Bytes(b)) => Ok(b),
+        Ok(SizeValue::Percent(_)) => err(
+            &opt.origin,
+            format!("option '{}' does not take a percentage", opt.key),
+        ),
+        Err(e) => err(&opt.origin, format!("option '{}': {e}", opt.key)),
+    }
+}
+
+/// A time with fio's suffixes (us/usec, ms/msec, s, m, h, d); a bare number is seconds.
+pub fn parse_time(text: &str) -> Result<Duration, String> {
+    let t = text.trim();
+    let digits_end = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, suffix) = t.split_at(digits_end);
+    if num.is_empty() {
+        return Err(format!(
+            "'{t}' is not a time (expected a number such as 10, 500ms, 2m)"
+        ));
+    }
+    let n: u64 = num.parse().map_err(|_| format!("'{t}' is too large"))?;
+    let micros_per: u64 = match suffix.trim().to_ascii_lowercase().as_str() {
+        "" | "s" | "sec" => 1_000_000,
+        "us" | "usec" => 1,
+        "ms" | "msec" => 1_000,
+        "m" | "min" => 60_000_000,
+        "h" => 3_600_000_000,
+        "d" => 86_400_000_000,
+        _ => {
+            return Err(format!(
+                "'{t}': unknown time suffix '{suffix}' (use us, ms, s, m, h, d)"
+            ));
+        }
+    };
+    let us = n
+        .checked_mul(micros_per)
+        .ok_or_else(|| format!("'{t}' is too large"))?;
+    Ok(Duration::from_micros(us))
+}
+
+fn time_opt(opt: &RawOption) -> Result<Duration, JobFileError> {
+    let v = value_of(opt)?;
+    if v.contains('-') {
+        return err(
+            &opt.origin,
+            format!(
+                "option '{}': ranges such as '{v}' are not supported",
+                opt.key
+            ),
+        );
+    }
+    parse_time(v).or_else(|e| err(&opt.origin, format!("option '{}': {e}", opt.key)))
+}
+
+fn unsupported(opt: &RawOption) -> JobFileError {
+    JobFileError {
+        origin: opt.origin.clone(),
+        message: format!(
+            "option '{}' is not supported by fsdelta's fio engine; supported options: {}",
+            opt.key,
+            SUPPORTED_OPTIONS.join(", ")
+        ),
+    }
+}
+
+fn choice_err<T>(opt: &RawOption, v: &str, choices: &str) -> Result<T, JobFileError> {
+    err(
+        &opt.origin,
+        format!(
+            "option '{}': '{v}' is not supported (choose one of: {choices})",
+            opt.key
+        ),
+    )
+}
+
+/// Apply one option to a job.
+fn apply(job: &mut JobSpec, opt: &RawOption) -> Result<(), JobFileError> {
+    let key = canonical(&opt.key);
+    match key {
+        "name" => job.name = value_of(opt)?.to_string(),
+        "description" => job.description = Some(opt.value.clone().unwrap_or_default()),
+        "rw" => {
+            let v = value_of(opt)?;
+            job.rw = match v {
+                "read" => RwMode::Read,
+                "write" => RwMode::Write,
+                "randread" => RwMode::RandRead,
+                "randwrite" => RwMode::RandWrite,
+                "rw" | "readwrite" => RwMode::ReadWrite,
+                "randrw" => RwMode::RandRw,
+                _ => {
+                    return choice_err(
+                        opt,
+                        v,
+                        "read, write, randread, randwrite, rw, readwrite, randrw; trim and ':N' modifiers are not supported",
+                    );
+                }
+            }
+        }
+        "rwmixread" => job.rwmixread = parse_uint(opt, 0, 100)? as u32,
+        "rwmixwrite" => job.rwmixread = 100 - parse_uint(opt, 0, 100)? as u32,
+        "bs" => {
+            let v = value_of(opt)?;
+            let parts: Vec<&str> = v.split(',').collect();
+            if parts.len() > 2 {
+                return err(
+                    &opt.origin,
+                    format!(
+                        "option 'bs': '{v}': a trim block size is not supported (use bs=R or bs=R,W)"
+                    ),
+                );
+            }
+            for (i, p) in parts.iter().enumerate() {
+                if p.trim().is_empty() {
+                    continue;
+                }
+                let one = RawOption {
+                    key: opt.key.clone(),
+                    value: Some(p.trim().to_string()),
+                    origin: opt.origin.clone(),
+                };
+                let b = size_opt(&one)?;
+                if b.0 == 0 {
+                    return err(&opt.origin, "option 'bs' must be greater than 0");
+                }
+                job.bs[i] = b;
+                if parts.len() == 1 {
+                    job.bs[1] = b;
+                }
+            }
+        }
+        "size" => {
+            let v = value_of(opt)?;
+            job.size = Some(match parse_size(v) {
+                Ok(SizeValue::Bytes(b)) => SizeSpec::Bytes(b),
+                Ok(SizeValue::Percent(p)) if (1..=100).contains(&p) => SizeSpec::Percent(p as u32),
+                Ok(SizeValue::Percent(p)) => {
+                    return err(
+                        &opt.origin,
+                        format!("option 'size': {p}% is not in 1..=100"),
+                    );
+                }
+                Err(e) => return err(&opt.origin, format!("option 'size': {e}")),
+            });
+        }
+        "filesize" => job.filesize = Some(size_opt(opt)?),
+        "nrfiles" => job.nrfiles = parse_uint(opt, 1, u32::MAX as u64)? as u32,
+        "filename" => {
+            job.filename = value_of(opt)?.split(':').map(str::to_string).collect();
+            if job.filename.iter().any(String::is_empty) {
+                return err(&opt.origin, "option 'filename': empty name in ':' list");
+            }
+        }
+        "directory" => {
+            job.directory = value_of(opt)?.split(':').map(str::to_string).collect();
+            if job.directory.iter().any(String::is_empty) {
+                return err(&opt.origin, "option 'directory': empty name in ':' list");
+            }
+        }
+        "numjobs" => job.numjobs = parse_uint(opt, 1, 4096)? as u32,
+        "ioengine" => {
+            let v = value_of(opt)?;
+            job.ioengine = match v {
+                "psync" => IoEngine::Psync,
+                "sync" => IoEngine::Sync,
+                "pvsync" => IoEngine::Pvsync,
+                "io_uring" => IoEngine::IoUring,
+                "libaio" => IoEngine::Libaio,
+                "filecreate" => IoEngine::FileCreate,
+                _ => {
+                    return choice_err(opt, v, "psync, sync, pvsync, io_uring, libaio, filecreate");
+                }
+            }
+        }
+        "iodepth" => job.iodepth = parse_uint(opt, 1, 65536)? as u32,
+        "direct" => job.direct = parse_bool(opt)?,
+        "buffered" => job.direct = !parse_bool(opt)?,
+        "fsync" => job.fsync = parse_uint(opt, 0, u32::MAX as u64)? as u32,
+        "fdatasync" => job.fdatasync = parse_uint(opt, 0, u32::MAX as u64)? as u32,
+        "end_fsync" => job.end_fsync = parse_bool(opt)?,
+        "time_based" => job.time_based = parse_bool(opt)?,
+        "runtime" => {
+            let t = time_opt(opt)?;
+            job.runtime = if t.is_zero() { None } else { Some(t) };
+        }
+        "ramp_time" => job.ramp_time = time_opt(opt)?,
+        "startdelay" => job.startdelay = time_opt(opt)?,
+        "invalidate" => job.invalidate = parse_bool(opt)?,
+        "fallocate" => {
+            let v = value_of(opt)?;
+            job.fallocate = match v {
+                "none" | "0" => Fallocate::None,
+                "native" => Fallocate::Native,
+                "posix" | "1" => Fallocate::Posix,
+                "keep" => Fallocate::Keep,
+                "truncate" => Fallocate::Truncate,
+                _ => return choice_err(opt, v, "none, native, posix, keep, truncate, 0, 1"),
+            }
+        }
+        "create_on_open" => job.create_on_open = parse_bool(opt)?,
+        "unlink" => job.unlink = parse_bool(opt)?,
+        "loops" => job.loops = parse_uint(opt, 1, u32::MAX as u64)? as u32,
+        "randrepeat" => job.randrepeat = parse_bool(opt)?,
+        "randseed" => job.randseed = Some(parse_uint(opt, 0, u64::MAX)?),
+        "norandommap" => job.norandommap = parse_bool(opt)?,
+        "random_generator" => {
+            let v = value_of(opt)?;
+            job.random_generator = match v {
+                "tausworthe" => RandomGenerator::Tausworthe,
+                "tausworthe64" => RandomGenerator::Tausworthe64,
+                "lfsr" => RandomGenerator::Lfsr,
+                _ => return choice_err(opt, v, "tausworthe, tausworthe64, lfsr"),
+            }
+        }
+        "file_service_type" => {
+            let v = value_of(opt)?;
+            let (kind, n) = match v.split_once(':') {
+                Some((k, n)) => match n.parse::<u32>() {
+                    Ok(n) if n > 0 => (k, n),
+                    _ => {
+                        return err(
+                            &opt.origin,
+                            format!("option 'file_service_type': bad count in '{v}'"),
+                        );
+                    }
+                },
+                None => (v, 1),
+            };
+            job.file_service_type = match kind {
+                "roundrobin" => FileService::RoundRobin(n),
+                "random" => FileService::Random(n),
+                "sequential" if n == 1 => FileService::Sequential,
+                _ => return choice_err(opt, v, "roundrobin[:N], random[:N], sequential"),
+            }
+        }
+        "openfiles" => job.openfiles = Some(parse_uint(opt, 1, u32::MAX as u64)? as u32),
+        "group_reporting" => job.group_reporting = parse_bool(opt)?,
+        "stonewall" => job.stonewall = parse_bool(opt)?,
+        "new_group" => job.new_group = parse_bool(opt)?,
+        "thread" => job.thread = parse_bool(opt)?,
+        "zero_buffers" => job.zero_buffers = parse_bool(opt)?,
+        "refill_buffers" => job.refill_buffers = Some(parse_bool(opt)?),
+        "scramble_buffers" => job.scramble_buffers = parse_bool(opt)?,
+        "buffer_compress_percentage" => {
+            job.buffer_compress_percentage = Some(parse_uint(opt, 0, 100)? as u32)
+        }
+        "buffer_compress_chunk" => {
+            let b = size_opt(opt)?;
+            if b.0 == 0 {
+                return err(
+                    &opt.origin,
+                    "option 'buffer_compress_chunk' must be greater than 0",
+                );
+            }
+            job.buffer_compress_chunk = b;
+        }
+        "percentile_list" => {
+            let v = value_of(opt)?;
+            let mut list = Vec::new();
+            for p in v.split(':') {
+                match p.trim().parse::<f64>() {
+                    Ok(f) if f > 0.0 && f <= 100.0 => list.push(f),
+                    _ => {
+                        return err(
+                            &opt.origin,
+                            format!(
+                                "option 'percentile_list': '{p}' is not a percentile in (0, 100]"
+                            ),
+                        );
+                    }
+                }
+            }
+            if list.len() > 20 {
+                return err(&opt.origin, "option 'percentile_list': at most 20 entries");
+            }
+            // fio sorts the list.
+            list.sort_by(f64::total_cmp);
+            job.percentile_list = list;
+        }
+        "lat_percentiles" => job.lat_percentiles = parse_bool(opt)?,
+        "clat_percentiles" => job.clat_percentiles = parse_bool(opt)?,
+        _ => return Err(unsupported(opt)),
+    }
+    Ok(())
+}
+
+/// Checks that involve several options.
+fn validate(job: &JobSpec, origin: &Origin) -> Result<(), JobFileError> {
+    if job.size.is_none() && job.filesize.is_none() && job.ioengine != IoEngine::FileCreate {
+        return err(
+            origin,
+            format!(
+                "job '{}': no size given (set size= or filesize=; fio would take the size of existing files, fsdelta needs it stated)",
+                job.name
+            ),
+        );
+    }
+    if job.filename.len() > 1 && job.nrfiles > 1 && job.nrfiles as usize != job.filename.len() {
+        return err(
+            origin,
+            format!(
+                "job '{}': nrfiles={} disagrees with {} names in filename=",
+                job.name,
+                job.nrfiles,
+                job.filename.len()
+            ),
+        );
+    }
+    if job.filename.len() == 1 && job.nrfiles > 1 {
+        return err(
+            origin,
+            format!(
+                "job '{}': nrfiles={} with a single filename= (name every file: filename=a:b:c)",
+                job.name, job.nrfiles
+            ),
+        );
+    }
+    if job.time_based && job.runtime.is_none() {
+        return err(
+            origin,
+            format!("job '{}': time_based needs runtime=", job.name),
+        );
+    }
+    if job.zero_buffers && job.buffer_compress_percentage.is_some() {
+        return err(
+            origin,
+            format!(
+                "job '{}': zero_buffers and buffer_compress_percentage contradict each other",
+                job.name
+            ),
+        );
+    }
+    if job.fsync > 0 && job.fdatasync > 0 {
+        return err(
+            origin,
+            format!("job '{}': set fsync= or fdatasync=, not both", job.name),
+        );
+    }
+    // iodepth > 1 with a sync engine is accepted, as fio does; the engine runs at depth 1 and
+    // the report says so.
+    Ok(())
+}
+
+/// Validate raw sections (from one or more files, or the command line) into jobs.
+pub fn build_jobs(sections: &[RawSection]) -> Result<JobSet, JobFileError> {
+    let mut globals: Vec<RawOption> = Vec::new();
+    let mut set = JobSet::default();
+    for section in sections {
+        if section.is_global() {
+            for opt in &section.options {
+                // Validate now so the error points at the [global] line.
+                apply(&mut JobSpec::default(), opt)?;
+                set.global_options
+                    .push((opt.key.clone(), opt.value.clone().unwrap_or_default()));
+                globals.push(opt.clone());
+            }
+            continue;
+        }
+        let mut job = JobSpec {
+            name: section.name.clone(),
+            ..JobSpec::default()
+        };
+        for opt in globals.iter().chain(section.options.iter()) {
+            apply(&mut job, opt)?;
+        }
+        if section.file_boundary {
+            job.stonewall = true;
+        }
+        job.job_options = section
+            .options
+            .iter()
+            .map(|o| (o.key.clone(), o.value.clone().unwrap_or_default()))
+            .collect();
+        validate(&job, &section.origin)?;
+        set.jobs.push(job);
+    }
+    if set.jobs.is_empty() {
+        let origin = sections
+            .first()
+            .map(|s| s.origin.clone())
+            .unwrap_or(Origin {
+                file: "job file".to_string(),
+                line: 0,
+            });
+        return err(
+            &origin,
+            "no job defined (add a [jobname] section or --name=)",
+        );
+    }
+    Ok(set)
+}
+
+/// Parse one job file's text with `sources` (convenience for suites with inline job text).
+pub fn parse_job_text(
+    text: &str,
+    file: &str,
+    sources: &dyn Sources,
+) -> Result<JobSet, JobFileError> {
+    build_jobs(&parse_ini(text, file, sources)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    #[derive(Default)]
+    struct MapSources {
+        env: HashMap<String, String>,
+        files: HashMap<String, String>,
+    }
+
+    impl Sources for MapSources {
+        fn env(&self, name: &str) -> Option<String> {
+            self.env.get(name).cloned()
+        }
+        fn include(&self, path: &str, _from: &str) -> Result<String, String> {
+            self.files
+                .get(path)
+                .cloned()
+                .ok_or_else(|| format!("{path}: no such file"))
+        }
+    }
+
+    fn parse(text: &str) -> Result<JobSet, JobFileError> {
+        parse_job_text(text, "t.fio", &MapSources::default())
+    }
+
+    fn one(text: &str) -> JobSpec {
+        let set = parse(text).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(set.jobs.len(), 1);
+        set.jobs.into_iter().next().unwrap()
+    }
+
+    #[test]
+    fn sizes_are_base_1024_with_fios_suffixes() {
+        let b = |s: &str| match parse_size(s).unwrap() {
+            SizeValue::Bytes(b) => b.0,
+            SizeValue::Percent(_) => panic!(),
+        };
+        assert_eq!(b("4096"), 4096);
+        assert_eq!(b("4k"), 4096);
+        assert_eq!(b("4K"), 4096);
+        assert_eq!(b("4kb"), 4096);
+        assert_eq!(b("1m"), 1 << 20);
+        assert_eq!(b("1M"), 1 << 20);
+        assert_eq!(b("2g"), 2 << 30);
+        assert_eq!(b("1t"), 1 << 40);
+        assert_eq!(b("1p"), 1 << 50);
+        assert_eq!(b("512b"), 512);
+        assert_eq!(b("1.5k"), 1536);
+        // fio's inversion under kb_base=1024: KiB means 1000.
+        assert_eq!(b("4KiB"), 4000);
+        assert_eq!(b("1MiB"), 1_000_000);
+        assert_eq!(parse_size("50%").unwrap(), SizeValue::Percent(50));
+        assert!(parse_size("4x").is_err());
+        assert!(parse_size("k").is_err());
+        assert!(parse_size("").is_err());
+        assert!(parse_size("99999999999999999999").is_err());
+        assert!(parse_size("20000000p").is_err());
+    }
+
+    #[test]
+    fn times_default_to_seconds_and_take_fios_suffixes() {
+        assert_eq!(parse_time("10").unwrap(), Duration::from_secs(10));
+        assert_eq!(parse_time("10s").unwrap(), Duration::from_secs(10));
+        assert_eq!(parse_time("500ms").unwrap(), Duration::from_millis(500));
+        assert_eq!(parse_time("500msec").unwrap(), Duration::from_millis(500));
+        assert_eq!(parse_time("20us").unwrap(), Duration::from_micros(20));
+        assert_eq!(parse_time("2m").unwrap(), Duration::from_secs(120));
+        assert_eq!(parse_time("1h").unwrap(), Duration::from_secs(3600));
+        assert_eq!(parse_time("1d").unwrap(), Duration::from_secs(86400));
+        assert!(parse_time("1y").is_err());
+        assert!(parse_time("ms").is_err());
+    }
+
+    #[test]
+    fn global_options_are_inherited_and_overridden() {
+        let set = parse(
+            "[global]\nbs=8k\nsize=1m\nrw=randread\n[a]\n[b]\nbs=16k\n[global]\nnumjobs=3\n[c]\n",
+        )
+        .unwrap();
+        assert_eq!(set.jobs.len(), 3);
+        assert_eq!(set.jobs[0].bs, [Bytes(8192); 2]);
+        assert_eq!(set.jobs[0].rw, RwMode::RandRead);
+        assert_eq!(set.jobs[1].bs, [Bytes(16384); 2]);
+        assert_eq!(set.jobs[1].numjobs, 1);
+        // a later [global] affects only later jobs, as in fio
+        assert_eq!(set.jobs[2].numjobs, 3);
+        assert_eq!(set.global_options[0], ("bs".to_string(), "8k".to_string()));
+        assert_eq!(
+            set.jobs[1].job_options,
+            vec![("bs".to_string(), "16k".to_string())]
+        );
+    }
+
+    #[test]
+    fn comments_blank_lines_and_inline_comments_are_skipped() {
+        let j = one("; a comment\n# another\n\n[j] ; trailing\nsize=1m # inline\n  bs = 8k  \n");
+        assert_eq!(j.size, Some(SizeSpec::Bytes(Bytes(1 << 20))));
+        assert_eq!(j.bs, [Bytes(8192); 2]);
+        assert_eq!(j.name, "j");
+    }
+
+    #[test]
+    fn bare_flags_and_boolean_values() {
+        let j = one(
+            "[j]\nsize=1m\ntime_based\nruntime=5\nend_fsync=1\ninvalidate=0\nnorandommap\nthread\ngroup_reporting=true\n",
+        );
+        assert!(j.time_based && j.end_fsync && j.norandommap && j.thread && j.group_reporting);
+        assert!(!j.invalidate);
+        assert_eq!(j.runtime, Some(Duration::from_secs(5)));
+        let e = parse("[j]\nsize=1m\nend_fsync=maybe\n").unwrap_err();
+        assert_eq!(e.origin.line, 3);
+        assert!(e.message.contains("not a boolean"), "{e}");
+    }
+
+    #[test]
+    fn every_supported_option_parses() {
+        let text = "[global]\ndescription=all options\n[j]\nname=renamed\nrw=randrw\nrwmixread=70\n\
+            bs=4k,8k\nsize=4m\nfilesize=1m\nnrfiles=4\ndirectory=/a:/b\nnumjobs=2\nioengine=io_uring\n\
+            iodepth=32\ndirect=1\nfdatasync=8\nend_fsync=1\ntime_based=1\nruntime=2m\nramp_time=500ms\n\
+            startdelay=1\ninvalidate=0\nfallocate=keep\ncreate_on_open=1\nunlink=1\nloops=3\n\
+            randrepeat=0\nrandseed=1234\nnorandommap=1\nrandom_generator=lfsr\n\
+            file_service_type=random:4\nopenfiles=2\ngroup_reporting=1\nstonewall\nnew_group\nthread\n\
+            refill_buffers=1\nscramble_buffers=0\nbuffer_compress_percentage=60\n\
+            buffer_compress_chunk=4k\npercentile_list=99.9:50:99\nlat_percentiles=1\nclat_percentiles=0\n";
+        let j = one(text);
+        assert_eq!(j.name, "renamed");
+        assert_eq!(j.description.as_deref(), Some("all options"));
+        assert_eq!(j.rw, RwMode::RandRw);
+        assert_eq!(j.rwmixread, 70);
+        assert_eq!(j.bs, [Bytes(4096), Bytes(8192)]);
+        assert_eq!(j.size, Some(SizeSpec::Bytes(Bytes(4 << 20))));
+        assert_eq!(j.filesize, Some(Bytes(1 << 20)));
+        assert_eq!(j.nrfiles, 4);
+        assert_eq!(j.directory, vec!["/a", "/b"]);
+        assert_eq!(j.numjobs, 2);
+        assert_eq!(j.ioengine, IoEngine::IoUring);
+        assert_eq!(j.iodepth, 32);
+        assert!(j.direct);
+        assert_eq!(j.fdatasync, 8);
+        assert!(j.end_fsync && j.time_based);
+        assert_eq!(j.runtime, Some(Duration::from_secs(120)));
+        assert_eq!(j.ramp_time, Duration::from_millis(500));
+        assert_eq!(j.startdelay, Duration::from_secs(1));
+        assert!(!j.invalidate);
+        assert_eq!(j.fallocate, Fallocate::Keep);
+        assert!(j.create_on_open && j.unlink);
+        assert_eq!(j.loops, 3);
+        assert!(!j.randrepeat);
+        assert_eq!(j.randseed, Some(1234));
+        assert!(j.norandommap);
+        assert_eq!(j.random_generator, RandomGenerator::Lfsr);
+        assert_eq!(j.file_service_type, FileService::Random(4));
+        assert_eq!(j.openfiles, Some(2));
+        assert!(j.group_reporting && j.stonewall && j.new_group && j.thread);
+        assert!(j.refill_buffers == Some(true) && !j.scramble_buffers && !j.zero_buffers);
+        assert_eq!(j.buffer_compress_percentage, Some(60));
+        assert_eq!(j.buffer_compress_chunk, Bytes(4096));
+        assert_eq!(j.percentile_list, vec![50.0, 99.0, 99.9]);
+        assert!(j.lat_percentiles && !j.clat_percentiles);
+        let k = one(
+            "[k]\nsize=1m\nrw=readwrite\nrwmixwrite=30\nbuffered=0\nfsync=4\nzero_buffers\nfilename=x:y\nioengine=pvsync\nfile_service_type=sequential\nfallocate=none\nrandom_generator=tausworthe64\n",
+        );
+        assert_eq!(k.rw, RwMode::ReadWrite);
+        assert_eq!(k.rwmixread, 70);
+        assert!(k.direct && k.zero_buffers);
+        assert_eq!(k.fsync, 4);
+        assert_eq!(k.filename, vec!["x", "y"]);
+        assert_eq!(k.ioengine, IoEngine::Pvsync);
+        assert_eq!(k.file_service_type, FileService::Sequential);
+        assert_eq!(k.fallocate, Fallocate::None);
+        assert_eq!(k.random_generator, RandomGenerator::Tausworthe64);
+        let f = one("[f]\nioengine=filecreate\nnrfiles=100\nfilesize=0\nsize=50%\n");
+        assert_eq!(f.ioengine, IoEngine::FileCreate);
+        assert_eq!(f.size, Some(SizeSpec::Percent(50)));
+        let l = one("[l]\nioengine=libaio\nsize=1m\niodepth=8\n");
+        assert_eq!(l.ioengine, IoEngine::Libaio);
+        assert!(!l.ioengine.is_sync());
+        let s = one("[s]\nioengine=sync\nsize=1m\nblocksize=2k\nwait_for_previous\n");
+        assert_eq!(s.ioengine, IoEngine::Sync);
+        assert_eq!(s.bs, [Bytes(2048); 2]);
+        assert!(s.stonewall);
+    }
+
+    #[test]
+    fn defaults_are_fios() {
+        let j = one("[j]\nsize=1m\n");
+        assert_eq!(j.rw, RwMode::Read);
+        assert_eq!(j.bs, [Bytes(4096); 2]);
+        assert_eq!(j.ioengine, IoEngine::Psync);
+        assert!(j.invalidate && j.randrepeat && j.scramble_buffers && j.clat_percentiles);
+        assert_eq!(j.fallocate, Fallocate::Native);
+        assert_eq!(j.percentile_list.len(), 17);
+        assert_eq!(j.rwmixread, 50);
+    }
+
+    #[test]
+    fn env_variables_expand_and_undefined_ones_are_errors() {
+        let mut src = MapSources::default();
+        src.env.insert("SZ".into(), "2m".into());
+        src.env.insert("DIR".into(), "/tmp/x".into());
+        let set = parse_job_text("[j]\nsize=${SZ}\ndirectory=${DIR}/sub\n", "t.fio", &src).unwrap();
+        assert_eq!(set.jobs[0].size, Some(SizeSpec::Bytes(Bytes(2 << 20))));
+        assert_eq!(set.jobs[0].directory, vec!["/tmp/x/sub"]);
+        let e = parse_job_text("[j]\nsize=${NOPE}\n", "t.fio", &src).unwrap_err();
+        assert!(e.message.contains("'NOPE' is not set"), "{e}");
+        assert_eq!(e.origin.line, 2);
+        // "${" without a closing brace is kept literally (and then fails as a size)
+        assert!(parse_job_text("[j]\nsize=${SZ\n", "t.fio", &src).is_err());
+    }
+
+    #[test]
+    fn includes_are_read_through_sources_with_their_own_line_numbers() {
+        let mut src = MapSources::default();
+        src.files
+            .insert("common.fio".into(), "bs=8k\n; note\nsize=1m\n".into());
+        src.files
+            .insert("bad.fio".into(), "bs=8k\nfrobnicate=1\n".into());
+        src.files.insert("sect.fio".into(), "[x]\n".into());
+        let set = parse_job_text("[j]\ninclude common.fio\nrw=write\n", "t.fio", &src).unwrap();
+        assert_eq!(set.jobs[0].bs, [Bytes(8192); 2]);
+        assert_eq!(set.jobs[0].rw, RwMode::Write);
+        let e = parse_job_text("[j]\nsize=1m\ninclude bad.fio\n", "t.fio", &src).unwrap_err();
+        assert_eq!(
+            e.origin,
+            Origin {
+                file: "bad.fio".into(),
+                line: 2
+            }
+        );
+        let e = parse_job_text("[j]\ninclude missing.fio\n", "t.fio", &src).unwrap_err();
+        assert!(e.message.contains("cannot read include"), "{e}");
+        let e = parse_job_text("[j]\ninclude sect.fio\n", "t.fio", &src).unwrap_err();
+        assert!(e.message.contains("options only"), "{e}");
+        src.files
+            .insert("loop.fio".into(), "include loop.fio\n".into());
+        let e = parse_job_text("[j]\ninclude loop.fio\n", "t.fio", &src).unwrap_err();
+        assert!(e.message.contains("nesting"), "{e}");
+    }
+
+    #[test]
+    fn command_line_form_starts_a_job_at_each_name() {
+        let args: Vec<String> = [
+            "--size=1m",
+            "--bs",
+            "8k",
+            "--name=a",
+            "--rw=randread",
+            "--time_based",
+            "--runtime=1",
+            "--name=b",
+            "--rw=write",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let secs = parse_cmdline(&args, &MapSources::default()).unwrap();
+        let set = build_jobs(&secs).unwrap();
+        assert_eq!(set.jobs.len(), 2);
+        assert_eq!(set.jobs[0].name, "a");
+        assert_eq!(set.jobs[0].bs, [Bytes(8192); 2]);
+        assert!(set.jobs[0].time_based);
+        assert_eq!(set.jobs[1].rw, RwMode::Write);
+        assert_eq!(set.jobs[1].size, Some(SizeSpec::Bytes(Bytes(1 << 20))));
+        let e = build_jobs(
+            &parse_cmdline(
+                &["--name=a".into(), "--size=1m".into(), "--bogus=1".into()],
+                &MapSources::default(),
+            )
+            .unwrap(),
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.origin,
+            Origin {
+                file: "command line".into(),
+                line: 3
+            }
+        );
+        assert!(parse_cmdline(&["size=1m".into()], &MapSources::default()).is_err());
+    }
+
+    #[test]
+    fn second_job_file_starts_with_a_stonewall() {
+        let mut a = parse_ini("[a]\nsize=1m\n", "a.fio", &MapSources::default()).unwrap();
+        let mut b = parse_ini("[b]\nsize=1m\n", "b.fio", &MapSources::default()).unwrap();
+        mark_file_boundary(&mut b);
+        a.append(&mut b);
+        let set = build_jobs(&a).unwrap();
+        assert!(!set.jobs[0].stonewall);
+        assert!(set.jobs[1].stonewall);
+    }
+
+    /// Bad job files and the error each must produce (line, and a piece of the message).
+    #[test]
+    fn bad_job_files_give_their_errors() {
+        let table: &[(&str, usize, &str)] = &[
+            (
+                "[j]\nsize=1m\nfrobnicate=1\n",
+                3,
+                "option 'frobnicate' is not supported",
+            ),
+            (
+                "[j]\nsize=1m\nverify=crc32c\n",
+                3,
+                "supported options: name, description",
+            ),
+            ("size=1m\n[j]\n", 1, "outside of a [section]"),
+            ("[j\nsize=1m\n", 1, "malformed section header"),
+            ("[]\n", 1, "empty section name"),
+            ("[j]\nsize=1m\nrw=trim\n", 3, "'trim' is not supported"),
+            (
+                "[j]\nsize=1m\nrw=randread:8\n",
+                3,
+                "modifiers are not supported",
+            ),
+            ("[j]\nsize=1m\nioengine=mmap\n", 3, "choose one of"),
+            ("[j]\nsize=lots\n", 2, "not a size"),
+            ("[j]\nsize=4x\n", 2, "unknown size suffix"),
+            ("[j]\nsize=150%\n", 2, "not in 1..=100"),
+            ("[j]\nsize=1m\nbs=4k-16k\n", 3, "ranges"),
+            ("[j]\nsize=1m\nbs=0\n", 3, "greater than 0"),
+            ("[j]\nsize=1m\nbs=4k,4k,4k\n", 3, "trim block size"),
+            ("[j]\nsize=1m\nbs\n", 3, "needs a value"),
+            ("[j]\nsize=1m\nrwmixread=101\n", 3, "out of range"),
+            ("[j]\nsize=1m\nnumjobs=0\n", 3, "out of range"),
+            ("[j]\nsize=1m\nnumjobs=two\n", 3, "not a whole number"),
+            ("[j]\nsize=1m\nruntime=10y\n", 3, "unknown time suffix"),
+            ("[j]\nsize=1m\nstartdelay=1-5\n", 3, "ranges"),
+            ("[j]\nsize=1m\nfallocate=maybe\n", 3, "choose one of"),
+            ("[j]\nsize=1m\nrandom_generator=mt\n", 3, "choose one of"),
+            ("[j]\nsize=1m\nfile_service_type=zipf:1.2\n", 3, "bad count"),
+            (
+                "[j]\nsize=1m\nfile_service_type=gauss\n",
+                3,
+                "choose one of",
+            ),
+            (
+                "[j]\nsize=1m\npercentile_list=50:101\n",
+                3,
+                "not a percentile",
+            ),
+            ("[j]\nsize=1m\nfilename=a::b\n", 3, "empty name"),
+            ("[j]\nrw=read\n", 1, "no size given"),
+            ("[j]\nsize=1m\ntime_based\n", 1, "time_based needs runtime"),
+            ("[j]\nsize=1m\nfsync=1\nfdatasync=1\n", 1, "not both"),
+            (
+                "[j]\nsize=1m\nzero_buffers\nbuffer_compress_percentage=50\n",
+                1,
+                "contradict",
+            ),
+            ("[j]\nsize=1m\nnrfiles=3\nfilename=a:b\n", 1, "disagrees"),
+            (
+                "[j]\nsize=1m\nnrfiles=3\nfilename=a\n",
+                1,
+                "single filename",
+            ),
+            ("[global]\nsize=1m\n", 1, "no job defined"),
+            ("[global]\nbogus=1\n[j]\n", 2, "option 'bogus'"),
+            ("[j]\n=5\n", 2, "missing option name"),
+            ("[j]\ninclude x.fio\n", 2, "cannot read include"),
+        ];
+        for (text, line, needle) in table {
+            let e = parse(text).expect_err(text);
+            assert_eq!(e.origin.line, *line, "{text:?}: {e}");
+            assert_eq!(e.origin.file, "t.fio");
+            assert!(e.to_string().contains(needle), "{text:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn random_bytes_never_panic() {
+        // A deterministic fuzz loop: random byte strings, and random splices of real option
+        // lines, must give Ok or Err, never a panic.
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(7);
+        let pieces = [
+            "[global]\n",
+            "[j]\n",
+            "size=",
+            "4k",
+            "bs=",
+            "%",
+            "${",
+            "}",
+            "include ",
+            "=",
+            "\n",
+            ";",
+            "#",
+            "rw=randrw",
+            "1.5",
+            "-",
+            ":",
+            "runtime=",
+            "ms",
+            "percentile_list=",
+            "0x",
+            "\u{e9}",
+        ];
+        for _ in 0..20_000 {
+            let n = rng.random_range(0..64);
+            let text: String = if rng.random_bool(0.5) {
+                let bytes: Vec<u8> = (0..n).map(|_| rng.random()).collect();
+                String::from_utf8_lossy(&bytes).into_owned()
+            } else {
+                (0..n)
+                    .map(|_| pieces[rng.random_range(0..pieces.len())])
+                    .collect()
+            };
+            let _ = parse(&text);
+            let args: Vec<String> = text.split('\n').map(|s| format!("--{s}")).collect();
+            let _ = parse_cmdline(&args, &MapSources::default()).and_then(|s| build_jobs(&s));
+        }
+    }
+}

@@ -1,0 +1,446 @@
+//! Suite files (`fsdelta run --suite FILE.toml`): a user's own list of tests, each naming its
+//! workload and options.
+//!
+//! ```toml
+//! name = "mine"                      # optional; default: the file name without .toml
+//!
+//! [margins]                          # optional verdict margins in percent (statistics.md)
+//! eps = 2
+//! delta = 5
+//! delta_tail = 10
+//! delta_max = 20
+//!
+//! [[test]]
+//! name = "applaunch"
+//! workload = "command"              # fsmark | fio | dbench | stream | copy | untar | command
+//! command = "./launch-bench --app camera"
+//! timeout = 120                     # seconds, command only
+//! [[test.metric]]
+//! name = "launch_ms"
+//! regex = 'launch took (\d+) ms'    # or json = "results.launch_ms"
+//! unit = "ms"
+//! direction = "lower"               # lower | higher | neutral
+//!
+//! [[test]]
+//! name = "tiny"
+//! workload = "fsmark"
+//! args = "-s 4096 -n 200 -t 1 -S 0"
+//!
+//! [[test]]
+//! name = "rr"
+//! workload = "fio"
+//! job = """
+//! rw=randread
+//! bs=4k
+//! size=64m
+//! """
+//! ```
+//!
+//! Pure: the CLI edge reads the file and hands in its text; this module must never touch the
+//! filesystem. Unknown keys are errors naming the key, the test and how to fix it, because a
+//! silently ignored option would publish a number measured differently from what the file says.
+
+use super::suite::{CommandMetricSpec, CopyPath, EngineSpec, Suite, SuiteMargins, TestSpec};
+
+/// A suite file that cannot be used.
+#[derive(Debug, thiserror::Error)]
+#[error("{file}: {message}")]
+pub struct SuiteFileError {
+    /// The file as named by the user.
+    pub file: String,
+    /// What is wrong and how to fix it.
+    pub message: String,
+}
+
+const WORKLOADS: &str = "fsmark, fio, dbench, stream, copy, untar, command";
+
+fn keys_of(workload: &str) -> &'static [&'static str] {
+    match workload {
+        "fsmark" => &["args"],
+        "fio" => &["job"],
+        "dbench" => &["clients", "time", "warmup", "loadfile"],
+        "stream" => &["size", "block_size", "direct", "fsync", "compressibility"],
+        "copy" => &["size", "method", "compressibility"],
+        "untar" => &["files", "seed", "tarball"],
+        "command" => &["command", "metric", "timeout"],
+        _ => &[],
+    }
+}
+
+/// Parse a size with an optional base-1024 suffix (k, m, g, t), as fio writes them.
+fn size(v: &toml::Value) -> Result<u64, String> {
+    match v {
+        toml::Value::Integer(i) if *i > 0 => Ok(*i as u64),
+        toml::Value::String(s) => {
+            let s = s.trim().to_ascii_lowercase();
+            let (num, mult) = match s.chars().last() {
+                Some('k') => (&s[..s.len() - 1], 1u64 << 10),
+                Some('m') => (&s[..s.len() - 1], 1 << 20),
+                Some('g') => (&s[..s.len() - 1], 1 << 30),
+                Some('t') => (&s[..s.len() - 1], 1 << 40),
+                _ => (s.as_str(), 1),
+            };
+            num.trim()
+                .parse::<u64>()
+                .ok()
+                .filter(|n| *n > 0)
+                .map(|n| n * mult)
+                .ok_or_else(|| format!("'{s}' is not a size (a number with k, m, g or t)"))
+        }
+        other => Err(format!(
+            "{other} is not a size (a number, or a string like \"64m\")"
+        )),
+    }
+}
+
+/// Parse suite-file text; `file` names it in messages and gives the default suite name.
+pub fn parse(text: &str, file: &str) -> Result<Suite, SuiteFileError> {
+    let err = |message: String| SuiteFileError {
+        file: file.to_string(),
+        message,
+    };
+    let doc: toml::Table = text
+        .parse()
+        .map_err(|e: toml::de::Error| err(format!("not valid TOML: {e}")))?;
+    for k in doc.keys() {
+        if k != "name" && k != "test" && k != "margins" {
+            return Err(err(format!(
+                "unknown top-level key '{k}' (a suite file has `name`, [margins] and [[test]] tables)"
+            )));
+        }
+    }
+    let mut margins = SuiteMargins::default();
+    if let Some(m) = doc.get("margins") {
+        let m = m
+            .as_table()
+            .ok_or_else(|| err("`margins` must be a [margins] table".into()))?;
+        for (k, v) in m {
+            let pct = match v {
+                toml::Value::Float(f) => *f,
+                toml::Value::Integer(i) => *i as f64,
+                other => {
+                    return Err(err(format!(
+                        "margins.{k} must be a percentage, not {other}"
+                    )));
+                }
+            };
+            if !(pct > 0.0 && pct < 1000.0) {
+                return Err(err(format!(
+                    "margins.{k} must be a percentage above 0, not {pct}"
+                )));
+            }
+            match k.as_str() {
+                "eps" => margins.eps = Some(pct),
+                "delta" => margins.delta = Some(pct),
+                "delta_tail" => margins.delta_tail = Some(pct),
+                "delta_max" => margins.delta_max = Some(pct),
+                other => {
+                    return Err(err(format!(
+                        "unknown margin '{other}' (eps, delta, delta_tail, delta_max, in percent)"
+                    )));
+                }
+            }
+        }
+    }
+    let name = match doc.get("name") {
+        Some(toml::Value::String(s)) if !s.is_empty() => s.clone(),
+        Some(_) => return Err(err("`name` must be a non-empty string".into())),
+        None => std::path::Path::new(file)
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "suite".into()),
+    };
+    let tests = match doc.get("test") {
+        Some(toml::Value::Array(a)) if !a.is_empty() => a,
+        _ => {
+            return Err(err(
+                "no [[test]] table: add at least one test with a name and a workload".into(),
+            ));
+        }
+    };
+    let mut out: Vec<TestSpec> = Vec::new();
+    for (i, t) in tests.iter().enumerate() {
+        let t = t
+            .as_table()
+            .ok_or_else(|| err(format!("test #{} is not a table", i + 1)))?;
+        let tname = match t.get("name") {
+            Some(toml::Value::String(s)) if !s.is_empty() => s.clone(),
+            _ => return Err(err(format!("test #{} has no `name`", i + 1))),
+        };
+        let terr = |m: String| err(format!("test '{tname}': {m}"));
+        if out.iter().any(|o| o.name == tname) {
+            return Err(terr(
+                "a second test with this name; names must be unique".into(),
+            ));
+        }
+        if !tname
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+        {
+            return Err(terr(
+                "use letters, digits, '-', '_' and '.' in test names".into(),
+            ));
+        }
+        let workload = match t.get("workload") {
+            Some(toml::Value::String(s)) => s.clone(),
+            _ => return Err(terr(format!("missing `workload`: one of {WORKLOADS}"))),
+        };
+        let allowed = keys_of(&workload);
+        if allowed.is_empty() {
+            return Err(terr(format!(
+                "unknown workload '{workload}': use one of {WORKLOADS}"
+            )));
+        }
+        for k in t.keys() {
+            if !["name", "workload", "description"].contains(&k.as_str())
+                && !allowed.contains(&k.as_str())
+            {
+                return Err(terr(format!(
+                    "unknown key '{k}' for workload {workload} (it takes: {})",
+                    allowed.join(", ")
+                )));
+            }
+        }
+        let s = |k: &str| -> Result<Option<String>, SuiteFileError> {
+            match t.get(k) {
+                None => Ok(None),
+                Some(toml::Value::String(v)) => Ok(Some(v.clone())),
+                Some(other) => Err(terr(format!("`{k}` must be a string, not {other}"))),
+            }
+        };
+        let int = |k: &str, default: u64| -> Result<u64, SuiteFileError> {
+            match t.get(k) {
+                None => Ok(default),
+                Some(toml::Value::Integer(v)) if *v >= 0 => Ok(*v as u64),
+                Some(other) => Err(terr(format!("`{k}` must be a whole number, not {other}"))),
+            }
+        };
+        let boolean = |k: &str, default: bool| -> Result<bool, SuiteFileError> {
+            match t.get(k) {
+                None => Ok(default),
+                Some(toml::Value::Boolean(b)) => Ok(*b),
+                Some(other) => Err(terr(format!("`{k}` must be true or false, not {other}"))),
+            }
+        };
+        let fraction = |k: &str, default: f64| -> Result<f64, SuiteFileError> {
+            match t.get(k) {
+                None => Ok(default),
+                Some(toml::Value::Float(f)) if (0.0..=1.0).contains(f) => Ok(*f),
+                Some(toml::Value::Integer(i)) if (0..=1).contains(i) => Ok(*i as f64),
+                Some(other) => Err(terr(format!("`{k}` must be between 0 and 1, not {other}"))),
+            }
+        };
+        let sz = |k: &str, default: u64| -> Result<u64, SuiteFileError> {
+            t.get(k)
+                .map(|v| size(v).map_err(|m| terr(format!("`{k}`: {m}"))))
+                .unwrap_or(Ok(default))
+        };
+        let engine = match workload.as_str() {
+            "fsmark" => EngineSpec::FsMark {
+                args: s("args")?
+                    .ok_or_else(|| terr("missing `args` (fs_mark's flags, without -d)".into()))?
+                    .split_whitespace()
+                    .map(String::from)
+                    .collect(),
+            },
+            "fio" => {
+                let job = s("job")?.ok_or_else(|| {
+                    terr("missing `job` (the job's options, one key=value a line)".into())
+                })?;
+                let job = if job.trim_start().starts_with('[') {
+                    job
+                } else {
+                    format!("[{tname}]\n{job}")
+                };
+                EngineSpec::Fio { job }
+            }
+            "dbench" => EngineSpec::Dbench {
+                clients: int("clients", 2)? as u32,
+                seconds: int("time", 10)? as u32,
+                warmup_s: t
+                    .get("warmup")
+                    .map(|_| int("warmup", 0))
+                    .transpose()?
+                    .map(|w| w as u32),
+                loadfile: s("loadfile")?.map(Into::into),
+            },
+            "stream" => EngineSpec::Stream {
+                size: sz("size", 256 << 20)?,
+                block_size: sz("block_size", 1 << 20)?,
+                direct: boolean("direct", false)?,
+                fsync: boolean("fsync", true)?,
+                compressibility: fraction("compressibility", 0.5)?,
+            },
+            "copy" => EngineSpec::Copy {
+                size: sz("size", 256 << 20)?,
+                method: match s("method")?.as_deref() {
+                    None | Some("readwrite") => CopyPath::ReadWrite,
+                    Some("copy_file_range") => CopyPath::CopyFileRange,
+                    Some("auto") => CopyPath::Auto,
+                    Some(other) => {
+                        return Err(terr(format!(
+                            "unknown copy method '{other}': use readwrite, copy_file_range or auto"
+                        )));
+                    }
+                },
+                compressibility: fraction("compressibility", 0.5)?,
+            },
+            "untar" => EngineSpec::Untar {
+                files: int("files", 3000)?,
+                seed: int("seed", 1)?,
+                tarball: s("tarball")?.map(Into::into),
+            },
+            "command" => {
+                let command = s("command")?
+                    .ok_or_else(|| terr("missing `command` (a shell command line)".into()))?;
+                let mut metrics = Vec::new();
+                if let Some(v) = t.get("metric") {
+                    let arr = v
+                        .as_array()
+                        .ok_or_else(|| terr("`metric` must be [[test.metric]] tables".into()))?;
+                    for m in arr {
+                        let m = m.as_table().ok_or_else(|| {
+                            terr("`metric` must be [[test.metric]] tables".into())
+                        })?;
+                        for k in m.keys() {
+                            if !["name", "regex", "json", "unit", "direction"].contains(&k.as_str())
+                            {
+                                return Err(terr(format!(
+                                    "unknown metric key '{k}' (a metric has name, regex or json, unit, direction)"
+                                )));
+                            }
+                        }
+                        let get = |k: &str| m.get(k).and_then(|v| v.as_str()).map(String::from);
+                        metrics.push(CommandMetricSpec {
+                            name: get("name")
+                                .ok_or_else(|| terr("a metric has no `name`".into()))?,
+                            regex: get("regex"),
+                            json: get("json"),
+                            unit: get("unit").ok_or_else(|| {
+                                terr("a metric has no `unit` (ms, s, MB/s, count, ...)".into())
+                            })?,
+                            direction: get("direction").ok_or_else(|| {
+                                terr(
+                                    "a metric has no `direction` (lower, higher or neutral)".into(),
+                                )
+                            })?,
+                        });
+                    }
+                }
+                let timeout_s = match t.get("timeout") {
+                    None => None,
+                    Some(toml::Value::Integer(i)) if *i > 0 => Some(*i as f64),
+                    Some(toml::Value::Float(f)) if *f > 0.0 => Some(*f),
+                    Some(other) => {
+                        return Err(terr(format!("`timeout` must be seconds, not {other}")));
+                    }
+                };
+                EngineSpec::Command {
+                    command,
+                    metrics,
+                    timeout_s,
+                }
+            }
+            _ => unreachable!("checked against keys_of"),
+        };
+        out.push(TestSpec {
+            name: tname.clone(),
+            description: s("description")?.unwrap_or_else(|| format!("{workload} test")),
+            engine,
+        });
+    }
+    Ok(Suite {
+        name,
+        tests: out,
+        margins,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const EXAMPLE: &str = r#"
+name = "mine"
+
+[[test]]
+name = "applaunch"
+workload = "command"
+command = "./launch-bench --app camera"
+[[test.metric]]
+name = "launch_ms"
+regex = 'launch took (\d+) ms'
+unit = "ms"
+direction = "lower"
+
+[[test]]
+name = "tiny"
+workload = "fsmark"
+args = "-s 4096 -n 200 -t 1 -S 0"
+
+[[test]]
+name = "rr"
+workload = "fio"
+job = """
+rw=randread
+bs=4k
+size=64m
+"""
+
+[[test]]
+name = "s"
+workload = "stream"
+size = "64m"
+direct = true
+"#;
+
+    #[test]
+    fn the_issue_example_parses() {
+        let s = parse(EXAMPLE, "x.toml").unwrap();
+        assert_eq!(s.name, "mine");
+        assert_eq!(s.margins, SuiteMargins::default());
+        let m = parse(
+            &format!("[margins]\neps = 1\ndelta_max = 30.5\n{}", &EXAMPLE[16..]),
+            "x.toml",
+        )
+        .unwrap();
+        assert_eq!(m.margins.eps, Some(1.0));
+        assert_eq!(m.margins.delta_max, Some(30.5));
+        assert_eq!(s.tests.len(), 4);
+        let EngineSpec::Command { metrics, .. } = &s.tests[0].engine else {
+            panic!()
+        };
+        assert_eq!(metrics[0].regex.as_deref(), Some(r"launch took (\d+) ms"));
+        let EngineSpec::Fio { job } = &s.tests[2].engine else {
+            panic!()
+        };
+        assert!(job.starts_with("[rr]\n"));
+        let EngineSpec::Stream { size, direct, .. } = &s.tests[3].engine else {
+            panic!()
+        };
+        assert_eq!((*size, *direct), (64 << 20, true));
+    }
+
+    #[test]
+    fn mistakes_are_named() {
+        let e = |t: &str| parse(t, "s.toml").unwrap_err().to_string();
+        assert!(e("").contains("no [[test]]"));
+        assert!(e("[[test]]\nname='a'\n").contains("missing `workload`"));
+        assert!(e("[[test]]\nname='a'\nworkload='bonnie'\n").contains("unknown workload 'bonnie'"));
+        assert!(
+            e("[[test]]\nname='a'\nworkload='fsmark'\nargs='-s 0'\nbs=4\n")
+                .contains("unknown key 'bs' for workload fsmark")
+        );
+        assert!(
+            e("[[test]]\nname='a'\nworkload='fsmark'\nargs='-s 0'\n[[test]]\nname='a'\nworkload='fsmark'\nargs='-s 0'\n")
+                .contains("second test")
+        );
+        assert!(e("[[test]]\nname='a'\nworkload='stream'\nsize='lots'\n").contains("not a size"));
+        assert!(e("oops = 1\n").contains("unknown top-level key"));
+        assert!(
+            e("[margins]\nepsilon = 1\n[[test]]\nname='a'\nworkload='fsmark'\nargs='-s 0'\n")
+                .contains("unknown margin 'epsilon'")
+        );
+        assert!(e("[[test]\n").contains("not valid TOML"));
+    }
+}

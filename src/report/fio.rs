@@ -1,0 +1,748 @@
+//! fio's output formats for a run of the native engine: `--output-format=json` with fio 3.33's
+//! structure, field names and number formatting, and the normal text summary in fio's layout.
+//!
+//! Why it exists: programs that parse fio's JSON (fsperf, LKP, users' scripts) must read ours
+//! unchanged, and people who read fio's text output should find their numbers where they look.
+//! Every renderer is a pure function from a [`FioRun`] to a `String`. It must never measure or
+//! invent a number: a field fio has and we do not measure is left out, except where a zero is
+//! the true value (trim, which the engine never issues; `short_ios` and `drop_ios`, which it
+//! never produces) or fio itself writes a zero for "no samples" (`bw_min` with `bw_samples`
+//! 0). `disk_util` is left out, as fio does when it has no device counters: the engine does
+//! not read them. `global options` is left out when there are none, as fio does.
+
+use crate::plan::jobfile::JobSpec;
+use crate::probe::histogram::Histogram;
+use crate::workload::fio::stats::{DirStats, LAT_BOUNDS, READ, ThreadStats, WRITE};
+use crate::workload::fio::{FioRun, JobResult, cpu_percent, group_ids, rates, version_string};
+use std::fmt::Write;
+
+/// A JSON value that keeps key order and prints as fio's json.c does.
+enum J {
+    Obj(Vec<(String, J)>),
+    Arr(Vec<J>),
+    Int(i128),
+    Float(f64),
+    Str(String),
+}
+
+fn obj(pairs: Vec<(&str, J)>) -> J {
+    J::Obj(pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
+}
+
+fn int(v: impl Into<i128>) -> J {
+    J::Int(v.into())
+}
+
+fn escape(s: &str, out: &mut String) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+fn render(v: &J, level: usize, out: &mut String) {
+    let pad = |n: usize, out: &mut String| out.push_str(&"  ".repeat(n));
+    match v {
+        J::Obj(pairs) => {
+            out.push_str("{\n");
+            for (i, (k, v)) in pairs.iter().enumerate() {
+                pad(level + 1, out);
+                escape(k, out);
+                out.push_str(" : ");
+                render(v, level + 1, out);
+                if i + 1 < pairs.len() {
+                    out.push(',');
+                }
+                out.push('\n');
+            }
+            pad(level, out);
+            out.push('}');
+        }
+        J::Arr(items) => {
+            out.push_str("[\n");
+            for (i, v) in items.iter().enumerate() {
+                pad(level + 1, out);
+                render(v, level + 1, out);
+                if i + 1 < items.len() {
+                    out.push(',');
+                }
+                out.push('\n');
+            }
+            pad(level, out);
+            out.push(']');
+        }
+        J::Int(i) => {
+            let _ = write!(out, "{i}");
+        }
+        J::Float(f) => {
+            if f.is_finite() {
+                let _ = write!(out, "{f:.6}");
+            } else {
+                out.push_str("0.000000");
+            }
+        }
+        J::Str(s) => escape(s, out),
+    }
+}
+
+/// fio's percentile key: `99.000000`.
+pub fn percentile_key(p: f64) -> String {
+    format!("{p:.6}")
+}
+
+fn lat_json(h: &Histogram, percentiles: Option<&[f64]>) -> J {
+    let mut pairs = vec![
+        ("min", int(h.min())),
+        ("max", int(h.max())),
+        ("mean", J::Float(h.mean())),
+        ("stddev", J::Float(h.stddev())),
+        ("N", int(h.count())),
+    ];
+    if let Some(ps) = percentiles.filter(|_| h.count() > 0) {
+        let vals = h.percentiles(ps);
+        let map = ps
+            .iter()
+            .zip(vals)
+            .map(|(p, v)| (percentile_key(*p), int(v.unwrap_or(0))))
+            .collect();
+        pairs.push(("percentile", J::Obj(map)));
+    }
+    obj(pairs)
+}
+
+fn dir_json(d: &DirStats, spec: &JobSpec, group_agg_bw_bytes: u64) -> J {
+    let (bw_bytes, bw, iops) = rates(d);
+    let ps = spec.percentile_list.as_slice();
+    let bw_agg = if d.bw_samples.n > 0 && group_agg_bw_bytes > 0 {
+        (d.bw_samples.mean() * 100.0 / (group_agg_bw_bytes as f64 / 1024.0)).min(100.0)
+    } else {
+        0.0
+    };
+    obj(vec![
+        ("io_bytes", int(d.io_bytes)),
+        ("io_kbytes", int(d.io_bytes >> 10)),
+        ("bw_bytes", int(bw_bytes)),
+        ("bw", int(bw)),
+        ("iops", J::Float(iops)),
+        ("runtime", int(d.runtime_ms)),
+        ("total_ios", int(d.total_ios)),
+        ("short_ios", int(0)),
+        ("drop_ios", int(0)),
+        ("slat_ns", lat_json(&d.slat, None)),
+        (
+            "clat_ns",
+            lat_json(&d.clat, spec.clat_percentiles.then_some(ps)),
+        ),
+        (
+            "lat_ns",
+            lat_json(&d.lat, spec.lat_percentiles.then_some(ps)),
+        ),
+        ("bw_min", int(d.bw_samples.min)),
+        ("bw_max", int(d.bw_samples.max)),
+        ("bw_agg", J::Float(bw_agg)),
+        ("bw_mean", J::Float(d.bw_samples.mean())),
+        ("bw_dev", J::Float(d.bw_samples.stddev())),
+        ("bw_samples", int(d.bw_samples.n)),
+        ("iops_min", int(d.iops_samples.min)),
+        ("iops_max", int(d.iops_samples.max)),
+        ("iops_mean", J::Float(d.iops_samples.mean())),
+        ("iops_stddev", J::Float(d.iops_samples.stddev())),
+        ("iops_samples", int(d.iops_samples.n)),
+    ])
+}
+
+fn pct(part: u64, total: u64) -> f64 {
+    if total == 0 {
+        0.0
+    } else {
+        part as f64 * 100.0 / total as f64
+    }
+}
+
+fn dist(keys: &[&str], counts: &[u64], total: u64) -> J {
+    J::Obj(
+        keys.iter()
+            .zip(counts)
+            .map(|(k, c)| (k.to_string(), J::Float(pct(*c, total))))
+            .collect(),
+    )
+}
+
+const DEPTH_KEYS: [&str; 7] = ["1", "2", "4", "8", "16", "32", ">=64"];
+const BATCH_KEYS: [&str; 7] = ["0", "4", "8", "16", "32", "64", ">=64"];
+
+fn lat_keys(n: usize, last_ge: bool) -> Vec<String> {
+    let mut k: Vec<String> = LAT_BOUNDS[..n].iter().map(|b| b.to_string()).collect();
+    if last_ge {
+        k.push(">=2000".to_string());
+    }
+    k
+}
+
+/// Per group and direction: (aggregate bytes/s, per-job bw min, max, io bytes, runtime min, max).
+#[derive(Clone, Copy, Debug, Default)]
+struct GroupDir {
+    io_bytes: u64,
+    max_run: u64,
+    min_run: u64,
+    min_bw: u64,
+    max_bw: u64,
+}
+
+impl GroupDir {
+    fn agg_bw(&self) -> u64 {
+        (self.io_bytes * 1000)
+            .checked_div(self.max_run)
+            .unwrap_or(0)
+    }
+}
+
+fn group_stats(run: &FioRun) -> Vec<(u32, [GroupDir; 2])> {
+    let mut out: Vec<(u32, [GroupDir; 2])> = Vec::new();
+    for r in &run.results {
+        let idx = match out.iter().position(|(g, _)| *g == r.groupid) {
+            Some(i) => i,
+            None => {
+                out.push((r.groupid, [GroupDir::default(); 2]));
+                out.len() - 1
+            }
+        };
+        for d in [READ, WRITE] {
+            let ds = &r.stats.dir[d];
+            if ds.runtime_ms == 0 {
+                continue;
+            }
+            let g = &mut out[idx].1[d];
+            let bw = ds.io_bytes * 1000 / ds.runtime_ms;
+            if g.max_run == 0 {
+                g.min_run = ds.runtime_ms;
+                g.min_bw = bw;
+            }
+            g.io_bytes += ds.io_bytes;
+            g.max_run = g.max_run.max(ds.runtime_ms);
+            g.min_run = g.min_run.min(ds.runtime_ms);
+            g.min_bw = g.min_bw.min(bw);
+            g.max_bw = g.max_bw.max(bw);
+        }
+    }
+    out
+}
+
+fn job_json(run: &FioRun, r: &JobResult, groups: &[(u32, [GroupDir; 2])]) -> J {
+    let spec = run.spec(r);
+    let st = &r.stats;
+    let g = groups
+        .iter()
+        .find(|(id, _)| *id == r.groupid)
+        .map(|(_, d)| *d)
+        .unwrap_or_default();
+    let (usr, sys) = cpu_percent(st);
+    let lb = &st.lat_buckets;
+    let lat_total = lb.total();
+    let empty = DirStats::default();
+    let options = J::Obj(
+        spec.job_options
+            .iter()
+            .filter(|(_, v)| !v.is_empty())
+            .map(|(k, v)| (k.clone(), J::Str(v.clone())))
+            .collect(),
+    );
+    let sync_ps =
+        (spec.clat_percentiles || spec.lat_percentiles).then_some(spec.percentile_list.as_slice());
+    obj(vec![
+        ("jobname", J::Str(r.name.clone())),
+        ("groupid", int(r.groupid)),
+        ("error", int(0)),
+        ("eta", int(2147483647)),
+        ("elapsed", int(r.elapsed_s)),
+        ("job options", options),
+        ("read", dir_json(&st.dir[READ], spec, g[READ].agg_bw())),
+        ("write", dir_json(&st.dir[WRITE], spec, g[WRITE].agg_bw())),
+        ("trim", dir_json(&empty, spec, 0)),
+        (
+            "sync",
+            obj(vec![
+                ("total_ios", int(st.sync.count())),
+                ("lat_ns", lat_json(&st.sync, sync_ps)),
+            ]),
+        ),
+        ("job_runtime", int(st.job_runtime_ms)),
+        ("usr_cpu", J::Float(usr)),
+        ("sys_cpu", J::Float(sys)),
+        ("ctx", int(st.rusage.ctx)),
+        ("majf", int(st.rusage.majf)),
+        ("minf", int(st.rusage.minf)),
+        (
+            "iodepth_level",
+            dist(&DEPTH_KEYS, &st.depth_counts, st.depth_counts.iter().sum()),
+        ),
+        (
+            "iodepth_submit",
+            dist(
+                &BATCH_KEYS,
+                &st.submit_counts,
+                st.submit_counts.iter().sum(),
+            ),
+        ),
+        (
+            "iodepth_complete",
+            dist(
+                &BATCH_KEYS,
+                &st.complete_counts,
+                st.complete_counts.iter().sum(),
+            ),
+        ),
+        (
+            "latency_ns",
+            dist_owned(&lat_keys(10, false), &lb.ns, lat_total),
+        ),
+        (
+            "latency_us",
+            dist_owned(&lat_keys(10, false), &lb.us, lat_total),
+        ),
+        (
+            "latency_ms",
+            dist_owned(&lat_keys(11, true), &lb.ms, lat_total),
+        ),
+        ("latency_depth", int(effective_depth(spec))),
+        ("latency_target", int(0)),
+        ("latency_percentile", J::Float(100.0)),
+        ("latency_window", int(0)),
+    ])
+}
+
+fn dist_owned(keys: &[String], counts: &[u64], total: u64) -> J {
+    J::Obj(
+        keys.iter()
+            .zip(counts)
+            .map(|(k, c)| (k.clone(), J::Float(pct(*c, total))))
+            .collect(),
+    )
+}
+
+fn effective_depth(spec: &JobSpec) -> u32 {
+    if spec.ioengine.is_sync() {
+        1
+    } else {
+        spec.iodepth
+    }
+}
+
+/// fio's `--output-format=json`.
+pub fn json(run: &FioRun) -> String {
+    let groups = group_stats(run);
+    let secs = run.started_unix_ms / 1000;
+    let time = chrono::DateTime::from_timestamp(secs as i64, 0)
+        .map(|t| {
+            t.with_timezone(&chrono::Local)
+                .format("%a %b %e %H:%M:%S %Y")
+                .to_string()
+        })
+        .unwrap_or_default();
+    let globals: Vec<(String, J)> = run
+        .set
+        .global_options
+        .iter()
+        .filter(|(_, v)| !v.is_empty())
+        .map(|(k, v)| (k.clone(), J::Str(v.clone())))
+        .collect();
+    let mut top = vec![
+        ("fio version", J::Str(version_string())),
+        ("timestamp", int(secs)),
+        ("timestamp_ms", int(run.started_unix_ms)),
+        ("time", J::Str(time)),
+    ];
+    if !globals.is_empty() {
+        top.push(("global options", J::Obj(globals)));
+    }
+    top.push((
+        "jobs",
+        J::Arr(
+            run.results
+                .iter()
+                .map(|r| job_json(run, r, &groups))
+                .collect(),
+        ),
+    ));
+    let doc = obj(top);
+    let mut out = String::new();
+    render(&doc, 0, &mut out);
+    out.push('\n');
+    out
+}
+
+/// fio's num2str: `num` shortened to at most `maxlen` digits with a k/M/G (or Ki/Mi/Gi) prefix.
+pub fn num2str(num: u64, maxlen: usize, pow2: bool, unit: &str) -> String {
+    let si = ["", "k", "M", "G", "T", "P", "E"];
+    let iec = ["", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"];
+    let prefix = if pow2 { iec } else { si };
+    let thousand: u64 = if pow2 { 1024 } else { 1000 };
+    let mut num = num;
+    let mut post = 0usize;
+    let mut modulo: Option<u64> = None;
+    let mut carry = false;
+    while post < prefix.len() {
+        if num.to_string().len() <= maxlen {
+            break;
+        }
+        let m = num % thousand;
+        modulo = Some(m);
+        num /= thousand;
+        carry = m >= thousand / 2;
+        post += 1;
+    }
+    if post >= prefix.len() {
+        post = 0;
+    }
+    let Some(m) = modulo else {
+        return format!("{num}{}{unit}", prefix[post]);
+    };
+    let digits = num.to_string().len();
+    if maxlen as i64 - digits as i64 <= 1 {
+        if carry {
+            num += 1;
+        }
+        return format!("{num}{}{unit}", prefix[post]);
+    }
+    let decimals = maxlen - digits - 1;
+    let frac = format!("{:.*}", decimals, m as f64 / thousand as f64);
+    if frac.starts_with('1') {
+        num += 1;
+    }
+    format!("{num}.{}{}{unit}", &frac[2..], prefix[post])
+}
+
+fn scale_lat(min: u64, max: u64, mean: f64, dev: f64) -> (&'static str, u64, u64, f64, f64) {
+    if min > 2_000_000 && max > 99_999_999 && dev > 1_000_000.0 {
+        (
+            "msec",
+            min / 1_000_000,
+            max / 1_000_000,
+            mean / 1e6,
+            dev / 1e6,
+        )
+    } else if min > 2000 && max > 99_999 && dev > 1000.0 {
+        ("usec", min / 1000, max / 1000, mean / 1e3, dev / 1e3)
+    } else {
+        ("nsec", min, max, mean, dev)
+    }
+}
+
+fn display_lat(out: &mut String, name: &str, h: &Histogram) {
+    if h.count() == 0 {
+        return;
+    }
+    let (base, min, max, mean, dev) = scale_lat(h.min(), h.max(), h.mean(), h.stddev());
+    let _ = writeln!(
+        out,
+        "    {name} ({base}): min={}, max={}, avg={mean:5.02}, stdev={dev:5.02}",
+        num2str(min, 6, false, ""),
+        num2str(max, 6, false, ""),
+    );
+}
+
+fn show_percentiles(out: &mut String, name: &str, h: &Histogram, ps: &[f64]) {
+    if h.count() == 0 || ps.is_empty() {
+        return;
+    }
+    let vals: Vec<u64> = h
+        .percentiles(ps)
+        .into_iter()
+        .map(|v| v.unwrap_or(0))
+        .collect();
+    let minv = *vals.iter().min().unwrap_or(&0);
+    let maxv = *vals.iter().max().unwrap_or(&0);
+    let (unit, divisor, scale) = if minv > 2_000_000 && maxv > 99_999_999 {
+        ("msec", 1_000_000u64, 2)
+    } else if minv > 2000 && maxv > 99_999 {
+        ("usec", 1000, 1)
+    } else {
+        ("nsec", 1, 0)
+    };
+    let _ = write!(out, "    {name} percentiles ({unit}):\n     |");
+    let width = 5.max(((maxv / divisor).max(1) as f64).log10() as usize + 1);
+    let precision = 2;
+    let per_line = (80 - 7) / (precision + 10 + width);
+    for (j, (p, v)) in ps.iter().zip(&vals).enumerate() {
+        if j != 0 && j % per_line == 0 {
+            out.push_str("     |");
+        }
+        let mut v = *v;
+        for _ in 0..scale {
+            v = v.div_ceil(1000);
+        }
+        let last = j == ps.len() - 1;
+        let _ = write!(
+            out,
+            " {p:>w$.prec$}th=[{v:>width$}]{}",
+            if last { '\n' } else { ',' },
+            w = precision + 3,
+            prec = precision,
+        );
+        if last {
+            break;
+        }
+        if j % per_line == per_line - 1 {
+            out.push('\n');
+        }
+    }
+}
+
+fn lat_bucket_lines(out: &mut String, st: &ThreadStats) {
+    let total = st.lat_buckets.total();
+    if total == 0 {
+        return;
+    }
+    let scales: [(&str, &[u64], usize); 3] = [
+        ("nsec", &st.lat_buckets.ns, 10),
+        ("usec", &st.lat_buckets.us, 10),
+        ("msec", &st.lat_buckets.ms, 12),
+    ];
+    for (unit, counts, n) in scales {
+        let keys = lat_keys(n.min(11), n == 12);
+        let parts: Vec<String> = keys
+            .iter()
+            .zip(counts.iter())
+            .filter(|(_, c)| **c > 0 && pct(**c, total) >= 0.01)
+            .map(|(k, c)| format!("{k}={:.2}%", pct(*c, total)))
+            .collect();
+        if !parts.is_empty() {
+            let _ = writeln!(out, "  lat ({unit})   : {}", parts.join(", "));
+        }
+    }
+}
+
+fn bs_range(b: u64) -> String {
+    format!("{b}B-{b}B")
+}
+
+/// fio's normal (text) output.
+pub fn normal(run: &FioRun) -> String {
+    let mut out = String::new();
+    let gids = group_ids(&run.set);
+    let mut threads = 0u32;
+    for (i, job) in run.set.jobs.iter().enumerate() {
+        let _ = writeln!(
+            out,
+            "{}: (g={}): rw={}, bs=(R) {}, (W) {}, (T) {}, ioengine={}, iodepth={}",
+            job.name,
+            gids[i],
+            job.rw.as_str(),
+            bs_range(job.bs[READ].0),
+            bs_range(job.bs[WRITE].0),
+            bs_range(job.bs[READ].0),
+            job.ioengine.as_str(),
+            job.iodepth
+        );
+        if job.numjobs > 1 {
+            out.push_str("...\n");
+        }
+        threads += job.numjobs;
+    }
+    let _ = writeln!(out, "{}", version_string());
+    let _ = writeln!(
+        out,
+        "Starting {threads} thread{}\n",
+        if threads == 1 { "" } else { "s" }
+    );
+    let groups = group_stats(run);
+    for r in &run.results {
+        let spec = run.spec(r);
+        let st = &r.stats;
+        let _ = writeln!(
+            out,
+            "{}: (groupid={}, jobs={}): err= 0",
+            r.name, r.groupid, r.clones
+        );
+        for (d, dname) in [(READ, "read"), (WRITE, "write")] {
+            let ds = &st.dir[d];
+            if ds.runtime_ms == 0 {
+                continue;
+            }
+            let (bw_bytes, _, _) = rates(ds);
+            let iops = 1000 * ds.total_ios / ds.runtime_ms;
+            let _ = writeln!(
+                out,
+                "  {dname}: IOPS={}, BW={} ({})({}/{}msec)",
+                num2str(iops, 4, false, ""),
+                num2str(bw_bytes, 4, true, "B/s"),
+                num2str(bw_bytes, 4, false, "B/s"),
+                num2str(ds.io_bytes, 4, true, "B"),
+                ds.runtime_ms
+            );
+            display_lat(&mut out, "slat", &ds.slat);
+            display_lat(&mut out, "clat", &ds.clat);
+            display_lat(&mut out, " lat", &ds.lat);
+            if spec.clat_percentiles {
+                show_percentiles(&mut out, "clat", &ds.clat, &spec.percentile_list);
+            }
+            if spec.lat_percentiles {
+                show_percentiles(&mut out, "lat", &ds.lat, &spec.percentile_list);
+            }
+            if ds.bw_samples.n > 0 {
+                let g = groups
+                    .iter()
+                    .find(|(id, _)| *id == r.groupid)
+                    .map(|(_, g)| g[d].agg_bw())
+                    .unwrap_or(0);
+                let agg = if g > 0 {
+                    (ds.bw_samples.mean() * 100.0 / (g as f64 / 1024.0)).min(100.0)
+                } else {
+                    0.0
+                };
+                let _ = writeln!(
+                    out,
+                    "   bw (  KiB/s): min={}, max={}, per={agg:.2}%, avg={:.2}, stdev={:.2}, samples={}",
+                    ds.bw_samples.min,
+                    ds.bw_samples.max,
+                    ds.bw_samples.mean(),
+                    ds.bw_samples.stddev(),
+                    ds.bw_samples.n
+                );
+                let _ = writeln!(
+                    out,
+                    "   iops        : min={}, max={}, avg={:.2}, stdev={:.2}, samples={}",
+                    ds.iops_samples.min,
+                    ds.iops_samples.max,
+                    ds.iops_samples.mean(),
+                    ds.iops_samples.stddev(),
+                    ds.iops_samples.n
+                );
+            }
+        }
+        if st.sync.count() > 0 {
+            out.push_str("  fsync/fdatasync/sync_file_range:\n");
+            display_lat(&mut out, "sync", &st.sync);
+            show_percentiles(&mut out, "sync", &st.sync, &spec.percentile_list);
+        }
+        lat_bucket_lines(&mut out, st);
+        let (usr, sys) = cpu_percent(st);
+        let _ = writeln!(
+            out,
+            "  cpu          : usr={usr:.2}%, sys={sys:.2}%, ctx={}, majf={}, minf={}",
+            st.rusage.ctx, st.rusage.majf, st.rusage.minf
+        );
+        let dsum: u64 = st.depth_counts.iter().sum();
+        let depth: Vec<String> = DEPTH_KEYS
+            .iter()
+            .zip(st.depth_counts)
+            .map(|(k, c)| format!("{k}={:.1}%", pct(c, dsum)))
+            .collect();
+        let _ = writeln!(out, "  IO depths    : {}", depth.join(", "));
+        for (label, counts) in [
+            ("submit", &st.submit_counts),
+            ("complete", &st.complete_counts),
+        ] {
+            let total: u64 = counts.iter().sum();
+            let parts: Vec<String> = BATCH_KEYS
+                .iter()
+                .zip(counts.iter())
+                .map(|(k, c)| format!("{k}={:.1}%", pct(*c, total)))
+                .collect();
+            let _ = writeln!(out, "     {label:<10}: {}", parts.join(", "));
+        }
+        let _ = writeln!(
+            out,
+            "     issued rwts: total={},{},0,0 short=0,0,0,0 dropped=0,0,0,0",
+            st.dir[READ].total_ios, st.dir[WRITE].total_ios
+        );
+        let _ = writeln!(
+            out,
+            "     latency   : target=0, window=0, percentile=100.00%, depth={}",
+            effective_depth(spec)
+        );
+    }
+    for (gid, dirs) in &groups {
+        let _ = writeln!(out, "\nRun status group {gid} (all jobs):");
+        for (d, dname) in [(READ, "READ"), (WRITE, "WRITE")] {
+            let g = &dirs[d];
+            if g.max_run == 0 {
+                continue;
+            }
+            let agg = g.agg_bw();
+            let _ = writeln!(
+                out,
+                "{dname:>7}: bw={} ({}), {}-{} ({}-{}), io={} ({}), run={}-{}msec",
+                num2str(agg, 4, true, "B/s"),
+                num2str(agg, 4, false, "B/s"),
+                num2str(g.min_bw, 4, true, "B/s"),
+                num2str(g.max_bw, 4, true, "B/s"),
+                num2str(g.min_bw, 4, false, "B/s"),
+                num2str(g.max_bw, 4, false, "B/s"),
+                num2str(g.io_bytes, 4, true, "B"),
+                num2str(g.io_bytes, 4, false, "B"),
+                g.min_run,
+                g.max_run
+            );
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn num2str_matches_fio_examples() {
+        // From fio 3.33's output of tests/data/fio/randrw.normal.txt.
+        assert_eq!(num2str(128_000, 4, false, ""), "128k");
+        assert_eq!(num2str(524_288_000, 4, true, "B/s"), "500MiB/s");
+        assert_eq!(num2str(524_288_000, 4, false, "B/s"), "524MB/s");
+        assert_eq!(num2str(4 << 20, 4, true, "B"), "4096KiB");
+        assert_eq!(num2str(4_194_304, 4, false, "B"), "4194kB");
+        assert_eq!(num2str(2856 * 1024, 4, true, "B"), "2856KiB");
+        assert_eq!(num2str(1072, 6, false, ""), "1072");
+        assert_eq!(num2str(85_333, 4, false, ""), "85.3k");
+    }
+
+    #[test]
+    fn percentile_keys_are_fios() {
+        assert_eq!(percentile_key(99.0), "99.000000");
+        assert_eq!(percentile_key(99.95), "99.950000");
+    }
+
+    #[test]
+    fn json_renders_with_fios_separators_and_floats() {
+        let doc = obj(vec![
+            ("a", int(1)),
+            ("b", J::Float(2.5)),
+            ("c", J::Arr(vec![J::Str("x\"y".into())])),
+        ]);
+        let mut s = String::new();
+        render(&doc, 0, &mut s);
+        assert_eq!(
+            s,
+            "{\n  \"a\" : 1,\n  \"b\" : 2.500000,\n  \"c\" : [\n    \"x\\\"y\"\n  ]\n}"
+        );
+        let v: serde_json::Value = serde_json::from_str(&s).unwrap();
+        assert_eq!(v["b"], 2.5);
+    }
+
+    #[test]
+    fn percentile_rows_follow_fios_layout() {
+        let mut h = Histogram::new();
+        for v in 1000..2000u64 {
+            h.record(v);
+        }
+        let mut out = String::new();
+        show_percentiles(&mut out, "clat", &h, &[1.0, 5.0, 10.0, 20.0, 50.0]);
+        assert!(
+            out.starts_with("    clat percentiles (nsec):\n     |  1.00th=[ 1012],"),
+            "{out}"
+        );
+        assert!(out.contains("\n     | 50.00th=["), "{out}");
+        assert!(out.ends_with("]\n"));
+    }
+}

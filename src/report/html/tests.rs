@@ -1,0 +1,312 @@
+//! Unit tests of the renderer on hand-made input: structure, escaping, the order of the
+//! differences, change points, and the single-selection layout.
+
+use super::*;
+use crate::compare::changepoint::{self, Options};
+use crate::compare::verdict::{self, Margins, MetricClass};
+use crate::model::{Environment, RunStatus};
+
+fn run(id: i64, label: &str, kernel: &str) -> RunInfo {
+    RunInfo {
+        id,
+        label: label.into(),
+        suite: "quick".into(),
+        started_at: chrono::DateTime::from_timestamp(1_764_000_000 + id * 3600, 0).unwrap(),
+        finished_at: None,
+        status: RunStatus::Complete,
+        fsdelta_version: "0.1.0".into(),
+        environment: Environment {
+            host: "box".into(),
+            kernel_release: kernel.into(),
+            ..Environment::default()
+        },
+        sample_count: 2,
+    }
+}
+
+fn facts(mount: &str) -> TargetFacts {
+    TargetFacts {
+        fs_type: "ext4".into(),
+        path: String::new(),
+        device: "/dev/loop0".into(),
+        mount_options: mount.into(),
+        mkfs_options: Some("-q".into()),
+        extra: Default::default(),
+    }
+}
+
+fn metric(
+    config: &str,
+    name: &str,
+    unit: Unit,
+    dir: Direction,
+    b: &[f64],
+    c: &[f64],
+) -> MetricInput {
+    let class = MetricClass::from_name(name);
+    MetricInput {
+        key: SeriesKey {
+            config: config.into(),
+            test: "smallfiles".into(),
+            metric: name.into(),
+        },
+        unit,
+        direction: dir,
+        baseline_values: b.to_vec(),
+        current_values: c.to_vec(),
+        comparison: Some(verdict::compare(b, c, dir, class, &Margins::default())),
+        history: None,
+    }
+}
+
+/// A step history: ten runs at 100, ten at 150; the change point comes from the real detector.
+fn step_history() -> History {
+    let values: Vec<f64> = (0..20)
+        .map(|i| if i < 10 { 100.0 } else { 150.0 } + (i % 3) as f64)
+        .collect();
+    let options = Options::for_class(MetricClass::Throughput);
+    let cps = changepoint::change_points(&values, &options);
+    assert_eq!(cps.len(), 1, "the detector finds the step");
+    History {
+        segments: changepoint::segments(&values, &cps),
+        change_points: cps,
+        points: values
+            .iter()
+            .enumerate()
+            .map(|(i, v)| HistoryPoint {
+                run_id: i as i64 + 1,
+                label: format!("r{i}"),
+                median: *v,
+                n: 3,
+                role: match i {
+                    18 => Role::Baseline,
+                    19 => Role::Current,
+                    _ => Role::Other,
+                },
+            })
+            .collect(),
+        scale: options.scale,
+    }
+}
+
+const CFG: &str = "loop<&\"x\">";
+
+fn comparison_input() -> ReportInput {
+    let mut m = vec![
+        metric(
+            CFG,
+            "files_per_sec",
+            Unit::FilesPerSec,
+            Direction::HigherIsBetter,
+            &[1000.0, 1010.0, 990.0, 1005.0, 995.0],
+            &[800.0, 810.0, 790.0, 805.0, 795.0],
+        ),
+        metric(
+            CFG,
+            "create_lat_ns_p99",
+            Unit::Nanoseconds,
+            Direction::LowerIsBetter,
+            &[5000.0, 5100.0, 4900.0],
+            &[5050.0, 4950.0, 5000.0],
+        ),
+        metric(
+            CFG,
+            "files",
+            Unit::Count,
+            Direction::Neutral,
+            &[10.0, 10.0],
+            &[10.0, 10.0],
+        ),
+    ];
+    m[0].history = Some(step_history());
+    let comparisons: Vec<_> = m.iter().filter_map(|m| m.comparison.clone()).collect();
+    ReportInput {
+        generator: "fsdelta test".into(),
+        baseline: Some(SideInput {
+            description: "1 (run 1, label base)".into(),
+            runs: vec![run(1, "base", "6.17")],
+        }),
+        current: SideInput {
+            description: "2 (run 2, label cur)".into(),
+            runs: vec![run(2, "cur", "6.18")],
+        },
+        configs: vec![ConfigFacts {
+            name: CFG.into(),
+            baseline: vec![facts("rw,relatime")],
+            current: vec![facts("rw,noatime")],
+        }],
+        workloads: vec![WorkloadLines {
+            config: CFG.into(),
+            test: "smallfiles".into(),
+            baseline: vec!["fs_mark -s 0".into()],
+            current: vec!["fs_mark -s 0".into()],
+        }],
+        summary: Some(verdict::summarize(&comparisons)),
+        metrics: m,
+        curves: vec![PercentileCurves {
+            config: CFG.into(),
+            test: "smallfiles".into(),
+            name: "create_lat_ns".into(),
+            unit: Unit::Nanoseconds,
+            baseline: Some(Curve {
+                count: 1000,
+                points: vec![(1.0, 900.0), (50.0, 4000.0), (99.0, 5000.0), (99.9, 9000.0)],
+                max: 12000.0,
+            }),
+            current: Some(Curve {
+                count: 1000,
+                points: vec![(1.0, 950.0), (50.0, 4100.0), (99.0, 5100.0), (99.9, 9900.0)],
+                max: 15000.0,
+            }),
+        }],
+        text_table: "baseline: 1 <run>\n".into(),
+    }
+}
+
+/// Every `<svg>...</svg>` of a page (the report never nests them).
+fn svgs(html: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut rest = html;
+    while let Some(i) = rest.find("<svg") {
+        let j = rest[i..].find("</svg>").expect("closed svg") + i + "</svg>".len();
+        out.push(&rest[i..j]);
+        rest = &rest[j..];
+    }
+    out
+}
+
+fn check_self_contained(html: &str) {
+    let without_ns = html.replace(&format!("xmlns=\"{}\"", crate::report::svg::SVG_NS), "");
+    assert!(!without_ns.contains("http://") && !without_ns.contains("https://"));
+    assert!(!html.contains("<script src") && !html.contains("<link"));
+    assert!(!html.contains("url(") && !html.contains("@import"));
+    for s in svgs(html) {
+        if let Err(e) = roxmltree::Document::parse(s) {
+            panic!("malformed SVG ({e}): {s}");
+        }
+    }
+}
+
+#[test]
+fn comparison_report_is_self_contained_and_complete() {
+    let input = comparison_input();
+    let html = render(&input);
+    check_self_contained(&html);
+    // Every metric in the chart and the table.
+    for m in &input.metrics {
+        assert!(html.matches(&m.key.metric).count() >= 2, "{}", m.key.metric);
+    }
+    // One diff chart, one percentile chart, one history, and the icons.
+    assert_eq!(html.matches("class=\"chart diff\"").count(), 1);
+    assert_eq!(html.matches("class=\"card chart pct\"").count(), 1);
+    assert_eq!(html.matches("class=\"card chart hist\"").count(), 1);
+    // The regression is drawn as one, with its word and shape.
+    assert!(html.contains("REGRESSED -20.0%"));
+    assert!(html.contains("class=\"mk v-reg\""));
+    // The change point of the step history is drawn.
+    assert_eq!(html.matches("class=\"cp\"").count(), 1);
+    // The text table is in a <pre>, escaped.
+    assert!(html.contains("<pre>baseline: 1 &lt;run&gt;\n</pre>"));
+}
+
+#[test]
+fn names_with_markup_are_escaped_everywhere() {
+    let html = render(&comparison_input());
+    assert!(!html.contains(CFG));
+    assert!(html.contains("loop&lt;&amp;&quot;x&quot;&gt;"));
+}
+
+#[test]
+fn a_changed_mount_option_comes_first() {
+    let html = render(&comparison_input());
+    let boxed = &html[html.find("id=\"differences\"").unwrap()..];
+    let first = &boxed[boxed.find("<li>").unwrap()..boxed.find("</li>").unwrap()];
+    assert!(first.contains("mount options"), "{first}");
+    assert!(first.contains("removed <del>relatime</del>"), "{first}");
+    assert!(first.contains("added <ins>noatime</ins>"), "{first}");
+    // The kernel differs too, but after.
+    assert!(boxed.contains("kernel release"));
+    // The differences box comes before the verdicts.
+    assert!(html.find("id=\"differences\"").unwrap() < html.find("id=\"summary\"").unwrap());
+}
+
+#[test]
+fn equal_sides_say_nothing_differs() {
+    let mut input = comparison_input();
+    input.configs[0].current = input.configs[0].baseline.clone();
+    input.current.runs[0].environment.kernel_release = "6.17".into();
+    let html = render(&input);
+    assert!(html.contains("Nothing recorded differs between the sides"));
+    assert!(!html.contains("class=\"diffbox\""));
+}
+
+#[test]
+fn single_selection_report_shows_spread_not_verdicts() {
+    let mut input = comparison_input();
+    input.baseline = None;
+    input.summary = None;
+    for m in &mut input.metrics {
+        m.baseline_values.clear();
+        m.comparison = None;
+    }
+    for c in &mut input.curves {
+        c.baseline = None;
+    }
+    let html = render(&input);
+    check_self_contained(&html);
+    assert!(html.contains("class=\"chart spread\""));
+    assert!(!html.contains("class=\"chart diff\""));
+    assert!(!html.contains("id=\"differences\""));
+    assert!(!html.contains("id=\"summary\""));
+    assert!(html.contains("files_per_sec"));
+}
+
+#[test]
+fn degenerate_inputs_render_well_formed() {
+    let mut input = comparison_input();
+    // Zeros (no log ratio), a lone run a side, a constant history, an empty histogram.
+    input.metrics.push(metric(
+        CFG,
+        "sys_irq_pct",
+        Unit::Percent,
+        Direction::Neutral,
+        &[0.0, 0.0],
+        &[0.0, 0.0],
+    ));
+    input.metrics.push(metric(
+        CFG,
+        "files_per_sec_wall",
+        Unit::FilesPerSec,
+        Direction::HigherIsBetter,
+        &[100.0],
+        &[1e9],
+    ));
+    let mut flat = step_history();
+    for p in &mut flat.points {
+        p.median = 7.0;
+    }
+    flat.change_points.clear();
+    flat.segments.clear();
+    input.metrics[1].history = Some(flat);
+    input.curves.push(PercentileCurves {
+        config: CFG.into(),
+        test: "smallfiles".into(),
+        name: "empty_lat_ns".into(),
+        unit: Unit::Nanoseconds,
+        baseline: Some(Curve {
+            count: 0,
+            points: vec![],
+            max: 0.0,
+        }),
+        current: None,
+    });
+    let html = render(&input);
+    check_self_contained(&html);
+    assert!(html.contains("no values recorded"));
+    for svg in svgs(&html) {
+        assert!(!svg.contains("NaN") && !svg.contains("inf"), "{svg}");
+    }
+    // The lone runs are judged inconclusive and their huge change runs off the axis: an arrow.
+    assert!(html.contains("inconclusive +999999900%"));
+    assert!(html.contains("class=\"v-inc\"/>"), "the off-axis arrow");
+}

@@ -1,0 +1,520 @@
+//! The `command` workload: any user command as a test (an app-launch benchmark, a database
+//! load), run with `sh -c` in the target directory. It always yields `elapsed_s` (wall time from
+//! spawn to exit), plus the numbers the test declares, each pulled out of the command's output by
+//! a regex or a JSON path and stored with its declared unit and direction.
+//!
+//! Why: filesystem developers measure with their own programs too; a suite entry
+//! (`workload = "command"`, `command = ...`, `[[test.metric]] name/regex/unit/direction`) turns any
+//! of them into samples that compare like the native engines'. A non-zero exit, a signal, a
+//! timeout or a declared metric missing from the output is a failed sample whose error keeps the
+//! command's stderr. This module must never run the command anywhere but the target directory,
+//! and must never leave its process group running (a cancel or timeout kills the whole group).
+
+use super::{Measurements, RunContext, Workload, WorkloadError};
+use crate::model::{Direction, Metric, Unit};
+use crate::probe::clock::Nanos;
+use std::io::Read;
+use std::os::unix::process::CommandExt;
+use std::process::{Command as Process, Stdio};
+use std::time::Duration;
+
+/// How a metric's value is found in the command's output.
+#[derive(Clone, Debug)]
+pub enum Extract {
+    /// The first capture group (or the whole match when there is none) of the first match,
+    /// searched in stdout and then in stderr.
+    Regex(regex::Regex),
+    /// A path into stdout parsed as JSON: `$.jobs[0].read.iops`, `jobs.0.read.iops`. Text before
+    /// the first `{` or `[` is skipped (as fio prints notes before its JSON).
+    JsonPath(String),
+}
+
+/// A number the command reports.
+#[derive(Clone, Debug)]
+pub struct CommandMetric {
+    /// Metric name (`launch_ms`).
+    pub name: String,
+    /// Where the value is.
+    pub extract: Extract,
+    /// Its unit.
+    pub unit: Unit,
+    /// Which way is better.
+    pub direction: Direction,
+}
+
+impl CommandMetric {
+    /// A metric from the suite file's strings: `unit` as in [`Unit`] (`ms`, `s`, `MB/s`, ...),
+    /// `direction` `lower` | `higher` | `neutral` (or the stored names). Exactly one of `regex`
+    /// and `json` must be given.
+    pub fn parse(
+        name: &str,
+        regex: Option<&str>,
+        json: Option<&str>,
+        unit: &str,
+        direction: &str,
+    ) -> Result<CommandMetric, WorkloadError> {
+        let bad = |m: String| WorkloadError::InvalidOptions(format!("metric '{name}': {m}"));
+        let extract = match (regex, json) {
+            (Some(r), None) => {
+                Extract::Regex(regex::Regex::new(r).map_err(|e| bad(format!("bad regex: {e}")))?)
+            }
+            (None, Some(j)) => {
+                parse_json_path(j).map_err(bad)?;
+                Extract::JsonPath(j.to_string())
+            }
+            _ => return Err(bad("give exactly one of `regex` and `json`".into())),
+        };
+        let unit: Unit = unit.parse().map_err(|_| {
+            let all: Vec<&str> = Unit::ALL.iter().map(|u| u.as_str()).collect();
+            bad(format!("unknown unit '{unit}' (one of {})", all.join(", ")))
+        })?;
+        let direction = match direction {
+            "lower" | "lower_is_better" => Direction::LowerIsBetter,
+            "higher" | "higher_is_better" => Direction::HigherIsBetter,
+            "neutral" => Direction::Neutral,
+            other => {
+                return Err(bad(format!(
+                    "direction '{other}' must be lower, higher or neutral"
+                )));
+            }
+        };
+        Ok(CommandMetric {
+            name: name.to_string(),
+            extract,
+            unit,
+            direction,
+        })
+    }
+}
+
+/// Options of the command workload.
+#[derive(Clone, Debug)]
+pub struct CommandOptions {
+    /// The command line, run as `sh -c COMMAND` in the target directory with `FSDELTA_TARGET`
+    /// set to it.
+    pub command: String,
+    /// Numbers to extract (besides `elapsed_s`).
+    pub metrics: Vec<CommandMetric>,
+    /// Kill the command (its whole process group) after this long; a failed sample.
+    pub timeout: Option<Duration>,
+}
+
+/// The command workload.
+#[derive(Clone, Debug)]
+pub struct CommandWorkload {
+    opts: CommandOptions,
+}
+
+impl CommandWorkload {
+    /// Check the options.
+    pub fn new(opts: CommandOptions) -> Result<CommandWorkload, WorkloadError> {
+        if opts.command.trim().is_empty() {
+            return Err(WorkloadError::InvalidOptions(
+                "command: `command` is empty; give the command line to run".into(),
+            ));
+        }
+        let mut names = std::collections::BTreeSet::new();
+        for m in &opts.metrics {
+            if m.name == "elapsed_s" || !names.insert(m.name.as_str()) {
+                return Err(WorkloadError::InvalidOptions(format!(
+                    "command: metric name '{}' is used twice (elapsed_s is always measured)",
+                    m.name
+                )));
+            }
+        }
+        Ok(CommandWorkload { opts })
+    }
+
+    /// The options.
+    pub fn options(&self) -> &CommandOptions {
+        &self.opts
+    }
+}
+
+/// One step of a JSON path.
+#[derive(Debug, PartialEq)]
+enum Step {
+    Key(String),
+    Index(usize),
+}
+
+fn parse_json_path(p: &str) -> Result<Vec<Step>, String> {
+    let body = p.strip_prefix('$').unwrap_or(p);
+    let body = body.strip_prefix('.').unwrap_or(body);
+    let mut steps = Vec::new();
+    for part in body.split('.') {
+        if part.is_empty() {
+            return Err(format!("JSON path '{p}' has an empty step"));
+        }
+        let (key, mut rest) = match part.find('[') {
+            Some(i) => (&part[..i], &part[i..]),
+            None => (part, ""),
+        };
+        if !key.is_empty() {
+            match key.parse::<usize>() {
+                Ok(i) => steps.push(Step::Index(i)),
+                Err(_) => steps.push(Step::Key(key.to_string())),
+            }
+        }
+        while let Some(r) = rest.strip_prefix('[') {
+            let end = r
+                .find(']')
+                .ok_or_else(|| format!("JSON path '{p}': '[' without ']'"))?;
+            let idx = r[..end]
+                .parse::<usize>()
+                .map_err(|_| format!("JSON path '{p}': '[{}]' is not an index", &r[..end]))?;
+            steps.push(Step::Index(idx));
+            rest = &r[end + 1..];
+        }
+        if !rest.is_empty() {
+            return Err(format!("JSON path '{p}': unexpected '{rest}'"));
+        }
+    }
+    Ok(steps)
+}
+
+fn as_number(v: &serde_json::Value) -> Option<f64> {
+    match v {
+        serde_json::Value::Number(n) => n.as_f64(),
+        serde_json::Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    }
+}
+
+/// Find a metric's value in the output. Pure: tested without running anything.
+fn extract(m: &CommandMetric, stdout: &str, stderr: &str) -> Result<f64, String> {
+    match &m.extract {
+        Extract::Regex(re) => {
+            for text in [stdout, stderr] {
+                if let Some(c) = re.captures(text) {
+                    let s = c.get(1).or_else(|| c.get(0)).map_or("", |g| g.as_str());
+                    return s.trim().replace(',', "").parse::<f64>().map_err(|_| {
+                        format!(
+                            "regex /{}/ matched '{s}', which is not a number",
+                            re.as_str()
+                        )
+                    });
+                }
+            }
+            Err(format!(
+                "regex /{}/ matched nothing in the command's output",
+                re.as_str()
+            ))
+        }
+        Extract::JsonPath(p) => {
+            let steps = parse_json_path(p)?;
+            let start = stdout
+                .find(['{', '['])
+                .ok_or("stdout holds no JSON object or array")?;
+            let mut de = serde_json::Deserializer::from_str(&stdout[start..]);
+            let doc: serde_json::Value = serde::Deserialize::deserialize(&mut de)
+                .map_err(|e| format!("stdout is not JSON: {e}"))?;
+            let mut v = &doc;
+            for s in &steps {
+                v = match s {
+                    Step::Key(k) => v.get(k.as_str()),
+                    Step::Index(i) => v.get(*i),
+                }
+                .ok_or_else(|| format!("JSON path '{p}' not found in the command's output"))?;
+            }
+            as_number(v).ok_or_else(|| format!("JSON path '{p}' holds {v}, not a number"))
+        }
+    }
+}
+
+/// Keep the end of a long stderr (where the error usually is).
+fn tail(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut i = s.len() - max;
+    while !s.is_char_boundary(i) {
+        i += 1;
+    }
+    &s[i..]
+}
+
+impl Workload for CommandWorkload {
+    fn engine(&self) -> &'static str {
+        "command"
+    }
+
+    fn run(&self, ctx: &RunContext<'_>) -> Result<Measurements, WorkloadError> {
+        let o = &self.opts;
+        let fail = |what: String| {
+            WorkloadError::io(
+                "command",
+                ctx.dir,
+                std::io::Error::other(format!("`{}` {what}", o.command)),
+            )
+        };
+        ctx.progress.phase("command");
+        let t0 = Nanos::now();
+        let mut child = Process::new("/bin/sh")
+            .arg("-c")
+            .arg(&o.command)
+            .current_dir(ctx.dir)
+            .env("FSDELTA_TARGET", ctx.dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .spawn()
+            .map_err(|e| WorkloadError::io("spawn /bin/sh for", ctx.dir, e))?;
+        let pgid = rustix::process::Pid::from_raw(child.id() as i32);
+        let read_all = |mut r: Box<dyn Read + Send>| {
+            std::thread::spawn(move || {
+                let mut v = Vec::new();
+                let _ = r.read_to_end(&mut v);
+                v
+            })
+        };
+        let out_t = read_all(Box::new(child.stdout.take().expect("piped stdout")));
+        let err_t = read_all(Box::new(child.stderr.take().expect("piped stderr")));
+        let kill_group = || {
+            if let Some(p) = pgid {
+                let _ = rustix::process::kill_process_group(p, rustix::process::Signal::KILL);
+            }
+        };
+        let mut why_killed = None;
+        let status = loop {
+            match child.try_wait() {
+                Ok(Some(s)) => break s,
+                Ok(None) => {}
+                Err(e) => {
+                    kill_group();
+                    return Err(WorkloadError::io("wait for", ctx.dir, e));
+                }
+            }
+            if why_killed.is_none() {
+                if ctx.cancel.is_cancelled() {
+                    why_killed = Some("cancelled");
+                    kill_group();
+                } else if o.timeout.is_some_and(|t| t0.elapsed() >= Nanos::from(t)) {
+                    why_killed = Some("timeout");
+                    kill_group();
+                }
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        };
+        let elapsed = t0.elapsed();
+        // The group may still hold children that outlived the shell; they must not linger.
+        kill_group();
+        let stdout = String::from_utf8_lossy(&out_t.join().unwrap_or_default()).into_owned();
+        let stderr = String::from_utf8_lossy(&err_t.join().unwrap_or_default()).into_owned();
+        let stderr_tail = tail(&stderr, 4000);
+        match why_killed {
+            Some("cancelled") => return Err(WorkloadError::Cancelled),
+            Some(_) => {
+                return Err(fail(format!(
+                    "ran longer than its timeout of {:?} and was killed; stderr:\n{stderr_tail}",
+                    o.timeout.unwrap_or_default()
+                )));
+            }
+            None => {}
+        }
+        if !status.success() {
+            let how = match (
+                status.code(),
+                std::os::unix::process::ExitStatusExt::signal(&status),
+            ) {
+                (Some(c), _) => format!("exited with status {c}"),
+                (None, Some(s)) => format!("was killed by signal {s}"),
+                _ => "failed".into(),
+            };
+            return Err(fail(format!("{how}; stderr:\n{stderr_tail}")));
+        }
+        // The user's own numbers come first: the first metric is a test's headline (progress
+        // lines, --until-confident).
+        let mut m = Measurements::default();
+        for cm in &o.metrics {
+            let v = extract(cm, &stdout, &stderr).map_err(|e| {
+                fail(format!(
+                    "succeeded but metric '{}': {e}; stderr:\n{stderr_tail}",
+                    cm.name
+                ))
+            })?;
+            m.metrics
+                .push(Metric::new(cm.name.clone(), v, cm.unit, cm.direction));
+        }
+        m.metrics.push(Metric::new(
+            "elapsed_s",
+            elapsed.as_secs_f64(),
+            Unit::Seconds,
+            Direction::LowerIsBetter,
+        ));
+        Ok(m)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workload::{CancelToken, NoProgress};
+
+    fn metric(regex: Option<&str>, json: Option<&str>) -> CommandMetric {
+        CommandMetric::parse("m", regex, json, "ms", "lower").unwrap()
+    }
+
+    #[test]
+    fn regex_takes_the_first_group_or_the_whole_match() {
+        let m = metric(Some(r"launch took (\d+) ms"), None);
+        assert_eq!(extract(&m, "x\nlaunch took 412 ms\n", ""), Ok(412.0));
+        assert!(
+            CommandMetric::parse("m", Some(r"[0-9.]+(?= MB/s)"), None, "ms", "lower").is_err(),
+            "look-around is not supported by the regex crate and must be a clear error"
+        );
+        let m = metric(Some(r"\d+\.\d+"), None);
+        assert_eq!(
+            extract(&m, "speed 3.5 GB", ""),
+            Ok(3.5),
+            "no group: the whole match"
+        );
+        let m = metric(Some(r"rate: \S+"), None);
+        assert!(
+            extract(&m, "rate: fast", "")
+                .unwrap_err()
+                .contains("not a number")
+        );
+        let m = metric(Some(r"total=([\d,]+)"), None);
+        assert_eq!(
+            extract(&m, "", "total=1,234\n"),
+            Ok(1234.0),
+            "stderr is searched too"
+        );
+        let m = metric(Some(r"nothing (\d+)"), None);
+        assert!(
+            extract(&m, "a", "b")
+                .unwrap_err()
+                .contains("matched nothing")
+        );
+    }
+
+    #[test]
+    fn json_paths_walk_objects_and_arrays() {
+        let out = "note: starting\n{\"jobs\":[{\"read\":{\"iops\":1234.5,\"s\":\"7\"}}]}";
+        assert_eq!(
+            extract(&metric(None, Some("$.jobs[0].read.iops")), out, ""),
+            Ok(1234.5)
+        );
+        assert_eq!(
+            extract(&metric(None, Some("jobs.0.read.iops")), out, ""),
+            Ok(1234.5)
+        );
+        assert_eq!(
+            extract(&metric(None, Some("jobs[0].read.s")), out, ""),
+            Ok(7.0)
+        );
+        assert!(
+            extract(&metric(None, Some("jobs[1].read")), out, "")
+                .unwrap_err()
+                .contains("not found")
+        );
+        assert!(
+            extract(&metric(None, Some("jobs")), out, "")
+                .unwrap_err()
+                .contains("not a number")
+        );
+        assert!(extract(&metric(None, Some("a")), "plain text", "").is_err());
+        assert!(CommandMetric::parse("m", None, Some("a..b"), "ms", "lower").is_err());
+        assert!(CommandMetric::parse("m", None, Some("a[x]"), "ms", "lower").is_err());
+    }
+
+    #[test]
+    fn declared_units_and_directions_are_checked() {
+        let m = CommandMetric::parse("x", Some("(\\d+)"), None, "MB/s", "higher").unwrap();
+        assert_eq!(
+            (m.unit, m.direction),
+            (Unit::MBPerSec, Direction::HigherIsBetter)
+        );
+        assert!(
+            CommandMetric::parse("x", Some("(\\d+)"), None, "furlong", "higher")
+                .unwrap_err()
+                .to_string()
+                .contains("unknown unit")
+        );
+        assert!(CommandMetric::parse("x", Some("(\\d+)"), None, "ms", "up").is_err());
+        assert!(CommandMetric::parse("x", Some("a"), Some("b"), "ms", "lower").is_err());
+    }
+
+    fn run(
+        cmd: &str,
+        metrics: Vec<CommandMetric>,
+        timeout: Option<Duration>,
+    ) -> Result<Measurements, WorkloadError> {
+        let d = tempfile::tempdir().unwrap();
+        let w = CommandWorkload::new(CommandOptions {
+            command: cmd.into(),
+            metrics,
+            timeout,
+        })?;
+        let cancel = CancelToken::new();
+        w.run(&RunContext {
+            dir: d.path(),
+            cancel: &cancel,
+            progress: &NoProgress,
+        })
+    }
+
+    #[test]
+    fn runs_in_the_target_and_extracts_metrics() {
+        let m = run(
+            r#"test "$PWD" = "$FSDELTA_TARGET" && touch here && echo "launch took 42 ms""#,
+            vec![metric(Some(r"took (\d+) ms"), None)],
+            None,
+        )
+        .unwrap();
+        // The user's metrics first (a test's headline), then elapsed_s.
+        assert_eq!(
+            (m.metrics[0].name.as_str(), m.metrics[0].value),
+            ("m", 42.0)
+        );
+        assert_eq!(m.metrics[0].unit, Unit::Milliseconds);
+        assert_eq!(m.metrics[1].name, "elapsed_s");
+        assert!(m.metrics[1].value > 0.0);
+    }
+
+    #[test]
+    fn failure_keeps_stderr() {
+        let e = run("echo 'disk on fire' >&2; exit 3", vec![], None)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("exited with status 3") && e.contains("disk on fire"),
+            "{e}"
+        );
+        let e = run("echo fine", vec![metric(Some(r"took (\d+)"), None)], None)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("matched nothing"), "{e}");
+    }
+
+    #[test]
+    fn timeout_kills_the_whole_group() {
+        let start = std::time::Instant::now();
+        let e = run(
+            "sleep 30 & sleep 30; wait",
+            vec![],
+            Some(Duration::from_millis(200)),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("timeout"), "{e}");
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "the pipes closed: all killed"
+        );
+    }
+
+    #[test]
+    fn empty_commands_and_duplicate_names_are_refused() {
+        assert!(run("  ", vec![], None).is_err());
+        let dup = vec![metric(Some("(1)"), None), metric(Some("(2)"), None)];
+        assert!(
+            run("true", dup, None)
+                .unwrap_err()
+                .to_string()
+                .contains("twice")
+        );
+    }
+}

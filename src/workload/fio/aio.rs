@@ -1,0 +1,304 @@
+//! The kernel interfaces of the asynchronous engines: io_uring (the io-uring crate) and Linux
+//! native AIO (libaio's system calls io_setup / io_submit / io_getevents, called directly, so no
+//! C library is needed).
+//!
+//! Why it exists: the worker's asynchronous loop is one piece of code (fio's semantics for slat,
+//! clat, depth and reaping); only queueing, submitting and reaping differ per engine, and those
+//! differences live here behind [`AsyncBackend`]. Nothing here may allocate after construction:
+//! every method runs in the timed loop.
+
+use std::io;
+use std::os::fd::RawFd;
+
+/// One asynchronous engine's queue. Slots are `0..depth`; a slot's buffer must stay valid, and
+/// its file open, until its completion has been reaped.
+pub trait AsyncBackend {
+    /// Queue a read (`write == false`) or write of `len` bytes at `offset` for `slot`.
+    ///
+    /// # Safety
+    /// `ptr..ptr+len` must stay valid (and not be touched) until the slot's completion is
+    /// reaped, and `fd` must stay open until then.
+    unsafe fn queue(
+        &mut self,
+        slot: usize,
+        write: bool,
+        fd: RawFd,
+        ptr: *mut u8,
+        len: usize,
+        offset: u64,
+    );
+    /// Submit everything queued.
+    fn submit(&mut self) -> io::Result<()>;
+    /// Wait for at least one completion, then hand every available one to `done(slot, result)`
+    /// (`result` is bytes transferred or a negative errno). Returns how many were reaped.
+    fn reap(&mut self, done: &mut dyn FnMut(usize, i64)) -> io::Result<usize>;
+}
+
+/// io_uring through the io-uring crate.
+pub struct Uring {
+    ring: io_uring::IoUring,
+}
+
+impl Uring {
+    /// A ring for `depth` I/Os in flight.
+    pub fn new(depth: usize) -> io::Result<Uring> {
+        Ok(Uring {
+            ring: io_uring::IoUring::new(depth.next_power_of_two() as u32)?,
+        })
+    }
+}
+
+impl AsyncBackend for Uring {
+    unsafe fn queue(
+        &mut self,
+        slot: usize,
+        write: bool,
+        fd: RawFd,
+        ptr: *mut u8,
+        len: usize,
+        offset: u64,
+    ) {
+        use io_uring::{opcode, types};
+        let fd = types::Fd(fd);
+        let entry = if write {
+            opcode::Write::new(fd, ptr, len as u32)
+                .offset(offset)
+                .build()
+        } else {
+            opcode::Read::new(fd, ptr, len as u32)
+                .offset(offset)
+                .build()
+        }
+        .user_data(slot as u64);
+        // SAFETY: the caller guarantees the buffer and fd outlive the I/O; the ring has room
+        // for `depth` entries and at most `depth` slots exist.
+        unsafe {
+            self.ring
+                .submission()
+                .push(&entry)
+                .expect("the ring holds iodepth entries");
+        }
+    }
+
+    fn submit(&mut self) -> io::Result<()> {
+        self.ring.submit().map(|_| ())
+    }
+
+    fn reap(&mut self, done: &mut dyn FnMut(usize, i64)) -> io::Result<usize> {
+        self.ring.submit_and_wait(1)?;
+        let mut n = 0;
+        for cqe in self.ring.completion() {
+            n += 1;
+            done(cqe.user_data() as usize, cqe.result() as i64);
+        }
+        Ok(n)
+    }
+}
+
+/// The kernel's `struct iocb` (linux/aio_abi.h), little-endian layout.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct Iocb {
+    aio_data: u64,
+    aio_key: u32,
+    aio_rw_flags: i32,
+    aio_lio_opcode: u16,
+    aio_reqprio: i16,
+    aio_fildes: u32,
+    aio_buf: u64,
+    aio_nbytes: u64,
+    aio_offset: i64,
+    aio_reserved2: u64,
+    aio_flags: u32,
+    aio_resfd: u32,
+}
+
+/// The kernel's `struct io_event`.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct IoEvent {
+    data: u64,
+    obj: u64,
+    res: i64,
+    res2: i64,
+}
+
+const IOCB_CMD_PREAD: u16 = 0;
+const IOCB_CMD_PWRITE: u16 = 1;
+
+/// Linux native AIO (fio's libaio engine) by direct system calls.
+pub struct NativeAio {
+    ctx: libc::c_ulong,
+    iocbs: Box<[Iocb]>,
+    pending: Vec<*mut Iocb>,
+    events: Box<[IoEvent]>,
+}
+
+// SAFETY: the raw pointers in `pending` point into `iocbs`, owned by the same value; the
+// backend is used by one thread at a time.
+unsafe impl Send for NativeAio {}
+
+impl NativeAio {
+    /// An AIO context for `depth` I/Os in flight.
+    pub fn new(depth: usize) -> io::Result<NativeAio> {
+        let mut ctx: libc::c_ulong = 0;
+        // SAFETY: io_setup writes the new context id into `ctx`.
+        let r = unsafe { libc::syscall(libc::SYS_io_setup, depth as libc::c_long, &mut ctx) };
+        if r < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(NativeAio {
+            ctx,
+            iocbs: vec![Iocb::default(); depth].into_boxed_slice(),
+            pending: Vec::with_capacity(depth),
+            events: vec![IoEvent::default(); depth].into_boxed_slice(),
+        })
+    }
+}
+
+impl Drop for NativeAio {
+    fn drop(&mut self) {
+        // SAFETY: destroying our own context; the kernel waits for (or cancels) what it holds.
+        unsafe {
+            libc::syscall(libc::SYS_io_destroy, self.ctx);
+        }
+    }
+}
+
+impl AsyncBackend for NativeAio {
+    unsafe fn queue(
+        &mut self,
+        slot: usize,
+        write: bool,
+        fd: RawFd,
+        ptr: *mut u8,
+        len: usize,
+        offset: u64,
+    ) {
+        let cb = &mut self.iocbs[slot];
+        *cb = Iocb {
+            aio_data: slot as u64,
+            aio_lio_opcode: if write {
+                IOCB_CMD_PWRITE
+            } else {
+                IOCB_CMD_PREAD
+            },
+            aio_fildes: fd as u32,
+            aio_buf: ptr as u64,
+            aio_nbytes: len as u64,
+            aio_offset: offset as i64,
+            ..Iocb::default()
+        };
+        self.pending.push(cb as *mut Iocb);
+    }
+
+    fn submit(&mut self) -> io::Result<()> {
+        let mut done = 0usize;
+        while done < self.pending.len() {
+            // SAFETY: `pending[done..]` are pointers to live iocbs in `self.iocbs`.
+            let r = unsafe {
+                libc::syscall(
+                    libc::SYS_io_submit,
+                    self.ctx,
+                    (self.pending.len() - done) as libc::c_long,
+                    self.pending.as_mut_ptr().add(done),
+                )
+            };
+            if r < 0 {
+                let e = io::Error::last_os_error();
+                if e.raw_os_error() == Some(libc::EAGAIN) || e.raw_os_error() == Some(libc::EINTR) {
+                    continue;
+                }
+                return Err(e);
+            }
+            done += r as usize;
+        }
+        self.pending.clear();
+        Ok(())
+    }
+
+    fn reap(&mut self, done: &mut dyn FnMut(usize, i64)) -> io::Result<usize> {
+        loop {
+            // SAFETY: `events` has room for `len` events; a null timeout waits.
+            let r = unsafe {
+                libc::syscall(
+                    libc::SYS_io_getevents,
+                    self.ctx,
+                    1 as libc::c_long,
+                    self.events.len() as libc::c_long,
+                    self.events.as_mut_ptr(),
+                    std::ptr::null_mut::<libc::timespec>(),
+                )
+            };
+            if r < 0 {
+                let e = io::Error::last_os_error();
+                if e.raw_os_error() == Some(libc::EINTR) {
+                    continue;
+                }
+                return Err(e);
+            }
+            for ev in &self.events[..r as usize] {
+                done(ev.data as usize, ev.res);
+            }
+            return Ok(r as usize);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::fd::AsRawFd;
+
+    #[test]
+    fn the_abi_structs_have_the_kernels_sizes() {
+        assert_eq!(std::mem::size_of::<Iocb>(), 64);
+        assert_eq!(std::mem::size_of::<IoEvent>(), 32);
+    }
+
+    fn round_trip(b: &mut dyn AsyncBackend) {
+        let dir = tempfile::tempdir().unwrap();
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(dir.path().join("x"))
+            .unwrap();
+        let mut w = vec![7u8; 8192];
+        let mut r = vec![0u8; 8192];
+        // SAFETY: both buffers outlive the reaps below.
+        unsafe { b.queue(0, true, f.as_raw_fd(), w.as_mut_ptr(), 8192, 4096) };
+        b.submit().unwrap();
+        let mut got = Vec::new();
+        while got.is_empty() {
+            b.reap(&mut |s, res| got.push((s, res))).unwrap();
+        }
+        assert_eq!(got, vec![(0, 8192)]);
+        // SAFETY: as above.
+        unsafe { b.queue(1, false, f.as_raw_fd(), r.as_mut_ptr(), 8192, 4096) };
+        b.submit().unwrap();
+        got.clear();
+        while got.is_empty() {
+            b.reap(&mut |s, res| got.push((s, res))).unwrap();
+        }
+        assert_eq!(got, vec![(1, 8192)]);
+        assert_eq!(r, w);
+    }
+
+    #[test]
+    fn native_aio_writes_and_reads_back() {
+        match NativeAio::new(4) {
+            Ok(mut a) => round_trip(&mut a),
+            Err(e) => eprintln!("skipping: io_setup unavailable here: {e}"),
+        }
+    }
+
+    #[test]
+    fn io_uring_writes_and_reads_back() {
+        match Uring::new(4) {
+            Ok(mut u) => round_trip(&mut u),
+            Err(e) => eprintln!("skipping: io_uring unavailable here: {e}"),
+        }
+    }
+}

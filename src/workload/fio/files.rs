@@ -1,0 +1,461 @@
+//! The files of a fio job clone: names, sizes, untimed layout, opening with the job's flags,
+//! page-cache invalidation and O_DIRECT alignment.
+//!
+//! Why it exists: fio lays files out before the timed section (read jobs write their files
+//! first; write jobs only create and preallocate), so that layout never pollutes a number. This
+//! module does that setup and the checks that must fail before any I/O (a misaligned O_DIRECT
+//! job, a filesystem that rejects O_DIRECT). It must never run inside the timed loop except for
+//! `open_for_io` (openfiles rotation, create_on_open), which the worker times where fio does.
+
+use super::rand;
+use crate::plan::jobfile::{Fallocate, IoEngine, JobSpec, SizeSpec};
+use crate::workload::WorkloadError;
+use rustix::fs::{Mode, OFlags};
+use std::os::fd::{AsFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+/// Serialises layout: clones that share a file (filename=) must not lay it out at once.
+static LAYOUT_LOCK: Mutex<()> = Mutex::new(());
+
+/// Size of the writes that lay a file out (untimed, so larger than fio's bs-sized writes).
+const LAYOUT_CHUNK: usize = 1 << 20;
+
+/// One file a clone does I/O on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FilePlan {
+    /// Where.
+    pub path: PathBuf,
+    /// Bytes the file must hold (fio's real_file_size).
+    pub size: u64,
+}
+
+/// The clone's files and the bytes one pass of the job moves (fio's io_size).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClonePlan {
+    /// Files, in fio's order.
+    pub files: Vec<FilePlan>,
+    /// Bytes per pass (loop), over all files.
+    pub pass_bytes: u64,
+}
+
+fn invalid(msg: String) -> WorkloadError {
+    WorkloadError::InvalidOptions(msg)
+}
+
+/// Name and size the files of clone `clone` of `job`, with `base` the directory relative
+/// paths are resolved against. `size=N%` reads the existing files' sizes.
+pub fn plan_clone(job: &JobSpec, clone: u32, base: &Path) -> Result<ClonePlan, WorkloadError> {
+    let resolve = |p: &str| -> PathBuf {
+        let p = Path::new(p);
+        if p.is_absolute() {
+            p.to_path_buf()
+        } else {
+            base.join(p)
+        }
+    };
+    let dirs: Vec<PathBuf> = if job.directory.is_empty() {
+        vec![base.to_path_buf()]
+    } else {
+        job.directory.iter().map(|d| resolve(d)).collect()
+    };
+    let nfiles = if job.filename.is_empty() {
+        job.nrfiles as usize
+    } else {
+        job.filename.len()
+    };
+    let paths: Vec<PathBuf> = (0..nfiles)
+        .map(|i| {
+            let dir = &dirs[i % dirs.len()];
+            if job.filename.is_empty() {
+                dir.join(format!("{}.{}.{}", job.name, clone, i))
+            } else {
+                let f = Path::new(&job.filename[i]);
+                if f.is_absolute() {
+                    f.to_path_buf()
+                } else {
+                    dir.join(f)
+                }
+            }
+        })
+        .collect();
+    let n = nfiles as u64;
+    let (sizes, pass_bytes): (Vec<u64>, u64) = match (job.size, job.filesize) {
+        (Some(SizeSpec::Percent(p)), Some(_)) => {
+            return Err(invalid(format!(
+                "job '{}': size={p}% together with filesize= is ambiguous; give one of them",
+                job.name
+            )));
+        }
+        (Some(SizeSpec::Percent(p)), None) => {
+            let mut sizes = Vec::with_capacity(nfiles);
+            for path in &paths {
+                let len = std::fs::metadata(path)
+                    .map_err(|e| {
+                        invalid(format!(
+                            "job '{}': size={p}% needs existing files, and {} cannot be read: {e}",
+                            job.name,
+                            path.display()
+                        ))
+                    })?
+                    .len();
+                sizes.push(len * p as u64 / 100);
+            }
+            let total = sizes.iter().sum();
+            (sizes, total)
+        }
+        (Some(SizeSpec::Bytes(total)), Some(fs)) => (vec![fs.0; nfiles], total.0),
+        (Some(SizeSpec::Bytes(total)), None) => (vec![total.0 / n; nfiles], total.0 / n * n),
+        (None, Some(fs)) => (vec![fs.0; nfiles], fs.0 * n),
+        (None, None) => (vec![0; nfiles], 0),
+    };
+    if job.ioengine != IoEngine::FileCreate {
+        for (path, size) in paths.iter().zip(&sizes) {
+            let min_bs = job.bs[0].0.min(job.bs[1].0);
+            if *size < min_bs {
+                return Err(invalid(format!(
+                    "job '{}': file {} would hold {size} bytes, less than one block of {min_bs} (raise size= or lower nrfiles=)",
+                    job.name,
+                    path.display()
+                )));
+            }
+        }
+    }
+    Ok(ClonePlan {
+        files: paths
+            .into_iter()
+            .zip(sizes)
+            .map(|(path, size)| FilePlan { path, size })
+            .collect(),
+        pass_bytes,
+    })
+}
+
+/// The O_DIRECT alignment of the filesystem holding `dir`: (offset/length, memory), from statx
+/// STATX_DIOALIGN, else 4096 for both.
+pub fn dio_alignment(dir: &Path) -> (u64, usize) {
+    let st = rustix::fs::statx(
+        rustix::fs::CWD,
+        dir,
+        rustix::fs::AtFlags::empty(),
+        rustix::fs::StatxFlags::DIOALIGN,
+    );
+    match st {
+        Ok(s)
+            if s.stx_mask & rustix::fs::StatxFlags::DIOALIGN.bits() != 0
+                && s.stx_dio_offset_align > 0 =>
+        {
+            (
+                s.stx_dio_offset_align as u64,
+                (s.stx_dio_mem_align as usize).max(8),
+            )
+        }
+        _ => (4096, 4096),
+    }
+}
+
+/// Check that an O_DIRECT job's block sizes and file sizes are multiples of `align`.
+pub fn check_direct_alignment(
+    job: &JobSpec,
+    plan: &ClonePlan,
+    align: u64,
+) -> Result<(), WorkloadError> {
+    for (i, which) in ["read", "write"].iter().enumerate() {
+        let used = if i == 0 {
+            job.rw.reads()
+        } else {
+            job.rw.writes()
+        };
+        if used && job.bs[i].0 % align != 0 {
+            return Err(invalid(format!(
+                "job '{}': direct=1 needs block sizes that are multiples of the device's {align}-byte O_DIRECT alignment, but the {which} bs is {} bytes (use bs={}k or a multiple, or direct=0)",
+                job.name,
+                job.bs[i].0,
+                align.div_ceil(1024).max(4)
+            )));
+        }
+    }
+    for f in &plan.files {
+        if f.size % align != 0 {
+            return Err(invalid(format!(
+                "job '{}': direct=1 needs file sizes that are multiples of {align} bytes, but {} would be {} bytes (adjust size=/filesize=)",
+                job.name,
+                f.path.display(),
+                f.size
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn io_err(op: &'static str, path: &Path, e: impl Into<std::io::Error>) -> WorkloadError {
+    WorkloadError::io(op, path, e.into())
+}
+
+/// Preallocate as `fallocate=` says (fio falls back silently where native is unsupported; so
+/// do we for `native`, the default, and report an error for an explicit mode).
+fn preallocate(job: &JobSpec, fd: &OwnedFd, f: &FilePlan) -> Result<(), WorkloadError> {
+    use rustix::fs::FallocateFlags;
+    let res = match job.fallocate {
+        Fallocate::None => return Ok(()),
+        Fallocate::Native => {
+            let _ = rustix::fs::fallocate(fd, FallocateFlags::empty(), 0, f.size);
+            return Ok(());
+        }
+        Fallocate::Keep => rustix::fs::fallocate(fd, FallocateFlags::KEEP_SIZE, 0, f.size),
+        Fallocate::Truncate => rustix::fs::ftruncate(fd, f.size),
+        Fallocate::Posix => rustix::fs::fallocate(fd, FallocateFlags::empty(), 0, f.size),
+    };
+    res.map_err(|e| io_err("fallocate", &f.path, e))
+}
+
+/// Lay out one clone's files, untimed: a file that already holds `size` bytes is left alone; a
+/// job that reads gets its files written in full (random data, as fio); a write-only job gets
+/// them created and preallocated. Then fsync (fio's create_fsync).
+pub fn layout(job: &JobSpec, plan: &ClonePlan, seed: u64) -> Result<(), WorkloadError> {
+    if job.ioengine == IoEngine::FileCreate {
+        return Ok(());
+    }
+    let _guard = LAYOUT_LOCK.lock().unwrap_or_else(|p| p.into_inner());
+    let mut buf: Vec<u8> = Vec::new();
+    let mut seed = seed;
+    for f in &plan.files {
+        if let Some(parent) = f.path.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| io_err("mkdir", parent, e))?;
+        }
+        let existing = std::fs::metadata(&f.path).map(|m| m.len()).ok();
+        if existing.is_some_and(|len| len >= f.size) {
+            continue;
+        }
+        if !job.rw.reads() && job.create_on_open {
+            // fio: create_on_open leaves creation to the job's open().
+            continue;
+        }
+        let full = job.rw.reads();
+        let mut flags = OFlags::WRONLY | OFlags::CREATE | OFlags::CLOEXEC;
+        if full {
+            flags |= OFlags::TRUNC;
+        }
+        let fd = rustix::fs::open(&f.path, flags, Mode::from_raw_mode(0o644))
+            .map_err(|e| io_err("open", &f.path, e))?;
+        preallocate(job, &fd, f)?;
+        if full {
+            rustix::fs::ftruncate(&fd, f.size).map_err(|e| io_err("ftruncate", &f.path, e))?;
+            if buf.is_empty() {
+                buf = vec![0u8; LAYOUT_CHUNK];
+            }
+            let mut left = f.size;
+            let mut off = 0u64;
+            while left > 0 {
+                let n = (left as usize).min(LAYOUT_CHUNK);
+                fill_like_job(job, &mut buf[..n], &mut seed);
+                let mut done = 0;
+                while done < n {
+                    let w = rustix::io::pwrite(&fd, &buf[done..n], off + done as u64)
+                        .map_err(|e| io_err("write (layout)", &f.path, e))?;
+                    if w == 0 {
+                        return Err(io_err(
+                            "write (layout)",
+                            &f.path,
+                            std::io::Error::from_raw_os_error(libc::ENOSPC),
+                        ));
+                    }
+                    done += w;
+                }
+                off += n as u64;
+                left -= n as u64;
+            }
+        }
+        rustix::fs::fsync(&fd).map_err(|e| io_err("fsync (layout)", &f.path, e))?;
+    }
+    Ok(())
+}
+
+/// Fill a buffer as the job's write buffers are filled (zeros, compressible, or random).
+pub fn fill_like_job(job: &JobSpec, buf: &mut [u8], seed: &mut u64) {
+    match job.buffer_compress_percentage {
+        Some(100) => buf.fill(0),
+        Some(p) if p > 0 => {
+            rand::fill_compressible(buf, p, job.buffer_compress_chunk.0 as usize, seed)
+        }
+        _ if job.zero_buffers => buf.fill(0),
+        _ => rand::fill_random(buf, seed),
+    }
+}
+
+/// Open a file for the job's I/O. `O_DIRECT` rejected by the filesystem is reported with the
+/// way out.
+pub fn open_for_io(job: &JobSpec, path: &Path) -> Result<OwnedFd, WorkloadError> {
+    let mut flags = OFlags::CLOEXEC;
+    flags |= if job.rw.writes() {
+        OFlags::RDWR | OFlags::CREATE
+    } else {
+        OFlags::RDONLY
+    };
+    if job.direct {
+        flags |= OFlags::DIRECT;
+    }
+    rustix::fs::open(path, flags, Mode::from_raw_mode(0o644)).map_err(|e| {
+        if job.direct && e == rustix::io::Errno::INVAL {
+            invalid(format!(
+                "job '{}': the filesystem holding {} rejects O_DIRECT (tmpfs does); use direct=0 or another target",
+                job.name,
+                path.display()
+            ))
+        } else {
+            io_err("open", path, e)
+        }
+    })
+}
+
+/// Whether the filesystem holding `dir` accepts O_DIRECT: Ok, or the reason it does not (for
+/// a suite to skip a direct=1 test with a stated reason, as on tmpfs).
+pub fn probe_direct(dir: &Path) -> Result<(), String> {
+    let path = dir.join(format!(".fsdelta-odirect-probe-{}", std::process::id()));
+    let res = rustix::fs::open(
+        &path,
+        OFlags::CREATE | OFlags::RDWR | OFlags::DIRECT | OFlags::CLOEXEC,
+        Mode::from_raw_mode(0o600),
+    );
+    let _ = std::fs::remove_file(&path);
+    match res {
+        Ok(_) => Ok(()),
+        Err(e) if e == rustix::io::Errno::INVAL => Err(format!(
+            "the filesystem holding {} rejects O_DIRECT",
+            dir.display()
+        )),
+        Err(e) => Err(format!("cannot probe O_DIRECT in {}: {e}", dir.display())),
+    }
+}
+
+/// fio's default `fadvise_hint`: POSIX_FADV_RANDOM for random jobs, SEQUENTIAL otherwise, over
+/// the file's I/O range. Advice only: like fio, a failure is not an error.
+pub fn access_hint(fd: impl AsFd, random: bool, len: u64) {
+    let advice = if random {
+        rustix::fs::Advice::Random
+    } else {
+        rustix::fs::Advice::Sequential
+    };
+    let _ = rustix::fs::fadvise(fd, 0, std::num::NonZeroU64::new(len), advice);
+}
+
+/// Drop a file's cached pages (fio's invalidate=1: posix_fadvise DONTNEED).
+pub fn invalidate(fd: impl AsFd, path: &Path) -> Result<(), WorkloadError> {
+    rustix::fs::fadvise(fd, 0, None, rustix::fs::Advice::DontNeed)
+        .map_err(|e| io_err("fadvise", path, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::jobfile::{Bytes, RwMode};
+
+    fn job(text: &str) -> JobSpec {
+        crate::plan::jobfile::parse_job_text(text, "t.fio", &crate::plan::jobfile::SystemSources)
+            .unwrap()
+            .jobs
+            .remove(0)
+    }
+
+    #[test]
+    fn files_are_named_job_clone_file_and_split_size() {
+        let j = job("[w]\nsize=4m\nnrfiles=4\nrw=write\n");
+        let p = plan_clone(&j, 2, Path::new("/t")).unwrap();
+        assert_eq!(p.files.len(), 4);
+        assert_eq!(p.files[3].path, Path::new("/t/w.2.3"));
+        assert!(p.files.iter().all(|f| f.size == 1 << 20));
+        assert_eq!(p.pass_bytes, 4 << 20);
+    }
+
+    #[test]
+    fn filesize_and_directories_round_robin() {
+        let j = job("[w]\nfilesize=8k\nnrfiles=3\ndirectory=a:/b\n");
+        let p = plan_clone(&j, 0, Path::new("/t")).unwrap();
+        assert_eq!(p.files[0].path, Path::new("/t/a/w.0.0"));
+        assert_eq!(p.files[1].path, Path::new("/b/w.0.1"));
+        assert_eq!(p.files[2].path, Path::new("/t/a/w.0.2"));
+        assert_eq!(p.pass_bytes, 24 << 10);
+        let k = job("[k]\nfilename=x:/abs/y\nsize=8k\n");
+        let p = plan_clone(&k, 0, Path::new("/t")).unwrap();
+        assert_eq!(p.files[0].path, Path::new("/t/x"));
+        assert_eq!(p.files[1].path, Path::new("/abs/y"));
+        assert_eq!(p.files[0].size, 4096);
+    }
+
+    #[test]
+    fn a_file_smaller_than_a_block_is_refused() {
+        let j = job("[w]\nsize=4k\nnrfiles=2\n");
+        let e = plan_clone(&j, 0, Path::new("/t")).unwrap_err();
+        assert!(e.to_string().contains("less than one block"), "{e}");
+    }
+
+    #[test]
+    fn direct_alignment_is_checked() {
+        let mut j = job("[w]\nsize=1m\nrw=write\ndirect=1\n");
+        let p = plan_clone(&j, 0, Path::new("/t")).unwrap();
+        check_direct_alignment(&j, &p, 4096).unwrap();
+        j.bs = [Bytes(1000); 2];
+        let e = check_direct_alignment(&j, &p, 4096).unwrap_err();
+        assert!(e.to_string().contains("O_DIRECT alignment"), "{e}");
+        j.bs = [Bytes(4096); 2];
+        j.rw = RwMode::Read;
+        let odd = ClonePlan {
+            files: vec![FilePlan {
+                path: "/t/x".into(),
+                size: 4096 + 512,
+            }],
+            pass_bytes: 4608,
+        };
+        let e = check_direct_alignment(&j, &odd, 4096).unwrap_err();
+        assert!(e.to_string().contains("file sizes"), "{e}");
+    }
+
+    #[test]
+    fn read_jobs_lay_files_out_in_full_and_write_jobs_preallocate() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = job("[r]\nsize=256k\nrw=read\n");
+        let p = plan_clone(&r, 0, dir.path()).unwrap();
+        layout(&r, &p, 1).unwrap();
+        let data = std::fs::read(&p.files[0].path).unwrap();
+        assert_eq!(data.len(), 256 << 10);
+        assert!(data.iter().any(|&b| b != 0));
+        let w = job("[w]\nsize=256k\nrw=write\nfallocate=none\n");
+        let p = plan_clone(&w, 0, dir.path()).unwrap();
+        layout(&w, &p, 1).unwrap();
+        assert_eq!(std::fs::metadata(&p.files[0].path).unwrap().len(), 0);
+        let t = job("[t]\nsize=256k\nrw=write\nfallocate=truncate\n");
+        let p = plan_clone(&t, 0, dir.path()).unwrap();
+        layout(&t, &p, 1).unwrap();
+        assert_eq!(
+            std::fs::metadata(&p.files[0].path).unwrap().len(),
+            256 << 10
+        );
+    }
+
+    #[test]
+    fn o_direct_probe_answers_for_a_real_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        // Either answer is legitimate (tmpfs rejects O_DIRECT); the probe must leave nothing.
+        let r = probe_direct(dir.path());
+        if let Err(e) = &r {
+            assert!(e.contains("O_DIRECT"), "{e}");
+        }
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+        assert!(probe_direct(Path::new("/nonexistent/dir")).is_err());
+    }
+
+    #[test]
+    fn compressible_and_zero_fills_follow_the_job() {
+        let mut buf = vec![1u8; 4096];
+        let mut seed = 3;
+        fill_like_job(&job("[z]\nsize=1m\nzero_buffers\n"), &mut buf, &mut seed);
+        assert!(buf.iter().all(|&b| b == 0));
+        fill_like_job(
+            &job("[c]\nsize=1m\nbuffer_compress_percentage=50\nbuffer_compress_chunk=1k\n"),
+            &mut buf,
+            &mut seed,
+        );
+        assert!(buf[512..1024].iter().all(|&b| b == 0));
+        assert!(buf[..512].iter().any(|&b| b != 0));
+    }
+}

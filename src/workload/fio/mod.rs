@@ -1,0 +1,703 @@
+//! The native fio-compatible engine: runs the jobs of a fio job file the way fio 3.33 does and
+//! measures what fio measures.
+//!
+//! Why it exists: fio is the I/O benchmark storage developers trust; `fsdelta fio` and suites
+//! run existing job files without the external tool, and produce fio's metrics (`write_iops`,
+//! `read_clat_ns_p99`, ...) from fio-layout histograms, so our p99 and fio's p99 of the same
+//! latencies are the same number. Semantics live in `worker` (the timed loop), `files` (layout,
+//! alignment), `rand` (fio's generators); this module runs jobs in fio's order (all concurrently
+//! except across `stonewall`), one thread per clone (`numjobs`; fio's `thread` is always on),
+//! assigns reporting groups, and turns the stats into metrics.
+//!
+//! What it must never do: print (results go to `report::fio` or the store), or run a job
+//! differently from its file. Deliberate differences from fio are documented where they are made
+//! (layout writes 1 MiB chunks; io_uring drains before fsync= and openfiles rotation).
+
+pub mod aio;
+pub mod files;
+pub mod rand;
+pub mod stats;
+pub mod worker;
+
+use crate::model::{Direction, HistogramRecord, Metric, Unit};
+use crate::plan::jobfile::{self, JobFileError, JobSet, JobSpec, Sources};
+use crate::probe::clock::Nanos;
+use crate::workload::{Measurements, RunContext, Workload, WorkloadError};
+use stats::{READ, ThreadStats, WRITE};
+use std::path::Path;
+
+/// Version string of the engine, for fio's `"fio version"` field.
+pub fn version_string() -> String {
+    format!(
+        "fsdelta-fio-{} (fio 3.33 compatible)",
+        env!("CARGO_PKG_VERSION")
+    )
+}
+
+/// One reported job: a clone, or (group_reporting) every clone of a group merged.
+#[derive(Clone, Debug)]
+pub struct JobResult {
+    /// Index of the job in the job set (the first job of the group when merged).
+    pub job_index: usize,
+    /// fio's `jobname`.
+    pub name: String,
+    /// fio's `groupid`.
+    pub groupid: u32,
+    /// Clones merged into this entry (1 without group_reporting).
+    pub clones: u32,
+    /// The measurements.
+    pub stats: ThreadStats,
+    /// Wall seconds from the start of the run to the end of this job (fio's `elapsed`).
+    pub elapsed_s: u64,
+}
+
+/// Everything one run of a job set measured.
+#[derive(Clone, Debug)]
+pub struct FioRun {
+    /// The jobs as parsed (options and percentile lists for the report).
+    pub set: JobSet,
+    /// Reported jobs in order.
+    pub results: Vec<JobResult>,
+    /// Unix time the run started, in ms.
+    pub started_unix_ms: u64,
+    /// Wall time of the whole run, layout included.
+    pub elapsed: Nanos,
+}
+
+impl FioRun {
+    /// The job spec a result belongs to.
+    pub fn spec(&self, r: &JobResult) -> &JobSpec {
+        &self.set.jobs[r.job_index]
+    }
+}
+
+/// A fio job set bound to run as a [`Workload`].
+#[derive(Clone, Debug)]
+pub struct FioWorkload {
+    set: JobSet,
+}
+
+impl FioWorkload {
+    /// From validated jobs.
+    pub fn new(set: JobSet) -> FioWorkload {
+        FioWorkload { set }
+    }
+
+    /// From job-file text (as a suite holds it inline, or read from a file named `origin`);
+    /// `include` and `${VAR}` go through `sources`.
+    pub fn from_job_text(
+        text: &str,
+        origin: &str,
+        sources: &dyn Sources,
+    ) -> Result<FioWorkload, JobFileError> {
+        Ok(FioWorkload::new(jobfile::parse_job_text(
+            text, origin, sources,
+        )?))
+    }
+
+    /// From a job file on disk (`include` resolved beside it, `${VAR}` from the environment).
+    pub fn from_job_file(path: &Path) -> Result<FioWorkload, String> {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        FioWorkload::from_job_text(&text, &path.display().to_string(), &jobfile::SystemSources)
+            .map_err(|e| e.to_string())
+    }
+
+    /// The jobs.
+    pub fn jobs(&self) -> &JobSet {
+        &self.set
+    }
+
+    /// Whether any job uses O_DIRECT (a suite skips such a test where
+    /// [`files::probe_direct`] says the target rejects it).
+    pub fn needs_direct(&self) -> bool {
+        self.set.jobs.iter().any(|j| j.direct)
+    }
+
+    /// Run every job in `ctx.dir` (relative `directory=`/`filename=` resolve against it) and
+    /// return fio's full results.
+    pub fn execute(&self, ctx: &RunContext<'_>) -> Result<FioRun, WorkloadError> {
+        execute(&self.set, ctx)
+    }
+}
+
+impl Workload for FioWorkload {
+    fn engine(&self) -> &'static str {
+        "fio"
+    }
+
+    fn run(&self, ctx: &RunContext<'_>) -> Result<Measurements, WorkloadError> {
+        let run = self.execute(ctx)?;
+        Ok(measurements(&run))
+    }
+}
+
+/// fio's reporting groups: a job with `stonewall` or `new_group` (other than the first)
+/// starts a new group.
+pub fn group_ids(set: &JobSet) -> Vec<u32> {
+    let mut g = 0u32;
+    set.jobs
+        .iter()
+        .enumerate()
+        .map(|(i, j)| {
+            if i > 0 && (j.stonewall || j.new_group) {
+                g += 1;
+            }
+            g
+        })
+        .collect()
+}
+
+struct CloneOut {
+    job_index: usize,
+    stats: ThreadStats,
+    end: Nanos,
+}
+
+fn execute(set: &JobSet, ctx: &RunContext<'_>) -> Result<FioRun, WorkloadError> {
+    let t0 = Nanos::now();
+    let started_unix_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0);
+    // Plan every clone (and check O_DIRECT alignment) before anything runs.
+    struct Planned<'a> {
+        job_index: usize,
+        job: &'a JobSpec,
+        plan: files::ClonePlan,
+        thread_number: u64,
+        mem_align: usize,
+    }
+    let mut planned: Vec<Planned<'_>> = Vec::new();
+    let mut thread_number = 0u64;
+    for (ji, job) in set.jobs.iter().enumerate() {
+        for clone in 0..job.numjobs {
+            thread_number += 1;
+            let plan = files::plan_clone(job, clone, ctx.dir)?;
+            let mut mem_align = 4096;
+            if job.direct {
+                let probe_dir = plan
+                    .files
+                    .first()
+                    .and_then(|f| f.path.parent())
+                    .map(Path::to_path_buf)
+                    .unwrap_or_else(|| ctx.dir.to_path_buf());
+                std::fs::create_dir_all(&probe_dir)
+                    .map_err(|e| WorkloadError::io("mkdir", &probe_dir, e))?;
+                let (off_align, m) = files::dio_alignment(&probe_dir);
+                mem_align = m.max(4096);
+                files::check_direct_alignment(job, &plan, off_align)?;
+            }
+            planned.push(Planned {
+                job_index: ji,
+                job,
+                plan,
+                thread_number,
+                mem_align,
+            });
+        }
+    }
+    // Run in stonewall batches.
+    let mut outs: Vec<CloneOut> = Vec::with_capacity(planned.len());
+    let mut i = 0;
+    while i < planned.len() {
+        let mut j = i + 1;
+        while j < planned.len()
+            && !(planned[j].job.stonewall && planned[j].job_index != planned[j - 1].job_index)
+        {
+            j += 1;
+        }
+        let batch = &planned[i..j];
+        ctx.progress.phase(&format!("fio: {}", batch[0].job.name));
+        let results: Vec<Result<CloneOut, WorkloadError>> = std::thread::scope(|s| {
+            let handles: Vec<_> = batch
+                .iter()
+                .map(|pl| {
+                    let cancel = ctx.cancel;
+                    std::thread::Builder::new()
+                        .name(format!("fio-{}", pl.job.name))
+                        .spawn_scoped(s, move || -> Result<CloneOut, WorkloadError> {
+                            let job = pl.job;
+                            sleep_cancellable(job.startdelay, cancel)?;
+                            let layout_seed =
+                                rand::seeds(pl.thread_number, job.randrepeat, job.randseed)
+                                    [rand::SEED_BUF];
+                            files::layout(job, &pl.plan, layout_seed)?;
+                            let setup = worker::CloneSetup {
+                                job,
+                                plan: pl.plan.clone(),
+                                thread_number: pl.thread_number,
+                                mem_align: pl.mem_align,
+                                cancel,
+                            };
+                            let stats = worker::run_clone(&setup)?;
+                            Ok(CloneOut {
+                                job_index: pl.job_index,
+                                stats,
+                                end: Nanos::now(),
+                            })
+                        })
+                        .expect("spawn a worker thread")
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join().unwrap_or_else(|_| {
+                        Err(WorkloadError::InvalidOptions(
+                            "a fio worker thread panicked".to_string(),
+                        ))
+                    })
+                })
+                .collect()
+        });
+        for r in results {
+            outs.push(r?);
+        }
+        ctx.progress.fraction(j as f64 / planned.len() as f64);
+        i = j;
+    }
+    let groups = group_ids(set);
+    let mut results: Vec<JobResult> = Vec::new();
+    for out in outs {
+        let g = groups[out.job_index];
+        let elapsed_s = (out.end - t0).0.div_ceil(1_000_000_000);
+        // fio's rule: a clone of a group_reporting job joins the entry before it when that
+        // entry is of the same group; anything else starts an entry.
+        if set.jobs[out.job_index].group_reporting {
+            if let Some(r) = results.last_mut().filter(|r| r.groupid == g) {
+                r.stats.merge(&out.stats);
+                r.clones += 1;
+                r.elapsed_s = r.elapsed_s.max(elapsed_s);
+                continue;
+            }
+        }
+        results.push(JobResult {
+            job_index: out.job_index,
+            name: set.jobs[out.job_index].name.clone(),
+            groupid: g,
+            clones: 1,
+            stats: out.stats,
+            elapsed_s,
+        });
+    }
+    Ok(FioRun {
+        set: set.clone(),
+        results,
+        started_unix_ms,
+        elapsed: Nanos::now() - t0,
+    })
+}
+
+fn sleep_cancellable(
+    d: std::time::Duration,
+    cancel: &crate::workload::CancelToken,
+) -> Result<(), WorkloadError> {
+    let end = Nanos::now() + Nanos::from(d);
+    while Nanos::now() < end {
+        if cancel.is_cancelled() {
+            return Err(WorkloadError::Cancelled);
+        }
+        let left = end - Nanos::now();
+        std::thread::sleep(std::time::Duration::from_nanos(left.0.min(50_000_000)));
+    }
+    Ok(())
+}
+
+/// fio's derived numbers for one direction: (bw_bytes, bw KiB/s, iops).
+pub fn rates(d: &stats::DirStats) -> (u64, u64, f64) {
+    if d.runtime_ms == 0 {
+        return (0, 0, 0.0);
+    }
+    let bw_bytes = 1000 * d.io_bytes / d.runtime_ms;
+    (
+        bw_bytes,
+        bw_bytes / 1024,
+        1000.0 * d.total_ios as f64 / d.runtime_ms as f64,
+    )
+}
+
+/// The metrics and histograms of a run, named as fio's JSON fields, over every job of the run
+/// merged (fio's group_reporting arithmetic: sums, longest runtime).
+pub fn measurements(run: &FioRun) -> Measurements {
+    let mut all = ThreadStats::default();
+    for r in &run.results {
+        all.merge(&r.stats);
+    }
+    let reads = run.set.jobs.iter().any(|j| j.rw.reads());
+    let writes = run.set.jobs.iter().any(|j| j.rw.writes());
+    let mut m = Measurements::default();
+    let push = |m: &mut Measurements, name: String, v: f64, u: Unit, d: Direction| {
+        m.metrics.push(Metric::new(name, v, u, d));
+    };
+    for (di, dname, used) in [(READ, "read", reads), (WRITE, "write", writes)] {
+        if !used {
+            continue;
+        }
+        let d = &all.dir[di];
+        let (bw_bytes, _, iops) = rates(d);
+        let hb = Direction::HigherIsBetter;
+        let lb = Direction::LowerIsBetter;
+        push(&mut m, format!("{dname}_iops"), iops, Unit::OpsPerSec, hb);
+        push(
+            &mut m,
+            format!("{dname}_bw_bytes"),
+            bw_bytes as f64,
+            Unit::BytesPerSec,
+            hb,
+        );
+        push(
+            &mut m,
+            format!("{dname}_io_kbytes"),
+            (d.io_bytes >> 10) as f64,
+            Unit::KiB,
+            Direction::Neutral,
+        );
+        let ns = Unit::Nanoseconds;
+        let p = d.clat.percentiles(&[50.0, 99.0]);
+        push(
+            &mut m,
+            format!("{dname}_clat_ns_p50"),
+            p[0].unwrap_or(0) as f64,
+            ns,
+            lb,
+        );
+        push(
+            &mut m,
+            format!("{dname}_clat_ns_p99"),
+            p[1].unwrap_or(0) as f64,
+            ns,
+            lb,
+        );
+        push(
+            &mut m,
+            format!("{dname}_clat_ns_mean"),
+            d.clat.mean(),
+            ns,
+            lb,
+        );
+        push(
+            &mut m,
+            format!("{dname}_clat_ns_max"),
+            d.clat.max() as f64,
+            ns,
+            lb,
+        );
+        push(
+            &mut m,
+            format!("{dname}_lat_ns_min"),
+            d.lat.min() as f64,
+            ns,
+            lb,
+        );
+        push(
+            &mut m,
+            format!("{dname}_lat_ns_max"),
+            d.lat.max() as f64,
+            ns,
+            lb,
+        );
+        push(&mut m, format!("{dname}_lat_ns_mean"), d.lat.mean(), ns, lb);
+        m.histograms
+            .push(d.clat.to_record(&format!("{dname}_clat_ns"), ns));
+        if d.lat.count() > 0 {
+            m.histograms
+                .push(d.lat.to_record(&format!("{dname}_lat_ns"), ns));
+        }
+        if d.slat.count() > 0 {
+            m.histograms
+                .push(d.slat.to_record(&format!("{dname}_slat_ns"), ns));
+        }
+    }
+    let (usr, sys) = cpu_percent(&all);
+    push(
+        &mut m,
+        "usr_cpu".into(),
+        usr,
+        Unit::Percent,
+        Direction::LowerIsBetter,
+    );
+    push(
+        &mut m,
+        "sys_cpu".into(),
+        sys,
+        Unit::Percent,
+        Direction::LowerIsBetter,
+    );
+    push(
+        &mut m,
+        "elapsed".into(),
+        run.elapsed.as_secs_f64(),
+        Unit::Seconds,
+        Direction::LowerIsBetter,
+    );
+    if all.sync.count() > 0 {
+        let h: HistogramRecord = all.sync.to_record("sync_lat_ns", Unit::Nanoseconds);
+        m.histograms.push(h);
+    }
+    m
+}
+
+/// fio's usr_cpu / sys_cpu: CPU time over job runtime, in percent.
+pub fn cpu_percent(st: &ThreadStats) -> (f64, f64) {
+    if st.job_runtime_ms == 0 {
+        return (0.0, 0.0);
+    }
+    let runt = st.job_runtime_ms as f64;
+    (
+        st.rusage.utime_us as f64 / 1000.0 * 100.0 / runt,
+        st.rusage.stime_us as f64 / 1000.0 * 100.0 / runt,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::jobfile::SystemSources;
+    use crate::workload::{CancelToken, NoProgress};
+
+    fn run_text(text: &str, dir: &Path) -> Result<FioRun, WorkloadError> {
+        let w = FioWorkload::from_job_text(text, "t.fio", &SystemSources).unwrap();
+        let cancel = CancelToken::new();
+        w.execute(&RunContext {
+            dir,
+            cancel: &cancel,
+            progress: &NoProgress,
+        })
+    }
+
+    #[test]
+    fn sequential_write_moves_exactly_size_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = run_text("[w]\nrw=write\nsize=2m\nbs=64k\nend_fsync=1\n", dir.path()).unwrap();
+        let st = &run.results[0].stats;
+        assert_eq!(st.dir[WRITE].io_bytes, 2 << 20);
+        assert_eq!(st.dir[WRITE].total_ios, 32);
+        assert_eq!(st.dir[WRITE].clat.count(), 32);
+        assert_eq!(st.dir[READ].io_bytes, 0);
+        assert_eq!(
+            std::fs::metadata(dir.path().join("w.0.0")).unwrap().len(),
+            2 << 20
+        );
+        assert!(st.dir[WRITE].runtime_ms >= 1);
+        assert_eq!(st.dir[WRITE].slat.count(), 0, "sync engines have no slat");
+    }
+
+    #[test]
+    fn random_pass_with_the_map_touches_every_block_once() {
+        let dir = tempfile::tempdir().unwrap();
+        // A random write pass over a fresh (sparse) file: every 4k block must be written once,
+        // so the file ends up with no hole and exactly size bytes moved.
+        let run = run_text(
+            "[r]\nrw=randwrite\nsize=1m\nfallocate=none\nzero_buffers=0\nscramble_buffers=1\n",
+            dir.path(),
+        )
+        .unwrap();
+        let st = &run.results[0].stats;
+        assert_eq!(st.dir[WRITE].total_ios, 256);
+        let data = std::fs::read(dir.path().join("r.0.0")).unwrap();
+        assert_eq!(data.len(), 1 << 20);
+        for (i, block) in data.chunks(4096).enumerate() {
+            // scrambled blocks carry their own offset in the first 512-byte sector
+            let slot_has_offset =
+                (0..8).any(|s| block[s * 64..s * 64 + 8] == ((i * 4096) as u64).to_ne_bytes());
+            assert!(slot_has_offset, "block {i} was not written by its own I/O");
+        }
+    }
+
+    #[test]
+    fn rw_mix_moves_size_bytes_in_both_directions() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = run_text(
+            "[m]\nrw=randrw\nrwmixread=70\nsize=1m\ninvalidate=0\n",
+            dir.path(),
+        )
+        .unwrap();
+        let st = &run.results[0].stats;
+        assert_eq!(st.dir[READ].io_bytes + st.dir[WRITE].io_bytes, 1 << 20);
+        assert!(st.dir[READ].total_ios > st.dir[WRITE].total_ios);
+    }
+
+    #[test]
+    fn ramp_time_resets_the_stats() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = run_text(
+            "[r]\nrw=randread\nsize=1m\ninvalidate=0\ntime_based\nruntime=300ms\nramp_time=200ms\n",
+            dir.path(),
+        )
+        .unwrap();
+        let st = &run.results[0].stats;
+        // runtime counts only after the ramp: about 300 ms, not 500.
+        let rt = st.dir[READ].runtime_ms;
+        assert!((290..450).contains(&rt), "runtime {rt} ms");
+        assert_eq!(st.dir[READ].clat.count(), st.dir[READ].total_ios);
+        assert!(st.job_runtime_ms < 450);
+    }
+
+    #[test]
+    fn loops_and_numjobs_multiply_the_work_and_group_reporting_merges() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = run_text(
+            "[w]\nrw=write\nsize=256k\nloops=2\nnumjobs=3\ngroup_reporting\n",
+            dir.path(),
+        )
+        .unwrap();
+        assert_eq!(run.results.len(), 1);
+        assert_eq!(run.results[0].clones, 3);
+        assert_eq!(
+            run.results[0].stats.dir[WRITE].io_bytes,
+            3 * 2 * (256 << 10)
+        );
+        for c in 0..3 {
+            assert!(dir.path().join(format!("w.{c}.0")).exists());
+        }
+        let run = run_text("[w]\nrw=write\nsize=64k\nnumjobs=2\n", dir.path()).unwrap();
+        assert_eq!(run.results.len(), 2);
+    }
+
+    #[test]
+    fn stonewall_starts_a_new_group_and_runs_after() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = run_text(
+            "[global]\nsize=64k\n[a]\nrw=write\n[b]\nstonewall\nrw=read\n[c]\nnew_group\nrw=read\n",
+            dir.path(),
+        )
+        .unwrap();
+        let g: Vec<u32> = run.results.iter().map(|r| r.groupid).collect();
+        assert_eq!(g, vec![0, 1, 2]);
+    }
+
+    #[test]
+    fn fsync_every_n_writes_is_counted_apart_from_write_latency() {
+        let dir = tempfile::tempdir().unwrap();
+        // 64 writes, fsync=16: fio syncs before the I/O that follows every 16th write, so the
+        // last interval (no I/O follows) gets none: 3 syncs, as fio 3.33 reports.
+        for engine in ["psync", "io_uring\niodepth=4", "libaio\niodepth=4"] {
+            let run = run_text(
+                &format!("[w]\nrw=write\nsize=256k\nfsync=16\nioengine={engine}\n"),
+                dir.path(),
+            )
+            .unwrap();
+            let st = &run.results[0].stats;
+            assert_eq!(st.sync.count(), 3, "{engine}");
+            assert_eq!(st.dir[WRITE].clat.count(), 64, "{engine}");
+        }
+    }
+
+    #[test]
+    fn filecreate_times_each_creation() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = run_text(
+            "[e]\nioengine=filecreate\nrw=write\nnrfiles=50\nfilesize=4k\nopenfiles=1\ncreate_on_open=1\nfallocate=none\n",
+            dir.path(),
+        )
+        .unwrap();
+        let st = &run.results[0].stats;
+        assert_eq!(st.dir[WRITE].clat.count(), 50);
+        assert_eq!(st.dir[WRITE].lat.count(), 0);
+        assert_eq!(st.dir[WRITE].io_bytes, 50 * 4096);
+        assert_eq!(
+            std::fs::metadata(dir.path().join("e.0.49")).unwrap().len(),
+            0
+        );
+    }
+
+    #[test]
+    fn io_uring_libaio_and_psync_leave_the_same_bytes_on_disk() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = "rw=randwrite\nsize=512k\nrefill_buffers=1\nrandrepeat=1\nfallocate=none\n";
+        let a = run_text(&format!("[a]\nfilename=a.dat\n{base}"), dir.path()).unwrap();
+        assert_eq!(a.results[0].stats.dir[WRITE].io_bytes, 512 << 10);
+        let da = std::fs::read(dir.path().join("a.dat")).unwrap();
+        for (engine, file) in [("io_uring", "b.dat"), ("libaio", "c.dat")] {
+            let b = run_text(
+                &format!("[a]\nfilename={file}\nioengine={engine}\niodepth=8\n{base}"),
+                dir.path(),
+            );
+            let b = match b {
+                Ok(b) => b,
+                Err(e) if e.to_string().contains("_setup") => {
+                    eprintln!("skipping {engine}: unavailable here: {e}");
+                    continue;
+                }
+                Err(e) => panic!("{engine}: {e}"),
+            };
+            assert_eq!(
+                b.results[0].stats.dir[WRITE].io_bytes,
+                512 << 10,
+                "{engine}"
+            );
+            assert!(
+                b.results[0].stats.dir[WRITE].slat.count() > 0,
+                "{engine} has slat"
+            );
+            let db = std::fs::read(dir.path().join(file)).unwrap();
+            assert_eq!(da.len(), db.len(), "{engine}");
+            assert!(
+                da == db,
+                "{engine}: same seeds, same offsets, same buffer refills in issue order: same bytes"
+            );
+        }
+    }
+
+    #[test]
+    fn cancel_stops_a_time_based_job() {
+        let dir = tempfile::tempdir().unwrap();
+        let w = FioWorkload::from_job_text(
+            "[r]\nrw=randread\nsize=256k\ntime_based\nruntime=60\ninvalidate=0\n",
+            "t.fio",
+            &SystemSources,
+        )
+        .unwrap();
+        let cancel = CancelToken::new();
+        let c2 = cancel.clone();
+        let t = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            c2.cancel();
+        });
+        let t0 = Nanos::now();
+        let r = w.execute(&RunContext {
+            dir: dir.path(),
+            cancel: &cancel,
+            progress: &NoProgress,
+        });
+        t.join().unwrap();
+        assert!(matches!(r, Err(WorkloadError::Cancelled)));
+        assert!(t0.elapsed().as_secs_f64() < 5.0);
+    }
+
+    #[test]
+    fn metrics_carry_fio_names_units_and_directions() {
+        let dir = tempfile::tempdir().unwrap();
+        let w =
+            FioWorkload::from_job_text("[w]\nrw=randwrite\nsize=256k\n", "t.fio", &SystemSources)
+                .unwrap();
+        let cancel = CancelToken::new();
+        let m = w
+            .run(&RunContext {
+                dir: dir.path(),
+                cancel: &cancel,
+                progress: &NoProgress,
+            })
+            .unwrap();
+        let get = |n: &str| {
+            m.metrics
+                .iter()
+                .find(|x| x.name == n)
+                .unwrap_or_else(|| panic!("{n}"))
+        };
+        assert_eq!(get("write_iops").unit, Unit::OpsPerSec);
+        assert_eq!(get("write_iops").direction, Direction::HigherIsBetter);
+        assert_eq!(get("write_io_kbytes").value, 256.0);
+        assert_eq!(get("write_clat_ns_p99").direction, Direction::LowerIsBetter);
+        assert!(get("write_clat_ns_p99").value >= get("write_clat_ns_p50").value);
+        assert!(get("write_lat_ns_max").value >= get("write_lat_ns_min").value);
+        assert_eq!(get("sys_cpu").unit, Unit::Percent);
+        assert_eq!(get("elapsed").unit, Unit::Seconds);
+        assert!(m.metrics.iter().all(|x| !x.name.starts_with("read_")));
+        assert!(
+            m.histograms
+                .iter()
+                .any(|h| h.name == "write_clat_ns" && h.count == 64)
+        );
+    }
+}

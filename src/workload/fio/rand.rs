@@ -1,0 +1,541 @@
+//! fio's random number generators, seeding, random map and LFSR, so that a job file picks the
+//! same blocks, in the same order, under fsdelta as under fio 3.33.
+//!
+//! Why it exists: "randrepeat=1" promises a repeatable sequence, and users compare our numbers
+//! with fio's; the same offsets make the same I/O pattern (the unit tests pin sequences captured
+//! from fio 3.33's `write_iolog`). Never allocates after construction: every call here runs in
+//! the hot loop.
+
+/// fio's `FIO_RANDSEED`.
+const FIO_RANDSEED: u64 = 0xb1899bed;
+/// Multiplier fio uses to spread an explicit seed.
+const SEED_SPREAD: u64 = 0x9e370001;
+/// Index of the rwmix seed in fio's seed table.
+pub const SEED_MIX: usize = 4;
+/// Index of the file-selection seed.
+pub const SEED_FILE: usize = 5;
+/// Index of the block-offset seed.
+pub const SEED_BLOCK: usize = 6;
+/// Index of the buffer-content seed.
+pub const SEED_BUF: usize = 9;
+/// fio's `FIO_RAND_NR_OFFS`.
+const NR_SEEDS: usize = 21;
+
+/// fio's per-thread seed table. `thread_number` is 1-based over all job clones, in file order.
+pub fn seeds(thread_number: u64, randrepeat: bool, randseed: Option<u64>) -> [u64; NR_SEEDS] {
+    let mut out = [0u64; NR_SEEDS];
+    if !randrepeat && randseed.is_none() {
+        for s in out.iter_mut() {
+            *s = rand::random();
+        }
+        return out;
+    }
+    // fio's default randseed is 0x89.
+    let mut seed = randseed.unwrap_or(0x89);
+    for _ in 0..4 {
+        seed = seed.wrapping_mul(SEED_SPREAD);
+    }
+    for (i, s) in out.iter_mut().enumerate() {
+        *s = seed.wrapping_mul(thread_number).wrapping_add(i as u64);
+        seed = seed.wrapping_mul(SEED_SPREAD);
+    }
+    if randrepeat {
+        // fio 3.33 overrides the block seed whenever randrepeat is on.
+        out[SEED_BLOCK] = FIO_RANDSEED.wrapping_mul(thread_number);
+    }
+    out
+}
+
+/// fio's taus88 (32-bit) or taus258 (64-bit) Tausworthe generator.
+#[derive(Clone, Debug)]
+pub enum Taus {
+    /// 32-bit state.
+    T88([u32; 3]),
+    /// 64-bit state.
+    T258([u64; 5]),
+}
+
+fn seed_min32(x: u32, m: u32) -> u32 {
+    if x < m { x + m } else { x }
+}
+fn seed_min64(x: u64, m: u64) -> u64 {
+    if x < m { x + m } else { x }
+}
+
+// fio writes (2^31) + (2^17) + (2^7): in C `^` is xor, so the constant is 29 + 19 + 5.
+const LCG_START: u64 = 53;
+
+impl Taus {
+    /// A generator seeded as fio's `init_rand_seed`.
+    pub fn new(seed: u64, use64: bool) -> Taus {
+        if use64 {
+            let lcg = |x: u64| x.wrapping_mul(6906969069) ^ seed;
+            let s1 = seed_min64(lcg(LCG_START), 1);
+            let s2 = seed_min64(lcg(s1), 7);
+            let s3 = seed_min64(lcg(s2), 15);
+            let s4 = seed_min64(lcg(s3), 33);
+            let s5 = seed_min64(lcg(s4), 49);
+            let mut t = Taus::T258([s1, s2, s3, s4, s5]);
+            for _ in 0..6 {
+                t.next_raw();
+            }
+            t
+        } else {
+            let seed = seed as u32;
+            let lcg = |x: u32| x.wrapping_mul(69069) ^ seed;
+            let s1 = seed_min32(lcg(LCG_START as u32), 1);
+            let s2 = seed_min32(lcg(s1), 7);
+            let s3 = seed_min32(lcg(s2), 15);
+            let mut t = Taus::T88([s1, s2, s3]);
+            for _ in 0..6 {
+                t.next_raw();
+            }
+            t
+        }
+    }
+
+    /// Next raw value (fio's `__rand`).
+    #[inline]
+    pub fn next_raw(&mut self) -> u64 {
+        match self {
+            Taus::T88(s) => {
+                #[inline]
+                fn step(s: u32, a: u32, b: u32, c: u32, d: u32) -> u32 {
+                    ((s & c) << d) ^ (((s << a) ^ s) >> b)
+                }
+                s[0] = step(s[0], 13, 19, 4294967294, 12);
+                s[1] = step(s[1], 2, 25, 4294967288, 4);
+                s[2] = step(s[2], 3, 11, 4294967280, 17);
+                (s[0] ^ s[1] ^ s[2]) as u64
+            }
+            Taus::T258(s) => {
+                let mut x = ((s[0] << 1) ^ s[0]) >> 53;
+                s[0] = ((s[0] & 18446744073709551614) << 10) ^ x;
+                x = ((s[1] << 24) ^ s[1]) >> 50;
+                s[1] = ((s[1] & 18446744073709551104) << 5) ^ x;
+                x = ((s[2] << 3) ^ s[2]) >> 23;
+                s[2] = ((s[2] & 18446744073709547520) << 29) ^ x;
+                x = ((s[3] << 5) ^ s[3]) >> 24;
+                s[3] = ((s[3] & 18446744073709420544) << 23) ^ x;
+                x = ((s[4] << 3) ^ s[4]) >> 33;
+                s[4] = ((s[4] & 18446744073701163008) << 8) ^ x;
+                s[0] ^ s[1] ^ s[2] ^ s[3] ^ s[4]
+            }
+        }
+    }
+
+    /// `rand_max + 1` as a float.
+    #[inline]
+    fn max_plus_one(&self) -> f64 {
+        match self {
+            Taus::T88(_) => 4294967296.0,
+            Taus::T258(_) => 18446744073709551616.0,
+        }
+    }
+
+    /// A block in `0..lastb` as fio's `__get_next_rand_offset`: `lastb * (r / (max + 1))`.
+    #[inline]
+    pub fn block(&mut self, lastb: u64) -> u64 {
+        let r = self.next_raw() as f64;
+        let b = (lastb as f64 * (r / self.max_plus_one())) as u64;
+        b.min(lastb.saturating_sub(1))
+    }
+
+    /// A value in `start..=end` as fio's `rand_between`.
+    #[inline]
+    pub fn between(&mut self, start: u64, end: u64) -> u64 {
+        let r = self.next_raw() as f64;
+        let span = (end - start + 1) as f64;
+        start + (span * (r / self.max_plus_one())) as u64
+    }
+}
+
+/// One bit per block: which blocks this pass has touched (fio's axmap), so a random pass touches
+/// every block exactly once.
+#[derive(Clone, Debug)]
+pub struct RandomMap {
+    words: Vec<u64>,
+    nbits: u64,
+    used: u64,
+}
+
+impl RandomMap {
+    /// A map of `nbits` free blocks.
+    pub fn new(nbits: u64) -> RandomMap {
+        RandomMap {
+            words: vec![0; nbits.div_ceil(64) as usize],
+            nbits,
+            used: 0,
+        }
+    }
+
+    /// Forget every mark (a new pass).
+    pub fn clear(&mut self) {
+        self.words.iter_mut().for_each(|w| *w = 0);
+        self.used = 0;
+    }
+
+    /// Whether every block is used.
+    #[inline]
+    pub fn is_full(&self) -> bool {
+        self.used >= self.nbits
+    }
+
+    #[inline]
+    fn is_free(&self, b: u64) -> bool {
+        self.words[(b / 64) as usize] & (1 << (b % 64)) == 0
+    }
+
+    /// Mark block `b` used.
+    #[inline]
+    pub fn mark(&mut self, b: u64) {
+        let w = &mut self.words[(b / 64) as usize];
+        let bit = 1u64 << (b % 64);
+        if *w & bit == 0 {
+            *w |= bit;
+            self.used += 1;
+        }
+    }
+
+    /// `b` if free, else the next free block after it, wrapping (fio's `axmap_next_free`);
+    /// None when the map is full.
+    #[inline]
+    pub fn free_at_or_after(&self, b: u64) -> Option<u64> {
+        if self.is_full() || b >= self.nbits {
+            return None;
+        }
+        if self.is_free(b) {
+            return Some(b);
+        }
+        let start = if b + 1 == self.nbits { 0 } else { b + 1 };
+        self.scan(start, self.nbits).or_else(|| self.scan(0, start))
+    }
+
+    fn scan(&self, from: u64, to: u64) -> Option<u64> {
+        let mut b = from;
+        while b < to {
+            let wi = (b / 64) as usize;
+            let free = !self.words[wi] & (!0u64 << (b % 64));
+            if free != 0 {
+                let found = wi as u64 * 64 + free.trailing_zeros() as u64;
+                return (found < to).then_some(found);
+            }
+            b = (wi as u64 + 1) * 64;
+        }
+        None
+    }
+}
+
+/// Maximal-length LFSR taps (bit positions, 1-based) for register widths 3..=63: the
+/// feedback polynomials of the standard tables (Xilinx XAPP052 and fio's lib/lfsr.c).
+const TAPS: [&[u8]; 64] = [
+    &[],
+    &[],
+    &[],
+    &[3, 2],
+    &[4, 3],
+    &[5, 3],
+    &[6, 5],
+    &[7, 6],
+    &[8, 6, 5, 4],
+    &[9, 5],
+    &[10, 7],
+    &[11, 9],
+    &[12, 6, 4, 1],
+    &[13, 4, 3, 1],
+    &[14, 5, 3, 1],
+    &[15, 14],
+    &[16, 15, 13, 4],
+    &[17, 14],
+    &[18, 11],
+    &[19, 6, 2, 1],
+    &[20, 17],
+    &[21, 19],
+    &[22, 21],
+    &[23, 18],
+    &[24, 23, 22, 17],
+    &[25, 22],
+    &[26, 6, 2, 1],
+    &[27, 5, 2, 1],
+    &[28, 25],
+    &[29, 27],
+    &[30, 6, 4, 1],
+    &[31, 28],
+    &[32, 31, 29, 1],
+    &[33, 20],
+    &[34, 27, 2, 1],
+    &[35, 33],
+    &[36, 25],
+    &[37, 5, 4, 3, 2, 1],
+    &[38, 6, 5, 1],
+    &[39, 35],
+    &[40, 38, 21, 19],
+    &[41, 38],
+    &[42, 41, 20, 19],
+    &[43, 42, 38, 37],
+    &[44, 43, 18, 17],
+    &[45, 44, 42, 41],
+    &[46, 45, 26, 25],
+    &[47, 42],
+    &[48, 47, 21, 20],
+    &[49, 40],
+    &[50, 49, 24, 23],
+    &[51, 50, 36, 35],
+    &[52, 49],
+    &[53, 52, 38, 37],
+    &[54, 53, 18, 17],
+    &[55, 31],
+    &[56, 55, 35, 34],
+    &[57, 50],
+    &[58, 39],
+    &[59, 58, 38, 37],
+    &[60, 59],
+    &[61, 60, 46, 45],
+    &[62, 61, 6, 5],
+    &[63, 62],
+];
+
+/// A Galois LFSR over `1..2^w` that yields each block in `0..nblocks` exactly once per cycle,
+/// with no map (random_generator=lfsr).
+#[derive(Clone, Debug)]
+pub struct Lfsr {
+    state: u64,
+    start: u64,
+    mask: u64,
+    nblocks: u64,
+    emitted: u64,
+}
+
+impl Lfsr {
+    /// An LFSR for `nblocks` blocks (>= 1), starting from a state derived from `seed`.
+    pub fn new(nblocks: u64, seed: u64) -> Lfsr {
+        // smallest width w >= 3 with 2^w - 1 >= nblocks
+        let mut w = 3u32;
+        while w < 63 && ((1u64 << w) - 1) < nblocks {
+            w += 1;
+        }
+        let mask = TAPS[w as usize]
+            .iter()
+            .fold(0u64, |m, &t| m | (1u64 << (t - 1)));
+        let period = (1u64 << w) - 1;
+        let start = seed % period + 1;
+        Lfsr {
+            state: start,
+            start,
+            mask,
+            nblocks,
+            emitted: 0,
+        }
+    }
+
+    #[inline]
+    fn step(&mut self) {
+        let lsb = self.state & 1;
+        self.state >>= 1;
+        if lsb != 0 {
+            self.state ^= self.mask;
+        }
+    }
+
+    /// The next block, or None when every block has been yielded this cycle.
+    #[inline]
+    pub fn next_block(&mut self) -> Option<u64> {
+        if self.emitted >= self.nblocks {
+            return None;
+        }
+        loop {
+            let v = self.state;
+            self.step();
+            if v <= self.nblocks {
+                self.emitted += 1;
+                return Some(v - 1);
+            }
+        }
+    }
+
+    /// Start a new cycle (same order again).
+    pub fn reset(&mut self) {
+        self.state = self.start;
+        self.emitted = 0;
+    }
+}
+
+/// Fill `buf` with pseudo-random bytes from `seed` (splitmix64; fast, not fio's exact bytes).
+pub fn fill_random(buf: &mut [u8], seed: &mut u64) {
+    let mut chunks = buf.chunks_exact_mut(8);
+    for c in &mut chunks {
+        c.copy_from_slice(&splitmix(seed).to_le_bytes());
+    }
+    let rest = chunks.into_remainder();
+    if !rest.is_empty() {
+        let v = splitmix(seed).to_le_bytes();
+        let n = rest.len();
+        rest.copy_from_slice(&v[..n]);
+    }
+}
+
+#[inline]
+fn splitmix(s: &mut u64) -> u64 {
+    *s = s.wrapping_add(0x9e3779b97f4a7c15);
+    let mut z = *s;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58476d1ce4e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d049bb133111eb);
+    z ^ (z >> 31)
+}
+
+/// Fill `buf` as fio's `buffer_compress_percentage`: in each `chunk`, the first
+/// `(100 - pct)%` bytes are random and the rest zeros.
+pub fn fill_compressible(buf: &mut [u8], pct: u32, chunk: usize, seed: &mut u64) {
+    if pct >= 100 {
+        buf.fill(0);
+        return;
+    }
+    for c in buf.chunks_mut(chunk.max(1)) {
+        let random_len = (c.len() * (100 - pct as usize) / 100).min(c.len());
+        let (r, z) = c.split_at_mut(random_len);
+        fill_random(r, seed);
+        z.fill(0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fio_blocks(nblocks: u64, n: usize, map: bool) -> Vec<u64> {
+        let s = seeds(1, true, None);
+        let mut t = Taus::new(s[SEED_BLOCK], false);
+        let mut m = RandomMap::new(nblocks);
+        (0..n)
+            .map(|_| {
+                let mut b = t.block(nblocks);
+                if map {
+                    b = m.free_at_or_after(b).unwrap();
+                    m.mark(b);
+                }
+                b
+            })
+            .collect()
+    }
+
+    /// Captured from fio 3.33: `fio --name=r --rw=randread --bs=4k --size=1m --norandommap
+    /// --write_iolog=...` (block numbers = offset / 4096).
+    #[test]
+    fn tausworthe_offsets_match_fio_3_33() {
+        assert_eq!(
+            fio_blocks(256, 8, false),
+            [15, 189, 215, 120, 102, 215, 97, 90]
+        );
+    }
+
+    /// Same job with the random map: the repeated 215 moves to the next free block, 216.
+    #[test]
+    fn random_map_takes_the_next_free_block_as_fio() {
+        assert_eq!(
+            fio_blocks(256, 12, true),
+            [15, 189, 215, 120, 102, 216, 97, 90, 233, 17, 218, 166]
+        );
+    }
+
+    /// Captured from fio 3.33 with rw=randrw norandommap: the direction sequence of the first
+    /// 24 I/Os (fio's rwmix switching with the MIX seed).
+    #[test]
+    fn rwmix_sequence_matches_fio_3_33() {
+        let s = seeds(1, true, None);
+        let mut mix = Taus::new(s[SEED_MIX], false);
+        let mut issues = [0u64; 2];
+        let mut ddir = 0usize;
+        let mut limit = 0u64;
+        let rwmix = [50u64, 50];
+        let mut seq = String::new();
+        for _ in 0..24 {
+            if issues[ddir] >= limit {
+                let v = mix.between(1, 100);
+                let new = if v <= rwmix[0] { 0 } else { 1 };
+                if new != ddir {
+                    limit = issues[ddir] * rwmix[new] / 100;
+                }
+                ddir = new;
+            }
+            issues[ddir] += 1;
+            seq.push(if ddir == 0 { 'r' } else { 'w' });
+        }
+        assert_eq!(seq, "rrrwrrwwwrwrwrrrwwrrwwww");
+    }
+
+    #[test]
+    fn random_map_pass_covers_every_block_once() {
+        let n = 1000;
+        let mut m = RandomMap::new(n);
+        let mut t = Taus::new(42, false);
+        let mut seen = vec![0u32; n as usize];
+        while let Some(b) = m.free_at_or_after(t.block(n)) {
+            m.mark(b);
+            seen[b as usize] += 1;
+        }
+        assert!(seen.iter().all(|&c| c == 1));
+        assert!(m.is_full());
+        m.clear();
+        assert_eq!(m.free_at_or_after(999), Some(999));
+    }
+
+    #[test]
+    fn lfsr_yields_every_block_exactly_once() {
+        for n in [1u64, 2, 3, 7, 8, 100, 1000, 4097, 70_000] {
+            let mut l = Lfsr::new(n, 12345);
+            let mut seen = vec![false; n as usize];
+            while let Some(b) = l.next_block() {
+                assert!(!seen[b as usize], "n={n} b={b} twice");
+                seen[b as usize] = true;
+            }
+            assert!(seen.iter().all(|&s| s), "n={n}");
+            l.reset();
+            assert!(l.next_block().is_some());
+        }
+    }
+
+    #[test]
+    fn lfsr_taps_are_maximal_for_small_widths() {
+        for w in 3..=18u32 {
+            let mask = TAPS[w as usize]
+                .iter()
+                .fold(0u64, |m, &t| m | (1 << (t - 1)));
+            let mut s = 1u64;
+            let mut period = 0u64;
+            loop {
+                let lsb = s & 1;
+                s >>= 1;
+                if lsb != 0 {
+                    s ^= mask;
+                }
+                period += 1;
+                if s == 1 {
+                    break;
+                }
+            }
+            assert_eq!(period, (1 << w) - 1, "width {w}");
+        }
+    }
+
+    #[test]
+    fn taus258_is_deterministic_and_spread() {
+        let mut a = Taus::new(7, true);
+        let mut b = Taus::new(7, true);
+        let xs: Vec<u64> = (0..100).map(|_| a.block(1 << 40)).collect();
+        let ys: Vec<u64> = (0..100).map(|_| b.block(1 << 40)).collect();
+        assert_eq!(xs, ys);
+        assert!(xs.iter().any(|&x| x > 1 << 39));
+        assert!(xs.iter().all(|&x| x < 1 << 40));
+    }
+
+    #[test]
+    fn compressible_fill_has_the_asked_share_of_zeros() {
+        let mut buf = vec![0xffu8; 4096];
+        let mut seed = 1;
+        fill_compressible(&mut buf, 75, 512, &mut seed);
+        for c in buf.chunks(512) {
+            assert!(c[128..].iter().all(|&b| b == 0));
+            assert!(c[..128].iter().any(|&b| b != 0));
+        }
+    }
+}

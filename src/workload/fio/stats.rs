@@ -1,0 +1,416 @@
+//! What one fio job clone measured, in fio's terms: per direction bytes, I/O count, runtime and
+//! slat / clat / lat histograms; sync latencies; the latency distribution buckets; CPU from
+//! rusage.
+//!
+//! Why it exists: the worker records into these in its hot loop, the orchestrator merges them
+//! for group_reporting, and `report::fio` renders them; one plain set of types keeps those three
+//! apart. Recording must never allocate (histograms allocate their buckets once, at creation).
+
+use crate::probe::histogram::Histogram;
+
+/// Read or write (fio's `DDIR_READ`, `DDIR_WRITE`).
+pub const READ: usize = 0;
+/// Write direction index.
+pub const WRITE: usize = 1;
+
+/// One direction's results.
+#[derive(Clone, Debug, Default)]
+pub struct DirStats {
+    /// Bytes transferred after ramp_time.
+    pub io_bytes: u64,
+    /// I/Os completed after ramp_time (fio's `total_ios`).
+    pub total_ios: u64,
+    /// Time the job ran with I/O in this direction, in ms (fio's rounding up); 0 if no I/O.
+    pub runtime_ms: u64,
+    /// Submission latency (async engines only).
+    pub slat: Histogram,
+    /// Completion latency.
+    pub clat: Histogram,
+    /// Total latency (slat + clat).
+    pub lat: Histogram,
+    /// Bandwidth samples, KiB/s, one per 500 ms with I/O (fio's bw_avg_time default).
+    pub bw_samples: RunningStat,
+    /// IOPS samples, one per 500 ms with I/O (fio's iops_avg_time default).
+    pub iops_samples: RunningStat,
+}
+
+impl DirStats {
+    /// Add another clone's stats (fio's sum_thread_stats: sums, and the longest runtime).
+    pub fn merge(&mut self, o: &DirStats) {
+        self.io_bytes += o.io_bytes;
+        self.total_ios += o.total_ios;
+        self.runtime_ms = self.runtime_ms.max(o.runtime_ms);
+        self.slat.merge(&o.slat);
+        self.clat.merge(&o.clat);
+        self.lat.merge(&o.lat);
+        self.bw_samples.merge(&o.bw_samples);
+        self.iops_samples.merge(&o.iops_samples);
+    }
+}
+
+/// Count, min, max, mean and sample standard deviation of a series, without keeping it
+/// (fio's `io_stat` for bandwidth and IOPS samples).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct RunningStat {
+    /// Samples.
+    pub n: u64,
+    /// Smallest sample.
+    pub min: u64,
+    /// Largest sample.
+    pub max: u64,
+    sum: f64,
+    sum_sq: f64,
+}
+
+impl RunningStat {
+    /// Add a sample.
+    pub fn add(&mut self, v: u64) {
+        if self.n == 0 || v < self.min {
+            self.min = v;
+        }
+        self.max = self.max.max(v);
+        self.n += 1;
+        let f = v as f64;
+        self.sum += f;
+        self.sum_sq += f * f;
+    }
+    /// Add another series.
+    pub fn merge(&mut self, o: &RunningStat) {
+        if o.n == 0 {
+            return;
+        }
+        if self.n == 0 || o.min < self.min {
+            self.min = o.min;
+        }
+        self.max = self.max.max(o.max);
+        self.n += o.n;
+        self.sum += o.sum;
+        self.sum_sq += o.sum_sq;
+    }
+    /// Mean, 0 without samples.
+    pub fn mean(&self) -> f64 {
+        if self.n == 0 {
+            0.0
+        } else {
+            self.sum / self.n as f64
+        }
+    }
+    /// Sample standard deviation (n - 1), 0 with fewer than two samples.
+    pub fn stddev(&self) -> f64 {
+        if self.n < 2 {
+            return 0.0;
+        }
+        let n = self.n as f64;
+        let m = self.mean();
+        ((self.sum_sq - n * m * m) / (n - 1.0)).max(0.0).sqrt()
+    }
+}
+
+/// Takes fio's periodic bandwidth / IOPS samples from running byte and I/O counts.
+#[derive(Clone, Copy, Debug)]
+pub struct Sampler {
+    last: crate::probe::clock::Nanos,
+    bytes: [u64; 2],
+    ios: [u64; 2],
+}
+
+/// fio's default bw_avg_time / iops_avg_time.
+pub const SAMPLE_INTERVAL_NS: u64 = 500_000_000;
+
+impl Sampler {
+    /// Start sampling at `now` (also after ramp_time's reset).
+    pub fn new(now: crate::probe::clock::Nanos) -> Sampler {
+        Sampler {
+            last: now,
+            bytes: [0; 2],
+            ios: [0; 2],
+        }
+    }
+
+    /// Take samples if an interval has passed. Cheap when it has not: one subtraction.
+    #[inline]
+    pub fn tick(&mut self, now: crate::probe::clock::Nanos, dirs: &mut [DirStats; 2]) {
+        let spent_ns = (now - self.last).0;
+        if spent_ns < SAMPLE_INTERVAL_NS {
+            return;
+        }
+        let spent_ms = spent_ns / 1_000_000;
+        for (i, d) in dirs.iter_mut().enumerate() {
+            let db = d.io_bytes - self.bytes[i];
+            let di = d.total_ios - self.ios[i];
+            if db == 0 {
+                continue;
+            }
+            d.bw_samples.add(db * 1000 / spent_ms / 1024);
+            d.iops_samples.add(di * 1000 / spent_ms);
+            self.bytes[i] = d.io_bytes;
+            self.ios[i] = d.total_ios;
+        }
+        self.last = now;
+    }
+}
+
+/// fio's `io_u_lat_n/u/m`: how many I/Os had a clat in each range (nanoseconds, microseconds,
+/// milliseconds). Range bounds are fio's.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LatBuckets {
+    /// < 2, 4, 10, 20, 50, 100, 250, 500, 750, 1000 ns.
+    pub ns: [u64; 10],
+    /// < 2, 4, 10, 20, 50, 100, 250, 500, 750, 1000 us.
+    pub us: [u64; 10],
+    /// < 2, 4, 10, 20, 50, 100, 250, 500, 750, 1000, 2000 ms, and >= 2000 ms.
+    pub ms: [u64; 12],
+}
+
+/// fio's bucket bounds, shared by the three scales.
+pub const LAT_BOUNDS: [u64; 11] = [2, 4, 10, 20, 50, 100, 250, 500, 750, 1000, 2000];
+
+impl LatBuckets {
+    /// Count one completion latency (fio's `io_u_mark_latency`).
+    #[inline]
+    pub fn mark(&mut self, nsec: u64) {
+        #[inline]
+        fn idx(v: u64, n: usize) -> usize {
+            let mut i = 0;
+            while i < n - 1 && v >= LAT_BOUNDS[i] {
+                i += 1;
+            }
+            i
+        }
+        if nsec < 1000 {
+            self.ns[idx(nsec, 10)] += 1;
+        } else if nsec < 1_000_000 {
+            self.us[idx(nsec / 1000, 10)] += 1;
+        } else {
+            self.ms[idx(nsec / 1_000_000, 12)] += 1;
+        }
+    }
+
+    /// Add another set.
+    pub fn merge(&mut self, o: &LatBuckets) {
+        for (a, b) in self.ns.iter_mut().zip(o.ns) {
+            *a += b;
+        }
+        for (a, b) in self.us.iter_mut().zip(o.us) {
+            *a += b;
+        }
+        for (a, b) in self.ms.iter_mut().zip(o.ms) {
+            *a += b;
+        }
+    }
+
+    /// Total counted.
+    pub fn total(&self) -> u64 {
+        self.ns.iter().chain(&self.us).chain(&self.ms).sum()
+    }
+}
+
+/// CPU and scheduling counters from getrusage(RUSAGE_THREAD).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Rusage {
+    /// User time, microseconds.
+    pub utime_us: u64,
+    /// System time, microseconds.
+    pub stime_us: u64,
+    /// Voluntary + involuntary context switches.
+    pub ctx: u64,
+    /// Major faults.
+    pub majf: u64,
+    /// Minor faults.
+    pub minf: u64,
+}
+
+impl Rusage {
+    /// This thread's usage now.
+    pub fn thread() -> Rusage {
+        let mut ru = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+        // SAFETY: getrusage writes a full `rusage` into the pointer; RUSAGE_THREAD is valid on
+        // Linux and the call cannot fail with a valid pointer.
+        let ru = unsafe {
+            libc::getrusage(libc::RUSAGE_THREAD, ru.as_mut_ptr());
+            ru.assume_init()
+        };
+        let us = |t: libc::timeval| t.tv_sec as u64 * 1_000_000 + t.tv_usec as u64;
+        Rusage {
+            utime_us: us(ru.ru_utime),
+            stime_us: us(ru.ru_stime),
+            ctx: (ru.ru_nvcsw + ru.ru_nivcsw) as u64,
+            majf: ru.ru_majflt as u64,
+            minf: ru.ru_minflt as u64,
+        }
+    }
+
+    /// `self - earlier`, saturating.
+    pub fn since(&self, earlier: &Rusage) -> Rusage {
+        Rusage {
+            utime_us: self.utime_us.saturating_sub(earlier.utime_us),
+            stime_us: self.stime_us.saturating_sub(earlier.stime_us),
+            ctx: self.ctx.saturating_sub(earlier.ctx),
+            majf: self.majf.saturating_sub(earlier.majf),
+            minf: self.minf.saturating_sub(earlier.minf),
+        }
+    }
+
+    /// Add another thread's usage.
+    pub fn add(&mut self, o: &Rusage) {
+        self.utime_us += o.utime_us;
+        self.stime_us += o.stime_us;
+        self.ctx += o.ctx;
+        self.majf += o.majf;
+        self.minf += o.minf;
+    }
+}
+
+/// Everything one clone (or, merged, one reported group of clones) measured.
+#[derive(Clone, Debug, Default)]
+pub struct ThreadStats {
+    /// Read and write.
+    pub dir: [DirStats; 2],
+    /// fsync / fdatasync latencies (fio's "sync" block; end_fsync is not counted).
+    pub sync: Histogram,
+    /// clat distribution buckets over both directions.
+    pub lat_buckets: LatBuckets,
+    /// CPU used after ramp_time.
+    pub rusage: Rusage,
+    /// fio's `total_run_time`: ms from the end of ramp_time (or start) to the end of the job.
+    pub job_runtime_ms: u64,
+    /// I/Os completed per iodepth level (1, 2, 4, 8, 16, 32, >=64), fio's `iodepth_level` input.
+    pub depth_counts: [u64; 7],
+    /// Submit calls by I/Os submitted (0, 1-4, 5-8, 9-16, 17-32, 33-64, >64): fio's io_u_submit.
+    pub submit_counts: [u64; 7],
+    /// Reap calls by I/Os completed, same ranges: fio's io_u_complete.
+    pub complete_counts: [u64; 7],
+}
+
+impl ThreadStats {
+    /// Add another clone (fio's group_reporting).
+    pub fn merge(&mut self, o: &ThreadStats) {
+        for d in 0..2 {
+            self.dir[d].merge(&o.dir[d]);
+        }
+        self.sync.merge(&o.sync);
+        self.lat_buckets.merge(&o.lat_buckets);
+        self.rusage.add(&o.rusage);
+        self.job_runtime_ms += o.job_runtime_ms;
+        for (a, b) in self.depth_counts.iter_mut().zip(o.depth_counts) {
+            *a += b;
+        }
+        for (a, b) in self.submit_counts.iter_mut().zip(o.submit_counts) {
+            *a += b;
+        }
+        for (a, b) in self.complete_counts.iter_mut().zip(o.complete_counts) {
+            *a += b;
+        }
+    }
+
+    /// Index into `submit_counts` / `complete_counts` for a batch of `n` I/Os.
+    #[inline]
+    pub fn batch_index(n: usize) -> usize {
+        match n {
+            0 => 0,
+            1..=4 => 1,
+            5..=8 => 2,
+            9..=16 => 3,
+            17..=32 => 4,
+            33..=64 => 5,
+            _ => 6,
+        }
+    }
+
+    /// Index into `depth_counts` for `depth` I/Os in flight (fio's io_u_map layout).
+    #[inline]
+    pub fn depth_index(depth: u32) -> usize {
+        match depth {
+            0 | 1 => 0,
+            2..=3 => 1,
+            4..=7 => 2,
+            8..=15 => 3,
+            16..=31 => 4,
+            32..=63 => 5,
+            _ => 6,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn latency_buckets_follow_fios_ranges() {
+        let mut b = LatBuckets::default();
+        b.mark(1); // < 2 ns
+        b.mark(999); // 750..1000 ns
+        b.mark(1_000); // 1 us -> "2" us bucket (< 2)
+        b.mark(3_500); // 3.5 us -> "4"
+        b.mark(1_500_000); // 1.5 ms -> "2" ms
+        b.mark(5_000_000_000); // 5 s -> ">= 2000" ms
+        assert_eq!(b.ns[0], 1);
+        assert_eq!(b.ns[9], 1);
+        assert_eq!(b.us[0], 1);
+        assert_eq!(b.us[1], 1);
+        assert_eq!(b.ms[0], 1);
+        assert_eq!(b.ms[11], 1);
+        assert_eq!(b.total(), 6);
+    }
+
+    #[test]
+    fn merge_sums_and_keeps_the_longest_runtime() {
+        let mut a = DirStats {
+            io_bytes: 10,
+            total_ios: 1,
+            runtime_ms: 5,
+            ..Default::default()
+        };
+        a.clat.record(100);
+        let mut b = a.clone();
+        b.runtime_ms = 9;
+        a.merge(&b);
+        assert_eq!(
+            (a.io_bytes, a.total_ios, a.runtime_ms, a.clat.count()),
+            (20, 2, 9, 2)
+        );
+    }
+
+    #[test]
+    fn running_stat_matches_a_direct_computation() {
+        let mut r = RunningStat::default();
+        for v in [10u64, 20, 30, 40] {
+            r.add(v);
+        }
+        assert_eq!((r.n, r.min, r.max), (4, 10, 40));
+        assert!((r.mean() - 25.0).abs() < 1e-9);
+        assert!((r.stddev() - 12.909944487358056).abs() < 1e-9);
+        let mut e = RunningStat::default();
+        e.merge(&r);
+        assert_eq!(e, r);
+    }
+
+    #[test]
+    fn sampler_takes_a_sample_per_interval_with_io() {
+        use crate::probe::clock::Nanos;
+        let mut s = Sampler::new(Nanos(0));
+        let mut dirs: [DirStats; 2] = Default::default();
+        dirs[1].io_bytes = 1 << 20;
+        dirs[1].total_ios = 256;
+        s.tick(Nanos(100_000_000), &mut dirs);
+        assert_eq!(dirs[1].bw_samples.n, 0);
+        s.tick(Nanos(500_000_000), &mut dirs);
+        assert_eq!(dirs[1].bw_samples.n, 1);
+        assert_eq!(dirs[1].bw_samples.max, 2048); // 1 MiB in 0.5 s = 2048 KiB/s
+        assert_eq!(dirs[1].iops_samples.max, 512);
+        assert_eq!(dirs[0].bw_samples.n, 0, "no read I/O, no read sample");
+    }
+
+    #[test]
+    fn rusage_of_this_thread_grows_with_work() {
+        let a = Rusage::thread();
+        let mut x = 0u64;
+        for i in 0..5_000_000u64 {
+            x = x.wrapping_mul(31).wrapping_add(i);
+        }
+        std::hint::black_box(x);
+        let b = Rusage::thread();
+        assert!(b.since(&a).utime_us + b.since(&a).stime_us > 0);
+    }
+}

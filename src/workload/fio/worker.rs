@@ -1,0 +1,1039 @@
+//! One fio job clone: the timed loop, for the synchronous engines (psync, sync, pvsync), the
+//! asynchronous ones (io_uring, libaio) and filecreate.
+//!
+//! Why it exists: this is where fio's semantics become I/O. Per I/O, as fio defines them:
+//! `start` is taken when the I/O is prepared, `issue` just before the system call (sync engines)
+//! or just after the submitting `io_uring_enter` / `io_submit` (async engines); completion is read when the call
+//! returns or the completion is reaped. clat = completion - issue, lat = completion - start,
+//! slat = issue - start (async engines only). Stats reset when ramp_time ends; fsync=/fdatasync=
+//! latencies go to the sync stats; end_fsync runs inside the runtime but outside every latency
+//! stat. What it must never do: allocate, log or lock inside the loop (buffers, maps and
+//! histograms are made before the clock starts), or keep running after a cancel request.
+
+use super::aio::{AsyncBackend, NativeAio, Uring};
+use super::files::{self, ClonePlan};
+use super::rand::{self, Lfsr, RandomMap, Taus};
+use super::stats::{READ, ThreadStats, WRITE};
+use crate::plan::jobfile::{FileService, IoEngine, JobSpec, RandomGenerator};
+use crate::probe::clock::Nanos;
+use crate::workload::{CancelToken, WorkloadError};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::path::Path;
+
+/// A buffer aligned for O_DIRECT, made without unsafe code: an over-sized vector and an offset.
+pub struct AlignedBuf {
+    storage: Vec<u8>,
+    start: usize,
+    len: usize,
+}
+
+impl AlignedBuf {
+    /// `len` bytes aligned to `align` (a power of two).
+    pub fn new(len: usize, align: usize) -> AlignedBuf {
+        let storage = vec![0u8; len + align];
+        let start = storage.as_ptr().align_offset(align);
+        AlignedBuf {
+            storage,
+            start,
+            len,
+        }
+    }
+    /// The bytes.
+    pub fn as_slice(&self) -> &[u8] {
+        &self.storage[self.start..self.start + self.len]
+    }
+    /// The bytes, mutably.
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        &mut self.storage[self.start..self.start + self.len]
+    }
+}
+
+/// Everything a clone needs, fixed before the clock starts.
+pub struct CloneSetup<'a> {
+    /// The job.
+    pub job: &'a JobSpec,
+    /// The clone's files.
+    pub plan: ClonePlan,
+    /// 1-based over all clones in file order (fio's thread_number, which seeds generators).
+    pub thread_number: u64,
+    /// Memory alignment of buffers.
+    pub mem_align: usize,
+    /// Stop request.
+    pub cancel: &'a CancelToken,
+}
+
+struct FileState {
+    fd: Option<OwnedFd>,
+    region: u64,
+    /// Next sequential offset per direction.
+    pos: [u64; 2],
+    /// Bytes issued to this file in the current pass.
+    issued: u64,
+    done: bool,
+    map: Option<RandomMap>,
+    lfsr: Option<Lfsr>,
+    /// Where the file offset of the fd is (sync engine: lseek only when it differs).
+    fd_pos: u64,
+}
+
+impl FileState {
+    fn reset(&mut self) {
+        self.pos = [0, 0];
+        self.issued = 0;
+        self.done = false;
+        if let Some(m) = &mut self.map {
+            m.clear();
+        }
+        if let Some(l) = &mut self.lfsr {
+            l.reset();
+        }
+    }
+}
+
+/// One prepared I/O.
+#[derive(Clone, Copy, Debug)]
+struct Io {
+    ddir: usize,
+    file: usize,
+    offset: u64,
+    len: usize,
+}
+
+/// The per-clone I/O planner: direction (rwmix), file (file_service_type) and offset.
+struct Planner<'a> {
+    job: &'a JobSpec,
+    files: Vec<FileState>,
+    block_rand: Taus,
+    mix_rand: Taus,
+    file_rand: Taus,
+    /// fio's io_issues per direction (for rwmix switching).
+    issues: [u64; 2],
+    mix_ddir: usize,
+    mix_limit: u64,
+    cur_file: usize,
+    ios_on_file: u32,
+    /// Files done in this pass (so the all-done check is O(1)).
+    done_files: usize,
+    /// Bytes issued this pass.
+    pass_issued: u64,
+    pass_bytes: u64,
+    /// Writes issued since the last fsync/fdatasync (all files).
+    writes_since_sync: u32,
+    /// A sync owed (fsync=N reached) to this file, done before the next I/O as fio does:
+    /// when the job has no next I/O, no sync.
+    sync_pending: Option<usize>,
+    open_count: u32,
+    open_limit: u32,
+    /// Completed passes (loops) after ramp.
+    passes: u32,
+}
+
+impl<'a> Planner<'a> {
+    fn new(setup: &CloneSetup<'a>) -> Result<Planner<'a>, WorkloadError> {
+        let job = setup.job;
+        let seeds = rand::seeds(setup.thread_number, job.randrepeat, job.randseed);
+        let use64 = job.random_generator == RandomGenerator::Tausworthe64;
+        let mut files = Vec::with_capacity(setup.plan.files.len());
+        let random = job.rw.is_random();
+        if random && !job.norandommap && job.rw.reads() && job.rw.writes() && job.bs[0] != job.bs[1]
+        {
+            return Err(WorkloadError::InvalidOptions(format!(
+                "job '{}': a random map over different read and write block sizes is not supported; set bs= to one size or add norandommap",
+                job.name
+            )));
+        }
+        for (i, f) in setup.plan.files.iter().enumerate() {
+            let bs = job.bs[if job.rw.reads() { READ } else { WRITE }].0;
+            let nblocks = f.size / bs;
+            let map = (random && !job.norandommap && job.random_generator != RandomGenerator::Lfsr)
+                .then(|| RandomMap::new(nblocks));
+            let lfsr = (random && job.random_generator == RandomGenerator::Lfsr).then(|| {
+                Lfsr::new(
+                    nblocks.max(1),
+                    seeds[rand::SEED_BLOCK].wrapping_add(i as u64),
+                )
+            });
+            files.push(FileState {
+                fd: None,
+                region: if random { nblocks * bs } else { f.size },
+                pos: [0, 0],
+                issued: 0,
+                done: false,
+                map,
+                lfsr,
+                fd_pos: 0,
+            });
+        }
+        let nfiles = files.len() as u32;
+        Ok(Planner {
+            job,
+            files,
+            block_rand: Taus::new(seeds[rand::SEED_BLOCK], use64),
+            mix_rand: Taus::new(seeds[rand::SEED_MIX], false),
+            file_rand: Taus::new(seeds[rand::SEED_FILE], use64),
+            issues: [0, 0],
+            mix_ddir: READ,
+            mix_limit: 0,
+            cur_file: 0,
+            ios_on_file: 0,
+            done_files: 0,
+            pass_issued: 0,
+            pass_bytes: setup.plan.pass_bytes,
+            writes_since_sync: 0,
+            sync_pending: None,
+            open_count: 0,
+            open_limit: job.openfiles.unwrap_or(nfiles).max(1),
+            passes: 0,
+        })
+    }
+
+    /// Start the pass accounting again (new loop, or end of ramp_time).
+    fn reset_pass(&mut self) {
+        self.pass_issued = 0;
+        self.issues = [0, 0];
+        self.mix_limit = 0;
+        for f in &mut self.files {
+            f.reset();
+        }
+        self.done_files = 0;
+    }
+
+    /// fio's get_rw_ddir.
+    #[inline]
+    fn next_ddir(&mut self) -> usize {
+        let job = self.job;
+        if !job.rw.reads() {
+            return WRITE;
+        }
+        if !job.rw.writes() {
+            return READ;
+        }
+        if self.issues[self.mix_ddir] >= self.mix_limit {
+            let v = self.mix_rand.between(1, 100);
+            let new = if v <= job.rwmixread as u64 {
+                READ
+            } else {
+                WRITE
+            };
+            if new != self.mix_ddir {
+                let other_pct = if new == READ {
+                    job.rwmixread
+                } else {
+                    100 - job.rwmixread
+                } as u64;
+                self.mix_limit = self.issues[self.mix_ddir] * other_pct / 100;
+            }
+            self.mix_ddir = new;
+        }
+        self.mix_ddir
+    }
+
+    /// Pick the file for the next I/O (file_service_type), skipping files done in this pass;
+    /// None when every file is done (the pass ends there, as fio's does, even if `size` asked
+    /// for more than the files hold).
+    #[inline]
+    fn next_file(&mut self) -> Option<usize> {
+        let n = self.files.len();
+        if self.done_files == n {
+            return None;
+        }
+        let switch = match self.job.file_service_type {
+            FileService::Sequential => self.files[self.cur_file].done,
+            FileService::RoundRobin(k) => self.ios_on_file >= k || self.files[self.cur_file].done,
+            FileService::Random(k) => self.ios_on_file >= k || self.files[self.cur_file].done,
+        };
+        if switch {
+            let start = match self.job.file_service_type {
+                FileService::Random(_) => self.file_rand.between(0, n as u64 - 1) as usize,
+                _ => (self.cur_file + 1) % n,
+            };
+            let mut i = start;
+            while self.files[i].done {
+                i = (i + 1) % n;
+            }
+            self.cur_file = i;
+            self.ios_on_file = 0;
+        }
+        self.ios_on_file += 1;
+        Some(self.cur_file)
+    }
+
+    /// The next I/O, or None when the pass is complete.
+    #[inline]
+    fn next_io(&mut self) -> Option<Io> {
+        if self.pass_issued >= self.pass_bytes {
+            return None;
+        }
+        let ddir = self.next_ddir();
+        let bs = self.job.bs[ddir].0;
+        loop {
+            let fi = self.next_file()?;
+            let f = &mut self.files[fi];
+            let offset = if self.job.rw.is_random() {
+                let nblocks = f.region / bs;
+                let b = if let Some(l) = &mut f.lfsr {
+                    l.next_block()
+                } else {
+                    let b = self.block_rand.block(nblocks);
+                    match &mut f.map {
+                        Some(m) => m.free_at_or_after(b).inspect(|&b| m.mark(b)),
+                        None => Some(b),
+                    }
+                };
+                match b {
+                    Some(b) => b * bs,
+                    None => {
+                        f.done = true;
+                        self.done_files += 1;
+                        continue;
+                    }
+                }
+            } else {
+                if f.pos[ddir] >= f.region {
+                    f.pos[ddir] = 0;
+                }
+                f.pos[ddir]
+            };
+            let len = bs
+                .min(f.region - offset)
+                .min(self.pass_bytes - self.pass_issued);
+            if !self.job.rw.is_random() {
+                f.pos[ddir] = offset + len;
+            }
+            f.issued += len;
+            if f.issued >= f.region || f.map.as_ref().is_some_and(RandomMap::is_full) {
+                f.done = true;
+                self.done_files += 1;
+            }
+            self.pass_issued += len;
+            self.issues[ddir] += 1;
+            return Some(Io {
+                ddir,
+                file: fi,
+                offset,
+                len: len as usize,
+            });
+        }
+    }
+}
+
+/// Write-buffer policy derived from the job as fio's fixup_options does.
+#[derive(Clone, Copy)]
+struct BufferPolicy {
+    refill: bool,
+    scramble: bool,
+}
+
+impl BufferPolicy {
+    fn of(job: &JobSpec) -> BufferPolicy {
+        let compress = job
+            .buffer_compress_percentage
+            .is_some_and(|p| p > 0 && p < 100);
+        let refill = job.refill_buffers.unwrap_or(compress);
+        BufferPolicy {
+            refill,
+            scramble: job.scramble_buffers && !job.zero_buffers && !refill && !compress,
+        }
+    }
+}
+
+/// fio's small_content_scramble: stamp the offset and time into each 512-byte block so a
+/// deduplicating filesystem cannot collapse the writes.
+#[inline]
+fn scramble(buf: &mut [u8], offset: u64, now: Nanos) {
+    let sec = now.0 / 1_000_000_000;
+    let nsec = now.0 % 1_000_000_000;
+    let slot = (((nsec ^ offset) & 7) << 6) as usize;
+    let mut boff = offset;
+    for block in buf.chunks_exact_mut(512) {
+        block[slot..slot + 8].copy_from_slice(&boff.to_ne_bytes());
+        block[48..56].copy_from_slice(&sec.to_ne_bytes());
+        block[56..64].copy_from_slice(&nsec.to_ne_bytes());
+        boff += 512;
+    }
+}
+
+fn io_err(op: &'static str, path: &Path, e: impl Into<std::io::Error>) -> WorkloadError {
+    WorkloadError::io(op, path, e.into())
+}
+
+/// Open the file an I/O needs, closing another first when `openfiles` are already open.
+fn ensure_open(
+    p: &mut Planner<'_>,
+    setup: &CloneSetup<'_>,
+    fi: usize,
+) -> Result<(), WorkloadError> {
+    if p.files[fi].fd.is_some() {
+        return Ok(());
+    }
+    if p.open_count >= p.open_limit {
+        if let Some(other) = p.files.iter_mut().find(|f| f.fd.is_some()) {
+            other.fd = None;
+            p.open_count -= 1;
+        }
+    }
+    let path = &setup.plan.files[fi].path;
+    let fd = files::open_for_io(setup.job, path)?;
+    if setup.job.invalidate {
+        files::invalidate(&fd, path)?;
+    }
+    // fio's default fadvise_hint: tell the kernel the access pattern (readahead follows it).
+    files::access_hint(&fd, setup.job.rw.is_random(), setup.plan.files[fi].size);
+    p.files[fi].fd_pos = 0;
+    p.files[fi].fd = Some(fd);
+    p.open_count += 1;
+    Ok(())
+}
+
+/// Timing phase of a clone: ramp, then measured.
+struct Clock {
+    sampler: super::stats::Sampler,
+    started: Nanos,
+    measured_from: Nanos,
+    ramping: bool,
+    ramp: u64,
+    runtime: Option<u64>,
+}
+
+impl Clock {
+    fn new(job: &JobSpec) -> Clock {
+        let now = Nanos::now();
+        Clock {
+            sampler: super::stats::Sampler::new(now),
+            started: now,
+            measured_from: now,
+            ramping: !job.ramp_time.is_zero(),
+            ramp: job.ramp_time.as_nanos() as u64,
+            runtime: job.runtime.map(|d| d.as_nanos() as u64),
+        }
+    }
+
+    /// Whether ramp_time ended at `now` (the caller resets stats then).
+    #[inline]
+    fn ramp_ends(&mut self, now: Nanos) -> bool {
+        if self.ramping && (now - self.started).0 >= self.ramp {
+            self.ramping = false;
+            self.measured_from = now;
+            self.sampler = super::stats::Sampler::new(now);
+            return true;
+        }
+        false
+    }
+
+    #[inline]
+    fn out_of_time(&self, now: Nanos) -> bool {
+        !self.ramping
+            && self
+                .runtime
+                .is_some_and(|r| (now - self.measured_from).0 >= r)
+    }
+}
+
+/// Run one clone after layout; returns its stats.
+pub fn run_clone(setup: &CloneSetup<'_>) -> Result<ThreadStats, WorkloadError> {
+    let job = setup.job;
+    if job.ioengine == IoEngine::FileCreate {
+        return run_filecreate(setup);
+    }
+    let mut p = Planner::new(setup)?;
+    let depth = if job.ioengine.is_sync() {
+        1
+    } else {
+        job.iodepth as usize
+    };
+    let buf_len = job.bs[0].0.max(job.bs[1].0) as usize;
+    let mut bufs: Vec<AlignedBuf> = (0..depth)
+        .map(|_| AlignedBuf::new(buf_len, setup.mem_align))
+        .collect();
+    let base_seed = rand::seeds(setup.thread_number, job.randrepeat, job.randseed)[rand::SEED_BUF];
+    let mut seed = base_seed;
+    for b in &mut bufs {
+        files::fill_like_job(job, b.as_mut_slice(), &mut seed);
+    }
+    // Refills start from the same seed whatever the depth, so every engine writes the same
+    // bytes at the same offsets.
+    seed = base_seed;
+    let policy = BufferPolicy::of(job);
+    // Files open before the clock starts (as fio's setup), up to openfiles.
+    if !job.create_on_open {
+        for fi in 0..p.files.len().min(p.open_limit as usize) {
+            ensure_open(&mut p, setup, fi)?;
+        }
+    }
+    let mut st = ThreadStats::default();
+    let mut clock = Clock::new(job);
+    let mut ru0 = super::stats::Rusage::thread();
+    let result = match job.ioengine {
+        IoEngine::IoUring | IoEngine::Libaio => {
+            let dir0 = setup
+                .plan
+                .files
+                .first()
+                .map(|f| f.path.clone())
+                .unwrap_or_default();
+            let mut backend: Box<dyn AsyncBackend> = if job.ioengine == IoEngine::Libaio {
+                Box::new(NativeAio::new(depth).map_err(|e| io_err("io_setup", &dir0, e))?)
+            } else {
+                Box::new(Uring::new(depth).map_err(|e| io_err("io_uring_setup", &dir0, e))?)
+            };
+            run_async(
+                setup,
+                backend.as_mut(),
+                &mut p,
+                &mut bufs,
+                policy,
+                &mut seed,
+                &mut st,
+                &mut clock,
+                &mut ru0,
+            )
+        }
+        _ => run_sync(
+            setup,
+            &mut p,
+            &mut bufs[0],
+            policy,
+            &mut seed,
+            &mut st,
+            &mut clock,
+            &mut ru0,
+        ),
+    };
+    result?;
+    if job.end_fsync {
+        for (fi, f) in p.files.iter().enumerate() {
+            if let Some(fd) = &f.fd {
+                rustix::fs::fsync(fd)
+                    .map_err(|e| io_err("fsync", &setup.plan.files[fi].path, e))?;
+            }
+        }
+    }
+    let end = Nanos::now();
+    let elapsed = end - clock.measured_from;
+    for d in &mut st.dir {
+        if d.io_bytes > 0 {
+            d.runtime_ms = elapsed.0.div_ceil(1_000_000);
+        }
+    }
+    st.job_runtime_ms = elapsed.0 / 1_000_000;
+    st.rusage = super::stats::Rusage::thread().since(&ru0);
+    drop(p);
+    if job.unlink {
+        for f in &setup.plan.files {
+            std::fs::remove_file(&f.path).map_err(|e| io_err("unlink", &f.path, e))?;
+        }
+    }
+    Ok(st)
+}
+
+/// What the loop does after an I/O or a check: go on, or stop.
+#[inline]
+fn after_tick(
+    p: &mut Planner<'_>,
+    st: &mut ThreadStats,
+    clock: &mut Clock,
+    ru0: &mut super::stats::Rusage,
+    now: Nanos,
+) -> bool {
+    if clock.ramp_ends(now) {
+        *st = ThreadStats::default();
+        *ru0 = super::stats::Rusage::thread();
+        p.reset_pass();
+        p.passes = 0;
+    }
+    clock.sampler.tick(now, &mut st.dir);
+    !clock.out_of_time(now)
+}
+
+/// Whether another pass should start after one ended. A new pass drops the files' cached
+/// pages again when invalidate=1 (fio reopens the files of a new loop, and invalidates a
+/// time_based job's file when it wraps).
+fn next_pass(
+    setup: &CloneSetup<'_>,
+    p: &mut Planner<'_>,
+    clock: &Clock,
+) -> Result<bool, WorkloadError> {
+    let more = next_pass_counted(p, clock);
+    if more && setup.job.invalidate && !setup.job.direct {
+        for (fi, f) in p.files.iter().enumerate() {
+            if let Some(fd) = &f.fd {
+                files::invalidate(fd, &setup.plan.files[fi].path)?;
+            }
+        }
+    }
+    Ok(more)
+}
+
+fn next_pass_counted(p: &mut Planner<'_>, clock: &Clock) -> bool {
+    if !clock.ramping {
+        p.passes += 1;
+    }
+    let job = p.job;
+    let more = clock.ramping || job.time_based || p.passes < job.loops;
+    if more {
+        p.reset_pass();
+    }
+    more
+}
+
+#[inline]
+fn do_sync_io(
+    engine: IoEngine,
+    f: &mut FileState,
+    ddir: usize,
+    buf: &mut [u8],
+    offset: u64,
+) -> rustix::io::Result<usize> {
+    let fd = f.fd.as_ref().expect("file opened before I/O").as_fd();
+    match engine {
+        IoEngine::Sync => {
+            if f.fd_pos != offset {
+                rustix::fs::seek(fd, rustix::fs::SeekFrom::Start(offset))?;
+            }
+            let n = if ddir == READ {
+                rustix::io::read(fd, buf)?
+            } else {
+                rustix::io::write(fd, buf)?
+            };
+            f.fd_pos = offset + n as u64;
+            Ok(n)
+        }
+        IoEngine::Pvsync => {
+            if ddir == READ {
+                rustix::io::preadv(fd, &mut [std::io::IoSliceMut::new(buf)], offset)
+            } else {
+                rustix::io::pwritev(fd, &[std::io::IoSlice::new(buf)], offset)
+            }
+        }
+        _ => {
+            if ddir == READ {
+                rustix::io::pread(fd, buf, offset)
+            } else {
+                rustix::io::pwrite(fd, buf, offset)
+            }
+        }
+    }
+}
+
+fn direct_hint(job: &JobSpec, e: rustix::io::Errno) -> String {
+    if job.direct && e == rustix::io::Errno::INVAL {
+        " (O_DIRECT I/O rejected: check that bs and sizes are multiples of the device's logical block size)".to_string()
+    } else {
+        String::new()
+    }
+}
+
+/// Count an issued write for fsync= / fdatasync=; every N writes a sync becomes owed.
+#[inline]
+fn note_write(job: &JobSpec, p: &mut Planner<'_>, fi: usize) {
+    let every = if job.fsync > 0 {
+        job.fsync
+    } else {
+        job.fdatasync
+    };
+    if every == 0 {
+        return;
+    }
+    p.writes_since_sync += 1;
+    if p.writes_since_sync >= every {
+        p.writes_since_sync = 0;
+        p.sync_pending = Some(fi);
+    }
+}
+
+/// One fsync (fsync=) or fdatasync (fdatasync=) of file `fi`, recorded in the sync stats.
+fn timed_sync(
+    setup: &CloneSetup<'_>,
+    p: &Planner<'_>,
+    st: &mut ThreadStats,
+    fi: usize,
+) -> Result<(), WorkloadError> {
+    let job = setup.job;
+    let fd = p.files[fi].fd.as_ref().expect("open");
+    let t0 = Nanos::now();
+    let r = if job.fsync > 0 {
+        rustix::fs::fsync(fd)
+    } else {
+        rustix::fs::fdatasync(fd)
+    };
+    let t1 = Nanos::now();
+    r.map_err(|e| io_err("fsync", &setup.plan.files[fi].path, e))?;
+    st.sync.record((t1 - t0).0);
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_sync(
+    setup: &CloneSetup<'_>,
+    p: &mut Planner<'_>,
+    buf: &mut AlignedBuf,
+    policy: BufferPolicy,
+    seed: &mut u64,
+    st: &mut ThreadStats,
+    clock: &mut Clock,
+    ru0: &mut super::stats::Rusage,
+) -> Result<(), WorkloadError> {
+    let job = setup.job;
+    let engine = job.ioengine;
+    loop {
+        if setup.cancel.is_cancelled() {
+            return Err(WorkloadError::Cancelled);
+        }
+        let Some(io) = p.next_io() else {
+            if next_pass(setup, p, clock)? {
+                continue;
+            }
+            return Ok(());
+        };
+        if let Some(fi) = p.sync_pending.take() {
+            timed_sync(setup, p, st, fi)?;
+        }
+        ensure_open(p, setup, io.file)?;
+        let data = &mut buf.as_mut_slice()[..io.len];
+        if io.ddir == WRITE && policy.refill {
+            files::fill_like_job(job, data, seed);
+        }
+        let start = Nanos::now();
+        // fio stamps start before the write buffer is scrambled and issue just before the
+        // call; for a read nothing happens in between, so one clock reading serves both.
+        let issue = if io.ddir == WRITE && policy.scramble {
+            scramble(data, io.offset, start);
+            Nanos::now()
+        } else {
+            start
+        };
+        let f = &mut p.files[io.file];
+        let mut done = 0usize;
+        while done < io.len {
+            match do_sync_io(
+                engine,
+                f,
+                io.ddir,
+                &mut data[done..],
+                io.offset + done as u64,
+            ) {
+                Ok(0) => {
+                    return Err(io_err(
+                        if io.ddir == READ { "read" } else { "write" },
+                        &setup.plan.files[io.file].path,
+                        std::io::Error::new(
+                            std::io::ErrorKind::UnexpectedEof,
+                            format!("short transfer at offset {}", io.offset + done as u64),
+                        ),
+                    ));
+                }
+                Ok(n) => done += n,
+                Err(e) => {
+                    let hint = direct_hint(job, e);
+                    return Err(WorkloadError::Io {
+                        op: if io.ddir == READ { "read" } else { "write" },
+                        path: setup.plan.files[io.file].path.clone(),
+                        source: std::io::Error::other(format!("{e}{hint}")),
+                    });
+                }
+            }
+        }
+        let end = Nanos::now();
+        let d = &mut st.dir[io.ddir];
+        let clat = (end - issue).0;
+        d.clat.record(clat);
+        d.lat.record((end - start).0);
+        d.io_bytes += io.len as u64;
+        d.total_ios += 1;
+        st.lat_buckets.mark(clat);
+        st.depth_counts[0] += 1;
+        st.submit_counts[1] += 1;
+        st.complete_counts[1] += 1;
+        if io.ddir == WRITE {
+            note_write(job, p, io.file);
+        }
+        if !after_tick(p, st, clock, ru0, end) {
+            return Ok(());
+        }
+    }
+}
+
+struct Slot {
+    io: Io,
+    start: Nanos,
+    issue: Nanos,
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_async(
+    setup: &CloneSetup<'_>,
+    backend: &mut dyn AsyncBackend,
+    p: &mut Planner<'_>,
+    bufs: &mut [AlignedBuf],
+    policy: BufferPolicy,
+    seed: &mut u64,
+    st: &mut ThreadStats,
+    clock: &mut Clock,
+    ru0: &mut super::stats::Rusage,
+) -> Result<(), WorkloadError> {
+    let job = setup.job;
+    let depth = bufs.len();
+    let dir0 = setup
+        .plan
+        .files
+        .first()
+        .map(|f| f.path.as_path())
+        .unwrap_or(Path::new("."));
+    let engine_op = if job.ioengine == IoEngine::Libaio {
+        "io_submit/io_getevents"
+    } else {
+        "io_uring_enter"
+    };
+    let mut slots: Vec<Option<Slot>> = (0..depth).map(|_| None).collect();
+    let mut free: Vec<usize> = (0..depth).rev().collect();
+    let mut queued: Vec<usize> = Vec::with_capacity(depth);
+    let mut inflight = 0usize;
+    let mut pass_over = false;
+    let mut stop = false;
+    // An I/O taken from the planner while a sync was owed and I/O was in flight.
+    let mut stashed: Option<Io> = None;
+    loop {
+        if setup.cancel.is_cancelled() {
+            // Let the kernel finish what it holds before the buffers go away.
+            while inflight > 0 {
+                let n = backend
+                    .reap(&mut |_, _| {})
+                    .map_err(|e| io_err(engine_op, dir0, e))?;
+                inflight -= n;
+            }
+            return Err(WorkloadError::Cancelled);
+        }
+        // Fill free slots.
+        while !stop && !pass_over && !free.is_empty() {
+            let io = match stashed.take() {
+                Some(io) => io,
+                None => match p.next_io() {
+                    Some(io) => io,
+                    None => {
+                        pass_over = true;
+                        break;
+                    }
+                },
+            };
+            if let Some(fi) = p.sync_pending {
+                if inflight > 0 {
+                    // The owed sync must follow the writes it covers: drain first.
+                    stashed = Some(io);
+                    break;
+                }
+                p.sync_pending = None;
+                timed_sync(setup, p, st, fi)?;
+            }
+            if io.ddir == WRITE {
+                note_write(job, p, io.file);
+            }
+            ensure_open(p, setup, io.file)?;
+            let si = free.pop().expect("a free slot");
+            let data = &mut bufs[si].as_mut_slice()[..io.len];
+            if io.ddir == WRITE && policy.refill {
+                files::fill_like_job(job, data, seed);
+            }
+            let start = Nanos::now();
+            if io.ddir == WRITE && policy.scramble {
+                scramble(data, io.offset, start);
+            }
+            let fd = p.files[io.file].fd.as_ref().expect("open").as_raw_fd();
+            // SAFETY: the buffer belongs to slot `si`, which stays out of the free list (and
+            // the buffers stay alive) until its completion is reaped; files are closed only
+            // with no I/O in flight (openfiles rotation drains, below).
+            unsafe {
+                backend.queue(
+                    si,
+                    io.ddir == WRITE,
+                    fd,
+                    data.as_mut_ptr(),
+                    io.len,
+                    io.offset,
+                );
+            }
+            slots[si] = Some(Slot {
+                io,
+                start,
+                issue: start,
+            });
+            queued.push(si);
+            inflight += 1;
+            st.depth_counts[ThreadStats::depth_index(inflight as u32)] += 1;
+            if (p.open_limit as usize) < p.files.len() {
+                // An openfiles rotation may close a file: no I/O may be in flight then.
+                break;
+            }
+        }
+        if !queued.is_empty() {
+            backend.submit().map_err(|e| io_err(engine_op, dir0, e))?;
+            let t = Nanos::now();
+            st.submit_counts[ThreadStats::batch_index(queued.len())] += 1;
+            for &si in &queued {
+                let s = slots[si].as_mut().expect("queued slot");
+                s.issue = t;
+                st.dir[s.io.ddir].slat.record((t - s.start).0);
+            }
+            queued.clear();
+        }
+        if inflight == 0 {
+            if stop {
+                return Ok(());
+            }
+            if stashed.is_some() {
+                continue;
+            }
+            if pass_over {
+                pass_over = false;
+                if next_pass(setup, p, clock)? {
+                    continue;
+                }
+                return Ok(());
+            }
+            continue;
+        }
+        let mut err: Option<(usize, i64)> = None;
+        let mut t = Nanos::ZERO;
+        let reaped = backend
+            .reap(&mut |si, res| {
+                if t == Nanos::ZERO {
+                    // fio reads the clock once per batch of completions.
+                    t = Nanos::now();
+                }
+                let s = slots[si].take().expect("completion of a slot in flight");
+                free.push(si);
+                if res < 0 || res as usize != s.io.len {
+                    err.get_or_insert((s.io.file, res));
+                    return;
+                }
+                let d = &mut st.dir[s.io.ddir];
+                let clat = (t - s.issue).0;
+                d.clat.record(clat);
+                d.lat.record((t - s.start).0);
+                d.io_bytes += s.io.len as u64;
+                d.total_ios += 1;
+                st.lat_buckets.mark(clat);
+            })
+            .map_err(|e| io_err(engine_op, dir0, e))?;
+        inflight -= reaped;
+        st.complete_counts[ThreadStats::batch_index(reaped)] += 1;
+        if let Some((fi, res)) = err {
+            let path = &setup.plan.files[fi].path;
+            if res < 0 {
+                let e = rustix::io::Errno::from_raw_os_error(-res as i32);
+                let hint = direct_hint(job, e);
+                return Err(WorkloadError::Io {
+                    op: "asynchronous I/O",
+                    path: path.clone(),
+                    source: std::io::Error::other(format!("{e}{hint}")),
+                });
+            }
+            return Err(io_err(
+                "asynchronous I/O",
+                path,
+                std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "short transfer"),
+            ));
+        }
+        if !after_tick(p, st, clock, ru0, t) {
+            stop = true;
+        }
+    }
+}
+
+/// fio's filecreate engine: each file's creation (open with O_CREAT) is one timed "I/O",
+/// recorded as clat; the file's bytes are counted as fio's fake I/O, none are written.
+fn run_filecreate(setup: &CloneSetup<'_>) -> Result<ThreadStats, WorkloadError> {
+    let job = setup.job;
+    let ddir = if job.rw.reads() { READ } else { WRITE };
+    let bs = job.bs[ddir].0.max(1);
+    let mut st = ThreadStats::default();
+    let mut clock = Clock::new(job);
+    let mut ru0 = super::stats::Rusage::thread();
+    let limit = (job.openfiles.unwrap_or(u32::MAX).max(1) as usize).min(setup.plan.files.len());
+    let mut open: std::collections::VecDeque<OwnedFd> =
+        std::collections::VecDeque::with_capacity(limit);
+    let mut passes = 0u32;
+    'outer: loop {
+        for f in &setup.plan.files {
+            if setup.cancel.is_cancelled() {
+                return Err(WorkloadError::Cancelled);
+            }
+            if open.len() >= limit {
+                open.pop_front();
+            }
+            let t0 = Nanos::now();
+            let fd = rustix::fs::open(
+                &f.path,
+                rustix::fs::OFlags::CREATE | rustix::fs::OFlags::RDWR | rustix::fs::OFlags::CLOEXEC,
+                rustix::fs::Mode::from_raw_mode(0o600),
+            );
+            let t1 = Nanos::now();
+            let fd = fd.map_err(|e| io_err("open", &f.path, e))?;
+            open.push_back(fd);
+            st.dir[ddir].clat.record((t1 - t0).0);
+            st.lat_buckets.mark((t1 - t0).0);
+            st.dir[ddir].io_bytes += f.size;
+            st.dir[ddir].total_ios += f.size.div_ceil(bs).max(1);
+            st.depth_counts[0] += 1;
+            st.submit_counts[1] += 1;
+            st.complete_counts[1] += 1;
+            if clock.ramp_ends(t1) {
+                st = ThreadStats::default();
+                ru0 = super::stats::Rusage::thread();
+            }
+            clock.sampler.tick(t1, &mut st.dir);
+            if clock.out_of_time(t1) {
+                break 'outer;
+            }
+        }
+        if !clock.ramping {
+            passes += 1;
+        }
+        if !(clock.ramping || job.time_based || passes < job.loops) {
+            break;
+        }
+    }
+    drop(open);
+    let elapsed = Nanos::now() - clock.measured_from;
+    for d in &mut st.dir {
+        if d.total_ios > 0 {
+            d.runtime_ms = elapsed.0.div_ceil(1_000_000);
+        }
+    }
+    st.job_runtime_ms = elapsed.0 / 1_000_000;
+    st.rusage = super::stats::Rusage::thread().since(&ru0);
+    if job.unlink {
+        for f in &setup.plan.files {
+            std::fs::remove_file(&f.path).map_err(|e| io_err("unlink", &f.path, e))?;
+        }
+    }
+    Ok(st)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn aligned_buffers_are_aligned() {
+        for align in [512usize, 4096] {
+            let mut b = AlignedBuf::new(8192, align);
+            assert_eq!(b.as_slice().as_ptr() as usize % align, 0);
+            assert_eq!(b.as_mut_slice().len(), 8192);
+        }
+    }
+
+    #[test]
+    fn scramble_stamps_every_512_byte_block() {
+        let mut buf = vec![0u8; 2048];
+        scramble(&mut buf, 4096, Nanos(1_000_000_005));
+        for (i, block) in buf.chunks(512).enumerate() {
+            assert_eq!(&block[48..56], &1u64.to_ne_bytes());
+            assert_eq!(&block[56..64], &5u64.to_ne_bytes());
+            let slot = (((5u64 ^ 4096) & 7) << 6) as usize;
+            assert_eq!(
+                &block[slot..slot + 8],
+                &(4096 + 512 * i as u64).to_ne_bytes()
+            );
+        }
+    }
+}

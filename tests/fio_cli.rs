@@ -1,0 +1,246 @@
+//! End-to-end tests of `fsdelta fio`: the binary on job files and command-line jobs, its error
+//! messages and exit codes, SIGINT, and (where /usr/bin/fio exists) the same job under real fio.
+//!
+//! Tests that need /usr/bin/fio skip with a printed reason, unless FSDELTA_REQUIRE_ALL=1, where
+//! a missing fio fails them.
+
+use assert_cmd::Command;
+use serde_json::Value;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+fn fsdelta() -> Command {
+    Command::cargo_bin("fsdelta").unwrap()
+}
+
+fn json_of(stdout: &[u8]) -> Value {
+    let s = String::from_utf8_lossy(stdout);
+    serde_json::from_str(&s[s.find('{').expect("a JSON object")..]).unwrap()
+}
+
+/// Whether real fio can be used; prints why not, or panics under FSDELTA_REQUIRE_ALL=1.
+fn real_fio() -> bool {
+    if Path::new("/usr/bin/fio").exists() {
+        return true;
+    }
+    if std::env::var("FSDELTA_REQUIRE_ALL").as_deref() == Ok("1") {
+        panic!("/usr/bin/fio is required (FSDELTA_REQUIRE_ALL=1): apt-get install fio");
+    }
+    eprintln!("skipping: /usr/bin/fio is not installed (apt-get install fio)");
+    false
+}
+
+#[test]
+fn a_job_file_runs_and_prints_fio_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = dir.path().join("w.fio");
+    std::fs::write(
+        &job,
+        "[global]\nbs=16k\n\n[w]\nrw=write\nsize=1m\nend_fsync=1\n",
+    )
+    .unwrap();
+    let out = fsdelta()
+        .current_dir(dir.path())
+        .args(["fio", job.to_str().unwrap(), "--output-format=json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = json_of(&out.stdout);
+    let w = &v["jobs"][0]["write"];
+    assert_eq!(w["io_bytes"], 1 << 20);
+    assert_eq!(w["total_ios"], 64);
+    assert_eq!(v["jobs"][0]["jobname"], "w");
+    assert_eq!(v["global options"]["bs"], "16k");
+    assert_eq!(
+        std::fs::metadata(dir.path().join("w.0.0")).unwrap().len(),
+        1 << 20
+    );
+}
+
+#[test]
+fn command_line_jobs_print_fios_normal_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = fsdelta()
+        .current_dir(dir.path())
+        .args([
+            "fio",
+            "--name=r",
+            "--rw=randread",
+            "--size=1m",
+            "--invalidate=0",
+            "--percentile_list=50:99",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("r: (g=0): rw=randread, bs=(R) 4096B-4096B"),
+        "{text}"
+    );
+    assert!(text.contains("r: (groupid=0, jobs=1): err= 0"), "{text}");
+    assert!(text.contains("  read: IOPS="), "{text}");
+    assert!(text.contains("50.00th=["), "{text}");
+    assert!(text.contains("99.00th=["), "{text}");
+    assert!(!text.contains("99.90th"), "{text}");
+    assert!(text.contains("issued rwts: total=256,0,0,0"), "{text}");
+    assert!(text.contains("Run status group 0 (all jobs):"), "{text}");
+    assert!(text.contains("io=1024KiB"), "{text}");
+}
+
+#[test]
+fn an_unsupported_option_is_an_error_naming_file_line_and_the_supported_list() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = dir.path().join("bad.fio");
+    std::fs::write(&job, "[j]\nsize=1m\nverify=md5\n").unwrap();
+    let out = fsdelta()
+        .current_dir(dir.path())
+        .args(["fio", job.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("bad.fio:3"), "{err}");
+    assert!(err.contains("option 'verify' is not supported"), "{err}");
+    assert!(
+        err.contains("supported options: name, description, rw"),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn a_misaligned_direct_job_fails_before_any_io() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = fsdelta()
+        .current_dir(dir.path())
+        .args([
+            "fio",
+            "--name=d",
+            "--rw=randwrite",
+            "--direct=1",
+            "--bs=1000",
+            "--size=1m",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("O_DIRECT alignment"), "{err}");
+    assert!(!dir.path().join("d.0.0").exists(), "no file laid out");
+}
+
+#[test]
+fn missing_job_file_and_bad_flags_exit_2() {
+    fsdelta()
+        .args(["fio", "/nonexistent/job.fio"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("/nonexistent/job.fio"));
+    fsdelta()
+        .args(["fio", "--output-format=terse", "--name=x", "--size=1m"])
+        .assert()
+        .code(2);
+    fsdelta().args(["fio"]).assert().code(2);
+    fsdelta()
+        .args(["fio", "--help"])
+        .assert()
+        .code(0)
+        .stdout(predicates::str::contains("Supported job options: name"));
+}
+
+#[test]
+fn sigint_stops_a_time_based_job_with_exit_130() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = assert_cmd::cargo::cargo_bin("fsdelta");
+    let mut child = std::process::Command::new(bin)
+        .current_dir(dir.path())
+        .args([
+            "fio",
+            "--name=r",
+            "--rw=randread",
+            "--size=1m",
+            "--invalidate=0",
+            "--time_based",
+            "--runtime=60",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let t0 = Instant::now();
+    // SAFETY: kill(2) on our own child's pid with a valid signal number.
+    let rc = unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    assert_eq!(rc, 0);
+    let status = child.wait().unwrap();
+    assert!(t0.elapsed() < Duration::from_secs(5), "stopped promptly");
+    assert_eq!(status.code(), Some(130));
+}
+
+/// Run `job` (text) under both real fio and fsdelta in separate directories; returns both JSONs.
+fn both(job: &str) -> (Value, Value) {
+    let fio_dir = tempfile::tempdir().unwrap();
+    let our_dir = tempfile::tempdir().unwrap();
+    for d in [fio_dir.path(), our_dir.path()] {
+        std::fs::write(d.join("job.fio"), job).unwrap();
+    }
+    let theirs = std::process::Command::new("/usr/bin/fio")
+        .current_dir(fio_dir.path())
+        .args(["--output-format=json", "job.fio"])
+        .output()
+        .unwrap();
+    assert!(
+        theirs.status.success(),
+        "{}",
+        String::from_utf8_lossy(&theirs.stderr)
+    );
+    let ours = fsdelta()
+        .current_dir(our_dir.path())
+        .args(["fio", "--output-format=json", "job.fio"])
+        .output()
+        .unwrap();
+    assert!(
+        ours.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ours.stderr)
+    );
+    (json_of(&theirs.stdout), json_of(&ours.stdout))
+}
+
+#[test]
+fn real_fio_and_fsdelta_move_the_same_bytes_for_the_same_job() {
+    if !real_fio() {
+        return;
+    }
+    let job = "[global]\nsize=2m\ninvalidate=0\n\n[seq]\nrw=write\nbs=64k\nfsync=4\n\n\
+               [rand]\nstonewall\nrw=randrw\nrwmixread=70\nbs=4k\nnrfiles=2\n\n\
+               [clones]\nstonewall\nrw=randwrite\nnumjobs=2\ngroup_reporting\n";
+    let (theirs, ours) = both(job);
+    let tj = theirs["jobs"].as_array().unwrap();
+    let oj = ours["jobs"].as_array().unwrap();
+    assert_eq!(tj.len(), oj.len());
+    for (t, o) in tj.iter().zip(oj) {
+        assert_eq!(t["jobname"], o["jobname"]);
+        assert_eq!(t["groupid"], o["groupid"]);
+        for d in ["read", "write"] {
+            assert_eq!(t[d]["io_bytes"], o[d]["io_bytes"], "{} {d}", t["jobname"]);
+            assert_eq!(t[d]["total_ios"], o[d]["total_ios"], "{} {d}", t["jobname"]);
+        }
+        assert_eq!(
+            t["sync"]["total_ios"], o["sync"]["total_ios"],
+            "{}",
+            t["jobname"]
+        );
+    }
+    // Same seeds and same rwmix rule: the randrw job splits reads and writes as fio does.
+    assert_eq!(tj[1]["read"]["total_ios"], oj[1]["read"]["total_ios"]);
+}
