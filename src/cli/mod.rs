@@ -8,6 +8,7 @@ pub mod cleanup;
 pub mod dbench;
 pub mod fio;
 pub mod fsmark;
+pub mod profile;
 pub mod progress;
 pub mod query;
 pub mod report;
@@ -154,9 +155,16 @@ pub enum Command {
         cur: String,
         #[command(flatten)]
         opts: CompareArgs,
+        /// Under the verdicts, for each regressed or improved test, the symbols whose CPU share
+        /// changed most and a hint (profiles recorded with `run --profile`).
+        #[arg(long)]
+        profile: bool,
         #[command(flatten)]
         db: DbArg,
     },
+    /// Top symbols of the CPU profiles that `run --profile` recorded, by self and total share,
+    /// kernel [k] and user [.], like perf top. Example: fsdelta profile latest --test emptyfiles
+    Profile(profile::ProfileArgs),
     /// A metric's history over runs (median of each run's repetitions) with its change points.
     /// Example: fsdelta history --test smallfiles --metric files_per_sec
     History {
@@ -275,6 +283,18 @@ pub struct RunArgs {
     /// Compare with these runs when the run ends and exit like `compare` (1 on a regression).
     #[arg(long, value_name = "SEL")]
     pub baseline: Option<String>,
+    /// Record a CPU profile (perf record -e cpu-clock -a -g, Debian package linux-perf) of each
+    /// sample: always (the default), first (first repetition only), or optional (go on without
+    /// profiles when perf cannot record). See `fsdelta profile` and `compare --profile`.
+    #[arg(
+        long,
+        value_enum,
+        value_name = "WHEN",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "always"
+    )]
+    pub profile: Option<profile::ProfileMode>,
     /// After -n repetitions, keep adding repetitions of each test until its headline metric is
     /// resolved (with --baseline: a verdict other than inconclusive; without: the 95 % interval
     /// of its mean inside the unchanged band), up to --max-repeat.
@@ -366,8 +386,17 @@ pub fn main() -> i32 {
             base,
             cur,
             opts,
+            profile: false,
             db,
         } => query::compare(&db, &base, &cur, &opts),
+        Command::Compare {
+            base,
+            cur,
+            opts,
+            db,
+            ..
+        } => profile::compare(&db, &base, &cur, &opts),
+        Command::Profile(args) => profile::main(&args),
         Command::History {
             test,
             metric,

@@ -47,7 +47,7 @@ pub(crate) fn describe(sel: &str, runs: &[(RunInfo, Vec<SampleRecord>)]) -> Stri
     )
 }
 
-fn write_stdout(s: &str) -> Result<()> {
+pub(crate) fn write_stdout(s: &str) -> Result<()> {
     let mut out = std::io::stdout().lock();
     match out.write_all(s.as_bytes()).and_then(|_| out.flush()) {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),

@@ -40,18 +40,22 @@ fn install_signals() -> Result<CancelToken> {
 
 /// Store a sample; when the store refuses it as measured (a non-finite metric, say), store it as
 /// failed with the reason so that the run still shows what happened.
-fn store_sample(store: &mut dyn Store, run: RunId, mut sample: NewSample) -> Result<NewSample> {
+fn store_sample(
+    store: &mut dyn Store,
+    run: RunId,
+    mut sample: NewSample,
+) -> Result<(store::SampleId, NewSample)> {
     match store.add_sample(run, &sample) {
-        Ok(_) => Ok(sample),
+        Ok(id) => Ok((id, sample)),
         Err(e) if sample.status == SampleStatus::Ok => {
             sample.status = SampleStatus::Failed;
             sample.error = Some(format!("not stored as measured: {e}"));
             sample.metrics.clear();
             sample.histograms.clear();
-            store
+            let id = store
                 .add_sample(run, &sample)
                 .context("storing a failed sample")?;
-            Ok(sample)
+            Ok((id, sample))
         }
         Err(e) => Err(e).context("storing a sample"),
     }
@@ -108,6 +112,7 @@ struct Outcome {
 }
 
 /// Run one test once on the i-th target.
+#[allow(clippy::too_many_arguments)]
 fn one_sample(
     targets: &mut Targets,
     i: usize,
@@ -116,6 +121,7 @@ fn one_sample(
     cancel: &CancelToken,
     sink: &dyn ProgressSink,
     drop_caches: bool,
+    mut profiler: Option<&mut super::profile::RunProfiler>,
 ) -> Outcome {
     let fail = |facts: TargetFacts, e: String| Outcome {
         facts,
@@ -145,12 +151,18 @@ fn one_sample(
             facts
                 .extra
                 .insert("caches_dropped".into(), dropped.to_string());
+            if let Some(p) = profiler.as_deref_mut() {
+                p.start();
+            }
             let counters = system::Snapshot::take();
             let r = w.run(&RunContext {
                 dir: &dir,
                 cancel,
                 progress: sink,
             });
+            if let Some(p) = profiler {
+                p.stop();
+            }
             let _ = scratch.discard_subdir(&dir);
             match r {
                 Ok(mut m) => {
@@ -189,12 +201,18 @@ fn one_sample(
                 .extra
                 .insert("caches_dropped".into(), dropped.to_string());
             let before = t.counters().ok().flatten();
+            if let Some(p) = profiler.as_deref_mut() {
+                p.start();
+            }
             let counters = system::Snapshot::take();
             let r = w.run(&RunContext {
                 dir: &prepared.dir,
                 cancel,
                 progress: sink,
             });
+            if let Some(p) = profiler {
+                p.stop();
+            }
             let cpu = counters.metrics_since();
             let after_hook = t.after_sample();
             let mut m = match r {
@@ -294,6 +312,7 @@ pub fn main(args: RunArgs) -> Result<i32> {
                 .map_err(|e| anyhow::anyhow!("test {}: {e}", t.name))
         })
         .collect::<Result<Vec<_>>>()?;
+    let mut profiler = super::profile::RunProfiler::new(args.profile)?;
 
     // Undo what a killed fsdelta left behind before creating anything new.
     match target::recover_leftovers() {
@@ -392,6 +411,7 @@ pub fn main(args: RunArgs) -> Result<i32> {
                 &cancel,
                 &sink,
                 !args.no_drop_caches,
+                profiler.as_mut().filter(|p| p.wants(rep)),
             );
             if out.cancelled {
                 return Ok(None);
@@ -411,7 +431,7 @@ pub fn main(args: RunArgs) -> Result<i32> {
                 Ok(m) => (SampleStatus::Ok, None, m),
                 Err(e) => (SampleStatus::Failed, Some(e), Measurements::default()),
             };
-            let sample = store_sample(
+            let (sample_id, sample) = store_sample(
                 store.as_mut(),
                 run_id,
                 NewSample {
@@ -428,6 +448,9 @@ pub fn main(args: RunArgs) -> Result<i32> {
                     histograms: m.histograms,
                 },
             )?;
+            if let Some(p) = profiler.as_mut() {
+                p.store(store.as_mut(), sample_id)?;
+            }
             let (line, head) = match sample.status {
                 SampleStatus::Ok => {
                     let head = headline(&sample.metrics);

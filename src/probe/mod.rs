@@ -8,4 +8,5 @@
 
 pub mod clock;
 pub mod histogram;
+pub mod profile;
 pub mod system;

@@ -12,5 +12,6 @@ pub mod fio;
 pub mod fsmark;
 pub mod history;
 pub mod html;
+pub mod profile;
 pub mod svg;
 pub mod text;

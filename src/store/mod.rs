@@ -97,6 +97,16 @@ pub struct SampleRecord {
     pub sample: NewSample,
 }
 
+/// A CPU profile of a sample at rest: its format name and its bytes. The store keeps them
+/// opaque; `probe::profile` writes and reads the format (compressed folded stacks).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoredProfile {
+    /// Format name (`folded-gz-v1`).
+    pub format: String,
+    /// The encoded profile.
+    pub data: Vec<u8>,
+}
+
 /// Filter for listing runs.
 #[derive(Clone, Debug, Default)]
 pub struct RunFilter {
@@ -166,6 +176,10 @@ pub trait Store {
     fn run(&self, id: RunId) -> Result<Option<RunInfo>, StoreError>;
     /// Every sample of a run, in the order stored, with metrics and histograms.
     fn samples(&self, run: RunId) -> Result<Vec<SampleRecord>, StoreError>;
+    /// Keep the CPU profile of a stored sample (one per sample).
+    fn add_profile(&mut self, sample: SampleId, profile: &StoredProfile) -> Result<(), StoreError>;
+    /// The CPU profile of a sample, if one was recorded.
+    fn profile(&self, sample: SampleId) -> Result<Option<StoredProfile>, StoreError>;
 
     /// The runs a selector names. `latest` and `latest~N` count runs that have ended (any
     /// status but `running`), newest first; `label:TEXT` returns every run with that label.

@@ -11,6 +11,7 @@
 
 use super::{
     NewRun, NewSample, RunFilter, RunId, RunInfo, SampleId, SampleRecord, Store, StoreError,
+    StoredProfile,
 };
 use crate::model::{
     Direction, Environment, HistogramRecord, Metric, RunStatus, SampleStatus, TargetFacts, Unit,
@@ -80,6 +81,12 @@ const MIGRATIONS: &[&str] = &[
         buckets TEXT NOT NULL,
         PRIMARY KEY (sample_id, name)
     ) WITHOUT ROWID;",
+    // 2: CPU profiles (issue 8), one per sample, opaque to the store.
+    "CREATE TABLE profiles (
+        sample_id INTEGER PRIMARY KEY REFERENCES samples (id) ON DELETE CASCADE,
+        format TEXT NOT NULL,
+        data BLOB NOT NULL
+    );",
 ];
 
 /// The newest schema version this build writes.
@@ -539,6 +546,44 @@ impl Store for SqliteStore {
         }
         Ok(out)
     }
+
+    fn add_profile(&mut self, sample: SampleId, profile: &StoredProfile) -> Result<(), StoreError> {
+        self.conn
+            .execute(
+                "INSERT INTO profiles (sample_id, format, data) VALUES (?1, ?2, ?3)",
+                params![sample, profile.format, profile.data],
+            )
+            .map_err(|e| match e {
+                rusqlite::Error::SqliteFailure(f, _)
+                    if f.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_PRIMARYKEY =>
+                {
+                    StoreError::Backend(format!("sample {sample} already has a profile"))
+                }
+                rusqlite::Error::SqliteFailure(f, _)
+                    if f.code == rusqlite::ErrorCode::ConstraintViolation =>
+                {
+                    StoreError::NoMatch(format!("{sample} (sample id for a profile)"))
+                }
+                e => backend(e),
+            })?;
+        Ok(())
+    }
+
+    fn profile(&self, sample: SampleId) -> Result<Option<StoredProfile>, StoreError> {
+        self.conn
+            .query_row(
+                "SELECT format, data FROM profiles WHERE sample_id = ?1",
+                params![sample],
+                |r| {
+                    Ok(StoredProfile {
+                        format: r.get(0)?,
+                        data: r.get(1)?,
+                    })
+                },
+            )
+            .optional()
+            .map_err(backend)
+    }
 }
 
 #[cfg(test)]
@@ -707,6 +752,62 @@ mod tests {
         };
         let s = SqliteStore::open(&path).unwrap();
         assert!(s.run(id).unwrap().is_some());
+    }
+
+    #[test]
+    fn a_profile_round_trips_once_per_sample() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = SqliteStore::open(&dir.path().join("r.sqlite")).unwrap();
+        let run = s.create_run(&new_run("x")).unwrap();
+        let a = s.add_sample(run, &sample("t", 1, 1.0)).unwrap();
+        let b = s.add_sample(run, &sample("t", 2, 1.0)).unwrap();
+        let p = StoredProfile {
+            format: "folded-gz-v1".into(),
+            data: vec![0, 1, 2, 255],
+        };
+        s.add_profile(a, &p).unwrap();
+        assert_eq!(s.profile(a).unwrap(), Some(p.clone()));
+        assert_eq!(s.profile(b).unwrap(), None);
+        let e = s.add_profile(a, &p).unwrap_err();
+        assert!(e.to_string().contains("already has a profile"), "{e}");
+        assert!(matches!(
+            s.add_profile(9999, &p),
+            Err(StoreError::NoMatch(_))
+        ));
+    }
+
+    #[test]
+    fn a_version_1_store_gains_the_profiles_table_and_keeps_its_data() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.sqlite");
+        {
+            let c = Connection::open(&path).unwrap();
+            c.execute_batch(MIGRATIONS[0]).unwrap();
+            c.execute_batch("PRAGMA user_version = 1").unwrap();
+            c.execute(
+                "INSERT INTO runs (label, suite, started_at, status, host, kernel, fsdelta_version, environment)
+                 VALUES ('old', 'quick', '2026-01-01T00:00:00Z', 'complete', 'h', 'k', '0.1.0', ?1)",
+                params![serde_json::to_string(&Environment::default()).unwrap()],
+            )
+            .unwrap();
+        }
+        let mut s = SqliteStore::open(&path).unwrap();
+        let version: i64 = s
+            .conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(version, SCHEMA_VERSION);
+        assert_eq!(SCHEMA_VERSION, 2);
+        let old = s.runs(&RunFilter::default()).unwrap();
+        assert_eq!(old.len(), 1);
+        assert_eq!(old[0].label, "old");
+        let id = s.add_sample(old[0].id, &sample("t", 1, 1.0)).unwrap();
+        let p = StoredProfile {
+            format: "f".into(),
+            data: vec![7],
+        };
+        s.add_profile(id, &p).unwrap();
+        assert_eq!(s.profile(id).unwrap(), Some(p));
     }
 
     #[test]

@@ -1,0 +1,326 @@
+//! Profiles at the command-line edge: `fsdelta profile SEL --test NAME` (top symbols),
+//! `fsdelta compare ... --profile` (symbol deltas and a hint under the verdicts), and
+//! [`RunProfiler`], which `fsdelta run --profile` calls around each workload.
+//!
+//! Why a file of its own: the run loop and `compare` must stay readable, so everything that
+//! profiling adds to them lives here behind a few calls. Like the rest of `cli`, it must never
+//! analyse a profile itself (that is `report::profile`) nor drive perf (that is
+//! `probe::profile`).
+
+use super::{CompareArgs, CompareFormat, DbArg, EXIT_OK, query};
+use crate::compare::verdict::Verdict;
+use crate::probe::profile::{self as probe, Profile, ProfileError, Recorder, Recording};
+use crate::report;
+use crate::report::compare::Judged;
+use crate::store::{self, RunInfo, SampleId, SampleRecord, Store};
+use anyhow::{Context, Result};
+use clap::{Args, ValueEnum};
+use std::fmt::Write;
+use std::path::PathBuf;
+
+/// Which samples `run --profile` records.
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum ProfileMode {
+    /// Every sample; the run stops with an error when perf cannot record.
+    Always,
+    /// The first repetition of each test only; the run stops when perf cannot record.
+    First,
+    /// Every sample when perf can record; without perf or permission the run goes on without
+    /// profiles.
+    Optional,
+}
+
+/// Records a profile around each workload of `fsdelta run --profile` and stores it with the
+/// sample. The run loop calls [`start`](Self::start) and [`stop`](Self::stop) around the
+/// workload, then [`store`](Self::store) once the sample has its id; folding (`perf script`)
+/// happens there, outside the sample's timing and counters.
+pub struct RunProfiler {
+    mode: ProfileMode,
+    recorder: Option<Recorder>,
+    pending: Option<Result<Recording, ProfileError>>,
+    /// Optional profiling failed once: no more profiles in this run.
+    gave_up: bool,
+}
+
+impl RunProfiler {
+    /// A profiler for `mode`, or `None` when profiles were not asked for (or are optional and
+    /// this machine cannot record them, which is said once here). Checks perf before the run
+    /// starts, so that a missing perf fails fast.
+    pub fn new(mode: Option<ProfileMode>) -> Result<Option<RunProfiler>> {
+        let Some(mode) = mode else {
+            return Ok(None);
+        };
+        match probe::check() {
+            Ok(()) => Ok(Some(RunProfiler {
+                mode,
+                recorder: None,
+                pending: None,
+                gave_up: false,
+            })),
+            Err(e) if mode == ProfileMode::Optional => {
+                eprintln!("fsdelta: --profile=optional: this run records no profiles: {e}");
+                Ok(None)
+            }
+            Err(e) => Err(anyhow::Error::from(e).context("--profile")),
+        }
+    }
+
+    /// Whether the samples of repetition `rep` (from 1) are profiled.
+    pub fn wants(&self, rep: u32) -> bool {
+        !self.gave_up && (self.mode != ProfileMode::First || rep == 1)
+    }
+
+    /// Start perf; call right before the workload.
+    pub fn start(&mut self) {
+        self.recorder = None;
+        self.pending = None;
+        match Recorder::start() {
+            Ok(r) => self.recorder = Some(r),
+            Err(e) => self.pending = Some(Err(e)),
+        }
+    }
+
+    /// Stop perf; call right after the workload.
+    pub fn stop(&mut self) {
+        if let Some(r) = self.recorder.take() {
+            self.pending = Some(r.stop());
+        }
+    }
+
+    /// Fold what was recorded and store it with `sample`. With `--profile=optional` a failure
+    /// is said once and profiling stops for the rest of the run; otherwise it is an error.
+    pub fn store(&mut self, store: &mut dyn Store, sample: SampleId) -> Result<()> {
+        let Some(recorded) = self.pending.take() else {
+            return Ok(());
+        };
+        match recorded.and_then(Recording::fold) {
+            Ok(p) => store
+                .add_profile(sample, &p.encode())
+                .with_context(|| format!("storing the profile of sample {sample}")),
+            Err(e) if self.mode == ProfileMode::Optional => {
+                eprintln!(
+                    "fsdelta: --profile=optional: no more profiles in this run after: {e}"
+                );
+                self.gave_up = true;
+                Ok(())
+            }
+            Err(e) => Err(anyhow::Error::from(e).context(format!(
+                "profiling sample {sample} (it is stored; --profile=optional goes on without profiles)"
+            ))),
+        }
+    }
+}
+
+/// Options of `fsdelta profile`.
+#[derive(Debug, Args)]
+pub struct ProfileArgs {
+    /// Runs: an id, latest, latest~N or label:TEXT (their profiles are pooled).
+    pub sel: String,
+    /// The test whose profiles to show.
+    #[arg(long = "test", value_name = "NAME")]
+    pub test: String,
+    /// Only this configuration (default: every configuration, each on its own).
+    #[arg(long = "config", value_name = "NAME")]
+    pub config: Option<String>,
+    /// How many symbols to list.
+    #[arg(long, default_value_t = 25)]
+    pub limit: usize,
+    /// Also write a flame graph (SVG) of the pooled profiles to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub flamegraph: Option<PathBuf>,
+    #[command(flatten)]
+    pub db: DbArg,
+}
+
+/// The pooled profile of the samples of `runs` that ran `test` on a configuration `keep`
+/// accepts, and how many samples had one.
+fn pooled(
+    store: &dyn Store,
+    runs: &[(RunInfo, Vec<SampleRecord>)],
+    test: &str,
+    keep: impl Fn(&str) -> bool,
+) -> Result<(Profile, usize)> {
+    let mut p = Profile::default();
+    let mut n = 0;
+    for s in runs.iter().flat_map(|(_, s)| s.iter()) {
+        if s.sample.test != test || !keep(&s.sample.config) {
+            continue;
+        }
+        if let Some(stored) = store.profile(s.id)? {
+            p.merge(
+                &Profile::decode(&stored)
+                    .with_context(|| format!("profile of sample {} (run {})", s.id, s.run_id))?,
+            );
+            n += 1;
+        }
+    }
+    Ok((p, n))
+}
+
+/// `fsdelta profile SEL --test NAME [--config NAME]`.
+pub fn main(args: &ProfileArgs) -> Result<i32> {
+    let store = store::open(&args.db.location())?;
+    let runs = query::load(store.as_ref(), &args.sel)?;
+    let mut configs: Vec<&str> = runs
+        .iter()
+        .flat_map(|(_, s)| s.iter())
+        .filter(|s| s.sample.test == args.test)
+        .map(|s| s.sample.config.as_str())
+        .filter(|c| args.config.as_deref().is_none_or(|want| want == *c))
+        .collect();
+    configs.sort();
+    configs.dedup();
+    if configs.is_empty() {
+        anyhow::bail!(
+            "{} has no sample of test '{}'{}; see `fsdelta show {}`",
+            args.sel,
+            args.test,
+            args.config
+                .as_deref()
+                .map(|c| format!(" on configuration '{c}'"))
+                .unwrap_or_default(),
+            args.sel
+        );
+    }
+    let mut out = String::new();
+    let mut all = Profile::default();
+    for config in configs {
+        let (p, n) = pooled(store.as_ref(), &runs, &args.test, |c| c == config)?;
+        if n == 0 {
+            let _ = writeln!(
+                out,
+                "{} ({config}): no profile stored; record one with `fsdelta run --test {} --profile`\n",
+                args.test, args.test
+            );
+            continue;
+        }
+        let title = format!(
+            "{} ({config}), {n} profile{} of {}",
+            args.test,
+            if n == 1 { "" } else { "s" },
+            args.sel
+        );
+        out.push_str(&report::profile::top_text(&title, &p, args.limit));
+        out.push('\n');
+        all.merge(&p);
+    }
+    if all.is_empty() {
+        anyhow::bail!(
+            "no profile stored for test '{}' in {}; record them with `fsdelta run --test {} --profile`",
+            args.test,
+            args.sel,
+            args.test
+        );
+    }
+    if let Some(path) = &args.flamegraph {
+        let svg = report::profile::flamegraph_svg(&all, &format!("{} in {}", args.test, args.sel))
+            .context("drawing the flame graph")?;
+        std::fs::write(path, svg).with_context(|| format!("writing {}", path.display()))?;
+        let _ = writeln!(out, "flame graph: {}", path.display());
+    }
+    query::write_stdout(&out)?;
+    Ok(EXIT_OK)
+}
+
+/// `fsdelta compare BASE CUR --profile`: the comparison, then for each test with a regressed or
+/// improved metric the symbols whose CPU share changed most, and a hint.
+pub fn compare(db: &DbArg, base: &str, cur: &str, opts: &CompareArgs) -> Result<i32> {
+    if opts.format == CompareFormat::Json {
+        anyhow::bail!(
+            "compare --profile adds a text section; use --format text (the default) or markdown with --profile"
+        );
+    }
+    let store = store::open(&db.location())?;
+    let (bd, cd, rows) = query::judge(store.as_ref(), base, cur, opts)?;
+    let mut out = query::render_comparison(&bd, &cd, &rows, opts)?;
+    let section = changed_profiles(store.as_ref(), base, cur, &rows)?;
+    if opts.format == CompareFormat::Markdown {
+        // The 80-column section keeps its alignment in a fenced block.
+        out.push_str("\n```");
+        out.push_str(&section);
+        out.push_str("```\n");
+    } else {
+        out.push_str(&section);
+    }
+    query::write_stdout(&out)?;
+    Ok(query::exit_code(&rows, opts.bisect))
+}
+
+/// How many symbol deltas to show per test.
+const DELTAS_SHOWN: usize = 10;
+
+fn changed_profiles(store: &dyn Store, base: &str, cur: &str, rows: &[Judged]) -> Result<String> {
+    let (base_sel, base_cfg) = query::split_config(base);
+    let (cur_sel, cur_cfg) = query::split_config(cur);
+    let across = (base_cfg.is_some() || cur_cfg.is_some()) && base_cfg != cur_cfg;
+    let b = query::load(store, base_sel)?;
+    let c = query::load(store, cur_sel)?;
+    let changed =
+        |j: &&Judged| matches!(j.comparison.verdict, Verdict::Regressed | Verdict::Improved);
+    let mut tests: Vec<(&str, &str)> = Vec::new();
+    for j in rows.iter().filter(changed) {
+        let k = (j.key.config.as_str(), j.key.test.as_str());
+        if !tests.contains(&k) {
+            tests.push(k);
+        }
+    }
+    let mut out = String::from("\nCPU profiles of the tests that changed\n");
+    if tests.is_empty() {
+        out.push_str("  no test regressed or improved: no profile to explain\n");
+        return Ok(out);
+    }
+    for (config, test) in tests {
+        let side = |cfg: Option<&str>| -> Option<String> {
+            match cfg {
+                Some(c) => Some(c.to_string()),
+                None if across => None,
+                None => Some(config.to_string()),
+            }
+        };
+        let (bc, cc) = (side(base_cfg), side(cur_cfg));
+        let (bp, bn) = pooled(store, &b, test, |c| bc.as_deref().is_none_or(|w| w == c))?;
+        let (cp, cn) = pooled(store, &c, test, |c| cc.as_deref().is_none_or(|w| w == c))?;
+        let verdicts: Vec<String> = rows
+            .iter()
+            .filter(changed)
+            .filter(|j| j.key.config == config && j.key.test == test)
+            .map(|j| {
+                format!(
+                    "{} {} {}",
+                    j.key.metric,
+                    match j.comparison.verdict {
+                        Verdict::Regressed => "regressed",
+                        _ => "improved",
+                    },
+                    j.comparison
+                        .diff_pct
+                        .map(|d| format!("{d:+.1} %"))
+                        .unwrap_or_default()
+                )
+            })
+            .collect();
+        let more = match verdicts.len() {
+            n if n > 2 => format!(" and {} more", n - 2),
+            _ => String::new(),
+        };
+        let _ = writeln!(
+            out,
+            "\n{test} ({config}): {}{more}",
+            verdicts[..verdicts.len().min(2)].join(", ")
+        );
+        match (bn, cn) {
+            (0, _) | (_, 0) => {
+                let _ = writeln!(
+                    out,
+                    "  no profile on the {} side ({bn} baseline, {cn} current); record them with `fsdelta run --test {test} --profile`",
+                    if bn == 0 { "baseline" } else { "current" }
+                );
+            }
+            _ => {
+                let _ = writeln!(out, "  {bn} baseline and {cn} current profiles");
+                out.push_str(&report::profile::diff_text(&bp, &cp, DELTAS_SHOWN));
+            }
+        }
+    }
+    Ok(out)
+}
