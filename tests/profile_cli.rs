@@ -297,6 +297,19 @@ fn compare_profile_explains_a_regression_with_symbol_deltas_and_a_hint() {
             "```\nCPU profiles of the tests that changed\n",
         ))
         .stdout(predicate::str::contains("queue_read_lock_slowpath"));
+
+    // The HTML report carries a flame graph per side and a differential one for the changed
+    // test, as images (inferno's zoom script does not run in an <img>).
+    let html = tmp.path().join("r.html");
+    fsdelta(&db)
+        .args(["report", "label:6.17", "label:6.18", "-o"])
+        .arg(&html)
+        .assert()
+        .success();
+    let text = std::fs::read_to_string(&html).unwrap();
+    assert!(text.contains("<h3>CPU profiles</h3>"));
+    assert_eq!(text.matches("data:image/svg+xml;base64,").count(), 3);
+    assert!(text.contains("differential flame graph of emptyfiles"));
 }
 
 /// The pid of a `perf` child of `parent`, if one runs.

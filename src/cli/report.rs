@@ -228,6 +228,7 @@ fn gather_comparison(
             description: cd,
             runs: c.side.runs,
         },
+        flamegraphs: flamegraphs(store, &b.samples, &c.samples, &naming, &metrics),
         metrics,
         summary: Some(summary),
         text_table,
@@ -277,10 +278,92 @@ fn gather_single(store: &dyn Store, sel: &str, args: &ReportArgs) -> Result<Repo
         curves: curves(None, &l.samples, &naming, &metrics),
         baseline: None,
         current: l.side,
+        flamegraphs: flamegraphs(store, &[], &l.samples, &naming, &metrics),
         metrics,
         summary: None,
         text_table,
     })
+}
+
+/// Flame graphs of every test that has stored profiles: for a comparison only the tests with a
+/// regressed or improved metric (per side and differential), for a single selection every
+/// profiled test. Profiles that cannot be read are left out (the rest of the report stands).
+fn flamegraphs(
+    store: &dyn Store,
+    base: &[SampleRecord],
+    cur: &[SampleRecord],
+    naming: &Naming,
+    metrics: &[MetricInput],
+) -> Vec<report::html::FlameGraphs> {
+    use crate::probe::profile::Profile;
+    let mut keys: Vec<(String, String)> = Vec::new();
+    for s in cur.iter().chain(base) {
+        let k = (naming.name(&s.sample.config), s.sample.test.clone());
+        if !keys.contains(&k) {
+            keys.push(k);
+        }
+    }
+    let merged = |samples: &[SampleRecord], config: &str, test: &str| -> Option<Profile> {
+        let mut p: Option<Profile> = None;
+        for s in samples
+            .iter()
+            .filter(|s| naming.name(&s.sample.config) == config && s.sample.test == test)
+        {
+            if let Ok(Some(stored)) = store.profile(s.id)
+                && let Ok(one) = Profile::decode(&stored)
+            {
+                match &mut p {
+                    Some(p) => p.merge(&one),
+                    None => p = Some(one),
+                }
+            }
+        }
+        p.filter(|p| !p.is_empty())
+    };
+    let mut out = Vec::new();
+    for (config, test) in keys {
+        let changed = metrics.iter().any(|m| {
+            m.key.config == config
+                && m.key.test == test
+                && m.comparison.as_ref().is_some_and(|c| {
+                    matches!(
+                        c.verdict,
+                        verdict::Verdict::Regressed | verdict::Verdict::Improved
+                    )
+                })
+        });
+        let single = base.is_empty();
+        if !single && !changed {
+            continue;
+        }
+        let b = if single {
+            None
+        } else {
+            merged(base, &config, &test)
+        };
+        let c = merged(cur, &config, &test);
+        if b.is_none() && c.is_none() {
+            continue;
+        }
+        let title = |side: &str| format!("{test} on {config}: {side}");
+        out.push(report::html::FlameGraphs {
+            baseline: b
+                .as_ref()
+                .and_then(|p| report::profile::flamegraph_svg(p, &title("baseline")).ok()),
+            current: c
+                .as_ref()
+                .and_then(|p| report::profile::flamegraph_svg(p, &title("current")).ok()),
+            differential: match (&b, &c) {
+                (Some(b), Some(c)) => {
+                    report::profile::differential_svg(b, c, &title("differential")).ok()
+                }
+                _ => None,
+            },
+            config,
+            test,
+        });
+    }
+    out
 }
 
 fn generator() -> String {

@@ -46,6 +46,74 @@ pub struct ReportInput {
     pub curves: Vec<PercentileCurves>,
     /// The text table (`compare`'s or `show`'s), shown in a `<pre>` for copying into a mail.
     pub text_table: String,
+    /// Flame graphs of the tests that changed, when their samples were profiled.
+    pub flamegraphs: Vec<FlameGraphs>,
+}
+
+/// CPU flame graphs of one test (inferno SVGs, built from the stored folded stacks).
+#[derive(Clone, Debug)]
+pub struct FlameGraphs {
+    /// Configuration name as shown in the report.
+    pub config: String,
+    /// Test name.
+    pub test: String,
+    /// The baseline side's flame graph.
+    pub baseline: Option<String>,
+    /// The current side's flame graph.
+    pub current: Option<String>,
+    /// The differential flame graph (red: grew in the current side, blue: shrank).
+    pub differential: Option<String>,
+}
+
+/// Standard base64 (RFC 4648) of `bytes`, for `data:` URIs.
+fn base64(bytes: &[u8]) -> String {
+    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for c in bytes.chunks(3) {
+        let n = (c[0] as u32) << 16
+            | (*c.get(1).unwrap_or(&0) as u32) << 8
+            | *c.get(2).unwrap_or(&0) as u32;
+        for i in 0..4 {
+            if i <= c.len() {
+                out.push(A[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+/// Flame graphs as images: inferno's SVGs carry their own zoom script, which an `<img>` does
+/// not run, so the report stays script-free apart from its own sorting code.
+fn flamegraph_section(out: &mut String, input: &ReportInput, config: &str, test: &str) {
+    let Some(f) = input
+        .flamegraphs
+        .iter()
+        .find(|f| f.config == config && f.test == test)
+    else {
+        return;
+    };
+    out.push_str(
+        "<h3>CPU profiles</h3><p class=\"note\">perf record -e cpu-clock -a -g over each \
+         profiled sample, every repetition of a side merged. Width = share of CPU samples. In the \
+         differential graph the current side's stacks are drawn, red where they grew against the \
+         baseline and blue where they shrank.</p>",
+    );
+    for (what, svg) in [
+        ("baseline", &f.baseline),
+        ("current", &f.current),
+        ("differential", &f.differential),
+    ] {
+        if let Some(svg) = svg {
+            let _ = write!(
+                out,
+                "<figure class=\"flame\"><figcaption>{what}</figcaption><img alt=\"{what} flame graph of {}\" style=\"width:100%\" src=\"data:image/svg+xml;base64,{}\"></figure>",
+                esc(test),
+                base64(svg.as_bytes())
+            );
+        }
+    }
 }
 
 /// One side of the report.
@@ -485,6 +553,7 @@ fn test_section(out: &mut String, input: &ReportInput, i: usize, config: &str, t
         }
         out.push_str("</div>\n");
     }
+    flamegraph_section(out, input, config, test);
     let with_history: Vec<&&MetricInput> = metrics.iter().filter(|m| m.history.is_some()).collect();
     if !with_history.is_empty() {
         out.push_str(
@@ -580,3 +649,15 @@ const SCRIPT: &str = r#"
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod base64_tests {
+    #[test]
+    fn base64_matches_rfc_4648() {
+        assert_eq!(super::base64(b""), "");
+        assert_eq!(super::base64(b"f"), "Zg==");
+        assert_eq!(super::base64(b"fo"), "Zm8=");
+        assert_eq!(super::base64(b"foo"), "Zm9v");
+        assert_eq!(super::base64(b"foobar"), "Zm9vYmFy");
+    }
+}

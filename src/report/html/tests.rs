@@ -121,6 +121,7 @@ fn comparison_input() -> ReportInput {
     m[0].history = Some(step_history());
     let comparisons: Vec<_> = m.iter().filter_map(|m| m.comparison.clone()).collect();
     ReportInput {
+        flamegraphs: vec![],
         generator: "fsdelta test".into(),
         baseline: Some(SideInput {
             description: "1 (run 1, label base)".into(),
