@@ -77,6 +77,10 @@ pub struct DbenchOutput {
     pub procs: u32,
     /// `max_latency=` on the Throughput line, ms.
     pub max_latency_ms: f64,
+    /// The Throughput line says `(sync open)` (dbench's `-s`).
+    pub sync_open: bool,
+    /// The Throughput line says `(sync dirs)` (dbench's `-S`).
+    pub sync_dirs: bool,
 }
 
 fn num<T: std::str::FromStr>(n: usize, word: Option<&str>, what: &str) -> Result<T, ParseError> {
@@ -123,6 +127,8 @@ pub fn parse(text: &str) -> Result<DbenchOutput, ParseError> {
         clients: 0,
         procs: 0,
         max_latency_ms: 0.0,
+        sync_open: false,
+        sync_dirs: false,
     };
     let mut table_started = false;
     let mut throughput_seen = false;
@@ -183,7 +189,17 @@ pub fn parse(text: &str) -> Result<DbenchOutput, ParseError> {
             w.next();
             out.throughput_mb_s = float(n, w.next(), "throughput")?;
             expect_word(n, w.next(), "MB/sec")?;
-            out.clients = num(n, w.next(), "clients")?;
+            let mut next = w.next();
+            // dbench adds " (sync open)" for -s and " (sync dirs)" for -S.
+            for (flag, field) in [("open)", &mut out.sync_open), ("dirs)", &mut out.sync_dirs)] {
+                let mut look = w.clone();
+                if next == Some("(sync") && look.next() == Some(flag) {
+                    *field = true;
+                    w = look;
+                    next = w.next();
+                }
+            }
+            out.clients = num(n, next, "clients")?;
             expect_word(n, w.next(), "clients")?;
             out.procs = num(n, w.next(), "procs")?;
             expect_word(n, w.next(), "procs")?;
