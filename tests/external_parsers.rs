@@ -353,6 +353,26 @@ fn fio_several_jobs_merge_like_the_native_engine() {
 }
 
 #[test]
+fn fio_group_reporting_over_mixed_jobs_skips_fios_empty_entry() {
+    // m and n (2 clones) share group 0; group_reporting merges all three into the entry named
+    // m, and fio 3.33 then prints an empty entry without a jobname, which is no job.
+    let text = fixture("fio_group_mixed.jsonplus.json");
+    let v: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v["jobs"].as_array().unwrap().len(), 2);
+    assert!(v["jobs"][1].get("jobname").is_none());
+    let p = fio::parse(&text).unwrap();
+    assert_eq!(p.jobs.len(), 1);
+    assert_eq!(p.jobs[0].name, "m");
+    let m = p.measurements().metrics;
+    assert!(has(&m, "read_clat_ns_p99") && has(&m, "write_clat_ns_p99"));
+    // An entry without a jobname that did I/O is not fio's placeholder: an error.
+    let bad = text.replacen("\"jobname\" : \"m\",", "", 1);
+    assert_ne!(bad, text);
+    let e = fio::parse(&bad).unwrap_err();
+    assert!(e.message.contains("jobs[0].jobname: missing"), "{e}");
+}
+
+#[test]
 fn fio_import_gives_one_sample_per_reported_job() {
     let s = import_fio_json(&fixture("fio_multi_jobs.json")).unwrap();
     let tests: Vec<&str> = s.iter().map(|x| x.test.as_str()).collect();

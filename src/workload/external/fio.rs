@@ -343,6 +343,7 @@ pub fn parse(text: &str) -> Result<FioOutput, ParseError> {
         .ok_or_else(|| r.err(&jat, "expected an array"))?
         .iter()
         .enumerate()
+        .filter(|(_, j)| !is_placeholder(j))
         .map(|(i, j)| r.job(j, &jat.index(i)))
         .collect::<Result<Vec<_>, _>>()?;
     if jobs.is_empty() {
@@ -355,6 +356,21 @@ pub fn parse(text: &str) -> Result<FioOutput, ParseError> {
         jobs,
         json_line: line,
     })
+}
+
+/// fio 3.33 prints an empty entry (no `jobname`, `groupid` 4294967295, no I/O) after a group
+/// whose later jobs are merged into an earlier one by group_reporting; it is not a job.
+fn is_placeholder(j: &Value) -> bool {
+    let no_io = |d: &str| {
+        j.get(d)
+            .and_then(|d| d.get("io_bytes"))
+            .and_then(Value::as_u64)
+            .is_none_or(|b| b == 0)
+    };
+    j.get("jobname").is_none()
+        && j.get("groupid").and_then(Value::as_u64) == Some(u32::MAX as u64)
+        && no_io("read")
+        && no_io("write")
 }
 
 /// Byte offset and 1-based line of the first line whose first non-blank character is `{`.
@@ -575,7 +591,9 @@ impl FioOutput {
 
 /// The real fio on a job file: `fio --output-format=json+ -` with the job text on stdin, run in
 /// the target directory (relative `directory=`/`filename=` resolve there, as for the native
-/// engine).
+/// engine). A `[global]` section with `thread` is put before the job text, so that jobs are
+/// threads as in the native engine (fio's own default forks a process per job); fio's line
+/// numbers in job-file errors are therefore two more than the user's.
 #[derive(Clone, Debug)]
 pub struct ExternalFio {
     job: String,
@@ -617,7 +635,10 @@ impl Workload for ExternalFio {
         ctx.progress.phase("fio (external)");
         let mut cmd = std::process::Command::new(bin);
         cmd.arg("--output-format=json+").arg("-");
-        let out = run_child(FIO, cmd, ctx.dir, Some(self.job.clone()), ctx)?;
+        // Jobs run as threads of one fio process, as in the native engine (whose `thread` is
+        // always on); fio's forked jobs would each start a session of their own.
+        let job = format!("[global]\nthread\n{}", self.job);
+        let out = run_child(FIO, cmd, ctx.dir, Some(job), ctx)?;
         let parsed = parse(&out.stdout).map_err(|e| unreadable(e, &out))?;
         let errors = parsed.errors();
         if !errors.is_empty() {

@@ -115,6 +115,9 @@ fn is_executable(p: &Path) -> bool {
     std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
+/// How long a cancelled tool gets to stop after SIGTERM before its group is killed.
+const CANCEL_GRACE: Duration = Duration::from_secs(3);
+
 /// What a finished child left.
 #[derive(Debug)]
 pub(crate) struct ChildOutput {
@@ -150,9 +153,9 @@ pub(crate) fn run_child(
         .spawn()
         .map_err(|e| WorkloadError::io("spawn", tool.binary, e))?;
     let pgid = rustix::process::Pid::from_raw(child.id() as i32);
-    let kill_group = || {
+    let signal_group = |sig: rustix::process::Signal| {
         if let Some(p) = pgid {
-            let _ = rustix::process::kill_process_group(p, rustix::process::Signal::KILL);
+            let _ = rustix::process::kill_process_group(p, sig);
         }
     };
     let writer = match (stdin, child.stdin.take()) {
@@ -164,41 +167,52 @@ pub(crate) fn run_child(
         _ => None,
     };
     let read_all = |mut r: Box<dyn Read + Send>| {
+        let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
             let mut v = Vec::new();
             let _ = r.read_to_end(&mut v);
-            v
-        })
+            let _ = tx.send(v);
+        });
+        rx
     };
-    let out_t = read_all(Box::new(child.stdout.take().expect("piped stdout")));
-    let err_t = read_all(Box::new(child.stderr.take().expect("piped stderr")));
-    let mut cancelled = false;
+    let out_rx = read_all(Box::new(child.stdout.take().expect("piped stdout")));
+    let err_rx = read_all(Box::new(child.stderr.take().expect("piped stderr")));
+    let mut cancelled_at: Option<Nanos> = None;
     let status: ExitStatus = loop {
         match child.try_wait() {
             Ok(Some(s)) => break s,
             Ok(None) => {}
             Err(e) => {
-                kill_group();
+                signal_group(rustix::process::Signal::KILL);
                 return Err(WorkloadError::io("wait for", tool.binary, e));
             }
         }
-        if !cancelled && ctx.cancel.is_cancelled() {
-            cancelled = true;
-            kill_group();
+        match cancelled_at {
+            None if ctx.cancel.is_cancelled() => {
+                // SIGTERM first: fio stops the jobs it forked into sessions of their own (out
+                // of reach of a group kill); the others die with it.
+                signal_group(rustix::process::Signal::TERM);
+                cancelled_at = Some(Nanos::now());
+            }
+            Some(t) if t.elapsed() > Nanos::from(CANCEL_GRACE) => {
+                signal_group(rustix::process::Signal::KILL);
+            }
+            _ => {}
         }
         std::thread::sleep(Duration::from_millis(5));
     };
     let wall = t0.elapsed();
     // Forked workers may outlive the leader; none may linger.
-    kill_group();
+    signal_group(rustix::process::Signal::KILL);
     if let Some(w) = writer {
         let _ = w.join();
     }
-    let stdout = String::from_utf8_lossy(&out_t.join().unwrap_or_default()).into_owned();
-    let stderr = String::from_utf8_lossy(&err_t.join().unwrap_or_default()).into_owned();
-    if cancelled {
+    if cancelled_at.is_some() {
+        // A process outside the group may still hold the pipes; do not wait on it.
         return Err(WorkloadError::Cancelled);
     }
+    let stdout = String::from_utf8_lossy(&out_rx.recv().unwrap_or_default()).into_owned();
+    let stderr = String::from_utf8_lossy(&err_rx.recv().unwrap_or_default()).into_owned();
     if !status.success() {
         let how = match (
             status.code(),
