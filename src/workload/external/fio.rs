@@ -316,9 +316,11 @@ pub fn parse(text: &str) -> Result<FioOutput, ParseError> {
     let value = match stream.next() {
         Some(Ok(v)) => v,
         Some(Err(e)) => {
+            // serde_json counts a line after a final newline; an error there is at the end.
+            let last = text.lines().count().max(1);
             return Err(ParseError::new(
                 TOOL,
-                line + e.line().saturating_sub(1),
+                (line + e.line().saturating_sub(1)).min(last),
                 format!("invalid JSON: {e}"),
             ));
         }
