@@ -424,7 +424,10 @@ fn merge_latency(parts: &[&FioLatency]) -> MergedLatency {
     let mean = if n == 0 {
         0.0
     } else {
-        used.iter().map(|l| l.mean * l.n as f64).sum::<f64>() / n as f64
+        // Weights summing to 1 keep the mean finite whatever the printed means.
+        used.iter()
+            .map(|l| l.mean * (l.n as f64 / n as f64))
+            .sum::<f64>()
     };
     let min = used.iter().map(|l| l.min).min().unwrap_or(0);
     let max = used.iter().map(|l| l.max).max().unwrap_or(0);
@@ -548,9 +551,8 @@ pub fn measurements_of(jobs: &[&FioJob], global: &BTreeMap<String, String>) -> M
             0.0
         } else {
             jobs.iter()
-                .map(|j| f(j) * j.job_runtime_ms as f64)
+                .map(|j| f(j) * (j.job_runtime_ms as f64 / runtime as f64))
                 .sum::<f64>()
-                / runtime as f64
         }
     };
     m.metrics.push(Metric::new(
@@ -731,6 +733,19 @@ mod tests {
         assert_eq!(get(&m, "usr_cpu"), Some(10.0));
         assert_eq!(get(&m, "elapsed"), Some(2.0));
         assert!(m.metrics.iter().all(|x| !x.name.starts_with("read_")));
+    }
+
+    #[test]
+    fn huge_printed_means_stay_finite() {
+        let a = job("a", "write", 1, 1, 1, &lat(1_000_000, 1, 2, 1e308));
+        let b = job("b", "write", 1, 1, 1, &lat(1_000_000, 1, 2, 1e308));
+        let m = parse(&doc(&[a, b])).unwrap().measurements();
+        assert!(
+            m.metrics.iter().all(|x| x.value.is_finite()),
+            "{:?}",
+            m.metrics
+        );
+        assert_eq!(get(&m, "write_clat_ns_mean"), Some(1e308));
     }
 
     #[test]

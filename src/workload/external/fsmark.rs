@@ -275,17 +275,19 @@ impl FsMarkOutput {
         use Direction::*;
         let n = self.rows.len().max(1) as f64;
         let files = self.files();
-        let overhead_us: u64 = self.rows.iter().map(|r| r.app_overhead_us).sum();
+        // Sums in f64: a u64 sum of printed values could overflow; a mean of means as a sum
+        // of (value / n) cannot leave the finite range.
+        let overhead_us: f64 = self.rows.iter().map(|r| r.app_overhead_us as f64).sum();
         let mut m = vec![
             Metric::new(
                 "files_per_sec",
-                self.rows.iter().map(|r| r.files_per_sec).sum::<f64>() / n,
+                self.rows.iter().map(|r| r.files_per_sec / n).sum::<f64>(),
                 Unit::FilesPerSec,
                 HigherIsBetter,
             ),
             Metric::new(
                 "app_overhead_us",
-                overhead_us as f64 / n,
+                overhead_us / n,
                 Unit::Microseconds,
                 LowerIsBetter,
             ),
@@ -294,7 +296,7 @@ impl FsMarkOutput {
                 if files == 0 {
                     0.0
                 } else {
-                    overhead_us as f64 / files as f64
+                    overhead_us / files as f64
                 },
                 Unit::Microseconds,
                 LowerIsBetter,
@@ -318,8 +320,8 @@ impl FsMarkOutput {
                 if !happened {
                     continue;
                 }
-                let mean_us =
-                    times.iter().map(|t| t.avg_us).sum::<u64>() as f64 / times.len() as f64;
+                let k = times.len() as f64;
+                let mean_us = times.iter().map(|t| t.avg_us as f64 / k).sum::<f64>();
                 m.push(Metric::new(
                     format!("{op}_lat_ns_mean"),
                     mean_us * 1e3,
@@ -526,6 +528,17 @@ FSUse%        Count         Size    Files/sec     App Overhead
         assert!(e.message.contains("cumulative"), "{e}");
         let e = parse(&PLAIN.replace("    73          400", "   273          400")).unwrap_err();
         assert!(e.message.contains("not a percentage"), "{e}");
+    }
+
+    #[test]
+    fn huge_printed_values_neither_overflow_nor_become_infinite() {
+        let big = "FSUse%        Count         Size    Files/sec     App Overhead
+ 1 1 1 1e308 18446744073709551615
+ 1 2 1 1e308 18446744073709551615
+";
+        let m = parse(big).unwrap().metrics();
+        assert!(m.iter().all(|x| x.value.is_finite()), "{m:?}");
+        assert_eq!(metric(&m, "files_per_sec"), 1e308);
     }
 
     #[test]
