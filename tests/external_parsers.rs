@@ -116,6 +116,23 @@ fn fsmark_verbose_columns_give_means_and_maxima_of_the_calls_that_happened() {
 }
 
 #[test]
+fn fsmark_fill_mode_ends_with_its_free_space_line() {
+    let p = fsmark::parse(&fixture("fsmark_F_fill.txt")).unwrap();
+    assert_eq!(p.rows.len(), 6);
+    assert_eq!(
+        p.fill_stopped.as_deref(),
+        Some("Insufficient free space in f to create 10 new files, exiting")
+    );
+    let m = p.metrics();
+    assert_eq!(get(&m, "files").value, 60.0);
+    assert_eq!(get(&m, "fs_use_pct").value, 93.0);
+    let mut more = fixture("fsmark_F_fill.txt");
+    more.push_str("    99           70        65536      29069.8               36\n");
+    let e = fsmark::parse(&more).unwrap_err();
+    assert_eq!(e.line, 18, "{e}");
+}
+
+#[test]
 fn fsmark_refusal_is_the_error() {
     let e = fsmark::parse(&fixture("fsmark_error_long_dir.txt")).unwrap_err();
     assert_eq!(e.line, 1);

@@ -197,6 +197,26 @@ fn fsmark_relative_dirs_work_under_a_long_target_path() {
 }
 
 #[test]
+fn fsmark_fill_mode_is_a_result_not_a_failure() {
+    if !have(FS_MARK) || !common::require(common::is_root(), "root (to mount a small tmpfs)") {
+        return;
+    }
+    let fs = common::Tmpfs::mount("4m");
+    let args: Vec<String> = "-d f -s 65536 -n 10 -F -S 0"
+        .split_whitespace()
+        .map(String::from)
+        .collect();
+    // fs_mark exits 1 when -F has filled the filesystem; that is the run's normal end.
+    let m = by_name(&run_in(&ExternalFsMark::new(&args).unwrap(), &fs.path()));
+    let files = m["files"].value;
+    assert!(
+        (30.0..=70.0).contains(&files),
+        "{files} files of 64 KiB in 4 MiB"
+    );
+    assert!(m["fs_use_pct"].value >= 50.0, "{:?}", m["fs_use_pct"]);
+}
+
+#[test]
 fn fio_external_matches_the_native_contract() {
     if !have(FIO) {
         return;

@@ -451,7 +451,7 @@ impl Workload for ExternalDbench {
             .arg("-c")
             .arg(&loadfile)
             .arg(self.clients.to_string());
-        let out = run_child(DBENCH, cmd, ctx.dir, None, ctx)?;
+        let out = run_child(DBENCH, cmd, ctx.dir, None, ctx)?.succeeded()?;
         let parsed = parse(&out.stdout).map_err(|e| unreadable(e, &out))?;
         Ok(Measurements {
             metrics: parsed.metrics(),

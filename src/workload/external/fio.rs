@@ -642,7 +642,7 @@ impl Workload for ExternalFio {
         // Jobs run as threads of one fio process, as in the native engine (whose `thread` is
         // always on); fio's forked jobs would each start a session of their own.
         let job = format!("[global]\nthread\n{}", self.job);
-        let out = run_child(FIO, cmd, ctx.dir, Some(job), ctx)?;
+        let out = run_child(FIO, cmd, ctx.dir, Some(job), ctx)?.succeeded()?;
         let parsed = parse(&out.stdout).map_err(|e| unreadable(e, &out))?;
         let errors = parsed.errors();
         if !errors.is_empty() {

@@ -78,6 +78,9 @@ pub struct FsMarkOutput {
     pub verbose: bool,
     /// One row per iteration, in order.
     pub rows: Vec<FsMarkRow>,
+    /// With `-F`: the line fs_mark ended with (`Insufficient free space in DIR to create N new
+    /// files, exiting`).
+    pub fill_stopped: Option<String>,
 }
 
 /// Read fs_mark 3.3's output (stdout). The header (`#` lines) is optional; the table header
@@ -145,6 +148,18 @@ pub fn parse(text: &str) -> Result<FsMarkOutput, ParseError> {
         }
         if !in_table {
             first_stray.get_or_insert((n, t));
+            continue;
+        }
+        if let Some(fill) = out.fill_stopped.as_ref() {
+            return Err(ParseError::new(
+                TOOL,
+                n,
+                format!("unexpected text after '{fill}': '{t}'"),
+            ));
+        }
+        if t.starts_with("Insufficient free space in ") {
+            // -F: fs_mark stops when the next iteration would not fit.
+            out.fill_stopped = Some(t.to_string());
             continue;
         }
         out.rows.push(read_row(n, t, columns)?);
@@ -419,6 +434,12 @@ impl Workload for ExternalFsMark {
             let _ = std::fs::remove_file(&log);
         }
         let out = result?;
+        // With -F, fs_mark ends by exiting 1 after "Insufficient free space ...": the run
+        // filled the filesystem, as asked; every other failure is a failure.
+        let filled = !out.status.success()
+            && out.status.code() == Some(1)
+            && parse(&out.stdout).is_ok_and(|p| p.fill_stopped.is_some());
+        let out = if filled { out } else { out.succeeded()? };
         let parsed = parse(&out.stdout).map_err(|e| unreadable(e, &out))?;
         let mut metrics = parsed.metrics();
         metrics.push(Metric::new(

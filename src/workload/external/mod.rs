@@ -121,16 +121,19 @@ const CANCEL_GRACE: Duration = Duration::from_secs(3);
 /// What a finished child left.
 #[derive(Debug)]
 pub(crate) struct ChildOutput {
+    pub tool: Tool,
     pub stdout: String,
     pub stderr: String,
     /// Wall time from spawn to exit.
     pub wall: Nanos,
+    /// How it ended.
+    pub status: ExitStatus,
 }
 
 /// Run `cmd` (already given its arguments) in `cwd`, in a process group of its own, feeding it
-/// `stdin` and collecting its output. A cancel request kills the whole group (the tools fork
-/// workers) and returns [`WorkloadError::Cancelled`]; a non-zero exit is an error that keeps the
-/// tail of stderr and stdout.
+/// `stdin` and collecting its output. A cancel request stops the whole group (the tools fork
+/// workers) and returns [`WorkloadError::Cancelled`]; the exit status is the caller's to judge
+/// ([`ChildOutput::succeeded`]).
 pub(crate) fn run_child(
     tool: Tool,
     mut cmd: Command,
@@ -213,27 +216,37 @@ pub(crate) fn run_child(
     }
     let stdout = String::from_utf8_lossy(&out_rx.recv().unwrap_or_default()).into_owned();
     let stderr = String::from_utf8_lossy(&err_rx.recv().unwrap_or_default()).into_owned();
-    if !status.success() {
+    Ok(ChildOutput {
+        tool,
+        stdout,
+        stderr,
+        wall,
+        status,
+    })
+}
+
+impl ChildOutput {
+    /// The output of a tool that exited with status 0, else an error that keeps the tail of
+    /// its stderr and stdout.
+    pub(crate) fn succeeded(self) -> Result<ChildOutput, WorkloadError> {
+        if self.status.success() {
+            return Ok(self);
+        }
         let how = match (
-            status.code(),
-            std::os::unix::process::ExitStatusExt::signal(&status),
+            self.status.code(),
+            std::os::unix::process::ExitStatusExt::signal(&self.status),
         ) {
             (Some(c), _) => format!("exited with status {c}"),
             (None, Some(s)) => format!("was killed by signal {s}"),
             _ => "failed".into(),
         };
-        return Err(WorkloadError::InvalidOptions(format!(
+        Err(WorkloadError::InvalidOptions(format!(
             "{} {how}; stderr:\n{}\nstdout:\n{}",
-            tool.binary,
-            tail(&stderr, 2000),
-            tail(&stdout, 2000)
-        )));
+            self.tool.binary,
+            tail(&self.stderr, 2000),
+            tail(&self.stdout, 2000)
+        )))
     }
-    Ok(ChildOutput {
-        stdout,
-        stderr,
-        wall,
-    })
 }
 
 /// A parse failure of a real run's output, with the output kept for the reader.
