@@ -407,6 +407,20 @@ impl ExternalDbench {
         self.binary = Some(path.into());
         self
     }
+
+    /// The command line (`-D` is the target directory), for the sample's workload
+    /// description.
+    pub fn command_line(&self) -> String {
+        format!(
+            "dbench -D <target> -t {} -c {} {}",
+            self.seconds,
+            self.loadfile
+                .as_ref()
+                .map(|p| p.display().to_string())
+                .unwrap_or_else(|| "<fsdelta's loadfile>".into()),
+            self.clients
+        )
+    }
 }
 
 /// A file removed when dropped.
@@ -543,6 +557,10 @@ Throughput 196.566 MB/sec  2 clients  2 procs  max_latency=24.159 ms
     fn new_rejects_what_dbench_cannot_run() {
         assert!(ExternalDbench::new(0, 10, None).is_err());
         assert!(ExternalDbench::new(1, 0, None).is_err());
+        assert_eq!(
+            ExternalDbench::new(2, 60, None).unwrap().command_line(),
+            "dbench -D <target> -t 60 -c <fsdelta's loadfile> 2"
+        );
         let e = ExternalDbench::new(1, 1, Some("/nonexistent/client.txt".into()))
             .unwrap_err()
             .to_string();

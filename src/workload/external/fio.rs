@@ -627,6 +627,19 @@ impl ExternalFio {
         self.binary = Some(path.into());
         self
     }
+
+    /// The job text fio reads: the user's, after a `[global]` section with `thread`.
+    pub fn job_text(&self) -> String {
+        format!("[global]\nthread\n{}", self.job)
+    }
+
+    /// A shell command that reproduces the run in the target directory, for the sample's
+    /// workload description.
+    pub fn command_line(&self) -> String {
+        let job = self.job_text();
+        let nl = if job.ends_with('\n') { "" } else { "\n" };
+        format!("fio --output-format=json+ - <<'EOF'\n{job}{nl}EOF")
+    }
 }
 
 impl Workload for ExternalFio {
@@ -641,8 +654,7 @@ impl Workload for ExternalFio {
         cmd.arg("--output-format=json+").arg("-");
         // Jobs run as threads of one fio process, as in the native engine (whose `thread` is
         // always on); fio's forked jobs would each start a session of their own.
-        let job = format!("[global]\nthread\n{}", self.job);
-        let out = run_child(FIO, cmd, ctx.dir, Some(job), ctx)?.succeeded()?;
+        let out = run_child(FIO, cmd, ctx.dir, Some(self.job_text()), ctx)?.succeeded()?;
         let parsed = parse(&out.stdout).map_err(|e| unreadable(e, &out))?;
         let errors = parsed.errors();
         if !errors.is_empty() {
@@ -772,6 +784,11 @@ mod tests {
     #[test]
     fn new_wants_a_job_section() {
         assert!(ExternalFio::new("[global]\nbs=4k\n").is_err());
-        assert!(ExternalFio::new("[w]\nrw=write\n").is_ok());
+        let w = ExternalFio::new("[w]\nrw=write\n").unwrap();
+        assert_eq!(w.job_text(), "[global]\nthread\n[w]\nrw=write\n");
+        assert_eq!(
+            w.command_line(),
+            "fio --output-format=json+ - <<'EOF'\n[global]\nthread\n[w]\nrw=write\nEOF"
+        );
     }
 }

@@ -415,6 +415,11 @@ impl ExternalFsMark {
     pub fn args(&self) -> &[String] {
         &self.args
     }
+
+    /// The command line run in the target directory, for the sample's workload description.
+    pub fn command_line(&self) -> String {
+        format!("fs_mark {}", self.args.join(" "))
+    }
 }
 
 impl Workload for ExternalFsMark {
@@ -566,6 +571,7 @@ FSUse%        Count         Size    Files/sec     App Overhead
     fn new_checks_the_arguments_and_adds_the_target_directory() {
         let w = ExternalFsMark::new(&["-s".into(), "0".into(), "-n".into(), "10".into()]).unwrap();
         assert_eq!(w.args(), ["-s", "0", "-n", "10", "-d", "."]);
+        assert_eq!(w.command_line(), "fs_mark -s 0 -n 10 -d .");
         let e = ExternalFsMark::new(&["-q".into()]).unwrap_err().to_string();
         assert!(e.contains("fs_mark options"), "{e}");
         let long = format!("/{}", "x".repeat(45));
