@@ -251,6 +251,7 @@ pub fn parse(text: &str) -> Result<DbenchOutput, ParseError> {
         } else if words.get(1) == Some(&"cleanup") {
             // "   2  cleanup   3 sec": clients still removing their files.
         } else if t.contains("prepared for launch") || t == "releasing clients" {
+            // Start-up lines: no numbers.
         } else if t.starts_with("dbench:") || t.starts_with("ERROR") || t.starts_with("[") {
             // Fatal errors ("dbench: error opening ...") and client notices.
             last_error_line = Some((n, t));

@@ -12,7 +12,9 @@
 //! and `<op>_lat_ns_max` (the largest Max), both at fs_mark's microsecond resolution. An
 //! operation whose columns are all zero did not happen (fs_mark prints `0 0 0`) and has no
 //! metric; fs_mark records no Min/Max for the after-loop fsync/sync of `-S 2..6` (it prints
-//! `0 Avg 0`), so those have a mean and no max.
+//! `0 Avg 0`), so those have a mean and no max. With `-F`, fs_mark ends its table with
+//! `Insufficient free space in DIR to create N new files, exiting` and exits 1: that is the
+//! run's normal end, kept in [`FsMarkOutput::fill_stopped`].
 
 use super::{FS_MARK, ParseError, numbered_lines, run_child, unreadable};
 use crate::model::{Direction, Metric, Unit};
