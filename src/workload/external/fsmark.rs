@@ -368,7 +368,8 @@ pub const MAX_DIR_BYTES: usize = 40;
 /// Relative `-d` directories are relative to the target directory (the child runs there, which
 /// also keeps them under fs_mark's 40-byte limit); without `-d`, `-d .` (the target directory
 /// itself, as the native engine). fs_mark's log (`-l`, default `fs_log.txt` in the target) is
-/// removed after the run unless `-l` was given.
+/// removed after the run unless `-l` was given. `elapsed_s` is the wall time from spawning
+/// fs_mark to its exit (the native engine's is its whole run, unlinks included, likewise).
 #[derive(Clone, Debug)]
 pub struct ExternalFsMark {
     args: Vec<String>,
