@@ -8,6 +8,7 @@
 pub mod command;
 pub mod copy;
 pub mod dbench;
+pub mod external;
 pub mod fio;
 pub mod fsmark;
 pub mod stream;

@@ -1,0 +1,403 @@
+//! The real tools as drivers: fs_mark 3.3, fio 3.33 and dbench 4.00 run as child processes, and
+//! their output is read into the metric names the native engines produce, so that a number from
+//! `engine = "external"` compares with one from the native engine of the same test.
+//!
+//! Why a room of its own: each driver is two halves that must stay apart. A pure
+//! `parse(&str) -> Result<_, ParseError>` per tool ([`fsmark::parse`], [`fio::parse`],
+//! [`dbench::parse`]) knows the tool's exact output format, is tested on captured real output
+//! (`tests/data/external/`) and fuzzed (`fuzz/`, `tests/external_fuzz.rs`); a runner
+//! ([`ExternalFsMark`], [`ExternalFio`], [`ExternalDbench`]) only finds the binary, runs it in the
+//! target directory in its own process group, and hands stdout to the parser. [`import`] turns
+//! existing fio JSON files into samples for `fsdelta import fio-json`.
+//!
+//! What this room must never do: invent a number the tool did not print (a metric the real tool
+//! cannot give, such as fs_mark's latency percentiles, is absent, never estimated), print to the
+//! terminal, leave a child process running after a cancel, or panic on any input text.
+
+pub mod dbench;
+pub mod fio;
+pub mod fsmark;
+pub mod import;
+
+pub use dbench::ExternalDbench;
+pub use fio::ExternalFio;
+pub use fsmark::ExternalFsMark;
+pub use import::{ImportedSample, import_fio_json};
+
+use crate::plan::suite::EngineSpec;
+use crate::probe::clock::Nanos;
+use crate::workload::{RunContext, Workload, WorkloadError};
+use std::io::Read;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus, Stdio};
+use std::time::Duration;
+
+/// The external driver of a suite test (`engine = "external"`, `--engine external`): fs_mark,
+/// fio and dbench tests run the real tool; other workloads have no external driver.
+pub fn build(spec: &EngineSpec) -> Result<Box<dyn Workload>, WorkloadError> {
+    match spec {
+        EngineSpec::FsMark { args } => Ok(Box::new(ExternalFsMark::new(args)?)),
+        EngineSpec::Fio { job } => Ok(Box::new(ExternalFio::new(job)?)),
+        EngineSpec::Dbench {
+            clients,
+            seconds,
+            warmup_s,
+            loadfile,
+        } => {
+            if warmup_s.is_some() {
+                return Err(WorkloadError::InvalidOptions(
+                    "dbench 4.00 has no warmup option (it always warms up for t/5): remove `warmup` from the test, or use the native engine".into(),
+                ));
+            }
+            Ok(Box::new(ExternalDbench::new(
+                *clients,
+                *seconds,
+                loadfile.clone(),
+            )?))
+        }
+        other => Err(WorkloadError::InvalidOptions(format!(
+            "no external driver for this workload ({}): only fs_mark, fio and dbench tests can run with engine = \"external\"",
+            crate::workload::describe(other)
+        ))),
+    }
+}
+
+/// The command line an external test runs, for the sample's workload description (the
+/// target directory appears as `<target>` for dbench's `-D`); `None` for workloads without an
+/// external driver or with invalid options.
+pub fn describe(spec: &EngineSpec) -> Option<String> {
+    Some(match spec {
+        EngineSpec::FsMark { args } => ExternalFsMark::new(args).ok()?.command_line(),
+        EngineSpec::Fio { job } => ExternalFio::new(job).ok()?.command_line(),
+        EngineSpec::Dbench {
+            clients,
+            seconds,
+            loadfile,
+            ..
+        } => ExternalDbench::new(*clients, *seconds, loadfile.clone())
+            .ok()?
+            .command_line(),
+        _ => return None,
+    })
+}
+
+/// Output of a real tool that does not have the expected shape. `line` is 1-based in the text
+/// given to the parser; 0 when the problem is the text as a whole (a table that never started).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{tool} output{}: {message}", if *line > 0 { format!(", line {line}") } else { String::new() })]
+pub struct ParseError {
+    /// The tool whose output it is (`fs_mark`, `fio`, `dbench`).
+    pub tool: &'static str,
+    /// 1-based line, or 0 for the whole text.
+    pub line: usize,
+    /// What was expected and what was found.
+    pub message: String,
+}
+
+impl ParseError {
+    pub(crate) fn new(tool: &'static str, line: usize, message: impl Into<String>) -> Self {
+        ParseError {
+            tool,
+            line,
+            message: message.into(),
+        }
+    }
+}
+
+/// A tool the drivers run: its binary name and the Debian package that installs it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Tool {
+    /// Binary name looked up in `PATH` (`fs_mark`).
+    pub binary: &'static str,
+    /// Debian package (`fsmark`).
+    pub package: &'static str,
+}
+
+/// fs_mark, from Debian's `fsmark`.
+pub const FS_MARK: Tool = Tool {
+    binary: "fs_mark",
+    package: "fsmark",
+};
+/// fio, from Debian's `fio`.
+pub const FIO: Tool = Tool {
+    binary: "fio",
+    package: "fio",
+};
+/// dbench, from Debian's `dbench`.
+pub const DBENCH: Tool = Tool {
+    binary: "dbench",
+    package: "dbench",
+};
+
+impl Tool {
+    /// The binary to run: `explicit` when given (it must exist), else the first executable
+    /// `binary` in `PATH`. A missing tool is an error that says how to install it.
+    pub fn locate(self, explicit: Option<&Path>) -> Result<PathBuf, WorkloadError> {
+        let missing = |where_: String| {
+            WorkloadError::InvalidOptions(format!(
+                "the external {} engine needs `{}`, which is not installed ({where_}): install the Debian package with `apt-get install {}`, or use the native engine",
+                self.binary, self.binary, self.package
+            ))
+        };
+        if let Some(p) = explicit {
+            return if is_executable(p) {
+                Ok(p.to_path_buf())
+            } else {
+                Err(missing(format!("no executable {}", p.display())))
+            };
+        }
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        std::env::split_paths(&path)
+            .map(|d| d.join(self.binary))
+            .find(|p| is_executable(p))
+            .ok_or_else(|| missing(format!("no `{}` in PATH", self.binary)))
+    }
+
+    /// Whether the tool can be found in `PATH`.
+    pub fn is_installed(self) -> bool {
+        self.locate(None).is_ok()
+    }
+}
+
+fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// How long a cancelled tool gets to stop after SIGTERM before its group is killed.
+const CANCEL_GRACE: Duration = Duration::from_secs(3);
+
+/// What a finished child left.
+#[derive(Debug)]
+pub(crate) struct ChildOutput {
+    pub tool: Tool,
+    pub stdout: String,
+    pub stderr: String,
+    /// Wall time from spawn to exit.
+    pub wall: Nanos,
+    /// How it ended.
+    pub status: ExitStatus,
+}
+
+/// Run `cmd` (already given its arguments) in `cwd`, in a process group of its own, feeding it
+/// `stdin` and collecting its output. A cancel request stops the whole group (the tools fork
+/// workers) and returns [`WorkloadError::Cancelled`]; the exit status is the caller's to judge
+/// ([`ChildOutput::succeeded`]).
+pub(crate) fn run_child(
+    tool: Tool,
+    mut cmd: Command,
+    cwd: &Path,
+    stdin: Option<String>,
+    ctx: &RunContext<'_>,
+) -> Result<ChildOutput, WorkloadError> {
+    cmd.current_dir(cwd)
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .env("LC_ALL", "C")
+        .process_group(0);
+    let t0 = Nanos::now();
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| WorkloadError::io("spawn", tool.binary, e))?;
+    let pgid = rustix::process::Pid::from_raw(child.id() as i32);
+    let signal_group = |sig: rustix::process::Signal| {
+        if let Some(p) = pgid {
+            let _ = rustix::process::kill_process_group(p, sig);
+        }
+    };
+    let writer = match (stdin, child.stdin.take()) {
+        (Some(text), Some(mut pipe)) => Some(std::thread::spawn(move || {
+            use std::io::Write;
+            // A tool that exits early closes the pipe; its exit status tells why.
+            let _ = pipe.write_all(text.as_bytes());
+        })),
+        _ => None,
+    };
+    let read_all = |mut r: Box<dyn Read + Send>| {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut v = Vec::new();
+            let _ = r.read_to_end(&mut v);
+            let _ = tx.send(v);
+        });
+        rx
+    };
+    let out_rx = read_all(Box::new(child.stdout.take().expect("piped stdout")));
+    let err_rx = read_all(Box::new(child.stderr.take().expect("piped stderr")));
+    let mut cancelled_at: Option<Nanos> = None;
+    let status: ExitStatus = loop {
+        match child.try_wait() {
+            Ok(Some(s)) => break s,
+            Ok(None) => {}
+            Err(e) => {
+                signal_group(rustix::process::Signal::KILL);
+                return Err(WorkloadError::io("wait for", tool.binary, e));
+            }
+        }
+        match cancelled_at {
+            None if ctx.cancel.is_cancelled() => {
+                // SIGTERM first: fio stops the jobs it forked into sessions of their own (out
+                // of reach of a group kill); the others die with it.
+                signal_group(rustix::process::Signal::TERM);
+                cancelled_at = Some(Nanos::now());
+            }
+            Some(t) if t.elapsed() > Nanos::from(CANCEL_GRACE) => {
+                signal_group(rustix::process::Signal::KILL);
+            }
+            _ => {}
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let wall = t0.elapsed();
+    // Forked workers may outlive the leader; none may linger.
+    signal_group(rustix::process::Signal::KILL);
+    if let Some(w) = writer {
+        let _ = w.join();
+    }
+    if cancelled_at.is_some() {
+        // A process outside the group may still hold the pipes; do not wait on it.
+        return Err(WorkloadError::Cancelled);
+    }
+    let stdout = String::from_utf8_lossy(&out_rx.recv().unwrap_or_default()).into_owned();
+    let stderr = String::from_utf8_lossy(&err_rx.recv().unwrap_or_default()).into_owned();
+    Ok(ChildOutput {
+        tool,
+        stdout,
+        stderr,
+        wall,
+        status,
+    })
+}
+
+impl ChildOutput {
+    /// The output of a tool that exited with status 0, else an error that keeps the tail of
+    /// its stderr and stdout.
+    pub(crate) fn succeeded(self) -> Result<ChildOutput, WorkloadError> {
+        if self.status.success() {
+            return Ok(self);
+        }
+        let how = match (
+            self.status.code(),
+            std::os::unix::process::ExitStatusExt::signal(&self.status),
+        ) {
+            (Some(c), _) => format!("exited with status {c}"),
+            (None, Some(s)) => format!("was killed by signal {s}"),
+            _ => "failed".into(),
+        };
+        Err(WorkloadError::InvalidOptions(format!(
+            "{} {how}; stderr:\n{}\nstdout:\n{}",
+            self.tool.binary,
+            tail(&self.stderr, 2000),
+            tail(&self.stdout, 2000)
+        )))
+    }
+}
+
+/// A parse failure of a real run's output, with the output kept for the reader.
+pub(crate) fn unreadable(e: ParseError, out: &ChildOutput) -> WorkloadError {
+    WorkloadError::InvalidOptions(format!(
+        "could not read the output of the real tool: {e}; stdout:\n{}\nstderr:\n{}",
+        tail(&out.stdout, 2000),
+        tail(&out.stderr, 2000)
+    ))
+}
+
+/// The last `max` bytes of `s`, cut at a character boundary.
+fn tail(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut start = s.len() - max;
+    while !s.is_char_boundary(start) {
+        start += 1;
+    }
+    &s[start..]
+}
+
+/// Split `text` into 1-based numbered lines without their `\r`.
+pub(crate) fn numbered_lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
+    text.lines()
+        .enumerate()
+        .map(|(i, l)| (i + 1, l.trim_end_matches('\r')))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_tool_names_its_debian_package() {
+        let e = FS_MARK
+            .locate(Some(Path::new("/nonexistent/fs_mark")))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("apt-get install fsmark"), "{e}");
+        assert!(e.contains("/nonexistent/fs_mark"), "{e}");
+        let e = Tool {
+            binary: "fsdelta-no-such-tool",
+            package: "nosuchpkg",
+        }
+        .locate(None)
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("apt-get install nosuchpkg"), "{e}");
+        assert!(e.contains("not installed"), "{e}");
+    }
+
+    #[test]
+    fn build_gives_drivers_for_the_three_tools_only() {
+        let fs = EngineSpec::FsMark {
+            args: vec!["-n".into(), "10".into()],
+        };
+        assert_eq!(build(&fs).unwrap().engine(), "fs_mark (external)");
+        assert_eq!(describe(&fs).as_deref(), Some("fs_mark -n 10 -d ."));
+        let fio = EngineSpec::Fio {
+            job: "[w]\nrw=write\n".into(),
+        };
+        assert_eq!(build(&fio).unwrap().engine(), "fio (external)");
+        let db = EngineSpec::Dbench {
+            clients: 2,
+            seconds: 10,
+            warmup_s: None,
+            loadfile: None,
+        };
+        assert_eq!(build(&db).unwrap().engine(), "dbench (external)");
+        let warm = EngineSpec::Dbench {
+            clients: 2,
+            seconds: 10,
+            warmup_s: Some(2),
+            loadfile: None,
+        };
+        let e = build(&warm).err().unwrap().to_string();
+        assert!(e.contains("no warmup option"), "{e}");
+        let cmd = EngineSpec::Command {
+            command: "true".into(),
+            metrics: vec![],
+            timeout_s: None,
+        };
+        let e = build(&cmd).err().unwrap().to_string();
+        assert!(e.contains("no external driver"), "{e}");
+        assert_eq!(describe(&cmd), None);
+    }
+
+    #[test]
+    fn parse_errors_carry_their_line() {
+        let e = ParseError::new("fio", 3, "expected a number");
+        assert_eq!(e.to_string(), "fio output, line 3: expected a number");
+        let e = ParseError::new("dbench", 0, "no final table");
+        assert_eq!(e.to_string(), "dbench output: no final table");
+    }
+
+    #[test]
+    fn tail_cuts_at_a_character_boundary() {
+        assert_eq!(tail("abc", 10), "abc");
+        assert_eq!(tail("aé", 1), "");
+        assert_eq!(tail("héllo", 4), "llo");
+    }
+}
