@@ -8,6 +8,7 @@ pub mod cleanup;
 pub mod dbench;
 pub mod fio;
 pub mod fsmark;
+pub mod import;
 pub mod profile;
 pub mod progress;
 pub mod query;
@@ -100,6 +101,15 @@ pub struct CompareArgs {
     pub bisect: bool,
     #[command(flatten)]
     pub margins: MarginArgs,
+}
+
+/// Which engine runs the fio, fs_mark and dbench tests.
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum EngineChoice {
+    /// fsdelta's own engines (no external tool needed).
+    Native,
+    /// The real fio, fs_mark and dbench, their output parsed into the same metric names.
+    External,
 }
 
 /// Output format of `history`.
@@ -200,6 +210,13 @@ pub enum Command {
         #[command(flatten)]
         db: DbArg,
     },
+    /// Import results that a tool already produced. Example:
+    /// fsdelta import fio-json results.json --label 6.17
+    Import {
+        /// What is imported.
+        #[command(subcommand)]
+        what: ImportKind,
+    },
     /// Export every stored number of a selection. Example: fsdelta export latest --format csv
     Export {
         /// Runs: an id, latest, latest~N or label:TEXT.
@@ -250,6 +267,25 @@ pub enum Command {
     },
 }
 
+/// What `fsdelta import` reads.
+#[derive(Debug, Subcommand)]
+pub enum ImportKind {
+    /// fio's `--output-format=json` (or json+): one sample per job (per group with
+    /// group_reporting), named and computed as the native fio engine's metrics.
+    FioJson {
+        /// The JSON file.
+        file: PathBuf,
+        /// Label of the new run.
+        #[arg(long)]
+        label: String,
+        /// Configuration name to file the samples under.
+        #[arg(long, default_value = "imported")]
+        config: String,
+        #[command(flatten)]
+        db: DbArg,
+    },
+}
+
 /// Options of `fsdelta run`.
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -295,6 +331,10 @@ pub struct RunArgs {
         default_missing_value = "always"
     )]
     pub profile: Option<profile::ProfileMode>,
+    /// Engine of the fio, fs_mark and dbench tests: native, or external (the real tools,
+    /// installed from Debian's fio, fsmark and dbench packages); other tests stay native.
+    #[arg(long, value_enum, default_value_t = EngineChoice::Native)]
+    pub engine: EngineChoice,
     /// After -n repetitions, keep adding repetitions of each test until its headline metric is
     /// resolved (with --baseline: a verdict other than inconclusive; without: the 95 % interval
     /// of its mean inside the unchanged band), up to --max-repeat.
@@ -418,6 +458,15 @@ pub fn main() -> i32 {
             args,
             db,
         } => report::main(&db, &base, cur.as_deref(), &args),
+        Command::Import {
+            what:
+                ImportKind::FioJson {
+                    file,
+                    label,
+                    config,
+                    db,
+                },
+        } => import::fio_json(&db, &file, &label, &config),
         Command::Export {
             sel,
             format,

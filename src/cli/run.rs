@@ -304,11 +304,12 @@ pub fn main(args: RunArgs) -> Result<i32> {
         }
     }
     // Build every workload before anything runs, so a bad option fails fast.
+    let external_all = args.engine == super::EngineChoice::External;
     let workloads = tests
         .iter()
         .map(|t| {
-            workload::build(&t.engine)
-                .map(|w| (t, w))
+            workload::build_test(&t.engine, t.external || external_all)
+                .map(|(w, d)| (t, w, d))
                 .map_err(|e| anyhow::anyhow!("test {}: {e}", t.name))
         })
         .collect::<Result<Vec<_>>>()?;
@@ -370,7 +371,7 @@ pub fn main(args: RunArgs) -> Result<i32> {
         .flat_map(|c| {
             workloads
                 .iter()
-                .map(move |(t, _)| (c.clone(), t.name.clone()))
+                .map(move |(t, _, _)| (c.clone(), t.name.clone()))
         })
         .collect();
     let progress = Progress::new(args.quiet, &rows, args.repeat);
@@ -392,6 +393,7 @@ pub fn main(args: RunArgs) -> Result<i32> {
                        config_name: &String,
                        test: &suite::TestSpec,
                        w: &dyn Workload,
+                       desc: &str,
                        rep: u32,
                        of: u32|
          -> Result<Option<Option<NewSample>>> {
@@ -443,7 +445,7 @@ pub fn main(args: RunArgs) -> Result<i32> {
                     error,
                     started_at,
                     duration_s,
-                    workload: workload::describe(&test.engine),
+                    workload: desc.to_string(),
                     metrics: m.metrics,
                     histograms: m.histograms,
                 },
@@ -466,8 +468,8 @@ pub fn main(args: RunArgs) -> Result<i32> {
         };
         for rep in 1..=args.repeat {
             for (i, config_name) in names.iter().enumerate() {
-                for (test, w) in &workloads {
-                    match one(i, config_name, test, w.as_ref(), rep, args.repeat)? {
+                for (test, w, d) in &workloads {
+                    match one(i, config_name, test, w.as_ref(), d, rep, args.repeat)? {
                         None => {
                             aborted = true;
                             return Ok(());
@@ -485,17 +487,17 @@ pub fn main(args: RunArgs) -> Result<i32> {
         for rep in args.repeat + 1..=args.max_repeat {
             let mut pending = Vec::new();
             for (i, config_name) in names.iter().enumerate() {
-                for (test, w) in &workloads {
+                for (test, w, d) in &workloads {
                     if !confident(&stored, &baseline_series, config_name, &test.name, &margins) {
-                        pending.push((i, config_name, *test, w));
+                        pending.push((i, config_name, *test, w, d));
                     }
                 }
             }
             if pending.is_empty() {
                 break;
             }
-            for (i, config_name, test, w) in pending {
-                match one(i, config_name, test, w.as_ref(), rep, args.max_repeat)? {
+            for (i, config_name, test, w, d) in pending {
+                match one(i, config_name, test, w.as_ref(), d, rep, args.max_repeat)? {
                     None => {
                         aborted = true;
                         return Ok(());

@@ -108,6 +108,9 @@ pub struct TestSpec {
     pub description: String,
     /// How it runs.
     pub engine: EngineSpec,
+    /// Run the real tool (fio, fs_mark, dbench) instead of the native engine, and read its
+    /// output into the same metric names.
+    pub external: bool,
 }
 
 /// A named list of tests.
@@ -141,6 +144,7 @@ fn fio(name: &str, description: &str, job: &str) -> TestSpec {
     TestSpec {
         name: name.into(),
         description: description.into(),
+        external: false,
         engine: EngineSpec::Fio {
             job: format!("[{name}]\n{}\n", job.trim()),
         },
@@ -224,6 +228,7 @@ fn fsperf(scale: f64, ram_mib: u64) -> Suite {
             TestSpec {
                 name: "dbench60".into(),
                 description: "fsperf's `dbench 60`: 60 clients for dbench's default 600 s (here with fsdelta's own loadfile; client.txt is GPL and not shipped)".into(),
+                external: false,
                 engine: EngineSpec::Dbench {
                     clients: 60,
                     seconds: ((600.0 * s).round() as u32).max(5),
@@ -234,6 +239,7 @@ fn fsperf(scale: f64, ram_mib: u64) -> Suite {
             TestSpec {
                 name: "untar".into(),
                 description: "fsperf's untarfirefox at its scale: a generated source tree of about 250000 files, extract + sync".into(),
+                external: false,
                 engine: EngineSpec::Untar {
                     files: ((250_000.0 * s).round() as u64).max(1000),
                     seed: 1,
@@ -257,6 +263,7 @@ fn fsmark(name: &str, description: &str, args: &str) -> TestSpec {
     TestSpec {
         name: name.into(),
         description: description.into(),
+        external: false,
         engine: EngineSpec::FsMark {
             args: args.split_whitespace().map(String::from).collect(),
         },
@@ -321,6 +328,7 @@ pub fn builtin(name: &str) -> Result<Suite, PlanError> {
                 TestSpec {
                     name: "dbench".into(),
                     description: "dbench with fsdelta's own loadfile, 2 clients, 10 s".into(),
+                    external: false,
                     engine: EngineSpec::Dbench {
                         clients: 2,
                         seconds: 10,
@@ -331,6 +339,7 @@ pub fn builtin(name: &str) -> Result<Suite, PlanError> {
                 TestSpec {
                     name: "untar".into(),
                     description: "extract a generated 3000-file source tree, then sync".into(),
+                    external: false,
                     engine: EngineSpec::Untar {
                         files: 3000,
                         seed: 1,
@@ -340,6 +349,7 @@ pub fn builtin(name: &str) -> Result<Suite, PlanError> {
                 TestSpec {
                     name: "stream".into(),
                     description: "dd-like: write 256 MiB in 1 MiB blocks with fsync, read it cold and warm".into(),
+                    external: false,
                     engine: EngineSpec::Stream {
                         size: 256 << 20,
                         block_size: 1 << 20,
@@ -351,6 +361,7 @@ pub fn builtin(name: &str) -> Result<Suite, PlanError> {
                 TestSpec {
                     name: "copy".into(),
                     description: "cp + sync: copy a 256 MiB half-compressible file into the target with read/write, then sync".into(),
+                    external: false,
                     engine: EngineSpec::Copy {
                         size: 256 << 20,
                         method: CopyPath::ReadWrite,

@@ -13,6 +13,7 @@
 //! [[test]]
 //! name = "applaunch"
 //! workload = "command"              # fsmark | fio | dbench | stream | copy | untar | command
+//! # engine = "external"             # fsmark, fio, dbench: run the real tool, read its output
 //! command = "./launch-bench --app camera"
 //! timeout = 120                     # seconds, command only
 //! [[test.metric]]
@@ -192,7 +193,7 @@ pub fn parse(text: &str, file: &str) -> Result<Suite, SuiteFileError> {
             )));
         }
         for k in t.keys() {
-            if !["name", "workload", "description"].contains(&k.as_str())
+            if !["name", "workload", "description", "engine"].contains(&k.as_str())
                 && !allowed.contains(&k.as_str())
             {
                 return Err(terr(format!(
@@ -234,6 +235,20 @@ pub fn parse(text: &str, file: &str) -> Result<Suite, SuiteFileError> {
             t.get(k)
                 .map(|v| size(v).map_err(|m| terr(format!("`{k}`: {m}"))))
                 .unwrap_or(Ok(default))
+        };
+        let external = match s("engine")?.as_deref() {
+            None | Some("native") => false,
+            Some("external") if ["fsmark", "fio", "dbench"].contains(&workload.as_str()) => true,
+            Some("external") => {
+                return Err(terr(format!(
+                    "engine = \"external\" needs a workload the real tools run (fsmark, fio, dbench), not {workload}"
+                )));
+            }
+            Some(other) => {
+                return Err(terr(format!(
+                    "unknown engine '{other}': use native (fsdelta's own) or external (the real tool)"
+                )));
+            }
         };
         let engine = match workload.as_str() {
             "fsmark" => EngineSpec::FsMark {
@@ -347,6 +362,7 @@ pub fn parse(text: &str, file: &str) -> Result<Suite, SuiteFileError> {
             name: tname.clone(),
             description: s("description")?.unwrap_or_else(|| format!("{workload} test")),
             engine,
+            external,
         });
     }
     Ok(Suite {
@@ -437,6 +453,16 @@ direct = true
         );
         assert!(e("[[test]]\nname='a'\nworkload='stream'\nsize='lots'\n").contains("not a size"));
         assert!(e("oops = 1\n").contains("unknown top-level key"));
+        assert!(
+            e("[[test]]\nname='a'\nworkload='stream'\nengine='external'\n")
+                .contains("needs a workload the real tools run")
+        );
+        let ext = parse(
+            "[[test]]\nname='a'\nworkload='fio'\nengine='external'\njob='rw=read'\n",
+            "x.toml",
+        )
+        .unwrap();
+        assert!(ext.tests[0].external);
         assert!(
             e("[margins]\nepsilon = 1\n[[test]]\nname='a'\nworkload='fsmark'\nargs='-s 0'\n")
                 .contains("unknown margin 'epsilon'")

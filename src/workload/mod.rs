@@ -148,6 +148,29 @@ pub trait Workload: Send + Sync {
     fn run(&self, ctx: &RunContext<'_>) -> Result<Measurements, WorkloadError>;
 }
 
+/// Whether a test can run the real tool instead of the native engine.
+pub fn has_external(spec: &EngineSpec) -> bool {
+    matches!(
+        spec,
+        EngineSpec::FsMark { .. } | EngineSpec::Fio { .. } | EngineSpec::Dbench { .. }
+    )
+}
+
+/// Build a suite's test: the real tool when `external` (and the test has one), else the native
+/// engine; with the command line that reproduces it, stored with every sample.
+pub fn build_test(
+    spec: &EngineSpec,
+    external: bool,
+) -> Result<(Box<dyn Workload>, String), WorkloadError> {
+    if external && has_external(spec) {
+        let w = self::external::build(spec)?;
+        let d = self::external::describe(spec).unwrap_or_else(|| describe(spec));
+        Ok((w, format!("{d} (the real tool, output parsed)")))
+    } else {
+        Ok((build(spec)?, describe(spec)))
+    }
+}
+
 /// Build the workload a suite's test describes, checking its options.
 pub fn build(spec: &EngineSpec) -> Result<Box<dyn Workload>, WorkloadError> {
     match spec {
