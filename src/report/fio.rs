@@ -273,7 +273,7 @@ fn job_json(run: &FioRun, r: &JobResult, groups: &[(u32, [GroupDir; 2])]) -> J {
         (
             "sync",
             obj(vec![
-                ("total_ios", int(st.sync.count())),
+                ("total_ios", int(st.fsync_ios)),
                 ("lat_ns", lat_json(&st.sync, sync_ps)),
             ]),
         ),

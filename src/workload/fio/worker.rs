@@ -126,6 +126,8 @@ struct Planner<'a> {
     open_limit: u32,
     /// Completed passes (loops) after ramp.
     passes: u32,
+    /// fio's seed table, to re-seed at each loop (randrepeat).
+    seeds: [u64; 21],
 }
 
 impl<'a> Planner<'a> {
@@ -133,6 +135,7 @@ impl<'a> Planner<'a> {
         let job = setup.job;
         let seeds = rand::seeds(setup.thread_number, job.randrepeat, job.randseed);
         let use64 = job.random_generator == RandomGenerator::Tausworthe64;
+        let seed_table = seeds;
         let mut files = Vec::with_capacity(setup.plan.files.len());
         let random = job.rw.is_random();
         if random && !job.norandommap && job.rw.reads() && job.rw.writes() && job.bs[0] != job.bs[1]
@@ -142,9 +145,23 @@ impl<'a> Planner<'a> {
                 job.name
             )));
         }
+        // The block the region is counted in: fio issues whole blocks only.
+        let region_bs = match (job.rw.reads(), job.rw.writes()) {
+            (true, false) => job.bs[READ].0,
+            (false, true) => job.bs[WRITE].0,
+            _ => job.bs[READ].0.max(job.bs[WRITE].0),
+        };
         for (i, f) in setup.plan.files.iter().enumerate() {
             let bs = job.bs[if job.rw.reads() { READ } else { WRITE }].0;
             let nblocks = f.size / bs;
+            if f.size < region_bs {
+                return Err(WorkloadError::InvalidOptions(format!(
+                    "job '{}': file {} ({} bytes) is smaller than one block of {region_bs} bytes",
+                    job.name,
+                    f.path.display(),
+                    f.size
+                )));
+            }
             let map = (random && !job.norandommap && job.random_generator != RandomGenerator::Lfsr)
                 .then(|| RandomMap::new(nblocks));
             let lfsr = (random && job.random_generator == RandomGenerator::Lfsr).then(|| {
@@ -155,7 +172,11 @@ impl<'a> Planner<'a> {
             });
             files.push(FileState {
                 fd: None,
-                region: if random { nblocks * bs } else { f.size },
+                region: if random {
+                    nblocks * bs
+                } else {
+                    f.size / region_bs * region_bs
+                },
                 pos: [0, 0],
                 issued: 0,
                 done: false,
@@ -184,18 +205,58 @@ impl<'a> Planner<'a> {
             open_count: 0,
             open_limit: job.openfiles.unwrap_or(nfiles).max(1),
             passes: 0,
+            seeds: seed_table,
         })
     }
 
-    /// Start the pass accounting again (new loop, or end of ramp_time).
-    fn reset_pass(&mut self) {
+    /// A time_based job's files are exhausted: start them over (fio's per-file wrap: map and
+    /// positions reset; counters and generators go on).
+    fn wrap(&mut self) {
         self.pass_issued = 0;
-        self.issues = [0, 0];
-        self.mix_limit = 0;
         for f in &mut self.files {
             f.reset();
         }
         self.done_files = 0;
+    }
+
+    /// A new loop (fio's clear_io_state): the rwmix cycle restarts; a random job's files start
+    /// over and, with randrepeat, its generators are seeded again, so every loop repeats the
+    /// same offsets and directions; a sequential job's positions go on where they were (fio
+    /// does not rewind them) and wrap at the end of the file.
+    fn new_loop(&mut self) {
+        self.pass_issued = 0;
+        self.done_files = 0;
+        self.mix_limit = 0;
+        if self.job.rw.is_random() {
+            for f in &mut self.files {
+                f.reset();
+            }
+            if self.job.randrepeat {
+                let use64 = self.job.random_generator == RandomGenerator::Tausworthe64;
+                self.block_rand = Taus::new(self.seeds[rand::SEED_BLOCK], use64);
+                self.mix_rand = Taus::new(self.seeds[rand::SEED_MIX], false);
+                self.file_rand = Taus::new(self.seeds[rand::SEED_FILE], use64);
+            }
+        } else {
+            let mixed = self.job.rw.reads() && self.job.rw.writes();
+            for f in &mut self.files {
+                f.issued = 0;
+                f.done = false;
+                if !mixed {
+                    // A one-direction pass ended at the end of the file: start it over.
+                    f.pos = [0, 0];
+                }
+            }
+        }
+    }
+
+    /// ramp_time ended (fio's reset_all_stats): the byte budget and issue counters restart;
+    /// files and generators go on.
+    fn ramp_reset(&mut self) {
+        self.pass_issued = 0;
+        self.issues = [0, 0];
+        self.mix_limit = 0;
+        self.passes = 0;
     }
 
     /// fio's get_rw_ddir.
@@ -261,15 +322,21 @@ impl<'a> Planner<'a> {
     /// The next I/O, or None when the pass is complete.
     #[inline]
     fn next_io(&mut self) -> Option<Io> {
-        if self.pass_issued >= self.pass_bytes {
+        let budgeted = !self.job.time_based;
+        if budgeted && self.pass_issued >= self.pass_bytes {
             return None;
         }
-        let ddir = self.next_ddir();
-        let bs = self.job.bs[ddir].0;
+        let random = self.job.rw.is_random();
+        let mixed = self.job.rw.reads() && self.job.rw.writes();
         loop {
+            // As fio's fill_io_u, every attempt (also one that finds its file exhausted)
+            // evaluates the direction again, and a random attempt draws its block first: a
+            // file is found done lazily, as fio finds it.
+            let ddir = self.next_ddir();
+            let bs = self.job.bs[ddir].0;
             let fi = self.next_file()?;
             let f = &mut self.files[fi];
-            let offset = if self.job.rw.is_random() {
+            let offset = if random {
                 let nblocks = f.region / bs;
                 let b = if let Some(l) = &mut f.lfsr {
                     l.next_block()
@@ -289,29 +356,28 @@ impl<'a> Planner<'a> {
                     }
                 }
             } else {
-                if f.pos[ddir] >= f.region {
-                    f.pos[ddir] = 0;
+                if f.pos[ddir] + bs > f.region {
+                    if !mixed {
+                        f.done = true;
+                        self.done_files += 1;
+                        continue;
+                    }
+                    // A mixed sequential job resets the file at its end: both directions
+                    // start over (fio's fio_file_reset).
+                    f.pos = [0, 0];
                 }
-                f.pos[ddir]
+                let off = f.pos[ddir];
+                f.pos[ddir] = off + bs;
+                off
             };
-            let len = bs
-                .min(f.region - offset)
-                .min(self.pass_bytes - self.pass_issued);
-            if !self.job.rw.is_random() {
-                f.pos[ddir] = offset + len;
-            }
-            f.issued += len;
-            if f.issued >= f.region || f.map.as_ref().is_some_and(RandomMap::is_full) {
-                f.done = true;
-                self.done_files += 1;
-            }
-            self.pass_issued += len;
+            f.issued += bs;
+            self.pass_issued += bs;
             self.issues[ddir] += 1;
             return Some(Io {
                 ddir,
                 file: fi,
                 offset,
-                len: len as usize,
+                len: bs as usize,
             });
         }
     }
@@ -538,8 +604,7 @@ fn after_tick(
     if clock.ramp_ends(now) {
         *st = ThreadStats::default();
         *ru0 = super::stats::Rusage::thread();
-        p.reset_pass();
-        p.passes = 0;
+        p.ramp_reset();
     }
     clock.sampler.tick(now, &mut st.dir);
     !clock.out_of_time(now)
@@ -565,13 +630,17 @@ fn next_pass(
 }
 
 fn next_pass_counted(p: &mut Planner<'_>, clock: &Clock) -> bool {
+    let job = p.job;
+    if job.time_based {
+        p.wrap();
+        return true;
+    }
     if !clock.ramping {
         p.passes += 1;
     }
-    let job = p.job;
-    let more = clock.ramping || job.time_based || p.passes < job.loops;
+    let more = clock.ramping || p.passes < job.loops;
     if more {
-        p.reset_pass();
+        p.new_loop();
     }
     more
 }
@@ -659,6 +728,9 @@ fn timed_sync(
     let t1 = Nanos::now();
     r.map_err(|e| io_err("fsync", &setup.plan.files[fi].path, e))?;
     st.sync.record((t1 - t0).0);
+    if job.fsync > 0 {
+        st.fsync_ios += 1;
+    }
     Ok(())
 }
 
