@@ -19,6 +19,18 @@ Job options may also be given on the command line as fio does: --name=x starts a
 before the first --name apply to every command-line job. Files are created relative to the
 current directory unless directory= or an absolute filename= says otherwise.
 
+Where it differs from fio 3.33, on purpose:
+  - jobs run as threads (thread is accepted; processes are never forked);
+  - an unknown option, an unset ${VAR}, an unknown size or time suffix, or a value range
+    (bs=4k-16k) is an error naming file and line, never ignored or guessed;
+  - size=N% needs existing files; write buffers hold fsdelta's own pseudo-random bytes
+    (same compressibility rules, not fio's exact bytes); layout writes 1 MiB at a time;
+  - io_uring and libaio drain in-flight I/O before an fsync=/fdatasync= sync and before an
+    openfiles rotation (fio queues the sync in the ring);
+  - rw=rw with loops > 1 may split reads and writes slightly differently after a file wraps;
+  - no disk_util in JSON (device counters are not read); usr_cpu/sys_cpu count from the
+    start of the timed phase.
+
 Supported job options: ";
 
 /// How to print results.

@@ -11,7 +11,11 @@
 //!
 //! What it must never do: print (results go to `report::fio` or the store), or run a job
 //! differently from its file. Deliberate differences from fio are documented where they are made
-//! (layout writes 1 MiB chunks; io_uring drains before fsync= and openfiles rotation).
+//! and listed in `fsdelta fio --help`: threads only; layout writes 1 MiB chunks of our own
+//! pseudo-random bytes; io_uring and libaio drain before an owed fsync and an openfiles
+//! rotation; rw=rw with loops > 1 may split directions slightly differently after a wrap.
+//! Everything else (I/O counts per direction, offsets, rwmix, syncs) is checked equal to fio
+//! 3.33's by `tests/fio_cli.rs` when /usr/bin/fio is installed.
 
 pub mod aio;
 pub mod files;
