@@ -286,3 +286,78 @@ fn real_fio_and_fsdelta_agree_on_io_counts_across_job_shapes() {
         );
     }
 }
+
+/// Run the same command-line job under real fio and fsdelta; returns both JSONs.
+fn both_args(args: &[&str]) -> (Value, Value) {
+    let fio_dir = tempfile::tempdir().unwrap();
+    let our_dir = tempfile::tempdir().unwrap();
+    let theirs = std::process::Command::new("/usr/bin/fio")
+        .current_dir(fio_dir.path())
+        .arg("--output-format=json")
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        theirs.status.success(),
+        "{}",
+        String::from_utf8_lossy(&theirs.stderr)
+    );
+    let ours = fsdelta()
+        .current_dir(our_dir.path())
+        .args(["fio", "--output-format=json"])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        ours.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ours.stderr)
+    );
+    let count = |d: &Path| std::fs::read_dir(d).unwrap().count();
+    assert_eq!(
+        count(fio_dir.path()),
+        count(our_dir.path()),
+        "{args:?}: files created"
+    );
+    (json_of(&theirs.stdout), json_of(&ours.stdout))
+}
+
+/// fsperf's fio command lines (josefbacik/fsperf tests/*.py, with the options its FioTest
+/// adds), scaled down, give the same I/O as under fio: random file sizes, filecreate, fdatasync.
+#[test]
+fn fsperf_command_lines_run_like_fio() {
+    if !real_fio() {
+        return;
+    }
+    let common = "--alloc-size 98304 --allrandrepeat=1 --randseed=12345 --group_reporting=1";
+    let tests = [
+        "--name=smallfiles100k --nrfiles=60 --blocksize_unaligned=1 --filesize=10:256k \
+         --readwrite=write --fallocate=none --numjobs=2 --create_on_open=1 --openfiles=20",
+        "--name emptyfiles500k --create_on_open=1 --nrfiles=100 --readwrite=write \
+         --ioengine=filecreate --fallocate=none --filesize=4k --openfiles=1",
+        "--name bufferedappendsync --direct=0 --size=512k --rw=write --fdatasync=1 --ioengine=sync",
+        "--name bufferedrandwrite16g --readwrite randwrite --size 1m --ioengine psync \
+         --end_fsync 1 --fallocate none",
+    ];
+    for t in tests {
+        let line = format!("{common} {t}");
+        let args: Vec<&str> = line.split_whitespace().collect();
+        let (theirs, ours) = both_args(&args);
+        for d in ["read", "write"] {
+            for k in ["io_bytes", "total_ios"] {
+                assert_eq!(
+                    theirs["jobs"][0][d][k], ours["jobs"][0][d][k],
+                    "{t}: {d}.{k}"
+                );
+            }
+            assert_eq!(
+                theirs["jobs"][0][d]["clat_ns"]["N"], ours["jobs"][0][d]["clat_ns"]["N"],
+                "{t}: {d} clat N"
+            );
+        }
+        assert_eq!(
+            theirs["jobs"][0]["sync"]["lat_ns"]["N"], ours["jobs"][0]["sync"]["lat_ns"]["N"],
+            "{t}: syncs"
+        );
+    }
+}

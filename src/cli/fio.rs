@@ -12,7 +12,8 @@ use crate::workload::fio::FioWorkload;
 use crate::workload::{CancelToken, NoProgress, RunContext, WorkloadError};
 
 const USAGE: &str = "\
-usage: fsdelta fio [JOBFILE...] [--output-format=normal|json] [--output=FILE] [--name=JOB --opt=value ...]
+usage: fsdelta fio [JOBFILE...] [--output-format=normal|json] [--output=FILE] [--alloc-size=KB]
+                   [--name=JOB --opt=value ...]
 
 Runs fio job files with fsdelta's native fio 3.33-compatible engine (threads, never processes).
 Job options may also be given on the command line as fio does: --name=x starts a job, options
@@ -29,7 +30,9 @@ Where it differs from fio 3.33, on purpose:
     openfiles rotation (fio queues the sync in the ring);
   - rw=rw with loops > 1 may split reads and writes slightly differently after a file wraps;
   - no disk_util in JSON (device counters are not read); usr_cpu/sys_cpu count from the
-    start of the timed phase.
+    start of the timed phase;
+  - --alloc-size=KB is accepted and changes nothing (it sizes fio's shared memory for job
+    processes; there are none here).
 
 Supported job options: ";
 
@@ -97,6 +100,11 @@ pub fn parse_args(args: &[String]) -> Result<FioArgs, String> {
                 }
             }
             "--output" => a.output = Some(take_value(&mut i)?),
+            // fio's shared-memory pool size for its job processes (fsperf passes it): workers
+            // here are threads, so there is no pool to size. Accepted, and said in --help.
+            "--alloc-size" => {
+                take_value(&mut i)?;
+            }
             k if k.starts_with("--") => {
                 a.job_args.push(arg.clone());
                 // `--bs 4k`: keep the value with its option.
@@ -121,27 +129,20 @@ pub fn parse_args(args: &[String]) -> Result<FioArgs, String> {
 }
 
 fn is_bare_flag(key: &str) -> bool {
+    // fio's set-only options (FIO_OPT_STR_SET) never take the next word.
     matches!(
         key,
-        "end_fsync"
-            | "time_based"
-            | "create_on_open"
-            | "unlink"
-            | "randrepeat"
+        "time_based"
+            | "thread"
             | "norandommap"
             | "group_reporting"
             | "stonewall"
             | "wait_for_previous"
             | "new_group"
-            | "thread"
             | "zero_buffers"
             | "refill_buffers"
-            | "scramble_buffers"
-            | "lat_percentiles"
-            | "clat_percentiles"
-            | "invalidate"
-            | "direct"
-            | "buffered"
+            | "blocksize_unaligned"
+            | "bs_unaligned"
     )
 }
 

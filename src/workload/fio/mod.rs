@@ -176,7 +176,8 @@ fn execute(set: &JobSet, ctx: &RunContext<'_>) -> Result<FioRun, WorkloadError> 
     for (ji, job) in set.jobs.iter().enumerate() {
         for clone in 0..job.numjobs {
             thread_number += 1;
-            let plan = files::plan_clone(job, clone, ctx.dir)?;
+            let seeds = rand::job_seeds(job, thread_number);
+            let plan = files::plan_clone(job, clone, ctx.dir, &seeds)?;
             let mut mem_align = 4096;
             if job.direct {
                 let probe_dir = plan
@@ -223,8 +224,7 @@ fn execute(set: &JobSet, ctx: &RunContext<'_>) -> Result<FioRun, WorkloadError> 
                             let job = pl.job;
                             sleep_cancellable(job.startdelay, cancel)?;
                             let layout_seed =
-                                rand::seeds(pl.thread_number, job.randrepeat, job.randseed)
-                                    [rand::SEED_BUF];
+                                rand::job_seeds(job, pl.thread_number)[rand::SEED_BUF];
                             files::layout(job, &pl.plan, layout_seed)?;
                             let setup = worker::CloneSetup {
                                 job,

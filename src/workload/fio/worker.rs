@@ -80,7 +80,7 @@ impl FileState {
     fn reset(&mut self) {
         self.pos = [0, 0];
         self.issued = 0;
-        self.done = false;
+        self.done = self.region == 0;
         if let Some(m) = &mut self.map {
             m.clear();
         }
@@ -133,7 +133,7 @@ struct Planner<'a> {
 impl<'a> Planner<'a> {
     fn new(setup: &CloneSetup<'a>) -> Result<Planner<'a>, WorkloadError> {
         let job = setup.job;
-        let seeds = rand::seeds(setup.thread_number, job.randrepeat, job.randseed);
+        let seeds = rand::job_seeds(job, setup.thread_number);
         let use64 = job.random_generator == RandomGenerator::Tausworthe64;
         let seed_table = seeds;
         let mut files = Vec::with_capacity(setup.plan.files.len());
@@ -154,7 +154,7 @@ impl<'a> Planner<'a> {
         for (i, f) in setup.plan.files.iter().enumerate() {
             let bs = job.bs[if job.rw.reads() { READ } else { WRITE }].0;
             let nblocks = f.size / bs;
-            if f.size < region_bs {
+            if f.size > 0 && f.size < region_bs {
                 return Err(WorkloadError::InvalidOptions(format!(
                     "job '{}': file {} ({} bytes) is smaller than one block of {region_bs} bytes",
                     job.name,
@@ -170,6 +170,7 @@ impl<'a> Planner<'a> {
                     seeds[rand::SEED_BLOCK].wrapping_add(i as u64),
                 )
             });
+            let empty = f.size == 0;
             files.push(FileState {
                 fd: None,
                 region: if random {
@@ -179,13 +180,14 @@ impl<'a> Planner<'a> {
                 },
                 pos: [0, 0],
                 issued: 0,
-                done: false,
+                done: empty,
                 map,
                 lfsr,
                 fd_pos: 0,
             });
         }
         let nfiles = files.len() as u32;
+        let done_files = files.iter().filter(|f| f.done).count();
         Ok(Planner {
             job,
             files,
@@ -197,7 +199,7 @@ impl<'a> Planner<'a> {
             mix_limit: 0,
             cur_file: 0,
             ios_on_file: 0,
-            done_files: 0,
+            done_files,
             pass_issued: 0,
             pass_bytes: setup.plan.pass_bytes,
             writes_since_sync: 0,
@@ -216,7 +218,7 @@ impl<'a> Planner<'a> {
         for f in &mut self.files {
             f.reset();
         }
-        self.done_files = 0;
+        self.done_files = self.files.iter().filter(|f| f.done).count();
     }
 
     /// A new loop (fio's clear_io_state): the rwmix cycle restarts; a random job's files start
@@ -225,7 +227,6 @@ impl<'a> Planner<'a> {
     /// does not rewind them) and wrap at the end of the file.
     fn new_loop(&mut self) {
         self.pass_issued = 0;
-        self.done_files = 0;
         self.mix_limit = 0;
         if self.job.rw.is_random() {
             for f in &mut self.files {
@@ -241,13 +242,14 @@ impl<'a> Planner<'a> {
             let mixed = self.job.rw.reads() && self.job.rw.writes();
             for f in &mut self.files {
                 f.issued = 0;
-                f.done = false;
+                f.done = f.region == 0;
                 if !mixed {
                     // A one-direction pass ended at the end of the file: start it over.
                     f.pos = [0, 0];
                 }
             }
         }
+        self.done_files = self.files.iter().filter(|f| f.done).count();
     }
 
     /// ramp_time ended (fio's reset_all_stats): the byte budget and issue counters restart;
@@ -433,8 +435,14 @@ fn ensure_open(
         return Ok(());
     }
     if p.open_count >= p.open_limit {
-        if let Some(other) = p.files.iter_mut().find(|f| f.fd.is_some()) {
-            other.fd = None;
+        if let Some((oi, other)) = p.files.iter_mut().enumerate().find(|(_, f)| f.fd.is_some()) {
+            if let Some(fd) = other.fd.take() {
+                if setup.job.fsync_on_close {
+                    rustix::fs::fsync(&fd).map_err(|e| {
+                        io_err("fsync (fsync_on_close)", &setup.plan.files[oi].path, e)
+                    })?;
+                }
+            }
             p.open_count -= 1;
         }
     }
@@ -511,7 +519,7 @@ pub fn run_clone(setup: &CloneSetup<'_>) -> Result<ThreadStats, WorkloadError> {
     let mut bufs: Vec<AlignedBuf> = (0..depth)
         .map(|_| AlignedBuf::new(buf_len, setup.mem_align))
         .collect();
-    let base_seed = rand::seeds(setup.thread_number, job.randrepeat, job.randseed)[rand::SEED_BUF];
+    let base_seed = rand::job_seeds(job, setup.thread_number)[rand::SEED_BUF];
     let mut seed = base_seed;
     for b in &mut bufs {
         files::fill_like_job(job, b.as_mut_slice(), &mut seed);
@@ -583,6 +591,15 @@ pub fn run_clone(setup: &CloneSetup<'_>) -> Result<ThreadStats, WorkloadError> {
     }
     st.job_runtime_ms = elapsed.0 / 1_000_000;
     st.rusage = super::stats::Rusage::thread().since(&ru0);
+    if job.fsync_on_close {
+        // fio closes the files after the runtime is taken: outside runtime and stats.
+        for (fi, f) in p.files.iter().enumerate() {
+            if let Some(fd) = &f.fd {
+                rustix::fs::fsync(fd)
+                    .map_err(|e| io_err("fsync (fsync_on_close)", &setup.plan.files[fi].path, e))?;
+            }
+        }
+    }
     drop(p);
     if job.unlink {
         for f in &setup.plan.files {
