@@ -205,5 +205,10 @@ fi
     if [ -n "$DIO_NOTE" ]; then echo "$DIO_NOTE"; fi
     echo
     echo "Goals (issue 3): IOPS at least fio's in every case, and at least 95 % of the bare loop."
+    echo
+    echo "Reading these numbers: per-round values swing by 2x and more when other work shares"
+    echo "the machine (see the load average above). The medians of per-round ratios are the"
+    echo "figures to quote; run the script again on an idle machine before reading a ratio"
+    echo "within 10 % of 1 as a win or a loss."
 } > "$OUT"
 cat "$OUT"

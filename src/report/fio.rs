@@ -260,7 +260,7 @@ fn job_json(run: &FioRun, r: &JobResult, groups: &[(u32, [GroupDir; 2])]) -> J {
     );
     let sync_ps =
         (spec.clat_percentiles || spec.lat_percentiles).then_some(spec.percentile_list.as_slice());
-    obj(vec![
+    let mut pairs = vec![
         ("jobname", J::Str(r.name.clone())),
         ("groupid", int(r.groupid)),
         ("error", int(0)),
@@ -319,7 +319,11 @@ fn job_json(run: &FioRun, r: &JobResult, groups: &[(u32, [GroupDir; 2])]) -> J {
         ("latency_target", int(0)),
         ("latency_percentile", J::Float(100.0)),
         ("latency_window", int(0)),
-    ])
+    ];
+    if let Some(d) = spec.description.as_ref().filter(|d| !d.is_empty()) {
+        pairs.push(("desc", J::Str(d.clone())));
+    }
+    obj(pairs)
 }
 
 fn dist_owned(keys: &[String], counts: &[u64], total: u64) -> J {
@@ -339,17 +343,22 @@ fn effective_depth(spec: &JobSpec) -> u32 {
     }
 }
 
-/// fio's `--output-format=json`.
-pub fn json(run: &FioRun) -> String {
-    let groups = group_stats(run);
-    let secs = run.started_unix_ms / 1000;
-    let time = chrono::DateTime::from_timestamp(secs as i64, 0)
+/// Local time as C's ctime prints it, without the newline: `Wed Dec  2 10:21:54 2026`.
+fn ctime(unix_secs: u64) -> String {
+    chrono::DateTime::from_timestamp(unix_secs as i64, 0)
         .map(|t| {
             t.with_timezone(&chrono::Local)
                 .format("%a %b %e %H:%M:%S %Y")
                 .to_string()
         })
-        .unwrap_or_default();
+        .unwrap_or_default()
+}
+
+/// fio's `--output-format=json`.
+pub fn json(run: &FioRun) -> String {
+    let groups = group_stats(run);
+    let secs = run.started_unix_ms / 1000;
+    let time = ctime(secs);
     let globals: Vec<(String, J)> = run
         .set
         .global_options
@@ -557,14 +566,19 @@ pub fn normal(run: &FioRun) -> String {
         if threads == 1 { "" } else { "s" }
     );
     let groups = group_stats(run);
+    let end_ms = run.started_unix_ms + run.elapsed.0 / 1_000_000;
+    let end_time = ctime(end_ms / 1000);
     for r in &run.results {
         let spec = run.spec(r);
         let st = &r.stats;
         let _ = writeln!(
             out,
-            "{}: (groupid={}, jobs={}): err= 0",
-            r.name, r.groupid, r.clones
+            "{}: (groupid={}, jobs={}): err= 0: pid={}: {}",
+            r.name, r.groupid, r.clones, st.tid, end_time
         );
+        if let Some(d) = spec.description.as_ref().filter(|d| !d.is_empty()) {
+            let _ = writeln!(out, "  Description  : [{d}]");
+        }
         for (d, dname) in [(READ, "read"), (WRITE, "write")] {
             let ds = &st.dir[d];
             if ds.runtime_ms == 0 {

@@ -282,6 +282,8 @@ pub struct ThreadStats {
     pub submit_counts: [u64; 7],
     /// Reap calls by I/Os completed, same ranges: fio's io_u_complete.
     pub complete_counts: [u64; 7],
+    /// Thread id of the (first) worker, fio's `pid` for a job run as a thread.
+    pub tid: i32,
 }
 
 impl ThreadStats {
@@ -292,6 +294,9 @@ impl ThreadStats {
         }
         self.sync.merge(&o.sync);
         self.fsync_ios += o.fsync_ios;
+        if self.tid == 0 {
+            self.tid = o.tid;
+        }
         self.lat_buckets.merge(&o.lat_buckets);
         self.rusage.add(&o.rusage);
         self.job_runtime_ms += o.job_runtime_ms;

@@ -591,6 +591,8 @@ pub fn run_clone(setup: &CloneSetup<'_>) -> Result<ThreadStats, WorkloadError> {
     }
     st.job_runtime_ms = elapsed.0 / 1_000_000;
     st.rusage = super::stats::Rusage::thread().since(&ru0);
+    // SAFETY: gettid(2) takes no arguments and cannot fail.
+    st.tid = unsafe { libc::gettid() };
     if job.fsync_on_close {
         // fio closes the files after the runtime is taken: outside runtime and stats.
         for (fi, f) in p.files.iter().enumerate() {
@@ -1090,6 +1092,8 @@ fn run_filecreate(setup: &CloneSetup<'_>) -> Result<ThreadStats, WorkloadError> 
     }
     st.job_runtime_ms = elapsed.0 / 1_000_000;
     st.rusage = super::stats::Rusage::thread().since(&ru0);
+    // SAFETY: gettid(2) takes no arguments and cannot fail.
+    st.tid = unsafe { libc::gettid() };
     if job.unlink {
         for f in &setup.plan.files {
             std::fs::remove_file(&f.path).map_err(|e| io_err("unlink", &f.path, e))?;
