@@ -644,6 +644,85 @@ mod tests {
     }
 
     #[test]
+    fn unlink_removes_the_files_and_create_on_open_creates_them_in_the_job() {
+        let dir = tempfile::tempdir().unwrap();
+        run_text("[u]\nrw=write\nsize=64k\nnrfiles=2\nunlink=1\n", dir.path()).unwrap();
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+        let run = run_text(
+            "[c]\nrw=write\nsize=64k\ncreate_on_open=1\nfallocate=none\n",
+            dir.path(),
+        )
+        .unwrap();
+        assert_eq!(run.results[0].stats.dir[WRITE].io_bytes, 64 << 10);
+        assert_eq!(
+            std::fs::metadata(dir.path().join("c.0.0")).unwrap().len(),
+            64 << 10
+        );
+    }
+
+    #[test]
+    fn written_data_follows_zero_and_compress_options() {
+        let dir = tempfile::tempdir().unwrap();
+        run_text("[z]\nrw=write\nsize=64k\nzero_buffers\n", dir.path()).unwrap();
+        let z = std::fs::read(dir.path().join("z.0.0")).unwrap();
+        assert!(z.iter().all(|&b| b == 0), "zero_buffers writes zeros");
+        run_text(
+            "[c]\nrw=write\nsize=256k\nbuffer_compress_percentage=75\nbuffer_compress_chunk=1k\n",
+            dir.path(),
+        )
+        .unwrap();
+        let c = std::fs::read(dir.path().join("c.0.0")).unwrap();
+        let zeros = c.iter().filter(|&&b| b == 0).count() as f64 / c.len() as f64;
+        assert!((0.74..0.77).contains(&zeros), "75 % compressible: {zeros}");
+        run_text("[r]\nrw=write\nsize=64k\n", dir.path()).unwrap();
+        let r = std::fs::read(dir.path().join("r.0.0")).unwrap();
+        let zeros = r.iter().filter(|&&b| b == 0).count() as f64 / r.len() as f64;
+        // Random bytes, plus fio's scramble stamps (offsets and times, mostly zero high bytes)
+        // that accumulate in the reused buffer: well under a fifth zeros.
+        assert!(zeros < 0.2, "default buffers are random: {zeros}");
+    }
+
+    #[test]
+    fn runtime_caps_a_job_and_startdelay_waits_outside_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let t0 = Nanos::now();
+        let run = run_text(
+            "[s]\nrw=randread\nsize=256k\ninvalidate=0\nloops=1000000\nruntime=200ms\nstartdelay=300ms\n",
+            dir.path(),
+        )
+        .unwrap();
+        let st = &run.results[0].stats;
+        assert!(
+            (200..400).contains(&st.dir[READ].runtime_ms),
+            "{}",
+            st.dir[READ].runtime_ms
+        );
+        assert!(t0.elapsed().0 >= 500_000_000, "startdelay then runtime");
+    }
+
+    #[test]
+    fn direct_io_runs_where_the_filesystem_allows_it() {
+        let dir = tempfile::tempdir().unwrap();
+        if let Err(e) = files::probe_direct(dir.path()) {
+            eprintln!("skipping: {e}");
+            return;
+        }
+        for engine in ["psync", "io_uring\niodepth=4", "libaio\niodepth=4"] {
+            let run = run_text(
+                &format!("[d]\nrw=randrw\nsize=256k\ndirect=1\nioengine={engine}\n"),
+                dir.path(),
+            )
+            .unwrap();
+            let st = &run.results[0].stats;
+            assert_eq!(
+                st.dir[READ].io_bytes + st.dir[WRITE].io_bytes,
+                256 << 10,
+                "{engine}"
+            );
+        }
+    }
+
+    #[test]
     fn cancel_stops_a_time_based_job() {
         let dir = tempfile::tempdir().unwrap();
         let w = FioWorkload::from_job_text(
