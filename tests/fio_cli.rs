@@ -150,6 +150,24 @@ fn missing_job_file_and_bad_flags_exit_2() {
         .assert()
         .code(2);
     fsdelta().args(["fio"]).assert().code(2);
+    // --parse-only validates and runs nothing, as fio's.
+    let dir = tempfile::tempdir().unwrap();
+    fsdelta()
+        .current_dir(dir.path())
+        .args(["fio", "--parse-only", "--name=p", "--size=1m"])
+        .assert()
+        .code(0);
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    fsdelta()
+        .args([
+            "fio",
+            "--parse-only",
+            "--name=p",
+            "--size=1m",
+            "--verify=md5",
+        ])
+        .assert()
+        .code(2);
     fsdelta()
         .args(["fio", "--help"])
         .assert()
@@ -359,5 +377,39 @@ fn fsperf_command_lines_run_like_fio() {
             theirs["jobs"][0]["sync"]["lat_ns"]["N"], ours["jobs"][0]["sync"]["lat_ns"]["N"],
             "{t}: syncs"
         );
+    }
+}
+
+/// fsperf's O_DIRECT tests (dio4kbs16threads, diorandread), scaled down: many files per job,
+/// clones, norandommap, a deep iodepth on a sync engine. Skipped where the temporary
+/// directory's filesystem rejects O_DIRECT (tmpfs), as fio would fail there too.
+#[test]
+fn fsperf_direct_jobs_run_like_fio() {
+    if !real_fio() {
+        return;
+    }
+    let probe = tempfile::tempdir().unwrap();
+    if let Err(e) = fsdelta::workload::fio::files::probe_direct(probe.path()) {
+        eprintln!("skipping: {e}");
+        return;
+    }
+    let common = "--allrandrepeat=1 --randseed=12345 --group_reporting=1";
+    for t in [
+        "--name dio4kbs16threads --direct=1 --size=2m --rw=randwrite --norandommap \
+         --runtime=60 --iodepth=1024 --nrfiles=4 --numjobs=3",
+        "--name diorandread --direct=1 --size=2m --rw=randread --runtime=60 --iodepth=1024 \
+         --nrfiles=4 --numjobs=3",
+    ] {
+        let line = format!("{common} {t}");
+        let args: Vec<&str> = line.split_whitespace().collect();
+        let (theirs, ours) = both_args(&args);
+        for d in ["read", "write"] {
+            for k in ["io_bytes", "total_ios"] {
+                assert_eq!(
+                    theirs["jobs"][0][d][k], ours["jobs"][0][d][k],
+                    "{t}: {d}.{k}"
+                );
+            }
+        }
     }
 }

@@ -12,8 +12,8 @@ use crate::workload::fio::FioWorkload;
 use crate::workload::{CancelToken, NoProgress, RunContext, WorkloadError};
 
 const USAGE: &str = "\
-usage: fsdelta fio [JOBFILE...] [--output-format=normal|json] [--output=FILE] [--alloc-size=KB]
-                   [--name=JOB --opt=value ...]
+usage: fsdelta fio [JOBFILE...] [--output-format=normal|json] [--output=FILE] [--parse-only]
+                   [--alloc-size=KB] [--name=JOB --opt=value ...]
 
 Runs fio job files with fsdelta's native fio 3.33-compatible engine (threads, never processes).
 Job options may also be given on the command line as fio does: --name=x starts a job, options
@@ -58,6 +58,8 @@ pub struct FioArgs {
     pub output: Option<String>,
     /// -h / --help.
     pub help: bool,
+    /// --parse-only: validate the jobs, run nothing (as fio's --parse-only).
+    pub parse_only: bool,
 }
 
 /// Split `fsdelta fio` arguments into our own flags, job files and job options.
@@ -68,6 +70,7 @@ pub fn parse_args(args: &[String]) -> Result<FioArgs, String> {
         format: OutputFormat::Normal,
         output: None,
         help: false,
+        parse_only: false,
     };
     let mut i = 0;
     while i < args.len() {
@@ -87,6 +90,7 @@ pub fn parse_args(args: &[String]) -> Result<FioArgs, String> {
         };
         match key {
             "-h" | "--help" => a.help = true,
+            "--parse-only" => a.parse_only = true,
             "--output-format" => {
                 let v = take_value(&mut i)?;
                 a.format = match v.as_str() {
@@ -202,6 +206,9 @@ pub fn main(args: &[String]) -> i32 {
             return 2;
         }
     };
+    if a.parse_only {
+        return 0;
+    }
     let cancel = CancelToken::new();
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         if let Err(e) = signal_hook::flag::register(sig, cancel.flag()) {
