@@ -9,16 +9,17 @@ use std::path::Path;
 
 /// A line's kind: the text before its first value, with the time unit normalised (fio picks
 /// nsec/usec/msec from the values). Value-dependent lines (percentile rows, latency buckets)
-/// and lines about things the engine deliberately does not do (process start-up, fio's own
-/// version, disk statistics) are left out.
+/// and lines that depend on the program or the machine (fio's own version, process start-up,
+/// disk statistics) are left out.
 fn kinds(text: &str) -> Vec<String> {
+    // Disk stats depend on the device the files are on; they come last.
+    let text = text.split("\nDisk stats").next().unwrap_or(text);
     text.lines()
         .filter(|l| !l.trim().is_empty())
         .filter(|l| !l.trim_start().starts_with('|'))
         .filter(|l| !l.starts_with("  lat ("))
         .filter(|l| !l.starts_with("fio-") && !l.starts_with("fsdelta-fio-"))
         .filter(|l| !l.starts_with("Starting "))
-        .filter(|l| !l.starts_with("Disk stats") && !l.starts_with("  vda:"))
         .map(|l| {
             let cut = l.find(['=', ':']).unwrap_or(l.len());
             l[..cut]

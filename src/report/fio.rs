@@ -7,8 +7,8 @@
 //! invent a number: a field fio has and we do not measure is left out, except where a zero is
 //! the true value (trim, which the engine never issues; `short_ios` and `drop_ios`, which it
 //! never produces) or fio itself writes a zero for "no samples" (`bw_min` with `bw_samples`
-//! 0). `disk_util` is left out, as fio does when it has no device counters: the engine does
-//! not read them. `global options` is left out when there are none, as fio does.
+//! 0). `disk_util` is left out when no file is on a block device (or every job is
+//! filecreate's), and `global options` when there are none, as fio does.
 
 use crate::plan::jobfile::JobSpec;
 use crate::probe::histogram::Histogram;
@@ -384,6 +384,26 @@ pub fn json(run: &FioRun) -> String {
                 .collect(),
         ),
     ));
+    if !run.disk_util.is_empty() {
+        let disks = run
+            .disk_util
+            .iter()
+            .map(|d| {
+                obj(vec![
+                    ("name", J::Str(d.name.clone())),
+                    ("read_ios", int(d.read_ios)),
+                    ("write_ios", int(d.write_ios)),
+                    ("read_merges", int(d.read_merges)),
+                    ("write_merges", int(d.write_merges)),
+                    ("read_ticks", int(d.read_ticks)),
+                    ("write_ticks", int(d.write_ticks)),
+                    ("in_queue", int(d.in_queue)),
+                    ("util", J::Float(d.util)),
+                ])
+            })
+            .collect();
+        top.push(("disk_util", J::Arr(disks)));
+    }
     let doc = obj(top);
     let mut out = String::new();
     render(&doc, 0, &mut out);
@@ -698,6 +718,24 @@ pub fn normal(run: &FioRun) -> String {
                 num2str(g.io_bytes, 4, false, "B"),
                 g.min_run,
                 g.max_run
+            );
+        }
+    }
+    if !run.disk_util.is_empty() {
+        out.push_str("\nDisk stats (read/write):\n");
+        for d in &run.disk_util {
+            let _ = writeln!(
+                out,
+                "  {}: ios={}/{}, merge={}/{}, ticks={}/{}, in_queue={}, util={:.2}%",
+                d.name,
+                d.read_ios,
+                d.write_ios,
+                d.read_merges,
+                d.write_merges,
+                d.read_ticks,
+                d.write_ticks,
+                d.in_queue,
+                d.util
             );
         }
     }

@@ -18,6 +18,7 @@
 //! 3.33's by `tests/fio_cli.rs` when /usr/bin/fio is installed.
 
 pub mod aio;
+pub mod disk;
 pub mod files;
 pub mod rand;
 pub mod stats;
@@ -66,6 +67,9 @@ pub struct FioRun {
     pub started_unix_ms: u64,
     /// Wall time of the whole run, layout included.
     pub elapsed: Nanos,
+    /// Counters of the block devices holding the files (fio's `disk_util`); empty where the
+    /// files are on no block device, or every job is filecreate's (diskless, as in fio).
+    pub disk_util: Vec<disk::DiskUtil>,
 }
 
 impl FioRun {
@@ -201,6 +205,13 @@ fn execute(set: &JobSet, ctx: &RunContext<'_>) -> Result<FioRun, WorkloadError> 
             });
         }
     }
+    let watch = disk::DiskWatch::start(
+        planned
+            .iter()
+            .filter(|p| p.job.ioengine != jobfile::IoEngine::FileCreate)
+            .flat_map(|p| p.plan.files.iter())
+            .filter_map(|f| f.path.parent()),
+    );
     // Run in stonewall batches.
     let mut outs: Vec<CloneOut> = Vec::with_capacity(planned.len());
     let mut i = 0;
@@ -289,6 +300,7 @@ fn execute(set: &JobSet, ctx: &RunContext<'_>) -> Result<FioRun, WorkloadError> 
         results,
         started_unix_ms,
         elapsed: Nanos::now() - t0,
+        disk_util: watch.finish(),
     })
 }
 
