@@ -268,10 +268,9 @@ fn our_json_has_every_key_real_fio_has_for_the_same_job() {
         let our_keys = paths_of(&our_json(job, dir.path()));
         // disk_util is there when the files are on a block device: fio ran the fixture on one;
         // the temporary directory here may be tmpfs.
-        let on_block_device = fsdelta::workload::fio::disk::DiskWatch::start([dir.path()])
+        let on_block_device = !fsdelta::workload::fio::disk::DiskWatch::start([dir.path()])
             .finish()
-            .len()
-            > 0;
+            .is_empty();
         let missing: Vec<&String> = fio_keys
             .difference(&our_keys)
             .filter(|k| on_block_device || k.as_str() != ".disk_util")
