@@ -29,8 +29,8 @@ Where it differs from fio 3.33, on purpose:
   - io_uring and libaio drain in-flight I/O before an fsync=/fdatasync= sync and before an
     openfiles rotation (fio queues the sync in the ring);
   - rw=rw with loops > 1 may split reads and writes slightly differently after a file wraps;
-  - no disk_util in JSON (device counters are not read); usr_cpu/sys_cpu count from the
-    start of the timed phase;
+  - usr_cpu/sys_cpu count from the start of the timed phase (layout excluded); disk_util
+    covers the whole run (layout included);
   - --alloc-size=KB is accepted and changes nothing (it sizes fio's shared memory for job
     processes; there are none here).
 
