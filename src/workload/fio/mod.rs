@@ -735,6 +735,76 @@ mod tests {
     }
 
     #[test]
+    fn size_percent_uses_part_of_each_existing_file() {
+        let dir = tempfile::tempdir().unwrap();
+        run_text("[w]\nrw=write\nsize=256k\nfilename=f.dat\n", dir.path()).unwrap();
+        let run = run_text(
+            "[r]\nrw=read\nsize=50%\nfilename=f.dat\ninvalidate=0\n",
+            dir.path(),
+        )
+        .unwrap();
+        assert_eq!(run.results[0].stats.dir[READ].io_bytes, 128 << 10);
+        let e = run_text("[r]\nrw=read\nsize=50%\nfilename=none.dat\n", dir.path()).unwrap_err();
+        assert!(e.to_string().contains("needs existing files"), "{e}");
+    }
+
+    #[test]
+    fn openfiles_rotation_and_sequential_file_service_reach_every_file() {
+        let dir = tempfile::tempdir().unwrap();
+        for fst in ["roundrobin", "sequential", "random"] {
+            let run = run_text(
+                &format!(
+                    "[o]\nrw=randwrite\nsize=256k\nnrfiles=4\nopenfiles=1\nfile_service_type={fst}\nfallocate=none\nfsync_on_close=1\n"
+                ),
+                dir.path(),
+            )
+            .unwrap();
+            assert_eq!(run.results[0].stats.dir[WRITE].io_bytes, 256 << 10, "{fst}");
+            for i in 0..4 {
+                let len = std::fs::metadata(dir.path().join(format!("o.0.{i}")))
+                    .unwrap()
+                    .len();
+                assert_eq!(len, 64 << 10, "{fst}: file {i} fully written");
+            }
+            for i in 0..4 {
+                std::fs::remove_file(dir.path().join(format!("o.0.{i}"))).unwrap();
+            }
+        }
+    }
+
+    #[test]
+    fn fallocate_modes_shape_the_laid_out_file() {
+        let dir = tempfile::tempdir().unwrap();
+        for (mode, len) in [
+            ("posix", 128u64 << 10),
+            ("keep", 0),
+            ("none", 0),
+            ("truncate", 128 << 10),
+        ] {
+            let name = format!("f{mode}");
+            // Layout alone (a write job's files are created and preallocated, not written).
+            let job = JobSpec {
+                name: name.clone(),
+                rw: crate::plan::jobfile::RwMode::Write,
+                size: Some(crate::plan::jobfile::SizeSpec::Bytes(
+                    crate::plan::jobfile::Bytes(128 << 10),
+                )),
+                fallocate: match mode {
+                    "posix" => crate::plan::jobfile::Fallocate::Posix,
+                    "keep" => crate::plan::jobfile::Fallocate::Keep,
+                    "none" => crate::plan::jobfile::Fallocate::None,
+                    _ => crate::plan::jobfile::Fallocate::Truncate,
+                },
+                ..JobSpec::default()
+            };
+            let plan = files::plan_clone(&job, 0, dir.path(), &[0; 21]).unwrap();
+            files::layout(&job, &plan, 1).unwrap();
+            let got = std::fs::metadata(&plan.files[0].path).unwrap().len();
+            assert_eq!(got, len, "fallocate={mode}");
+        }
+    }
+
+    #[test]
     fn cancel_stops_a_time_based_job() {
         let dir = tempfile::tempdir().unwrap();
         let w = FioWorkload::from_job_text(
