@@ -1668,6 +1668,48 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        /// Any text at all parses to jobs or to an error; never a panic.
+        #[test]
+        fn arbitrary_text_never_panics(text in "\\PC{0,200}") {
+            let _ = parse(&text);
+        }
+
+        /// Job-file-shaped text with arbitrary keys and values never panics either.
+        #[test]
+        fn arbitrary_options_never_panic(
+            lines in proptest::collection::vec(("[a-z_]{1,20}", "[ -~]{0,20}"), 0..12)
+        ) {
+            let mut text = String::from("[j]\n");
+            for (k, v) in &lines {
+                text.push_str(&format!("{k}={v}\n"));
+            }
+            let _ = parse(&text);
+        }
+
+        /// Sizes scale by their suffix exactly (base 1024), whatever the number.
+        #[test]
+        fn size_suffixes_multiply_exactly(n in 0u64..1_000_000, i in 0usize..6) {
+            let (suffix, mult) = [("", 1u64), ("k", 1 << 10), ("m", 1 << 20), ("g", 1 << 30),
+                ("K", 1 << 10), ("t", 1 << 40)][i];
+            proptest::prop_assert_eq!(
+                parse_size(&format!("{n}{suffix}")),
+                Ok(SizeValue::Bytes(Bytes(n * mult)))
+            );
+        }
+
+        /// Times scale by their suffix exactly; a bare number is seconds.
+        #[test]
+        fn time_suffixes_multiply_exactly(n in 0u64..100_000, i in 0usize..5) {
+            let (suffix, us) = [("", 1_000_000u64), ("s", 1_000_000), ("ms", 1_000),
+                ("us", 1), ("m", 60_000_000)][i];
+            proptest::prop_assert_eq!(
+                parse_time(&format!("{n}{suffix}")),
+                Ok(Duration::from_micros(n * us))
+            );
+        }
+    }
+
     #[test]
     fn random_bytes_never_panic() {
         // A deterministic fuzz loop: random byte strings, and random splices of real option
