@@ -134,10 +134,6 @@ pub struct NativeAio {
     events: Box<[IoEvent]>,
 }
 
-// SAFETY: the raw pointers in `pending` point into `iocbs`, owned by the same value; the
-// backend is used by one thread at a time.
-unsafe impl Send for NativeAio {}
-
 impl NativeAio {
     /// An AIO context for `depth` I/Os in flight.
     pub fn new(depth: usize) -> io::Result<NativeAio> {
