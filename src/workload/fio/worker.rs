@@ -138,10 +138,10 @@ impl<'a> Planner<'a> {
         let seed_table = seeds;
         let mut files = Vec::with_capacity(setup.plan.files.len());
         let random = job.rw.is_random();
-        if random && !job.norandommap && job.rw.reads() && job.rw.writes() && job.bs[0] != job.bs[1]
-        {
+        let tracks_blocks = !job.norandommap || job.random_generator == RandomGenerator::Lfsr;
+        if random && tracks_blocks && job.rw.reads() && job.rw.writes() && job.bs[0] != job.bs[1] {
             return Err(WorkloadError::InvalidOptions(format!(
-                "job '{}': a random map over different read and write block sizes is not supported; set bs= to one size or add norandommap",
+                "job '{}': a random map or LFSR over different read and write block sizes is not supported; set bs= to one size, or use norandommap with random_generator=tausworthe",
                 job.name
             )));
         }
