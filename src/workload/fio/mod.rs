@@ -537,16 +537,16 @@ mod tests {
     fn ramp_time_resets_the_stats() {
         let dir = tempfile::tempdir().unwrap();
         let run = run_text(
-            "[r]\nrw=randread\nsize=1m\ninvalidate=0\ntime_based\nruntime=300ms\nramp_time=200ms\n",
+            "[r]\nrw=randread\nsize=1m\ninvalidate=0\ntime_based\nruntime=300ms\nramp_time=1s\n",
             dir.path(),
         )
         .unwrap();
         let st = &run.results[0].stats;
-        // runtime counts only after the ramp: about 300 ms, not 500.
+        // runtime counts only after the ramp: about 300 ms, not 1300 (slack for a loaded CI).
         let rt = st.dir[READ].runtime_ms;
-        assert!((290..450).contains(&rt), "runtime {rt} ms");
+        assert!((290..1000).contains(&rt), "runtime {rt} ms");
         assert_eq!(st.dir[READ].clat.count(), st.dir[READ].total_ios);
-        assert!(st.job_runtime_ms < 450);
+        assert!(st.job_runtime_ms < 1000);
     }
 
     #[test]
@@ -705,7 +705,7 @@ mod tests {
         .unwrap();
         let st = &run.results[0].stats;
         assert!(
-            (200..400).contains(&st.dir[READ].runtime_ms),
+            (200..1000).contains(&st.dir[READ].runtime_ms),
             "{}",
             st.dir[READ].runtime_ms
         );
