@@ -992,6 +992,12 @@ fn apply(job: &mut JobSpec, opt: &RawOption) -> Result<(), JobFileError> {
                 }
                 None => SizeRange::fixed(size_opt(opt)?),
             };
+            if range.low.0 == 0 {
+                return err(
+                    &opt.origin,
+                    "option 'filesize' must be at least 1 byte, as in fio (for empty files use ioengine=filecreate: it creates the files empty whatever their filesize, e.g. filesize=4k as fsperf's emptyfiles500k)",
+                );
+            }
             job.filesize = Some(range);
         }
         "nrfiles" => job.nrfiles = parse_uint(opt, 1, u32::MAX as u64)? as u32,
@@ -1425,7 +1431,7 @@ mod tests {
         assert_eq!(k.file_service_type, FileService::Sequential);
         assert_eq!(k.fallocate, Fallocate::None);
         assert_eq!(k.random_generator, RandomGenerator::Tausworthe64);
-        let f = one("[f]\nioengine=filecreate\nnrfiles=100\nfilesize=0\nsize=50%\n");
+        let f = one("[f]\nioengine=filecreate\nnrfiles=100\nfilesize=4k\nsize=50%\n");
         assert_eq!(f.ioengine, IoEngine::FileCreate);
         assert_eq!(f.size, Some(SizeSpec::Percent(50)));
         let l = one("[l]\nioengine=libaio\nsize=1m\niodepth=8\n");
@@ -1619,6 +1625,8 @@ mod tests {
             ("[j]\nsize=150%\n", 2, "not in 1..=100"),
             ("[j]\nsize=1m\nbs=4k-16k\n", 3, "ranges"),
             ("[j]\nfilesize=1m:4k\n", 2, "runs backwards"),
+            ("[j]\nfilesize=0\n", 2, "at least 1 byte"),
+            ("[j]\nfilesize=0:4k\n", 2, "at least 1 byte"),
             ("[j]\nsize=1m\nbs=0\n", 3, "greater than 0"),
             ("[j]\nsize=1m\nbs=4k,4k,4k\n", 3, "trim block size"),
             ("[j]\nsize=1m\nbs\n", 3, "needs a value"),
