@@ -29,9 +29,10 @@ pub trait AsyncBackend {
     );
     /// Submit everything queued.
     fn submit(&mut self) -> io::Result<()>;
-    /// Wait for at least one completion, then hand every available one to `done(slot, result)`
-    /// (`result` is bytes transferred or a negative errno). Returns how many were reaped.
-    fn reap(&mut self, done: &mut dyn FnMut(usize, i64)) -> io::Result<usize>;
+    /// Wait for at least `min` completions (0: do not wait), then hand every available one to
+    /// `done(slot, result)` (`result` is bytes transferred or a negative errno). Returns how
+    /// many were reaped.
+    fn reap(&mut self, min: usize, done: &mut dyn FnMut(usize, i64)) -> io::Result<usize>;
 }
 
 /// io_uring through the io-uring crate.
@@ -84,8 +85,10 @@ impl AsyncBackend for Uring {
         self.ring.submit().map(|_| ())
     }
 
-    fn reap(&mut self, done: &mut dyn FnMut(usize, i64)) -> io::Result<usize> {
-        self.ring.submit_and_wait(1)?;
+    fn reap(&mut self, min: usize, done: &mut dyn FnMut(usize, i64)) -> io::Result<usize> {
+        if min > 0 {
+            self.ring.submit_and_wait(min)?;
+        }
         let mut n = 0;
         for cqe in self.ring.completion() {
             n += 1;
@@ -213,17 +216,27 @@ impl AsyncBackend for NativeAio {
         Ok(())
     }
 
-    fn reap(&mut self, done: &mut dyn FnMut(usize, i64)) -> io::Result<usize> {
+    fn reap(&mut self, min: usize, done: &mut dyn FnMut(usize, i64)) -> io::Result<usize> {
+        let mut zero = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        let timeout: *mut libc::timespec = if min > 0 {
+            std::ptr::null_mut()
+        } else {
+            &mut zero
+        };
         loop {
-            // SAFETY: `events` has room for `len` events; a null timeout waits.
+            // SAFETY: `events` has room for `len` events; a null timeout waits, a zero one
+            // returns at once.
             let r = unsafe {
                 libc::syscall(
                     libc::SYS_io_getevents,
                     self.ctx,
-                    1 as libc::c_long,
+                    min as libc::c_long,
                     self.events.len() as libc::c_long,
                     self.events.as_mut_ptr(),
-                    std::ptr::null_mut::<libc::timespec>(),
+                    timeout,
                 )
             };
             if r < 0 {
@@ -268,7 +281,7 @@ mod tests {
         b.submit().unwrap();
         let mut got = Vec::new();
         while got.is_empty() {
-            b.reap(&mut |s, res| got.push((s, res))).unwrap();
+            b.reap(1, &mut |s, res| got.push((s, res))).unwrap();
         }
         assert_eq!(got, vec![(0, 8192)]);
         // SAFETY: as above.
@@ -276,7 +289,7 @@ mod tests {
         b.submit().unwrap();
         got.clear();
         while got.is_empty() {
-            b.reap(&mut |s, res| got.push((s, res))).unwrap();
+            b.reap(1, &mut |s, res| got.push((s, res))).unwrap();
         }
         assert_eq!(got, vec![(1, 8192)]);
         assert_eq!(r, w);

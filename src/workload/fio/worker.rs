@@ -3,7 +3,8 @@
 //!
 //! Why it exists: this is where fio's semantics become I/O. Per I/O, as fio defines them:
 //! `start` is taken when the I/O is prepared, `issue` just before the system call (sync engines)
-//! or just after the submitting `io_uring_enter` / `io_submit` (async engines); completion is read when the call
+//! or just after the `io_uring_enter` / `io_submit` that submits it alone (async engines, fio's
+//! default iodepth_batch_submit=1); completion is read when the call
 //! returns or the completion is reaped. clat = completion - issue, lat = completion - start,
 //! slat = issue - start (async engines only). Stats reset when ramp_time ends; fsync=/fdatasync=
 //! latencies go to the sync stats; end_fsync runs inside the runtime but outside every latency
@@ -877,7 +878,6 @@ fn run_async(
     };
     let mut slots: Vec<Option<Slot>> = (0..depth).map(|_| None).collect();
     let mut free: Vec<usize> = (0..depth).rev().collect();
-    let mut queued: Vec<usize> = Vec::with_capacity(depth);
     let mut inflight = 0usize;
     let mut pass_over = false;
     let mut stop = false;
@@ -888,7 +888,7 @@ fn run_async(
             // Let the kernel finish what it holds before the buffers go away.
             while inflight > 0 {
                 let n = backend
-                    .reap(&mut |_, _| {})
+                    .reap(1, &mut |_, _| {})
                     .map_err(|e| io_err(engine_op, dir0, e))?;
                 inflight -= n;
             }
@@ -942,29 +942,19 @@ fn run_async(
                     io.offset,
                 );
             }
-            slots[si] = Some(Slot {
-                io,
-                start,
-                issue: start,
-            });
-            queued.push(si);
+            // fio's default iodepth_batch_submit=1: every I/O is submitted on its own, and
+            // its issue time is read right after that submission (slat = issue - start).
+            backend.submit().map_err(|e| io_err(engine_op, dir0, e))?;
+            let issue = Nanos::now();
+            st.submit_counts[ThreadStats::batch_index(1)] += 1;
+            st.dir[io.ddir].slat.record((issue - start).0);
+            slots[si] = Some(Slot { io, start, issue });
             inflight += 1;
             st.depth_counts[ThreadStats::depth_index(inflight as u32)] += 1;
             if (p.open_limit as usize) < p.files.len() {
                 // An openfiles rotation may close a file: no I/O may be in flight then.
                 break;
             }
-        }
-        if !queued.is_empty() {
-            backend.submit().map_err(|e| io_err(engine_op, dir0, e))?;
-            let t = Nanos::now();
-            st.submit_counts[ThreadStats::batch_index(queued.len())] += 1;
-            for &si in &queued {
-                let s = slots[si].as_mut().expect("queued slot");
-                s.issue = t;
-                st.dir[s.io.ddir].slat.record((t - s.start).0);
-            }
-            queued.clear();
         }
         if inflight == 0 {
             if stop {
@@ -984,8 +974,10 @@ fn run_async(
         }
         let mut err: Option<(usize, i64)> = None;
         let mut t = Nanos::ZERO;
+        // The queue is full (or nothing is left to issue): wait for at least one completion
+        // and take every one available, as fio's wait_for_completions.
         let reaped = backend
-            .reap(&mut |si, res| {
+            .reap(1, &mut |si, res| {
                 if t == Nanos::ZERO {
                     // fio reads the clock once per batch of completions.
                     t = Nanos::now();
