@@ -41,11 +41,36 @@ pub struct Uring {
 }
 
 impl Uring {
-    /// A ring for `depth` I/Os in flight.
+    /// A ring for `depth` I/Os in flight, set up as fio 3.33 does: completion queue as deep as
+    /// the submission queue, COOP_TASKRUN, SINGLE_ISSUER + DEFER_TASKRUN (the worker thread is
+    /// the only user and reaps itself), each dropped in fio's order where the kernel refuses it.
     pub fn new(depth: usize) -> io::Result<Uring> {
-        Ok(Uring {
-            ring: io_uring::IoUring::new(depth.next_power_of_two() as u32)?,
-        })
+        let entries = depth.next_power_of_two() as u32;
+        let attempts: [(bool, bool, bool); 4] = [
+            (true, true, true),
+            (true, true, false),
+            (true, false, false),
+            (false, false, false),
+        ];
+        let mut last = None;
+        for (cqsize, coop, defer) in attempts {
+            let mut b = io_uring::IoUring::builder();
+            if cqsize {
+                b.setup_cqsize(entries);
+            }
+            if coop {
+                b.setup_coop_taskrun();
+            }
+            if defer {
+                b.setup_single_issuer().setup_defer_taskrun();
+            }
+            match b.build(entries) {
+                Ok(ring) => return Ok(Uring { ring }),
+                Err(e) if e.raw_os_error() == Some(libc::EINVAL) => last = Some(e),
+                Err(e) => return Err(e),
+            }
+        }
+        Err(last.unwrap_or_else(|| io::Error::from_raw_os_error(libc::EINVAL)))
     }
 }
 
