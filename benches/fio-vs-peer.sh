@@ -13,8 +13,8 @@
 #                           ext4 (needs root, losetup and mkfs.ext4; skipped with the reason
 #                           otherwise)
 #
-# Usage: benches/fio-vs-peer.sh [--rounds N] [--runtime SECONDS] [--size SIZE] [--dir DIR]
-#                               [--out FILE]
+# Usage: benches/fio-vs-peer.sh [--rounds N] [--runtime SECONDS] [--size SIZE]
+#                               [--dio-size SIZE] [--dir DIR] [--out FILE]
 # Environment: FIO (default /usr/bin/fio), FSDELTA (default target/release/fsdelta, built if
 # missing).
 set -euo pipefail
@@ -22,6 +22,7 @@ set -euo pipefail
 ROUNDS=5
 RUNTIME=5
 SIZE=256m
+DIO_SIZE=128m
 DIR=""
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 OUT="$ROOT/benches/RESULTS-fio.md"
@@ -30,6 +31,7 @@ while [ $# -gt 0 ]; do
         --rounds) ROUNDS="$2"; shift 2 ;;
         --runtime) RUNTIME="$2"; shift 2 ;;
         --size) SIZE="$2"; shift 2 ;;
+        --dio-size) DIO_SIZE="$2"; shift 2 ;;
         --dir) DIR="$2"; shift 2 ;;
         --out) OUT="$2"; shift 2 ;;
         -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
@@ -56,6 +58,7 @@ cleanup() {
 trap cleanup EXIT INT TERM
 BASE="${DIR:-$WORK/files}"
 mkdir -p "$BASE"
+TARGET=""
 
 # The bare loop: pread of 4 KiB at random block offsets of a file, as fast as it goes.
 cat > "$WORK/bare.rs" <<'EOF'
@@ -90,7 +93,7 @@ job_randwrite() {
     printf '[randwrite-psync]\nfilename=%s/rw.dat\nrw=randwrite\nbs=4k\nsize=%s\nioengine=psync\ntime_based\nruntime=%s\n' "$1" "$SIZE" "$RUNTIME"
 }
 job_dio_uring() {
-    printf '[dio-randread-uring]\nfilename=%s/dio.dat\nrw=randread\nbs=4k\nsize=%s\ndirect=1\nioengine=io_uring\niodepth=32\ntime_based\nruntime=%s\n' "$1" "$SIZE" "$RUNTIME"
+    printf '[dio-randread-uring]\nfilename=%s/dio.dat\nrw=randread\nbs=4k\nsize=%s\ndirect=1\nioengine=io_uring\niodepth=32\ntime_based\nruntime=%s\n' "$1" "$DIO_SIZE" "$RUNTIME"
 }
 
 # run TOOL JOBFILE DDIR -> "iops p99"
@@ -108,24 +111,35 @@ median() { sort -g | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else prin
 
 RESULTS=()
 BARE_LINE=""
+# Other jobs on a shared machine may drop the page cache (echo 3 > drop_caches) at any time:
+# a cached-read run reads its file once, untimed, right before it starts.
+prewarm() { [ -n "$1" ] && cat "$1" > /dev/null; return 0; }
+
 bench_case() {
-    local name="$1" jobfn="$2" dir="$3" ddir="$4"
+    local name="$1" jobfn="$2" dir="$3" ddir="$4" warm="${5:-}"
     local job="$WORK/$name.fio"
     "$jobfn" "$dir" > "$job"
     echo "== $name: warm-up (layout) ==" >&2
     run_one fio "$job" "$ddir" >/dev/null
     run_one fsdelta "$job" "$ddir" >/dev/null
-    local ri=() rp=() fi_=() fp=() oi=() op=()
+    local ri=() rp=() fi_=() fp=() oi=() op=() bare=() rb=()
     for r in $(seq 1 "$ROUNDS"); do
         local order=(fio fsdelta)
         [ $((r % 2)) -eq 0 ] && order=(fsdelta fio)
         for tool in "${order[@]}"; do
+            prewarm "$warm"
             read -r iops p99 < <(run_one "$tool" "$job" "$ddir")
             echo "round $r $tool: iops=$iops p99_clat_ns=$p99" >&2
             if [ "$tool" = fio ]; then fi_+=("$iops"); fp+=("$p99"); else oi+=("$iops"); op+=("$p99"); fi
         done
         ri+=("$(awk -v a="${oi[-1]}" -v b="${fi_[-1]}" 'BEGIN {print a/b}')")
         rp+=("$(awk -v a="${op[-1]}" -v b="${fp[-1]}" 'BEGIN {print a/b}')")
+        if [ -n "$warm" ]; then
+            prewarm "$warm"
+            bare+=("$("$WORK/bare" "$warm" "$RUNTIME")")
+            rb+=("$(awk -v a="${oi[-1]}" -v b="${bare[-1]}" 'BEGIN {print a/b}')")
+            echo "round $r bare pread loop: iops=${bare[-1]}" >&2
+        fi
     done
     local mi mp mfi mfo mpf mpo
     mi="$(printf '%s\n' "${ri[@]}" | median)"
@@ -135,51 +149,66 @@ bench_case() {
     mpf="$(printf '%s\n' "${fp[@]}" | median)"
     mpo="$(printf '%s\n' "${op[@]}" | median)"
     RESULTS+=("| $name | $(printf '%.0f' "$mfi") | $(printf '%.0f' "$mfo") | $(printf '%.3f' "$mi") | $mpf | $mpo | $(printf '%.3f' "$mp") |")
-    if [ "$name" = cached-randread-psync ]; then
-        local bare=()
-        for r in $(seq 1 "$ROUNDS"); do
-            bare+=("$("$WORK/bare" "$dir/cached.dat" "$RUNTIME")")
-            echo "round $r bare pread loop: iops=${bare[-1]}" >&2
-        done
-        local mb
+    if [ -n "$warm" ]; then
+        local mb mrb
         mb="$(printf '%s\n' "${bare[@]}" | median)"
-        BARE_LINE="Bare pread loop (same file, 4 KiB, random offsets): median $(printf '%.0f' "$mb") IOPS; fsdelta psync reaches $(awk -v a="$mfo" -v b="$mb" 'BEGIN {printf "%.1f", 100*a/b}') % of it, fio $(awk -v a="$mfi" -v b="$mb" 'BEGIN {printf "%.1f", 100*a/b}') %."
+        mrb="$(printf '%s\n' "${rb[@]}" | median)"
+        BARE_LINE="Bare pread loop (same file, 4 KiB, random offsets, no clock reads, no stats), run in every round after the two engines: median $(printf '%.0f' "$mb") IOPS. fsdelta psync / bare loop, median of per-round ratios: $(awk -v a="$mrb" 'BEGIN {printf "%.1f", 100*a}') %."
     fi
 }
 
-bench_case cached-randread-psync job_cached_randread "$BASE" read
-bench_case randwrite-psync job_randwrite "$BASE" write
-
 DIO_NOTE=""
-if [ "$(id -u)" -eq 0 ] && command -v losetup >/dev/null && command -v mkfs.ext4 >/dev/null; then
-    truncate -s 2G "$WORK/ext4.img"
-    mkfs.ext4 -q -F "$WORK/ext4.img"
-    LOOPDEV="$(losetup --find --show "$WORK/ext4.img")"
+if [ -z "$DIR" ] && [ "$(id -u)" -eq 0 ] && command -v losetup >/dev/null && command -v mkfs.ext4 >/dev/null; then
+    # A loop-mounted ext4 whose image lives in memory (/dev/shm when there is one): dropped
+    # page caches and other machines' disk traffic then cost a memory copy, not a disk read.
+    IMGDIR="$WORK"
+    if [ -d /dev/shm ] && [ -w /dev/shm ]; then IMGDIR="$(mktemp -d /dev/shm/fsdelta-fio-bench.XXXXXX)"; fi
+    truncate -s 2G "$IMGDIR/ext4.img"
+    mkfs.ext4 -q -F "$IMGDIR/ext4.img"
+    LOOPDEV="$(losetup --find --show "$IMGDIR/ext4.img")"
     MNT="$WORK/mnt"
     mkdir -p "$MNT"
     mount "$LOOPDEV" "$MNT"
-    bench_case dio-randread-uring job_dio_uring "$MNT" read
+    BASE="$MNT"
+    TARGET="ext4 on a loop device backed by $IMGDIR (memory)"
+    cleanup_img() { [ "$IMGDIR" != "$WORK" ] && rm -rf "$IMGDIR"; return 0; }
+    trap 'cleanup; cleanup_img' EXIT INT TERM
 else
-    DIO_NOTE="dio-randread-uring skipped: needs root, losetup and mkfs.ext4 for a loop-mounted ext4."
+    TARGET="$(stat -f -c %T "$BASE") at $BASE"
+    DIO_NOTE="dio-randread-uring skipped: it needs root, losetup and mkfs.ext4 for a loop-mounted ext4 (and no --dir)."
+fi
+
+bench_case cached-randread-psync job_cached_randread "$BASE" read "$BASE/cached.dat"
+bench_case randwrite-psync job_randwrite "$BASE" write
+if [ -z "$DIO_NOTE" ]; then
+    bench_case dio-randread-uring job_dio_uring "$BASE" read
+else
     echo "$DIO_NOTE" >&2
 fi
 
 {
     echo "# fsdelta fio vs fio 3.33"
     echo
-    echo "Produced by \`benches/fio-vs-peer.sh --rounds $ROUNDS --runtime $RUNTIME --size $SIZE\` on"
+    echo "Produced by \`benches/fio-vs-peer.sh --rounds $ROUNDS --runtime $RUNTIME --size $SIZE --dio-size $DIO_SIZE\` on"
     echo "$(date -u '+%Y-%m-%d %H:%M UTC'), $(uname -r), $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')),"
-    echo "$("$FIO" --version) vs $("$FSDELTA" --version). Runs alternate (fio first in odd rounds);"
+    echo "$("$FIO" --version) vs $("$FSDELTA" --version), files on $TARGET."
+    echo "Runs alternate (fio first in odd rounds);"
     echo "ratios are fsdelta / fio per round, then the median over rounds. IOPS: higher is better;"
-    echo "p99 clat: lower is better. A shared, noisy 2-core VM: read the ratios, not the absolutes."
+    echo "p99 clat: lower is better. A shared, noisy 2-core VM (load average $(cut -d' ' -f1 /proc/loadavg) when"
+    echo "the run ended, from other builds and benchmarks): read the ratios, not the absolutes."
     echo
     echo "| case | fio IOPS | fsdelta IOPS | IOPS ratio | fio p99 clat ns | fsdelta p99 clat ns | p99 ratio |"
     echo "|---|---:|---:|---:|---:|---:|---:|"
     printf '%s\n' "${RESULTS[@]}"
     echo
-    [ -n "$BARE_LINE" ] && echo "$BARE_LINE"
-    [ -n "$DIO_NOTE" ] && echo "$DIO_NOTE"
+    if [ -n "$BARE_LINE" ]; then echo "$BARE_LINE"; fi
+    if [ -n "$DIO_NOTE" ]; then echo "$DIO_NOTE"; fi
     echo
     echo "Goals (issue 3): IOPS at least fio's in every case, and at least 95 % of the bare loop."
+    echo
+    echo "Reading these numbers: per-round values swing by 2x and more when other work shares"
+    echo "the machine (see the load average above). The medians of per-round ratios are the"
+    echo "figures to quote; run the script again on an idle machine before reading a ratio"
+    echo "within 10 % of 1 as a win or a loss."
 } > "$OUT"
 cat "$OUT"

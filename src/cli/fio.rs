@@ -12,12 +12,27 @@ use crate::workload::fio::FioWorkload;
 use crate::workload::{CancelToken, NoProgress, RunContext, WorkloadError};
 
 const USAGE: &str = "\
-usage: fsdelta fio [JOBFILE...] [--output-format=normal|json] [--output=FILE] [--name=JOB --opt=value ...]
+usage: fsdelta fio [JOBFILE...] [--output-format=normal|json] [--output=FILE] [--parse-only]
+                   [--alloc-size=KB] [--name=JOB --opt=value ...]
 
 Runs fio job files with fsdelta's native fio 3.33-compatible engine (threads, never processes).
 Job options may also be given on the command line as fio does: --name=x starts a job, options
 before the first --name apply to every command-line job. Files are created relative to the
 current directory unless directory= or an absolute filename= says otherwise.
+
+Where it differs from fio 3.33, on purpose:
+  - jobs run as threads (thread is accepted; processes are never forked);
+  - an unknown option, an unset ${VAR}, an unknown size or time suffix, or a value range
+    (bs=4k-16k) is an error naming file and line, never ignored or guessed;
+  - size=N% needs existing files; write buffers hold fsdelta's own pseudo-random bytes
+    (same compressibility rules, not fio's exact bytes); layout writes 1 MiB at a time;
+  - io_uring and libaio drain in-flight I/O before an fsync=/fdatasync= sync and before an
+    openfiles rotation (fio queues the sync in the ring);
+  - rw=rw with loops > 1 may split reads and writes slightly differently after a file wraps;
+  - usr_cpu/sys_cpu count from the start of the timed phase (layout excluded); disk_util
+    covers the whole run (layout included);
+  - --alloc-size=KB is accepted and changes nothing (it sizes fio's shared memory for job
+    processes; there are none here).
 
 Supported job options: ";
 
@@ -43,6 +58,8 @@ pub struct FioArgs {
     pub output: Option<String>,
     /// -h / --help.
     pub help: bool,
+    /// --parse-only: validate the jobs, run nothing (as fio's --parse-only).
+    pub parse_only: bool,
 }
 
 /// Split `fsdelta fio` arguments into our own flags, job files and job options.
@@ -53,6 +70,7 @@ pub fn parse_args(args: &[String]) -> Result<FioArgs, String> {
         format: OutputFormat::Normal,
         output: None,
         help: false,
+        parse_only: false,
     };
     let mut i = 0;
     while i < args.len() {
@@ -72,6 +90,7 @@ pub fn parse_args(args: &[String]) -> Result<FioArgs, String> {
         };
         match key {
             "-h" | "--help" => a.help = true,
+            "--parse-only" => a.parse_only = true,
             "--output-format" => {
                 let v = take_value(&mut i)?;
                 a.format = match v.as_str() {
@@ -85,6 +104,11 @@ pub fn parse_args(args: &[String]) -> Result<FioArgs, String> {
                 }
             }
             "--output" => a.output = Some(take_value(&mut i)?),
+            // fio's shared-memory pool size for its job processes (fsperf passes it): workers
+            // here are threads, so there is no pool to size. Accepted, and said in --help.
+            "--alloc-size" => {
+                take_value(&mut i)?;
+            }
             k if k.starts_with("--") => {
                 a.job_args.push(arg.clone());
                 // `--bs 4k`: keep the value with its option.
@@ -109,27 +133,20 @@ pub fn parse_args(args: &[String]) -> Result<FioArgs, String> {
 }
 
 fn is_bare_flag(key: &str) -> bool {
+    // fio's set-only options (FIO_OPT_STR_SET) never take the next word.
     matches!(
         key,
-        "end_fsync"
-            | "time_based"
-            | "create_on_open"
-            | "unlink"
-            | "randrepeat"
+        "time_based"
+            | "thread"
             | "norandommap"
             | "group_reporting"
             | "stonewall"
             | "wait_for_previous"
             | "new_group"
-            | "thread"
             | "zero_buffers"
             | "refill_buffers"
-            | "scramble_buffers"
-            | "lat_percentiles"
-            | "clat_percentiles"
-            | "invalidate"
-            | "direct"
-            | "buffered"
+            | "blocksize_unaligned"
+            | "bs_unaligned"
     )
 }
 
@@ -189,6 +206,9 @@ pub fn main(args: &[String]) -> i32 {
             return 2;
         }
     };
+    if a.parse_only {
+        return 0;
+    }
     let cancel = CancelToken::new();
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         if let Err(e) = signal_hook::flag::register(sig, cancel.flag()) {

@@ -39,6 +39,23 @@ pub enum SizeSpec {
     Percent(u32),
 }
 
+/// `filesize=`: one size, or a range `low:high` (fio's `low-high` too) from which each file's
+/// size is drawn.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SizeRange {
+    /// Smallest.
+    pub low: Bytes,
+    /// Largest.
+    pub high: Bytes,
+}
+
+impl SizeRange {
+    /// A single size.
+    pub fn fixed(b: Bytes) -> SizeRange {
+        SizeRange { low: b, high: b }
+    }
+}
+
 /// `rw=`: direction and order of the I/O.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RwMode {
@@ -169,8 +186,8 @@ pub struct JobSpec {
     pub bs: [Bytes; 2],
     /// Total per clone (split across `nrfiles`), or a percentage of existing files.
     pub size: Option<SizeSpec>,
-    /// Size of each file (overrides size / nrfiles).
-    pub filesize: Option<Bytes>,
+    /// Size of each file (overrides size / nrfiles); a range draws each file's size.
+    pub filesize: Option<SizeRange>,
     /// Files per clone.
     pub nrfiles: u32,
     /// Explicit file names (`:` list); empty = `$job.$clone.$file`.
@@ -207,10 +224,17 @@ pub struct JobSpec {
     pub create_on_open: bool,
     /// Delete the files when the job ends.
     pub unlink: bool,
+    /// fsync a file when it is closed (inside the runtime, outside the latency stats).
+    pub fsync_on_close: bool,
+    /// Accepted for fio compatibility: it lets block sizes drawn from a bs range be unaligned;
+    /// with the single block size this engine supports there is nothing it changes.
+    pub blocksize_unaligned: bool,
     /// Repetitions of the workload.
     pub loops: u32,
     /// Seed the generators repeatably.
     pub randrepeat: bool,
+    /// Seed every generator repeatably (fio's allrandrepeat).
+    pub allrandrepeat: bool,
     /// Explicit seed.
     pub randseed: Option<u64>,
     /// No random map: random blocks may repeat within a pass.
@@ -278,8 +302,11 @@ impl Default for JobSpec {
             fallocate: Fallocate::Native,
             create_on_open: false,
             unlink: false,
+            fsync_on_close: false,
+            blocksize_unaligned: false,
             loops: 1,
             randrepeat: true,
+            allrandrepeat: false,
             randseed: None,
             norandommap: false,
             random_generator: RandomGenerator::Tausworthe,
@@ -405,7 +432,7 @@ impl Sources for SystemSources {
 }
 
 /// Options this engine supports (canonical names). Aliases: `readwrite` (rw), `blocksize` (bs),
-/// `wait_for_previous` (stonewall).
+/// `wait_for_previous` (stonewall), `bs_unaligned` (blocksize_unaligned), `timeout` (runtime).
 pub const SUPPORTED_OPTIONS: &[&str] = &[
     "name",
     "description",
@@ -434,8 +461,11 @@ pub const SUPPORTED_OPTIONS: &[&str] = &[
     "fallocate",
     "create_on_open",
     "unlink",
+    "fsync_on_close",
+    "blocksize_unaligned",
     "loops",
     "randrepeat",
+    "allrandrepeat",
     "randseed",
     "norandommap",
     "random_generator",
@@ -460,6 +490,7 @@ fn canonical(key: &str) -> &str {
         "readwrite" => "rw",
         "blocksize" => "bs",
         "wait_for_previous" => "stonewall",
+        "bs_unaligned" => "blocksize_unaligned",
         "timeout" => "runtime",
         other => other,
     }
@@ -601,33 +632,27 @@ fn parse_ini_into(
     Ok(())
 }
 
-/// Whether `key` is a flag that takes no value on the command line.
+/// Whether `key` is one of fio's set-only options (FIO_OPT_STR_SET: getopt's optional
+/// argument), which never take the next command-line word as their value. Boolean options
+/// (FIO_OPT_BOOL) take it, as fio's getopt does: `--end_fsync 1`.
 fn is_flag(key: &str) -> bool {
     matches!(
         canonical(key),
-        "end_fsync"
-            | "time_based"
-            | "create_on_open"
-            | "unlink"
-            | "randrepeat"
+        "time_based"
+            | "thread"
             | "norandommap"
             | "group_reporting"
             | "stonewall"
             | "new_group"
-            | "thread"
             | "zero_buffers"
             | "refill_buffers"
-            | "scramble_buffers"
-            | "lat_percentiles"
-            | "clat_percentiles"
-            | "invalidate"
-            | "direct"
-            | "buffered"
+            | "blocksize_unaligned"
     )
 }
 
 /// Parse fio's command-line job form: `--name=x` starts a job; options before the first `--name`
-/// are global. `--key=value`, `--flag` and `--key value` (for non-flag options) are accepted.
+/// are global. `--key=value`, `--flag` and `--key value` (except for fio's set-only options)
+/// are accepted.
 pub fn parse_cmdline(
     args: &[String],
     sources: &dyn Sources,
@@ -652,7 +677,7 @@ pub fn parse_cmdline(
             return err(&origin, format!("expected --option=value, found '{arg}'"));
         };
         let (key, mut value) = split_kv(body);
-        if value.is_none() && !is_flag(&key) && key != "name" {
+        if value.is_none() && !is_flag(&key) {
             if let Some(next) = args.get(i + 1).filter(|n| !n.starts_with("--")) {
                 value = Some(expand_env(next, sources, &origin)?);
                 i += 1;
@@ -947,7 +972,34 @@ fn apply(job: &mut JobSpec, opt: &RawOption) -> Result<(), JobFileError> {
                 Err(e) => return err(&opt.origin, format!("option 'size': {e}")),
             });
         }
-        "filesize" => job.filesize = Some(size_opt(opt)?),
+        "filesize" => {
+            let v = value_of(opt)?;
+            let range = match v.split_once([':', '-']) {
+                Some((lo, hi)) => {
+                    let part = |t: &str| RawOption {
+                        key: opt.key.clone(),
+                        value: Some(t.trim().to_string()),
+                        origin: opt.origin.clone(),
+                    };
+                    let (low, high) = (size_opt(&part(lo))?, size_opt(&part(hi))?);
+                    if low > high {
+                        return err(
+                            &opt.origin,
+                            format!("option 'filesize': range '{v}' runs backwards"),
+                        );
+                    }
+                    SizeRange { low, high }
+                }
+                None => SizeRange::fixed(size_opt(opt)?),
+            };
+            if range.low.0 == 0 {
+                return err(
+                    &opt.origin,
+                    "option 'filesize' must be at least 1 byte, as in fio (for empty files use ioengine=filecreate: it creates the files empty whatever their filesize, e.g. filesize=4k as fsperf's emptyfiles500k)",
+                );
+            }
+            job.filesize = Some(range);
+        }
         "nrfiles" => job.nrfiles = parse_uint(opt, 1, u32::MAX as u64)? as u32,
         "filename" => {
             job.filename = value_of(opt)?.split(':').map(str::to_string).collect();
@@ -1005,6 +1057,9 @@ fn apply(job: &mut JobSpec, opt: &RawOption) -> Result<(), JobFileError> {
         "unlink" => job.unlink = parse_bool(opt)?,
         "loops" => job.loops = parse_uint(opt, 1, u32::MAX as u64)? as u32,
         "randrepeat" => job.randrepeat = parse_bool(opt)?,
+        "allrandrepeat" => job.allrandrepeat = parse_bool(opt)?,
+        "fsync_on_close" => job.fsync_on_close = parse_bool(opt)?,
+        "blocksize_unaligned" => job.blocksize_unaligned = parse_bool(opt)?,
         "randseed" => job.randseed = Some(parse_uint(opt, 0, u64::MAX)?),
         "norandommap" => job.norandommap = parse_bool(opt)?,
         "random_generator" => {
@@ -1336,7 +1391,7 @@ mod tests {
         assert_eq!(j.rwmixread, 70);
         assert_eq!(j.bs, [Bytes(4096), Bytes(8192)]);
         assert_eq!(j.size, Some(SizeSpec::Bytes(Bytes(4 << 20))));
-        assert_eq!(j.filesize, Some(Bytes(1 << 20)));
+        assert_eq!(j.filesize, Some(SizeRange::fixed(Bytes(1 << 20))));
         assert_eq!(j.nrfiles, 4);
         assert_eq!(j.directory, vec!["/a", "/b"]);
         assert_eq!(j.numjobs, 2);
@@ -1376,7 +1431,7 @@ mod tests {
         assert_eq!(k.file_service_type, FileService::Sequential);
         assert_eq!(k.fallocate, Fallocate::None);
         assert_eq!(k.random_generator, RandomGenerator::Tausworthe64);
-        let f = one("[f]\nioengine=filecreate\nnrfiles=100\nfilesize=0\nsize=50%\n");
+        let f = one("[f]\nioengine=filecreate\nnrfiles=100\nfilesize=4k\nsize=50%\n");
         assert_eq!(f.ioengine, IoEngine::FileCreate);
         assert_eq!(f.size, Some(SizeSpec::Percent(50)));
         let l = one("[l]\nioengine=libaio\nsize=1m\niodepth=8\n");
@@ -1486,6 +1541,50 @@ mod tests {
         assert!(parse_cmdline(&["size=1m".into()], &MapSources::default()).is_err());
     }
 
+    /// fsperf's fio tests (josefbacik/fsperf tests/*.py), each with the options fsperf's
+    /// FioTest adds (program options --output-format, --output and --alloc-size are the CLI's).
+    #[test]
+    fn fsperfs_fio_command_lines_parse() {
+        let common = "--allrandrepeat=1 --randseed=12345 --group_reporting=1 --directory /mnt/test";
+        let tests = [
+            "--name bufferedappendsync --direct=0 --size=1g --rw=write --fdatasync=1 --ioengine=sync",
+            "--name bufferedrandwrite16g --readwrite randwrite --size 16G --ioengine psync --end_fsync 1 --fallocate none",
+            "--name dio4kbs16threads --direct=1 --size=1g --rw=randwrite --norandommap --runtime=60 --iodepth=1024 --nrfiles=16 --numjobs=16",
+            "--name diorandread --direct=1 --size=1g --rw=randread --runtime=60 --iodepth=1024 --nrfiles=16 --numjobs=16",
+            "--name emptyfiles500k --create_on_open=1 --nrfiles=31250 --readwrite=write --ioengine=filecreate --fallocate=none --filesize=4k --openfiles=1",
+            "--name randwrite2xram --direct=0 --ioengine=sync --thread --invalidate=1 --runtime=300 --fallocate=none --ramp_time=10 --new_group --rw=randwrite --size=8589934592 --numjobs=4 --bs=4k --fsync_on_close=0 --end_fsync=0",
+            "--name=smallfiles100k --nrfiles=100000 --blocksize_unaligned=1 --filesize=10:1m --readwrite=write --fallocate=none --numjobs=4 --create_on_open=1 --openfiles=500",
+        ];
+        for t in tests {
+            let line = format!("{common} {t}");
+            let args: Vec<String> = line.split_whitespace().map(str::to_string).collect();
+            let set = parse_cmdline(&args, &MapSources::default())
+                .and_then(|s| build_jobs(&s))
+                .unwrap_or_else(|e| panic!("{t}: {e}"));
+            let j = &set.jobs[0];
+            assert!(j.allrandrepeat && j.group_reporting, "{t}");
+            assert_eq!(j.randseed, Some(12345));
+            assert_eq!(j.directory, vec!["/mnt/test"]);
+        }
+        let small = parse_cmdline(
+            &tests[6]
+                .split_whitespace()
+                .map(str::to_string)
+                .collect::<Vec<_>>(),
+            &MapSources::default(),
+        )
+        .and_then(|s| build_jobs(&s))
+        .unwrap();
+        assert_eq!(
+            small.jobs[0].filesize,
+            Some(SizeRange {
+                low: Bytes(10),
+                high: Bytes(1 << 20)
+            })
+        );
+        assert!(small.jobs[0].blocksize_unaligned);
+    }
+
     #[test]
     fn second_job_file_starts_with_a_stonewall() {
         let mut a = parse_ini("[a]\nsize=1m\n", "a.fio", &MapSources::default()).unwrap();
@@ -1525,6 +1624,9 @@ mod tests {
             ("[j]\nsize=4x\n", 2, "unknown size suffix"),
             ("[j]\nsize=150%\n", 2, "not in 1..=100"),
             ("[j]\nsize=1m\nbs=4k-16k\n", 3, "ranges"),
+            ("[j]\nfilesize=1m:4k\n", 2, "runs backwards"),
+            ("[j]\nfilesize=0\n", 2, "at least 1 byte"),
+            ("[j]\nfilesize=0:4k\n", 2, "at least 1 byte"),
             ("[j]\nsize=1m\nbs=0\n", 3, "greater than 0"),
             ("[j]\nsize=1m\nbs=4k,4k,4k\n", 3, "trim block size"),
             ("[j]\nsize=1m\nbs\n", 3, "needs a value"),
@@ -1571,6 +1673,48 @@ mod tests {
             assert_eq!(e.origin.line, *line, "{text:?}: {e}");
             assert_eq!(e.origin.file, "t.fio");
             assert!(e.to_string().contains(needle), "{text:?}: {e}");
+        }
+    }
+
+    proptest::proptest! {
+        /// Any text at all parses to jobs or to an error; never a panic.
+        #[test]
+        fn arbitrary_text_never_panics(text in "\\PC{0,200}") {
+            let _ = parse(&text);
+        }
+
+        /// Job-file-shaped text with arbitrary keys and values never panics either.
+        #[test]
+        fn arbitrary_options_never_panic(
+            lines in proptest::collection::vec(("[a-z_]{1,20}", "[ -~]{0,20}"), 0..12)
+        ) {
+            let mut text = String::from("[j]\n");
+            for (k, v) in &lines {
+                text.push_str(&format!("{k}={v}\n"));
+            }
+            let _ = parse(&text);
+        }
+
+        /// Sizes scale by their suffix exactly (base 1024), whatever the number.
+        #[test]
+        fn size_suffixes_multiply_exactly(n in 0u64..1_000_000, i in 0usize..6) {
+            let (suffix, mult) = [("", 1u64), ("k", 1 << 10), ("m", 1 << 20), ("g", 1 << 30),
+                ("K", 1 << 10), ("t", 1 << 40)][i];
+            proptest::prop_assert_eq!(
+                parse_size(&format!("{n}{suffix}")),
+                Ok(SizeValue::Bytes(Bytes(n * mult)))
+            );
+        }
+
+        /// Times scale by their suffix exactly; a bare number is seconds.
+        #[test]
+        fn time_suffixes_multiply_exactly(n in 0u64..100_000, i in 0usize..5) {
+            let (suffix, us) = [("", 1_000_000u64), ("s", 1_000_000), ("ms", 1_000),
+                ("us", 1), ("m", 60_000_000)][i];
+            proptest::prop_assert_eq!(
+                parse_time(&format!("{n}{suffix}")),
+                Ok(Duration::from_micros(n * us))
+            );
         }
     }
 

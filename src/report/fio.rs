@@ -7,8 +7,8 @@
 //! invent a number: a field fio has and we do not measure is left out, except where a zero is
 //! the true value (trim, which the engine never issues; `short_ios` and `drop_ios`, which it
 //! never produces) or fio itself writes a zero for "no samples" (`bw_min` with `bw_samples`
-//! 0). `disk_util` is left out, as fio does when it has no device counters: the engine does
-//! not read them. `global options` is left out when there are none, as fio does.
+//! 0). `disk_util` is left out when no file is on a block device (or every job is
+//! filecreate's), and `global options` when there are none, as fio does.
 
 use crate::plan::jobfile::JobSpec;
 use crate::probe::histogram::Histogram;
@@ -260,7 +260,7 @@ fn job_json(run: &FioRun, r: &JobResult, groups: &[(u32, [GroupDir; 2])]) -> J {
     );
     let sync_ps =
         (spec.clat_percentiles || spec.lat_percentiles).then_some(spec.percentile_list.as_slice());
-    obj(vec![
+    let mut pairs = vec![
         ("jobname", J::Str(r.name.clone())),
         ("groupid", int(r.groupid)),
         ("error", int(0)),
@@ -273,7 +273,7 @@ fn job_json(run: &FioRun, r: &JobResult, groups: &[(u32, [GroupDir; 2])]) -> J {
         (
             "sync",
             obj(vec![
-                ("total_ios", int(st.sync.count())),
+                ("total_ios", int(st.fsync_ios)),
                 ("lat_ns", lat_json(&st.sync, sync_ps)),
             ]),
         ),
@@ -319,7 +319,11 @@ fn job_json(run: &FioRun, r: &JobResult, groups: &[(u32, [GroupDir; 2])]) -> J {
         ("latency_target", int(0)),
         ("latency_percentile", J::Float(100.0)),
         ("latency_window", int(0)),
-    ])
+    ];
+    if let Some(d) = spec.description.as_ref().filter(|d| !d.is_empty()) {
+        pairs.push(("desc", J::Str(d.clone())));
+    }
+    obj(pairs)
 }
 
 fn dist_owned(keys: &[String], counts: &[u64], total: u64) -> J {
@@ -339,17 +343,22 @@ fn effective_depth(spec: &JobSpec) -> u32 {
     }
 }
 
-/// fio's `--output-format=json`.
-pub fn json(run: &FioRun) -> String {
-    let groups = group_stats(run);
-    let secs = run.started_unix_ms / 1000;
-    let time = chrono::DateTime::from_timestamp(secs as i64, 0)
+/// Local time as C's ctime prints it, without the newline: `Wed Dec  2 10:21:54 2026`.
+fn ctime(unix_secs: u64) -> String {
+    chrono::DateTime::from_timestamp(unix_secs as i64, 0)
         .map(|t| {
             t.with_timezone(&chrono::Local)
                 .format("%a %b %e %H:%M:%S %Y")
                 .to_string()
         })
-        .unwrap_or_default();
+        .unwrap_or_default()
+}
+
+/// fio's `--output-format=json`.
+pub fn json(run: &FioRun) -> String {
+    let groups = group_stats(run);
+    let secs = run.started_unix_ms / 1000;
+    let time = ctime(secs);
     let globals: Vec<(String, J)> = run
         .set
         .global_options
@@ -375,6 +384,26 @@ pub fn json(run: &FioRun) -> String {
                 .collect(),
         ),
     ));
+    if !run.disk_util.is_empty() {
+        let disks = run
+            .disk_util
+            .iter()
+            .map(|d| {
+                obj(vec![
+                    ("name", J::Str(d.name.clone())),
+                    ("read_ios", int(d.read_ios)),
+                    ("write_ios", int(d.write_ios)),
+                    ("read_merges", int(d.read_merges)),
+                    ("write_merges", int(d.write_merges)),
+                    ("read_ticks", int(d.read_ticks)),
+                    ("write_ticks", int(d.write_ticks)),
+                    ("in_queue", int(d.in_queue)),
+                    ("util", J::Float(d.util)),
+                ])
+            })
+            .collect();
+        top.push(("disk_util", J::Arr(disks)));
+    }
     let doc = obj(top);
     let mut out = String::new();
     render(&doc, 0, &mut out);
@@ -557,14 +586,19 @@ pub fn normal(run: &FioRun) -> String {
         if threads == 1 { "" } else { "s" }
     );
     let groups = group_stats(run);
+    let end_ms = run.started_unix_ms + run.elapsed.0 / 1_000_000;
+    let end_time = ctime(end_ms / 1000);
     for r in &run.results {
         let spec = run.spec(r);
         let st = &r.stats;
         let _ = writeln!(
             out,
-            "{}: (groupid={}, jobs={}): err= 0",
-            r.name, r.groupid, r.clones
+            "{}: (groupid={}, jobs={}): err= 0: pid={}: {}",
+            r.name, r.groupid, r.clones, st.tid, end_time
         );
+        if let Some(d) = spec.description.as_ref().filter(|d| !d.is_empty()) {
+            let _ = writeln!(out, "  Description  : [{d}]");
+        }
         for (d, dname) in [(READ, "read"), (WRITE, "write")] {
             let ds = &st.dir[d];
             if ds.runtime_ms == 0 {
@@ -684,6 +718,24 @@ pub fn normal(run: &FioRun) -> String {
                 num2str(g.io_bytes, 4, false, "B"),
                 g.min_run,
                 g.max_run
+            );
+        }
+    }
+    if !run.disk_util.is_empty() {
+        out.push_str("\nDisk stats (read/write):\n");
+        for d in &run.disk_util {
+            let _ = writeln!(
+                out,
+                "  {}: ios={}/{}, merge={}/{}, ticks={}/{}, in_queue={}, util={:.2}%",
+                d.name,
+                d.read_ios,
+                d.write_ios,
+                d.read_merges,
+                d.write_merges,
+                d.read_ticks,
+                d.write_ticks,
+                d.in_queue,
+                d.util
             );
         }
     }

@@ -29,9 +29,10 @@ pub trait AsyncBackend {
     );
     /// Submit everything queued.
     fn submit(&mut self) -> io::Result<()>;
-    /// Wait for at least one completion, then hand every available one to `done(slot, result)`
-    /// (`result` is bytes transferred or a negative errno). Returns how many were reaped.
-    fn reap(&mut self, done: &mut dyn FnMut(usize, i64)) -> io::Result<usize>;
+    /// Wait for at least `min` completions (0: do not wait), then hand every available one to
+    /// `done(slot, result)` (`result` is bytes transferred or a negative errno). Returns how
+    /// many were reaped.
+    fn reap(&mut self, min: usize, done: &mut dyn FnMut(usize, i64)) -> io::Result<usize>;
 }
 
 /// io_uring through the io-uring crate.
@@ -40,11 +41,36 @@ pub struct Uring {
 }
 
 impl Uring {
-    /// A ring for `depth` I/Os in flight.
+    /// A ring for `depth` I/Os in flight, set up as fio 3.33 does: completion queue as deep as
+    /// the submission queue, COOP_TASKRUN, SINGLE_ISSUER + DEFER_TASKRUN (the worker thread is
+    /// the only user and reaps itself), each dropped in fio's order where the kernel refuses it.
     pub fn new(depth: usize) -> io::Result<Uring> {
-        Ok(Uring {
-            ring: io_uring::IoUring::new(depth.next_power_of_two() as u32)?,
-        })
+        let entries = depth.next_power_of_two() as u32;
+        let attempts: [(bool, bool, bool); 4] = [
+            (true, true, true),
+            (true, true, false),
+            (true, false, false),
+            (false, false, false),
+        ];
+        let mut last = None;
+        for (cqsize, coop, defer) in attempts {
+            let mut b = io_uring::IoUring::builder();
+            if cqsize {
+                b.setup_cqsize(entries);
+            }
+            if coop {
+                b.setup_coop_taskrun();
+            }
+            if defer {
+                b.setup_single_issuer().setup_defer_taskrun();
+            }
+            match b.build(entries) {
+                Ok(ring) => return Ok(Uring { ring }),
+                Err(e) if e.raw_os_error() == Some(libc::EINVAL) => last = Some(e),
+                Err(e) => return Err(e),
+            }
+        }
+        Err(last.unwrap_or_else(|| io::Error::from_raw_os_error(libc::EINVAL)))
     }
 }
 
@@ -84,8 +110,10 @@ impl AsyncBackend for Uring {
         self.ring.submit().map(|_| ())
     }
 
-    fn reap(&mut self, done: &mut dyn FnMut(usize, i64)) -> io::Result<usize> {
-        self.ring.submit_and_wait(1)?;
+    fn reap(&mut self, min: usize, done: &mut dyn FnMut(usize, i64)) -> io::Result<usize> {
+        if min > 0 {
+            self.ring.submit_and_wait(min)?;
+        }
         let mut n = 0;
         for cqe in self.ring.completion() {
             n += 1;
@@ -133,10 +161,6 @@ pub struct NativeAio {
     pending: Vec<*mut Iocb>,
     events: Box<[IoEvent]>,
 }
-
-// SAFETY: the raw pointers in `pending` point into `iocbs`, owned by the same value; the
-// backend is used by one thread at a time.
-unsafe impl Send for NativeAio {}
 
 impl NativeAio {
     /// An AIO context for `depth` I/Os in flight.
@@ -217,17 +241,27 @@ impl AsyncBackend for NativeAio {
         Ok(())
     }
 
-    fn reap(&mut self, done: &mut dyn FnMut(usize, i64)) -> io::Result<usize> {
+    fn reap(&mut self, min: usize, done: &mut dyn FnMut(usize, i64)) -> io::Result<usize> {
+        let mut zero = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        let timeout: *mut libc::timespec = if min > 0 {
+            std::ptr::null_mut()
+        } else {
+            &mut zero
+        };
         loop {
-            // SAFETY: `events` has room for `len` events; a null timeout waits.
+            // SAFETY: `events` has room for `len` events; a null timeout waits, a zero one
+            // returns at once.
             let r = unsafe {
                 libc::syscall(
                     libc::SYS_io_getevents,
                     self.ctx,
-                    1 as libc::c_long,
+                    min as libc::c_long,
                     self.events.len() as libc::c_long,
                     self.events.as_mut_ptr(),
-                    std::ptr::null_mut::<libc::timespec>(),
+                    timeout,
                 )
             };
             if r < 0 {
@@ -272,7 +306,7 @@ mod tests {
         b.submit().unwrap();
         let mut got = Vec::new();
         while got.is_empty() {
-            b.reap(&mut |s, res| got.push((s, res))).unwrap();
+            b.reap(1, &mut |s, res| got.push((s, res))).unwrap();
         }
         assert_eq!(got, vec![(0, 8192)]);
         // SAFETY: as above.
@@ -280,7 +314,7 @@ mod tests {
         b.submit().unwrap();
         got.clear();
         while got.is_empty() {
-            b.reap(&mut |s, res| got.push((s, res))).unwrap();
+            b.reap(1, &mut |s, res| got.push((s, res))).unwrap();
         }
         assert_eq!(got, vec![(1, 8192)]);
         assert_eq!(r, w);

@@ -8,7 +8,7 @@
 //! `open_for_io` (openfiles rotation, create_on_open), which the worker times where fio does.
 
 use super::rand;
-use crate::plan::jobfile::{Fallocate, IoEngine, JobSpec, SizeSpec};
+use crate::plan::jobfile::{Fallocate, IoEngine, JobSpec, SizeRange, SizeSpec};
 use crate::workload::WorkloadError;
 use rustix::fs::{Mode, OFlags};
 use std::os::fd::{AsFd, OwnedFd};
@@ -45,7 +45,12 @@ fn invalid(msg: String) -> WorkloadError {
 
 /// Name and size the files of clone `clone` of `job`, with `base` the directory relative
 /// paths are resolved against. `size=N%` reads the existing files' sizes.
-pub fn plan_clone(job: &JobSpec, clone: u32, base: &Path) -> Result<ClonePlan, WorkloadError> {
+pub fn plan_clone(
+    job: &JobSpec,
+    clone: u32,
+    base: &Path,
+    seeds: &[u64; 21],
+) -> Result<ClonePlan, WorkloadError> {
     let resolve = |p: &str| -> PathBuf {
         let p = Path::new(p);
         if p.is_absolute() {
@@ -104,13 +109,22 @@ pub fn plan_clone(job: &JobSpec, clone: u32, base: &Path) -> Result<ClonePlan, W
             let total = sizes.iter().sum();
             (sizes, total)
         }
-        (Some(SizeSpec::Bytes(total)), Some(fs)) => (vec![fs.0; nfiles], total.0),
+        (Some(SizeSpec::Bytes(total)), Some(fs)) => (file_sizes(job, fs, nfiles, seeds), total.0),
         (Some(SizeSpec::Bytes(total)), None) => (vec![total.0 / n; nfiles], total.0 / n * n),
-        (None, Some(fs)) => (vec![fs.0; nfiles], fs.0 * n),
+        (None, Some(fs)) => {
+            let sizes = file_sizes(job, fs, nfiles, seeds);
+            let total = sizes.iter().sum();
+            (sizes, total)
+        }
         (None, None) => (vec![0; nfiles], 0),
     };
+    let ranged = job.filesize.is_some_and(|r| r.low != r.high);
     if job.ioengine != IoEngine::FileCreate {
         for (path, size) in paths.iter().zip(&sizes) {
+            if ranged && *size == 0 {
+                // fio ignores a file whose drawn size rounds down to nothing.
+                continue;
+            }
             let min_bs = job.bs[0].0.min(job.bs[1].0);
             if *size < min_bs {
                 return Err(invalid(format!(
@@ -129,6 +143,27 @@ pub fn plan_clone(job: &JobSpec, clone: u32, base: &Path) -> Result<ClonePlan, W
             .collect(),
         pass_bytes,
     })
+}
+
+/// Each file's size: the fixed filesize, or one drawn from the range as fio's
+/// get_rand_file_size (uniform in `low..high`, rounded down to the smallest block size).
+fn file_sizes(job: &JobSpec, fs: SizeRange, n: usize, seeds: &[u64; 21]) -> Vec<u64> {
+    if fs.low == fs.high {
+        return vec![fs.low.0; n];
+    }
+    let use64 = job.random_generator == crate::plan::jobfile::RandomGenerator::Tausworthe64;
+    let mut r = rand::Taus::new(seeds[rand::SEED_FILE_SIZE], use64);
+    let min_bs = match (job.rw.reads(), job.rw.writes()) {
+        (true, false) => job.bs[0].0,
+        (false, true) => job.bs[1].0,
+        _ => job.bs[0].0.min(job.bs[1].0),
+    };
+    (0..n)
+        .map(|_| {
+            let s = fs.low.0 + r.scaled(fs.high.0 - fs.low.0);
+            s - s % min_bs
+        })
+        .collect()
 }
 
 /// The O_DIRECT alignment of the filesystem holding `dir`: (offset/length, memory), from statx
@@ -225,6 +260,13 @@ pub fn layout(job: &JobSpec, plan: &ClonePlan, seed: u64) -> Result<(), Workload
         }
         let existing = std::fs::metadata(&f.path).map(|m| m.len()).ok();
         if existing.is_some_and(|len| len >= f.size) {
+            continue;
+        }
+        if f.size == 0 {
+            // A drawn size of nothing: fio still creates the (empty) file of a write job.
+            if job.rw.writes() {
+                std::fs::File::create(&f.path).map_err(|e| io_err("create", &f.path, e))?;
+            }
             continue;
         }
         if !job.rw.reads() && job.create_on_open {
@@ -360,7 +402,7 @@ mod tests {
     #[test]
     fn files_are_named_job_clone_file_and_split_size() {
         let j = job("[w]\nsize=4m\nnrfiles=4\nrw=write\n");
-        let p = plan_clone(&j, 2, Path::new("/t")).unwrap();
+        let p = plan_clone(&j, 2, Path::new("/t"), &[0; 21]).unwrap();
         assert_eq!(p.files.len(), 4);
         assert_eq!(p.files[3].path, Path::new("/t/w.2.3"));
         assert!(p.files.iter().all(|f| f.size == 1 << 20));
@@ -370,13 +412,13 @@ mod tests {
     #[test]
     fn filesize_and_directories_round_robin() {
         let j = job("[w]\nfilesize=8k\nnrfiles=3\ndirectory=a:/b\n");
-        let p = plan_clone(&j, 0, Path::new("/t")).unwrap();
+        let p = plan_clone(&j, 0, Path::new("/t"), &[0; 21]).unwrap();
         assert_eq!(p.files[0].path, Path::new("/t/a/w.0.0"));
         assert_eq!(p.files[1].path, Path::new("/b/w.0.1"));
         assert_eq!(p.files[2].path, Path::new("/t/a/w.0.2"));
         assert_eq!(p.pass_bytes, 24 << 10);
         let k = job("[k]\nfilename=x:/abs/y\nsize=8k\n");
-        let p = plan_clone(&k, 0, Path::new("/t")).unwrap();
+        let p = plan_clone(&k, 0, Path::new("/t"), &[0; 21]).unwrap();
         assert_eq!(p.files[0].path, Path::new("/t/x"));
         assert_eq!(p.files[1].path, Path::new("/abs/y"));
         assert_eq!(p.files[0].size, 4096);
@@ -385,14 +427,14 @@ mod tests {
     #[test]
     fn a_file_smaller_than_a_block_is_refused() {
         let j = job("[w]\nsize=4k\nnrfiles=2\n");
-        let e = plan_clone(&j, 0, Path::new("/t")).unwrap_err();
+        let e = plan_clone(&j, 0, Path::new("/t"), &[0; 21]).unwrap_err();
         assert!(e.to_string().contains("less than one block"), "{e}");
     }
 
     #[test]
     fn direct_alignment_is_checked() {
         let mut j = job("[w]\nsize=1m\nrw=write\ndirect=1\n");
-        let p = plan_clone(&j, 0, Path::new("/t")).unwrap();
+        let p = plan_clone(&j, 0, Path::new("/t"), &[0; 21]).unwrap();
         check_direct_alignment(&j, &p, 4096).unwrap();
         j.bs = [Bytes(1000); 2];
         let e = check_direct_alignment(&j, &p, 4096).unwrap_err();
@@ -414,17 +456,17 @@ mod tests {
     fn read_jobs_lay_files_out_in_full_and_write_jobs_preallocate() {
         let dir = tempfile::tempdir().unwrap();
         let r = job("[r]\nsize=256k\nrw=read\n");
-        let p = plan_clone(&r, 0, dir.path()).unwrap();
+        let p = plan_clone(&r, 0, dir.path(), &[0; 21]).unwrap();
         layout(&r, &p, 1).unwrap();
         let data = std::fs::read(&p.files[0].path).unwrap();
         assert_eq!(data.len(), 256 << 10);
         assert!(data.iter().any(|&b| b != 0));
         let w = job("[w]\nsize=256k\nrw=write\nfallocate=none\n");
-        let p = plan_clone(&w, 0, dir.path()).unwrap();
+        let p = plan_clone(&w, 0, dir.path(), &[0; 21]).unwrap();
         layout(&w, &p, 1).unwrap();
         assert_eq!(std::fs::metadata(&p.files[0].path).unwrap().len(), 0);
         let t = job("[t]\nsize=256k\nrw=write\nfallocate=truncate\n");
-        let p = plan_clone(&t, 0, dir.path()).unwrap();
+        let p = plan_clone(&t, 0, dir.path(), &[0; 21]).unwrap();
         layout(&t, &p, 1).unwrap();
         assert_eq!(
             std::fs::metadata(&p.files[0].path).unwrap().len(),

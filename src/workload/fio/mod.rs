@@ -11,9 +11,14 @@
 //!
 //! What it must never do: print (results go to `report::fio` or the store), or run a job
 //! differently from its file. Deliberate differences from fio are documented where they are made
-//! (layout writes 1 MiB chunks; io_uring drains before fsync= and openfiles rotation).
+//! and listed in `fsdelta fio --help`: threads only; layout writes 1 MiB chunks of our own
+//! pseudo-random bytes; io_uring and libaio drain before an owed fsync and an openfiles
+//! rotation; rw=rw with loops > 1 may split directions slightly differently after a wrap.
+//! Everything else (I/O counts per direction, offsets, rwmix, syncs) is checked equal to fio
+//! 3.33's by `tests/fio_cli.rs` when /usr/bin/fio is installed.
 
 pub mod aio;
+pub mod disk;
 pub mod files;
 pub mod rand;
 pub mod stats;
@@ -62,6 +67,9 @@ pub struct FioRun {
     pub started_unix_ms: u64,
     /// Wall time of the whole run, layout included.
     pub elapsed: Nanos,
+    /// Counters of the block devices holding the files (fio's `disk_util`); empty where the
+    /// files are on no block device, or every job is filecreate's (diskless, as in fio).
+    pub disk_util: Vec<disk::DiskUtil>,
 }
 
 impl FioRun {
@@ -172,7 +180,8 @@ fn execute(set: &JobSet, ctx: &RunContext<'_>) -> Result<FioRun, WorkloadError> 
     for (ji, job) in set.jobs.iter().enumerate() {
         for clone in 0..job.numjobs {
             thread_number += 1;
-            let plan = files::plan_clone(job, clone, ctx.dir)?;
+            let seeds = rand::job_seeds(job, thread_number);
+            let plan = files::plan_clone(job, clone, ctx.dir, &seeds)?;
             let mut mem_align = 4096;
             if job.direct {
                 let probe_dir = plan
@@ -196,6 +205,13 @@ fn execute(set: &JobSet, ctx: &RunContext<'_>) -> Result<FioRun, WorkloadError> 
             });
         }
     }
+    let watch = disk::DiskWatch::start(
+        planned
+            .iter()
+            .filter(|p| p.job.ioengine != jobfile::IoEngine::FileCreate)
+            .flat_map(|p| p.plan.files.iter())
+            .filter_map(|f| f.path.parent()),
+    );
     // Run in stonewall batches.
     let mut outs: Vec<CloneOut> = Vec::with_capacity(planned.len());
     let mut i = 0;
@@ -219,8 +235,7 @@ fn execute(set: &JobSet, ctx: &RunContext<'_>) -> Result<FioRun, WorkloadError> 
                             let job = pl.job;
                             sleep_cancellable(job.startdelay, cancel)?;
                             let layout_seed =
-                                rand::seeds(pl.thread_number, job.randrepeat, job.randseed)
-                                    [rand::SEED_BUF];
+                                rand::job_seeds(job, pl.thread_number)[rand::SEED_BUF];
                             files::layout(job, &pl.plan, layout_seed)?;
                             let setup = worker::CloneSetup {
                                 job,
@@ -285,6 +300,7 @@ fn execute(set: &JobSet, ctx: &RunContext<'_>) -> Result<FioRun, WorkloadError> 
         results,
         started_unix_ms,
         elapsed: Nanos::now() - t0,
+        disk_util: watch.finish(),
     })
 }
 
@@ -521,16 +537,16 @@ mod tests {
     fn ramp_time_resets_the_stats() {
         let dir = tempfile::tempdir().unwrap();
         let run = run_text(
-            "[r]\nrw=randread\nsize=1m\ninvalidate=0\ntime_based\nruntime=300ms\nramp_time=200ms\n",
+            "[r]\nrw=randread\nsize=1m\ninvalidate=0\ntime_based\nruntime=300ms\nramp_time=1s\n",
             dir.path(),
         )
         .unwrap();
         let st = &run.results[0].stats;
-        // runtime counts only after the ramp: about 300 ms, not 500.
+        // runtime counts only after the ramp: about 300 ms, not 1300 (slack for a loaded CI).
         let rt = st.dir[READ].runtime_ms;
-        assert!((290..450).contains(&rt), "runtime {rt} ms");
+        assert!((290..1000).contains(&rt), "runtime {rt} ms");
         assert_eq!(st.dir[READ].clat.count(), st.dir[READ].total_ios);
-        assert!(st.job_runtime_ms < 450);
+        assert!(st.job_runtime_ms < 1000);
     }
 
     #[test]
@@ -636,6 +652,155 @@ mod tests {
                 da == db,
                 "{engine}: same seeds, same offsets, same buffer refills in issue order: same bytes"
             );
+        }
+    }
+
+    #[test]
+    fn unlink_removes_the_files_and_create_on_open_creates_them_in_the_job() {
+        let dir = tempfile::tempdir().unwrap();
+        run_text("[u]\nrw=write\nsize=64k\nnrfiles=2\nunlink=1\n", dir.path()).unwrap();
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+        let run = run_text(
+            "[c]\nrw=write\nsize=64k\ncreate_on_open=1\nfallocate=none\n",
+            dir.path(),
+        )
+        .unwrap();
+        assert_eq!(run.results[0].stats.dir[WRITE].io_bytes, 64 << 10);
+        assert_eq!(
+            std::fs::metadata(dir.path().join("c.0.0")).unwrap().len(),
+            64 << 10
+        );
+    }
+
+    #[test]
+    fn written_data_follows_zero_and_compress_options() {
+        let dir = tempfile::tempdir().unwrap();
+        run_text("[z]\nrw=write\nsize=64k\nzero_buffers\n", dir.path()).unwrap();
+        let z = std::fs::read(dir.path().join("z.0.0")).unwrap();
+        assert!(z.iter().all(|&b| b == 0), "zero_buffers writes zeros");
+        run_text(
+            "[c]\nrw=write\nsize=256k\nbuffer_compress_percentage=75\nbuffer_compress_chunk=1k\n",
+            dir.path(),
+        )
+        .unwrap();
+        let c = std::fs::read(dir.path().join("c.0.0")).unwrap();
+        let zeros = c.iter().filter(|&&b| b == 0).count() as f64 / c.len() as f64;
+        assert!((0.74..0.77).contains(&zeros), "75 % compressible: {zeros}");
+        run_text("[r]\nrw=write\nsize=64k\n", dir.path()).unwrap();
+        let r = std::fs::read(dir.path().join("r.0.0")).unwrap();
+        let zeros = r.iter().filter(|&&b| b == 0).count() as f64 / r.len() as f64;
+        // Random bytes, plus fio's scramble stamps (offsets and times, mostly zero high bytes)
+        // that accumulate in the reused buffer: well under a fifth zeros.
+        assert!(zeros < 0.2, "default buffers are random: {zeros}");
+    }
+
+    #[test]
+    fn runtime_caps_a_job_and_startdelay_waits_outside_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let t0 = Nanos::now();
+        let run = run_text(
+            "[s]\nrw=randread\nsize=256k\ninvalidate=0\nloops=1000000\nruntime=200ms\nstartdelay=300ms\n",
+            dir.path(),
+        )
+        .unwrap();
+        let st = &run.results[0].stats;
+        assert!(
+            (200..1000).contains(&st.dir[READ].runtime_ms),
+            "{}",
+            st.dir[READ].runtime_ms
+        );
+        assert!(t0.elapsed().0 >= 500_000_000, "startdelay then runtime");
+    }
+
+    #[test]
+    fn direct_io_runs_where_the_filesystem_allows_it() {
+        let dir = tempfile::tempdir().unwrap();
+        if let Err(e) = files::probe_direct(dir.path()) {
+            eprintln!("skipping: {e}");
+            return;
+        }
+        for engine in ["psync", "io_uring\niodepth=4", "libaio\niodepth=4"] {
+            let run = run_text(
+                &format!("[d]\nrw=randrw\nsize=256k\ndirect=1\nioengine={engine}\n"),
+                dir.path(),
+            )
+            .unwrap();
+            let st = &run.results[0].stats;
+            assert_eq!(
+                st.dir[READ].io_bytes + st.dir[WRITE].io_bytes,
+                256 << 10,
+                "{engine}"
+            );
+        }
+    }
+
+    #[test]
+    fn size_percent_uses_part_of_each_existing_file() {
+        let dir = tempfile::tempdir().unwrap();
+        run_text("[w]\nrw=write\nsize=256k\nfilename=f.dat\n", dir.path()).unwrap();
+        let run = run_text(
+            "[r]\nrw=read\nsize=50%\nfilename=f.dat\ninvalidate=0\n",
+            dir.path(),
+        )
+        .unwrap();
+        assert_eq!(run.results[0].stats.dir[READ].io_bytes, 128 << 10);
+        let e = run_text("[r]\nrw=read\nsize=50%\nfilename=none.dat\n", dir.path()).unwrap_err();
+        assert!(e.to_string().contains("needs existing files"), "{e}");
+    }
+
+    #[test]
+    fn openfiles_rotation_and_sequential_file_service_reach_every_file() {
+        let dir = tempfile::tempdir().unwrap();
+        for fst in ["roundrobin", "sequential", "random"] {
+            let run = run_text(
+                &format!(
+                    "[o]\nrw=randwrite\nsize=256k\nnrfiles=4\nopenfiles=1\nfile_service_type={fst}\nfallocate=none\nfsync_on_close=1\n"
+                ),
+                dir.path(),
+            )
+            .unwrap();
+            assert_eq!(run.results[0].stats.dir[WRITE].io_bytes, 256 << 10, "{fst}");
+            for i in 0..4 {
+                let len = std::fs::metadata(dir.path().join(format!("o.0.{i}")))
+                    .unwrap()
+                    .len();
+                assert_eq!(len, 64 << 10, "{fst}: file {i} fully written");
+            }
+            for i in 0..4 {
+                std::fs::remove_file(dir.path().join(format!("o.0.{i}"))).unwrap();
+            }
+        }
+    }
+
+    #[test]
+    fn fallocate_modes_shape_the_laid_out_file() {
+        let dir = tempfile::tempdir().unwrap();
+        for (mode, len) in [
+            ("posix", 128u64 << 10),
+            ("keep", 0),
+            ("none", 0),
+            ("truncate", 128 << 10),
+        ] {
+            let name = format!("f{mode}");
+            // Layout alone (a write job's files are created and preallocated, not written).
+            let job = JobSpec {
+                name: name.clone(),
+                rw: crate::plan::jobfile::RwMode::Write,
+                size: Some(crate::plan::jobfile::SizeSpec::Bytes(
+                    crate::plan::jobfile::Bytes(128 << 10),
+                )),
+                fallocate: match mode {
+                    "posix" => crate::plan::jobfile::Fallocate::Posix,
+                    "keep" => crate::plan::jobfile::Fallocate::Keep,
+                    "none" => crate::plan::jobfile::Fallocate::None,
+                    _ => crate::plan::jobfile::Fallocate::Truncate,
+                },
+                ..JobSpec::default()
+            };
+            let plan = files::plan_clone(&job, 0, dir.path(), &[0; 21]).unwrap();
+            files::layout(&job, &plan, 1).unwrap();
+            let got = std::fs::metadata(&plan.files[0].path).unwrap().len();
+            assert_eq!(got, len, "fallocate={mode}");
         }
     }
 

@@ -16,6 +16,8 @@ pub const SEED_MIX: usize = 4;
 pub const SEED_FILE: usize = 5;
 /// Index of the block-offset seed.
 pub const SEED_BLOCK: usize = 6;
+/// Index of the file-size seed (filesize ranges).
+pub const SEED_FILE_SIZE: usize = 7;
 /// Index of the buffer-content seed.
 pub const SEED_BUF: usize = 9;
 /// fio's `FIO_RAND_NR_OFFS`.
@@ -30,6 +32,33 @@ pub fn seeds(thread_number: u64, randrepeat: bool, randseed: Option<u64>) -> [u6
         }
         return out;
     }
+    seeds_from(&mut out, thread_number, randrepeat, randseed);
+    out
+}
+
+/// The seed table of a job: fio's `setup_random_seeds` then `td_fill_rand_seeds`
+/// (allrandrepeat replaces every seed by `FIO_RANDSEED * thread_number + i`).
+pub fn job_seeds(job: &crate::plan::jobfile::JobSpec, thread_number: u64) -> [u64; NR_SEEDS] {
+    let mut out = seeds(thread_number, job.randrepeat, job.randseed);
+    if job.allrandrepeat {
+        for (i, s) in out.iter_mut().enumerate() {
+            *s = FIO_RANDSEED
+                .wrapping_mul(thread_number)
+                .wrapping_add(i as u64);
+        }
+        if job.randrepeat {
+            out[SEED_BLOCK] = FIO_RANDSEED.wrapping_mul(thread_number);
+        }
+    }
+    out
+}
+
+fn seeds_from(
+    out: &mut [u64; NR_SEEDS],
+    thread_number: u64,
+    randrepeat: bool,
+    randseed: Option<u64>,
+) {
     // fio's default randseed is 0x89.
     let mut seed = randseed.unwrap_or(0x89);
     for _ in 0..4 {
@@ -43,7 +72,6 @@ pub fn seeds(thread_number: u64, randrepeat: bool, randseed: Option<u64>) -> [u6
         // fio 3.33 overrides the block seed whenever randrepeat is on.
         out[SEED_BLOCK] = FIO_RANDSEED.wrapping_mul(thread_number);
     }
-    out
 }
 
 /// fio's taus88 (32-bit) or taus258 (64-bit) Tausworthe generator.
@@ -131,6 +159,13 @@ impl Taus {
             Taus::T88(_) => 4294967296.0,
             Taus::T258(_) => 18446744073709551616.0,
         }
+    }
+
+    /// `span * (r / (max + 1))` without clamping (fio's get_rand_file_size).
+    #[inline]
+    pub fn scaled(&mut self, span: u64) -> u64 {
+        let r = self.next_raw() as f64;
+        (span as f64 * (r / self.max_plus_one())) as u64
     }
 
     /// A block in `0..lastb` as fio's `__get_next_rand_offset`: `lastb * (r / (max + 1))`.

@@ -268,6 +268,8 @@ pub struct ThreadStats {
     pub dir: [DirStats; 2],
     /// fsync / fdatasync latencies (fio's "sync" block; end_fsync is not counted).
     pub sync: Histogram,
+    /// fsync calls (fio's sync `total_ios` counts fsync, not fdatasync).
+    pub fsync_ios: u64,
     /// clat distribution buckets over both directions.
     pub lat_buckets: LatBuckets,
     /// CPU used after ramp_time.
@@ -280,6 +282,8 @@ pub struct ThreadStats {
     pub submit_counts: [u64; 7],
     /// Reap calls by I/Os completed, same ranges: fio's io_u_complete.
     pub complete_counts: [u64; 7],
+    /// Thread id of the (first) worker, fio's `pid` for a job run as a thread.
+    pub tid: i32,
 }
 
 impl ThreadStats {
@@ -289,6 +293,10 @@ impl ThreadStats {
             self.dir[d].merge(&o.dir[d]);
         }
         self.sync.merge(&o.sync);
+        self.fsync_ios += o.fsync_ios;
+        if self.tid == 0 {
+            self.tid = o.tid;
+        }
         self.lat_buckets.merge(&o.lat_buckets);
         self.rusage.add(&o.rusage);
         self.job_runtime_ms += o.job_runtime_ms;

@@ -3,7 +3,8 @@
 //!
 //! Why it exists: this is where fio's semantics become I/O. Per I/O, as fio defines them:
 //! `start` is taken when the I/O is prepared, `issue` just before the system call (sync engines)
-//! or just after the submitting `io_uring_enter` / `io_submit` (async engines); completion is read when the call
+//! or just after the `io_uring_enter` / `io_submit` that submits it alone (async engines, fio's
+//! default iodepth_batch_submit=1); completion is read when the call
 //! returns or the completion is reaped. clat = completion - issue, lat = completion - start,
 //! slat = issue - start (async engines only). Stats reset when ramp_time ends; fsync=/fdatasync=
 //! latencies go to the sync stats; end_fsync runs inside the runtime but outside every latency
@@ -80,7 +81,7 @@ impl FileState {
     fn reset(&mut self) {
         self.pos = [0, 0];
         self.issued = 0;
-        self.done = false;
+        self.done = self.region == 0;
         if let Some(m) = &mut self.map {
             m.clear();
         }
@@ -126,25 +127,42 @@ struct Planner<'a> {
     open_limit: u32,
     /// Completed passes (loops) after ramp.
     passes: u32,
+    /// fio's seed table, to re-seed at each loop (randrepeat).
+    seeds: [u64; 21],
 }
 
 impl<'a> Planner<'a> {
     fn new(setup: &CloneSetup<'a>) -> Result<Planner<'a>, WorkloadError> {
         let job = setup.job;
-        let seeds = rand::seeds(setup.thread_number, job.randrepeat, job.randseed);
+        let seeds = rand::job_seeds(job, setup.thread_number);
         let use64 = job.random_generator == RandomGenerator::Tausworthe64;
+        let seed_table = seeds;
         let mut files = Vec::with_capacity(setup.plan.files.len());
         let random = job.rw.is_random();
-        if random && !job.norandommap && job.rw.reads() && job.rw.writes() && job.bs[0] != job.bs[1]
-        {
+        let tracks_blocks = !job.norandommap || job.random_generator == RandomGenerator::Lfsr;
+        if random && tracks_blocks && job.rw.reads() && job.rw.writes() && job.bs[0] != job.bs[1] {
             return Err(WorkloadError::InvalidOptions(format!(
-                "job '{}': a random map over different read and write block sizes is not supported; set bs= to one size or add norandommap",
+                "job '{}': a random map or LFSR over different read and write block sizes is not supported; set bs= to one size, or use norandommap with random_generator=tausworthe",
                 job.name
             )));
         }
+        // The block the region is counted in: fio issues whole blocks only.
+        let region_bs = match (job.rw.reads(), job.rw.writes()) {
+            (true, false) => job.bs[READ].0,
+            (false, true) => job.bs[WRITE].0,
+            _ => job.bs[READ].0.max(job.bs[WRITE].0),
+        };
         for (i, f) in setup.plan.files.iter().enumerate() {
             let bs = job.bs[if job.rw.reads() { READ } else { WRITE }].0;
             let nblocks = f.size / bs;
+            if f.size > 0 && f.size < region_bs {
+                return Err(WorkloadError::InvalidOptions(format!(
+                    "job '{}': file {} ({} bytes) is smaller than one block of {region_bs} bytes",
+                    job.name,
+                    f.path.display(),
+                    f.size
+                )));
+            }
             let map = (random && !job.norandommap && job.random_generator != RandomGenerator::Lfsr)
                 .then(|| RandomMap::new(nblocks));
             let lfsr = (random && job.random_generator == RandomGenerator::Lfsr).then(|| {
@@ -153,18 +171,24 @@ impl<'a> Planner<'a> {
                     seeds[rand::SEED_BLOCK].wrapping_add(i as u64),
                 )
             });
+            let empty = f.size == 0;
             files.push(FileState {
                 fd: None,
-                region: if random { nblocks * bs } else { f.size },
+                region: if random {
+                    nblocks * bs
+                } else {
+                    f.size / region_bs * region_bs
+                },
                 pos: [0, 0],
                 issued: 0,
-                done: false,
+                done: empty,
                 map,
                 lfsr,
                 fd_pos: 0,
             });
         }
         let nfiles = files.len() as u32;
+        let done_files = files.iter().filter(|f| f.done).count();
         Ok(Planner {
             job,
             files,
@@ -176,7 +200,7 @@ impl<'a> Planner<'a> {
             mix_limit: 0,
             cur_file: 0,
             ios_on_file: 0,
-            done_files: 0,
+            done_files,
             pass_issued: 0,
             pass_bytes: setup.plan.pass_bytes,
             writes_since_sync: 0,
@@ -184,18 +208,58 @@ impl<'a> Planner<'a> {
             open_count: 0,
             open_limit: job.openfiles.unwrap_or(nfiles).max(1),
             passes: 0,
+            seeds: seed_table,
         })
     }
 
-    /// Start the pass accounting again (new loop, or end of ramp_time).
-    fn reset_pass(&mut self) {
+    /// A time_based job's files are exhausted: start them over (fio's per-file wrap: map and
+    /// positions reset; counters and generators go on).
+    fn wrap(&mut self) {
         self.pass_issued = 0;
-        self.issues = [0, 0];
-        self.mix_limit = 0;
         for f in &mut self.files {
             f.reset();
         }
-        self.done_files = 0;
+        self.done_files = self.files.iter().filter(|f| f.done).count();
+    }
+
+    /// A new loop (fio's clear_io_state): the rwmix cycle restarts; a random job's files start
+    /// over and, with randrepeat, its generators are seeded again, so every loop repeats the
+    /// same offsets and directions; a sequential job's positions go on where they were (fio
+    /// does not rewind them) and wrap at the end of the file.
+    fn new_loop(&mut self) {
+        self.pass_issued = 0;
+        self.mix_limit = 0;
+        if self.job.rw.is_random() {
+            for f in &mut self.files {
+                f.reset();
+            }
+            if self.job.randrepeat {
+                let use64 = self.job.random_generator == RandomGenerator::Tausworthe64;
+                self.block_rand = Taus::new(self.seeds[rand::SEED_BLOCK], use64);
+                self.mix_rand = Taus::new(self.seeds[rand::SEED_MIX], false);
+                self.file_rand = Taus::new(self.seeds[rand::SEED_FILE], use64);
+            }
+        } else {
+            let mixed = self.job.rw.reads() && self.job.rw.writes();
+            for f in &mut self.files {
+                f.issued = 0;
+                f.done = f.region == 0;
+                if !mixed {
+                    // A one-direction pass ended at the end of the file: start it over.
+                    f.pos = [0, 0];
+                }
+            }
+        }
+        self.done_files = self.files.iter().filter(|f| f.done).count();
+    }
+
+    /// ramp_time ended (fio's reset_all_stats): the byte budget and issue counters restart;
+    /// files and generators go on.
+    fn ramp_reset(&mut self) {
+        self.pass_issued = 0;
+        self.issues = [0, 0];
+        self.mix_limit = 0;
+        self.passes = 0;
     }
 
     /// fio's get_rw_ddir.
@@ -261,15 +325,21 @@ impl<'a> Planner<'a> {
     /// The next I/O, or None when the pass is complete.
     #[inline]
     fn next_io(&mut self) -> Option<Io> {
-        if self.pass_issued >= self.pass_bytes {
+        let budgeted = !self.job.time_based;
+        if budgeted && self.pass_issued >= self.pass_bytes {
             return None;
         }
-        let ddir = self.next_ddir();
-        let bs = self.job.bs[ddir].0;
+        let random = self.job.rw.is_random();
+        let mixed = self.job.rw.reads() && self.job.rw.writes();
         loop {
+            // As fio's fill_io_u, every attempt (also one that finds its file exhausted)
+            // evaluates the direction again, and a random attempt draws its block first: a
+            // file is found done lazily, as fio finds it.
+            let ddir = self.next_ddir();
+            let bs = self.job.bs[ddir].0;
             let fi = self.next_file()?;
             let f = &mut self.files[fi];
-            let offset = if self.job.rw.is_random() {
+            let offset = if random {
                 let nblocks = f.region / bs;
                 let b = if let Some(l) = &mut f.lfsr {
                     l.next_block()
@@ -289,29 +359,28 @@ impl<'a> Planner<'a> {
                     }
                 }
             } else {
-                if f.pos[ddir] >= f.region {
-                    f.pos[ddir] = 0;
+                if f.pos[ddir] + bs > f.region {
+                    if !mixed {
+                        f.done = true;
+                        self.done_files += 1;
+                        continue;
+                    }
+                    // A mixed sequential job resets the file at its end: both directions
+                    // start over (fio's fio_file_reset).
+                    f.pos = [0, 0];
                 }
-                f.pos[ddir]
+                let off = f.pos[ddir];
+                f.pos[ddir] = off + bs;
+                off
             };
-            let len = bs
-                .min(f.region - offset)
-                .min(self.pass_bytes - self.pass_issued);
-            if !self.job.rw.is_random() {
-                f.pos[ddir] = offset + len;
-            }
-            f.issued += len;
-            if f.issued >= f.region || f.map.as_ref().is_some_and(RandomMap::is_full) {
-                f.done = true;
-                self.done_files += 1;
-            }
-            self.pass_issued += len;
+            f.issued += bs;
+            self.pass_issued += bs;
             self.issues[ddir] += 1;
             return Some(Io {
                 ddir,
                 file: fi,
                 offset,
-                len: len as usize,
+                len: bs as usize,
             });
         }
     }
@@ -367,8 +436,14 @@ fn ensure_open(
         return Ok(());
     }
     if p.open_count >= p.open_limit {
-        if let Some(other) = p.files.iter_mut().find(|f| f.fd.is_some()) {
-            other.fd = None;
+        if let Some((oi, other)) = p.files.iter_mut().enumerate().find(|(_, f)| f.fd.is_some()) {
+            if let Some(fd) = other.fd.take() {
+                if setup.job.fsync_on_close {
+                    rustix::fs::fsync(&fd).map_err(|e| {
+                        io_err("fsync (fsync_on_close)", &setup.plan.files[oi].path, e)
+                    })?;
+                }
+            }
             p.open_count -= 1;
         }
     }
@@ -445,7 +520,7 @@ pub fn run_clone(setup: &CloneSetup<'_>) -> Result<ThreadStats, WorkloadError> {
     let mut bufs: Vec<AlignedBuf> = (0..depth)
         .map(|_| AlignedBuf::new(buf_len, setup.mem_align))
         .collect();
-    let base_seed = rand::seeds(setup.thread_number, job.randrepeat, job.randseed)[rand::SEED_BUF];
+    let base_seed = rand::job_seeds(job, setup.thread_number)[rand::SEED_BUF];
     let mut seed = base_seed;
     for b in &mut bufs {
         files::fill_like_job(job, b.as_mut_slice(), &mut seed);
@@ -517,6 +592,17 @@ pub fn run_clone(setup: &CloneSetup<'_>) -> Result<ThreadStats, WorkloadError> {
     }
     st.job_runtime_ms = elapsed.0 / 1_000_000;
     st.rusage = super::stats::Rusage::thread().since(&ru0);
+    // SAFETY: gettid(2) takes no arguments and cannot fail.
+    st.tid = unsafe { libc::gettid() };
+    if job.fsync_on_close {
+        // fio closes the files after the runtime is taken: outside runtime and stats.
+        for (fi, f) in p.files.iter().enumerate() {
+            if let Some(fd) = &f.fd {
+                rustix::fs::fsync(fd)
+                    .map_err(|e| io_err("fsync (fsync_on_close)", &setup.plan.files[fi].path, e))?;
+            }
+        }
+    }
     drop(p);
     if job.unlink {
         for f in &setup.plan.files {
@@ -538,8 +624,7 @@ fn after_tick(
     if clock.ramp_ends(now) {
         *st = ThreadStats::default();
         *ru0 = super::stats::Rusage::thread();
-        p.reset_pass();
-        p.passes = 0;
+        p.ramp_reset();
     }
     clock.sampler.tick(now, &mut st.dir);
     !clock.out_of_time(now)
@@ -565,13 +650,17 @@ fn next_pass(
 }
 
 fn next_pass_counted(p: &mut Planner<'_>, clock: &Clock) -> bool {
+    let job = p.job;
+    if job.time_based {
+        p.wrap();
+        return true;
+    }
     if !clock.ramping {
         p.passes += 1;
     }
-    let job = p.job;
-    let more = clock.ramping || job.time_based || p.passes < job.loops;
+    let more = clock.ramping || p.passes < job.loops;
     if more {
-        p.reset_pass();
+        p.new_loop();
     }
     more
 }
@@ -659,6 +748,9 @@ fn timed_sync(
     let t1 = Nanos::now();
     r.map_err(|e| io_err("fsync", &setup.plan.files[fi].path, e))?;
     st.sync.record((t1 - t0).0);
+    if job.fsync > 0 {
+        st.fsync_ios += 1;
+    }
     Ok(())
 }
 
@@ -786,7 +878,6 @@ fn run_async(
     };
     let mut slots: Vec<Option<Slot>> = (0..depth).map(|_| None).collect();
     let mut free: Vec<usize> = (0..depth).rev().collect();
-    let mut queued: Vec<usize> = Vec::with_capacity(depth);
     let mut inflight = 0usize;
     let mut pass_over = false;
     let mut stop = false;
@@ -797,7 +888,7 @@ fn run_async(
             // Let the kernel finish what it holds before the buffers go away.
             while inflight > 0 {
                 let n = backend
-                    .reap(&mut |_, _| {})
+                    .reap(1, &mut |_, _| {})
                     .map_err(|e| io_err(engine_op, dir0, e))?;
                 inflight -= n;
             }
@@ -851,29 +942,19 @@ fn run_async(
                     io.offset,
                 );
             }
-            slots[si] = Some(Slot {
-                io,
-                start,
-                issue: start,
-            });
-            queued.push(si);
+            // fio's default iodepth_batch_submit=1: every I/O is submitted on its own, and
+            // its issue time is read right after that submission (slat = issue - start).
+            backend.submit().map_err(|e| io_err(engine_op, dir0, e))?;
+            let issue = Nanos::now();
+            st.submit_counts[ThreadStats::batch_index(1)] += 1;
+            st.dir[io.ddir].slat.record((issue - start).0);
+            slots[si] = Some(Slot { io, start, issue });
             inflight += 1;
             st.depth_counts[ThreadStats::depth_index(inflight as u32)] += 1;
             if (p.open_limit as usize) < p.files.len() {
                 // An openfiles rotation may close a file: no I/O may be in flight then.
                 break;
             }
-        }
-        if !queued.is_empty() {
-            backend.submit().map_err(|e| io_err(engine_op, dir0, e))?;
-            let t = Nanos::now();
-            st.submit_counts[ThreadStats::batch_index(queued.len())] += 1;
-            for &si in &queued {
-                let s = slots[si].as_mut().expect("queued slot");
-                s.issue = t;
-                st.dir[s.io.ddir].slat.record((t - s.start).0);
-            }
-            queued.clear();
         }
         if inflight == 0 {
             if stop {
@@ -893,8 +974,10 @@ fn run_async(
         }
         let mut err: Option<(usize, i64)> = None;
         let mut t = Nanos::ZERO;
+        // The queue is full (or nothing is left to issue): wait for at least one completion
+        // and take every one available, as fio's wait_for_completions.
         let reaped = backend
-            .reap(&mut |si, res| {
+            .reap(1, &mut |si, res| {
                 if t == Nanos::ZERO {
                     // fio reads the clock once per batch of completions.
                     t = Nanos::now();
@@ -1001,6 +1084,8 @@ fn run_filecreate(setup: &CloneSetup<'_>) -> Result<ThreadStats, WorkloadError> 
     }
     st.job_runtime_ms = elapsed.0 / 1_000_000;
     st.rusage = super::stats::Rusage::thread().since(&ru0);
+    // SAFETY: gettid(2) takes no arguments and cannot fail.
+    st.tid = unsafe { libc::gettid() };
     if job.unlink {
         for f in &setup.plan.files {
             std::fs::remove_file(&f.path).map_err(|e| io_err("unlink", &f.path, e))?;
