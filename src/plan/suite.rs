@@ -213,7 +213,7 @@ fn fsperf(scale: f64, ram_mib: u64) -> Suite {
                 "emptyfiles500k",
                 "fsperf: create 500k empty files (fio filecreate engine)",
                 &format!(
-                    "ioengine=filecreate\nrw=write\nfilesize=0\nnrfiles={}\nopenfiles=1",
+                    "ioengine=filecreate\nrw=write\nfilesize=4k\nnrfiles={}\nopenfiles=1\ncreate_on_open=1\nfallocate=none",
                     ((500_000.0 * s).round() as u64).max(1000)
                 ),
             ),

@@ -369,6 +369,22 @@ mod tests {
     use super::*;
 
     #[test]
+    fn every_test_of_every_built_in_suite_builds() {
+        use crate::plan::suite::{BUILTIN_SUITES, builtin_scaled};
+        for name in BUILTIN_SUITES {
+            for scale in [1.0, 0.01] {
+                let suite = builtin_scaled(name, scale, 24576).unwrap();
+                for t in &suite.tests {
+                    if let Err(e) = build(&t.engine) {
+                        panic!("{name} (scale {scale}) test {}: {e}", t.name);
+                    }
+                    assert!(!describe(&t.engine).is_empty());
+                }
+            }
+        }
+    }
+
+    #[test]
     fn io_errors_say_how_to_fix_a_full_disk() {
         let e = WorkloadError::io(
             "write",
