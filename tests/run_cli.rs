@@ -355,3 +355,50 @@ fn an_o_direct_test_on_tmpfs_runs_or_is_skipped_with_the_reason_never_fails() {
         assert_eq!(samples[0]["status"], "ok");
     }
 }
+
+#[test]
+fn the_fsperf_suite_runs_at_a_small_scale_and_records_the_scale() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("r.sqlite");
+    fsdelta(&db)
+        .args([
+            "run", "--suite", "fsperf", "--scale", "0.002", "-n", "1", "--quiet", "--target",
+        ])
+        .arg(tmp.path())
+        .assert()
+        .success();
+    let doc = json(
+        &fsdelta(&db)
+            .args(["export", "latest"])
+            .output()
+            .unwrap()
+            .stdout,
+    );
+    assert_eq!(doc["runs"][0]["suite"], "fsperf:scale=0.002");
+    let samples = doc["runs"][0]["samples"].as_array().unwrap();
+    let names: Vec<&str> = samples
+        .iter()
+        .map(|s| s["test"].as_str().unwrap())
+        .collect();
+    for t in [
+        "bufferedrandwrite16g",
+        "bufferedappenddatasync",
+        "dio4kbs16threads",
+        "diorandread",
+        "emptyfiles500k",
+        "smallfiles100k",
+        "dbench60",
+        "untar",
+        "randwrite2xram",
+    ] {
+        assert!(names.contains(&t), "{t} missing from {names:?}");
+    }
+    assert!(samples.iter().all(|s| s["status"] == "ok"), "{samples:?}");
+    fsdelta(&db)
+        .args(["run", "--suite", "fsperf", "--scale", "3"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "--scale must be above 0 and at most 1",
+        ));
+}
