@@ -155,6 +155,7 @@ fn one_sample(
                 p.start();
             }
             let counters = system::Snapshot::take();
+            let peaks = system::PeakSampler::start();
             let r = w.run(&RunContext {
                 dir: &dir,
                 cancel,
@@ -167,6 +168,7 @@ fn one_sample(
             match r {
                 Ok(mut m) => {
                     m.metrics.extend(counters.metrics_since());
+                    m.metrics.extend(peaks.finish());
                     Outcome {
                         facts,
                         result: Ok(m),
@@ -205,6 +207,7 @@ fn one_sample(
                 p.start();
             }
             let counters = system::Snapshot::take();
+            let peaks = system::PeakSampler::start();
             let r = w.run(&RunContext {
                 dir: &prepared.dir,
                 cancel,
@@ -213,7 +216,8 @@ fn one_sample(
             if let Some(p) = profiler {
                 p.stop();
             }
-            let cpu = counters.metrics_since();
+            let mut cpu = counters.metrics_since();
+            cpu.extend(peaks.finish());
             let after_hook = t.after_sample();
             let mut m = match r {
                 Ok(m) => m,
