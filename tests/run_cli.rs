@@ -83,10 +83,12 @@ fn run_twice_then_list_show_export_and_compare() {
     assert!(csv.starts_with("run_id,label,"));
     assert!(csv.lines().any(|l| l.contains(",files_per_sec,")));
 
+    // Two real runs one after the other on a shared machine: some of the ~40 judged metrics may
+    // really differ (exit 1); what must hold is that the comparison works (not exit 2).
     let out = fsdelta(&db)
         .args(["compare", "label:base", "label:cur"])
         .assert()
-        .success()
+        .code(predicate::in_iter([0, 1]))
         .get_output()
         .stdout
         .clone();
