@@ -10,7 +10,7 @@ use crate::report::dbench as render;
 use crate::workload::dbench::{
     DEBIAN_CLIENT_TXT, Dbench, DbenchObserver, DbenchOptions, LoadfileSource, Tick,
 };
-use crate::workload::{CancelToken, NoProgress, RunContext, WorkloadError};
+use crate::workload::{NoProgress, RunContext, WorkloadError};
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -200,13 +200,13 @@ pub fn main(args: &[String]) -> i32 {
             return 2;
         }
     };
-    let cancel = CancelToken::new();
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        if let Err(e) = signal_hook::flag::register(sig, cancel.flag()) {
-            eprintln!("fsdelta dbench: cannot handle signal {sig}: {e}");
+    let cancel = match super::install_signals() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("fsdelta dbench: cannot handle SIGINT/SIGTERM: {e}");
             return 2;
         }
-    }
+    };
     print!(
         "{}",
         render::render_start(env!("CARGO_PKG_VERSION"), &parsed.opts, &loadfile_name)

@@ -9,7 +9,7 @@
 use crate::plan::jobfile::{self, JobFileError, RawSection, SystemSources};
 use crate::report;
 use crate::workload::fio::FioWorkload;
-use crate::workload::{CancelToken, NoProgress, RunContext, WorkloadError};
+use crate::workload::{NoProgress, RunContext, WorkloadError};
 
 const USAGE: &str = "\
 usage: fsdelta fio [JOBFILE...] [--output-format=normal|json] [--output=FILE] [--parse-only]
@@ -209,13 +209,13 @@ pub fn main(args: &[String]) -> i32 {
     if a.parse_only {
         return 0;
     }
-    let cancel = CancelToken::new();
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        if let Err(e) = signal_hook::flag::register(sig, cancel.flag()) {
-            eprintln!("fsdelta fio: cannot install a signal handler: {e}");
+    let cancel = match super::install_signals() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("fsdelta fio: cannot handle SIGINT/SIGTERM: {e}");
             return 2;
         }
-    }
+    };
     let dir = match std::env::current_dir() {
         Ok(d) => d,
         Err(e) => {

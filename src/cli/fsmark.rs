@@ -8,11 +8,9 @@
 
 use crate::report::fsmark as render;
 use crate::workload::fsmark::{FsMark, FsMarkOptions, UsageError};
-use crate::workload::{CancelToken, NoProgress, RunContext, WorkloadError};
+use crate::workload::{NoProgress, RunContext, WorkloadError};
 use std::io::Write;
 use std::path::Path;
-use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 
 /// Run `fsdelta fsmark ARGS`; returns the exit code.
 pub fn main(args: &[String]) -> i32 {
@@ -36,16 +34,13 @@ pub fn main(args: &[String]) -> i32 {
 
     // The first SIGINT/SIGTERM asks the engine to stop (it removes its files and we exit 130);
     // a second one, while it is stopping, ends the process at once.
-    let flag = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        let registered = signal_hook::flag::register_conditional_shutdown(sig, 130, flag.clone())
-            .and_then(|_| signal_hook::flag::register(sig, flag.clone()));
-        if let Err(e) = registered {
-            eprintln!("fsdelta fsmark: cannot handle signal {sig}: {e}");
+    let cancel = match super::install_signals() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("fsdelta fsmark: cannot handle SIGINT/SIGTERM: {e}");
             return 2;
         }
-    }
-    let cancel = CancelToken::from_flag(flag);
+    };
 
     let started = chrono::Local::now().naive_local();
     let mut out = std::io::stdout().lock();

@@ -392,6 +392,18 @@ impl MarginArgs {
     }
 }
 
+/// Turn SIGINT and SIGTERM into a cancel request for the running workload; a second signal,
+/// while it is stopping, ends the process at once with exit code 130. Every command that runs a
+/// workload installs it, so Ctrl-C behaves the same everywhere.
+pub fn install_signals() -> std::io::Result<crate::workload::CancelToken> {
+    let flag = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register_conditional_shutdown(sig, EXIT_INTERRUPTED, flag.clone())?;
+        signal_hook::flag::register(sig, flag.clone())?;
+    }
+    Ok(crate::workload::CancelToken::from_flag(flag))
+}
+
 /// Entry point; returns the process exit code.
 pub fn main() -> i32 {
     let cli = match Cli::try_parse() {

@@ -24,19 +24,6 @@ use crate::workload::{self, CancelToken, Measurements, ProgressSink, RunContext,
 use anyhow::{Context, Result};
 use chrono::Utc;
 use std::path::PathBuf;
-use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
-
-/// Install SIGINT/SIGTERM handlers that set a flag; a second signal exits at once.
-fn install_signals() -> Result<CancelToken> {
-    let flag = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register_conditional_shutdown(sig, EXIT_INTERRUPTED, flag.clone())
-            .context("installing signal handlers")?;
-        signal_hook::flag::register(sig, flag.clone()).context("installing signal handlers")?;
-    }
-    Ok(CancelToken::from_flag(flag))
-}
 
 /// Store a sample; when the store refuses it as measured (a non-finite metric, say), store it as
 /// failed with the reason so that the run still shows what happened.
@@ -278,7 +265,8 @@ pub fn main(args: RunArgs) -> Result<i32> {
             "--config and --target both name where to run; use one (a `dir` configuration in the config file runs in an existing directory)"
         );
     }
-    let ram_mib = env::environment().memory_bytes >> 20;
+    let environment = env::environment();
+    let ram_mib = environment.memory_bytes >> 20;
     let suite_path = std::path::Path::new(&args.suite);
     let suite = if args.suite.ends_with(".toml") || suite_path.is_file() {
         let text = std::fs::read_to_string(suite_path)
@@ -344,10 +332,9 @@ pub fn main(args: RunArgs) -> Result<i32> {
             Targets::Scratch(ScratchDir::create_in(&parent)?)
         }
     };
-    let cancel = install_signals()?;
+    let cancel = super::install_signals().context("installing signal handlers")?;
     let names = targets.names();
 
-    let environment = env::environment();
     let label = args
         .label
         .clone()
