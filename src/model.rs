@@ -6,6 +6,7 @@
 //! them. None of those rooms may depend on another's internals, so the hand-off types live here.
 //! This module must never do I/O or hold behaviour beyond conversions and validation.
 
+use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -316,6 +317,90 @@ impl FromStr for SampleStatus {
             other => Err(ModelError::UnknownStatus(other.to_string())),
         }
     }
+}
+
+// ---- Run and sample records: written by the runner, kept by the store, read by compare and report.
+
+/// Identifier of a run.
+pub type RunId = i64;
+/// Identifier of a sample.
+pub type SampleId = i64;
+
+/// A run about to start.
+#[derive(Clone, Debug)]
+pub struct NewRun {
+    /// Free text (kernel version, patch name); defaults to the kernel release.
+    pub label: String,
+    /// Suite name (`quick`).
+    pub suite: String,
+    /// When it started.
+    pub started_at: DateTime<Utc>,
+    /// fsdelta version.
+    pub fsdelta_version: String,
+    /// Where it runs.
+    pub environment: Environment,
+}
+
+/// A stored run.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RunInfo {
+    /// Run id.
+    pub id: RunId,
+    /// Label.
+    pub label: String,
+    /// Suite name.
+    pub suite: String,
+    /// Start time.
+    pub started_at: DateTime<Utc>,
+    /// End time, once it ended.
+    pub finished_at: Option<DateTime<Utc>>,
+    /// Status.
+    pub status: RunStatus,
+    /// fsdelta version that made it.
+    pub fsdelta_version: String,
+    /// The machine.
+    pub environment: Environment,
+    /// Number of stored samples.
+    pub sample_count: u64,
+}
+
+/// A sample to store: one execution of one test on one configuration.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct NewSample {
+    /// Configuration name (`scratch` for the default scratch directory).
+    pub config: String,
+    /// Test name.
+    pub test: String,
+    /// Repetition, from 1.
+    pub repetition: u32,
+    /// Where it ran.
+    pub facts: TargetFacts,
+    /// Ok or failed.
+    pub status: SampleStatus,
+    /// Why it failed.
+    pub error: Option<String>,
+    /// When it started.
+    pub started_at: DateTime<Utc>,
+    /// Wall time of the sample, seconds.
+    pub duration_s: f64,
+    /// The workload's command line or options, so that every number is traceable.
+    pub workload: String,
+    /// Metrics.
+    pub metrics: Vec<Metric>,
+    /// Histograms.
+    pub histograms: Vec<HistogramRecord>,
+}
+
+/// A stored sample.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct SampleRecord {
+    /// Sample id.
+    pub id: SampleId,
+    /// Its run.
+    pub run_id: RunId,
+    /// Everything stored.
+    #[serde(flatten)]
+    pub sample: NewSample,
 }
 
 /// A value at rest that this version does not understand.

@@ -10,92 +10,10 @@ pub mod sqlite;
 
 pub use selector::Selector;
 
-use crate::model::{Environment, HistogramRecord, Metric, RunStatus, SampleStatus, TargetFacts};
+pub use crate::model::{NewRun, NewSample, RunId, RunInfo, SampleId, SampleRecord};
+use crate::model::RunStatus;
 use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
-
-/// Identifier of a run.
-pub type RunId = i64;
-/// Identifier of a sample.
-pub type SampleId = i64;
-
-/// A run about to start.
-#[derive(Clone, Debug)]
-pub struct NewRun {
-    /// Free text (kernel version, patch name); defaults to the kernel release.
-    pub label: String,
-    /// Suite name (`quick`).
-    pub suite: String,
-    /// When it started.
-    pub started_at: DateTime<Utc>,
-    /// fsdelta version.
-    pub fsdelta_version: String,
-    /// Where it runs.
-    pub environment: Environment,
-}
-
-/// A stored run.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct RunInfo {
-    /// Run id.
-    pub id: RunId,
-    /// Label.
-    pub label: String,
-    /// Suite name.
-    pub suite: String,
-    /// Start time.
-    pub started_at: DateTime<Utc>,
-    /// End time, once it ended.
-    pub finished_at: Option<DateTime<Utc>>,
-    /// Status.
-    pub status: RunStatus,
-    /// fsdelta version that made it.
-    pub fsdelta_version: String,
-    /// The machine.
-    pub environment: Environment,
-    /// Number of stored samples.
-    pub sample_count: u64,
-}
-
-/// A sample to store: one execution of one test on one configuration.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct NewSample {
-    /// Configuration name (`scratch` for the default scratch directory).
-    pub config: String,
-    /// Test name.
-    pub test: String,
-    /// Repetition, from 1.
-    pub repetition: u32,
-    /// Where it ran.
-    pub facts: TargetFacts,
-    /// Ok or failed.
-    pub status: SampleStatus,
-    /// Why it failed.
-    pub error: Option<String>,
-    /// When it started.
-    pub started_at: DateTime<Utc>,
-    /// Wall time of the sample, seconds.
-    pub duration_s: f64,
-    /// The workload's command line or options, so that every number is traceable.
-    pub workload: String,
-    /// Metrics.
-    pub metrics: Vec<Metric>,
-    /// Histograms.
-    pub histograms: Vec<HistogramRecord>,
-}
-
-/// A stored sample.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct SampleRecord {
-    /// Sample id.
-    pub id: SampleId,
-    /// Its run.
-    pub run_id: RunId,
-    /// Everything stored.
-    #[serde(flatten)]
-    pub sample: NewSample,
-}
 
 /// A CPU profile of a sample at rest: its format name and its bytes. The store keeps them
 /// opaque; `probe::profile` writes and reads the format (compressed folded stacks).
@@ -158,7 +76,7 @@ pub enum StoreError {
 
 /// A result store. Implementations must let several processes write at once, write a sample in
 /// one transaction (all of it or nothing), and never expose backend types.
-pub trait Store {
+pub trait Store: Send {
     /// Record a run that starts now, with status `running`.
     fn create_run(&mut self, run: &NewRun) -> Result<RunId, StoreError>;
     /// Store one sample with its metrics and histograms, atomically.
