@@ -171,11 +171,12 @@ pub fn main(args: RunArgs) -> Result<i32> {
     })
 }
 
-/// The run's summary, failures and skipped tests, as text.
+/// The run's compact summary (headline metrics only; `fsdelta show` has every metric),
+/// failures and skipped tests, as text.
 fn summary(result: &runner::RunResult) -> String {
     let records = result.records();
     let refs: Vec<&SampleRecord> = records.iter().collect();
-    let mut out = report::text::run_summary(&compare::series(&refs));
+    let mut out = report::summary::compact(&compare::series(&refs));
     let failed = report::text::failures(&refs);
     if !failed.is_empty() {
         out.push('\n');
