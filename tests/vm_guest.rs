@@ -23,15 +23,29 @@ pub fn kernel(which: &str) -> Option<PathBuf> {
     if let Some(p) = std::env::var_os(format!("FSDELTA_VM_KERNEL_{which}")) {
         return Some(PathBuf::from(p));
     }
-    let release = if which == "A" { "6.1.0-47-amd64" } else { "6.1.0-50-amd64" };
+    let release = if which == "A" {
+        "6.1.0-47-amd64"
+    } else {
+        "6.1.0-50-amd64"
+    };
     std::fs::read_dir("/var/cache/fsdelta-ci/kernels")
         .ok()?
         .filter_map(Result::ok)
         .map(|e| e.path())
         .find(|p| {
-            p.file_name()
-                .is_some_and(|n| n.to_string_lossy().starts_with(&format!("linux-image-{release}_")))
+            p.file_name().is_some_and(|n| {
+                n.to_string_lossy()
+                    .starts_with(&format!("linux-image-{release}_"))
+            })
         })
+}
+
+/// The tests of this file boot one guest at a time: they check for leftover qemu children of
+/// this process, and two guests at once would only slow each other down.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 fn ready() -> bool {
@@ -87,7 +101,11 @@ fn qemu_children() -> Vec<u32> {
             continue;
         };
         let rest = &stat[stat.rfind(')').unwrap_or(0) + 1..];
-        let ppid: u32 = rest.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+        let ppid: u32 = rest
+            .split_whitespace()
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0);
         if ppid == me && stat.contains("(qemu-system-x86") {
             out.push(pid);
         }
@@ -106,6 +124,7 @@ fn assert_clean(scratch: &Path, state: &StateFile) {
 
 #[test]
 fn a_tiny_repetition_runs_in_a_guest_of_each_kernel() {
+    let _one = serial();
     if !ready() {
         return;
     }
@@ -125,12 +144,19 @@ fn a_tiny_repetition_runs_in_a_guest_of_each_kernel() {
         let setup = t0.elapsed();
         assert_eq!(t.kernel().release, release);
         let rep = t
-            .run_repetition(&suite.tests, 1, &RepetitionOptions::default(), &CancelToken::new())
+            .run_repetition(
+                &suite.tests,
+                1,
+                &RepetitionOptions::default(),
+                &CancelToken::new(),
+            )
             .unwrap();
-        let facts = rep
-            .facts
-            .clone()
-            .unwrap_or_else(|| panic!("the guest said no hello: {:?}", rep.samples.first().and_then(|s| s.error.clone())));
+        let facts = rep.facts.clone().unwrap_or_else(|| {
+            panic!(
+                "the guest said no hello: {:?}",
+                rep.samples.first().and_then(|s| s.error.clone())
+            )
+        });
         eprintln!(
             "kernel {release}: setup {:.1} s, boot to ready {:.2} s, whole cycle {:.1} s, accel {}",
             setup.as_secs_f64(),
@@ -145,18 +171,204 @@ fn a_tiny_repetition_runs_in_a_guest_of_each_kernel() {
             assert_eq!(s.config, "g");
             assert_eq!(s.facts.extra["vm_kernel"], release);
             assert_eq!(s.facts.fs_type, "ext4");
-            assert_eq!(s.facts.device, format!("/dev/vd{}", if s.test == "files" { 'a' } else { 'b' }));
-            assert!(s.facts.mkfs_options.as_deref().unwrap_or("").contains("mkfs.ext4"));
+            assert_eq!(
+                s.facts.device,
+                format!("/dev/vd{}", if s.test == "files" { 'a' } else { 'b' })
+            );
+            assert!(
+                s.facts
+                    .mkfs_options
+                    .as_deref()
+                    .unwrap_or("")
+                    .contains("mkfs.ext4")
+            );
             let boot = s.metrics.iter().find(|m| m.name == "vm_boot_s").unwrap();
             assert!(boot.value > 0.5 && boot.value < 120.0, "{}", boot.value);
             if facts.accel == fsdelta::vm::qemu::Accel::Tcg {
                 assert_eq!(s.facts.extra["emulated"], fsdelta::vm::EMULATED_LABEL);
             }
             let head = &s.metrics[0];
-            eprintln!("  {} {} = {:.1} {}", s.test, head.name, head.value, head.unit);
+            eprintln!(
+                "  {} {} = {:.1} {}",
+                s.test, head.name, head.value, head.unit
+            );
             assert!(head.value > 0.0);
         }
         t.teardown().unwrap();
     }
     assert_clean(&scratch, &state);
+}
+
+fn target(
+    kernel: &Path,
+    extra: &str,
+    scratch: &Path,
+    state: &StateFile,
+) -> Result<VmTarget, fsdelta::vm::VmError> {
+    VmTarget::new(
+        &config_for(kernel, extra),
+        scratch,
+        state.clone(),
+        Path::new(env!("CARGO_BIN_EXE_fsdelta")),
+    )
+}
+
+#[test]
+fn a_hung_guest_is_killed_and_its_samples_fail_with_the_console_tail() {
+    let _one = serial();
+    if !ready() {
+        return;
+    }
+    let suite = suitefile::parse(
+        "[[test]]\nname = \"stuck\"\nworkload = \"command\"\ncommand = \"echo going to sleep > /dev/console; sleep 600\"\n\n[[test]]\nname = \"after\"\nworkload = \"fsmark\"\nargs = \"-s 0 -n 10 -t 1\"\n",
+        "hang.toml",
+    )
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let scratch = dir.path().join("scratch");
+    let state = StateFile::new(dir.path().join("state.json"));
+    let mut t = target(&kernel("A").unwrap(), "", &scratch, &state).unwrap();
+    let opts = RepetitionOptions {
+        total_timeout: Duration::from_secs(15),
+        ..RepetitionOptions::default()
+    };
+    let t0 = Instant::now();
+    let rep = t
+        .run_repetition(&suite.tests, 1, &opts, &CancelToken::new())
+        .unwrap();
+    assert!(t0.elapsed() < Duration::from_secs(40), "{:?}", t0.elapsed());
+    assert_eq!(rep.samples.len(), 2);
+    for s in &rep.samples {
+        assert_eq!(s.status, SampleStatus::Failed);
+        let e = s.error.as_deref().unwrap();
+        assert!(e.contains("the guest hung"), "{e}");
+        assert!(
+            e.contains("going to sleep"),
+            "the console tail is in the error: {e}"
+        );
+    }
+    t.teardown().unwrap();
+    assert_clean(&scratch, &state);
+}
+
+#[test]
+fn a_guest_panic_fails_the_samples_with_the_panic_message() {
+    let _one = serial();
+    if !ready() {
+        return;
+    }
+    let suite = suitefile::parse(SUITE, "tiny.toml").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let scratch = dir.path().join("scratch");
+    let state = StateFile::new(dir.path().join("state.json"));
+    // No init: the kernel panics ("No working init found" or "Unable to mount root fs").
+    let mut t = target(
+        &kernel("B").unwrap(),
+        "cmdline = \"rdinit=/no-such-init init=/no-such-init\"",
+        &scratch,
+        &state,
+    )
+    .unwrap();
+    let rep = t
+        .run_repetition(
+            &suite.tests,
+            1,
+            &RepetitionOptions::default(),
+            &CancelToken::new(),
+        )
+        .unwrap();
+    assert!(rep.facts.is_none());
+    assert_eq!(rep.samples.len(), 2);
+    for s in &rep.samples {
+        assert_eq!(s.status, SampleStatus::Failed);
+        let e = s.error.as_deref().unwrap();
+        assert!(
+            e.contains("did not reach its ready marker") || e.contains("died"),
+            "{e}"
+        );
+        assert!(
+            e.contains("Kernel panic"),
+            "the panic is in the console tail: {e}"
+        );
+        assert_eq!(
+            s.facts.extra["vm_kernel_path"],
+            kernel("B").unwrap().display().to_string()
+        );
+    }
+    t.teardown().unwrap();
+    assert_clean(&scratch, &state);
+}
+
+#[test]
+fn ctrl_c_mid_boot_kills_qemu_and_removes_every_file() {
+    let _one = serial();
+    if !ready() {
+        return;
+    }
+    let suite = suitefile::parse(SUITE, "tiny.toml").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let scratch = dir.path().join("scratch");
+    let state = StateFile::new(dir.path().join("state.json"));
+    let mut t = target(&kernel("A").unwrap(), "", &scratch, &state).unwrap();
+    let cancel = CancelToken::new();
+    let c = cancel.clone();
+    let watcher = std::thread::spawn(move || {
+        // Cancel once qemu runs (mid-boot: it needs ~4 s to ready under TCG).
+        let t0 = Instant::now();
+        while qemu_children().is_empty() && t0.elapsed() < Duration::from_secs(30) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        std::thread::sleep(Duration::from_millis(800));
+        c.cancel();
+    });
+    let t0 = Instant::now();
+    let r = t.run_repetition(&suite.tests, 1, &RepetitionOptions::default(), &cancel);
+    watcher.join().unwrap();
+    assert!(matches!(r, Err(fsdelta::vm::VmError::Cancelled)), "{r:?}");
+    assert!(t0.elapsed() < Duration::from_secs(20));
+    assert!(qemu_children().is_empty());
+    t.teardown().unwrap();
+    assert_clean(&scratch, &state);
+}
+
+#[test]
+fn bad_kernels_and_shapes_are_refused_before_anything_boots() {
+    let _one = serial();
+    if !ready() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let scratch = dir.path().join("scratch");
+    let state = StateFile::new(dir.path().join("state.json"));
+    // A kernel without the filesystem's driver: a module tree that has none (but says what
+    // is built in).
+    let empty = dir.path().join("modules");
+    std::fs::create_dir(&empty).unwrap();
+    std::fs::write(empty.join("modules.builtin"), "kernel/lib/crc16.ko\n").unwrap();
+    let e = target(
+        &kernel("A").unwrap(),
+        &format!("modules = \"{}\"", empty.display()),
+        &scratch,
+        &state,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("has no virtio_pci driver (CONFIG_VIRTIO_PCI)"),
+        "{e}"
+    );
+    // Too little memory for the initramfs.
+    let e = target(&kernel("A").unwrap(), "memory = \"256M\"", &scratch, &state)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("is too little"), "{e}");
+    // Not a kernel.
+    let notes = dir.path().join("notes.txt");
+    std::fs::write(&notes, "not a kernel").unwrap();
+    let e = target(&notes, "", &scratch, &state)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("is not a kernel"), "{e}");
+    assert!(qemu_children().is_empty());
+    assert!(state.entries().unwrap().is_empty());
 }

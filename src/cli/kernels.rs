@@ -25,13 +25,20 @@ pub fn main() -> Result<i32> {
         table.push([
             release.clone(),
             "host".into(),
-            format!("kernel = \"host\" (runs here; {} is not readable to boot)", host.display()),
+            format!(
+                "kernel = \"host\" (runs here; {} is not readable to boot)",
+                host.display()
+            ),
         ]);
     }
     let cache = crate::vm::cache_dir();
     let known = kernel::known(&cache);
     for k in &known {
-        table.push([k.release.clone(), k.kind.clone(), k.path.display().to_string()]);
+        table.push([
+            k.release.clone(),
+            k.kind.clone(),
+            k.path.display().to_string(),
+        ]);
     }
     for deb in kernel::debian_packages() {
         let canon = std::fs::canonicalize(&deb).unwrap_or_else(|_| deb.clone());

@@ -126,7 +126,9 @@ mod tests {
         let mut bad = me[..200].to_vec();
         bad[0x28..0x30].copy_from_slice(&u64::MAX.to_le_bytes());
         assert!(section(&bad, ".text").is_none());
-        assert!(!is_elf64(b"not an elf file at all, really not, no............................"));
+        assert!(!is_elf64(
+            b"not an elf file at all, really not, no............................"
+        ));
         assert_eq!(is_dynamic(b"short"), None);
     }
 }

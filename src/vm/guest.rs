@@ -74,7 +74,15 @@ pub fn run(job_path: &Path, out_path: &Path) -> Result<(), VmError> {
         let (w, desc) = match workload::build_test(&test.engine, test.external) {
             Ok(x) => x,
             Err(e) => {
-                let s = failed(&job, test, started_at, t0, TargetFacts::default(), e.to_string(), "");
+                let s = failed(
+                    &job,
+                    test,
+                    started_at,
+                    t0,
+                    TargetFacts::default(),
+                    e.to_string(),
+                    "",
+                );
                 send(&GuestLine::Sample(Box::new(s)))?;
                 continue;
             }
@@ -97,9 +105,12 @@ pub fn run(job_path: &Path, out_path: &Path) -> Result<(), VmError> {
                 test: test.name.clone(),
                 why,
             },
-            Err((facts, e)) => GuestLine::Sample(Box::new(failed(
-                &job, test, started_at, t0, facts, e, &desc,
-            ))),
+            Err(f) => {
+                let (facts, e) = *f;
+                GuestLine::Sample(Box::new(failed(
+                    &job, test, started_at, t0, facts, e, &desc,
+                )))
+            }
         };
         send(&line)?;
     }
@@ -157,8 +168,8 @@ fn one_sample(
     w: &dyn workload::Workload,
     state: &StateFile,
     cancel: &CancelToken,
-) -> Result<Step, (TargetFacts, String)> {
-    let no_facts = |e: String| (TargetFacts::default(), e);
+) -> Result<Step, Box<(TargetFacts, String)>> {
+    let no_facts = |e: String| Box::new((TargetFacts::default(), e));
     let mnt = PathBuf::from(format!("/mnt/{i}"));
     fs::create_dir_all(&mnt).map_err(|e| no_facts(format!("mkdir {}: {e}", mnt.display())))?;
     let disk = if job.disks.is_empty() {
@@ -209,7 +220,11 @@ fn one_sample(
     facts
         .extra
         .insert("caches_dropped".into(), dropped.to_string());
-    let dev_name = disk.and_then(|d| Path::new(&d.device).file_name().map(|n| n.to_string_lossy().into_owned()));
+    let dev_name = disk.and_then(|d| {
+        Path::new(&d.device)
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+    });
     let before = dev_name.as_deref().and_then(|n| BlockStat::read(n).ok());
     let counters = system::Snapshot::take();
     let peaks = system::PeakSampler::start();
@@ -224,13 +239,13 @@ fn one_sample(
         Ok(m) => m,
         Err(e) => {
             let _ = mounted.unmount();
-            return Err((facts, e.to_string()));
+            return Err(Box::new((facts, e.to_string())));
         }
     };
     m.metrics.extend(cpu);
     let umount = mounted
         .unmount()
-        .map_err(|e| (facts.clone(), format!("after the workload: {e}")))?;
+        .map_err(|e| Box::new((facts.clone(), format!("after the workload: {e}"))))?;
     m.metrics.push(Metric::new(
         "mount_s",
         mount_time.as_secs_f64(),
@@ -243,8 +258,10 @@ fn one_sample(
         Unit::Seconds,
         Direction::LowerIsBetter,
     ));
-    if let (Some(b), Some(a)) = (before, dev_name.as_deref().and_then(|n| BlockStat::read(n).ok()))
-    {
+    if let (Some(b), Some(a)) = (
+        before,
+        dev_name.as_deref().and_then(|n| BlockStat::read(n).ok()),
+    ) {
         let d = b.delta(&a);
         m.metrics.extend(d.metrics());
         if let Some(wa) = m

@@ -269,11 +269,19 @@ impl VmTarget {
                 config.name,
                 memory_bytes >> 20,
                 initrd >> 20,
-                if tmpfs_size > 0 { " and its tmpfs takes size" } else { "" },
+                if tmpfs_size > 0 {
+                    " and its tmpfs takes size"
+                } else {
+                    ""
+                },
                 (least + tmpfs_size).div_ceil(1 << 20)
             )));
         }
-        let mkfs = if disk { Some(Mkfs::find(config.fs)?) } else { None };
+        let mkfs = if disk {
+            Some(Mkfs::find(config.fs)?)
+        } else {
+            None
+        };
 
         let mut scratch_dir = None;
         if !scratch.exists() {
@@ -284,7 +292,7 @@ impl VmTarget {
             &state,
             scratch.join(format!("vm-{}.{}", config.name, std::process::id())),
         )?;
-        let disk_cache = direct_io_cache_mode(&work.path);
+        let disk_cache = direct_io_cache_mode(&work.path, &state)?;
         let mut t = VmTarget {
             run_disk: None,
             work: Some(work),
@@ -329,7 +337,10 @@ impl VmTarget {
     }
 
     fn work_dir(&self) -> &Path {
-        self.work.as_ref().map(|w| w.path.as_path()).unwrap_or(Path::new("/nonexistent"))
+        self.work
+            .as_ref()
+            .map(|w| w.path.as_path())
+            .unwrap_or(Path::new("/nonexistent"))
     }
 
     /// Per-boot files: console, results, stderr, pid file, initramfs; recorded, removed on
@@ -369,7 +380,8 @@ impl VmTarget {
         let mut f = fs::File::create(path).map_err(|e| VmError::io("create", path, e))?;
         for part in [&self.base, &self.payload] {
             let bytes = fs::read(part).map_err(|e| VmError::io("read", part, e))?;
-            f.write_all(&bytes).map_err(|e| VmError::io("write", path, e))?;
+            f.write_all(&bytes)
+                .map_err(|e| VmError::io("write", path, e))?;
         }
         if let Some(j) = job {
             f.write_all(&initramfs::job_archive(j))
@@ -382,7 +394,7 @@ impl VmTarget {
         let (_files, paths) = self.boot_files("probe")?;
         self.write_initrd(&paths[4], None)?;
         let spec = self.boot_spec(&paths, Vec::new(), &RepetitionOptions::default());
-        qemu::choose_accel(&self.qemu, &spec, cache, Duration::from_secs(15))
+        qemu::choose_accel(&self.qemu, &spec, cache, Duration::from_secs(8))
     }
 
     /// A sparse image, formatted with the configuration's mkfs.
@@ -408,8 +420,12 @@ impl VmTarget {
     fn check_tests(&self, tests: &[TestSpec]) -> Result<(), VmError> {
         for t in tests {
             let host_file = match &t.engine {
-                EngineSpec::Dbench { loadfile: Some(p), .. } => Some(p),
-                EngineSpec::Untar { tarball: Some(p), .. } => Some(p),
+                EngineSpec::Dbench {
+                    loadfile: Some(p), ..
+                } => Some(p),
+                EngineSpec::Untar {
+                    tarball: Some(p), ..
+                } => Some(p),
                 _ => None,
             };
             if let Some(p) = host_file {
@@ -426,7 +442,10 @@ impl VmTarget {
                 )));
             }
         }
-        if self.config.fresh == Fresh::Sample && self.config.fs.needs_mkfs() && tests.len() > MAX_DISKS {
+        if self.config.fresh == Fresh::Sample
+            && self.config.fs.needs_mkfs()
+            && tests.len() > MAX_DISKS
+        {
             return Err(VmError::Unsupported(format!(
                 "config '{}': {} tests in one guest need as many disks (fresh = \"sample\"); at most {MAX_DISKS}: select fewer with --test, or use fresh = \"run\"",
                 self.config.name,
@@ -469,19 +488,18 @@ impl VmTarget {
                     }
                 }
                 Fresh::Run => {
-                    if self.run_disk.is_none() {
+                    if let Some(owned) = &self.run_disk {
+                        let mkfs = self.mkfs.as_ref().expect("mkfs");
+                        job_disks.push(JobDisk {
+                            device: String::new(),
+                            mkfs_command: mkfs.command_line(&owned.path, &self.config.mkfs_options),
+                            mkfs_version: mkfs.version.clone(),
+                        });
+                    } else {
                         let p = self.work_dir().join("run.disk.img");
                         let (owned, jd) = self.make_disk(p)?;
                         self.run_disk = Some(owned);
                         job_disks.push(jd);
-                    } else {
-                        let mkfs = self.mkfs.as_ref().expect("mkfs");
-                        let p = &self.run_disk.as_ref().expect("run disk").path;
-                        job_disks.push(JobDisk {
-                            device: String::new(),
-                            mkfs_command: mkfs.command_line(p, &self.config.mkfs_options),
-                            mkfs_version: mkfs.version.clone(),
-                        });
                     }
                     disks.push(Disk {
                         image: self.run_disk.as_ref().expect("run disk").path.clone(),
@@ -566,7 +584,10 @@ impl VmTarget {
         // Why the samples the guest did not send are missing.
         let why_missing = || -> String {
             let mut why = match &out.ending {
-                Ending::Timeout { ready: false, after } => format!(
+                Ending::Timeout {
+                    ready: false,
+                    after,
+                } => format!(
                     "the guest of kernel {} did not reach its ready marker within {:.0} s (qemu killed)",
                     self.kernel.release,
                     after.as_secs_f64()
@@ -638,7 +659,10 @@ impl VmTarget {
                 }
             } else {
                 let x = &mut s.facts.extra;
-                x.insert("vm_kernel_path".into(), self.kernel.given.display().to_string());
+                x.insert(
+                    "vm_kernel_path".into(),
+                    self.kernel.given.display().to_string(),
+                );
                 x.insert("vm_accel".into(), self.accel.as_str().into());
                 if self.accel == Accel::Tcg {
                     x.insert("emulated".into(), EMULATED_LABEL.into());
@@ -665,8 +689,9 @@ impl VmTarget {
 
 /// `none` (O_DIRECT, no double caching in the host's page cache) when files in `dir` can be
 /// opened with O_DIRECT, else `writeback` (tmpfs).
-fn direct_io_cache_mode(dir: &Path) -> &'static str {
+fn direct_io_cache_mode(dir: &Path, state: &StateFile) -> Result<&'static str, VmError> {
     let p = dir.join(".direct-probe");
+    let _owned = OwnedFile::record(state, p.clone())?;
     let ok = fs::OpenOptions::new()
         .write(true)
         .create(true)
@@ -674,6 +699,5 @@ fn direct_io_cache_mode(dir: &Path) -> &'static str {
         .custom_flags(libc::O_DIRECT)
         .open(&p)
         .is_ok();
-    let _ = fs::remove_file(&p);
-    if ok { "none" } else { "writeback" }
+    Ok(if ok { "none" } else { "writeback" })
 }

@@ -107,7 +107,16 @@ pub fn base(
         return Ok(path);
     }
     let mut a = Archive::new();
-    for d in ["bin", "dev", "proc", "sys", "tmp", "mnt", "lib", "lib/modules"] {
+    for d in [
+        "bin",
+        "dev",
+        "proc",
+        "sys",
+        "tmp",
+        "mnt",
+        "lib",
+        "lib/modules",
+    ] {
         a.dir(d);
     }
     a.dir("lib/modules/fsdelta");
@@ -116,7 +125,11 @@ pub fn base(
     a.symlink("bin/sh", "busybox");
     let mut order = String::new();
     for m in modules {
-        a.file(&format!("lib/modules/fsdelta/{}.ko", m.name), 0o644, &m.read()?);
+        a.file(
+            &format!("lib/modules/fsdelta/{}.ko", m.name),
+            0o644,
+            &m.read()?,
+        );
         order.push_str(&m.name);
         order.push('\n');
     }
@@ -177,7 +190,11 @@ pub fn payload(binary: &Path, cache: &Path) -> Result<PathBuf, VmError> {
     a.dir("bin");
     let mut data = fs::read(binary).map_err(|e| VmError::io("read", binary, e))?;
     if let Some(strip) = super::find_program("strip") {
-        let tmp = dir.join(format!(".strip-{}", std::process::id()));
+        let tmp = dir.join(format!(
+            ".strip-{}-{:?}",
+            std::process::id(),
+            std::thread::current().id()
+        ));
         let _ = fs::create_dir_all(&dir);
         let ok = Command::new(strip)
             .arg("--strip-debug")
@@ -247,7 +264,8 @@ mod tests {
             "{libs:?}"
         );
         assert!(
-            libs.iter().any(|l| l.to_string_lossy().contains("ld-linux")),
+            libs.iter()
+                .any(|l| l.to_string_lossy().contains("ld-linux")),
             "{libs:?}"
         );
     }

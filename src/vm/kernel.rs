@@ -144,8 +144,12 @@ fn installed_modules(release: &str) -> Option<PathBuf> {
 
 fn from_vmlinux(path: &Path) -> Result<Kernel, VmError> {
     let d = fs::read(path).map_err(|e| VmError::io("read", path, e))?;
-    let release = release_from_banner(&d)
-        .ok_or_else(|| kernel_err(path, "is an ELF file without a 'Linux version' banner: it is not a vmlinux"))?;
+    let release = release_from_banner(&d).ok_or_else(|| {
+        kernel_err(
+            path,
+            "is an ELF file without a 'Linux version' banner: it is not a vmlinux",
+        )
+    })?;
     if !elf::has_pvh_note(&d) {
         return Err(kernel_err(
             path,
@@ -445,14 +449,16 @@ mod tests {
         fs::write(&p, "hello, I am not a kernel\n").unwrap();
         let e = resolve(&p, None, dir.path()).unwrap_err().to_string();
         assert!(e.contains("is not a kernel"), "{e}");
-        let e = resolve(dir.path(), None, dir.path()).unwrap_err().to_string();
+        let e = resolve(dir.path(), None, dir.path())
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("not a built kernel tree"), "{e}");
         let e = resolve(&dir.path().join("nope"), None, dir.path())
             .unwrap_err()
             .to_string();
         assert!(e.contains("No such file"), "{e}");
         // An ELF program that is not a vmlinux.
-        let e = resolve(Path::new("/proc/self/exe"), None, dir.path())
+        let e = resolve(Path::new("/bin/ls"), None, dir.path())
             .unwrap_err()
             .to_string();
         assert!(e.contains("not a vmlinux"), "{e}");

@@ -62,7 +62,9 @@ pub enum VmError {
         why: String,
     },
     /// A program fsdelta drives is not installed.
-    #[error("{program} not found: install the Debian package {package} (apt-get install {package})")]
+    #[error(
+        "{program} not found: install the Debian package {package} (apt-get install {package})"
+    )]
     Missing {
         /// The program (`qemu-system-x86_64`).
         program: String,
@@ -130,8 +132,10 @@ pub(crate) fn write_atomically(path: &std::path::Path, data: &[u8]) -> Result<()
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).map_err(|e| VmError::io("create directory", dir, e))?;
     }
+    static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let mut tmp = path.as_os_str().to_owned();
-    tmp.push(format!(".tmp{}", std::process::id()));
+    tmp.push(format!(".tmp{}.{seq}", std::process::id()));
     let tmp = PathBuf::from(tmp);
     std::fs::write(&tmp, data).map_err(|e| VmError::io("write", &tmp, e))?;
     std::fs::rename(&tmp, path).map_err(|e| {

@@ -165,23 +165,25 @@ impl ModuleTree {
                 }
             }
         }
-        let dep = fs::read_to_string(root.join("modules.dep")).ok().map(|text| {
-            let mut map = BTreeMap::new();
-            for line in text.lines() {
-                let Some((file, deps)) = line.split_once(':') else {
-                    continue;
-                };
-                let name_of = |f: &str| {
-                    Path::new(f)
-                        .file_name()
-                        .and_then(|n| module_name(&n.to_string_lossy()))
-                };
-                if let Some(n) = name_of(file) {
-                    map.insert(n, deps.split_whitespace().filter_map(name_of).collect());
+        let dep = fs::read_to_string(root.join("modules.dep"))
+            .ok()
+            .map(|text| {
+                let mut map = BTreeMap::new();
+                for line in text.lines() {
+                    let Some((file, deps)) = line.split_once(':') else {
+                        continue;
+                    };
+                    let name_of = |f: &str| {
+                        Path::new(f)
+                            .file_name()
+                            .and_then(|n| module_name(&n.to_string_lossy()))
+                    };
+                    if let Some(n) = name_of(file) {
+                        map.insert(n, deps.split_whitespace().filter_map(name_of).collect());
+                    }
                 }
-            }
-            map
-        });
+                map
+            });
         let builtin = fs::read_to_string(root.join("modules.builtin"))
             .ok()
             .map(|text| {
@@ -376,7 +378,14 @@ mod tests {
             .collect();
         assert_eq!(
             got,
-            ["virtio", "virtio_blk", "crc32c_generic", "jbd2", "mbcache", "ext4"]
+            [
+                "virtio",
+                "virtio_blk",
+                "crc32c_generic",
+                "jbd2",
+                "mbcache",
+                "ext4"
+            ]
         );
         let e = tree
             .resolve(&needs("xfs", true), "6.1-test")

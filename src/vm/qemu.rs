@@ -209,7 +209,8 @@ impl Qemu {
         for p in [&boot.console, &boot.results] {
             fs::write(p, b"").map_err(|e| VmError::io("create", p, e))?;
         }
-        let stderr = fs::File::create(&boot.stderr).map_err(|e| VmError::io("create", &boot.stderr, e))?;
+        let stderr =
+            fs::File::create(&boot.stderr).map_err(|e| VmError::io("create", &boot.stderr, e))?;
         let mut cmd = Command::new(qemu);
         cmd.args(boot.args())
             .stdin(Stdio::null())
@@ -220,7 +221,14 @@ impl Qemu {
         // and exec.
         unsafe {
             cmd.pre_exec(|| {
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0 {
+                if libc::prctl(
+                    libc::PR_SET_PDEATHSIG,
+                    libc::SIGKILL as libc::c_ulong,
+                    0,
+                    0,
+                    0,
+                ) != 0
+                {
                     return Err(std::io::Error::last_os_error());
                 }
                 // The parent died before prctl: do not start an orphan.
@@ -398,10 +406,16 @@ pub fn choose_accel(
         Ok("kvm") => return Ok((Accel::Kvm, None)),
         _ => {}
     }
-    if let Err(e) = fs::OpenOptions::new().read(true).write(true).open("/dev/kvm") {
+    if let Err(e) = fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/kvm")
+    {
         return Ok((
             Accel::Tcg,
-            Some(format!("/dev/kvm cannot be opened ({e}): using TCG emulation")),
+            Some(format!(
+                "/dev/kvm cannot be opened ({e}): using TCG emulation"
+            )),
         ));
     }
     let boot_id = fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap_or_default();
@@ -480,11 +494,20 @@ mod tests {
     #[test]
     fn the_command_line_is_the_measured_one() {
         let a = boot().args().join(" ");
-        assert!(a.contains("-accel tcg,thread=multi,tb-size=512 -cpu max"), "{a}");
+        assert!(
+            a.contains("-accel tcg,thread=multi,tb-size=512 -cpu max"),
+            "{a}"
+        );
         assert!(a.contains("-m 2048M -smp 2"), "{a}");
-        assert!(a.contains("file=/w/a,,b.img,format=raw,if=virtio,cache=none"), "{a}");
+        assert!(
+            a.contains("file=/w/a,,b.img,format=raw,if=virtio,cache=none"),
+            "{a}"
+        );
         assert!(a.contains("-serial chardev:con"), "{a}");
-        assert!(a.contains("console=ttyS0 panic=-1 quiet fsdelta.guest=1 mitigations=off"), "{a}");
+        assert!(
+            a.contains("console=ttyS0 panic=-1 quiet fsdelta.guest=1 mitigations=off"),
+            "{a}"
+        );
         let mut k = boot();
         k.accel = Accel::Kvm;
         assert!(k.args().join(" ").contains("-accel kvm -cpu host"));
@@ -499,7 +522,9 @@ mod tests {
     #[test]
     fn a_qemu_that_cannot_start_ends_as_crashed_with_its_stderr() {
         let Ok(qemu) = find_qemu() else {
-            super::super::skip_test("qemu-system-x86_64 is not installed (apt-get install qemu-system-x86)");
+            super::super::skip_test(
+                "qemu-system-x86_64 is not installed (apt-get install qemu-system-x86)",
+            );
             return;
         };
         let dir = tempfile::tempdir().unwrap();
