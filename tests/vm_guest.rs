@@ -372,3 +372,67 @@ fn bad_kernels_and_shapes_are_refused_before_anything_boots() {
     assert!(qemu_children().is_empty());
     assert!(state.entries().unwrap().is_empty());
 }
+
+#[test]
+fn a_fresh_cache_unpacks_the_package_and_probes_kvm_once_without_hanging() {
+    let _one = serial();
+    if !ready() {
+        return;
+    }
+    if std::env::var_os("FSDELTA_VM_ACCEL").is_some() {
+        eprintln!("SKIPPED: FSDELTA_VM_ACCEL is set, so nothing is probed");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let scratch = dir.path().join("scratch");
+    let state = StateFile::new(dir.path().join("state.json"));
+    let config = config_for(&kernel("B").unwrap(), "");
+    let t0 = Instant::now();
+    let t = VmTarget::with_cache(
+        &config,
+        &scratch,
+        state.clone(),
+        Path::new(env!("CARGO_BIN_EXE_fsdelta")),
+        &cache,
+    )
+    .unwrap();
+    let first = t0.elapsed();
+    eprintln!(
+        "fresh cache: unpack, extract, initramfs and accelerator probe in {:.1} s ({}; {:?})",
+        first.as_secs_f64(),
+        t.accel().as_str(),
+        t.warnings()
+    );
+    // Unpacking (~3-7 s), the probe (at most 8 s) and the initramfs: bounded, never a hang.
+    assert!(first < Duration::from_secs(60), "{first:?}");
+    match t.accel() {
+        fsdelta::vm::qemu::Accel::Tcg => assert!(
+            t.warnings().iter().any(|w| w.contains("TCG")),
+            "a fallback says why: {:?}",
+            t.warnings()
+        ),
+        fsdelta::vm::qemu::Accel::Kvm => assert!(t.warnings().is_empty()),
+    }
+    assert!(
+        t.kernel().pvh,
+        "the vmlinux was extracted and has the PVH entry"
+    );
+    assert!(t.kernel().boot.starts_with(&cache));
+    let accel = t.accel();
+    t.teardown().unwrap();
+    // The second time everything comes from the cache.
+    let t0 = Instant::now();
+    let t = VmTarget::with_cache(
+        &config,
+        &scratch,
+        state.clone(),
+        Path::new(env!("CARGO_BIN_EXE_fsdelta")),
+        &cache,
+    )
+    .unwrap();
+    assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
+    assert_eq!(t.accel(), accel);
+    t.teardown().unwrap();
+    assert_clean(&scratch, &state);
+}

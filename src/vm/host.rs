@@ -229,6 +229,17 @@ impl VmTarget {
         state: StateFile,
         guest_binary: &Path,
     ) -> Result<VmTarget, VmError> {
+        Self::with_cache(config, scratch, state, guest_binary, &super::cache_dir())
+    }
+
+    /// [`VmTarget::new`] with the cache at `cache` instead of [`super::cache_dir`].
+    pub fn with_cache(
+        config: &TargetConfig,
+        scratch: &Path,
+        state: StateFile,
+        guest_binary: &Path,
+        cache: &Path,
+    ) -> Result<VmTarget, VmError> {
         let vm = config.vm.as_ref().ok_or_else(|| {
             VmError::Unsupported(format!(
                 "config '{}' has no kernel: it runs on the host",
@@ -243,8 +254,7 @@ impl VmTarget {
         }
         let qemu = qemu::find_qemu()?;
         initramfs::check_busybox()?;
-        let cache = super::cache_dir();
-        let kernel = kernel::resolve(&vm.kernel, vm.modules.as_deref(), &cache)?;
+        let kernel = kernel::resolve(&vm.kernel, vm.modules.as_deref(), cache)?;
         let fs_name = config.fs.as_str();
         let disk = config.fs.needs_mkfs();
         let needs = modules::needs(fs_name, disk);
@@ -252,8 +262,8 @@ impl VmTarget {
             Some(root) => ModuleTree::open(root)?.resolve(&needs, &kernel.release)?,
             None => Vec::new(),
         };
-        let base = initramfs::base(&kernel.release, &mods, fs_name, &cache)?;
-        let payload = initramfs::payload(guest_binary, &cache)?;
+        let base = initramfs::base(&kernel.release, &mods, fs_name, cache)?;
+        let payload = initramfs::payload(guest_binary, cache)?;
         let memory_bytes = vm.memory_bytes.unwrap_or(DEFAULT_MEMORY);
         let initrd = size_of(&base) + size_of(&payload);
         // The archive and its unpacked copy both sit in guest memory while the kernel unpacks,
@@ -310,9 +320,10 @@ impl VmTarget {
             memory_bytes,
             disk_cache,
         };
-        let (accel, warning) = t.probe_accel(&cache)?;
+        let (accel, warning) = t.probe_accel(cache)?;
         t.accel = accel;
         t.warnings.extend(warning);
+        kernel::remember(&t.kernel, cache);
         Ok(t)
     }
 
