@@ -12,6 +12,7 @@ pub mod model;
 pub mod plan;
 pub mod probe;
 pub mod report;
+pub mod runner;
 pub mod store;
 pub mod target;
 pub mod vm;
