@@ -199,7 +199,6 @@ impl Drop for OwnedDir {
 pub struct VmTarget {
     run_disk: Option<OwnedFile>,
     work: Option<OwnedDir>,
-    scratch_dir: Option<OwnedDir>,
     config: TargetConfig,
     kernel: Kernel,
     qemu: PathBuf,
@@ -293,10 +292,9 @@ impl VmTarget {
             None
         };
 
-        let mut scratch_dir = None;
-        if !scratch.exists() {
-            scratch_dir = Some(OwnedDir::create(&state, scratch.to_path_buf())?);
-        }
+        // The scratch location is the configuration's (as for host targets: made, never removed).
+        fs::create_dir_all(scratch)
+            .map_err(|e| VmError::io("create the scratch location", scratch, e))?;
         let scratch = fs::canonicalize(scratch).map_err(|e| VmError::io("resolve", scratch, e))?;
         let work = OwnedDir::create(
             &state,
@@ -306,7 +304,6 @@ impl VmTarget {
         let mut t = VmTarget {
             run_disk: None,
             work: Some(work),
-            scratch_dir,
             config: config.clone(),
             kernel,
             qemu,
@@ -648,6 +645,7 @@ impl VmTarget {
                     config: self.config.name.clone(),
                     test: t.name.clone(),
                     repetition,
+                    sequence: 0,
                     facts: TargetFacts::default(),
                     status: SampleStatus::Failed,
                     error: Some(why_missing()),
@@ -693,7 +691,6 @@ impl VmTarget {
     pub fn teardown(mut self) -> Result<(), VmError> {
         self.run_disk = None;
         self.work = None;
-        self.scratch_dir = None;
         Ok(())
     }
 }
