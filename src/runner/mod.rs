@@ -655,6 +655,11 @@ pub fn run(
             }
         }
     }
+    if plan.profile.is_some() && sites.iter().any(|s| matches!(s, Site::Vm(_))) {
+        observer.event(Event::Warning(
+            "CPU profiles are not recorded inside guests: the samples of configurations with a kernel have none".into(),
+        ));
+    }
     let names: Vec<String> = sites.iter().map(|s| s.name().to_string()).collect();
     let run_id = match store.create_run(&NewRun {
         label: plan.label.clone(),
