@@ -835,6 +835,119 @@ impl Parser<'_> {
     }
 }
 
+/// A name tag for a kernel path (`linux-image-6.1.0-47-amd64_6.1.170-3_amd64.deb` gives
+/// `6.1.0-47-amd64`, `/src/linux/arch/x86/boot/bzImage` gives `linux`), for the configuration
+/// names of [`with_kernels`].
+pub fn kernel_tag(kernel: &std::path::Path) -> String {
+    if kernel.as_os_str() == "host" {
+        return "host".into();
+    }
+    let file = kernel
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut tag = file.as_str();
+    for prefix in ["linux-image-", "vmlinuz-", "vmlinux-", "bzImage-"] {
+        if let Some(rest) = tag.strip_prefix(prefix) {
+            tag = rest;
+        }
+    }
+    let mut tag = tag.split('_').next().unwrap_or_default().to_string();
+    if matches!(tag.as_str(), "" | "bzImage" | "vmlinux" | "vmlinuz") {
+        // A build tree's image: name it after the tree.
+        let dir = if kernel.ends_with("arch/x86/boot/bzImage") {
+            kernel.ancestors().nth(4)
+        } else {
+            kernel.parent()
+        };
+        let tree = dir
+            .and_then(|a| a.file_name())
+            .map(|n| n.to_string_lossy().into_owned());
+        tag = tree.unwrap_or_else(|| "kernel".into());
+    }
+    let tag: String = tag
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    tag.trim_start_matches('.').chars().take(40).collect()
+}
+
+/// `fsdelta run --kernel A --kernel B [--config FILE]`: every configuration of `file` once per
+/// kernel, named `CONFIG-TAG` ([`kernel_tag`]); `"host"` as a kernel runs that copy on the host.
+/// Configurations that name a kernel themselves, dir targets and block devices cannot take one.
+pub fn with_kernels(file: &ConfigFile, kernels: &[PathBuf]) -> Result<ConfigFile, String> {
+    let mut tags: Vec<String> = Vec::new();
+    for k in kernels {
+        let base = kernel_tag(k);
+        let mut tag = base.clone();
+        let mut n = 1;
+        while tags.contains(&tag) {
+            n += 1;
+            tag = format!("{base}-{n}");
+        }
+        tags.push(tag);
+    }
+    let mut configs = Vec::new();
+    for c in &file.configs {
+        if c.vm.is_some() {
+            return Err(format!(
+                "config '{}' names its own kernel: --kernel applies to configurations without one; remove one or the other",
+                c.name
+            ));
+        }
+        for (k, tag) in kernels.iter().zip(&tags) {
+            let mut copy = c.clone();
+            copy.name = format!("{}-{tag}", c.name).chars().take(64).collect();
+            if k.as_os_str() != "host" {
+                match (&c.fs, &c.device) {
+                    (FsKind::Dir, _) => {
+                        return Err(format!(
+                            "config '{}' is a dir target, a directory of the host: it cannot run in a guest of --kernel {}",
+                            c.name,
+                            k.display()
+                        ));
+                    }
+                    (_, Device::Block { path }) => {
+                        return Err(format!(
+                            "config '{}': passing the block device {} through to a guest is not supported yet: use device = \"loop:SIZE\"",
+                            c.name,
+                            path.display()
+                        ));
+                    }
+                    _ => {}
+                }
+                copy.vm = Some(VmConfig {
+                    kernel: k.clone(),
+                    modules: None,
+                    cmdline: None,
+                    memory_bytes: None,
+                    cpus: None,
+                });
+            }
+            configs.push(copy);
+        }
+    }
+    Ok(ConfigFile {
+        scratch: file.scratch.clone(),
+        configs,
+    })
+}
+
+/// The configuration `--kernel` uses without `--config`: ext4 on a 2 GiB loop image.
+pub fn default_kernel_file() -> ConfigFile {
+    parse(
+        "[[config]]\nname = \"ext4\"\nfs = \"ext4\"\ndevice = \"loop:2G\"\n",
+        "(default)",
+    )
+    .expect("the default configuration parses")
+}
+
 /// Parse a size such as `4G`, `512M`, `4GiB`, `1T` or a plain number of bytes (binary units:
 /// K = 1024).
 pub fn parse_size(s: &str) -> Result<u64, String> {
@@ -1196,6 +1309,55 @@ kernel = "host"
             })
         );
         assert_eq!(f.configs[1].vm, None);
+    }
+
+    #[test]
+    fn two_kernels_apply_to_every_configuration() {
+        let f = parse(
+            "[[config]]\nname = \"x\"\nfs = \"xfs\"\ndevice = \"loop:1G\"\n\n[[config]]\nname = \"t\"\nfs = \"tmpfs\"\n",
+            "t.toml",
+        )
+        .unwrap();
+        let ks = [
+            PathBuf::from("/c/linux-image-6.1.0-47-amd64_6.1.170-3_amd64.deb"),
+            PathBuf::from("/src/linux/arch/x86/boot/bzImage"),
+            PathBuf::from("host"),
+        ];
+        let g = with_kernels(&f, &ks).unwrap();
+        let names: Vec<&str> = g.configs.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "x-6.1.0-47-amd64",
+                "x-linux",
+                "x-host",
+                "t-6.1.0-47-amd64",
+                "t-linux",
+                "t-host"
+            ]
+        );
+        assert_eq!(g.configs[0].vm.as_ref().unwrap().kernel, ks[0]);
+        assert_eq!(g.configs[2].vm, None);
+        assert_eq!(
+            kernel_tag(std::path::Path::new("/boot/vmlinuz-6.18.0+")),
+            "6.18.0-"
+        );
+        let twice = with_kernels(&f, &[ks[0].clone(), ks[0].clone()]).unwrap();
+        assert_eq!(twice.configs[1].name, "x-6.1.0-47-amd64-2");
+        let d = parse(
+            "[[config]]\nname = \"d\"\nfs = \"dir\"\npath = \"/x\"\n",
+            "t",
+        )
+        .unwrap();
+        assert!(
+            with_kernels(&d, &ks[..1])
+                .unwrap_err()
+                .contains("dir target")
+        );
+        assert!(with_kernels(&d, &ks[2..]).is_ok());
+        let own = with_kernels(&g, &ks[..1]).unwrap_err();
+        assert!(own.contains("names its own kernel"), "{own}");
+        assert_eq!(default_kernel_file().configs[0].fs, FsKind::Ext4);
     }
 
     #[test]
