@@ -10,8 +10,8 @@
 //! amplification, exactly as on the host.
 //!
 //! Must never format anything (the host did, so both kernels see the same mkfs) and never run
-//! outside a guest: it refuses unless it is PID 1's child in an initramfs (`/job.json` present
-//! and `/proc/1/comm` is `init`), so a stray `fsdelta guest-run` cannot mount a host's disks.
+//! outside a guest: it refuses unless `/job.json` exists, PID 1 is `init` and the kernel command
+//! line carries `fsdelta.guest=1`, so a stray `fsdelta guest-run` cannot mount a host's disks.
 
 use super::VmError;
 use super::job::{GuestLine, Job};
