@@ -6,7 +6,7 @@
 //! The run loop, the sample step and the store write live in `runner`; this file must never
 //! loop over samples.
 
-use super::progress::Progress;
+use super::progress::{Progress, View};
 use super::{
     CompareArgs, CompareFormat, EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, MarginArgs, OrderChoice,
     RunArgs, query,
@@ -15,84 +15,11 @@ use crate::compare;
 use crate::model::{RunStatus, SampleRecord};
 use crate::plan::{config, suite};
 use crate::report;
-use crate::runner::{self, Baseline, Event, Observer, Order, Plan, PlannedTest, Targets};
+use crate::runner::{self, Baseline, Order, Plan, PlannedTest, Targets};
 use crate::store;
 use crate::target::{self, StateFile, env};
 use crate::workload;
 use anyhow::{Context, Result};
-
-/// The command line's observer: bars or lines from [`Progress`], the run's header line.
-struct View {
-    progress: Progress,
-    quiet: bool,
-    location: String,
-}
-
-impl Observer for View {
-    fn event(&self, e: Event) {
-        let what =
-            |config: &str, test: &str, rep: u32, of: u32| format!("{config}/{test} rep {rep}/{of}");
-        match e {
-            Event::RunStarted {
-                run_id,
-                label,
-                suite,
-                tests,
-                configs,
-                repetitions,
-            } => {
-                if !self.quiet {
-                    self.progress.println(&format!(
-                        "fsdelta run {run_id} ({label}): suite {suite}, {tests} test(s) x {} configuration(s) x {repetitions} repetition(s); results in {}",
-                        configs.len(),
-                        self.location
-                    ));
-                }
-            }
-            Event::SampleStarted {
-                config,
-                test,
-                repetition,
-                of,
-            } => self.progress.start(&config, &test, repetition, of),
-            Event::Phase { config, test, what } => self.progress.phase(&config, &test, &what),
-            Event::SampleEnded {
-                of,
-                sample,
-                headline,
-            } => {
-                let w = what(&sample.config, &sample.test, sample.repetition, of);
-                self.progress.done(
-                    &sample.config,
-                    &sample.test,
-                    &format!("{w}: {:.1} s, {headline}", sample.duration_s),
-                    &headline,
-                );
-            }
-            Event::SampleFailed { of, sample } => {
-                let w = what(&sample.config, &sample.test, sample.repetition, of);
-                self.progress.done(
-                    &sample.config,
-                    &sample.test,
-                    &format!("{w}: FAILED: {}", sample.error.as_deref().unwrap_or("")),
-                    "FAILED (see the end)",
-                );
-            }
-            Event::Skipped {
-                config,
-                test,
-                repetition,
-                of,
-                why,
-            } => {
-                let w = what(&config, &test, repetition, of);
-                self.progress
-                    .done(&config, &test, &format!("{w}: SKIPPED: {why}"), "skipped");
-            }
-            Event::Warning(w) => self.progress.warn(&format!("fsdelta: {w}")),
-        }
-    }
-}
 
 /// Read the suite: a suite file (`.toml` or an existing path) or a built-in suite.
 fn suite_of(args: &RunArgs, ram_mib: u64) -> Result<suite::Suite> {

@@ -90,8 +90,11 @@ pub(crate) fn run_sample(
     if let Some(p) = profiler {
         p.stop();
     }
-    let mut around = counters.metrics_since();
+    let end = system::Snapshot::take();
+    let mut around = counters.delta(&end);
     around.extend(peaks.finish());
+    // Below 1 MiB, write(2) bytes are a process's chatter (logs, pipes), not a workload's data.
+    let written = counters.written_since(&end).filter(|&b| b >= 1 << 20);
     let after_hook = site.after();
     let mut m = match (r, after_hook) {
         (Err(WorkloadError::Cancelled), _) => {
@@ -118,8 +121,11 @@ pub(crate) fn run_sample(
     if let (Some(b), Some(a)) = (before, site.counters()) {
         let d = b.delta(&a);
         m.metrics.extend(d.metrics());
+        // The workload's own count of logical bytes, else what this process and its
+        // children passed to write(2) during the sample (copy, command and external tests).
         if let Some(wa) = m
             .logical_bytes_written
+            .or(written)
             .and_then(|l| d.write_amplification(l))
         {
             m.metrics.push(wa);
