@@ -8,7 +8,9 @@ pub mod cleanup;
 pub mod dbench;
 pub mod fio;
 pub mod fsmark;
+pub mod guest;
 pub mod import;
+pub mod kernels;
 pub mod profile;
 pub mod progress;
 pub mod query;
@@ -248,6 +250,17 @@ pub enum Command {
     },
     /// Print the man page (roff) generated from these definitions. Example: fsdelta man | man -l -
     Man,
+    /// List the kernels fsdelta can boot in a guest for a configuration's kernel = "PATH": the
+    /// host's, those used before, cached Debian packages. Example: fsdelta kernels
+    Kernels,
+    /// The guest side of a configuration with a kernel (started by the guest's /init).
+    #[command(hide = true)]
+    GuestRun {
+        /// The job file.
+        job: PathBuf,
+        /// Where the samples go (the guest's second serial port).
+        out: PathBuf,
+    },
     /// Undo mounts, loop devices and images that a killed fsdelta left behind (recorded in its
     /// state file). Example: fsdelta cleanup
     Cleanup,
@@ -440,6 +453,8 @@ pub fn main() -> i32 {
     let result = match cli.command {
         Command::Fsmark { args } => return fsmark::main(&args),
         Command::Cleanup => return cleanup::main(),
+        Command::Kernels => kernels::main(),
+        Command::GuestRun { job, out } => guest::main(&job, &out),
         Command::Fio { args } => return fio::main(&args),
         Command::Dbench { args } => return dbench::main(&args),
         Command::Completions { shell } => {
