@@ -342,3 +342,53 @@ fn kill_9_takes_qemu_down_and_cleanup_removes_what_is_left() {
     );
     s.assert_clean();
 }
+
+#[test]
+fn run_kernel_a_kernel_b_applies_both_kernels_to_every_configuration_and_compares_them() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    if !ready() {
+        return;
+    }
+    let (a, b) = (kernel("A").unwrap(), kernel("B").unwrap());
+    let s = Setup::new("\n[[config]]\nname = \"e4\"\nfs = \"ext4\"\ndevice = \"loop:512M\"\n");
+    std::fs::write(
+        s.p("one.toml"),
+        "[[test]]\nname = \"files\"\nworkload = \"fsmark\"\nargs = \"-s 4096 -n 100 -t 1 -S 0\"\n",
+    )
+    .unwrap();
+    let out = s
+        .cmd()
+        .args(["run", "--config"])
+        .arg(s.p("ab.toml"))
+        .arg("--suite")
+        .arg(s.p("one.toml"))
+        .args(["-n", "2", "--kernel"])
+        .arg(&a)
+        .arg("--kernel")
+        .arg(&b)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // Exit 0 or 1: the comparison of two kernels decides, not an error.
+    assert!(
+        matches!(out.status.code(), Some(0) | Some(1)),
+        "{stdout}\n{stderr}"
+    );
+    let tag_a = fsdelta::plan::config::kernel_tag(&a);
+    let tag_b = fsdelta::plan::config::kernel_tag(&b);
+    assert!(
+        stdout.contains(&format!("1@e4-{tag_a}")) && stdout.contains(&format!("1@e4-{tag_b}")),
+        "the closing comparison names both kernels' configurations:\n{stdout}"
+    );
+    let json = s
+        .cmd()
+        .args(["export", "1", "--format", "json"])
+        .output()
+        .unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let samples = doc["runs"][0]["samples"].as_array().unwrap();
+    assert_eq!(samples.len(), 4, "2 kernels x 1 test x 2 repetitions");
+    assert!(samples.iter().all(|x| x["status"] == "ok"), "{stdout}");
+    s.assert_clean();
+}

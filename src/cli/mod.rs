@@ -125,6 +125,23 @@ pub enum OrderChoice {
     Fixed,
 }
 
+impl OrderChoice {
+    /// The runner's order; `random` without `--seed` takes its seed from the clock (recorded
+    /// with every sample, so the run can be repeated in the same order).
+    pub fn resolve(self, seed: Option<u64>) -> crate::runner::Order {
+        use crate::runner::Order;
+        match self {
+            OrderChoice::Rotate => Order::Rotate,
+            OrderChoice::Fixed => Order::Fixed,
+            OrderChoice::Random => Order::Random {
+                seed: seed.unwrap_or_else(|| {
+                    chrono::Utc::now().timestamp_nanos_opt().unwrap_or(0) as u64
+                }),
+            },
+        }
+    }
+}
+
 /// Output format of `history`.
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
 pub enum HistoryFormat {
@@ -337,6 +354,12 @@ pub struct RunArgs {
     /// on every configuration. See examples/.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
+    /// Run every configuration (or, without --config, ext4 on a 2 GiB loop image) once per
+    /// kernel, each in a QEMU guest of that kernel (`host` runs on this machine), and compare
+    /// the first kernel with each other at the end, exit 1 on a regression (repeatable; a
+    /// bzImage, vmlinux, build tree or linux-image .deb; see `fsdelta kernels`).
+    #[arg(long = "kernel", value_name = "KERNEL")]
+    pub kernels: Vec<PathBuf>,
     /// Keep the page cache between samples (by default, as root, it is dropped before each).
     #[arg(long)]
     pub no_drop_caches: bool,

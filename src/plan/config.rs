@@ -939,6 +939,15 @@ pub fn with_kernels(file: &ConfigFile, kernels: &[PathBuf]) -> Result<ConfigFile
     })
 }
 
+/// The pairs `--kernel` compares in a file made by [`with_kernels`] with `kernels` kernels:
+/// for every original configuration, its first kernel's copy against each other kernel's.
+pub fn kernel_pairs(with: &ConfigFile, kernels: usize) -> Vec<(String, String)> {
+    with.configs
+        .chunks(kernels.max(1))
+        .flat_map(|g| g[1..].iter().map(|c| (g[0].name.clone(), c.name.clone())))
+        .collect()
+}
+
 /// The configuration `--kernel` uses without `--config`: ext4 on a 2 GiB loop image.
 pub fn default_kernel_file() -> ConfigFile {
     parse(

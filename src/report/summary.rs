@@ -73,6 +73,26 @@ pub fn compact(series: &[Series]) -> String {
     out
 }
 
+/// What `fsdelta run` prints when it ends: the compact table of `records`, the failed samples
+/// with their errors, and the `skipped` lines.
+pub fn run_end(records: &[SampleRecord], skipped: &[String]) -> String {
+    let refs: Vec<&SampleRecord> = records.iter().collect();
+    let mut out = compact(&crate::compare::series(&refs));
+    let failed = crate::report::text::failures(&refs);
+    if !failed.is_empty() {
+        out.push('\n');
+        out.push_str(&failed);
+    }
+    if !skipped.is_empty() {
+        out.push('\n');
+        for s in skipped {
+            out.push_str(s);
+            out.push('\n');
+        }
+    }
+    out
+}
+
 /// The order the samples ran in (their stored sequence numbers), wrapped at 80 columns:
 /// `order rotate: 1 a/t#1  2 b/t#1  3 b/t#2 ...`. Empty when no sample has a sequence number
 /// (runs stored before positions were recorded).

@@ -142,6 +142,8 @@ pub struct RunResult {
     pub teardown_error: Option<String>,
     /// The comparison to show, if any.
     pub closing: Option<Closing>,
+    /// Wall time of the run, from setting up its targets to tearing them down, seconds.
+    pub wall_s: f64,
 }
 
 impl RunResult {
@@ -151,6 +153,23 @@ impl RunResult {
             .iter()
             .filter(|s| s.status == SampleStatus::Failed)
             .count()
+    }
+
+    /// Seconds the workloads themselves ran: every stored sample's duration less its
+    /// `overhead_s` (a guest's boot is outside every sample).
+    pub fn workload_s(&self) -> f64 {
+        self.samples
+            .iter()
+            .filter(|s| s.status == SampleStatus::Ok)
+            .map(|s| {
+                let overhead = s
+                    .metrics
+                    .iter()
+                    .find(|m| m.name == "overhead_s")
+                    .map_or(0.0, |m| m.value);
+                (s.duration_s - overhead).max(0.0)
+            })
+            .sum()
     }
 
     /// The stored samples as records of this run (for summaries).
@@ -643,6 +662,7 @@ pub fn run(
         _ => Vec::new(),
     };
     let profiler = profile::RunProfiler::new(plan.profile, observer)?;
+    let began = Nanos::now();
     let sites = sites(&plan.targets)?;
     let mut warned: Vec<&String> = Vec::new();
     for s in &sites {
@@ -746,6 +766,7 @@ pub fn run(
         skipped,
         teardown_error,
         closing,
+        wall_s: began.elapsed().as_secs_f64(),
     })
 }
 
