@@ -164,7 +164,7 @@ fn missing_job_file_and_bad_flags_exit_2() {
             "--parse-only",
             "--name=p",
             "--size=1m",
-            "--verify=md5",
+            "--dedupe_percentage=5",
         ])
         .assert()
         .code(2);
@@ -172,7 +172,8 @@ fn missing_job_file_and_bad_flags_exit_2() {
         .args(["fio", "--help"])
         .assert()
         .code(0)
-        .stdout(predicates::str::contains("Supported job options: name"));
+        .stdout(predicates::str::contains("Supported job options:"))
+        .stdout(predicates::str::contains("\n    name "));
 }
 
 #[test]

@@ -65,6 +65,8 @@ pub struct CloneSetup<'a> {
 
 struct FileState {
     fd: Option<OwnedFd>,
+    /// Start of the region in the file (offset=, offset_increment).
+    base: u64,
     region: u64,
     /// Next sequential offset per direction.
     pos: [u64; 2],
@@ -127,6 +129,11 @@ struct Planner<'a> {
     open_limit: u32,
     /// Completed passes (loops) after ramp.
     passes: u32,
+    /// I/Os issued this pass (for number_ios).
+    pass_ios: u64,
+    /// A pass may go round a file more than once (io_size beyond the region, or holes from
+    /// an rw=...:SIZE modifier): files wrap instead of ending the pass.
+    wraps: bool,
     /// fio's seed table, to re-seed at each loop (randrepeat).
     seeds: [u64; 21],
 }
@@ -174,6 +181,7 @@ impl<'a> Planner<'a> {
             let empty = f.size == 0;
             files.push(FileState {
                 fd: None,
+                base: f.offset,
                 region: if random {
                     nblocks * bs
                 } else {
@@ -208,6 +216,11 @@ impl<'a> Planner<'a> {
             open_count: 0,
             open_limit: job.openfiles.unwrap_or(nfiles).max(1),
             passes: 0,
+            pass_ios: 0,
+            wraps: job.rw_modifier > 0
+                || job
+                    .io_size
+                    .is_some_and(|b| b.0 > setup.plan.files.iter().map(|f| f.size).sum()),
             seeds: seed_table,
         })
     }
@@ -216,6 +229,7 @@ impl<'a> Planner<'a> {
     /// positions reset; counters and generators go on).
     fn wrap(&mut self) {
         self.pass_issued = 0;
+        self.pass_ios = 0;
         for f in &mut self.files {
             f.reset();
         }
@@ -228,6 +242,7 @@ impl<'a> Planner<'a> {
     /// does not rewind them) and wrap at the end of the file.
     fn new_loop(&mut self) {
         self.pass_issued = 0;
+        self.pass_ios = 0;
         self.mix_limit = 0;
         if self.job.rw.is_random() {
             for f in &mut self.files {
@@ -257,6 +272,7 @@ impl<'a> Planner<'a> {
     /// files and generators go on.
     fn ramp_reset(&mut self) {
         self.pass_issued = 0;
+        self.pass_ios = 0;
         self.issues = [0, 0];
         self.mix_limit = 0;
         self.passes = 0;
@@ -329,6 +345,10 @@ impl<'a> Planner<'a> {
         if budgeted && self.pass_issued >= self.pass_bytes {
             return None;
         }
+        if self.job.number_ios > 0 && self.pass_ios >= self.job.number_ios {
+            return None;
+        }
+        let wraps = self.wraps && budgeted;
         let random = self.job.rw.is_random();
         let mixed = self.job.rw.reads() && self.job.rw.writes();
         loop {
@@ -352,6 +372,16 @@ impl<'a> Planner<'a> {
                 };
                 match b {
                     Some(b) => b * bs,
+                    None if wraps && nblocks > 0 => {
+                        // io_size beyond the region: the region is covered again.
+                        if let Some(m) = &mut f.map {
+                            m.clear();
+                        }
+                        if let Some(l) = &mut f.lfsr {
+                            l.reset();
+                        }
+                        continue;
+                    }
                     None => {
                         f.done = true;
                         self.done_files += 1;
@@ -360,7 +390,11 @@ impl<'a> Planner<'a> {
                 }
             } else {
                 if f.pos[ddir] + bs > f.region {
-                    if !mixed {
+                    if wraps && f.region >= bs {
+                        // fio's get_next_seq_offset: holes or io_size beyond the end wrap
+                        // to the start of the region.
+                        f.pos[ddir] = 0;
+                    } else if !mixed {
                         f.done = true;
                         self.done_files += 1;
                         continue;
@@ -370,16 +404,17 @@ impl<'a> Planner<'a> {
                     f.pos = [0, 0];
                 }
                 let off = f.pos[ddir];
-                f.pos[ddir] = off + bs;
+                f.pos[ddir] = off + bs + self.job.rw_modifier;
                 off
             };
             f.issued += bs;
             self.pass_issued += bs;
+            self.pass_ios += 1;
             self.issues[ddir] += 1;
             return Some(Io {
                 ddir,
                 file: fi,
-                offset,
+                offset: f.base + offset,
                 len: bs as usize,
             });
         }
@@ -432,7 +467,7 @@ fn ensure_open(
     setup: &CloneSetup<'_>,
     fi: usize,
 ) -> Result<(), WorkloadError> {
-    if p.files[fi].fd.is_some() {
+    if p.files[fi].fd.is_some() || setup.job.ioengine == IoEngine::Null {
         return Ok(());
     }
     if p.open_count >= p.open_limit {
@@ -507,8 +542,8 @@ impl Clock {
 /// Run one clone after layout; returns its stats.
 pub fn run_clone(setup: &CloneSetup<'_>) -> Result<ThreadStats, WorkloadError> {
     let job = setup.job;
-    if job.ioengine == IoEngine::FileCreate {
-        return run_filecreate(setup);
+    if job.ioengine.is_file_op() {
+        return run_file_op(setup);
     }
     let mut p = Planner::new(setup)?;
     let depth = if job.ioengine.is_sync() {
@@ -626,7 +661,9 @@ fn after_tick(
         *ru0 = super::stats::Rusage::thread();
         p.ramp_reset();
     }
-    clock.sampler.tick(now, &mut st.dir);
+    if !p.job.disable_bw {
+        clock.sampler.tick(now, &mut st.dir);
+    }
     !clock.out_of_time(now)
 }
 
@@ -667,12 +704,17 @@ fn next_pass_counted(p: &mut Planner<'_>, clock: &Clock) -> bool {
 
 #[inline]
 fn do_sync_io(
-    engine: IoEngine,
+    job: &JobSpec,
     f: &mut FileState,
     ddir: usize,
     buf: &mut [u8],
     offset: u64,
 ) -> rustix::io::Result<usize> {
+    let engine = job.ioengine;
+    if engine == IoEngine::Null {
+        // fio's null engine: the I/O completes at once and moves nothing.
+        return Ok(buf.len());
+    }
     let fd = f.fd.as_ref().expect("file opened before I/O").as_fd();
     match engine {
         IoEngine::Sync => {
@@ -694,6 +736,38 @@ fn do_sync_io(
                 rustix::io::pwritev(fd, &[std::io::IoSlice::new(buf)], offset)
             }
         }
+        IoEngine::Pvsync2 => {
+            let flags = if job.hipri {
+                rustix::io::ReadWriteFlags::HIPRI
+            } else {
+                rustix::io::ReadWriteFlags::empty()
+            };
+            if ddir == READ {
+                rustix::io::preadv2(fd, &mut [std::io::IoSliceMut::new(buf)], offset, flags)
+            } else {
+                rustix::io::pwritev2(fd, &[std::io::IoSlice::new(buf)], offset, flags)
+            }
+        }
+        IoEngine::Falloc => {
+            // fio's falloc engine: a write allocates its range, a read allocates it without
+            // changing the file size (FALLOC_FL_KEEP_SIZE).
+            let mode = if ddir == READ {
+                rustix::fs::FallocateFlags::KEEP_SIZE
+            } else {
+                rustix::fs::FallocateFlags::empty()
+            };
+            rustix::fs::fallocate(fd, mode, offset, buf.len() as u64)?;
+            Ok(buf.len())
+        }
+        IoEngine::Ftruncate => {
+            // fio's ftruncate engine: a write truncates the file to its offset; nothing else
+            // is an I/O it can do.
+            if ddir != WRITE {
+                return Err(rustix::io::Errno::INVAL);
+            }
+            rustix::fs::ftruncate(fd, offset)?;
+            Ok(buf.len())
+        }
         _ => {
             if ddir == READ {
                 rustix::io::pread(fd, buf, offset)
@@ -709,6 +783,26 @@ fn direct_hint(job: &JobSpec, e: rustix::io::Errno) -> String {
         " (O_DIRECT I/O rejected: check that bs and sizes are multiples of the device's logical block size)".to_string()
     } else {
         String::new()
+    }
+}
+
+/// fio's thinktime: after every `thinktime_blocks` I/Os, spin `thinktime_spin`, then sleep the
+/// rest of `thinktime`.
+#[inline]
+fn think(job: &JobSpec, issued: u64) {
+    if job.thinktime.is_zero() || issued % job.thinktime_blocks.max(1) as u64 != 0 {
+        return;
+    }
+    let spin = job.thinktime_spin.min(job.thinktime);
+    if !spin.is_zero() {
+        let until = Nanos::now() + Nanos::from(spin);
+        while Nanos::now() < until {
+            std::hint::spin_loop();
+        }
+    }
+    let rest = job.thinktime - spin;
+    if !rest.is_zero() {
+        std::thread::sleep(rest);
     }
 }
 
@@ -766,7 +860,7 @@ fn run_sync(
     ru0: &mut super::stats::Rusage,
 ) -> Result<(), WorkloadError> {
     let job = setup.job;
-    let engine = job.ioengine;
+    let mut think_count = 0u64;
     loop {
         if setup.cancel.is_cancelled() {
             return Err(WorkloadError::Cancelled);
@@ -797,13 +891,7 @@ fn run_sync(
         let f = &mut p.files[io.file];
         let mut done = 0usize;
         while done < io.len {
-            match do_sync_io(
-                engine,
-                f,
-                io.ddir,
-                &mut data[done..],
-                io.offset + done as u64,
-            ) {
+            match do_sync_io(job, f, io.ddir, &mut data[done..], io.offset + done as u64) {
                 Ok(0) => {
                     return Err(io_err(
                         if io.ddir == READ { "read" } else { "write" },
@@ -828,17 +916,23 @@ fn run_sync(
         let end = Nanos::now();
         let d = &mut st.dir[io.ddir];
         let clat = (end - issue).0;
-        d.clat.record(clat);
-        d.lat.record((end - start).0);
+        if !job.disable_clat {
+            d.clat.record(clat);
+            st.lat_buckets.mark(clat);
+        }
+        if !job.disable_lat {
+            d.lat.record((end - start).0);
+        }
         d.io_bytes += io.len as u64;
         d.total_ios += 1;
-        st.lat_buckets.mark(clat);
         st.depth_counts[0] += 1;
         st.submit_counts[1] += 1;
         st.complete_counts[1] += 1;
         if io.ddir == WRITE {
             note_write(job, p, io.file);
         }
+        think_count += 1;
+        think(job, think_count);
         if !after_tick(p, st, clock, ru0, end) {
             return Ok(());
         }
@@ -883,6 +977,7 @@ fn run_async(
     let mut stop = false;
     // An I/O taken from the planner while a sync was owed and I/O was in flight.
     let mut stashed: Option<Io> = None;
+    let mut think_count = 0u64;
     loop {
         if setup.cancel.is_cancelled() {
             // Let the kernel finish what it holds before the buffers go away.
@@ -947,9 +1042,13 @@ fn run_async(
             backend.submit().map_err(|e| io_err(engine_op, dir0, e))?;
             let issue = Nanos::now();
             st.submit_counts[ThreadStats::batch_index(1)] += 1;
-            st.dir[io.ddir].slat.record((issue - start).0);
+            if !job.disable_slat {
+                st.dir[io.ddir].slat.record((issue - start).0);
+            }
             slots[si] = Some(Slot { io, start, issue });
             inflight += 1;
+            think_count += 1;
+            think(job, think_count);
             st.depth_counts[ThreadStats::depth_index(inflight as u32)] += 1;
             if (p.open_limit as usize) < p.files.len() {
                 // An openfiles rotation may close a file: no I/O may be in flight then.
@@ -990,11 +1089,15 @@ fn run_async(
                 }
                 let d = &mut st.dir[s.io.ddir];
                 let clat = (t - s.issue).0;
-                d.clat.record(clat);
-                d.lat.record((t - s.start).0);
+                if !job.disable_clat {
+                    d.clat.record(clat);
+                    st.lat_buckets.mark(clat);
+                }
+                if !job.disable_lat {
+                    d.lat.record((t - s.start).0);
+                }
                 d.io_bytes += s.io.len as u64;
                 d.total_ios += 1;
-                st.lat_buckets.mark(clat);
             })
             .map_err(|e| io_err(engine_op, dir0, e))?;
         inflight -= reaped;
@@ -1022,9 +1125,10 @@ fn run_async(
     }
 }
 
-/// fio's filecreate engine: each file's creation (open with O_CREAT) is one timed "I/O",
-/// recorded as clat; the file's bytes are counted as fio's fake I/O, none are written.
-fn run_filecreate(setup: &CloneSetup<'_>) -> Result<ThreadStats, WorkloadError> {
+/// fio's file engines: each file's creation (filecreate: open with O_CREAT), stat(2)
+/// (filestat) or unlink(2) (filedelete) is one timed "I/O", recorded as clat; the file's bytes
+/// are counted as fio's fake I/O, none are moved.
+fn run_file_op(setup: &CloneSetup<'_>) -> Result<ThreadStats, WorkloadError> {
     let job = setup.job;
     let ddir = if job.rw.reads() { READ } else { WRITE };
     let bs = job.bs[ddir].0.max(1);
@@ -1044,14 +1148,26 @@ fn run_filecreate(setup: &CloneSetup<'_>) -> Result<ThreadStats, WorkloadError> 
                 open.pop_front();
             }
             let t0 = Nanos::now();
-            let fd = rustix::fs::open(
-                &f.path,
-                rustix::fs::OFlags::CREATE | rustix::fs::OFlags::RDWR | rustix::fs::OFlags::CLOEXEC,
-                rustix::fs::Mode::from_raw_mode(0o600),
-            );
+            match job.ioengine {
+                IoEngine::FileStat => {
+                    rustix::fs::stat(&f.path).map_err(|e| io_err("stat", &f.path, e))?;
+                }
+                IoEngine::FileDelete => {
+                    rustix::fs::unlink(&f.path).map_err(|e| io_err("unlink", &f.path, e))?;
+                }
+                _ => {
+                    let fd = rustix::fs::open(
+                        &f.path,
+                        rustix::fs::OFlags::CREATE
+                            | rustix::fs::OFlags::RDWR
+                            | rustix::fs::OFlags::CLOEXEC,
+                        rustix::fs::Mode::from_raw_mode(0o600),
+                    )
+                    .map_err(|e| io_err("open", &f.path, e))?;
+                    open.push_back(fd);
+                }
+            }
             let t1 = Nanos::now();
-            let fd = fd.map_err(|e| io_err("open", &f.path, e))?;
-            open.push_back(fd);
             st.dir[ddir].clat.record((t1 - t0).0);
             st.lat_buckets.mark((t1 - t0).0);
             st.dir[ddir].io_bytes += f.size;
@@ -1086,7 +1202,7 @@ fn run_filecreate(setup: &CloneSetup<'_>) -> Result<ThreadStats, WorkloadError> 
     st.rusage = super::stats::Rusage::thread().since(&ru0);
     // SAFETY: gettid(2) takes no arguments and cannot fail.
     st.tid = unsafe { libc::gettid() };
-    if job.unlink {
+    if job.unlink && job.ioengine != IoEngine::FileDelete {
         for f in &setup.plan.files {
             std::fs::remove_file(&f.path).map_err(|e| io_err("unlink", &f.path, e))?;
         }
