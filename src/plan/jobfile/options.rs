@@ -276,6 +276,15 @@ pub static OPTIONS: &[OptDef] = &[
         set_bs
     ),
     opt!(
+        "bsrange",
+        ["blocksize_range"],
+        Kind::Text,
+        "bs",
+        Io,
+        "block size range LOW-HIGH; only a range of one size (LOW = HIGH) is supported",
+        set_bsrange
+    ),
+    opt!(
         "size",
         [],
         Kind::Text,
@@ -1291,6 +1300,46 @@ fn set_bs(j: &mut JobSpec, v: Val<'_>, o: &RawOption) -> Result<(), JobFileError
         j.bs[i] = b;
         if parts.len() == 1 {
             j.bs[1] = b;
+        }
+    }
+    Ok(())
+}
+
+/// `bsrange=LOW-HIGH[,LOW-HIGH]`: drawing block sizes from a range is not implemented; a range
+/// whose ends are equal is one block size, which is.
+fn set_bsrange(j: &mut JobSpec, v: Val<'_>, o: &RawOption) -> Result<(), JobFileError> {
+    let v = v.s();
+    if v.is_empty() {
+        return err(&o.origin, format!("option '{}' needs a value", o.key));
+    }
+    let parts: Vec<&str> = v.split(',').collect();
+    if parts.len() > 2 {
+        return err(
+            &o.origin,
+            format!("option '{}': '{v}': a trim range is not supported", o.key),
+        );
+    }
+    for (i, p) in parts.iter().enumerate() {
+        let (lo, hi) = p.split_once(['-', ':']).unwrap_or((p, p));
+        let (lo, hi) = (size_value(o, lo)?, size_value(o, hi)?);
+        if lo.0 == 0 {
+            return err(
+                &o.origin,
+                format!("option '{}' must be greater than 0", o.key),
+            );
+        }
+        if lo != hi {
+            return err(
+                &o.origin,
+                format!(
+                    "option '{}': '{v}': block sizes drawn from a range are not supported (give one size, LOW = HIGH, or use bs=)",
+                    o.key
+                ),
+            );
+        }
+        j.bs[i] = lo;
+        if parts.len() == 1 {
+            j.bs[1] = lo;
         }
     }
     Ok(())
