@@ -346,6 +346,10 @@ pub struct JobSpec {
     pub rw_modifier: u64,
     /// Report this job (fio's stats=1, the default).
     pub stats: bool,
+    /// Completions to wait for at once (fio's iodepth_batch_complete_min, default 1).
+    pub iodepth_batch_complete_min: u32,
+    /// Completions taken at once at most (fio's iodepth_batch_complete_max; 0 = the min).
+    pub iodepth_batch_complete_max: u32,
 }
 
 impl Default for JobSpec {
@@ -415,6 +419,8 @@ impl Default for JobSpec {
             thinktime_blocks: 1,
             rw_modifier: 0,
             stats: true,
+            iodepth_batch_complete_min: 1,
+            iodepth_batch_complete_max: 0,
         }
     }
 }

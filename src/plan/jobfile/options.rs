@@ -148,7 +148,6 @@ pub struct OptDef {
 
 const U32: u64 = u32::MAX as u64;
 const SEC: u64 = 1_000_000;
-#[allow(dead_code)]
 const URING_AIO: &[IoEngine] = &[IoEngine::IoUring, IoEngine::Libaio];
 #[allow(dead_code)]
 const URING: &[IoEngine] = &[IoEngine::IoUring];
@@ -1000,6 +999,32 @@ pub static OPTIONS: &[OptDef] = &[
         "I/Os between think times",
         |j, v, _| {
             j.thinktime_blocks = v.n() as u32;
+            Ok(())
+        }
+    ),
+    opt!(
+        "iodepth_batch_complete_min",
+        ["iodepth_batch_complete"],
+        Kind::Int { min: 0, max: 65536 },
+        "1",
+        Engine,
+        engines URING_AIO,
+        "completions waited for at once",
+        |j, v, _| {
+            j.iodepth_batch_complete_min = v.n() as u32;
+            Ok(())
+        }
+    ),
+    opt!(
+        "iodepth_batch_complete_max",
+        [],
+        Kind::Int { min: 0, max: 65536 },
+        "iodepth_batch_complete_min",
+        Engine,
+        engines URING_AIO,
+        "completions taken at once at most",
+        |j, v, _| {
+            j.iodepth_batch_complete_max = v.n() as u32;
             Ok(())
         }
     ),

@@ -983,7 +983,7 @@ fn run_async(
             // Let the kernel finish what it holds before the buffers go away.
             while inflight > 0 {
                 let n = backend
-                    .reap(1, &mut |_, _| {})
+                    .reap(1, depth, &mut |_, _| {})
                     .map_err(|e| io_err(engine_op, dir0, e))?;
                 inflight -= n;
             }
@@ -1075,8 +1075,13 @@ fn run_async(
         let mut t = Nanos::ZERO;
         // The queue is full (or nothing is left to issue): wait for at least one completion
         // and take every one available, as fio's wait_for_completions.
+        // fio's wait_for_completions: wait for iodepth_batch_complete_min (at least one when
+        // nothing else can be done) and take at most iodepth_batch_complete_max (by default
+        // the min, 1), so the queue is refilled after every completion and stays full.
+        let min_evts = (job.iodepth_batch_complete_min as usize).clamp(1, inflight);
+        let max_evts = (job.iodepth_batch_complete_max as usize).max(min_evts);
         let reaped = backend
-            .reap(1, &mut |si, res| {
+            .reap(min_evts, max_evts, &mut |si, res| {
                 if t == Nanos::ZERO {
                     // fio reads the clock once per batch of completions.
                     t = Nanos::now();
