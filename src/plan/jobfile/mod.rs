@@ -201,6 +201,27 @@ pub enum RandomGenerator {
     Lfsr,
 }
 
+/// `random_distribution=`: how random offsets are drawn.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum RandomDistribution {
+    /// Uniform (fio's default).
+    Random,
+    /// fio's zipf with exponent theta; center (0..=1) moves the hot spot.
+    Zipf {
+        /// Exponent (not 1).
+        theta: f64,
+        /// Where the hottest block sits, as a fraction of the file; None = random.
+        center: Option<f64>,
+    },
+    /// fio's pareto with power h (0 < h < 1).
+    Pareto {
+        /// Power.
+        h: f64,
+        /// As for zipf.
+        center: Option<f64>,
+    },
+}
+
 /// `file_service_type=`: which file the next I/O goes to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FileService {
@@ -346,6 +367,8 @@ pub struct JobSpec {
     pub rw_modifier: u64,
     /// Report this job (fio's stats=1, the default).
     pub stats: bool,
+    /// How random offsets are drawn.
+    pub random_distribution: RandomDistribution,
     /// Completions to wait for at once (fio's iodepth_batch_complete_min, default 1).
     pub iodepth_batch_complete_min: u32,
     /// Completions taken at once at most (fio's iodepth_batch_complete_max; 0 = the min).
@@ -419,6 +442,7 @@ impl Default for JobSpec {
             thinktime_blocks: 1,
             rw_modifier: 0,
             stats: true,
+            random_distribution: RandomDistribution::Random,
             iodepth_batch_complete_min: 1,
             iodepth_batch_complete_max: 0,
         }
@@ -532,6 +556,18 @@ fn validate(job: &JobSpec, origin: &Origin) -> Result<(), JobFileError> {
                 ),
             );
         }
+    }
+    if job.random_distribution != RandomDistribution::Random
+        && job.rw.is_random()
+        && !job.norandommap
+    {
+        return err(
+            origin,
+            format!(
+                "job '{}': random_distribution other than random is supported with norandommap only (add norandommap)",
+                job.name
+            ),
+        );
     }
     if job.filename.len() > 1 && job.nrfiles > 1 && job.nrfiles as usize != job.filename.len() {
         return err(

@@ -10,8 +10,8 @@
 
 use super::expr::{self, SizeValue, parse_size, parse_time_unit};
 use super::{
-    Bytes, Fallocate, FileService, IoEngine, JobFileError, JobSpec, RandomGenerator, RawOption,
-    RwMode, SizeRange, SizeSpec, err,
+    Bytes, Fallocate, FileService, IoEngine, JobFileError, JobSpec, RandomDistribution,
+    RandomGenerator, RawOption, RwMode, SizeRange, SizeSpec, err,
 };
 use std::time::Duration;
 
@@ -1029,6 +1029,15 @@ pub static OPTIONS: &[OptDef] = &[
         }
     ),
     opt!(
+        "random_distribution",
+        [],
+        Kind::Text,
+        "random",
+        Io,
+        "random, zipf[:THETA[:CENTER]], pareto[:H[:CENTER]] (fio's generators; with norandommap)",
+        set_random_distribution
+    ),
+    opt!(
         "threads",
         [],
         Kind::Int { min: 0, max: U32 },
@@ -1367,6 +1376,65 @@ fn set_bsrange(j: &mut JobSpec, v: Val<'_>, o: &RawOption) -> Result<(), JobFile
             j.bs[1] = lo;
         }
     }
+    Ok(())
+}
+
+fn set_random_distribution(j: &mut JobSpec, v: Val<'_>, o: &RawOption) -> Result<(), JobFileError> {
+    let v = v.s();
+    let mut parts = v.split(':');
+    let kind = parts.next().unwrap_or("");
+    let mut num = |default: f64| -> Result<Option<f64>, JobFileError> {
+        match parts.next() {
+            None => Ok(Some(default).filter(|d| !d.is_nan())),
+            Some(t) => t.trim().parse::<f64>().map(Some).or_else(|_| {
+                err(
+                    &o.origin,
+                    format!("option 'random_distribution': '{t}' in '{v}' is not a number"),
+                )
+            }),
+        }
+    };
+    let center_ok = |c: Option<f64>| -> Result<Option<f64>, JobFileError> {
+        match c {
+            Some(c) if !(0.0..=1.0).contains(&c) => err(
+                &o.origin,
+                "option 'random_distribution': the center must be in 0..=1",
+            ),
+            c => Ok(c),
+        }
+    };
+    j.random_distribution = match kind {
+        "random" => RandomDistribution::Random,
+        "zipf" => {
+            let theta = num(1.1)?.unwrap_or(1.1);
+            if theta == 1.0 || theta <= 0.0 {
+                return err(
+                    &o.origin,
+                    "option 'random_distribution': zipf theta must be positive and not 1.0",
+                );
+            }
+            let center = center_ok(num(f64::NAN)?)?;
+            RandomDistribution::Zipf { theta, center }
+        }
+        "pareto" => {
+            let h = num(0.2)?.unwrap_or(0.2);
+            if h <= 0.0 || h >= 1.0 {
+                return err(
+                    &o.origin,
+                    "option 'random_distribution': pareto input must be in (0, 1)",
+                );
+            }
+            let center = center_ok(num(f64::NAN)?)?;
+            RandomDistribution::Pareto { h, center }
+        }
+        _ => {
+            return choice_err(
+                o,
+                v,
+                "random, zipf[:THETA[:CENTER]], pareto[:H[:CENTER]]; normal, zoned and zoned_abs are not supported",
+            );
+        }
+    };
     Ok(())
 }
 

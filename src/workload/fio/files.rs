@@ -30,6 +30,8 @@ pub struct FilePlan {
     pub size: u64,
     /// Where the region starts (fio's file_offset: offset= plus offset_increment per clone).
     pub offset: u64,
+    /// The name fio gives the file (`directory/name` as written): it seeds zipf and pareto.
+    pub fio_name: String,
 }
 
 /// The clone's files and the bytes one pass of the job moves (fio's io_size).
@@ -83,6 +85,19 @@ pub fn plan_clone(
                 } else {
                     dir.join(f)
                 }
+            }
+        })
+        .collect();
+    let fio_names: Vec<String> = (0..nfiles)
+        .map(|i| {
+            let name = if job.filename.is_empty() {
+                format!("{}.{}.{}", job.name, clone, i)
+            } else {
+                job.filename[i].clone()
+            };
+            match job.directory.get(i % job.directory.len().max(1)) {
+                Some(d) if !name.starts_with('/') => format!("{d}/{name}"),
+                _ => name,
             }
         })
         .collect();
@@ -188,7 +203,13 @@ pub fn plan_clone(
             .into_iter()
             .zip(sizes)
             .zip(offsets)
-            .map(|((path, size), offset)| FilePlan { path, size, offset })
+            .zip(fio_names)
+            .map(|(((path, size), offset), fio_name)| FilePlan {
+                path,
+                size,
+                offset,
+                fio_name,
+            })
             .collect(),
         pass_bytes,
     })
@@ -550,6 +571,7 @@ mod tests {
         let odd = ClonePlan {
             files: vec![FilePlan {
                 offset: 0,
+                fio_name: String::new(),
                 path: "/t/x".into(),
                 size: 4096 + 512,
             }],

@@ -15,7 +15,7 @@ use super::aio::{AsyncBackend, NativeAio, Uring};
 use super::files::{self, ClonePlan};
 use super::rand::{self, Lfsr, RandomMap, Taus};
 use super::stats::{READ, ThreadStats, WRITE};
-use crate::plan::jobfile::{FileService, IoEngine, JobSpec, RandomGenerator};
+use crate::plan::jobfile::{FileService, IoEngine, JobSpec, RandomDistribution, RandomGenerator};
 use crate::probe::clock::Nanos;
 use crate::workload::{CancelToken, WorkloadError};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
@@ -75,6 +75,8 @@ struct FileState {
     done: bool,
     map: Option<RandomMap>,
     lfsr: Option<Lfsr>,
+    /// zipf / pareto block generator (random_distribution).
+    skew: Option<rand::Skewed>,
     /// Where the file offset of the fd is (sync engine: lseek only when it differs).
     fd_pos: u64,
 }
@@ -178,8 +180,29 @@ impl<'a> Planner<'a> {
                     seeds[rand::SEED_BLOCK].wrapping_add(i as u64),
                 )
             });
+            // fio's __init_rand_distribution: ranges of the smallest block size over the file,
+            // seeded by the file's name and the thread number (or the block seed without
+            // randrepeat).
+            let range = job.bs[READ].0.min(job.bs[WRITE].0).max(1);
+            let nranges = f.size.div_ceil(range);
+            let seed = if job.randrepeat {
+                rand::jhash(f.fio_name.as_bytes(), 0).wrapping_mul(setup.thread_number as u32)
+            } else {
+                seeds[rand::SEED_BLOCK] as u32
+            };
+            let skew = match job.random_distribution {
+                _ if !random => None,
+                RandomDistribution::Random => None,
+                RandomDistribution::Zipf { theta, center } => {
+                    Some(rand::Skewed::zipf(nranges, theta, center, seed))
+                }
+                RandomDistribution::Pareto { h, center } => {
+                    Some(rand::Skewed::pareto(nranges, h, center, seed))
+                }
+            };
             let empty = f.size == 0;
             files.push(FileState {
+                skew,
                 fd: None,
                 base: f.offset,
                 region: if random {
@@ -361,7 +384,9 @@ impl<'a> Planner<'a> {
             let f = &mut self.files[fi];
             let offset = if random {
                 let nblocks = f.region / bs;
-                let b = if let Some(l) = &mut f.lfsr {
+                let b = if let Some(z) = &mut f.skew {
+                    Some(z.next_block() % nblocks.max(1))
+                } else if let Some(l) = &mut f.lfsr {
                     l.next_block()
                 } else {
                     let b = self.block_rand.block(nblocks);
@@ -1241,5 +1266,75 @@ mod tests {
                 &(4096 + 512 * i as u64).to_ne_bytes()
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod distribution_tests {
+    use super::*;
+
+    /// The first offsets of a zipf job equal fio 3.33's (from `fio --debug=io --name=z
+    /// --ioengine=null --rw=randread --norandommap --size=4m --bs=4k
+    /// --random_distribution=zipf:1.2`).
+    #[test]
+    fn zipf_offsets_are_fios() {
+        let set = crate::plan::jobfile::parse_job_text(
+            "[z]\nioengine=null\nrw=randread\nnorandommap\nsize=4m\nbs=4k\nrandom_distribution=zipf:1.2\n",
+            "t.fio",
+            &crate::plan::jobfile::SystemSources,
+        )
+        .unwrap();
+        let job = &set.jobs[0];
+        let seeds = rand::job_seeds(job, 1);
+        let plan = files::plan_clone(job, 0, Path::new("/nonexistent"), &seeds).unwrap();
+        let cancel = CancelToken::default();
+        let setup = CloneSetup {
+            job,
+            plan,
+            thread_number: 1,
+            mem_align: 4096,
+            cancel: &cancel,
+        };
+        let mut p = Planner::new(&setup).unwrap();
+        let got: Vec<u64> = (0..8).map(|_| p.next_io().unwrap().offset).collect();
+        assert_eq!(
+            got,
+            vec![
+                0x335000, 0x389000, 0x3f2000, 0x3f2000, 0x3dd000, 0x30b000, 0x2e1000, 0x3dd000
+            ]
+        );
+    }
+}
+
+#[cfg(test)]
+mod pareto_tests {
+    use super::*;
+
+    /// As zipf_offsets_are_fios, for `--name=p ... --random_distribution=pareto:0.3`.
+    #[test]
+    fn pareto_offsets_are_fios() {
+        let set = crate::plan::jobfile::parse_job_text(
+            "[p]\nioengine=null\nrw=randread\nnorandommap\nsize=4m\nbs=4k\nrandom_distribution=pareto:0.3\n",
+            "t.fio",
+            &crate::plan::jobfile::SystemSources,
+        )
+        .unwrap();
+        let job = &set.jobs[0];
+        let seeds = rand::job_seeds(job, 1);
+        let plan = files::plan_clone(job, 0, Path::new("/nonexistent"), &seeds).unwrap();
+        let cancel = CancelToken::default();
+        let setup = CloneSetup {
+            job,
+            plan,
+            thread_number: 1,
+            mem_align: 4096,
+            cancel: &cancel,
+        };
+        let mut p = Planner::new(&setup).unwrap();
+        let got: Vec<u64> = (0..6).map(|_| p.next_io().unwrap().offset).collect();
+        assert_eq!(
+            got,
+            vec![0x29f000, 0x301000, 0xb0000, 0x23000, 0x16d000, 0x2ad000]
+        );
     }
 }
