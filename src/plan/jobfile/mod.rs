@@ -369,6 +369,12 @@ pub struct JobSpec {
     pub stats: bool,
     /// How random offsets are drawn.
     pub random_distribution: RandomDistribution,
+    /// Stamp written blocks with a crc32c header (fio's verify=crc32c).
+    pub verify: bool,
+    /// Read the written blocks back and check them after the writes (default on).
+    pub do_verify: bool,
+    /// Bytes covered by one verify header (default: the block size).
+    pub verify_interval: Option<Bytes>,
     /// Completions to wait for at once (fio's iodepth_batch_complete_min, default 1).
     pub iodepth_batch_complete_min: u32,
     /// Completions taken at once at most (fio's iodepth_batch_complete_max; 0 = the min).
@@ -443,6 +449,9 @@ impl Default for JobSpec {
             rw_modifier: 0,
             stats: true,
             random_distribution: RandomDistribution::Random,
+            verify: false,
+            do_verify: true,
+            verify_interval: None,
             iodepth_batch_complete_min: 1,
             iodepth_batch_complete_max: 0,
         }
@@ -565,6 +574,24 @@ fn validate(job: &JobSpec, origin: &Origin) -> Result<(), JobFileError> {
             origin,
             format!(
                 "job '{}': random_distribution other than random is supported with norandommap only (add norandommap)",
+                job.name
+            ),
+        );
+    }
+    if job.verify && job.rw.reads() && job.rw.writes() {
+        return err(
+            origin,
+            format!(
+                "job '{}': verify with mixed reads and writes is not supported (verify a write job, then read it back with do_verify)",
+                job.name
+            ),
+        );
+    }
+    if job.verify && !job.rw.writes() && job.do_verify {
+        return err(
+            origin,
+            format!(
+                "job '{}': verifying a read-only job (data written by an earlier job or run) is not supported",
                 job.name
             ),
         );

@@ -1038,6 +1038,48 @@ pub static OPTIONS: &[OptDef] = &[
         set_random_distribution
     ),
     opt!(
+        "verify",
+        [],
+        Kind::Choice(&["0", "none", "crc32c", "crc32c-intel"]),
+        "none",
+        Io,
+        "stamp each written block with a crc32c header and check it when read back",
+        |j, v, _| {
+            j.verify = matches!(v.s(), "crc32c" | "crc32c-intel");
+            Ok(())
+        }
+    ),
+    opt!(
+        "do_verify",
+        [],
+        Kind::Bool,
+        "1",
+        Io,
+        "with verify=, read the written blocks back after the writes",
+        |j, v, _| {
+            j.do_verify = v.b();
+            Ok(())
+        }
+    ),
+    opt!(
+        "verify_interval",
+        [],
+        Kind::Size,
+        "bs",
+        Io,
+        "bytes covered by one verify header",
+        |j, v, o| {
+            if v.size().0 <= 32 {
+                return err(
+                    &o.origin,
+                    "option 'verify_interval' must be larger than the 32-byte header",
+                );
+            }
+            j.verify_interval = Some(v.size());
+            Ok(())
+        }
+    ),
+    opt!(
         "threads",
         [],
         Kind::Int { min: 0, max: U32 },

@@ -22,6 +22,7 @@ pub mod disk;
 pub mod files;
 pub mod rand;
 pub mod stats;
+pub mod verify;
 pub mod worker;
 
 use crate::model::{Direction, HistogramRecord, Metric, Unit};

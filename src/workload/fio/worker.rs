@@ -15,6 +15,7 @@ use super::aio::{AsyncBackend, NativeAio, Uring};
 use super::files::{self, ClonePlan};
 use super::rand::{self, Lfsr, RandomMap, Taus};
 use super::stats::{READ, ThreadStats, WRITE};
+use super::verify;
 use crate::plan::jobfile::{FileService, IoEngine, JobSpec, RandomDistribution, RandomGenerator};
 use crate::probe::clock::Nanos;
 use crate::workload::{CancelToken, WorkloadError};
@@ -77,6 +78,8 @@ struct FileState {
     lfsr: Option<Lfsr>,
     /// zipf / pareto block generator (random_distribution).
     skew: Option<rand::Skewed>,
+    /// Blocks written (verify): one bit per block of the write size.
+    written: Vec<u64>,
     /// Where the file offset of the fd is (sync engine: lseek only when it differs).
     fd_pos: u64,
 }
@@ -201,7 +204,13 @@ impl<'a> Planner<'a> {
                 }
             };
             let empty = f.size == 0;
+            let written = if job.verify && job.rw.writes() {
+                vec![0u64; (f.size / job.bs[WRITE].0).div_ceil(64) as usize]
+            } else {
+                Vec::new()
+            };
             files.push(FileState {
+                written,
                 skew,
                 fd: None,
                 base: f.offset,
@@ -432,6 +441,12 @@ impl<'a> Planner<'a> {
                 f.pos[ddir] = off + bs + self.job.rw_modifier;
                 off
             };
+            if !f.written.is_empty() && ddir == WRITE {
+                let b = (offset / bs) as usize;
+                if let Some(w) = f.written.get_mut(b / 64) {
+                    *w |= 1 << (b % 64);
+                }
+            }
             f.issued += bs;
             self.pass_issued += bs;
             self.pass_ios += 1;
@@ -461,7 +476,12 @@ impl BufferPolicy {
         let refill = job.refill_buffers.unwrap_or(compress);
         BufferPolicy {
             refill,
-            scramble: job.scramble_buffers && !job.zero_buffers && !refill && !compress,
+            // A verify header covers the data: nothing may change the bytes after stamping.
+            scramble: job.scramble_buffers
+                && !job.zero_buffers
+                && !refill
+                && !compress
+                && !job.verify,
         }
     }
 }
@@ -635,6 +655,9 @@ pub fn run_clone(setup: &CloneSetup<'_>) -> Result<ThreadStats, WorkloadError> {
         ),
     };
     result?;
+    if job.verify && job.do_verify && job.rw.writes() {
+        verify_phase(setup, &mut p, &mut bufs[0], &mut st)?;
+    }
     if job.end_fsync {
         for (fi, f) in p.files.iter().enumerate() {
             if let Some(fd) = &f.fd {
@@ -670,6 +693,78 @@ pub fn run_clone(setup: &CloneSetup<'_>) -> Result<ThreadStats, WorkloadError> {
         }
     }
     Ok(st)
+}
+
+fn verify_interval(job: &JobSpec) -> usize {
+    job.verify_interval.map(|b| b.0).unwrap_or(job.bs[WRITE].0) as usize
+}
+
+/// fio's verify phase: read every written block back in offset order (fio's verify_sort) and
+/// check its headers; the reads count as the job's reads, as in fio. They are issued with
+/// pread whatever the engine (fio uses the job's engine: latencies differ, counts do not).
+fn verify_phase(
+    setup: &CloneSetup<'_>,
+    p: &mut Planner<'_>,
+    buf: &mut AlignedBuf,
+    st: &mut ThreadStats,
+) -> Result<(), WorkloadError> {
+    let job = setup.job;
+    if job.ioengine == IoEngine::Null {
+        return Ok(());
+    }
+    let bs = job.bs[WRITE].0;
+    let interval = verify_interval(job);
+    for fi in 0..p.files.len() {
+        let words = p.files[fi].written.clone();
+        let base = p.files[fi].base;
+        let name = setup.plan.files[fi].path.display().to_string();
+        for (wi, w) in words.iter().enumerate() {
+            let mut bits = *w;
+            while bits != 0 {
+                if setup.cancel.is_cancelled() {
+                    return Err(WorkloadError::Cancelled);
+                }
+                let b = wi as u64 * 64 + bits.trailing_zeros() as u64;
+                bits &= bits - 1;
+                ensure_open(p, setup, fi)?;
+                let fd = p.files[fi].fd.as_ref().expect("opened");
+                let data = &mut buf.as_mut_slice()[..bs as usize];
+                let off = base + b * bs;
+                let t0 = Nanos::now();
+                let mut done = 0usize;
+                while done < data.len() {
+                    let n = rustix::io::pread(fd, &mut data[done..], off + done as u64)
+                        .map_err(|e| io_err("read (verify)", &setup.plan.files[fi].path, e))?;
+                    if n == 0 {
+                        break;
+                    }
+                    done += n;
+                }
+                let t1 = Nanos::now();
+                let d = &mut st.dir[READ];
+                if !job.disable_clat {
+                    d.clat.record((t1 - t0).0);
+                    st.lat_buckets.mark((t1 - t0).0);
+                }
+                if !job.disable_lat {
+                    d.lat.record((t1 - t0).0);
+                }
+                d.io_bytes += bs;
+                d.total_ios += 1;
+                st.depth_counts[0] += 1;
+                st.submit_counts[1] += 1;
+                st.complete_counts[1] += 1;
+                verify::check(&data[..done], off, interval, &name).map_err(|m| {
+                    WorkloadError::Io {
+                        op: "verify",
+                        path: setup.plan.files[fi].path.clone(),
+                        source: std::io::Error::other(m),
+                    }
+                })?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// What the loop does after an I/O or a check: go on, or stop.
@@ -904,6 +999,9 @@ fn run_sync(
         if io.ddir == WRITE && policy.refill {
             files::fill_like_job(job, data, seed);
         }
+        if io.ddir == WRITE && job.verify {
+            verify::stamp(data, io.offset, verify_interval(job));
+        }
         let start = Nanos::now();
         // fio stamps start before the write buffer is scrambled and issue just before the
         // call; for a read nothing happens in between, so one clock reading serves both.
@@ -1043,6 +1141,9 @@ fn run_async(
             let data = &mut bufs[si].as_mut_slice()[..io.len];
             if io.ddir == WRITE && policy.refill {
                 files::fill_like_job(job, data, seed);
+            }
+            if io.ddir == WRITE && job.verify {
+                verify::stamp(data, io.offset, verify_interval(job));
             }
             let start = Nanos::now();
             if io.ddir == WRITE && policy.scramble {
