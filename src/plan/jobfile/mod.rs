@@ -704,24 +704,19 @@ pub fn build_jobs(sections: &[RawSection]) -> Result<JobSet, JobFileError> {
             .map(|o| (o.key.clone(), o.value.clone().unwrap_or_default()))
             .collect();
         validate(&job, &section.origin)?;
-        set.jobs.push(job);
-    }
-    for (i, j) in set.jobs.iter().enumerate() {
-        if let Some(w) = &j.wait_for {
-            // As in fio, the job waited for is one defined before (so no wait can be circular).
-            if !set.jobs[..i].iter().any(|o| &o.name == w) {
+        if let Some(w) = &job.wait_for {
+            // As in fio, the job waited for is one defined before (no wait can be circular).
+            if !set.jobs.iter().any(|o| &o.name == w) {
                 return err(
-                    &Origin {
-                        file: "job file".to_string(),
-                        line: 0,
-                    },
+                    &section.origin,
                     format!(
                         "job '{}': wait_for={w} names no job defined before it",
-                        j.name
+                        job.name
                     ),
                 );
             }
         }
+        set.jobs.push(job);
     }
     if set.jobs.is_empty() {
         let origin = sections
@@ -1147,7 +1142,7 @@ mod tests {
                 "option 'frobnicate' is not supported",
             ),
             (
-                "[j]\nsize=1m\nverify=crc32c\n",
+                "[j]\nsize=1m\ndedupe_percentage=5\n",
                 3,
                 "supported options: name, description",
             ),
@@ -1163,6 +1158,20 @@ mod tests {
                 "applies to ioengine=pvsync2 only",
             ),
             ("[j]\nsize=1m\nioengine=mmap\n", 3, "choose one of"),
+            ("[j]\nsize=1m\nrw=write\nverify=md5\n", 4, "choose one of"),
+            (
+                "[j]\nsize=1m\nrw=randrw\nverify=crc32c\n",
+                1,
+                "mixed reads and writes",
+            ),
+            (
+                "[j]\nsize=1m\nrw=randread\nrandom_distribution=zipf:1.2\n",
+                1,
+                "norandommap only",
+            ),
+            ("[j]\nsize=1m\nrandom_distribution=zipf:1\n", 3, "not 1.0"),
+            ("[a]\nsize=1m\n[b]\nsize=1m\nwait_for=c\n", 3, "wait_for=c"),
+            ("[j]\nsize=1m\nbsrange=4k-8k\n", 3, "drawn from a range"),
             ("[j]\nsize=lots\n", 2, "not a size"),
             ("[j]\nsize=4x\n", 2, "unknown size suffix"),
             ("[j]\nsize=150%\n", 2, "not in 1..=100"),
