@@ -100,7 +100,7 @@ fn command_line_jobs_print_fios_normal_output() {
 fn an_unsupported_option_is_an_error_naming_file_line_and_the_supported_list() {
     let dir = tempfile::tempdir().unwrap();
     let job = dir.path().join("bad.fio");
-    std::fs::write(&job, "[j]\nsize=1m\nverify=md5\n").unwrap();
+    std::fs::write(&job, "[j]\nsize=1m\nverify_backlog=16\n").unwrap();
     let out = fsdelta()
         .current_dir(dir.path())
         .args(["fio", job.to_str().unwrap()])
@@ -109,7 +109,7 @@ fn an_unsupported_option_is_an_error_naming_file_line_and_the_supported_list() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("bad.fio:3"), "{err}");
-    assert!(err.contains("option 'verify' is not supported"), "{err}");
+    assert!(err.contains("option 'verify_backlog' is not supported"), "{err}");
     assert!(
         err.contains("supported options: name, description, rw"),
         "{err}"
