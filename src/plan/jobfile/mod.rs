@@ -12,8 +12,10 @@
 //! What it must never do: ignore an option. An option it does not know, or a value it cannot
 //! honour, is a [`JobFileError`] naming the option, its file and line (and, for an unknown option,
 //! listing the supported ones): a job that silently ran differently from its file would publish a
-//! wrong number. It also never touches the filesystem: `include` files and environment variables
-//! are read through the [`Sources`] the caller hands in (the CLI edge reads real files).
+//! wrong number. It never writes anything. It reads only through the [`Sources`] the caller
+//! hands in: job and `include` files (a regular file below a size limit, see
+//! [`lexer::read_job_source`]), environment variables and `$mb_memory`; [`SystemSources`] is
+//! the real system, tests hand in their own.
 //!
 //! Deliberate differences from fio, each an error rather than a guess: an unknown size suffix
 //! (fio multiplies by 1), value ranges such as `bs=4k-16k`, and options fio has that this engine
