@@ -10,8 +10,8 @@ pub mod sqlite;
 
 pub use selector::Selector;
 
-pub use crate::model::{NewRun, NewSample, RunId, RunInfo, SampleId, SampleRecord};
 use crate::model::RunStatus;
+pub use crate::model::{NewRun, NewSample, RunId, RunInfo, SampleId, SampleRecord};
 use chrono::{DateTime, Utc};
 use std::path::{Path, PathBuf};
 

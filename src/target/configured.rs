@@ -191,6 +191,9 @@ impl Target {
             path: format!("config '{}'", config.name),
             message,
         };
+        // A state file that cannot be trusted (relative, planted, shared) fails the run now,
+        // before any resource would be recorded in it.
+        state.check()?;
         let needs_root = !matches!(config.device, Device::Existing { .. });
         if needs_root && !rustix::process::geteuid().is_root() {
             return Err(unusable(format!(
