@@ -57,12 +57,13 @@ pub struct DbArg {
 }
 
 impl DbArg {
-    /// The location to open.
+    /// The location to open. Empty when there is no default (no HOME, no XDG_DATA_HOME):
+    /// opening it then fails with a message asking for --db.
     pub fn location(&self) -> String {
         self.db.clone().unwrap_or_else(|| {
             crate::store::default_location()
-                .to_string_lossy()
-                .into_owned()
+                .map(|p| p.to_string_lossy().into_owned())
+                .unwrap_or_default()
         })
     }
 }

@@ -16,8 +16,9 @@ use anyhow::{Context, Result};
 use std::io::Write;
 use std::path::Path;
 
+/// Every command here only reads: the store is opened read-only (nothing created or migrated).
 fn open(db: &DbArg) -> Result<Box<dyn Store>> {
-    Ok(store::open(&db.location())?)
+    Ok(store::open_read_only(&db.location())?)
 }
 
 /// Runs a selector names, each with its samples.
@@ -59,9 +60,18 @@ pub(crate) fn write_stdout(s: &str) -> Result<()> {
 pub fn list(db: &DbArg, label: Option<String>, limit: usize) -> Result<i32> {
     let store = open(db)?;
     let runs = store.runs(&RunFilter {
-        label,
+        label: label.clone(),
         limit: Some(limit),
     })?;
+    if runs.is_empty()
+        && let Some(l) = &label
+    {
+        eprintln!(
+            "no run has the label '{l}' in {} (see `fsdelta list` for the labels there are)",
+            db.location()
+        );
+        return Ok(EXIT_OK);
+    }
     if runs.is_empty() {
         eprintln!(
             "no runs in {} yet; start one with `fsdelta run`",

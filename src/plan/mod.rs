@@ -1,9 +1,11 @@
 //! What to run: built-in suites and the test definitions in them.
 //!
 //! Why a room of its own: the matrix of configurations x tests x repetitions is decided here,
-//! before anything touches a filesystem. This room must never touch the filesystem.
+//! before anything touches a filesystem. This room must never touch the filesystem (it only
+//! reads the input files it is given, through [`input`]).
 
 pub mod config;
+pub mod input;
 pub mod jobfile;
 pub mod suite;
 pub mod suitefile;
