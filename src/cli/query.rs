@@ -94,6 +94,7 @@ pub fn show(db: &DbArg, sel: &str) -> Result<i32> {
     let all: Vec<&SampleRecord> = runs.iter().flat_map(|(_, s)| s.iter()).collect();
     out.push_str(&report::text::targets(&all));
     out.push_str(&report::text::workloads(&all));
+    out.push_str(&report::text::sample_order(&all));
     out.push('\n');
     out.push_str(&report::text::run_summary(&compare::series(&all)));
     let failed = report::text::failures(&all);
@@ -167,11 +168,13 @@ pub fn judge(
         .filter(|p| opts.metrics.is_empty() || opts.metrics.contains(&p.key.metric))
         .filter(|p| !p.base.is_empty() && !p.cur.is_empty())
         .map(|p| {
-            let class = MetricClass::from_name(&p.key.metric);
+            let class = MetricClass::of(p.kind);
             let comparison = verdict::compare(&p.base, &p.cur, p.direction, class, &margins);
             Judged {
                 key: p.key.clone(),
                 unit: p.unit,
+                kind: p.kind,
+                headline: p.headline,
                 baseline_values: p.base.clone(),
                 current_values: p.cur.clone(),
                 comparison,

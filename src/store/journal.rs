@@ -413,6 +413,7 @@ mod tests {
             started_at: Utc::now(),
             duration_s: 20.0,
             workload: "w".into(),
+            sequence: rep,
             metrics: vec![Metric::new(
                 "iops",
                 rep as f64,

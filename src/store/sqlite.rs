@@ -20,7 +20,7 @@
 //! Durability: `synchronous = FULL`, so a committed sample is on disk when `add_sample` returns
 //! (one WAL fsync per sample, noise next to a sample that lasts seconds).
 //!
-//! Owners (schema 3): every run records the pid, process start time and host of the fsdelta that
+//! Owners (schema 5): every run records the pid, process start time and host of the fsdelta that
 //! created it; [`SqliteStore::abort_orphans`] marks `running` runs of this host whose owner is gone
 //! as `aborted`.
 //!
@@ -31,7 +31,8 @@ use super::{
     StoredProfile,
 };
 use crate::model::{
-    Direction, Environment, HistogramRecord, Metric, RunStatus, SampleStatus, TargetFacts, Unit,
+    Direction, Environment, HistogramRecord, Metric, MetricKind, RunStatus, SampleStatus,
+    TargetFacts, Unit,
 };
 use chrono::{DateTime, Utc};
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
@@ -110,7 +111,15 @@ const MIGRATIONS: &[&str] = &[
         format TEXT NOT NULL,
         data BLOB NOT NULL
     );",
-    // 3: the process that owns a run (issue 13), so that a run whose fsdelta died is marked
+    // 3: what kind of number a metric is and whether it is a headline metric, as the workload
+    // declared (issue 11). Rows of older versions keep NULL and are read with
+    // `Metric::legacy_kind`.
+    "ALTER TABLE metrics ADD COLUMN kind TEXT
+        CHECK (kind IN ('throughput', 'mean', 'tail', 'max', 'count', 'share'));
+    ALTER TABLE metrics ADD COLUMN headline INTEGER NOT NULL DEFAULT 0;",
+    // 4: each sample's position in its run (issue 12: the order is part of the evidence).
+    "ALTER TABLE samples ADD COLUMN sequence INTEGER NOT NULL DEFAULT 0;",
+    // 5: the process that owns a run (issue 13), so that a run whose fsdelta died is marked
     // aborted instead of staying `running` forever.
     "ALTER TABLE runs ADD COLUMN owner_pid INTEGER;
     ALTER TABLE runs ADD COLUMN owner_start_time INTEGER;
@@ -315,6 +324,11 @@ impl SqliteStore {
             conn.busy_timeout(READ_BUSY_TIMEOUT)
                 .map_err(|e| open_err(e.to_string()))?;
             let version = identify(&conn, &location)?;
+            if version < SCHEMA_VERSION && version > 0 {
+                return Err(open_err(format!(
+                    "its schema (version {version}) is older than this fsdelta's ({SCHEMA_VERSION}) and a read-only command does not upgrade it: run a command that writes (`fsdelta cleanup` is enough) once, then read it"
+                )));
+            }
             Ok(SqliteStore {
                 conn,
                 location: path.to_path_buf(),
@@ -508,8 +522,9 @@ impl Store for SqliteStore {
             .map_err(backend)?;
         tx.execute(
             "INSERT INTO samples (run_id, config, test, repetition, fs_type, path, device,
-                 mount_options, mkfs_options, facts, status, error, started_at, duration_s, workload)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+                 mount_options, mkfs_options, facts, status, error, started_at, duration_s, workload,
+                 sequence)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
             params![
                 run,
                 sample.config,
@@ -526,6 +541,7 @@ impl Store for SqliteStore {
                 ts(&sample.started_at),
                 sample.duration_s,
                 sample.workload,
+                sample.sequence,
             ],
         )
         .map_err(|e| match e {
@@ -540,7 +556,7 @@ impl Store for SqliteStore {
         {
             let mut m = tx
                 .prepare_cached(
-                    "INSERT INTO metrics (sample_id, name, value, unit, direction) VALUES (?1, ?2, ?3, ?4, ?5)",
+                    "INSERT INTO metrics (sample_id, name, value, unit, direction, kind, headline) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
                 )
                 .map_err(backend)?;
             for metric in &sample.metrics {
@@ -549,7 +565,9 @@ impl Store for SqliteStore {
                     metric.name,
                     metric.value,
                     metric.unit.as_str(),
-                    metric.direction.as_str()
+                    metric.direction.as_str(),
+                    metric.kind.as_str(),
+                    metric.headline
                 ])
                 .map_err(|e| StoreError::Backend(format!("metric '{}': {e}", metric.name)))?;
             }
@@ -637,7 +655,7 @@ impl Store for SqliteStore {
             let mut stmt = self
                 .conn
                 .prepare_cached(
-                    "SELECT m.sample_id, m.name, m.value, m.unit, m.direction
+                    "SELECT m.sample_id, m.name, m.value, m.unit, m.direction, m.kind, m.headline
                      FROM metrics m JOIN samples s ON s.id = m.sample_id
                      WHERE s.run_id = ?1 ORDER BY m.sample_id, m.rowid",
                 )
@@ -650,16 +668,25 @@ impl Store for SqliteStore {
                         r.get::<_, f64>(2)?,
                         r.get::<_, String>(3)?,
                         r.get::<_, String>(4)?,
+                        r.get::<_, Option<String>>(5)?,
+                        r.get::<_, bool>(6)?,
                     ))
                 })
                 .map_err(backend)?;
             for row in rows {
-                let (sid, name, value, unit, dir) = row.map_err(backend)?;
+                let (sid, name, value, unit, dir, kind, headline) = row.map_err(backend)?;
+                let direction = dir.parse::<Direction>().map_err(corrupt)?;
+                let kind = match kind {
+                    Some(k) => k.parse::<MetricKind>().map_err(corrupt)?,
+                    None => Metric::legacy_kind(&name, direction),
+                };
                 metrics.entry(sid).or_default().push(Metric {
+                    unit: unit.parse::<Unit>().map_err(corrupt)?,
                     name,
                     value,
-                    unit: unit.parse::<Unit>().map_err(corrupt)?,
-                    direction: dir.parse::<Direction>().map_err(corrupt)?,
+                    direction,
+                    kind,
+                    headline,
                 });
             }
         }
@@ -707,7 +734,8 @@ impl Store for SqliteStore {
             .conn
             .prepare_cached(
                 "SELECT id, config, test, repetition, fs_type, path, device, mount_options,
-                        mkfs_options, facts, status, error, started_at, duration_s, workload
+                        mkfs_options, facts, status, error, started_at, duration_s, workload,
+                        sequence
                  FROM samples WHERE run_id = ?1 ORDER BY id",
             )
             .map_err(backend)?;
@@ -729,6 +757,7 @@ impl Store for SqliteStore {
                     r.get::<_, String>(12)?,
                     r.get::<_, f64>(13)?,
                     r.get::<_, String>(14)?,
+                    r.get::<_, u32>(15)?,
                 ))
             })
             .map_err(backend)?;
@@ -750,6 +779,7 @@ impl Store for SqliteStore {
                 started_at,
                 duration_s,
                 workload,
+                sequence,
             ) = row.map_err(backend)?;
             out.push(SampleRecord {
                 id,
@@ -758,6 +788,7 @@ impl Store for SqliteStore {
                     config,
                     test,
                     repetition,
+                    sequence,
                     facts: TargetFacts {
                         fs_type,
                         path,
@@ -802,10 +833,6 @@ impl Store for SqliteStore {
     }
 
     fn profile(&self, sample: SampleId) -> Result<Option<StoredProfile>, StoreError> {
-        if self.version < 2 {
-            // A read-only view of a schema-1 file: it has no profiles table.
-            return Ok(None);
-        }
         self.conn
             .query_row(
                 "SELECT format, data FROM profiles WHERE sample_id = ?1",
@@ -846,6 +873,7 @@ mod tests {
             config: "scratch".into(),
             test: test.into(),
             repetition: rep,
+            sequence: 0,
             facts: TargetFacts {
                 fs_type: "ext4".into(),
                 path: "/tmp/x".into(),
@@ -1061,7 +1089,7 @@ mod tests {
             .to_string();
         assert!(e.contains("no such database"), "{e}");
         assert!(!dir.path().join("typo").exists());
-        // A version-1 file is read as it is, not migrated.
+        // A version-1 file is not migrated by a reader: it is refused with what to do.
         let path = dir.path().join("v1.sqlite");
         {
             let c = Connection::open(&path).unwrap();
@@ -1069,11 +1097,17 @@ mod tests {
             c.execute_batch("PRAGMA user_version = 1").unwrap();
         }
         let before = file_bytes(&path);
-        let s = SqliteStore::open_read_only(&path).unwrap();
-        assert!(s.runs(&RunFilter::default()).unwrap().is_empty());
-        assert_eq!(s.profile(1).unwrap(), None);
-        drop(s);
+        let e = SqliteStore::open_read_only(&path).err().unwrap().to_string();
+        assert!(e.contains("older") && e.contains("fsdelta cleanup"), "{e}");
         assert_eq!(file_bytes(&path), before);
+        // A current file is read without a write.
+        let cur = dir.path().join("cur.sqlite");
+        drop(SqliteStore::open(&cur).unwrap());
+        let before = file_bytes(&cur);
+        let s = SqliteStore::open_read_only(&cur).unwrap();
+        assert!(s.runs(&RunFilter::default()).unwrap().is_empty());
+        drop(s);
+        assert_eq!(file_bytes(&cur), before);
         let v: i64 = Connection::open(&path)
             .unwrap()
             .query_row("PRAGMA user_version", [], |r| r.get(0))
@@ -1209,7 +1243,7 @@ mod tests {
             .query_row("PRAGMA user_version", [], |r| r.get(0))
             .unwrap();
         assert_eq!(version, SCHEMA_VERSION);
-        assert_eq!(SCHEMA_VERSION, 3);
+        assert_eq!(SCHEMA_VERSION, 5);
         let old = s.runs(&RunFilter::default()).unwrap();
         assert_eq!(old.len(), 1);
         assert_eq!(old[0].label, "old");
@@ -1220,6 +1254,43 @@ mod tests {
         };
         s.add_profile(id, &p).unwrap();
         assert_eq!(s.profile(id).unwrap(), Some(p));
+    }
+
+    #[test]
+    fn metrics_stored_before_kinds_were_declared_read_back_with_their_legacy_kind() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.sqlite");
+        {
+            let c = Connection::open(&path).unwrap();
+            c.execute_batch(MIGRATIONS[0]).unwrap();
+            c.execute_batch(MIGRATIONS[1]).unwrap();
+            c.execute_batch("PRAGMA user_version = 2").unwrap();
+            c.execute(
+                "INSERT INTO runs (label, suite, started_at, status, host, kernel, fsdelta_version, environment)
+                 VALUES ('old', 'quick', '2026-01-01T00:00:00Z', 'complete', 'h', 'k', '0.1.0', ?1)",
+                params![serde_json::to_string(&Environment::default()).unwrap()],
+            )
+            .unwrap();
+            c.execute_batch(
+                "INSERT INTO samples (run_id, config, test, repetition, fs_type, path, device,
+                     mount_options, facts, status, started_at, duration_s, workload)
+                 VALUES (1, 'c', 't', 1, 'ext4', '/x', 'd', 'rw', '{}', 'ok',
+                     '2026-01-01T00:00:00Z', 1.0, 'w');
+                 INSERT INTO metrics (sample_id, name, value, unit, direction) VALUES
+                     (1, 'write_clat_ns_p99', 5.0, 'ns', 'lower_is_better'),
+                     (1, 'read_lat_ns_max', 9.0, 'ns', 'lower_is_better'),
+                     (1, 'files_per_sec', 100.0, 'files/s', 'higher_is_better');",
+            )
+            .unwrap();
+        }
+        let s = SqliteStore::open(&path).unwrap();
+        let back = s.samples(1).unwrap();
+        let kinds: Vec<MetricKind> = back[0].sample.metrics.iter().map(|m| m.kind).collect();
+        assert_eq!(
+            kinds,
+            [MetricKind::Tail, MetricKind::Max, MetricKind::Throughput]
+        );
+        assert!(back[0].sample.metrics.iter().all(|m| !m.headline));
     }
 
     #[test]
