@@ -13,7 +13,10 @@ use std::io::Write;
 pub fn main() -> i32 {
     let state = StateFile::default_location();
     let code = run(&state, &mut std::io::stdout(), &mut std::io::stderr());
-    let db = super::DbArg { db: None }.location();
+    let db = super::DbArg {
+        db: std::env::var("FSDELTA_DB").ok().filter(|v| !v.is_empty()),
+    }
+    .location();
     let code2 = abort_orphans(&db, &mut std::io::stdout(), &mut std::io::stderr());
     code.max(code2)
 }

@@ -209,8 +209,8 @@ pub fn replay(store: &mut dyn Store, path: &Path) -> Result<Replayed, StoreError
 /// A [`Store`] that never loses a sample (see the module docs). Wrap the run's store in it; the
 /// run loop needs nothing else. [`JournaledStore::journaled`] says how many samples are only in
 /// the journal, for the run's summary.
-pub struct JournaledStore {
-    inner: Box<dyn Store>,
+pub struct JournaledStore<'a> {
+    inner: Box<dyn Store + 'a>,
     journal: PathBuf,
     patience: Duration,
     pending: Vec<Entry>,
@@ -224,10 +224,15 @@ fn transient(e: &StoreError) -> bool {
         || matches!(e, StoreError::Open { .. })
 }
 
-impl JournaledStore {
-    /// Wrap `inner`, journaling at `journal` (normally [`path_beside`] the store), retrying a
-    /// refused write for up to `patience` before journaling it.
-    pub fn new(inner: Box<dyn Store>, journal: PathBuf, patience: Duration) -> JournaledStore {
+impl<'a> JournaledStore<'a> {
+    /// Wrap `inner` (a `Box<dyn Store>`, or `Box::new(&mut dyn Store)` for a borrowed one),
+    /// journaling at `journal` (normally [`path_beside`] the store), retrying a refused write
+    /// for up to `patience` before journaling it.
+    pub fn new(
+        inner: Box<dyn Store + 'a>,
+        journal: PathBuf,
+        patience: Duration,
+    ) -> JournaledStore<'a> {
         JournaledStore {
             inner,
             journal,
@@ -300,7 +305,50 @@ impl JournaledStore {
     }
 }
 
-impl Store for JournaledStore {
+/// A borrowed store is a store (so a run loop handed `&mut dyn Store` can wrap it).
+impl Store for &mut dyn Store {
+    fn create_run(&mut self, run: &crate::model::NewRun) -> Result<RunId, StoreError> {
+        (**self).create_run(run)
+    }
+    fn add_sample(&mut self, run: RunId, sample: &NewSample) -> Result<SampleId, StoreError> {
+        (**self).add_sample(run, sample)
+    }
+    fn finish_run(
+        &mut self,
+        run: RunId,
+        status: RunStatus,
+        finished_at: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        (**self).finish_run(run, status, finished_at)
+    }
+    fn runs(&self, filter: &super::RunFilter) -> Result<Vec<RunInfo>, StoreError> {
+        (**self).runs(filter)
+    }
+    fn run(&self, id: RunId) -> Result<Option<RunInfo>, StoreError> {
+        (**self).run(id)
+    }
+    fn samples(&self, run: RunId) -> Result<Vec<SampleRecord>, StoreError> {
+        (**self).samples(run)
+    }
+    fn add_profile(&mut self, sample: SampleId, profile: &StoredProfile) -> Result<(), StoreError> {
+        (**self).add_profile(sample, profile)
+    }
+    fn profile(&self, sample: SampleId) -> Result<Option<StoredProfile>, StoreError> {
+        (**self).profile(sample)
+    }
+    fn abort_orphaned_runs(&mut self) -> Result<Vec<RunId>, StoreError> {
+        (**self).abort_orphaned_runs()
+    }
+    fn journal_path(&self) -> Option<PathBuf> {
+        (**self).journal_path()
+    }
+}
+
+impl Store for JournaledStore<'_> {
+    fn journal_path(&self) -> Option<PathBuf> {
+        None
+    }
+
     fn create_run(&mut self, run: &crate::model::NewRun) -> Result<RunId, StoreError> {
         let p = self.patience;
         self.patiently(p, |s| s.create_run(run))

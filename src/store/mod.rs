@@ -97,6 +97,12 @@ pub trait Store: Send {
         Ok(Vec::new())
     }
 
+    /// Where samples this store refuses are journaled ([`journal::JournaledStore`]); `None` for
+    /// stores that need no journal (in-memory, or already journaled).
+    fn journal_path(&self) -> Option<PathBuf> {
+        None
+    }
+
     /// The runs a selector names. `latest` and `latest~N` count runs that have ended (any
     /// status but `running`), newest first; `label:TEXT` returns every run with that label.
     fn select(&self, sel: &Selector) -> Result<Vec<RunInfo>, StoreError> {

@@ -324,7 +324,12 @@ impl SqliteStore {
             conn.busy_timeout(READ_BUSY_TIMEOUT)
                 .map_err(|e| open_err(e.to_string()))?;
             let version = identify(&conn, &location)?;
-            if version < SCHEMA_VERSION && version > 0 {
+            if version == 0 {
+                return Err(open_err(
+                    "it holds no fsdelta data yet (an empty database): nothing to read".into(),
+                ));
+            }
+            if version < SCHEMA_VERSION {
                 return Err(open_err(format!(
                     "its schema (version {version}) is older than this fsdelta's ({SCHEMA_VERSION}) and a read-only command does not upgrade it: run a command that writes (`fsdelta cleanup` is enough) once, then read it"
                 )));
@@ -599,6 +604,10 @@ impl Store for SqliteStore {
 
     fn abort_orphaned_runs(&mut self) -> Result<Vec<RunId>, StoreError> {
         self.abort_orphans()
+    }
+
+    fn journal_path(&self) -> Option<PathBuf> {
+        Some(super::journal::path_beside(&self.location))
     }
 
     fn finish_run(
@@ -1097,7 +1106,10 @@ mod tests {
             c.execute_batch("PRAGMA user_version = 1").unwrap();
         }
         let before = file_bytes(&path);
-        let e = SqliteStore::open_read_only(&path).err().unwrap().to_string();
+        let e = SqliteStore::open_read_only(&path)
+            .err()
+            .unwrap()
+            .to_string();
         assert!(e.contains("older") && e.contains("fsdelta cleanup"), "{e}");
         assert_eq!(file_bytes(&path), before);
         // A current file is read without a write.

@@ -518,12 +518,11 @@ pub struct RecoveryReport {
 }
 
 impl RecoveryReport {
-    /// Whether nothing was found at all.
+    /// Whether there is nothing to tell: nothing undone, stale or failed. Entries of running
+    /// fsdelta processes are not leftovers (a plain run records its scratch directory), so they
+    /// alone do not make a report.
     pub fn is_empty(&self) -> bool {
-        self.undone.is_empty()
-            && self.stale.is_empty()
-            && self.live.is_empty()
-            && self.failed.is_empty()
+        self.undone.is_empty() && self.stale.is_empty() && self.failed.is_empty()
     }
 }
 
