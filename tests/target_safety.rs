@@ -108,11 +108,19 @@ impl Holder {
             .stderr(Stdio::inherit())
             .spawn()
             .unwrap();
-        let mut line = String::new();
-        BufReader::new(c.stdout.as_mut().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        assert_eq!(line.trim(), "ready", "{program} did not get ready");
+        let mut r = BufReader::new(c.stdout.take().unwrap());
+        loop {
+            let mut line = String::new();
+            assert!(
+                r.read_line(&mut line).unwrap() > 0,
+                "{program} did not get ready"
+            );
+            if line.trim().ends_with("ready") {
+                break;
+            }
+        }
+        // Keep the pipe open (the child may print more); it is closed when the child is reaped.
+        std::mem::forget(r);
         Holder(c)
     }
 }
@@ -240,25 +248,63 @@ fn a_device_mounted_in_another_mount_namespace_is_refused_naming_it() {
     drop(holder);
 }
 
+const HOLD_ENV: &str = "FSDELTA_TEST_HOLD_DEVICE";
+
+/// Not a test on its own: with FSDELTA_TEST_HOLD_DEVICE set (by the test below, which runs this
+/// binary again), hold that device open with O_EXCL and wait to be killed.
+#[test]
+fn exclusive_holder() {
+    let Some(dev) = std::env::var_os(HOLD_ENV) else {
+        return;
+    };
+    use std::os::unix::fs::OpenOptionsExt;
+    let _f = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_EXCL)
+        .open(&dev)
+        .unwrap();
+    println!("ready");
+    std::io::stdout().flush().unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(120));
+}
+
 #[test]
 fn a_device_held_open_exclusively_is_refused_naming_the_process() {
     if !usable(None) {
         return;
     }
-    if !common::require(
-        Command::new("python3").arg("-V").output().is_ok(),
-        "python3 (to hold a device open with O_EXCL)",
-    ) {
-        return;
-    }
     let lab = Lab::new();
     let v = lab.victim();
     let before = first_mib(&v);
-    let script = format!(
-        "import os,sys,time\nfd=os.open('{}', os.O_RDONLY|os.O_EXCL)\nprint('ready', flush=True)\ntime.sleep(120)",
-        v.display()
-    );
-    let holder = Holder::spawn("python3", &["-c", &script]);
+    // This test binary itself, running only `exclusive_holder` with the device to hold.
+    let me = std::env::current_exe().unwrap();
+    let holder = {
+        let mut c = Command::new(&me)
+            .args([
+                "--exact",
+                "exclusive_holder",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env(HOLD_ENV, &v)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let mut r = BufReader::new(c.stdout.take().unwrap());
+        loop {
+            let mut line = String::new();
+            assert!(
+                r.read_line(&mut line).unwrap() > 0,
+                "the holder did not get ready"
+            );
+            if line.trim().ends_with("ready") {
+                break;
+            }
+        }
+        std::mem::forget(r);
+        Holder(c)
+    };
     let pid = holder.0.id();
     let e = check_can_format(&v, &lab.scratch())
         .unwrap_err()
