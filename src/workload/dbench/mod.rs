@@ -295,7 +295,8 @@ impl Dbench {
                     } else {
                         ""
                     };
-                    WorkloadError::InvalidOptions(format!("cannot read loadfile: {e}{hint}"))
+                    // `e` names the file first ("PATH: why").
+                    WorkloadError::InvalidOptions(format!("cannot read loadfile {e}{hint}"))
                 })?;
                 let text = String::from_utf8_lossy(&text);
                 loadfile::parse(&p.display().to_string(), &text)
