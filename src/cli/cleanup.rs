@@ -12,7 +12,36 @@ use std::io::Write;
 /// something could not be undone).
 pub fn main() -> i32 {
     let state = StateFile::default_location();
-    run(&state, &mut std::io::stdout(), &mut std::io::stderr())
+    let code = run(&state, &mut std::io::stdout(), &mut std::io::stderr());
+    let db = super::DbArg {
+        db: std::env::var("FSDELTA_DB").ok().filter(|v| !v.is_empty()),
+    }
+    .location();
+    let code2 = abort_orphans(&db, &mut std::io::stdout(), &mut std::io::stderr());
+    code.max(code2)
+}
+
+/// Mark the runs in the store at `db` whose fsdelta is gone as aborted, and say so. A store that
+/// does not exist is not created.
+pub fn abort_orphans(db: &str, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
+    if db.is_empty() || !std::path::Path::new(db).exists() {
+        return 0;
+    }
+    match crate::store::open(db).and_then(|mut s| s.abort_orphaned_runs()) {
+        Ok(ids) => {
+            for id in ids {
+                let _ = writeln!(
+                    out,
+                    "run {id} was left running by an fsdelta that is gone: marked aborted"
+                );
+            }
+            0
+        }
+        Err(e) => {
+            let _ = writeln!(err, "fsdelta cleanup: {e}");
+            2
+        }
+    }
 }
 
 /// Recover from `state`, writing the report to `out` and problems to `err`.
@@ -56,12 +85,15 @@ mod tests {
     fn cleanup_says_what_it_did_and_then_that_nothing_is_left() {
         let dir = tempfile::tempdir().unwrap();
         let state = StateFile::new(dir.path().join("leftovers.json"));
-        let image = dir.path().join("image");
+        let base = dir.path().join(format!("cfg.{}", std::process::id()));
+        fs::create_dir(&base).unwrap();
+        let image = base.join("image");
         fs::write(&image, b"x").unwrap();
-        // An entry of a process that no longer exists (start time 1 is never this process's).
+        // Entries of a process that no longer exists (start time 1 is never this process's).
         let json = format!(
-            r#"{{"version":1,"entries":[{{"id":1,"owner":{{"pid":{},"start_time":1}},"kind":"file","path":"{}"}}]}}"#,
+            r#"{{"version":1,"entries":[{{"id":1,"owner":{{"pid":{0},"start_time":1}},"kind":"dir","path":"{1}"}},{{"id":2,"owner":{{"pid":{0},"start_time":1}},"kind":"file","path":"{2}"}}]}}"#,
             std::process::id(),
+            base.display(),
             image.display()
         );
         fs::write(state.path(), json).unwrap();
@@ -72,7 +104,7 @@ mod tests {
             out.contains(&format!("removed {}", image.display())),
             "{out}"
         );
-        assert!(!image.exists());
+        assert!(!image.exists() && !base.exists());
         let mut out = Vec::new();
         assert_eq!(run(&state, &mut out, &mut err), 0);
         assert!(

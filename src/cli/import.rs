@@ -13,8 +13,7 @@ use std::path::Path;
 
 /// Import one fio JSON file (the output of `fio --output-format=json` or `json+`).
 pub fn fio_json(db: &DbArg, file: &Path, label: &str, config: &str) -> Result<i32> {
-    let text =
-        std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
+    let text = crate::plan::input::read_to_string(file).context("reading the fio JSON file")?;
     let imported = import_fio_json(&text)
         .with_context(|| format!("{} is not fio JSON fsdelta can read", file.display()))?;
     if imported.is_empty() {

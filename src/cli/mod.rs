@@ -59,12 +59,13 @@ pub struct DbArg {
 }
 
 impl DbArg {
-    /// The location to open.
+    /// The location to open. Empty when there is no default (no HOME, no XDG_DATA_HOME):
+    /// opening it then fails with a message asking for --db.
     pub fn location(&self) -> String {
         self.db.clone().unwrap_or_else(|| {
             crate::store::default_location()
-                .to_string_lossy()
-                .into_owned()
+                .map(|p| p.to_string_lossy().into_owned())
+                .unwrap_or_default()
         })
     }
 }
@@ -387,8 +388,9 @@ pub struct RunArgs {
     /// of its mean inside the unchanged band), up to --max-repeat.
     #[arg(long)]
     pub until_confident: bool,
-    /// Most repetitions with --until-confident.
-    #[arg(long, value_name = "N", default_value_t = 10)]
+    /// Most repetitions with --until-confident (at least 1).
+    #[arg(long, value_name = "N", default_value_t = 10,
+          value_parser = clap::value_parser!(u32).range(1..))]
     pub max_repeat: u32,
     /// Order of configurations (and, for random, of tests) within each repetition: rotate
     /// (every configuration takes every position in turn), random (shuffled with --seed,

@@ -16,8 +16,9 @@ use anyhow::{Context, Result};
 use std::io::Write;
 use std::path::Path;
 
+/// Every command here only reads: the store is opened read-only (nothing created or migrated).
 fn open(db: &DbArg) -> Result<Box<dyn Store>> {
-    Ok(store::open(&db.location())?)
+    Ok(store::open_read_only(&db.location())?)
 }
 
 /// Runs a selector names, each with its samples.
@@ -30,6 +31,26 @@ pub(crate) fn load(store: &dyn Store, sel: &str) -> Result<Vec<(RunInfo, Vec<Sam
             Ok((r, samples))
         })
         .collect()
+}
+
+/// [`load`] for `SEL` or `SEL@CONFIG` (only that configuration's samples), as `compare` takes.
+pub(crate) fn load_config(
+    store: &dyn Store,
+    sel: &str,
+) -> Result<Vec<(RunInfo, Vec<SampleRecord>)>> {
+    let (s, cfg) = split_config(sel);
+    let mut runs = load(store, s)?;
+    if let Some(cfg) = cfg {
+        for (_, samples) in &mut runs {
+            samples.retain(|x| x.sample.config == cfg);
+        }
+        if runs.iter().all(|(_, s)| s.is_empty()) {
+            anyhow::bail!(
+                "no sample of configuration '{cfg}' in '{s}' (SEL@CONFIG names a configuration of the run; see `fsdelta show {s}`)"
+            );
+        }
+    }
+    Ok(runs)
 }
 
 pub(crate) fn describe(sel: &str, runs: &[(RunInfo, Vec<SampleRecord>)]) -> String {
@@ -59,9 +80,18 @@ pub(crate) fn write_stdout(s: &str) -> Result<()> {
 pub fn list(db: &DbArg, label: Option<String>, limit: usize) -> Result<i32> {
     let store = open(db)?;
     let runs = store.runs(&RunFilter {
-        label,
+        label: label.clone(),
         limit: Some(limit),
     })?;
+    if runs.is_empty()
+        && let Some(l) = &label
+    {
+        eprintln!(
+            "no run has the label '{l}' in {} (see `fsdelta list` for the labels there are)",
+            db.location()
+        );
+        return Ok(EXIT_OK);
+    }
     if runs.is_empty() {
         eprintln!(
             "no runs in {} yet; start one with `fsdelta run`",
@@ -76,7 +106,7 @@ pub fn list(db: &DbArg, label: Option<String>, limit: usize) -> Result<i32> {
 /// `fsdelta show SEL`.
 pub fn show(db: &DbArg, sel: &str) -> Result<i32> {
     let store = open(db)?;
-    let runs = load(store.as_ref(), sel)?;
+    let runs = load_config(store.as_ref(), sel)?;
     let mut out = String::new();
     for (r, _) in &runs {
         out.push_str(&report::text::run_header(r));
@@ -291,7 +321,7 @@ pub fn history(
 /// `fsdelta export SEL`.
 pub fn export(db: &DbArg, sel: &str, format: ExportFormat, output: Option<&Path>) -> Result<i32> {
     let store = open(db)?;
-    let runs = load(store.as_ref(), sel)?;
+    let runs = load_config(store.as_ref(), sel)?;
     let text = match format {
         ExportFormat::Json => report::export::json(&runs)?,
         ExportFormat::Csv => report::export::csv(&runs),

@@ -5,9 +5,11 @@
 //! and line, before anything touches a filesystem. The order in which configurations, tests and
 //! repetitions then run is the runner's (`runner::order`). This room never creates, formats or
 //! writes anything; it reads only the files it is asked to parse (a fio job file's `include`s,
-//! through `jobfile::Sources`).
+//! through `jobfile::Sources`; suites, configs, loadfiles and imports through the bounded
+//! reader [`input`]).
 
 pub mod config;
+pub mod input;
 pub mod jobfile;
 pub mod suite;
 pub mod suitefile;

@@ -227,14 +227,22 @@ fn store_err(what: &str) -> impl FnOnce(StoreError) -> RunError + '_ {
 /// program or a refused device fails the run before its first sample).
 fn sites(targets: &Targets) -> Result<Vec<Site>, RunError> {
     Ok(match targets {
-        Targets::Scratch(parent) => vec![Site::Scratch(ScratchDir::create_in(parent)?)],
+        // Recorded in the state file (so `cleanup` removes it after a kill -9) when there is a
+        // usable one; a plain run must still work where there is none.
+        Targets::Scratch(parent) => {
+            let state = StateFile::default_location();
+            vec![Site::Scratch(match state.check() {
+                Ok(()) => ScratchDir::create_recorded(parent, &state)?,
+                Err(_) => ScratchDir::create_in(parent)?,
+            })]
+        }
         Targets::Configs { file, state } => {
             let mut sites = Vec::new();
             for c in &file.configs {
                 let in_config = |message: String| TargetError::Config {
                     name: c.name.clone(),
                     line: c.line,
-                    source: Box::new(TargetError::Unusable {
+                    error: Box::new(TargetError::Unusable {
                         path: c.name.clone(),
                         message,
                     }),
@@ -252,7 +260,7 @@ fn sites(targets: &Targets) -> Result<Vec<Site>, RunError> {
                     TargetError::Config {
                         name: c.name.clone(),
                         line: c.line,
-                        source: Box::new(e),
+                        error: Box::new(e),
                     }
                 })?;
                 sites.push(Site::Configured(Box::new(t)));
@@ -631,9 +639,40 @@ fn last_comparable(
     Ok(None)
 }
 
+/// How long a refused store write is retried before the sample is journaled (it is retried
+/// again at every later write of the run and at its end).
+const STORE_PATIENCE: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// Run `plan`: set up its sites, record the run, run every sample in the plan's order, store
-/// each as it finishes, tear everything down, and end the run with its status.
+/// each as it finishes, tear everything down, and end the run with its status. Runs whose
+/// fsdelta died are marked aborted first; samples the store refuses are journaled beside it
+/// (`store::journal`), never lost.
 pub fn run(
+    plan: &Plan,
+    store: &mut dyn Store,
+    cancel: &CancelToken,
+    observer: &dyn Observer,
+) -> Result<RunResult, RunError> {
+    if let Ok(ids) = store.abort_orphaned_runs() {
+        for id in ids {
+            observer.event(Event::Warning(format!(
+                "run {id} was left running by an fsdelta that is gone: marked aborted"
+            )));
+        }
+    }
+    let Some(journal) = store.journal_path() else {
+        return run_stored(plan, store, cancel, observer);
+    };
+    let mut journaled =
+        crate::store::journal::JournaledStore::new(Box::new(store), journal, STORE_PATIENCE);
+    let result = run_stored(plan, &mut journaled, cancel, observer);
+    if let Some(summary) = journaled.summary() {
+        observer.event(Event::Warning(summary));
+    }
+    result
+}
+
+fn run_stored(
     plan: &Plan,
     store: &mut dyn Store,
     cancel: &CancelToken,

@@ -5,6 +5,7 @@
 //! SQLite is the embedded default; PostgreSQL (for fleets) will implement the same trait, so no
 //! backend type may leak out of this module. This room must never compute statistics.
 
+pub mod journal;
 pub mod memory;
 pub mod selector;
 pub mod sqlite;
@@ -114,6 +115,18 @@ pub trait Store: Send {
         Ok(out)
     }
 
+    /// Mark `running` runs whose owning process is gone as `aborted` and return their ids (for
+    /// `run` and `cleanup` to say so). Backends that record no owner abort nothing.
+    fn abort_orphaned_runs(&mut self) -> Result<Vec<RunId>, StoreError> {
+        Ok(Vec::new())
+    }
+
+    /// Where samples this store refuses are journaled ([`journal::JournaledStore`]); `None` for
+    /// stores that need no journal (in-memory, or already journaled).
+    fn journal_path(&self) -> Option<PathBuf> {
+        None
+    }
+
     /// The runs a selector names. `latest` and `latest~N` count runs that have ended (any
     /// status but `running`), newest first; `label:TEXT` returns every run with that label.
     fn select(&self, sel: &Selector) -> Result<Vec<RunInfo>, StoreError> {
@@ -139,23 +152,58 @@ pub trait Store: Send {
 }
 
 /// Where the store lives when neither `--db` nor `FSDELTA_DB` says:
-/// `$XDG_DATA_HOME/fsdelta/results.sqlite`, else `~/.local/share/fsdelta/results.sqlite`.
-pub fn default_location() -> PathBuf {
+/// `$XDG_DATA_HOME/fsdelta/results.sqlite`, else `~/.local/share/fsdelta/results.sqlite`; `None`
+/// when neither variable is set (never a store in whatever the current directory is).
+pub fn default_location() -> Option<PathBuf> {
     let base = std::env::var_os("XDG_DATA_HOME")
         .filter(|v| !v.is_empty())
         .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".local/share")))
-        .unwrap_or_else(|| PathBuf::from("."));
-    base.join("fsdelta").join("results.sqlite")
+        .filter(|p| p.is_absolute())
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .filter(|v| !v.is_empty())
+                .map(|h| Path::new(&h).join(".local/share"))
+        })?;
+    Some(base.join("fsdelta").join("results.sqlite"))
 }
 
-/// Open the store at `location`: a path to a SQLite file (created with its parent directory), or
-/// a `postgres://` URL.
-pub fn open(location: &str) -> Result<Box<dyn Store>, StoreError> {
+fn check_location(location: &str) -> Result<(), StoreError> {
+    if location.is_empty() {
+        return Err(StoreError::Open {
+            location: "(none)".into(),
+            message: "no store location: neither HOME nor XDG_DATA_HOME is set; name the store with --db PATH or FSDELTA_DB".into(),
+        });
+    }
     if location.starts_with("postgres://") || location.starts_with("postgresql://") {
         return Err(StoreError::Unsupported(format!(
             "PostgreSQL stores ({location}) are not built yet in this fsdelta; use a SQLite path with --db"
         )));
     }
-    Ok(Box::new(sqlite::SqliteStore::open(Path::new(location))?))
+    Ok(())
+}
+
+/// Open the store at `location` for writing: a path to a SQLite file (created with its parent
+/// directory), or a `postgres://` URL. Samples journaled beside it by an earlier run whose store
+/// refused them ([`journal`]) are replayed into it, exactly once; the replay's report is returned
+/// by [`open_for_run`] (this function only prints nothing and keeps the count).
+pub fn open(location: &str) -> Result<Box<dyn Store>, StoreError> {
+    open_for_run(location).map(|(s, _)| s)
+}
+
+/// [`open`], also returning what was replayed from the journal beside the store.
+pub fn open_for_run(location: &str) -> Result<(Box<dyn Store>, journal::Replayed), StoreError> {
+    check_location(location)?;
+    let mut store: Box<dyn Store> = Box::new(sqlite::SqliteStore::open(Path::new(location))?);
+    let replayed = journal::replay(store.as_mut(), &journal::path_beside(Path::new(location)))?;
+    Ok((store, replayed))
+}
+
+/// Open the store at `location` for reading only (`list`, `show`, `compare`, `history`,
+/// `report`, `export`, `profile`): nothing is created, migrated or written, and a missing file is
+/// an error rather than a new empty store.
+pub fn open_read_only(location: &str) -> Result<Box<dyn Store>, StoreError> {
+    check_location(location)?;
+    Ok(Box::new(sqlite::SqliteStore::open_read_only(Path::new(
+        location,
+    ))?))
 }

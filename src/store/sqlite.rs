@@ -7,6 +7,23 @@
 //! a read lock half way). The schema is versioned with `PRAGMA user_version`; migrations run in
 //! order inside one transaction, so two processes opening a new file at once cannot both migrate.
 //!
+//! Identity: fsdelta's databases carry `PRAGMA application_id` = [`APPLICATION_ID`]. Before
+//! anything is written (not even the WAL switch), an existing file is identified: ours (the id,
+//! or a pre-id fsdelta file with our `runs` and `samples` tables), empty, or foreign; a foreign
+//! SQLite file or a file that is not SQLite at all is refused untouched, and a newer schema is
+//! refused before any write.
+//!
+//! Read-only commands use [`SqliteStore::open_read_only`]: no directory created, no WAL switch,
+//! no migration, a short busy timeout (WAL readers never wait for a writer), and a database on a
+//! read-only filesystem is opened `immutable`.
+//!
+//! Durability: `synchronous = FULL`, so a committed sample is on disk when `add_sample` returns
+//! (one WAL fsync per sample, noise next to a sample that lasts seconds).
+//!
+//! Owners (schema 5): every run records the pid, process start time and host of the fsdelta that
+//! created it; [`SqliteStore::abort_orphans`] marks `running` runs of this host whose owner is gone
+//! as `aborted`.
+//!
 //! Must never let a rusqlite type escape this file: the [`Store`] trait is the only way in.
 
 use super::{
@@ -25,6 +42,12 @@ use std::time::Duration;
 
 /// How long a writer waits for another process's transaction before giving up.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How long a reader waits (only a WAL recovery or a rollback-journal writer can block it).
+const READ_BUSY_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// `PRAGMA application_id` of fsdelta's databases ("FSDt").
+pub const APPLICATION_ID: i32 = 0x4653_4474;
 
 /// Schema migrations, in order; migration `i` moves `user_version` from `i` to `i + 1`.
 const MIGRATIONS: &[&str] = &[
@@ -96,6 +119,11 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE metrics ADD COLUMN headline INTEGER NOT NULL DEFAULT 0;",
     // 4: each sample's position in its run (issue 12: the order is part of the evidence).
     "ALTER TABLE samples ADD COLUMN sequence INTEGER NOT NULL DEFAULT 0;",
+    // 5: the process that owns a run (issue 13), so that a run whose fsdelta died is marked
+    // aborted instead of staying `running` forever.
+    "ALTER TABLE runs ADD COLUMN owner_pid INTEGER;
+    ALTER TABLE runs ADD COLUMN owner_start_time INTEGER;
+    ALTER TABLE runs ADD COLUMN owner_host TEXT;",
 ];
 
 /// The newest schema version this build writes.
@@ -105,6 +133,74 @@ pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 pub struct SqliteStore {
     conn: Connection,
     location: PathBuf,
+    /// The schema version of the file (older than [`SCHEMA_VERSION`] only when read-only).
+    version: i64,
+}
+
+/// What an existing file is, read without writing anything.
+fn identify(conn: &Connection, location: &str) -> Result<i64, StoreError> {
+    let open_err = |message: String| StoreError::Open {
+        location: location.to_string(),
+        message,
+    };
+    let not_ours = |why: String| {
+        open_err(format!(
+            "{why}: it is not an fsdelta result store, and fsdelta leaves it untouched; choose another path with --db or FSDELTA_DB"
+        ))
+    };
+    let app: i32 = conn
+        .query_row("PRAGMA application_id", [], |r| r.get(0))
+        .map_err(|e| not_ours(format!("not an SQLite database ({e})")))?;
+    let version: i64 = conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .map_err(|e| not_ours(format!("unreadable header ({e})")))?;
+    let tables: Vec<String> = conn
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
+        .and_then(|mut st| {
+            st.query_map([], |r| r.get::<_, String>(0))?
+                .collect::<rusqlite::Result<Vec<_>>>()
+        })
+        .map_err(|e| not_ours(format!("unreadable schema ({e})")))?;
+    let ours = app == APPLICATION_ID
+        || (app == 0
+            && version >= 1
+            && tables.iter().any(|t| t == "runs")
+            && tables.iter().any(|t| t == "samples"));
+    let empty = app == 0 && version == 0 && tables.is_empty();
+    if !ours && !empty {
+        let what = if app != 0 {
+            format!("its application_id is {app:#x}, not fsdelta's")
+        } else {
+            format!(
+                "it holds another application's tables ({})",
+                tables.join(", ")
+            )
+        };
+        return Err(not_ours(what));
+    }
+    if version > SCHEMA_VERSION {
+        return Err(StoreError::TooNew {
+            location: location.to_string(),
+            found: version,
+            supported: SCHEMA_VERSION,
+        });
+    }
+    Ok(version)
+}
+
+/// The host name runs record their owner's host with.
+fn this_host() -> String {
+    rustix::system::uname()
+        .nodename()
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// Whether the filesystem holding `path` is mounted read-only.
+fn on_read_only_fs(path: &Path) -> bool {
+    rustix::fs::statvfs(path)
+        .map(|s| s.f_flag.contains(rustix::fs::StatVfsMountFlags::RDONLY))
+        .unwrap_or(false)
 }
 
 fn backend(e: rusqlite::Error) -> StoreError {
@@ -129,6 +225,14 @@ impl SqliteStore {
     /// Open (creating if needed, with its parent directory) the database at `path`, and bring
     /// its schema up to date.
     pub fn open(path: &Path) -> Result<SqliteStore, StoreError> {
+        SqliteStore::open_with_busy_timeout(path, BUSY_TIMEOUT)
+    }
+
+    /// [`open`](SqliteStore::open) with another busy timeout (tests of a locked store).
+    pub fn open_with_busy_timeout(
+        path: &Path,
+        busy_timeout: Duration,
+    ) -> Result<SqliteStore, StoreError> {
         let location = path.display().to_string();
         let open_err = |message: String| StoreError::Open {
             location: location.clone(),
@@ -147,7 +251,11 @@ impl SqliteStore {
                 "{e}; check the path and its permissions, or choose another with --db"
             ))
         })?;
-        conn.busy_timeout(BUSY_TIMEOUT)
+        // Identify before writing anything: the WAL switch below is already a write.
+        conn.busy_timeout(busy_timeout)
+            .map_err(|e| open_err(e.to_string()))?;
+        identify(&conn, &location)?;
+        conn.busy_timeout(busy_timeout)
             .map_err(|e| open_err(e.to_string()))?;
         let mode: String = conn
             .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
@@ -157,14 +265,132 @@ impl SqliteStore {
                 "cannot switch to WAL journal mode (got '{mode}'); the filesystem may not support shared memory"
             )));
         }
-        conn.execute_batch("PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL;")
+        conn.execute_batch("PRAGMA foreign_keys = ON; PRAGMA synchronous = FULL;")
             .map_err(|e| open_err(e.to_string()))?;
         let mut store = SqliteStore {
             conn,
             location: path.to_path_buf(),
+            version: 0,
         };
         store.migrate()?;
+        store.version = SCHEMA_VERSION;
         Ok(store)
+    }
+
+    /// Open an existing database for reading only: nothing is created, switched, migrated or
+    /// written; a database on a read-only filesystem (or whose directory we cannot write, so no
+    /// `-shm` file can be made) is opened `immutable`.
+    pub fn open_read_only(path: &Path) -> Result<SqliteStore, StoreError> {
+        use rusqlite::OpenFlags;
+        let location = path.display().to_string();
+        let open_err = |message: String| StoreError::Open {
+            location: location.clone(),
+            message,
+        };
+        match std::fs::metadata(path) {
+            Ok(m) if m.is_file() => {}
+            Ok(_) => {
+                return Err(open_err(
+                    "not a regular file; name the database file with --db".into(),
+                ));
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(open_err(
+                    "no such database (nothing was stored there yet): check --db / FSDELTA_DB, or run `fsdelta run` first".into(),
+                ));
+            }
+            Err(e) => return Err(open_err(e.to_string())),
+        }
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
+            | OpenFlags::SQLITE_OPEN_URI
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let uri = |immutable: bool| {
+            let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+            let mut enc = String::from("file:");
+            for b in abs.as_os_str().as_encoded_bytes() {
+                match *b {
+                    b'%' | b'?' | b'#' => enc.push_str(&format!("%{b:02X}")),
+                    c => enc.push(c as char),
+                }
+            }
+            if immutable {
+                enc.push_str("?immutable=1");
+            }
+            enc
+        };
+        let open = |immutable: bool| -> Result<SqliteStore, StoreError> {
+            let conn = Connection::open_with_flags(uri(immutable), flags)
+                .map_err(|e| open_err(format!("{e}; check the path and its permissions")))?;
+            conn.busy_timeout(READ_BUSY_TIMEOUT)
+                .map_err(|e| open_err(e.to_string()))?;
+            let version = identify(&conn, &location)?;
+            if version == 0 {
+                return Err(open_err(
+                    "it holds no fsdelta data yet (an empty database): nothing to read".into(),
+                ));
+            }
+            if version < SCHEMA_VERSION {
+                return Err(open_err(format!(
+                    "its schema (version {version}) is older than this fsdelta's ({SCHEMA_VERSION}) and a read-only command does not upgrade it: run a command that writes (`fsdelta cleanup` is enough) once, then read it"
+                )));
+            }
+            Ok(SqliteStore {
+                conn,
+                location: path.to_path_buf(),
+                version,
+            })
+        };
+        let dir = path.parent().filter(|p| !p.as_os_str().is_empty());
+        let immutable = on_read_only_fs(path)
+            || dir.is_some_and(|d| rustix::fs::access(d, rustix::fs::Access::WRITE_OK).is_err());
+        match open(immutable) {
+            Err(StoreError::Open { .. }) if !immutable => open(true),
+            r => r,
+        }
+    }
+
+    /// Mark the `running` runs of this host whose owning process is gone as `aborted`; returns
+    /// their ids. Runs from before schema 3 (no owner) are left alone.
+    pub fn abort_orphans(&mut self) -> Result<Vec<RunId>, StoreError> {
+        let host = this_host();
+        let candidates: Vec<(RunId, u32, u64)> = {
+            let mut st = self
+                .conn
+                .prepare(
+                    "SELECT id, owner_pid, owner_start_time FROM runs
+                     WHERE status = 'running' AND owner_pid IS NOT NULL AND owner_host = ?1",
+                )
+                .map_err(backend)?;
+            st.query_map(params![host], |r| {
+                Ok((
+                    r.get(0)?,
+                    r.get::<_, i64>(1)? as u32,
+                    r.get::<_, i64>(2)? as u64,
+                ))
+            })
+            .map_err(backend)?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(backend)?
+        };
+        let mut aborted = Vec::new();
+        for (id, pid, start_time) in candidates {
+            let owner = crate::target::state::Owner { pid, start_time };
+            if owner.is_alive() {
+                continue;
+            }
+            let n = self
+                .conn
+                .execute(
+                    "UPDATE runs SET status = 'aborted', finished_at = ?1
+                     WHERE id = ?2 AND status = 'running'",
+                    params![ts(&Utc::now()), id],
+                )
+                .map_err(backend)?;
+            if n == 1 {
+                aborted.push(id);
+            }
+        }
+        Ok(aborted)
     }
 
     /// The database file.
@@ -190,6 +416,13 @@ impl SqliteStore {
         for (i, sql) in MIGRATIONS.iter().enumerate().skip(version as usize) {
             tx.execute_batch(sql).map_err(backend)?;
             tx.execute_batch(&format!("PRAGMA user_version = {}", i + 1))
+                .map_err(backend)?;
+        }
+        let app: i32 = tx
+            .query_row("PRAGMA application_id", [], |r| r.get(0))
+            .map_err(backend)?;
+        if app != APPLICATION_ID {
+            tx.execute_batch(&format!("PRAGMA application_id = {APPLICATION_ID}"))
                 .map_err(backend)?;
         }
         tx.commit().map_err(backend)
@@ -261,9 +494,11 @@ impl Store for SqliteStore {
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(backend)?;
+        let owner = crate::target::state::Owner::current();
         tx.execute(
-            "INSERT INTO runs (label, suite, started_at, status, host, kernel, fsdelta_version, environment)
-             VALUES (?1, ?2, ?3, 'running', ?4, ?5, ?6, ?7)",
+            "INSERT INTO runs (label, suite, started_at, status, host, kernel, fsdelta_version, environment,
+                 owner_pid, owner_start_time, owner_host)
+             VALUES (?1, ?2, ?3, 'running', ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
             params![
                 run.label,
                 run.suite,
@@ -271,7 +506,10 @@ impl Store for SqliteStore {
                 run.environment.host,
                 run.environment.kernel_release,
                 run.fsdelta_version,
-                env
+                env,
+                owner.pid,
+                owner.start_time as i64,
+                this_host()
             ],
         )
         .map_err(backend)?;
@@ -362,6 +600,14 @@ impl Store for SqliteStore {
         }
         tx.commit().map_err(backend)?;
         Ok(id)
+    }
+
+    fn abort_orphaned_runs(&mut self) -> Result<Vec<RunId>, StoreError> {
+        self.abort_orphans()
+    }
+
+    fn journal_path(&self) -> Option<PathBuf> {
+        Some(super::journal::path_beside(&self.location))
     }
 
     fn finish_run(
@@ -816,6 +1062,191 @@ mod tests {
         assert!(e.to_string().contains("upgrade fsdelta"));
     }
 
+    fn file_bytes(p: &Path) -> Vec<u8> {
+        std::fs::read(p).unwrap()
+    }
+
+    #[test]
+    fn a_newer_schema_is_refused_before_anything_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.sqlite");
+        {
+            // Another (future) fsdelta: our id, schema 99, rollback journal.
+            let c = Connection::open(&path).unwrap();
+            c.execute_batch(&format!(
+                "PRAGMA application_id = {APPLICATION_ID}; PRAGMA user_version = 99; CREATE TABLE future (x);"
+            ))
+            .unwrap();
+        }
+        let before = file_bytes(&path);
+        assert!(matches!(
+            SqliteStore::open(&path).err().unwrap(),
+            StoreError::TooNew { found: 99, .. }
+        ));
+        assert!(matches!(
+            SqliteStore::open_read_only(&path).err().unwrap(),
+            StoreError::TooNew { .. }
+        ));
+        assert_eq!(file_bytes(&path), before, "not even the WAL switch");
+        assert!(!dir.path().join("r.sqlite-wal").exists());
+    }
+
+    #[test]
+    fn a_foreign_sqlite_file_or_non_sqlite_file_is_refused_untouched() {
+        let dir = tempfile::tempdir().unwrap();
+        let other = dir.path().join("firefox.sqlite");
+        {
+            let c = Connection::open(&other).unwrap();
+            c.execute_batch("CREATE TABLE moz_places (id INTEGER); PRAGMA user_version = 2;")
+                .unwrap();
+        }
+        let appid = dir.path().join("app.sqlite");
+        {
+            let c = Connection::open(&appid).unwrap();
+            c.execute_batch("PRAGMA application_id = 1234; CREATE TABLE runs (x); CREATE TABLE samples (y); PRAGMA user_version = 1;")
+                .unwrap();
+        }
+        let text = dir.path().join("notes.txt");
+        std::fs::write(
+            &text,
+            "not a database at all, but some precious text\n".repeat(100),
+        )
+        .unwrap();
+        for p in [&other, &appid, &text] {
+            let before = file_bytes(p);
+            for e in [
+                SqliteStore::open(p).err().unwrap(),
+                SqliteStore::open_read_only(p).err().unwrap(),
+            ] {
+                let m = e.to_string();
+                assert!(
+                    m.contains("not an fsdelta result store"),
+                    "{}: {m}",
+                    p.display()
+                );
+            }
+            assert_eq!(file_bytes(p), before, "{} was touched", p.display());
+        }
+        let wal_like: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().ends_with("-wal"))
+            .collect();
+        assert!(wal_like.is_empty());
+    }
+
+    #[test]
+    fn reading_creates_nothing_and_does_not_migrate() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("typo/dir/x.sqlite");
+        let e = SqliteStore::open_read_only(&missing)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("no such database"), "{e}");
+        assert!(!dir.path().join("typo").exists());
+        // A version-1 file is not migrated by a reader: it is refused with what to do.
+        let path = dir.path().join("v1.sqlite");
+        {
+            let c = Connection::open(&path).unwrap();
+            c.execute_batch(MIGRATIONS[0]).unwrap();
+            c.execute_batch("PRAGMA user_version = 1").unwrap();
+        }
+        let before = file_bytes(&path);
+        let e = SqliteStore::open_read_only(&path)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("older") && e.contains("fsdelta cleanup"), "{e}");
+        assert_eq!(file_bytes(&path), before);
+        // A current file is read without a write.
+        let cur = dir.path().join("cur.sqlite");
+        drop(SqliteStore::open(&cur).unwrap());
+        let before = file_bytes(&cur);
+        let s = SqliteStore::open_read_only(&cur).unwrap();
+        assert!(s.runs(&RunFilter::default()).unwrap().is_empty());
+        drop(s);
+        assert_eq!(file_bytes(&cur), before);
+        let v: i64 = Connection::open(&path)
+            .unwrap()
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(v, 1);
+    }
+
+    #[test]
+    fn a_reader_does_not_wait_behind_a_writer() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.sqlite");
+        let mut w = SqliteStore::open(&path).unwrap();
+        w.create_run(&new_run("x")).unwrap();
+        let c = Connection::open(&path).unwrap();
+        c.execute_batch("BEGIN IMMEDIATE; INSERT INTO runs (label, suite, started_at, status, host, kernel, fsdelta_version, environment) VALUES ('y','s','2020-01-01T00:00:00Z','running','h','k','v','{}');").unwrap();
+        let start = std::time::Instant::now();
+        let r = SqliteStore::open_read_only(&path).unwrap();
+        assert_eq!(r.runs(&RunFilter::default()).unwrap().len(), 1);
+        assert!(start.elapsed() < Duration::from_secs(1));
+    }
+
+    #[test]
+    fn a_database_on_a_read_only_filesystem_can_be_read() {
+        if !rustix::process::geteuid().is_root() {
+            crate::target::skip_test("needs root to mount a read-only tmpfs");
+            return;
+        }
+        use rustix::mount::{MountFlags, UnmountFlags};
+        let dir = tempfile::tempdir().unwrap();
+        let mnt = dir.path().join("m");
+        std::fs::create_dir(&mnt).unwrap();
+        rustix::mount::mount(
+            "fsdelta-ro-test",
+            &mnt,
+            "tmpfs",
+            MountFlags::empty(),
+            c"size=16m",
+        )
+        .unwrap();
+        struct Un(PathBuf);
+        impl Drop for Un {
+            fn drop(&mut self) {
+                let _ = rustix::mount::unmount(&self.0, UnmountFlags::DETACH);
+            }
+        }
+        let _un = Un(mnt.clone());
+        let path = mnt.join("r.sqlite");
+        {
+            let mut s = SqliteStore::open(&path).unwrap();
+            s.create_run(&new_run("on-ro")).unwrap();
+        }
+        rustix::mount::mount_remount(&mnt, MountFlags::RDONLY, c"").unwrap();
+        let s = SqliteStore::open_read_only(&path).unwrap();
+        assert_eq!(s.runs(&RunFilter::default()).unwrap()[0].label, "on-ro");
+    }
+
+    #[test]
+    fn runs_whose_owner_is_gone_are_marked_aborted() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.sqlite");
+        let mut s = SqliteStore::open(&path).unwrap();
+        let live = s.create_run(&new_run("live")).unwrap();
+        let dead = s.create_run(&new_run("dead")).unwrap();
+        s.conn
+            .execute(
+                "UPDATE runs SET owner_start_time = 1 WHERE id = ?1",
+                params![dead],
+            )
+            .unwrap();
+        assert_eq!(s.abort_orphans().unwrap(), vec![dead]);
+        assert_eq!(s.run(dead).unwrap().unwrap().status, RunStatus::Aborted);
+        assert_eq!(s.run(live).unwrap().unwrap().status, RunStatus::Running);
+        assert!(s.abort_orphans().unwrap().is_empty());
+        let app: i32 = s
+            .conn
+            .query_row("PRAGMA application_id", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(app, APPLICATION_ID);
+    }
+
     #[test]
     fn reopening_keeps_data_and_does_not_migrate_twice() {
         let dir = tempfile::tempdir().unwrap();
@@ -871,7 +1302,7 @@ mod tests {
             .query_row("PRAGMA user_version", [], |r| r.get(0))
             .unwrap();
         assert_eq!(version, SCHEMA_VERSION);
-        assert_eq!(SCHEMA_VERSION, 4);
+        assert_eq!(SCHEMA_VERSION, 5);
         let old = s.runs(&RunFilter::default()).unwrap();
         assert_eq!(old.len(), 1);
         assert_eq!(old[0].label, "old");

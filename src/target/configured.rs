@@ -198,6 +198,9 @@ impl Target {
                 vm.kernel.display()
             )));
         }
+        // A state file that cannot be trusted (relative, planted, shared) fails the run now,
+        // before any resource would be recorded in it.
+        state.check()?;
         let needs_root = !matches!(config.device, Device::Existing { .. });
         if needs_root && !rustix::process::geteuid().is_root() {
             return Err(unusable(format!(
@@ -210,10 +213,17 @@ impl Target {
         } else {
             None
         };
+        if config.fs.needs_mkfs() {
+            let own = match &config.device {
+                Device::Block { path } => Some(path.as_path()),
+                _ => None,
+            };
+            device::check_option_devices(own, &config.mkfs_options, &config.mount_options)?;
+        }
         let mut device_name = None;
         match &config.device {
             Device::Block { path } => {
-                device_name = Some(device::check_can_format(path, scratch)?);
+                device_name = Some(device::check_can_format(path, scratch)?.name);
             }
             Device::Existing { path } => check_dir_target(path)?,
             Device::Loop { .. } | Device::Memory { .. } => {}
@@ -354,14 +364,20 @@ impl Target {
             if let Some(m) = self.mounted.take() {
                 m.unmount()?;
             }
-            // Checked right before every mkfs: a loop device is a block device too.
-            let name = device::check_can_format(dev, &self.scratch)?;
-            self.device_name = Some(name);
+            // Checked right before every mkfs: a loop device is a block device too. The device
+            // stays held (O_EXCL) from the checks until mkfs is spawned.
+            device::check_option_devices(
+                Some(dev),
+                &self.config.mkfs_options,
+                &self.config.mount_options,
+            )?;
+            let hold = device::check_can_format(dev, &self.scratch)?;
+            self.device_name = Some(hold.name.clone());
             let mkfs = self.mkfs.as_ref().ok_or_else(|| TargetError::Unusable {
                 path: dev.display().to_string(),
                 message: "no mkfs program".into(),
             })?;
-            mkfs.run(dev, &self.config.mkfs_options)?;
+            mkfs.run_held(Some(hold), dev, &self.config.mkfs_options)?;
             self.formatted = true;
         }
         if self.mounted.is_none() {
@@ -646,7 +662,7 @@ pub fn targets(file: &ConfigFile, state: &StateFile) -> Result<Vec<Target>, Targ
             Target::new(c, &file.scratch, state.clone()).map_err(|e| TargetError::Config {
                 name: c.name.clone(),
                 line: c.line,
-                source: Box::new(e),
+                error: Box::new(e),
             })
         })
         .collect()

@@ -4,16 +4,30 @@
 //! Why a module: the invariant "never mkfs a mounted device, or one holding a mounted partition,
 //! or the device under `/` or the scratch location" must be checked against the running system
 //! right before every format, in one place. This module must never format, mount or write to a
-//! device; it only reads /sys and /proc.
+//! device; it only reads /sys and /proc, and opens the device read-only with `O_EXCL` to hold it.
+//!
+//! What counts as "in use": mounted in this or any other mount namespace (the mountinfo of every
+//! process, one per namespace), active as swap (/proc/swaps), stacked on (LVM, RAID, dm-crypt),
+//! or held open exclusively (our own `O_EXCL` open fails with EBUSY; the processes that have it
+//! open are named from /proc/*/fd). [`check_can_format`] returns a [`DeviceHold`]: the device
+//! stays open with `O_EXCL` from before the checks until [`DeviceHold::release`] right before
+//! mkfs is spawned, so nothing can claim it in between.
+//!
+//! Devices hidden in options ([`devices_in_options`]): a block device named inside mkfs or mount
+//! options (positional, `logdev=`, `rtdev=`, `device=`, `-d name=...`, a symlink to a device, or
+//! any path under /dev) is refused unless it is the configuration's own device, which passes every
+//! check above.
 //!
 //! A config may only name a block device with `destroy = true` (checked in `plan::config`), so a
 //! filesystem signature on it is not a reason to refuse: the config said to destroy it.
 
 use super::TargetError;
+use rustix::fd::OwnedFd;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 /// A view of a sysfs tree (`/sys`, or a fake one in tests).
 #[derive(Clone, Debug)]
@@ -163,6 +177,17 @@ pub struct MountedDevice {
     pub name: String,
     /// Where it is mounted.
     pub target: String,
+    /// A process of the mount namespace the mount is in, when that is not ours.
+    pub namespace_pid: Option<u32>,
+}
+
+impl MountedDevice {
+    fn place(&self) -> String {
+        match self.namespace_pid {
+            None => self.target.clone(),
+            Some(pid) => format!("{} in the mount namespace of pid {pid}", self.target),
+        }
+    }
 }
 
 /// The devices behind every mount of this process's namespace, from /proc/self/mountinfo (the
@@ -170,6 +195,41 @@ pub struct MountedDevice {
 /// device number in mountinfo).
 pub fn mounted_devices(sys: &Sysfs) -> Vec<MountedDevice> {
     let text = fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    parse_mountinfo(sys, &text, None)
+}
+
+/// The devices behind every mount of every mount namespace: ours, then one process of each other
+/// namespace (found through /proc/PID/ns/mnt).
+pub fn mounted_devices_everywhere(sys: &Sysfs) -> Vec<MountedDevice> {
+    let mut out = mounted_devices(sys);
+    let mut seen = BTreeSet::new();
+    if let Ok(ours) = fs::read_link("/proc/self/ns/mnt") {
+        seen.insert(ours);
+    }
+    let Ok(procs) = fs::read_dir("/proc") else {
+        return out;
+    };
+    let mut pids: Vec<u32> = procs
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse().ok())
+        .collect();
+    pids.sort_unstable();
+    for pid in pids {
+        let Ok(ns) = fs::read_link(format!("/proc/{pid}/ns/mnt")) else {
+            continue;
+        };
+        if !seen.insert(ns) {
+            continue;
+        }
+        if let Ok(text) = fs::read_to_string(format!("/proc/{pid}/mountinfo")) {
+            out.extend(parse_mountinfo(sys, &text, Some(pid)));
+        }
+    }
+    out
+}
+
+/// The mounts of one mountinfo text.
+pub fn parse_mountinfo(sys: &Sysfs, text: &str, namespace_pid: Option<u32>) -> Vec<MountedDevice> {
     let mut out = Vec::new();
     for line in text.lines() {
         let f: Vec<&str> = line.split(' ').collect();
@@ -191,13 +251,18 @@ pub fn mounted_devices(sys: &Sysfs) -> Vec<MountedDevice> {
             out.push(MountedDevice {
                 name,
                 target: target.clone(),
+                namespace_pid,
             });
         }
         if source.starts_with('/')
             && let Some((a, b)) = block_devnum(Path::new(source))
             && let Some(name) = sys.name_of(a, b)
         {
-            out.push(MountedDevice { name, target });
+            out.push(MountedDevice {
+                name,
+                target,
+                namespace_pid,
+            });
         }
     }
     out
@@ -237,7 +302,7 @@ pub fn refusal(sys: &Sysfs, name: &str, mounts: &[MountedDevice]) -> Option<Stri
             };
             return Some(format!(
                 "{what} at {}{via}: unmount it first, or name another device",
-                m.target
+                m.place()
             ));
         }
     }
@@ -253,12 +318,114 @@ pub fn refusal(sys: &Sysfs, name: &str, mounts: &[MountedDevice]) -> Option<Stri
     None
 }
 
-/// Check, right before mkfs, that `device` may be formatted: it is a block device, not mounted,
-/// holds no mounted partition, carries no stacked device, and is not under `/` or `scratch`.
-pub fn check_can_format(device: &Path, scratch: &Path) -> Result<String, TargetError> {
-    let refuse = |reason: String| TargetError::Refused {
-        device: device.display().to_string(),
-        reason,
+/// A device checked by [`check_can_format`], held open with `O_EXCL` so that nothing can mount
+/// or claim it before mkfs starts.
+#[derive(Debug)]
+pub struct DeviceHold {
+    /// The kernel name (`loop3`, `sdb`).
+    pub name: String,
+    fd: Option<OwnedFd>,
+}
+
+impl DeviceHold {
+    /// Let go of the device: call right before spawning mkfs (which opens it `O_EXCL` itself).
+    pub fn release(mut self) {
+        self.fd.take();
+    }
+}
+
+/// The active swap areas of /proc/swaps: (path, major:minor when it is a block device).
+pub fn swap_devices() -> Vec<(String, Option<(u32, u32)>)> {
+    let text = fs::read_to_string("/proc/swaps").unwrap_or_default();
+    parse_swaps(&text)
+        .into_iter()
+        .map(|p| {
+            let n = block_devnum(Path::new(&p));
+            (p, n)
+        })
+        .collect()
+}
+
+/// The paths of /proc/swaps (header skipped, `\040` escapes undone).
+pub fn parse_swaps(text: &str) -> Vec<String> {
+    text.lines()
+        .skip(1)
+        .filter_map(|l| l.split_whitespace().next())
+        .filter_map(|p| super::env::parse_mounts(&format!("{p} x x x")).pop())
+        .map(|m| m.source)
+        .collect()
+}
+
+/// The processes other than this one that have block device `major:minor` open, with their
+/// command names, from /proc/*/fd.
+pub fn processes_holding(devnum: (u32, u32)) -> Vec<(u32, String)> {
+    use std::os::unix::fs::MetadataExt;
+    let me = std::process::id();
+    let mut out = Vec::new();
+    let Ok(procs) = fs::read_dir("/proc") else {
+        return out;
+    };
+    for p in procs.flatten() {
+        let Some(pid) = p.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        if pid == me {
+            continue;
+        }
+        let Ok(fds) = fs::read_dir(p.path().join("fd")) else {
+            continue;
+        };
+        let holds = fds.flatten().any(|fd| {
+            fs::metadata(fd.path()).is_ok_and(|m| {
+                m.file_type().is_block_device()
+                    && (rustix::fs::major(m.rdev()), rustix::fs::minor(m.rdev())) == devnum
+            })
+        });
+        if holds {
+            let comm = fs::read_to_string(p.path().join("comm")).unwrap_or_default();
+            out.push((pid, comm.trim().to_string()));
+        }
+    }
+    out.sort();
+    out
+}
+
+/// How long a device that is busy with no visible user (a filesystem the kernel is still
+/// releasing after its unmount) is waited for before it is refused.
+pub const RELEASE_WAIT: Duration = Duration::from_secs(5);
+
+/// Check, right before mkfs, that `device` may be formatted: it is a block device, not mounted
+/// in any mount namespace, not active as swap, holds no mounted partition, carries no stacked
+/// device, is not held open exclusively by anyone, and is not under `/` or `scratch`. The device
+/// is opened `O_EXCL` before the checks and stays held by the returned [`DeviceHold`].
+///
+/// A device that is exclusively busy while no mount, swap, stacked device or process explains it
+/// is still being released by the kernel (the last unmount of its filesystem has not finished):
+/// it is waited for up to [`RELEASE_WAIT`], then refused with what is known.
+pub fn check_can_format(device: &Path, scratch: &Path) -> Result<DeviceHold, TargetError> {
+    let start = Instant::now();
+    loop {
+        match check_once(device, scratch) {
+            Err(Check::Releasing(_)) if start.elapsed() < RELEASE_WAIT => {
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            Err(Check::Releasing(e)) | Err(Check::Refused(e)) => return Err(e),
+            Ok(h) => return Ok(h),
+        }
+    }
+}
+
+enum Check {
+    Refused(TargetError),
+    Releasing(TargetError),
+}
+
+fn check_once(device: &Path, scratch: &Path) -> Result<DeviceHold, Check> {
+    let refuse = |reason: String| {
+        Check::Refused(TargetError::Refused {
+            device: device.display().to_string(),
+            reason,
+        })
     };
     let meta = fs::metadata(device).map_err(|e| refuse(format!("{e}; check the device path")))?;
     if !meta.file_type().is_block_device() {
@@ -272,9 +439,41 @@ pub fn check_can_format(device: &Path, scratch: &Path) -> Result<String, TargetE
     let name = sys
         .name_of(major, minor)
         .ok_or_else(|| refuse(format!("/sys knows no block device {major}:{minor}")))?;
-    let mounts = mounted_devices(&sys);
+    // Hold first, then check: from here on nobody else can claim the device.
+    use rustix::fs::{Mode, OFlags};
+    let held = rustix::fs::open(
+        device,
+        OFlags::RDONLY | OFlags::EXCL | OFlags::CLOEXEC | OFlags::NONBLOCK,
+        Mode::empty(),
+    );
+    let busy = matches!(held, Err(rustix::io::Errno::BUSY));
+    // Any other failure to hold it is reported after the checks, which explain more.
+    let (fd, open_error) = match held {
+        Ok(fd) => (Some(fd), None),
+        Err(e) => (None, Some(e)),
+    };
+    let mounts = mounted_devices_everywhere(&sys);
     if let Some(reason) = refusal(&sys, &name, &mounts) {
         return Err(refuse(reason));
+    }
+    let mut ours = vec![name.clone()];
+    if !sys.is_partition(&name) {
+        ours.extend(sys.partitions(&name));
+    }
+    for (path, devnum) in swap_devices() {
+        if let Some((a, b)) = devnum
+            && let Some(n) = sys.name_of(a, b)
+            && ours.contains(&n)
+        {
+            let what = if n == name {
+                "is in use as swap".to_string()
+            } else {
+                format!("holds partition {n}, which is in use as swap")
+            };
+            return Err(refuse(format!(
+                "{what} ({path}): swapoff {path} first, or name another device"
+            )));
+        }
     }
     for (what, path) in [("/", Path::new("/")), ("the scratch location", scratch)] {
         if let Some((a, b)) = holding_device(path)
@@ -289,7 +488,96 @@ pub fn check_can_format(device: &Path, scratch: &Path) -> Result<String, TargetE
             }
         }
     }
-    Ok(name)
+    if busy {
+        let holders = processes_holding((major, minor));
+        if !holders.is_empty() {
+            let who: Vec<String> = holders
+                .iter()
+                .map(|(pid, comm)| format!("pid {pid} ({comm})"))
+                .collect();
+            return Err(refuse(format!(
+                "is held open exclusively; open by {}: stop {} first, or name another device",
+                who.join(", "),
+                if who.len() == 1 { "it" } else { "them" }
+            )));
+        }
+        return Err(Check::Releasing(TargetError::Refused {
+            device: device.display().to_string(),
+            reason: format!(
+                "is busy (held exclusively) but no mount, swap area, stacked device or process uses it; \
+                 waited {}s: a filesystem on it is still alive after its unmount (a lazy unmount whose last \
+                 user has not gone, or a bind mount elsewhere): check `grep {name} /proc/*/mountinfo` and `dmesg`",
+                RELEASE_WAIT.as_secs()
+            ),
+        }));
+    }
+    if let Some(e) = open_error.filter(|_| !busy) {
+        return Err(refuse(format!(
+            "cannot open it exclusively: {e}; fsdelta holds the device from its checks until mkfs"
+        )));
+    }
+    Ok(DeviceHold { name, fd })
+}
+
+/// The block devices (or paths under /dev) named inside mkfs options or mount options:
+/// positional arguments, `key=value` parts of comma-separated option values (`logdev=`,
+/// `rtdev=`, `device=`, `name=` of xfs `-d`), and symlinks that resolve to a block device.
+pub fn devices_in_options(mkfs: &[String], mount: &str) -> Vec<String> {
+    let mut candidates: Vec<&str> = Vec::new();
+    for token in mkfs
+        .iter()
+        .map(String::as_str)
+        .chain(std::iter::once(mount))
+    {
+        candidates.push(token);
+        for part in token.split(',') {
+            candidates.push(part);
+            if let Some((_, v)) = part.split_once('=') {
+                candidates.push(v);
+            }
+        }
+    }
+    let mut out: Vec<String> = Vec::new();
+    for c in candidates {
+        let c = c.trim();
+        if c.is_empty() {
+            continue;
+        }
+        let flagged = c.starts_with("/dev/")
+            || fs::metadata(c).is_ok_and(|m| m.file_type().is_block_device());
+        if flagged && !out.iter().any(|o| o == c) {
+            out.push(c.to_string());
+        }
+    }
+    out
+}
+
+/// Refuse a device named inside mkfs or mount options unless it is `own` (the configuration's
+/// device, which is checked by [`check_can_format`]).
+pub fn check_option_devices(
+    own: Option<&Path>,
+    mkfs: &[String],
+    mount: &str,
+) -> Result<(), TargetError> {
+    let own_num = own.and_then(block_devnum);
+    for d in devices_in_options(mkfs, mount) {
+        let num = block_devnum(Path::new(&d));
+        if num.is_some() && num == own_num {
+            continue;
+        }
+        let what = if num.is_some() {
+            "a block device"
+        } else {
+            "a path under /dev"
+        };
+        return Err(TargetError::Refused {
+            device: d.clone(),
+            reason: format!(
+                "it is {what} named inside the mkfs or mount options; fsdelta formats only the device a config names with device = \"...\" and destroy = true: remove it from mkfs = / mount = (an external log or realtime device is not supported)"
+            ),
+        });
+    }
+    Ok(())
 }
 
 /// The device holding `path`: its st_dev, or the mounted source when st_dev is anonymous
@@ -362,6 +650,7 @@ mod tests {
         MountedDevice {
             name: name.into(),
             target: target.into(),
+            namespace_pid: None,
         }
     }
 
@@ -412,6 +701,62 @@ mod tests {
         assert!(r.contains("through dm-0"), "{r}");
         let r = refusal(&sys, "sdc", &[]).unwrap();
         assert!(r.contains("in use by dm-0"), "{r}");
+    }
+
+    #[test]
+    fn devices_hidden_in_mkfs_and_mount_options_are_found_and_refused() {
+        let opts = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let d = devices_in_options(&opts(&["-l", "logdev=/dev/loop9,size=64m"]), "");
+        assert_eq!(d, vec!["/dev/loop9"]);
+        let d = devices_in_options(&opts(&["/dev/loop3"]), "");
+        assert_eq!(d, vec!["/dev/loop3"]);
+        let d = devices_in_options(&opts(&["-r", "rtdev=/dev/sdz"]), "logdev=/dev/sdy,noatime");
+        assert_eq!(d, vec!["/dev/sdz", "/dev/sdy"]);
+        let d = devices_in_options(&opts(&["-d", "file,name=/dev/mapper/x"]), "device=/dev/sdq");
+        assert_eq!(d, vec!["/dev/mapper/x", "/dev/sdq"]);
+        assert!(
+            devices_in_options(
+                &opts(&["-d", "raid1", "-L", "x", "-n", "64k"]),
+                "noatime,compress=zstd"
+            )
+            .is_empty()
+        );
+        let e = check_option_devices(None, &opts(&["/dev/loop3"]), "")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("/dev/loop3") && e.contains("destroy = true"),
+            "{e}"
+        );
+
+        // A symlink to a block device outside /dev is found too.
+        let Some(node) = ["/dev/loop0", "/dev/loop1", "/dev/sda", "/dev/vda"]
+            .into_iter()
+            .find(|p| block_devnum(Path::new(p)).is_some())
+        else {
+            super::super::skip_test("no block device node to link to");
+            return;
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let link = dir.path().join("innocent");
+        symlink(node, &link).unwrap();
+        let l = link.display().to_string();
+        assert_eq!(devices_in_options(&opts(&[&l]), ""), vec![l.clone()]);
+        assert!(check_option_devices(None, &opts(&[&l]), "").is_err());
+        // The configuration's own device is not refused here (check_can_format checks it).
+        check_option_devices(Some(Path::new(node)), &opts(&[&l]), "").unwrap();
+    }
+
+    #[test]
+    fn swaps_and_other_namespaces_are_parsed() {
+        let text = "Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority\n/dev/sdb2                               partition\t1048572\t\t0\t\t-2\n/swap\\040file  file 100 0 -3\n";
+        assert_eq!(parse_swaps(text), vec!["/dev/sdb2", "/swap file"]);
+        let (_t, sys) = fake_sys();
+        let info = "36 35 8:17 / /srv rw,relatime shared:1 - ext4 /dev/nonexistent rw\n";
+        let m = parse_mountinfo(&sys, info, Some(4242));
+        assert_eq!(m.len(), 1);
+        let r = refusal(&sys, "sdb", &m).unwrap();
+        assert!(r.contains("/srv in the mount namespace of pid 4242"), "{r}");
     }
 
     #[test]

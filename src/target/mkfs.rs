@@ -130,31 +130,70 @@ impl Mkfs {
 
     /// Format `device`. The caller has checked that it may.
     pub fn run(&self, device: &Path, options: &[String]) -> Result<(), TargetError> {
-        let out = Command::new(&self.program)
+        self.run_held(None, device, options)
+    }
+
+    /// Format `device`, which `hold` keeps claimed (`O_EXCL`) until the moment mkfs is spawned.
+    pub fn run_held(
+        &self,
+        hold: Option<super::device::DeviceHold>,
+        device: &Path,
+        options: &[String],
+    ) -> Result<(), TargetError> {
+        let mut command = Command::new(&self.program);
+        command
             .args(self.args(device, options))
-            .stdin(Stdio::null())
-            .output()
-            .map_err(|e| TargetError::Io {
-                op: "run",
-                path: self.program.display().to_string(),
-                source: e,
-            })?;
+            .stdin(Stdio::null());
+        if let Some(h) = hold {
+            h.release();
+        }
+        let out = command.output().map_err(|e| TargetError::Io {
+            op: "run",
+            path: self.program.display().to_string(),
+            source: e,
+        })?;
         if out.status.success() {
             return Ok(());
         }
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        let tail: Vec<&str> = stderr.lines().rev().take(6).collect();
-        let tail: Vec<&str> = tail.into_iter().rev().collect();
         Err(TargetError::CommandFailed {
             what: "mkfs".into(),
             command: self.command_line(device, options),
             status: out.status.to_string(),
-            output: format!(
-                "{}; check the config's mkfs options, and the loop size (mkfs.xfs needs 300M, mkfs.btrfs 114M)",
-                tail.join(" | ")
-            ),
+            output: failure_text(&out.stderr, &out.stdout, device),
         })
     }
+}
+
+/// mkfs's own reason (every line it printed on stderr that says something, up to 40; stdout
+/// when stderr is empty), and a hint that fits it: a busy device is not an options problem.
+fn failure_text(stderr: &[u8], stdout: &[u8], device: &Path) -> String {
+    let stderr = String::from_utf8_lossy(stderr);
+    let stdout = String::from_utf8_lossy(stdout);
+    let text = if stderr.trim().is_empty() {
+        &stdout
+    } else {
+        &stderr
+    };
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let skip = lines.len().saturating_sub(40);
+    let mut reason = lines[skip..].join(" | ");
+    if reason.is_empty() {
+        reason = "no output".into();
+    }
+    let hint = if text.contains("busy") || text.contains("EBUSY") {
+        format!(
+            "{} is in use (mounted, a filesystem still being released, or held open): see `fuser -v {0}`, /proc/*/mountinfo and dmesg",
+            device.display()
+        )
+    } else {
+        "check the config's mkfs options, and the loop size (mkfs.xfs needs 300M, mkfs.btrfs 114M)"
+            .to_string()
+    };
+    format!("{reason}; {hint}")
 }
 
 #[cfg(test)]
@@ -197,6 +236,26 @@ mod tests {
             m.command_line(Path::new("/dev/loop1"), &opts),
             "/usr/sbin/mkfs.btrfs -f -L 'my label' /dev/loop1"
         );
+    }
+
+    #[test]
+    fn a_failure_keeps_mkfs_own_reason_and_a_busy_device_is_not_blamed_on_options() {
+        let err: String = (1..=12).map(|i| format!("line {i}\n")).collect();
+        let t = failure_text(err.as_bytes(), b"", Path::new("/dev/loop9"));
+        assert!(t.contains("line 1 |") && t.contains("line 12"), "{t}");
+        assert!(t.contains("mkfs options"), "{t}");
+        let t = failure_text(
+            b"ERROR: unable to open /dev/loop9: Device or resource busy\n",
+            b"",
+            Path::new("/dev/loop9"),
+        );
+        assert!(
+            t.contains("Device or resource busy") && t.contains("in use"),
+            "{t}"
+        );
+        assert!(!t.contains("mkfs options"), "{t}");
+        let t = failure_text(b"", b"only on stdout\n", Path::new("/dev/x"));
+        assert!(t.contains("only on stdout"), "{t}");
     }
 
     #[test]

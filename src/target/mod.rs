@@ -74,15 +74,16 @@ pub enum TargetError {
         /// The tail of its output, and how to fix it.
         output: String,
     },
-    /// An error of one configuration of a config file.
-    #[error("config '{name}' (line {line}): {source}")]
+    /// An error of one configuration of a config file. The inner error is part of the message,
+    /// not a `source` (anyhow would print it twice).
+    #[error("config '{name}' (line {line}): {error}")]
     Config {
         /// The configuration's name.
         name: String,
         /// Its `[[config]]` line.
         line: usize,
         /// What went wrong.
-        source: Box<TargetError>,
+        error: Box<TargetError>,
     },
     /// The leftover-state file cannot be used.
     #[error("state file {path}: {message}")]

@@ -7,6 +7,7 @@
 //! directory.
 
 use super::TargetError;
+use super::state::{Record, Resource, StateFile};
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -16,11 +17,23 @@ use std::path::{Path, PathBuf};
 pub struct ScratchDir {
     path: PathBuf,
     keep: bool,
+    /// Its entry in the state file, when made with [`ScratchDir::create_recorded`].
+    record: Option<Record>,
 }
 
 impl ScratchDir {
     /// Create `fsdelta-scratch-<pid>-<n>` inside `parent`, checking that it is writable.
     pub fn create_in(parent: &Path) -> Result<ScratchDir, TargetError> {
+        ScratchDir::create(parent, None)
+    }
+
+    /// Like [`create_in`](ScratchDir::create_in), but recorded in `state` before it is created
+    /// (and cleared once removed), so that `fsdelta cleanup` removes it after a kill -9.
+    pub fn create_recorded(parent: &Path, state: &StateFile) -> Result<ScratchDir, TargetError> {
+        ScratchDir::create(parent, Some(state))
+    }
+
+    fn create(parent: &Path, state: Option<&StateFile>) -> Result<ScratchDir, TargetError> {
         let meta = fs::metadata(parent).map_err(|e| TargetError::Unusable {
             path: parent.display().to_string(),
             message: format!("{e}; choose an existing directory with --target"),
@@ -31,15 +44,31 @@ impl ScratchDir {
                 message: "not a directory; choose a directory with --target".into(),
             });
         }
+        let parent = &fs::canonicalize(parent).map_err(|e| TargetError::Unusable {
+            path: parent.display().to_string(),
+            message: format!("{e}; choose an existing directory with --target"),
+        })?;
         let pid = std::process::id();
         for n in 0..1000 {
             let path = parent.join(format!("fsdelta-scratch-{pid}-{n}"));
+            let record = state
+                .map(|s| s.record(Resource::ScratchTree { path: path.clone() }))
+                .transpose()?;
             match fs::create_dir(&path) {
                 Ok(()) => {
-                    return Ok(ScratchDir { path, keep: false });
+                    return Ok(ScratchDir {
+                        path,
+                        keep: false,
+                        record,
+                    });
                 }
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
                 Err(e) => {
+                    if let Some(r) = record {
+                        r.clear()?;
+                    }
+                    if e.kind() == io::ErrorKind::AlreadyExists {
+                        continue;
+                    }
                     let hint = match e.raw_os_error() {
                         Some(libc::EACCES) | Some(libc::EPERM) | Some(libc::EROFS) => {
                             "; the directory is not writable: choose another with --target"
@@ -103,8 +132,9 @@ fn remove_tree(dir: &Path) -> Result<(), TargetError> {
 
 impl Drop for ScratchDir {
     fn drop(&mut self) {
-        if !self.keep {
-            let _ = fs::remove_dir_all(&self.path);
+        let removed = self.keep || fs::remove_dir_all(&self.path).is_ok() || !self.path.exists();
+        if removed && let Some(r) = self.record.take() {
+            let _ = r.clear();
         }
     }
 }
@@ -127,6 +157,35 @@ mod tests {
             assert!(path.is_dir());
         }
         assert!(!path.exists());
+    }
+
+    #[test]
+    fn a_recorded_scratch_dir_is_in_the_state_file_until_removed_and_recovered_after_a_kill() {
+        let parent = tempfile::tempdir().unwrap();
+        let state = StateFile::new(parent.path().join("state/leftovers.json"));
+        let s = ScratchDir::create_recorded(parent.path(), &state).unwrap();
+        let path = s.path().to_path_buf();
+        let entries = state.entries().unwrap();
+        assert_eq!(entries.len(), 1);
+        assert_eq!(
+            entries[0].resource,
+            Resource::ScratchTree { path: path.clone() }
+        );
+        drop(s);
+        assert!(!path.exists());
+        assert!(state.entries().unwrap().is_empty());
+
+        // A kill -9 leaves the directory and its entry; recovery removes the whole tree.
+        let mut s = ScratchDir::create_recorded(parent.path(), &state).unwrap();
+        let path = s.path().to_path_buf();
+        fs::write(s.fresh_subdir("sample-1").unwrap().join("f"), b"x").unwrap();
+        s.record = None; // as if the process died: the entry stays
+        s.keep();
+        drop(s);
+        super::super::state::tests_support::make_dead(&state);
+        let report = super::super::state::recover(&state).unwrap();
+        assert!(!path.exists(), "{report}");
+        assert!(state.entries().unwrap().is_empty(), "{report}");
     }
 
     #[test]

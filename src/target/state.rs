@@ -2,11 +2,19 @@
 //! about to create, so that after a kill -9 the next `fsdelta` start ([`recover_leftovers`]) or
 //! `fsdelta cleanup` can undo them.
 //!
-//! Where it lives: `$FSDELTA_STATE_FILE` when set, else `$XDG_STATE_HOME/fsdelta/leftovers.json`,
-//! else `$HOME/.local/state/fsdelta/leftovers.json`, else `/var/tmp/fsdelta-state/leftovers.json`.
-//! It is one place per user, not per scratch directory, because the next start does not know which
-//! config file the killed run used. Writers take an exclusive `flock` on `leftovers.json.lock`
-//! and replace the file atomically (write, fsync, rename), so concurrent runs share it safely.
+//! Where it lives: `$FSDELTA_STATE_FILE` when set (it must be absolute), else
+//! `$XDG_STATE_HOME/fsdelta/leftovers.json`, else `$HOME/.local/state/fsdelta/leftovers.json`,
+//! else, for root only, `/var/lib/fsdelta/leftovers.json`; anyone else without HOME is refused
+//! (never a world-writable fallback such as /var/tmp, where another user could plant entries that
+//! root's recovery would act on). It is one place per user, not per scratch directory, because the
+//! next start does not know which config file the killed run used. Writers take an exclusive
+//! `flock` on `leftovers.json.lock` and replace the file atomically (write to an `O_EXCL`
+//! temporary, fsync, rename), so concurrent runs share it safely.
+//!
+//! The file is an instruction to unmount and delete, so it is trusted only when it cannot have been
+//! written by someone else: its directory, the file and the lock must be owned by the current user
+//! and not writable by group or others, and every open uses `O_NOFOLLOW` (a planted symlink is
+//! refused, never followed).
 //!
 //! Protocol: an entry is written BEFORE its resource is created and cleared AFTER it is undone.
 //! Each entry names its owner (pid and process start time); recovery skips entries whose owner
@@ -15,7 +23,11 @@
 //! Must never undo anything the file does not name, nor anything that no longer matches what was
 //! recorded: a mount point must still hold a mount from the recorded source, a loop device must
 //! still be backed by the recorded image, a directory is only removed when empty (`rmdir`), and a
-//! file only when it is a regular file no loop device still uses.
+//! file only when it is a regular file no loop device still uses. Even then, recovery only acts
+//! inside the scratch roots fsdelta itself records (a configuration's `<scratch>/<name>.<pid>`
+//! directory, a plain run's `fsdelta-scratch-<pid>-<n>` directory): files, directories and mount
+//! points under such a root, and loop devices whose backing file lies under one. Anything else is
+//! reported and left alone.
 
 use super::TargetError;
 use super::loopdev;
@@ -54,6 +66,12 @@ pub enum Resource {
         /// The directory.
         path: PathBuf,
     },
+    /// A plain run's scratch directory (`fsdelta-scratch-<pid>-<n>`), removed with everything in
+    /// it: fsdelta made all of it.
+    ScratchTree {
+        /// The directory.
+        path: PathBuf,
+    },
 }
 
 impl fmt::Display for Resource {
@@ -73,6 +91,9 @@ impl fmt::Display for Resource {
             ),
             Resource::File { path } => write!(f, "file {}", path.display()),
             Resource::Dir { path } => write!(f, "directory {}", path.display()),
+            Resource::ScratchTree { path } => {
+                write!(f, "scratch directory {}", path.display())
+            }
         }
     }
 }
@@ -137,6 +158,8 @@ struct Document {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StateFile {
     path: PathBuf,
+    /// Why no usable location could be chosen (see [`StateFile::locate`]); every use fails with it.
+    refused: Option<(String, String)>,
 }
 
 /// An entry this process wrote; [`Record::clear`] removes it once its resource is undone.
@@ -156,33 +179,93 @@ impl Record {
 impl StateFile {
     /// The state file at `path`.
     pub fn new(path: impl Into<PathBuf>) -> StateFile {
-        StateFile { path: path.into() }
+        StateFile {
+            path: path.into(),
+            refused: None,
+        }
     }
 
-    /// The state file at [`default_path`](StateFile::default_path).
+    /// The state file of this process's environment (see [`StateFile::locate`]). When no usable
+    /// location exists, the returned value fails every use (and [`StateFile::check`]) with why.
     pub fn default_location() -> StateFile {
-        StateFile::new(StateFile::default_path())
+        match StateFile::try_default() {
+            Ok(s) => s,
+            Err(TargetError::State { path, message }) => StateFile {
+                path: PathBuf::new(),
+                refused: Some((path, message)),
+            },
+            Err(e) => StateFile {
+                path: PathBuf::new(),
+                refused: Some(("(none)".into(), e.to_string())),
+            },
+        }
     }
 
-    /// `$FSDELTA_STATE_FILE`, `$XDG_STATE_HOME/fsdelta/leftovers.json`,
-    /// `$HOME/.local/state/fsdelta/leftovers.json` or `/var/tmp/fsdelta-state/leftovers.json`,
-    /// the first whose variable is set and absolute.
-    pub fn default_path() -> PathBuf {
-        let var = |k: &str| {
-            std::env::var_os(k)
-                .map(PathBuf::from)
-                .filter(|p| p.is_absolute())
-        };
-        if let Some(p) = var("FSDELTA_STATE_FILE") {
-            return p;
+    /// The state file of this process's environment, or why there is none.
+    pub fn try_default() -> Result<StateFile, TargetError> {
+        let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
+        StateFile::locate(
+            var("FSDELTA_STATE_FILE").as_deref(),
+            var("XDG_STATE_HOME").as_deref(),
+            var("HOME").as_deref(),
+            rustix::process::geteuid().is_root(),
+        )
+        .map(StateFile::new)
+    }
+
+    /// The first of `$FSDELTA_STATE_FILE` (which must be absolute),
+    /// `$XDG_STATE_HOME/fsdelta/leftovers.json` (when absolute, as the XDG spec requires),
+    /// `$HOME/.local/state/fsdelta/leftovers.json`, and for root `/var/lib/fsdelta/leftovers.json`.
+    pub fn locate(
+        override_path: Option<&std::ffi::OsStr>,
+        xdg_state_home: Option<&std::ffi::OsStr>,
+        home: Option<&std::ffi::OsStr>,
+        is_root: bool,
+    ) -> Result<PathBuf, TargetError> {
+        if let Some(p) = override_path.map(PathBuf::from) {
+            if !p.is_absolute() {
+                return Err(TargetError::State {
+                    path: p.display().to_string(),
+                    message: "FSDELTA_STATE_FILE is a relative path; give an absolute one (the state file must be found again from any directory)".into(),
+                });
+            }
+            return Ok(p);
         }
-        if let Some(p) = var("XDG_STATE_HOME") {
-            return p.join("fsdelta/leftovers.json");
+        if let Some(p) = xdg_state_home
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+        {
+            return Ok(p.join("fsdelta/leftovers.json"));
         }
-        if let Some(p) = var("HOME") {
-            return p.join(".local/state/fsdelta/leftovers.json");
+        if let Some(p) = home.map(PathBuf::from).filter(|p| p.is_absolute()) {
+            return Ok(p.join(".local/state/fsdelta/leftovers.json"));
         }
-        PathBuf::from("/var/tmp/fsdelta-state/leftovers.json")
+        if is_root {
+            return Ok(PathBuf::from("/var/lib/fsdelta/leftovers.json"));
+        }
+        Err(TargetError::State {
+            path: "(none)".into(),
+            message: "neither HOME nor XDG_STATE_HOME is set: set FSDELTA_STATE_FILE to an absolute path in a directory only you can write".into(),
+        })
+    }
+
+    /// Fail now if this state file cannot be used (no usable location, a directory or file owned
+    /// by someone else or writable by others, a symlink). Creates nothing.
+    pub fn check(&self) -> Result<(), TargetError> {
+        if let Some((_, why)) = &self.refused {
+            return Err(self.err(why.clone()));
+        }
+        if let Some(dir) = self.existing_dir() {
+            self.check_dir(&dir)?;
+        }
+        for p in [self.path.clone(), self.lock_path()] {
+            match fs::symlink_metadata(&p) {
+                Ok(m) => self.check_meta(&p, &m)?,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(self.err(format!("cannot inspect {}: {e}", p.display()))),
+            }
+        }
+        Ok(())
     }
 
     /// The file.
@@ -215,7 +298,10 @@ impl StateFile {
 
     /// Every entry; none when the file does not exist.
     pub fn entries(&self) -> Result<Vec<Entry>, TargetError> {
-        if !self.path.exists() {
+        if let Some((_, why)) = &self.refused {
+            return Err(self.err(why.clone()));
+        }
+        if fs::symlink_metadata(&self.path).is_err() {
             return Ok(Vec::new());
         }
         let _lock = self.lock()?;
@@ -223,40 +309,147 @@ impl StateFile {
     }
 
     fn err(&self, message: String) -> TargetError {
+        if let Some((path, _)) = &self.refused {
+            return TargetError::State {
+                path: path.clone(),
+                message,
+            };
+        }
         TargetError::State {
             path: self.path.display().to_string(),
             message,
         }
     }
 
-    fn lock(&self) -> Result<fs::File, TargetError> {
-        if let Some(dir) = self.path.parent() {
-            fs::create_dir_all(dir).map_err(|e| {
-                self.err(format!(
-                    "cannot create {}: {e}; set FSDELTA_STATE_FILE to a writable path",
-                    dir.display()
-                ))
-            })?;
+    fn lock_path(&self) -> PathBuf {
+        let mut p = self.path.clone().into_os_string();
+        p.push(".lock");
+        PathBuf::from(p)
+    }
+
+    fn existing_dir(&self) -> Option<PathBuf> {
+        self.path
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .map(Path::to_path_buf)
+            .filter(|d| d.exists())
+    }
+
+    /// The directory must be a real directory owned by us (or root) and writable by no one else.
+    fn check_dir(&self, dir: &Path) -> Result<(), TargetError> {
+        use std::os::unix::fs::MetadataExt;
+        let m = fs::symlink_metadata(dir)
+            .map_err(|e| self.err(format!("cannot inspect {}: {e}", dir.display())))?;
+        let fix = "set FSDELTA_STATE_FILE to a path in a directory only you can write (chmod go-w, or another directory)";
+        if !m.is_dir() {
+            return Err(self.err(format!(
+                "{} is not a directory (a symlink is not followed); {fix}",
+                dir.display()
+            )));
         }
-        let mut lock_path = self.path.clone().into_os_string();
-        lock_path.push(".lock");
+        let me = rustix::process::geteuid().as_raw();
+        if m.uid() != me && m.uid() != 0 {
+            return Err(self.err(format!(
+                "directory {} is owned by uid {}, not by you (uid {me}); {fix}",
+                dir.display(),
+                m.uid()
+            )));
+        }
+        if m.mode() & 0o022 != 0 {
+            return Err(self.err(format!(
+                "directory {} is writable by others (mode {:o}); another user could plant entries; {fix}",
+                dir.display(),
+                m.mode() & 0o7777
+            )));
+        }
+        Ok(())
+    }
+
+    /// A state or lock file must be a regular file owned by us and writable by no one else.
+    fn check_meta(&self, p: &Path, m: &fs::Metadata) -> Result<(), TargetError> {
+        use std::os::unix::fs::MetadataExt;
+        let fix = "remove it if you did not make it, or set FSDELTA_STATE_FILE elsewhere";
+        if !m.file_type().is_file() {
+            return Err(self.err(format!(
+                "{} is not a regular file (symlinks are never followed); {fix}",
+                p.display()
+            )));
+        }
+        let me = rustix::process::geteuid().as_raw();
+        if m.uid() != me {
+            return Err(self.err(format!(
+                "{} is owned by uid {}, not by you (uid {me}): it may have been planted; {fix}",
+                p.display(),
+                m.uid()
+            )));
+        }
+        if m.mode() & 0o022 != 0 {
+            return Err(self.err(format!(
+                "{} is writable by others (mode {:o}); {fix}",
+                p.display(),
+                m.mode() & 0o7777
+            )));
+        }
+        Ok(())
+    }
+
+    fn lock(&self) -> Result<fs::File, TargetError> {
+        use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+        if let Some((_, why)) = &self.refused {
+            return Err(self.err(why.clone()));
+        }
+        if let Some(dir) = self.path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir)
+                .map_err(|e| {
+                    self.err(format!(
+                        "cannot create {}: {e}; set FSDELTA_STATE_FILE to a writable path",
+                        dir.display()
+                    ))
+                })?;
+            self.check_dir(dir)?;
+        }
+        let lock_path = self.lock_path();
         let f = fs::OpenOptions::new()
             .create(true)
             .truncate(false)
             .write(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
             .open(&lock_path)
             .map_err(|e| {
                 self.err(format!(
-                    "cannot open the lock file: {e}; set FSDELTA_STATE_FILE to a writable path"
+                    "cannot open the lock file {}: {e}; set FSDELTA_STATE_FILE to a writable path (symlinks are never followed)",
+                    lock_path.display()
                 ))
             })?;
+        let m = f
+            .metadata()
+            .map_err(|e| self.err(format!("cannot inspect the lock file: {e}")))?;
+        self.check_meta(&lock_path, &m)?;
         rustix::fs::flock(&f, rustix::fs::FlockOperation::LockExclusive)
             .map_err(|e| self.err(format!("cannot lock: {e}")))?;
         Ok(f)
     }
 
     fn read(&self) -> Result<Document, TargetError> {
-        match fs::read_to_string(&self.path) {
+        use std::io::Read;
+        use std::os::unix::fs::OpenOptionsExt;
+        let opened = fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&self.path);
+        let text = opened.and_then(|mut f| {
+            let m = f.metadata()?;
+            self.check_meta(&self.path, &m)
+                .map_err(|e| std::io::Error::other(e.to_string()))?;
+            let mut text = String::new();
+            f.read_to_string(&mut text)?;
+            Ok(text)
+        });
+        match text {
             Ok(text) if text.trim().is_empty() => Ok(Document::default()),
             Ok(text) => serde_json::from_str(&text).map_err(|e| {
                 self.err(format!(
@@ -264,6 +457,9 @@ impl StateFile {
                 ))
             }),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Document::default()),
+            Err(e) if e.raw_os_error() == Some(libc::ELOOP) => Err(self.err(
+                "is a symlink; fsdelta never follows one here: remove it, or set FSDELTA_STATE_FILE elsewhere".into(),
+            )),
             Err(e) => Err(self.err(format!("cannot read: {e}"))),
         }
     }
@@ -277,7 +473,24 @@ impl StateFile {
         tmp.push(".tmp");
         let tmp = PathBuf::from(tmp);
         let write = || -> std::io::Result<()> {
-            let mut file = fs::File::create(&tmp)?;
+            use std::os::unix::fs::OpenOptionsExt;
+            let create = || {
+                fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .mode(0o600)
+                    .custom_flags(libc::O_NOFOLLOW)
+                    .open(&tmp)
+            };
+            // A temporary left by a crash (we hold the lock, so no live writer owns it): unlink it
+            // (unlink never follows a symlink) and create ours exclusively.
+            let mut file = match create() {
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    fs::remove_file(&tmp)?;
+                    create()?
+                }
+                other => other?,
+            };
             file.write_all(serde_json::to_string_pretty(&doc)?.as_bytes())?;
             file.write_all(b"\n")?;
             file.sync_all()?;
@@ -305,12 +518,11 @@ pub struct RecoveryReport {
 }
 
 impl RecoveryReport {
-    /// Whether nothing was found at all.
+    /// Whether there is nothing to tell: nothing undone, stale or failed. Entries of running
+    /// fsdelta processes are not leftovers (a plain run records its scratch directory), so they
+    /// alone do not make a report.
     pub fn is_empty(&self) -> bool {
-        self.undone.is_empty()
-            && self.stale.is_empty()
-            && self.live.is_empty()
-            && self.failed.is_empty()
+        self.undone.is_empty() && self.stale.is_empty() && self.failed.is_empty()
     }
 }
 
@@ -343,7 +555,17 @@ pub fn recover_leftovers() -> Result<RecoveryReport, TargetError> {
 pub fn recover(state: &StateFile) -> Result<RecoveryReport, TargetError> {
     let mut report = RecoveryReport::default();
     let mut dead = Vec::new();
-    for e in state.entries()? {
+    let entries = state.entries()?;
+    let roots = scratch_roots(&entries);
+    for e in entries {
+        if !inside_roots(&e.resource, &roots) {
+            report.failed.push(format!(
+                "{}: not inside a scratch directory fsdelta recorded; left alone (check it by hand, then remove the entry from {})",
+                e.resource,
+                state.path().display()
+            ));
+            continue;
+        }
         if e.owner.is_alive() {
             report
                 .live
@@ -357,6 +579,7 @@ pub fn recover(state: &StateFile) -> Result<RecoveryReport, TargetError> {
         Resource::Loop { .. } => 1,
         Resource::File { .. } => 2,
         Resource::Dir { .. } => 3,
+        Resource::ScratchTree { .. } => 4,
     };
     let depth = |r: &Resource| match r {
         Resource::Mount { target: p, .. } | Resource::Dir { path: p } => p.components().count(),
@@ -381,6 +604,60 @@ pub fn recover(state: &StateFile) -> Result<RecoveryReport, TargetError> {
         }
     }
     Ok(report)
+}
+
+/// The scratch roots the file records: a configuration's `<scratch>/<name>.<pid>` directory and
+/// a plain run's `fsdelta-scratch-<pid>-<n>` directory, named after the pid that owns the entry.
+fn scratch_roots(entries: &[Entry]) -> Vec<PathBuf> {
+    entries
+        .iter()
+        .filter_map(|e| {
+            let (path, ok) = match &e.resource {
+                Resource::Dir { path } => (
+                    path,
+                    name_of(path).is_some_and(|n| {
+                        n.rsplit_once('.').is_some_and(|(stem, pid)| {
+                            !stem.is_empty() && pid == e.owner.pid.to_string()
+                        })
+                    }),
+                ),
+                Resource::ScratchTree { path } => (path, is_scratch_tree_name(path, e.owner.pid)),
+                _ => return None,
+            };
+            (ok && is_plain_absolute(path)).then(|| path.clone())
+        })
+        .collect()
+}
+
+fn name_of(p: &Path) -> Option<&str> {
+    p.file_name()?.to_str()
+}
+
+/// `fsdelta-scratch-<pid>-<n>` (the name [`super::scratch::ScratchDir`] gives).
+fn is_scratch_tree_name(p: &Path, pid: u32) -> bool {
+    name_of(p)
+        .and_then(|n| n.strip_prefix(&format!("fsdelta-scratch-{pid}-")))
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// Absolute, with no `.` or `..` component (so `starts_with` means "inside").
+fn is_plain_absolute(p: &Path) -> bool {
+    use std::path::Component;
+    p.is_absolute()
+        && p.components()
+            .all(|c| matches!(c, Component::RootDir | Component::Normal(_)))
+}
+
+/// Whether recovery may act on `r`: it lies inside (or is) one of the recorded scratch roots.
+fn inside_roots(r: &Resource, roots: &[PathBuf]) -> bool {
+    let under = |p: &Path| is_plain_absolute(p) && roots.iter().any(|root| p.starts_with(root));
+    match r {
+        Resource::Mount { target, .. } => under(target),
+        Resource::Loop { backing_file, .. } => under(backing_file),
+        Resource::File { path } | Resource::Dir { path } | Resource::ScratchTree { path } => {
+            under(path)
+        }
+    }
 }
 
 enum Undo {
@@ -451,6 +728,33 @@ fn undo(r: &Resource) -> Result<Undo, String> {
                 Ok(Undo::Done(format!("removed directory {}", path.display())))
             }
         },
+        Resource::ScratchTree { path } => match fs::symlink_metadata(path) {
+            Err(_) => Ok(Undo::Stale),
+            Ok(m) if !m.is_dir() => Ok(Undo::Stale),
+            Ok(_) => {
+                fs::remove_dir_all(path).map_err(|e| e.to_string())?;
+                Ok(Undo::Done(format!(
+                    "removed scratch directory {}",
+                    path.display()
+                )))
+            }
+        },
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests_support {
+    use super::*;
+
+    /// Give every entry of `state` a dead owner (as after a kill -9).
+    pub(crate) fn make_dead(state: &StateFile) {
+        state
+            .update(|doc| {
+                for e in &mut doc.entries {
+                    e.owner.start_time = 1;
+                }
+            })
+            .unwrap();
     }
 }
 
@@ -521,12 +825,13 @@ mod tests {
     fn recovery_undoes_files_and_empty_dirs_of_dead_owners_only() {
         let dir = tempfile::tempdir().unwrap();
         let state = StateFile::new(dir.path().join("leftovers.json"));
-        let d = dir.path().join("d");
+        let root = dir.path().canonicalize().unwrap();
+        let d = root.join(format!("cfg.{}", std::process::id()));
         let inner = d.join("inner");
         fs::create_dir_all(&inner).unwrap();
         let f = d.join("image");
         fs::write(&f, b"x").unwrap();
-        let full = dir.path().join("full");
+        let full = d.join("full");
         fs::create_dir(&full).unwrap();
         fs::write(full.join("user-data"), b"keep").unwrap();
         write_dead_entries(
@@ -539,42 +844,215 @@ mod tests {
                 },
                 Resource::Dir { path: full.clone() },
                 Resource::File {
-                    path: dir.path().join("never-made"),
+                    path: d.join("never-made"),
                 },
                 Resource::Mount {
-                    target: dir.path().join("not-mounted"),
+                    target: d.join("not-mounted"),
                     source: "fsdelta-x".into(),
                 },
             ],
         );
         let live = state
             .record(Resource::File {
-                path: dir.path().join("live"),
+                path: d.join("live"),
             })
             .unwrap();
-        fs::write(dir.path().join("live"), b"x").unwrap();
+        fs::write(d.join("live"), b"x").unwrap();
 
         let report = recover(&state).unwrap();
-        assert!(!d.exists() && !f.exists() && !inner.exists(), "{report}");
-        assert_eq!(report.undone.len(), 3, "{report}");
+        assert!(!f.exists() && !inner.exists(), "{report}");
+        assert_eq!(report.undone.len(), 2, "{report}");
         assert_eq!(report.stale.len(), 2, "{report}");
         assert_eq!(report.live.len(), 1, "{report}");
-        assert_eq!(report.failed.len(), 1, "{report}");
+        assert_eq!(report.failed.len(), 2, "{report}");
         assert!(
             full.join("user-data").exists(),
             "never removes what it did not create"
         );
-        assert!(dir.path().join("live").exists());
-        // The failed entry and the live one stay for a later attempt.
-        assert_eq!(state.entries().unwrap().len(), 2);
+        assert!(d.join("live").exists(), "a live owner's file stays");
+        // The failed entries (full, and d which holds it) and the live one stay.
+        assert_eq!(state.entries().unwrap().len(), 3);
         live.clear().unwrap();
     }
 
     #[test]
-    fn default_path_prefers_the_override() {
+    fn recovery_only_acts_inside_scratch_roots_fsdelta_recorded() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = StateFile::new(dir.path().join("leftovers.json"));
+        let victim_dir = dir.path().join("victim");
+        fs::create_dir(&victim_dir).unwrap();
+        let victim = victim_dir.join("precious");
+        fs::write(&victim, b"keep").unwrap();
+        let empty = dir.path().join("empty-but-not-ours");
+        fs::create_dir(&empty).unwrap();
+        let fake_root = dir.path().join("fake.1"); // pid 1 is not the entry's owner
+        fs::create_dir(&fake_root).unwrap();
+        write_dead_entries(
+            &state,
+            vec![
+                Resource::File {
+                    path: victim.clone(),
+                },
+                Resource::Dir {
+                    path: empty.clone(),
+                },
+                Resource::Dir {
+                    path: fake_root.clone(),
+                },
+                Resource::File {
+                    path: dir.path().join("x.1/../victim/precious"),
+                },
+                Resource::Loop {
+                    device: "/dev/loop0".into(),
+                    backing_file: victim.clone(),
+                },
+                Resource::Mount {
+                    target: "/".into(),
+                    source: "/dev/sda1".into(),
+                },
+            ],
+        );
+        let report = recover(&state).unwrap();
+        assert!(
+            victim.exists() && empty.exists() && fake_root.exists(),
+            "{report}"
+        );
+        assert!(report.undone.is_empty(), "{report}");
+        assert_eq!(report.failed.len(), 6, "{report}");
+        assert!(
+            report
+                .to_string()
+                .contains("not inside a scratch directory"),
+            "{report}"
+        );
+    }
+
+    #[test]
+    fn the_location_is_never_a_shared_directory_and_never_relative() {
+        let os = |s: &str| Some(std::ffi::OsString::from(s));
+        let loc = |o: Option<std::ffi::OsString>,
+                   x: Option<std::ffi::OsString>,
+                   h: Option<std::ffi::OsString>,
+                   root| {
+            StateFile::locate(o.as_deref(), x.as_deref(), h.as_deref(), root)
+        };
+        assert_eq!(
+            loc(os("/s/f.json"), os("/x"), os("/h"), false).unwrap(),
+            Path::new("/s/f.json")
+        );
+        let e = loc(os("rel/f.json"), None, os("/h"), false)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("relative") && e.contains("FSDELTA_STATE_FILE"),
+            "{e}"
+        );
+        assert_eq!(
+            loc(None, os("x-rel"), os("/h"), false).unwrap(),
+            Path::new("/h/.local/state/fsdelta/leftovers.json")
+        );
+        assert_eq!(
+            loc(None, None, None, true).unwrap(),
+            Path::new("/var/lib/fsdelta/leftovers.json")
+        );
+        let e = loc(None, None, None, false).unwrap_err().to_string();
+        assert!(e.contains("FSDELTA_STATE_FILE"), "{e}");
+        assert!(!e.contains("/var/tmp"), "{e}");
+        // A refused location fails every use with the reason.
+        let s = StateFile {
+            path: PathBuf::new(),
+            refused: Some(("rel".into(), "FSDELTA_STATE_FILE is a relative path".into())),
+        };
+        assert!(s.check().is_err() && s.entries().is_err());
+        assert!(s.record(Resource::Dir { path: "/x".into() }).is_err());
+    }
+
+    #[test]
+    fn symlinks_world_writable_dirs_and_planted_temporaries_are_refused() {
+        use std::os::unix::fs::{PermissionsExt, symlink};
+        let dir = tempfile::tempdir().unwrap();
+        // A symlinked state file is refused, never followed.
+        let target = dir.path().join("elsewhere.json");
+        fs::write(&target, b"").unwrap();
+        let private = dir.path().join("private");
+        fs::create_dir(&private).unwrap();
+        symlink(&target, private.join("leftovers.json")).unwrap();
+        let state = StateFile::new(private.join("leftovers.json"));
+        let e = state
+            .record(Resource::Dir { path: "/x".into() })
+            .unwrap_err();
+        assert!(e.to_string().contains("symlink"), "{e}");
+        assert!(state.check().is_err());
+        assert_eq!(
+            fs::read(&target).unwrap(),
+            b"",
+            "the symlink's target is untouched"
+        );
+
+        // A planted temporary (a symlink at leftovers.json.tmp) is unlinked, not written through.
+        fs::remove_file(private.join("leftovers.json")).unwrap();
+        symlink(&target, private.join("leftovers.json.tmp")).unwrap();
+        let r = state.record(Resource::Dir { path: "/x".into() }).unwrap();
+        assert_eq!(
+            fs::read(&target).unwrap(),
+            b"",
+            "never written through a symlink"
+        );
+        assert!(
+            fs::symlink_metadata(private.join("leftovers.json"))
+                .unwrap()
+                .is_file()
+        );
+        r.clear().unwrap();
+
+        // A directory others can write is refused.
+        let shared = dir.path().join("shared");
+        fs::create_dir(&shared).unwrap();
+        fs::set_permissions(&shared, fs::Permissions::from_mode(0o1777)).unwrap();
+        let state = StateFile::new(shared.join("leftovers.json"));
+        let e = state
+            .entries()
+            .and_then(|_| state.record(Resource::Dir { path: "/x".into() }));
+        let e = e.unwrap_err().to_string();
+        assert!(
+            e.contains("writable by others") && e.contains("FSDELTA_STATE_FILE"),
+            "{e}"
+        );
+        assert!(!shared.join("leftovers.json").exists());
+
+        // A state file writable by others is refused.
+        let state = StateFile::new(private.join("other.json"));
+        fs::write(state.path(), b"").unwrap();
+        fs::set_permissions(state.path(), fs::Permissions::from_mode(0o666)).unwrap();
+        let e = state.entries().unwrap_err().to_string();
+        assert!(e.contains("writable by others"), "{e}");
+    }
+
+    #[test]
+    fn a_state_file_owned_by_another_user_is_refused() {
+        if !rustix::process::geteuid().is_root() {
+            super::super::skip_test("needs root to chown a file to another user");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let state = StateFile::new(dir.path().join("leftovers.json"));
+        fs::write(state.path(), b"{\"version\":1,\"entries\":[]}").unwrap();
+        std::os::unix::fs::chown(state.path(), Some(65534), Some(65534)).unwrap();
+        let e = state.entries().unwrap_err().to_string();
+        assert!(
+            e.contains("owned by uid 65534") && e.contains("planted"),
+            "{e}"
+        );
+        let e = recover(&state).unwrap_err().to_string();
+        assert!(e.contains("owned by uid 65534"), "{e}");
+    }
+
+    #[test]
+    fn the_default_location_is_absolute_when_there_is_one() {
         // Only read: the environment is shared between test threads.
-        let p = StateFile::default_path();
-        assert!(p.is_absolute());
-        assert!(p.to_string_lossy().ends_with(".json"));
+        if let Ok(s) = StateFile::try_default() {
+            assert!(s.path().is_absolute());
+            assert!(s.path().to_string_lossy().ends_with(".json"));
+        }
     }
 }

@@ -590,6 +590,15 @@ pub fn parse(name: &str, text: &str) -> Result<Loadfile, LoadfileError> {
                     t.text
                 )));
             }
+            // Every path must stay inside the client's directory: `\..\..\x` would make
+            // NTCreateX create and Deltree empty a directory outside -D.
+            if t.text.split('/').any(|c| c == "..") {
+                return Err(err(format!(
+                    "{opname} path '{}' climbs out of the client's directory with '..'; \
+                     every loadfile path must stay inside it: remove the '..' components",
+                    t.text.replace('/', "\\")
+                )));
+            }
             Ok(PathTemplate(t.text.clone().into_boxed_str()))
         };
         let op = match opname {
@@ -764,6 +773,22 @@ Sleep 1000 NT_STATUS_OK
         for c in OpClass::ALL {
             assert!(classes.contains(&c), "{c:?} not covered");
         }
+    }
+
+    #[test]
+    fn a_path_that_climbs_out_of_the_client_directory_is_refused() {
+        for line in [
+            r#"NTCreateX "\..\..\x" 0x1 0x2 1 NT_STATUS_OK"#,
+            r#"Deltree "\clients\..\..\victim" NT_STATUS_OK"#,
+            r#"Rename "\clients\a" "\clients\..\..\b" NT_STATUS_OK"#,
+            r#"Mkdir "/../up" NT_STATUS_OK"#,
+        ] {
+            let e = fails(line).to_string();
+            assert!(e.contains("climbs out") && e.contains("t:1"), "{line}: {e}");
+        }
+        // A name that merely contains dots stays inside.
+        let l = one(r#"Mkdir "\clients\client1\..hidden\a..b" NT_STATUS_OK"#);
+        assert!(matches!(l.op, Op::Mkdir { .. }), "{l:?}");
     }
 
     #[test]

@@ -288,17 +288,15 @@ impl Dbench {
         let loadfile = match &opts.loadfile {
             LoadfileSource::Builtin => loadfile::parse(BUILTIN_LOADFILE_NAME, BUILTIN_LOADFILE),
             LoadfileSource::Path(p) => {
-                let text = std::fs::read(p).map_err(|e| {
+                let text = crate::plan::input::read(p).map_err(|e| {
                     let hint = if p == std::path::Path::new(DEBIAN_CLIENT_TXT) {
                         " (install it with `apt-get install dbench`, or leave out -c to use \
                          fsdelta's own loadfile)"
                     } else {
                         ""
                     };
-                    WorkloadError::InvalidOptions(format!(
-                        "cannot read loadfile {}: {e}{hint}",
-                        p.display()
-                    ))
+                    // `e` names the file first ("PATH: why").
+                    WorkloadError::InvalidOptions(format!("cannot read loadfile {e}{hint}"))
                 })?;
                 let text = String::from_utf8_lossy(&text);
                 loadfile::parse(&p.display().to_string(), &text)

@@ -520,7 +520,8 @@ impl FsMarkOptions {
             }
             'l' => self.log_file = Some(PathBuf::from(v)),
             'L' => {
-                let n = non_negative(opt, v, "the number of iterations")?;
+                // fs_mark with -L 0 runs no iteration and reports nothing: refuse it.
+                let n = at_least_one(opt, v, "the number of iterations")?;
                 self.loops = Some(
                     u32::try_from(n)
                         .map_err(|_| UsageError::new(format!("-L: {n} iterations is too many")))?,
@@ -572,7 +573,8 @@ impl FsMarkOptions {
                 })?;
             }
             't' => {
-                let n = number(opt, v)?;
+                // No worker (-t 0) or a negative count measures nothing: refuse it.
+                let n = at_least_one(opt, v, "the number of threads")? as i64;
                 if n > MAX_THREADS as i64 {
                     return Err(UsageError::new(format!("Max threads is {MAX_THREADS}")));
                 }
@@ -773,7 +775,7 @@ mod tests {
         assert_eq!(err("-n 10k"), "-n: '10k' is not a whole number");
         assert_eq!(err("-S x"), "-S: 'x' is not a whole number");
         assert!(err("-s -1").contains("must not be negative"));
-        assert!(err("-L -1").contains("must not be negative"));
+        assert!(err("-L -1").contains("at least 1"));
         assert!(err("-N -1 -D 2").contains("must not be negative"));
         assert!(err("-r -1").contains("must not be negative"));
         assert!(err("-n 0").contains("at least 1"));
@@ -834,8 +836,20 @@ mod tests {
     }
 
     #[test]
+    fn no_threads_negative_threads_and_no_iterations_are_refused() {
+        for (args, what) in [
+            ("-t 0", "threads"),
+            ("-t -3", "threads"),
+            ("-L 0", "iterations"),
+        ] {
+            let e = err(args);
+            assert!(e.contains(what) && e.contains("at least 1"), "{args}: {e}");
+        }
+    }
+
+    #[test]
     fn implied_keep() {
-        let o = p("-L 0").unwrap();
+        let o = p("-L 1").unwrap();
         assert!(o.keep);
         assert_eq!(o.iterations(), 1);
         let o = p("-F").unwrap();
@@ -857,8 +871,8 @@ mod tests {
     fn threads_are_raised_to_and_multiples_of_directories() {
         assert_eq!(p("-d a -d b").unwrap().threads, 2);
         assert_eq!(p("-d a -d b -t 1").unwrap().threads, 2);
-        assert_eq!(p("-d a -t 0").unwrap().threads, 1);
-        assert_eq!(p("-d a -t -3").unwrap().threads, 1);
+        assert!(err("-d a -t 0").contains("at least 1"));
+        assert!(err("-d a -t -3").contains("at least 1"));
         assert_eq!(p("-d a -d b -t 6").unwrap().threads, 6);
         assert!(err("-d a -d b -t 3").contains("Threads (3) must be an even multiple"));
         assert_eq!(p("-t 2").unwrap().threads, 2);
