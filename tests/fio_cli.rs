@@ -109,7 +109,10 @@ fn an_unsupported_option_is_an_error_naming_file_line_and_the_supported_list() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("bad.fio:3"), "{err}");
-    assert!(err.contains("option 'verify_backlog' is not supported"), "{err}");
+    assert!(
+        err.contains("option 'verify_backlog' is not supported"),
+        "{err}"
+    );
     assert!(
         err.contains("supported options: name, description, rw"),
         "{err}"

@@ -190,6 +190,17 @@ fn a_full_disk_fails_one_sample_and_keeps_the_others() {
 
 #[test]
 fn sigint_aborts_the_run_keeps_finished_samples_and_removes_scratch() {
+    interrupt_and_check(1);
+}
+
+/// GNU `timeout` sends SIGTERM to the process and to its group: two signals at once must still
+/// unmount, remove the scratch directory and mark the run aborted.
+#[test]
+fn two_signals_at_once_still_tear_down_and_mark_the_run_aborted() {
+    interrupt_and_check(2);
+}
+
+fn interrupt_and_check(signals: usize) {
     let tmp = tempfile::tempdir().unwrap();
     let db = tmp.path().join("r.sqlite");
     let target = tmp.path().join("target");
@@ -222,11 +233,13 @@ fn sigint_aborts_the_run_keeps_finished_samples_and_removes_scratch() {
             break;
         }
     }
-    rustix::process::kill_process(
-        rustix::process::Pid::from_raw(child.id() as i32).unwrap(),
-        rustix::process::Signal::INT,
-    )
-    .unwrap();
+    for _ in 0..signals {
+        rustix::process::kill_process(
+            rustix::process::Pid::from_raw(child.id() as i32).unwrap(),
+            rustix::process::Signal::INT,
+        )
+        .unwrap();
+    }
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(130));
     let mut err = String::new();

@@ -465,6 +465,33 @@ pub fn install_signals() -> std::io::Result<crate::workload::CancelToken> {
     Ok(crate::workload::CancelToken::from_flag(flag))
 }
 
+/// The signal handling of `fsdelta run`, which owns mounts, loop devices and a run record: the
+/// first and the second SIGINT/SIGTERM only ask the run to stop (GNU `timeout` sends one to
+/// the process and one to its group, and both must still lead to unmounting, detaching and an
+/// `aborted` run); a third ends the process at once with exit code 130 (`fsdelta cleanup`
+/// undoes what is left).
+pub fn install_run_signals() -> std::io::Result<crate::workload::CancelToken> {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let cancel = Arc::new(AtomicBool::new(false));
+    let second = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        // Handlers run in the order registered: exit if two came before, note a second, cancel.
+        signal_hook::flag::register_conditional_shutdown(sig, EXIT_INTERRUPTED, second.clone())?;
+        let (c, s) = (cancel.clone(), second.clone());
+        // SAFETY: the handler only loads and stores atomics, which is async-signal-safe.
+        unsafe {
+            signal_hook::low_level::register(sig, move || {
+                if c.load(Ordering::SeqCst) {
+                    s.store(true, Ordering::SeqCst);
+                }
+            })?;
+        }
+        signal_hook::flag::register(sig, cancel.clone())?;
+    }
+    Ok(crate::workload::CancelToken::from_flag(cancel))
+}
+
 /// Entry point; returns the process exit code.
 pub fn main() -> i32 {
     let cli = match Cli::try_parse() {

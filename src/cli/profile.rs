@@ -88,7 +88,7 @@ fn pooled(
 
 /// `fsdelta profile SEL --test NAME [--config NAME]`.
 pub fn main(args: &ProfileArgs) -> Result<i32> {
-    let store = store::open(&args.db.location())?;
+    let store = store::open_read_only(&args.db.location())?;
     let runs = query::load(store.as_ref(), &args.sel)?;
     let mut configs: Vec<&str> = runs
         .iter()
@@ -159,7 +159,7 @@ pub fn compare(db: &DbArg, base: &str, cur: &str, opts: &CompareArgs) -> Result<
             "compare --profile adds a text section; use --format text (the default) or markdown with --profile"
         );
     }
-    let store = store::open(&db.location())?;
+    let store = store::open_read_only(&db.location())?;
     let (bd, cd, rows) = query::judge(store.as_ref(), base, cur, opts)?;
     let mut out = query::render_comparison(&bd, &cd, &rows, opts)?;
     let section = changed_profiles(store.as_ref(), base, cur, &rows)?;

@@ -58,7 +58,7 @@ impl ReportArgs {
 
 /// `fsdelta report`.
 pub fn main(db: &DbArg, base: &str, cur: Option<&str>, args: &ReportArgs) -> Result<i32> {
-    let store = store::open(&db.location())?;
+    let store = store::open_read_only(&db.location())?;
     let input = match cur {
         Some(cur) => {
             let opts = args.compare_args();

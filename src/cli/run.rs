@@ -25,8 +25,7 @@ use anyhow::{Context, Result};
 fn suite_of(args: &RunArgs, ram_mib: u64) -> Result<suite::Suite> {
     let path = std::path::Path::new(&args.suite);
     if args.suite.ends_with(".toml") || path.is_file() {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("reading suite file {}", path.display()))?;
+        let text = crate::plan::input::read_to_string(path).context("reading the suite file")?;
         Ok(crate::plan::suitefile::parse(&text, &args.suite)?)
     } else {
         Ok(suite::builtin_scaled(&args.suite, args.scale, ram_mib)?)
@@ -66,8 +65,8 @@ pub fn main(args: RunArgs) -> Result<i32> {
         .collect::<Result<Vec<_>>>()?;
     let file = match &args.config {
         Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("reading config file {}", path.display()))?;
+            let text =
+                crate::plan::input::read_to_string(path).context("reading the config file")?;
             Some(config::parse(&text, &path.display().to_string())?)
         }
         None if !args.kernels.is_empty() => Some(config::default_kernel_file()),
@@ -130,8 +129,12 @@ pub fn main(args: RunArgs) -> Result<i32> {
         Err(e) => eprintln!("fsdelta: warning: could not check for leftovers: {e}"),
     }
     let location = args.db.location();
-    let mut store = store::open(&location)?;
-    let cancel = super::install_signals().context("installing signal handlers")?;
+    let (mut store, replayed) = store::open_for_run(&location)?;
+    let journal = store::journal::path_beside(std::path::Path::new(&location));
+    if let Some(m) = replayed.message(&journal) {
+        eprintln!("fsdelta: {m}");
+    }
+    let cancel = super::install_run_signals().context("installing signal handlers")?;
     let rows: Vec<(String, String)> = config_names
         .iter()
         .flat_map(|c| plan.tests.iter().map(move |t| (c.clone(), t.name.clone())))

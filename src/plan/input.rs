@@ -17,12 +17,12 @@ pub const MAX_INPUT_BYTES: u64 = 64 << 20;
 #[derive(Debug, thiserror::Error)]
 pub enum InputError {
     /// It could not be opened or read.
-    #[error("{path}: {source}")]
+    #[error("{path}: {error}")]
     Io {
         /// The file.
         path: PathBuf,
-        /// The OS error.
-        source: std::io::Error,
+        /// The OS error (in the message, not a separate cause, so it is printed once).
+        error: std::io::Error,
     },
     /// It is not a regular file.
     #[error("{path}: is {what}, not a regular file; name a file")]
@@ -70,7 +70,7 @@ pub fn read_bounded(path: &Path, limit: u64) -> Result<Vec<u8>, InputError> {
     use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
     let io = |source| InputError::Io {
         path: path.to_path_buf(),
-        source,
+        error: source,
     };
     // Look before opening: opening a FIFO would block until a writer comes.
     let meta = fs::metadata(path).map_err(io)?;

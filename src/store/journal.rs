@@ -93,7 +93,7 @@ fn lock(path: &Path) -> Result<fs::File, StoreError> {
 fn read_entries(path: &Path) -> Result<Vec<Entry>, StoreError> {
     let text = match crate::plan::input::read_to_string(path) {
         Ok(t) => t,
-        Err(crate::plan::input::InputError::Io { source, .. })
+        Err(crate::plan::input::InputError::Io { error: source, .. })
             if source.kind() == std::io::ErrorKind::NotFound =>
         {
             return Ok(Vec::new());
