@@ -173,7 +173,7 @@ fresh = "run"
         ])
         .output()
         .unwrap();
-    assert!(String::from_utf8_lossy(&out.stdout).contains("| metric | unit |"));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("| metric | role | unit |"));
 
     // git bisect run: bad.
     env.cmd()
