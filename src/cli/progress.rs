@@ -3,9 +3,9 @@
 //! from the measured duration of its finished repetitions, and the last sample's headline number;
 //! otherwise a plain line per sample on standard error; nothing with `--quiet`.
 //!
-//! Workloads only emit events ([`ProgressSink`]); they never draw.
+//! The runner only emits events (`runner::Event`); `cli::run` turns them into these calls.
 
-use crate::workload::ProgressSink;
+use crate::runner::{Event, Observer};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::collections::HashMap;
 use std::io::IsTerminal;
@@ -24,17 +24,6 @@ pub enum Progress {
     Lines,
     /// Nothing.
     Quiet,
-}
-
-/// Phase events of a running workload, shown as the bar's message.
-pub struct BarSink<'a>(Option<&'a ProgressBar>);
-
-impl ProgressSink for BarSink<'_> {
-    fn phase(&self, what: &str) {
-        if let Some(b) = self.0 {
-            b.set_message(format!("running: {what}"));
-        }
-    }
 }
 
 impl Progress {
@@ -90,9 +79,11 @@ impl Progress {
         }
     }
 
-    /// The event sink for the running sample.
-    pub fn sink(&self, config: &str, test: &str) -> BarSink<'_> {
-        BarSink(self.bar(config, test))
+    /// A running workload entered a phase: shown as the bar's message.
+    pub fn phase(&self, config: &str, test: &str, what: &str) {
+        if let Some(b) = self.bar(config, test) {
+            b.set_message(format!("running: {what}"));
+        }
     }
 
     /// A sample ended: `line` for the log, `headline` for the bar.
@@ -120,6 +111,16 @@ impl Progress {
         }
     }
 
+    /// A warning: above the bars, or on standard error (also with `--quiet`).
+    pub fn warn(&self, line: &str) {
+        match self {
+            Progress::Bars { multi, .. } => {
+                let _ = multi.println(line);
+            }
+            Progress::Lines | Progress::Quiet => eprintln!("{line}"),
+        }
+    }
+
     /// Stop drawing; the bars stay on screen with their last state.
     pub fn finish(&self) {
         if let Progress::Bars { bars, .. } = self {
@@ -127,6 +128,82 @@ impl Progress {
                 b.disable_steady_tick();
                 b.abandon();
             }
+        }
+    }
+}
+
+/// The command line's observer: bars or lines from [`Progress`], the run's header line.
+pub struct View {
+    /// How progress is drawn.
+    pub progress: Progress,
+    /// `--quiet`: no header line.
+    pub quiet: bool,
+    /// Where results go (for the header line).
+    pub location: String,
+}
+
+impl Observer for View {
+    fn event(&self, e: Event) {
+        let what =
+            |config: &str, test: &str, rep: u32, of: u32| format!("{config}/{test} rep {rep}/{of}");
+        match e {
+            Event::RunStarted {
+                run_id,
+                label,
+                suite,
+                tests,
+                configs,
+                repetitions,
+            } => {
+                if !self.quiet {
+                    self.progress.println(&format!(
+                        "fsdelta run {run_id} ({label}): suite {suite}, {tests} test(s) x {} configuration(s) x {repetitions} repetition(s); results in {}",
+                        configs.len(),
+                        self.location
+                    ));
+                }
+            }
+            Event::SampleStarted {
+                config,
+                test,
+                repetition,
+                of,
+            } => self.progress.start(&config, &test, repetition, of),
+            Event::Phase { config, test, what } => self.progress.phase(&config, &test, &what),
+            Event::SampleEnded {
+                of,
+                sample,
+                headline,
+            } => {
+                let w = what(&sample.config, &sample.test, sample.repetition, of);
+                self.progress.done(
+                    &sample.config,
+                    &sample.test,
+                    &format!("{w}: {:.1} s, {headline}", sample.duration_s),
+                    &headline,
+                );
+            }
+            Event::SampleFailed { of, sample } => {
+                let w = what(&sample.config, &sample.test, sample.repetition, of);
+                self.progress.done(
+                    &sample.config,
+                    &sample.test,
+                    &format!("{w}: FAILED: {}", sample.error.as_deref().unwrap_or("")),
+                    "FAILED (see the end)",
+                );
+            }
+            Event::Skipped {
+                config,
+                test,
+                repetition,
+                of,
+                why,
+            } => {
+                let w = what(&config, &test, repetition, of);
+                self.progress
+                    .done(&config, &test, &format!("{w}: SKIPPED: {why}"), "skipped");
+            }
+            Event::Warning(w) => self.progress.warn(&format!("fsdelta: {w}")),
         }
     }
 }

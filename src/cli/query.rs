@@ -85,6 +85,7 @@ pub fn show(db: &DbArg, sel: &str) -> Result<i32> {
     let all: Vec<&SampleRecord> = runs.iter().flat_map(|(_, s)| s.iter()).collect();
     out.push_str(&report::text::targets(&all));
     out.push_str(&report::text::workloads(&all));
+    out.push_str(&report::text::sample_order(&all));
     out.push('\n');
     out.push_str(&report::text::run_summary(&compare::series(&all)));
     let failed = report::text::failures(&all);

@@ -14,8 +14,8 @@ pub mod verdict;
 #[cfg(test)]
 mod simulation;
 
+use crate::model::SampleRecord;
 use crate::model::{Direction, MetricKind, SampleStatus, Unit};
-use crate::store::SampleRecord;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -260,8 +260,8 @@ pub fn pair(base: &[Series], cur: &[Series], across_configs: bool) -> Vec<Paired
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::NewSample;
     use crate::model::{Metric, TargetFacts};
-    use crate::store::NewSample;
 
     fn rec(test: &str, status: SampleStatus, metrics: &[(&str, f64)]) -> SampleRecord {
         SampleRecord {
@@ -271,6 +271,7 @@ mod tests {
                 config: "scratch".into(),
                 test: test.into(),
                 repetition: 1,
+                sequence: 0,
                 facts: TargetFacts::default(),
                 status,
                 error: None,

@@ -10,6 +10,7 @@ pub mod dbench;
 pub mod export;
 pub mod fio;
 pub mod fsmark;
+pub mod gather;
 pub mod history;
 pub mod html;
 pub mod profile;
