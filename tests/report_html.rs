@@ -180,7 +180,10 @@ fn report_of_real_runs_is_complete_self_contained_and_renders_in_chromium() {
     let text = String::from_utf8(text.stdout).unwrap();
     // (its first table row: the line under the first column header)
     let lines: Vec<&str> = text.lines().collect();
-    let header = lines.iter().position(|l| l.contains("95% interval")).unwrap();
+    let header = lines
+        .iter()
+        .position(|l| l.contains("95% interval"))
+        .unwrap();
     let first_row = lines[header + 1];
     assert!(html.contains(first_row.trim_end()), "{first_row}");
 

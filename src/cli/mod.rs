@@ -563,6 +563,7 @@ mod margin_tests {
             delta: None,
             delta_tail: None,
             delta_max: None,
+            gate: GateChoice::Headline,
         };
         let suite = SuiteMargins {
             eps: Some(5.0),

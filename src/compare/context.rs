@@ -420,6 +420,7 @@ mod tests {
                 config: config.into(),
                 test: test.into(),
                 repetition: 1,
+                sequence: 0,
                 facts: TargetFacts {
                     fs_type: "ext4".into(),
                     mount_options: mount.into(),

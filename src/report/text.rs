@@ -256,30 +256,6 @@ pub fn compare_table(base_label: &str, cur_label: &str, pairs: &[Paired]) -> Str
     out
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn values_are_compact() {
-        assert_eq!(fmt_value(0.0), "0");
-        assert_eq!(fmt_value(12345.678), "12346");
-        assert_eq!(fmt_value(3.0), "3");
-        assert_eq!(fmt_value(123.456), "123.5");
-        assert_eq!(fmt_value(1.23456), "1.23");
-        assert_eq!(fmt_value(0.0123456), "0.0123");
-        assert_eq!(fmt_value(f64::NAN), "-");
-        assert!(fmt_value(1.5e15).len() <= 11);
-        assert!(fmt_value(-1.5e-9).len() <= 11);
-    }
-
-    #[test]
-    fn long_names_are_clipped() {
-        assert_eq!(clip("abcdef", 4), "abc~");
-        assert_eq!(clip("abc", 4), "abc");
-    }
-}
-
 /// The order the samples ran in (their stored sequence numbers), wrapped at 80 columns:
 /// `order rotate: 1 a/t#1  2 b/t#1  3 b/t#2 ...`. Empty when no sample has a sequence number
 /// (runs stored before positions were recorded).
@@ -326,4 +302,28 @@ pub fn sample_order(samples: &[&SampleRecord]) -> String {
     }
     out.push('\n');
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_are_compact() {
+        assert_eq!(fmt_value(0.0), "0");
+        assert_eq!(fmt_value(12345.678), "12346");
+        assert_eq!(fmt_value(3.0), "3");
+        assert_eq!(fmt_value(123.456), "123.5");
+        assert_eq!(fmt_value(1.23456), "1.23");
+        assert_eq!(fmt_value(0.0123456), "0.0123");
+        assert_eq!(fmt_value(f64::NAN), "-");
+        assert!(fmt_value(1.5e15).len() <= 11);
+        assert!(fmt_value(-1.5e-9).len() <= 11);
+    }
+
+    #[test]
+    fn long_names_are_clipped() {
+        assert_eq!(clip("abcdef", 4), "abc~");
+        assert_eq!(clip("abc", 4), "abc");
+    }
 }
