@@ -96,15 +96,23 @@ fn check_self_contained(html: &str) {
 }
 
 /// The texts of the SVG whose class contains `class` and whose label mentions `label`.
+/// The texts of every `class` chart whose SVG mentions `label` (a test's diff chart is split in
+/// two: the headline and changed metrics first, the others in a closed <details>).
 fn svg_texts(html: &str, class: &str, label: &str) -> Vec<String> {
-    let s = svgs(html)
+    let found: Vec<&str> = svgs(html)
         .into_iter()
-        .find(|s| s.contains(&format!("class=\"{class}\"")) && s.contains(label))
-        .unwrap_or_else(|| panic!("no {class} chart for {label}"));
-    let doc = roxmltree::Document::parse(s).unwrap();
-    doc.descendants()
-        .filter(|n| n.has_tag_name("text"))
-        .filter_map(|n| n.text().map(str::to_string))
+        .filter(|s| s.contains(&format!("class=\"{class}\"")) && s.contains(label))
+        .collect();
+    assert!(!found.is_empty(), "no {class} chart for {label}");
+    found
+        .into_iter()
+        .flat_map(|s| {
+            let doc = roxmltree::Document::parse(s).unwrap();
+            doc.descendants()
+                .filter(|n| n.has_tag_name("text"))
+                .filter_map(|n| n.text().map(str::to_string))
+                .collect::<Vec<_>>()
+        })
         .collect()
 }
 

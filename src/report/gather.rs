@@ -433,7 +433,7 @@ fn attach_histories(
                 .as_ref()
                 .map_or_else(|| MetricClass::of(metrics[i].kind), |c| c.class);
             let options = Options::for_class(class);
-            let change_points = changepoint::change_points(&values, &options);
+            let (change_points, _) = compare::history::detect(&values, &options);
             let segments = changepoint::segments(&values, &change_points);
             metrics[i].history = Some(History {
                 points: pts.clone(),

@@ -200,8 +200,15 @@ fn comparison_report_is_self_contained_and_complete() {
     for m in &input.metrics {
         assert!(html.matches(&m.key.metric).count() >= 2, "{}", m.key.metric);
     }
-    // One diff chart, one percentile chart, one history, and the icons.
-    assert_eq!(html.matches("class=\"chart diff\"").count(), 1);
+    // A diff chart of the headline and changed metrics, one of the others folded in a closed
+    // <details>, one percentile chart, one history, and the icons.
+    assert_eq!(html.matches("class=\"chart diff\"").count(), 2);
+    let fold = html.find("<details class=\"rest\"><summary>").unwrap();
+    assert!(html.find("class=\"chart diff\"").unwrap() < fold);
+    assert!(
+        html[fold..].find("REGRESSED -20.0%").is_none(),
+        "the regression leads"
+    );
     assert_eq!(html.matches("class=\"card chart pct\"").count(), 1);
     assert_eq!(html.matches("class=\"card chart hist\"").count(), 1);
     // The regression is drawn as one, with its word and shape.
