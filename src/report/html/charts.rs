@@ -172,7 +172,9 @@ fn repetitions(s: &mut Svg, m: &MetricInput, cy: f64, x0: f64, x1: f64) {
         Some(c) => (c.baseline.center, c.current.center),
         None => (median(&m.baseline_values), median(&m.current_values)),
     };
-    let lanes: Vec<(&[f64], f64, &str, &str, Option<f64>)> = if two {
+    // (values, y, dot class, tick class, tick position)
+    type Lane<'v> = (&'v [f64], f64, &'static str, &'static str, Option<f64>);
+    let lanes: Vec<Lane<'_>> = if two {
         vec![
             (&m.baseline_values, cy - 5.0, "dot-b", "med-b", bc),
             (&m.current_values, cy + 5.0, "dot-c", "med-c", cc),
