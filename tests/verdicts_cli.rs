@@ -132,7 +132,7 @@ fn three_sides_compare_each_against_the_first() {
     assert_ne!(out.status.code(), Some(2), "{t}");
     assert!(t.contains("side 1:    label:b"), "{t}");
     assert!(t.contains("side 2:    label:c"), "{t}");
-    let header = t.lines().find(|l| l.contains("metric")).unwrap();
+    let header = t.lines().find(|l| l.starts_with("  metric ")).unwrap();
     assert!(
         header.contains("side 1") && header.contains("side 2"),
         "{t}"
@@ -186,8 +186,11 @@ impl Hog {
 
 impl Drop for Hog {
     fn drop(&mut self) {
+        // SIGTERM to `timeout`, which passes it on to its shell (SIGKILL would orphan the loop)
         for c in &mut self.0 {
-            let _ = c.kill();
+            let _ = Command::new("kill").arg(c.id().to_string()).status();
+        }
+        for c in &mut self.0 {
             let _ = c.wait();
         }
     }

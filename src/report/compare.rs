@@ -541,11 +541,7 @@ pub fn many_text(doc: &ManyDoc<'_>) -> String {
             let b = (k.config.as_str(), k.test.as_str());
             if block != Some(b) {
                 let _ = writeln!(out);
-                let _ = writeln!(
-                    out,
-                    "{} ({}); centers: geometric means; R regressed, i improved, = unchanged, ? inconclusive",
-                    k.test, k.config
-                );
+                let _ = writeln!(out, "{} ({}), geometric means", k.test, k.config);
                 let mut h = format!("  {:<18} {:>9}", "metric", "baseline");
                 for i in chunk.clone() {
                     let _ = write!(h, " {:>9} {:>7}  ", format!("side {}", i + 1), "diff");
@@ -575,6 +571,10 @@ pub fn many_text(doc: &ManyDoc<'_>) -> String {
         }
     }
     let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "Verdicts: R regressed, i improved, = unchanged, ? inconclusive."
+    );
     for l in summary_lines(doc.summary) {
         out.push_str(&wrap(&l, 0));
     }
