@@ -18,4 +18,5 @@ pub mod report;
 pub mod runner;
 pub mod store;
 pub mod target;
+pub mod vm;
 pub mod workload;

@@ -14,5 +14,6 @@ pub mod gather;
 pub mod history;
 pub mod html;
 pub mod profile;
+pub mod summary;
 pub mod svg;
 pub mod text;

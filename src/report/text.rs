@@ -256,54 +256,6 @@ pub fn compare_table(base_label: &str, cur_label: &str, pairs: &[Paired]) -> Str
     out
 }
 
-/// The order the samples ran in (their stored sequence numbers), wrapped at 80 columns:
-/// `order rotate: 1 a/t#1  2 b/t#1  3 b/t#2 ...`. Empty when no sample has a sequence number
-/// (runs stored before positions were recorded).
-pub fn sample_order(samples: &[&SampleRecord]) -> String {
-    let mut v: Vec<&SampleRecord> = samples
-        .iter()
-        .copied()
-        .filter(|s| s.sample.sequence > 0)
-        .collect();
-    if v.is_empty() {
-        return String::new();
-    }
-    v.sort_by_key(|s| (s.run_id, s.sample.sequence));
-    let orders: Vec<&str> = {
-        let mut o: Vec<&str> = v
-            .iter()
-            .filter_map(|s| s.sample.facts.extra.get("order").map(String::as_str))
-            .collect();
-        o.sort();
-        o.dedup();
-        o
-    };
-    let mut out = format!(
-        "order {}:",
-        if orders.is_empty() {
-            "?".to_string()
-        } else {
-            orders.join(", ")
-        }
-    );
-    let mut line_len = out.len();
-    for s in v {
-        let item = format!(
-            " {} {}/{}#{}",
-            s.sample.sequence, s.sample.config, s.sample.test, s.sample.repetition
-        );
-        if line_len + item.len() > 80 {
-            out.push('\n');
-            out.push(' ');
-            line_len = 1;
-        }
-        line_len += item.len();
-        out.push_str(&item);
-    }
-    out.push('\n');
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

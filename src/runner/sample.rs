@@ -9,7 +9,10 @@
 use super::observer::{Observer, PhaseSink};
 use super::profile::RunProfiler;
 use super::site::Site;
-use crate::model::{NewSample, RunId, SampleId, SampleStatus, TargetFacts};
+use crate::model::{
+    Direction, Metric, MetricKind, NewSample, RunId, SampleId, SampleStatus, TargetFacts, Unit,
+};
+use crate::probe::clock::Nanos;
 use crate::probe::system;
 use crate::store::{Store, StoreError};
 use crate::target::blockstat;
@@ -50,6 +53,7 @@ pub(crate) fn run_sample(
         facts,
         result: Err(e),
     };
+    let began = Nanos::now();
     let prepared = match site.prepare(sample_name) {
         Ok(p) => p,
         Err(b) => {
@@ -82,11 +86,13 @@ pub(crate) fn run_sample(
         config: site.name(),
         test,
     };
+    let workload_began = Nanos::now();
     let r = w.run(&RunContext {
         dir: &prepared.dir,
         cancel: step.cancel,
         progress: &sink,
     });
+    let workload_s = workload_began.elapsed().as_secs_f64();
     if let Some(p) = profiler {
         p.stop();
     }
@@ -131,6 +137,17 @@ pub(crate) fn run_sample(
             m.metrics.push(wa);
         }
     }
+    // What this sample step spent outside the workload: prepare (mkfs, mount), hooks, the
+    // cache drop, counters, the timed unmount and mount.
+    m.metrics.push(
+        Metric::new(
+            "overhead_s",
+            (began.elapsed().as_secs_f64() - workload_s).max(0.0),
+            Unit::Seconds,
+            Direction::Neutral,
+        )
+        .kind(MetricKind::Mean),
+    );
     Outcome::Done {
         facts,
         result: Ok(m),
