@@ -48,6 +48,9 @@ pub struct ReportInput {
     pub text_table: String,
     /// Flame graphs of the tests that changed, when their samples were profiled.
     pub flamegraphs: Vec<FlameGraphs>,
+    /// Warnings about the machine (background load that differs between the sides), from
+    /// `compare::context`; shown first in the differences box.
+    pub machine_warnings: Vec<String>,
 }
 
 /// CPU flame graphs of one test (inferno SVGs, built from the stored folded stacks).
