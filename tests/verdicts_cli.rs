@@ -10,6 +10,14 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 
+/// The tests of this file run one at a time: the CPU-hog test measures other processes' CPU
+/// share, which the other tests' workloads would raise.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 struct Env {
     dir: tempfile::TempDir,
 }
@@ -60,6 +68,7 @@ fn text(o: &std::process::Output) -> String {
 
 #[test]
 fn identical_tmpfs_configurations_in_rotated_order_do_not_regress() {
+    let _serial = serial();
     if !require(is_root(), "root (tmpfs mounts)") {
         return;
     }
@@ -110,6 +119,7 @@ size = "256M"
 
 #[test]
 fn three_sides_compare_each_against_the_first() {
+    let _serial = serial();
     let env = Env::new();
     let suite = env.write("tiny.toml", TINY_SUITE);
     let target = env.path("t");
@@ -218,6 +228,7 @@ fn mean_bg(env: &Env, sel: &str) -> f64 {
 
 #[test]
 fn a_cpu_hog_on_one_side_is_named_before_the_verdicts() {
+    let _serial = serial();
     let env = Env::new();
     // long enough (about a second a sample) for the hog's share to show
     let suite = env.write(
