@@ -173,7 +173,25 @@ fresh = "run"
         ])
         .output()
         .unwrap();
-    assert!(String::from_utf8_lossy(&out.stdout).contains("| metric | unit |"));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("| metric | role | unit |"));
+
+    // Every metric judged, as a developer runs it: the headline metric gates the exit code.
+    let out = env
+        .cmd()
+        .args(["compare", "latest@ext4", "latest@ext4-sync"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    let row = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("files_per_sec "))
+        .unwrap();
+    assert!(row.ends_with("REGRESSED"), "{text}");
+    assert!(
+        text.contains("mount options of ext4 vs ext4-sync"),
+        "{text}"
+    );
 
     // git bisect run: bad.
     env.cmd()

@@ -96,15 +96,23 @@ fn check_self_contained(html: &str) {
 }
 
 /// The texts of the SVG whose class contains `class` and whose label mentions `label`.
+/// The texts of every `class` chart whose SVG mentions `label` (a test's diff chart is split in
+/// two: the headline and changed metrics first, the others in a closed <details>).
 fn svg_texts(html: &str, class: &str, label: &str) -> Vec<String> {
-    let s = svgs(html)
+    let found: Vec<&str> = svgs(html)
         .into_iter()
-        .find(|s| s.contains(&format!("class=\"{class}\"")) && s.contains(label))
-        .unwrap_or_else(|| panic!("no {class} chart for {label}"));
-    let doc = roxmltree::Document::parse(s).unwrap();
-    doc.descendants()
-        .filter(|n| n.has_tag_name("text"))
-        .filter_map(|n| n.text().map(str::to_string))
+        .filter(|s| s.contains(&format!("class=\"{class}\"")) && s.contains(label))
+        .collect();
+    assert!(!found.is_empty(), "no {class} chart for {label}");
+    found
+        .into_iter()
+        .flat_map(|s| {
+            let doc = roxmltree::Document::parse(s).unwrap();
+            doc.descendants()
+                .filter(|n| n.has_tag_name("text"))
+                .filter_map(|n| n.text().map(str::to_string))
+                .collect::<Vec<_>>()
+        })
         .collect()
 }
 
@@ -178,7 +186,13 @@ fn report_of_real_runs_is_complete_self_contained_and_renders_in_chromium() {
     // The text table of `compare`, for mail.
     let text = fsdelta(&db).args(["compare", "1", "2"]).output().unwrap();
     let text = String::from_utf8(text.stdout).unwrap();
-    let first_row = text.lines().nth(3).unwrap();
+    // (its first table row: the line under the first column header)
+    let lines: Vec<&str> = text.lines().collect();
+    let header = lines
+        .iter()
+        .position(|l| l.contains("95% interval"))
+        .unwrap();
+    let first_row = lines[header + 1];
     assert!(html.contains(first_row.trim_end()), "{first_row}");
 
     // A third run gives every metric a history of three points.

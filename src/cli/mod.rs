@@ -99,7 +99,8 @@ pub struct CompareArgs {
     /// List every metric, unchanged and neutral ones too.
     #[arg(long)]
     pub all: bool,
-    /// Exit with git bisect run codes: 0 good, 1 bad (regressed), 125 skip (inconclusive).
+    /// Exit with git bisect run codes: 0 good, 1 bad (a gating metric regressed), 125 skip (a
+    /// gating metric inconclusive).
     #[arg(long)]
     pub bisect: bool,
     #[command(flatten)]
@@ -186,7 +187,8 @@ pub enum Command {
         db: DbArg,
     },
     /// Compare two run selections metric by metric, with a verdict each (regressed, improved,
-    /// unchanged, inconclusive). Exit 1 when something regressed. Example:
+    /// unchanged, inconclusive). Exit 1 when a headline metric regressed (--gate all: any).
+    /// With 3 or more selections the first is the baseline of every other. Example:
     /// fsdelta compare label:6.17 label:6.18-rc1 --test smallfiles
     Compare {
         /// Baseline runs: an id, latest, latest~N or label:TEXT (pooled); SEL@CONFIG takes one
@@ -194,6 +196,9 @@ pub enum Command {
         base: String,
         /// Current runs, same forms.
         cur: String,
+        /// More current sides, each compared with the baseline (a table with one diff and
+        /// verdict column per side).
+        more: Vec<String>,
         #[command(flatten)]
         opts: CompareArgs,
         /// Under the verdicts, for each regressed or improved test, the symbols whose CPU share
@@ -426,6 +431,29 @@ pub struct MarginArgs {
     /// "Unchanged" band for maxima, percent [default: 20].
     #[arg(long, value_name = "PCT")]
     pub delta_max: Option<f64>,
+    /// Which verdicts set the exit code: the workloads' headline metrics (Benjamini-Hochberg
+    /// q = 0.05 across the comparison), or all judged metrics (headline and secondary).
+    #[arg(long, value_enum, value_name = "WHICH", default_value_t = GateChoice::Headline)]
+    pub gate: GateChoice,
+}
+
+/// `--gate`: which metrics' verdicts set the exit code.
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum GateChoice {
+    /// The workloads' headline metrics.
+    Headline,
+    /// Every judged metric.
+    All,
+}
+
+impl GateChoice {
+    /// As `compare::verdict::Gate`.
+    pub fn gate(self) -> crate::compare::verdict::Gate {
+        match self {
+            GateChoice::Headline => crate::compare::verdict::Gate::Headline,
+            GateChoice::All => crate::compare::verdict::Gate::All,
+        }
+    }
 }
 
 impl MarginArgs {
@@ -527,17 +555,22 @@ pub fn main() -> i32 {
         Command::Compare {
             base,
             cur,
+            more,
             opts,
             profile: false,
             db,
-        } => query::compare(&db, &base, &cur, &opts),
+        } => query::compare(&db, &base, &cur, &more, &opts),
         Command::Compare {
             base,
             cur,
+            more,
             opts,
             db,
             ..
-        } => profile::compare(&db, &base, &cur, &opts),
+        } if more.is_empty() => profile::compare(&db, &base, &cur, &opts),
+        Command::Compare { .. } => Err(anyhow::anyhow!(
+            "compare --profile takes two sides; leave out --profile to compare 3 or more"
+        )),
         Command::Profile(args) => profile::main(&args),
         Command::History {
             test,
@@ -597,6 +630,7 @@ mod margin_tests {
             delta: None,
             delta_tail: None,
             delta_max: None,
+            gate: GateChoice::Headline,
         };
         let suite = SuiteMargins {
             eps: Some(5.0),

@@ -7,7 +7,8 @@ use super::{
 };
 use crate::compare::{
     self,
-    verdict::{self, Margins, MetricClass, Verdict},
+    context::Context as SidesContext,
+    verdict::{self, Margins, Methods, MetricClass, Verdict},
 };
 use crate::report;
 use crate::report::compare::{CompareDoc, Judged};
@@ -134,13 +135,25 @@ pub(crate) fn split_config(sel: &str) -> (&str, Option<&str>) {
     }
 }
 
-/// Judge every paired metric of two selections; shared by `compare` and `run --baseline`.
-pub fn judge(
-    store: &dyn Store,
-    base: &str,
-    cur: &str,
-    opts: &CompareArgs,
-) -> Result<(String, String, Vec<Judged>)> {
+/// The two sides of a comparison as loaded, filtered by --test, --config and SEL@CONFIG.
+pub(crate) struct Sides {
+    /// Baseline description (`latest (run 7, label x)`).
+    pub base_desc: String,
+    /// Current description.
+    pub cur_desc: String,
+    /// Baseline runs.
+    pub base_runs: Vec<RunInfo>,
+    /// Current runs.
+    pub cur_runs: Vec<RunInfo>,
+    /// Baseline samples kept.
+    pub base_samples: Vec<SampleRecord>,
+    /// Current samples kept.
+    pub cur_samples: Vec<SampleRecord>,
+    /// Two configurations put side by side (SEL@A vs SEL@B).
+    pub across: bool,
+}
+
+fn load_sides(store: &dyn Store, base: &str, cur: &str, opts: &CompareArgs) -> Result<Sides> {
     let (base_sel, base_cfg) = split_config(base);
     let (cur_sel, cur_cfg) = split_config(cur);
     let b = load(store, base_sel)?;
@@ -150,15 +163,17 @@ pub fn judge(
             && (opts.configs.is_empty() || opts.configs.contains(&s.sample.config))
             && cfg.is_none_or(|c| s.sample.config == c)
     }
-    let bs: Vec<&SampleRecord> = b
+    let bs: Vec<SampleRecord> = b
         .iter()
         .flat_map(|(_, s)| s.iter())
         .filter(|s| keep(opts, base_cfg, s))
+        .cloned()
         .collect();
-    let cs: Vec<&SampleRecord> = c
+    let cs: Vec<SampleRecord> = c
         .iter()
         .flat_map(|(_, s)| s.iter())
         .filter(|s| keep(opts, cur_cfg, s))
+        .cloned()
         .collect();
     if bs.is_empty() || cs.is_empty() {
         anyhow::bail!(
@@ -167,9 +182,19 @@ pub fn judge(
             cs.len()
         );
     }
-    let across = base_cfg.is_some() || cur_cfg.is_some();
-    let across = across && base_cfg != cur_cfg;
-    let margins: Margins = opts.margins.margins();
+    let across = (base_cfg.is_some() || cur_cfg.is_some()) && base_cfg != cur_cfg;
+    Ok(Sides {
+        base_desc: describe(base, &b),
+        cur_desc: describe(cur, &c),
+        base_runs: b.into_iter().map(|(r, _)| r).collect(),
+        cur_runs: c.into_iter().map(|(r, _)| r).collect(),
+        base_samples: bs,
+        cur_samples: cs,
+        across,
+    })
+}
+
+fn check_margins(margins: &Margins) -> Result<()> {
     for (name, v) in [
         ("--eps", margins.eps),
         ("--delta", margins.delta_throughput),
@@ -183,13 +208,23 @@ pub fn judge(
             );
         }
     }
-    let rows = compare::pair(&compare::series(&bs), &compare::series(&cs), across)
+    Ok(())
+}
+
+/// Per-metric verdicts of one pairing (no false discovery control yet).
+fn judge_sides(sides: &Sides, opts: &CompareArgs, methods: Methods) -> Result<Vec<Judged>> {
+    let margins: Margins = opts.margins.margins();
+    check_margins(&margins)?;
+    let bs: Vec<&SampleRecord> = sides.base_samples.iter().collect();
+    let cs: Vec<&SampleRecord> = sides.cur_samples.iter().collect();
+    let rows = compare::pair(&compare::series(&bs), &compare::series(&cs), sides.across)
         .into_iter()
         .filter(|p| opts.metrics.is_empty() || opts.metrics.contains(&p.key.metric))
         .filter(|p| !p.base.is_empty() && !p.cur.is_empty())
         .map(|p| {
             let class = MetricClass::of(p.kind);
-            let comparison = verdict::compare(&p.base, &p.cur, p.direction, class, &margins);
+            let comparison =
+                verdict::compare_with(&p.base, &p.cur, p.direction, class, &margins, methods);
             Judged {
                 key: p.key.clone(),
                 unit: p.unit,
@@ -204,15 +239,54 @@ pub fn judge(
     if rows.is_empty() {
         anyhow::bail!("no metric is present on both sides; check --metric against `fsdelta show`");
     }
-    Ok((describe(base, &b), describe(cur, &c), rows))
+    Ok(rows)
 }
 
-/// Render a judged comparison in the chosen format.
+/// Benjamini-Hochberg per family (headline, secondary) over every row of a comparison, and
+/// which rows gate the exit code.
+fn control(rows: &mut [Judged], opts: &CompareArgs) {
+    let mut items: Vec<verdict::Judging<'_>> = rows
+        .iter_mut()
+        .map(|j| verdict::Judging {
+            group: (j.key.config.as_str(), j.key.test.as_str()),
+            headline: j.headline,
+            comparison: &mut j.comparison,
+        })
+        .collect();
+    verdict::judge_family(&mut items, opts.margins.gate.gate());
+}
+
+/// Judge every paired metric of two selections (headline and secondary families under
+/// Benjamini-Hochberg); shared by `compare`, `run --baseline` and `report`.
+pub fn judge(
+    store: &dyn Store,
+    base: &str,
+    cur: &str,
+    opts: &CompareArgs,
+) -> Result<(String, String, Vec<Judged>)> {
+    let sides = load_sides(store, base, cur, opts)?;
+    let mut rows = judge_sides(&sides, opts, Methods::Auto)?;
+    control(&mut rows, opts);
+    Ok((sides.base_desc, sides.cur_desc, rows))
+}
+
+/// Render a judged comparison in the chosen format (no "what differs" block: `run --baseline`
+/// and the report show the sides their own way).
 pub fn render_comparison(
     base: &str,
     cur: &str,
     rows: &[Judged],
     opts: &CompareArgs,
+) -> Result<String> {
+    render(base, cur, rows, opts, None)
+}
+
+fn render(
+    base: &str,
+    cur: &str,
+    rows: &[Judged],
+    opts: &CompareArgs,
+    context: Option<&SidesContext>,
 ) -> Result<String> {
     let comparisons: Vec<_> = rows.iter().map(|j| j.comparison.clone()).collect();
     let summary = verdict::summarize(&comparisons);
@@ -222,6 +296,7 @@ pub fn render_comparison(
         rows,
         summary: &summary,
         all: opts.all,
+        context,
     };
     Ok(match opts.format {
         CompareFormat::Text => report::compare::text(&doc),
@@ -230,9 +305,14 @@ pub fn render_comparison(
     })
 }
 
-/// The exit code a judged comparison maps to.
+/// The exit code a judged comparison maps to: 1 when a gating metric (a headline metric, or
+/// any with `--gate all`) regressed; with `bisect`, 125 when none regressed but a gating metric
+/// is inconclusive.
 pub fn exit_code(rows: &[Judged], bisect: bool) -> i32 {
-    let any = |v: Verdict| rows.iter().any(|j| j.comparison.verdict == v);
+    let any = |v: Verdict| {
+        rows.iter()
+            .any(|j| j.comparison.gates && j.comparison.verdict == v)
+    };
     if any(Verdict::Regressed) {
         EXIT_REGRESSION
     } else if bisect && any(Verdict::Inconclusive) {
@@ -242,12 +322,98 @@ pub fn exit_code(rows: &[Judged], bisect: bool) -> i32 {
     }
 }
 
-/// `fsdelta compare BASE CUR`.
-pub fn compare(db: &DbArg, base: &str, cur: &str, opts: &CompareArgs) -> Result<i32> {
+/// `fsdelta compare BASE CUR [CUR2 ...]`.
+pub fn compare(
+    db: &DbArg,
+    base: &str,
+    cur: &str,
+    more: &[String],
+    opts: &CompareArgs,
+) -> Result<i32> {
     let store = open(db)?;
-    let (bd, cd, rows) = judge(store.as_ref(), base, cur, opts)?;
-    write_stdout(&render_comparison(&bd, &cd, &rows, opts)?)?;
+    if !more.is_empty() {
+        return compare_many(store.as_ref(), base, cur, more, opts);
+    }
+    let sides = load_sides(store.as_ref(), base, cur, opts)?;
+    let mut rows = judge_sides(&sides, opts, Methods::Auto)?;
+    control(&mut rows, opts);
+    let ctx = context_of(&sides);
+    write_stdout(&render(
+        &sides.base_desc,
+        &sides.cur_desc,
+        &rows,
+        opts,
+        Some(&ctx),
+    )?)?;
     Ok(exit_code(&rows, opts.bisect))
+}
+
+fn context_of(sides: &Sides) -> SidesContext {
+    let bs: Vec<&SampleRecord> = sides.base_samples.iter().collect();
+    let cs: Vec<&SampleRecord> = sides.cur_samples.iter().collect();
+    compare::context::context(
+        &compare::context::SideData {
+            runs: &sides.base_runs,
+            samples: &bs,
+        },
+        &compare::context::SideData {
+            runs: &sides.cur_runs,
+            samples: &cs,
+        },
+        sides.across,
+    )
+}
+
+/// 3 or more sides: every other side against the first, Welch on logs throughout (one center
+/// per side), one false-discovery family per role across all pairings.
+fn compare_many(
+    store: &dyn Store,
+    base: &str,
+    cur: &str,
+    more: &[String],
+    opts: &CompareArgs,
+) -> Result<i32> {
+    let mut all: Vec<Judged> = Vec::new();
+    let mut spans = Vec::new();
+    let mut descs = Vec::new();
+    let mut contexts = Vec::new();
+    let mut base_desc = String::new();
+    for c in std::iter::once(cur).chain(more.iter().map(String::as_str)) {
+        let sides = load_sides(store, base, c, opts)?;
+        let rows = judge_sides(&sides, opts, Methods::WelchOnly)?;
+        base_desc = sides.base_desc.clone();
+        descs.push(sides.cur_desc.clone());
+        contexts.push(context_of(&sides));
+        spans.push(all.len()..all.len() + rows.len());
+        all.extend(rows);
+    }
+    control(&mut all, opts);
+    let code = exit_code(&all, opts.bisect);
+    let sides: Vec<report::compare::SideRows<'_>> = spans
+        .into_iter()
+        .zip(&descs)
+        .zip(&contexts)
+        .map(|((span, d), ctx)| report::compare::SideRows {
+            description: d,
+            rows: &all[span],
+            context: ctx,
+        })
+        .collect();
+    let comparisons: Vec<_> = all.iter().map(|j| j.comparison.clone()).collect();
+    let summary = verdict::summarize(&comparisons);
+    let doc = report::compare::ManyDoc {
+        baseline: &base_desc,
+        sides: &sides,
+        summary: &summary,
+        all: opts.all,
+    };
+    let out = match opts.format {
+        CompareFormat::Text => report::compare::many_text(&doc),
+        CompareFormat::Markdown => report::compare::many_markdown(&doc),
+        CompareFormat::Json => report::compare::many_json(&doc)?,
+    };
+    write_stdout(&out)?;
+    Ok(code)
 }
 
 /// `fsdelta history`.

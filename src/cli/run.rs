@@ -225,6 +225,7 @@ fn closing(
             delta: Some(100.0 * margins.delta_throughput),
             delta_tail: Some(100.0 * margins.delta_tail),
             delta_max: Some(100.0 * margins.delta_max),
+            gate: args.compare.gate,
         },
     };
     match query::judge(store, base, cur, &opts) {

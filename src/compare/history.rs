@@ -51,6 +51,26 @@ pub struct History {
     pub segments: Vec<Segment>,
     /// Whether detection ran on ranks (tail metrics).
     pub on_ranks: bool,
+    /// Why change points were not sought (see [`detect`]); `None` when they were.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub skipped: Option<String>,
+}
+
+/// Why [`detect`] skips a series with a median that is not positive.
+pub const ZERO_MEDIAN: &str = "a run's median is 0 (or negative): change points are sought \
+    only in series of positive medians, since a change from or to 0 has no ratio; read the \
+    values above";
+
+/// Change points of a history series, with the rule for zeros: a series in which any point is
+/// 0 or negative is skipped (no change points, and the reason), since a segment centre of 0
+/// gives "-100 %" ratios and zero-variance p-values of 0 that say nothing. The absolute rule
+/// (differences instead of ratios) was not chosen: such metrics are counts of rare events
+/// (major faults, errors) whose level is better read from the values themselves.
+pub fn detect(series: &[f64], options: &Options) -> (Vec<ChangePoint>, Option<String>) {
+    if series.iter().any(|v| *v <= 0.0) {
+        return (Vec::new(), Some(ZERO_MEDIAN.to_string()));
+    }
+    (changepoint::change_points(series, options), None)
 }
 
 /// Match a label against a glob with `*` (any run of characters) and `?` (one character).
@@ -122,7 +142,7 @@ pub fn build(
     let series: Vec<f64> = points.iter().map(|p| p.median).collect();
     let options = Options::for_class(MetricClass::of(kind.unwrap_or(MetricKind::Throughput)));
     let on_ranks = matches!(options.scale, changepoint::Scale::Ranks);
-    let change_points = changepoint::change_points(&series, &options);
+    let (change_points, skipped) = detect(&series, &options);
     let segments = changepoint::segments(&series, &change_points);
     History {
         test: test.into(),
@@ -133,6 +153,7 @@ pub fn build(
         change_points,
         segments,
         on_ranks,
+        skipped,
     }
 }
 
@@ -221,5 +242,21 @@ mod tests {
         let h = build(&runs, "t", "rate", None);
         assert_eq!(h.points.len(), 1);
         assert!(h.change_points.is_empty());
+    }
+
+    #[test]
+    fn a_series_with_a_zero_median_has_no_change_points_and_says_why() {
+        let mut series = vec![0.0; 10];
+        series.extend(vec![3.0; 10]);
+        series.extend(vec![0.0; 10]);
+        let (cps, why) = detect(&series, &Options::default());
+        assert!(cps.is_empty());
+        assert_eq!(why.as_deref(), Some(ZERO_MEDIAN));
+        let series: Vec<f64> = (0..20)
+            .map(|i| if i < 10 { 100.0 } else { 150.0 })
+            .collect();
+        let (cps, why) = detect(&series, &Options::default());
+        assert_eq!(cps.len(), 1);
+        assert!(why.is_none());
     }
 }

@@ -6,9 +6,13 @@
 //! `report`.
 
 pub mod changepoint;
+pub mod context;
 pub mod history;
 pub mod stats;
 pub mod verdict;
+
+#[cfg(test)]
+mod simulation;
 
 use crate::model::SampleRecord;
 use crate::model::{Direction, MetricKind, SampleStatus, Unit};

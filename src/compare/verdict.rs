@@ -39,8 +39,12 @@ pub const POWER: f64 = 0.80;
 /// Below this many runs on a side, an inconclusive verdict names "n < 4" among its reasons.
 pub const FEW_RUNS: usize = 4;
 /// Fewest runs a side for the rank method (Hodges-Lehmann with the exact Mann-Whitney interval);
-/// with fewer, Mann-Whitney cannot reach significance and Welch is used.
-pub const MIN_RUNS_RANK: usize = 5;
+/// with fewer, Welch is used. Why 8: a comparison judges its headline metrics as one family under
+/// Benjamini-Hochberg, so a lone real change must reach p <= 0.05 / (family size). The smallest
+/// exact two-sided Mann-Whitney p is 2 / C(m + n, n): 0.0079 at 5 + 5 runs (above 0.05 / 19, the
+/// quick suite's headline family: the rank method could never find anything), 0.0022 at 6 + 6,
+/// 0.00016 at 8 + 8 (enough for families of 300 metrics).
+pub const MIN_RUNS_RANK: usize = 8;
 
 /// What kind of number a metric is; it picks the "unchanged" band and whether the rank method is
 /// preferred.
@@ -204,12 +208,56 @@ impl fmt::Display for Verdict {
 pub struct Side {
     /// Number of runs.
     pub n: usize,
+    /// The center that the diff is computed from ([`Comparison::center`] says which): the
+    /// geometric mean for Welch on logs, the median for Hodges-Lehmann and where no log scale
+    /// exists. This is the number every table shows for the side.
+    #[serde(default)]
+    pub center: Option<f64>,
     /// Median of the values (`None` with no runs).
     pub median: Option<f64>,
+    /// Geometric mean, exp(mean(ln v)) (`None` with no runs or a value that is not > 0).
+    #[serde(default)]
+    pub geomean: Option<f64>,
     /// Coefficient of variation, sample sd / mean (`None` with fewer than 2 runs or mean 0).
     pub cv: Option<f64>,
     /// Values flagged by the modified z-score check (on logs when all values are positive).
     pub outliers: usize,
+}
+
+/// Which center the sides show and the diff is computed from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Center {
+    /// Geometric means (Welch on logs, or no method with all values positive): the diff is
+    /// exactly current / baseline - 1 of the two centers.
+    #[default]
+    GeometricMean,
+    /// Medians: with Hodges-Lehmann the diff is the HL shift (same sign as the medians'
+    /// difference, by construction); with no log scale, the ratio of the medians.
+    Median,
+}
+
+impl Center {
+    /// Stable name at rest.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Center::GeometricMean => "geometric_mean",
+            Center::Median => "median",
+        }
+    }
+}
+
+/// Whether a metric is one of its workload's headline metrics (the family that sets the exit
+/// code) or a secondary one (shown, judged with its own false discovery control, never gating
+/// unless asked).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// A headline metric.
+    Headline,
+    /// Any other metric.
+    #[default]
+    Secondary,
 }
 
 /// The outcome of comparing one metric's baseline runs with its current runs.
@@ -225,8 +273,14 @@ pub struct Comparison {
     pub class: MetricClass,
     /// Method used; `None` when no interval could be computed (one run, zeros, no runs).
     pub method: Option<Method>,
-    /// Estimated change 100 (e^d - 1) in percent, current against baseline (positive: current is
-    /// larger). When no method ran, the ratio of the medians, if both are positive.
+    /// The center each side shows ([`Side::center`]).
+    #[serde(default)]
+    pub center: Center,
+    /// Estimated change in percent, current against baseline (positive: current is larger).
+    /// Welch (and no method, all values positive): exactly 100 (current center / baseline
+    /// center minus 1) of the geometric means. Hodges-Lehmann: the HL shift 100 (e^d - 1), whose
+    /// sign is that of the medians' difference. No log scale: the ratio of the medians, if both
+    /// are positive.
     pub diff_pct: Option<f64>,
     /// Lower end of the 95 % interval of `diff_pct`.
     pub diff_lo_pct: Option<f64>,
@@ -234,6 +288,17 @@ pub struct Comparison {
     pub diff_hi_pct: Option<f64>,
     /// Two-sided p-value of "no change" (Welch t, or exact Mann-Whitney).
     pub p_value: Option<f64>,
+    /// Benjamini-Hochberg adjusted p-value within the metric's family (headline or secondary)
+    /// of the comparison; set by [`control_fdr`], `None` before or without a p-value.
+    #[serde(default)]
+    pub q_value: Option<f64>,
+    /// Headline or secondary (set by whoever judges a whole comparison).
+    #[serde(default)]
+    pub role: Role,
+    /// Whether this verdict sets the exit code (headline metrics, or every metric with
+    /// `--gate all`).
+    #[serde(default)]
+    pub gates: bool,
     /// The verdict.
     pub verdict: Verdict,
     /// Why, in words fit for a table ("n < 4; interval ±7.9 % wider than the ±5 % band").
@@ -247,19 +312,43 @@ pub struct Comparison {
     pub runs_needed: Option<usize>,
 }
 
+/// Which methods [`compare_with`] may use.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Methods {
+    /// statistics.md's choice: Hodges-Lehmann for tails, maxima and spiky data with 5 or more
+    /// runs a side, Welch on logs otherwise.
+    #[default]
+    Auto,
+    /// Welch on logs only (a comparison of 3 or more sides, so that the baseline shows one
+    /// center, its geometric mean, against every other side).
+    WelchOnly,
+}
+
+/// Fewest runs a side below which the two-run rule applies (see [`compare`]).
+pub const TWO_RUN_LIMIT: usize = 3;
+/// The two-run rule's factor: with 2 runs on a side, a change must be at least this many times
+/// the larger spread (max - min of the logs) seen within a side.
+pub const TWO_RUN_SEPARATION: f64 = 3.0;
+
 /// Compares baseline runs with current runs of one metric, following statistics.md:
 ///
 /// 1. work on logs (values must be > 0: see the module docs for zeros);
 /// 2. tail metrics or spiky data (an outlier on either side) with at least 5 runs a side (and at
 ///    most [`stats::MW_EXACT_MAX`] in all): Hodges-Lehmann with the exact Mann-Whitney interval
-///    and p-value; otherwise Welch on logs;
-/// 3. report diff % = 100 (e^d - 1) with its interval, medians, n and CV per side;
+///    and p-value, provided the HL shift has the sign of the medians' difference (a reader is
+///    shown the medians: they must never contradict the diff); otherwise Welch on logs, whose
+///    shown centers are the geometric means and whose diff is exactly their ratio - 1;
+/// 3. report diff % with its interval, the centers, medians, n and CV per side;
 /// 4. orient so positive is worse;
 /// 5. regressed if the interval is above 0 and the shift is at least eps, improved if below 0
-///    and at least eps, unchanged if the interval lies inside ± ln(1 + delta), else inconclusive.
+///    and at least eps, unchanged if the interval lies inside ± ln(1 + delta), else inconclusive;
+/// 6. the two-run rule: with fewer than [`TWO_RUN_LIMIT`] runs on a side, a regression or
+///    improvement also needs a shift of at least [`TWO_RUN_SEPARATION`] times the larger spread
+///    within a side (two runs say little about the noise; a shift that small is inconclusive).
 ///
 /// A side with fewer than 2 runs gives no variance: inconclusive. Neutral metrics get the same
-/// numbers and [`Verdict::NotJudged`].
+/// numbers and [`Verdict::NotJudged`]. The verdict is per metric at alpha 0.05; a comparison of
+/// many metrics passes them through [`control_fdr`] per family.
 pub fn compare(
     baseline: &[f64],
     current: &[f64],
@@ -267,23 +356,46 @@ pub fn compare(
     class: MetricClass,
     margins: &Margins,
 ) -> Comparison {
+    compare_with(baseline, current, direction, class, margins, Methods::Auto)
+}
+
+/// [`compare`] with a restriction on the methods.
+pub fn compare_with(
+    baseline: &[f64],
+    current: &[f64],
+    direction: Direction,
+    class: MetricClass,
+    margins: &Margins,
+    methods: Methods,
+) -> Comparison {
     let delta = margins.delta(class);
+    let (bs, cs) = (side(baseline), side(current));
+    let positive = bs.geomean.is_some() && cs.geomean.is_some();
     let mut out = Comparison {
-        baseline: side(baseline),
-        current: side(current),
+        baseline: bs,
+        current: cs,
         direction,
         class,
         method: None,
-        diff_pct: median_ratio_pct(baseline, current),
+        center: if positive {
+            Center::GeometricMean
+        } else {
+            Center::Median
+        },
+        diff_pct: None,
         diff_lo_pct: None,
         diff_hi_pct: None,
         p_value: None,
+        q_value: None,
+        role: Role::Secondary,
+        gates: false,
         verdict: Verdict::Inconclusive,
         reason: String::new(),
         eps: margins.eps,
         delta,
         runs_needed: None,
     };
+    set_centers(&mut out);
     let (m, n) = (baseline.len(), current.len());
     let finish = |mut out: Comparison, verdict: Verdict, reason: String| {
         if direction == Direction::Neutral {
@@ -305,6 +417,7 @@ pub fn compare(
         return finish(out, Verdict::Inconclusive, which.to_string());
     }
     if baseline.iter().chain(current).any(|v| !v.is_finite()) {
+        out.diff_pct = None;
         return finish(out, Verdict::Inconclusive, "non-finite values".to_string());
     }
     if m < 2 || n < 2 {
@@ -327,7 +440,7 @@ pub fn compare(
             "identical values on both sides".to_string(),
         );
     }
-    if baseline.iter().chain(current).any(|&v| v <= 0.0) {
+    if !positive {
         return finish(
             out,
             Verdict::Inconclusive,
@@ -339,28 +452,39 @@ pub fn compare(
     let x: Vec<f64> = baseline.iter().map(|v| v.ln()).collect();
     let y: Vec<f64> = current.iter().map(|v| v.ln()).collect();
     let spiky = out.baseline.outliers + out.current.outliers > 0;
-    let wants_rank = class != MetricClass::Throughput || spiky;
+    let wants_rank = methods == Methods::Auto && (class != MetricClass::Throughput || spiky);
 
     // 2. shift and its interval
+    let medians = (out.baseline.median, out.current.median);
     let rank = if wants_rank && m >= MIN_RUNS_RANK && n >= MIN_RUNS_RANK {
         stats::hodges_lehmann(&x, &y, 1.0 - ALPHA)
             .zip(stats::mann_whitney(&x, &y))
             .map(|(h, mw)| (h.shift, h.lo, h.hi, mw.p))
+            // one center: the HL shift must not contradict the medians a reader sees
+            .filter(|(d, ..)| match medians {
+                (Some(a), Some(b)) => d.partial_cmp(&0.0) == b.partial_cmp(&a),
+                _ => false,
+            })
     } else {
         None
     };
+    let pct = |v: f64| 100.0 * v.exp_m1();
     let (method, d, lo, hi, p) = match rank {
-        Some((d, lo, hi, p)) => (Method::HodgesLehmann, d, lo, hi, p),
+        Some((d, lo, hi, p)) => {
+            out.center = Center::Median;
+            out.diff_pct = Some(pct(d));
+            (Method::HodgesLehmann, d, lo, hi, p)
+        }
         None => {
             let w = stats::welch(&x, &y, 1.0 - ALPHA).expect("two or more runs a side");
+            out.center = Center::GeometricMean;
             (Method::Welch, w.d, w.lo, w.hi, w.p)
         }
     };
     out.method = Some(method);
+    set_centers(&mut out);
     out.p_value = Some(p);
-    // 3. diff % with its interval
-    let pct = |v: f64| 100.0 * v.exp_m1();
-    out.diff_pct = Some(pct(d));
+    // 3. the interval
     out.diff_lo_pct = Some(pct(lo));
     out.diff_hi_pct = Some(pct(hi));
     let pooled_sd = (((m - 1) as f64 * stats::variance(&x).unwrap_or(0.0)
@@ -380,13 +504,50 @@ pub fn compare(
     let interval = format!("interval {:+.1} % .. {:+.1} %", pct(lo), pct(hi));
     let eps_pct = fmt_pct(margins.eps);
     let band_pct = fmt_pct(delta);
-    if w_lo > 0.0 && w >= eps_log {
-        let r = format!("{interval} is worse than 0 and the change is at least {eps_pct} %");
-        return finish(out, Verdict::Regressed, r);
-    }
-    if w_hi < 0.0 && w <= -eps_log {
-        let r = format!("{interval} is better than 0 and the change is at least {eps_pct} %");
-        return finish(out, Verdict::Improved, r);
+    let changed = if w_lo > 0.0 && w >= eps_log {
+        Some((
+            Verdict::Regressed,
+            format!("{interval} is worse than 0 and the change is at least {eps_pct} %"),
+        ))
+    } else if w_hi < 0.0 && w <= -eps_log {
+        Some((
+            Verdict::Improved,
+            format!("{interval} is better than 0 and the change is at least {eps_pct} %"),
+        ))
+    } else {
+        None
+    };
+    let need_more = |out: &Comparison| {
+        out.runs_needed.filter(|&need| need > m.min(n)).map(|need| {
+            format!(
+                "{} runs a side would resolve ±{band_pct} %",
+                runs_phrase(need)
+            )
+        })
+    };
+    if let Some((verdict, reason)) = changed {
+        // 6. the two-run rule
+        if m.min(n) < TWO_RUN_LIMIT {
+            let range = |v: &[f64]| {
+                v.iter().copied().fold(f64::NEG_INFINITY, f64::max)
+                    - v.iter().copied().fold(f64::INFINITY, f64::min)
+            };
+            let spread = range(&x).max(range(&y));
+            if d.abs() < TWO_RUN_SEPARATION * spread {
+                let mut r = format!(
+                    "2 runs a side: the change {:+.1} % is less than {TWO_RUN_SEPARATION} times the \
+                     spread within a side ({:.1} %)",
+                    pct(d),
+                    pct(spread)
+                );
+                if let Some(more) = need_more(&out) {
+                    r.push_str("; ");
+                    r.push_str(&more);
+                }
+                return finish(out, Verdict::Inconclusive, r);
+            }
+        }
+        return finish(out, verdict, reason);
     }
     if lo >= -band && hi <= band {
         let r = format!("{interval} inside the ±{band_pct} % band");
@@ -417,13 +578,49 @@ pub fn compare(
             "{interval} includes 0 but reaches outside the ±{band_pct} % band"
         ));
     }
-    if let Some(need) = out.runs_needed.filter(|&need| need > m.min(n)) {
-        reasons.push(format!(
-            "about {need} runs a side would resolve ±{band_pct} %"
-        ));
+    if let Some(more) = need_more(&out) {
+        reasons.push(more);
     }
     let reason = reasons.join("; ");
     finish(out, Verdict::Inconclusive, reason)
+}
+
+/// Runs a side as printed: a number up to 50, "> 50" above (beyond that the answer is "this
+/// metric is too noisy to judge", not a run count anyone will do).
+pub fn fmt_runs(n: usize) -> String {
+    if n > 50 {
+        "> 50".to_string()
+    } else {
+        n.to_string()
+    }
+}
+
+/// "about 9" runs, or "> 50".
+pub fn runs_phrase(n: usize) -> String {
+    if n > 50 {
+        fmt_runs(n)
+    } else {
+        format!("about {n}")
+    }
+}
+
+/// Fill each side's shown center from [`Comparison::center`] and, unless Hodges-Lehmann set it,
+/// the diff as the exact ratio of those centers: 100 (current - baseline) / baseline, whose sign
+/// is the sign of current - baseline in floating point too.
+fn set_centers(c: &mut Comparison) {
+    let pick = |s: &Side| match c.center {
+        Center::GeometricMean => s.geomean,
+        Center::Median => s.median,
+    };
+    let (b, cu) = (pick(&c.baseline), pick(&c.current));
+    c.baseline.center = b;
+    c.current.center = cu;
+    if c.method != Some(Method::HodgesLehmann) {
+        c.diff_pct = match (b, cu) {
+            (Some(b), Some(cu)) if b > 0.0 && cu > 0.0 => Some(100.0 * (cu - b) / b),
+            _ => None,
+        };
+    }
 }
 
 /// A fraction as a short percentage: 0.05 -> "5", 0.125 -> "12.5".
@@ -443,17 +640,16 @@ fn side(values: &[f64]) -> Side {
     } else {
         stats::outliers(values).len()
     };
+    let geomean = (!values.is_empty() && values.iter().all(|v| *v > 0.0 && v.is_finite()))
+        .then(|| (values.iter().map(|v| v.ln()).sum::<f64>() / values.len() as f64).exp());
     Side {
         n: values.len(),
+        center: None,
         median: stats::median(values),
+        geomean,
         cv: stats::cv(values),
         outliers,
     }
-}
-
-fn median_ratio_pct(baseline: &[f64], current: &[f64]) -> Option<f64> {
-    let (a, b) = (stats::median(baseline)?, stats::median(current)?);
-    (a > 0.0 && b > 0.0).then(|| 100.0 * (b / a - 1.0))
 }
 
 /// Runs a side that would resolve a change of `delta` (a fraction: 0.05 is 5 %) with 80 % power
@@ -499,6 +695,171 @@ pub fn expected_false_flags(metrics: usize, alpha: f64) -> f64 {
     alpha * metrics as f64
 }
 
+/// The false discovery rate of a comparison's regressions and improvements, per family:
+/// Benjamini-Hochberg at q = 0.05.
+pub const FDR_Q: f64 = 0.05;
+
+/// Which metrics set the exit code of a comparison.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Gate {
+    /// The headline metrics (the default).
+    #[default]
+    Headline,
+    /// Every judged metric, headline and secondary.
+    All,
+}
+
+/// One metric of a whole comparison, as [`judge_family`] needs it.
+pub struct Judging<'a> {
+    /// Configuration and test: a test that declares no headline metric at all (runs stored before
+    /// metrics declared their role) has every judged metric treated as headline.
+    pub group: (&'a str, &'a str),
+    /// Declared a headline metric by its workload.
+    pub headline: bool,
+    /// Its per-metric verdict, adjusted in place.
+    pub comparison: &'a mut Comparison,
+}
+
+/// Turns per-metric verdicts into a comparison's verdicts: sets each metric's [`Role`] (headline
+/// as declared; in a test that declares none, every metric), then applies [`control_fdr`] to the
+/// headline family and, separately, to the secondary family, and marks which verdicts gate the
+/// exit code under `gate`. Every (configuration, test, metric) of every pairing of a comparison
+/// of 3 or more sides belongs to one call, so the families span the whole comparison.
+pub fn judge_family(items: &mut [Judging<'_>], gate: Gate) {
+    let declared: std::collections::BTreeSet<(&str, &str)> = items
+        .iter()
+        .filter(|i| i.headline)
+        .map(|i| i.group)
+        .collect();
+    for i in items.iter_mut() {
+        let headline = i.headline || !declared.contains(&i.group);
+        i.comparison.role = if headline {
+            Role::Headline
+        } else {
+            Role::Secondary
+        };
+        i.comparison.gates = match gate {
+            Gate::All => true,
+            Gate::Headline => headline,
+        } && i.comparison.verdict != Verdict::NotJudged;
+    }
+    for role in [Role::Headline, Role::Secondary] {
+        let mut family: Vec<&mut Comparison> = items
+            .iter_mut()
+            .map(|i| &mut *i.comparison)
+            .filter(|c| c.role == role)
+            .collect();
+        control_fdr(&mut family, role);
+    }
+}
+
+/// Benjamini-Hochberg over one family, per direction: a regression claims "worse" and an
+/// improvement "better", so each direction is its own set of one-sided hypotheses. Every judged
+/// metric with a p-value gets its one-sided p in the worse and in the better direction (half the
+/// two-sided p on the side of its estimate, 1 minus that on the other); BH over the family gives
+/// a q-value per direction; [`Comparison::q_value`] is the one of the estimate's direction. A
+/// regressed (improved) verdict whose worse (better) q exceeds [`FDR_Q`] becomes inconclusive,
+/// with the reason. Under the global null (nothing changed) this keeps the chance of any false
+/// regression in the family at or below 5 %, where "any metric at p < 0.05" would flag about 7
+/// of 150 metrics every time.
+pub fn control_fdr(family: &mut [&mut Comparison], role: Role) {
+    let judged: Vec<usize> = (0..family.len())
+        .filter(|&i| family[i].verdict != Verdict::NotJudged && family[i].p_value.is_some())
+        .collect();
+    // (one-sided p in the worse direction, in the better direction)
+    let one_sided: Vec<(f64, f64, bool)> = judged
+        .iter()
+        .map(|&i| {
+            let c = &family[i];
+            let p = c.p_value.unwrap_or(1.0).clamp(0.0, 1.0);
+            let d = c.diff_pct.unwrap_or(0.0);
+            let worse = match c.direction {
+                Direction::HigherIsBetter => d < 0.0,
+                _ => d > 0.0,
+            };
+            let better = d != 0.0 && !worse;
+            let (near, far) = (p / 2.0, 1.0 - p / 2.0);
+            match (worse, better) {
+                (true, _) => (near, far, true),
+                (_, true) => (far, near, false),
+                _ => (far.max(0.5), far.max(0.5), false),
+            }
+        })
+        .collect();
+    let qw = stats::benjamini_hochberg(&one_sided.iter().map(|t| t.0).collect::<Vec<_>>());
+    let qb = stats::benjamini_hochberg(&one_sided.iter().map(|t| t.1).collect::<Vec<_>>());
+    let what = match role {
+        Role::Headline => "headline",
+        Role::Secondary => "secondary",
+    };
+    for (k, &i) in judged.iter().enumerate() {
+        let c = &mut *family[i];
+        let (pw, pb, worse) = one_sided[k];
+        let (p, q) = if worse { (pw, qw[k]) } else { (pb, qb[k]) };
+        c.q_value = Some(q);
+        let claimed = match c.verdict {
+            Verdict::Regressed => Some((qw[k], pw, "worse")),
+            Verdict::Improved => Some((qb[k], pb, "better")),
+            _ => None,
+        };
+        if let Some((q, p, dir)) = claimed
+            && q > FDR_Q
+        {
+            c.reason = format!(
+                "{dir} at p = {} (one-sided) but q = {} across {} {what} metrics \
+                 (Benjamini-Hochberg; a verdict needs q <= {FDR_Q})",
+                fmt_p(p),
+                fmt_p(q),
+                judged.len(),
+            );
+            c.verdict = Verdict::Inconclusive;
+        }
+        let _ = p;
+    }
+}
+
+/// A p- or q-value in a few characters.
+pub fn fmt_p(p: f64) -> String {
+    if p >= 0.001 {
+        format!("{p:.3}")
+    } else if p > 0.0 {
+        format!("{p:.1e}")
+    } else {
+        "0".into()
+    }
+}
+
+/// Counts of the four verdicts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Counts {
+    /// Regressed.
+    pub regressed: usize,
+    /// Improved.
+    pub improved: usize,
+    /// Unchanged.
+    pub unchanged: usize,
+    /// Inconclusive.
+    pub inconclusive: usize,
+}
+
+impl Counts {
+    fn add(&mut self, v: Verdict) {
+        match v {
+            Verdict::Regressed => self.regressed += 1,
+            Verdict::Improved => self.improved += 1,
+            Verdict::Unchanged => self.unchanged += 1,
+            Verdict::Inconclusive => self.inconclusive += 1,
+            Verdict::NotJudged => {}
+        }
+    }
+
+    /// Judged metrics counted.
+    pub fn judged(&self) -> usize {
+        self.regressed + self.improved + self.unchanged + self.inconclusive
+    }
+}
+
 /// Verdict counts over many metrics, for the summary line of a comparison.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
@@ -512,8 +873,29 @@ pub struct Summary {
     pub inconclusive: usize,
     /// Neutral metrics (not judged).
     pub not_judged: usize,
-    /// [`expected_false_flags`] at [`ALPHA`] over the judged metrics.
+    /// [`expected_false_flags`] at [`ALPHA`] over the judged metrics: what "any metric at
+    /// p < 0.05" would flag by chance, and why the families are controlled instead.
     pub expected_false_flags: f64,
+    /// The headline family's counts.
+    #[serde(default)]
+    pub headline: Counts,
+    /// The secondary family's counts.
+    #[serde(default)]
+    pub secondary: Counts,
+    /// Regressions among the verdicts that gate the exit code.
+    #[serde(default)]
+    pub gating_regressed: usize,
+    /// Runs a side the inconclusive headline metrics need: the largest of their
+    /// [`Comparison::runs_needed`]; `None` when every headline metric is resolved or none can
+    /// say.
+    #[serde(default)]
+    pub headline_runs_needed: Option<usize>,
+    /// Fewest runs on a side among the headline metrics.
+    #[serde(default)]
+    pub headline_min_runs: Option<usize>,
+    /// Secondary verdicts gate the exit code too (`--gate all`).
+    #[serde(default)]
+    pub secondary_gates: bool,
 }
 
 /// Counts the verdicts of `comparisons` and the false flags to expect among the judged ones.
@@ -526,6 +908,27 @@ pub fn summarize(comparisons: &[Comparison]) -> Summary {
             Verdict::Unchanged => s.unchanged += 1,
             Verdict::Inconclusive => s.inconclusive += 1,
             Verdict::NotJudged => s.not_judged += 1,
+        }
+        match c.role {
+            Role::Headline => {
+                s.headline.add(c.verdict);
+                if c.verdict != Verdict::NotJudged {
+                    let n = c.baseline.n.min(c.current.n);
+                    s.headline_min_runs = Some(s.headline_min_runs.map_or(n, |m| m.min(n)));
+                }
+                if c.verdict == Verdict::Inconclusive
+                    && let Some(need) = c.runs_needed
+                {
+                    s.headline_runs_needed = Some(s.headline_runs_needed.unwrap_or(0).max(need));
+                }
+            }
+            Role::Secondary => {
+                s.secondary.add(c.verdict);
+                s.secondary_gates |= c.gates;
+            }
+        }
+        if c.gates && c.verdict == Verdict::Regressed {
+            s.gating_regressed += 1;
         }
     }
     s.expected_false_flags = expected_false_flags(comparisons.len() - s.not_judged, ALPHA);
@@ -598,35 +1001,235 @@ mod tests {
     }
 
     #[test]
-    fn tail_metric_with_five_runs_a_side_uses_hodges_lehmann() {
-        // Python: HL on logs with the exact interval (k = 6): 11.110904268879366 %,
-        // 6.9879518072289555 % .. 19.52662721893484 %; scipy mannwhitneyu exact p
-        // 0.0021645021645021645
-        let a = [812.0, 790.0, 845.0, 801.0, 830.0, 818.0];
-        let b = [905.0, 870.0, 941.0, 888.0, 1010.0, 899.0];
+    fn tail_metric_with_eight_runs_a_side_uses_hodges_lehmann() {
+        // Python (brute force): HL on logs with the exact interval (k = 14): 10.67498429227988 %,
+        // 7.636363636363661 % .. 13.79746835443032 %; exact Mann-Whitney p (U = 64 of 64)
+        // 2 / C(16, 8) = 0.0001554001554001554; no outliers (largest modified z 1.65)
+        let a = [812.0, 790.0, 845.0, 801.0, 830.0, 818.0, 808.0, 825.0];
+        let b = [905.0, 870.0, 941.0, 888.0, 925.0, 899.0, 915.0, 880.0];
         let c = judge(&a, &b, Direction::LowerIsBetter, MetricClass::Tail);
         assert_eq!(c.method, Some(Method::HodgesLehmann));
-        close(c.diff_pct.unwrap(), 11.110904268879366, 1e-9);
-        close(c.diff_lo_pct.unwrap(), 6.9879518072289555, 1e-9);
-        close(c.diff_hi_pct.unwrap(), 19.52662721893484, 1e-9);
-        close(c.p_value.unwrap(), 0.0021645021645021645, 1e-12);
+        assert_eq!(c.center, Center::Median);
+        assert_eq!(c.baseline.center, c.baseline.median);
+        close(c.diff_pct.unwrap(), 10.67498429227988, 1e-9);
+        close(c.diff_lo_pct.unwrap(), 7.636363636363661, 1e-9);
+        close(c.diff_hi_pct.unwrap(), 13.79746835443032, 1e-9);
+        close(c.p_value.unwrap(), 0.0001554001554001554, 1e-12);
         assert_eq!(c.verdict, Verdict::Regressed);
         assert_eq!(c.delta, 0.10);
         // the same data as a throughput metric without outliers is judged by Welch
         let c = judge(&a, &b, Direction::LowerIsBetter, MetricClass::Throughput);
         assert_eq!(c.method, Some(Method::Welch));
-        // a tail metric with 4 runs on one side falls back to Welch
-        let c = judge(&a, &b[..4], Direction::LowerIsBetter, MetricClass::Tail);
+        assert_eq!(c.center, Center::GeometricMean);
+        // a tail metric with fewer than 8 runs on a side uses Welch: 2 / C(12, 6) = 0.0022 is the
+        // smallest p that 6 + 6 runs could give the rank method
+        let c = judge(
+            &a[..6],
+            &b[..6],
+            Direction::LowerIsBetter,
+            MetricClass::Tail,
+        );
         assert_eq!(c.method, Some(Method::Welch));
+        let c = judge(&a, &b[..7], Direction::LowerIsBetter, MetricClass::Tail);
+        assert_eq!(c.method, Some(Method::Welch));
+        // the Welch interval stays as it is; only the centers and diff are the geometric means'
+        let c = judge(&a, &b[..7], Direction::LowerIsBetter, MetricClass::Max);
+        assert_eq!(c.center, Center::GeometricMean);
     }
 
     #[test]
-    fn spiky_throughput_with_five_runs_a_side_uses_hodges_lehmann() {
-        let a = [100.0, 101.0, 99.0, 100.5, 160.0];
-        let b = [100.2, 100.8, 99.4, 100.1, 99.9];
+    fn spiky_throughput_with_eight_runs_a_side_uses_hodges_lehmann() {
+        let a = [100.0, 101.0, 99.0, 100.5, 160.0, 100.3, 99.6, 100.7];
+        let b = [100.2, 100.8, 99.4, 100.1, 99.9, 100.4, 99.8, 100.6];
         let c = judge(&a, &b, Direction::HigherIsBetter, MetricClass::Throughput);
         assert_eq!(c.baseline.outliers, 1);
         assert_eq!(c.method, Some(Method::HodgesLehmann));
+    }
+
+    #[test]
+    fn hodges_lehmann_gives_way_to_welch_when_it_contradicts_the_medians() {
+        // medians: baseline 100.25, current 97.95 (current smaller); the HL shift of the logs is
+        // +2.7 % (most pairwise differences are positive): shown medians and diff would disagree
+        let a = [100.3, 105.3, 110.3, 100.2, 60.4, 110.3, 60.4, 60.8];
+        let b = [110.7, 95.3, 95.7, 100.2, 95.7, 130.7, 90.6, 100.7];
+        let x: Vec<f64> = a.iter().map(|v: &f64| v.ln()).collect();
+        let y: Vec<f64> = b.iter().map(|v: &f64| v.ln()).collect();
+        let h = stats::hodges_lehmann(&x, &y, 0.95).unwrap();
+        let (ma, mb) = (stats::median(&a).unwrap(), stats::median(&b).unwrap());
+        assert!(h.shift > 0.0 && mb < ma, "{} {ma} {mb}", h.shift);
+        let c = judge(&a, &b, Direction::LowerIsBetter, MetricClass::Tail);
+        assert_eq!(c.method, Some(Method::Welch));
+        let (gb, gc) = (c.baseline.center.unwrap(), c.current.center.unwrap());
+        assert_eq!(c.diff_pct.unwrap() > 0.0, gc > gb);
+    }
+
+    #[test]
+    fn welch_diff_is_exactly_the_ratio_of_the_shown_geometric_means() {
+        let c = judge(&A, &B, Direction::LowerIsBetter, MetricClass::Throughput);
+        let (gb, gc) = (c.baseline.center.unwrap(), c.current.center.unwrap());
+        assert_eq!(c.diff_pct.unwrap(), 100.0 * (gc - gb) / gb);
+        close(gc / gb - 1.0, c.diff_pct.unwrap() / 100.0, 1e-15);
+        let gm = |v: &[f64]| (v.iter().map(|x| x.ln()).sum::<f64>() / v.len() as f64).exp();
+        close(gb, gm(&A), 1e-9);
+        close(gc, gm(&B), 1e-9);
+        // fsdelta's earlier output showed medians beside this diff: 100.4 -> 105.2
+        assert_eq!(c.baseline.median, Some(100.4));
+    }
+
+    #[test]
+    fn two_runs_a_side_need_a_shift_beyond_three_spreads() {
+        // 4 % apart with 0.5 % spread inside each side: significant, and 8 spreads: regressed
+        let c = judge(
+            &[100.0, 100.5],
+            &[104.0, 104.5],
+            Direction::LowerIsBetter,
+            MetricClass::Throughput,
+        );
+        assert_eq!(c.verdict, Verdict::Regressed, "{}", c.reason);
+        // With 2 + 2 runs Welch's interval (1-2 degrees of freedom) already asks for about 3
+        // spreads; the rule binds when the 2-run side is tight and the other side has many runs:
+        // 10 baseline runs spread over 4 %, 2 current runs 5 % slower and equal to each other.
+        let a = [
+            100.0, 101.0, 99.0, 102.0, 98.0, 100.5, 99.5, 101.5, 98.5, 100.0,
+        ];
+        let c = judge(
+            &a,
+            &[105.0, 105.0],
+            Direction::LowerIsBetter,
+            MetricClass::Throughput,
+        );
+        assert_eq!(c.verdict, Verdict::Inconclusive, "{}", c.reason);
+        assert!(
+            c.reason.starts_with("2 runs a side: the change +5.0 %"),
+            "{}",
+            c.reason
+        );
+        // with 3 current runs the interval alone decides
+        let c = judge(
+            &a,
+            &[105.0, 105.0, 105.2],
+            Direction::LowerIsBetter,
+            MetricClass::Throughput,
+        );
+        assert_eq!(c.verdict, Verdict::Regressed, "{}", c.reason);
+    }
+
+    #[test]
+    fn benjamini_hochberg_per_family_and_direction_sets_q_and_the_gate() {
+        let margins = Margins::default();
+        let mk = |a: &[f64], b: &[f64]| {
+            compare(
+                a,
+                b,
+                Direction::LowerIsBetter,
+                MetricClass::Throughput,
+                &margins,
+            )
+        };
+        // one clear regression (p ~ 1e-6) and one borderline (p ~ 0.03) among headline metrics
+        let clear = mk(&[100.0, 100.2, 99.9, 100.1], &[120.0, 120.3, 119.8, 120.1]);
+        let borderline = mk(&[100.0, 103.0, 98.0, 101.0], &[104.0, 106.5, 102.0, 105.0]);
+        assert_eq!(
+            borderline.verdict,
+            Verdict::Regressed,
+            "{}",
+            borderline.reason
+        );
+        let steady = mk(&[100.0, 101.0, 99.0, 100.5], &[100.2, 100.8, 99.4, 100.1]);
+        let mut cs = vec![
+            clear,
+            borderline.clone(),
+            steady.clone(),
+            steady.clone(),
+            steady,
+        ];
+        cs.push(borderline); // a secondary metric of test u
+        let groups = ["t", "t", "t", "t", "t", "u"];
+        let heads = [true, true, true, true, true, false];
+        let mut items: Vec<Judging<'_>> = cs
+            .iter_mut()
+            .enumerate()
+            .map(|(i, c)| Judging {
+                group: ("c", groups[i]),
+                headline: heads[i],
+                comparison: c,
+            })
+            .collect();
+        judge_family(&mut items, Gate::Headline);
+        assert_eq!(cs[0].verdict, Verdict::Regressed);
+        assert!(cs[0].gates && cs[0].role == Role::Headline);
+        // one-sided p ~ 0.015 times 5 metrics / rank 2: q ~ 0.04 stays regressed
+        let q1 = cs[1].q_value.unwrap();
+        assert!(q1 > cs[1].p_value.unwrap() / 2.0, "{q1}");
+        // test u declares no headline metric: its only metric is treated as headline
+        assert_eq!(cs[5].role, Role::Headline);
+        let s = summarize(&cs);
+        assert_eq!(s.headline.judged(), 6);
+        assert_eq!(s.gating_regressed, s.headline.regressed);
+
+        // among 40 steady headline metrics the borderline one is no longer a verdict
+        let steady = mk(&[100.0, 101.0, 99.0, 100.5], &[100.2, 100.8, 99.4, 100.1]);
+        let mut cs: Vec<Comparison> = (0..40).map(|_| steady.clone()).collect();
+        cs.push(mk(
+            &[100.0, 103.0, 98.0, 101.0],
+            &[104.0, 106.5, 102.0, 105.0],
+        ));
+        let mut items: Vec<Judging<'_>> = cs
+            .iter_mut()
+            .map(|c| Judging {
+                group: ("c", "t"),
+                headline: true,
+                comparison: c,
+            })
+            .collect();
+        judge_family(&mut items, Gate::Headline);
+        let last = cs.last().unwrap();
+        assert_eq!(last.verdict, Verdict::Inconclusive);
+        assert!(
+            last.reason.contains("across 41 headline metrics"),
+            "{}",
+            last.reason
+        );
+        // secondary metrics never gate unless --gate all
+        let mut c = [steady.clone(), steady];
+        let (a, b) = c.split_at_mut(1);
+        let mut items = vec![
+            Judging {
+                group: ("c", "t"),
+                headline: true,
+                comparison: &mut a[0],
+            },
+            Judging {
+                group: ("c", "t"),
+                headline: false,
+                comparison: &mut b[0],
+            },
+        ];
+        judge_family(&mut items, Gate::Headline);
+        assert!(c[0].gates && !c[1].gates);
+        let (a, b) = c.split_at_mut(1);
+        let mut items = vec![
+            Judging {
+                group: ("c", "t"),
+                headline: true,
+                comparison: &mut a[0],
+            },
+            Judging {
+                group: ("c", "t"),
+                headline: false,
+                comparison: &mut b[0],
+            },
+        ];
+        judge_family(&mut items, Gate::All);
+        assert!(c[0].gates && c[1].gates);
+    }
+
+    #[test]
+    fn runs_above_fifty_print_as_more_than_fifty() {
+        assert_eq!(fmt_runs(50), "50");
+        assert_eq!(fmt_runs(51), "> 50");
+        assert_eq!(runs_phrase(9), "about 9");
+        assert_eq!(runs_phrase(148), "> 50");
     }
 
     #[test]
@@ -917,5 +1520,63 @@ mod tests {
         assert!(ours >= 700, "{ours}");
         assert!(welch_only <= 500, "{welch_only}");
         assert!(false_flags <= 60, "{false_flags}");
+    }
+}
+
+#[cfg(test)]
+mod one_center {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn sample() -> impl Strategy<Value = Vec<f64>> {
+        // positive values over six orders of magnitude, with repeats (ties) allowed
+        prop::collection::vec(
+            prop_oneof![
+                (1e-3f64..1e3),
+                Just(1.0),
+                Just(100.0),
+                (0.5f64..2.0).prop_map(|v| (v * 4.0).round() / 4.0)
+            ],
+            1..12,
+        )
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+
+        /// Issue 12: the sign of the diff always equals the sign of (shown current - shown
+        /// baseline), whatever method judged it; under Welch the diff is exactly their ratio - 1.
+        #[test]
+        fn the_diff_never_contradicts_the_shown_centers(
+            a in sample(),
+            b in sample(),
+            class in prop_oneof![Just(MetricClass::Throughput), Just(MetricClass::Tail), Just(MetricClass::Max)],
+            higher in any::<bool>(),
+            with_zero in any::<bool>(),
+        ) {
+            let mut b = b;
+            if with_zero {
+                b[0] = 0.0;
+            }
+            let dir = if higher { Direction::HigherIsBetter } else { Direction::LowerIsBetter };
+            let c = compare(&a, &b, dir, class, &Margins::default());
+            if let Some(d) = c.diff_pct {
+                let (sb, sc) = (c.baseline.center.unwrap(), c.current.center.unwrap());
+                prop_assert_eq!(d.partial_cmp(&0.0), sc.partial_cmp(&sb), "{:?}", c);
+                if c.method == Some(Method::Welch) {
+                    prop_assert_eq!(c.center, Center::GeometricMean);
+                    prop_assert!((d / 100.0 - (sc / sb - 1.0)).abs() <= 1e-12 * (1.0 + d.abs()));
+                }
+                if c.method == Some(Method::HodgesLehmann) {
+                    prop_assert_eq!(c.center, Center::Median);
+                    prop_assert_eq!(c.baseline.center, c.baseline.median);
+                }
+            } else {
+                // no diff: a center is missing or not positive (zeros have no log scale)
+                prop_assert!(c.baseline.center.is_none_or(|v| v <= 0.0)
+                    || c.current.center.is_none_or(|v| v <= 0.0)
+                    || c.verdict == Verdict::Inconclusive);
+            }
+        }
     }
 }

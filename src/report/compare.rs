@@ -5,7 +5,8 @@
 //! (that is `compare::verdict`) nor read the store.
 
 use crate::compare::SeriesKey;
-use crate::compare::verdict::{Comparison, Summary, Verdict};
+use crate::compare::context::Context;
+use crate::compare::verdict::{self, Center, Comparison, Method, Role, Summary, Verdict};
 use crate::model::{MetricKind, Unit};
 use crate::report::text::{clip, fmt_value};
 use serde::Serialize;
@@ -42,15 +43,17 @@ pub struct CompareDoc<'a> {
     pub rows: &'a [Judged],
     /// Counts over every judged metric.
     pub summary: &'a Summary,
-    /// List unchanged and not-judged metrics too.
+    /// List every metric, secondary unchanged, inconclusive and neutral ones too.
     pub all: bool,
+    /// What differs between the sides, printed first (`None`: not shown, as after `run`).
+    pub context: Option<&'a Context>,
 }
 
+/// Whether a row is listed: every row with `all`; else the headline metrics and the metrics
+/// that changed (regressed or improved).
 fn shown(j: &Judged, all: bool) -> bool {
-    all || !matches!(
-        j.comparison.verdict,
-        Verdict::Unchanged | Verdict::NotJudged
-    )
+    all || j.comparison.role == Role::Headline
+        || matches!(j.comparison.verdict, Verdict::Regressed | Verdict::Improved)
 }
 
 fn mark(v: Verdict) -> &'static str {
@@ -58,6 +61,17 @@ fn mark(v: Verdict) -> &'static str {
         Verdict::Regressed => "REGRESSED",
         Verdict::Improved => "improved",
         Verdict::Unchanged => "unchanged",
+        Verdict::Inconclusive => "?",
+        Verdict::NotJudged => "",
+    }
+}
+
+/// A one-character verdict for the many-sided table.
+fn short_mark(v: Verdict) -> &'static str {
+    match v {
+        Verdict::Regressed => "R",
+        Verdict::Improved => "i",
+        Verdict::Unchanged => "=",
         Verdict::Inconclusive => "?",
         Verdict::NotJudged => "",
     }
@@ -86,6 +100,10 @@ fn cv(v: Option<f64>) -> String {
         .unwrap_or_else(|| "-".into())
 }
 
+fn value(v: Option<f64>) -> String {
+    v.map(fmt_value).unwrap_or_else(|| "-".into())
+}
+
 fn interval(c: &Comparison) -> String {
     match (c.diff_lo_pct, c.diff_hi_pct) {
         (Some(lo), Some(hi)) => format!("[{},{}]", short_pct(lo), short_pct(hi)),
@@ -93,152 +111,598 @@ fn interval(c: &Comparison) -> String {
     }
 }
 
-/// The summary line: counts, and how many false flags chance alone would give.
-pub fn summary_line(s: &Summary) -> String {
+fn q(c: &Comparison) -> String {
+    c.q_value.map(verdict::fmt_p).unwrap_or_else(|| "-".into())
+}
+
+fn counts(c: &verdict::Counts) -> String {
     format!(
-        "{} regressed, {} improved, {} unchanged, {} inconclusive; about {:.0} false flag{} expected among {} metrics",
-        s.regressed,
-        s.improved,
-        s.unchanged,
-        s.inconclusive,
-        s.expected_false_flags,
-        if s.expected_false_flags.round() == 1.0 {
-            ""
-        } else {
-            "s"
-        },
-        s.regressed + s.improved + s.unchanged + s.inconclusive
+        "{} regressed, {} improved, {} unchanged, {} inconclusive",
+        c.regressed, c.improved, c.unchanged, c.inconclusive
     )
+}
+
+/// The summary line: per family, the counts, how they were controlled and whether they gate;
+/// then the runs a side the headline still needs.
+pub fn summary_line(s: &Summary) -> String {
+    summary_lines(s).join(" ")
+}
+
+/// [`summary_line`] as sentences, one a line in the text output.
+pub fn summary_lines(s: &Summary) -> Vec<String> {
+    let mut out = Vec::new();
+    let (h, sec) = (s.headline.judged(), s.secondary.judged());
+    out.push(format!(
+        "headline: {} of {h} metric{} (Benjamini-Hochberg q = {} across them; they set the exit code).",
+        counts(&s.headline),
+        if h == 1 { "" } else { "s" },
+        verdict::FDR_Q
+    ));
+    if sec > 0 {
+        out.push(format!(
+            "secondary: {} of {sec} (their own q = {}; {}).",
+            counts(&s.secondary),
+            verdict::FDR_Q,
+            if s.secondary_gates {
+                "gating too, --gate all"
+            } else {
+                "shown, not gating"
+            }
+        ));
+    }
+    let judged = h + sec;
+    if judged > 0 {
+        out.push(format!(
+            "At p < 0.05 each, about {:.0} of the {judged} judged metrics would be flagged by chance alone; q-values keep that from deciding.",
+            s.expected_false_flags
+        ));
+    }
+    if let Some(need) = s.headline_runs_needed {
+        let have = s.headline_min_runs.unwrap_or(0);
+        if need > have {
+            out.push(format!(
+                "The inconclusive headline metrics need {} runs a side (this comparison has {have}).",
+                verdict::runs_phrase(need)
+            ));
+        }
+    }
+    if s.headline_min_runs
+        .is_some_and(|n| n < verdict::TWO_RUN_LIMIT)
+    {
+        out.push(format!(
+            "With 2 runs a side, a change must also be {} times the spread within a side to count (docs/statistics.md).",
+            verdict::TWO_RUN_SEPARATION
+        ));
+    }
+    out
 }
 
 /// Wrap `text` at 80 columns with `indent` spaces on every line.
 fn wrap(text: &str, indent: usize) -> String {
+    wrap_hanging(text, indent, indent)
+}
+
+/// Wrap `text` at 80 columns: `first` spaces before the first line, `rest` before the others.
+fn wrap_hanging(text: &str, first: usize, rest: usize) -> String {
     let mut out = String::new();
-    let mut line = " ".repeat(indent);
+    let mut line = " ".repeat(first);
+    let mut empty = true;
     for word in text.split_whitespace() {
-        if line.len() + word.len() + 1 > 80 && !line.trim().is_empty() {
+        if line.len() + word.len() + 1 > 80 && !empty {
             out.push_str(line.trim_end());
             out.push('\n');
-            line = " ".repeat(indent);
+            line = " ".repeat(rest);
         }
         line.push_str(word);
         line.push(' ');
+        empty = false;
     }
-    if !line.trim().is_empty() {
+    if !empty {
         out.push_str(line.trim_end());
         out.push('\n');
     }
     out
 }
 
-/// 80-column text: one block per test (metric, baseline median, current median, diff, 95 %
-/// interval, verdict), reasons under inconclusive rows, and the summary line.
+/// The lines of the "what differs" block (without its title), shared by text and markdown.
+fn context_lines(ctx: &Context) -> Vec<String> {
+    let mut out = Vec::new();
+    for w in &ctx.warnings {
+        out.push(format!("WARNING {w}"));
+    }
+    for d in &ctx.differences {
+        out.push(format!(
+            "{}: baseline {}, current {}",
+            d.what, d.baseline, d.current
+        ));
+    }
+    if !ctx.only_baseline.is_empty() {
+        out.push(format!(
+            "only on the baseline side (not compared): {}",
+            ctx.only_baseline.join(", ")
+        ));
+    }
+    if !ctx.only_current.is_empty() {
+        out.push(format!(
+            "only on the current side (not compared): {}",
+            ctx.only_current.join(", ")
+        ));
+    }
+    if !ctx.one_sided_metrics.is_empty() {
+        const SHOWN: usize = 6;
+        let n = ctx.one_sided_metrics.len();
+        let mut l: Vec<&str> = ctx
+            .one_sided_metrics
+            .iter()
+            .take(SHOWN)
+            .map(String::as_str)
+            .collect();
+        let more = format!("and {} more", n - SHOWN.min(n));
+        if n > SHOWN {
+            l.push(&more);
+        }
+        out.push(format!(
+            "{n} metric{} on one side only (not compared): {}",
+            if n == 1 { "" } else { "s" },
+            l.join(", ")
+        ));
+    }
+    if ctx.warnings.is_empty() && ctx.differences.is_empty() {
+        out.push(
+            "nothing recorded differs: kernel, fsdelta version, host, filesystem, mkfs and \
+             mount options, engine, hooks and workloads are the same"
+                .into(),
+        );
+    }
+    let (b, c) = (ctx.baseline_load, ctx.current_load);
+    let share = |v: Option<f64>| v.map_or("not recorded".to_string(), |v| format!("{v:.0} %"));
+    if b.bg_cpu_pct.is_some() || c.bg_cpu_pct.is_some() {
+        out.push(format!(
+            "background: other processes used {} of the CPUs on the baseline side, {} on the current side",
+            share(b.bg_cpu_pct),
+            share(c.bg_cpu_pct)
+        ));
+    }
+    out
+}
+
+fn text_context(out: &mut String, ctx: &Context) {
+    let _ = writeln!(out);
+    let _ = writeln!(out, "What differs between the sides");
+    for l in context_lines(ctx) {
+        out.push_str(&wrap_hanging(&l, 2, 4));
+    }
+}
+
+/// The footnote of a block whose rows show medians (`*`), if any.
+fn median_note(rows: &[&Judged]) -> Option<&'static str> {
+    let hl = rows
+        .iter()
+        .any(|j| j.comparison.method == Some(Method::HodgesLehmann));
+    let median = rows
+        .iter()
+        .any(|j| j.comparison.center == Center::Median && j.comparison.method.is_none());
+    match (hl, median) {
+        (false, false) => None,
+        (true, false) => Some("* medians; the diff is the Hodges-Lehmann shift"),
+        (true, true) => Some(
+            "* medians; the diff is the Hodges-Lehmann shift, or with values <= 0 the ratio of the medians",
+        ),
+        (false, true) => Some("* medians (values <= 0: no log scale); the diff is their ratio"),
+    }
+}
+
+/// Rows of `rows` grouped by (configuration, test), in order, keeping only those `keep` says.
+fn blocks(rows: &[Judged], keep: impl Fn(&Judged) -> bool) -> Vec<Vec<&Judged>> {
+    let mut out: Vec<Vec<&Judged>> = Vec::new();
+    for j in rows.iter().filter(|j| keep(j)) {
+        match out.last_mut() {
+            Some(b) if b[0].key.config == j.key.config && b[0].key.test == j.key.test => b.push(j),
+            _ => out.push(vec![j]),
+        }
+    }
+    out
+}
+
+/// The metric name as listed: `*` marks a row whose centers are medians.
+fn metric_name(j: &Judged, w: usize) -> String {
+    if j.comparison.center == Center::Median {
+        format!("{}*", clip(&j.key.metric, w - 1))
+    } else {
+        clip(&j.key.metric, w)
+    }
+}
+
+/// 80-column text: the sides, what differs between them, then one block per test (metric, the
+/// center of each side, diff, 95 % interval, verdict), headline metrics first and secondary
+/// ones under their own heading, reasons under inconclusive rows, and the summary.
 pub fn text(doc: &CompareDoc<'_>) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "baseline: {}", doc.baseline);
     let _ = writeln!(out, "current:  {}", doc.current);
-    let mut block: Option<(&str, &str)> = None;
-    for j in doc.rows.iter().filter(|j| shown(j, doc.all)) {
-        let b = (j.key.config.as_str(), j.key.test.as_str());
-        if block != Some(b) {
-            let _ = writeln!(out);
-            let _ = writeln!(
-                out,
-                "{} ({}), medians of {} vs {} runs",
-                j.key.test, j.key.config, j.comparison.baseline.n, j.comparison.current.n
-            );
-            let _ = writeln!(
-                out,
-                "  {:<22} {:>10} {:>10} {:>7} {:<13} verdict",
-                "metric", "baseline", "current", "diff", "95% interval"
-            );
-            block = Some(b);
-        }
-        let c = &j.comparison;
+    if let Some(ctx) = doc.context {
+        text_context(&mut out, ctx);
+    }
+    for block in blocks(doc.rows, |j| shown(j, doc.all)) {
+        let j0 = block[0];
+        let _ = writeln!(out);
         let _ = writeln!(
             out,
-            "  {:<22} {:>10} {:>10} {:>7} {:<13} {}",
-            clip(&j.key.metric, 22),
-            c.baseline
-                .median
-                .map(fmt_value)
-                .unwrap_or_else(|| "-".into()),
-            c.current
-                .median
-                .map(fmt_value)
-                .unwrap_or_else(|| "-".into()),
-            pct(c.diff_pct),
-            interval(c),
-            mark(c.verdict)
+            "{} ({}), {} vs {} runs, geometric means",
+            j0.key.test, j0.key.config, j0.comparison.baseline.n, j0.comparison.current.n,
         );
-        if c.verdict == Verdict::Inconclusive && !c.reason.is_empty() {
-            // The reason already says how many runs a side would resolve the band.
-            out.push_str(&wrap(&c.reason, 4));
+        let _ = writeln!(
+            out,
+            "  {:<22} {:>10} {:>10} {:>7} {:<13} verdict",
+            "metric", "baseline", "current", "diff", "95% interval"
+        );
+        let (head, sec): (Vec<&Judged>, Vec<&Judged>) = block
+            .iter()
+            .partition(|j| j.comparison.role == Role::Headline);
+        for (i, part) in [head, sec].into_iter().enumerate() {
+            if i == 1 && !part.is_empty() {
+                let _ = writeln!(out, "  secondary metrics (do not set the exit code):");
+            }
+            for j in part {
+                let c = &j.comparison;
+                let _ = writeln!(
+                    out,
+                    "  {:<22} {:>10} {:>10} {:>7} {:<13} {}",
+                    metric_name(j, 22),
+                    value(c.baseline.center),
+                    value(c.current.center),
+                    pct(c.diff_pct),
+                    interval(c),
+                    mark(c.verdict)
+                );
+                if c.verdict == Verdict::Inconclusive && !c.reason.is_empty() {
+                    // The reason already says how many runs a side would resolve the band.
+                    out.push_str(&wrap(&c.reason, 4));
+                }
+            }
+        }
+        if let Some(note) = median_note(&block) {
+            out.push_str(&wrap(note, 2));
         }
     }
     let _ = writeln!(out);
-    out.push_str(&wrap(&summary_line(doc.summary), 0));
+    for l in summary_lines(doc.summary) {
+        out.push_str(&wrap(&l, 0));
+    }
     if !doc.all {
         let hidden = doc.rows.iter().filter(|j| !shown(j, false)).count();
         if hidden > 0 {
             let _ = writeln!(
                 out,
-                "({hidden} unchanged or neutral metrics not listed; --all lists them)"
+                "({hidden} secondary metrics that did not change not listed; --all lists them)"
             );
         }
     }
     out
 }
 
-/// Markdown: the same content as [`text`], one table per test.
+/// Markdown: the same content as [`text`], one table per test, with medians, q-values, n and
+/// CV besides the centers.
 pub fn markdown(doc: &CompareDoc<'_>) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "**baseline:** {}  ", doc.baseline);
     let _ = writeln!(out, "**current:** {}", doc.current);
-    let mut block: Option<(&str, &str)> = None;
-    for j in doc.rows.iter().filter(|j| shown(j, doc.all)) {
-        let b = (j.key.config.as_str(), j.key.test.as_str());
-        if block != Some(b) {
-            let _ = writeln!(out);
-            let _ = writeln!(out, "### {} ({})", j.key.test, j.key.config);
-            let _ = writeln!(out);
-            let _ = writeln!(
-                out,
-                "| metric | unit | baseline | current | diff | 95% interval | n | CV | verdict |"
-            );
-            let _ = writeln!(out, "|---|---|---:|---:|---:|---|---|---|---|");
-            block = Some(b);
+    if let Some(ctx) = doc.context {
+        let _ = writeln!(out);
+        let _ = writeln!(out, "#### What differs between the sides");
+        let _ = writeln!(out);
+        for l in context_lines(ctx) {
+            let _ = writeln!(out, "- {}", l.replace('|', "/"));
         }
-        let c = &j.comparison;
-        let verdict = match c.verdict {
-            Verdict::Inconclusive => format!("inconclusive: {}", c.reason.replace('|', "/")),
-            v => v.as_str().replace('_', " "),
-        };
+    }
+    for block in blocks(doc.rows, |j| shown(j, doc.all)) {
+        let j0 = block[0];
+        let _ = writeln!(out);
+        let _ = writeln!(out, "### {} ({})", j0.key.test, j0.key.config);
+        let _ = writeln!(out);
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {} | {} vs {} | {} / {} | {} |",
-            j.key.metric,
-            j.unit,
-            c.baseline
-                .median
-                .map(fmt_value)
-                .unwrap_or_else(|| "-".into()),
-            c.current
-                .median
-                .map(fmt_value)
-                .unwrap_or_else(|| "-".into()),
-            pct(c.diff_pct),
-            interval(c),
-            c.baseline.n,
-            c.current.n,
-            cv(c.baseline.cv),
-            cv(c.current.cv),
-            verdict
+            "Baseline and current are geometric means (Welch on logs; diff = current / baseline - 1){}.",
+            median_note(&block)
+                .map(|n| format!("; {}", n.replace('*', "rows marked \\*:")))
+                .unwrap_or_default()
         );
+        let _ = writeln!(out);
+        let _ = writeln!(
+            out,
+            "| metric | role | unit | baseline | current | diff | 95% interval | q | medians | n | CV | verdict |"
+        );
+        let _ = writeln!(out, "|---|---|---|---:|---:|---:|---|---:|---|---|---|---|");
+        let mut rows = block.clone();
+        rows.sort_by_key(|j| j.comparison.role != Role::Headline);
+        for j in rows {
+            let c = &j.comparison;
+            let verdict = match c.verdict {
+                Verdict::Inconclusive => format!("inconclusive: {}", c.reason.replace('|', "/")),
+                v => v.as_str().replace('_', " "),
+            };
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} / {} | {} vs {} | {} / {} | {} |",
+                metric_name(j, 64).replace('*', "\\*"),
+                match c.role {
+                    Role::Headline => "headline",
+                    Role::Secondary => "secondary",
+                },
+                j.unit,
+                value(c.baseline.center),
+                value(c.current.center),
+                pct(c.diff_pct),
+                interval(c),
+                q(c),
+                value(c.baseline.median),
+                value(c.current.median),
+                c.baseline.n,
+                c.current.n,
+                cv(c.baseline.cv),
+                cv(c.current.cv),
+                verdict
+            );
+        }
     }
     let _ = writeln!(out);
     let _ = writeln!(out, "{}", summary_line(doc.summary));
     out
+}
+
+/// One non-baseline side of a comparison of 3 or more sides.
+pub struct SideRows<'a> {
+    /// Description of the side's selection.
+    pub description: &'a str,
+    /// Its rows against the baseline.
+    pub rows: &'a [Judged],
+    /// What differs between the baseline and this side.
+    pub context: &'a Context,
+}
+
+/// A comparison of 3 or more sides: the first is the baseline of every other.
+pub struct ManyDoc<'a> {
+    /// Description of the baseline selection.
+    pub baseline: &'a str,
+    /// The other sides in order.
+    pub sides: &'a [SideRows<'a>],
+    /// Counts over every row of every side.
+    pub summary: &'a Summary,
+    /// List every metric.
+    pub all: bool,
+}
+
+/// The metrics of a many-sided table in order: (configuration, test, metric), each with its row
+/// in every side (if any); a metric is listed when some side lists it.
+fn many_keys<'a>(doc: &'a ManyDoc<'a>) -> Vec<(&'a SeriesKey, Vec<Option<&'a Judged>>)> {
+    let mut keys: Vec<&SeriesKey> = Vec::new();
+    for s in doc.sides {
+        for j in s.rows.iter().filter(|j| shown(j, doc.all)) {
+            if !keys.contains(&&j.key) {
+                keys.push(&j.key);
+            }
+        }
+    }
+    // keep tests together, in first-seen order
+    let mut order: Vec<(&str, &str)> = Vec::new();
+    for k in &keys {
+        if !order.contains(&(k.config.as_str(), k.test.as_str())) {
+            order.push((k.config.as_str(), k.test.as_str()));
+        }
+    }
+    keys.sort_by_key(|k| {
+        order
+            .iter()
+            .position(|o| *o == (k.config.as_str(), k.test.as_str()))
+    });
+    keys.into_iter()
+        .map(|k| {
+            let per: Vec<Option<&Judged>> = doc
+                .sides
+                .iter()
+                .map(|s| s.rows.iter().find(|j| &j.key == k))
+                .collect();
+            (k, per)
+        })
+        .collect()
+}
+
+fn many_base(per: &[Option<&Judged>]) -> Option<f64> {
+    per.iter()
+        .flatten()
+        .find_map(|j| j.comparison.baseline.center)
+}
+
+/// Text of a many-sided comparison: per test a table with the baseline's center and, for every
+/// other side, its center, diff and a one-letter verdict (2 sides a table, so it stays in 80
+/// columns); the centers are geometric means (Welch on logs for every pairing).
+pub fn many_text(doc: &ManyDoc<'_>) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "baseline:  {}", doc.baseline);
+    for (i, s) in doc.sides.iter().enumerate() {
+        let _ = writeln!(out, "side {}:    {}", i + 1, s.description);
+    }
+    for (i, s) in doc.sides.iter().enumerate() {
+        let lines = context_lines(s.context);
+        if lines.len() == 1 && s.context.differences.is_empty() && s.context.warnings.is_empty() {
+            continue;
+        }
+        let _ = writeln!(out);
+        let _ = writeln!(out, "What differs between the baseline and side {}", i + 1);
+        for l in lines {
+            out.push_str(&wrap_hanging(&l, 2, 4));
+        }
+    }
+    let keys = many_keys(doc);
+    for chunk_start in (0..doc.sides.len()).step_by(2) {
+        let chunk = chunk_start..(chunk_start + 2).min(doc.sides.len());
+        let mut block: Option<(&str, &str)> = None;
+        for (k, per) in &keys {
+            let b = (k.config.as_str(), k.test.as_str());
+            if block != Some(b) {
+                let _ = writeln!(out);
+                let _ = writeln!(out, "{} ({}), geometric means", k.test, k.config);
+                let mut h = format!("  {:<18} {:>9}", "metric", "baseline");
+                for i in chunk.clone() {
+                    let _ = write!(h, " {:>9} {:>7}  ", format!("side {}", i + 1), "diff");
+                }
+                let _ = writeln!(out, "{}", h.trim_end());
+                block = Some(b);
+            }
+            let mut line = format!("  {:<18} {:>9}", clip(&k.metric, 18), value(many_base(per)));
+            for j in &per[chunk.clone()] {
+                match j {
+                    Some(j) => {
+                        let c = &j.comparison;
+                        let _ = write!(
+                            line,
+                            " {:>9} {:>7} {:<1} ",
+                            value(c.current.center),
+                            pct(c.diff_pct),
+                            short_mark(c.verdict)
+                        );
+                    }
+                    None => {
+                        let _ = write!(line, " {:>9} {:>7}   ", "-", "-");
+                    }
+                }
+            }
+            let _ = writeln!(out, "{}", line.trim_end());
+        }
+    }
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "Verdicts: R regressed, i improved, = unchanged, ? inconclusive."
+    );
+    for l in summary_lines(doc.summary) {
+        out.push_str(&wrap(&l, 0));
+    }
+    out
+}
+
+/// Markdown of a many-sided comparison: one table per test, a center, diff and verdict column
+/// per side.
+pub fn many_markdown(doc: &ManyDoc<'_>) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "**baseline:** {}  ", doc.baseline);
+    for (i, s) in doc.sides.iter().enumerate() {
+        let _ = writeln!(out, "**side {}:** {}  ", i + 1, s.description);
+    }
+    for (i, s) in doc.sides.iter().enumerate() {
+        let _ = writeln!(out);
+        let _ = writeln!(
+            out,
+            "#### What differs between the baseline and side {}",
+            i + 1
+        );
+        let _ = writeln!(out);
+        for l in context_lines(s.context) {
+            let _ = writeln!(out, "- {}", l.replace('|', "/"));
+        }
+    }
+    let keys = many_keys(doc);
+    let mut block: Option<(&str, &str)> = None;
+    for (k, per) in &keys {
+        let b = (k.config.as_str(), k.test.as_str());
+        if block != Some(b) {
+            let _ = writeln!(out);
+            let _ = writeln!(out, "### {} ({})", k.test, k.config);
+            let _ = writeln!(out);
+            let mut h = String::from("| metric | baseline |");
+            let mut rule = String::from("|---|---:|");
+            for i in 0..doc.sides.len() {
+                let _ = write!(h, " side {0} | diff {0} | verdict {0} |", i + 1);
+                rule.push_str("---:|---:|---|");
+            }
+            let _ = writeln!(out, "{h}");
+            let _ = writeln!(out, "{rule}");
+            block = Some(b);
+        }
+        let mut line = format!("| {} | {} |", k.metric, value(many_base(per)));
+        for j in per {
+            match j {
+                Some(j) => {
+                    let c = &j.comparison;
+                    let _ = write!(
+                        line,
+                        " {} | {} | {} |",
+                        value(c.current.center),
+                        pct(c.diff_pct),
+                        c.verdict.as_str().replace('_', " ")
+                    );
+                }
+                None => line.push_str(" - | - | - |"),
+            }
+        }
+        let _ = writeln!(out, "{line}");
+    }
+    let _ = writeln!(out);
+    let _ = writeln!(out, "{}", summary_line(doc.summary));
+    out
+}
+
+#[derive(Serialize)]
+struct ManyJsonSide<'a> {
+    current: &'a str,
+    context: &'a Context,
+    metrics: Vec<&'a Judged>,
+}
+
+#[derive(Serialize)]
+struct ManyJson<'a> {
+    schema_version: u32,
+    baseline: &'a str,
+    summary: &'a Summary,
+    sides: Vec<ManyJsonSide<'a>>,
+}
+
+/// JSON of a many-sided comparison: per side its rows, as [`json`] gives them.
+pub fn many_json(doc: &ManyDoc<'_>) -> Result<String, serde_json::Error> {
+    let d = ManyJson {
+        schema_version: crate::report::export::EXPORT_SCHEMA_VERSION,
+        baseline: doc.baseline,
+        summary: doc.summary,
+        sides: doc
+            .sides
+            .iter()
+            .map(|s| ManyJsonSide {
+                current: s.description,
+                context: s.context,
+                metrics: s.rows.iter().filter(|j| shown(j, doc.all)).collect(),
+            })
+            .collect(),
+    };
+    let mut s = serde_json::to_string_pretty(&d)?;
+    s.push('\n');
+    Ok(s)
+}
+
+#[derive(Serialize)]
+struct JsonDoc<'a> {
+    schema_version: u32,
+    baseline: &'a str,
+    current: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    context: Option<&'a Context>,
+    summary: &'a Summary,
+    metrics: Vec<&'a Judged>,
+}
+
+/// JSON: every row (filtered as the text is), with the centers, medians, intervals, p- and
+/// q-values, roles, methods and reasons.
+pub fn json(doc: &CompareDoc<'_>) -> Result<String, serde_json::Error> {
+    let d = JsonDoc {
+        schema_version: crate::report::export::EXPORT_SCHEMA_VERSION,
+        baseline: doc.baseline,
+        current: doc.current,
+        context: doc.context,
+        summary: doc.summary,
+        metrics: doc.rows.iter().filter(|j| shown(j, doc.all)).collect(),
+    };
+    let mut s = serde_json::to_string_pretty(&d)?;
+    s.push('\n');
+    Ok(s)
 }
 
 #[cfg(test)]
@@ -254,27 +718,4 @@ mod tests {
             assert!(short_pct(v).len() <= 7, "{v}");
         }
     }
-}
-
-#[derive(Serialize)]
-struct JsonDoc<'a> {
-    schema_version: u32,
-    baseline: &'a str,
-    current: &'a str,
-    summary: &'a Summary,
-    metrics: Vec<&'a Judged>,
-}
-
-/// JSON: every row (filtered as the text is), with intervals, p-values, methods and reasons.
-pub fn json(doc: &CompareDoc<'_>) -> Result<String, serde_json::Error> {
-    let d = JsonDoc {
-        schema_version: crate::report::export::EXPORT_SCHEMA_VERSION,
-        baseline: doc.baseline,
-        current: doc.current,
-        summary: doc.summary,
-        metrics: doc.rows.iter().filter(|j| shown(j, doc.all)).collect(),
-    };
-    let mut s = serde_json::to_string_pretty(&d)?;
-    s.push('\n');
-    Ok(s)
 }

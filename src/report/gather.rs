@@ -89,6 +89,17 @@ pub fn comparison(
 ) -> Result<ReportInput, GatherError> {
     let comparisons: Vec<_> = rows.iter().map(|j| j.comparison.clone()).collect();
     let summary = verdict::summarize(&comparisons);
+    let machine_warnings = {
+        let bs: Vec<&SampleRecord> = b.samples.iter().collect();
+        let cs: Vec<&SampleRecord> = c.samples.iter().collect();
+        let side = |runs, samples| compare::context::SideData { runs, samples };
+        compare::context::context(
+            &side(&b.runs, &bs),
+            &side(&c.runs, &cs),
+            naming.across.is_some(),
+        )
+        .warnings
+    };
     // The history of `A vs B` rows is the current configuration's.
     let cur_config = |key: &SeriesKey| -> String {
         if naming.across.is_some() {
@@ -132,6 +143,7 @@ pub fn comparison(
         metrics,
         summary: Some(summary),
         text_table,
+        machine_warnings,
     })
 }
 
@@ -195,6 +207,7 @@ pub fn single(
         metrics,
         summary: None,
         text_table,
+        machine_warnings: Vec::new(),
     })
 }
 
@@ -433,7 +446,7 @@ fn attach_histories(
                 .as_ref()
                 .map_or_else(|| MetricClass::of(metrics[i].kind), |c| c.class);
             let options = Options::for_class(class);
-            let change_points = changepoint::change_points(&values, &options);
+            let (change_points, _) = compare::history::detect(&values, &options);
             let segments = changepoint::segments(&values, &change_points);
             metrics[i].history = Some(History {
                 points: pts.clone(),

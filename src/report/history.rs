@@ -67,6 +67,10 @@ pub fn text(h: &History) -> String {
         return out;
     }
     let _ = writeln!(out);
+    if let Some(why) = &h.skipped {
+        let _ = writeln!(out, "no change points: {why}");
+        return out;
+    }
     if h.change_points.is_empty() {
         let _ = writeln!(out, "no change point (E-divisive means, p < 0.001)");
     }

@@ -85,9 +85,14 @@ fn row_tip(m: &MetricInput) -> String {
             .join(", ")
     };
     if let Some(c) = &m.comparison {
+        let center = match c.center {
+            crate::compare::verdict::Center::GeometricMean => "geometric mean",
+            crate::compare::verdict::Center::Median => "median",
+        };
         let side = |name: &str, s: &crate::compare::verdict::Side, v: &[f64]| {
             format!(
-                "\n{name}: median {} (n = {}{}): {}",
+                "\n{name}: {center} {}, median {} (n = {}{}): {}",
+                s.center.map(fmt_value).unwrap_or_else(|| "-".into()),
                 s.median.map(fmt_value).unwrap_or_else(|| "-".into()),
                 s.n,
                 s.cv.map(|cv| format!(", CV {:.1} %", cv * 100.0))
@@ -161,16 +166,24 @@ fn repetitions(s: &mut Svg, m: &MetricInput, cy: f64, x0: f64, x1: f64) {
         &format!("{} {}", fmt_value(hi), m.unit),
     );
     let two = !m.baseline_values.is_empty();
-    let lanes: Vec<(&[f64], f64, &str, &str)> = if two {
+    // Ticks at the centers the diff is computed from (one center: statistics.md); without a
+    // comparison, at the median.
+    let (bc, cc) = match &m.comparison {
+        Some(c) => (c.baseline.center, c.current.center),
+        None => (median(&m.baseline_values), median(&m.current_values)),
+    };
+    // (values, y, dot class, tick class, tick position)
+    type Lane<'v> = (&'v [f64], f64, &'static str, &'static str, Option<f64>);
+    let lanes: Vec<Lane<'_>> = if two {
         vec![
-            (&m.baseline_values, cy - 5.0, "dot-b", "med-b"),
-            (&m.current_values, cy + 5.0, "dot-c", "med-c"),
+            (&m.baseline_values, cy - 5.0, "dot-b", "med-b", bc),
+            (&m.current_values, cy + 5.0, "dot-c", "med-c", cc),
         ]
     } else {
-        vec![(&m.current_values, cy, "dot-c", "med-c")]
+        vec![(&m.current_values, cy, "dot-c", "med-c", cc)]
     };
-    for (values, y, dot, med) in lanes {
-        if let Some(md) = median(values) {
+    for (values, y, dot, med, center) in lanes {
+        if let Some(md) = center.filter(|v| v.is_finite()) {
             let x = sc.map(md);
             s.line(x, y - 5.0, x, y + 5.0, med);
         }

@@ -209,7 +209,11 @@ fn run_rows() -> Vec<RunRow> {
 /// recorded differs.
 pub(super) fn differences(out: &mut String, input: &ReportInput) {
     let Some(base) = &input.baseline else { return };
-    let mut items: Vec<(u8, String)> = Vec::new();
+    let mut items: Vec<(u8, String)> = input
+        .machine_warnings
+        .iter()
+        .map(|w| (0, format!("<b>the machine</b>: {}", esc(w))))
+        .collect();
     for c in &input.configs {
         if c.baseline.is_empty() || c.current.is_empty() {
             items.push((

@@ -18,7 +18,7 @@ mod header;
 
 use crate::compare::SeriesKey;
 use crate::compare::changepoint::{ChangePoint, Scale, Segment};
-use crate::compare::verdict::{Comparison, Summary, Verdict};
+use crate::compare::verdict::{Center, Comparison, Role as MetricRole, Summary, Verdict};
 use crate::model::RunInfo;
 use crate::model::{Direction, MetricKind, TargetFacts, Unit};
 use crate::report::svg::{Shape, esc};
@@ -48,6 +48,9 @@ pub struct ReportInput {
     pub text_table: String,
     /// Flame graphs of the tests that changed, when their samples were profiled.
     pub flamegraphs: Vec<FlameGraphs>,
+    /// Warnings about the machine (background load that differs between the sides), from
+    /// `compare::context`; shown first in the differences box.
+    pub machine_warnings: Vec<String>,
 }
 
 /// CPU flame graphs of one test (inferno SVGs, built from the stored folded stacks).
@@ -362,6 +365,21 @@ fn opt_value(v: Option<f64>) -> String {
     v.map(fmt_value).unwrap_or_else(|| "-".into())
 }
 
+/// Whether a judged metric leads (is shown before the others): a headline metric, or one that
+/// regressed or improved.
+fn leads_comparison(c: &Comparison) -> bool {
+    c.role == MetricRole::Headline || matches!(c.verdict, Verdict::Regressed | Verdict::Improved)
+}
+
+/// Whether a metric leads its test's section: with a comparison as [`leads_comparison`]; in a
+/// single-selection report, a headline metric (or every metric of a test that declares none).
+fn leads(m: &MetricInput, test_has_headline: bool) -> bool {
+    match &m.comparison {
+        Some(c) => leads_comparison(c),
+        None => m.headline || !test_has_headline,
+    }
+}
+
 /// Sort key of a verdict in the summary table: what needs attention first.
 fn severity(v: Verdict) -> u8 {
     match v {
@@ -399,14 +417,18 @@ fn summary(out: &mut String, input: &ReportInput, s: &Summary) {
         .metrics
         .iter()
         .filter_map(|m| m.comparison.as_ref())
-        .filter(|c| matches!(c.verdict, Verdict::Unchanged | Verdict::NotJudged))
+        .filter(|c| !leads_comparison(c))
         .count();
     let _ = write!(
         out,
         "<p class=\"note\">Diff is the estimated change of the current side against the baseline \
          with its 95&nbsp;% interval (statistics.md). Click a column title to sort.</p>\
+         Baseline and current are the centers the diff is computed from: geometric means (Welch on \
+         logs, diff = current / baseline &minus; 1), or medians where marked * (the diff is then \
+         the Hodges-Lehmann shift). Headline metrics set the exit code (Benjamini-Hochberg q = 0.05 \
+         across them); secondary ones are judged with their own q and listed when they changed.</p>\
          <input type=\"checkbox\" id=\"showall\"><label for=\"showall\"> also list the {quiet} \
-         unchanged and not-judged metrics</label>"
+         secondary metrics that did not change</label>"
     );
     // A column that would say the same on every row is left out (the sections say it).
     let many = |f: fn(&MetricInput) -> &str| input.metrics.windows(2).any(|w| f(&w[0]) != f(&w[1]));
@@ -419,8 +441,8 @@ fn summary(out: &mut String, input: &ReportInput, s: &Summary) {
         out.push_str("<th>config</th>");
     }
     out.push_str(
-        "<th>metric</th><th class=\"num\">baseline</th><th class=\"num\">current</th>\
-         <th class=\"num\">diff</th><th>95&nbsp;% interval</th><th>n</th><th>verdict</th>\
+        "<th>metric</th><th>role</th><th class=\"num\">baseline</th><th class=\"num\">current</th>\
+         <th class=\"num\">diff</th><th>95&nbsp;% interval</th><th class=\"num\">q</th><th>n</th><th>verdict</th>\
          <th>reason</th></tr></thead><tbody>\n",
     );
     let mut rows: Vec<&MetricInput> = input
@@ -440,16 +462,13 @@ fn summary(out: &mut String, input: &ReportInput, s: &Summary) {
         let (class, word, _) = look(c.verdict);
         let num_attr = |v: Option<f64>| v.map(|v| format!("{v}")).unwrap_or_default();
         let unit = esc(m.unit.as_str());
-        let quiet = if matches!(c.verdict, Verdict::Unchanged | Verdict::NotJudged) {
-            " quiet"
-        } else {
-            ""
-        };
+        let quiet = if leads_comparison(c) { "" } else { " quiet" };
+        let star = if c.center == Center::Median { "*" } else { "" };
         let _ = writeln!(
             out,
-            "<tr class=\"r-{class}{quiet}\">{}{}<td>{}</td>\
+            "<tr class=\"r-{class}{quiet}\">{}{}<td>{}{star}</td><td>{}</td>\
              <td class=\"num nw\" data-v=\"{}\">{} {unit}</td><td class=\"num nw\" data-v=\"{}\">{} {unit}</td>\
-             <td class=\"num\" data-v=\"{}\">{}</td><td class=\"nw\">{}</td><td class=\"nw\">{}&nbsp;vs&nbsp;{}</td>\
+             <td class=\"num\" data-v=\"{}\">{}</td><td class=\"nw\">{}</td><td class=\"num\" data-v=\"{}\">{}</td><td class=\"nw\">{}&nbsp;vs&nbsp;{}</td>\
              <td class=\"nw\" data-v=\"{}\">{} {}</td><td class=\"reason\">{}</td></tr>",
             if tests {
                 format!("<td>{}</td>", esc(&m.key.test))
@@ -462,13 +481,21 @@ fn summary(out: &mut String, input: &ReportInput, s: &Summary) {
                 String::new()
             },
             esc(&m.key.metric),
-            num_attr(c.baseline.median),
-            opt_value(c.baseline.median),
-            num_attr(c.current.median),
-            opt_value(c.current.median),
+            match c.role {
+                MetricRole::Headline => "headline",
+                MetricRole::Secondary => "secondary",
+            },
+            num_attr(c.baseline.center),
+            opt_value(c.baseline.center),
+            num_attr(c.current.center),
+            opt_value(c.current.center),
             num_attr(c.diff_pct),
             pct(c.diff_pct),
             interval(c),
+            num_attr(c.q_value),
+            c.q_value
+                .map(crate::compare::verdict::fmt_p)
+                .unwrap_or_else(|| "-".into()),
             c.baseline.n,
             c.current.n,
             severity(c.verdict),
@@ -487,6 +514,10 @@ fn test_section(out: &mut String, input: &ReportInput, i: usize, config: &str, t
         .iter()
         .filter(|m| m.key.config == config && m.key.test == test)
         .collect();
+    // The headline metrics and the metrics that changed first; the rest fold away.
+    let has_headline = metrics.iter().any(|m| m.headline);
+    let (lead, rest): (Vec<&MetricInput>, Vec<&MetricInput>) =
+        metrics.iter().partition(|m| leads(m, has_headline));
     let _ = writeln!(
         out,
         "<section class=\"test\" id=\"t{i}\"><h2>{} <span class=\"muted\">on {}</span></h2>",
@@ -523,22 +554,43 @@ fn test_section(out: &mut String, input: &ReportInput, i: usize, config: &str, t
              &ldquo;unchanged&rdquo; margin. Verdict by colour, shape and word: {} regressed {} \
              improved {} unchanged {} inconclusive {} not judged (neutral). &uarr; higher is \
              better, &darr; lower is better. Right: every repetition, &#9675; baseline, &#9679; \
-             current, ticks at the medians, on the metric's own scale. Hover a row for its \
-             numbers.</p>",
+             current, ticks at the centers the diff is computed from (geometric means; medians \
+             for metrics judged by Hodges-Lehmann), on the metric's own scale. Hover a row for \
+             its numbers.</p>",
             icon(Verdict::Regressed),
             icon(Verdict::Improved),
             icon(Verdict::Unchanged),
             icon(Verdict::Inconclusive),
             icon(Verdict::NotJudged)
         );
-        out.push_str(&charts::diff_chart(test, &metrics));
+        out.push_str(&charts::diff_chart(test, &lead));
+        if !rest.is_empty() {
+            let _ = write!(
+                out,
+                "<details class=\"rest\"><summary>{} other metrics (secondary metrics that did \
+                 not change, neutral counters: CPU shares, rusage, vmstat, device counters)</summary>",
+                rest.len()
+            );
+            out.push_str(&charts::diff_chart(test, &rest));
+            out.push_str("</details>");
+        }
     } else {
         out.push_str(
             "<p class=\"note legend\">Every repetition as a dot, a tick at the median, each metric \
              on its own scale. &uarr; higher is better, &darr; lower is better. Hover a row for its \
              numbers.</p>",
         );
-        out.push_str(&charts::spread_chart(test, &metrics));
+        out.push_str(&charts::spread_chart(test, &lead));
+        if !rest.is_empty() {
+            let _ = write!(
+                out,
+                "<details class=\"rest\"><summary>{} other metrics (secondary metrics, neutral \
+                 counters: CPU shares, rusage, vmstat, device counters)</summary>",
+                rest.len()
+            );
+            out.push_str(&charts::spread_chart(test, &rest));
+            out.push_str("</details>");
+        }
     }
     let curves: Vec<&PercentileCurves> = input
         .curves
@@ -558,8 +610,9 @@ fn test_section(out: &mut String, input: &ReportInput, i: usize, config: &str, t
         out.push_str("</div>\n");
     }
     flamegraph_section(out, input, config, test);
-    let with_history: Vec<&&MetricInput> = metrics.iter().filter(|m| m.history.is_some()).collect();
-    if !with_history.is_empty() {
+    let with_history: Vec<&&MetricInput> = lead.iter().filter(|m| m.history.is_some()).collect();
+    let other_history: Vec<&&MetricInput> = rest.iter().filter(|m| m.history.is_some()).collect();
+    if !with_history.is_empty() || !other_history.is_empty() {
         out.push_str(
             "<h3>History</h3><p class=\"note\">One point per stored run (the median of its \
              repetitions), in run order; dashed lines mark change points (E-divisive means, \
@@ -570,6 +623,17 @@ fn test_section(out: &mut String, input: &ReportInput, i: usize, config: &str, t
             out.push_str(&charts::history_chart(m));
         }
         out.push_str("</div>\n");
+        if !other_history.is_empty() {
+            let _ = write!(
+                out,
+                "<details class=\"rest\"><summary>history of the {} other metrics</summary><div class=\"grid hist\">",
+                other_history.len()
+            );
+            for m in other_history {
+                out.push_str(&charts::history_chart(m));
+            }
+            out.push_str("</div></details>\n");
+        }
     }
     out.push_str("</section>\n");
 }
@@ -597,6 +661,7 @@ table.setup{width:100%}table.setup tbody th{width:190px}table.setup td{width:42%
 .c-reg{border-color:var(--reg)!important}.c-imp{border-color:var(--imp)!important}
 svg.icon{vertical-align:-1px}
 .toc a{margin-right:10px}
+details.rest{margin:6px 0 10px}details.rest>summary{cursor:pointer;color:#444}
 .grid{display:flex;flex-wrap:wrap;gap:10px}
 .card{border:1px solid #e3e3e3;border-radius:4px;padding:4px}
 pre{background:#f7f7f7;border:1px solid #e3e3e3;padding:10px;overflow-x:auto;font-family:"DejaVu Sans Mono","Liberation Mono",monospace;font-size:12.5px}

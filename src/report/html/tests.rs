@@ -125,6 +125,7 @@ fn comparison_input() -> ReportInput {
     let comparisons: Vec<_> = m.iter().filter_map(|m| m.comparison.clone()).collect();
     ReportInput {
         flamegraphs: vec![],
+        machine_warnings: vec![],
         generator: "fsdelta test".into(),
         baseline: Some(SideInput {
             description: "1 (run 1, label base)".into(),
@@ -200,8 +201,15 @@ fn comparison_report_is_self_contained_and_complete() {
     for m in &input.metrics {
         assert!(html.matches(&m.key.metric).count() >= 2, "{}", m.key.metric);
     }
-    // One diff chart, one percentile chart, one history, and the icons.
-    assert_eq!(html.matches("class=\"chart diff\"").count(), 1);
+    // A diff chart of the headline and changed metrics, one of the others folded in a closed
+    // <details>, one percentile chart, one history, and the icons.
+    assert_eq!(html.matches("class=\"chart diff\"").count(), 2);
+    let fold = html.find("<details class=\"rest\"><summary>").unwrap();
+    assert!(html.find("class=\"chart diff\"").unwrap() < fold);
+    assert!(
+        html[fold..].find("REGRESSED -20.0%").is_none(),
+        "the regression leads"
+    );
     assert_eq!(html.matches("class=\"card chart pct\"").count(), 1);
     assert_eq!(html.matches("class=\"card chart hist\"").count(), 1);
     // The regression is drawn as one, with its word and shape.
@@ -313,4 +321,21 @@ fn degenerate_inputs_render_well_formed() {
     // The lone runs are judged inconclusive and their huge change runs off the axis: an arrow.
     assert!(html.contains("inconclusive +999999900%"));
     assert!(html.contains("class=\"v-inc\"/>"), "the off-axis arrow");
+}
+
+#[test]
+fn a_machine_warning_leads_the_differences_box() {
+    let mut input = comparison_input();
+    input.machine_warnings = vec![
+        "current side: other processes used 45 % of the CPUs, baseline 3 %: timing verdicts may \
+         reflect the machine, not the change"
+            .into(),
+    ];
+    let html = render(&input);
+    let boxed = html.find("id=\"differences\"").unwrap();
+    let first_item = html[boxed..].find("<li>").unwrap() + boxed;
+    assert!(
+        html[first_item..]
+            .starts_with("<li><b>the machine</b>: current side: other processes used 45 %")
+    );
 }

@@ -1,0 +1,584 @@
+//! What differs between the two sides of a comparison besides the change under test: kernel,
+//! fsdelta version, host, filesystem, mkfs and mount options, engine and hooks, workload command
+//! lines, configurations and tests present on one side only, and the machine's background load
+//! (other processes' CPU share and the load average, as stored with every sample).
+//!
+//! Why a module of its own: a verdict is only as good as the sameness of everything else. A
+//! reader must see, before any number, that the sides ran on different kernels or while another
+//! user's build took half the CPUs. `compare` prints this block first in text and markdown, as
+//! the HTML report does.
+//!
+//! What it must never do: I/O, or infer a fact that the store did not record. Two sides differ
+//! only where their recorded values differ; a configuration or test present on one side only is
+//! listed, never dropped in silence.
+
+use crate::model::SampleStatus;
+use crate::store::{RunInfo, SampleRecord};
+use serde::Serialize;
+use std::collections::BTreeSet;
+
+/// Metric (kind share, neutral) that the run loop stores with every sample: CPU time of every
+/// other process during the sample, in percent of all CPUs.
+pub const BG_CPU_METRIC: &str = "bg_cpu_pct";
+/// Metric (kind share, neutral) stored with every sample: the 1-minute load average when the
+/// sample started.
+pub const LOADAVG_METRIC: &str = "loadavg_1m_start";
+/// Background CPU shares that differ by at least this many percentage points (and by a factor of
+/// [`LOAD_RATIO`]) make the comparison warn.
+pub const BG_CPU_POINTS: f64 = 10.0;
+/// Load averages that differ by at least this much (and by a factor of [`LOAD_RATIO`]) warn.
+pub const LOADAVG_POINTS: f64 = 1.0;
+/// The factor between the sides' background loads for a warning.
+pub const LOAD_RATIO: f64 = 2.0;
+
+/// One side as loaded: its runs and the samples kept for the comparison.
+pub struct SideData<'a> {
+    /// The runs of the side.
+    pub runs: &'a [RunInfo],
+    /// Its samples (after --test / --config filtering).
+    pub samples: &'a [&'a SampleRecord],
+}
+
+/// A recorded fact whose value differs between the sides.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Difference {
+    /// What it is (`kernel`, `mount options of ext4`, `workload of smallfiles`).
+    pub what: String,
+    /// The baseline's distinct values, joined with ` | ` (`(none)` when empty).
+    pub baseline: String,
+    /// The current side's.
+    pub current: String,
+}
+
+/// The background load of one side: means over its successful samples.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct Load {
+    /// Mean of [`BG_CPU_METRIC`] (percent of all CPUs); `None` when not recorded.
+    pub bg_cpu_pct: Option<f64>,
+    /// Mean of [`LOADAVG_METRIC`]; `None` when not recorded.
+    pub loadavg_1m: Option<f64>,
+}
+
+/// Everything besides the change under test that a reader should know first.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Context {
+    /// Facts whose recorded values differ, most important first.
+    pub differences: Vec<Difference>,
+    /// Configurations (or, with SEL@CONFIG pairs, tests) that only the baseline has.
+    pub only_baseline: Vec<String>,
+    /// Those only the current side has.
+    pub only_current: Vec<String>,
+    /// Metrics measured on one side only (`test/metric (config)`), not compared.
+    pub one_sided_metrics: Vec<String>,
+    /// Baseline background load.
+    pub baseline_load: Load,
+    /// Current background load.
+    pub current_load: Load,
+    /// Warnings about the machine (background load that differs between the sides).
+    pub warnings: Vec<String>,
+}
+
+/// Distinct values, sorted, joined for display.
+fn join(values: BTreeSet<String>) -> String {
+    if values.iter().all(|v| v.is_empty()) {
+        "(none)".into()
+    } else {
+        values.into_iter().collect::<Vec<_>>().join(" | ")
+    }
+}
+
+/// `extra` facts that name a path or a device instance, which differ between any two runs of
+/// the same setup (a loop device number, an image path): not a difference worth a reader's eye.
+const VOLATILE: &[&str] = &[
+    "config",
+    "mount_point",
+    "image_path",
+    "image_fs_device",
+    "mkfs_command",
+];
+
+/// A readable name for an `extra` fact.
+fn extra_name(k: &str) -> String {
+    match k {
+        "engine" => "engine".into(),
+        "before" | "hook_before" => "before hook".into(),
+        "after" | "hook_after" => "after hook".into(),
+        "caches_dropped" => "page cache dropped".into(),
+        "scheduler" => "I/O scheduler".into(),
+        other => other.replace('_', " "),
+    }
+}
+
+fn load(samples: &[&SampleRecord]) -> Load {
+    let mean = |name: &str| {
+        let v: Vec<f64> = samples
+            .iter()
+            .filter(|s| s.sample.status == SampleStatus::Ok)
+            .flat_map(|s| s.sample.metrics.iter())
+            .filter(|m| m.name == name && m.value.is_finite())
+            .map(|m| m.value)
+            .collect();
+        (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+    };
+    Load {
+        bg_cpu_pct: mean(BG_CPU_METRIC),
+        loadavg_1m: mean(LOADAVG_METRIC),
+    }
+}
+
+/// Whether two loads differ enough to warn: by `points` and by a factor of [`LOAD_RATIO`].
+fn differs(a: f64, b: f64, points: f64) -> bool {
+    let (lo, hi) = if a < b { (a, b) } else { (b, a) };
+    hi - lo >= points && hi >= LOAD_RATIO * lo
+}
+
+/// The context of a comparison. `across` is true when two configurations are put side by side
+/// (SEL@A vs SEL@B): their names differ by design, so tests rather than configurations are
+/// matched.
+pub fn context(base: &SideData<'_>, cur: &SideData<'_>, across: bool) -> Context {
+    let mut out = Context::default();
+    let mut diff = |what: String, b: BTreeSet<String>, c: BTreeSet<String>| {
+        if b != c {
+            out.differences.push(Difference {
+                what,
+                baseline: join(b),
+                current: join(c),
+            });
+        }
+    };
+    // the runs
+    let run_fact = |s: &SideData<'_>, f: fn(&RunInfo) -> String| -> BTreeSet<String> {
+        s.runs.iter().map(f).collect()
+    };
+    type RunFact = (&'static str, fn(&RunInfo) -> String);
+    let run_facts: [RunFact; 7] = [
+        ("kernel", |r| r.environment.kernel_release.clone()),
+        ("kernel version", |r| r.environment.kernel_version.clone()),
+        ("kernel command line", |r| r.environment.cmdline.clone()),
+        ("fsdelta version", |r| r.fsdelta_version.clone()),
+        ("host", |r| r.environment.host.clone()),
+        ("CPU", |r| {
+            format!(
+                "{} ({} cores)",
+                r.environment.cpu_model, r.environment.cores
+            )
+        }),
+        ("memory", |r| {
+            format!(
+                "{:.1} GiB",
+                r.environment.memory_bytes as f64 / (1u64 << 30) as f64
+            )
+        }),
+    ];
+    for (what, f) in run_facts {
+        diff(what.to_string(), run_fact(base, f), run_fact(cur, f));
+    }
+
+    // configurations (or tests, across configurations)
+    let configs = |s: &SideData<'_>| -> BTreeSet<String> {
+        s.samples.iter().map(|r| r.sample.config.clone()).collect()
+    };
+    let tests = |s: &SideData<'_>| -> BTreeSet<(String, String)> {
+        s.samples
+            .iter()
+            .map(|r| (r.sample.config.clone(), r.sample.test.clone()))
+            .collect()
+    };
+    let (bc, cc) = (configs(base), configs(cur));
+    let (bt, ct) = (tests(base), tests(cur));
+    // the pairs of configurations whose facts are compared
+    let pairs: Vec<(String, String, String)> = if across {
+        bc.iter()
+            .flat_map(|b| {
+                cc.iter()
+                    .map(move |c| (format!("{b} vs {c}"), b.clone(), c.clone()))
+            })
+            .collect()
+    } else {
+        for c in bc.difference(&cc) {
+            out.only_baseline.push(format!("configuration {c}"));
+        }
+        for c in cc.difference(&bc) {
+            out.only_current.push(format!("configuration {c}"));
+        }
+        bc.intersection(&cc)
+            .map(|c| (c.clone(), c.clone(), c.clone()))
+            .collect()
+    };
+    let test_names = |t: &BTreeSet<(String, String)>, cfgs: &BTreeSet<String>| {
+        t.iter()
+            .filter(|(c, _)| across || cfgs.contains(c))
+            .map(|(c, t)| {
+                if across {
+                    t.clone()
+                } else {
+                    format!("{t} ({c})")
+                }
+            })
+            .collect::<BTreeSet<String>>()
+    };
+    let shared: BTreeSet<String> = bc.intersection(&cc).cloned().collect();
+    let (btn, ctn) = (test_names(&bt, &shared), test_names(&ct, &shared));
+    for t in btn.difference(&ctn) {
+        out.only_baseline.push(format!("test {t}"));
+    }
+    for t in ctn.difference(&btn) {
+        out.only_current.push(format!("test {t}"));
+    }
+
+    for (name, b_cfg, c_cfg) in &pairs {
+        fn of<'s>(s: &SideData<'s>, cfg: &str) -> Vec<&'s SampleRecord> {
+            s.samples
+                .iter()
+                .copied()
+                .filter(|r| r.sample.config == cfg)
+                .collect()
+        }
+        let (bs, cs) = (of(base, b_cfg), of(cur, c_cfg));
+        let fact = |v: &[&SampleRecord], f: &dyn Fn(&SampleRecord) -> String| -> BTreeSet<String> {
+            v.iter().map(|r| f(r)).collect()
+        };
+        let mut d = |what: &str, f: &dyn Fn(&SampleRecord) -> String| {
+            diff(format!("{what} of {name}"), fact(&bs, f), fact(&cs, f));
+        };
+        d("filesystem", &|r| r.sample.facts.fs_type.clone());
+        d("mkfs options", &|r| {
+            r.sample
+                .facts
+                .mkfs_options
+                .clone()
+                .unwrap_or_else(|| "(not formatted by fsdelta)".into())
+        });
+        d("mount options", &|r| r.sample.facts.mount_options.clone());
+        let keys: BTreeSet<String> = bs
+            .iter()
+            .chain(&cs)
+            .flat_map(|r| r.sample.facts.extra.keys().cloned())
+            .filter(|k| !VOLATILE.contains(&k.as_str()))
+            .collect();
+        for k in keys {
+            d(&extra_name(&k), &|r| {
+                r.sample.facts.extra.get(&k).cloned().unwrap_or_default()
+            });
+        }
+        let tests: BTreeSet<String> = bs
+            .iter()
+            .chain(&cs)
+            .map(|r| r.sample.test.clone())
+            .collect();
+        for t in tests {
+            let w = |v: &[&SampleRecord]| -> BTreeSet<String> {
+                v.iter()
+                    .filter(|r| r.sample.test == t)
+                    .map(|r| r.sample.workload.clone())
+                    .collect()
+            };
+            let (bw, cw) = (w(&bs), w(&cs));
+            if !bw.is_empty() && !cw.is_empty() {
+                diff(format!("workload of {t} on {name}"), bw, cw);
+            }
+        }
+    }
+    // Order: what changes results most first (the file system, then the kernel, then the rest).
+    let rank = |what: &str| -> u8 {
+        if what.starts_with("mount options") {
+            0
+        } else if what.starts_with("mkfs options") || what.starts_with("filesystem") {
+            1
+        } else if what.starts_with("kernel") {
+            2
+        } else if what.starts_with("workload") || what.starts_with("engine") {
+            3
+        } else {
+            4
+        }
+    };
+    out.differences.sort_by_key(|d| rank(&d.what));
+
+    // metrics on one side only
+    let metrics = |s: &SideData<'_>| -> BTreeSet<String> {
+        s.samples
+            .iter()
+            .filter(|r| r.sample.status == SampleStatus::Ok)
+            .flat_map(|r| {
+                let test = r.sample.test.clone();
+                let cfg = r.sample.config.clone();
+                r.sample.metrics.iter().map(move |m| {
+                    if across {
+                        format!("{test}/{}", m.name)
+                    } else {
+                        format!("{test}/{} ({cfg})", m.name)
+                    }
+                })
+            })
+            .collect()
+    };
+    let (bm, cm) = (metrics(base), metrics(cur));
+    // only for tests both sides ran: a test on one side only is already listed
+    let both: BTreeSet<String> = btn.intersection(&ctn).cloned().collect();
+    let in_shared_test = |m: &String| {
+        let test = m.split('/').next().unwrap_or("");
+        let cfg = m
+            .rsplit_once(" (")
+            .map(|(_, c)| c.trim_end_matches(')'))
+            .unwrap_or("");
+        if across {
+            both.contains(test)
+        } else {
+            both.contains(&format!("{test} ({cfg})"))
+        }
+    };
+    out.one_sided_metrics = bm
+        .symmetric_difference(&cm)
+        .filter(|m| in_shared_test(m))
+        .cloned()
+        .collect();
+
+    // the machine
+    out.baseline_load = load(base.samples);
+    out.current_load = load(cur.samples);
+    let (b, c) = (out.baseline_load, out.current_load);
+    let busier = |bv: f64, cv: f64| if cv > bv { "current" } else { "baseline" };
+    if let (Some(bv), Some(cv)) = (b.bg_cpu_pct, c.bg_cpu_pct)
+        && differs(bv, cv, BG_CPU_POINTS)
+    {
+        let (first, fv, other, ov) = if cv > bv {
+            ("current", cv, "baseline", bv)
+        } else {
+            ("baseline", bv, "current", cv)
+        };
+        out.warnings.push(format!(
+            "{first} side: other processes used {fv:.0} % of the CPUs, {other} {ov:.0} %: \
+             timing verdicts may reflect the machine, not the change"
+        ));
+    }
+    if let (Some(bv), Some(cv)) = (b.loadavg_1m, c.loadavg_1m)
+        && differs(bv, cv, LOADAVG_POINTS)
+    {
+        let side = busier(bv, cv);
+        let (fv, ov) = if side == "current" {
+            (cv, bv)
+        } else {
+            (bv, cv)
+        };
+        let other = if side == "current" {
+            "baseline"
+        } else {
+            "current"
+        };
+        out.warnings.push(format!(
+            "{side} side: load average {fv:.1} at the start of its samples, {other} {ov:.1}: \
+             the machine was busier"
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Direction, Environment, Metric, MetricKind, RunStatus, TargetFacts, Unit};
+    use crate::store::NewSample;
+
+    fn run(id: i64, kernel: &str) -> RunInfo {
+        RunInfo {
+            id,
+            label: format!("r{id}"),
+            suite: "quick".into(),
+            started_at: chrono::Utc::now(),
+            finished_at: None,
+            status: RunStatus::Complete,
+            fsdelta_version: "0.1.0".into(),
+            environment: Environment {
+                host: "vm".into(),
+                kernel_release: kernel.into(),
+                ..Environment::default()
+            },
+            sample_count: 0,
+        }
+    }
+
+    fn sample(config: &str, test: &str, mount: &str, bg: Option<f64>) -> SampleRecord {
+        let mut metrics = vec![Metric::new(
+            "files_per_sec",
+            100.0,
+            Unit::FilesPerSec,
+            Direction::HigherIsBetter,
+        )];
+        if let Some(bg) = bg {
+            let mut m = Metric::new(BG_CPU_METRIC, bg, Unit::Percent, Direction::Neutral);
+            m.kind = MetricKind::Share;
+            metrics.push(m);
+            let mut m = Metric::new(LOADAVG_METRIC, bg / 25.0, Unit::Count, Direction::Neutral);
+            m.kind = MetricKind::Share;
+            metrics.push(m);
+        }
+        SampleRecord {
+            id: 1,
+            run_id: 1,
+            sample: NewSample {
+                config: config.into(),
+                test: test.into(),
+                repetition: 1,
+                sequence: 0,
+                facts: TargetFacts {
+                    fs_type: "ext4".into(),
+                    mount_options: mount.into(),
+                    device: format!("/dev/loop{}", test.len()),
+                    ..TargetFacts::default()
+                },
+                status: SampleStatus::Ok,
+                error: None,
+                started_at: chrono::Utc::now(),
+                duration_s: 1.0,
+                workload: format!("fs_mark {test}"),
+                metrics,
+                histograms: vec![],
+            },
+        }
+    }
+
+    #[test]
+    fn differing_facts_are_listed_mount_options_first_and_devices_ignored() {
+        let (br, cr) = ([run(1, "6.17")], [run(2, "6.18")]);
+        let b = [sample("a", "t", "rw,relatime", None)];
+        let c = [sample("a", "t", "rw,sync", None)];
+        let (bs, cs): (Vec<&SampleRecord>, Vec<&SampleRecord>) =
+            (b.iter().collect(), c.iter().collect());
+        let ctx = context(
+            &SideData {
+                runs: &br,
+                samples: &bs,
+            },
+            &SideData {
+                runs: &cr,
+                samples: &cs,
+            },
+            false,
+        );
+        let what: Vec<&str> = ctx.differences.iter().map(|d| d.what.as_str()).collect();
+        assert_eq!(what, ["mount options of a", "kernel"]);
+        assert_eq!(ctx.differences[0].baseline, "rw,relatime");
+        assert_eq!(ctx.differences[0].current, "rw,sync");
+        assert!(ctx.warnings.is_empty());
+        assert_eq!(ctx.current_load, Load::default());
+    }
+
+    #[test]
+    fn configurations_and_tests_on_one_side_are_listed() {
+        let r = [run(1, "6.18")];
+        let b = [sample("a", "t", "rw", None), sample("b", "t", "rw", None)];
+        let c = [
+            sample("a", "t", "rw", None),
+            sample("a", "u", "rw", None),
+            sample("c", "t", "rw", None),
+        ];
+        let (bs, cs): (Vec<&SampleRecord>, Vec<&SampleRecord>) =
+            (b.iter().collect(), c.iter().collect());
+        let ctx = context(
+            &SideData {
+                runs: &r,
+                samples: &bs,
+            },
+            &SideData {
+                runs: &r,
+                samples: &cs,
+            },
+            false,
+        );
+        assert_eq!(ctx.only_baseline, ["configuration b"]);
+        assert_eq!(ctx.only_current, ["configuration c", "test u (a)"]);
+        assert!(ctx.differences.is_empty(), "{:?}", ctx.differences);
+    }
+
+    #[test]
+    fn a_busier_side_warns_with_both_shares() {
+        let r = [run(1, "6.18")];
+        let b = [
+            sample("a", "t", "rw", Some(2.0)),
+            sample("a", "t", "rw", Some(4.0)),
+        ];
+        let c = [sample("a", "t", "rw", Some(45.0))];
+        let (bs, cs): (Vec<&SampleRecord>, Vec<&SampleRecord>) =
+            (b.iter().collect(), c.iter().collect());
+        let ctx = context(
+            &SideData {
+                runs: &r,
+                samples: &bs,
+            },
+            &SideData {
+                runs: &r,
+                samples: &cs,
+            },
+            false,
+        );
+        assert_eq!(ctx.baseline_load.bg_cpu_pct, Some(3.0));
+        assert_eq!(
+            ctx.warnings[0],
+            "current side: other processes used 45 % of the CPUs, baseline 3 %: timing verdicts \
+             may reflect the machine, not the change"
+        );
+        assert!(
+            ctx.warnings[1].starts_with("current side: load average 1.8"),
+            "{:?}",
+            ctx.warnings
+        );
+        // the same in the other direction names the baseline
+        let ctx = context(
+            &SideData {
+                runs: &r,
+                samples: &cs,
+            },
+            &SideData {
+                runs: &r,
+                samples: &bs,
+            },
+            false,
+        );
+        assert!(ctx.warnings[0].starts_with("baseline side: other processes used 45 %"));
+        // close loads do not warn: 3 % against 9 % is under 10 points apart
+        let c = [sample("a", "t", "rw", Some(9.0))];
+        let cs: Vec<&SampleRecord> = c.iter().collect();
+        let ctx = context(
+            &SideData {
+                runs: &r,
+                samples: &bs,
+            },
+            &SideData {
+                runs: &r,
+                samples: &cs,
+            },
+            false,
+        );
+        assert!(ctx.warnings.is_empty(), "{:?}", ctx.warnings);
+        // 40 % against 60 %: 20 points, but not twice: no warning
+        assert!(!differs(40.0, 60.0, BG_CPU_POINTS));
+        assert!(differs(3.0, 45.0, BG_CPU_POINTS));
+    }
+
+    #[test]
+    fn across_configurations_compares_the_pair_and_matches_tests() {
+        let r = [run(1, "6.18")];
+        let b = [sample("ext4", "t", "rw", None)];
+        let c = [
+            sample("sync", "t", "rw,sync", None),
+            sample("sync", "u", "rw,sync", None),
+        ];
+        let (bs, cs): (Vec<&SampleRecord>, Vec<&SampleRecord>) =
+            (b.iter().collect(), c.iter().collect());
+        let ctx = context(
+            &SideData {
+                runs: &r,
+                samples: &bs,
+            },
+            &SideData {
+                runs: &r,
+                samples: &cs,
+            },
+            true,
+        );
+        assert_eq!(ctx.differences[0].what, "mount options of ext4 vs sync");
+        assert!(ctx.only_baseline.is_empty());
+        assert_eq!(ctx.only_current, ["test u"]);
+    }
+}
