@@ -44,6 +44,31 @@ pub struct PlannedTest {
     pub workload: Box<dyn Workload>,
     /// The command line or options that reproduce it, stored with every sample.
     pub description: String,
+    /// Tracepoints counted during each of its samples (`event:GROUP:NAME` metrics).
+    pub events: Vec<crate::probe::events::Tracepoint>,
+}
+
+impl PlannedTest {
+    /// Build `t`'s workload (the real tool when `external_all` or the test says so) and resolve
+    /// its tracepoints: the run's `events` list and `filters` plus the test's own.
+    pub fn build(
+        t: &crate::plan::suite::TestSpec,
+        external_all: bool,
+        events: Option<&str>,
+        filters: &[String],
+    ) -> Result<PlannedTest, String> {
+        let (workload, description) =
+            crate::workload::build_test(&t.engine, t.external || external_all)
+                .map_err(|e| e.to_string())?;
+        let events = crate::probe::events::for_test(events, filters, &t.events)
+            .map_err(|e| e.to_string())?;
+        Ok(PlannedTest {
+            name: t.name.clone(),
+            workload,
+            description,
+            events,
+        })
+    }
 }
 
 /// Where a plan's samples run.
@@ -286,6 +311,8 @@ struct Loop<'a> {
     observer: &'a dyn Observer,
     sites: Vec<Site>,
     profiler: Option<profile::RunProfiler>,
+    /// Per test, its open event counters.
+    events: Vec<Option<crate::probe::events::Counters>>,
     run_id: RunId,
     stored: Vec<NewSample>,
     skipped: Vec<Skipped>,
@@ -321,6 +348,7 @@ impl Loop<'_> {
                 observer: self.observer,
                 drop_caches: self.plan.drop_caches,
                 profiler,
+                events: self.events[t].as_mut(),
             },
         );
         let (mut facts, result) = match outcome {
@@ -433,6 +461,7 @@ impl Loop<'_> {
                     description: String::new(),
                     engine: engine.clone(),
                     external,
+                    events: Vec::new(),
                 }),
                 None => unsendable = Some(test.name.clone()),
             }
@@ -662,6 +691,16 @@ pub fn run(
         _ => Vec::new(),
     };
     let profiler = profile::RunProfiler::new(plan.profile, observer)?;
+    let events = plan
+        .tests
+        .iter()
+        .map(|t| {
+            (!t.events.is_empty())
+                .then(|| crate::probe::events::Counters::open(&t.events))
+                .transpose()
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| RunError::Plan(e.to_string()))?;
     let began = Nanos::now();
     let sites = sites(&plan.targets)?;
     let mut warned: Vec<&String> = Vec::new();
@@ -678,6 +717,11 @@ pub fn run(
     if plan.profile.is_some() && sites.iter().any(|s| matches!(s, Site::Vm(_))) {
         observer.event(Event::Warning(
             "CPU profiles are not recorded inside guests: the samples of configurations with a kernel have none".into(),
+        ));
+    }
+    if events.iter().any(Option::is_some) && sites.iter().any(|s| matches!(s, Site::Vm(_))) {
+        observer.event(Event::Warning(
+            "event counts are not recorded inside guests: the samples of configurations with a kernel have none".into(),
         ));
     }
     let names: Vec<String> = sites.iter().map(|s| s.name().to_string()).collect();
@@ -709,6 +753,7 @@ pub fn run(
         observer,
         sites,
         profiler,
+        events,
         run_id,
         stored: Vec::new(),
         skipped: Vec::new(),
