@@ -230,6 +230,8 @@ pub fn history(
     format: HistoryFormat,
 ) -> Result<i32> {
     let store = open(db)?;
+    // One query for the series (not every sample of every run), then one record per value.
+    let points = store.metric_points(test, metric)?;
     let mut runs = store.runs(&RunFilter::default())?;
     runs.reverse();
     let mut loaded = Vec::new();
@@ -241,16 +243,22 @@ pub fn history(
         if label_glob.is_some_and(|g| !compare::history::glob_match(g, &r.label)) {
             continue;
         }
-        let samples = store.samples(r.id)?;
+        let samples: Vec<SampleRecord> = points
+            .iter()
+            .filter(|p| p.run_id == r.id)
+            .map(|p| SampleRecord::of_point(p, test))
+            .collect();
         for s in &samples {
-            if s.sample.test == test && !configs.contains(&s.sample.config) {
+            if !configs.contains(&s.sample.config) {
                 configs.push(s.sample.config.clone());
             }
         }
         loaded.push((r, samples));
     }
     if configs.is_empty() {
-        anyhow::bail!("no stored run has test '{test}'; see `fsdelta list` and `fsdelta show`");
+        anyhow::bail!(
+            "no stored run of test '{test}' has metric '{metric}'; `fsdelta list` and `fsdelta show latest` list the runs and metrics"
+        );
     }
     if config.is_none() && configs.len() > 1 {
         anyhow::bail!(

@@ -11,7 +11,7 @@ pub mod sqlite;
 
 pub use selector::Selector;
 
-use crate::model::RunStatus;
+use crate::model::{MetricPoint, RunStatus};
 pub use crate::model::{NewRun, NewSample, RunId, RunInfo, SampleId, SampleRecord, StoredProfile};
 use chrono::{DateTime, Utc};
 use std::path::{Path, PathBuf};
@@ -89,6 +89,30 @@ pub trait Store: Send {
     fn add_profile(&mut self, sample: SampleId, profile: &StoredProfile) -> Result<(), StoreError>;
     /// The CPU profile of a sample, if one was recorded.
     fn profile(&self, sample: SampleId) -> Result<Option<StoredProfile>, StoreError>;
+
+    /// Every value of `metric` in the successful samples of `test`, over every run, in run
+    /// order then sample order. Backends answer it with one query; this default reads every
+    /// sample of every run.
+    fn metric_points(&self, test: &str, metric: &str) -> Result<Vec<MetricPoint>, StoreError> {
+        let mut runs = self.runs(&RunFilter::default())?;
+        runs.reverse();
+        let mut out = Vec::new();
+        for r in runs {
+            for s in self.samples(r.id)? {
+                if s.sample.test != test || s.sample.status != crate::model::SampleStatus::Ok {
+                    continue;
+                }
+                if let Some(m) = s.sample.metrics.iter().find(|m| m.name == metric) {
+                    out.push(MetricPoint {
+                        run_id: r.id,
+                        config: s.sample.config.clone(),
+                        metric: m.clone(),
+                    });
+                }
+            }
+        }
+        Ok(out)
+    }
 
     /// The runs a selector names. `latest` and `latest~N` count runs that have ended (any
     /// status but `running`), newest first; `label:TEXT` returns every run with that label.
