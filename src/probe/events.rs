@@ -506,6 +506,14 @@ impl Counters {
                             paranoid: paranoid(),
                             source: e,
                         },
+                        Some(libc::EMFILE) => EventError::Io {
+                            what: format!(
+                                "perf_event_open of {event}: {} events x {} CPUs need one descriptor each; raise `ulimit -n` or count fewer events",
+                                tps.len(),
+                                cpus.len()
+                            ),
+                            source: e,
+                        },
                         _ => EventError::Io {
                             what: format!("perf_event_open of {event} (id {}) on CPU {cpu}", t.id),
                             source: e,

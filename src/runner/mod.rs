@@ -311,8 +311,10 @@ struct Loop<'a> {
     observer: &'a dyn Observer,
     sites: Vec<Site>,
     profiler: Option<profile::RunProfiler>,
-    /// Per test, its open event counters.
-    events: Vec<Option<crate::probe::events::Counters>>,
+    /// Open event counters, one set per distinct list of tracepoints.
+    counters: Vec<crate::probe::events::Counters>,
+    /// Per test, the index of its counters in `counters`.
+    events: Vec<Option<usize>>,
     run_id: RunId,
     stored: Vec<NewSample>,
     skipped: Vec<Skipped>,
@@ -348,7 +350,7 @@ impl Loop<'_> {
                 observer: self.observer,
                 drop_caches: self.plan.drop_caches,
                 profiler,
-                events: self.events[t].as_mut(),
+                events: self.events[t].map(|i| &mut self.counters[i]),
             },
         );
         let (mut facts, result) = match outcome {
@@ -691,16 +693,24 @@ pub fn run(
         _ => Vec::new(),
     };
     let profiler = profile::RunProfiler::new(plan.profile, observer)?;
-    let events = plan
-        .tests
-        .iter()
-        .map(|t| {
-            (!t.events.is_empty())
-                .then(|| crate::probe::events::Counters::open(&t.events))
-                .transpose()
-        })
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| RunError::Plan(e.to_string()))?;
+    // Tests with the same tracepoints share one set of counters (descriptors are events x CPUs).
+    let mut counters = Vec::new();
+    let mut lists: Vec<&[crate::probe::events::Tracepoint]> = Vec::new();
+    let mut events = Vec::new();
+    for t in &plan.tests {
+        events.push(if t.events.is_empty() {
+            None
+        } else if let Some(i) = lists.iter().position(|l| *l == t.events.as_slice()) {
+            Some(i)
+        } else {
+            counters.push(
+                crate::probe::events::Counters::open(&t.events)
+                    .map_err(|e| RunError::Plan(format!("test {}: {e}", t.name)))?,
+            );
+            lists.push(&t.events);
+            Some(counters.len() - 1)
+        });
+    }
     let began = Nanos::now();
     let sites = sites(&plan.targets)?;
     let mut warned: Vec<&String> = Vec::new();
@@ -719,7 +729,7 @@ pub fn run(
             "CPU profiles are not recorded inside guests: the samples of configurations with a kernel have none".into(),
         ));
     }
-    if events.iter().any(Option::is_some) && sites.iter().any(|s| matches!(s, Site::Vm(_))) {
+    if !counters.is_empty() && sites.iter().any(|s| matches!(s, Site::Vm(_))) {
         observer.event(Event::Warning(
             "event counts are not recorded inside guests: the samples of configurations with a kernel have none".into(),
         ));
@@ -753,6 +763,7 @@ pub fn run(
         observer,
         sites,
         profiler,
+        counters,
         events,
         run_id,
         stored: Vec::new(),
