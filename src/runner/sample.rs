@@ -90,6 +90,9 @@ pub(crate) fn run_sample(
     };
     let mut events = step.events;
     if let Some(Err(e)) = events.as_deref_mut().map(|c| c.start()) {
+        if let Some(p) = profiler {
+            p.stop();
+        }
         let _ = site.end_sample(&prepared.dir, false);
         return fail(facts, e.to_string());
     }
