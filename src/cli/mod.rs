@@ -384,6 +384,15 @@ pub struct RunArgs {
         default_missing_value = "always"
     )]
     pub profile: Option<profile::ProfileMode>,
+    /// Count kernel tracepoints during each sample, on every CPU, only while the workload
+    /// runs (comma-separated GROUP:NAME, a glob in the name: 'btrfs:*,kmem:kmalloc'); stored
+    /// as neutral metrics event:GROUP:NAME. Needs root or kernel.perf_event_paranoid=-1.
+    #[arg(long, value_name = "LIST")]
+    pub events: Option<String>,
+    /// A tracefs filter on one counted event, GROUP:NAME:EXPRESSION (repeatable), e.g.
+    /// 'ext4:ext4_da_write_begin:dev == 7340032' (fields: tracefs events/GROUP/NAME/format).
+    #[arg(long = "events-filter", value_name = "FILTER")]
+    pub events_filter: Vec<String>,
     /// Engine of the fio, fs_mark and dbench tests: native, or external (the real tools,
     /// installed from Debian's fio, fsmark and dbench packages); other tests stay native.
     #[arg(long, value_enum, default_value_t = EngineChoice::Native)]

@@ -18,7 +18,6 @@ use crate::report;
 use crate::runner::{self, Baseline, Plan, PlannedTest, Targets};
 use crate::store;
 use crate::target::{self, StateFile, env};
-use crate::workload;
 use anyhow::{Context, Result};
 
 /// Read the suite: a suite file (`.toml` or an existing path) or a built-in suite.
@@ -54,13 +53,13 @@ pub fn main(args: RunArgs) -> Result<i32> {
         .select(&args.tests)?
         .into_iter()
         .map(|t| {
-            workload::build_test(&t.engine, t.external || external_all)
-                .map(|(workload, description)| PlannedTest {
-                    name: t.name.clone(),
-                    workload,
-                    description,
-                })
-                .map_err(|e| anyhow::anyhow!("test {}: {e}", t.name))
+            PlannedTest::build(
+                &t,
+                external_all,
+                args.events.as_deref(),
+                &args.events_filter,
+            )
+            .map_err(|e| anyhow::anyhow!("test {}: {e}", t.name))
         })
         .collect::<Result<Vec<_>>>()?;
     let file = match &args.config {

@@ -111,6 +111,9 @@ pub struct TestSpec {
     /// Run the real tool (fio, fs_mark, dbench) instead of the native engine, and read its
     /// output into the same metric names.
     pub external: bool,
+    /// Kernel tracepoints counted during each sample (`ext4:ext4_da_write_begin`, `btrfs:*`).
+    #[serde(default)]
+    pub events: Vec<String>,
 }
 
 /// A named list of tests.
@@ -145,6 +148,7 @@ fn fio(name: &str, description: &str, job: &str) -> TestSpec {
         name: name.into(),
         description: description.into(),
         external: false,
+        events: Vec::new(),
         engine: EngineSpec::Fio {
             job: format!("[{name}]\n{}\n", job.trim()),
         },
@@ -229,6 +233,7 @@ fn fsperf(scale: f64, ram_mib: u64) -> Suite {
                 name: "dbench60".into(),
                 description: "fsperf's `dbench 60`: 60 clients for dbench's default 600 s (here with fsdelta's own loadfile; client.txt is GPL and not shipped)".into(),
                 external: false,
+        events: Vec::new(),
                 engine: EngineSpec::Dbench {
                     clients: 60,
                     seconds: ((600.0 * s).round() as u32).max(5),
@@ -240,6 +245,7 @@ fn fsperf(scale: f64, ram_mib: u64) -> Suite {
                 name: "untar".into(),
                 description: "fsperf's untarfirefox at its scale: a generated source tree of about 250000 files, extract + sync".into(),
                 external: false,
+        events: Vec::new(),
                 engine: EngineSpec::Untar {
                     files: ((250_000.0 * s).round() as u64).max(1000),
                     seed: 1,
@@ -264,6 +270,7 @@ fn fsmark(name: &str, description: &str, args: &str) -> TestSpec {
         name: name.into(),
         description: description.into(),
         external: false,
+        events: Vec::new(),
         engine: EngineSpec::FsMark {
             args: args.split_whitespace().map(String::from).collect(),
         },
@@ -329,6 +336,7 @@ pub fn builtin(name: &str) -> Result<Suite, PlanError> {
                     name: "dbench".into(),
                     description: "dbench with fsdelta's own loadfile, 2 clients, 10 s".into(),
                     external: false,
+        events: Vec::new(),
                     engine: EngineSpec::Dbench {
                         clients: 2,
                         seconds: 10,
@@ -340,6 +348,7 @@ pub fn builtin(name: &str) -> Result<Suite, PlanError> {
                     name: "untar".into(),
                     description: "extract a generated 3000-file source tree, then sync".into(),
                     external: false,
+        events: Vec::new(),
                     engine: EngineSpec::Untar {
                         files: 3000,
                         seed: 1,
@@ -350,6 +359,7 @@ pub fn builtin(name: &str) -> Result<Suite, PlanError> {
                     name: "stream".into(),
                     description: "dd-like: write 256 MiB in 1 MiB blocks with fsync, read it cold and warm".into(),
                     external: false,
+        events: Vec::new(),
                     engine: EngineSpec::Stream {
                         size: 256 << 20,
                         block_size: 1 << 20,
@@ -362,6 +372,7 @@ pub fn builtin(name: &str) -> Result<Suite, PlanError> {
                     name: "copy".into(),
                     description: "cp + sync: copy a 256 MiB half-compressible file into the target with read/write, then sync".into(),
                     external: false,
+        events: Vec::new(),
                     engine: EngineSpec::Copy {
                         size: 256 << 20,
                         method: CopyPath::ReadWrite,

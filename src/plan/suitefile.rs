@@ -14,6 +14,7 @@
 //! name = "applaunch"
 //! workload = "command"              # fsmark | fio | dbench | stream | copy | untar | command
 //! # engine = "external"             # fsmark, fio, dbench: run the real tool, read its output
+//! # events = ["ext4:ext4_da_write_begin", "btrfs:*"]   # any test: tracepoints counted
 //! command = "./launch-bench --app camera"
 //! timeout = 120                     # seconds, command only
 //! [[test.metric]]
@@ -193,7 +194,7 @@ pub fn parse(text: &str, file: &str) -> Result<Suite, SuiteFileError> {
             )));
         }
         for k in t.keys() {
-            if !["name", "workload", "description", "engine"].contains(&k.as_str())
+            if !["name", "workload", "description", "engine", "events"].contains(&k.as_str())
                 && !allowed.contains(&k.as_str())
             {
                 return Err(terr(format!(
@@ -358,11 +359,32 @@ pub fn parse(text: &str, file: &str) -> Result<Suite, SuiteFileError> {
             }
             _ => unreachable!("checked against keys_of"),
         };
+        let events = match t.get("events") {
+            None => Vec::new(),
+            Some(toml::Value::Array(a)) => a
+                .iter()
+                .map(|v| match v {
+                    toml::Value::String(e) => Ok(e.clone()),
+                    other => Err(terr(format!(
+                        "`events` must be strings like \"ext4:ext4_da_write_begin\", not {other}"
+                    ))),
+                })
+                .collect::<Result<Vec<_>, _>>()?,
+            Some(other) => {
+                return Err(terr(format!(
+                    "`events` must be a list like [\"btrfs:*\", \"kmem:kmalloc\"], not {other}"
+                )));
+            }
+        };
+        for e in &events {
+            crate::probe::events::parse_list(e).map_err(|x| terr(x.to_string()))?;
+        }
         out.push(TestSpec {
             name: tname.clone(),
             description: s("description")?.unwrap_or_else(|| format!("{workload} test")),
             engine,
             external,
+            events,
         });
     }
     Ok(Suite {
@@ -468,5 +490,27 @@ direct = true
                 .contains("unknown margin 'epsilon'")
         );
         assert!(e("[[test]\n").contains("not valid TOML"));
+    }
+
+    #[test]
+    fn events_per_test() {
+        let ok = parse(
+            "[[test]]\nname='a'\nworkload='fsmark'\nargs='-s 0'\nevents=['ext4:ext4_da_write_begin', 'btrfs:*,kmem:kmalloc']\n",
+            "x.toml",
+        )
+        .unwrap();
+        assert_eq!(
+            ok.tests[0].events,
+            ["ext4:ext4_da_write_begin", "btrfs:*,kmem:kmalloc"]
+        );
+        let e = |t: &str| parse(t, "x.toml").unwrap_err().to_string();
+        let base = "[[test]]\nname='a'\nworkload='fsmark'\nargs='-s 0'\n";
+        assert!(e(&format!("{base}events='kmem:kmalloc'\n")).contains("must be a list"));
+        assert!(e(&format!("{base}events=[1]\n")).contains("must be strings"));
+        let bad = e(&format!("{base}events=['kmalloc']\n"));
+        assert!(
+            bad.contains("test 'a': bad event 'kmalloc': no ':'"),
+            "{bad}"
+        );
     }
 }

@@ -8,6 +8,7 @@
 //! allocation, no locks, no logging).
 
 pub mod clock;
+pub mod events;
 pub mod histogram;
 pub mod profile;
 pub mod system;

@@ -44,6 +44,31 @@ pub struct PlannedTest {
     pub workload: Box<dyn Workload>,
     /// The command line or options that reproduce it, stored with every sample.
     pub description: String,
+    /// Tracepoints counted during each of its samples (`event:GROUP:NAME` metrics).
+    pub events: Vec<crate::probe::events::Tracepoint>,
+}
+
+impl PlannedTest {
+    /// Build `t`'s workload (the real tool when `external_all` or the test says so) and resolve
+    /// its tracepoints: the run's `events` list and `filters` plus the test's own.
+    pub fn build(
+        t: &crate::plan::suite::TestSpec,
+        external_all: bool,
+        events: Option<&str>,
+        filters: &[String],
+    ) -> Result<PlannedTest, String> {
+        let (workload, description) =
+            crate::workload::build_test(&t.engine, t.external || external_all)
+                .map_err(|e| e.to_string())?;
+        let events = crate::probe::events::for_test(events, filters, &t.events)
+            .map_err(|e| e.to_string())?;
+        Ok(PlannedTest {
+            name: t.name.clone(),
+            workload,
+            description,
+            events,
+        })
+    }
 }
 
 /// Where a plan's samples run.
@@ -294,6 +319,10 @@ struct Loop<'a> {
     observer: &'a dyn Observer,
     sites: Vec<Site>,
     profiler: Option<profile::RunProfiler>,
+    /// Open event counters, one set per distinct list of tracepoints.
+    counters: Vec<crate::probe::events::Counters>,
+    /// Per test, the index of its counters in `counters`.
+    events: Vec<Option<usize>>,
     run_id: RunId,
     stored: Vec<NewSample>,
     skipped: Vec<Skipped>,
@@ -329,6 +358,7 @@ impl Loop<'_> {
                 observer: self.observer,
                 drop_caches: self.plan.drop_caches,
                 profiler,
+                events: self.events[t].map(|i| &mut self.counters[i]),
             },
         );
         let (mut facts, result) = match outcome {
@@ -441,6 +471,7 @@ impl Loop<'_> {
                     description: String::new(),
                     engine: engine.clone(),
                     external,
+                    events: Vec::new(),
                 }),
                 None => unsendable = Some(test.name.clone()),
             }
@@ -701,6 +732,24 @@ fn run_stored(
         _ => Vec::new(),
     };
     let profiler = profile::RunProfiler::new(plan.profile, observer)?;
+    // Tests with the same tracepoints share one set of counters (descriptors are events x CPUs).
+    let mut counters = Vec::new();
+    let mut lists: Vec<&[crate::probe::events::Tracepoint]> = Vec::new();
+    let mut events = Vec::new();
+    for t in &plan.tests {
+        events.push(if t.events.is_empty() {
+            None
+        } else if let Some(i) = lists.iter().position(|l| *l == t.events.as_slice()) {
+            Some(i)
+        } else {
+            counters.push(
+                crate::probe::events::Counters::open(&t.events)
+                    .map_err(|e| RunError::Plan(format!("test {}: {e}", t.name)))?,
+            );
+            lists.push(&t.events);
+            Some(counters.len() - 1)
+        });
+    }
     let began = Nanos::now();
     let sites = sites(&plan.targets)?;
     let mut warned: Vec<&String> = Vec::new();
@@ -717,6 +766,11 @@ fn run_stored(
     if plan.profile.is_some() && sites.iter().any(|s| matches!(s, Site::Vm(_))) {
         observer.event(Event::Warning(
             "CPU profiles are not recorded inside guests: the samples of configurations with a kernel have none".into(),
+        ));
+    }
+    if !counters.is_empty() && sites.iter().any(|s| matches!(s, Site::Vm(_))) {
+        observer.event(Event::Warning(
+            "event counts are not recorded inside guests: the samples of configurations with a kernel have none".into(),
         ));
     }
     let names: Vec<String> = sites.iter().map(|s| s.name().to_string()).collect();
@@ -748,6 +802,8 @@ fn run_stored(
         observer,
         sites,
         profiler,
+        counters,
+        events,
         run_id,
         stored: Vec::new(),
         skipped: Vec::new(),

@@ -1,9 +1,9 @@
 //! The sample step: one test, once, on one site, measured and stored.
 //!
 //! Why a file of its own: this is where a number is made. Everything around the workload
-//! (hooks, cache drop, device counters, CPU counters, the profiler, the timed unmount) happens
-//! in one fixed order for every kind of target, so that a number means the same thing wherever
-//! it was measured. It must never print, and never lose a measured sample: a sample the store
+//! (hooks, cache drop, device counters, CPU counters, event counters, the profiler, the
+//! timed unmount) happens in one fixed order for every kind of target, so that a number means
+//! the same thing wherever it was measured. It must never print, and never lose a measured sample: a sample the store
 //! refuses as measured is stored as failed with the reason.
 
 use super::observer::{Observer, PhaseSink};
@@ -39,6 +39,8 @@ pub(crate) struct Step<'a> {
     pub(crate) observer: &'a dyn Observer,
     pub(crate) drop_caches: bool,
     pub(crate) profiler: Option<&'a mut RunProfiler>,
+    /// The test's tracepoint counters, enabled only while the workload runs.
+    pub(crate) events: Option<&'a mut crate::probe::events::Counters>,
 }
 
 /// Run `w` once on `site`, in a directory named `sample_name` where the site makes one.
@@ -86,6 +88,14 @@ pub(crate) fn run_sample(
         config: site.name(),
         test,
     };
+    let mut events = step.events;
+    if let Some(Err(e)) = events.as_deref_mut().map(|c| c.start()) {
+        if let Some(p) = profiler {
+            p.stop();
+        }
+        let _ = site.end_sample(&prepared.dir, false);
+        return fail(facts, e.to_string());
+    }
     let workload_began = Nanos::now();
     let r = w.run(&RunContext {
         dir: &prepared.dir,
@@ -93,6 +103,7 @@ pub(crate) fn run_sample(
         progress: &sink,
     });
     let workload_s = workload_began.elapsed().as_secs_f64();
+    let counted = events.map(|c| c.stop().and_then(|()| c.metrics()));
     if let Some(p) = profiler {
         p.stop();
     }
@@ -118,6 +129,14 @@ pub(crate) fn run_sample(
         (Ok(m), Ok(())) => m,
     };
     m.metrics.extend(around);
+    match counted {
+        Some(Ok(counts)) => m.metrics.extend(counts),
+        Some(Err(e)) => {
+            let _ = site.end_sample(&prepared.dir, false);
+            return fail(facts, e.to_string());
+        }
+        None => {}
+    }
     // Unmount (timed) before reading the device counters, so that writeback of what the
     // workload left dirty counts in the device's bytes written.
     match site.end_sample(&prepared.dir, true) {

@@ -13,6 +13,7 @@ fn planned(name: &str, w: Box<dyn Workload>) -> PlannedTest {
         name: name.into(),
         workload: w,
         description: format!("{name} (test)"),
+        events: Vec::new(),
     }
 }
 

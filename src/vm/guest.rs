@@ -272,6 +272,7 @@ pub fn run(job_path: &Path, out_path: &Path) -> Result<(), VmError> {
                         observer: &Silent,
                         drop_caches,
                         profiler: None,
+                        events: None,
                     },
                 );
                 match outcome {

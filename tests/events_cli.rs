@@ -1,0 +1,217 @@
+//! `fsdelta run --events`: tracepoint counts of a workload whose count is known, on an ext4
+//! loop mount of the test's own, and an unknown event failing before any run is recorded.
+//!
+//! Needs root (loop devices, mount, perf_event_open on every CPU), mkfs.ext4 and a kernel with
+//! tracefs: skipped with the reason otherwise, unless FSDELTA_REQUIRE_ALL=1.
+
+mod common;
+
+use common::{fsdelta, is_root, require};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn have(program: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {program}")])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+fn can_run() -> bool {
+    require(is_root(), "root (loop devices, mount, perf_event_open)")
+        && require(
+            have("mkfs.ext4") && have("losetup"),
+            "mkfs.ext4 and losetup (Debian packages e2fsprogs, mount)",
+        )
+        && require(
+            Path::new("/sys/kernel/tracing").is_dir(),
+            "a kernel with tracefs (/sys/kernel/tracing)",
+        )
+}
+
+/// An ext4 image on a loop device of its own, mounted on `mnt`; unmounted and detached on drop.
+struct Ext4Loop {
+    dir: tempfile::TempDir,
+    dev: String,
+}
+
+impl Ext4Loop {
+    fn new() -> Ext4Loop {
+        let dir = tempfile::tempdir().unwrap();
+        let img = dir.path().join("ext4.img");
+        std::fs::File::create(&img)
+            .unwrap()
+            .set_len(256 << 20)
+            .unwrap();
+        let ok = |c: &mut Command| {
+            let o = c.output().unwrap();
+            assert!(
+                o.status.success(),
+                "{c:?}: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+            String::from_utf8(o.stdout).unwrap().trim().to_string()
+        };
+        ok(Command::new("mkfs.ext4").args(["-q", "-F"]).arg(&img));
+        let dev = ok(Command::new("losetup").args(["-f", "--show"]).arg(&img));
+        let me = Ext4Loop { dir, dev };
+        std::fs::create_dir(me.mnt()).unwrap();
+        ok(Command::new("mount").arg(&me.dev).arg(me.mnt()));
+        me
+    }
+
+    fn mnt(&self) -> PathBuf {
+        self.dir.path().join("mnt")
+    }
+
+    /// The device number as the kernel's tracepoints print it: MKDEV(major, minor) =
+    /// major << 20 | minor (not glibc's encoding of st_rdev).
+    fn kernel_dev(&self) -> u64 {
+        use std::os::unix::fs::MetadataExt;
+        let rdev = std::fs::metadata(&self.dev).unwrap().rdev();
+        let (major, minor) = (rustix::fs::major(rdev), rustix::fs::minor(rdev));
+        (u64::from(major) << 20) | u64::from(minor)
+    }
+}
+
+impl Drop for Ext4Loop {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(self.mnt()).status();
+        let _ = Command::new("losetup").args(["-d", &self.dev]).status();
+    }
+}
+
+/// The event metrics of every sample of the latest run: (test, repetition, name, value).
+fn event_metrics(db: &Path) -> Vec<(String, u64, String, f64)> {
+    let out = fsdelta(db).args(["export", "latest"]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut got = Vec::new();
+    for s in v["runs"][0]["samples"].as_array().unwrap() {
+        assert_eq!(s["status"], "ok", "{s}");
+        for m in s["metrics"].as_array().unwrap() {
+            let name = m["name"].as_str().unwrap();
+            if name.starts_with("event:") {
+                assert_eq!(m["unit"], "count");
+                assert_eq!(m["direction"], "neutral");
+                got.push((
+                    s["test"].as_str().unwrap().to_string(),
+                    s["repetition"].as_u64().unwrap(),
+                    name.to_string(),
+                    m["value"].as_f64().unwrap(),
+                ));
+            }
+        }
+    }
+    got
+}
+
+/// fs_mark (native) creates 37 new files of 20 KiB in 4 KiB write()s (`-s 20480 -w 4096`) with
+/// no sync: 185 buffered, page-aligned 4 KiB writes into fresh delalloc ext4 files, each of
+/// which calls ext4_da_write_begin exactly once (one page per write). The count is filtered on
+/// the loop device's number, so writes by other processes to other ext4 filesystems (this
+/// machine's root is ext4) are not counted, and it is enabled only while the workload runs,
+/// so fsdelta's own writes are not either: the count equals 185 in every sample.
+#[test]
+fn ext4_da_write_begin_counts_every_buffered_4k_write() {
+    if !can_run() {
+        return;
+    }
+    let fs = Ext4Loop::new();
+    let work = tempfile::tempdir().unwrap();
+    let db = work.path().join("db.sqlite");
+    let suite = work.path().join("events.toml");
+    std::fs::write(
+        &suite,
+        "[[test]]\nname = \"w4k\"\nworkload = \"fsmark\"\nargs = \"-s 20480 -w 4096 -n 37 -t 1 -S 0\"\nevents = [\"ext4:ext4_da_write_begin\"]\n\n[[test]]\nname = \"w4k-wide\"\nworkload = \"fsmark\"\nargs = \"-s 8192 -w 4096 -n 50 -t 2 -S 0\"\n\n[[test]]\nname = \"w4k-again\"\nworkload = \"fsmark\"\nargs = \"-s 4096 -w 4096 -n 25 -t 1 -S 0\"\n",
+    )
+    .unwrap();
+    let filter = format!("ext4:ext4_da_write_begin:dev == {}", fs.kernel_dev());
+    fsdelta(&db)
+        .env("FSDELTA_STATE_FILE", work.path().join("state"))
+        .arg("run")
+        .arg("--suite")
+        .arg(&suite)
+        .arg("--target")
+        .arg(fs.mnt())
+        .args([
+            "-n",
+            "2",
+            "--events",
+            "writeback:writeback_start,ext4:ext4_da_write_*",
+        ])
+        .args(["--events-filter", &filter])
+        .assert()
+        .success();
+    let got = event_metrics(&db);
+    let count = |test: &str, rep: u64, name: &str| {
+        got.iter()
+            .find(|(t, r, n, _)| t == test && *r == rep && n == name)
+            .map(|g| g.3)
+            .unwrap_or_else(|| panic!("no {name} in {test} rep {rep}: {got:?}"))
+    };
+    for rep in 1..=2 {
+        // The test's own `events` and the run's --events glob name this event twice: one count.
+        assert_eq!(count("w4k", rep, "event:ext4:ext4_da_write_begin"), 185.0);
+        // 50 files of 8 KiB in 4 KiB writes from 2 threads: 2 x 50 x 2 writes.
+        assert_eq!(
+            count("w4k-wide", rep, "event:ext4:ext4_da_write_begin"),
+            200.0
+        );
+        // Same tracepoints as w4k-wide, so the same counters, reset before each sample.
+        assert_eq!(
+            count("w4k-again", rep, "event:ext4:ext4_da_write_begin"),
+            25.0
+        );
+        // The glob expanded over the group, and --events counts for every test.
+        for t in ["w4k", "w4k-wide"] {
+            count(t, rep, "event:ext4:ext4_da_write_end");
+            count(t, rep, "event:writeback:writeback_start");
+        }
+    }
+    let show = fsdelta(&db).args(["show", "latest"]).output().unwrap();
+    let show = String::from_utf8_lossy(&show.stdout);
+    assert!(show.contains("event:ext4:ext4_da_"), "{show}");
+}
+
+#[test]
+fn an_unknown_event_fails_before_any_run_with_the_close_matches() {
+    if !can_run() {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let db = work.path().join("db.sqlite");
+    let out = fsdelta(&db)
+        .env("FSDELTA_STATE_FILE", work.path().join("state"))
+        .args(["run", "--suite", "quick", "--target"])
+        .arg(work.path())
+        .args(["--events", "kmem:kmalloc,ext4:ext4_da_write_begn"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(
+            "unknown event 'ext4:ext4_da_write_begn'; did you mean ext4:ext4_da_write_begin"
+        ),
+        "{err}"
+    );
+    let out = fsdelta(&db)
+        .args(["run", "--suite", "quick", "--target"])
+        .arg(work.path())
+        .args(["--events", "ext4_da_write_begin"])
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("no ':' between group and name"),
+        "{out:?}"
+    );
+    // Nothing was recorded: no run, no sample.
+    let list = fsdelta(&db).arg("list").output().unwrap();
+    let list = String::from_utf8_lossy(&list.stdout);
+    assert!(!list.contains("quick"), "{list}");
+}
