@@ -244,7 +244,7 @@ fn an_ab_run_of_two_kernels_and_the_host_stores_each_guests_release_and_compares
     // The two kernels side by side.
     let cmp = s
         .cmd()
-        .args(["compare", "1@k47", "1@k50"])
+        .args(["compare", "1@k47", "1@k50", "--all"])
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&cmp.stdout);
