@@ -159,6 +159,78 @@ impl FromStr for Unit {
     }
 }
 
+/// What kind of number a metric is, declared by the workload that produces it (never guessed
+/// from its name): it picks the verdict's "unchanged" band, whether the rank method is
+/// preferred, and how history looks for change points.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MetricKind {
+    /// A rate: throughput, IOPS, files per second.
+    Throughput,
+    /// A mean or a whole time: mean latency, elapsed seconds, per-operation averages.
+    Mean,
+    /// A tail percentile (p90 and up).
+    Tail,
+    /// A maximum.
+    Max,
+    /// A count of things (files, operations, events).
+    Count,
+    /// A share of a resource (CPU share, percent used).
+    Share,
+}
+
+impl MetricKind {
+    /// Every kind, in a stable order.
+    pub const ALL: [MetricKind; 6] = [
+        MetricKind::Throughput,
+        MetricKind::Mean,
+        MetricKind::Tail,
+        MetricKind::Max,
+        MetricKind::Count,
+        MetricKind::Share,
+    ];
+
+    /// The stable name used at rest (store, JSON).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MetricKind::Throughput => "throughput",
+            MetricKind::Mean => "mean",
+            MetricKind::Tail => "tail",
+            MetricKind::Max => "max",
+            MetricKind::Count => "count",
+            MetricKind::Share => "share",
+        }
+    }
+
+    /// The kind a metric has when its workload declares only its direction: a rate when higher
+    /// is better, a mean when lower is better, a count when neutral. Tails, maxima and shares
+    /// are declared with [`Metric::kind`].
+    pub fn default_for(direction: Direction) -> MetricKind {
+        match direction {
+            Direction::HigherIsBetter => MetricKind::Throughput,
+            Direction::LowerIsBetter => MetricKind::Mean,
+            Direction::Neutral => MetricKind::Count,
+        }
+    }
+}
+
+impl fmt::Display for MetricKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for MetricKind {
+    type Err = ModelError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        MetricKind::ALL
+            .iter()
+            .copied()
+            .find(|k| k.as_str() == s)
+            .ok_or_else(|| ModelError::UnknownKind(s.to_string()))
+    }
+}
+
 /// One measured number, with what it means.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Metric {
@@ -170,16 +242,72 @@ pub struct Metric {
     pub unit: Unit,
     /// Which way is better.
     pub direction: Direction,
+    /// What kind of number it is, as its workload declared.
+    #[serde(default = "MetricKind::unknown")]
+    pub kind: MetricKind,
+    /// One of the workload's headline metrics: the numbers a comparison gates on.
+    #[serde(default)]
+    pub headline: bool,
+}
+
+impl MetricKind {
+    /// Placeholder for records written before kinds were declared; replaced on load by
+    /// [`Metric::legacy_kind`].
+    fn unknown() -> MetricKind {
+        MetricKind::Throughput
+    }
 }
 
 impl Metric {
-    /// A metric; `name` is taken as given.
+    /// A metric; `name` is taken as given; its kind follows its direction
+    /// ([`MetricKind::default_for`]) until declared otherwise with [`Metric::kind`].
     pub fn new(name: impl Into<String>, value: f64, unit: Unit, direction: Direction) -> Self {
         Metric {
             name: name.into(),
             value,
             unit,
             direction,
+            kind: MetricKind::default_for(direction),
+            headline: false,
+        }
+    }
+
+    /// Declare the metric's kind.
+    pub fn kind(mut self, kind: MetricKind) -> Self {
+        self.kind = kind;
+        self
+    }
+
+    /// Declare the metric a headline metric of its workload.
+    pub fn headline(mut self) -> Self {
+        self.headline = true;
+        self
+    }
+
+    /// The kind of a metric stored before workloads declared kinds (schema version 2 and
+    /// older): read from the name as fio, fs_mark and dbench spell them (a `max` word is a
+    /// maximum, `p90`..`p99.99` a tail), else from the direction. Only the store's loading of
+    /// old rows uses this.
+    pub fn legacy_kind(name: &str, direction: Direction) -> MetricKind {
+        let lower = name.to_ascii_lowercase();
+        let words: Vec<&str> = lower
+            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '.'))
+            .collect();
+        if words.contains(&"max") {
+            return MetricKind::Max;
+        }
+        let is_tail = |w: &&str| {
+            w.strip_prefix('p').is_some_and(|rest| {
+                rest.starts_with('9')
+                    && rest
+                        .parse::<f64>()
+                        .is_ok_and(|q| (90.0..100.0).contains(&q))
+            })
+        };
+        if words.iter().any(is_tail) {
+            MetricKind::Tail
+        } else {
+            MetricKind::default_for(direction)
         }
     }
 }
@@ -430,6 +558,9 @@ pub enum ModelError {
     /// Unknown unit symbol.
     #[error("unknown unit '{0}'")]
     UnknownUnit(String),
+    /// Unknown metric kind name.
+    #[error("unknown metric kind '{0}' (expected throughput, mean, tail, max, count or share)")]
+    UnknownKind(String),
     /// Unknown direction name.
     #[error("unknown direction '{0}' (expected higher_is_better, lower_is_better or neutral)")]
     UnknownDirection(String),

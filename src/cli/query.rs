@@ -157,11 +157,13 @@ pub fn judge(
         .filter(|p| opts.metrics.is_empty() || opts.metrics.contains(&p.key.metric))
         .filter(|p| !p.base.is_empty() && !p.cur.is_empty())
         .map(|p| {
-            let class = MetricClass::from_name(&p.key.metric);
+            let class = MetricClass::of(p.kind);
             let comparison = verdict::compare(&p.base, &p.cur, p.direction, class, &margins);
             Judged {
                 key: p.key.clone(),
                 unit: p.unit,
+                kind: p.kind,
+                headline: p.headline,
                 baseline_values: p.base.clone(),
                 current_values: p.cur.clone(),
                 comparison,

@@ -205,6 +205,8 @@ fn gather_comparison(
         .into_iter()
         .map(|j: Judged| MetricInput {
             direction: j.comparison.direction,
+            kind: j.kind,
+            headline: j.headline,
             key: j.key,
             unit: j.unit,
             baseline_values: j.baseline_values,
@@ -251,6 +253,8 @@ fn gather_single(store: &dyn Store, sel: &str, args: &ReportArgs) -> Result<Repo
             key: s.key.clone(),
             unit: s.unit,
             direction: s.direction,
+            kind: s.kind,
+            headline: s.headline,
             baseline_values: Vec::new(),
             current_values: s.values.clone(),
             comparison: None,
@@ -518,7 +522,7 @@ fn attach_histories(
             let class = metrics[i]
                 .comparison
                 .as_ref()
-                .map_or_else(|| MetricClass::from_name(&key.2), |c| c.class);
+                .map_or_else(|| MetricClass::of(metrics[i].kind), |c| c.class);
             let options = Options::for_class(class);
             let change_points = changepoint::change_points(&values, &options);
             let segments = changepoint::segments(&values, &change_points);

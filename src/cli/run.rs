@@ -619,7 +619,7 @@ fn confident(
         .filter_map(|s| s.metrics.iter().find(|m| m.name == head.name))
         .map(|m| m.value)
         .collect();
-    let class = MetricClass::from_name(&head.name);
+    let class = MetricClass::of(head.kind);
     if let Some(b) = baseline
         .iter()
         .find(|b| b.key.config == config && b.key.test == test && b.key.metric == head.name)

@@ -6,6 +6,7 @@
 use super::changepoint::{self, ChangePoint, Options, Segment};
 use super::stats;
 use super::verdict::MetricClass;
+use crate::model::MetricKind;
 use crate::model::{SampleStatus, Unit};
 use crate::store::{RunInfo, SampleRecord};
 use serde::Serialize;
@@ -89,6 +90,7 @@ pub fn build(
     config: Option<&str>,
 ) -> History {
     let mut unit = None;
+    let mut kind = None;
     let mut points = Vec::new();
     for (run, samples) in runs {
         let values: Vec<f64> = samples
@@ -99,6 +101,7 @@ pub fn build(
             .filter(|m| m.name == metric)
             .map(|m| {
                 unit.get_or_insert(m.unit);
+                kind.get_or_insert(m.kind);
                 m.value
             })
             .collect();
@@ -117,7 +120,7 @@ pub fn build(
         });
     }
     let series: Vec<f64> = points.iter().map(|p| p.median).collect();
-    let options = Options::for_class(MetricClass::from_name(metric));
+    let options = Options::for_class(MetricClass::of(kind.unwrap_or(MetricKind::Throughput)));
     let on_ranks = matches!(options.scale, changepoint::Scale::Ranks);
     let change_points = changepoint::change_points(&series, &options);
     let segments = changepoint::segments(&series, &change_points);

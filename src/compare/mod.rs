@@ -10,7 +10,7 @@ pub mod history;
 pub mod stats;
 pub mod verdict;
 
-use crate::model::{Direction, SampleStatus, Unit};
+use crate::model::{Direction, MetricKind, SampleStatus, Unit};
 use crate::store::SampleRecord;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -35,6 +35,10 @@ pub struct Series {
     pub unit: Unit,
     /// Which way is better.
     pub direction: Direction,
+    /// What kind of number, as the workload declared.
+    pub kind: MetricKind,
+    /// A headline metric of its workload.
+    pub headline: bool,
     /// Values in sample order.
     pub values: Vec<f64>,
     /// Position of the metric in its workload's output (for stable display order).
@@ -104,6 +108,8 @@ pub fn series(samples: &[&SampleRecord]) -> Vec<Series> {
                     key,
                     unit: m.unit,
                     direction: m.direction,
+                    kind: m.kind,
+                    headline: m.headline,
                     values: Vec::new(),
                     order: i,
                 })
@@ -131,6 +137,10 @@ pub struct Paired {
     pub unit: Unit,
     /// Direction.
     pub direction: Direction,
+    /// Kind, as the workload declared.
+    pub kind: MetricKind,
+    /// A headline metric of its workload.
+    pub headline: bool,
     /// Baseline values (empty when only the current side has the metric).
     pub base: Vec<f64>,
     /// Current values (empty when only the baseline has it).
@@ -205,6 +215,8 @@ pub fn pair(base: &[Series], cur: &[Series], across_configs: bool) -> Vec<Paired
                 key: s.key.clone(),
                 unit: s.unit,
                 direction: s.direction,
+                kind: s.kind,
+                headline: s.headline,
                 base: Vec::new(),
                 cur: s.values.clone(),
                 order: (i, 0),
@@ -226,6 +238,8 @@ pub fn pair(base: &[Series], cur: &[Series], across_configs: bool) -> Vec<Paired
                         key: s.key.clone(),
                         unit: s.unit,
                         direction: s.direction,
+                        kind: s.kind,
+                        headline: s.headline,
                         base: s.values.clone(),
                         cur: Vec::new(),
                         order: (usize::MAX, i),

@@ -10,8 +10,8 @@
 //! and `report` all call [`compare`].
 //!
 //! What it must never do: I/O, logging, reading configuration, or guessing a metric's direction.
-//! Direction comes from the metric's declaration; the metric class can be chosen by the caller or
-//! proposed from the name by [`MetricClass::from_name`].
+//! Direction and kind come from the metric's declaration; [`MetricClass::of`] maps the declared
+//! kind to its band.
 //!
 //! Values that are 0 or negative cannot be put on a log scale. Rule: if every value on both
 //! sides is the same number (zero included) the metric is unchanged; otherwise the verdict is
@@ -19,7 +19,7 @@
 //! would depend on the unit and would change the ratio being judged.
 
 use super::stats;
-use crate::model::Direction;
+use crate::model::{Direction, MetricKind};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
@@ -65,30 +65,15 @@ impl MetricClass {
         }
     }
 
-    /// A proposal from the metric name as fio, fs_mark and dbench spell them: a `max` word
-    /// (`read_lat_ns_max`, `<op>_max_ms`, `max_...`) is [`MetricClass::Max`]; a percentile word
-    /// `p90`..`p99.99` (`write_clat_ns_p99`) is [`MetricClass::Tail`]; anything else is
-    /// [`MetricClass::Throughput`]. The caller may override it; nothing else depends on names.
-    pub fn from_name(name: &str) -> MetricClass {
-        let lower = name.to_ascii_lowercase();
-        let words: Vec<&str> = lower
-            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '.'))
-            .collect();
-        if words.contains(&"max") {
-            return MetricClass::Max;
-        }
-        let is_tail = |w: &&str| {
-            w.strip_prefix('p').is_some_and(|rest| {
-                rest.starts_with('9')
-                    && rest
-                        .parse::<f64>()
-                        .is_ok_and(|q| (90.0..100.0).contains(&q))
-            })
-        };
-        if words.iter().any(is_tail) {
-            MetricClass::Tail
-        } else {
-            MetricClass::Throughput
+    /// The band of a metric of `kind` (as its workload declared it): tails and maxima have
+    /// their own bands; rates, means, counts and shares use the throughput band.
+    pub fn of(kind: MetricKind) -> MetricClass {
+        match kind {
+            MetricKind::Tail => MetricClass::Tail,
+            MetricKind::Max => MetricClass::Max,
+            MetricKind::Throughput | MetricKind::Mean | MetricKind::Count | MetricKind::Share => {
+                MetricClass::Throughput
+            }
         }
     }
 }
@@ -573,20 +558,16 @@ mod tests {
     }
 
     #[test]
-    fn metric_class_from_tool_names() {
-        for (name, class) in [
-            ("write_clat_ns_p99", MetricClass::Tail),
-            ("read_lat_ns_p99.9", MetricClass::Tail),
-            ("write_lat_ns_p95", MetricClass::Tail),
-            ("read_lat_ns_max", MetricClass::Max),
-            ("unlink_max_ms", MetricClass::Max),
-            ("files_per_sec", MetricClass::Throughput),
-            ("write_lat_ns_mean", MetricClass::Throughput),
-            ("write_bw_bytes", MetricClass::Throughput),
-            ("p9_count", MetricClass::Throughput),
-            ("maximal_files", MetricClass::Throughput),
+    fn metric_class_follows_the_declared_kind() {
+        assert_eq!(MetricClass::of(MetricKind::Tail), MetricClass::Tail);
+        assert_eq!(MetricClass::of(MetricKind::Max), MetricClass::Max);
+        for k in [
+            MetricKind::Throughput,
+            MetricKind::Mean,
+            MetricKind::Count,
+            MetricKind::Share,
         ] {
-            assert_eq!(MetricClass::from_name(name), class, "{name}");
+            assert_eq!(MetricClass::of(k), MetricClass::Throughput);
         }
         assert_eq!("p99".parse::<MetricClass>(), Ok(MetricClass::Tail));
         assert_eq!("mean".parse::<MetricClass>(), Ok(MetricClass::Throughput));

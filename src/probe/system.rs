@@ -7,7 +7,7 @@
 //! Why: a slower run with more system time points at the kernel; one with more idle and iowait
 //! points at the device. Must never fail a sample: a counter that cannot be read is left out.
 
-use crate::model::{Direction, Metric, Unit};
+use crate::model::{Direction, Metric, MetricKind, Unit};
 use std::fs;
 
 /// Jiffies per state, summed over CPUs (the `cpu` line of /proc/stat).
@@ -136,8 +136,14 @@ impl Snapshot {
     /// Metrics for what happened between `self` and `end`.
     pub fn delta(&self, end: &Snapshot) -> Vec<Metric> {
         let mut out = Vec::new();
-        let neutral =
-            |name: &str, value: f64, unit: Unit| Metric::new(name, value, unit, Direction::Neutral);
+        let neutral = |name: &str, value: f64, unit: Unit| {
+            let m = Metric::new(name, value, unit, Direction::Neutral);
+            if unit == Unit::Percent {
+                m.kind(MetricKind::Share)
+            } else {
+                m
+            }
+        };
         if let (Some(a), Some(b)) = (self.cpu, end.cpu) {
             let total = b.total().saturating_sub(a.total());
             if total > 0 {

@@ -6,7 +6,7 @@
 
 use crate::compare::SeriesKey;
 use crate::compare::verdict::{Comparison, Summary, Verdict};
-use crate::model::Unit;
+use crate::model::{MetricKind, Unit};
 use crate::report::text::{clip, fmt_value};
 use serde::Serialize;
 use std::fmt::Write;
@@ -19,6 +19,10 @@ pub struct Judged {
     pub key: SeriesKey,
     /// Unit of the values.
     pub unit: Unit,
+    /// What kind of number, as the workload declared.
+    pub kind: MetricKind,
+    /// A headline metric of its workload.
+    pub headline: bool,
     /// Baseline values.
     pub baseline_values: Vec<f64>,
     /// Current values.

@@ -14,7 +14,8 @@ use super::{
     StoredProfile,
 };
 use crate::model::{
-    Direction, Environment, HistogramRecord, Metric, RunStatus, SampleStatus, TargetFacts, Unit,
+    Direction, Environment, HistogramRecord, Metric, MetricKind, RunStatus, SampleStatus,
+    TargetFacts, Unit,
 };
 use chrono::{DateTime, Utc};
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
@@ -87,6 +88,12 @@ const MIGRATIONS: &[&str] = &[
         format TEXT NOT NULL,
         data BLOB NOT NULL
     );",
+    // 3: what kind of number a metric is and whether it is a headline metric, as the workload
+    // declared (issue 11). Rows of older versions keep NULL and are read with
+    // `Metric::legacy_kind`.
+    "ALTER TABLE metrics ADD COLUMN kind TEXT
+        CHECK (kind IN ('throughput', 'mean', 'tail', 'max', 'count', 'share'));
+    ALTER TABLE metrics ADD COLUMN headline INTEGER NOT NULL DEFAULT 0;",
 ];
 
 /// The newest schema version this build writes.
@@ -312,7 +319,7 @@ impl Store for SqliteStore {
         {
             let mut m = tx
                 .prepare_cached(
-                    "INSERT INTO metrics (sample_id, name, value, unit, direction) VALUES (?1, ?2, ?3, ?4, ?5)",
+                    "INSERT INTO metrics (sample_id, name, value, unit, direction, kind, headline) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
                 )
                 .map_err(backend)?;
             for metric in &sample.metrics {
@@ -321,7 +328,9 @@ impl Store for SqliteStore {
                     metric.name,
                     metric.value,
                     metric.unit.as_str(),
-                    metric.direction.as_str()
+                    metric.direction.as_str(),
+                    metric.kind.as_str(),
+                    metric.headline
                 ])
                 .map_err(|e| StoreError::Backend(format!("metric '{}': {e}", metric.name)))?;
             }
@@ -405,7 +414,7 @@ impl Store for SqliteStore {
             let mut stmt = self
                 .conn
                 .prepare_cached(
-                    "SELECT m.sample_id, m.name, m.value, m.unit, m.direction
+                    "SELECT m.sample_id, m.name, m.value, m.unit, m.direction, m.kind, m.headline
                      FROM metrics m JOIN samples s ON s.id = m.sample_id
                      WHERE s.run_id = ?1 ORDER BY m.sample_id, m.rowid",
                 )
@@ -418,16 +427,25 @@ impl Store for SqliteStore {
                         r.get::<_, f64>(2)?,
                         r.get::<_, String>(3)?,
                         r.get::<_, String>(4)?,
+                        r.get::<_, Option<String>>(5)?,
+                        r.get::<_, bool>(6)?,
                     ))
                 })
                 .map_err(backend)?;
             for row in rows {
-                let (sid, name, value, unit, dir) = row.map_err(backend)?;
+                let (sid, name, value, unit, dir, kind, headline) = row.map_err(backend)?;
+                let direction = dir.parse::<Direction>().map_err(corrupt)?;
+                let kind = match kind {
+                    Some(k) => k.parse::<MetricKind>().map_err(corrupt)?,
+                    None => Metric::legacy_kind(&name, direction),
+                };
                 metrics.entry(sid).or_default().push(Metric {
+                    unit: unit.parse::<Unit>().map_err(corrupt)?,
                     name,
                     value,
-                    unit: unit.parse::<Unit>().map_err(corrupt)?,
-                    direction: dir.parse::<Direction>().map_err(corrupt)?,
+                    direction,
+                    kind,
+                    headline,
                 });
             }
         }
@@ -797,7 +815,7 @@ mod tests {
             .query_row("PRAGMA user_version", [], |r| r.get(0))
             .unwrap();
         assert_eq!(version, SCHEMA_VERSION);
-        assert_eq!(SCHEMA_VERSION, 2);
+        assert_eq!(SCHEMA_VERSION, 3);
         let old = s.runs(&RunFilter::default()).unwrap();
         assert_eq!(old.len(), 1);
         assert_eq!(old[0].label, "old");
@@ -808,6 +826,43 @@ mod tests {
         };
         s.add_profile(id, &p).unwrap();
         assert_eq!(s.profile(id).unwrap(), Some(p));
+    }
+
+    #[test]
+    fn metrics_stored_before_kinds_were_declared_read_back_with_their_legacy_kind() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.sqlite");
+        {
+            let c = Connection::open(&path).unwrap();
+            c.execute_batch(MIGRATIONS[0]).unwrap();
+            c.execute_batch(MIGRATIONS[1]).unwrap();
+            c.execute_batch("PRAGMA user_version = 2").unwrap();
+            c.execute(
+                "INSERT INTO runs (label, suite, started_at, status, host, kernel, fsdelta_version, environment)
+                 VALUES ('old', 'quick', '2026-01-01T00:00:00Z', 'complete', 'h', 'k', '0.1.0', ?1)",
+                params![serde_json::to_string(&Environment::default()).unwrap()],
+            )
+            .unwrap();
+            c.execute_batch(
+                "INSERT INTO samples (run_id, config, test, repetition, fs_type, path, device,
+                     mount_options, facts, status, started_at, duration_s, workload)
+                 VALUES (1, 'c', 't', 1, 'ext4', '/x', 'd', 'rw', '{}', 'ok',
+                     '2026-01-01T00:00:00Z', 1.0, 'w');
+                 INSERT INTO metrics (sample_id, name, value, unit, direction) VALUES
+                     (1, 'write_clat_ns_p99', 5.0, 'ns', 'lower_is_better'),
+                     (1, 'read_lat_ns_max', 9.0, 'ns', 'lower_is_better'),
+                     (1, 'files_per_sec', 100.0, 'files/s', 'higher_is_better');",
+            )
+            .unwrap();
+        }
+        let s = SqliteStore::open(&path).unwrap();
+        let back = s.samples(1).unwrap();
+        let kinds: Vec<MetricKind> = back[0].sample.metrics.iter().map(|m| m.kind).collect();
+        assert_eq!(
+            kinds,
+            [MetricKind::Tail, MetricKind::Max, MetricKind::Throughput]
+        );
+        assert!(back[0].sample.metrics.iter().all(|m| !m.headline));
     }
 
     #[test]

@@ -336,7 +336,7 @@ impl Workload for CommandWorkload {
                 ))
             })?;
             m.metrics
-                .push(Metric::new(cm.name.clone(), v, cm.unit, cm.direction));
+                .push(Metric::new(cm.name.clone(), v, cm.unit, cm.direction).headline());
         }
         m.metrics.push(Metric::new(
             "elapsed_s",

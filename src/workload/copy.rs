@@ -302,7 +302,8 @@ impl Workload for Copy {
                 secs(copy + sync),
                 Unit::Seconds,
                 Direction::LowerIsBetter,
-            ),
+            )
+            .headline(),
             Metric::new(
                 "copy_file_range_used",
                 if offload { 1.0 } else { 0.0 },

@@ -279,19 +279,22 @@ impl Workload for Stream {
                 rate(o.size, t_write),
                 Unit::MBPerSec,
                 Direction::HigherIsBetter,
-            ),
+            )
+            .headline(),
             Metric::new(
                 "read_cold_mb_s",
                 rate(o.size, t_cold),
                 Unit::MBPerSec,
                 Direction::HigherIsBetter,
-            ),
+            )
+            .headline(),
             Metric::new(
                 "read_warm_mb_s",
                 rate(o.size, t_warm),
                 Unit::MBPerSec,
                 Direction::HigherIsBetter,
-            ),
+            )
+            .headline(),
             Metric::new(
                 "caches_dropped",
                 if dropped { 1.0 } else { 0.0 },

@@ -19,7 +19,7 @@ mod header;
 use crate::compare::SeriesKey;
 use crate::compare::changepoint::{ChangePoint, Scale, Segment};
 use crate::compare::verdict::{Comparison, Summary, Verdict};
-use crate::model::{Direction, TargetFacts, Unit};
+use crate::model::{Direction, MetricKind, TargetFacts, Unit};
 use crate::report::svg::{Shape, esc};
 use crate::report::text::fmt_value;
 use crate::store::RunInfo;
@@ -158,6 +158,10 @@ pub struct MetricInput {
     pub unit: Unit,
     /// Which way is better.
     pub direction: Direction,
+    /// What kind of number, as the workload declared.
+    pub kind: MetricKind,
+    /// A headline metric of its workload.
+    pub headline: bool,
     /// Baseline repetitions (empty for a single-selection report).
     pub baseline_values: Vec<f64>,
     /// Current repetitions.

@@ -43,8 +43,11 @@ fn metric(
     b: &[f64],
     c: &[f64],
 ) -> MetricInput {
-    let class = MetricClass::from_name(name);
+    let kind = crate::model::Metric::legacy_kind(name, dir);
+    let class = MetricClass::of(kind);
     MetricInput {
+        kind,
+        headline: false,
         key: SeriesKey {
             config: config.into(),
             test: "smallfiles".into(),

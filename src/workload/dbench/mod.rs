@@ -23,7 +23,7 @@
 pub mod client;
 pub mod loadfile;
 
-use crate::model::{Direction, Metric, Unit};
+use crate::model::{Direction, Metric, MetricKind, Unit};
 use crate::probe::clock::Nanos;
 use crate::workload::{Measurements, RunContext, Workload, WorkloadError};
 use client::{BackendFlags, Client, ClientShared, OpStats};
@@ -199,18 +199,24 @@ impl DbenchReport {
     /// ran `<op>_count`, `<op>_avg_ms`, `<op>_max_ms` (`<op>` = [`OpClass::metric_stem`]).
     pub fn measurements(&self) -> Measurements {
         let mut m = Measurements::default();
-        m.metrics.push(Metric::new(
-            "throughput_mb_s",
-            self.throughput_mb_s,
-            Unit::MBPerSec,
-            Direction::HigherIsBetter,
-        ));
-        m.metrics.push(Metric::new(
-            "max_latency_ms",
-            self.max_latency_ms,
-            Unit::Milliseconds,
-            Direction::LowerIsBetter,
-        ));
+        m.metrics.push(
+            Metric::new(
+                "throughput_mb_s",
+                self.throughput_mb_s,
+                Unit::MBPerSec,
+                Direction::HigherIsBetter,
+            )
+            .headline(),
+        );
+        m.metrics.push(
+            Metric::new(
+                "max_latency_ms",
+                self.max_latency_ms,
+                Unit::Milliseconds,
+                Direction::LowerIsBetter,
+            )
+            .kind(MetricKind::Max),
+        );
         for op in self.ops.iter().filter(|o| o.stats.count > 0) {
             let stem = op.class.metric_stem();
             m.metrics.push(Metric::new(
@@ -225,12 +231,15 @@ impl DbenchReport {
                 Unit::Milliseconds,
                 Direction::LowerIsBetter,
             ));
-            m.metrics.push(Metric::new(
-                format!("{stem}_max_ms"),
-                op.max_ms(),
-                Unit::Milliseconds,
-                Direction::LowerIsBetter,
-            ));
+            m.metrics.push(
+                Metric::new(
+                    format!("{stem}_max_ms"),
+                    op.max_ms(),
+                    Unit::Milliseconds,
+                    Direction::LowerIsBetter,
+                )
+                .kind(MetricKind::Max),
+            );
             m.histograms.push(
                 op.stats
                     .hist

@@ -9,7 +9,7 @@
 //! accept a table row it cannot name: an unknown operation label is an error, not a new metric.
 
 use super::{DBENCH, ParseError, numbered_lines, run_child, unreadable};
-use crate::model::{Direction, Metric, Unit};
+use crate::model::{Direction, Metric, MetricKind, Unit};
 use crate::workload::dbench::BUILTIN_LOADFILE;
 use crate::workload::dbench::loadfile::OpClass;
 use crate::workload::{Measurements, RunContext, Workload, WorkloadError};
@@ -323,13 +323,15 @@ impl DbenchOutput {
                 self.throughput_mb_s,
                 Unit::MBPerSec,
                 Direction::HigherIsBetter,
-            ),
+            )
+            .headline(),
             Metric::new(
                 "max_latency_ms",
                 self.max_latency_ms,
                 Unit::Milliseconds,
                 Direction::LowerIsBetter,
-            ),
+            )
+            .kind(MetricKind::Max),
         ];
         // The native engine lists classes in table order; so does dbench.
         for op in self.ops.iter().filter(|o| o.count > 0) {
@@ -346,12 +348,15 @@ impl DbenchOutput {
                 Unit::Milliseconds,
                 Direction::LowerIsBetter,
             ));
-            m.push(Metric::new(
-                format!("{stem}_max_ms"),
-                op.max_ms,
-                Unit::Milliseconds,
-                Direction::LowerIsBetter,
-            ));
+            m.push(
+                Metric::new(
+                    format!("{stem}_max_ms"),
+                    op.max_ms,
+                    Unit::Milliseconds,
+                    Direction::LowerIsBetter,
+                )
+                .kind(MetricKind::Max),
+            );
         }
         m
     }

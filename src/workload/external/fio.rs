@@ -20,7 +20,7 @@
 //! the wrong type as zero: a present field with the wrong type is an error naming its path.
 
 use super::{FIO, ParseError, run_child, unreadable};
-use crate::model::{Direction, HistogramRecord, Metric, Unit};
+use crate::model::{Direction, HistogramRecord, Metric, MetricKind, Unit};
 use crate::probe::histogram::{self, Histogram};
 use crate::workload::{Measurements, RunContext, Workload, WorkloadError};
 use serde_json::{Map, Value};
@@ -509,9 +509,19 @@ pub fn measurements_of(jobs: &[&FioJob], global: &BTreeMap<String, String>) -> M
                 1000.0 * total_ios as f64 / runtime_ms as f64,
             )
         };
+        // Kinds and headlines as the native engine declares them.
         let mut push = |name: &str, v: f64, u: Unit, d: Direction| {
+            let kind = if name.ends_with("_max") {
+                MetricKind::Max
+            } else if name.ends_with("_p99") {
+                MetricKind::Tail
+            } else {
+                MetricKind::default_for(d)
+            };
+            let metric = Metric::new(format!("{dname}_{name}"), v, u, d).kind(kind);
+            let headline = name == "iops" || name == "clat_ns_p99";
             m.metrics
-                .push(Metric::new(format!("{dname}_{name}"), v, u, d));
+                .push(if headline { metric.headline() } else { metric });
         };
         push("iops", iops, Unit::OpsPerSec, hb);
         push("bw_bytes", bw_bytes, Unit::BytesPerSec, hb);
@@ -555,18 +565,14 @@ pub fn measurements_of(jobs: &[&FioJob], global: &BTreeMap<String, String>) -> M
                 .sum::<f64>()
         }
     };
-    m.metrics.push(Metric::new(
-        "usr_cpu",
-        cpu(|j| j.usr_cpu),
-        Unit::Percent,
-        Direction::LowerIsBetter,
-    ));
-    m.metrics.push(Metric::new(
-        "sys_cpu",
-        cpu(|j| j.sys_cpu),
-        Unit::Percent,
-        Direction::LowerIsBetter,
-    ));
+    // CPU shares are shown, never judged.
+    for (name, v) in [
+        ("usr_cpu", cpu(|j| j.usr_cpu)),
+        ("sys_cpu", cpu(|j| j.sys_cpu)),
+    ] {
+        m.metrics
+            .push(Metric::new(name, v, Unit::Percent, Direction::Neutral).kind(MetricKind::Share));
+    }
     m.metrics.push(Metric::new(
         "elapsed",
         jobs.iter().map(|j| j.elapsed_s).max().unwrap_or(0) as f64,

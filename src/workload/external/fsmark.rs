@@ -17,7 +17,7 @@
 //! run's normal end, kept in [`FsMarkOutput::fill_stopped`].
 
 use super::{FS_MARK, ParseError, numbered_lines, run_child, unreadable};
-use crate::model::{Direction, Metric, Unit};
+use crate::model::{Direction, Metric, MetricKind, Unit};
 use crate::workload::fsmark::FsMarkOptions;
 use crate::workload::{Measurements, RunContext, Workload, WorkloadError};
 use std::path::{Path, PathBuf};
@@ -301,7 +301,8 @@ impl FsMarkOutput {
                 self.rows.iter().map(|r| r.files_per_sec / n).sum::<f64>(),
                 Unit::FilesPerSec,
                 HigherIsBetter,
-            ),
+            )
+            .headline(),
             Metric::new(
                 "app_overhead_us",
                 overhead_us / n,
@@ -324,7 +325,8 @@ impl FsMarkOutput {
                 self.rows.last().map_or(0.0, |r| r.fs_use_pct as f64),
                 Unit::Percent,
                 Neutral,
-            ),
+            )
+            .kind(MetricKind::Share),
         ];
         if self.verbose {
             for (k, (_, op)) in VERBOSE_OPS.iter().enumerate() {
@@ -347,12 +349,15 @@ impl FsMarkOutput {
                 ));
                 let max_us = times.iter().map(|t| t.max_us).max().unwrap_or(0);
                 if max_us > 0 {
-                    m.push(Metric::new(
-                        format!("{op}_lat_ns_max"),
-                        max_us as f64 * 1e3,
-                        Unit::Nanoseconds,
-                        LowerIsBetter,
-                    ));
+                    m.push(
+                        Metric::new(
+                            format!("{op}_lat_ns_max"),
+                            max_us as f64 * 1e3,
+                            Unit::Nanoseconds,
+                            LowerIsBetter,
+                        )
+                        .kind(MetricKind::Max),
+                    );
                 }
             }
         }

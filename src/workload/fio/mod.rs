@@ -24,7 +24,7 @@ pub mod rand;
 pub mod stats;
 pub mod worker;
 
-use crate::model::{Direction, HistogramRecord, Metric, Unit};
+use crate::model::{Direction, HistogramRecord, Metric, MetricKind, Unit};
 use crate::plan::jobfile::{self, JobFileError, JobSet, JobSpec, Sources};
 use crate::probe::clock::Nanos;
 use crate::workload::{Measurements, RunContext, Workload, WorkloadError};
@@ -342,8 +342,20 @@ pub fn measurements(run: &FioRun) -> Measurements {
     let reads = run.set.jobs.iter().any(|j| j.rw.reads());
     let writes = run.set.jobs.iter().any(|j| j.rw.writes());
     let mut m = Measurements::default();
+    // Every metric declares its kind; the headline ones (each direction's IOPS and clat p99)
+    // are what a comparison gates on.
     let push = |m: &mut Measurements, name: String, v: f64, u: Unit, d: Direction| {
-        m.metrics.push(Metric::new(name, v, u, d));
+        let kind = if name.ends_with("_max") {
+            MetricKind::Max
+        } else if name.ends_with("_p99") {
+            MetricKind::Tail
+        } else {
+            MetricKind::default_for(d)
+        };
+        let metric = Metric::new(name, v, u, d).kind(kind);
+        let headline = metric.name.ends_with("_iops") || metric.name.ends_with("_clat_ns_p99");
+        m.metrics
+            .push(if headline { metric.headline() } else { metric });
     };
     for (di, dname, used) in [(READ, "read", reads), (WRITE, "write", writes)] {
         if !used {
@@ -425,20 +437,11 @@ pub fn measurements(run: &FioRun) -> Measurements {
         }
     }
     let (usr, sys) = cpu_percent(&all);
-    push(
-        &mut m,
-        "usr_cpu".into(),
-        usr,
-        Unit::Percent,
-        Direction::LowerIsBetter,
-    );
-    push(
-        &mut m,
-        "sys_cpu".into(),
-        sys,
-        Unit::Percent,
-        Direction::LowerIsBetter,
-    );
+    // CPU shares are shown, never judged (the README's promise): neutral.
+    for (name, v) in [("usr_cpu", usr), ("sys_cpu", sys)] {
+        m.metrics
+            .push(Metric::new(name, v, Unit::Percent, Direction::Neutral).kind(MetricKind::Share));
+    }
     push(
         &mut m,
         "elapsed".into(),

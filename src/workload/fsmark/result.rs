@@ -7,7 +7,7 @@
 //! (files / wall time, latency percentiles from nanosecond histograms). This module must never
 //! do I/O or read a clock.
 
-use crate::model::{Direction, HistogramRecord, Metric, Unit};
+use crate::model::{Direction, HistogramRecord, Metric, MetricKind, Unit};
 use crate::probe::clock::Nanos;
 use crate::probe::histogram::Histogram;
 use crate::workload::Measurements;
@@ -353,7 +353,8 @@ impl FsMarkResult {
                 self.iterations.iter().map(|i| i.files_per_sec).sum::<f64>() / n,
                 Unit::FilesPerSec,
                 HigherIsBetter,
-            ),
+            )
+            .headline(),
             Metric::new(
                 "files_per_sec_wall",
                 rate(files, self.timed_wall_ns()),
@@ -388,22 +389,26 @@ impl FsMarkResult {
                 self.iterations.last().map_or(0.0, |i| i.fs_use_pct as f64),
                 Unit::Percent,
                 Neutral,
-            ),
+            )
+            .kind(MetricKind::Share),
         ];
         for (op, s) in self.op_stats() {
             let name = op.name();
-            for (suffix, v) in [
-                ("p50", s.p50_ns as f64),
-                ("p99", s.p99_ns as f64),
-                ("max", s.max_ns as f64),
-                ("mean", s.mean_ns),
+            for (suffix, v, kind) in [
+                ("p50", s.p50_ns as f64, MetricKind::Mean),
+                ("p99", s.p99_ns as f64, MetricKind::Tail),
+                ("max", s.max_ns as f64, MetricKind::Max),
+                ("mean", s.mean_ns, MetricKind::Mean),
             ] {
-                m.push(Metric::new(
-                    format!("{name}_lat_ns_{suffix}"),
-                    v,
-                    Unit::Nanoseconds,
-                    LowerIsBetter,
-                ));
+                m.push(
+                    Metric::new(
+                        format!("{name}_lat_ns_{suffix}"),
+                        v,
+                        Unit::Nanoseconds,
+                        LowerIsBetter,
+                    )
+                    .kind(kind),
+                );
             }
         }
         m
