@@ -11,6 +11,7 @@ pub mod compare;
 pub mod model;
 pub mod plan;
 pub mod probe;
+pub mod queue;
 pub mod report;
 pub mod store;
 pub mod target;

@@ -8,7 +8,8 @@ use super::postgres::{PgStore, ScratchDatabase};
 use super::sqlite::SqliteStore;
 use super::{NewRun, NewSample, RunFilter, Selector, Store, StoreError, StoredProfile};
 use crate::model::{
-    Direction, Environment, HistogramRecord, Metric, RunStatus, SampleStatus, TargetFacts, Unit,
+    Direction, Environment, HistogramRecord, Metric, MetricKind, RunStatus, SampleStatus,
+    TargetFacts, Unit,
 };
 use chrono::{Duration as ChronoDuration, Utc};
 use std::collections::BTreeMap;
@@ -101,7 +102,15 @@ fn sample(test: &str, rep: u32, value: f64) -> NewSample {
                 value,
                 Unit::FilesPerSec,
                 Direction::HigherIsBetter,
-            ),
+            )
+            .headline(),
+            Metric::new(
+                "create_lat_ns_p99",
+                900.0,
+                Unit::Nanoseconds,
+                Direction::LowerIsBetter,
+            )
+            .kind(MetricKind::Tail),
             Metric::new(
                 "app_overhead_us",
                 12.25,
@@ -297,7 +306,7 @@ fn concurrent_writers_lose_nothing(b: &dyn Backend) {
     });
     let back = b.open().samples(run).unwrap();
     assert_eq!(back.len(), 100);
-    assert!(back.iter().all(|s| s.sample.metrics.len() == 3));
+    assert!(back.iter().all(|s| s.sample.metrics.len() == 4));
 }
 
 macro_rules! on_both_backends {

@@ -7,7 +7,7 @@
 //! is the one other room that talks to the PostgreSQL connection). This room must never compute statistics.
 
 #[cfg(test)]
-mod conformance;
+pub(crate) mod conformance;
 pub mod postgres;
 pub mod selector;
 pub mod sqlite;

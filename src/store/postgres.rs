@@ -2,7 +2,7 @@
 //!
 //! Why: a lab's machines write their runs into one database that everybody compares across, and
 //! the fleet's job queue (`crate::queue`) lives beside the runs in the same database. The tables
-//! mirror the SQLite store's schema versions 1 and 2 (same tables, same semantics: a run is
+//! mirror the SQLite store's schema versions 1 to 3 (same tables, same semantics: a run is
 //! `running` until it ends, one transaction per sample); the schema version and the application
 //! are kept in `fsdelta_meta`, and migrations run in one transaction under an advisory lock, so
 //! two agents opening a new database at once cannot both migrate.
@@ -23,7 +23,8 @@ use super::{
     StoredProfile,
 };
 use crate::model::{
-    Direction, Environment, HistogramRecord, Metric, RunStatus, SampleStatus, TargetFacts, Unit,
+    Direction, Environment, HistogramRecord, Metric, MetricKind, RunStatus, SampleStatus,
+    TargetFacts, Unit,
 };
 use chrono::{DateTime, Utc};
 use postgres::error::SqlState;
@@ -37,7 +38,7 @@ use std::time::{Duration, Instant};
 /// The application name kept in `fsdelta_meta`; a database saying anything else is refused.
 pub const APPLICATION: &str = "fsdelta";
 
-/// Store schema migrations, in order, mirroring the SQLite store's versions 1 and 2; migration
+/// Store schema migrations, in order, mirroring the SQLite store's versions 1 to 3; migration
 /// `i` moves `store_version` from `i` to `i + 1`.
 const MIGRATIONS: &[&str] = &[
     // 1: runs, samples, metrics, histograms.
@@ -102,6 +103,12 @@ const MIGRATIONS: &[&str] = &[
         format TEXT NOT NULL,
         data BYTEA NOT NULL
     );",
+    // 3: what kind of number a metric is and whether it is a headline metric, as the workload
+    // declared (issue 11); rows of older versions keep NULL and are read with
+    // `Metric::legacy_kind`.
+    "ALTER TABLE metrics ADD COLUMN kind TEXT
+        CHECK (kind IN ('throughput', 'mean', 'tail', 'max', 'count', 'share'));
+    ALTER TABLE metrics ADD COLUMN headline BOOLEAN NOT NULL DEFAULT false;",
 ];
 
 /// The newest store schema version this build writes (the SQLite store's numbering).
@@ -718,10 +725,13 @@ fn insert_sample(
             .iter()
             .map(|m| m.direction.as_str())
             .collect();
+        let kinds: Vec<&str> = sample.metrics.iter().map(|m| m.kind.as_str()).collect();
+        let headline: Vec<bool> = sample.metrics.iter().map(|m| m.headline).collect();
         tx.execute(
-            "INSERT INTO metrics (sample_id, position, name, value, unit, direction)
-             SELECT $1, * FROM unnest($2::int4[], $3::text[], $4::float8[], $5::text[], $6::text[])",
-            &[&id, &pos, &names, &values, &units, &dirs],
+            "INSERT INTO metrics (sample_id, position, name, value, unit, direction, kind, headline)
+             SELECT $1, * FROM unnest($2::int4[], $3::text[], $4::float8[], $5::text[], $6::text[],
+                                      $7::text[], $8::bool[])",
+            &[&id, &pos, &names, &values, &units, &dirs, &kinds, &headline],
         )?;
     }
     for h in &sample.histograms {
@@ -865,7 +875,7 @@ impl Store for PgStore {
         let (metric_rows, hist_rows, sample_rows) = self.with(|c, _| {
             let mut tx = c.build_transaction().read_only(true).start()?;
             let m = tx.query(
-                "SELECT m.sample_id, m.name, m.value, m.unit, m.direction
+                "SELECT m.sample_id, m.name, m.value, m.unit, m.direction, m.kind, m.headline
                  FROM metrics m JOIN samples s ON s.id = m.sample_id
                  WHERE s.run_id = $1 ORDER BY m.sample_id, m.position",
                 &[&run],
@@ -889,11 +899,19 @@ impl Store for PgStore {
         for r in &metric_rows {
             let unit: &str = r.get(3);
             let dir: &str = r.get(4);
+            let name: String = r.get(1);
+            let direction = dir.parse::<Direction>().map_err(corrupt)?;
+            let kind = match r.get::<_, Option<&str>>(5) {
+                Some(k) => k.parse::<MetricKind>().map_err(corrupt)?,
+                None => Metric::legacy_kind(&name, direction),
+            };
             metrics.entry(r.get(0)).or_default().push(Metric {
-                name: r.get(1),
+                name,
                 value: r.get(2),
                 unit: unit.parse::<Unit>().map_err(corrupt)?,
-                direction: dir.parse::<Direction>().map_err(corrupt)?,
+                direction,
+                kind,
+                headline: r.get(6),
             });
         }
         let mut histograms: BTreeMap<i64, Vec<HistogramRecord>> = BTreeMap::new();
