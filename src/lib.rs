@@ -13,6 +13,7 @@ pub mod plan;
 pub mod probe;
 pub mod queue;
 pub mod report;
+pub mod runner;
 pub mod store;
 pub mod target;
 pub mod workload;

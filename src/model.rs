@@ -522,6 +522,10 @@ pub struct NewSample {
     pub test: String,
     /// Repetition, from 1.
     pub repetition: u32,
+    /// Position of the sample in its run (from 1, in the order samples started; 0 for samples
+    /// stored before positions were recorded or imported from elsewhere).
+    #[serde(default)]
+    pub sequence: u32,
     /// Where it ran.
     pub facts: TargetFacts,
     /// Ok or failed.
@@ -550,6 +554,16 @@ pub struct SampleRecord {
     /// Everything stored.
     #[serde(flatten)]
     pub sample: NewSample,
+}
+
+/// A CPU profile of a sample at rest: its format name and its bytes. The store keeps them
+/// opaque; `probe::profile` writes and reads the format (compressed folded stacks).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoredProfile {
+    /// Format name (`folded-gz-v1`).
+    pub format: String,
+    /// The encoded profile.
+    pub data: Vec<u8>,
 }
 
 /// A value at rest that this version does not understand.

@@ -179,6 +179,7 @@ fn sample(rep: u32, files_per_sec: f64) -> NewSample {
         config: "scratch".into(),
         test: "emptyfiles".into(),
         repetition: rep,
+        sequence: 0,
         facts: TargetFacts {
             fs_type: "btrfs".into(),
             path: "/mnt/t".into(),

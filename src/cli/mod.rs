@@ -112,6 +112,17 @@ pub enum EngineChoice {
     External,
 }
 
+/// `run --order`.
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum OrderChoice {
+    /// Rotate the configurations by one position every repetition.
+    Rotate,
+    /// Shuffle configurations and tests every repetition (seeded, recorded).
+    Random,
+    /// File and suite order every repetition.
+    Fixed,
+}
+
 /// Output format of `history`.
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
 pub enum HistoryFormat {
@@ -343,6 +354,14 @@ pub struct RunArgs {
     /// Most repetitions with --until-confident.
     #[arg(long, value_name = "N", default_value_t = 10)]
     pub max_repeat: u32,
+    /// Order of configurations (and, for random, of tests) within each repetition: rotate
+    /// (every configuration takes every position in turn), random (shuffled with --seed,
+    /// recorded), or fixed (file order, as before).
+    #[arg(long, value_enum, default_value_t = OrderChoice::Rotate)]
+    pub order: OrderChoice,
+    /// Seed of --order random (default: taken from the clock and recorded with every sample).
+    #[arg(long)]
+    pub seed: Option<u64>,
     /// No progress output.
     #[arg(short, long)]
     pub quiet: bool,
@@ -352,43 +371,47 @@ pub struct RunArgs {
     pub db: DbArg,
 }
 
-/// Verdict margins, in percent.
+/// Verdict margins, in percent. Each is `None` unless typed, so that a typed value wins over
+/// a suite file's `[margins]` even when it equals the default (resolved once, in
+/// [`MarginArgs::resolve`]).
 #[derive(Debug, Clone, Args)]
 pub struct MarginArgs {
-    /// Smallest change worth reporting, percent.
-    #[arg(long, value_name = "PCT", default_value_t = 100.0 * crate::compare::verdict::DEFAULT_EPS)]
-    pub eps: f64,
-    /// "Unchanged" band for throughput and mean metrics, percent.
-    #[arg(long, value_name = "PCT", default_value_t = 100.0 * crate::compare::verdict::DEFAULT_DELTA_THROUGHPUT)]
-    pub delta: f64,
-    /// "Unchanged" band for tail percentiles (p90 and up), percent.
-    #[arg(long, value_name = "PCT", default_value_t = 100.0 * crate::compare::verdict::DEFAULT_DELTA_TAIL)]
-    pub delta_tail: f64,
-    /// "Unchanged" band for maxima, percent.
-    #[arg(long, value_name = "PCT", default_value_t = 100.0 * crate::compare::verdict::DEFAULT_DELTA_MAX)]
-    pub delta_max: f64,
+    /// Smallest change worth reporting, percent [default: 2].
+    #[arg(long, value_name = "PCT")]
+    pub eps: Option<f64>,
+    /// "Unchanged" band for throughput and mean metrics, percent [default: 5].
+    #[arg(long, value_name = "PCT")]
+    pub delta: Option<f64>,
+    /// "Unchanged" band for tail percentiles (p90 and up), percent [default: 10].
+    #[arg(long, value_name = "PCT")]
+    pub delta_tail: Option<f64>,
+    /// "Unchanged" band for maxima, percent [default: 20].
+    #[arg(long, value_name = "PCT")]
+    pub delta_max: Option<f64>,
 }
 
 impl MarginArgs {
-    /// statistics.md's defaults, in percent.
-    pub fn defaults() -> MarginArgs {
+    /// The margins as fractions, for `compare::verdict`: what was typed, else what the suite
+    /// file says, else statistics.md's defaults.
+    pub fn resolve(
+        &self,
+        suite: &crate::plan::suite::SuiteMargins,
+    ) -> crate::compare::verdict::Margins {
         use crate::compare::verdict as v;
-        MarginArgs {
-            eps: 100.0 * v::DEFAULT_EPS,
-            delta: 100.0 * v::DEFAULT_DELTA_THROUGHPUT,
-            delta_tail: 100.0 * v::DEFAULT_DELTA_TAIL,
-            delta_max: 100.0 * v::DEFAULT_DELTA_MAX,
+        let pick = |typed: Option<f64>, from_suite: Option<f64>, default: f64| {
+            typed.or(from_suite).map_or(default, |pct| pct / 100.0)
+        };
+        v::Margins {
+            eps: pick(self.eps, suite.eps, v::DEFAULT_EPS),
+            delta_throughput: pick(self.delta, suite.delta, v::DEFAULT_DELTA_THROUGHPUT),
+            delta_tail: pick(self.delta_tail, suite.delta_tail, v::DEFAULT_DELTA_TAIL),
+            delta_max: pick(self.delta_max, suite.delta_max, v::DEFAULT_DELTA_MAX),
         }
     }
 
-    /// As fractions, for `compare::verdict`.
+    /// The margins with no suite file: typed, else the defaults.
     pub fn margins(&self) -> crate::compare::verdict::Margins {
-        crate::compare::verdict::Margins {
-            eps: self.eps / 100.0,
-            delta_throughput: self.delta / 100.0,
-            delta_tail: self.delta_tail / 100.0,
-            delta_max: self.delta_max / 100.0,
-        }
+        self.resolve(&crate::plan::suite::SuiteMargins::default())
     }
 }
 
@@ -492,5 +515,30 @@ pub fn main() -> i32 {
             eprintln!("fsdelta: {e:#}");
             EXIT_ERROR
         }
+    }
+}
+
+#[cfg(test)]
+mod margin_tests {
+    use super::*;
+    use crate::plan::suite::SuiteMargins;
+
+    #[test]
+    fn a_typed_margin_wins_over_the_suite_file_even_when_it_equals_the_default() {
+        let typed = MarginArgs {
+            eps: Some(2.0),
+            delta: None,
+            delta_tail: None,
+            delta_max: None,
+        };
+        let suite = SuiteMargins {
+            eps: Some(5.0),
+            delta: Some(7.0),
+            ..SuiteMargins::default()
+        };
+        let m = typed.resolve(&suite);
+        assert!((m.eps - 0.02).abs() < 1e-12);
+        assert!((m.delta_throughput - 0.07).abs() < 1e-12);
+        assert!((m.delta_tail - crate::compare::verdict::DEFAULT_DELTA_TAIL).abs() < 1e-12);
     }
 }

@@ -1,6 +1,6 @@
 //! Profiles at the command-line edge: `fsdelta profile SEL --test NAME` (top symbols),
-//! `fsdelta compare ... --profile` (symbol deltas and a hint under the verdicts), and
-//! [`RunProfiler`], which `fsdelta run --profile` calls around each workload.
+//! `fsdelta compare ... --profile` (symbol deltas and a hint under the verdicts), and the
+//! `--profile` flag of `fsdelta run` (the runner records the profiles).
 //!
 //! Why a file of its own: the run loop and `compare` must stay readable, so everything that
 //! profiling adds to them lives here behind a few calls. Like the rest of `cli`, it must never
@@ -9,10 +9,10 @@
 
 use super::{CompareArgs, CompareFormat, DbArg, EXIT_OK, query};
 use crate::compare::verdict::Verdict;
-use crate::probe::profile::{self as probe, Profile, ProfileError, Recorder, Recording};
+use crate::probe::profile::Profile;
 use crate::report;
 use crate::report::compare::Judged;
-use crate::store::{self, RunInfo, SampleId, SampleRecord, Store};
+use crate::store::{self, RunInfo, SampleRecord, Store};
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 use std::fmt::Write;
@@ -30,83 +30,12 @@ pub enum ProfileMode {
     Optional,
 }
 
-/// Records a profile around each workload of `fsdelta run --profile` and stores it with the
-/// sample. The run loop calls [`start`](Self::start) and [`stop`](Self::stop) around the
-/// workload, then [`store`](Self::store) once the sample has its id; folding (`perf script`)
-/// happens there, outside the sample's timing and counters.
-pub struct RunProfiler {
-    mode: ProfileMode,
-    recorder: Option<Recorder>,
-    pending: Option<Result<Recording, ProfileError>>,
-    /// Optional profiling failed once: no more profiles in this run.
-    gave_up: bool,
-}
-
-impl RunProfiler {
-    /// A profiler for `mode`, or `None` when profiles were not asked for (or are optional and
-    /// this machine cannot record them, which is said once here). Checks perf before the run
-    /// starts, so that a missing perf fails fast.
-    pub fn new(mode: Option<ProfileMode>) -> Result<Option<RunProfiler>> {
-        let Some(mode) = mode else {
-            return Ok(None);
-        };
-        match probe::check() {
-            Ok(()) => Ok(Some(RunProfiler {
-                mode,
-                recorder: None,
-                pending: None,
-                gave_up: false,
-            })),
-            Err(e) if mode == ProfileMode::Optional => {
-                eprintln!("fsdelta: --profile=optional: this run records no profiles: {e}");
-                Ok(None)
-            }
-            Err(e) => Err(anyhow::Error::from(e).context("--profile")),
-        }
-    }
-
-    /// Whether the samples of repetition `rep` (from 1) are profiled.
-    pub fn wants(&self, rep: u32) -> bool {
-        !self.gave_up && (self.mode != ProfileMode::First || rep == 1)
-    }
-
-    /// Start perf; call right before the workload.
-    pub fn start(&mut self) {
-        self.recorder = None;
-        self.pending = None;
-        match Recorder::start() {
-            Ok(r) => self.recorder = Some(r),
-            Err(e) => self.pending = Some(Err(e)),
-        }
-    }
-
-    /// Stop perf; call right after the workload.
-    pub fn stop(&mut self) {
-        if let Some(r) = self.recorder.take() {
-            self.pending = Some(r.stop());
-        }
-    }
-
-    /// Fold what was recorded and store it with `sample`. With `--profile=optional` a failure
-    /// is said once and profiling stops for the rest of the run; otherwise it is an error.
-    pub fn store(&mut self, store: &mut dyn Store, sample: SampleId) -> Result<()> {
-        let Some(recorded) = self.pending.take() else {
-            return Ok(());
-        };
-        match recorded.and_then(Recording::fold) {
-            Ok(p) => store
-                .add_profile(sample, &p.encode())
-                .with_context(|| format!("storing the profile of sample {sample}")),
-            Err(e) if self.mode == ProfileMode::Optional => {
-                eprintln!(
-                    "fsdelta: --profile=optional: no more profiles in this run after: {e}"
-                );
-                self.gave_up = true;
-                Ok(())
-            }
-            Err(e) => Err(anyhow::Error::from(e).context(format!(
-                "profiling sample {sample} (it is stored; --profile=optional goes on without profiles)"
-            ))),
+impl From<ProfileMode> for crate::runner::ProfileMode {
+    fn from(m: ProfileMode) -> Self {
+        match m {
+            ProfileMode::Always => crate::runner::ProfileMode::Always,
+            ProfileMode::First => crate::runner::ProfileMode::First,
+            ProfileMode::Optional => crate::runner::ProfileMode::Optional,
         }
     }
 }

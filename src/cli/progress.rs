@@ -3,9 +3,8 @@
 //! from the measured duration of its finished repetitions, and the last sample's headline number;
 //! otherwise a plain line per sample on standard error; nothing with `--quiet`.
 //!
-//! Workloads only emit events ([`ProgressSink`]); they never draw.
+//! The runner only emits events (`runner::Event`); `cli::run` turns them into these calls.
 
-use crate::workload::ProgressSink;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::collections::HashMap;
 use std::io::IsTerminal;
@@ -24,17 +23,6 @@ pub enum Progress {
     Lines,
     /// Nothing.
     Quiet,
-}
-
-/// Phase events of a running workload, shown as the bar's message.
-pub struct BarSink<'a>(Option<&'a ProgressBar>);
-
-impl ProgressSink for BarSink<'_> {
-    fn phase(&self, what: &str) {
-        if let Some(b) = self.0 {
-            b.set_message(format!("running: {what}"));
-        }
-    }
 }
 
 impl Progress {
@@ -90,9 +78,11 @@ impl Progress {
         }
     }
 
-    /// The event sink for the running sample.
-    pub fn sink(&self, config: &str, test: &str) -> BarSink<'_> {
-        BarSink(self.bar(config, test))
+    /// A running workload entered a phase: shown as the bar's message.
+    pub fn phase(&self, config: &str, test: &str, what: &str) {
+        if let Some(b) = self.bar(config, test) {
+            b.set_message(format!("running: {what}"));
+        }
     }
 
     /// A sample ended: `line` for the log, `headline` for the bar.
@@ -117,6 +107,16 @@ impl Progress {
             }
             Progress::Lines => eprintln!("{line}"),
             Progress::Quiet => {}
+        }
+    }
+
+    /// A warning: above the bars, or on standard error (also with `--quiet`).
+    pub fn warn(&self, line: &str) {
+        match self {
+            Progress::Bars { multi, .. } => {
+                let _ = multi.println(line);
+            }
+            Progress::Lines | Progress::Quiet => eprintln!("{line}"),
         }
     }
 

@@ -7,8 +7,8 @@ use super::changepoint::{self, ChangePoint, Options, Segment};
 use super::stats;
 use super::verdict::MetricClass;
 use crate::model::MetricKind;
+use crate::model::{RunInfo, SampleRecord};
 use crate::model::{SampleStatus, Unit};
-use crate::store::{RunInfo, SampleRecord};
 use serde::Serialize;
 
 /// One run's value of the metric.
@@ -139,8 +139,8 @@ pub fn build(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::NewSample;
     use crate::model::{Direction, Environment, Metric, RunStatus, TargetFacts};
-    use crate::store::NewSample;
 
     #[test]
     fn globs_match_like_a_shell() {
@@ -173,6 +173,7 @@ mod tests {
                     config: "scratch".into(),
                     test: "t".into(),
                     repetition: i as u32 + 1,
+                    sequence: 0,
                     facts: TargetFacts::default(),
                     status: SampleStatus::Ok,
                     error: None,

@@ -10,8 +10,8 @@ pub mod history;
 pub mod stats;
 pub mod verdict;
 
+use crate::model::SampleRecord;
 use crate::model::{Direction, MetricKind, SampleStatus, Unit};
-use crate::store::SampleRecord;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -256,8 +256,8 @@ pub fn pair(base: &[Series], cur: &[Series], across_configs: bool) -> Vec<Paired
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::NewSample;
     use crate::model::{Metric, TargetFacts};
-    use crate::store::NewSample;
 
     fn rec(test: &str, status: SampleStatus, metrics: &[(&str, f64)]) -> SampleRecord {
         SampleRecord {
@@ -267,6 +267,7 @@ mod tests {
                 config: "scratch".into(),
                 test: test.into(),
                 repetition: 1,
+                sequence: 0,
                 facts: TargetFacts::default(),
                 status,
                 error: None,

@@ -14,7 +14,7 @@
 //! removed when the [`Recording`] is folded or dropped (or, after a kill -9, by the next
 //! profiled run: [`remove_stale`]).
 
-use crate::store::StoredProfile;
+use crate::model::StoredProfile;
 use flate2::Compression;
 use flate2::read::GzDecoder;
 use flate2::write::GzEncoder;

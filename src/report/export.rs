@@ -4,7 +4,7 @@
 //! Pure renderers returning bytes; they must never read the store themselves. The JSON layout is a
 //! contract for users' scripts: bump [`EXPORT_SCHEMA_VERSION`] on any incompatible change.
 
-use crate::store::{RunInfo, SampleRecord};
+use crate::model::{RunInfo, SampleRecord};
 use serde::Serialize;
 
 /// Version of the JSON export layout.

@@ -5,7 +5,7 @@
 
 use crate::compare::{Paired, Series};
 use crate::model::{Direction, SampleStatus};
-use crate::store::{RunInfo, SampleRecord};
+use crate::model::{RunInfo, SampleRecord};
 use std::fmt::Write;
 
 /// Width of the metric-name column.

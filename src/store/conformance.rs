@@ -81,6 +81,7 @@ fn sample(test: &str, rep: u32, value: f64) -> NewSample {
         config: "scratch".into(),
         test: test.into(),
         repetition: rep,
+        sequence: rep + 10,
         facts: TargetFacts {
             fs_type: "ext4".into(),
             path: "/tmp/x".into(),
@@ -164,6 +165,7 @@ fn round_trip(b: &dyn Backend) {
     assert_eq!(back[0].sample.histograms, a.histograms);
     assert_eq!(back[0].sample.facts, a.facts);
     assert_eq!(back[0].sample.workload, a.workload);
+    assert_eq!(back[0].sample.sequence, a.sequence);
     assert_eq!(
         back[0].sample.started_at.timestamp_micros(),
         a.started_at.timestamp_micros()

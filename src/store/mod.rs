@@ -8,6 +8,7 @@
 
 #[cfg(test)]
 pub(crate) mod conformance;
+pub mod memory;
 pub mod postgres;
 pub mod selector;
 pub mod sqlite;
@@ -15,19 +16,9 @@ pub mod sqlite;
 pub use selector::Selector;
 
 use crate::model::RunStatus;
-pub use crate::model::{NewRun, NewSample, RunId, RunInfo, SampleId, SampleRecord};
+pub use crate::model::{NewRun, NewSample, RunId, RunInfo, SampleId, SampleRecord, StoredProfile};
 use chrono::{DateTime, Utc};
 use std::path::{Path, PathBuf};
-
-/// A CPU profile of a sample at rest: its format name and its bytes. The store keeps them
-/// opaque; `probe::profile` writes and reads the format (compressed folded stacks).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct StoredProfile {
-    /// Format name (`folded-gz-v1`).
-    pub format: String,
-    /// The encoded profile.
-    pub data: Vec<u8>,
-}
 
 /// Filter for listing runs.
 #[derive(Clone, Debug, Default)]

@@ -2,7 +2,7 @@
 //!
 //! Why: a lab's machines write their runs into one database that everybody compares across, and
 //! the fleet's job queue (`crate::queue`) lives beside the runs in the same database. The tables
-//! mirror the SQLite store's schema versions 1 to 3 (same tables, same semantics: a run is
+//! mirror the SQLite store's schema versions 1 to 4 (same tables, same semantics: a run is
 //! `running` until it ends, one transaction per sample); the schema version and the application
 //! are kept in `fsdelta_meta`, and migrations run in one transaction under an advisory lock, so
 //! two agents opening a new database at once cannot both migrate.
@@ -38,7 +38,7 @@ use std::time::{Duration, Instant};
 /// The application name kept in `fsdelta_meta`; a database saying anything else is refused.
 pub const APPLICATION: &str = "fsdelta";
 
-/// Store schema migrations, in order, mirroring the SQLite store's versions 1 to 3; migration
+/// Store schema migrations, in order, mirroring the SQLite store's versions 1 to 4; migration
 /// `i` moves `store_version` from `i` to `i + 1`.
 const MIGRATIONS: &[&str] = &[
     // 1: runs, samples, metrics, histograms.
@@ -109,6 +109,8 @@ const MIGRATIONS: &[&str] = &[
     "ALTER TABLE metrics ADD COLUMN kind TEXT
         CHECK (kind IN ('throughput', 'mean', 'tail', 'max', 'count', 'share'));
     ALTER TABLE metrics ADD COLUMN headline BOOLEAN NOT NULL DEFAULT false;",
+    // 4: each sample's position in its run (issue 12: the order is part of the evidence).
+    "ALTER TABLE samples ADD COLUMN sequence BIGINT NOT NULL DEFAULT 0;",
 ];
 
 /// The newest store schema version this build writes (the SQLite store's numbering).
@@ -693,8 +695,9 @@ fn insert_sample(
     let id: i64 = tx
         .query_one(
             "INSERT INTO samples (run_id, config, test, repetition, fs_type, path, device,
-                 mount_options, mkfs_options, facts, status, error, started_at, duration_s, workload)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+                 mount_options, mkfs_options, facts, status, error, started_at, duration_s, workload,
+                 sequence)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
              RETURNING id",
             &[
                 &run,
@@ -712,6 +715,7 @@ fn insert_sample(
                 &sample.started_at,
                 &sample.duration_s,
                 &sample.workload,
+                &(sample.sequence as i64),
             ],
         )?
         .get(0);
@@ -888,7 +892,8 @@ impl Store for PgStore {
             )?;
             let s = tx.query(
                 "SELECT id, config, test, repetition, fs_type, path, device, mount_options,
-                        mkfs_options, facts, status, error, started_at, duration_s, workload
+                        mkfs_options, facts, status, error, started_at, duration_s, workload,
+                        sequence
                  FROM samples WHERE run_id = $1 ORDER BY id",
                 &[&run],
             )?;
@@ -945,6 +950,7 @@ impl Store for PgStore {
                     config: r.get(1),
                     test: r.get(2),
                     repetition: r.get::<_, i64>(3) as u32,
+                    sequence: r.get::<_, i64>(15) as u32,
                     facts: TargetFacts {
                         fs_type: r.get(4),
                         path: r.get(5),

@@ -94,6 +94,8 @@ const MIGRATIONS: &[&str] = &[
     "ALTER TABLE metrics ADD COLUMN kind TEXT
         CHECK (kind IN ('throughput', 'mean', 'tail', 'max', 'count', 'share'));
     ALTER TABLE metrics ADD COLUMN headline INTEGER NOT NULL DEFAULT 0;",
+    // 4: each sample's position in its run (issue 12: the order is part of the evidence).
+    "ALTER TABLE samples ADD COLUMN sequence INTEGER NOT NULL DEFAULT 0;",
 ];
 
 /// The newest schema version this build writes.
@@ -287,8 +289,9 @@ impl Store for SqliteStore {
             .map_err(backend)?;
         tx.execute(
             "INSERT INTO samples (run_id, config, test, repetition, fs_type, path, device,
-                 mount_options, mkfs_options, facts, status, error, started_at, duration_s, workload)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+                 mount_options, mkfs_options, facts, status, error, started_at, duration_s, workload,
+                 sequence)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
             params![
                 run,
                 sample.config,
@@ -305,6 +308,7 @@ impl Store for SqliteStore {
                 ts(&sample.started_at),
                 sample.duration_s,
                 sample.workload,
+                sample.sequence,
             ],
         )
         .map_err(|e| match e {
@@ -493,7 +497,8 @@ impl Store for SqliteStore {
             .conn
             .prepare_cached(
                 "SELECT id, config, test, repetition, fs_type, path, device, mount_options,
-                        mkfs_options, facts, status, error, started_at, duration_s, workload
+                        mkfs_options, facts, status, error, started_at, duration_s, workload,
+                        sequence
                  FROM samples WHERE run_id = ?1 ORDER BY id",
             )
             .map_err(backend)?;
@@ -515,6 +520,7 @@ impl Store for SqliteStore {
                     r.get::<_, String>(12)?,
                     r.get::<_, f64>(13)?,
                     r.get::<_, String>(14)?,
+                    r.get::<_, u32>(15)?,
                 ))
             })
             .map_err(backend)?;
@@ -536,6 +542,7 @@ impl Store for SqliteStore {
                 started_at,
                 duration_s,
                 workload,
+                sequence,
             ) = row.map_err(backend)?;
             out.push(SampleRecord {
                 id,
@@ -544,6 +551,7 @@ impl Store for SqliteStore {
                     config,
                     test,
                     repetition,
+                    sequence,
                     facts: TargetFacts {
                         fs_type,
                         path,
@@ -628,6 +636,7 @@ mod tests {
             config: "scratch".into(),
             test: test.into(),
             repetition: rep,
+            sequence: 0,
             facts: TargetFacts {
                 fs_type: "ext4".into(),
                 path: "/tmp/x".into(),
@@ -815,7 +824,7 @@ mod tests {
             .query_row("PRAGMA user_version", [], |r| r.get(0))
             .unwrap();
         assert_eq!(version, SCHEMA_VERSION);
-        assert_eq!(SCHEMA_VERSION, 3);
+        assert_eq!(SCHEMA_VERSION, 4);
         let old = s.runs(&RunFilter::default()).unwrap();
         assert_eq!(old.len(), 1);
         assert_eq!(old[0].label, "old");

@@ -11,6 +11,7 @@ pub mod dbench;
 pub mod external;
 pub mod fio;
 pub mod fsmark;
+pub mod null;
 pub mod stream;
 pub mod untar;
 

@@ -6,9 +6,9 @@
 //! when their recorded values differ.
 
 use super::{ConfigFacts, ReportInput, SideInput};
+use crate::model::RunInfo;
 use crate::model::TargetFacts;
 use crate::report::svg::esc;
-use crate::store::RunInfo;
 use std::collections::BTreeSet;
 use std::fmt::Write;
 

@@ -19,10 +19,10 @@ mod header;
 use crate::compare::SeriesKey;
 use crate::compare::changepoint::{ChangePoint, Scale, Segment};
 use crate::compare::verdict::{Comparison, Summary, Verdict};
+use crate::model::RunInfo;
 use crate::model::{Direction, MetricKind, TargetFacts, Unit};
 use crate::report::svg::{Shape, esc};
 use crate::report::text::fmt_value;
-use crate::store::RunInfo;
 use std::fmt::Write;
 
 /// Everything the report shows, gathered from the store by the CLI edge.

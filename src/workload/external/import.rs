@@ -7,8 +7,8 @@
 
 use super::ParseError;
 use super::fio::{FioJob, FioOutput, measurements_of, parse};
+use crate::model::NewSample;
 use crate::model::{HistogramRecord, Metric, SampleStatus, TargetFacts};
-use crate::store::NewSample;
 use chrono::{DateTime, TimeZone, Utc};
 use std::collections::BTreeMap;
 
@@ -55,6 +55,7 @@ impl ImportedSample {
             config: config.to_string(),
             test: self.test,
             repetition,
+            sequence: 0,
             facts,
             status: if failed {
                 SampleStatus::Failed

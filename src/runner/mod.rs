@@ -1,0 +1,566 @@
+//! The run itself: a [`Plan`] (tests built into workloads, where to run them, how often and in
+//! which order, what to attach), a store, a cancel token and an [`Observer`] in; a
+//! [`RunResult`] out. `fsdelta run`, a fleet agent and a guest kernel in a virtual machine all
+//! call [`run`]; none of them has a loop of its own.
+//!
+//! The loop ([`run`]) goes repetition by repetition; within a repetition the configurations
+//! (and, for `random`, the tests) take the positions [`order::schedule`] gives, so that drift of
+//! the machine and position effects spread over every configuration. The sample step
+//! ([`sample::run_sample`]) measures one test once on one [`site::Site`]; the store write
+//! ([`sample::store_sample`]) keeps it whole or not at all, as soon as it finishes.
+//!
+//! Invariants: a finished sample is stored before the next starts; an interrupted run keeps its
+//! finished samples and ends `aborted`; every site is torn down on every path (success, error,
+//! cancel); a run is never left `running` behind an error of its own. What it must never do:
+//! print, parse flags, open a store by URL, or decide exit codes (the CLI edge does).
+
+pub mod confident;
+pub mod observer;
+pub mod order;
+pub mod profile;
+pub mod sample;
+pub mod site;
+
+pub use observer::{Event, Observer, Recorder, Silent};
+pub use order::Order;
+pub use profile::ProfileMode;
+pub use site::Site;
+
+use crate::compare::{self, verdict::Margins};
+use crate::model::{Environment, NewRun, NewSample, RunId, RunStatus, SampleRecord, SampleStatus};
+use crate::plan::config::ConfigFile;
+use crate::probe::clock::Nanos;
+use crate::store::{RunFilter, Selector, Store, StoreError};
+use crate::target::{self, StateFile, TargetError, scratch::ScratchDir};
+use crate::workload::{CancelToken, Measurements, Workload};
+use chrono::Utc;
+use std::path::PathBuf;
+
+/// One test of a plan, its workload built and checked.
+pub struct PlannedTest {
+    /// The test's name in the suite.
+    pub name: String,
+    /// The workload with its options bound.
+    pub workload: Box<dyn Workload>,
+    /// The command line or options that reproduce it, stored with every sample.
+    pub description: String,
+}
+
+/// Where a plan's samples run.
+pub enum Targets {
+    /// A scratch directory created inside this directory, removed at the end.
+    Scratch(PathBuf),
+    /// Every configuration of a config file; `state` records what is created.
+    Configs {
+        /// The parsed config file.
+        file: ConfigFile,
+        /// The leftover-state file.
+        state: StateFile,
+    },
+}
+
+/// With what the run is compared when it ends.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Baseline {
+    /// Nothing.
+    None,
+    /// The latest earlier complete run of the same suite and configurations, for information.
+    LastComparable,
+    /// These runs (a selector); the comparison gates the exit code.
+    Runs(String),
+}
+
+/// `--until-confident`: add repetitions of unresolved tests up to `max_repeat`.
+#[derive(Clone, Debug)]
+pub struct UntilConfident {
+    /// Most repetitions of a test.
+    pub max_repeat: u32,
+    /// The margins that decide "resolved".
+    pub margins: Margins,
+}
+
+/// Everything a run needs, resolved.
+pub struct Plan {
+    /// Label of the run.
+    pub label: String,
+    /// Suite name.
+    pub suite: String,
+    /// The tests, in suite order.
+    pub tests: Vec<PlannedTest>,
+    /// Where they run.
+    pub targets: Targets,
+    /// Repetitions of every test on every configuration.
+    pub repeat: u32,
+    /// Order of configurations and tests within a repetition.
+    pub order: Order,
+    /// Keep adding repetitions until the headline is resolved.
+    pub until_confident: Option<UntilConfident>,
+    /// Drop the page cache before each sample (as root).
+    pub drop_caches: bool,
+    /// CPU profiles.
+    pub profile: Option<ProfileMode>,
+    /// The closing comparison.
+    pub baseline: Baseline,
+    /// The machine.
+    pub environment: Environment,
+}
+
+/// A test that could not run on a configuration.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Skipped {
+    /// Configuration.
+    pub config: String,
+    /// Test.
+    pub test: String,
+    /// Why.
+    pub why: String,
+}
+
+/// The closing comparison the run asks for: the CLI (or agent) judges and shows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Closing {
+    /// The baseline runs (a selector).
+    pub baseline: String,
+    /// Whether its verdict decides the exit code (`--baseline`), or is for information.
+    pub gating: bool,
+}
+
+/// What a run did.
+#[derive(Debug)]
+pub struct RunResult {
+    /// The run's id.
+    pub run_id: RunId,
+    /// Its label.
+    pub label: String,
+    /// How it ended.
+    pub status: RunStatus,
+    /// Every stored sample, in the order stored.
+    pub samples: Vec<NewSample>,
+    /// Tests that could not run, once per (configuration, test, reason).
+    pub skipped: Vec<Skipped>,
+    /// Why tearing down a target failed (`fsdelta cleanup` retries).
+    pub teardown_error: Option<String>,
+    /// The comparison to show, if any.
+    pub closing: Option<Closing>,
+}
+
+impl RunResult {
+    /// Stored samples that failed.
+    pub fn failed(&self) -> usize {
+        self.samples
+            .iter()
+            .filter(|s| s.status == SampleStatus::Failed)
+            .count()
+    }
+
+    /// The stored samples as records of this run (for summaries).
+    pub fn records(&self) -> Vec<SampleRecord> {
+        self.samples
+            .iter()
+            .cloned()
+            .map(|sample| SampleRecord {
+                id: 0,
+                run_id: self.run_id,
+                sample,
+            })
+            .collect()
+    }
+}
+
+/// Why a run could not start, or stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The plan cannot run (no test, no repetition).
+    #[error("{0}")]
+    Plan(String),
+    /// A target cannot be set up.
+    #[error(transparent)]
+    Target(#[from] TargetError),
+    /// The store refused something.
+    #[error("{what}: {source}")]
+    Store {
+        /// What was being done.
+        what: String,
+        /// The store's error.
+        source: StoreError,
+    },
+    /// Profiling failed.
+    #[error("{0}")]
+    Profile(String),
+    /// The run had started and stopped on an error; its finished samples are kept.
+    #[error("run {run_id} stopped; its finished samples are kept: {source}")]
+    Stopped {
+        /// The run.
+        run_id: RunId,
+        /// Why.
+        source: Box<RunError>,
+    },
+}
+
+fn store_err(what: &str) -> impl FnOnce(StoreError) -> RunError + '_ {
+    move |source| RunError::Store {
+        what: what.to_string(),
+        source,
+    }
+}
+
+/// Build the sites of `targets`, every one checked before any is used (so a missing mkfs
+/// program or a refused device fails the run before its first sample).
+fn sites(targets: &Targets) -> Result<Vec<Site>, RunError> {
+    Ok(match targets {
+        Targets::Scratch(parent) => vec![Site::Scratch(ScratchDir::create_in(parent)?)],
+        Targets::Configs { file, state } => target::targets(file, state)?
+            .into_iter()
+            .map(|t| Site::Configured(Box::new(t)))
+            .collect(),
+    })
+}
+
+/// Undo every site; the first error is returned, naming its configuration.
+fn teardown(sites: Vec<Site>) -> Option<String> {
+    let mut first = None;
+    for s in sites {
+        let name = s.name().to_string();
+        if let Err(e) = s.teardown()
+            && first.is_none()
+        {
+            first = Some(format!(
+                "tearing down config '{name}' (`fsdelta cleanup` retries): {e}"
+            ));
+        }
+    }
+    first
+}
+
+/// The run loop's state between samples.
+struct Loop<'a> {
+    plan: &'a Plan,
+    store: &'a mut dyn Store,
+    cancel: &'a CancelToken,
+    observer: &'a dyn Observer,
+    sites: Vec<Site>,
+    profiler: Option<profile::RunProfiler>,
+    run_id: RunId,
+    stored: Vec<NewSample>,
+    skipped: Vec<Skipped>,
+    sequence: u32,
+}
+
+impl Loop<'_> {
+    /// One sample of test `t` on site `c`, repetition `rep` of `of`. `Ok(false)` when the run
+    /// was interrupted.
+    fn one(&mut self, c: usize, t: usize, rep: u32, of: u32) -> Result<bool, RunError> {
+        if self.cancel.is_cancelled() {
+            return Ok(false);
+        }
+        let test = &self.plan.tests[t];
+        let config = self.sites[c].name().to_string();
+        self.sequence += 1;
+        self.observer.event(Event::SampleStarted {
+            config: config.clone(),
+            test: test.name.clone(),
+            repetition: rep,
+            of,
+        });
+        let started_at = Utc::now();
+        let t0 = Nanos::now();
+        let profiler = self.profiler.as_mut().filter(|p| p.wants(rep));
+        let outcome = sample::run_sample(
+            &mut self.sites[c],
+            &format!("{}-{rep}", test.name),
+            &test.name,
+            test.workload.as_ref(),
+            sample::Step {
+                cancel: self.cancel,
+                observer: self.observer,
+                drop_caches: self.plan.drop_caches,
+                profiler,
+            },
+        );
+        let (mut facts, result) = match outcome {
+            sample::Outcome::Cancelled => return Ok(false),
+            sample::Outcome::Skipped(why) => {
+                self.observer.event(Event::Skipped {
+                    config: config.clone(),
+                    test: test.name.clone(),
+                    repetition: rep,
+                    of,
+                    why: why.clone(),
+                });
+                let s = Skipped {
+                    config,
+                    test: test.name.clone(),
+                    why,
+                };
+                if !self.skipped.contains(&s) {
+                    self.skipped.push(s);
+                }
+                return Ok(true);
+            }
+            sample::Outcome::Done { facts, result } => (facts, result),
+        };
+        facts
+            .extra
+            .insert("order".into(), self.plan.order.to_string());
+        let duration_s = t0.elapsed().as_secs_f64();
+        let (status, error, m) = match result {
+            Ok(m) => (SampleStatus::Ok, None, m),
+            Err(e) => (SampleStatus::Failed, Some(e), Measurements::default()),
+        };
+        let (sample_id, sample) = sample::store_sample(
+            self.store,
+            self.run_id,
+            NewSample {
+                config,
+                test: test.name.clone(),
+                repetition: rep,
+                sequence: self.sequence,
+                facts,
+                status,
+                error,
+                started_at,
+                duration_s,
+                workload: test.description.clone(),
+                metrics: m.metrics,
+                histograms: m.histograms,
+            },
+        )
+        .map_err(store_err("storing a sample"))?;
+        if let Some(p) = self.profiler.as_mut() {
+            p.store(self.store, sample_id, self.observer)?;
+        }
+        self.observer.event(match sample.status {
+            SampleStatus::Ok => Event::SampleEnded {
+                of,
+                headline: headline(&sample),
+                sample: Box::new(sample.clone()),
+            },
+            SampleStatus::Failed => Event::SampleFailed {
+                of,
+                sample: Box::new(sample.clone()),
+            },
+        });
+        self.stored.push(sample);
+        Ok(true)
+    }
+
+    /// Every repetition, then (with until-confident) more where the headline is unresolved.
+    /// `Ok(false)` when interrupted.
+    fn body(&mut self, baseline_series: &[compare::Series]) -> Result<bool, RunError> {
+        let plan = self.plan;
+        let (n_configs, n_tests) = (self.sites.len(), plan.tests.len());
+        for rep in 1..=plan.repeat {
+            for (c, t) in plan.order.schedule(rep, n_configs, n_tests) {
+                if !self.one(c, t, rep, plan.repeat)? {
+                    return Ok(false);
+                }
+            }
+        }
+        let Some(uc) = &plan.until_confident else {
+            return Ok(true);
+        };
+        for rep in plan.repeat + 1..=uc.max_repeat {
+            let pending: Vec<(usize, usize)> = plan
+                .order
+                .schedule(rep, n_configs, n_tests)
+                .into_iter()
+                .filter(|&(c, t)| {
+                    !confident::confident(
+                        &self.stored,
+                        baseline_series,
+                        self.sites[c].name(),
+                        &plan.tests[t].name,
+                        &uc.margins,
+                    )
+                })
+                .collect();
+            if pending.is_empty() {
+                break;
+            }
+            for (c, t) in pending {
+                if !self.one(c, t, rep, uc.max_repeat)? {
+                    return Ok(false);
+                }
+            }
+        }
+        Ok(true)
+    }
+}
+
+/// The headline of a stored sample for progress ("files_per_sec 1234 files/s"): its first
+/// declared headline metric, else its first metric.
+fn headline(s: &NewSample) -> String {
+    s.metrics
+        .iter()
+        .find(|m| m.headline)
+        .or_else(|| s.metrics.first())
+        .map(|m| {
+            format!(
+                "{} {} {}",
+                m.name,
+                crate::report::text::fmt_value(m.value),
+                m.unit
+            )
+        })
+        .unwrap_or_default()
+}
+
+/// Every baseline value of every (configuration, test, metric), for `--until-confident`.
+fn baseline_values(store: &dyn Store, sel: &str) -> Result<Vec<compare::Series>, StoreError> {
+    let runs = store.select(&sel.parse::<Selector>()?)?;
+    let mut samples = Vec::new();
+    for r in runs {
+        samples.extend(store.samples(r.id)?);
+    }
+    let refs: Vec<&SampleRecord> = samples.iter().collect();
+    Ok(compare::series(&refs))
+}
+
+/// The latest earlier complete run of `suite` with exactly the configurations `configs`.
+fn last_comparable(
+    store: &dyn Store,
+    run_id: RunId,
+    suite: &str,
+    configs: &[String],
+) -> Result<Option<RunId>, StoreError> {
+    let mut ours: Vec<&str> = configs.iter().map(String::as_str).collect();
+    ours.sort();
+    ours.dedup();
+    for r in store.runs(&RunFilter::default())? {
+        if r.id >= run_id || r.status != RunStatus::Complete || r.suite != suite {
+            continue;
+        }
+        let samples = store.samples(r.id)?;
+        let mut theirs: Vec<&str> = samples.iter().map(|s| s.sample.config.as_str()).collect();
+        theirs.sort();
+        theirs.dedup();
+        if theirs == ours {
+            return Ok(Some(r.id));
+        }
+    }
+    Ok(None)
+}
+
+/// Run `plan`: set up its sites, record the run, run every sample in the plan's order, store
+/// each as it finishes, tear everything down, and end the run with its status.
+pub fn run(
+    plan: &Plan,
+    store: &mut dyn Store,
+    cancel: &CancelToken,
+    observer: &dyn Observer,
+) -> Result<RunResult, RunError> {
+    if plan.repeat == 0 {
+        return Err(RunError::Plan(
+            crate::plan::PlanError::NoRepetitions.to_string(),
+        ));
+    }
+    if plan.tests.is_empty() {
+        return Err(RunError::Plan("the plan has no test to run".into()));
+    }
+    // Everything that can fail is checked before the run is recorded.
+    let baseline_series = match (&plan.baseline, &plan.until_confident) {
+        (Baseline::Runs(b), Some(_)) => {
+            baseline_values(store, b).map_err(store_err("reading the --baseline runs"))?
+        }
+        (Baseline::Runs(b), None) => {
+            let sel: Selector = b
+                .parse()
+                .map_err(store_err("reading the --baseline selector"))?;
+            store.select(&sel).map_err(store_err("--baseline"))?;
+            Vec::new()
+        }
+        _ => Vec::new(),
+    };
+    let profiler = profile::RunProfiler::new(plan.profile, observer)?;
+    let sites = sites(&plan.targets)?;
+    let names: Vec<String> = sites.iter().map(|s| s.name().to_string()).collect();
+    let run_id = match store.create_run(&NewRun {
+        label: plan.label.clone(),
+        suite: plan.suite.clone(),
+        started_at: Utc::now(),
+        fsdelta_version: env!("CARGO_PKG_VERSION").to_string(),
+        environment: plan.environment.clone(),
+    }) {
+        Ok(id) => id,
+        Err(e) => {
+            let _ = teardown(sites);
+            return Err(store_err("recording the run")(e));
+        }
+    };
+    observer.event(Event::RunStarted {
+        run_id,
+        label: plan.label.clone(),
+        suite: plan.suite.clone(),
+        tests: plan.tests.len(),
+        configs: names.clone(),
+        repetitions: plan.repeat,
+    });
+    let mut lp = Loop {
+        plan,
+        store,
+        cancel,
+        observer,
+        sites,
+        profiler,
+        run_id,
+        stored: Vec::new(),
+        skipped: Vec::new(),
+        sequence: 0,
+    };
+    let body = lp.body(&baseline_series);
+    let Loop {
+        store,
+        sites,
+        stored,
+        skipped,
+        ..
+    } = lp;
+    let teardown_error = teardown(sites);
+    let completed = match body {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = store.finish_run(run_id, RunStatus::Failed, Utc::now());
+            return Err(RunError::Stopped {
+                run_id,
+                source: Box::new(e),
+            });
+        }
+    };
+    let any_failed = stored.iter().any(|s| s.status == SampleStatus::Failed);
+    let status = if !completed {
+        RunStatus::Aborted
+    } else if any_failed || teardown_error.is_some() {
+        RunStatus::Failed
+    } else {
+        RunStatus::Complete
+    };
+    store
+        .finish_run(run_id, status, Utc::now())
+        .map_err(store_err("ending the run"))?;
+    let closing = match (&plan.baseline, status) {
+        (_, RunStatus::Aborted) | (Baseline::None, _) => None,
+        (Baseline::Runs(b), _) => Some(Closing {
+            baseline: b.clone(),
+            gating: true,
+        }),
+        (Baseline::LastComparable, _) => last_comparable(store, run_id, &plan.suite, &names)
+            .ok()
+            .flatten()
+            .map(|id| Closing {
+                baseline: id.to_string(),
+                gating: false,
+            }),
+    };
+    Ok(RunResult {
+        run_id,
+        label: plan.label.clone(),
+        status,
+        samples: stored,
+        skipped,
+        teardown_error,
+        closing,
+    })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,106 @@
+//! Where one configuration's samples run, behind one interface: a scratch directory that removes
+//! itself (`fsdelta run` with no config file), or a configuration of a config file (loop image,
+//! device, tmpfs, existing directory) from `target`.
+//!
+//! Why: the sample step has one path for every kind of target. This file only adapts the
+//! `target` room's types; it must never mount, format or remove anything itself.
+
+use crate::model::{Metric, TargetFacts};
+use crate::target::{self, TargetError, blockstat::BlockStat, env, scratch::ScratchDir};
+use std::path::{Path, PathBuf};
+
+/// What a sample runs in: a fresh, empty directory and the facts read back from the system.
+pub struct Prepared {
+    /// The directory the workload runs in.
+    pub dir: PathBuf,
+    /// Facts of the target for this sample.
+    pub facts: TargetFacts,
+}
+
+/// One configuration's place to run samples.
+pub enum Site {
+    /// A `dir` target fsdelta created, emptied between samples and removed at teardown.
+    Scratch(ScratchDir),
+    /// A configuration of a config file.
+    Configured(Box<target::Target>),
+}
+
+impl Site {
+    /// The configuration's name (`scratch` for the scratch directory).
+    pub fn name(&self) -> &str {
+        match self {
+            Site::Scratch(_) => "scratch",
+            Site::Configured(t) => &t.config().name,
+        }
+    }
+
+    /// Make the sample's directory (`sample` names it inside a scratch directory).
+    pub fn prepare(&mut self, sample: &str) -> Result<Prepared, Box<(TargetFacts, TargetError)>> {
+        match self {
+            Site::Scratch(s) => {
+                let dir = s
+                    .fresh_subdir(sample)
+                    .map_err(|e| Box::new((env::facts_for(s.path()), e)))?;
+                let mut facts = env::facts_for(&dir);
+                facts.extra.insert("config".into(), "scratch".into());
+                Ok(Prepared { dir, facts })
+            }
+            Site::Configured(t) => t
+                .prepare()
+                .map(|p| Prepared {
+                    dir: p.dir,
+                    facts: p.facts,
+                })
+                .map_err(|e| Box::new((TargetFacts::default(), e))),
+        }
+    }
+
+    /// The configuration's `before` hook.
+    pub fn before(&mut self) -> Result<(), TargetError> {
+        match self {
+            Site::Scratch(_) => Ok(()),
+            Site::Configured(t) => t.before_sample(),
+        }
+    }
+
+    /// The configuration's `after` hook.
+    pub fn after(&mut self) -> Result<(), TargetError> {
+        match self {
+            Site::Scratch(_) => Ok(()),
+            Site::Configured(t) => t.after_sample(),
+        }
+    }
+
+    /// The device counters now, when the target has a block device.
+    pub fn counters(&self) -> Option<BlockStat> {
+        match self {
+            Site::Scratch(_) => None,
+            Site::Configured(t) => t.counters().ok().flatten(),
+        }
+    }
+
+    /// The sample is over. `measured`: it produced measurements, so a formatted filesystem is
+    /// unmounted and mounted again, timed (`umount_s`, `mount_s`); a scratch directory empties
+    /// the sample's directory either way.
+    pub fn end_sample(&mut self, dir: &Path, measured: bool) -> Result<Vec<Metric>, TargetError> {
+        match self {
+            Site::Scratch(s) => {
+                let _ = s.discard_subdir(dir);
+                Ok(Vec::new())
+            }
+            Site::Configured(t) if measured => t.finish_sample(),
+            Site::Configured(_) => Ok(Vec::new()),
+        }
+    }
+
+    /// Undo everything this site created (mounts, loop devices, images, directories).
+    pub fn teardown(self) -> Result<(), TargetError> {
+        match self {
+            Site::Scratch(s) => {
+                drop(s);
+                Ok(())
+            }
+            Site::Configured(t) => t.teardown(),
+        }
+    }
+}

@@ -1,0 +1,310 @@
+//! The run engine's invariants, driven without the binary: events, what is stored, statuses,
+//! order, teardown on every path.
+
+use super::*;
+use crate::model::Environment;
+use crate::plan::suite::EngineSpec;
+use crate::store::memory::{FailAfter, MemoryStore};
+use crate::store::sqlite::SqliteStore;
+use crate::workload::null::Null;
+
+fn planned(name: &str, w: Box<dyn Workload>) -> PlannedTest {
+    PlannedTest {
+        name: name.into(),
+        workload: w,
+        description: format!("{name} (test)"),
+    }
+}
+
+fn plan(tests: Vec<PlannedTest>, targets: Targets, repeat: u32) -> Plan {
+    Plan {
+        label: "t".into(),
+        suite: "unit".into(),
+        tests,
+        targets,
+        repeat,
+        order: Order::Rotate,
+        until_confident: None,
+        drop_caches: false,
+        profile: None,
+        baseline: Baseline::LastComparable,
+        environment: Environment::default(),
+    }
+}
+
+/// Two `dir` configurations in fresh empty directories under `root`.
+fn two_dirs(root: &std::path::Path) -> Targets {
+    for d in ["a", "b"] {
+        std::fs::create_dir(root.join(d)).unwrap();
+    }
+    let text = format!(
+        "scratch = \"{r}/scratch\"\n[[config]]\nname = \"a\"\nfs = \"dir\"\npath = \"{r}/a\"\n[[config]]\nname = \"b\"\nfs = \"dir\"\npath = \"{r}/b\"\n",
+        r = root.display()
+    );
+    Targets::Configs {
+        file: crate::plan::config::parse(&text, "t.toml").unwrap(),
+        state: StateFile::new(root.join("state.json")),
+    }
+}
+
+fn leftovers(dir: &std::path::Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("fsdelta-scratch"))
+        .collect()
+}
+
+#[test]
+fn a_tiny_fs_mark_run_stores_every_sample_and_tells_each_step() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = SqliteStore::open(&dir.path().join("r.sqlite")).unwrap();
+    let args = "-s 0 -n 20 -t 1 -S 0 -L 1"
+        .split_whitespace()
+        .map(String::from)
+        .collect();
+    let w = crate::workload::build(&EngineSpec::FsMark { args }).unwrap();
+    let p = plan(
+        vec![planned("tiny", w)],
+        Targets::Scratch(dir.path().to_path_buf()),
+        2,
+    );
+    let rec = Recorder::default();
+    let r = run(&p, &mut store, &CancelToken::new(), &rec).unwrap();
+    assert_eq!(r.status, RunStatus::Complete);
+    assert_eq!(r.samples.len(), 2);
+    assert!(r.closing.is_none(), "no earlier run to compare with");
+    let back = store.samples(r.run_id).unwrap();
+    assert_eq!(back.len(), 2);
+    let seq: Vec<u32> = back.iter().map(|s| s.sample.sequence).collect();
+    assert_eq!(seq, [1, 2]);
+    let head = back[0].sample.metrics.iter().find(|m| m.headline).unwrap();
+    assert_eq!(head.name, "files_per_sec");
+    assert!(head.value > 0.0);
+    assert_eq!(back[0].sample.facts.extra["config"], "scratch");
+    assert_eq!(
+        store.run(r.run_id).unwrap().unwrap().status,
+        RunStatus::Complete
+    );
+    let kinds: Vec<&str> = rec
+        .events()
+        .iter()
+        .filter(|e| !matches!(e, Event::Phase { .. }))
+        .map(|e| match e {
+            Event::RunStarted { .. } => "run",
+            Event::SampleStarted { .. } => "start",
+            Event::SampleEnded { .. } => "end",
+            _ => "other",
+        })
+        .collect();
+    assert_eq!(kinds, ["run", "start", "end", "start", "end"]);
+    assert!(
+        leftovers(dir.path()).is_empty(),
+        "the scratch directory is removed"
+    );
+    // A second run of the same suite is compared with the first, for information.
+    let r2 = run(&p, &mut store, &CancelToken::new(), &Silent).unwrap();
+    assert_eq!(
+        r2.closing,
+        Some(Closing {
+            baseline: r.run_id.to_string(),
+            gating: false
+        })
+    );
+}
+
+#[test]
+fn a_store_that_refuses_samples_stops_the_run_failed_and_keeps_what_it_stored() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = FailAfter::new(MemoryStore::new(), 2);
+    let p = plan(
+        vec![planned("null", Box::new(Null::new()))],
+        Targets::Scratch(dir.path().to_path_buf()),
+        5,
+    );
+    let e = run(&p, &mut store, &CancelToken::new(), &Silent).unwrap_err();
+    assert!(matches!(e, RunError::Stopped { run_id: 1, .. }), "{e}");
+    assert!(e.to_string().contains("finished samples are kept"), "{e}");
+    assert!(e.to_string().contains("disk is full"), "{e}");
+    let info = store.inner.run(1).unwrap().unwrap();
+    assert_eq!(info.status, RunStatus::Failed);
+    assert_eq!(store.inner.samples(1).unwrap().len(), 2);
+    assert!(
+        leftovers(dir.path()).is_empty(),
+        "torn down after the error"
+    );
+}
+
+#[test]
+fn a_cancel_mid_run_ends_aborted_with_the_finished_samples_and_tears_down() {
+    let dir = tempfile::tempdir().unwrap();
+    let cancel = CancelToken::new();
+    let w = Null::cancelling_on(3, cancel.clone());
+    let p = plan(
+        vec![planned("null", Box::new(w))],
+        Targets::Scratch(dir.path().to_path_buf()),
+        5,
+    );
+    let mut store = MemoryStore::new();
+    let r = run(&p, &mut store, &cancel, &Silent).unwrap();
+    assert_eq!(r.status, RunStatus::Aborted);
+    assert_eq!(r.samples.len(), 2);
+    assert!(r.closing.is_none());
+    assert_eq!(
+        store.run(r.run_id).unwrap().unwrap().status,
+        RunStatus::Aborted
+    );
+    assert_eq!(store.samples(r.run_id).unwrap().len(), 2);
+    assert!(leftovers(dir.path()).is_empty());
+}
+
+#[test]
+fn a_failing_sample_is_stored_as_failed_and_the_run_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let w = Null::failing_on(&[2]);
+    let p = plan(
+        vec![planned("null", Box::new(w))],
+        Targets::Scratch(dir.path().to_path_buf()),
+        3,
+    );
+    let mut store = MemoryStore::new();
+    let rec = Recorder::default();
+    let r = run(&p, &mut store, &CancelToken::new(), &rec).unwrap();
+    assert_eq!(r.status, RunStatus::Failed);
+    assert_eq!(r.failed(), 1);
+    let back = store.samples(r.run_id).unwrap();
+    assert_eq!(back.len(), 3);
+    assert_eq!(back[1].sample.status, SampleStatus::Failed);
+    assert!(
+        back[1]
+            .sample
+            .error
+            .as_deref()
+            .unwrap()
+            .contains("scripted failure"),
+        "{:?}",
+        back[1].sample.error
+    );
+    assert!(back[1].sample.metrics.is_empty());
+    assert!(
+        rec.events()
+            .iter()
+            .any(|e| matches!(e, Event::SampleFailed { .. }))
+    );
+}
+
+#[test]
+fn a_non_finite_metric_is_stored_as_a_failed_sample_with_the_reason() {
+    struct Nan;
+    impl Workload for Nan {
+        fn engine(&self) -> &'static str {
+            "nan"
+        }
+        fn run(
+            &self,
+            _: &crate::workload::RunContext<'_>,
+        ) -> Result<Measurements, crate::workload::WorkloadError> {
+            Ok(Measurements {
+                metrics: vec![crate::model::Metric::new(
+                    "x",
+                    f64::NAN,
+                    crate::model::Unit::Count,
+                    crate::model::Direction::Neutral,
+                )],
+                ..Measurements::default()
+            })
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let p = plan(
+        vec![planned("nan", Box::new(Nan))],
+        Targets::Scratch(dir.path().to_path_buf()),
+        1,
+    );
+    let mut store = MemoryStore::new();
+    let r = run(&p, &mut store, &CancelToken::new(), &Silent).unwrap();
+    let back = store.samples(r.run_id).unwrap();
+    assert_eq!(back[0].sample.status, SampleStatus::Failed);
+    assert!(
+        back[0]
+            .sample
+            .error
+            .as_deref()
+            .unwrap()
+            .contains("not stored as measured")
+    );
+}
+
+#[test]
+fn rotate_alternates_the_positions_of_two_configurations() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = plan(
+        vec![planned("null", Box::new(Null::new()))],
+        two_dirs(dir.path()),
+        4,
+    );
+    let mut store = MemoryStore::new();
+    let r = run(&p, &mut store, &CancelToken::new(), &Silent).unwrap();
+    assert_eq!(r.status, RunStatus::Complete);
+    let mut back = store.samples(r.run_id).unwrap();
+    back.sort_by_key(|s| s.sample.sequence);
+    let order: Vec<(u32, &str)> = back
+        .iter()
+        .map(|s| (s.sample.repetition, s.sample.config.as_str()))
+        .collect();
+    assert_eq!(
+        order,
+        [
+            (1, "a"),
+            (1, "b"),
+            (2, "b"),
+            (2, "a"),
+            (3, "a"),
+            (3, "b"),
+            (4, "b"),
+            (4, "a")
+        ]
+    );
+    assert!(
+        back.iter()
+            .all(|s| s.sample.facts.extra["order"] == "rotate")
+    );
+}
+
+#[test]
+fn a_baseline_that_matches_nothing_fails_before_the_run_is_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut p = plan(
+        vec![planned("null", Box::new(Null::new()))],
+        Targets::Scratch(dir.path().to_path_buf()),
+        1,
+    );
+    p.baseline = Baseline::Runs("9999".into());
+    let mut store = MemoryStore::new();
+    let e = run(&p, &mut store, &CancelToken::new(), &Silent).unwrap_err();
+    assert!(e.to_string().contains("9999"), "{e}");
+    assert!(store.runs(&RunFilter::default()).unwrap().is_empty());
+    assert!(leftovers(dir.path()).is_empty());
+}
+
+#[test]
+fn until_confident_adds_repetitions_only_while_the_headline_is_unresolved() {
+    let dir = tempfile::tempdir().unwrap();
+    let w = Null::new();
+    let calls = w.clone();
+    let mut p = plan(
+        vec![planned("null", Box::new(w))],
+        Targets::Scratch(dir.path().to_path_buf()),
+        2,
+    );
+    p.until_confident = Some(UntilConfident {
+        max_repeat: 6,
+        margins: Margins::default(),
+    });
+    let mut store = MemoryStore::new();
+    let r = run(&p, &mut store, &CancelToken::new(), &Silent).unwrap();
+    // The null workload's values differ by 0.1 %: two repetitions resolve it.
+    assert_eq!(r.samples.len(), 2);
+    assert_eq!(calls.calls(), 2);
+}
