@@ -638,6 +638,30 @@ impl Queue {
         Ok(n == 1)
     }
 
+    /// Give a job back to the queue because its agent is stopping (SIGTERM): it is queued again
+    /// for another agent (the attempt still counts), or failed if it was its last attempt. The
+    /// attempt's run has been marked aborted by the run loop.
+    pub fn release(&mut self, agent: &Agent, job: JobId, why: &str) -> Result<bool, QueueError> {
+        let n = self.with(|c| {
+            let mut tx = c.transaction()?;
+            let n = tx.execute(
+                "UPDATE jobs SET
+                     state = CASE WHEN attempts >= max_attempts THEN 'failed' ELSE 'queued' END,
+                     finished_at = CASE WHEN attempts >= max_attempts THEN now() END,
+                     error = CASE WHEN attempts >= max_attempts THEN $3 END,
+                     history = history || format('attempt %s on %s: %s%s; ', attempts, agent, $3::text,
+                         CASE WHEN run_id IS NULL THEN '' ELSE format(' (run %s aborted)', run_id) END),
+                     token = NULL
+                 WHERE id = $1 AND token = $2 AND state = 'running'",
+                &[&job, &agent.token, &why],
+            )?;
+            tx.execute("SELECT pg_notify($1, 'released')", &[&CHANNEL])?;
+            tx.commit()?;
+            Ok(n)
+        })?;
+        Ok(n == 1)
+    }
+
     /// Requeue (or fail, after the last attempt; or abort, when cancelled) every running job
     /// whose agent has not heartbeaten within its lease, mark the runs of those attempts aborted,
     /// and wake the agents if anything was requeued.
