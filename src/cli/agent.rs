@@ -249,6 +249,23 @@ fn verdict(
     ))
 }
 
+/// Open a connection, retrying with backoff for up to two minutes: the database may be
+/// restarting just when a job starts.
+fn open_retrying<T, E: std::fmt::Display>(mut f: impl FnMut() -> Result<T, E>) -> Result<T, E> {
+    let started = Instant::now();
+    let mut backoff = Duration::from_millis(100);
+    loop {
+        match f() {
+            Ok(v) => return Ok(v),
+            Err(e) if started.elapsed() >= Duration::from_secs(120) => return Err(e),
+            Err(_) => {
+                std::thread::sleep(backoff);
+                backoff = (backoff * 2).min(Duration::from_secs(1));
+            }
+        }
+    }
+}
+
 /// Keep the job's lease while it runs: heartbeat every `every`, and stop the run (through
 /// `cancel`, with the reason in `stop`) when the job is cancelled, taken away, or the agent is
 /// signalled. Ends when `done` is set.
@@ -263,7 +280,7 @@ fn heartbeat_thread(
     done: Arc<std::sync::atomic::AtomicBool>,
 ) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
-        let mut q = match Queue::open(&url) {
+        let mut q = match open_retrying(|| Queue::open(&url)) {
             Ok(q) => q,
             Err(e) => {
                 eprintln!("fsdelta agent: job {job}: heartbeat connection failed: {e}");
@@ -354,7 +371,23 @@ fn run_job(
         stop.clone(),
         done.clone(),
     );
-    let inner = PgStore::open(&url)?;
+    let inner = match open_retrying(|| PgStore::open(&url)) {
+        Ok(s) => s,
+        Err(e) => {
+            done.store(true, Ordering::Relaxed);
+            let _ = beat.join();
+            let error = format!("cannot open the fleet store: {e}");
+            q.finish(
+                agent,
+                job.id,
+                &Outcome::Failed {
+                    run_id: None,
+                    error,
+                },
+            )?;
+            return Ok(false);
+        }
+    };
     let (result, run) = {
         let mut store = JobStore {
             inner,
@@ -396,7 +429,7 @@ fn run_job(
             }
         }
         Ok(r) => {
-            let store = PgStore::open(&url)?;
+            let store = open_retrying(|| PgStore::open(&url))?;
             let (verdict, cmp_err) = match &job.baseline {
                 Some(b) => match verdict(&store, b, r.run_id, &margins) {
                     Ok(v) => (Some(v), None),

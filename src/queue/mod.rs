@@ -400,7 +400,7 @@ impl Queue {
                     )));
                 }
                 std::thread::sleep(backoff);
-                backoff = (backoff * 2).min(Duration::from_secs(5));
+                backoff = (backoff * 2).min(Duration::from_secs(1));
                 if let Ok(mut c) = self.target.connect() {
                     let relisten = self
                         .listening

@@ -642,7 +642,7 @@ impl PgStore {
                     )));
                 }
                 std::thread::sleep(backoff);
-                backoff = (backoff * 2).min(Duration::from_secs(5));
+                backoff = (backoff * 2).min(Duration::from_secs(1));
                 if let Ok(c) = self.target.connect() {
                     *guard = c;
                     break;
