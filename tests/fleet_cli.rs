@@ -367,3 +367,64 @@ fn a_password_in_the_url_is_refused_and_unreachable_servers_are_named() {
     .code(2)
     .stderr(predicate::str::contains("needs a PostgreSQL database"));
 }
+
+/// The README's least-privilege SQL, verbatim: an agent role that can insert runs and samples
+/// and update jobs, but cannot delete or alter runs; `fsdelta agent` works under it.
+const AGENT_ROLE_SQL: &str = include_str!("fleet/agent-role.sql");
+
+#[test]
+fn an_agent_works_under_the_least_privilege_role_which_cannot_delete_or_alter_runs() {
+    let Some(db) = scratch() else { return };
+    let work = tempfile::tempdir().unwrap();
+    std::fs::write(work.path().join("tiny.toml"), TINY).unwrap();
+    let role = format!("fsdelta_agent_{}", std::process::id());
+    // The owner creates the schema and submits.
+    fsdelta(&db.url, work.path())
+        .args(["submit", "--suite", "tiny.toml", "--label", "lp", "-n", "1"])
+        .assert()
+        .success();
+    let admin_sql = AGENT_ROLE_SQL
+        .replace("fsdelta_agent", &role)
+        .replace("DATABASE fsdelta", &format!("DATABASE {}", db.name));
+    let owner = fsdelta::store::postgres::PgTarget::parse(&db.url).unwrap();
+    owner.connect().unwrap().batch_execute(&admin_sql).unwrap();
+    let agent_url = db
+        .url
+        .replacen("postgres://postgres@", &format!("postgres://{role}@"), 1);
+    assert_ne!(agent_url, db.url, "the test URL must name user postgres");
+    agent(&agent_url, work.path(), &["--once"])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("job 1: done, run 1"));
+    let mut c = fsdelta::store::postgres::PgTarget::parse(&agent_url)
+        .unwrap()
+        .connect()
+        .unwrap();
+    for forbidden in [
+        "DELETE FROM runs",
+        "UPDATE runs SET label = 'x'",
+        "ALTER TABLE runs ADD COLUMN x INT",
+        "DELETE FROM samples",
+        "DROP TABLE metrics",
+        "INSERT INTO jobs (label, suite_name, repeat) VALUES ('x', 'quick', 1)",
+    ] {
+        let e = c.batch_execute(forbidden).unwrap_err();
+        let m = e
+            .as_db_error()
+            .map(|d| d.message().to_string())
+            .unwrap_or_else(|| e.to_string());
+        assert!(
+            m.contains("permission denied") || m.contains("must be owner"),
+            "{forbidden}: {m}"
+        );
+    }
+    drop(c);
+    let admin_url = std::env::var("FSDELTA_TEST_PG").unwrap();
+    drop(db);
+    fsdelta::store::postgres::PgTarget::parse(&admin_url)
+        .unwrap()
+        .connect()
+        .unwrap()
+        .batch_execute(&format!("DROP ROLE {role}"))
+        .unwrap();
+}
