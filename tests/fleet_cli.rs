@@ -428,3 +428,74 @@ fn an_agent_works_under_the_least_privilege_role_which_cannot_delete_or_alter_ru
         .batch_execute(&format!("DROP ROLE {role}"))
         .unwrap();
 }
+
+#[test]
+fn compare_refuses_to_pool_two_machines_into_one_side_unless_asked() {
+    let Some(db) = scratch() else { return };
+    let work = tempfile::tempdir().unwrap();
+    let mut s = fsdelta::store::open(&db.url).unwrap();
+    for (label, host, v) in [
+        ("a", "box1", 100.0),
+        ("a", "box2", 200.0),
+        ("b", "box1", 101.0),
+    ] {
+        let run = s
+            .create_run(&fsdelta::model::NewRun {
+                label: label.into(),
+                suite: "quick".into(),
+                started_at: chrono::Utc::now(),
+                fsdelta_version: "0".into(),
+                environment: fsdelta::model::Environment {
+                    host: host.into(),
+                    ..Default::default()
+                },
+            })
+            .unwrap();
+        for rep in 1..=3 {
+            s.add_sample(
+                run,
+                &fsdelta::model::NewSample {
+                    config: "scratch".into(),
+                    test: "t".into(),
+                    repetition: rep,
+                    sequence: rep,
+                    facts: Default::default(),
+                    status: fsdelta::model::SampleStatus::Ok,
+                    error: None,
+                    started_at: chrono::Utc::now(),
+                    duration_s: 1.0,
+                    workload: "w".into(),
+                    metrics: vec![fsdelta::model::Metric::new(
+                        "files_per_sec",
+                        v + rep as f64,
+                        fsdelta::model::Unit::FilesPerSec,
+                        fsdelta::model::Direction::HigherIsBetter,
+                    )],
+                    histograms: vec![],
+                },
+            )
+            .unwrap();
+        }
+        s.finish_run(run, fsdelta::model::RunStatus::Complete, chrono::Utc::now())
+            .unwrap();
+    }
+    fsdelta(&db.url, work.path())
+        .args(["compare", "label:a", "label:b"])
+        .assert()
+        .code(2)
+        .stderr(
+            predicate::str::contains("label:a pools runs of 2 machines (box1, box2)")
+                .and(predicate::str::contains("--pool-hosts")),
+        );
+    fsdelta(&db.url, work.path())
+        .args(["compare", "label:a,host:box1", "label:b"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "label:a,host:box1 (run 1, label a)",
+        ));
+    fsdelta(&db.url, work.path())
+        .args(["compare", "label:a", "label:b", "--pool-hosts"])
+        .assert()
+        .stdout(predicate::str::contains("label:a (runs 2,1, label a)"));
+}

@@ -192,6 +192,10 @@ pub enum Command {
         /// changed most and a hint (profiles recorded with `run --profile`).
         #[arg(long)]
         profile: bool,
+        /// Let one side pool runs made on different machines (by default refused: they are
+        /// not repetitions of one measurement).
+        #[arg(long)]
+        pool_hosts: bool,
         #[command(flatten)]
         db: DbArg,
     },
@@ -476,16 +480,19 @@ pub fn main() -> i32 {
             base,
             cur,
             opts,
-            profile: false,
+            profile,
+            pool_hosts,
             db,
-        } => query::compare(&db, &base, &cur, &opts),
-        Command::Compare {
-            base,
-            cur,
-            opts,
-            db,
-            ..
-        } => profile::compare(&db, &base, &cur, &opts),
+        } => (|| {
+            if !pool_hosts {
+                query::one_host_per_side(&db, &base, &cur)?;
+            }
+            if profile {
+                profile::compare(&db, &base, &cur, &opts)
+            } else {
+                query::compare(&db, &base, &cur, &opts)
+            }
+        })(),
         Command::Profile(args) => profile::main(&args),
         Command::History {
             test,
