@@ -208,7 +208,7 @@ fn plan_of(
             baseline: Baseline::None,
             environment: environment.clone(),
         },
-        suite.margins.clone(),
+        suite.margins,
     ))
 }
 
@@ -266,6 +266,15 @@ fn open_retrying<T, E: std::fmt::Display>(mut f: impl FnMut() -> Result<T, E>) -
     }
 }
 
+/// How the heartbeat thread and the job's run talk: the agent's signal token, the run's cancel
+/// token, why the run was stopped, and "the run has ended".
+struct Flags {
+    signal: CancelToken,
+    cancel: CancelToken,
+    stop: Arc<AtomicU8>,
+    done: Arc<std::sync::atomic::AtomicBool>,
+}
+
 /// Keep the job's lease while it runs: heartbeat every `every`, and stop the run (through
 /// `cancel`, with the reason in `stop`) when the job is cancelled, taken away, or the agent is
 /// signalled. Ends when `done` is set.
@@ -274,11 +283,14 @@ fn heartbeat_thread(
     agent: Agent,
     job: JobId,
     every: Duration,
-    signal: CancelToken,
-    cancel: CancelToken,
-    stop: Arc<AtomicU8>,
-    done: Arc<std::sync::atomic::AtomicBool>,
+    flags: Flags,
 ) -> std::thread::JoinHandle<()> {
+    let Flags {
+        signal,
+        cancel,
+        stop,
+        done,
+    } = flags;
     std::thread::spawn(move || {
         let mut q = match open_retrying(|| Queue::open(&url)) {
             Ok(q) => q,
@@ -366,10 +378,12 @@ fn run_job(
         agent.clone(),
         job.id,
         lease_every,
-        signal.clone(),
-        cancel.clone(),
-        stop.clone(),
-        done.clone(),
+        Flags {
+            signal: signal.clone(),
+            cancel: cancel.clone(),
+            stop: stop.clone(),
+            done: done.clone(),
+        },
     );
     let inner = match open_retrying(|| PgStore::open(&url)) {
         Ok(s) => s,
