@@ -109,7 +109,7 @@ impl Observer for Log {
 /// The fleet store, seen through the job: the run it creates is recorded on the job at once, so
 /// that if this agent dies the reaper can mark that run aborted.
 struct JobStore<'a> {
-    inner: PgStore,
+    inner: &'a mut PgStore,
     queue: &'a mut Queue,
     agent: &'a Agent,
     job: JobId,
@@ -292,7 +292,7 @@ fn heartbeat_thread(
         done,
     } = flags;
     std::thread::spawn(move || {
-        let mut q = match open_retrying(|| Queue::open(&url)) {
+        let mut q = match open_retrying(|| Queue::connect(&url)) {
             Ok(q) => q,
             Err(e) => {
                 eprintln!("fsdelta agent: job {job}: heartbeat connection failed: {e}");
@@ -335,6 +335,7 @@ fn heartbeat_thread(
 /// Run one claimed job to its end; returns whether the agent was signalled to stop.
 fn run_job(
     q: &mut Queue,
+    fleet: &mut PgStore,
     agent: &Agent,
     job: ClaimedJob,
     args: &AgentArgs,
@@ -385,26 +386,9 @@ fn run_job(
             done: done.clone(),
         },
     );
-    let inner = match open_retrying(|| PgStore::open(&url)) {
-        Ok(s) => s,
-        Err(e) => {
-            done.store(true, Ordering::Relaxed);
-            let _ = beat.join();
-            let error = format!("cannot open the fleet store: {e}");
-            q.finish(
-                agent,
-                job.id,
-                &Outcome::Failed {
-                    run_id: None,
-                    error,
-                },
-            )?;
-            return Ok(false);
-        }
-    };
     let (result, run) = {
         let mut store = JobStore {
-            inner,
+            inner: &mut *fleet,
             queue: q,
             agent,
             job: job.id,
@@ -417,8 +401,11 @@ fn run_job(
         let r = runner::run(&plan, &mut store, &cancel, &observer);
         (r, store.run)
     };
+    // The heartbeat thread sees this within its 200 ms slice and ends on its own; not waiting
+    // for it keeps the cycle short (a late heartbeat of an ended job finds it no longer running
+    // and changes nothing).
     done.store(true, Ordering::Relaxed);
-    let _ = beat.join();
+    drop(beat);
     let reason = stop.load(Ordering::Relaxed);
     if reason == STOP_LOST {
         eprintln!(
@@ -443,9 +430,8 @@ fn run_job(
             }
         }
         Ok(r) => {
-            let store = open_retrying(|| PgStore::open(&url))?;
             let (verdict, cmp_err) = match &job.baseline {
-                Some(b) => match verdict(&store, b, r.run_id, &margins) {
+                Some(b) => match verdict(&*fleet, b, r.run_id, &margins) {
                     Ok(v) => (Some(v), None),
                     Err(e) => (None, Some(format!("comparing with {b}: {e:#}"))),
                 },
@@ -529,6 +515,7 @@ pub fn main(args: &AgentArgs) -> Result<i32> {
     }
     let signal = super::install_signals().context("installing signal handlers")?;
     let mut q = Queue::open(&url)?;
+    let mut fleet = PgStore::open(&url)?;
     q.register(&agent, env!("CARGO_PKG_VERSION"))?;
     q.listen(CHANNEL)?;
     eprintln!(
@@ -565,7 +552,7 @@ pub fn main(args: &AgentArgs) -> Result<i32> {
         match q.claim(&agent, lease)? {
             Some(job) => {
                 ran += 1;
-                if run_job(&mut q, &agent, job, args, &environment, &signal)? {
+                if run_job(&mut q, &mut fleet, &agent, job, args, &environment, &signal)? {
                     return Ok(EXIT_INTERRUPTED);
                 }
                 if args.once {

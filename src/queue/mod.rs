@@ -365,6 +365,19 @@ impl Queue {
         })
     }
 
+    /// Another connection to a queue this process has already opened with [`Queue::open`]
+    /// (schemas known to be current): just the connection, no schema work.
+    pub fn connect(url: &str) -> Result<Queue, QueueError> {
+        let target = PgTarget::parse(url)?;
+        let client = target.connect()?;
+        Ok(Queue {
+            target,
+            client,
+            listening: Vec::new(),
+            retry_for: pg::RETRY_FOR,
+        })
+    }
+
     /// How long operations retry a lost connection.
     pub fn set_retry_for(&mut self, d: Duration) {
         self.retry_for = d;
@@ -762,14 +775,25 @@ impl Queue {
 
     /// Jobs, newest first; only those in `states` when it is not empty.
     pub fn list(&mut self, states: &[JobState], limit: usize) -> Result<Vec<JobInfo>, QueueError> {
+        self.query_jobs(states, limit, None)
+    }
+
+    fn query_jobs(
+        &mut self,
+        states: &[JobState],
+        limit: usize,
+        id: Option<JobId>,
+    ) -> Result<Vec<JobInfo>, QueueError> {
         let states: Vec<&str> = states.iter().map(|s| s.as_str()).collect();
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let rows = self.with(|c| {
             c.query(
                 "SELECT id, state, submitted_at, claimed_at, finished_at, agent, class, host,
                         label, suite_name, run_id, verdict, error, attempts, history
-                 FROM jobs WHERE cardinality($1::text[]) = 0 OR state = ANY($1)
+                 FROM jobs WHERE (cardinality($1::text[]) = 0 OR state = ANY($1))
+                   AND ($3::bigint IS NULL OR id = $3)
                  ORDER BY id DESC LIMIT $2",
-                &[&states, &(limit as i64)],
+                &[&states, &limit, &id],
             )
         })?;
         rows.iter()
@@ -797,9 +821,8 @@ impl Queue {
 
     /// One job.
     pub fn job(&mut self, id: JobId) -> Result<JobInfo, QueueError> {
-        self.list(&[], i64::MAX as usize)?
-            .into_iter()
-            .find(|j| j.id == id)
+        self.query_jobs(&[], 1, Some(id))?
+            .pop()
             .ok_or(QueueError::NoSuchJob(id))
     }
 
