@@ -255,18 +255,15 @@ pub fn history(
     format: HistoryFormat,
 ) -> Result<i32> {
     let store = open(db)?;
-    let mut runs = store.runs(&RunFilter::default())?;
-    runs.reverse();
     let mut loaded = Vec::new();
     let mut configs: Vec<String> = Vec::new();
-    for r in runs {
+    for (r, samples) in store.test_history(test, metric)? {
         if r.status == crate::model::RunStatus::Running {
             continue;
         }
         if label_glob.is_some_and(|g| !compare::history::glob_match(g, &r.label)) {
             continue;
         }
-        let samples = store.samples(r.id)?;
         for s in &samples {
             if s.sample.test == test && !configs.contains(&s.sample.config) {
                 configs.push(s.sample.config.clone());

@@ -311,6 +311,35 @@ fn concurrent_writers_lose_nothing(b: &dyn Backend) {
     assert!(back.iter().all(|s| s.sample.metrics.len() == 4));
 }
 
+fn test_history_reads_one_test_and_metric_of_every_run(b: &dyn Backend) {
+    let mut s = b.open();
+    let a = s.create_run(&new_run("a", "h")).unwrap();
+    s.add_sample(a, &sample("emptyfiles", 1, 10.0)).unwrap();
+    s.add_sample(a, &sample("smallfiles", 1, 20.0)).unwrap();
+    s.add_sample(a, &sample("emptyfiles", 2, 11.0)).unwrap();
+    s.finish_run(a, RunStatus::Complete, Utc::now()).unwrap();
+    let none = s.create_run(&new_run("b", "h")).unwrap();
+    s.add_sample(none, &sample("smallfiles", 1, 1.0)).unwrap();
+    let h = s.test_history("emptyfiles", "files_per_sec").unwrap();
+    assert_eq!(
+        h.iter().map(|(r, _)| r.id).collect::<Vec<_>>(),
+        vec![a, none]
+    );
+    assert_eq!(h[0].0.sample_count, 3);
+    let values: Vec<f64> = h[0]
+        .1
+        .iter()
+        .flat_map(|s| s.sample.metrics.iter().map(|m| m.value))
+        .collect();
+    assert_eq!(values, vec![10.0, 11.0]);
+    assert!(h[0].1.iter().all(|s| s.sample.test == "emptyfiles"
+        && s.sample.histograms.is_empty()
+        && s.run_id == a
+        && s.sample.metrics.len() == 1
+        && s.sample.metrics[0].headline));
+    assert!(h[1].1.is_empty());
+}
+
 macro_rules! on_both_backends {
     ($($name:ident),* $(,)?) => {
         $(
@@ -338,6 +367,7 @@ on_both_backends!(
     profiles_once_per_sample,
     reopening_keeps_data,
     concurrent_writers_lose_nothing,
+    test_history_reads_one_test_and_metric_of_every_run,
 );
 
 // ---- PostgreSQL only: what SQLite has no counterpart for.

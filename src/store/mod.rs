@@ -96,6 +96,29 @@ pub trait Store: Send {
     /// The CPU profile of a sample, if one was recorded.
     fn profile(&self, sample: SampleId) -> Result<Option<StoredProfile>, StoreError>;
 
+    /// Every run, oldest first, each with its samples of `test` only, each sample carrying only
+    /// the metric `metric` and no histograms: what `history` reads. The default loads every
+    /// run's samples; a backend may answer in a few queries (PostgreSQL does).
+    fn test_history(
+        &self,
+        test: &str,
+        metric: &str,
+    ) -> Result<Vec<(RunInfo, Vec<SampleRecord>)>, StoreError> {
+        let mut runs = self.runs(&RunFilter::default())?;
+        runs.reverse();
+        runs.into_iter()
+            .map(|r| {
+                let mut samples = self.samples(r.id)?;
+                samples.retain(|s| s.sample.test == test);
+                for s in &mut samples {
+                    s.sample.metrics.retain(|m| m.name == metric);
+                    s.sample.histograms.clear();
+                }
+                Ok((r, samples))
+            })
+            .collect()
+    }
+
     /// The runs a selector names. `latest` and `latest~N` count runs that have ended (any
     /// status but `running`), newest first; `label:TEXT` returns every run with that label; a
     /// `,host:NAME` qualifier keeps only the runs made on that machine (its host name), and

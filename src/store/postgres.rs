@@ -759,6 +759,89 @@ fn insert_sample(
     Ok(id)
 }
 
+/// The sample columns every sample query reads, in the order [`assemble`] expects.
+const SAMPLE_COLUMNS: &str = "id, config, test, repetition, fs_type, path, device, mount_options, \
+     mkfs_options, facts, status, error, started_at, duration_s, workload, sequence, run_id";
+
+/// Build sample records from the rows of a metrics query, a histograms query and a samples
+/// query ([`SAMPLE_COLUMNS`]).
+fn assemble(
+    metric_rows: &[postgres::Row],
+    hist_rows: &[postgres::Row],
+    sample_rows: &[postgres::Row],
+) -> Result<Vec<SampleRecord>, StoreError> {
+    let mut metrics: BTreeMap<i64, Vec<Metric>> = BTreeMap::new();
+    for r in metric_rows {
+        let unit: &str = r.get(3);
+        let dir: &str = r.get(4);
+        let name: String = r.get(1);
+        let direction = dir.parse::<Direction>().map_err(corrupt)?;
+        let kind = match r.get::<_, Option<&str>>(5) {
+            Some(k) => k.parse::<MetricKind>().map_err(corrupt)?,
+            None => Metric::legacy_kind(&name, direction),
+        };
+        metrics.entry(r.get(0)).or_default().push(Metric {
+            name,
+            value: r.get(2),
+            unit: unit.parse::<Unit>().map_err(corrupt)?,
+            direction,
+            kind,
+            headline: r.get(6),
+        });
+    }
+    let mut histograms: BTreeMap<i64, Vec<HistogramRecord>> = BTreeMap::new();
+    for r in hist_rows {
+        let unit: &str = r.get(2);
+        let sum: &str = r.get(7);
+        let buckets: &str = r.get(8);
+        histograms
+            .entry(r.get(0))
+            .or_default()
+            .push(HistogramRecord {
+                name: r.get(1),
+                unit: unit.parse::<Unit>().map_err(corrupt)?,
+                layout: r.get(3),
+                count: r.get::<_, i64>(4) as u64,
+                min: r.get::<_, i64>(5) as u64,
+                max: r.get::<_, i64>(6) as u64,
+                sum: sum.parse::<u128>().map_err(corrupt)?,
+                buckets: serde_json::from_str(buckets).map_err(corrupt)?,
+            });
+    }
+    let mut out = Vec::with_capacity(sample_rows.len());
+    for r in sample_rows {
+        let id: i64 = r.get(0);
+        let facts: &str = r.get(9);
+        let status: &str = r.get(10);
+        out.push(SampleRecord {
+            id,
+            run_id: r.get(16),
+            sample: NewSample {
+                config: r.get(1),
+                test: r.get(2),
+                repetition: r.get::<_, i64>(3) as u32,
+                sequence: r.get::<_, i64>(15) as u32,
+                facts: TargetFacts {
+                    fs_type: r.get(4),
+                    path: r.get(5),
+                    device: r.get(6),
+                    mount_options: r.get(7),
+                    mkfs_options: r.get(8),
+                    extra: serde_json::from_str(facts).map_err(corrupt)?,
+                },
+                status: status.parse::<SampleStatus>().map_err(corrupt)?,
+                error: r.get(11),
+                started_at: r.get(12),
+                duration_s: r.get(13),
+                workload: r.get(14),
+                metrics: metrics.remove(&id).unwrap_or_default(),
+                histograms: histograms.remove(&id).unwrap_or_default(),
+            },
+        });
+    }
+    Ok(out)
+}
+
 impl Store for PgStore {
     fn create_run(&mut self, run: &NewRun) -> Result<RunId, StoreError> {
         let env = serde_json::to_string(&run.environment).map_err(corrupt)?;
@@ -891,85 +974,51 @@ impl Store for PgStore {
                 &[&run],
             )?;
             let s = tx.query(
-                "SELECT id, config, test, repetition, fs_type, path, device, mount_options,
-                        mkfs_options, facts, status, error, started_at, duration_s, workload,
-                        sequence
-                 FROM samples WHERE run_id = $1 ORDER BY id",
+                &format!("SELECT {SAMPLE_COLUMNS} FROM samples WHERE run_id = $1 ORDER BY id"),
                 &[&run],
             )?;
             tx.commit()?;
             Ok((m, h, s))
         })?;
-        let mut metrics: BTreeMap<i64, Vec<Metric>> = BTreeMap::new();
-        for r in &metric_rows {
-            let unit: &str = r.get(3);
-            let dir: &str = r.get(4);
-            let name: String = r.get(1);
-            let direction = dir.parse::<Direction>().map_err(corrupt)?;
-            let kind = match r.get::<_, Option<&str>>(5) {
-                Some(k) => k.parse::<MetricKind>().map_err(corrupt)?,
-                None => Metric::legacy_kind(&name, direction),
-            };
-            metrics.entry(r.get(0)).or_default().push(Metric {
-                name,
-                value: r.get(2),
-                unit: unit.parse::<Unit>().map_err(corrupt)?,
-                direction,
-                kind,
-                headline: r.get(6),
-            });
+        assemble(&metric_rows, &hist_rows, &sample_rows)
+    }
+
+    fn test_history(
+        &self,
+        test: &str,
+        metric: &str,
+    ) -> Result<Vec<(RunInfo, Vec<SampleRecord>)>, StoreError> {
+        let (run_rows, metric_rows, sample_rows) = self.with(|c, _| {
+            let mut tx = c.build_transaction().read_only(true).start()?;
+            let r = tx.query(
+                &format!("SELECT {RUN_COLUMNS} FROM runs r ORDER BY r.id"),
+                &[],
+            )?;
+            let m = tx.query(
+                "SELECT m.sample_id, m.name, m.value, m.unit, m.direction, m.kind, m.headline
+                 FROM metrics m JOIN samples s ON s.id = m.sample_id
+                 WHERE s.test = $1 AND m.name = $2 ORDER BY m.sample_id",
+                &[&test, &metric],
+            )?;
+            let s = tx.query(
+                &format!("SELECT {SAMPLE_COLUMNS} FROM samples WHERE test = $1 ORDER BY id"),
+                &[&test],
+            )?;
+            tx.commit()?;
+            Ok((r, m, s))
+        })?;
+        let mut by_run: BTreeMap<RunId, Vec<SampleRecord>> = BTreeMap::new();
+        for rec in assemble(&metric_rows, &[], &sample_rows)? {
+            by_run.entry(rec.run_id).or_default().push(rec);
         }
-        let mut histograms: BTreeMap<i64, Vec<HistogramRecord>> = BTreeMap::new();
-        for r in &hist_rows {
-            let unit: &str = r.get(2);
-            let sum: &str = r.get(7);
-            let buckets: &str = r.get(8);
-            histograms
-                .entry(r.get(0))
-                .or_default()
-                .push(HistogramRecord {
-                    name: r.get(1),
-                    unit: unit.parse::<Unit>().map_err(corrupt)?,
-                    layout: r.get(3),
-                    count: r.get::<_, i64>(4) as u64,
-                    min: r.get::<_, i64>(5) as u64,
-                    max: r.get::<_, i64>(6) as u64,
-                    sum: sum.parse::<u128>().map_err(corrupt)?,
-                    buckets: serde_json::from_str(buckets).map_err(corrupt)?,
-                });
-        }
-        let mut out = Vec::with_capacity(sample_rows.len());
-        for r in &sample_rows {
-            let id: i64 = r.get(0);
-            let facts: &str = r.get(9);
-            let status: &str = r.get(10);
-            out.push(SampleRecord {
-                id,
-                run_id: run,
-                sample: NewSample {
-                    config: r.get(1),
-                    test: r.get(2),
-                    repetition: r.get::<_, i64>(3) as u32,
-                    sequence: r.get::<_, i64>(15) as u32,
-                    facts: TargetFacts {
-                        fs_type: r.get(4),
-                        path: r.get(5),
-                        device: r.get(6),
-                        mount_options: r.get(7),
-                        mkfs_options: r.get(8),
-                        extra: serde_json::from_str(facts).map_err(corrupt)?,
-                    },
-                    status: status.parse::<SampleStatus>().map_err(corrupt)?,
-                    error: r.get(11),
-                    started_at: r.get(12),
-                    duration_s: r.get(13),
-                    workload: r.get(14),
-                    metrics: metrics.remove(&id).unwrap_or_default(),
-                    histograms: histograms.remove(&id).unwrap_or_default(),
-                },
-            });
-        }
-        Ok(out)
+        run_rows
+            .iter()
+            .map(|r| {
+                let info = run_from_row(r)?;
+                let samples = by_run.remove(&info.id).unwrap_or_default();
+                Ok((info, samples))
+            })
+            .collect()
     }
 
     fn add_profile(&mut self, sample: SampleId, profile: &StoredProfile) -> Result<(), StoreError> {
