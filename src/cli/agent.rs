@@ -514,8 +514,29 @@ pub fn main(args: &AgentArgs) -> Result<i32> {
         Err(e) => eprintln!("fsdelta agent: warning: could not check for leftovers: {e}"),
     }
     let signal = super::install_signals().context("installing signal handlers")?;
-    let mut q = Queue::open(&url)?;
-    let mut fleet = PgStore::open(&url)?;
+    // The database may be down or restarting when the agent starts (a machine booting before
+    // the database server): wait for it rather than exit.
+    if !crate::store::is_postgres(&url) {
+        anyhow::bail!(
+            "the job queue needs a PostgreSQL database (--db postgres://USER@HOST/DB), not '{url}'"
+        );
+    }
+    let target = crate::store::postgres::PgTarget::parse(&url)?;
+    let mut tries = 0;
+    let (mut q, mut fleet) = loop {
+        target.wait_until_reachable(Duration::from_secs(120))?;
+        match Queue::open(&url)
+            .map_err(anyhow::Error::from)
+            .and_then(|q| Ok((q, PgStore::open(&url)?)))
+        {
+            Ok(v) => break v,
+            Err(_) if tries < 5 => {
+                tries += 1;
+                std::thread::sleep(Duration::from_millis(500));
+            }
+            Err(e) => return Err(e),
+        }
+    };
     q.register(&agent, env!("CARGO_PKG_VERSION"))?;
     q.listen(CHANNEL)?;
     eprintln!(

@@ -336,6 +336,35 @@ impl PgTarget {
         })
     }
 
+    /// Wait, with backoff, for up to `limit` until the server accepts a connection. Returns at
+    /// once with the error when the server refuses for a reason waiting will not change (a
+    /// wrong user, a missing database): only an unreachable server, or one starting up or
+    /// shutting down, is waited for.
+    pub fn wait_until_reachable(&self, limit: Duration) -> Result<(), StoreError> {
+        let started = Instant::now();
+        let mut backoff = Duration::from_millis(100);
+        loop {
+            let e = match self.connect() {
+                Ok(_) => return Ok(()),
+                Err(e) => e,
+            };
+            let transient = match &e {
+                StoreError::Open { message, .. } => {
+                    !message.starts_with("the server says")
+                        || message.contains("starting up")
+                        || message.contains("shutting down")
+                        || message.contains("terminating connection")
+                }
+                _ => false,
+            };
+            if !transient || started.elapsed() >= limit {
+                return Err(e);
+            }
+            std::thread::sleep(backoff);
+            backoff = (backoff * 2).min(Duration::from_secs(1));
+        }
+    }
+
     /// A new connection, or an error naming host, port and the server's own reason.
     pub fn connect(&self) -> Result<Client, StoreError> {
         let mut builder = native_tls::TlsConnector::builder();
@@ -483,8 +512,9 @@ pub(crate) fn is_connection_loss(e: &postgres::Error, client: &Client) -> bool {
                 || *c == SqlState::CRASH_SHUTDOWN
                 || *c == SqlState::CANNOT_CONNECT_NOW
         }
-        // No SQL state and not a server message: an I/O error on the socket.
-        None => e.as_db_error().is_none(),
+        // No SQL state: an I/O error on the socket is a lost connection; anything else (a value
+        // that does not convert, say) is not, and must not be retried.
+        None => std::error::Error::source(e).is_some_and(|s| s.is::<std::io::Error>()),
     }
 }
 
