@@ -3,8 +3,11 @@
 //!
 //! Data flows one way through the rooms of `../shared/docs/design.md`:
 //! `plan` -> `target` -> `workload` -> `probe` -> `store` -> `compare` -> `report`, with `cli` at
-//! the edge. `model` holds the plain records that cross room boundaries (metrics with their unit
-//! and direction, run and sample records), so that no room needs to know another's internals.
+//! the edge and `runner` driving a run (targets x tests x repetitions, each sample stored as it
+//! ends) for the command line and every other place a run starts. `model` holds the plain
+//! records that cross room boundaries (metrics with their unit, direction, kind and headline
+//! role; run and sample records; stored profiles), so that engines never see the store and
+//! renderers never read it.
 
 pub mod cli;
 pub mod compare;
@@ -16,4 +19,5 @@ pub mod report;
 pub mod runner;
 pub mod store;
 pub mod target;
+pub mod vm;
 pub mod workload;

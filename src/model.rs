@@ -556,6 +556,31 @@ pub struct SampleRecord {
     pub sample: NewSample,
 }
 
+impl SampleRecord {
+    /// A record holding only the value of `p` (a successful sample of `test` with one metric):
+    /// what a history needs of a sample.
+    pub fn of_point(p: &MetricPoint, test: &str) -> SampleRecord {
+        SampleRecord {
+            id: 0,
+            run_id: p.run_id,
+            sample: NewSample {
+                config: p.config.clone(),
+                test: test.to_string(),
+                repetition: 0,
+                sequence: 0,
+                facts: TargetFacts::default(),
+                status: SampleStatus::Ok,
+                error: None,
+                started_at: DateTime::<Utc>::MIN_UTC,
+                duration_s: 0.0,
+                workload: String::new(),
+                metrics: vec![p.metric.clone()],
+                histograms: Vec::new(),
+            },
+        }
+    }
+}
+
 /// A CPU profile of a sample at rest: its format name and its bytes. The store keeps them
 /// opaque; `probe::profile` writes and reads the format (compressed folded stacks).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -564,6 +589,18 @@ pub struct StoredProfile {
     pub format: String,
     /// The encoded profile.
     pub data: Vec<u8>,
+}
+
+/// One stored value of one metric, with the run and configuration of its sample: what a
+/// history reads, without loading whole samples.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MetricPoint {
+    /// The run of the sample.
+    pub run_id: RunId,
+    /// The sample's configuration.
+    pub config: String,
+    /// The value with its unit, direction and kind.
+    pub metric: Metric,
 }
 
 /// A value at rest that this version does not understand.

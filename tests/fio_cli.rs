@@ -100,7 +100,7 @@ fn command_line_jobs_print_fios_normal_output() {
 fn an_unsupported_option_is_an_error_naming_file_line_and_the_supported_list() {
     let dir = tempfile::tempdir().unwrap();
     let job = dir.path().join("bad.fio");
-    std::fs::write(&job, "[j]\nsize=1m\nverify=md5\n").unwrap();
+    std::fs::write(&job, "[j]\nsize=1m\nverify_backlog=16\n").unwrap();
     let out = fsdelta()
         .current_dir(dir.path())
         .args(["fio", job.to_str().unwrap()])
@@ -109,7 +109,10 @@ fn an_unsupported_option_is_an_error_naming_file_line_and_the_supported_list() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("bad.fio:3"), "{err}");
-    assert!(err.contains("option 'verify' is not supported"), "{err}");
+    assert!(
+        err.contains("option 'verify_backlog' is not supported"),
+        "{err}"
+    );
     assert!(
         err.contains("supported options: name, description, rw"),
         "{err}"
@@ -164,7 +167,7 @@ fn missing_job_file_and_bad_flags_exit_2() {
             "--parse-only",
             "--name=p",
             "--size=1m",
-            "--verify=md5",
+            "--dedupe_percentage=5",
         ])
         .assert()
         .code(2);
@@ -172,7 +175,8 @@ fn missing_job_file_and_bad_flags_exit_2() {
         .args(["fio", "--help"])
         .assert()
         .code(0)
-        .stdout(predicates::str::contains("Supported job options: name"));
+        .stdout(predicates::str::contains("Supported job options:"))
+        .stdout(predicates::str::contains("\n    name "));
 }
 
 #[test]
@@ -412,4 +416,132 @@ fn fsperf_direct_jobs_run_like_fio() {
             }
         }
     }
+}
+
+/// Issue 13's clear messages for fio inputs: what is refused, and that the message names it.
+#[test]
+fn bad_job_inputs_are_refused_with_their_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // A FIFO or a device as the job file: refused at once, never read (no hang).
+    let fifo = d.join("fifo.fio");
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        &fifo,
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o600),
+        0,
+    )
+    .unwrap();
+    for bad in [fifo.to_str().unwrap(), "/dev/zero"] {
+        fsdelta()
+            .current_dir(d)
+            .args(["fio", "--parse-only", bad])
+            .timeout(Duration::from_secs(10))
+            .assert()
+            .code(2)
+            .stderr(predicates::str::contains(bad))
+            .stderr(predicates::str::contains("not a regular file"));
+    }
+    // include /dev/zero: refused, naming it.
+    std::fs::write(d.join("inc.fio"), "[j]\nsize=1m\ninclude /dev/zero\n").unwrap();
+    fsdelta()
+        .current_dir(d)
+        .args(["fio", "--parse-only", "inc.fio"])
+        .timeout(Duration::from_secs(10))
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("/dev/zero"));
+    // An empty job file names its path.
+    std::fs::write(d.join("empty.fio"), "\n; nothing\n").unwrap();
+    fsdelta()
+        .current_dir(d)
+        .args(["fio", "--parse-only", "empty.fio"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("'empty.fio' is empty"));
+    // Nested relative includes resolve against the including file's directory, and a BOM is
+    // skipped.
+    std::fs::create_dir_all(d.join("a/b")).unwrap();
+    std::fs::write(d.join("a/top.fio"), "\u{feff}[j]\ninclude b/mid.fio\n").unwrap();
+    std::fs::write(d.join("a/b/mid.fio"), "include leaf.fio\n").unwrap();
+    std::fs::write(d.join("a/b/leaf.fio"), "size=1m\nbs=-4k\n").unwrap();
+    fsdelta()
+        .current_dir(d)
+        .args(["fio", "--parse-only", "a/top.fio"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("leaf.fio:2"))
+        .stderr(predicates::str::contains("must be positive"));
+    // Jobs that can never run are refused by --parse-only.
+    for (args, needle) in [
+        (
+            &["--name=x", "--size=2k", "--bs=4k"][..],
+            "smaller than one block",
+        ),
+        (&["--name=x", "--size=0"][..], "size=0 can never run"),
+    ] {
+        fsdelta()
+            .current_dir(d)
+            .args(["fio", "--parse-only"])
+            .args(args)
+            .assert()
+            .code(2)
+            .stderr(predicates::str::contains(needle));
+    }
+    // --output into a missing directory fails before the job runs (no file laid out).
+    let run = tempfile::tempdir().unwrap();
+    fsdelta()
+        .current_dir(run.path())
+        .args([
+            "fio",
+            "--output=/no/such/dir/out",
+            "--name=x",
+            "--size=1m",
+            "--rw=write",
+        ])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("/no/such/dir/out"));
+    assert_eq!(std::fs::read_dir(run.path()).unwrap().count(), 0);
+}
+
+/// Options before the job file are defaults; --section picks jobs; a job without size= takes
+/// its existing file's size; name= in [global] renames nothing (fio 3.33's behaviour).
+#[test]
+fn job_files_as_users_have_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::File::create(d.join("data"))
+        .unwrap()
+        .set_len(256 << 10)
+        .unwrap();
+    std::fs::write(
+        d.join("j.fio"),
+        "[global]\nname=ignored\nfilename=data\n[seq]\nrw=read\n[other]\nrw=write\nsize=64k\n",
+    )
+    .unwrap();
+    let out = fsdelta()
+        .current_dir(d)
+        .args([
+            "fio",
+            "--bs=64k",
+            "--output-format=json",
+            "--section=seq",
+            "j.fio",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let jobs = v["jobs"].as_array().unwrap();
+    assert_eq!(jobs.len(), 1);
+    assert_eq!(jobs[0]["jobname"], "seq");
+    // the whole 256 KiB file in 64 KiB reads
+    assert_eq!(jobs[0]["read"]["total_ios"], 4);
+    assert_eq!(jobs[0]["read"]["io_bytes"], 256 << 10);
 }

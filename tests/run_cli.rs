@@ -25,9 +25,11 @@ fn run_twice_then_list_show_export_and_compare() {
             .arg(&target)
             .assert()
             .success()
-            .stdout(predicate::str::contains("emptyfiles (scratch)"))
-            .stdout(predicate::str::contains("files_per_sec"))
-            .stdout(predicate::str::contains("bigdir (scratch)"));
+            // The compact summary: headline metrics only, one line per test.
+            .stdout(
+                predicate::str::is_match(r"(?m)^. emptyfiles +scratch +files_per_sec ").unwrap(),
+            )
+            .stdout(predicate::str::is_match(r"(?m)^. bigdir +scratch +files_per_sec ").unwrap());
     }
     // The scratch directory is gone.
     assert_eq!(std::fs::read_dir(&target).unwrap().count(), 0);

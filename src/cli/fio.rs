@@ -12,29 +12,39 @@ use crate::workload::fio::FioWorkload;
 use crate::workload::{NoProgress, RunContext, WorkloadError};
 
 const USAGE: &str = "\
-usage: fsdelta fio [JOBFILE...] [--output-format=normal|json] [--output=FILE] [--parse-only]
-                   [--alloc-size=KB] [--name=JOB --opt=value ...]
+usage: fsdelta fio [--output-format=normal|json[,normal]] [--output=FILE] [--parse-only]
+                   [--section=NAME]... [--readonly] [--showcmd] [--eta=never|auto|always]
+                   [--alloc-size=KB] [--opt=value ...] [JOBFILE...] [--name=JOB --opt=value ...]
 
 Runs fio job files with fsdelta's native fio 3.33-compatible engine (threads, never processes).
-Job options may also be given on the command line as fio does: --name=x starts a job, options
-before the first --name apply to every command-line job. Files are created relative to the
-current directory unless directory= or an absolute filename= says otherwise.
+Job options may also be given on the command line as fio does: options before the first
+--name=x are defaults for every job (a job file's own options override them, as in fio);
+--name=x starts a command-line job, which runs before the job files' jobs. Files are created
+relative to the current directory unless directory= or an absolute filename= says otherwise.
+A job without size= covers the whole of its existing files or block devices.
+
+fio's own flags: --section=NAME runs only that section (repeatable); --readonly refuses every
+job that would write; --showcmd prints each job file as a command line and runs nothing;
+--parse-only validates the jobs and runs nothing; --eta is accepted (fsdelta prints no ETA line
+whatever its value); --output-format takes a comma-separated list (normal, json).
 
 Where it differs from fio 3.33, on purpose:
   - jobs run as threads (thread is accepted; processes are never forked);
-  - an unknown option, an unset ${VAR}, an unknown size or time suffix, or a value range
-    (bs=4k-16k) is an error naming file and line, never ignored or guessed;
-  - size=N% needs existing files; write buffers hold fsdelta's own pseudo-random bytes
-    (same compressibility rules, not fio's exact bytes); layout writes 1 MiB at a time;
+  - an unknown option, an unknown size or time suffix, or a value range (bs=4k-16k) is an
+    error naming file and line, never ignored or guessed; an unset ${VAR} expands to nothing
+    with a warning, as in fio;
+  - write buffers hold fsdelta's own pseudo-random bytes (same compressibility rules, not
+    fio's exact bytes); layout writes 1 MiB at a time;
   - io_uring and libaio drain in-flight I/O before an fsync=/fdatasync= sync and before an
     openfiles rotation (fio queues the sync in the ring);
   - rw=rw with loops > 1 may split reads and writes slightly differently after a file wraps;
   - usr_cpu/sys_cpu count from the start of the timed phase (layout excluded); disk_util
     covers the whole run (layout included);
   - --alloc-size=KB is accepted and changes nothing (it sizes fio's shared memory for job
-    processes; there are none here).
+    processes; there are none here);
+  - not supported (an error): --output-format=terse/json+ (and --minimal), --status-interval.
 
-Supported job options: ";
+Supported job options:";
 
 /// How to print results.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -52,14 +62,39 @@ pub struct FioArgs {
     pub job_files: Vec<String>,
     /// Command-line job options (fio's `--name=x --rw=...` form).
     pub job_args: Vec<String>,
-    /// Output format.
-    pub format: OutputFormat,
+    /// Output formats, in the order fio prints them.
+    pub formats: Vec<OutputFormat>,
     /// Write output here instead of stdout.
     pub output: Option<String>,
     /// -h / --help.
     pub help: bool,
     /// --parse-only: validate the jobs, run nothing (as fio's --parse-only).
     pub parse_only: bool,
+    /// --section=NAME: run only these sections.
+    pub sections: Vec<String>,
+    /// --readonly: refuse jobs that write.
+    pub readonly: bool,
+    /// --showcmd: print job files as command lines.
+    pub showcmd: bool,
+}
+
+fn parse_formats(v: &str) -> Result<Vec<OutputFormat>, String> {
+    let mut out = Vec::new();
+    for f in v.split(',') {
+        let f = match f.trim() {
+            "normal" => OutputFormat::Normal,
+            "json" => OutputFormat::Json,
+            other => {
+                return Err(format!(
+                    "--output-format={other} is not supported (use normal, json or a list such as json,normal)"
+                ));
+            }
+        };
+        if !out.contains(&f) {
+            out.push(f);
+        }
+    }
+    Ok(out)
 }
 
 /// Split `fsdelta fio` arguments into our own flags, job files and job options.
@@ -67,10 +102,13 @@ pub fn parse_args(args: &[String]) -> Result<FioArgs, String> {
     let mut a = FioArgs {
         job_files: Vec::new(),
         job_args: Vec::new(),
-        format: OutputFormat::Normal,
+        formats: vec![OutputFormat::Normal],
         output: None,
         help: false,
         parse_only: false,
+        sections: Vec::new(),
+        readonly: false,
+        showcmd: false,
     };
     let mut i = 0;
     while i < args.len() {
@@ -91,19 +129,28 @@ pub fn parse_args(args: &[String]) -> Result<FioArgs, String> {
         match key {
             "-h" | "--help" => a.help = true,
             "--parse-only" => a.parse_only = true,
-            "--output-format" => {
-                let v = take_value(&mut i)?;
-                a.format = match v.as_str() {
-                    "normal" => OutputFormat::Normal,
-                    "json" => OutputFormat::Json,
-                    other => {
-                        return Err(format!(
-                            "--output-format={other} is not supported (use normal or json)"
-                        ));
-                    }
-                }
+            "--readonly" => a.readonly = true,
+            "--showcmd" => a.showcmd = true,
+            "--output-format" => a.formats = parse_formats(&take_value(&mut i)?)?,
+            "--minimal" => {
+                return Err(
+                    "--minimal (terse output) is not supported; use --output-format=json".into(),
+                );
+            }
+            "--status-interval" => {
+                return Err(
+                    "--status-interval is not supported: fsdelta prints results once, at the end"
+                        .into(),
+                );
             }
             "--output" => a.output = Some(take_value(&mut i)?),
+            "--section" => a.sections.push(take_value(&mut i)?),
+            "--eta" => {
+                let v = take_value(&mut i)?;
+                if !matches!(v.as_str(), "never" | "auto" | "always") {
+                    return Err(format!("--eta={v}: use never, auto or always"));
+                }
+            }
             // fio's shared-memory pool size for its job processes (fsperf passes it): workers
             // here are threads, so there is no pool to size. Accepted, and said in --help.
             "--alloc-size" => {
@@ -114,8 +161,9 @@ pub fn parse_args(args: &[String]) -> Result<FioArgs, String> {
                 // `--bs 4k`: keep the value with its option.
                 if inline.is_none() {
                     if let Some(next) = args.get(i + 1).filter(|n| !n.starts_with("--")) {
-                        let flag_like = is_bare_flag(&k[2..]);
-                        if !flag_like && !std::path::Path::new(next).is_file() {
+                        if !jobfile::options::is_set_only(&k[2..])
+                            && !std::path::Path::new(next).is_file()
+                        {
                             a.job_args.push(next.clone());
                             i += 1;
                         }
@@ -132,52 +180,68 @@ pub fn parse_args(args: &[String]) -> Result<FioArgs, String> {
     Ok(a)
 }
 
-fn is_bare_flag(key: &str) -> bool {
-    // fio's set-only options (FIO_OPT_STR_SET) never take the next word.
-    matches!(
-        key,
-        "time_based"
-            | "thread"
-            | "norandommap"
-            | "group_reporting"
-            | "stonewall"
-            | "wait_for_previous"
-            | "new_group"
-            | "zero_buffers"
-            | "refill_buffers"
-            | "blocksize_unaligned"
-            | "bs_unaligned"
-    )
-}
-
-/// Read and parse every job source into raw sections (a second file starts with a stonewall,
-/// as in fio).
+/// Read and parse every job source into raw sections, in fio's order: the command line's
+/// defaults (options before the first --name), its jobs, then the job files (a second file
+/// starts with a stonewall, as in fio). Warnings (an unset ${VAR}) stay with their sections.
 pub fn load_sections(a: &FioArgs) -> Result<Vec<RawSection>, String> {
     let mut sections: Vec<RawSection> = Vec::new();
-    for (n, f) in a.job_files.iter().enumerate() {
-        let text = std::fs::read_to_string(f).map_err(|e| format!("{f}: {e}"))?;
-        let mut s = jobfile::parse_ini(&text, f, &SystemSources).map_err(|e| e.to_string())?;
-        if n > 0 {
-            jobfile::mark_file_boundary(&mut s);
-        }
-        sections.append(&mut s);
-    }
     if !a.job_args.is_empty() {
         let mut s =
             jobfile::parse_cmdline(&a.job_args, &SystemSources).map_err(|e| e.to_string())?;
-        let has_jobs = s.iter().any(|x| x.name != "global");
-        if !has_jobs && !a.job_files.is_empty() {
-            return Err(format!(
-                "command-line job options ({}) need --name=JOB when job files are given: fsdelta does not apply them to the files' jobs",
-                a.job_args.join(" ")
-            ));
-        }
-        if !sections.is_empty() {
+        sections.append(&mut s);
+    }
+    let cmdline_jobs = sections.iter().any(|x| !x.is_global());
+    for (n, f) in a.job_files.iter().enumerate() {
+        let text = jobfile::read_job_source(std::path::Path::new(f))?;
+        let mut s = jobfile::parse_ini(&text, f, &SystemSources).map_err(|e| e.to_string())?;
+        if n > 0 || cmdline_jobs {
             jobfile::mark_file_boundary(&mut s);
         }
         sections.append(&mut s);
     }
+    if !a.sections.is_empty() {
+        for want in &a.sections {
+            if !sections.iter().any(|s| &s.name == want && !s.is_global()) {
+                return Err(format!("--section={want}: no job section has that name"));
+            }
+        }
+        sections.retain(|s| s.is_global() || a.sections.contains(&s.name));
+    }
     Ok(sections)
+}
+
+/// fio's --showcmd: each job file as the command line that runs the same jobs.
+pub fn showcmd(sections: &[RawSection]) -> String {
+    let mut out = String::from("fio");
+    for s in sections {
+        if !s.is_global() {
+            out.push_str(&format!(" --name={}", s.name));
+        }
+        for o in &s.options {
+            match &o.value {
+                Some(v) => out.push_str(&format!(" --{}={v}", o.key)),
+                None => out.push_str(&format!(" --{}", o.key)),
+            }
+        }
+    }
+    out.push('\n');
+    out
+}
+
+/// Check before running that `--output` can be written (issue: a run must not be lost because
+/// its output file cannot be created afterwards).
+fn check_output(path: &str) -> Result<(), String> {
+    let p = std::path::Path::new(path);
+    let existed = p.exists();
+    std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(p)
+        .map_err(|e| format!("--output={path}: cannot be written: {e}"))?;
+    if !existed {
+        let _ = std::fs::remove_file(p);
+    }
+    Ok(())
 }
 
 /// Run `fsdelta fio ARGS`; returns the exit code.
@@ -190,24 +254,52 @@ pub fn main(args: &[String]) -> i32 {
         }
     };
     if a.help {
-        println!("{USAGE}{}", jobfile::SUPPORTED_OPTIONS.join(", "));
+        println!("{USAGE}{}", jobfile::options::help_text());
         return 0;
     }
     if a.job_files.is_empty() && a.job_args.is_empty() {
-        eprintln!("fsdelta fio: no job file and no --name=JOB given\n{USAGE}...");
+        eprintln!("fsdelta fio: no job file and no --name=JOB given\n{USAGE} ...");
         return 2;
     }
-    let set = match load_sections(&a)
-        .and_then(|s| jobfile::build_jobs(&s).map_err(|e: JobFileError| e.to_string()))
-    {
-        Ok(set) => set,
+    let sections = match load_sections(&a) {
+        Ok(s) => s,
         Err(e) => {
             eprintln!("fsdelta fio: {e}");
             return 2;
         }
     };
+    if a.showcmd {
+        print!("{}", showcmd(&sections));
+        return 0;
+    }
+    let set = match jobfile::build_jobs(&sections) {
+        Ok(set) => set,
+        Err(e) => {
+            let e: JobFileError = e;
+            eprintln!("fsdelta fio: {e}");
+            return 2;
+        }
+    };
+    for w in &set.warnings {
+        eprintln!("fsdelta fio: warning: {w}");
+    }
+    if a.readonly {
+        if let Some(j) = set.jobs.iter().find(|j| j.rw.writes()) {
+            eprintln!(
+                "fsdelta fio: job '{}' has write bit set, but --readonly was given (as fio, nothing runs)",
+                j.name
+            );
+            return 2;
+        }
+    }
     if a.parse_only {
         return 0;
+    }
+    if let Some(path) = &a.output {
+        if let Err(e) = check_output(path) {
+            eprintln!("fsdelta fio: {e}");
+            return 2;
+        }
     }
     let cancel = match super::install_signals() {
         Ok(c) => c,
@@ -240,10 +332,13 @@ pub fn main(args: &[String]) -> i32 {
             return 2;
         }
     };
-    let text = match a.format {
-        OutputFormat::Json => report::fio::json(&run),
-        OutputFormat::Normal => report::fio::normal(&run),
-    };
+    let mut text = String::new();
+    for f in &a.formats {
+        text.push_str(&match f {
+            OutputFormat::Json => report::fio::json(&run),
+            OutputFormat::Normal => report::fio::normal(&run),
+        });
+    }
     match &a.output {
         Some(path) => {
             if let Err(e) = std::fs::write(path, text) {
@@ -278,7 +373,7 @@ mod tests {
         ]))
         .unwrap();
         assert_eq!(a.job_files, vec!["a.fio"]);
-        assert_eq!(a.format, OutputFormat::Json);
+        assert_eq!(a.formats, vec![OutputFormat::Json]);
         assert_eq!(a.output.as_deref(), Some("out.json"));
         assert_eq!(a.job_args, v(&["--name=x", "--bs", "8k", "--time_based"]));
         assert!(parse_args(&v(&["--output-format=terse"])).is_err());
@@ -287,12 +382,59 @@ mod tests {
     }
 
     #[test]
-    fn bare_command_line_options_with_job_files_are_refused() {
+    fn command_line_options_are_defaults_for_the_job_files() {
         let dir = tempfile::tempdir().unwrap();
         let f = dir.path().join("j.fio");
-        std::fs::write(&f, "[j]\nsize=1m\n").unwrap();
-        let a = parse_args(&v(&[f.to_str().unwrap(), "--runtime=5"])).unwrap();
-        let e = load_sections(&a).unwrap_err();
-        assert!(e.contains("need --name"), "{e}");
+        std::fs::write(&f, "[j]\nsize=1m\n[k]\nrw=write\n").unwrap();
+        let a = parse_args(&v(&["--size=2m", "--runtime=5", f.to_str().unwrap()])).unwrap();
+        let set = jobfile::build_jobs(&load_sections(&a).unwrap()).unwrap();
+        // the file's own size wins, as in fio; the command line fills what the file leaves out
+        assert_eq!(
+            set.jobs[0].size,
+            Some(jobfile::SizeSpec::Bytes(jobfile::Bytes(1 << 20)))
+        );
+        assert_eq!(
+            set.jobs[1].size,
+            Some(jobfile::SizeSpec::Bytes(jobfile::Bytes(2 << 20)))
+        );
+        assert_eq!(set.jobs[1].runtime, Some(std::time::Duration::from_secs(5)));
+        let a = parse_args(&v(&["--section=k", f.to_str().unwrap(), "--size=2m"])).unwrap();
+        let set = jobfile::build_jobs(&load_sections(&a).unwrap()).unwrap();
+        assert_eq!(set.jobs.len(), 1);
+        assert_eq!(set.jobs[0].name, "k");
+        let a = parse_args(&v(&["--section=nope", f.to_str().unwrap()])).unwrap();
+        assert!(load_sections(&a).unwrap_err().contains("--section=nope"));
+    }
+
+    #[test]
+    fn output_formats_are_a_list() {
+        let a = parse_args(&v(&["--output-format=json,normal"])).unwrap();
+        assert_eq!(a.formats, vec![OutputFormat::Json, OutputFormat::Normal]);
+        assert!(parse_args(&v(&["--minimal"])).is_err());
+        assert!(parse_args(&v(&["--eta=sometimes"])).is_err());
+        assert!(parse_args(&v(&["--eta=never"])).is_ok());
+    }
+
+    #[test]
+    fn showcmd_prints_the_command_line_form() {
+        let secs = jobfile::parse_ini(
+            "[global]\nbs=8k\n[a]\nsize=1m\ntime_based\n",
+            "t.fio",
+            &SystemSources,
+        )
+        .unwrap();
+        assert_eq!(
+            showcmd(&secs),
+            "fio --bs=8k --name=a --size=1m --time_based\n"
+        );
+    }
+
+    #[test]
+    fn an_unwritable_output_is_found_before_the_run() {
+        assert!(check_output("/no/such/dir/out").is_err());
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("out");
+        check_output(p.to_str().unwrap()).unwrap();
+        assert!(!p.exists(), "the check leaves no file behind");
     }
 }

@@ -9,8 +9,10 @@ pub mod cleanup;
 pub mod dbench;
 pub mod fio;
 pub mod fsmark;
+pub mod guest;
 pub mod import;
 pub mod jobs;
+pub mod kernels;
 pub mod profile;
 pub mod progress;
 pub mod query;
@@ -125,6 +127,23 @@ pub enum OrderChoice {
     Random,
     /// File and suite order every repetition.
     Fixed,
+}
+
+impl OrderChoice {
+    /// The runner's order; `random` without `--seed` takes its seed from the clock (recorded
+    /// with every sample, so the run can be repeated in the same order).
+    pub fn resolve(self, seed: Option<u64>) -> crate::runner::Order {
+        use crate::runner::Order;
+        match self {
+            OrderChoice::Rotate => Order::Rotate,
+            OrderChoice::Fixed => Order::Fixed,
+            OrderChoice::Random => Order::Random {
+                seed: seed.unwrap_or_else(|| {
+                    chrono::Utc::now().timestamp_nanos_opt().unwrap_or(0) as u64
+                }),
+            },
+        }
+    }
 }
 
 /// Output format of `history`.
@@ -264,6 +283,17 @@ pub enum Command {
     },
     /// Print the man page (roff) generated from these definitions. Example: fsdelta man | man -l -
     Man,
+    /// List the kernels fsdelta can boot in a guest for a configuration's kernel = "PATH": the
+    /// host's, those used before, cached Debian packages. Example: fsdelta kernels
+    Kernels,
+    /// The guest side of a configuration with a kernel (started by the guest's /init).
+    #[command(hide = true)]
+    GuestRun {
+        /// The job file.
+        job: PathBuf,
+        /// Where the samples go (the guest's second serial port).
+        out: PathBuf,
+    },
     /// Undo mounts, loop devices and images that a killed fsdelta left behind (recorded in its
     /// state file). Example: fsdelta cleanup
     Cleanup,
@@ -340,6 +370,12 @@ pub struct RunArgs {
     /// on every configuration. See examples/.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
+    /// Run every configuration (or, without --config, ext4 on a 2 GiB loop image) once per
+    /// kernel, each in a QEMU guest of that kernel (`host` runs on this machine), and compare
+    /// the first kernel with each other at the end, exit 1 on a regression (repeatable; a
+    /// bzImage, vmlinux, build tree or linux-image .deb; see `fsdelta kernels`).
+    #[arg(long = "kernel", value_name = "KERNEL")]
+    pub kernels: Vec<PathBuf>,
     /// Keep the page cache between samples (by default, as root, it is dropped before each).
     #[arg(long)]
     pub no_drop_caches: bool,
@@ -456,6 +492,8 @@ pub fn main() -> i32 {
     let result = match cli.command {
         Command::Fsmark { args } => return fsmark::main(&args),
         Command::Cleanup => return cleanup::main(),
+        Command::Kernels => kernels::main(),
+        Command::GuestRun { job, out } => guest::main(&job, &out),
         Command::Fio { args } => return fio::main(&args),
         Command::Dbench { args } => return dbench::main(&args),
         Command::Completions { shell } => {

@@ -5,6 +5,7 @@
 //!
 //! The runner only emits events (`runner::Event`); `cli::run` turns them into these calls.
 
+use crate::runner::{Event, Observer};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::collections::HashMap;
 use std::io::IsTerminal;
@@ -127,6 +128,82 @@ impl Progress {
                 b.disable_steady_tick();
                 b.abandon();
             }
+        }
+    }
+}
+
+/// The command line's observer: bars or lines from [`Progress`], the run's header line.
+pub struct View {
+    /// How progress is drawn.
+    pub progress: Progress,
+    /// `--quiet`: no header line.
+    pub quiet: bool,
+    /// Where results go (for the header line).
+    pub location: String,
+}
+
+impl Observer for View {
+    fn event(&self, e: Event) {
+        let what =
+            |config: &str, test: &str, rep: u32, of: u32| format!("{config}/{test} rep {rep}/{of}");
+        match e {
+            Event::RunStarted {
+                run_id,
+                label,
+                suite,
+                tests,
+                configs,
+                repetitions,
+            } => {
+                if !self.quiet {
+                    self.progress.println(&format!(
+                        "fsdelta run {run_id} ({label}): suite {suite}, {tests} test(s) x {} configuration(s) x {repetitions} repetition(s); results in {}",
+                        configs.len(),
+                        self.location
+                    ));
+                }
+            }
+            Event::SampleStarted {
+                config,
+                test,
+                repetition,
+                of,
+            } => self.progress.start(&config, &test, repetition, of),
+            Event::Phase { config, test, what } => self.progress.phase(&config, &test, &what),
+            Event::SampleEnded {
+                of,
+                sample,
+                headline,
+            } => {
+                let w = what(&sample.config, &sample.test, sample.repetition, of);
+                self.progress.done(
+                    &sample.config,
+                    &sample.test,
+                    &format!("{w}: {:.1} s, {headline}", sample.duration_s),
+                    &headline,
+                );
+            }
+            Event::SampleFailed { of, sample } => {
+                let w = what(&sample.config, &sample.test, sample.repetition, of);
+                self.progress.done(
+                    &sample.config,
+                    &sample.test,
+                    &format!("{w}: FAILED: {}", sample.error.as_deref().unwrap_or("")),
+                    "FAILED (see the end)",
+                );
+            }
+            Event::Skipped {
+                config,
+                test,
+                repetition,
+                of,
+                why,
+            } => {
+                let w = what(&config, &test, repetition, of);
+                self.progress
+                    .done(&config, &test, &format!("{w}: SKIPPED: {why}"), "skipped");
+            }
+            Event::Warning(w) => self.progress.warn(&format!("fsdelta: {w}")),
         }
     }
 }

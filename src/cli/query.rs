@@ -84,6 +84,7 @@ pub fn show(db: &DbArg, sel: &str) -> Result<i32> {
     let all: Vec<&SampleRecord> = runs.iter().flat_map(|(_, s)| s.iter()).collect();
     out.push_str(&report::text::targets(&all));
     out.push_str(&report::text::workloads(&all));
+    out.push_str(&report::summary::sample_order(&all));
     out.push('\n');
     out.push_str(&report::text::run_summary(&compare::series(&all)));
     let failed = report::text::failures(&all);
@@ -255,24 +256,35 @@ pub fn history(
     format: HistoryFormat,
 ) -> Result<i32> {
     let store = open(db)?;
+    // One query for the series (not every sample of every run), then one record per value.
+    let points = store.metric_points(test, metric)?;
+    let mut runs = store.runs(&RunFilter::default())?;
+    runs.reverse();
     let mut loaded = Vec::new();
     let mut configs: Vec<String> = Vec::new();
-    for (r, samples) in store.test_history(test, metric)? {
+    for r in runs {
         if r.status == crate::model::RunStatus::Running {
             continue;
         }
         if label_glob.is_some_and(|g| !compare::history::glob_match(g, &r.label)) {
             continue;
         }
+        let samples: Vec<SampleRecord> = points
+            .iter()
+            .filter(|p| p.run_id == r.id)
+            .map(|p| SampleRecord::of_point(p, test))
+            .collect();
         for s in &samples {
-            if s.sample.test == test && !configs.contains(&s.sample.config) {
+            if !configs.contains(&s.sample.config) {
                 configs.push(s.sample.config.clone());
             }
         }
         loaded.push((r, samples));
     }
     if configs.is_empty() {
-        anyhow::bail!("no stored run has test '{test}'; see `fsdelta list` and `fsdelta show`");
+        anyhow::bail!(
+            "no stored run of test '{test}' has metric '{metric}'; `fsdelta list` and `fsdelta show latest` list the runs and metrics"
+        );
     }
     if config.is_none() && configs.len() > 1 {
         anyhow::bail!(

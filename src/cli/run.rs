@@ -6,93 +6,20 @@
 //! The run loop, the sample step and the store write live in `runner`; this file must never
 //! loop over samples.
 
-use super::progress::Progress;
+use super::progress::{Progress, View};
 use super::{
     CompareArgs, CompareFormat, EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, MarginArgs, OrderChoice,
     RunArgs, query,
 };
 use crate::compare;
-use crate::model::{RunStatus, SampleRecord};
+use crate::model::RunStatus;
 use crate::plan::{config, suite};
 use crate::report;
-use crate::runner::{self, Baseline, Event, Observer, Order, Plan, PlannedTest, Targets};
+use crate::runner::{self, Baseline, Plan, PlannedTest, Targets};
 use crate::store;
 use crate::target::{self, StateFile, env};
 use crate::workload;
 use anyhow::{Context, Result};
-
-/// The command line's observer: bars or lines from [`Progress`], the run's header line.
-struct View {
-    progress: Progress,
-    quiet: bool,
-    location: String,
-}
-
-impl Observer for View {
-    fn event(&self, e: Event) {
-        let what =
-            |config: &str, test: &str, rep: u32, of: u32| format!("{config}/{test} rep {rep}/{of}");
-        match e {
-            Event::RunStarted {
-                run_id,
-                label,
-                suite,
-                tests,
-                configs,
-                repetitions,
-            } => {
-                if !self.quiet {
-                    self.progress.println(&format!(
-                        "fsdelta run {run_id} ({label}): suite {suite}, {tests} test(s) x {} configuration(s) x {repetitions} repetition(s); results in {}",
-                        configs.len(),
-                        self.location
-                    ));
-                }
-            }
-            Event::SampleStarted {
-                config,
-                test,
-                repetition,
-                of,
-            } => self.progress.start(&config, &test, repetition, of),
-            Event::Phase { config, test, what } => self.progress.phase(&config, &test, &what),
-            Event::SampleEnded {
-                of,
-                sample,
-                headline,
-            } => {
-                let w = what(&sample.config, &sample.test, sample.repetition, of);
-                self.progress.done(
-                    &sample.config,
-                    &sample.test,
-                    &format!("{w}: {:.1} s, {headline}", sample.duration_s),
-                    &headline,
-                );
-            }
-            Event::SampleFailed { of, sample } => {
-                let w = what(&sample.config, &sample.test, sample.repetition, of);
-                self.progress.done(
-                    &sample.config,
-                    &sample.test,
-                    &format!("{w}: FAILED: {}", sample.error.as_deref().unwrap_or("")),
-                    "FAILED (see the end)",
-                );
-            }
-            Event::Skipped {
-                config,
-                test,
-                repetition,
-                of,
-                why,
-            } => {
-                let w = what(&config, &test, repetition, of);
-                self.progress
-                    .done(&config, &test, &format!("{w}: SKIPPED: {why}"), "skipped");
-            }
-            Event::Warning(w) => self.progress.warn(&format!("fsdelta: {w}")),
-        }
-    }
-}
 
 /// Read the suite: a suite file (`.toml` or an existing path) or a built-in suite.
 fn suite_of(args: &RunArgs, ram_mib: u64) -> Result<suite::Suite> {
@@ -137,15 +64,30 @@ pub fn main(args: RunArgs) -> Result<i32> {
                 .map_err(|e| anyhow::anyhow!("test {}: {e}", t.name))
         })
         .collect::<Result<Vec<_>>>()?;
-    let targets = match &args.config {
+    let file = match &args.config {
         Some(path) => {
             let text = std::fs::read_to_string(path)
                 .with_context(|| format!("reading config file {}", path.display()))?;
-            Targets::Configs {
-                file: config::parse(&text, &path.display().to_string())?,
-                state: StateFile::default_location(),
-            }
+            Some(config::parse(&text, &path.display().to_string())?)
         }
+        None if !args.kernels.is_empty() => Some(config::default_kernel_file()),
+        None => None,
+    };
+    // --kernel A --kernel B: every configuration once per kernel, compared pairwise at the end.
+    let (file, ab_pairs) = match file {
+        Some(f) if !args.kernels.is_empty() => {
+            let k = args.kernels.len();
+            let with = config::with_kernels(&f, &args.kernels).map_err(anyhow::Error::msg)?;
+            let pairs = config::kernel_pairs(&with, k);
+            (Some(with), pairs)
+        }
+        f => (f, Vec::new()),
+    };
+    let targets = match file {
+        Some(file) => Targets::Configs {
+            file,
+            state: StateFile::default_location(),
+        },
         None => Targets::Scratch(match &args.target {
             Some(p) => p.clone(),
             None => std::env::current_dir().context("reading the current directory")?,
@@ -154,15 +96,6 @@ pub fn main(args: RunArgs) -> Result<i32> {
     let config_names: Vec<String> = match &targets {
         Targets::Scratch(_) => vec!["scratch".into()],
         Targets::Configs { file, .. } => file.configs.iter().map(|c| c.name.clone()).collect(),
-    };
-    let order = match args.order {
-        OrderChoice::Rotate => Order::Rotate,
-        OrderChoice::Fixed => Order::Fixed,
-        OrderChoice::Random => Order::Random {
-            seed: args
-                .seed
-                .unwrap_or_else(|| chrono::Utc::now().timestamp_nanos_opt().unwrap_or(0) as u64),
-        },
     };
     let plan = Plan {
         label: args
@@ -173,7 +106,7 @@ pub fn main(args: RunArgs) -> Result<i32> {
         tests,
         targets,
         repeat: args.repeat,
-        order,
+        order: args.order.resolve(args.seed),
         until_confident: args.until_confident.then_some(runner::UntilConfident {
             max_repeat: args.max_repeat,
             margins,
@@ -182,6 +115,7 @@ pub fn main(args: RunArgs) -> Result<i32> {
         profile: args.profile.map(Into::into),
         baseline: match &args.baseline {
             Some(b) => Baseline::Runs(b.clone()),
+            None if !ab_pairs.is_empty() => Baseline::None,
             None => Baseline::LastComparable,
         },
         environment,
@@ -213,7 +147,12 @@ pub fn main(args: RunArgs) -> Result<i32> {
     if let Some(e) = &result.teardown_error {
         eprintln!("fsdelta: {e}");
     }
-    print!("{}", summary(&result));
+    let skipped: Vec<String> = result
+        .skipped
+        .iter()
+        .map(|s| format!("SKIPPED {} ({}): {}", s.test, s.config, s.why))
+        .collect();
+    print!("{}", report::summary::run_end(&result.records(), &skipped));
     let run_id = result.run_id;
     let n = result.samples.len();
     match result.status {
@@ -228,14 +167,31 @@ pub fn main(args: RunArgs) -> Result<i32> {
             result.failed()
         ),
         _ if !args.quiet => {
-            eprintln!("fsdelta: run {run_id} complete; `fsdelta show {run_id}` shows it again")
+            let outside = (result.wall_s - result.workload_s()).max(0.0);
+            eprintln!(
+                "fsdelta: run {run_id} complete in {:.0} s, {outside:.1} s ({:.1} %) outside the workloads (mkfs, mount, cache drops, storing); `fsdelta show {run_id}` shows it again",
+                result.wall_s,
+                100.0 * outside / result.wall_s.max(1e-9)
+            )
         }
         _ => {}
     }
-    let compare_code = match &result.closing {
-        Some(c) => closing(store.as_ref(), run_id, c, &args, &margins)?,
+    let mut compare_code = match &result.closing {
+        Some(c) => closing(
+            store.as_ref(),
+            &c.baseline,
+            &run_id.to_string(),
+            c.gating,
+            &args,
+            &margins,
+        )?,
         None => EXIT_OK,
     };
+    for (a, b) in &ab_pairs {
+        let (base, cur) = (format!("{run_id}@{a}"), format!("{run_id}@{b}"));
+        compare_code =
+            compare_code.max(closing(store.as_ref(), &base, &cur, true, &args, &margins)?);
+    }
     // An error outranks a regression: exit 2 when samples failed, else what the comparison says.
     Ok(if result.status == RunStatus::Failed {
         EXIT_ERROR
@@ -244,30 +200,13 @@ pub fn main(args: RunArgs) -> Result<i32> {
     })
 }
 
-/// The run's summary, failures and skipped tests, as text.
-fn summary(result: &runner::RunResult) -> String {
-    let records = result.records();
-    let refs: Vec<&SampleRecord> = records.iter().collect();
-    let mut out = report::text::run_summary(&compare::series(&refs));
-    let failed = report::text::failures(&refs);
-    if !failed.is_empty() {
-        out.push('\n');
-        out.push_str(&failed);
-    }
-    if !result.skipped.is_empty() {
-        out.push('\n');
-        for s in &result.skipped {
-            out.push_str(&format!("SKIPPED {} ({}): {}\n", s.test, s.config, s.why));
-        }
-    }
-    out
-}
-
-/// Show the closing comparison; with `--baseline` return compare's exit code, else 0.
+/// Show a closing comparison of `base` and `cur`; when `gating` (`--baseline`, `--kernel`)
+/// return compare's exit code, else 0.
 fn closing(
     store: &dyn store::Store,
-    run_id: crate::model::RunId,
-    c: &runner::Closing,
+    base: &str,
+    cur: &str,
+    gating: bool,
     args: &RunArgs,
     margins: &compare::verdict::Margins,
 ) -> Result<i32> {
@@ -285,22 +224,22 @@ fn closing(
             delta_max: Some(100.0 * margins.delta_max),
         },
     };
-    match query::judge(store, &c.baseline, &run_id.to_string(), &opts) {
+    match query::judge(store, base, cur, &opts) {
         Ok((bd, cd, rows)) => {
             println!();
-            if !c.gating {
+            if !gating {
                 println!(
                     "compared with the latest earlier run of this suite (exit code unaffected; --baseline SEL gates on it):"
                 );
             }
             print!("{}", query::render_comparison(&bd, &cd, &rows, &opts)?);
-            Ok(if c.gating {
+            Ok(if gating {
                 query::exit_code(&rows, false)
             } else {
                 EXIT_OK
             })
         }
-        Err(e) if c.gating => Err(e.context(format!("comparing with --baseline {}", c.baseline))),
+        Err(e) if gating => Err(e.context(format!("comparing {base} with {cur}"))),
         Err(_) => Ok(EXIT_OK),
     }
 }

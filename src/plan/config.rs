@@ -32,6 +32,16 @@
 //! name = "home"
 //! fs = "dir"
 //! path = "/home/me/bench"           # dir only: an existing, empty (or fsdelta-marked) directory
+//!
+//! [[config]]
+//! name = "ext4-6.1"
+//! fs = "ext4"
+//! device = "loop:2G"
+//! kernel = "/boot/vmlinuz-6.1.0-47-amd64"  # boot this kernel in a QEMU guest ("host": run here)
+//! modules = "/lib/modules/6.1.0-47-amd64"  # optional: where its modules are
+//! cmdline = "mitigations=off"       # optional: added to the guest's kernel command line
+//! memory = "2G"                     # optional: guest memory (default 2G, at least 256M)
+//! cpus = 2                          # optional: guest vCPUs (default 2)
 //! ```
 
 use std::collections::BTreeMap;
@@ -167,7 +177,29 @@ pub struct TargetConfig {
     pub after: Option<String>,
     /// The line of the `[[config]]` header, for messages.
     pub line: usize,
+    /// The kernel the configuration runs under: `None` on the host (no `kernel` key, or
+    /// `kernel = "host"`), else a QEMU guest of that kernel (see `crate::vm`).
+    pub vm: Option<VmConfig>,
 }
+
+/// The guest of a configuration with a `kernel` key.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VmConfig {
+    /// The kernel as written: a bzImage/vmlinuz, a vmlinux, a kernel build tree (or its
+    /// `arch/x86/boot/bzImage`), or a Debian `linux-image-*.deb`.
+    pub kernel: PathBuf,
+    /// Where the kernel's modules are (`None`: found beside the kernel).
+    pub modules: Option<PathBuf>,
+    /// Added to the guest's kernel command line.
+    pub cmdline: Option<String>,
+    /// Guest memory in bytes (`None`: the default of `crate::vm`).
+    pub memory_bytes: Option<u64>,
+    /// Guest vCPUs (`None`: the default of `crate::vm`).
+    pub cpus: Option<u32>,
+}
+
+/// The least guest memory a configuration may ask for.
+pub const MIN_VM_MEMORY: u64 = 256 << 20;
 
 /// A configuration file that cannot be used: where, what and how to fix it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -204,8 +236,9 @@ impl ConfigError {
 }
 
 const TOP_KEYS: [&str; 2] = ["scratch", "config"];
-const CONFIG_KEYS: [&str; 11] = [
+const CONFIG_KEYS: [&str; 16] = [
     "name", "fs", "device", "destroy", "mkfs", "mount", "fresh", "before", "after", "path", "size",
+    "kernel", "modules", "cmdline", "memory", "cpus",
 ];
 
 /// Parse and validate the text of a configuration file. `file` names it in error messages.
@@ -662,6 +695,7 @@ impl Parser<'_> {
         };
         let before = command("before")?;
         let after = command("after")?;
+        let vm = self.vm_config(t, &name, fs, &device)?;
 
         Ok(TargetConfig {
             name,
@@ -673,8 +707,254 @@ impl Parser<'_> {
             before,
             after,
             line,
+            vm,
         })
     }
+
+    /// The `kernel`, `modules`, `cmdline`, `memory` and `cpus` keys.
+    fn vm_config(
+        &self,
+        t: &DeTable<'_>,
+        name: &str,
+        fs: FsKind,
+        device: &Device,
+    ) -> Result<Option<VmConfig>, ConfigError> {
+        let at = |v: &Spanned<DeValue<'_>>, key: &str, message: String| {
+            self.err_at(v.span().start, Some(name.to_string()), Some(key), message)
+        };
+        let get_str = |key: &str| -> Result<Option<(&Spanned<DeValue<'_>>, String)>, ConfigError> {
+            match t.get(key) {
+                None => Ok(None),
+                Some(v) => Ok(Some((v, self.string(v, Some(name), key)?.to_string()))),
+            }
+        };
+        let kernel = match get_str("kernel")? {
+            None => None,
+            Some((_, k)) if k == "host" => None,
+            Some((v, k)) if k.trim().is_empty() => {
+                return Err(at(
+                    v,
+                    "kernel",
+                    format!("is empty: give a kernel path, or \"host\" to run here (was '{k}')"),
+                ));
+            }
+            Some((v, k)) => Some((v, PathBuf::from(k))),
+        };
+        let Some((kv, kernel)) = kernel else {
+            for key in ["modules", "cmdline", "memory", "cpus"] {
+                if let Some(v) = t.get(key) {
+                    return Err(at(
+                        v,
+                        key,
+                        "only for a configuration that boots a kernel: add kernel = \"PATH\" or remove this key".into(),
+                    ));
+                }
+            }
+            return Ok(None);
+        };
+        match (fs, device) {
+            (FsKind::Dir, _) => {
+                return Err(at(
+                    kv,
+                    "kernel",
+                    "a dir target is a directory of the host and cannot be given to a guest: use fs = \"ext4\" (or btrfs, xfs) with device = \"loop:SIZE\", or tmpfs".into(),
+                ));
+            }
+            (_, Device::Block { path }) => {
+                return Err(at(
+                    kv,
+                    "kernel",
+                    format!(
+                        "passing the block device {} through to a guest is not supported yet: use device = \"loop:SIZE\"",
+                        path.display()
+                    ),
+                ));
+            }
+            _ => {}
+        }
+        let modules = get_str("modules")?.map(|(_, s)| PathBuf::from(s));
+        let cmdline = match get_str("cmdline")? {
+            None => None,
+            Some((_, s)) if s.trim().is_empty() => None,
+            Some((v, s)) => {
+                if s.contains('\n') {
+                    return Err(at(v, "cmdline", "must be one line".into()));
+                }
+                Some(s.trim().to_string())
+            }
+        };
+        let memory_bytes = match get_str("memory")? {
+            None => None,
+            Some((v, s)) => {
+                let b = parse_size(&s)
+                    .map_err(|m| at(v, "memory", format!("'{s}': {m}; write e.g. \"2G\"")))?;
+                if b < MIN_VM_MEMORY {
+                    return Err(at(
+                        v,
+                        "memory",
+                        format!(
+                            "'{s}' is too little for a guest that holds fsdelta in its initramfs: give at least 256M (2G is the default)"
+                        ),
+                    ));
+                }
+                Some(b)
+            }
+        };
+        let cpus = match t.get("cpus") {
+            None => None,
+            Some(v) => match v.get_ref().as_integer().map(|i| i.as_str()) {
+                Some(txt) => match txt.parse::<u32>() {
+                    Ok(n) if (1..=64).contains(&n) => Some(n),
+                    _ => {
+                        return Err(at(
+                            v,
+                            "cpus",
+                            format!("{txt} is not a vCPU count from 1 to 64"),
+                        ));
+                    }
+                },
+                None => {
+                    return Err(at(
+                        v,
+                        "cpus",
+                        format!(
+                            "expected a whole number, found {}: write e.g. cpus = 2",
+                            v.get_ref().type_str()
+                        ),
+                    ));
+                }
+            },
+        };
+        Ok(Some(VmConfig {
+            kernel,
+            modules,
+            cmdline,
+            memory_bytes,
+            cpus,
+        }))
+    }
+}
+
+/// A name tag for a kernel path (`linux-image-6.1.0-47-amd64_6.1.170-3_amd64.deb` gives
+/// `6.1.0-47-amd64`, `/src/linux/arch/x86/boot/bzImage` gives `linux`), for the configuration
+/// names of [`with_kernels`].
+pub fn kernel_tag(kernel: &std::path::Path) -> String {
+    if kernel.as_os_str() == "host" {
+        return "host".into();
+    }
+    let file = kernel
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut tag = file.as_str();
+    for prefix in ["linux-image-", "vmlinuz-", "vmlinux-", "bzImage-"] {
+        if let Some(rest) = tag.strip_prefix(prefix) {
+            tag = rest;
+        }
+    }
+    let mut tag = tag.split('_').next().unwrap_or_default().to_string();
+    if matches!(tag.as_str(), "" | "bzImage" | "vmlinux" | "vmlinuz") {
+        // A build tree's image: name it after the tree.
+        let dir = if kernel.ends_with("arch/x86/boot/bzImage") {
+            kernel.ancestors().nth(4)
+        } else {
+            kernel.parent()
+        };
+        let tree = dir
+            .and_then(|a| a.file_name())
+            .map(|n| n.to_string_lossy().into_owned());
+        tag = tree.unwrap_or_else(|| "kernel".into());
+    }
+    let tag: String = tag
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    tag.trim_start_matches('.').chars().take(40).collect()
+}
+
+/// `fsdelta run --kernel A --kernel B [--config FILE]`: every configuration of `file` once per
+/// kernel, named `CONFIG-TAG` ([`kernel_tag`]); `"host"` as a kernel runs that copy on the host.
+/// Configurations that name a kernel themselves, dir targets and block devices cannot take one.
+pub fn with_kernels(file: &ConfigFile, kernels: &[PathBuf]) -> Result<ConfigFile, String> {
+    let mut tags: Vec<String> = Vec::new();
+    for k in kernels {
+        let base = kernel_tag(k);
+        let mut tag = base.clone();
+        let mut n = 1;
+        while tags.contains(&tag) {
+            n += 1;
+            tag = format!("{base}-{n}");
+        }
+        tags.push(tag);
+    }
+    let mut configs = Vec::new();
+    for c in &file.configs {
+        if c.vm.is_some() {
+            return Err(format!(
+                "config '{}' names its own kernel: --kernel applies to configurations without one; remove one or the other",
+                c.name
+            ));
+        }
+        for (k, tag) in kernels.iter().zip(&tags) {
+            let mut copy = c.clone();
+            copy.name = format!("{}-{tag}", c.name).chars().take(64).collect();
+            if k.as_os_str() != "host" {
+                match (&c.fs, &c.device) {
+                    (FsKind::Dir, _) => {
+                        return Err(format!(
+                            "config '{}' is a dir target, a directory of the host: it cannot run in a guest of --kernel {}",
+                            c.name,
+                            k.display()
+                        ));
+                    }
+                    (_, Device::Block { path }) => {
+                        return Err(format!(
+                            "config '{}': passing the block device {} through to a guest is not supported yet: use device = \"loop:SIZE\"",
+                            c.name,
+                            path.display()
+                        ));
+                    }
+                    _ => {}
+                }
+                copy.vm = Some(VmConfig {
+                    kernel: k.clone(),
+                    modules: None,
+                    cmdline: None,
+                    memory_bytes: None,
+                    cpus: None,
+                });
+            }
+            configs.push(copy);
+        }
+    }
+    Ok(ConfigFile {
+        scratch: file.scratch.clone(),
+        configs,
+    })
+}
+
+/// The pairs `--kernel` compares in a file made by [`with_kernels`] with `kernels` kernels:
+/// for every original configuration, its first kernel's copy against each other kernel's.
+pub fn kernel_pairs(with: &ConfigFile, kernels: usize) -> Vec<(String, String)> {
+    with.configs
+        .chunks(kernels.max(1))
+        .flat_map(|g| g[1..].iter().map(|c| (g[0].name.clone(), c.name.clone())))
+        .collect()
+}
+
+/// The configuration `--kernel` uses without `--config`: ext4 on a 2 GiB loop image.
+pub fn default_kernel_file() -> ConfigFile {
+    parse(
+        "[[config]]\nname = \"ext4\"\nfs = \"ext4\"\ndevice = \"loop:2G\"\n",
+        "(default)",
+    )
+    .expect("the default configuration parses")
 }
 
 /// Parse a size such as `4G`, `512M`, `4GiB`, `1T` or a plain number of bytes (binary units:
@@ -1003,6 +1283,110 @@ path = "/srv/bench"
         .unwrap();
         let fs: Vec<FsKind> = ext4_xfs.configs.iter().map(|c| c.fs).collect();
         assert_eq!(fs, [FsKind::Ext4, FsKind::Xfs]);
+    }
+
+    #[test]
+    fn a_kernel_makes_a_guest_configuration() {
+        let f = parse(
+            r#"[[config]]
+name = "a"
+fs = "ext4"
+device = "loop:1G"
+kernel = "/k/vmlinuz-6.1"
+modules = "/k/modules"
+cmdline = " mitigations=off "
+memory = "1G"
+cpus = 1
+
+[[config]]
+name = "b"
+fs = "ext4"
+device = "loop:1G"
+kernel = "host"
+"#,
+            "t.toml",
+        )
+        .unwrap();
+        assert_eq!(
+            f.configs[0].vm,
+            Some(VmConfig {
+                kernel: PathBuf::from("/k/vmlinuz-6.1"),
+                modules: Some(PathBuf::from("/k/modules")),
+                cmdline: Some("mitigations=off".into()),
+                memory_bytes: Some(1 << 30),
+                cpus: Some(1),
+            })
+        );
+        assert_eq!(f.configs[1].vm, None);
+    }
+
+    #[test]
+    fn two_kernels_apply_to_every_configuration() {
+        let f = parse(
+            "[[config]]\nname = \"x\"\nfs = \"xfs\"\ndevice = \"loop:1G\"\n\n[[config]]\nname = \"t\"\nfs = \"tmpfs\"\n",
+            "t.toml",
+        )
+        .unwrap();
+        let ks = [
+            PathBuf::from("/c/linux-image-6.1.0-47-amd64_6.1.170-3_amd64.deb"),
+            PathBuf::from("/src/linux/arch/x86/boot/bzImage"),
+            PathBuf::from("host"),
+        ];
+        let g = with_kernels(&f, &ks).unwrap();
+        let names: Vec<&str> = g.configs.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "x-6.1.0-47-amd64",
+                "x-linux",
+                "x-host",
+                "t-6.1.0-47-amd64",
+                "t-linux",
+                "t-host"
+            ]
+        );
+        assert_eq!(g.configs[0].vm.as_ref().unwrap().kernel, ks[0]);
+        assert_eq!(g.configs[2].vm, None);
+        assert_eq!(
+            kernel_tag(std::path::Path::new("/boot/vmlinuz-6.18.0+")),
+            "6.18.0-"
+        );
+        let twice = with_kernels(&f, &[ks[0].clone(), ks[0].clone()]).unwrap();
+        assert_eq!(twice.configs[1].name, "x-6.1.0-47-amd64-2");
+        let d = parse(
+            "[[config]]\nname = \"d\"\nfs = \"dir\"\npath = \"/x\"\n",
+            "t",
+        )
+        .unwrap();
+        assert!(
+            with_kernels(&d, &ks[..1])
+                .unwrap_err()
+                .contains("dir target")
+        );
+        assert!(with_kernels(&d, &ks[2..]).is_ok());
+        let own = with_kernels(&g, &ks[..1]).unwrap_err();
+        assert!(own.contains("names its own kernel"), "{own}");
+        assert_eq!(default_kernel_file().configs[0].fs, FsKind::Ext4);
+    }
+
+    #[test]
+    fn guest_keys_are_checked() {
+        let base = "[[config]]\nname = \"a\"\nfs = \"ext4\"\ndevice = \"loop:1G\"\n";
+        let e = err(&format!("{base}memory = \"2G\"\n"));
+        assert_eq!(e.key.as_deref(), Some("memory"));
+        assert!(e.message.contains("add kernel"), "{e}");
+        let e = err(&format!("{base}kernel = \"/k\"\nmemory = \"100M\"\n"));
+        assert!(e.message.contains("at least 256M"), "{e}");
+        let e = err(&format!("{base}kernel = \"/k\"\ncpus = 0\n"));
+        assert!(e.message.contains("from 1 to 64"), "{e}");
+        let e = err(&format!("{base}kernel = \"/k\"\ncpus = \"2\"\n"));
+        assert!(e.message.contains("whole number"), "{e}");
+        let e = err("[[config]]\nname = \"d\"\nfs = \"dir\"\npath = \"/x\"\nkernel = \"/k\"\n");
+        assert!(e.message.contains("cannot be given to a guest"), "{e}");
+        let e = err(
+            "[[config]]\nname = \"d\"\nfs = \"xfs\"\ndevice = \"/dev/sdz\"\ndestroy = true\nkernel = \"/k\"\n",
+        );
+        assert!(e.message.contains("not supported yet"), "{e}");
     }
 
     #[test]

@@ -1,7 +1,11 @@
-//! What to run: built-in suites and the test definitions in them.
+//! What to run: built-in suites and suite files (the tests), config files (the configurations),
+//! and fio job files, parsed and validated into plain values.
 //!
-//! Why a room of its own: the matrix of configurations x tests x repetitions is decided here,
-//! before anything touches a filesystem. This room must never touch the filesystem.
+//! Why a room of its own: every mistake in what the user asked for is found here, with its file
+//! and line, before anything touches a filesystem. The order in which configurations, tests and
+//! repetitions then run is the runner's (`runner::order`). This room never creates, formats or
+//! writes anything; it reads only the files it is asked to parse (a fio job file's `include`s,
+//! through `jobfile::Sources`).
 
 pub mod config;
 pub mod jobfile;

@@ -6,7 +6,7 @@
 use super::PlanError;
 
 /// A number a `command` test extracts from its output.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct CommandMetricSpec {
     /// Metric name.
     pub name: String,
@@ -21,7 +21,7 @@ pub struct CommandMetricSpec {
 }
 
 /// How the copy test copies.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum CopyPath {
     /// read(2)/write(2) through a buffer.
     ReadWrite,
@@ -32,7 +32,7 @@ pub enum CopyPath {
 }
 
 /// How a test is run.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum EngineSpec {
     /// The native fs_mark engine with these fs_mark flags (without `-d`: the run's directory is
     /// used).
@@ -100,7 +100,7 @@ pub enum EngineSpec {
 }
 
 /// One test of a suite.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct TestSpec {
     /// Name, unique in its suite.
     pub name: String,

@@ -1,5 +1,6 @@
-//! How a workload is observed: the monotonic clock, latency histograms, and (later) CPU time,
-//! block-device counters and profiles.
+//! How a workload is observed: the monotonic clock, latency histograms, CPU and memory
+//! counters around a sample (`system`), and CPU profiles with perf (`profile`). Block-device
+//! counters are read by `target::blockstat`, next to the devices they describe.
 //!
 //! Why a room of its own: every engine must measure the same way, so that a p99 from the fs_mark
 //! engine and one from the fio engine mean the same thing. This room must never decide verdicts

@@ -87,9 +87,13 @@ struct Rusage {
 }
 
 fn rusage_self() -> Option<Rusage> {
+    rusage(libc::RUSAGE_SELF)
+}
+
+fn rusage(who: libc::c_int) -> Option<Rusage> {
     let mut ru = std::mem::MaybeUninit::<libc::rusage>::zeroed();
     // SAFETY: getrusage writes a full rusage into the pointer on success.
-    let rc = unsafe { libc::getrusage(libc::RUSAGE_SELF, ru.as_mut_ptr()) };
+    let rc = unsafe { libc::getrusage(who, ru.as_mut_ptr()) };
     if rc != 0 {
         return None;
     }
@@ -106,12 +110,41 @@ fn rusage_self() -> Option<Rusage> {
     })
 }
 
+/// The 1-minute load average, the first field of /proc/loadavg.
+pub fn parse_loadavg(text: &str) -> Option<f64> {
+    text.split_whitespace().next()?.parse().ok()
+}
+
+/// `wchar` of /proc/self/io: bytes this process (every thread, and every child it has waited
+/// for) passed to write-like system calls.
+pub fn parse_wchar(text: &str) -> Option<u64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix("wchar:"))
+        .and_then(|v| v.trim().parse().ok())
+}
+
 /// Counters read at the start of a sample.
 #[derive(Clone, Debug)]
 pub struct Snapshot {
     cpu: Option<CpuTimes>,
     rusage: Option<Rusage>,
+    children: Option<Rusage>,
     vm: [Option<u64>; 4],
+    loadavg_1m: Option<f64>,
+    wchar: Option<u64>,
+}
+
+/// The share of every CPU that other processes used, in percent: busy time of the whole
+/// machine (/proc/stat, every state but idle and iowait, `busy_ticks` of `total_ticks` at
+/// `hz` ticks a second) minus this process's own CPU time and its waited-for children's
+/// (`own_s`). Clamped at 0 (the two clocks tick at different granularity).
+pub fn background_cpu_pct(busy_ticks: u64, total_ticks: u64, hz: f64, own_s: f64) -> Option<f64> {
+    if total_ticks == 0 || hz <= 0.0 {
+        return None;
+    }
+    let total_s = total_ticks as f64 / hz;
+    let busy_s = busy_ticks as f64 / hz;
+    Some((100.0 * (busy_s - own_s) / total_s).clamp(0.0, 100.0))
 }
 
 impl Snapshot {
@@ -122,10 +155,23 @@ impl Snapshot {
                 .ok()
                 .and_then(|t| parse_proc_stat(&t)),
             rusage: rusage_self(),
+            children: rusage(libc::RUSAGE_CHILDREN),
             vm: fs::read_to_string("/proc/vmstat")
                 .map(|t| parse_vmstat(&t))
                 .unwrap_or([None; 4]),
+            loadavg_1m: fs::read_to_string("/proc/loadavg")
+                .ok()
+                .and_then(|t| parse_loadavg(&t)),
+            wchar: fs::read_to_string("/proc/self/io")
+                .ok()
+                .and_then(|t| parse_wchar(&t)),
         }
+    }
+
+    /// Bytes this process and its waited-for children wrote with write-like system calls
+    /// between `self` and `end`: the logical bytes of a workload that does not count its own.
+    pub fn written_since(&self, end: &Snapshot) -> Option<u64> {
+        Some(end.wchar?.saturating_sub(self.wchar?))
     }
 
     /// Metrics for what happened between `self` and now.
@@ -166,7 +212,24 @@ impl Snapshot {
                     Unit::Percent,
                 ));
                 out.push(neutral("sys_idle_pct", pct(a.idle, b.idle), Unit::Percent));
+                let busy = |c: &CpuTimes| c.total() - c.idle - c.iowait;
+                let own = |s: &Snapshot| {
+                    s.rusage.zip(s.children).map(|(r, c)| {
+                        (r.user_us + r.system_us + c.user_us + c.system_us) as f64 / 1e6
+                    })
+                };
+                // SAFETY: sysconf has no memory effects.
+                let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+                if let (Some(o0), Some(o1)) = (own(self), own(end))
+                    && let Some(bg) =
+                        background_cpu_pct(busy(&b).saturating_sub(busy(&a)), total, hz, o1 - o0)
+                {
+                    out.push(neutral("bg_cpu_pct", bg, Unit::Percent));
+                }
             }
+        }
+        if let Some(l) = self.loadavg_1m {
+            out.push(neutral("loadavg_1m_start", l, Unit::Ratio).kind(MetricKind::Share));
         }
         if let (Some(a), Some(b)) = (self.rusage, end.rusage) {
             let d = |x: u64, y: u64| y.saturating_sub(x) as f64;
@@ -299,6 +362,47 @@ impl Drop for PeakSampler {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reads_loadavg_and_wchar_as_the_kernel_prints_them() {
+        assert_eq!(parse_loadavg("0.52 0.58 0.59 1/473 12345\n"), Some(0.52));
+        assert_eq!(parse_loadavg(""), None);
+        let io = "rchar: 323934931\nwchar: 323929600\nsyscr: 632687\nsyscw: 632675\n\
+                  read_bytes: 0\nwrite_bytes: 323932160\ncancelled_write_bytes: 0\n";
+        assert_eq!(parse_wchar(io), Some(323929600));
+        assert_eq!(parse_wchar("rchar: 1\n"), None);
+    }
+
+    #[test]
+    fn background_cpu_is_the_machine_busy_time_less_our_own() {
+        // 2 CPUs for 1 s at 100 Hz = 200 ticks; 150 busy; we used 0.5 s: others used 1 s = 50 %.
+        assert_eq!(background_cpu_pct(150, 200, 100.0, 0.5), Some(50.0));
+        assert_eq!(
+            background_cpu_pct(10, 200, 100.0, 0.5),
+            Some(0.0),
+            "clamped"
+        );
+        assert_eq!(background_cpu_pct(10, 0, 100.0, 0.0), None);
+    }
+
+    #[test]
+    fn a_cpu_hog_in_another_process_shows_as_background_load() {
+        let mut hog = std::process::Command::new("sh")
+            .args(["-c", "while :; do :; done"])
+            .spawn()
+            .unwrap();
+        let start = Snapshot::take();
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        let end = Snapshot::take();
+        let _ = hog.kill();
+        let _ = hog.wait();
+        let m = start.delta(&end);
+        let bg = m.iter().find(|m| m.name == "bg_cpu_pct").unwrap();
+        // One of this machine's CPUs was busy with the hog for the whole interval.
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+        assert!(bg.value >= 0.6 * 100.0 / cpus, "bg_cpu_pct {}", bg.value);
+        assert!(m.iter().any(|m| m.name == "loadavg_1m_start"));
+    }
 
     #[test]
     fn parses_a_real_proc_stat_line() {

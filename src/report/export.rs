@@ -51,7 +51,7 @@ fn csv_field(s: &str) -> String {
 /// CSV export: one row per metric value, with the run and sample it belongs to.
 pub fn csv(runs: &[(RunInfo, Vec<SampleRecord>)]) -> String {
     let mut out = String::from(
-        "run_id,label,suite,kernel,config,test,repetition,sample_status,fs_type,mount_options,metric,value,unit,direction\n",
+        "run_id,label,suite,kernel,config,test,repetition,sample_status,fs_type,mount_options,metric,value,unit,direction,sequence,kind,headline\n",
     );
     for (run, samples) in runs {
         for s in samples {
@@ -72,6 +72,9 @@ pub fn csv(runs: &[(RunInfo, Vec<SampleRecord>)]) -> String {
                     format!("{}", m.value),
                     m.unit.as_str().to_string(),
                     m.direction.as_str().to_string(),
+                    sm.sequence.to_string(),
+                    m.kind.as_str().to_string(),
+                    m.headline.to_string(),
                 ];
                 let row: Vec<String> = fields.iter().map(|f| csv_field(f)).collect();
                 out.push_str(&row.join(","));

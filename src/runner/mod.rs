@@ -142,6 +142,8 @@ pub struct RunResult {
     pub teardown_error: Option<String>,
     /// The comparison to show, if any.
     pub closing: Option<Closing>,
+    /// Wall time of the run, from setting up its targets to tearing them down, seconds.
+    pub wall_s: f64,
 }
 
 impl RunResult {
@@ -151,6 +153,23 @@ impl RunResult {
             .iter()
             .filter(|s| s.status == SampleStatus::Failed)
             .count()
+    }
+
+    /// Seconds the workloads themselves ran: every stored sample's duration less its
+    /// `overhead_s` (a guest's boot is outside every sample).
+    pub fn workload_s(&self) -> f64 {
+        self.samples
+            .iter()
+            .filter(|s| s.status == SampleStatus::Ok)
+            .map(|s| {
+                let overhead = s
+                    .metrics
+                    .iter()
+                    .find(|m| m.name == "overhead_s")
+                    .map_or(0.0, |m| m.value);
+                (s.duration_s - overhead).max(0.0)
+            })
+            .sum()
     }
 
     /// The stored samples as records of this run (for summaries).
@@ -209,10 +228,37 @@ fn store_err(what: &str) -> impl FnOnce(StoreError) -> RunError + '_ {
 fn sites(targets: &Targets) -> Result<Vec<Site>, RunError> {
     Ok(match targets {
         Targets::Scratch(parent) => vec![Site::Scratch(ScratchDir::create_in(parent)?)],
-        Targets::Configs { file, state } => target::targets(file, state)?
-            .into_iter()
-            .map(|t| Site::Configured(Box::new(t)))
-            .collect(),
+        Targets::Configs { file, state } => {
+            let mut sites = Vec::new();
+            for c in &file.configs {
+                let in_config = |message: String| TargetError::Config {
+                    name: c.name.clone(),
+                    line: c.line,
+                    source: Box::new(TargetError::Unusable {
+                        path: c.name.clone(),
+                        message,
+                    }),
+                };
+                // A configuration with a kernel runs in a guest of that kernel (crate::vm).
+                if c.vm.is_some() {
+                    let me = std::env::current_exe()
+                        .map_err(|e| in_config(format!("finding fsdelta's own binary: {e}")))?;
+                    let v = crate::vm::VmTarget::new(c, &file.scratch, state.clone(), &me)
+                        .map_err(|e| in_config(e.to_string()))?;
+                    sites.push(Site::Vm(Box::new(v)));
+                    continue;
+                }
+                let t = target::Target::new(c, &file.scratch, state.clone()).map_err(|e| {
+                    TargetError::Config {
+                        name: c.name.clone(),
+                        line: c.line,
+                        source: Box::new(e),
+                    }
+                })?;
+                sites.push(Site::Configured(Box::new(t)));
+            }
+            sites
+        }
     })
 }
 
@@ -344,16 +390,162 @@ impl Loop<'_> {
         Ok(true)
     }
 
+    /// The samples of one repetition in `schedule`'s order; a configuration with a kernel gets
+    /// its run of consecutive tests as one boot ([`Loop::guest`]). `Ok(false)` when interrupted.
+    fn pass(&mut self, schedule: &[(usize, usize)], rep: u32, of: u32) -> Result<bool, RunError> {
+        let mut i = 0;
+        while i < schedule.len() {
+            let c = schedule[i].0;
+            if matches!(self.sites[c], Site::Vm(_)) {
+                let mut tests = Vec::new();
+                while i < schedule.len() && schedule[i].0 == c {
+                    tests.push(schedule[i].1);
+                    i += 1;
+                }
+                if !self.guest(c, &tests, rep, of)? {
+                    return Ok(false);
+                }
+            } else {
+                if !self.one(c, schedule[i].1, rep, of)? {
+                    return Ok(false);
+                }
+                i += 1;
+            }
+        }
+        Ok(true)
+    }
+
+    /// One boot of the guest of site `c` running tests `ts` as repetition `rep`: every sample
+    /// it returns (or a failed one per test when the boot failed) is stored as the host's own.
+    /// `Ok(false)` when interrupted (qemu is killed, nothing of the boot is stored).
+    fn guest(&mut self, c: usize, ts: &[usize], rep: u32, of: u32) -> Result<bool, RunError> {
+        if self.cancel.is_cancelled() {
+            return Ok(false);
+        }
+        let config = self.sites[c].name().to_string();
+        let mut specs = Vec::new();
+        let mut unsendable = None;
+        for &t in ts {
+            let test = &self.plan.tests[t];
+            match test.workload.spec() {
+                Some((engine, external)) => specs.push(crate::plan::suite::TestSpec {
+                    name: test.name.clone(),
+                    description: String::new(),
+                    engine: engine.clone(),
+                    external,
+                }),
+                None => unsendable = Some(test.name.clone()),
+            }
+        }
+        self.observer.event(Event::SampleStarted {
+            config: config.clone(),
+            test: self.plan.tests[ts[0]].name.clone(),
+            repetition: rep,
+            of,
+        });
+        let Site::Vm(vm) = &mut self.sites[c] else {
+            unreachable!("guest() is called for Vm sites only")
+        };
+        let options = crate::vm::RepetitionOptions {
+            drop_caches: self.plan.drop_caches,
+            ..Default::default()
+        };
+        let result = match unsendable {
+            Some(name) => Err(format!(
+                "test {name} cannot be sent to a guest: it was not built from a suite test"
+            )),
+            None => match vm.run_repetition(&specs, rep, &options, self.cancel) {
+                Ok(r) => Ok(r),
+                Err(crate::vm::VmError::Cancelled) => return Ok(false),
+                Err(e) => Err(e.to_string()),
+            },
+        };
+        let started_at = Utc::now();
+        let (samples, skipped) = match result {
+            Ok(r) => (r.samples, r.skipped),
+            Err(e) => (
+                ts.iter()
+                    .map(|&t| NewSample {
+                        config: config.clone(),
+                        test: self.plan.tests[t].name.clone(),
+                        repetition: rep,
+                        sequence: 0,
+                        facts: Default::default(),
+                        status: SampleStatus::Failed,
+                        error: Some(e.clone()),
+                        started_at,
+                        duration_s: 0.0,
+                        workload: self.plan.tests[t].description.clone(),
+                        metrics: Vec::new(),
+                        histograms: Vec::new(),
+                    })
+                    .collect(),
+                Vec::new(),
+            ),
+        };
+        for (test, why) in skipped {
+            self.observer.event(Event::Skipped {
+                config: config.clone(),
+                test: test.clone(),
+                repetition: rep,
+                of,
+                why: why.clone(),
+            });
+            let s = Skipped {
+                config: config.clone(),
+                test,
+                why,
+            };
+            if !self.skipped.contains(&s) {
+                self.skipped.push(s);
+            }
+        }
+        for (k, mut sample) in samples.into_iter().enumerate() {
+            if k > 0 {
+                self.observer.event(Event::SampleStarted {
+                    config: config.clone(),
+                    test: sample.test.clone(),
+                    repetition: rep,
+                    of,
+                });
+            }
+            self.sequence += 1;
+            sample.sequence = self.sequence;
+            sample.repetition = rep;
+            if let Some(t) = self.plan.tests.iter().find(|t| t.name == sample.test) {
+                sample.workload = t.description.clone();
+            }
+            sample
+                .facts
+                .extra
+                .insert("order".into(), self.plan.order.to_string());
+            let (_, sample) = sample::store_sample(self.store, self.run_id, sample)
+                .map_err(store_err("storing a sample"))?;
+            self.observer.event(match sample.status {
+                SampleStatus::Ok => Event::SampleEnded {
+                    of,
+                    headline: headline(&sample),
+                    sample: Box::new(sample.clone()),
+                },
+                SampleStatus::Failed => Event::SampleFailed {
+                    of,
+                    sample: Box::new(sample.clone()),
+                },
+            });
+            self.stored.push(sample);
+        }
+        Ok(true)
+    }
+
     /// Every repetition, then (with until-confident) more where the headline is unresolved.
     /// `Ok(false)` when interrupted.
     fn body(&mut self, baseline_series: &[compare::Series]) -> Result<bool, RunError> {
         let plan = self.plan;
         let (n_configs, n_tests) = (self.sites.len(), plan.tests.len());
         for rep in 1..=plan.repeat {
-            for (c, t) in plan.order.schedule(rep, n_configs, n_tests) {
-                if !self.one(c, t, rep, plan.repeat)? {
-                    return Ok(false);
-                }
+            let schedule = plan.order.schedule(rep, n_configs, n_tests);
+            if !self.pass(&schedule, rep, plan.repeat)? {
+                return Ok(false);
             }
         }
         let Some(uc) = &plan.until_confident else {
@@ -377,10 +569,8 @@ impl Loop<'_> {
             if pending.is_empty() {
                 break;
             }
-            for (c, t) in pending {
-                if !self.one(c, t, rep, uc.max_repeat)? {
-                    return Ok(false);
-                }
+            if !self.pass(&pending, rep, uc.max_repeat)? {
+                return Ok(false);
             }
         }
         Ok(true)
@@ -472,7 +662,24 @@ pub fn run(
         _ => Vec::new(),
     };
     let profiler = profile::RunProfiler::new(plan.profile, observer)?;
+    let began = Nanos::now();
     let sites = sites(&plan.targets)?;
+    let mut warned: Vec<&String> = Vec::new();
+    for s in &sites {
+        if let Site::Vm(v) = s {
+            for w in v.warnings() {
+                if !warned.contains(&w) {
+                    warned.push(w);
+                    observer.event(Event::Warning(w.clone()));
+                }
+            }
+        }
+    }
+    if plan.profile.is_some() && sites.iter().any(|s| matches!(s, Site::Vm(_))) {
+        observer.event(Event::Warning(
+            "CPU profiles are not recorded inside guests: the samples of configurations with a kernel have none".into(),
+        ));
+    }
     let names: Vec<String> = sites.iter().map(|s| s.name().to_string()).collect();
     let run_id = match store.create_run(&NewRun {
         label: plan.label.clone(),
@@ -559,6 +766,7 @@ pub fn run(
         skipped,
         teardown_error,
         closing,
+        wall_s: began.elapsed().as_secs_f64(),
     })
 }
 

@@ -9,7 +9,10 @@
 use super::observer::{Observer, PhaseSink};
 use super::profile::RunProfiler;
 use super::site::Site;
-use crate::model::{NewSample, RunId, SampleId, SampleStatus, TargetFacts};
+use crate::model::{
+    Direction, Metric, MetricKind, NewSample, RunId, SampleId, SampleStatus, TargetFacts, Unit,
+};
+use crate::probe::clock::Nanos;
 use crate::probe::system;
 use crate::store::{Store, StoreError};
 use crate::target::blockstat;
@@ -50,6 +53,7 @@ pub(crate) fn run_sample(
         facts,
         result: Err(e),
     };
+    let began = Nanos::now();
     let prepared = match site.prepare(sample_name) {
         Ok(p) => p,
         Err(b) => {
@@ -82,16 +86,21 @@ pub(crate) fn run_sample(
         config: site.name(),
         test,
     };
+    let workload_began = Nanos::now();
     let r = w.run(&RunContext {
         dir: &prepared.dir,
         cancel: step.cancel,
         progress: &sink,
     });
+    let workload_s = workload_began.elapsed().as_secs_f64();
     if let Some(p) = profiler {
         p.stop();
     }
-    let mut around = counters.metrics_since();
+    let end = system::Snapshot::take();
+    let mut around = counters.delta(&end);
     around.extend(peaks.finish());
+    // Below 1 MiB, write(2) bytes are a process's chatter (logs, pipes), not a workload's data.
+    let written = counters.written_since(&end).filter(|&b| b >= 1 << 20);
     let after_hook = site.after();
     let mut m = match (r, after_hook) {
         (Err(WorkloadError::Cancelled), _) => {
@@ -118,13 +127,27 @@ pub(crate) fn run_sample(
     if let (Some(b), Some(a)) = (before, site.counters()) {
         let d = b.delta(&a);
         m.metrics.extend(d.metrics());
+        // The workload's own count of logical bytes, else what this process and its
+        // children passed to write(2) during the sample (copy, command and external tests).
         if let Some(wa) = m
             .logical_bytes_written
+            .or(written)
             .and_then(|l| d.write_amplification(l))
         {
             m.metrics.push(wa);
         }
     }
+    // What this sample step spent outside the workload: prepare (mkfs, mount), hooks, the
+    // cache drop, counters, the timed unmount and mount.
+    m.metrics.push(
+        Metric::new(
+            "overhead_s",
+            (began.elapsed().as_secs_f64() - workload_s).max(0.0),
+            Unit::Seconds,
+            Direction::Neutral,
+        )
+        .kind(MetricKind::Mean),
+    );
     Outcome::Done {
         facts,
         result: Ok(m),

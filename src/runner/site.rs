@@ -1,6 +1,8 @@
 //! Where one configuration's samples run, behind one interface: a scratch directory that removes
 //! itself (`fsdelta run` with no config file), or a configuration of a config file (loop image,
-//! device, tmpfs, existing directory) from `target`.
+//! device, tmpfs, existing directory) from `target`; a configuration with a kernel, whose
+//! repetitions run in a guest (`crate::vm`, handed whole repetitions by the run loop, never
+//! single samples); and, inside such a guest, the disks the host formatted.
 //!
 //! Why: the sample step has one path for every kind of target. This file only adapts the
 //! `target` room's types; it must never mount, format or remove anything itself.
@@ -23,6 +25,17 @@ pub enum Site {
     Scratch(ScratchDir),
     /// A configuration of a config file.
     Configured(Box<target::Target>),
+    /// A configuration with a kernel: each repetition is one boot of a guest.
+    Vm(Box<crate::vm::VmTarget>),
+    /// Inside a guest: the disks the host formatted for this repetition.
+    Guest(Box<crate::vm::guest::GuestSite>),
+}
+
+fn in_a_guest(name: &str) -> TargetError {
+    TargetError::Unusable {
+        path: format!("config '{name}'"),
+        message: "runs in a guest: the run loop hands it whole repetitions".into(),
+    }
 }
 
 impl Site {
@@ -31,6 +44,8 @@ impl Site {
         match self {
             Site::Scratch(_) => "scratch",
             Site::Configured(t) => &t.config().name,
+            Site::Vm(v) => &v.config().name,
+            Site::Guest(g) => g.name(),
         }
     }
 
@@ -52,13 +67,21 @@ impl Site {
                     facts: p.facts,
                 })
                 .map_err(|e| Box::new((TargetFacts::default(), e))),
+            Site::Vm(v) => Err(Box::new((
+                TargetFacts::default(),
+                in_a_guest(&v.config().name),
+            ))),
+            Site::Guest(g) => g
+                .prepare()
+                .map(|(dir, facts)| Prepared { dir, facts })
+                .map_err(|e| Box::new((TargetFacts::default(), e))),
         }
     }
 
     /// The configuration's `before` hook.
     pub fn before(&mut self) -> Result<(), TargetError> {
         match self {
-            Site::Scratch(_) => Ok(()),
+            Site::Scratch(_) | Site::Vm(_) | Site::Guest(_) => Ok(()),
             Site::Configured(t) => t.before_sample(),
         }
     }
@@ -66,7 +89,7 @@ impl Site {
     /// The configuration's `after` hook.
     pub fn after(&mut self) -> Result<(), TargetError> {
         match self {
-            Site::Scratch(_) => Ok(()),
+            Site::Scratch(_) | Site::Vm(_) | Site::Guest(_) => Ok(()),
             Site::Configured(t) => t.after_sample(),
         }
     }
@@ -74,8 +97,9 @@ impl Site {
     /// The device counters now, when the target has a block device.
     pub fn counters(&self) -> Option<BlockStat> {
         match self {
-            Site::Scratch(_) => None,
+            Site::Scratch(_) | Site::Vm(_) => None,
             Site::Configured(t) => t.counters().ok().flatten(),
+            Site::Guest(g) => g.counters(),
         }
     }
 
@@ -89,7 +113,8 @@ impl Site {
                 Ok(Vec::new())
             }
             Site::Configured(t) if measured => t.finish_sample(),
-            Site::Configured(_) => Ok(Vec::new()),
+            Site::Configured(_) | Site::Vm(_) => Ok(Vec::new()),
+            Site::Guest(g) => g.end_sample(measured),
         }
     }
 
@@ -101,6 +126,14 @@ impl Site {
                 Ok(())
             }
             Site::Configured(t) => t.teardown(),
+            Site::Vm(v) => {
+                let name = v.config().name.clone();
+                v.teardown().map_err(|e| TargetError::Unusable {
+                    path: format!("config '{name}'"),
+                    message: e.to_string(),
+                })
+            }
+            Site::Guest(g) => g.teardown(),
         }
     }
 }

@@ -83,6 +83,14 @@ fn a_tiny_fs_mark_run_stores_every_sample_and_tells_each_step() {
     assert_eq!(head.name, "files_per_sec");
     assert!(head.value > 0.0);
     assert_eq!(back[0].sample.facts.extra["config"], "scratch");
+    let overhead = back[0]
+        .sample
+        .metrics
+        .iter()
+        .find(|m| m.name == "overhead_s")
+        .unwrap();
+    assert!(overhead.value >= 0.0 && overhead.value < back[0].sample.duration_s);
+    assert!(r.workload_s() > 0.0 && r.workload_s() <= r.wall_s);
     assert_eq!(
         store.run(r.run_id).unwrap().unwrap().status,
         RunStatus::Complete

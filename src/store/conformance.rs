@@ -311,33 +311,22 @@ fn concurrent_writers_lose_nothing(b: &dyn Backend) {
     assert!(back.iter().all(|s| s.sample.metrics.len() == 4));
 }
 
-fn test_history_reads_one_test_and_metric_of_every_run(b: &dyn Backend) {
+fn metric_points_are_one_test_and_metric_of_ok_samples_in_run_order(b: &dyn Backend) {
     let mut s = b.open();
     let a = s.create_run(&new_run("a", "h")).unwrap();
     s.add_sample(a, &sample("emptyfiles", 1, 10.0)).unwrap();
     s.add_sample(a, &sample("smallfiles", 1, 20.0)).unwrap();
+    let mut failed = sample("emptyfiles", 3, 99.0);
+    failed.status = SampleStatus::Failed;
+    s.add_sample(a, &failed).unwrap();
     s.add_sample(a, &sample("emptyfiles", 2, 11.0)).unwrap();
-    s.finish_run(a, RunStatus::Complete, Utc::now()).unwrap();
-    let none = s.create_run(&new_run("b", "h")).unwrap();
-    s.add_sample(none, &sample("smallfiles", 1, 1.0)).unwrap();
-    let h = s.test_history("emptyfiles", "files_per_sec").unwrap();
-    assert_eq!(
-        h.iter().map(|(r, _)| r.id).collect::<Vec<_>>(),
-        vec![a, none]
-    );
-    assert_eq!(h[0].0.sample_count, 3);
-    let values: Vec<f64> = h[0]
-        .1
-        .iter()
-        .flat_map(|s| s.sample.metrics.iter().map(|m| m.value))
-        .collect();
-    assert_eq!(values, vec![10.0, 11.0]);
-    assert!(h[0].1.iter().all(|s| s.sample.test == "emptyfiles"
-        && s.sample.histograms.is_empty()
-        && s.run_id == a
-        && s.sample.metrics.len() == 1
-        && s.sample.metrics[0].headline));
-    assert!(h[1].1.is_empty());
+    let c = s.create_run(&new_run("c", "h")).unwrap();
+    s.add_sample(c, &sample("emptyfiles", 1, 12.0)).unwrap();
+    let p = s.metric_points("emptyfiles", "files_per_sec").unwrap();
+    let got: Vec<(i64, f64)> = p.iter().map(|p| (p.run_id, p.metric.value)).collect();
+    assert_eq!(got, vec![(a, 10.0), (a, 11.0), (c, 12.0)]);
+    assert!(p.iter().all(|p| p.config == "scratch" && p.metric.headline));
+    assert_eq!(p[0].metric.unit, Unit::FilesPerSec);
 }
 
 macro_rules! on_both_backends {
@@ -367,7 +356,7 @@ on_both_backends!(
     profiles_once_per_sample,
     reopening_keeps_data,
     concurrent_writers_lose_nothing,
-    test_history_reads_one_test_and_metric_of_every_run,
+    metric_points_are_one_test_and_metric_of_ok_samples_in_run_order,
 );
 
 // ---- PostgreSQL only: what SQLite has no counterpart for.

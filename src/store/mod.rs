@@ -15,7 +15,7 @@ pub mod sqlite;
 
 pub use selector::Selector;
 
-use crate::model::RunStatus;
+use crate::model::{MetricPoint, RunStatus};
 pub use crate::model::{NewRun, NewSample, RunId, RunInfo, SampleId, SampleRecord, StoredProfile};
 use chrono::{DateTime, Utc};
 use std::path::{Path, PathBuf};
@@ -96,27 +96,28 @@ pub trait Store: Send {
     /// The CPU profile of a sample, if one was recorded.
     fn profile(&self, sample: SampleId) -> Result<Option<StoredProfile>, StoreError>;
 
-    /// Every run, oldest first, each with its samples of `test` only, each sample carrying only
-    /// the metric `metric` and no histograms: what `history` reads. The default loads every
-    /// run's samples; a backend may answer in a few queries (PostgreSQL does).
-    fn test_history(
-        &self,
-        test: &str,
-        metric: &str,
-    ) -> Result<Vec<(RunInfo, Vec<SampleRecord>)>, StoreError> {
+    /// Every value of `metric` in the successful samples of `test`, over every run, in run
+    /// order then sample order. Backends answer it with one query; this default reads every
+    /// sample of every run.
+    fn metric_points(&self, test: &str, metric: &str) -> Result<Vec<MetricPoint>, StoreError> {
         let mut runs = self.runs(&RunFilter::default())?;
         runs.reverse();
-        runs.into_iter()
-            .map(|r| {
-                let mut samples = self.samples(r.id)?;
-                samples.retain(|s| s.sample.test == test);
-                for s in &mut samples {
-                    s.sample.metrics.retain(|m| m.name == metric);
-                    s.sample.histograms.clear();
+        let mut out = Vec::new();
+        for r in runs {
+            for s in self.samples(r.id)? {
+                if s.sample.test != test || s.sample.status != crate::model::SampleStatus::Ok {
+                    continue;
                 }
-                Ok((r, samples))
-            })
-            .collect()
+                if let Some(m) = s.sample.metrics.iter().find(|m| m.name == metric) {
+                    out.push(MetricPoint {
+                        run_id: r.id,
+                        config: s.sample.config.clone(),
+                        metric: m.clone(),
+                    });
+                }
+            }
+        }
+        Ok(out)
     }
 
     /// The runs a selector names. `latest` and `latest~N` count runs that have ended (any

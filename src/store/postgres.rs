@@ -23,8 +23,8 @@ use super::{
     StoredProfile,
 };
 use crate::model::{
-    Direction, Environment, HistogramRecord, Metric, MetricKind, RunStatus, SampleStatus,
-    TargetFacts, Unit,
+    Direction, Environment, HistogramRecord, Metric, MetricKind, MetricPoint, RunStatus,
+    SampleStatus, TargetFacts, Unit,
 };
 use chrono::{DateTime, Utc};
 use postgres::error::SqlState;
@@ -1013,40 +1013,37 @@ impl Store for PgStore {
         assemble(&metric_rows, &hist_rows, &sample_rows)
     }
 
-    fn test_history(
-        &self,
-        test: &str,
-        metric: &str,
-    ) -> Result<Vec<(RunInfo, Vec<SampleRecord>)>, StoreError> {
-        let (run_rows, metric_rows, sample_rows) = self.with(|c, _| {
-            let mut tx = c.build_transaction().read_only(true).start()?;
-            let r = tx.query(
-                &format!("SELECT {RUN_COLUMNS} FROM runs r ORDER BY r.id"),
-                &[],
-            )?;
-            let m = tx.query(
-                "SELECT m.sample_id, m.name, m.value, m.unit, m.direction, m.kind, m.headline
-                 FROM metrics m JOIN samples s ON s.id = m.sample_id
-                 WHERE s.test = $1 AND m.name = $2 ORDER BY m.sample_id",
+    fn metric_points(&self, test: &str, metric: &str) -> Result<Vec<MetricPoint>, StoreError> {
+        let rows = self.with(|c, _| {
+            c.query(
+                "SELECT s.run_id, s.config, m.value, m.unit, m.direction, m.kind, m.headline
+                 FROM samples s JOIN metrics m ON m.sample_id = s.id
+                 WHERE s.test = $1 AND m.name = $2 AND s.status = 'ok'
+                 ORDER BY s.run_id, s.id",
                 &[&test, &metric],
-            )?;
-            let s = tx.query(
-                &format!("SELECT {SAMPLE_COLUMNS} FROM samples WHERE test = $1 ORDER BY id"),
-                &[&test],
-            )?;
-            tx.commit()?;
-            Ok((r, m, s))
+            )
         })?;
-        let mut by_run: BTreeMap<RunId, Vec<SampleRecord>> = BTreeMap::new();
-        for rec in assemble(&metric_rows, &[], &sample_rows)? {
-            by_run.entry(rec.run_id).or_default().push(rec);
-        }
-        run_rows
-            .iter()
+        rows.iter()
             .map(|r| {
-                let info = run_from_row(r)?;
-                let samples = by_run.remove(&info.id).unwrap_or_default();
-                Ok((info, samples))
+                let unit: &str = r.get(3);
+                let dir: &str = r.get(4);
+                let direction = dir.parse::<Direction>().map_err(corrupt)?;
+                let kind = match r.get::<_, Option<&str>>(5) {
+                    Some(k) => k.parse::<MetricKind>().map_err(corrupt)?,
+                    None => Metric::legacy_kind(metric, direction),
+                };
+                Ok(MetricPoint {
+                    run_id: r.get(0),
+                    config: r.get(1),
+                    metric: Metric {
+                        name: metric.to_string(),
+                        value: r.get(2),
+                        unit: unit.parse::<Unit>().map_err(corrupt)?,
+                        direction,
+                        kind,
+                        headline: r.get(6),
+                    },
+                })
             })
             .collect()
     }

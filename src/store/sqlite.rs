@@ -14,8 +14,8 @@ use super::{
     StoredProfile,
 };
 use crate::model::{
-    Direction, Environment, HistogramRecord, Metric, MetricKind, RunStatus, SampleStatus,
-    TargetFacts, Unit,
+    Direction, Environment, HistogramRecord, Metric, MetricKind, MetricPoint, RunStatus,
+    SampleStatus, TargetFacts, Unit,
 };
 use chrono::{DateTime, Utc};
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
@@ -610,6 +610,53 @@ impl Store for SqliteStore {
             .optional()
             .map_err(backend)
     }
+
+    fn metric_points(&self, test: &str, metric: &str) -> Result<Vec<MetricPoint>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT s.run_id, s.config, m.value, m.unit, m.direction, m.kind, m.headline
+                 FROM samples s JOIN metrics m ON m.sample_id = s.id
+                 WHERE s.test = ?1 AND m.name = ?2 AND s.status = 'ok'
+                 ORDER BY s.run_id, s.id",
+            )
+            .map_err(backend)?;
+        let rows = stmt
+            .query_map(params![test, metric], |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, f64>(2)?,
+                    r.get::<_, String>(3)?,
+                    r.get::<_, String>(4)?,
+                    r.get::<_, Option<String>>(5)?,
+                    r.get::<_, bool>(6)?,
+                ))
+            })
+            .map_err(backend)?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (run_id, config, value, unit, dir, kind, headline) = row.map_err(backend)?;
+            let direction = dir.parse::<Direction>().map_err(corrupt)?;
+            let kind = match kind {
+                Some(k) => k.parse::<MetricKind>().map_err(corrupt)?,
+                None => Metric::legacy_kind(metric, direction),
+            };
+            out.push(MetricPoint {
+                run_id,
+                config,
+                metric: Metric {
+                    name: metric.to_string(),
+                    value,
+                    unit: unit.parse::<Unit>().map_err(corrupt)?,
+                    direction,
+                    kind,
+                    headline,
+                },
+            });
+        }
+        Ok(out)
+    }
 }
 
 #[cfg(test)]
@@ -835,6 +882,34 @@ mod tests {
         };
         s.add_profile(id, &p).unwrap();
         assert_eq!(s.profile(id).unwrap(), Some(p));
+    }
+
+    #[test]
+    fn metric_points_in_one_query_equal_what_reading_every_sample_gives() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = SqliteStore::open(&dir.path().join("r.sqlite")).unwrap();
+        let mut mem = crate::store::memory::MemoryStore::new();
+        for store in [&mut s as &mut dyn Store, &mut mem] {
+            for (run, values) in [(1, [10.0, 11.0]), (2, [12.0, 13.0])] {
+                let id = store.create_run(&new_run("x")).unwrap();
+                assert_eq!(id, run);
+                for (i, v) in values.iter().enumerate() {
+                    store
+                        .add_sample(id, &sample("t", i as u32 + 1, *v))
+                        .unwrap();
+                }
+                let mut failed = sample("t", 3, 99.0);
+                failed.status = SampleStatus::Failed;
+                store.add_sample(id, &failed).unwrap();
+                store.add_sample(id, &sample("other", 1, 50.0)).unwrap();
+            }
+        }
+        let a = s.metric_points("t", "files_per_sec").unwrap();
+        let b = mem.metric_points("t", "files_per_sec").unwrap();
+        assert_eq!(a, b);
+        let values: Vec<f64> = a.iter().map(|p| p.metric.value).collect();
+        assert_eq!(values, [10.0, 11.0, 12.0, 13.0]);
+        assert!(s.metric_points("t", "nosuch").unwrap().is_empty());
     }
 
     #[test]

@@ -191,6 +191,13 @@ impl Target {
             path: format!("config '{}'", config.name),
             message,
         };
+        // A configuration with a kernel runs in a guest (crate::vm::VmTarget), never here.
+        if let Some(vm) = &config.vm {
+            return Err(unusable(format!(
+                "kernel = \"{}\": this configuration runs in a QEMU guest, not on the host target (crate::vm::VmTarget runs it)",
+                vm.kernel.display()
+            )));
+        }
         let needs_root = !matches!(config.device, Device::Existing { .. });
         if needs_root && !rustix::process::geteuid().is_root() {
             return Err(unusable(format!(

@@ -147,6 +147,34 @@ pub trait Workload: Send + Sync {
     }
     /// Run once in `ctx.dir`, returning what was measured.
     fn run(&self, ctx: &RunContext<'_>) -> Result<Measurements, WorkloadError>;
+    /// The suite engine options this workload was built from and whether it runs the real
+    /// tool, so that it can be built again elsewhere (inside a guest kernel, `crate::vm`);
+    /// `None` unless built by [`build_test`].
+    fn spec(&self) -> Option<(&EngineSpec, bool)> {
+        None
+    }
+}
+
+/// A workload that remembers the suite options it was built from (see [`Workload::spec`]).
+struct Specified {
+    spec: EngineSpec,
+    external: bool,
+    inner: Box<dyn Workload>,
+}
+
+impl Workload for Specified {
+    fn engine(&self) -> &'static str {
+        self.inner.engine()
+    }
+    fn skip_reason(&self, dir: &Path) -> Option<String> {
+        self.inner.skip_reason(dir)
+    }
+    fn run(&self, ctx: &RunContext<'_>) -> Result<Measurements, WorkloadError> {
+        self.inner.run(ctx)
+    }
+    fn spec(&self) -> Option<(&EngineSpec, bool)> {
+        Some((&self.spec, self.external))
+    }
 }
 
 /// Whether a test can run the real tool instead of the native engine.
@@ -163,12 +191,22 @@ pub fn build_test(
     spec: &EngineSpec,
     external: bool,
 ) -> Result<(Box<dyn Workload>, String), WorkloadError> {
+    let specified = |inner, external| -> Box<dyn Workload> {
+        Box::new(Specified {
+            spec: spec.clone(),
+            external,
+            inner,
+        })
+    };
     if external && has_external(spec) {
         let w = self::external::build(spec)?;
         let d = self::external::describe(spec).unwrap_or_else(|| describe(spec));
-        Ok((w, format!("{d} (the real tool, output parsed)")))
+        Ok((
+            specified(w, true),
+            format!("{d} (the real tool, output parsed)"),
+        ))
     } else {
-        Ok((build(spec)?, describe(spec)))
+        Ok((specified(build(spec)?, false), describe(spec)))
     }
 }
 

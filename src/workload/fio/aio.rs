@@ -29,10 +29,16 @@ pub trait AsyncBackend {
     );
     /// Submit everything queued.
     fn submit(&mut self) -> io::Result<()>;
-    /// Wait for at least `min` completions (0: do not wait), then hand every available one to
-    /// `done(slot, result)` (`result` is bytes transferred or a negative errno). Returns how
-    /// many were reaped.
-    fn reap(&mut self, min: usize, done: &mut dyn FnMut(usize, i64)) -> io::Result<usize>;
+    /// Wait for at least `min` completions (0: do not wait), then hand up to `max` of the
+    /// available ones to `done(slot, result)` (`result` is bytes transferred or a negative
+    /// errno); the others stay queued for the next call (fio's iodepth_batch_complete_min/max).
+    /// Returns how many were reaped.
+    fn reap(
+        &mut self,
+        min: usize,
+        max: usize,
+        done: &mut dyn FnMut(usize, i64),
+    ) -> io::Result<usize>;
 }
 
 /// io_uring through the io-uring crate.
@@ -110,15 +116,23 @@ impl AsyncBackend for Uring {
         self.ring.submit().map(|_| ())
     }
 
-    fn reap(&mut self, min: usize, done: &mut dyn FnMut(usize, i64)) -> io::Result<usize> {
-        if min > 0 {
+    fn reap(
+        &mut self,
+        min: usize,
+        max: usize,
+        done: &mut dyn FnMut(usize, i64),
+    ) -> io::Result<usize> {
+        if min > 0 && self.ring.completion().len() < min {
             self.ring.submit_and_wait(min)?;
         }
         let mut n = 0;
-        for cqe in self.ring.completion() {
+        let mut cq = self.ring.completion();
+        while n < max.max(1) {
+            let Some(cqe) = cq.next() else { break };
             n += 1;
             done(cqe.user_data() as usize, cqe.result() as i64);
         }
+        cq.sync();
         Ok(n)
     }
 }
@@ -241,7 +255,13 @@ impl AsyncBackend for NativeAio {
         Ok(())
     }
 
-    fn reap(&mut self, min: usize, done: &mut dyn FnMut(usize, i64)) -> io::Result<usize> {
+    fn reap(
+        &mut self,
+        min: usize,
+        max: usize,
+        done: &mut dyn FnMut(usize, i64),
+    ) -> io::Result<usize> {
+        let max = max.clamp(min.max(1), self.events.len());
         let mut zero = libc::timespec {
             tv_sec: 0,
             tv_nsec: 0,
@@ -259,7 +279,7 @@ impl AsyncBackend for NativeAio {
                     libc::SYS_io_getevents,
                     self.ctx,
                     min as libc::c_long,
-                    self.events.len() as libc::c_long,
+                    max as libc::c_long,
                     self.events.as_mut_ptr(),
                     timeout,
                 )
@@ -306,7 +326,7 @@ mod tests {
         b.submit().unwrap();
         let mut got = Vec::new();
         while got.is_empty() {
-            b.reap(1, &mut |s, res| got.push((s, res))).unwrap();
+            b.reap(1, 64, &mut |s, res| got.push((s, res))).unwrap();
         }
         assert_eq!(got, vec![(0, 8192)]);
         // SAFETY: as above.
@@ -314,7 +334,7 @@ mod tests {
         b.submit().unwrap();
         got.clear();
         while got.is_empty() {
-            b.reap(1, &mut |s, res| got.push((s, res))).unwrap();
+            b.reap(1, 64, &mut |s, res| got.push((s, res))).unwrap();
         }
         assert_eq!(got, vec![(1, 8192)]);
         assert_eq!(r, w);

@@ -26,8 +26,12 @@ const LAYOUT_CHUNK: usize = 1 << 20;
 pub struct FilePlan {
     /// Where.
     pub path: PathBuf,
-    /// Bytes the file must hold (fio's real_file_size).
+    /// Bytes of the file's I/O region (fio's io_size of the file).
     pub size: u64,
+    /// Where the region starts (fio's file_offset: offset= plus offset_increment per clone).
+    pub offset: u64,
+    /// The name fio gives the file (`directory/name` as written): it seeds zipf and pareto.
+    pub fio_name: String,
 }
 
 /// The clone's files and the bytes one pass of the job moves (fio's io_size).
@@ -84,7 +88,41 @@ pub fn plan_clone(
             }
         })
         .collect();
+    let fio_names: Vec<String> = (0..nfiles)
+        .map(|i| {
+            let name = if job.filename.is_empty() {
+                format!("{}.{}.{}", job.name, clone, i)
+            } else {
+                job.filename[i].clone()
+            };
+            match job.directory.get(i % job.directory.len().max(1)) {
+                Some(d) if !name.starts_with('/') => format!("{d}/{name}"),
+                _ => name,
+            }
+        })
+        .collect();
     let n = nfiles as u64;
+    // offset=: bytes, or a percentage of the existing file (rounded down to the block size,
+    // as fio aligns it); offset_increment moves each clone further.
+    let min_bs_all = job.bs[0].0.min(job.bs[1].0).max(1);
+    let mut offsets = Vec::with_capacity(nfiles);
+    for path in &paths {
+        let base_off = match job.offset {
+            SizeSpec::Bytes(b) => b.0,
+            SizeSpec::Percent(0) => 0,
+            SizeSpec::Percent(p) => {
+                let len = existing_size(path).map_err(|e| {
+                    invalid(format!(
+                        "job '{}': offset={p}% needs the size of {}, but {e}",
+                        job.name,
+                        path.display()
+                    ))
+                })?;
+                len * p as u64 / 100 / min_bs_all * min_bs_all
+            }
+        };
+        offsets.push(base_off + job.offset_increment.0 * clone as u64);
+    }
     let (sizes, pass_bytes): (Vec<u64>, u64) = match (job.size, job.filesize) {
         (Some(SizeSpec::Percent(p)), Some(_)) => {
             return Err(invalid(format!(
@@ -116,10 +154,33 @@ pub fn plan_clone(
             let total = sizes.iter().sum();
             (sizes, total)
         }
-        (None, None) => (vec![0; nfiles], 0),
+        (None, None) if job.ioengine.is_file_op() => (vec![0; nfiles], 0),
+        (None, None) => {
+            // fio: without size=, the job covers the whole of each existing file or device.
+            let mut sizes = Vec::with_capacity(nfiles);
+            for (path, off) in paths.iter().zip(&offsets) {
+                let len = existing_size(path).map_err(|e| {
+                    invalid(format!(
+                        "job '{}': no size given, so the size of {} is needed, but {e} (set size= or filesize=)",
+                        job.name,
+                        path.display()
+                    ))
+                })?;
+                if len <= *off {
+                    return Err(invalid(format!(
+                        "job '{}': offset {off} is at or beyond the end of {} ({len} bytes)",
+                        job.name,
+                        path.display()
+                    )));
+                }
+                sizes.push(len - off);
+            }
+            let total = sizes.iter().sum();
+            (sizes, total)
+        }
     };
     let ranged = job.filesize.is_some_and(|r| r.low != r.high);
-    if job.ioengine != IoEngine::FileCreate {
+    if !job.ioengine.is_file_op() {
         for (path, size) in paths.iter().zip(&sizes) {
             if ranged && *size == 0 {
                 // fio ignores a file whose drawn size rounds down to nothing.
@@ -135,14 +196,58 @@ pub fn plan_clone(
             }
         }
     }
+    // io_size= (io_limit) replaces the bytes of a pass; a pass larger than the region wraps.
+    let pass_bytes = job.io_size.map(|b| b.0).unwrap_or(pass_bytes);
     Ok(ClonePlan {
         files: paths
             .into_iter()
             .zip(sizes)
-            .map(|(path, size)| FilePlan { path, size })
+            .zip(offsets)
+            .zip(fio_names)
+            .map(|(((path, size), offset), fio_name)| FilePlan {
+                path,
+                size,
+                offset,
+                fio_name,
+            })
             .collect(),
         pass_bytes,
     })
+}
+
+/// The size of an existing regular file, or of a block device (BLKGETSIZE64), as fio reads it
+/// when a job gives no size.
+pub fn existing_size(path: &Path) -> Result<u64, String> {
+    use std::os::unix::fs::FileTypeExt;
+    let md = std::fs::metadata(path).map_err(|e| format!("it cannot be read: {e}"))?;
+    if md.file_type().is_block_device() {
+        let f = std::fs::File::open(path).map_err(|e| format!("it cannot be opened: {e}"))?;
+        let mut size: u64 = 0;
+        // BLKGETSIZE64 = _IOR(0x12, 114, size_t)
+        const BLKGETSIZE64: libc::c_ulong = 0x8008_1272;
+        // SAFETY: the ioctl writes one u64 into `size`, which outlives the call.
+        let r = unsafe {
+            libc::ioctl(
+                std::os::fd::AsRawFd::as_raw_fd(&f),
+                BLKGETSIZE64 as _,
+                &mut size as *mut u64,
+            )
+        };
+        if r != 0 {
+            return Err(format!(
+                "BLKGETSIZE64 failed: {}",
+                std::io::Error::last_os_error()
+            ));
+        }
+        return Ok(size);
+    }
+    if !md.is_file() {
+        return Err("it is neither a regular file nor a block device".to_string());
+    }
+    if md.len() == 0 {
+        return Err("it is empty".to_string());
+    }
+    Ok(md.len())
 }
 
 /// Each file's size: the fixed filesize, or one drawn from the range as fio's
@@ -211,6 +316,14 @@ pub fn check_direct_alignment(
         }
     }
     for f in &plan.files {
+        if f.offset % align != 0 {
+            return Err(invalid(format!(
+                "job '{}': direct=1 needs offsets that are multiples of {align} bytes, but {} starts at {} (adjust offset=/offset_increment=)",
+                job.name,
+                f.path.display(),
+                f.offset
+            )));
+        }
         if f.size % align != 0 {
             return Err(invalid(format!(
                 "job '{}': direct=1 needs file sizes that are multiples of {align} bytes, but {} would be {} bytes (adjust size=/filesize=)",
@@ -234,12 +347,16 @@ fn preallocate(job: &JobSpec, fd: &OwnedFd, f: &FilePlan) -> Result<(), Workload
     let res = match job.fallocate {
         Fallocate::None => return Ok(()),
         Fallocate::Native => {
-            let _ = rustix::fs::fallocate(fd, FallocateFlags::empty(), 0, f.size);
+            let _ = rustix::fs::fallocate(fd, FallocateFlags::empty(), 0, f.offset + f.size);
             return Ok(());
         }
-        Fallocate::Keep => rustix::fs::fallocate(fd, FallocateFlags::KEEP_SIZE, 0, f.size),
-        Fallocate::Truncate => rustix::fs::ftruncate(fd, f.size),
-        Fallocate::Posix => rustix::fs::fallocate(fd, FallocateFlags::empty(), 0, f.size),
+        Fallocate::Keep => {
+            rustix::fs::fallocate(fd, FallocateFlags::KEEP_SIZE, 0, f.offset + f.size)
+        }
+        Fallocate::Truncate => rustix::fs::ftruncate(fd, f.offset + f.size),
+        Fallocate::Posix => {
+            rustix::fs::fallocate(fd, FallocateFlags::empty(), 0, f.offset + f.size)
+        }
     };
     res.map_err(|e| io_err("fallocate", &f.path, e))
 }
@@ -248,7 +365,8 @@ fn preallocate(job: &JobSpec, fd: &OwnedFd, f: &FilePlan) -> Result<(), Workload
 /// job that reads gets its files written in full (random data, as fio); a write-only job gets
 /// them created and preallocated. Then fsync (fio's create_fsync).
 pub fn layout(job: &JobSpec, plan: &ClonePlan, seed: u64) -> Result<(), WorkloadError> {
-    if job.ioengine == IoEngine::FileCreate {
+    if matches!(job.ioengine, IoEngine::FileCreate | IoEngine::Null) {
+        // filecreate creates the files as its I/O; null touches no file.
         return Ok(());
     }
     let _guard = LAYOUT_LOCK.lock().unwrap_or_else(|p| p.into_inner());
@@ -258,8 +376,17 @@ pub fn layout(job: &JobSpec, plan: &ClonePlan, seed: u64) -> Result<(), Workload
         if let Some(parent) = f.path.parent() {
             std::fs::create_dir_all(parent).map_err(|e| io_err("mkdir", parent, e))?;
         }
-        let existing = std::fs::metadata(&f.path).map(|m| m.len()).ok();
-        if existing.is_some_and(|len| len >= f.size) {
+        let md = std::fs::metadata(&f.path).ok();
+        if md.as_ref().is_some_and(|m| {
+            use std::os::unix::fs::FileTypeExt;
+            // A device is never laid out (nor truncated): it holds what it holds.
+            m.file_type().is_block_device() || m.file_type().is_char_device()
+        }) {
+            continue;
+        }
+        let existing = md.map(|m| m.len());
+        let want = f.offset + f.size;
+        if existing.is_some_and(|len| len >= want) {
             continue;
         }
         if f.size == 0 {
@@ -282,11 +409,11 @@ pub fn layout(job: &JobSpec, plan: &ClonePlan, seed: u64) -> Result<(), Workload
             .map_err(|e| io_err("open", &f.path, e))?;
         preallocate(job, &fd, f)?;
         if full {
-            rustix::fs::ftruncate(&fd, f.size).map_err(|e| io_err("ftruncate", &f.path, e))?;
+            rustix::fs::ftruncate(&fd, want).map_err(|e| io_err("ftruncate", &f.path, e))?;
             if buf.is_empty() {
                 buf = vec![0u8; LAYOUT_CHUNK];
             }
-            let mut left = f.size;
+            let mut left = want;
             let mut off = 0u64;
             while left > 0 {
                 let n = (left as usize).min(LAYOUT_CHUNK);
@@ -443,6 +570,8 @@ mod tests {
         j.rw = RwMode::Read;
         let odd = ClonePlan {
             files: vec![FilePlan {
+                offset: 0,
+                fio_name: String::new(),
                 path: "/t/x".into(),
                 size: 4096 + 512,
             }],

@@ -22,6 +22,7 @@ pub mod disk;
 pub mod files;
 pub mod rand;
 pub mod stats;
+pub mod verify;
 pub mod worker;
 
 use crate::model::{Direction, HistogramRecord, Metric, MetricKind, Unit};
@@ -208,7 +209,7 @@ fn execute(set: &JobSet, ctx: &RunContext<'_>) -> Result<FioRun, WorkloadError> 
     let watch = disk::DiskWatch::start(
         planned
             .iter()
-            .filter(|p| p.job.ioengine != jobfile::IoEngine::FileCreate)
+            .filter(|p| !p.job.ioengine.is_diskless())
             .flat_map(|p| p.plan.files.iter())
             .filter_map(|f| f.path.parent()),
     );
@@ -224,6 +225,16 @@ fn execute(set: &JobSet, ctx: &RunContext<'_>) -> Result<FioRun, WorkloadError> 
         }
         let batch = &planned[i..j];
         ctx.progress.phase(&format!("fio: {}", batch[0].job.name));
+        // wait_for: a clone waits until every clone of the named job has ended (well or not).
+        let done: Vec<std::sync::atomic::AtomicU32> = set
+            .jobs
+            .iter()
+            .map(|_| std::sync::atomic::AtomicU32::new(0))
+            .collect();
+        for pl in &planned[..i] {
+            done[pl.job_index].fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+        let done = &done;
         let results: Vec<Result<CloneOut, WorkloadError>> = std::thread::scope(|s| {
             let handles: Vec<_> = batch
                 .iter()
@@ -232,7 +243,27 @@ fn execute(set: &JobSet, ctx: &RunContext<'_>) -> Result<FioRun, WorkloadError> 
                     std::thread::Builder::new()
                         .name(format!("fio-{}", pl.job.name))
                         .spawn_scoped(s, move || -> Result<CloneOut, WorkloadError> {
+                            struct Finish<'d>(&'d std::sync::atomic::AtomicU32);
+                            impl Drop for Finish<'_> {
+                                fn drop(&mut self) {
+                                    self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                                }
+                            }
+                            let _finish = Finish(&done[pl.job_index]);
                             let job = pl.job;
+                            if let Some(w) = &job.wait_for {
+                                let wi = set.jobs[..pl.job_index]
+                                    .iter()
+                                    .rposition(|o| &o.name == w)
+                                    .expect("wait_for checked at parse");
+                                let need = set.jobs[wi].numjobs;
+                                while done[wi].load(std::sync::atomic::Ordering::SeqCst) < need {
+                                    if cancel.is_cancelled() {
+                                        return Err(WorkloadError::Cancelled);
+                                    }
+                                    std::thread::sleep(std::time::Duration::from_millis(1));
+                                }
+                            }
                             sleep_cancellable(job.startdelay, cancel)?;
                             let layout_seed =
                                 rand::job_seeds(job, pl.thread_number)[rand::SEED_BUF];
@@ -274,6 +305,10 @@ fn execute(set: &JobSet, ctx: &RunContext<'_>) -> Result<FioRun, WorkloadError> 
     let groups = group_ids(set);
     let mut results: Vec<JobResult> = Vec::new();
     for out in outs {
+        if !set.jobs[out.job_index].stats {
+            // stats=0: the job ran; fio reports nothing of it.
+            continue;
+        }
         let g = groups[out.job_index];
         let elapsed_s = (out.end - t0).0.div_ceil(1_000_000_000);
         // fio's rule: a clone of a group_reporting job joins the entry before it when that

@@ -574,3 +574,229 @@ mod tests {
         }
     }
 }
+
+/// fio's jhash (hash.h), byte for byte, including its reading of single bytes (not words) in
+/// the 12-byte blocks: it seeds the zipf and pareto generators from a file's name.
+pub fn jhash(key: &[u8], initval: u32) -> u32 {
+    const GOLDEN_RATIO_32: u32 = 0x61C8_8647;
+    let mut length = key.len() as u32;
+    let init = GOLDEN_RATIO_32.wrapping_add(length).wrapping_add(initval);
+    let (mut a, mut b, mut c) = (init, init, init);
+    let mut k = key;
+    while length > 12 {
+        a = a.wrapping_add(k[0] as u32);
+        b = b.wrapping_add(k[4] as u32);
+        c = c.wrapping_add(k[8] as u32);
+        // __jhash_mix
+        a = a.wrapping_sub(c);
+        a ^= c.rotate_left(4);
+        c = c.wrapping_add(b);
+        b = b.wrapping_sub(a);
+        b ^= a.rotate_left(6);
+        a = a.wrapping_add(c);
+        c = c.wrapping_sub(b);
+        c ^= b.rotate_left(8);
+        b = b.wrapping_add(a);
+        a = a.wrapping_sub(c);
+        a ^= c.rotate_left(16);
+        c = c.wrapping_add(b);
+        b = b.wrapping_sub(a);
+        b ^= a.rotate_left(19);
+        a = a.wrapping_add(c);
+        c = c.wrapping_sub(b);
+        c ^= b.rotate_left(4);
+        b = b.wrapping_add(a);
+        length -= 12;
+        k = &k[12..];
+    }
+    if length == 0 {
+        return c;
+    }
+    let at = |i: usize, shift: u32| (k[i] as u32) << shift;
+    let n = length as usize;
+    if n >= 12 {
+        c = c.wrapping_add(at(11, 24));
+    }
+    if n >= 11 {
+        c = c.wrapping_add(at(10, 16));
+    }
+    if n >= 10 {
+        c = c.wrapping_add(at(9, 8));
+    }
+    if n >= 9 {
+        c = c.wrapping_add(at(8, 0));
+    }
+    if n >= 8 {
+        b = b.wrapping_add(at(7, 24));
+    }
+    if n >= 7 {
+        b = b.wrapping_add(at(6, 16));
+    }
+    if n >= 6 {
+        b = b.wrapping_add(at(5, 8));
+    }
+    if n >= 5 {
+        b = b.wrapping_add(at(4, 0));
+    }
+    if n >= 4 {
+        a = a.wrapping_add(at(3, 24));
+    }
+    if n >= 3 {
+        a = a.wrapping_add(at(2, 16));
+    }
+    if n >= 2 {
+        a = a.wrapping_add(at(1, 8));
+    }
+    a = a.wrapping_add(at(0, 0));
+    // __jhash_final
+    c ^= b;
+    c = c.wrapping_sub(b.rotate_left(14));
+    a ^= c;
+    a = a.wrapping_sub(c.rotate_left(11));
+    b ^= a;
+    b = b.wrapping_sub(a.rotate_left(25));
+    c ^= b;
+    c = c.wrapping_sub(b.rotate_left(16));
+    a ^= c;
+    a = a.wrapping_sub(c.rotate_left(4));
+    b ^= a;
+    b = b.wrapping_sub(a.rotate_left(14));
+    c ^= b;
+    c = c.wrapping_sub(b.rotate_left(24));
+    c
+}
+
+const GOLDEN_RATIO_64: u64 = 0x61C8_8646_80B5_83EB;
+const ZIPF_MAX_GEN: u64 = 10_000_000;
+const FRAND32_MAX: f64 = u32::MAX as f64;
+
+/// fio's zipf and pareto generators (lib/zipf.c): block indexes over `nranges`, hashed so that
+/// the hot blocks are spread over the file, offset by a random start.
+#[derive(Clone, Debug)]
+pub struct Skewed {
+    rand: Taus,
+    nranges: u64,
+    rand_off: u64,
+    kind: SkewKind,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum SkewKind {
+    Zipf { theta: f64, zeta2: f64, zetan: f64 },
+    Pareto { pow: f64 },
+}
+
+impl Skewed {
+    fn shared(nranges: u64, center: Option<f64>, seed: u32) -> (Taus, u64) {
+        let mut rand = Taus::new(seed as u64, false);
+        let mut rand_off = rand.next_raw();
+        if let Some(c) = center {
+            rand_off = (nranges as f64 * c) as u64;
+        }
+        (rand, rand_off)
+    }
+
+    /// fio's zipf_init.
+    pub fn zipf(nranges: u64, theta: f64, center: Option<f64>, seed: u32) -> Skewed {
+        let (rand, rand_off) = Skewed::shared(nranges, center, seed);
+        let zeta2 = 1.0f64.powf(theta) + 0.5f64.powf(theta);
+        let mut zetan = 0.0;
+        for i in 0..nranges.min(ZIPF_MAX_GEN) {
+            zetan += (1.0 / (i + 1) as f64).powf(theta);
+        }
+        Skewed {
+            rand,
+            nranges,
+            rand_off,
+            kind: SkewKind::Zipf {
+                theta,
+                zeta2,
+                zetan,
+            },
+        }
+    }
+
+    /// fio's pareto_init.
+    pub fn pareto(nranges: u64, h: f64, center: Option<f64>, seed: u32) -> Skewed {
+        let (rand, rand_off) = Skewed::shared(nranges, center, seed);
+        Skewed {
+            rand,
+            nranges,
+            rand_off,
+            kind: SkewKind::Pareto {
+                pow: h.ln() / (1.0 - h).ln(),
+            },
+        }
+    }
+
+    /// The next block (fio's zipf_next / pareto_next).
+    pub fn next_block(&mut self) -> u64 {
+        let n = self.nranges.max(1);
+        let rand_uni = self.rand.next_raw() as f64 / FRAND32_MAX;
+        let val = match self.kind {
+            SkewKind::Zipf {
+                theta,
+                zeta2,
+                zetan,
+            } => {
+                let alpha = 1.0 / (1.0 - theta);
+                let eta = (1.0 - (2.0 / n as f64).powf(1.0 - theta)) / (1.0 - zeta2 / zetan);
+                let rand_z = rand_uni * zetan;
+                let v: u64 = if rand_z < 1.0 {
+                    1
+                } else if rand_z < 1.0 + 0.5f64.powf(theta) {
+                    2
+                } else {
+                    1 + (n as f64 * (eta * rand_uni - eta + 1.0).powf(alpha)) as u64
+                };
+                v.wrapping_sub(1)
+            }
+            SkewKind::Pareto { pow } => ((n - 1) as f64 * rand_uni.powf(pow)) as u64,
+        };
+        val.wrapping_mul(GOLDEN_RATIO_64)
+            .wrapping_add(self.rand_off)
+            % n
+    }
+}
+
+#[cfg(test)]
+mod skew_tests {
+    use super::*;
+
+    #[test]
+    fn jhash_is_deterministic_and_reads_every_tail_byte() {
+        assert_eq!(jhash(b"", 0), 0x61C8_8647);
+        // values from fio 3.33's hash.h compiled with gcc
+        assert_eq!(jhash(b"job.0.0", 0), 88_798_828);
+        assert_eq!(jhash(b"a-long-file-name.0.0", 0), 401_394_115);
+        assert_eq!(jhash(b"zipf-test.0.0", 0), 3_724_194_927);
+        let a = jhash(b"job.0.0", 0);
+        assert_eq!(a, jhash(b"job.0.0", 0));
+        assert_ne!(a, jhash(b"job.0.1", 0));
+        // more than one block
+        assert_ne!(
+            jhash(b"a-long-file-name.0.0", 0),
+            jhash(b"a-long-file-name.0.1", 0)
+        );
+    }
+
+    #[test]
+    fn zipf_blocks_are_in_range_and_skewed() {
+        let n = 1000;
+        let mut z = Skewed::zipf(n, 1.2, None, 12345);
+        let mut counts = vec![0u32; n as usize];
+        for _ in 0..20_000 {
+            let b = z.next_block();
+            assert!(b < n);
+            counts[b as usize] += 1;
+        }
+        counts.sort_unstable_by(|a, b| b.cmp(a));
+        // the hottest 10 % of blocks take far more than 10 % of the I/O
+        let hot: u32 = counts[..100].iter().sum();
+        assert!(hot > 20_000 / 2, "{hot}");
+        let mut p = Skewed::pareto(n, 0.2, None, 7);
+        for _ in 0..1000 {
+            assert!(p.next_block() < n);
+        }
+    }
+}

@@ -49,7 +49,7 @@ impl DirStats {
 }
 
 /// Count, min, max, mean and sample standard deviation of a series, without keeping it
-/// (fio's `io_stat` for bandwidth and IOPS samples).
+/// (fio's `io_stat` for bandwidth and IOPS samples: Welford's running mean and S).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct RunningStat {
     /// Samples.
@@ -58,51 +58,52 @@ pub struct RunningStat {
     pub min: u64,
     /// Largest sample.
     pub max: u64,
-    sum: f64,
-    sum_sq: f64,
+    mean: f64,
+    s: f64,
 }
 
 impl RunningStat {
-    /// Add a sample.
+    /// Add a sample (fio's add_stat).
     pub fn add(&mut self, v: u64) {
         if self.n == 0 || v < self.min {
             self.min = v;
         }
         self.max = self.max.max(v);
-        self.n += 1;
         let f = v as f64;
-        self.sum += f;
-        self.sum_sq += f * f;
+        let delta = f - self.mean;
+        if delta != 0.0 {
+            self.mean += delta / (self.n as f64 + 1.0);
+            self.s += delta * (f - self.mean);
+        }
+        self.n += 1;
     }
-    /// Add another series.
+    /// Add another clone's series as fio's group_reporting does for bandwidth and IOPS
+    /// (sum_stat with pure_sum): the group moved the sum of its clones' rates, so min, max,
+    /// mean and S are summed, not pooled.
     pub fn merge(&mut self, o: &RunningStat) {
         if o.n == 0 {
             return;
         }
-        if self.n == 0 || o.min < self.min {
-            self.min = o.min;
+        if self.n == 0 {
+            *self = *o;
+            return;
         }
-        self.max = self.max.max(o.max);
+        self.min += o.min;
+        self.max += o.max;
         self.n += o.n;
-        self.sum += o.sum;
-        self.sum_sq += o.sum_sq;
+        self.mean += o.mean;
+        self.s += o.s;
     }
     /// Mean, 0 without samples.
     pub fn mean(&self) -> f64 {
-        if self.n == 0 {
-            0.0
-        } else {
-            self.sum / self.n as f64
-        }
+        if self.n == 0 { 0.0 } else { self.mean }
     }
-    /// Sample standard deviation (n - 1), 0 with fewer than two samples.
+    /// Sample standard deviation (fio's sqrt(S / (n - 1))), 0 with fewer than two samples.
     pub fn stddev(&self) -> f64 {
         if self.n < 2 {
             return 0.0;
         }
-        let n = self.n as f64;
-        let m = self.mean();
-        ((self.sum_sq - n * m * m) / (n - 1.0)).max(0.0).sqrt()
+        (self.s / (self.n as f64 - 1.0)).max(0.0).sqrt()
     }
 }
 
@@ -420,5 +421,39 @@ mod tests {
         std::hint::black_box(x);
         let b = Rusage::thread();
         assert!(b.since(&a).utime_us + b.since(&a).stime_us > 0);
+    }
+}
+
+#[cfg(test)]
+mod running_stat_tests {
+    use super::RunningStat;
+
+    #[test]
+    fn welford_matches_the_direct_formulas() {
+        let mut r = RunningStat::default();
+        for v in [10u64, 20, 30, 40] {
+            r.add(v);
+        }
+        assert_eq!((r.n, r.min, r.max), (4, 10, 40));
+        assert!((r.mean() - 25.0).abs() < 1e-9);
+        // sample stddev of 10,20,30,40
+        assert!((r.stddev() - 12.909944487358056).abs() < 1e-9);
+    }
+
+    #[test]
+    fn group_merge_sums_rates_as_fio() {
+        let mut a = RunningStat::default();
+        let mut b = RunningStat::default();
+        for v in [100u64, 200] {
+            a.add(v);
+        }
+        for v in [300u64, 500] {
+            b.add(v);
+        }
+        let mut g = RunningStat::default();
+        g.merge(&a);
+        g.merge(&b);
+        assert_eq!((g.min, g.max, g.n), (400, 700, 4));
+        assert!((g.mean() - 550.0).abs() < 1e-9);
     }
 }

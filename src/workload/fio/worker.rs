@@ -15,7 +15,8 @@ use super::aio::{AsyncBackend, NativeAio, Uring};
 use super::files::{self, ClonePlan};
 use super::rand::{self, Lfsr, RandomMap, Taus};
 use super::stats::{READ, ThreadStats, WRITE};
-use crate::plan::jobfile::{FileService, IoEngine, JobSpec, RandomGenerator};
+use super::verify;
+use crate::plan::jobfile::{FileService, IoEngine, JobSpec, RandomDistribution, RandomGenerator};
 use crate::probe::clock::Nanos;
 use crate::workload::{CancelToken, WorkloadError};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
@@ -65,6 +66,8 @@ pub struct CloneSetup<'a> {
 
 struct FileState {
     fd: Option<OwnedFd>,
+    /// Start of the region in the file (offset=, offset_increment).
+    base: u64,
     region: u64,
     /// Next sequential offset per direction.
     pos: [u64; 2],
@@ -73,6 +76,10 @@ struct FileState {
     done: bool,
     map: Option<RandomMap>,
     lfsr: Option<Lfsr>,
+    /// zipf / pareto block generator (random_distribution).
+    skew: Option<rand::Skewed>,
+    /// Blocks written (verify): one bit per block of the write size.
+    written: Vec<u64>,
     /// Where the file offset of the fd is (sync engine: lseek only when it differs).
     fd_pos: u64,
 }
@@ -127,6 +134,11 @@ struct Planner<'a> {
     open_limit: u32,
     /// Completed passes (loops) after ramp.
     passes: u32,
+    /// I/Os issued this pass (for number_ios).
+    pass_ios: u64,
+    /// A pass may go round a file more than once (io_size beyond the region, or holes from
+    /// an rw=...:SIZE modifier): files wrap instead of ending the pass.
+    wraps: bool,
     /// fio's seed table, to re-seed at each loop (randrepeat).
     seeds: [u64; 21],
 }
@@ -171,9 +183,37 @@ impl<'a> Planner<'a> {
                     seeds[rand::SEED_BLOCK].wrapping_add(i as u64),
                 )
             });
+            // fio's __init_rand_distribution: ranges of the smallest block size over the file,
+            // seeded by the file's name and the thread number (or the block seed without
+            // randrepeat).
+            let range = job.bs[READ].0.min(job.bs[WRITE].0).max(1);
+            let nranges = f.size.div_ceil(range);
+            let seed = if job.randrepeat {
+                rand::jhash(f.fio_name.as_bytes(), 0).wrapping_mul(setup.thread_number as u32)
+            } else {
+                seeds[rand::SEED_BLOCK] as u32
+            };
+            let skew = match job.random_distribution {
+                _ if !random => None,
+                RandomDistribution::Random => None,
+                RandomDistribution::Zipf { theta, center } => {
+                    Some(rand::Skewed::zipf(nranges, theta, center, seed))
+                }
+                RandomDistribution::Pareto { h, center } => {
+                    Some(rand::Skewed::pareto(nranges, h, center, seed))
+                }
+            };
             let empty = f.size == 0;
+            let written = if job.verify && job.rw.writes() {
+                vec![0u64; (f.size / job.bs[WRITE].0).div_ceil(64) as usize]
+            } else {
+                Vec::new()
+            };
             files.push(FileState {
+                written,
+                skew,
                 fd: None,
+                base: f.offset,
                 region: if random {
                     nblocks * bs
                 } else {
@@ -208,6 +248,11 @@ impl<'a> Planner<'a> {
             open_count: 0,
             open_limit: job.openfiles.unwrap_or(nfiles).max(1),
             passes: 0,
+            pass_ios: 0,
+            wraps: job.rw_modifier > 0
+                || job
+                    .io_size
+                    .is_some_and(|b| b.0 > setup.plan.files.iter().map(|f| f.size).sum()),
             seeds: seed_table,
         })
     }
@@ -216,6 +261,7 @@ impl<'a> Planner<'a> {
     /// positions reset; counters and generators go on).
     fn wrap(&mut self) {
         self.pass_issued = 0;
+        self.pass_ios = 0;
         for f in &mut self.files {
             f.reset();
         }
@@ -228,6 +274,7 @@ impl<'a> Planner<'a> {
     /// does not rewind them) and wrap at the end of the file.
     fn new_loop(&mut self) {
         self.pass_issued = 0;
+        self.pass_ios = 0;
         self.mix_limit = 0;
         if self.job.rw.is_random() {
             for f in &mut self.files {
@@ -257,6 +304,7 @@ impl<'a> Planner<'a> {
     /// files and generators go on.
     fn ramp_reset(&mut self) {
         self.pass_issued = 0;
+        self.pass_ios = 0;
         self.issues = [0, 0];
         self.mix_limit = 0;
         self.passes = 0;
@@ -329,6 +377,10 @@ impl<'a> Planner<'a> {
         if budgeted && self.pass_issued >= self.pass_bytes {
             return None;
         }
+        if self.job.number_ios > 0 && self.pass_ios >= self.job.number_ios {
+            return None;
+        }
+        let wraps = self.wraps && budgeted;
         let random = self.job.rw.is_random();
         let mixed = self.job.rw.reads() && self.job.rw.writes();
         loop {
@@ -341,7 +393,9 @@ impl<'a> Planner<'a> {
             let f = &mut self.files[fi];
             let offset = if random {
                 let nblocks = f.region / bs;
-                let b = if let Some(l) = &mut f.lfsr {
+                let b = if let Some(z) = &mut f.skew {
+                    Some(z.next_block() % nblocks.max(1))
+                } else if let Some(l) = &mut f.lfsr {
                     l.next_block()
                 } else {
                     let b = self.block_rand.block(nblocks);
@@ -352,6 +406,16 @@ impl<'a> Planner<'a> {
                 };
                 match b {
                     Some(b) => b * bs,
+                    None if wraps && nblocks > 0 => {
+                        // io_size beyond the region: the region is covered again.
+                        if let Some(m) = &mut f.map {
+                            m.clear();
+                        }
+                        if let Some(l) = &mut f.lfsr {
+                            l.reset();
+                        }
+                        continue;
+                    }
                     None => {
                         f.done = true;
                         self.done_files += 1;
@@ -360,7 +424,11 @@ impl<'a> Planner<'a> {
                 }
             } else {
                 if f.pos[ddir] + bs > f.region {
-                    if !mixed {
+                    if wraps && f.region >= bs {
+                        // fio's get_next_seq_offset: holes or io_size beyond the end wrap
+                        // to the start of the region.
+                        f.pos[ddir] = 0;
+                    } else if !mixed {
                         f.done = true;
                         self.done_files += 1;
                         continue;
@@ -370,16 +438,23 @@ impl<'a> Planner<'a> {
                     f.pos = [0, 0];
                 }
                 let off = f.pos[ddir];
-                f.pos[ddir] = off + bs;
+                f.pos[ddir] = off + bs + self.job.rw_modifier;
                 off
             };
+            if !f.written.is_empty() && ddir == WRITE {
+                let b = (offset / bs) as usize;
+                if let Some(w) = f.written.get_mut(b / 64) {
+                    *w |= 1 << (b % 64);
+                }
+            }
             f.issued += bs;
             self.pass_issued += bs;
+            self.pass_ios += 1;
             self.issues[ddir] += 1;
             return Some(Io {
                 ddir,
                 file: fi,
-                offset,
+                offset: f.base + offset,
                 len: bs as usize,
             });
         }
@@ -401,7 +476,12 @@ impl BufferPolicy {
         let refill = job.refill_buffers.unwrap_or(compress);
         BufferPolicy {
             refill,
-            scramble: job.scramble_buffers && !job.zero_buffers && !refill && !compress,
+            // A verify header covers the data: nothing may change the bytes after stamping.
+            scramble: job.scramble_buffers
+                && !job.zero_buffers
+                && !refill
+                && !compress
+                && !job.verify,
         }
     }
 }
@@ -432,7 +512,7 @@ fn ensure_open(
     setup: &CloneSetup<'_>,
     fi: usize,
 ) -> Result<(), WorkloadError> {
-    if p.files[fi].fd.is_some() {
+    if p.files[fi].fd.is_some() || setup.job.ioengine == IoEngine::Null {
         return Ok(());
     }
     if p.open_count >= p.open_limit {
@@ -507,8 +587,8 @@ impl Clock {
 /// Run one clone after layout; returns its stats.
 pub fn run_clone(setup: &CloneSetup<'_>) -> Result<ThreadStats, WorkloadError> {
     let job = setup.job;
-    if job.ioengine == IoEngine::FileCreate {
-        return run_filecreate(setup);
+    if job.ioengine.is_file_op() {
+        return run_file_op(setup);
     }
     let mut p = Planner::new(setup)?;
     let depth = if job.ioengine.is_sync() {
@@ -575,6 +655,9 @@ pub fn run_clone(setup: &CloneSetup<'_>) -> Result<ThreadStats, WorkloadError> {
         ),
     };
     result?;
+    if job.verify && job.do_verify && job.rw.writes() {
+        verify_phase(setup, &mut p, &mut bufs[0], &mut st)?;
+    }
     if job.end_fsync {
         for (fi, f) in p.files.iter().enumerate() {
             if let Some(fd) = &f.fd {
@@ -612,6 +695,78 @@ pub fn run_clone(setup: &CloneSetup<'_>) -> Result<ThreadStats, WorkloadError> {
     Ok(st)
 }
 
+fn verify_interval(job: &JobSpec) -> usize {
+    job.verify_interval.map(|b| b.0).unwrap_or(job.bs[WRITE].0) as usize
+}
+
+/// fio's verify phase: read every written block back in offset order (fio's verify_sort) and
+/// check its headers; the reads count as the job's reads, as in fio. They are issued with
+/// pread whatever the engine (fio uses the job's engine: latencies differ, counts do not).
+fn verify_phase(
+    setup: &CloneSetup<'_>,
+    p: &mut Planner<'_>,
+    buf: &mut AlignedBuf,
+    st: &mut ThreadStats,
+) -> Result<(), WorkloadError> {
+    let job = setup.job;
+    if job.ioengine == IoEngine::Null {
+        return Ok(());
+    }
+    let bs = job.bs[WRITE].0;
+    let interval = verify_interval(job);
+    for fi in 0..p.files.len() {
+        let words = p.files[fi].written.clone();
+        let base = p.files[fi].base;
+        let name = setup.plan.files[fi].path.display().to_string();
+        for (wi, w) in words.iter().enumerate() {
+            let mut bits = *w;
+            while bits != 0 {
+                if setup.cancel.is_cancelled() {
+                    return Err(WorkloadError::Cancelled);
+                }
+                let b = wi as u64 * 64 + bits.trailing_zeros() as u64;
+                bits &= bits - 1;
+                ensure_open(p, setup, fi)?;
+                let fd = p.files[fi].fd.as_ref().expect("opened");
+                let data = &mut buf.as_mut_slice()[..bs as usize];
+                let off = base + b * bs;
+                let t0 = Nanos::now();
+                let mut done = 0usize;
+                while done < data.len() {
+                    let n = rustix::io::pread(fd, &mut data[done..], off + done as u64)
+                        .map_err(|e| io_err("read (verify)", &setup.plan.files[fi].path, e))?;
+                    if n == 0 {
+                        break;
+                    }
+                    done += n;
+                }
+                let t1 = Nanos::now();
+                let d = &mut st.dir[READ];
+                if !job.disable_clat {
+                    d.clat.record((t1 - t0).0);
+                    st.lat_buckets.mark((t1 - t0).0);
+                }
+                if !job.disable_lat {
+                    d.lat.record((t1 - t0).0);
+                }
+                d.io_bytes += bs;
+                d.total_ios += 1;
+                st.depth_counts[0] += 1;
+                st.submit_counts[1] += 1;
+                st.complete_counts[1] += 1;
+                verify::check(&data[..done], off, interval, &name).map_err(|m| {
+                    WorkloadError::Io {
+                        op: "verify",
+                        path: setup.plan.files[fi].path.clone(),
+                        source: std::io::Error::other(m),
+                    }
+                })?;
+            }
+        }
+    }
+    Ok(())
+}
+
 /// What the loop does after an I/O or a check: go on, or stop.
 #[inline]
 fn after_tick(
@@ -626,7 +781,9 @@ fn after_tick(
         *ru0 = super::stats::Rusage::thread();
         p.ramp_reset();
     }
-    clock.sampler.tick(now, &mut st.dir);
+    if !p.job.disable_bw {
+        clock.sampler.tick(now, &mut st.dir);
+    }
     !clock.out_of_time(now)
 }
 
@@ -667,12 +824,17 @@ fn next_pass_counted(p: &mut Planner<'_>, clock: &Clock) -> bool {
 
 #[inline]
 fn do_sync_io(
-    engine: IoEngine,
+    job: &JobSpec,
     f: &mut FileState,
     ddir: usize,
     buf: &mut [u8],
     offset: u64,
 ) -> rustix::io::Result<usize> {
+    let engine = job.ioengine;
+    if engine == IoEngine::Null {
+        // fio's null engine: the I/O completes at once and moves nothing.
+        return Ok(buf.len());
+    }
     let fd = f.fd.as_ref().expect("file opened before I/O").as_fd();
     match engine {
         IoEngine::Sync => {
@@ -694,6 +856,38 @@ fn do_sync_io(
                 rustix::io::pwritev(fd, &[std::io::IoSlice::new(buf)], offset)
             }
         }
+        IoEngine::Pvsync2 => {
+            let flags = if job.hipri {
+                rustix::io::ReadWriteFlags::HIPRI
+            } else {
+                rustix::io::ReadWriteFlags::empty()
+            };
+            if ddir == READ {
+                rustix::io::preadv2(fd, &mut [std::io::IoSliceMut::new(buf)], offset, flags)
+            } else {
+                rustix::io::pwritev2(fd, &[std::io::IoSlice::new(buf)], offset, flags)
+            }
+        }
+        IoEngine::Falloc => {
+            // fio's falloc engine: a write allocates its range, a read allocates it without
+            // changing the file size (FALLOC_FL_KEEP_SIZE).
+            let mode = if ddir == READ {
+                rustix::fs::FallocateFlags::KEEP_SIZE
+            } else {
+                rustix::fs::FallocateFlags::empty()
+            };
+            rustix::fs::fallocate(fd, mode, offset, buf.len() as u64)?;
+            Ok(buf.len())
+        }
+        IoEngine::Ftruncate => {
+            // fio's ftruncate engine: a write truncates the file to its offset; nothing else
+            // is an I/O it can do.
+            if ddir != WRITE {
+                return Err(rustix::io::Errno::INVAL);
+            }
+            rustix::fs::ftruncate(fd, offset)?;
+            Ok(buf.len())
+        }
         _ => {
             if ddir == READ {
                 rustix::io::pread(fd, buf, offset)
@@ -709,6 +903,26 @@ fn direct_hint(job: &JobSpec, e: rustix::io::Errno) -> String {
         " (O_DIRECT I/O rejected: check that bs and sizes are multiples of the device's logical block size)".to_string()
     } else {
         String::new()
+    }
+}
+
+/// fio's thinktime: after every `thinktime_blocks` I/Os, spin `thinktime_spin`, then sleep the
+/// rest of `thinktime`.
+#[inline]
+fn think(job: &JobSpec, issued: u64) {
+    if job.thinktime.is_zero() || issued % job.thinktime_blocks.max(1) as u64 != 0 {
+        return;
+    }
+    let spin = job.thinktime_spin.min(job.thinktime);
+    if !spin.is_zero() {
+        let until = Nanos::now() + Nanos::from(spin);
+        while Nanos::now() < until {
+            std::hint::spin_loop();
+        }
+    }
+    let rest = job.thinktime - spin;
+    if !rest.is_zero() {
+        std::thread::sleep(rest);
     }
 }
 
@@ -766,7 +980,7 @@ fn run_sync(
     ru0: &mut super::stats::Rusage,
 ) -> Result<(), WorkloadError> {
     let job = setup.job;
-    let engine = job.ioengine;
+    let mut think_count = 0u64;
     loop {
         if setup.cancel.is_cancelled() {
             return Err(WorkloadError::Cancelled);
@@ -785,6 +999,9 @@ fn run_sync(
         if io.ddir == WRITE && policy.refill {
             files::fill_like_job(job, data, seed);
         }
+        if io.ddir == WRITE && job.verify {
+            verify::stamp(data, io.offset, verify_interval(job));
+        }
         let start = Nanos::now();
         // fio stamps start before the write buffer is scrambled and issue just before the
         // call; for a read nothing happens in between, so one clock reading serves both.
@@ -797,13 +1014,7 @@ fn run_sync(
         let f = &mut p.files[io.file];
         let mut done = 0usize;
         while done < io.len {
-            match do_sync_io(
-                engine,
-                f,
-                io.ddir,
-                &mut data[done..],
-                io.offset + done as u64,
-            ) {
+            match do_sync_io(job, f, io.ddir, &mut data[done..], io.offset + done as u64) {
                 Ok(0) => {
                     return Err(io_err(
                         if io.ddir == READ { "read" } else { "write" },
@@ -828,17 +1039,23 @@ fn run_sync(
         let end = Nanos::now();
         let d = &mut st.dir[io.ddir];
         let clat = (end - issue).0;
-        d.clat.record(clat);
-        d.lat.record((end - start).0);
+        if !job.disable_clat {
+            d.clat.record(clat);
+            st.lat_buckets.mark(clat);
+        }
+        if !job.disable_lat {
+            d.lat.record((end - start).0);
+        }
         d.io_bytes += io.len as u64;
         d.total_ios += 1;
-        st.lat_buckets.mark(clat);
         st.depth_counts[0] += 1;
         st.submit_counts[1] += 1;
         st.complete_counts[1] += 1;
         if io.ddir == WRITE {
             note_write(job, p, io.file);
         }
+        think_count += 1;
+        think(job, think_count);
         if !after_tick(p, st, clock, ru0, end) {
             return Ok(());
         }
@@ -883,12 +1100,13 @@ fn run_async(
     let mut stop = false;
     // An I/O taken from the planner while a sync was owed and I/O was in flight.
     let mut stashed: Option<Io> = None;
+    let mut think_count = 0u64;
     loop {
         if setup.cancel.is_cancelled() {
             // Let the kernel finish what it holds before the buffers go away.
             while inflight > 0 {
                 let n = backend
-                    .reap(1, &mut |_, _| {})
+                    .reap(1, depth, &mut |_, _| {})
                     .map_err(|e| io_err(engine_op, dir0, e))?;
                 inflight -= n;
             }
@@ -924,6 +1142,9 @@ fn run_async(
             if io.ddir == WRITE && policy.refill {
                 files::fill_like_job(job, data, seed);
             }
+            if io.ddir == WRITE && job.verify {
+                verify::stamp(data, io.offset, verify_interval(job));
+            }
             let start = Nanos::now();
             if io.ddir == WRITE && policy.scramble {
                 scramble(data, io.offset, start);
@@ -947,9 +1168,13 @@ fn run_async(
             backend.submit().map_err(|e| io_err(engine_op, dir0, e))?;
             let issue = Nanos::now();
             st.submit_counts[ThreadStats::batch_index(1)] += 1;
-            st.dir[io.ddir].slat.record((issue - start).0);
+            if !job.disable_slat {
+                st.dir[io.ddir].slat.record((issue - start).0);
+            }
             slots[si] = Some(Slot { io, start, issue });
             inflight += 1;
+            think_count += 1;
+            think(job, think_count);
             st.depth_counts[ThreadStats::depth_index(inflight as u32)] += 1;
             if (p.open_limit as usize) < p.files.len() {
                 // An openfiles rotation may close a file: no I/O may be in flight then.
@@ -976,8 +1201,13 @@ fn run_async(
         let mut t = Nanos::ZERO;
         // The queue is full (or nothing is left to issue): wait for at least one completion
         // and take every one available, as fio's wait_for_completions.
+        // fio's wait_for_completions: wait for iodepth_batch_complete_min (at least one when
+        // nothing else can be done) and take at most iodepth_batch_complete_max (by default
+        // the min, 1), so the queue is refilled after every completion and stays full.
+        let min_evts = (job.iodepth_batch_complete_min as usize).clamp(1, inflight);
+        let max_evts = (job.iodepth_batch_complete_max as usize).max(min_evts);
         let reaped = backend
-            .reap(1, &mut |si, res| {
+            .reap(min_evts, max_evts, &mut |si, res| {
                 if t == Nanos::ZERO {
                     // fio reads the clock once per batch of completions.
                     t = Nanos::now();
@@ -990,11 +1220,15 @@ fn run_async(
                 }
                 let d = &mut st.dir[s.io.ddir];
                 let clat = (t - s.issue).0;
-                d.clat.record(clat);
-                d.lat.record((t - s.start).0);
+                if !job.disable_clat {
+                    d.clat.record(clat);
+                    st.lat_buckets.mark(clat);
+                }
+                if !job.disable_lat {
+                    d.lat.record((t - s.start).0);
+                }
                 d.io_bytes += s.io.len as u64;
                 d.total_ios += 1;
-                st.lat_buckets.mark(clat);
             })
             .map_err(|e| io_err(engine_op, dir0, e))?;
         inflight -= reaped;
@@ -1022,9 +1256,10 @@ fn run_async(
     }
 }
 
-/// fio's filecreate engine: each file's creation (open with O_CREAT) is one timed "I/O",
-/// recorded as clat; the file's bytes are counted as fio's fake I/O, none are written.
-fn run_filecreate(setup: &CloneSetup<'_>) -> Result<ThreadStats, WorkloadError> {
+/// fio's file engines: each file's creation (filecreate: open with O_CREAT), stat(2)
+/// (filestat) or unlink(2) (filedelete) is one timed "I/O", recorded as clat; the file's bytes
+/// are counted as fio's fake I/O, none are moved.
+fn run_file_op(setup: &CloneSetup<'_>) -> Result<ThreadStats, WorkloadError> {
     let job = setup.job;
     let ddir = if job.rw.reads() { READ } else { WRITE };
     let bs = job.bs[ddir].0.max(1);
@@ -1044,14 +1279,26 @@ fn run_filecreate(setup: &CloneSetup<'_>) -> Result<ThreadStats, WorkloadError> 
                 open.pop_front();
             }
             let t0 = Nanos::now();
-            let fd = rustix::fs::open(
-                &f.path,
-                rustix::fs::OFlags::CREATE | rustix::fs::OFlags::RDWR | rustix::fs::OFlags::CLOEXEC,
-                rustix::fs::Mode::from_raw_mode(0o600),
-            );
+            match job.ioengine {
+                IoEngine::FileStat => {
+                    rustix::fs::stat(&f.path).map_err(|e| io_err("stat", &f.path, e))?;
+                }
+                IoEngine::FileDelete => {
+                    rustix::fs::unlink(&f.path).map_err(|e| io_err("unlink", &f.path, e))?;
+                }
+                _ => {
+                    let fd = rustix::fs::open(
+                        &f.path,
+                        rustix::fs::OFlags::CREATE
+                            | rustix::fs::OFlags::RDWR
+                            | rustix::fs::OFlags::CLOEXEC,
+                        rustix::fs::Mode::from_raw_mode(0o600),
+                    )
+                    .map_err(|e| io_err("open", &f.path, e))?;
+                    open.push_back(fd);
+                }
+            }
             let t1 = Nanos::now();
-            let fd = fd.map_err(|e| io_err("open", &f.path, e))?;
-            open.push_back(fd);
             st.dir[ddir].clat.record((t1 - t0).0);
             st.lat_buckets.mark((t1 - t0).0);
             st.dir[ddir].io_bytes += f.size;
@@ -1086,7 +1333,7 @@ fn run_filecreate(setup: &CloneSetup<'_>) -> Result<ThreadStats, WorkloadError> 
     st.rusage = super::stats::Rusage::thread().since(&ru0);
     // SAFETY: gettid(2) takes no arguments and cannot fail.
     st.tid = unsafe { libc::gettid() };
-    if job.unlink {
+    if job.unlink && job.ioengine != IoEngine::FileDelete {
         for f in &setup.plan.files {
             std::fs::remove_file(&f.path).map_err(|e| io_err("unlink", &f.path, e))?;
         }
@@ -1120,5 +1367,75 @@ mod tests {
                 &(4096 + 512 * i as u64).to_ne_bytes()
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod distribution_tests {
+    use super::*;
+
+    /// The first offsets of a zipf job equal fio 3.33's (from `fio --debug=io --name=z
+    /// --ioengine=null --rw=randread --norandommap --size=4m --bs=4k
+    /// --random_distribution=zipf:1.2`).
+    #[test]
+    fn zipf_offsets_are_fios() {
+        let set = crate::plan::jobfile::parse_job_text(
+            "[z]\nioengine=null\nrw=randread\nnorandommap\nsize=4m\nbs=4k\nrandom_distribution=zipf:1.2\n",
+            "t.fio",
+            &crate::plan::jobfile::SystemSources,
+        )
+        .unwrap();
+        let job = &set.jobs[0];
+        let seeds = rand::job_seeds(job, 1);
+        let plan = files::plan_clone(job, 0, Path::new("/nonexistent"), &seeds).unwrap();
+        let cancel = CancelToken::default();
+        let setup = CloneSetup {
+            job,
+            plan,
+            thread_number: 1,
+            mem_align: 4096,
+            cancel: &cancel,
+        };
+        let mut p = Planner::new(&setup).unwrap();
+        let got: Vec<u64> = (0..8).map(|_| p.next_io().unwrap().offset).collect();
+        assert_eq!(
+            got,
+            vec![
+                0x335000, 0x389000, 0x3f2000, 0x3f2000, 0x3dd000, 0x30b000, 0x2e1000, 0x3dd000
+            ]
+        );
+    }
+}
+
+#[cfg(test)]
+mod pareto_tests {
+    use super::*;
+
+    /// As zipf_offsets_are_fios, for `--name=p ... --random_distribution=pareto:0.3`.
+    #[test]
+    fn pareto_offsets_are_fios() {
+        let set = crate::plan::jobfile::parse_job_text(
+            "[p]\nioengine=null\nrw=randread\nnorandommap\nsize=4m\nbs=4k\nrandom_distribution=pareto:0.3\n",
+            "t.fio",
+            &crate::plan::jobfile::SystemSources,
+        )
+        .unwrap();
+        let job = &set.jobs[0];
+        let seeds = rand::job_seeds(job, 1);
+        let plan = files::plan_clone(job, 0, Path::new("/nonexistent"), &seeds).unwrap();
+        let cancel = CancelToken::default();
+        let setup = CloneSetup {
+            job,
+            plan,
+            thread_number: 1,
+            mem_align: 4096,
+            cancel: &cancel,
+        };
+        let mut p = Planner::new(&setup).unwrap();
+        let got: Vec<u64> = (0..6).map(|_| p.next_io().unwrap().offset).collect();
+        assert_eq!(
+            got,
+            vec![0x29f000, 0x301000, 0xb0000, 0x23000, 0x16d000, 0x2ad000]
+        );
     }
 }

@@ -16,9 +16,10 @@
 //! - `-F` ends cleanly (exit 0) when the free-space check fails; fs_mark exits 1 there;
 //! - a cancel stops every worker within one file and removes the files of a non-keeping run.
 //!
-//! This engine never prints to the terminal: it returns [`FsMarkResult`] and calls the caller's
-//! `on_iteration` after each iteration. It writes only fs_mark's own log file (`-l`, default
-//! `./fs_log.txt`), and only when `FsMarkOptions::log_file` is set.
+//! This engine never prints and never writes a log: it returns [`FsMarkResult`] and hands each
+//! iteration's row (and a `-F` stop) to the caller's [`IterationSink`] as soon as it is known;
+//! `fsdelta fsmark` renders them to the terminal and to fs_mark's log file (`-l`) with
+//! `report::fsmark`. Data flows one way: the engine knows nothing of the report.
 
 pub mod names;
 pub mod options;
@@ -34,9 +35,7 @@ pub use result::{
 
 use super::{Measurements, RunContext, Workload, WorkloadError};
 use crate::probe::clock::Nanos;
-use crate::report::fsmark as render;
-use std::fs::File;
-use std::io::{self, Write};
+use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use sys::{Libc, Syscalls};
@@ -55,14 +54,42 @@ impl FsMark {
         FsMark { options }
     }
 
-    /// Run in `ctx.dir`, calling `on_iteration` with each row as soon as its iteration ends
-    /// (so a terminal can show fs_mark's table as it grows).
+    /// Run in `ctx.dir`, handing each row to `sink` as soon as its iteration ends (so a
+    /// terminal can show fs_mark's table as it grows).
     pub fn run_with(
         &self,
         ctx: &RunContext<'_>,
-        on_iteration: &mut dyn FnMut(&IterationResult),
+        sink: &mut dyn IterationSink,
     ) -> Result<FsMarkResult, WorkloadError> {
-        run_engine(&self.options, ctx, &|_| Libc, on_iteration)
+        run_engine(&self.options, ctx, &|_| Libc, sink)
+    }
+}
+
+/// Receives what the engine learns between iterations (never inside the timed loop). An error
+/// stops the run (a log file that cannot be written, say).
+pub trait IterationSink {
+    /// An iteration ended with this row.
+    fn row(&mut self, row: &IterationResult) -> Result<(), WorkloadError>;
+    /// `-F`: the run stopped because the filesystem is full.
+    fn fill_stopped(&mut self, _stop: &FillStop) -> Result<(), WorkloadError> {
+        Ok(())
+    }
+}
+
+/// A sink that keeps nothing.
+pub struct NoRows;
+
+impl IterationSink for NoRows {
+    fn row(&mut self, _row: &IterationResult) -> Result<(), WorkloadError> {
+        Ok(())
+    }
+}
+
+/// Every row, kept (for tests and callers that want the table afterwards).
+impl IterationSink for Vec<IterationResult> {
+    fn row(&mut self, row: &IterationResult) -> Result<(), WorkloadError> {
+        self.push(row.clone());
+        Ok(())
     }
 }
 
@@ -72,7 +99,7 @@ impl Workload for FsMark {
     }
 
     fn run(&self, ctx: &RunContext<'_>) -> Result<Measurements, WorkloadError> {
-        let result = self.run_with(ctx, &mut |_| {})?;
+        let result = self.run_with(ctx, &mut NoRows)?;
         let mut m = result.to_measurements();
         m.logical_bytes_written = Some(result.total_files() * self.options.file_size);
         Ok(m)
@@ -164,50 +191,16 @@ fn enough_space(dir: &Path, o: &FsMarkOptions) -> Result<bool, WorkloadError> {
     Ok(free >= o.bytes_per_iteration())
 }
 
-struct Log {
-    path: PathBuf,
-    file: File,
-}
-
-impl Log {
-    fn open(path: &Path) -> Result<Log, WorkloadError> {
-        let file = std::fs::OpenOptions::new()
-            .append(true)
-            .create(true)
-            .open(path)
-            .map_err(|e| WorkloadError::io("open log file", path, e))?;
-        Ok(Log {
-            path: path.to_path_buf(),
-            file,
-        })
-    }
-
-    fn write(&mut self, text: &str) -> Result<(), WorkloadError> {
-        self.file
-            .write_all(text.as_bytes())
-            .map_err(|e| WorkloadError::io("write log file", &self.path, e))
-    }
-}
-
 /// The engine, generic over the system-call backend so tests can record or inject failures.
 pub(crate) fn run_engine<S: Syscalls>(
     opts: &FsMarkOptions,
     ctx: &RunContext<'_>,
     make_sys: &(dyn Fn(usize) -> S + Sync),
-    on_iteration: &mut dyn FnMut(&IterationResult),
+    sink: &mut dyn IterationSink,
 ) -> Result<FsMarkResult, WorkloadError> {
     validate(opts)?;
     let began = Nanos::now();
     let dirs = resolve_dirs(opts, ctx.dir);
-    let mut log = match &opts.log_file {
-        Some(p) => {
-            let mut log = Log::open(p)?;
-            let now = chrono::Local::now().naive_local();
-            log.write(&render::header(opts, now, render::HeaderTarget::LogFile))?;
-            Some(log)
-        }
-        None => None,
-    };
     let buf = vec![0u8; opts.io_size as usize];
     let threads = opts.threads as usize;
     let mut iterations: Vec<IterationResult> = Vec::new();
@@ -319,18 +312,15 @@ pub(crate) fn run_engine<S: Syscalls>(
         let (row, merged) = result::aggregate(iteration, &workers, count, opts.file_size, pct);
         count = row.count;
         totals.merge(&merged);
-        if let Some(log) = log.as_mut() {
-            log.write(&render::row(&row, opts.verbose))?;
-        }
-        on_iteration(&row);
+        sink.row(&row)?;
         iterations.push(row);
         if !opts.fill {
             ctx.progress
                 .fraction(iteration as f64 / opts.iterations() as f64);
         }
     }
-    if let (Some(log), Some(stop)) = (log.as_mut(), fill_stopped.as_ref()) {
-        log.write(&render::fill_stopped(stop))?;
+    if let Some(stop) = &fill_stopped {
+        sink.fill_stopped(stop)?;
     }
 
     Ok(FsMarkResult {

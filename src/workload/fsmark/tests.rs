@@ -32,8 +32,8 @@ fn run_in<S: Syscalls>(
         cancel,
         progress: &NoProgress,
     };
-    let mut rows = Vec::new();
-    let r = run_engine(o, &ctx, make, &mut |row| rows.push(row.clone()));
+    let mut rows: Vec<IterationResult> = Vec::new();
+    let r = run_engine(o, &ctx, make, &mut rows);
     (r, rows)
 }
 
@@ -376,13 +376,18 @@ fn cancel_between_iterations_keeps_finished_rows() {
         cancel: &token,
         progress: &NoProgress,
     };
-    let mut rows = 0;
-    let r = run_engine(&o, &ctx, &|_| Libc, &mut |_| {
-        rows += 1;
-        token.cancel();
-    });
+    struct CancelAfterRow<'a>(&'a CancelToken, u32);
+    impl IterationSink for CancelAfterRow<'_> {
+        fn row(&mut self, _: &IterationResult) -> Result<(), WorkloadError> {
+            self.1 += 1;
+            self.0.cancel();
+            Ok(())
+        }
+    }
+    let mut sink = CancelAfterRow(&token, 0);
+    let r = run_engine(&o, &ctx, &|_| Libc, &mut sink);
     assert!(matches!(r, Err(WorkloadError::Cancelled)));
-    assert_eq!(rows, 1);
+    assert_eq!(sink.1, 1);
     assert_eq!(
         files_under(tmp.path()).len(),
         10,
@@ -443,31 +448,6 @@ fn invalid_options_built_in_code_are_refused() {
         let r = run_in(tmp.path(), &o, &CancelToken::new(), &|_| Libc).0;
         assert!(matches!(r, Err(WorkloadError::InvalidOptions(_))), "{o:?}");
     }
-}
-
-#[test]
-fn log_file_gets_fs_marks_header_and_rows_appended() {
-    let tmp = tempfile::tempdir().unwrap();
-    let log = tmp.path().join("fs_log.txt");
-    std::fs::write(&log, "earlier run\n").unwrap();
-    let mut o = opts("-d t -s 0 -n 5 -S 0 -L 2");
-    o.log_file = Some(log.clone());
-    run_in(tmp.path(), &o, &CancelToken::new(), &|_| Libc)
-        .0
-        .unwrap();
-    let text = std::fs::read_to_string(&log).unwrap();
-    assert!(
-        text.starts_with("earlier run\n\n#  fs_mark  -d  t  -s  0 "),
-        "{text}"
-    );
-    assert!(text.contains("#\nFSUse%        Count"), "{text}");
-    let rows: Vec<&str> = text
-        .lines()
-        .filter(|l| !l.starts_with('#') && !l.is_empty())
-        .collect();
-    assert_eq!(rows.len(), 4, "{text}"); // earlier run, header, 2 rows
-    assert!(rows[2].split_whitespace().nth(1) == Some("5"));
-    assert!(rows[3].split_whitespace().nth(1) == Some("10"));
 }
 
 #[test]

@@ -2,20 +2,34 @@
 //! typed job specifications.
 //!
 //! Why it exists: users bring the job files they already run under fio 3.33; the native engine
-//! must run exactly what such a file says. So this module parses fio's syntax (sections, `[global]`
-//! inheritance, `;`/`#` comments, bare flags, base-1024 size suffixes, time suffixes, `${VAR}`,
-//! `include`) and validates every option into a [`JobSpec`] whose units are types ([`Bytes`],
-//! [`Duration`]).
+//! must run exactly what such a file says. The work is split as fio splits it: [`lexer`] reads
+//! the syntax (sections, `[global]`, `;`/`#` comments, bare flags, `include`, `${VAR}`, fio's
+//! keywords), [`expr`] reads values (base-1024 sizes, times, arithmetic), [`options`] is the one
+//! table of options (name, aliases, kind, range, default, engines, setter) and this module
+//! applies `[global]` inheritance and the checks that involve several options, giving a
+//! [`JobSpec`] whose units are types ([`Bytes`], [`Duration`]).
 //!
 //! What it must never do: ignore an option. An option it does not know, or a value it cannot
 //! honour, is a [`JobFileError`] naming the option, its file and line (and, for an unknown option,
 //! listing the supported ones): a job that silently ran differently from its file would publish a
-//! wrong number. It also never touches the filesystem: `include` files and environment variables
-//! are read through the [`Sources`] the caller hands in (the CLI edge reads real files).
+//! wrong number. It never writes anything. It reads only through the [`Sources`] the caller
+//! hands in: job and `include` files (a regular file below a size limit, see
+//! [`lexer::read_job_source`]), environment variables and `$mb_memory`; [`SystemSources`] is
+//! the real system, tests hand in their own.
 //!
-//! Deliberate differences from fio, each an error rather than a guess: an undefined `${VAR}` (fio
-//! substitutes an empty string), an unknown size suffix (fio multiplies by 1), value ranges such as
-//! `bs=4k-16k`, and options fio has that this engine does not implement.
+//! Deliberate differences from fio, each an error rather than a guess: an unknown size suffix
+//! (fio multiplies by 1), value ranges such as `bs=4k-16k`, and options fio has that this engine
+//! does not implement. An unset `${VAR}` expands to nothing as in fio, with a warning.
+
+pub mod expr;
+pub mod lexer;
+pub mod options;
+
+pub use expr::{SizeValue, parse_size, parse_time};
+pub use lexer::{
+    MAX_JOB_FILE, Sources, SystemSources, mark_file_boundary, parse_cmdline, parse_ini,
+    read_job_source,
+};
 
 use std::fmt;
 use std::time::Duration;
@@ -114,6 +128,18 @@ pub enum IoEngine {
     Libaio,
     /// fio's filecreate: each "I/O" is the timed creation of one file.
     FileCreate,
+    /// fio's filestat: each "I/O" is the timed stat(2) of one laid-out file.
+    FileStat,
+    /// fio's filedelete: each "I/O" is the timed unlink(2) of one laid-out file.
+    FileDelete,
+    /// fio's null: every I/O completes at once; no file is touched.
+    Null,
+    /// fio's falloc: a write is fallocate(2) of its range, a read fallocate(KEEP_SIZE).
+    Falloc,
+    /// fio's ftruncate: a write is ftruncate(2) to its offset.
+    Ftruncate,
+    /// preadv2/pwritev2 (RWF_HIPRI with hipri=1).
+    Pvsync2,
 }
 
 impl IoEngine {
@@ -126,7 +152,24 @@ impl IoEngine {
             IoEngine::IoUring => "io_uring",
             IoEngine::Libaio => "libaio",
             IoEngine::FileCreate => "filecreate",
+            IoEngine::FileStat => "filestat",
+            IoEngine::FileDelete => "filedelete",
+            IoEngine::Null => "null",
+            IoEngine::Falloc => "falloc",
+            IoEngine::Ftruncate => "ftruncate",
+            IoEngine::Pvsync2 => "pvsync2",
         }
+    }
+    /// Whether each "I/O" is an operation on a whole file (create, stat, delete).
+    pub fn is_file_op(self) -> bool {
+        matches!(
+            self,
+            IoEngine::FileCreate | IoEngine::FileStat | IoEngine::FileDelete
+        )
+    }
+    /// Whether the engine moves no data to a disk (fio reports no disk_util for it).
+    pub fn is_diskless(self) -> bool {
+        matches!(self, IoEngine::FileCreate | IoEngine::Null)
     }
     /// Whether the engine completes each I/O inside its system call (no slat, iodepth 1).
     pub fn is_sync(self) -> bool {
@@ -158,6 +201,27 @@ pub enum RandomGenerator {
     Tausworthe64,
     /// A maximal-length LFSR: every block once per pass without a map.
     Lfsr,
+}
+
+/// `random_distribution=`: how random offsets are drawn.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum RandomDistribution {
+    /// Uniform (fio's default).
+    Random,
+    /// fio's zipf with exponent theta; center (0..=1) moves the hot spot.
+    Zipf {
+        /// Exponent (not 1).
+        theta: f64,
+        /// Where the hottest block sits, as a fraction of the file; None = random.
+        center: Option<f64>,
+    },
+    /// fio's pareto with power h (0 < h < 1).
+    Pareto {
+        /// Power.
+        h: f64,
+        /// As for zipf.
+        center: Option<f64>,
+    },
 }
 
 /// `file_service_type=`: which file the next I/O goes to.
@@ -272,6 +336,51 @@ pub struct JobSpec {
     pub clat_percentiles: bool,
     /// The options set in the job's own section, as written (fio's "job options").
     pub job_options: Vec<(String, String)>,
+    /// No latency measurement at all (fio's gtod_reduce sets the four disable_* below).
+    pub gtod_reduce: bool,
+    /// Do not measure lat.
+    pub disable_lat: bool,
+    /// Do not measure clat.
+    pub disable_clat: bool,
+    /// Do not measure slat.
+    pub disable_slat: bool,
+    /// Do not sample bandwidth and IOPS.
+    pub disable_bw: bool,
+    /// RWF_HIPRI (pvsync2) / IORING_SETUP_IOPOLL (io_uring): polled completions.
+    pub hipri: bool,
+    /// Start only after the job of this name has finished (fio's wait_for).
+    pub wait_for: Option<String>,
+    /// Offset of the I/O region in each file (bytes, or percent of the file).
+    pub offset: SizeSpec,
+    /// Added to `offset` per clone (`offset + offset_increment * clone`).
+    pub offset_increment: Bytes,
+    /// Bytes of I/O per pass instead of the region's size (fio's io_size / io_limit).
+    pub io_size: Option<Bytes>,
+    /// Stop after this many I/Os (0 = no limit).
+    pub number_ios: u64,
+    /// Pause this long after every `thinktime_blocks` I/Os.
+    pub thinktime: Duration,
+    /// Of `thinktime`, this much is spent spinning rather than sleeping.
+    pub thinktime_spin: Duration,
+    /// I/Os between think times.
+    pub thinktime_blocks: u32,
+    /// Offset modifier of rw= (`rw=read:8k` holes after each I/O; `rw=randread:4` offsets
+    /// drawn every 4 I/Os): the number after the colon, 0 when absent.
+    pub rw_modifier: u64,
+    /// Report this job (fio's stats=1, the default).
+    pub stats: bool,
+    /// How random offsets are drawn.
+    pub random_distribution: RandomDistribution,
+    /// Stamp written blocks with a crc32c header (fio's verify=crc32c).
+    pub verify: bool,
+    /// Read the written blocks back and check them after the writes (default on).
+    pub do_verify: bool,
+    /// Bytes covered by one verify header (default: the block size).
+    pub verify_interval: Option<Bytes>,
+    /// Completions to wait for at once (fio's iodepth_batch_complete_min, default 1).
+    pub iodepth_batch_complete_min: u32,
+    /// Completions taken at once at most (fio's iodepth_batch_complete_max; 0 = the min).
+    pub iodepth_batch_complete_max: u32,
 }
 
 impl Default for JobSpec {
@@ -325,6 +434,28 @@ impl Default for JobSpec {
             lat_percentiles: false,
             clat_percentiles: true,
             job_options: Vec::new(),
+            gtod_reduce: false,
+            disable_lat: false,
+            disable_clat: false,
+            disable_slat: false,
+            disable_bw: false,
+            hipri: false,
+            wait_for: None,
+            offset: SizeSpec::Bytes(Bytes(0)),
+            offset_increment: Bytes(0),
+            io_size: None,
+            number_ios: 0,
+            thinktime: Duration::ZERO,
+            thinktime_spin: Duration::ZERO,
+            thinktime_blocks: 1,
+            rw_modifier: 0,
+            stats: true,
+            random_distribution: RandomDistribution::Random,
+            verify: false,
+            do_verify: true,
+            verify_interval: None,
+            iodepth_batch_complete_min: 1,
+            iodepth_batch_complete_max: 0,
         }
     }
 }
@@ -336,6 +467,8 @@ pub struct JobSet {
     pub jobs: Vec<JobSpec>,
     /// Options of `[global]` sections (and command-line options before the first `--name`).
     pub global_options: Vec<(String, String)>,
+    /// Warnings for the user (fio prints such lines and runs the job anyway).
+    pub warnings: Vec<String>,
 }
 
 /// Where an option was written.
@@ -363,7 +496,7 @@ pub struct JobFileError {
     pub message: String,
 }
 
-fn err<T>(origin: &Origin, message: impl Into<String>) -> Result<T, JobFileError> {
+pub(crate) fn err<T>(origin: &Origin, message: impl Into<String>) -> Result<T, JobFileError> {
     Err(JobFileError {
         origin: origin.clone(),
         message: message.into(),
@@ -392,764 +525,75 @@ pub struct RawSection {
     pub options: Vec<RawOption>,
     /// First job section of a second or later job file (fio separates files by a stonewall).
     pub file_boundary: bool,
+    /// Warnings met while reading the section (an unset `${VAR}`), for the caller to print.
+    pub warnings: Vec<String>,
 }
 
 impl RawSection {
-    fn is_global(&self) -> bool {
+    /// Whether this is a `[global]` section.
+    pub fn is_global(&self) -> bool {
         self.name == "global"
     }
 }
 
-/// What the parser may read from outside: environment variables and include files. The CLI edge
-/// passes the real ones; tests pass maps.
-pub trait Sources {
-    /// An environment variable.
-    fn env(&self, name: &str) -> Option<String>;
-    /// The text of an include file named `path`, as written in a file named `from`.
-    fn include(&self, path: &str, from: &str) -> Result<String, String>;
-}
-
-/// The process environment and the real filesystem (for the CLI edge).
-pub struct SystemSources;
-
-impl Sources for SystemSources {
-    fn env(&self, name: &str) -> Option<String> {
-        std::env::var(name).ok()
-    }
-    fn include(&self, path: &str, from: &str) -> Result<String, String> {
-        // fio: a relative include that does not exist as given is looked up beside the file.
-        let p = std::path::Path::new(path);
-        let candidate = if p.is_absolute() || p.exists() {
-            p.to_path_buf()
-        } else {
-            std::path::Path::new(from)
-                .parent()
-                .map(|d| d.join(p))
-                .unwrap_or_else(|| p.to_path_buf())
-        };
-        std::fs::read_to_string(&candidate).map_err(|e| format!("{}: {e}", candidate.display()))
-    }
-}
-
-/// Options this engine supports (canonical names). Aliases: `readwrite` (rw), `blocksize` (bs),
-/// `wait_for_previous` (stonewall), `bs_unaligned` (blocksize_unaligned), `timeout` (runtime).
-pub const SUPPORTED_OPTIONS: &[&str] = &[
-    "name",
-    "description",
-    "rw",
-    "rwmixread",
-    "rwmixwrite",
-    "bs",
-    "size",
-    "filesize",
-    "nrfiles",
-    "filename",
-    "directory",
-    "numjobs",
-    "ioengine",
-    "iodepth",
-    "direct",
-    "buffered",
-    "fsync",
-    "fdatasync",
-    "end_fsync",
-    "time_based",
-    "runtime",
-    "ramp_time",
-    "startdelay",
-    "invalidate",
-    "fallocate",
-    "create_on_open",
-    "unlink",
-    "fsync_on_close",
-    "blocksize_unaligned",
-    "loops",
-    "randrepeat",
-    "allrandrepeat",
-    "randseed",
-    "norandommap",
-    "random_generator",
-    "file_service_type",
-    "openfiles",
-    "group_reporting",
-    "stonewall",
-    "new_group",
-    "thread",
-    "zero_buffers",
-    "refill_buffers",
-    "scramble_buffers",
-    "buffer_compress_percentage",
-    "buffer_compress_chunk",
-    "percentile_list",
-    "lat_percentiles",
-    "clat_percentiles",
-];
-
-fn canonical(key: &str) -> &str {
-    match key {
-        "readwrite" => "rw",
-        "blocksize" => "bs",
-        "wait_for_previous" => "stonewall",
-        "bs_unaligned" => "blocksize_unaligned",
-        "timeout" => "runtime",
-        other => other,
-    }
-}
-
-/// Expand `${VAR}` from `sources`. An undefined variable is an error (fio would substitute "").
-fn expand_env(s: &str, sources: &dyn Sources, origin: &Origin) -> Result<String, JobFileError> {
-    let mut out = String::with_capacity(s.len());
-    let mut rest = s;
-    while let Some(i) = rest.find("${") {
-        out.push_str(&rest[..i]);
-        let after = &rest[i + 2..];
-        match after.find('}') {
-            Some(j) if j > 0 => {
-                let var = &after[..j];
-                match sources.env(var) {
-                    Some(v) => out.push_str(&v),
-                    None => {
-                        return err(
-                            origin,
-                            format!(
-                                "environment variable '{var}' is not set (fio would substitute an empty string; set it or remove ${{{var}}})"
-                            ),
-                        );
-                    }
-                }
-                rest = &after[j + 1..];
-            }
-            _ => {
-                out.push_str("${");
-                rest = after;
-            }
-        }
-    }
-    out.push_str(rest);
-    Ok(out)
-}
-
-/// Cut a line at the first `;` or `#` (fio strips inline comments) and trim it.
-fn strip_line(line: &str) -> &str {
-    let cut = line.find([';', '#']).unwrap_or(line.len());
-    line[..cut].trim()
-}
-
-fn split_kv(body: &str) -> (String, Option<String>) {
-    match body.split_once('=') {
-        Some((k, v)) => (k.trim().to_string(), Some(v.trim().to_string())),
-        None => (body.trim().to_string(), None),
-    }
-}
-
-/// Parse the ini text of one job file named `file` into raw sections. `include` lines are read
-/// through `sources` (an included file holds options only, as in fio).
-pub fn parse_ini(
-    text: &str,
-    file: &str,
-    sources: &dyn Sources,
-) -> Result<Vec<RawSection>, JobFileError> {
-    let mut sections: Vec<RawSection> = Vec::new();
-    parse_ini_into(text, file, sources, &mut sections, 0)?;
-    Ok(sections)
-}
-
-const MAX_INCLUDE_DEPTH: usize = 16;
-
-fn parse_ini_into(
-    text: &str,
-    file: &str,
-    sources: &dyn Sources,
-    sections: &mut Vec<RawSection>,
-    depth: usize,
-) -> Result<(), JobFileError> {
-    let nested = depth > 0;
-    for (i, raw_line) in text.lines().enumerate() {
-        let origin = Origin {
-            file: file.to_string(),
-            line: i + 1,
-        };
-        let line = strip_line(raw_line);
-        if line.is_empty() {
-            continue;
-        }
-        if line.starts_with('[') {
-            if nested {
-                return err(
-                    &origin,
-                    "an included file may hold options only, not sections",
-                );
-            }
-            let Some(name) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) else {
-                return err(&origin, format!("malformed section header '{line}'"));
-            };
-            let name = name.trim();
-            if name.is_empty() {
-                return err(&origin, "empty section name");
-            }
-            sections.push(RawSection {
-                name: name.to_string(),
-                origin,
-                options: Vec::new(),
-                file_boundary: false,
-            });
-            continue;
-        }
-        if let Some(rest) = line.strip_prefix("include") {
-            if rest.starts_with(char::is_whitespace) {
-                let path = expand_env(rest.trim(), sources, &origin)?;
-                if depth >= MAX_INCLUDE_DEPTH {
-                    return err(
-                        &origin,
-                        format!("include nesting deeper than {MAX_INCLUDE_DEPTH}"),
-                    );
-                }
-                if sections.is_empty() {
-                    return err(&origin, "include outside of a [section]");
-                }
-                let inc = sources
-                    .include(&path, file)
-                    .or_else(|e| err(&origin, format!("cannot read include file: {e}")))?;
-                parse_ini_into(&inc, &path, sources, sections, depth + 1)?;
-                continue;
-            }
-        }
-        let Some(section) = sections.last_mut() else {
+/// Checks that involve several options. A job that can never run (size=0, a size below one
+/// block) is refused here, so `--parse-only` refuses it too.
+fn validate(job: &JobSpec, origin: &Origin) -> Result<(), JobFileError> {
+    if let Some(SizeSpec::Bytes(b)) = job.size {
+        if b.0 == 0 {
             return err(
-                &origin,
+                origin,
                 format!(
-                    "option '{line}' outside of a [section] (start with [global] or [jobname])"
+                    "job '{}': size=0 can never run (give a size, or leave size= out to use the whole existing file or device)",
+                    job.name
                 ),
             );
-        };
-        let line = expand_env(line, sources, &origin)?;
-        let (key, value) = split_kv(&line);
-        if key.is_empty() {
-            return err(&origin, format!("missing option name in '{line}'"));
         }
-        section.options.push(RawOption { key, value, origin });
+        let used: Vec<u64> = [
+            (job.rw.reads(), job.bs[0].0),
+            (job.rw.writes(), job.bs[1].0),
+        ]
+        .iter()
+        .filter(|(u, _)| *u)
+        .map(|(_, b)| *b)
+        .collect();
+        let min_bs = used.iter().copied().min().unwrap_or(job.bs[0].0);
+        if !job.ioengine.is_file_op() && b.0 < min_bs {
+            return err(
+                origin,
+                format!(
+                    "job '{}': size={} is smaller than one block (bs={}), so the job can never do I/O",
+                    job.name, b.0, min_bs
+                ),
+            );
+        }
     }
-    Ok(())
-}
-
-/// Whether `key` is one of fio's set-only options (FIO_OPT_STR_SET: getopt's optional
-/// argument), which never take the next command-line word as their value. Boolean options
-/// (FIO_OPT_BOOL) take it, as fio's getopt does: `--end_fsync 1`.
-fn is_flag(key: &str) -> bool {
-    matches!(
-        canonical(key),
-        "time_based"
-            | "thread"
-            | "norandommap"
-            | "group_reporting"
-            | "stonewall"
-            | "new_group"
-            | "zero_buffers"
-            | "refill_buffers"
-            | "blocksize_unaligned"
-    )
-}
-
-/// Parse fio's command-line job form: `--name=x` starts a job; options before the first `--name`
-/// are global. `--key=value`, `--flag` and `--key value` (except for fio's set-only options)
-/// are accepted.
-pub fn parse_cmdline(
-    args: &[String],
-    sources: &dyn Sources,
-) -> Result<Vec<RawSection>, JobFileError> {
-    let mut sections = vec![RawSection {
-        name: "global".to_string(),
-        origin: Origin {
-            file: "command line".to_string(),
-            line: 0,
-        },
-        options: Vec::new(),
-        file_boundary: false,
-    }];
-    let mut i = 0;
-    while i < args.len() {
-        let origin = Origin {
-            file: "command line".to_string(),
-            line: i + 1,
-        };
-        let arg = expand_env(&args[i], sources, &origin)?;
-        let Some(body) = arg.strip_prefix("--") else {
-            return err(&origin, format!("expected --option=value, found '{arg}'"));
-        };
-        let (key, mut value) = split_kv(body);
-        if value.is_none() && !is_flag(&key) {
-            if let Some(next) = args.get(i + 1).filter(|n| !n.starts_with("--")) {
-                value = Some(expand_env(next, sources, &origin)?);
-                i += 1;
-            }
-        }
-        if key == "name" {
-            let Some(name) = value.clone().filter(|v| !v.is_empty()) else {
-                return err(&origin, "--name needs a value");
-            };
-            sections.push(RawSection {
-                name,
-                origin: origin.clone(),
-                options: Vec::new(),
-                file_boundary: false,
-            });
-        } else {
-            sections
-                .last_mut()
-                .expect("there is always a section")
-                .options
-                .push(RawOption { key, value, origin });
-        }
-        i += 1;
-    }
-    Ok(sections)
-}
-
-/// Mark the first job section of `sections` as the start of another job file.
-pub fn mark_file_boundary(sections: &mut [RawSection]) {
-    if let Some(s) = sections.iter_mut().find(|s| !s.is_global()) {
-        s.file_boundary = true;
-    }
-}
-
-fn value_of(opt: &RawOption) -> Result<&str, JobFileError> {
-    match &opt.value {
-        Some(v) if !v.is_empty() => Ok(v.as_str()),
-        _ => err(&opt.origin, format!("option '{}' needs a value", opt.key)),
-    }
-}
-
-fn parse_bool(opt: &RawOption) -> Result<bool, JobFileError> {
-    let Some(v) = &opt.value else {
-        return Ok(true);
-    };
-    match v.to_ascii_lowercase().as_str() {
-        "" | "1" | "true" | "yes" | "on" => Ok(true),
-        "0" | "false" | "no" | "off" => Ok(false),
-        _ => err(
-            &opt.origin,
-            format!("option '{}': '{v}' is not a boolean (use 0 or 1)", opt.key),
-        ),
-    }
-}
-
-fn parse_uint(opt: &RawOption, min: u64, max: u64) -> Result<u64, JobFileError> {
-    let v = value_of(opt)?;
-    let n = if let Some(hex) = v.strip_prefix("0x").or_else(|| v.strip_prefix("0X")) {
-        u64::from_str_radix(hex, 16).ok()
-    } else {
-        v.parse::<u64>().ok()
-    };
-    match n {
-        Some(n) if (min..=max).contains(&n) => Ok(n),
-        Some(n) => err(
-            &opt.origin,
-            format!("option '{}': {n} is out of range {min}..={max}", opt.key),
-        ),
-        None => err(
-            &opt.origin,
-            format!("option '{}': '{v}' is not a whole number", opt.key),
-        ),
-    }
-}
-
-/// A size with fio's suffixes: k/m/g/t/p (and kb, mb, ...) are powers of 1024; fio's inverted
-/// `kib`/`mib`/... are powers of 1000 under the default `kb_base=1024`; `b` is bytes. Returns
-/// `Err(reason)` names what is wrong; `N%` gives [`SizeValue::Percent`].
-pub fn parse_size(text: &str) -> Result<SizeValue, String> {
-    let t = text.trim();
-    let digits_end = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, suffix) = t.split_at(digits_end);
-    if num.is_empty() {
-        return Err(format!(
-            "'{t}' is not a size (expected a number such as 4k, 1m, 2g)"
-        ));
-    }
-    let suffix_l = suffix.trim().to_ascii_lowercase();
-    if suffix_l == "%" {
-        let p: u64 = num
-            .parse()
-            .map_err(|_| format!("'{t}': a percentage must be a whole number"))?;
-        return Ok(SizeValue::Percent(p));
-    }
-    let mult: u64 = match suffix_l.as_str() {
-        "" | "b" => 1,
-        "k" | "kb" => 1 << 10,
-        "m" | "mb" => 1 << 20,
-        "g" | "gb" => 1 << 30,
-        "t" | "tb" => 1 << 40,
-        "p" | "pb" => 1 << 50,
-        "kib" => 1000,
-        "mib" => 1000u64.pow(2),
-        "gib" => 1000u64.pow(3),
-        "tib" => 1000u64.pow(4),
-        "pib" => 1000u64.pow(5),
-        _ => {
-            return Err(format!(
-                "'{t}': unknown size suffix '{suffix}' (use k, m, g, t, p; base 1024)"
-            ));
-        }
-    };
-    let bytes = if num.contains('.') {
-        let f: f64 = num.parse().map_err(|_| format!("'{t}' is not a number"))?;
-        let b = f * mult as f64;
-        if !b.is_finite() || b > u64::MAX as f64 {
-            return Err(format!("'{t}' is too large"));
-        }
-        b as u64
-    } else {
-        let n: u64 = num.parse().map_err(|_| format!("'{t}' is too large"))?;
-        n.checked_mul(mult)
-            .ok_or_else(|| format!("'{t}' is too large"))?
-    };
-    Ok(SizeValue::Bytes(Bytes(bytes)))
-}
-
-/// A parsed size value.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SizeValue {
-    /// Bytes.
-    Bytes(Bytes),
-    /// Percent.
-    Percent(u64),
-}
-
-fn size_opt(opt: &RawOption) -> Result<Bytes, JobFileError> {
-    let v = value_of(opt)?;
-    if v.contains('-') || v.contains(':') {
-        return err(
-            &opt.origin,
-            format!(
-                "option '{}': ranges such as '{v}' are not supported",
-                opt.key
-            ),
-        );
-    }
-    match parse_size(v) {
-        Ok(SizeValue::Bytes(b)) => Ok(b),
-        Ok(SizeValue::Percent(_)) => err(
-            &opt.origin,
-            format!("option '{}' does not take a percentage", opt.key),
-        ),
-        Err(e) => err(&opt.origin, format!("option '{}': {e}", opt.key)),
-    }
-}
-
-/// A time with fio's suffixes (us/usec, ms/msec, s, m, h, d); a bare number is seconds.
-pub fn parse_time(text: &str) -> Result<Duration, String> {
-    let t = text.trim();
-    let digits_end = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (num, suffix) = t.split_at(digits_end);
-    if num.is_empty() {
-        return Err(format!(
-            "'{t}' is not a time (expected a number such as 10, 500ms, 2m)"
-        ));
-    }
-    let n: u64 = num.parse().map_err(|_| format!("'{t}' is too large"))?;
-    let micros_per: u64 = match suffix.trim().to_ascii_lowercase().as_str() {
-        "" | "s" | "sec" => 1_000_000,
-        "us" | "usec" => 1,
-        "ms" | "msec" => 1_000,
-        "m" | "min" => 60_000_000,
-        "h" => 3_600_000_000,
-        "d" => 86_400_000_000,
-        _ => {
-            return Err(format!(
-                "'{t}': unknown time suffix '{suffix}' (use us, ms, s, m, h, d)"
-            ));
-        }
-    };
-    let us = n
-        .checked_mul(micros_per)
-        .ok_or_else(|| format!("'{t}' is too large"))?;
-    Ok(Duration::from_micros(us))
-}
-
-fn time_opt(opt: &RawOption) -> Result<Duration, JobFileError> {
-    let v = value_of(opt)?;
-    if v.contains('-') {
-        return err(
-            &opt.origin,
-            format!(
-                "option '{}': ranges such as '{v}' are not supported",
-                opt.key
-            ),
-        );
-    }
-    parse_time(v).or_else(|e| err(&opt.origin, format!("option '{}': {e}", opt.key)))
-}
-
-fn unsupported(opt: &RawOption) -> JobFileError {
-    JobFileError {
-        origin: opt.origin.clone(),
-        message: format!(
-            "option '{}' is not supported by fsdelta's fio engine; supported options: {}",
-            opt.key,
-            SUPPORTED_OPTIONS.join(", ")
-        ),
-    }
-}
-
-fn choice_err<T>(opt: &RawOption, v: &str, choices: &str) -> Result<T, JobFileError> {
-    err(
-        &opt.origin,
-        format!(
-            "option '{}': '{v}' is not supported (choose one of: {choices})",
-            opt.key
-        ),
-    )
-}
-
-/// Apply one option to a job.
-fn apply(job: &mut JobSpec, opt: &RawOption) -> Result<(), JobFileError> {
-    let key = canonical(&opt.key);
-    match key {
-        "name" => job.name = value_of(opt)?.to_string(),
-        "description" => job.description = Some(opt.value.clone().unwrap_or_default()),
-        "rw" => {
-            let v = value_of(opt)?;
-            job.rw = match v {
-                "read" => RwMode::Read,
-                "write" => RwMode::Write,
-                "randread" => RwMode::RandRead,
-                "randwrite" => RwMode::RandWrite,
-                "rw" | "readwrite" => RwMode::ReadWrite,
-                "randrw" => RwMode::RandRw,
-                _ => {
-                    return choice_err(
-                        opt,
-                        v,
-                        "read, write, randread, randwrite, rw, readwrite, randrw; trim and ':N' modifiers are not supported",
-                    );
-                }
-            }
-        }
-        "rwmixread" => job.rwmixread = parse_uint(opt, 0, 100)? as u32,
-        "rwmixwrite" => job.rwmixread = 100 - parse_uint(opt, 0, 100)? as u32,
-        "bs" => {
-            let v = value_of(opt)?;
-            let parts: Vec<&str> = v.split(',').collect();
-            if parts.len() > 2 {
-                return err(
-                    &opt.origin,
-                    format!(
-                        "option 'bs': '{v}': a trim block size is not supported (use bs=R or bs=R,W)"
-                    ),
-                );
-            }
-            for (i, p) in parts.iter().enumerate() {
-                if p.trim().is_empty() {
-                    continue;
-                }
-                let one = RawOption {
-                    key: opt.key.clone(),
-                    value: Some(p.trim().to_string()),
-                    origin: opt.origin.clone(),
-                };
-                let b = size_opt(&one)?;
-                if b.0 == 0 {
-                    return err(&opt.origin, "option 'bs' must be greater than 0");
-                }
-                job.bs[i] = b;
-                if parts.len() == 1 {
-                    job.bs[1] = b;
-                }
-            }
-        }
-        "size" => {
-            let v = value_of(opt)?;
-            job.size = Some(match parse_size(v) {
-                Ok(SizeValue::Bytes(b)) => SizeSpec::Bytes(b),
-                Ok(SizeValue::Percent(p)) if (1..=100).contains(&p) => SizeSpec::Percent(p as u32),
-                Ok(SizeValue::Percent(p)) => {
-                    return err(
-                        &opt.origin,
-                        format!("option 'size': {p}% is not in 1..=100"),
-                    );
-                }
-                Err(e) => return err(&opt.origin, format!("option 'size': {e}")),
-            });
-        }
-        "filesize" => {
-            let v = value_of(opt)?;
-            let range = match v.split_once([':', '-']) {
-                Some((lo, hi)) => {
-                    let part = |t: &str| RawOption {
-                        key: opt.key.clone(),
-                        value: Some(t.trim().to_string()),
-                        origin: opt.origin.clone(),
-                    };
-                    let (low, high) = (size_opt(&part(lo))?, size_opt(&part(hi))?);
-                    if low > high {
-                        return err(
-                            &opt.origin,
-                            format!("option 'filesize': range '{v}' runs backwards"),
-                        );
-                    }
-                    SizeRange { low, high }
-                }
-                None => SizeRange::fixed(size_opt(opt)?),
-            };
-            if range.low.0 == 0 {
-                return err(
-                    &opt.origin,
-                    "option 'filesize' must be at least 1 byte, as in fio (for empty files use ioengine=filecreate: it creates the files empty whatever their filesize, e.g. filesize=4k as fsperf's emptyfiles500k)",
-                );
-            }
-            job.filesize = Some(range);
-        }
-        "nrfiles" => job.nrfiles = parse_uint(opt, 1, u32::MAX as u64)? as u32,
-        "filename" => {
-            job.filename = value_of(opt)?.split(':').map(str::to_string).collect();
-            if job.filename.iter().any(String::is_empty) {
-                return err(&opt.origin, "option 'filename': empty name in ':' list");
-            }
-        }
-        "directory" => {
-            job.directory = value_of(opt)?.split(':').map(str::to_string).collect();
-            if job.directory.iter().any(String::is_empty) {
-                return err(&opt.origin, "option 'directory': empty name in ':' list");
-            }
-        }
-        "numjobs" => job.numjobs = parse_uint(opt, 1, 4096)? as u32,
-        "ioengine" => {
-            let v = value_of(opt)?;
-            job.ioengine = match v {
-                "psync" => IoEngine::Psync,
-                "sync" => IoEngine::Sync,
-                "pvsync" => IoEngine::Pvsync,
-                "io_uring" => IoEngine::IoUring,
-                "libaio" => IoEngine::Libaio,
-                "filecreate" => IoEngine::FileCreate,
-                _ => {
-                    return choice_err(opt, v, "psync, sync, pvsync, io_uring, libaio, filecreate");
-                }
-            }
-        }
-        "iodepth" => job.iodepth = parse_uint(opt, 1, 65536)? as u32,
-        "direct" => job.direct = parse_bool(opt)?,
-        "buffered" => job.direct = !parse_bool(opt)?,
-        "fsync" => job.fsync = parse_uint(opt, 0, u32::MAX as u64)? as u32,
-        "fdatasync" => job.fdatasync = parse_uint(opt, 0, u32::MAX as u64)? as u32,
-        "end_fsync" => job.end_fsync = parse_bool(opt)?,
-        "time_based" => job.time_based = parse_bool(opt)?,
-        "runtime" => {
-            let t = time_opt(opt)?;
-            job.runtime = if t.is_zero() { None } else { Some(t) };
-        }
-        "ramp_time" => job.ramp_time = time_opt(opt)?,
-        "startdelay" => job.startdelay = time_opt(opt)?,
-        "invalidate" => job.invalidate = parse_bool(opt)?,
-        "fallocate" => {
-            let v = value_of(opt)?;
-            job.fallocate = match v {
-                "none" | "0" => Fallocate::None,
-                "native" => Fallocate::Native,
-                "posix" | "1" => Fallocate::Posix,
-                "keep" => Fallocate::Keep,
-                "truncate" => Fallocate::Truncate,
-                _ => return choice_err(opt, v, "none, native, posix, keep, truncate, 0, 1"),
-            }
-        }
-        "create_on_open" => job.create_on_open = parse_bool(opt)?,
-        "unlink" => job.unlink = parse_bool(opt)?,
-        "loops" => job.loops = parse_uint(opt, 1, u32::MAX as u64)? as u32,
-        "randrepeat" => job.randrepeat = parse_bool(opt)?,
-        "allrandrepeat" => job.allrandrepeat = parse_bool(opt)?,
-        "fsync_on_close" => job.fsync_on_close = parse_bool(opt)?,
-        "blocksize_unaligned" => job.blocksize_unaligned = parse_bool(opt)?,
-        "randseed" => job.randseed = Some(parse_uint(opt, 0, u64::MAX)?),
-        "norandommap" => job.norandommap = parse_bool(opt)?,
-        "random_generator" => {
-            let v = value_of(opt)?;
-            job.random_generator = match v {
-                "tausworthe" => RandomGenerator::Tausworthe,
-                "tausworthe64" => RandomGenerator::Tausworthe64,
-                "lfsr" => RandomGenerator::Lfsr,
-                _ => return choice_err(opt, v, "tausworthe, tausworthe64, lfsr"),
-            }
-        }
-        "file_service_type" => {
-            let v = value_of(opt)?;
-            let (kind, n) = match v.split_once(':') {
-                Some((k, n)) => match n.parse::<u32>() {
-                    Ok(n) if n > 0 => (k, n),
-                    _ => {
-                        return err(
-                            &opt.origin,
-                            format!("option 'file_service_type': bad count in '{v}'"),
-                        );
-                    }
-                },
-                None => (v, 1),
-            };
-            job.file_service_type = match kind {
-                "roundrobin" => FileService::RoundRobin(n),
-                "random" => FileService::Random(n),
-                "sequential" if n == 1 => FileService::Sequential,
-                _ => return choice_err(opt, v, "roundrobin[:N], random[:N], sequential"),
-            }
-        }
-        "openfiles" => job.openfiles = Some(parse_uint(opt, 1, u32::MAX as u64)? as u32),
-        "group_reporting" => job.group_reporting = parse_bool(opt)?,
-        "stonewall" => job.stonewall = parse_bool(opt)?,
-        "new_group" => job.new_group = parse_bool(opt)?,
-        "thread" => job.thread = parse_bool(opt)?,
-        "zero_buffers" => job.zero_buffers = parse_bool(opt)?,
-        "refill_buffers" => job.refill_buffers = Some(parse_bool(opt)?),
-        "scramble_buffers" => job.scramble_buffers = parse_bool(opt)?,
-        "buffer_compress_percentage" => {
-            job.buffer_compress_percentage = Some(parse_uint(opt, 0, 100)? as u32)
-        }
-        "buffer_compress_chunk" => {
-            let b = size_opt(opt)?;
-            if b.0 == 0 {
-                return err(
-                    &opt.origin,
-                    "option 'buffer_compress_chunk' must be greater than 0",
-                );
-            }
-            job.buffer_compress_chunk = b;
-        }
-        "percentile_list" => {
-            let v = value_of(opt)?;
-            let mut list = Vec::new();
-            for p in v.split(':') {
-                match p.trim().parse::<f64>() {
-                    Ok(f) if f > 0.0 && f <= 100.0 => list.push(f),
-                    _ => {
-                        return err(
-                            &opt.origin,
-                            format!(
-                                "option 'percentile_list': '{p}' is not a percentile in (0, 100]"
-                            ),
-                        );
-                    }
-                }
-            }
-            if list.len() > 20 {
-                return err(&opt.origin, "option 'percentile_list': at most 20 entries");
-            }
-            // fio sorts the list.
-            list.sort_by(f64::total_cmp);
-            job.percentile_list = list;
-        }
-        "lat_percentiles" => job.lat_percentiles = parse_bool(opt)?,
-        "clat_percentiles" => job.clat_percentiles = parse_bool(opt)?,
-        _ => return Err(unsupported(opt)),
-    }
-    Ok(())
-}
-
-/// Checks that involve several options.
-fn validate(job: &JobSpec, origin: &Origin) -> Result<(), JobFileError> {
-    if job.size.is_none() && job.filesize.is_none() && job.ioengine != IoEngine::FileCreate {
+    if job.random_distribution != RandomDistribution::Random
+        && job.rw.is_random()
+        && !job.norandommap
+    {
         return err(
             origin,
             format!(
-                "job '{}': no size given (set size= or filesize=; fio would take the size of existing files, fsdelta needs it stated)",
+                "job '{}': random_distribution other than random is supported with norandommap only (add norandommap)",
+                job.name
+            ),
+        );
+    }
+    if job.verify && job.rw.reads() && job.rw.writes() {
+        return err(
+            origin,
+            format!(
+                "job '{}': verify with mixed reads and writes is not supported (verify a write job, then read it back with do_verify)",
+                job.name
+            ),
+        );
+    }
+    if job.verify && !job.rw.writes() && job.do_verify {
+        return err(
+            origin,
+            format!(
+                "job '{}': verifying a read-only job (data written by an earlier job or run) is not supported",
                 job.name
             ),
         );
@@ -1172,12 +616,6 @@ fn validate(job: &JobSpec, origin: &Origin) -> Result<(), JobFileError> {
                 "job '{}': nrfiles={} with a single filename= (name every file: filename=a:b:c)",
                 job.name, job.nrfiles
             ),
-        );
-    }
-    if job.time_based && job.runtime.is_none() {
-        return err(
-            origin,
-            format!("job '{}': time_based needs runtime=", job.name),
         );
     }
     if job.zero_buffers && job.buffer_compress_percentage.is_some() {
@@ -1205,10 +643,11 @@ pub fn build_jobs(sections: &[RawSection]) -> Result<JobSet, JobFileError> {
     let mut globals: Vec<RawOption> = Vec::new();
     let mut set = JobSet::default();
     for section in sections {
+        set.warnings.extend(section.warnings.iter().cloned());
         if section.is_global() {
             for opt in &section.options {
                 // Validate now so the error points at the [global] line.
-                apply(&mut JobSpec::default(), opt)?;
+                options::apply(&mut JobSpec::default(), opt)?;
                 set.global_options
                     .push((opt.key.clone(), opt.value.clone().unwrap_or_default()));
                 globals.push(opt.clone());
@@ -1219,11 +658,47 @@ pub fn build_jobs(sections: &[RawSection]) -> Result<JobSet, JobFileError> {
             name: section.name.clone(),
             ..JobSpec::default()
         };
-        for opt in globals.iter().chain(section.options.iter()) {
-            apply(&mut job, opt)?;
+        let mut limited: Vec<(&'static options::OptDef, &RawOption)> = Vec::new();
+        for opt in globals.iter() {
+            let name = job.name.clone();
+            let def = options::apply(&mut job, opt)?;
+            // fio: name= in [global] names no job; each keeps its section name.
+            job.name = name;
+            if !def.engines.is_empty() {
+                limited.push((def, opt));
+            }
+        }
+        for opt in section.options.iter() {
+            let def = options::apply(&mut job, opt)?;
+            if !def.engines.is_empty() {
+                limited.push((def, opt));
+            }
+        }
+        for (def, opt) in limited {
+            if !def.engines.contains(&job.ioengine) {
+                let e: Vec<&str> = def.engines.iter().map(|e| e.as_str()).collect();
+                return err(
+                    &opt.origin,
+                    format!(
+                        "option '{}' applies to ioengine={} only, and job '{}' uses ioengine={}",
+                        opt.key,
+                        e.join(","),
+                        job.name,
+                        job.ioengine.as_str()
+                    ),
+                );
+            }
         }
         if section.file_boundary {
             job.stonewall = true;
+        }
+        if job.time_based && job.runtime.is_none() {
+            // fio says so and runs the job as if time_based were not set.
+            set.warnings.push(format!(
+                "{}: job '{}': time_based requires a runtime/timeout setting; running it size-based (as fio does)",
+                section.origin, job.name
+            ));
+            job.time_based = false;
         }
         job.job_options = section
             .options
@@ -1231,6 +706,18 @@ pub fn build_jobs(sections: &[RawSection]) -> Result<JobSet, JobFileError> {
             .map(|o| (o.key.clone(), o.value.clone().unwrap_or_default()))
             .collect();
         validate(&job, &section.origin)?;
+        if let Some(w) = &job.wait_for {
+            // As in fio, the job waited for is one defined before (no wait can be circular).
+            if !set.jobs.iter().any(|o| &o.name == w) {
+                return err(
+                    &section.origin,
+                    format!(
+                        "job '{}': wait_for={w} names no job defined before it",
+                        job.name
+                    ),
+                );
+            }
+        }
         set.jobs.push(job);
     }
     if set.jobs.is_empty() {
@@ -1273,11 +760,20 @@ mod tests {
         fn env(&self, name: &str) -> Option<String> {
             self.env.get(name).cloned()
         }
-        fn include(&self, path: &str, _from: &str) -> Result<String, String> {
+        fn include(&self, path: &str, _from: &str) -> Result<(String, String), String> {
             self.files
                 .get(path)
                 .cloned()
+                .map(|t| (path.to_string(), t))
                 .ok_or_else(|| format!("{path}: no such file"))
+        }
+        fn keyword(&self, word: &str) -> Option<u64> {
+            match word {
+                "$mb_memory" => Some(64),
+                "$pagesize" => Some(4096),
+                "$ncpus" => Some(2),
+                _ => None,
+            }
         }
     }
 
@@ -1456,18 +952,60 @@ mod tests {
     }
 
     #[test]
-    fn env_variables_expand_and_undefined_ones_are_errors() {
+    fn env_variables_expand_and_undefined_ones_warn_and_expand_to_nothing() {
         let mut src = MapSources::default();
         src.env.insert("SZ".into(), "2m".into());
         src.env.insert("DIR".into(), "/tmp/x".into());
         let set = parse_job_text("[j]\nsize=${SZ}\ndirectory=${DIR}/sub\n", "t.fio", &src).unwrap();
         assert_eq!(set.jobs[0].size, Some(SizeSpec::Bytes(Bytes(2 << 20))));
         assert_eq!(set.jobs[0].directory, vec!["/tmp/x/sub"]);
-        let e = parse_job_text("[j]\nsize=${NOPE}\n", "t.fio", &src).unwrap_err();
-        assert!(e.message.contains("'NOPE' is not set"), "{e}");
-        assert_eq!(e.origin.line, 2);
+        assert!(set.warnings.is_empty());
+        // fio substitutes an empty string; we do too, and say so.
+        let set = parse_job_text("[j]\nsize=1m\ndirectory=/tmp${NOPE}/d\n", "t.fio", &src).unwrap();
+        assert_eq!(set.jobs[0].directory, vec!["/tmp/d"]);
+        assert_eq!(set.warnings.len(), 1);
+        assert!(
+            set.warnings[0].contains("'NOPE' is not set") && set.warnings[0].contains("t.fio:3")
+        );
         // "${" without a closing brace is kept literally (and then fails as a size)
         assert!(parse_job_text("[j]\nsize=${SZ\n", "t.fio", &src).is_err());
+    }
+
+    #[test]
+    fn keywords_and_arithmetic_are_evaluated() {
+        let j = one("[j]\nsize=5*1024*$mb_memory/8\nbs=$pagesize\nnumjobs=$ncpus\n");
+        assert_eq!(j.size, Some(SizeSpec::Bytes(Bytes(5 * 1024 * 64 / 8))));
+        assert_eq!(j.bs, [Bytes(4096); 2]);
+        assert_eq!(j.numjobs, 2);
+        let j = one("[j]\nsize=(1m*2)\nbs=(2*2k)\n");
+        assert_eq!(j.size, Some(SizeSpec::Bytes(Bytes(2 << 20))));
+        assert_eq!(j.bs, [Bytes(4096); 2]);
+    }
+
+    #[test]
+    fn global_name_does_not_rename_jobs() {
+        let set = parse("[global]\nname=g\nsize=1m\n[a]\n[b]\nname=renamed\n").unwrap();
+        assert_eq!(set.jobs[0].name, "a");
+        assert_eq!(set.jobs[1].name, "renamed");
+    }
+
+    #[test]
+    fn bom_is_skipped_and_an_empty_file_is_named() {
+        let j = one("\u{feff}[j]\nsize=1m\n");
+        assert_eq!(j.name, "j");
+        let e = parse("; only a comment\n\n").unwrap_err();
+        assert!(e.message.contains("'t.fio' is empty"), "{e}");
+    }
+
+    #[test]
+    fn time_based_without_runtime_warns_and_runs_size_based() {
+        let set = parse("[j]\nsize=1m\ntime_based\n").unwrap();
+        assert!(!set.jobs[0].time_based);
+        assert!(
+            set.warnings[0].contains("time_based requires a runtime"),
+            "{:?}",
+            set.warnings
+        );
     }
 
     #[test]
@@ -1606,7 +1144,7 @@ mod tests {
                 "option 'frobnicate' is not supported",
             ),
             (
-                "[j]\nsize=1m\nverify=crc32c\n",
+                "[j]\nsize=1m\ndedupe_percentage=5\n",
                 3,
                 "supported options: name, description",
             ),
@@ -1614,12 +1152,28 @@ mod tests {
             ("[j\nsize=1m\n", 1, "malformed section header"),
             ("[]\n", 1, "empty section name"),
             ("[j]\nsize=1m\nrw=trim\n", 3, "'trim' is not supported"),
+            ("[j]\nsize=1m\nrw=randread:8\n", 3, "random offset modifier"),
+            ("[j]\nsize=1m\nrw=read:-8k\n", 3, "backwards"),
             (
-                "[j]\nsize=1m\nrw=randread:8\n",
+                "[j]\nsize=1m\nhipri\n",
                 3,
-                "modifiers are not supported",
+                "applies to ioengine=pvsync2 only",
             ),
             ("[j]\nsize=1m\nioengine=mmap\n", 3, "choose one of"),
+            ("[j]\nsize=1m\nrw=write\nverify=md5\n", 4, "choose one of"),
+            (
+                "[j]\nsize=1m\nrw=randrw\nverify=crc32c\n",
+                1,
+                "mixed reads and writes",
+            ),
+            (
+                "[j]\nsize=1m\nrw=randread\nrandom_distribution=zipf:1.2\n",
+                1,
+                "norandommap only",
+            ),
+            ("[j]\nsize=1m\nrandom_distribution=zipf:1\n", 3, "not 1.0"),
+            ("[a]\nsize=1m\n[b]\nsize=1m\nwait_for=c\n", 3, "wait_for=c"),
+            ("[j]\nsize=1m\nbsrange=4k-8k\n", 3, "drawn from a range"),
             ("[j]\nsize=lots\n", 2, "not a size"),
             ("[j]\nsize=4x\n", 2, "unknown size suffix"),
             ("[j]\nsize=150%\n", 2, "not in 1..=100"),
@@ -1649,8 +1203,12 @@ mod tests {
                 "not a percentile",
             ),
             ("[j]\nsize=1m\nfilename=a::b\n", 3, "empty name"),
-            ("[j]\nrw=read\n", 1, "no size given"),
-            ("[j]\nsize=1m\ntime_based\n", 1, "time_based needs runtime"),
+            ("[j]\nsize=0\n", 1, "size=0 can never run"),
+            ("[j]\nsize=2k\nbs=4k\n", 1, "smaller than one block"),
+            ("[j]\nsize=-1\n", 2, "must be positive"),
+            ("[j]\nsize=1m\nbs=-4k\n", 3, "must be positive"),
+            ("[j]\nsize=1m\nnumjobs=-2\n", 3, "must be positive"),
+            ("[j]\nsize=1m\nruntime=-5\n", 3, "must be positive"),
             ("[j]\nsize=1m\nfsync=1\nfdatasync=1\n", 1, "not both"),
             (
                 "[j]\nsize=1m\nzero_buffers\nbuffer_compress_percentage=50\n",

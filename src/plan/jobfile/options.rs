@@ -1,0 +1,1611 @@
+//! The option table: every fio option this engine honours, one row each, as fio's options.c.
+//!
+//! Why it exists: the parser, `--help`, the list of supported options in an error and the
+//! command-line splitting (which options never take the next word) all read this one table, so
+//! adding an option is adding a row. A row names the option, its aliases, the kind of value
+//! (which fixes how the text is read and range-checked), the default as fio documents it, its
+//! category, the engines it applies to, and the setter that stores the typed value into a
+//! [`JobSpec`]. What it must never do: accept an option it cannot honour, or store a value
+//! without the row's range check.
+
+use super::expr::{self, SizeValue, parse_size, parse_time_unit};
+use super::{
+    Bytes, Fallocate, FileService, IoEngine, JobFileError, JobSpec, RandomDistribution,
+    RandomGenerator, RawOption, RwMode, SizeRange, SizeSpec, err,
+};
+use std::time::Duration;
+
+/// How an option's value is read.
+#[derive(Clone, Copy, Debug)]
+pub enum Kind {
+    /// 0/1 (also true/false, yes/no, on/off); a bare name means 1.
+    Bool,
+    /// fio's set-only option (FIO_OPT_STR_SET): a bare name means 1 and it never takes the
+    /// next command-line word as its value.
+    Flag,
+    /// A whole number (size suffixes and arithmetic allowed) in `min..=max`.
+    Int {
+        /// Smallest accepted.
+        min: u64,
+        /// Largest accepted.
+        max: u64,
+    },
+    /// A byte count, base 1024; no percentage, no range.
+    Size,
+    /// A time; a bare number is `default_us` microseconds.
+    Time {
+        /// Unit of a bare number, in microseconds.
+        default_us: u64,
+    },
+    /// One of these words.
+    Choice(&'static [&'static str]),
+    /// Free text, read by the setter.
+    Text,
+}
+
+/// Where an option belongs (fio's categories, for `--help`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Category {
+    /// Job description and grouping.
+    General,
+    /// Files and their layout.
+    File,
+    /// What I/O is issued.
+    Io,
+    /// The engine and its settings.
+    Engine,
+    /// Timing of the job.
+    Time,
+    /// Write-buffer contents.
+    Buffer,
+    /// Statistics and reporting.
+    Stat,
+}
+
+impl Category {
+    /// Name shown in `--help`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Category::General => "general",
+            Category::File => "files",
+            Category::Io => "I/O",
+            Category::Engine => "engine",
+            Category::Time => "timing",
+            Category::Buffer => "buffers",
+            Category::Stat => "statistics",
+        }
+    }
+}
+
+/// A value read as the row's [`Kind`] says.
+#[derive(Clone, Copy, Debug)]
+pub enum Val<'a> {
+    /// Bool and Flag.
+    Bool(bool),
+    /// Int.
+    Int(u64),
+    /// Size.
+    Size(Bytes),
+    /// Time.
+    Time(Duration),
+    /// Choice and Text (the text as written, trimmed).
+    Text(&'a str),
+}
+
+impl Val<'_> {
+    fn b(&self) -> bool {
+        matches!(self, Val::Bool(true))
+    }
+    fn n(&self) -> u64 {
+        match self {
+            Val::Int(n) => *n,
+            _ => 0,
+        }
+    }
+    fn size(&self) -> Bytes {
+        match self {
+            Val::Size(b) => *b,
+            _ => Bytes(0),
+        }
+    }
+    fn time(&self) -> Duration {
+        match self {
+            Val::Time(t) => *t,
+            _ => Duration::ZERO,
+        }
+    }
+    fn s(&self) -> &str {
+        match self {
+            Val::Text(s) => s,
+            _ => "",
+        }
+    }
+}
+
+/// Stores a typed value into a job; errors name the option's origin.
+pub type Setter = fn(&mut JobSpec, Val<'_>, &RawOption) -> Result<(), JobFileError>;
+
+/// One row of the table.
+pub struct OptDef {
+    /// Canonical name (fio's).
+    pub name: &'static str,
+    /// Other names fio accepts for it.
+    pub aliases: &'static [&'static str],
+    /// How the value is read.
+    pub kind: Kind,
+    /// fio's default, as text (for `--help`).
+    pub default: &'static str,
+    /// Category.
+    pub category: Category,
+    /// Engines the option applies to (empty: every engine). Set with another engine, it is an
+    /// error, as in fio (whose engine options exist only once the engine is loaded).
+    pub engines: &'static [IoEngine],
+    /// One line of help.
+    pub help: &'static str,
+    /// Stores the value.
+    pub set: Setter,
+}
+
+const U32: u64 = u32::MAX as u64;
+const SEC: u64 = 1_000_000;
+const URING_AIO: &[IoEngine] = &[IoEngine::IoUring, IoEngine::Libaio];
+#[allow(dead_code)]
+const URING: &[IoEngine] = &[IoEngine::IoUring];
+
+macro_rules! opt {
+    ($name:expr, [$($alias:expr),*], $kind:expr, $default:expr, $cat:ident, $help:expr, $set:expr) => {
+        OptDef {
+            name: $name,
+            aliases: &[$($alias),*],
+            kind: $kind,
+            default: $default,
+            category: Category::$cat,
+            engines: &[],
+            help: $help,
+            set: $set,
+        }
+    };
+    ($name:expr, [$($alias:expr),*], $kind:expr, $default:expr, $cat:ident, engines $eng:expr, $help:expr, $set:expr) => {
+        OptDef {
+            name: $name,
+            aliases: &[$($alias),*],
+            kind: $kind,
+            default: $default,
+            category: Category::$cat,
+            engines: $eng,
+            help: $help,
+            set: $set,
+        }
+    };
+}
+
+const RW_CHOICES: &[&str] = &[
+    "read",
+    "write",
+    "randread",
+    "randwrite",
+    "rw",
+    "readwrite",
+    "randrw",
+];
+const ENGINES: &[&str] = &[
+    "psync",
+    "sync",
+    "pvsync",
+    "io_uring",
+    "libaio",
+    "filecreate",
+    "filestat",
+    "filedelete",
+    "null",
+    "falloc",
+    "ftruncate",
+    "pvsync2",
+];
+
+/// The table. Order: fio's (general first), which is also the order of `--help`.
+pub static OPTIONS: &[OptDef] = &[
+    opt!(
+        "name",
+        [],
+        Kind::Text,
+        "section name",
+        General,
+        "job name (in [global] it names nothing: jobs keep their section names, as in fio)",
+        |j, v, o| {
+            if v.s().is_empty() {
+                return err(&o.origin, "option 'name' needs a value");
+            }
+            j.name = v.s().to_string();
+            Ok(())
+        }
+    ),
+    opt!(
+        "description",
+        [],
+        Kind::Text,
+        "",
+        General,
+        "free text shown with the job",
+        |j, v, _| {
+            j.description = Some(v.s().to_string());
+            Ok(())
+        }
+    ),
+    opt!(
+        "rw",
+        ["readwrite"],
+        Kind::Text,
+        "read",
+        Io,
+        "read, write, randread, randwrite, rw (readwrite), randrw",
+        set_rw
+    ),
+    opt!(
+        "rwmixread",
+        [],
+        Kind::Int { min: 0, max: 100 },
+        "50",
+        Io,
+        "percent of mixed I/O that reads",
+        |j, v, _| {
+            j.rwmixread = v.n() as u32;
+            Ok(())
+        }
+    ),
+    opt!(
+        "rwmixwrite",
+        [],
+        Kind::Int { min: 0, max: 100 },
+        "50",
+        Io,
+        "percent of mixed I/O that writes",
+        |j, v, _| {
+            j.rwmixread = 100 - v.n() as u32;
+            Ok(())
+        }
+    ),
+    opt!(
+        "bs",
+        ["blocksize"],
+        Kind::Text,
+        "4k",
+        Io,
+        "block size: bs=N, or bs=READ,WRITE",
+        set_bs
+    ),
+    opt!(
+        "bsrange",
+        ["blocksize_range"],
+        Kind::Text,
+        "bs",
+        Io,
+        "block size range LOW-HIGH; only a range of one size (LOW = HIGH) is supported",
+        set_bsrange
+    ),
+    opt!(
+        "size",
+        [],
+        Kind::Text,
+        "size of the files",
+        File,
+        "bytes per job clone (split across its files), or N% of the existing files",
+        set_size
+    ),
+    opt!(
+        "filesize",
+        [],
+        Kind::Text,
+        "size/nrfiles",
+        File,
+        "size of each file; LOW:HIGH (or LOW-HIGH) draws each file's size",
+        set_filesize
+    ),
+    opt!(
+        "nrfiles",
+        ["nr_files"],
+        Kind::Int { min: 1, max: U32 },
+        "1",
+        File,
+        "files per job clone",
+        |j, v, _| {
+            j.nrfiles = v.n() as u32;
+            Ok(())
+        }
+    ),
+    opt!(
+        "filename",
+        [],
+        Kind::Text,
+        "$jobname.$jobnum.$filenum",
+        File,
+        "file names, ':'-separated",
+        |j, v, o| {
+            j.filename = colon_list(v.s(), o, "filename")?;
+            Ok(())
+        }
+    ),
+    opt!(
+        "directory",
+        [],
+        Kind::Text,
+        ".",
+        File,
+        "directories, ':'-separated (files are spread across them)",
+        |j, v, o| {
+            j.directory = colon_list(v.s(), o, "directory")?;
+            Ok(())
+        }
+    ),
+    opt!(
+        "numjobs",
+        [],
+        Kind::Int { min: 1, max: 4096 },
+        "1",
+        General,
+        "clones of the job, each a thread",
+        |j, v, _| {
+            j.numjobs = v.n() as u32;
+            Ok(())
+        }
+    ),
+    opt!(
+        "ioengine",
+        [],
+        Kind::Choice(ENGINES),
+        "psync",
+        Engine,
+        "how I/O is issued",
+        set_engine
+    ),
+    opt!(
+        "iodepth",
+        [],
+        Kind::Int { min: 1, max: 65536 },
+        "1",
+        Engine,
+        "I/Os kept in flight (asynchronous engines)",
+        |j, v, _| {
+            j.iodepth = v.n() as u32;
+            Ok(())
+        }
+    ),
+    opt!("direct", [], Kind::Bool, "0", Io, "O_DIRECT", |j, v, _| {
+        j.direct = v.b();
+        Ok(())
+    }),
+    opt!(
+        "buffered",
+        [],
+        Kind::Bool,
+        "1",
+        Io,
+        "the opposite of direct",
+        |j, v, _| {
+            j.direct = !v.b();
+            Ok(())
+        }
+    ),
+    opt!(
+        "fsync",
+        [],
+        Kind::Int { min: 0, max: U32 },
+        "0",
+        Io,
+        "fsync every N writes",
+        |j, v, _| {
+            j.fsync = v.n() as u32;
+            Ok(())
+        }
+    ),
+    opt!(
+        "fdatasync",
+        [],
+        Kind::Int { min: 0, max: U32 },
+        "0",
+        Io,
+        "fdatasync every N writes",
+        |j, v, _| {
+            j.fdatasync = v.n() as u32;
+            Ok(())
+        }
+    ),
+    opt!(
+        "end_fsync",
+        [],
+        Kind::Bool,
+        "0",
+        Io,
+        "fsync the files when the job ends",
+        |j, v, _| {
+            j.end_fsync = v.b();
+            Ok(())
+        }
+    ),
+    opt!(
+        "fsync_on_close",
+        [],
+        Kind::Bool,
+        "0",
+        Io,
+        "fsync a file when it is closed",
+        |j, v, _| {
+            j.fsync_on_close = v.b();
+            Ok(())
+        }
+    ),
+    opt!(
+        "time_based",
+        [],
+        Kind::Flag,
+        "0",
+        Time,
+        "repeat the workload until runtime",
+        |j, v, _| {
+            j.time_based = v.b();
+            Ok(())
+        }
+    ),
+    opt!(
+        "runtime",
+        ["timeout"],
+        Kind::Time { default_us: SEC },
+        "0 (no limit)",
+        Time,
+        "limit (or, with time_based, length) of the run",
+        |j, v, _| {
+            let t = v.time();
+            j.runtime = if t.is_zero() { None } else { Some(t) };
+            Ok(())
+        }
+    ),
+    opt!(
+        "ramp_time",
+        [],
+        Kind::Time { default_us: SEC },
+        "0",
+        Time,
+        "run this long before measuring",
+        |j, v, _| {
+            j.ramp_time = v.time();
+            Ok(())
+        }
+    ),
+    opt!(
+        "startdelay",
+        [],
+        Kind::Time { default_us: SEC },
+        "0",
+        Time,
+        "wait this long before starting the job",
+        |j, v, _| {
+            j.startdelay = v.time();
+            Ok(())
+        }
+    ),
+    opt!(
+        "invalidate",
+        [],
+        Kind::Bool,
+        "1",
+        File,
+        "drop the files' page cache before the job",
+        |j, v, _| {
+            j.invalidate = v.b();
+            Ok(())
+        }
+    ),
+    opt!(
+        "fallocate",
+        [],
+        Kind::Choice(&["none", "native", "posix", "keep", "truncate", "0", "1"]),
+        "native",
+        File,
+        "preallocation at layout",
+        |j, v, _| {
+            j.fallocate = match v.s() {
+                "none" | "0" => Fallocate::None,
+                "native" => Fallocate::Native,
+                "posix" | "1" => Fallocate::Posix,
+                "keep" => Fallocate::Keep,
+                _ => Fallocate::Truncate,
+            };
+            Ok(())
+        }
+    ),
+    opt!(
+        "create_on_open",
+        [],
+        Kind::Bool,
+        "0",
+        File,
+        "create files when first opened, not at layout",
+        |j, v, _| {
+            j.create_on_open = v.b();
+            Ok(())
+        }
+    ),
+    opt!(
+        "unlink",
+        [],
+        Kind::Bool,
+        "0",
+        File,
+        "delete the files when the job ends",
+        |j, v, _| {
+            j.unlink = v.b();
+            Ok(())
+        }
+    ),
+    opt!(
+        "blocksize_unaligned",
+        ["bs_unaligned"],
+        Kind::Flag,
+        "0",
+        Io,
+        "allow unaligned block sizes from a range (nothing to change with one size)",
+        |j, v, _| {
+            j.blocksize_unaligned = v.b();
+            Ok(())
+        }
+    ),
+    opt!(
+        "loops",
+        [],
+        Kind::Int { min: 1, max: U32 },
+        "1",
+        General,
+        "repetitions of the workload",
+        |j, v, _| {
+            j.loops = v.n() as u32;
+            Ok(())
+        }
+    ),
+    opt!(
+        "randrepeat",
+        [],
+        Kind::Bool,
+        "1",
+        Io,
+        "seed the generators repeatably",
+        |j, v, _| {
+            j.randrepeat = v.b();
+            Ok(())
+        }
+    ),
+    opt!(
+        "allrandrepeat",
+        [],
+        Kind::Bool,
+        "0",
+        Io,
+        "seed every generator repeatably",
+        |j, v, _| {
+            j.allrandrepeat = v.b();
+            Ok(())
+        }
+    ),
+    opt!(
+        "randseed",
+        [],
+        Kind::Int {
+            min: 0,
+            max: u64::MAX
+        },
+        "0x89",
+        Io,
+        "explicit seed",
+        |j, v, _| {
+            j.randseed = Some(v.n());
+            Ok(())
+        }
+    ),
+    opt!(
+        "norandommap",
+        [],
+        Kind::Flag,
+        "0",
+        Io,
+        "no random map: random blocks may repeat within a pass",
+        |j, v, _| {
+            j.norandommap = v.b();
+            Ok(())
+        }
+    ),
+    opt!(
+        "random_generator",
+        [],
+        Kind::Choice(&["tausworthe", "tausworthe64", "lfsr"]),
+        "tausworthe",
+        Io,
+        "offset generator",
+        |j, v, _| {
+            j.random_generator = match v.s() {
+                "tausworthe" => RandomGenerator::Tausworthe,
+                "tausworthe64" => RandomGenerator::Tausworthe64,
+                _ => RandomGenerator::Lfsr,
+            };
+            Ok(())
+        }
+    ),
+    opt!(
+        "file_service_type",
+        [],
+        Kind::Text,
+        "roundrobin",
+        File,
+        "roundrobin[:N], random[:N], sequential",
+        set_file_service
+    ),
+    opt!(
+        "openfiles",
+        [],
+        Kind::Int { min: 1, max: U32 },
+        "nrfiles",
+        File,
+        "files kept open at once",
+        |j, v, _| {
+            j.openfiles = Some(v.n() as u32);
+            Ok(())
+        }
+    ),
+    opt!(
+        "group_reporting",
+        [],
+        Kind::Flag,
+        "0",
+        Stat,
+        "report each group as one job",
+        |j, v, _| {
+            j.group_reporting = v.b();
+            Ok(())
+        }
+    ),
+    opt!(
+        "stonewall",
+        ["wait_for_previous"],
+        Kind::Flag,
+        "0",
+        General,
+        "wait for the previous jobs to finish (starts a new group)",
+        |j, v, _| {
+            j.stonewall = v.b();
+            Ok(())
+        }
+    ),
+    opt!(
+        "new_group",
+        [],
+        Kind::Flag,
+        "0",
+        Stat,
+        "start a new reporting group",
+        |j, v, _| {
+            j.new_group = v.b();
+            Ok(())
+        }
+    ),
+    opt!(
+        "thread",
+        [],
+        Kind::Flag,
+        "0",
+        General,
+        "accepted: workers are always threads",
+        |j, v, _| {
+            j.thread = v.b();
+            Ok(())
+        }
+    ),
+    opt!(
+        "zero_buffers",
+        [],
+        Kind::Flag,
+        "0",
+        Buffer,
+        "write buffers of zeros",
+        |j, v, _| {
+            j.zero_buffers = v.b();
+            Ok(())
+        }
+    ),
+    opt!(
+        "refill_buffers",
+        [],
+        Kind::Flag,
+        "0",
+        Buffer,
+        "refill write buffers before every write",
+        |j, v, _| {
+            j.refill_buffers = Some(v.b());
+            Ok(())
+        }
+    ),
+    opt!(
+        "scramble_buffers",
+        [],
+        Kind::Bool,
+        "1",
+        Buffer,
+        "stamp each 512-byte block of a write",
+        |j, v, _| {
+            j.scramble_buffers = v.b();
+            Ok(())
+        }
+    ),
+    opt!(
+        "buffer_compress_percentage",
+        [],
+        Kind::Int { min: 0, max: 100 },
+        "0",
+        Buffer,
+        "percent of written data that compresses",
+        |j, v, _| {
+            j.buffer_compress_percentage = Some(v.n() as u32);
+            Ok(())
+        }
+    ),
+    opt!(
+        "buffer_compress_chunk",
+        [],
+        Kind::Size,
+        "512",
+        Buffer,
+        "chunk for buffer_compress_percentage",
+        |j, v, o| {
+            if v.size().0 == 0 {
+                return err(
+                    &o.origin,
+                    "option 'buffer_compress_chunk' must be greater than 0",
+                );
+            }
+            j.buffer_compress_chunk = v.size();
+            Ok(())
+        }
+    ),
+    opt!(
+        "percentile_list",
+        [],
+        Kind::Text,
+        "1:5:10:...:99.99",
+        Stat,
+        "percentiles reported, ':'-separated",
+        set_percentile_list
+    ),
+    opt!(
+        "lat_percentiles",
+        [],
+        Kind::Bool,
+        "0",
+        Stat,
+        "percentiles of lat too",
+        |j, v, _| {
+            j.lat_percentiles = v.b();
+            Ok(())
+        }
+    ),
+    opt!(
+        "clat_percentiles",
+        [],
+        Kind::Bool,
+        "1",
+        Stat,
+        "percentiles of clat",
+        |j, v, _| {
+            j.clat_percentiles = v.b();
+            Ok(())
+        }
+    ),
+    opt!(
+        "gtod_reduce",
+        [],
+        Kind::Bool,
+        "0",
+        Stat,
+        "measure no latency at all (sets disable_lat, disable_clat, disable_slat, disable_bw)",
+        |j, v, _| {
+            j.gtod_reduce = v.b();
+            if v.b() {
+                j.disable_lat = true;
+                j.disable_clat = true;
+                j.disable_slat = true;
+                j.disable_bw = true;
+            }
+            Ok(())
+        }
+    ),
+    opt!(
+        "disable_lat",
+        [],
+        Kind::Bool,
+        "0",
+        Stat,
+        "do not measure lat",
+        |j, v, _| {
+            j.disable_lat = v.b();
+            Ok(())
+        }
+    ),
+    opt!(
+        "disable_clat",
+        [],
+        Kind::Bool,
+        "0",
+        Stat,
+        "do not measure clat",
+        |j, v, _| {
+            j.disable_clat = v.b();
+            Ok(())
+        }
+    ),
+    opt!(
+        "disable_slat",
+        [],
+        Kind::Bool,
+        "0",
+        Stat,
+        "do not measure slat",
+        |j, v, _| {
+            j.disable_slat = v.b();
+            Ok(())
+        }
+    ),
+    opt!(
+        "disable_bw_measurement",
+        ["disable_bw"],
+        Kind::Bool,
+        "0",
+        Stat,
+        "do not sample bandwidth and IOPS",
+        |j, v, _| {
+            j.disable_bw = v.b();
+            Ok(())
+        }
+    ),
+    opt!(
+        "stats",
+        [],
+        Kind::Bool,
+        "1",
+        Stat,
+        "report this job (0: run it, report nothing)",
+        |j, v, _| {
+            j.stats = v.b();
+            Ok(())
+        }
+    ),
+    opt!(
+        "hipri",
+        [],
+        Kind::Flag,
+        "0",
+        Engine,
+        engines & [IoEngine::Pvsync2],
+        "polled completions (RWF_HIPRI)",
+        |j, v, _| {
+            j.hipri = v.b();
+            Ok(())
+        }
+    ),
+    opt!(
+        "wait_for",
+        [],
+        Kind::Text,
+        "",
+        General,
+        "start only after the job of this name has finished",
+        |j, v, o| {
+            if v.s().is_empty() {
+                return err(&o.origin, "option 'wait_for' needs a job name");
+            }
+            j.wait_for = Some(v.s().to_string());
+            Ok(())
+        }
+    ),
+    opt!(
+        "offset",
+        [],
+        Kind::Text,
+        "0",
+        Io,
+        "start of the I/O region in each file (bytes, or N% of the file)",
+        |j, v, o| {
+            j.offset = match parse_size(v.s()) {
+                Ok(SizeValue::Bytes(b)) => SizeSpec::Bytes(b),
+                Ok(SizeValue::Percent(p)) if p <= 100 => SizeSpec::Percent(p as u32),
+                Ok(SizeValue::Percent(p)) => {
+                    return err(
+                        &o.origin,
+                        format!("option 'offset': {p}% is not in 0..=100"),
+                    );
+                }
+                Err(e) => return err(&o.origin, format!("option 'offset': {e}")),
+            };
+            Ok(())
+        }
+    ),
+    opt!(
+        "offset_increment",
+        [],
+        Kind::Size,
+        "0",
+        Io,
+        "added to offset for each clone (clone n starts at offset + n * increment)",
+        |j, v, _| {
+            j.offset_increment = v.size();
+            Ok(())
+        }
+    ),
+    opt!(
+        "io_size",
+        ["io_limit"],
+        Kind::Size,
+        "size",
+        Io,
+        "bytes of I/O per pass, when not the region's size",
+        |j, v, o| {
+            if v.size().0 == 0 {
+                return err(&o.origin, "option 'io_size' must be greater than 0");
+            }
+            j.io_size = Some(v.size());
+            Ok(())
+        }
+    ),
+    opt!(
+        "number_ios",
+        [],
+        Kind::Int {
+            min: 0,
+            max: u64::MAX
+        },
+        "0",
+        Io,
+        "stop after this many I/Os (0: no limit)",
+        |j, v, _| {
+            j.number_ios = v.n();
+            Ok(())
+        }
+    ),
+    opt!(
+        "thinktime",
+        [],
+        Kind::Time { default_us: 1 },
+        "0",
+        Time,
+        "pause after every thinktime_blocks I/Os (bare number: microseconds)",
+        |j, v, _| {
+            j.thinktime = v.time();
+            Ok(())
+        }
+    ),
+    opt!(
+        "thinktime_spin",
+        [],
+        Kind::Time { default_us: 1 },
+        "0",
+        Time,
+        "of thinktime, spin this long instead of sleeping",
+        |j, v, _| {
+            j.thinktime_spin = v.time();
+            Ok(())
+        }
+    ),
+    opt!(
+        "thinktime_blocks",
+        [],
+        Kind::Int { min: 1, max: U32 },
+        "1",
+        Time,
+        "I/Os between think times",
+        |j, v, _| {
+            j.thinktime_blocks = v.n() as u32;
+            Ok(())
+        }
+    ),
+    opt!(
+        "iodepth_batch_complete_min",
+        ["iodepth_batch_complete"],
+        Kind::Int { min: 0, max: 65536 },
+        "1",
+        Engine,
+        engines URING_AIO,
+        "completions waited for at once",
+        |j, v, _| {
+            j.iodepth_batch_complete_min = v.n() as u32;
+            Ok(())
+        }
+    ),
+    opt!(
+        "iodepth_batch_complete_max",
+        [],
+        Kind::Int { min: 0, max: 65536 },
+        "iodepth_batch_complete_min",
+        Engine,
+        engines URING_AIO,
+        "completions taken at once at most",
+        |j, v, _| {
+            j.iodepth_batch_complete_max = v.n() as u32;
+            Ok(())
+        }
+    ),
+    opt!(
+        "random_distribution",
+        [],
+        Kind::Text,
+        "random",
+        Io,
+        "random, zipf[:THETA[:CENTER]], pareto[:H[:CENTER]] (fio's generators; with norandommap)",
+        set_random_distribution
+    ),
+    opt!(
+        "verify",
+        [],
+        Kind::Choice(&["0", "none", "crc32c", "crc32c-intel"]),
+        "none",
+        Io,
+        "stamp each written block with a crc32c header and check it when read back",
+        |j, v, _| {
+            j.verify = matches!(v.s(), "crc32c" | "crc32c-intel");
+            Ok(())
+        }
+    ),
+    opt!(
+        "do_verify",
+        [],
+        Kind::Bool,
+        "1",
+        Io,
+        "with verify=, read the written blocks back after the writes",
+        |j, v, _| {
+            j.do_verify = v.b();
+            Ok(())
+        }
+    ),
+    opt!(
+        "verify_interval",
+        [],
+        Kind::Size,
+        "bs",
+        Io,
+        "bytes covered by one verify header",
+        |j, v, o| {
+            if v.size().0 <= 32 {
+                return err(
+                    &o.origin,
+                    "option 'verify_interval' must be larger than the 32-byte header",
+                );
+            }
+            j.verify_interval = Some(v.size());
+            Ok(())
+        }
+    ),
+    opt!(
+        "threads",
+        [],
+        Kind::Int { min: 0, max: U32 },
+        "",
+        General,
+        "fio's tiobench profile option: outside --profile=tiobench it changes nothing, as in fio",
+        |_, _, _| Ok(())
+    ),
+];
+
+/// The row of `key` (canonical name or alias).
+pub fn lookup(key: &str) -> Option<&'static OptDef> {
+    OPTIONS
+        .iter()
+        .find(|o| o.name == key || o.aliases.contains(&key))
+}
+
+/// Whether `key` is a set-only option (never takes the next command-line word).
+pub fn is_set_only(key: &str) -> bool {
+    lookup(key).is_some_and(|o| matches!(o.kind, Kind::Flag))
+}
+
+/// Canonical names of every option, in table order.
+pub fn supported_names() -> Vec<&'static str> {
+    OPTIONS.iter().map(|o| o.name).collect()
+}
+
+/// One line per option for `--help`: name (aliases), default, help.
+pub fn help_text() -> String {
+    let mut out = String::new();
+    for cat in [
+        Category::General,
+        Category::Io,
+        Category::File,
+        Category::Engine,
+        Category::Time,
+        Category::Buffer,
+        Category::Stat,
+    ] {
+        out.push_str(&format!("\n  {}:\n", cat.as_str()));
+        for o in OPTIONS.iter().filter(|o| o.category == cat) {
+            let mut name = o.name.to_string();
+            if !o.aliases.is_empty() {
+                name.push_str(&format!(" ({})", o.aliases.join(", ")));
+            }
+            let mut line = format!("    {name:<34} {}", o.help);
+            if !o.default.is_empty() {
+                line.push_str(&format!(" [default {}]", o.default));
+            }
+            if !o.engines.is_empty() {
+                let e: Vec<&str> = o.engines.iter().map(|e| e.as_str()).collect();
+                line.push_str(&format!(" [{} only]", e.join(", ")));
+            }
+            out.push_str(&line);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+fn value_of(opt: &RawOption) -> Result<&str, JobFileError> {
+    match &opt.value {
+        Some(v) if !v.is_empty() => Ok(v.as_str()),
+        _ => err(&opt.origin, format!("option '{}' needs a value", opt.key)),
+    }
+}
+
+fn parse_bool(opt: &RawOption) -> Result<bool, JobFileError> {
+    let Some(v) = &opt.value else {
+        return Ok(true);
+    };
+    match v.to_ascii_lowercase().as_str() {
+        "" | "1" | "true" | "yes" | "on" => Ok(true),
+        "0" | "false" | "no" | "off" => Ok(false),
+        _ => err(
+            &opt.origin,
+            format!("option '{}': '{v}' is not a boolean (use 0 or 1)", opt.key),
+        ),
+    }
+}
+
+fn parse_int(opt: &RawOption, min: u64, max: u64) -> Result<u64, JobFileError> {
+    let v = value_of(opt)?;
+    match expr::parse_number(v) {
+        Ok(n) if (min..=max).contains(&n) => Ok(n),
+        Ok(n) => err(
+            &opt.origin,
+            format!("option '{}': {n} is out of range {min}..={max}", opt.key),
+        ),
+        Err(e) if e.contains("must be positive") => {
+            err(&opt.origin, format!("option '{}': {e}", opt.key))
+        }
+        Err(_) => err(
+            &opt.origin,
+            format!("option '{}': '{v}' is not a whole number", opt.key),
+        ),
+    }
+}
+
+/// A byte count: no percentage, no range.
+pub(super) fn size_value(opt: &RawOption, v: &str) -> Result<Bytes, JobFileError> {
+    let t = v.trim();
+    if !t.starts_with('(') && !t.starts_with('-') && (t.contains('-') || t.contains(':')) {
+        return err(
+            &opt.origin,
+            format!(
+                "option '{}': ranges such as '{v}' are not supported",
+                opt.key
+            ),
+        );
+    }
+    match parse_size(t) {
+        Ok(SizeValue::Bytes(b)) => Ok(b),
+        Ok(SizeValue::Percent(_)) => err(
+            &opt.origin,
+            format!("option '{}' does not take a percentage", opt.key),
+        ),
+        Err(e) => err(&opt.origin, format!("option '{}': {e}", opt.key)),
+    }
+}
+
+fn time_value(opt: &RawOption, default_us: u64) -> Result<Duration, JobFileError> {
+    let v = value_of(opt)?;
+    let t = v.trim();
+    if !t.starts_with('(') && !t.starts_with('-') && t.contains('-') {
+        return err(
+            &opt.origin,
+            format!(
+                "option '{}': ranges such as '{v}' are not supported",
+                opt.key
+            ),
+        );
+    }
+    parse_time_unit(t, default_us)
+        .or_else(|e| err(&opt.origin, format!("option '{}': {e}", opt.key)))
+}
+
+fn choice_err<T>(opt: &RawOption, v: &str, choices: &str) -> Result<T, JobFileError> {
+    err(
+        &opt.origin,
+        format!(
+            "option '{}': '{v}' is not supported (choose one of: {choices})",
+            opt.key
+        ),
+    )
+}
+
+/// The error for an option that is not in the table.
+pub fn unsupported(opt: &RawOption) -> JobFileError {
+    JobFileError {
+        origin: opt.origin.clone(),
+        message: format!(
+            "option '{}' is not supported by fsdelta's fio engine; supported options: {}",
+            opt.key,
+            supported_names().join(", ")
+        ),
+    }
+}
+
+/// Read `opt` as its row says and store it into `job`; returns the row.
+pub fn apply(job: &mut JobSpec, opt: &RawOption) -> Result<&'static OptDef, JobFileError> {
+    let Some(def) = lookup(&opt.key) else {
+        return Err(unsupported(opt));
+    };
+    let val = match def.kind {
+        Kind::Bool | Kind::Flag => Val::Bool(parse_bool(opt)?),
+        Kind::Int { min, max } => Val::Int(parse_int(opt, min, max)?),
+        Kind::Size => Val::Size(size_value(opt, value_of(opt)?)?),
+        Kind::Time { default_us } => Val::Time(time_value(opt, default_us)?),
+        Kind::Choice(choices) => {
+            let v = value_of(opt)?;
+            if !choices.contains(&v) {
+                return choice_err(opt, v, &choices.join(", "));
+            }
+            Val::Text(v)
+        }
+        Kind::Text => Val::Text(opt.value.as_deref().map(str::trim).unwrap_or_default()),
+    };
+    (def.set)(job, val, opt)?;
+    Ok(def)
+}
+
+fn colon_list(v: &str, o: &RawOption, what: &str) -> Result<Vec<String>, JobFileError> {
+    if v.is_empty() {
+        return err(&o.origin, format!("option '{}' needs a value", o.key));
+    }
+    let list: Vec<String> = v.split(':').map(str::to_string).collect();
+    if list.iter().any(String::is_empty) {
+        return err(
+            &o.origin,
+            format!("option '{what}': empty name in ':' list"),
+        );
+    }
+    Ok(list)
+}
+
+fn set_rw(j: &mut JobSpec, v: Val<'_>, o: &RawOption) -> Result<(), JobFileError> {
+    let whole = v.s();
+    if whole.is_empty() {
+        return err(&o.origin, format!("option '{}' needs a value", o.key));
+    }
+    let (v, modifier) = match whole.split_once(':') {
+        Some((m, n)) => (m, Some(n.trim())),
+        None => (whole, None),
+    };
+    j.rw_modifier = 0;
+    if let Some(n) = modifier {
+        let random = v.starts_with("rand");
+        if n.starts_with('-') {
+            return err(
+                &o.origin,
+                format!(
+                    "option 'rw': '{whole}': a backwards (negative) offset modifier is not supported"
+                ),
+            );
+        }
+        if random {
+            return err(
+                &o.origin,
+                format!(
+                    "option 'rw': '{whole}': the random offset modifier (':N' I/Os per random offset) is not supported"
+                ),
+            );
+        }
+        j.rw_modifier = match parse_size(n) {
+            Ok(SizeValue::Bytes(b)) => b.0,
+            _ => {
+                return err(
+                    &o.origin,
+                    format!("option 'rw': '{whole}': '{n}' is not a size"),
+                );
+            }
+        };
+    }
+    j.rw = match v {
+        "read" => RwMode::Read,
+        "write" => RwMode::Write,
+        "randread" => RwMode::RandRead,
+        "randwrite" => RwMode::RandWrite,
+        "rw" | "readwrite" => RwMode::ReadWrite,
+        "randrw" => RwMode::RandRw,
+        _ => {
+            return choice_err(
+                o,
+                v,
+                &format!(
+                    "{}, each with an optional ':SIZE' hole after every I/O (sequential); trim is not supported",
+                    RW_CHOICES.join(", ")
+                ),
+            );
+        }
+    };
+    Ok(())
+}
+
+fn set_engine(j: &mut JobSpec, v: Val<'_>, _o: &RawOption) -> Result<(), JobFileError> {
+    j.ioengine = match v.s() {
+        "psync" => IoEngine::Psync,
+        "sync" => IoEngine::Sync,
+        "pvsync" => IoEngine::Pvsync,
+        "io_uring" => IoEngine::IoUring,
+        "libaio" => IoEngine::Libaio,
+        "filestat" => IoEngine::FileStat,
+        "filedelete" => IoEngine::FileDelete,
+        "null" => IoEngine::Null,
+        "falloc" => IoEngine::Falloc,
+        "ftruncate" => IoEngine::Ftruncate,
+        "pvsync2" => IoEngine::Pvsync2,
+        _ => IoEngine::FileCreate,
+    };
+    Ok(())
+}
+
+fn set_bs(j: &mut JobSpec, v: Val<'_>, o: &RawOption) -> Result<(), JobFileError> {
+    let v = v.s();
+    if v.is_empty() {
+        return err(&o.origin, format!("option '{}' needs a value", o.key));
+    }
+    let parts: Vec<&str> = v.split(',').collect();
+    if parts.len() > 2 {
+        return err(
+            &o.origin,
+            format!("option 'bs': '{v}': a trim block size is not supported (use bs=R or bs=R,W)"),
+        );
+    }
+    for (i, p) in parts.iter().enumerate() {
+        if p.trim().is_empty() {
+            continue;
+        }
+        let b = size_value(o, p)?;
+        if b.0 == 0 {
+            return err(&o.origin, "option 'bs' must be greater than 0");
+        }
+        j.bs[i] = b;
+        if parts.len() == 1 {
+            j.bs[1] = b;
+        }
+    }
+    Ok(())
+}
+
+/// `bsrange=LOW-HIGH[,LOW-HIGH]`: drawing block sizes from a range is not implemented; a range
+/// whose ends are equal is one block size, which is.
+fn set_bsrange(j: &mut JobSpec, v: Val<'_>, o: &RawOption) -> Result<(), JobFileError> {
+    let v = v.s();
+    if v.is_empty() {
+        return err(&o.origin, format!("option '{}' needs a value", o.key));
+    }
+    let parts: Vec<&str> = v.split(',').collect();
+    if parts.len() > 2 {
+        return err(
+            &o.origin,
+            format!("option '{}': '{v}': a trim range is not supported", o.key),
+        );
+    }
+    for (i, p) in parts.iter().enumerate() {
+        let (lo, hi) = p.split_once(['-', ':']).unwrap_or((p, p));
+        let (lo, hi) = (size_value(o, lo)?, size_value(o, hi)?);
+        if lo.0 == 0 {
+            return err(
+                &o.origin,
+                format!("option '{}' must be greater than 0", o.key),
+            );
+        }
+        if lo != hi {
+            return err(
+                &o.origin,
+                format!(
+                    "option '{}': '{v}': block sizes drawn from a range are not supported (give one size, LOW = HIGH, or use bs=)",
+                    o.key
+                ),
+            );
+        }
+        j.bs[i] = lo;
+        if parts.len() == 1 {
+            j.bs[1] = lo;
+        }
+    }
+    Ok(())
+}
+
+fn set_random_distribution(j: &mut JobSpec, v: Val<'_>, o: &RawOption) -> Result<(), JobFileError> {
+    let v = v.s();
+    let mut parts = v.split(':');
+    let kind = parts.next().unwrap_or("");
+    let mut num = |default: f64| -> Result<Option<f64>, JobFileError> {
+        match parts.next() {
+            None => Ok(Some(default).filter(|d| !d.is_nan())),
+            Some(t) => t.trim().parse::<f64>().map(Some).or_else(|_| {
+                err(
+                    &o.origin,
+                    format!("option 'random_distribution': '{t}' in '{v}' is not a number"),
+                )
+            }),
+        }
+    };
+    let center_ok = |c: Option<f64>| -> Result<Option<f64>, JobFileError> {
+        match c {
+            Some(c) if !(0.0..=1.0).contains(&c) => err(
+                &o.origin,
+                "option 'random_distribution': the center must be in 0..=1",
+            ),
+            c => Ok(c),
+        }
+    };
+    j.random_distribution = match kind {
+        "random" => RandomDistribution::Random,
+        "zipf" => {
+            let theta = num(1.1)?.unwrap_or(1.1);
+            if theta == 1.0 || theta <= 0.0 {
+                return err(
+                    &o.origin,
+                    "option 'random_distribution': zipf theta must be positive and not 1.0",
+                );
+            }
+            let center = center_ok(num(f64::NAN)?)?;
+            RandomDistribution::Zipf { theta, center }
+        }
+        "pareto" => {
+            let h = num(0.2)?.unwrap_or(0.2);
+            if h <= 0.0 || h >= 1.0 {
+                return err(
+                    &o.origin,
+                    "option 'random_distribution': pareto input must be in (0, 1)",
+                );
+            }
+            let center = center_ok(num(f64::NAN)?)?;
+            RandomDistribution::Pareto { h, center }
+        }
+        _ => {
+            return choice_err(
+                o,
+                v,
+                "random, zipf[:THETA[:CENTER]], pareto[:H[:CENTER]]; normal, zoned and zoned_abs are not supported",
+            );
+        }
+    };
+    Ok(())
+}
+
+fn set_size(j: &mut JobSpec, v: Val<'_>, o: &RawOption) -> Result<(), JobFileError> {
+    let v = v.s();
+    if v.is_empty() {
+        return err(&o.origin, format!("option '{}' needs a value", o.key));
+    }
+    j.size = Some(match parse_size(v) {
+        Ok(SizeValue::Bytes(b)) => SizeSpec::Bytes(b),
+        Ok(SizeValue::Percent(p)) if (1..=100).contains(&p) => SizeSpec::Percent(p as u32),
+        Ok(SizeValue::Percent(p)) => {
+            return err(&o.origin, format!("option 'size': {p}% is not in 1..=100"));
+        }
+        Err(e) => return err(&o.origin, format!("option 'size': {e}")),
+    });
+    Ok(())
+}
+
+fn set_filesize(j: &mut JobSpec, v: Val<'_>, o: &RawOption) -> Result<(), JobFileError> {
+    let v = v.s();
+    if v.is_empty() {
+        return err(&o.origin, format!("option '{}' needs a value", o.key));
+    }
+    let range = match v.split_once([':', '-']).filter(|(lo, _)| !lo.is_empty()) {
+        Some((lo, hi)) => {
+            let (low, high) = (size_value(o, lo)?, size_value(o, hi)?);
+            if low > high {
+                return err(
+                    &o.origin,
+                    format!("option 'filesize': range '{v}' runs backwards"),
+                );
+            }
+            SizeRange { low, high }
+        }
+        None => SizeRange::fixed(size_value(o, v)?),
+    };
+    if range.low.0 == 0 {
+        return err(
+            &o.origin,
+            "option 'filesize' must be at least 1 byte, as in fio (for empty files use ioengine=filecreate: it creates the files empty whatever their filesize, e.g. filesize=4k as fsperf's emptyfiles500k)",
+        );
+    }
+    j.filesize = Some(range);
+    Ok(())
+}
+
+fn set_file_service(j: &mut JobSpec, v: Val<'_>, o: &RawOption) -> Result<(), JobFileError> {
+    let v = v.s();
+    if v.is_empty() {
+        return err(&o.origin, format!("option '{}' needs a value", o.key));
+    }
+    let (kind, n) = match v.split_once(':') {
+        Some((k, n)) => match n.parse::<u32>() {
+            Ok(n) if n > 0 => (k, n),
+            _ => {
+                return err(
+                    &o.origin,
+                    format!("option 'file_service_type': bad count in '{v}'"),
+                );
+            }
+        },
+        None => (v, 1),
+    };
+    j.file_service_type = match kind {
+        "roundrobin" => FileService::RoundRobin(n),
+        "random" => FileService::Random(n),
+        "sequential" if n == 1 => FileService::Sequential,
+        _ => return choice_err(o, v, "roundrobin[:N], random[:N], sequential"),
+    };
+    Ok(())
+}
+
+fn set_percentile_list(j: &mut JobSpec, v: Val<'_>, o: &RawOption) -> Result<(), JobFileError> {
+    let v = v.s();
+    if v.is_empty() {
+        return err(&o.origin, format!("option '{}' needs a value", o.key));
+    }
+    let mut list = Vec::new();
+    for p in v.split(':') {
+        match p.trim().parse::<f64>() {
+            Ok(f) if f > 0.0 && f <= 100.0 => list.push(f),
+            _ => {
+                return err(
+                    &o.origin,
+                    format!("option 'percentile_list': '{p}' is not a percentile in (0, 100]"),
+                );
+            }
+        }
+    }
+    if list.len() > 20 {
+        return err(&o.origin, "option 'percentile_list': at most 20 entries");
+    }
+    // fio sorts the list.
+    list.sort_by(f64::total_cmp);
+    j.percentile_list = list;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_and_aliases_are_unique() {
+        let mut seen = std::collections::HashSet::new();
+        for o in OPTIONS {
+            for n in std::iter::once(&o.name).chain(o.aliases.iter()) {
+                assert!(seen.insert(*n), "duplicate option name {n}");
+            }
+        }
+    }
+
+    #[test]
+    fn help_lists_every_option() {
+        let h = help_text();
+        for o in OPTIONS {
+            assert!(h.contains(o.name), "{}", o.name);
+        }
+    }
+
+    #[test]
+    fn unused_engine_lists_are_valid() {
+        // Engine-limited rows name engines the table knows.
+        for o in OPTIONS {
+            for e in o.engines {
+                assert!(ENGINES.contains(&e.as_str()), "{}: {}", o.name, e.as_str());
+            }
+        }
+        let _ = (URING, URING_AIO);
+    }
+}

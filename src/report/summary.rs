@@ -1,0 +1,187 @@
+//! The compact table printed at the end of `fsdelta run`: per configuration and test, only the
+//! headline metrics (median, CV, n), with a mark on unstable ones, in 80 columns. Everything
+//! else a run measured is in `fsdelta show`.
+//!
+//! A renderer: series in, text out; it never reads the store.
+
+use crate::compare::{Series, stats};
+use crate::model::SampleRecord;
+use crate::report::text::{clip, fmt_value};
+use std::fmt::Write;
+
+/// A headline whose coefficient of variation is above this is marked unstable.
+pub const UNSTABLE_CV: f64 = 0.10;
+
+/// The compact summary of `series` (a run's samples grouped by `compare::series`): one line per
+/// headline metric; a test without a declared headline shows its first metric.
+pub fn compact(series: &[Series]) -> String {
+    let mut rows: Vec<&Series> = Vec::new();
+    let mut seen_blocks: Vec<(&str, &str)> = Vec::new();
+    for s in series {
+        let block = (s.key.config.as_str(), s.key.test.as_str());
+        if seen_blocks.contains(&block) {
+            continue;
+        }
+        seen_blocks.push(block);
+        let heads: Vec<&Series> = series
+            .iter()
+            .filter(|x| (x.key.config.as_str(), x.key.test.as_str()) == block && x.headline)
+            .collect();
+        if heads.is_empty() {
+            rows.push(s);
+        } else {
+            rows.extend(heads);
+        }
+    }
+    if rows.is_empty() {
+        return String::new();
+    }
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "  {:<14} {:<12} {:<19} {:>10} {:<8} {:>6} {:>3}",
+        "test", "config", "headline", "median", "unit", "CV", "n"
+    );
+    let mut unstable = 0;
+    for s in rows {
+        let cv = stats::cv(&s.values);
+        let mark = if cv.is_some_and(|c| c > UNSTABLE_CV) {
+            unstable += 1;
+            '*'
+        } else {
+            ' '
+        };
+        let _ = writeln!(
+            out,
+            "{mark} {:<14} {:<12} {:<19} {:>10} {:<8} {:>6} {:>3}",
+            clip(&s.key.test, 14),
+            clip(&s.key.config, 12),
+            clip(&s.key.metric, 19),
+            stats::median(&s.values).map_or("-".into(), fmt_value),
+            clip(s.unit.as_str(), 8),
+            cv.map_or("-".into(), |c| format!("{:.1}%", 100.0 * c)),
+            s.n(),
+        );
+    }
+    if unstable > 0 {
+        let _ = writeln!(
+            out,
+            "* unstable (CV > {:.0} %): add repetitions (-n) or quiet the machine first",
+            100.0 * UNSTABLE_CV
+        );
+    }
+    out
+}
+
+/// What `fsdelta run` prints when it ends: the compact table of `records`, the failed samples
+/// with their errors, and the `skipped` lines.
+pub fn run_end(records: &[SampleRecord], skipped: &[String]) -> String {
+    let refs: Vec<&SampleRecord> = records.iter().collect();
+    let mut out = compact(&crate::compare::series(&refs));
+    let failed = crate::report::text::failures(&refs);
+    if !failed.is_empty() {
+        out.push('\n');
+        out.push_str(&failed);
+    }
+    if !skipped.is_empty() {
+        out.push('\n');
+        for s in skipped {
+            out.push_str(s);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// The order the samples ran in (their stored sequence numbers), wrapped at 80 columns:
+/// `order rotate: 1 a/t#1  2 b/t#1  3 b/t#2 ...`. Empty when no sample has a sequence number
+/// (runs stored before positions were recorded).
+pub fn sample_order(samples: &[&SampleRecord]) -> String {
+    let mut v: Vec<&SampleRecord> = samples
+        .iter()
+        .copied()
+        .filter(|s| s.sample.sequence > 0)
+        .collect();
+    if v.is_empty() {
+        return String::new();
+    }
+    v.sort_by_key(|s| (s.run_id, s.sample.sequence));
+    let orders: Vec<&str> = {
+        let mut o: Vec<&str> = v
+            .iter()
+            .filter_map(|s| s.sample.facts.extra.get("order").map(String::as_str))
+            .collect();
+        o.sort();
+        o.dedup();
+        o
+    };
+    let mut out = format!(
+        "order {}:",
+        if orders.is_empty() {
+            "?".to_string()
+        } else {
+            orders.join(", ")
+        }
+    );
+    let mut line_len = out.len();
+    for s in v {
+        let item = format!(
+            " {} {}/{}#{}",
+            s.sample.sequence, s.sample.config, s.sample.test, s.sample.repetition
+        );
+        if line_len + item.len() > 80 {
+            out.push('\n');
+            out.push(' ');
+            line_len = 1;
+        }
+        line_len += item.len();
+        out.push_str(&item);
+    }
+    out.push('\n');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compare::SeriesKey;
+    use crate::model::{Direction, MetricKind, Unit};
+
+    fn series(test: &str, metric: &str, headline: bool, values: &[f64]) -> Series {
+        Series {
+            key: SeriesKey {
+                config: "scratch".into(),
+                test: test.into(),
+                metric: metric.into(),
+            },
+            unit: Unit::FilesPerSec,
+            direction: Direction::HigherIsBetter,
+            kind: MetricKind::Throughput,
+            headline,
+            values: values.to_vec(),
+            order: 0,
+        }
+    }
+
+    #[test]
+    fn only_headlines_are_shown_and_unstable_ones_are_marked() {
+        let s = [
+            series("emptyfiles", "files_per_sec", true, &[100.0, 102.0, 98.0]),
+            series("emptyfiles", "app_overhead_us", false, &[1.0, 2.0, 3.0]),
+            series("bigdir", "files_per_sec", true, &[100.0, 150.0, 60.0]),
+            series("cmd", "elapsed_s", false, &[1.0, 1.0]),
+        ];
+        let text = compact(&s);
+        assert!(text.lines().all(|l| l.chars().count() <= 80), "{text}");
+        assert!(!text.contains("app_overhead_us"), "{text}");
+        assert!(
+            text.contains("elapsed_s"),
+            "a test without a headline shows its first metric"
+        );
+        let big = text.lines().find(|l| l.contains("bigdir")).unwrap();
+        assert!(big.starts_with('*'), "{text}");
+        let empty = text.lines().find(|l| l.contains("emptyfiles")).unwrap();
+        assert!(empty.starts_with(' ') && empty.contains("2.0%"), "{text}");
+        assert!(text.contains("unstable (CV > 10 %)"), "{text}");
+    }
+}
