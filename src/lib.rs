@@ -14,6 +14,7 @@ pub mod compare;
 pub mod model;
 pub mod plan;
 pub mod probe;
+pub mod queue;
 pub mod report;
 pub mod runner;
 pub mod store;

@@ -369,6 +369,27 @@ pub struct Environment {
     pub cores: u32,
     /// MemTotal in bytes.
     pub memory_bytes: u64,
+    /// /etc/machine-id: a stable id of this installation, unlike the host name (empty when
+    /// unreadable, and in runs recorded before fsdelta kept it).
+    #[serde(default)]
+    pub machine_id: String,
+    /// The machine's disks (whole block devices, not loop, RAM or device-mapper devices).
+    #[serde(default)]
+    pub disks: Vec<DiskInfo>,
+}
+
+/// One disk of the machine, from /sys/block.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DiskInfo {
+    /// Kernel name (`nvme0n1`, `sda`, `vda`).
+    pub name: String,
+    /// Model as the device reports it (empty for virtual disks that say nothing).
+    #[serde(default)]
+    pub model: String,
+    /// Capacity in bytes.
+    pub size_bytes: u64,
+    /// Whether the kernel sees a rotating disk (`queue/rotational`).
+    pub rotational: bool,
 }
 
 /// Life cycle of a run.

@@ -4,18 +4,21 @@
 //! Why a room of its own: only this edge prints to the terminal and turns typed errors into
 //! messages. It must never measure, run SQL or format tables itself; it calls the rooms that do.
 
+pub mod agent;
 pub mod cleanup;
 pub mod dbench;
 pub mod fio;
 pub mod fsmark;
 pub mod guest;
 pub mod import;
+pub mod jobs;
 pub mod kernels;
 pub mod profile;
 pub mod progress;
 pub mod query;
 pub mod report;
 pub mod run;
+pub mod submit;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
@@ -53,8 +56,9 @@ pub struct Cli {
 /// Where the result store is.
 #[derive(Debug, Clone, Args)]
 pub struct DbArg {
-    /// Result store: a SQLite file path (default $XDG_DATA_HOME/fsdelta/results.sqlite).
-    #[arg(long, env = "FSDELTA_DB", value_name = "PATH")]
+    /// Result store: a SQLite file path (default $XDG_DATA_HOME/fsdelta/results.sqlite) or a
+    /// postgres://USER@HOST/DB URL (passwords from PGPASSWORD or ~/.pgpass, never in the URL).
+    #[arg(long, env = "FSDELTA_DB", value_name = "PATH|URL")]
     pub db: Option<String>,
 }
 
@@ -167,6 +171,14 @@ pub enum ExportFormat {
 pub enum Command {
     /// Run a suite and store every sample. Example: fsdelta run --label 6.18-rc1 -n 5
     Run(RunArgs),
+    /// Put a job on the fleet's queue (PostgreSQL), with the full text of its suite and config.
+    /// Example: fsdelta submit --db postgres://lab@db/fsdelta --label 6.18-rc1 --class nvme -n 5
+    Submit(submit::SubmitArgs),
+    /// Take jobs from the fleet's queue and run them here, as `fsdelta run` would. Example:
+    /// fsdelta agent --db postgres://lab@db/fsdelta --class nvme
+    Agent(agent::AgentArgs),
+    /// The fleet's queue: list jobs, `jobs cancel ID`, `jobs reap`. Example: fsdelta jobs --state running
+    Jobs(jobs::JobsArgs),
     /// List stored runs, newest first. Example: fsdelta list --limit 10
     List {
         /// Only runs with this label.
@@ -205,6 +217,10 @@ pub enum Command {
         /// changed most and a hint (profiles recorded with `run --profile`).
         #[arg(long)]
         profile: bool,
+        /// Let one side pool runs made on different machines (by default refused: they are
+        /// not repetitions of one measurement).
+        #[arg(long)]
+        pool_hosts: bool,
         #[command(flatten)]
         db: DbArg,
     },
@@ -559,6 +575,9 @@ pub fn main() -> i32 {
                 .map_err(anyhow::Error::from)
         }
         Command::Run(args) => run::main(args),
+        Command::Submit(args) => submit::main(&args),
+        Command::Agent(args) => agent::main(&args),
+        Command::Jobs(args) => jobs::main(&args),
         Command::List { label, limit, db } => query::list(&db, label, limit),
         Command::Show { sel, db } => query::show(&db, &sel),
         Command::Compare {
@@ -566,20 +585,24 @@ pub fn main() -> i32 {
             cur,
             more,
             opts,
-            profile: false,
+            profile,
+            pool_hosts,
             db,
-        } => query::compare(&db, &base, &cur, &more, &opts),
-        Command::Compare {
-            base,
-            cur,
-            more,
-            opts,
-            db,
-            ..
-        } if more.is_empty() => profile::compare(&db, &base, &cur, &opts),
-        Command::Compare { .. } => Err(anyhow::anyhow!(
-            "compare --profile takes two sides; leave out --profile to compare 3 or more"
-        )),
+        } => (|| {
+            if !pool_hosts {
+                query::one_host_per_side(&db, &base, &cur)?;
+                for m in &more {
+                    query::one_host_per_side(&db, &base, m)?;
+                }
+            }
+            match (profile, more.is_empty()) {
+                (true, true) => profile::compare(&db, &base, &cur, &opts),
+                (true, false) => Err(anyhow::anyhow!(
+                    "compare --profile takes two sides; leave out --profile to compare 3 or more"
+                )),
+                (false, _) => query::compare(&db, &base, &cur, &more, &opts),
+            }
+        })(),
         Command::Profile(args) => profile::main(&args),
         Command::History {
             test,

@@ -322,6 +322,32 @@ pub fn exit_code(rows: &[Judged], bisect: bool) -> i32 {
     }
 }
 
+/// Refuse a side of `compare` that pools runs of different machines (unless `--pool-hosts`):
+/// numbers from two machines are not repetitions of one measurement.
+pub fn one_host_per_side(db: &DbArg, base: &str, cur: &str) -> Result<()> {
+    let store = open(db)?;
+    for sel in [base, cur] {
+        let parsed: Selector = split_config(sel).0.parse()?;
+        let mut hosts: Vec<String> = store
+            .select(&parsed)?
+            .into_iter()
+            .map(|r| r.environment.host)
+            .collect();
+        hosts.sort();
+        hosts.dedup();
+        if hosts.len() > 1 {
+            anyhow::bail!(
+                "{sel} pools runs of {} machines ({}): their numbers are not repetitions of one \
+                 measurement. Select one machine with {sel},host:NAME (see `fsdelta list`), or \
+                 pass --pool-hosts to pool them anyway",
+                hosts.len(),
+                hosts.join(", ")
+            );
+        }
+    }
+    Ok(())
+}
+
 /// `fsdelta compare BASE CUR [CUR2 ...]`.
 pub fn compare(
     db: &DbArg,

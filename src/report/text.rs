@@ -118,19 +118,20 @@ pub fn run_list(runs: &[RunInfo]) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{:>5}  {:<16} {:<8} {:<9} {:<16} {:>7}  kernel",
-        "id", "started (UTC)", "suite", "status", "label", "samples"
+        "{:>5}  {:<16} {:<8} {:<9} {:<16} {:>7}  {:<12} kernel",
+        "id", "started (UTC)", "suite", "status", "label", "samples", "host"
     );
     for r in runs {
         let _ = writeln!(
             out,
-            "{:>5}  {:<16} {:<8} {:<9} {:<16} {:>7}  {}",
+            "{:>5}  {:<16} {:<8} {:<9} {:<16} {:>7}  {:<12} {}",
             r.id,
             r.started_at.format("%Y-%m-%d %H:%M"),
             clip(&r.suite, 8),
             r.status.as_str(),
             clip(&r.label, 16),
             r.sample_count,
+            clip(&r.environment.host, 12),
             clip(&r.environment.kernel_release, 12)
         );
     }

@@ -2,11 +2,15 @@
 //!
 //! Why a room of its own: every number fsdelta measures is kept with its unit, direction and the
 //! facts of where it was measured, in a store that several fsdelta processes can write at once.
-//! SQLite is the embedded default; PostgreSQL (for fleets) will implement the same trait, so no
-//! backend type may leak out of this module. This room must never compute statistics.
+//! SQLite is the embedded default; PostgreSQL (for fleets) implements the same trait, so no
+//! backend type may leak out of this module (the fleet's queue, which only exists on PostgreSQL,
+//! is the one other room that talks to the PostgreSQL connection). This room must never compute statistics.
 
+#[cfg(test)]
+pub(crate) mod conformance;
 pub mod journal;
 pub mod memory;
+pub mod postgres;
 pub mod selector;
 pub mod sqlite;
 
@@ -53,7 +57,9 @@ pub enum StoreError {
     #[error("no run matches '{0}' (see `fsdelta list`)")]
     NoMatch(String),
     /// A malformed selector.
-    #[error("cannot read run selector '{0}': use a run id (42), latest, latest~N or label:TEXT")]
+    #[error(
+        "cannot read run selector '{0}': use a run id (42), latest, latest~N or label:TEXT, optionally followed by ,host:NAME"
+    )]
     BadSelector(String),
     /// A backend error.
     #[error("result store: {0}")]
@@ -128,21 +134,33 @@ pub trait Store: Send {
     }
 
     /// The runs a selector names. `latest` and `latest~N` count runs that have ended (any
-    /// status but `running`), newest first; `label:TEXT` returns every run with that label.
+    /// status but `running`), newest first; `label:TEXT` returns every run with that label; a
+    /// `,host:NAME` qualifier keeps only the runs made on that machine (its host name), and
+    /// `latest~N,host:NAME` counts that machine's runs only.
     fn select(&self, sel: &Selector) -> Result<Vec<RunInfo>, StoreError> {
-        let found = match sel {
-            Selector::Id(id) => self.run(*id)?.into_iter().collect::<Vec<_>>(),
+        let (base, host) = match sel {
+            Selector::OnHost { sel, host } => (sel.as_ref(), Some(host.as_str())),
+            s => (s, None),
+        };
+        let on_host = |r: &RunInfo| host.is_none_or(|h| r.environment.host == h);
+        let found = match base {
+            Selector::Id(id) => self.run(*id)?.into_iter().filter(on_host).collect(),
             Selector::Latest(n) => self
                 .runs(&RunFilter::default())?
                 .into_iter()
-                .filter(|r| r.status != RunStatus::Running)
+                .filter(|r| r.status != RunStatus::Running && on_host(r))
                 .nth(*n as usize)
                 .into_iter()
                 .collect(),
-            Selector::Label(label) => self.runs(&RunFilter {
-                label: Some(label.clone()),
-                limit: None,
-            })?,
+            Selector::Label(label) => self
+                .runs(&RunFilter {
+                    label: Some(label.clone()),
+                    limit: None,
+                })?
+                .into_iter()
+                .filter(on_host)
+                .collect::<Vec<_>>(),
+            Selector::OnHost { .. } => return Err(StoreError::BadSelector(sel.to_string())),
         };
         if found.is_empty() {
             return Err(StoreError::NoMatch(sel.to_string()));
@@ -167,17 +185,17 @@ pub fn default_location() -> Option<PathBuf> {
     Some(base.join("fsdelta").join("results.sqlite"))
 }
 
+/// Whether `location` names a PostgreSQL database (a `postgres://` or `postgresql://` URL).
+pub fn is_postgres(location: &str) -> bool {
+    location.starts_with("postgres://") || location.starts_with("postgresql://")
+}
+
 fn check_location(location: &str) -> Result<(), StoreError> {
     if location.is_empty() {
         return Err(StoreError::Open {
             location: "(none)".into(),
             message: "no store location: neither HOME nor XDG_DATA_HOME is set; name the store with --db PATH or FSDELTA_DB".into(),
         });
-    }
-    if location.starts_with("postgres://") || location.starts_with("postgresql://") {
-        return Err(StoreError::Unsupported(format!(
-            "PostgreSQL stores ({location}) are not built yet in this fsdelta; use a SQLite path with --db"
-        )));
     }
     Ok(())
 }
@@ -193,6 +211,10 @@ pub fn open(location: &str) -> Result<Box<dyn Store>, StoreError> {
 /// [`open`], also returning what was replayed from the journal beside the store.
 pub fn open_for_run(location: &str) -> Result<(Box<dyn Store>, journal::Replayed), StoreError> {
     check_location(location)?;
+    if is_postgres(location) {
+        let store: Box<dyn Store> = Box::new(postgres::PgStore::open(location)?);
+        return Ok((store, journal::Replayed::default()));
+    }
     let mut store: Box<dyn Store> = Box::new(sqlite::SqliteStore::open(Path::new(location))?);
     let replayed = journal::replay(store.as_mut(), &journal::path_beside(Path::new(location)))?;
     Ok((store, replayed))
@@ -203,6 +225,11 @@ pub fn open_for_run(location: &str) -> Result<(Box<dyn Store>, journal::Replayed
 /// an error rather than a new empty store.
 pub fn open_read_only(location: &str) -> Result<Box<dyn Store>, StoreError> {
     check_location(location)?;
+    if is_postgres(location) {
+        // A shared server: reading takes no lock a writer waits for, and nothing is migrated
+        // by a reader that finds an up-to-date schema.
+        return Ok(Box::new(postgres::PgStore::open(location)?));
+    }
     Ok(Box::new(sqlite::SqliteStore::open_read_only(Path::new(
         location,
     ))?))

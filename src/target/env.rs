@@ -3,7 +3,7 @@
 //!
 //! Must never fail a run: a fact that cannot be read is recorded as empty, not guessed.
 
-use crate::model::{Environment, TargetFacts};
+use crate::model::{DiskInfo, Environment, TargetFacts};
 use std::fs;
 use std::path::Path;
 
@@ -24,7 +24,45 @@ pub fn environment() -> Environment {
             .map(|n| n.get() as u32)
             .unwrap_or(0),
         memory_bytes: mem_total(&meminfo),
+        machine_id: fs::read_to_string("/etc/machine-id")
+            .map(|s| s.trim().to_string())
+            .unwrap_or_default(),
+        disks: disks(Path::new("/sys/block")),
     }
+}
+
+/// Whole disks under a /sys/block directory, by name; loop, RAM, zram and device-mapper devices
+/// are not disks of the machine.
+fn disks(sys_block: &Path) -> Vec<DiskInfo> {
+    let Ok(dir) = fs::read_dir(sys_block) else {
+        return Vec::new();
+    };
+    let read = |p: std::path::PathBuf| {
+        fs::read_to_string(p)
+            .map(|s| s.trim().to_string())
+            .unwrap_or_default()
+    };
+    let mut out: Vec<DiskInfo> = dir
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if ["loop", "ram", "zram", "dm-", "nbd", "sr", "md"]
+                .iter()
+                .any(|p| name.starts_with(p))
+            {
+                return None;
+            }
+            let p = e.path();
+            Some(DiskInfo {
+                model: read(p.join("device/model")),
+                size_bytes: read(p.join("size")).parse::<u64>().unwrap_or(0) * 512,
+                rotational: read(p.join("queue/rotational")) == "1",
+                name,
+            })
+        })
+        .collect();
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    out
 }
 
 fn cpu_model(cpuinfo: &str) -> String {
@@ -150,11 +188,42 @@ mod tests {
     }
 
     #[test]
+    fn disks_are_read_from_sys_block_without_loop_devices() {
+        let d = tempfile::tempdir().unwrap();
+        for (name, model, size, rot) in [
+            ("sda", Some("WDC WD40\n"), "7814037168\n", "1\n"),
+            ("nvme0n1", Some("Samsung SSD 980"), "1953525168", "0"),
+            ("loop0", None, "100", "0"),
+        ] {
+            let p = d.path().join(name);
+            fs::create_dir_all(p.join("device")).unwrap();
+            fs::create_dir_all(p.join("queue")).unwrap();
+            if let Some(m) = model {
+                fs::write(p.join("device/model"), m).unwrap();
+            }
+            fs::write(p.join("size"), size).unwrap();
+            fs::write(p.join("queue/rotational"), rot).unwrap();
+        }
+        let got = disks(d.path());
+        assert_eq!(got.len(), 2);
+        assert_eq!(got[0].name, "nvme0n1");
+        assert_eq!(got[0].model, "Samsung SSD 980");
+        assert!(!got[0].rotational);
+        assert_eq!(got[1].name, "sda");
+        assert_eq!(got[1].size_bytes, 7_814_037_168 * 512);
+        assert!(got[1].rotational);
+        assert_eq!(got[1].model, "WDC WD40");
+    }
+
+    #[test]
     fn environment_has_a_kernel_and_memory() {
         let e = environment();
         assert!(!e.kernel_release.is_empty());
         assert!(e.memory_bytes > 0);
         assert!(e.cores > 0);
+        if let Ok(id) = fs::read_to_string("/etc/machine-id") {
+            assert_eq!(e.machine_id, id.trim());
+        }
         let info = "processor\t: 0\nmodel name\t: Some CPU @ 2GHz\n";
         assert_eq!(cpu_model(info), "Some CPU @ 2GHz");
     }

@@ -1,0 +1,594 @@
+//! `fsdelta agent`: a lab machine's worker. Registers the machine and its classes, then takes
+//! jobs from the fleet's queue one at a time: claim the oldest it may run, build the plan from the
+//! job's suite and configuration texts, run it with the same run engine as `fsdelta run`
+//! ([`runner::run`]), store the run in the fleet database, compare with the job's baseline, and
+//! record the outcome. While a job runs a heartbeat thread keeps its lease and stops the sample
+//! like Ctrl-C when the job is cancelled (or was taken away). Between jobs it sleeps on
+//! LISTEN/NOTIFY; before each claim it reaps jobs of agents that went silent.
+//!
+//! SIGINT/SIGTERM stop the running sample, mark the partial run aborted and give the job back to
+//! the queue for another agent. This file must never loop over samples: that is the runner's.
+
+use super::{CompareArgs, CompareFormat, DbArg, EXIT_INTERRUPTED, EXIT_OK, MarginArgs, query};
+use crate::compare::verdict::Verdict;
+use crate::model::{NewRun, NewSample, RunId, RunInfo, RunStatus, SampleRecord};
+use crate::plan::{config, suite, suitefile};
+use crate::queue::{Agent, Beat, CANCEL_CHANNEL, CHANNEL, ClaimedJob, JobId, Outcome, Queue};
+use crate::runner::{self, Baseline, Event, Observer, Order, Plan, PlannedTest, Targets};
+use crate::store::postgres::PgStore;
+use crate::store::{RunFilter, SampleId, Selector, Store, StoreError, StoredProfile};
+use crate::target::{self, StateFile, env};
+use crate::workload::CancelToken;
+use anyhow::{Context, Result};
+use chrono::{DateTime, Utc};
+use clap::Args;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::time::{Duration, Instant};
+
+/// Options of `fsdelta agent`.
+#[derive(Debug, Args)]
+pub struct AgentArgs {
+    /// Classes of this machine (repeatable or comma-separated): jobs submitted with --class or
+    /// --every-class of one of them may run here.
+    #[arg(long = "class", value_name = "CLASS", value_delimiter = ',')]
+    pub classes: Vec<String>,
+    /// Agent name, unique in the fleet (default: the host name).
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Run at most one job (if one is queued) and exit.
+    #[arg(long)]
+    pub once: bool,
+    /// Exit after this many jobs.
+    #[arg(long, value_name = "N")]
+    pub max_jobs: Option<u64>,
+    /// Seconds between heartbeats while a job runs; a job whose agent is silent for four of
+    /// them is requeued by any agent.
+    #[arg(long, value_name = "SECS", default_value_t = 5.0)]
+    pub heartbeat: f64,
+    /// Jobs without a configuration run in a scratch directory inside DIR (default: the current
+    /// directory).
+    #[arg(long, value_name = "DIR")]
+    pub target: Option<PathBuf>,
+    /// Keep the page cache between samples (by default, as root, it is dropped before each).
+    #[arg(long)]
+    pub no_drop_caches: bool,
+    /// Only a line per job, not per sample.
+    #[arg(short, long)]
+    pub quiet: bool,
+    #[command(flatten)]
+    pub db: DbArg,
+}
+
+/// Why a job's run was asked to stop.
+const STOP_NONE: u8 = 0;
+const STOP_SIGNAL: u8 = 1;
+const STOP_CANCELLED: u8 = 2;
+const STOP_LOST: u8 = 3;
+
+/// The agent's observer: a line per sample on standard error.
+struct Log {
+    job: JobId,
+    quiet: bool,
+}
+
+impl Observer for Log {
+    fn event(&self, e: Event) {
+        let line = match e {
+            Event::RunStarted { run_id, label, .. } => {
+                format!("job {}: run {run_id} ({label}) started", self.job)
+            }
+            _ if self.quiet => return,
+            Event::SampleEnded {
+                of,
+                sample,
+                headline,
+            } => format!(
+                "job {}: {}/{} rep {}/{of}: {:.1} s, {headline}",
+                self.job, sample.config, sample.test, sample.repetition, sample.duration_s
+            ),
+            Event::SampleFailed { of, sample } => format!(
+                "job {}: {}/{} rep {}/{of}: FAILED: {}",
+                self.job,
+                sample.config,
+                sample.test,
+                sample.repetition,
+                sample.error.as_deref().unwrap_or("")
+            ),
+            Event::Skipped {
+                config, test, why, ..
+            } => format!("job {}: {config}/{test}: SKIPPED: {why}", self.job),
+            Event::Warning(w) => format!("job {}: warning: {w}", self.job),
+            _ => return,
+        };
+        eprintln!("fsdelta agent: {line}");
+    }
+}
+
+/// The fleet store, seen through the job: the run it creates is recorded on the job at once, so
+/// that if this agent dies the reaper can mark that run aborted.
+struct JobStore<'a> {
+    inner: &'a mut PgStore,
+    queue: &'a mut Queue,
+    agent: &'a Agent,
+    job: JobId,
+    run: Option<RunId>,
+}
+
+impl Store for JobStore<'_> {
+    fn create_run(&mut self, run: &NewRun) -> Result<RunId, StoreError> {
+        let id = self.inner.create_run(run)?;
+        self.run = Some(id);
+        self.queue
+            .set_run(self.agent, self.job, id)
+            .map_err(|e| StoreError::Backend(e.to_string()))?;
+        Ok(id)
+    }
+    fn add_sample(&mut self, run: RunId, sample: &NewSample) -> Result<SampleId, StoreError> {
+        self.inner.add_sample(run, sample)
+    }
+    fn finish_run(
+        &mut self,
+        run: RunId,
+        status: RunStatus,
+        finished_at: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        self.inner.finish_run(run, status, finished_at)
+    }
+    fn runs(&self, filter: &RunFilter) -> Result<Vec<RunInfo>, StoreError> {
+        self.inner.runs(filter)
+    }
+    fn run(&self, id: RunId) -> Result<Option<RunInfo>, StoreError> {
+        self.inner.run(id)
+    }
+    fn samples(&self, run: RunId) -> Result<Vec<SampleRecord>, StoreError> {
+        self.inner.samples(run)
+    }
+    fn add_profile(&mut self, sample: SampleId, profile: &StoredProfile) -> Result<(), StoreError> {
+        self.inner.add_profile(sample, profile)
+    }
+    fn profile(&self, sample: SampleId) -> Result<Option<StoredProfile>, StoreError> {
+        self.inner.profile(sample)
+    }
+    fn select(&self, sel: &Selector) -> Result<Vec<RunInfo>, StoreError> {
+        self.inner.select(sel)
+    }
+}
+
+/// Build the plan of a job from its texts, as `fsdelta run` would from the same files.
+fn plan_of(
+    job: &ClaimedJob,
+    args: &AgentArgs,
+    environment: &crate::model::Environment,
+) -> Result<(Plan, crate::plan::suite::SuiteMargins)> {
+    let suite = match &job.suite_text {
+        Some(text) => suitefile::parse(text, &job.suite_name)
+            .with_context(|| format!("suite file {} of job {}", job.suite_name, job.id))?,
+        None => suite::builtin_scaled(&job.suite_name, 1.0, environment.memory_bytes >> 20)?,
+    };
+    let tests = suite
+        .select(&job.tests)?
+        .into_iter()
+        .map(|t| {
+            PlannedTest::build(&t, false, None, &[])
+                .map_err(|e| anyhow::anyhow!("test {}: {e}", t.name))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let targets = match &job.config_text {
+        Some(text) => {
+            let name = job.config_name.clone().unwrap_or_else(|| "config".into());
+            Targets::Configs {
+                file: config::parse(text, &name)
+                    .with_context(|| format!("config file {name} of job {}", job.id))?,
+                state: StateFile::default_location(),
+            }
+        }
+        None => Targets::Scratch(match &args.target {
+            Some(p) => p.clone(),
+            None => std::env::current_dir().context("reading the current directory")?,
+        }),
+    };
+    Ok((
+        Plan {
+            label: job.label.clone(),
+            suite: suite.name.clone(),
+            tests,
+            targets,
+            repeat: job.repeat,
+            order: Order::Rotate,
+            until_confident: None,
+            drop_caches: !args.no_drop_caches,
+            profile: None,
+            baseline: Baseline::None,
+            environment: environment.clone(),
+        },
+        suite.margins,
+    ))
+}
+
+/// Compare a finished run with the job's baseline: a short verdict for the jobs list.
+fn verdict(
+    store: &dyn Store,
+    baseline: &str,
+    run: RunId,
+    margins: &crate::compare::verdict::Margins,
+) -> Result<String> {
+    let opts = CompareArgs {
+        format: CompareFormat::Text,
+        tests: vec![],
+        configs: vec![],
+        metrics: vec![],
+        all: false,
+        bisect: false,
+        margins: MarginArgs {
+            eps: Some(100.0 * margins.eps),
+            delta: Some(100.0 * margins.delta_throughput),
+            delta_tail: Some(100.0 * margins.delta_tail),
+            delta_max: Some(100.0 * margins.delta_max),
+            gate: super::GateChoice::Headline,
+        },
+    };
+    let (_, _, rows) = query::judge(store, baseline, &run.to_string(), &opts)?;
+    let n = |v: Verdict| rows.iter().filter(|j| j.comparison.verdict == v).count();
+    let head = if n(Verdict::Regressed) > 0 {
+        "REGRESSED"
+    } else {
+        "no regression"
+    };
+    Ok(format!(
+        "{head} vs {baseline}: {} regressed, {} improved, {} unchanged, {} inconclusive",
+        n(Verdict::Regressed),
+        n(Verdict::Improved),
+        n(Verdict::Unchanged),
+        n(Verdict::Inconclusive)
+    ))
+}
+
+/// Open a connection, retrying with backoff for up to two minutes: the database may be
+/// restarting just when a job starts.
+fn open_retrying<T, E: std::fmt::Display>(mut f: impl FnMut() -> Result<T, E>) -> Result<T, E> {
+    let started = Instant::now();
+    let mut backoff = Duration::from_millis(100);
+    loop {
+        match f() {
+            Ok(v) => return Ok(v),
+            Err(e) if started.elapsed() >= Duration::from_secs(120) => return Err(e),
+            Err(_) => {
+                std::thread::sleep(backoff);
+                backoff = (backoff * 2).min(Duration::from_secs(1));
+            }
+        }
+    }
+}
+
+/// How the heartbeat thread and the job's run talk: the agent's signal token, the run's cancel
+/// token, why the run was stopped, and "the run has ended".
+struct Flags {
+    signal: CancelToken,
+    cancel: CancelToken,
+    stop: Arc<AtomicU8>,
+    done: Arc<std::sync::atomic::AtomicBool>,
+}
+
+/// Keep the job's lease while it runs: heartbeat every `every`, and stop the run (through
+/// `cancel`, with the reason in `stop`) when the job is cancelled, taken away, or the agent is
+/// signalled. Ends when `done` is set.
+fn heartbeat_thread(
+    url: String,
+    agent: Agent,
+    job: JobId,
+    every: Duration,
+    flags: Flags,
+) -> std::thread::JoinHandle<()> {
+    let Flags {
+        signal,
+        cancel,
+        stop,
+        done,
+    } = flags;
+    std::thread::spawn(move || {
+        let mut q = match open_retrying(|| Queue::connect(&url)) {
+            Ok(q) => q,
+            Err(e) => {
+                eprintln!("fsdelta agent: job {job}: heartbeat connection failed: {e}");
+                return;
+            }
+        };
+        let _ = q.listen(CANCEL_CHANNEL);
+        let mut next = Instant::now() + every;
+        while !done.load(Ordering::Relaxed) {
+            if signal.is_cancelled() {
+                stop.store(STOP_SIGNAL, Ordering::Relaxed);
+                cancel.cancel();
+                return;
+            }
+            // Sleep on the connection: a cancel notification wakes us at once; the short slice
+            // only bounds how soon a signal or the end of the job is seen.
+            let woke = q.wait(Duration::from_millis(200)).unwrap_or_default();
+            let for_us = woke.iter().any(|p| p == &job.to_string());
+            if for_us || Instant::now() >= next {
+                next = Instant::now() + every;
+                match q.heartbeat(&agent, job) {
+                    Ok(Beat::Ok) => {}
+                    Ok(Beat::CancelRequested) => {
+                        stop.store(STOP_CANCELLED, Ordering::Relaxed);
+                        cancel.cancel();
+                        return;
+                    }
+                    Ok(Beat::Lost) => {
+                        stop.store(STOP_LOST, Ordering::Relaxed);
+                        cancel.cancel();
+                        return;
+                    }
+                    Err(e) => eprintln!("fsdelta agent: job {job}: heartbeat: {e}"),
+                }
+            }
+        }
+    })
+}
+
+/// Run one claimed job to its end; returns whether the agent was signalled to stop.
+fn run_job(
+    q: &mut Queue,
+    fleet: &mut PgStore,
+    agent: &Agent,
+    job: ClaimedJob,
+    args: &AgentArgs,
+    environment: &crate::model::Environment,
+    signal: &CancelToken,
+) -> Result<bool> {
+    let url = args.db.location();
+    let lease_every = Duration::from_secs_f64(args.heartbeat);
+    eprintln!(
+        "fsdelta agent: job {}: claimed (attempt {}): suite {}, label {}, {} repetition(s)",
+        job.id, job.attempt, job.suite_name, job.label, job.repeat
+    );
+    let (plan, margins) = match plan_of(&job, args, environment) {
+        Ok(p) => p,
+        Err(e) => {
+            let error = format!("{e:#}");
+            eprintln!("fsdelta agent: job {}: failed: {error}", job.id);
+            q.finish(
+                agent,
+                job.id,
+                &Outcome::Failed {
+                    run_id: None,
+                    error,
+                },
+            )?;
+            return Ok(false);
+        }
+    };
+    let margins = MarginArgs {
+        eps: None,
+        delta: None,
+        delta_tail: None,
+        delta_max: None,
+        gate: super::GateChoice::Headline,
+    }
+    .resolve(&margins);
+    let cancel = CancelToken::new();
+    let stop = Arc::new(AtomicU8::new(STOP_NONE));
+    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let beat = heartbeat_thread(
+        url.clone(),
+        agent.clone(),
+        job.id,
+        lease_every,
+        Flags {
+            signal: signal.clone(),
+            cancel: cancel.clone(),
+            stop: stop.clone(),
+            done: done.clone(),
+        },
+    );
+    let (result, run) = {
+        let mut store = JobStore {
+            inner: &mut *fleet,
+            queue: q,
+            agent,
+            job: job.id,
+            run: None,
+        };
+        let observer = Log {
+            job: job.id,
+            quiet: args.quiet,
+        };
+        let r = runner::run(&plan, &mut store, &cancel, &observer);
+        (r, store.run)
+    };
+    // The heartbeat thread sees this within its 200 ms slice and ends on its own; not waiting
+    // for it keeps the cycle short (a late heartbeat of an ended job finds it no longer running
+    // and changes nothing).
+    done.store(true, Ordering::Relaxed);
+    drop(beat);
+    let reason = stop.load(Ordering::Relaxed);
+    if reason == STOP_LOST {
+        eprintln!(
+            "fsdelta agent: job {}: taken away from this agent (its lease ran out); not finishing it",
+            job.id
+        );
+        return Ok(false);
+    }
+    let outcome = match result {
+        Ok(r) if r.status == RunStatus::Aborted => {
+            if reason == STOP_CANCELLED {
+                Outcome::Aborted {
+                    run_id: Some(r.run_id),
+                }
+            } else {
+                q.release(agent, job.id, "its agent was stopped (signal)")?;
+                eprintln!(
+                    "fsdelta agent: job {}: stopped by a signal; run {} aborted, job given back to the queue",
+                    job.id, r.run_id
+                );
+                return Ok(true);
+            }
+        }
+        Ok(r) => {
+            let (verdict, cmp_err) = match &job.baseline {
+                Some(b) => match verdict(&*fleet, b, r.run_id, &margins) {
+                    Ok(v) => (Some(v), None),
+                    Err(e) => (None, Some(format!("comparing with {b}: {e:#}"))),
+                },
+                None => (None, None),
+            };
+            let mut errors: Vec<String> = Vec::new();
+            if r.failed() > 0 {
+                errors.push(format!(
+                    "{} of {} sample(s) failed (fsdelta show {})",
+                    r.failed(),
+                    r.samples.len(),
+                    r.run_id
+                ));
+            }
+            errors.extend(cmp_err);
+            errors.extend(r.teardown_error.clone());
+            Outcome::Done {
+                run_id: r.run_id,
+                verdict,
+                error: (!errors.is_empty()).then(|| errors.join("; ")),
+            }
+        }
+        Err(e) => Outcome::Failed {
+            run_id: run,
+            error: e.to_string(),
+        },
+    };
+    let line = match &outcome {
+        Outcome::Done {
+            run_id, verdict, ..
+        } => format!(
+            "done, run {run_id}{}",
+            verdict
+                .as_deref()
+                .map(|v| format!(": {v}"))
+                .unwrap_or_default()
+        ),
+        Outcome::Failed { error, .. } => format!("failed: {error}"),
+        Outcome::Aborted { run_id } => format!(
+            "cancelled; run {} aborted",
+            run_id.map(|r| r.to_string()).unwrap_or_default()
+        ),
+    };
+    if !q.finish(agent, job.id, &outcome)? {
+        eprintln!(
+            "fsdelta agent: job {}: was requeued meanwhile; its outcome here ({line}) is not recorded",
+            job.id
+        );
+    } else {
+        eprintln!("fsdelta agent: job {}: {line}", job.id);
+    }
+    Ok(false)
+}
+
+/// `fsdelta agent`.
+pub fn main(args: &AgentArgs) -> Result<i32> {
+    if !(args.heartbeat > 0.0 && args.heartbeat.is_finite()) {
+        anyhow::bail!("--heartbeat must be a positive number of seconds");
+    }
+    let url = args.db.location();
+    let environment = env::environment();
+    let name = args
+        .name
+        .clone()
+        .unwrap_or_else(|| environment.host.clone());
+    let agent = Agent {
+        token: Agent::new_token(&name),
+        name,
+        host: environment.host.clone(),
+        machine_id: environment.machine_id.clone(),
+        classes: args.classes.clone(),
+        environment: serde_json::to_string(&environment)?,
+    };
+    let lease = Duration::from_secs_f64(args.heartbeat * 4.0);
+    match target::recover_leftovers() {
+        Ok(report) if !report.is_empty() => {
+            eprintln!("fsdelta agent: leftovers from an earlier run:\n{report}")
+        }
+        Ok(_) => {}
+        Err(e) => eprintln!("fsdelta agent: warning: could not check for leftovers: {e}"),
+    }
+    let signal = super::install_signals().context("installing signal handlers")?;
+    // The database may be down or restarting when the agent starts (a machine booting before
+    // the database server): wait for it rather than exit.
+    if !crate::store::is_postgres(&url) {
+        anyhow::bail!(
+            "the job queue needs a PostgreSQL database (--db postgres://USER@HOST/DB), not '{url}'"
+        );
+    }
+    let target = crate::store::postgres::PgTarget::parse(&url)?;
+    let mut tries = 0;
+    let (mut q, mut fleet) = loop {
+        target.wait_until_reachable(Duration::from_secs(120))?;
+        match Queue::open(&url)
+            .map_err(anyhow::Error::from)
+            .and_then(|q| Ok((q, PgStore::open(&url)?)))
+        {
+            Ok(v) => break v,
+            Err(_) if tries < 5 => {
+                tries += 1;
+                std::thread::sleep(Duration::from_millis(500));
+            }
+            Err(e) => return Err(e),
+        }
+    };
+    q.register(&agent, env!("CARGO_PKG_VERSION"))?;
+    q.listen(CHANNEL)?;
+    eprintln!(
+        "fsdelta agent: {} registered (classes: {}) on {}",
+        agent.name,
+        if agent.classes.is_empty() {
+            "none".to_string()
+        } else {
+            agent.classes.join(",")
+        },
+        q.shown()
+    );
+    let mut ran = 0u64;
+    loop {
+        if signal.is_cancelled() {
+            return Ok(EXIT_INTERRUPTED);
+        }
+        if args.max_jobs.is_some_and(|m| ran >= m) {
+            break;
+        }
+        {
+            for r in q.reap()? {
+                eprintln!(
+                    "fsdelta agent: job {}: agent {} went silent; job now {}{}",
+                    r.id,
+                    r.agent.as_deref().unwrap_or("?"),
+                    r.state,
+                    r.run_id
+                        .map(|id| format!(", run {id} marked aborted"))
+                        .unwrap_or_default()
+                );
+            }
+        }
+        match q.claim(&agent, lease)? {
+            Some(job) => {
+                ran += 1;
+                if run_job(&mut q, &mut fleet, &agent, job, args, &environment, &signal)? {
+                    return Ok(EXIT_INTERRUPTED);
+                }
+                if args.once {
+                    break;
+                }
+            }
+            None if args.once => break,
+            None => {
+                // Sleep until a submit or requeue notifies us; wake at least once per lease to
+                // reap for silent agents. The 1 s slices only let a signal end the wait.
+                let until = Instant::now() + lease;
+                while Instant::now() < until && !signal.is_cancelled() {
+                    if !q.wait(Duration::from_secs(1))?.is_empty() {
+                        break;
+                    }
+                }
+            }
+        }
+    }
+    Ok(EXIT_OK)
+}

@@ -1,0 +1,511 @@
+//! The store conformance tests: the same behaviour asked of every backend, through
+//! `&mut dyn Store` only. Each test runs twice, on SQLite (a temporary file) and on PostgreSQL
+//! (a scratch database created through `FSDELTA_TEST_PG`, an administrator URL such as
+//! `postgres://postgres@%2Ftmp%2Fpg/postgres`). Without that variable the PostgreSQL half is
+//! skipped with a message, unless `FSDELTA_REQUIRE_ALL=1`, where it fails.
+
+use super::postgres::{PgStore, ScratchDatabase};
+use super::sqlite::SqliteStore;
+use super::{NewRun, NewSample, RunFilter, Selector, Store, StoreError, StoredProfile};
+use crate::model::{
+    Direction, Environment, HistogramRecord, Metric, MetricKind, RunStatus, SampleStatus,
+    TargetFacts, Unit,
+};
+use chrono::{Duration as ChronoDuration, Utc};
+use std::collections::BTreeMap;
+
+/// Something that opens connections to one fresh store.
+pub(crate) trait Backend: Sync {
+    /// A new connection to the same store.
+    fn open(&self) -> Box<dyn Store>;
+}
+
+struct Sqlite(tempfile::TempDir);
+
+impl Backend for Sqlite {
+    fn open(&self) -> Box<dyn Store> {
+        Box::new(SqliteStore::open(&self.0.path().join("r.sqlite")).unwrap())
+    }
+}
+
+pub(crate) struct Pg(pub(crate) ScratchDatabase);
+
+impl Backend for Pg {
+    fn open(&self) -> Box<dyn Store> {
+        Box::new(PgStore::open(&self.0.url).unwrap())
+    }
+}
+
+fn sqlite() -> Sqlite {
+    Sqlite(tempfile::tempdir().unwrap())
+}
+
+/// The administrator URL of the test server, or None (after printing why) when there is none.
+pub(crate) fn test_pg_url() -> Option<String> {
+    match std::env::var("FSDELTA_TEST_PG") {
+        Ok(u) if !u.is_empty() => Some(u),
+        _ => {
+            if std::env::var("FSDELTA_REQUIRE_ALL").as_deref() == Ok("1") {
+                panic!(
+                    "FSDELTA_REQUIRE_ALL=1 but FSDELTA_TEST_PG is not set (a PostgreSQL URL; .ci/run starts a server)"
+                );
+            }
+            eprintln!("SKIPPED: PostgreSQL half: set FSDELTA_TEST_PG to an administrator URL");
+            None
+        }
+    }
+}
+
+/// A scratch PostgreSQL database, or None when no test server is configured.
+pub(crate) fn pg() -> Option<Pg> {
+    test_pg_url().map(|u| Pg(ScratchDatabase::create(&u).unwrap()))
+}
+
+fn new_run(label: &str, host: &str) -> NewRun {
+    NewRun {
+        label: label.into(),
+        suite: "quick".into(),
+        started_at: Utc::now(),
+        fsdelta_version: "0.1.0".into(),
+        environment: Environment {
+            host: host.into(),
+            kernel_release: "6.18.0".into(),
+            machine_id: "0123456789abcdef".into(),
+            ..Environment::default()
+        },
+    }
+}
+
+fn sample(test: &str, rep: u32, value: f64) -> NewSample {
+    NewSample {
+        config: "scratch".into(),
+        test: test.into(),
+        repetition: rep,
+        sequence: rep + 10,
+        facts: TargetFacts {
+            fs_type: "ext4".into(),
+            path: "/tmp/x".into(),
+            device: "/dev/vda".into(),
+            mount_options: "rw,relatime".into(),
+            mkfs_options: Some("-O ^has_journal".into()),
+            extra: BTreeMap::from([("mount_point".to_string(), "/".to_string())]),
+        },
+        status: SampleStatus::Ok,
+        error: None,
+        // Distinct start times: a store may use them to recognise a retried write.
+        started_at: Utc::now() + ChronoDuration::microseconds(rep as i64),
+        duration_s: 1.5,
+        workload: "fs_mark -s 0 -n 10".into(),
+        metrics: vec![
+            // Not in name order: the store must keep the order given.
+            Metric::new(
+                "files_per_sec",
+                value,
+                Unit::FilesPerSec,
+                Direction::HigherIsBetter,
+            )
+            .headline(),
+            Metric::new(
+                "create_lat_ns_p99",
+                900.0,
+                Unit::Nanoseconds,
+                Direction::LowerIsBetter,
+            )
+            .kind(MetricKind::Tail),
+            Metric::new(
+                "app_overhead_us",
+                12.25,
+                Unit::Microseconds,
+                Direction::LowerIsBetter,
+            ),
+            Metric::new("bytes_used", 4096.0, Unit::Bytes, Direction::Neutral),
+        ],
+        histograms: vec![HistogramRecord {
+            name: "create_lat_ns".into(),
+            unit: Unit::Nanoseconds,
+            layout: "fio-loglinear-6x29".into(),
+            count: 3,
+            min: 10,
+            max: 9_000_000_000,
+            sum: u64::MAX as u128 + 7,
+            buckets: vec![(10, 1), (500, 2)],
+        }],
+    }
+}
+
+fn round_trip(b: &dyn Backend) {
+    let mut s = b.open();
+    let run = s.create_run(&new_run("base", "h1")).unwrap();
+    let info = s.run(run).unwrap().unwrap();
+    assert_eq!(info.status, RunStatus::Running);
+    assert_eq!(info.environment.machine_id, "0123456789abcdef");
+    let a = sample("emptyfiles", 1, 1000.5);
+    let mut failed = sample("emptyfiles", 2, 1.0);
+    failed.status = SampleStatus::Failed;
+    failed.error = Some("no space left on device".into());
+    failed.metrics.clear();
+    failed.histograms.clear();
+    failed.facts.mkfs_options = None;
+    s.add_sample(run, &a).unwrap();
+    s.add_sample(run, &failed).unwrap();
+    let end = Utc::now();
+    s.finish_run(run, RunStatus::Failed, end).unwrap();
+
+    let info = s.run(run).unwrap().unwrap();
+    assert_eq!(info.status, RunStatus::Failed);
+    assert_eq!(info.sample_count, 2);
+    assert_eq!(
+        info.finished_at.unwrap().timestamp_micros(),
+        end.timestamp_micros()
+    );
+    let back = s.samples(run).unwrap();
+    assert_eq!(back.len(), 2);
+    assert_eq!(back[0].run_id, run);
+    assert_eq!(back[0].sample.metrics, a.metrics);
+    assert_eq!(back[0].sample.histograms, a.histograms);
+    assert_eq!(back[0].sample.facts, a.facts);
+    assert_eq!(back[0].sample.workload, a.workload);
+    assert_eq!(back[0].sample.sequence, a.sequence);
+    assert_eq!(
+        back[0].sample.started_at.timestamp_micros(),
+        a.started_at.timestamp_micros()
+    );
+    assert_eq!(back[1].sample.status, SampleStatus::Failed);
+    assert_eq!(
+        back[1].sample.error.as_deref(),
+        Some("no space left on device")
+    );
+    assert_eq!(back[1].sample.facts.mkfs_options, None);
+    assert!(back[1].sample.metrics.is_empty());
+    // Another connection sees the same.
+    let other = b.open();
+    assert_eq!(other.samples(run).unwrap().len(), 2);
+}
+
+fn selectors_resolve(b: &dyn Backend) {
+    let mut s = b.open();
+    let a = s.create_run(&new_run("v1", "nvme-box")).unwrap();
+    s.finish_run(a, RunStatus::Complete, Utc::now()).unwrap();
+    let b2 = s.create_run(&new_run("v2", "sata-box")).unwrap();
+    s.finish_run(b2, RunStatus::Complete, Utc::now()).unwrap();
+    let c = s.create_run(&new_run("v1", "sata-box")).unwrap();
+    s.finish_run(c, RunStatus::Aborted, Utc::now()).unwrap();
+    let _running = s.create_run(&new_run("v3", "nvme-box")).unwrap();
+
+    let ids = |sel: &str| -> Vec<i64> {
+        s.select(&sel.parse::<Selector>().unwrap())
+            .unwrap()
+            .iter()
+            .map(|r| r.id)
+            .collect()
+    };
+    assert_eq!(ids("latest"), vec![c]);
+    assert_eq!(ids("latest~1"), vec![b2]);
+    assert_eq!(ids("label:v1"), vec![c, a]);
+    assert_eq!(ids("label:v1,host:nvme-box"), vec![a]);
+    assert_eq!(ids("label:v1,host:sata-box"), vec![c]);
+    assert_eq!(ids("latest,host:nvme-box"), vec![a]);
+    assert_eq!(ids("latest~1,host:sata-box"), vec![b2]);
+    assert_eq!(ids(&b2.to_string()), vec![b2]);
+    assert!(matches!(
+        s.select(&format!("{b2},host:nvme-box").parse().unwrap()),
+        Err(StoreError::NoMatch(_))
+    ));
+    assert!(matches!(
+        s.select(&"label:v2,host:nvme-box".parse().unwrap()),
+        Err(StoreError::NoMatch(_))
+    ));
+    assert!(matches!(
+        s.select(&Selector::Latest(5)),
+        Err(StoreError::NoMatch(_))
+    ));
+    let limited = s
+        .runs(&RunFilter {
+            label: None,
+            limit: Some(2),
+        })
+        .unwrap();
+    assert_eq!(limited.len(), 2);
+    let v1 = s
+        .runs(&RunFilter {
+            label: Some("v1".into()),
+            limit: None,
+        })
+        .unwrap();
+    assert_eq!(v1.iter().map(|r| r.id).collect::<Vec<_>>(), vec![c, a]);
+}
+
+fn a_sample_is_all_or_nothing(b: &dyn Backend) {
+    let mut s = b.open();
+    let run = s.create_run(&new_run("x", "h")).unwrap();
+    let mut bad = sample("t", 1, f64::NAN);
+    let e = s.add_sample(run, &bad).unwrap_err();
+    assert!(e.to_string().contains("files_per_sec"), "{e}");
+    bad.metrics[0].value = 1.0;
+    bad.metrics.push(bad.metrics[0].clone());
+    assert!(s.add_sample(run, &bad).is_err());
+    assert!(s.samples(run).unwrap().is_empty());
+    // The store still works after a failed transaction.
+    s.add_sample(run, &sample("t", 2, 2.0)).unwrap();
+    assert_eq!(s.samples(run).unwrap().len(), 1);
+}
+
+fn unknown_ids_are_no_match(b: &dyn Backend) {
+    let mut s = b.open();
+    assert!(matches!(
+        s.add_sample(424242, &sample("t", 1, 1.0)),
+        Err(StoreError::NoMatch(_))
+    ));
+    assert!(matches!(
+        s.finish_run(424242, RunStatus::Complete, Utc::now()),
+        Err(StoreError::NoMatch(_))
+    ));
+    assert!(s.run(424242).unwrap().is_none());
+    assert!(s.samples(424242).unwrap().is_empty());
+}
+
+fn profiles_once_per_sample(b: &dyn Backend) {
+    let mut s = b.open();
+    let run = s.create_run(&new_run("x", "h")).unwrap();
+    let a = s.add_sample(run, &sample("t", 1, 1.0)).unwrap();
+    let c = s.add_sample(run, &sample("t", 2, 1.0)).unwrap();
+    let p = StoredProfile {
+        format: "folded-gz-v1".into(),
+        data: vec![0, 1, 2, 255],
+    };
+    s.add_profile(a, &p).unwrap();
+    assert_eq!(s.profile(a).unwrap(), Some(p.clone()));
+    assert_eq!(s.profile(c).unwrap(), None);
+    let e = s.add_profile(a, &p).unwrap_err();
+    assert!(e.to_string().contains("already has a profile"), "{e}");
+    assert!(matches!(
+        s.add_profile(9_999_999, &p),
+        Err(StoreError::NoMatch(_))
+    ));
+}
+
+fn reopening_keeps_data(b: &dyn Backend) {
+    let id = {
+        let mut s = b.open();
+        s.create_run(&new_run("x", "h")).unwrap()
+    };
+    let s = b.open();
+    assert_eq!(s.run(id).unwrap().unwrap().label, "x");
+}
+
+fn concurrent_writers_lose_nothing(b: &dyn Backend) {
+    let run = b.open().create_run(&new_run("x", "h")).unwrap();
+    std::thread::scope(|scope| {
+        for t in 0..4 {
+            scope.spawn(move || {
+                let mut s = b.open();
+                for i in 0..25 {
+                    s.add_sample(run, &sample(&format!("t{t}"), i, i as f64 + 1.0))
+                        .unwrap();
+                }
+            });
+        }
+    });
+    let back = b.open().samples(run).unwrap();
+    assert_eq!(back.len(), 100);
+    assert!(back.iter().all(|s| s.sample.metrics.len() == 4));
+}
+
+fn metric_points_are_one_test_and_metric_of_ok_samples_in_run_order(b: &dyn Backend) {
+    let mut s = b.open();
+    let a = s.create_run(&new_run("a", "h")).unwrap();
+    s.add_sample(a, &sample("emptyfiles", 1, 10.0)).unwrap();
+    s.add_sample(a, &sample("smallfiles", 1, 20.0)).unwrap();
+    let mut failed = sample("emptyfiles", 3, 99.0);
+    failed.status = SampleStatus::Failed;
+    s.add_sample(a, &failed).unwrap();
+    s.add_sample(a, &sample("emptyfiles", 2, 11.0)).unwrap();
+    let c = s.create_run(&new_run("c", "h")).unwrap();
+    s.add_sample(c, &sample("emptyfiles", 1, 12.0)).unwrap();
+    let p = s.metric_points("emptyfiles", "files_per_sec").unwrap();
+    let got: Vec<(i64, f64)> = p.iter().map(|p| (p.run_id, p.metric.value)).collect();
+    assert_eq!(got, vec![(a, 10.0), (a, 11.0), (c, 12.0)]);
+    assert!(p.iter().all(|p| p.config == "scratch" && p.metric.headline));
+    assert_eq!(p[0].metric.unit, Unit::FilesPerSec);
+}
+
+macro_rules! on_both_backends {
+    ($($name:ident),* $(,)?) => {
+        $(
+            mod $name {
+                #[test]
+                fn sqlite() {
+                    super::$name(&super::sqlite());
+                }
+                #[test]
+                fn postgres() {
+                    if let Some(b) = super::pg() {
+                        super::$name(&b);
+                    }
+                }
+            }
+        )*
+    };
+}
+
+on_both_backends!(
+    round_trip,
+    selectors_resolve,
+    a_sample_is_all_or_nothing,
+    unknown_ids_are_no_match,
+    profiles_once_per_sample,
+    reopening_keeps_data,
+    concurrent_writers_lose_nothing,
+    metric_points_are_one_test_and_metric_of_ok_samples_in_run_order,
+);
+
+// ---- PostgreSQL only: what SQLite has no counterpart for.
+
+mod postgres_only {
+    use super::*;
+    use crate::store::postgres::{PgTarget, SCHEMA_VERSION};
+
+    fn admin(db: &ScratchDatabase) -> ::postgres::Client {
+        PgTarget::parse(&db.url).unwrap().connect().unwrap()
+    }
+
+    #[test]
+    fn a_database_of_another_application_is_refused_untouched() {
+        let Some(Pg(db)) = pg() else { return };
+        let mut c = admin(&db);
+        c.batch_execute("CREATE TABLE invoices (id INT); INSERT INTO invoices VALUES (1);")
+            .unwrap();
+        let e = PgStore::open(&db.url).err().unwrap().to_string();
+        assert!(
+            e.contains("another application") && e.contains("invoices"),
+            "{e}"
+        );
+        assert!(e.contains("createdb"), "{e}");
+        let tables: Vec<String> = c
+            .query(
+                "SELECT table_name::text FROM information_schema.tables WHERE table_schema = 'public'",
+                &[],
+            )
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        assert_eq!(tables, vec!["invoices".to_string()]);
+
+        // A meta table naming another application is refused too.
+        let Some(Pg(db2)) = pg() else { return };
+        let mut c2 = admin(&db2);
+        c2.batch_execute(
+            "CREATE TABLE fsdelta_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+             INSERT INTO fsdelta_meta VALUES ('application', 'othertool');",
+        )
+        .unwrap();
+        let e = PgStore::open(&db2.url).err().unwrap().to_string();
+        assert!(e.contains("othertool"), "{e}");
+    }
+
+    #[test]
+    fn a_newer_schema_is_refused_with_advice() {
+        let Some(b) = pg() else { return };
+        drop(b.open());
+        let mut c = admin(&b.0);
+        c.execute(
+            "UPDATE fsdelta_meta SET value = '99' WHERE key = 'store_version'",
+            &[],
+        )
+        .unwrap();
+        let e = PgStore::open(&b.0.url).err().unwrap();
+        assert!(matches!(e, StoreError::TooNew { found: 99, .. }), "{e}");
+        assert!(e.to_string().contains("upgrade fsdelta"));
+    }
+
+    #[test]
+    fn the_schema_is_the_sqlite_version_and_concurrent_first_opens_migrate_once() {
+        let Some(b) = pg() else { return };
+        std::thread::scope(|scope| {
+            for _ in 0..4 {
+                scope.spawn(|| drop(b.open()));
+            }
+        });
+        let mut c = admin(&b.0);
+        let v: String = c
+            .query_one(
+                "SELECT value FROM fsdelta_meta WHERE key = 'store_version'",
+                &[],
+            )
+            .unwrap()
+            .get(0);
+        assert_eq!(v, SCHEMA_VERSION.to_string());
+    }
+
+    #[test]
+    fn a_url_that_cannot_connect_names_host_port_and_the_reason() {
+        // Nothing listens on port 1 of localhost.
+        let e = PgStore::open("postgres://fsdelta@127.0.0.1:1/db?sslmode=disable")
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("host 127.0.0.1 port 1"), "{e}");
+        assert!(e.to_lowercase().contains("refused"), "{e}");
+        // The server's own reason: a database that does not exist.
+        let Some(url) = test_pg_url() else { return };
+        let url = crate::store::postgres::replace_dbname(&url, "fsdelta_no_such_db");
+        let e = PgStore::open(&url).err().unwrap().to_string();
+        assert!(
+            e.contains("the server says") && e.contains("fsdelta_no_such_db"),
+            "{e}"
+        );
+        assert!(e.contains("port"), "{e}");
+    }
+
+    #[test]
+    fn a_lost_connection_is_reopened_and_the_sample_written_once() {
+        let Some(b) = pg() else { return };
+        let mut s = b.open();
+        let run = s.create_run(&new_run("x", "h")).unwrap();
+        s.add_sample(run, &sample("t", 1, 1.0)).unwrap();
+        // Kill every connection of the store (as a server restart does).
+        let mut c = admin(&b.0);
+        let n: i64 = c
+            .query_one(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+                 WHERE datname = current_database() AND pid <> pg_backend_pid()",
+                &[],
+            )
+            .unwrap()
+            .get(0);
+        assert!(n >= 1);
+        s.add_sample(run, &sample("t", 2, 2.0)).unwrap();
+        s.finish_run(run, RunStatus::Complete, Utc::now()).unwrap();
+        let back = s.samples(run).unwrap();
+        assert_eq!(back.len(), 2);
+    }
+
+    #[test]
+    fn tls_is_used_with_sslmode_require() {
+        // FSDELTA_TEST_PG_TLS: a TCP URL of a server with ssl = on (.ci/run starts one).
+        let url = match std::env::var("FSDELTA_TEST_PG_TLS") {
+            Ok(u) if !u.is_empty() => u,
+            _ => {
+                if std::env::var("FSDELTA_REQUIRE_ALL").as_deref() == Ok("1") {
+                    panic!("FSDELTA_REQUIRE_ALL=1 but FSDELTA_TEST_PG_TLS is not set");
+                }
+                eprintln!("SKIPPED: set FSDELTA_TEST_PG_TLS to a TCP URL of a server with ssl=on");
+                return;
+            }
+        };
+        let db = ScratchDatabase::create(&url).unwrap();
+        let url = format!("{}?sslmode=require", db.url.split('?').next().unwrap());
+        let mut s = PgStore::open(&url).unwrap();
+        s.create_run(&new_run("tls", "h")).unwrap();
+        let mut c = PgTarget::parse(&url).unwrap().connect().unwrap();
+        let ssl: bool = c
+            .query_one(
+                "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()",
+                &[],
+            )
+            .unwrap()
+            .get(0);
+        assert!(ssl, "sslmode=require must encrypt");
+    }
+}

@@ -1,0 +1,505 @@
+//! The fleet commands through the real binary, on a scratch database of the test server named
+//! by FSDELTA_TEST_PG (an administrator URL; .ci/run starts a server). Without it the tests are
+//! skipped with a reason, or fail under FSDELTA_REQUIRE_ALL=1.
+
+mod common;
+
+use assert_cmd::Command;
+use fsdelta::queue::{JobState, NewJob, Placement, Queue};
+use fsdelta::store::postgres::ScratchDatabase;
+use predicates::prelude::*;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+const TINY: &str = r#"
+name = "tiny"
+[[test]]
+name = "files100"
+workload = "fsmark"
+args = "-s 0 -n 100 -t 1 -S 0"
+"#;
+
+fn scratch() -> Option<ScratchDatabase> {
+    let url = std::env::var("FSDELTA_TEST_PG")
+        .ok()
+        .filter(|u| !u.is_empty());
+    if !common::require(
+        url.is_some(),
+        "FSDELTA_TEST_PG (a PostgreSQL administrator URL)",
+    ) {
+        return None;
+    }
+    Some(ScratchDatabase::create(&url.unwrap()).unwrap())
+}
+
+fn fsdelta(url: &str, work: &Path) -> Command {
+    let mut c = Command::cargo_bin("fsdelta").unwrap();
+    c.env("FSDELTA_DB", url)
+        .env("FSDELTA_STATE_FILE", work.join("state.json"))
+        .current_dir(work);
+    c
+}
+
+fn agent(url: &str, work: &Path, extra: &[&str]) -> Command {
+    let mut c = fsdelta(url, work);
+    c.args(["agent", "--no-drop-caches", "--heartbeat", "1"])
+        .args(extra);
+    c
+}
+
+#[test]
+fn submit_run_by_an_agent_and_find_the_run_by_host() {
+    let Some(db) = scratch() else { return };
+    let work = tempfile::tempdir().unwrap();
+    std::fs::write(work.path().join("tiny.toml"), TINY).unwrap();
+    let url = db.url.as_str();
+    fsdelta(url, work.path())
+        .args([
+            "submit",
+            "--suite",
+            "tiny.toml",
+            "--label",
+            "base",
+            "-n",
+            "2",
+        ])
+        .assert()
+        .success()
+        .stdout("1\n");
+    fsdelta(url, work.path())
+        .args([
+            "submit",
+            "--suite",
+            "tiny.toml",
+            "--label",
+            "cur",
+            "-n",
+            "2",
+        ])
+        .args(["--baseline", "label:base", "--class", "nvme"])
+        .assert()
+        .success()
+        .stdout("2\n");
+    fsdelta(url, work.path())
+        .arg("jobs")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("queued").and(predicate::str::contains("class:nvme")));
+    // An agent without the class runs only the first job.
+    agent(
+        url,
+        work.path(),
+        &["--name", "plain", "--max-jobs", "5", "--once"],
+    )
+    .assert()
+    .success()
+    .stderr(predicate::str::contains("job 1: done, run 1"));
+    agent(
+        url,
+        work.path(),
+        &["--name", "fast", "--class", "nvme", "--once"],
+    )
+    .assert()
+    .success()
+    // A verdict is kept (which one depends on the noise of two tiny runs).
+    .stderr(
+        predicate::str::is_match(
+            r"job 2: done, run 2: (REGRESSED|no regression) vs label:base: \d+ regressed",
+        )
+        .unwrap(),
+    );
+    // Nothing left: --once exits at once.
+    agent(
+        url,
+        work.path(),
+        &["--name", "fast", "--class", "nvme", "--once"],
+    )
+    .assert()
+    .success();
+    let host = rustix::system::uname()
+        .nodename()
+        .to_string_lossy()
+        .into_owned();
+    fsdelta(url, work.path())
+        .arg("jobs")
+        .assert()
+        .success()
+        .stdout(
+            predicate::str::contains("done      fast")
+                .and(predicate::str::contains("done      plain"))
+                .and(predicate::str::contains("vs label:base")),
+        );
+    fsdelta(url, work.path())
+        .arg("list")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("host").and(predicate::str::contains(host.as_str())));
+    fsdelta(url, work.path())
+        .args(["show", &format!("label:cur,host:{host}")])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("run 2"));
+    fsdelta(url, work.path())
+        .args(["show", "label:cur,host:no-such-box"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "no run matches 'label:cur,host:no-such-box'",
+        ));
+    // The runs record the machine.
+    let store = fsdelta::store::open(url).unwrap();
+    let env = store.run(1).unwrap().unwrap().environment;
+    assert_eq!(env.host, host);
+    if let Ok(id) = std::fs::read_to_string("/etc/machine-id") {
+        assert_eq!(env.machine_id, id.trim());
+    }
+}
+
+#[test]
+fn a_job_with_a_bad_suite_fails_with_the_parse_error_and_does_not_block_the_queue() {
+    let Some(db) = scratch() else { return };
+    let work = tempfile::tempdir().unwrap();
+    let mut q = Queue::open(&db.url).unwrap();
+    let job = |label: &str, text: &str| NewJob {
+        label: label.into(),
+        suite_name: "s.toml".into(),
+        suite_text: Some(text.into()),
+        config_name: None,
+        config_text: None,
+        tests: vec![],
+        repeat: 1,
+        placement: Placement::Any,
+        baseline: None,
+        max_attempts: 3,
+    };
+    let bad = q
+        .submit(&job(
+            "bad",
+            "[[test]]\nname = \"x\"\nworkload = \"fsmark\"\nbogus = 1\n",
+        ))
+        .unwrap()[0];
+    let good = q.submit(&job("good", TINY)).unwrap()[0];
+    agent(&db.url, work.path(), &["--max-jobs", "2"])
+        .assert()
+        .success();
+    let b = q.job(bad).unwrap();
+    assert_eq!(b.state, JobState::Failed);
+    assert!(
+        b.error.as_deref().unwrap().contains("bogus"),
+        "{:?}",
+        b.error
+    );
+    assert_eq!(q.job(good).unwrap().state, JobState::Done);
+    // submit itself refuses a bad suite file before it reaches the queue.
+    std::fs::write(work.path().join("bad.toml"), "[[test]]\nname = 1\n").unwrap();
+    fsdelta(&db.url, work.path())
+        .args(["submit", "--suite", "bad.toml", "--label", "x"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("bad.toml"));
+    assert_eq!(q.list(&[], 10).unwrap().len(), 2);
+}
+
+#[test]
+fn cancelling_a_running_job_stops_its_sample_and_marks_it_aborted() {
+    let Some(db) = scratch() else { return };
+    let work = tempfile::tempdir().unwrap();
+    let suite = work.path().join("slow.toml");
+    std::fs::write(
+        &suite,
+        "[[test]]\nname = \"wait\"\nworkload = \"command\"\ncommand = \"sleep 120\"\ntimeout = 300\n",
+    )
+    .unwrap();
+    let url = db.url.as_str();
+    fsdelta(url, work.path())
+        .args([
+            "submit",
+            "--suite",
+            "slow.toml",
+            "--label",
+            "slow",
+            "-n",
+            "1",
+        ])
+        .assert()
+        .success();
+    fsdelta(url, work.path())
+        .args([
+            "submit",
+            "--suite",
+            "slow.toml",
+            "--label",
+            "never",
+            "-n",
+            "1",
+        ])
+        .assert()
+        .success();
+    // The queued one is dequeued.
+    fsdelta(url, work.path())
+        .args(["jobs", "cancel", "2"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("will not run"));
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("fsdelta"))
+        .args([
+            "agent",
+            "--no-drop-caches",
+            "--heartbeat",
+            "1",
+            "--once",
+            "--quiet",
+        ])
+        .env("FSDELTA_DB", url)
+        .env("FSDELTA_STATE_FILE", work.path().join("state.json"))
+        .current_dir(work.path())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut q = Queue::open(url).unwrap();
+    let t = Instant::now();
+    while q.job(1).unwrap().run_id.is_none() {
+        assert!(
+            t.elapsed() < Duration::from_secs(60),
+            "the job never started"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let t = Instant::now();
+    fsdelta(url, work.path())
+        .args(["jobs", "cancel", "1"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("asked to stop"));
+    let st = child.wait().unwrap();
+    assert!(st.success(), "{st:?}");
+    // Stopped long before the 120 s sleep would have ended.
+    assert!(t.elapsed() < Duration::from_secs(60));
+    let j = q.job(1).unwrap();
+    assert_eq!(j.state, JobState::Aborted);
+    let store = fsdelta::store::open(url).unwrap();
+    assert_eq!(
+        store.run(j.run_id.unwrap()).unwrap().unwrap().status,
+        fsdelta::model::RunStatus::Aborted
+    );
+    fsdelta(url, work.path())
+        .args(["jobs", "--state", "aborted"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("aborted").and(predicate::str::contains("slow")));
+    fsdelta(url, work.path())
+        .args(["jobs", "cancel", "1"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("already ended"));
+}
+
+#[test]
+fn every_class_submits_one_job_per_registered_agent() {
+    let Some(db) = scratch() else { return };
+    let work = tempfile::tempdir().unwrap();
+    let url = db.url.as_str();
+    fsdelta(url, work.path())
+        .args([
+            "submit",
+            "--label",
+            "x",
+            "--every-class",
+            "nvme",
+            "--test",
+            "emptyfiles",
+        ])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("no agent of class 'nvme'"));
+    for name in ["n1", "n2"] {
+        agent(
+            url,
+            work.path(),
+            &["--name", name, "--class", "nvme", "--once"],
+        )
+        .assert()
+        .success();
+    }
+    fsdelta(url, work.path())
+        .args([
+            "submit",
+            "--label",
+            "x",
+            "--every-class",
+            "nvme",
+            "--test",
+            "emptyfiles",
+        ])
+        .assert()
+        .success()
+        .stdout("1\n2\n");
+    fsdelta(url, work.path())
+        .arg("jobs")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("host:n1").and(predicate::str::contains("host:n2")));
+}
+
+#[test]
+fn a_password_in_the_url_is_refused_and_unreachable_servers_are_named() {
+    let work = tempfile::tempdir().unwrap();
+    fsdelta("postgres://lab:hunter2@db.example/fsdelta", work.path())
+        .arg("list")
+        .assert()
+        .code(2)
+        .stderr(
+            predicate::str::contains("PGPASSWORD").and(predicate::str::contains("hunter2").not()),
+        );
+    fsdelta(
+        "postgres://lab@127.0.0.1:1/fsdelta?sslmode=disable",
+        work.path(),
+    )
+    .arg("list")
+    .assert()
+    .code(2)
+    .stderr(
+        predicate::str::contains("host 127.0.0.1 port 1").and(predicate::str::contains("refused")),
+    );
+    // The queue needs PostgreSQL.
+    fsdelta(
+        &work.path().join("r.sqlite").display().to_string(),
+        work.path(),
+    )
+    .args(["agent", "--once"])
+    .assert()
+    .code(2)
+    .stderr(predicate::str::contains("needs a PostgreSQL database"));
+}
+
+/// The README's least-privilege SQL, verbatim: an agent role that can insert runs and samples
+/// and update jobs, but cannot delete or alter runs; `fsdelta agent` works under it.
+const AGENT_ROLE_SQL: &str = include_str!("fleet/agent-role.sql");
+
+#[test]
+fn an_agent_works_under_the_least_privilege_role_which_cannot_delete_or_alter_runs() {
+    let Some(db) = scratch() else { return };
+    let work = tempfile::tempdir().unwrap();
+    std::fs::write(work.path().join("tiny.toml"), TINY).unwrap();
+    let role = format!("fsdelta_agent_{}", std::process::id());
+    // The owner creates the schema and submits.
+    fsdelta(&db.url, work.path())
+        .args(["submit", "--suite", "tiny.toml", "--label", "lp", "-n", "1"])
+        .assert()
+        .success();
+    let admin_sql = AGENT_ROLE_SQL
+        .replace("fsdelta_agent", &role)
+        .replace("DATABASE fsdelta", &format!("DATABASE {}", db.name));
+    let owner = fsdelta::store::postgres::PgTarget::parse(&db.url).unwrap();
+    owner.connect().unwrap().batch_execute(&admin_sql).unwrap();
+    let agent_url = db
+        .url
+        .replacen("postgres://postgres@", &format!("postgres://{role}@"), 1);
+    assert_ne!(agent_url, db.url, "the test URL must name user postgres");
+    agent(&agent_url, work.path(), &["--once"])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("job 1: done, run 1"));
+    let mut c = fsdelta::store::postgres::PgTarget::parse(&agent_url)
+        .unwrap()
+        .connect()
+        .unwrap();
+    for forbidden in [
+        "DELETE FROM runs",
+        "UPDATE runs SET label = 'x'",
+        "ALTER TABLE runs ADD COLUMN x INT",
+        "DELETE FROM samples",
+        "DROP TABLE metrics",
+        "INSERT INTO jobs (label, suite_name, repeat) VALUES ('x', 'quick', 1)",
+    ] {
+        let e = c.batch_execute(forbidden).unwrap_err();
+        let m = e
+            .as_db_error()
+            .map(|d| d.message().to_string())
+            .unwrap_or_else(|| e.to_string());
+        assert!(
+            m.contains("permission denied") || m.contains("must be owner"),
+            "{forbidden}: {m}"
+        );
+    }
+    drop(c);
+    let admin_url = std::env::var("FSDELTA_TEST_PG").unwrap();
+    drop(db);
+    fsdelta::store::postgres::PgTarget::parse(&admin_url)
+        .unwrap()
+        .connect()
+        .unwrap()
+        .batch_execute(&format!("DROP ROLE {role}"))
+        .unwrap();
+}
+
+#[test]
+fn compare_refuses_to_pool_two_machines_into_one_side_unless_asked() {
+    let Some(db) = scratch() else { return };
+    let work = tempfile::tempdir().unwrap();
+    let mut s = fsdelta::store::open(&db.url).unwrap();
+    for (label, host, v) in [
+        ("a", "box1", 100.0),
+        ("a", "box2", 200.0),
+        ("b", "box1", 101.0),
+    ] {
+        let run = s
+            .create_run(&fsdelta::model::NewRun {
+                label: label.into(),
+                suite: "quick".into(),
+                started_at: chrono::Utc::now(),
+                fsdelta_version: "0".into(),
+                environment: fsdelta::model::Environment {
+                    host: host.into(),
+                    ..Default::default()
+                },
+            })
+            .unwrap();
+        for rep in 1..=3 {
+            s.add_sample(
+                run,
+                &fsdelta::model::NewSample {
+                    config: "scratch".into(),
+                    test: "t".into(),
+                    repetition: rep,
+                    sequence: rep,
+                    facts: Default::default(),
+                    status: fsdelta::model::SampleStatus::Ok,
+                    error: None,
+                    started_at: chrono::Utc::now(),
+                    duration_s: 1.0,
+                    workload: "w".into(),
+                    metrics: vec![fsdelta::model::Metric::new(
+                        "files_per_sec",
+                        v + rep as f64,
+                        fsdelta::model::Unit::FilesPerSec,
+                        fsdelta::model::Direction::HigherIsBetter,
+                    )],
+                    histograms: vec![],
+                },
+            )
+            .unwrap();
+        }
+        s.finish_run(run, fsdelta::model::RunStatus::Complete, chrono::Utc::now())
+            .unwrap();
+    }
+    fsdelta(&db.url, work.path())
+        .args(["compare", "label:a", "label:b"])
+        .assert()
+        .code(2)
+        .stderr(
+            predicate::str::contains("label:a pools runs of 2 machines (box1, box2)")
+                .and(predicate::str::contains("--pool-hosts")),
+        );
+    fsdelta(&db.url, work.path())
+        .args(["compare", "label:a,host:box1", "label:b"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "label:a,host:box1 (run 1, label a)",
+        ));
+    fsdelta(&db.url, work.path())
+        .args(["compare", "label:a", "label:b", "--pool-hosts"])
+        .assert()
+        .stdout(predicate::str::contains("label:a (runs 2,1, label a)"));
+}
