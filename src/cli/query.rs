@@ -116,6 +116,7 @@ pub fn show(db: &DbArg, sel: &str) -> Result<i32> {
     out.push_str(&report::text::targets(&all));
     out.push_str(&report::text::workloads(&all));
     out.push_str(&report::summary::sample_order(&all));
+    out.push_str(&emulated_note(&all));
     out.push('\n');
     out.push_str(&report::text::run_summary(&compare::series(&all)));
     let failed = report::text::failures(&all);
@@ -182,6 +183,9 @@ fn load_sides(store: &dyn Store, base: &str, cur: &str, opts: &CompareArgs) -> R
             cs.len()
         );
     }
+    for (sel, side) in [(base, &bs), (cur, &cs)] {
+        one_accelerator(sel, side)?;
+    }
     let across = (base_cfg.is_some() || cur_cfg.is_some()) && base_cfg != cur_cfg;
     Ok(Sides {
         base_desc: describe(base, &b),
@@ -192,6 +196,35 @@ fn load_sides(store: &dyn Store, base: &str, cur: &str, opts: &CompareArgs) -> R
         cur_samples: cs,
         across,
     })
+}
+
+/// Refuse a side that pools samples made under different accelerators (TCG emulation and KVM):
+/// emulated numbers compare CPU paths only, and are no repetitions of hardware-virtualised ones.
+fn one_accelerator(sel: &str, side: &[SampleRecord]) -> Result<()> {
+    let mut accels: Vec<&str> = side
+        .iter()
+        .filter_map(|s| s.sample.facts.extra.get("vm_accel").map(String::as_str))
+        .collect();
+    accels.sort();
+    accels.dedup();
+    if accels.len() > 1 {
+        anyhow::bail!(
+            "{sel} pools guest samples made under {}: emulated (TCG) and hardware-virtualised \
+             (KVM) numbers are not repetitions of one measurement; select runs made under one \
+             accelerator (`fsdelta show` names each sample's vm_accel)",
+            accels.join(" and ")
+        );
+    }
+    Ok(())
+}
+
+/// The label of emulated (TCG) guest samples, once, when any of `samples` has it.
+fn emulated_note(samples: &[&SampleRecord]) -> String {
+    samples
+        .iter()
+        .find_map(|s| s.sample.facts.extra.get("emulated"))
+        .map(|label| format!("NOTE: guest samples {label}\n"))
+        .unwrap_or_default()
 }
 
 fn check_margins(margins: &Margins) -> Result<()> {
@@ -364,13 +397,25 @@ pub fn compare(
     let mut rows = judge_sides(&sides, opts, Methods::Auto)?;
     control(&mut rows, opts);
     let ctx = context_of(&sides);
-    write_stdout(&render(
+    let all: Vec<&SampleRecord> = sides
+        .base_samples
+        .iter()
+        .chain(&sides.cur_samples)
+        .collect();
+    // Text and markdown say it first; JSON carries it in each sample's facts.
+    let mut out = if opts.format == CompareFormat::Json {
+        String::new()
+    } else {
+        emulated_note(&all)
+    };
+    out.push_str(&render(
         &sides.base_desc,
         &sides.cur_desc,
         &rows,
         opts,
         Some(&ctx),
-    )?)?;
+    )?);
+    write_stdout(&out)?;
     Ok(exit_code(&rows, opts.bisect))
 }
 
@@ -523,4 +568,52 @@ pub fn export(db: &DbArg, sel: &str, format: ExportFormat, output: Option<&Path>
         None => write_stdout(&text)?,
     }
     Ok(EXIT_OK)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{NewSample, SampleStatus, TargetFacts};
+
+    fn guest(accel: &str) -> SampleRecord {
+        let mut facts = TargetFacts::default();
+        facts.extra.insert("vm_accel".into(), accel.into());
+        if accel == "tcg" {
+            facts
+                .extra
+                .insert("emulated".into(), crate::vm::EMULATED_LABEL.into());
+        }
+        SampleRecord {
+            id: 1,
+            run_id: 1,
+            sample: NewSample {
+                config: "k".into(),
+                test: "t".into(),
+                repetition: 1,
+                sequence: 1,
+                facts,
+                status: SampleStatus::Ok,
+                error: None,
+                started_at: chrono::Utc::now(),
+                duration_s: 1.0,
+                workload: String::new(),
+                metrics: vec![],
+                histograms: vec![],
+            },
+        }
+    }
+
+    #[test]
+    fn a_side_pooling_tcg_and_kvm_samples_is_refused_and_one_accelerator_passes() {
+        let e = one_accelerator("label:x", &[guest("tcg"), guest("kvm")]).unwrap_err();
+        assert!(e.to_string().contains("kvm and tcg"), "{e}");
+        one_accelerator("label:x", &[guest("tcg"), guest("tcg")]).unwrap();
+        let tcg = guest("tcg");
+        let note = emulated_note(&[&guest("kvm"), &tcg]);
+        assert!(
+            note.starts_with("NOTE: guest samples emulated: relative comparison"),
+            "{note}"
+        );
+        assert!(emulated_note(&[&guest("kvm")]).is_empty());
+    }
 }

@@ -111,6 +111,11 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE metrics ADD COLUMN headline BOOLEAN NOT NULL DEFAULT false;",
     // 4: each sample's position in its run (issue 12: the order is part of the evidence).
     "ALTER TABLE samples ADD COLUMN sequence BIGINT NOT NULL DEFAULT 0;",
+    // 5: the process that owns a run (issue 13), as in SQLite: a run whose fsdelta died is
+    // marked aborted by the next run or cleanup on the same host.
+    "ALTER TABLE runs ADD COLUMN owner_pid BIGINT;
+    ALTER TABLE runs ADD COLUMN owner_start_time BIGINT;
+    ALTER TABLE runs ADD COLUMN owner_host TEXT;",
 ];
 
 /// The newest store schema version this build writes (the SQLite store's numbering).
@@ -892,9 +897,11 @@ impl Store for PgStore {
                     return Ok(row.get(0));
                 }
             }
+            let owner = crate::target::state::Owner::current();
             Ok(c.query_one(
-                "INSERT INTO runs (label, suite, started_at, status, host, kernel, fsdelta_version, environment)
-                 VALUES ($1, $2, $3, 'running', $4, $5, $6, $7) RETURNING id",
+                "INSERT INTO runs (label, suite, started_at, status, host, kernel, fsdelta_version,
+                     environment, owner_pid, owner_start_time, owner_host)
+                 VALUES ($1, $2, $3, 'running', $4, $5, $6, $7, $8, $9, $10) RETURNING id",
                 &[
                     &run.label,
                     &run.suite,
@@ -903,6 +910,9 @@ impl Store for PgStore {
                     &run.environment.kernel_release,
                     &run.fsdelta_version,
                     &env,
+                    &(owner.pid as i64),
+                    &(owner.start_time as i64),
+                    &owner_host(),
                 ],
             )?
             .get(0))
@@ -943,6 +953,39 @@ impl Store for PgStore {
             )),
             e => e,
         })
+    }
+
+    fn abort_orphaned_runs(&mut self) -> Result<Vec<RunId>, StoreError> {
+        let host = owner_host();
+        let rows = self.with(|c, _| {
+            c.query(
+                "SELECT id, owner_pid, owner_start_time FROM runs
+                 WHERE status = 'running' AND owner_pid IS NOT NULL AND owner_host = $1",
+                &[&host],
+            )
+        })?;
+        let mut aborted = Vec::new();
+        for row in rows {
+            let (id, pid, start): (RunId, i64, i64) = (row.get(0), row.get(1), row.get(2));
+            let owner = crate::target::state::Owner {
+                pid: pid as u32,
+                start_time: start as u64,
+            };
+            if owner.is_alive() {
+                continue;
+            }
+            let n = self.with(|c, _| {
+                c.execute(
+                    "UPDATE runs SET status = 'aborted', finished_at = $1
+                     WHERE id = $2 AND status = 'running'",
+                    &[&Utc::now(), &id],
+                )
+            })?;
+            if n == 1 {
+                aborted.push(id);
+            }
+        }
+        Ok(aborted)
     }
 
     fn finish_run(
@@ -1152,6 +1195,14 @@ pub fn replace_dbname(url: &str, db: &str) -> String {
         Some(q) => format!("{base}/{db}?{q}"),
         None => format!("{base}/{db}"),
     }
+}
+
+/// The host name a run's owner is recorded with (the kernel's node name, as SQLite records it).
+fn owner_host() -> String {
+    rustix::system::uname()
+        .nodename()
+        .to_string_lossy()
+        .into_owned()
 }
 
 #[cfg(test)]
