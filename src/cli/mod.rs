@@ -111,6 +111,28 @@ pub struct CompareArgs {
     pub margins: MarginArgs,
 }
 
+impl CompareArgs {
+    /// The options of a comparison a run or an agent shows when it ends: text, headline and
+    /// changed metrics of `tests` (all when empty), with already resolved `margins`.
+    pub fn closing(tests: Vec<String>, margins: &crate::compare::verdict::Margins) -> CompareArgs {
+        CompareArgs {
+            format: CompareFormat::Text,
+            tests,
+            configs: vec![],
+            metrics: vec![],
+            all: false,
+            bisect: false,
+            margins: MarginArgs {
+                eps: Some(100.0 * margins.eps),
+                delta: Some(100.0 * margins.delta_throughput),
+                delta_tail: Some(100.0 * margins.delta_tail),
+                delta_max: Some(100.0 * margins.delta_max),
+                gate: GateChoice::Headline,
+            },
+        }
+    }
+}
+
 /// Which engine runs the fio, fs_mark and dbench tests.
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
 pub enum EngineChoice {

@@ -7,10 +7,7 @@
 //! loop over samples.
 
 use super::progress::{Progress, View};
-use super::{
-    CompareArgs, CompareFormat, EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, MarginArgs, OrderChoice,
-    RunArgs, query,
-};
+use super::{CompareArgs, EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, OrderChoice, RunArgs, query};
 use crate::compare;
 use crate::model::RunStatus;
 use crate::plan::{config, suite};
@@ -212,21 +209,8 @@ fn closing(
     args: &RunArgs,
     margins: &compare::verdict::Margins,
 ) -> Result<i32> {
-    let opts = CompareArgs {
-        format: CompareFormat::Text,
-        tests: args.tests.clone(),
-        configs: vec![],
-        metrics: vec![],
-        all: false,
-        bisect: false,
-        margins: MarginArgs {
-            eps: Some(100.0 * margins.eps),
-            delta: Some(100.0 * margins.delta_throughput),
-            delta_tail: Some(100.0 * margins.delta_tail),
-            delta_max: Some(100.0 * margins.delta_max),
-            gate: args.compare.gate,
-        },
-    };
+    let mut opts = CompareArgs::closing(args.tests.clone(), margins);
+    opts.margins.gate = args.compare.gate;
     match query::judge(store, base, cur, &opts) {
         Ok((bd, cd, rows)) => {
             println!();

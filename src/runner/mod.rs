@@ -413,6 +413,12 @@ impl Loop<'_> {
         if let Some(p) = self.profiler.as_mut() {
             p.store(self.store, sample_id, self.observer)?;
         }
+        self.stored_one(sample, of);
+        Ok(true)
+    }
+
+    /// A sample is stored: tell the observer and keep it for the summary.
+    fn stored_one(&mut self, sample: NewSample, of: u32) {
         self.observer.event(match sample.status {
             SampleStatus::Ok => Event::SampleEnded {
                 of,
@@ -425,7 +431,6 @@ impl Loop<'_> {
             },
         });
         self.stored.push(sample);
-        Ok(true)
     }
 
     /// The samples of one repetition in `schedule`'s order; a configuration with a kernel gets
@@ -560,18 +565,7 @@ impl Loop<'_> {
                 .insert("order".into(), self.plan.order.to_string());
             let (_, sample) = sample::store_sample(self.store, self.run_id, sample)
                 .map_err(store_err("storing a sample"))?;
-            self.observer.event(match sample.status {
-                SampleStatus::Ok => Event::SampleEnded {
-                    of,
-                    headline: headline(&sample),
-                    sample: Box::new(sample.clone()),
-                },
-                SampleStatus::Failed => Event::SampleFailed {
-                    of,
-                    sample: Box::new(sample.clone()),
-                },
-            });
-            self.stored.push(sample);
+            self.stored_one(sample, of);
         }
         Ok(true)
     }
