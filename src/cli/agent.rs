@@ -9,7 +9,7 @@
 //! SIGINT/SIGTERM stop the running sample, mark the partial run aborted and give the job back to
 //! the queue for another agent. This file must never loop over samples: that is the runner's.
 
-use super::{CompareArgs, DbArg, EXIT_INTERRUPTED, EXIT_OK, MarginArgs, query};
+use super::{DbArg, EXIT_INTERRUPTED, EXIT_OK, MarginArgs, query};
 use crate::compare::verdict::Verdict;
 use crate::model::{NewRun, NewSample, RunId, RunInfo, RunStatus, SampleRecord};
 use crate::plan::{config, suite, suitefile};
@@ -214,8 +214,11 @@ fn verdict(
     run: RunId,
     margins: &crate::compare::verdict::Margins,
 ) -> Result<String> {
-    let opts = CompareArgs::closing(vec![], margins);
-    let (_, _, rows) = query::judge(store, baseline, &run.to_string(), &opts)?;
+    let criteria = crate::compare::Criteria {
+        margins: *margins,
+        ..crate::compare::Criteria::default()
+    };
+    let (_, _, rows) = query::judge(store, baseline, &run.to_string(), &criteria)?;
     let n = |v: Verdict| rows.iter().filter(|j| j.comparison.verdict == v).count();
     let head = if n(Verdict::Regressed) > 0 {
         "REGRESSED"

@@ -112,6 +112,18 @@ pub struct CompareArgs {
 }
 
 impl CompareArgs {
+    /// What the comparison looks at and how it judges, resolved (no suite file here: typed
+    /// margins, else the defaults).
+    pub fn criteria(&self) -> crate::compare::Criteria {
+        crate::compare::Criteria {
+            tests: self.tests.clone(),
+            configs: self.configs.clone(),
+            metrics: self.metrics.clone(),
+            margins: self.margins.margins(),
+            gate: self.margins.gate.gate(),
+        }
+    }
+
     /// The options of a comparison a run or an agent shows when it ends: text, headline and
     /// changed metrics of `tests` (all when empty), with already resolved `margins`.
     pub fn closing(tests: Vec<String>, margins: &crate::compare::verdict::Margins) -> CompareArgs {

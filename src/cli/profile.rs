@@ -160,7 +160,7 @@ pub fn compare(db: &DbArg, base: &str, cur: &str, opts: &CompareArgs) -> Result<
         );
     }
     let store = store::open_read_only(&db.location())?;
-    let (bd, cd, rows) = query::judge(store.as_ref(), base, cur, opts)?;
+    let (bd, cd, rows) = query::judge(store.as_ref(), base, cur, &opts.criteria())?;
     let mut out = query::render_comparison(&bd, &cd, &rows, opts)?;
     let section = changed_profiles(store.as_ref(), base, cur, &rows)?;
     if opts.format == CompareFormat::Markdown {

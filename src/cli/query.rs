@@ -6,7 +6,7 @@ use super::{
     HistoryFormat,
 };
 use crate::compare::{
-    self,
+    self, Criteria,
     context::Context as SidesContext,
     verdict::{self, Margins, Methods, MetricClass, Verdict},
 };
@@ -154,12 +154,12 @@ pub(crate) struct Sides {
     pub across: bool,
 }
 
-fn load_sides(store: &dyn Store, base: &str, cur: &str, opts: &CompareArgs) -> Result<Sides> {
+fn load_sides(store: &dyn Store, base: &str, cur: &str, opts: &Criteria) -> Result<Sides> {
     let (base_sel, base_cfg) = split_config(base);
     let (cur_sel, cur_cfg) = split_config(cur);
     let b = load(store, base_sel)?;
     let c = load(store, cur_sel)?;
-    fn keep(opts: &CompareArgs, cfg: Option<&str>, s: &SampleRecord) -> bool {
+    fn keep(opts: &Criteria, cfg: Option<&str>, s: &SampleRecord) -> bool {
         (opts.tests.is_empty() || opts.tests.contains(&s.sample.test))
             && (opts.configs.is_empty() || opts.configs.contains(&s.sample.config))
             && cfg.is_none_or(|c| s.sample.config == c)
@@ -245,8 +245,8 @@ fn check_margins(margins: &Margins) -> Result<()> {
 }
 
 /// Per-metric verdicts of one pairing (no false discovery control yet).
-fn judge_sides(sides: &Sides, opts: &CompareArgs, methods: Methods) -> Result<Vec<Judged>> {
-    let margins: Margins = opts.margins.margins();
+fn judge_sides(sides: &Sides, opts: &Criteria, methods: Methods) -> Result<Vec<Judged>> {
+    let margins: Margins = opts.margins;
     check_margins(&margins)?;
     let bs: Vec<&SampleRecord> = sides.base_samples.iter().collect();
     let cs: Vec<&SampleRecord> = sides.cur_samples.iter().collect();
@@ -277,7 +277,7 @@ fn judge_sides(sides: &Sides, opts: &CompareArgs, methods: Methods) -> Result<Ve
 
 /// Benjamini-Hochberg per family (headline, secondary) over every row of a comparison, and
 /// which rows gate the exit code.
-fn control(rows: &mut [Judged], opts: &CompareArgs) {
+fn control(rows: &mut [Judged], opts: &Criteria) {
     let mut items: Vec<verdict::Judging<'_>> = rows
         .iter_mut()
         .map(|j| verdict::Judging {
@@ -286,7 +286,7 @@ fn control(rows: &mut [Judged], opts: &CompareArgs) {
             comparison: &mut j.comparison,
         })
         .collect();
-    verdict::judge_family(&mut items, opts.margins.gate.gate());
+    verdict::judge_family(&mut items, opts.gate);
 }
 
 /// Judge every paired metric of two selections (headline and secondary families under
@@ -295,7 +295,7 @@ pub fn judge(
     store: &dyn Store,
     base: &str,
     cur: &str,
-    opts: &CompareArgs,
+    opts: &Criteria,
 ) -> Result<(String, String, Vec<Judged>)> {
     let sides = load_sides(store, base, cur, opts)?;
     let mut rows = judge_sides(&sides, opts, Methods::Auto)?;
@@ -393,9 +393,10 @@ pub fn compare(
     if !more.is_empty() {
         return compare_many(store.as_ref(), base, cur, more, opts);
     }
-    let sides = load_sides(store.as_ref(), base, cur, opts)?;
-    let mut rows = judge_sides(&sides, opts, Methods::Auto)?;
-    control(&mut rows, opts);
+    let criteria = opts.criteria();
+    let sides = load_sides(store.as_ref(), base, cur, &criteria)?;
+    let mut rows = judge_sides(&sides, &criteria, Methods::Auto)?;
+    control(&mut rows, &criteria);
     let ctx = context_of(&sides);
     let all: Vec<&SampleRecord> = sides
         .base_samples
@@ -444,21 +445,22 @@ fn compare_many(
     more: &[String],
     opts: &CompareArgs,
 ) -> Result<i32> {
+    let criteria = opts.criteria();
     let mut all: Vec<Judged> = Vec::new();
     let mut spans = Vec::new();
     let mut descs = Vec::new();
     let mut contexts = Vec::new();
     let mut base_desc = String::new();
     for c in std::iter::once(cur).chain(more.iter().map(String::as_str)) {
-        let sides = load_sides(store, base, c, opts)?;
-        let rows = judge_sides(&sides, opts, Methods::WelchOnly)?;
+        let sides = load_sides(store, base, c, &criteria)?;
+        let rows = judge_sides(&sides, &criteria, Methods::WelchOnly)?;
         base_desc = sides.base_desc.clone();
         descs.push(sides.cur_desc.clone());
         contexts.push(context_of(&sides));
         spans.push(all.len()..all.len() + rows.len());
         all.extend(rows);
     }
-    control(&mut all, opts);
+    control(&mut all, &criteria);
     let code = exit_code(&all, opts.bisect);
     let sides: Vec<report::compare::SideRows<'_>> = spans
         .into_iter()

@@ -62,7 +62,7 @@ pub fn main(db: &DbArg, base: &str, cur: Option<&str>, args: &ReportArgs) -> Res
     let input = match cur {
         Some(cur) => {
             let opts = args.compare_args();
-            let (bd, cd, rows) = judge(store.as_ref(), base, cur, &opts)?;
+            let (bd, cd, rows) = judge(store.as_ref(), base, cur, &opts.criteria())?;
             let text_table = render_comparison(&bd, &cd, &rows, &opts)?;
             let b = load_side(store.as_ref(), base, args)?;
             let c = load_side(store.as_ref(), cur, args)?;

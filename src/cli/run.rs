@@ -209,9 +209,15 @@ fn closing(
     args: &RunArgs,
     margins: &compare::verdict::Margins,
 ) -> Result<i32> {
-    let mut opts = CompareArgs::closing(args.tests.clone(), margins);
-    opts.margins.gate = args.compare.gate;
-    match query::judge(store, base, cur, &opts) {
+    // Judged with the run's resolved margins; `opts` only says how to show it.
+    let criteria = compare::Criteria {
+        tests: args.tests.clone(),
+        margins: *margins,
+        gate: args.compare.gate.gate(),
+        ..compare::Criteria::default()
+    };
+    let opts = CompareArgs::closing(args.tests.clone(), margins);
+    match query::judge(store, base, cur, &criteria) {
         Ok((bd, cd, rows)) => {
             println!();
             if !gating {

@@ -19,6 +19,22 @@ use crate::model::{Direction, MetricKind, SampleStatus, Unit};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
+/// What a comparison looks at and how it judges, resolved once from the command line, a suite
+/// file or a fleet job: no caller's argument types reach the comparison.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Criteria {
+    /// Only these tests (all when empty).
+    pub tests: Vec<String>,
+    /// Only these configurations (all when empty).
+    pub configs: Vec<String>,
+    /// Only these metrics (all when empty).
+    pub metrics: Vec<String>,
+    /// The verdict margins, as fractions.
+    pub margins: verdict::Margins,
+    /// Which verdicts set the exit code.
+    pub gate: verdict::Gate,
+}
+
 /// Key of a metric series: configuration, test, metric name.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 pub struct SeriesKey {

@@ -257,9 +257,22 @@ impl SqliteStore {
         identify(&conn, &location)?;
         conn.busy_timeout(busy_timeout)
             .map_err(|e| open_err(e.to_string()))?;
-        let mode: String = conn
-            .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
-            .map_err(|e| open_err(format!("{e} (is this an SQLite database?)")))?;
+        // Switching a new database to WAL takes an exclusive lock, and SQLite answers "database
+        // is locked" at once (no busy handler) while a second fsdelta is creating the same new
+        // database: retry within the busy timeout.
+        let began = std::time::Instant::now();
+        let mode: String = loop {
+            match conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0)) {
+                Ok(m) => break m,
+                Err(rusqlite::Error::SqliteFailure(f, _))
+                    if f.code == rusqlite::ErrorCode::DatabaseBusy
+                        && began.elapsed() < busy_timeout =>
+                {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                Err(e) => return Err(open_err(format!("{e} (is this an SQLite database?)"))),
+            }
+        };
         if !mode.eq_ignore_ascii_case("wal") {
             return Err(open_err(format!(
                 "cannot switch to WAL journal mode (got '{mode}'); the filesystem may not support shared memory"
