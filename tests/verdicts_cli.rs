@@ -5,9 +5,9 @@
 
 mod common;
 
-use common::{fsdelta, is_root, require};
+use common::{Env, is_root, require};
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command};
 
 /// The tests of this file run one at a time: the CPU-hog test measures other processes' CPU
@@ -16,37 +16,6 @@ static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-struct Env {
-    dir: tempfile::TempDir,
-}
-
-impl Env {
-    fn new() -> Env {
-        Env {
-            dir: tempfile::tempdir_in("/var/tmp").unwrap(),
-        }
-    }
-    fn path(&self, name: &str) -> PathBuf {
-        self.dir.path().join(name)
-    }
-    fn write(&self, name: &str, text: &str) -> PathBuf {
-        let p = self.path(name);
-        fs::write(&p, text).unwrap();
-        p
-    }
-    fn cmd(&self) -> assert_cmd::Command {
-        let mut c = fsdelta(&self.path("r.sqlite"));
-        c.env("FSDELTA_STATE_FILE", self.path("state.json"));
-        c
-    }
-}
-
-impl Drop for Env {
-    fn drop(&mut self) {
-        let _ = self.cmd().arg("cleanup").output();
-    }
 }
 
 const TINY_SUITE: &str = r#"

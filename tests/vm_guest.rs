@@ -91,26 +91,7 @@ fn config_for(kernel: &Path, extra: &str) -> config::TargetConfig {
 }
 
 fn qemu_children() -> Vec<u32> {
-    let me = std::process::id();
-    let mut out = Vec::new();
-    for e in std::fs::read_dir("/proc").unwrap().filter_map(Result::ok) {
-        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            continue;
-        };
-        let rest = &stat[stat.rfind(')').unwrap_or(0) + 1..];
-        let ppid: u32 = rest
-            .split_whitespace()
-            .nth(1)
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(0);
-        if ppid == me && stat.contains("(qemu-system-x86") {
-            out.push(pid);
-        }
-    }
-    out
+    common::qemu_of(std::process::id())
 }
 
 fn assert_clean(scratch: &Path, state: &StateFile) {

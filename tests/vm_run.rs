@@ -127,29 +127,6 @@ fn vm_config(name: &str, kernel: &Path) -> String {
     )
 }
 
-/// qemu processes whose parent is `parent`.
-fn qemu_of(parent: u32) -> Vec<u32> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir("/proc").unwrap().filter_map(Result::ok) {
-        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            continue;
-        };
-        let rest = &stat[stat.rfind(')').unwrap_or(0) + 1..];
-        let ppid: u32 = rest
-            .split_whitespace()
-            .nth(1)
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(0);
-        if ppid == parent && stat.contains("(qemu-system-x86") {
-            out.push(pid);
-        }
-    }
-    out
-}
-
 fn alive(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
         !s[s.rfind(')').unwrap_or(0) + 1..]
@@ -275,7 +252,7 @@ fn interrupt_mid_boot(s: &Setup, signal: i32) -> (std::process::Child, u32) {
         .unwrap();
     let t0 = Instant::now();
     let qemu = loop {
-        if let Some(q) = qemu_of(child.id()).first() {
+        if let Some(q) = common::qemu_of(child.id()).first() {
             break *q;
         }
         assert!(t0.elapsed() < Duration::from_secs(60), "qemu never started");

@@ -59,3 +59,58 @@ impl Drop for Tmpfs {
             .status();
     }
 }
+
+/// A temporary directory with its own store and state file; `cleanup` runs when dropped.
+pub struct Env {
+    dir: tempfile::TempDir,
+}
+
+impl Env {
+    pub fn new() -> Env {
+        Env {
+            dir: tempfile::tempdir_in("/var/tmp").unwrap(),
+        }
+    }
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+    pub fn write(&self, name: &str, text: &str) -> PathBuf {
+        let p = self.path(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+    pub fn cmd(&self) -> Command {
+        let mut c = fsdelta(&self.path("r.sqlite"));
+        c.env("FSDELTA_STATE_FILE", self.path("state.json"));
+        c
+    }
+}
+
+impl Drop for Env {
+    fn drop(&mut self) {
+        let _ = self.cmd().arg("cleanup").output();
+    }
+}
+
+/// qemu processes whose parent is `parent`.
+pub fn qemu_of(parent: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().filter_map(Result::ok) {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        let rest = &stat[stat.rfind(')').unwrap_or(0) + 1..];
+        let ppid: u32 = rest
+            .split_whitespace()
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0);
+        if ppid == parent && stat.contains("(qemu-system-x86") {
+            out.push(pid);
+        }
+    }
+    out
+}
