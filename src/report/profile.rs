@@ -200,8 +200,9 @@ const HINT_GAINERS: usize = 3;
 /// Smallest gain, percentage points, that counts as a gainer.
 const HINT_MIN_GAIN: f64 = 1.0;
 
-/// A one-line hint when most of the gain of the top gainers (the [`HINT_GAINERS`] symbols whose
-/// share grew most, by at least [`HINT_MIN_GAIN`] points) falls in one [`Cause`].
+/// A one-line hint when the largest of the top gainers (the [`HINT_GAINERS`] symbols whose share
+/// grew most, by at least [`HINT_MIN_GAIN`] points) has a [`Cause`], or when most of their gain
+/// falls in one cause.
 pub fn hint(deltas: &[SymbolDelta]) -> Option<String> {
     let mut gainers: Vec<&SymbolDelta> = deltas
         .iter()
@@ -225,10 +226,20 @@ pub fn hint(deltas: &[SymbolDelta]) -> Option<String> {
             }
         }
     }
-    let (cause, share, names) = by_cause.into_iter().max_by(|a, b| a.1.total_cmp(&b.1))?;
-    if share * 2.0 < gained {
-        return None;
-    }
+    // The cause of the largest gainer speaks even when ordinary symbols share the rest of the
+    // gain (a whole-system profile spreads it over other processes' functions); otherwise the
+    // cause holding most of the gain does.
+    let top = Cause::of(&gainers[0].symbol);
+    let (cause, share, names) = match top {
+        Some(c) => by_cause.into_iter().find(|(k, _, _)| *k == c)?,
+        None => {
+            let best = by_cause.into_iter().max_by(|a, b| a.1.total_cmp(&b.1))?;
+            if best.1 * 2.0 < gained {
+                return None;
+            }
+            best
+        }
+    };
     Some(format!(
         "hint: the top gainers ({}, {:+.1} %) are {}",
         names.join(", "),
@@ -429,6 +440,36 @@ mod tests {
         let text = top_text("emptyfiles (scratch)", &base, 3);
         assert!(text.contains(" 60.0%  60.0%  [k]  btrfs_create"), "{text}");
         assert!(text.contains("more symbols"), "{text}");
+    }
+
+    #[test]
+    fn a_slow_path_as_top_gainer_gives_the_lock_hint_beside_ordinary_gainers() {
+        // The top gainer is rwsem_down_write_slowpath (+30 points); two ordinary symbols gain
+        // +25 and +20 points, more than it together, which the majority rule alone missed.
+        let base = profile(
+            "fsmark-0;entry_SYSCALL_64_[k];btrfs_create_[k] 900\n\
+             other;busy_loop 50\n\
+             other;crc32c_pcl_intel_update_[k] 50\n",
+        );
+        let cur = profile(
+            "fsmark-0;entry_SYSCALL_64_[k];btrfs_create_[k] 150\n\
+             fsmark-0;entry_SYSCALL_64_[k];down_write_[k];rwsem_down_write_slowpath_[k] 300\n\
+             other;busy_loop 300\n\
+             other;crc32c_pcl_intel_update_[k] 250\n",
+        );
+        let d = diff(&base, &cur);
+        let h = hint(&d).expect("a hint");
+        assert!(h.contains("lock slow paths"), "{h}");
+        assert!(h.contains("rwsem_down_write_slowpath"), "{h}");
+        assert!(h.contains("+30.0 %"), "{h}");
+        // An ordinary top gainer with a minority of lock gain stays quiet.
+        let cur2 = profile(
+            "fsmark-0;entry_SYSCALL_64_[k];btrfs_create_[k] 150\n\
+             fsmark-0;entry_SYSCALL_64_[k];down_write_[k];rwsem_down_write_slowpath_[k] 200\n\
+             other;busy_loop 400\n\
+             other;crc32c_pcl_intel_update_[k] 250\n",
+        );
+        assert_eq!(hint(&diff(&base, &cur2)), None);
     }
 
     #[test]
