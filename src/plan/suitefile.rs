@@ -319,10 +319,11 @@ pub fn parse(text: &str, file: &str) -> Result<Suite, SuiteFileError> {
                             terr("`metric` must be [[test.metric]] tables".into())
                         })?;
                         for k in m.keys() {
-                            if !["name", "regex", "json", "unit", "direction"].contains(&k.as_str())
+                            if !["name", "regex", "json", "unit", "direction", "required"]
+                                .contains(&k.as_str())
                             {
                                 return Err(terr(format!(
-                                    "unknown metric key '{k}' (a metric has name, regex or json, unit, direction)"
+                                    "unknown metric key '{k}' (a metric has name, regex or json, unit, direction, required)"
                                 )));
                             }
                         }
@@ -340,6 +341,12 @@ pub fn parse(text: &str, file: &str) -> Result<Suite, SuiteFileError> {
                                     "a metric has no `direction` (lower, higher or neutral)".into(),
                                 )
                             })?,
+                            required: match m.get("required") {
+                                None => false,
+                                Some(v) => v.as_bool().ok_or_else(|| {
+                                    terr("a metric's `required` must be true or false".into())
+                                })?,
+                            },
                         });
                     }
                 }
