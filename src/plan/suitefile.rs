@@ -22,6 +22,7 @@
 //! regex = 'launch took (\d+) ms'    # or json = "results.launch_ms"
 //! unit = "ms"
 //! direction = "lower"               # lower | higher | neutral
+//! # required = true                # without it a missing metric is only a warning
 //!
 //! [[test]]
 //! name = "tiny"
@@ -464,6 +465,26 @@ direct = true
             panic!()
         };
         assert_eq!((*size, *direct), (64 << 20, true));
+    }
+
+    #[test]
+    fn a_metric_may_be_required() {
+        let t = |req: &str| {
+            parse(
+                &format!(
+                    "[[test]]\nname='a'\nworkload='command'\ncommand='true'\n[[test.metric]]\nname='m'\nregex='(1)'\nunit='ms'\ndirection='lower'\n{req}"
+                ),
+                "s.toml",
+            )
+        };
+        let required = |s: Suite| match &s.tests[0].engine {
+            EngineSpec::Command { metrics, .. } => metrics[0].required,
+            _ => panic!(),
+        };
+        assert!(!required(t("").unwrap()));
+        assert!(required(t("required = true").unwrap()));
+        let e = t("required = 'yes'").unwrap_err().to_string();
+        assert!(e.contains("`required` must be true or false"), "{e}");
     }
 
     #[test]
