@@ -18,6 +18,10 @@ pub struct CommandMetricSpec {
     pub unit: String,
     /// `lower`, `higher` or `neutral`.
     pub direction: String,
+    /// A sample whose output lacks this metric fails (others are recorded as missing with a
+    /// warning, and the sample keeps the metrics that matched).
+    #[serde(default)]
+    pub required: bool,
 }
 
 /// How the copy test copies.

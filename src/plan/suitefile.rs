@@ -22,6 +22,7 @@
 //! regex = 'launch took (\d+) ms'    # or json = "results.launch_ms"
 //! unit = "ms"
 //! direction = "lower"               # lower | higher | neutral
+//! # required = true                # without it a missing metric is only a warning
 //!
 //! [[test]]
 //! name = "tiny"
@@ -319,10 +320,11 @@ pub fn parse(text: &str, file: &str) -> Result<Suite, SuiteFileError> {
                             terr("`metric` must be [[test.metric]] tables".into())
                         })?;
                         for k in m.keys() {
-                            if !["name", "regex", "json", "unit", "direction"].contains(&k.as_str())
+                            if !["name", "regex", "json", "unit", "direction", "required"]
+                                .contains(&k.as_str())
                             {
                                 return Err(terr(format!(
-                                    "unknown metric key '{k}' (a metric has name, regex or json, unit, direction)"
+                                    "unknown metric key '{k}' (a metric has name, regex or json, unit, direction, required)"
                                 )));
                             }
                         }
@@ -340,6 +342,12 @@ pub fn parse(text: &str, file: &str) -> Result<Suite, SuiteFileError> {
                                     "a metric has no `direction` (lower, higher or neutral)".into(),
                                 )
                             })?,
+                            required: match m.get("required") {
+                                None => false,
+                                Some(v) => v.as_bool().ok_or_else(|| {
+                                    terr("a metric's `required` must be true or false".into())
+                                })?,
+                            },
                         });
                     }
                 }
@@ -457,6 +465,26 @@ direct = true
             panic!()
         };
         assert_eq!((*size, *direct), (64 << 20, true));
+    }
+
+    #[test]
+    fn a_metric_may_be_required() {
+        let t = |req: &str| {
+            parse(
+                &format!(
+                    "[[test]]\nname='a'\nworkload='command'\ncommand='true'\n[[test.metric]]\nname='m'\nregex='(1)'\nunit='ms'\ndirection='lower'\n{req}"
+                ),
+                "s.toml",
+            )
+        };
+        let required = |s: Suite| match &s.tests[0].engine {
+            EngineSpec::Command { metrics, .. } => metrics[0].required,
+            _ => panic!(),
+        };
+        assert!(!required(t("").unwrap()));
+        assert!(required(t("required = true").unwrap()));
+        let e = t("required = 'yes'").unwrap_err().to_string();
+        assert!(e.contains("`required` must be true or false"), "{e}");
     }
 
     #[test]

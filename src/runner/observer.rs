@@ -126,4 +126,10 @@ impl ProgressSink for PhaseSink<'_> {
             what: what.to_string(),
         });
     }
+    fn warning(&self, what: &str) {
+        self.observer.event(Event::Warning(format!(
+            "{} / {}: {what}",
+            self.config, self.test
+        )));
+    }
 }

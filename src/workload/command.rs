@@ -7,8 +7,11 @@
 //! Why: filesystem developers measure with their own programs too; a suite entry
 //! (`workload = "command"`, `command = ...`, `[[test.metric]] name/regex/unit/direction`) turns any
 //! of them into samples that compare like the native engines'. A non-zero exit, a signal, a
-//! timeout or a declared metric missing from the output is a failed sample whose error keeps the
-//! command's stderr. This module must never run the command anywhere but the target directory,
+//! timeout or a declared `required = true` metric missing from the output is a failed sample whose
+//! error keeps the command's stderr and the start of its stdout. A metric not marked required that
+//! does not match (dd printing `GB/s` where the regex expects `MB/s`) is recorded as missing: a
+//! warning (the runner's Observer `Warning` event) names it with an excerpt of stdout, and the
+//! sample keeps the metrics that matched. This module must never run the command anywhere but the target directory,
 //! and must never leave its process group running (a cancel or timeout kills the whole group).
 
 use super::{Measurements, RunContext, Workload, WorkloadError};
@@ -41,6 +44,9 @@ pub struct CommandMetric {
     pub unit: Unit,
     /// Which way is better.
     pub direction: Direction,
+    /// When true, a sample whose output lacks it fails; otherwise it is recorded as missing (a
+    /// warning naming it, with an excerpt of stdout) and the sample keeps the metrics that matched.
+    pub required: bool,
 }
 
 impl CommandMetric {
@@ -84,7 +90,14 @@ impl CommandMetric {
             extract,
             unit,
             direction,
+            required: false,
         })
+    }
+
+    /// The same metric, required (a sample without it fails) or not.
+    pub fn required(mut self, required: bool) -> CommandMetric {
+        self.required = required;
+        self
     }
 }
 
@@ -235,6 +248,18 @@ fn tail(s: &str, max: usize) -> &str {
     &s[i..]
 }
 
+/// Keep the start of a long stdout (where a report's numbers usually begin).
+fn head(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut i = max;
+    while !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    &s[..i]
+}
+
 impl Workload for CommandWorkload {
     fn engine(&self) -> &'static str {
         "command"
@@ -329,14 +354,23 @@ impl Workload for CommandWorkload {
         // lines, --until-confident).
         let mut m = Measurements::default();
         for cm in &o.metrics {
-            let v = extract(cm, &stdout, &stderr).map_err(|e| {
-                fail(format!(
-                    "succeeded but metric '{}': {e}; stderr:\n{stderr_tail}",
-                    cm.name
-                ))
-            })?;
-            m.metrics
-                .push(Metric::new(cm.name.clone(), v, cm.unit, cm.direction).headline());
+            match extract(cm, &stdout, &stderr) {
+                Ok(v) => m
+                    .metrics
+                    .push(Metric::new(cm.name.clone(), v, cm.unit, cm.direction).headline()),
+                Err(e) if cm.required => {
+                    return Err(fail(format!(
+                        "succeeded but required metric '{}': {e}; stdout begins:\n{}\nstderr:\n{stderr_tail}",
+                        cm.name,
+                        head(&stdout, 400)
+                    )));
+                }
+                Err(e) => ctx.progress.warning(&format!(
+                    "metric '{}' is missing from this sample: {e}; stdout begins: {:?}",
+                    cm.name,
+                    head(&stdout, 200)
+                )),
+            }
         }
         m.metrics.push(Metric::new(
             "elapsed_s",
@@ -482,10 +516,68 @@ mod tests {
             e.contains("exited with status 3") && e.contains("disk on fire"),
             "{e}"
         );
-        let e = run("echo fine", vec![metric(Some(r"took (\d+)"), None)], None)
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("matched nothing"), "{e}");
+        let e = run(
+            "echo fine",
+            vec![metric(Some(r"took (\d+)"), None).required(true)],
+            None,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("required metric 'm'")
+                && e.contains("matched nothing")
+                && e.contains("fine"),
+            "{e}"
+        );
+    }
+
+    /// Records the warnings a workload gives.
+    struct Warnings(std::sync::Mutex<Vec<String>>);
+    impl crate::workload::ProgressSink for Warnings {
+        fn warning(&self, what: &str) {
+            self.0.lock().unwrap().push(what.to_string());
+        }
+    }
+
+    #[test]
+    fn a_second_regex_that_misses_keeps_the_first_metric() {
+        let d = tempfile::tempdir().unwrap();
+        let w = CommandWorkload::new(CommandOptions {
+            command: "echo 'copied 512 MB in 2 s, 1.2 GB/s'".into(),
+            metrics: vec![
+                CommandMetric::parse(
+                    "size_mb",
+                    Some(r"copied (\d+) MB"),
+                    None,
+                    "count",
+                    "neutral",
+                )
+                .unwrap(),
+                CommandMetric::parse("rate", Some(r"([0-9.]+) MB/s"), None, "MB/s", "higher")
+                    .unwrap(),
+            ],
+            timeout: None,
+        })
+        .unwrap();
+        let cancel = CancelToken::new();
+        let sink = Warnings(Default::default());
+        let m = w
+            .run(&RunContext {
+                dir: d.path(),
+                cancel: &cancel,
+                progress: &sink,
+            })
+            .unwrap();
+        let names: Vec<&str> = m.metrics.iter().map(|x| x.name.as_str()).collect();
+        assert_eq!(names, ["size_mb", "elapsed_s"]);
+        assert_eq!(m.metrics[0].value, 512.0);
+        let warned = sink.0.lock().unwrap();
+        assert_eq!(warned.len(), 1, "{warned:?}");
+        assert!(
+            warned[0].contains("metric 'rate'") && warned[0].contains("1.2 GB/s"),
+            "names the metric and shows stdout: {}",
+            warned[0]
+        );
     }
 
     #[test]

@@ -61,6 +61,9 @@ pub trait ProgressSink: Sync {
     fn fraction(&self, _done: f64) {}
     /// A short phase name ("iteration 2/3", "unlink").
     fn phase(&self, _what: &str) {}
+    /// Something the user should know that does not fail the sample (a metric missing from a
+    /// command's output).
+    fn warning(&self, _what: &str) {}
 }
 
 /// A progress sink that ignores everything.
@@ -301,6 +304,7 @@ pub fn build(spec: &EngineSpec) -> Result<Box<dyn Workload>, WorkloadError> {
                         &m.unit,
                         &m.direction,
                     )
+                    .map(|c| c.required(m.required))
                 })
                 .collect::<Result<Vec<_>, _>>()?;
             Ok(Box::new(command::CommandWorkload::new(
