@@ -9,6 +9,8 @@
 //! converts ticks with a rate calibrated once against `CLOCK_MONOTONIC`, as fio's
 //! `clocksource=cpu` does; elsewhere it is [`Nanos::now`]. [`fast_clock_check`] compares the two
 //! clocks again (call it at the end of a run) so that a drifting TSC is noticed, not trusted.
+//! `FSDELTA_CLOCKSOURCE=clock_gettime` forces `CLOCK_MONOTONIC` (fio's option name; the jobfile
+//! option itself is not parsed: the source is chosen automatically).
 //! It must never be used to compare points across processes: its origin is this process's
 //! calibration.
 
@@ -121,6 +123,9 @@ fn rdtsc() -> u64 {
 
 #[cfg(target_arch = "x86_64")]
 fn calibrate() -> Option<TscScale> {
+    if std::env::var("FSDELTA_CLOCKSOURCE").is_ok_and(|v| v == "clock_gettime") {
+        return None;
+    }
     let info = std::fs::read_to_string("/proc/cpuinfo").ok()?;
     if !tsc_invariant(&info) {
         return None;

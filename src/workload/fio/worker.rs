@@ -670,6 +670,14 @@ pub fn run_clone(setup: &CloneSetup<'_>) -> Result<ThreadStats, WorkloadError> {
         }
     }
     let end = Nanos::now();
+    // The end check of the calibrated clock (fio's clocksource=cpu checks it likewise).
+    let drift = crate::probe::clock::fast_clock_check();
+    if drift > 1_000 {
+        return Err(WorkloadError::InvalidOptions(format!(
+            "the TSC clock drifted {drift} ppm from CLOCK_MONOTONIC during the run, so its \
+             latencies cannot be trusted; rerun with FSDELTA_CLOCKSOURCE=clock_gettime"
+        )));
+    }
     let elapsed = end - clock.measured_from;
     for d in &mut st.dir {
         if d.io_bytes > 0 {
