@@ -3,6 +3,16 @@
 //! Why: fs_mark times with gettimeofday (microseconds, and it jumps with NTP); we read
 //! `clock_gettime(CLOCK_MONOTONIC)` so that latencies are nanoseconds and never go backwards.
 //! Must never allocate: it is called around every timed system call.
+//!
+//! [`fast_now`] is the clock of the per-I/O hot paths (fio's psync loop). Where the TSC is
+//! invariant (`constant_tsc` and `nonstop_tsc` in /proc/cpuinfo, x86_64), it reads `rdtsc` and
+//! converts ticks with a rate calibrated once against `CLOCK_MONOTONIC`, as fio's
+//! `clocksource=cpu` does; elsewhere it is [`Nanos::now`]. [`fast_clock_check`] compares the two
+//! clocks again (call it at the end of a run) so that a drifting TSC is noticed, not trusted.
+//! `FSDELTA_CLOCKSOURCE=clock_gettime` forces `CLOCK_MONOTONIC` (fio's option name; the jobfile
+//! option itself is not parsed: the source is chosen automatically).
+//! It must never be used to compare points across processes: its origin is this process's
+//! calibration.
 
 use serde::{Deserialize, Serialize};
 use std::ops::{Add, AddAssign, Sub};
@@ -38,6 +48,135 @@ impl Nanos {
     /// As whole microseconds (truncated), the unit fs_mark reports in.
     pub fn as_micros(self) -> u64 {
         self.0 / 1_000
+    }
+}
+
+/// Which clock [`fast_now`] reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ClockSource {
+    /// `clock_gettime(CLOCK_MONOTONIC)` (fio's `clocksource=clock_gettime`).
+    ClockGettime,
+    /// Calibrated `rdtsc` (fio's `clocksource=cpu`).
+    Cpu,
+}
+
+impl ClockSource {
+    /// fio's name for this clock source.
+    pub fn fio_name(self) -> &'static str {
+        match self {
+            ClockSource::ClockGettime => "clock_gettime",
+            ClockSource::Cpu => "cpu",
+        }
+    }
+}
+
+/// Fixed-point shift of [`TscScale::mult`].
+const TSC_SHIFT: u32 = 32;
+
+/// A TSC calibration: `ns = mono0 + ((tsc - tsc0) * mult) >> TSC_SHIFT`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TscScale {
+    /// TSC reading at the calibration origin.
+    pub tsc0: u64,
+    /// CLOCK_MONOTONIC nanoseconds at the calibration origin.
+    pub mono0: u64,
+    /// Nanoseconds per tick, shifted left by 32.
+    pub mult: u64,
+}
+
+impl TscScale {
+    /// The scale from two simultaneous (tsc, monotonic ns) pairs; `None` if they do not advance.
+    pub fn from_pairs(a: (u64, u64), b: (u64, u64)) -> Option<TscScale> {
+        let dt = b.0.checked_sub(a.0).filter(|d| *d > 0)?;
+        let dn = b.1.checked_sub(a.1).filter(|d| *d > 0)?;
+        let mult = ((dn as u128) << TSC_SHIFT) / dt as u128;
+        Some(TscScale {
+            tsc0: a.0,
+            mono0: a.1,
+            mult: u64::try_from(mult).ok()?,
+        })
+    }
+
+    /// The monotonic nanoseconds of a TSC reading.
+    #[inline]
+    pub fn to_nanos(&self, tsc: u64) -> Nanos {
+        let d = tsc.wrapping_sub(self.tsc0) as u128;
+        Nanos(self.mono0 + ((d * self.mult as u128) >> TSC_SHIFT) as u64)
+    }
+}
+
+/// Whether /proc/cpuinfo text says the TSC is invariant (rate constant, not stopped in idle).
+pub fn tsc_invariant(cpuinfo: &str) -> bool {
+    cpuinfo.lines().filter(|l| l.starts_with("flags")).all(|l| {
+        let mut f = l.split_whitespace();
+        let flags: Vec<&str> = f.by_ref().collect();
+        flags.contains(&"constant_tsc") && flags.contains(&"nonstop_tsc")
+    }) && cpuinfo.lines().any(|l| l.starts_with("flags"))
+}
+
+#[cfg(target_arch = "x86_64")]
+#[inline]
+fn rdtsc() -> u64 {
+    // SAFETY: rdtsc has no memory effects; every x86_64 CPU implements it.
+    unsafe { core::arch::x86_64::_rdtsc() }
+}
+
+#[cfg(target_arch = "x86_64")]
+fn calibrate() -> Option<TscScale> {
+    if std::env::var("FSDELTA_CLOCKSOURCE").is_ok_and(|v| v == "clock_gettime") {
+        return None;
+    }
+    let info = std::fs::read_to_string("/proc/cpuinfo").ok()?;
+    if !tsc_invariant(&info) {
+        return None;
+    }
+    let a = (rdtsc(), Nanos::now().0);
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let b = (rdtsc(), Nanos::now().0);
+    let scale = TscScale::from_pairs(a, b)?;
+    // A second short check: the scale must predict the monotonic clock within 0.1 %.
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    let (t, m) = (rdtsc(), Nanos::now().0);
+    let err = (scale.to_nanos(t).0 as i128 - m as i128).unsigned_abs();
+    (err * 1000 <= (m - a.1) as u128).then_some(scale)
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn calibrate() -> Option<TscScale> {
+    None
+}
+
+static TSC: std::sync::OnceLock<Option<TscScale>> = std::sync::OnceLock::new();
+
+/// Calibrate the fast clock now (about 25 ms, once per process) and say which clock it reads.
+/// Call it before a timed phase so that the calibration is not inside the measurement.
+pub fn fast_clock_source() -> ClockSource {
+    match TSC.get_or_init(calibrate) {
+        Some(_) => ClockSource::Cpu,
+        None => ClockSource::ClockGettime,
+    }
+}
+
+/// Now, on the fast clock: calibrated rdtsc where the TSC is invariant, else `CLOCK_MONOTONIC`.
+#[inline]
+pub fn fast_now() -> Nanos {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(Some(s)) = TSC.get() {
+        return s.to_nanos(rdtsc());
+    }
+    Nanos::now()
+}
+
+/// The fast clock's distance from `CLOCK_MONOTONIC` now, in parts per million of the time
+/// since calibration (0 when the fast clock is `CLOCK_MONOTONIC`).
+pub fn fast_clock_check() -> u64 {
+    let (f, m) = (fast_now().0, Nanos::now().0);
+    match TSC.get() {
+        Some(Some(s)) if m > s.mono0 => {
+            let err = (f as i128 - m as i128).unsigned_abs();
+            (err * 1_000_000 / (m - s.mono0) as u128) as u64
+        }
+        _ => 0,
     }
 }
 
@@ -82,5 +221,55 @@ mod tests {
         assert!(b > a);
         assert!((b - a).0 >= 2_000_000);
         assert_eq!((a - b), Nanos::ZERO);
+    }
+
+    #[test]
+    fn invariant_tsc_needs_both_flags_on_every_cpu() {
+        let both = "flags\t: fpu tsc constant_tsc nonstop_tsc\n";
+        assert!(tsc_invariant(&format!("{both}{both}")));
+        assert!(!tsc_invariant("flags\t: fpu constant_tsc\n"));
+        assert!(!tsc_invariant(&format!("{both}flags\t: fpu nonstop_tsc\n")));
+        assert!(!tsc_invariant("processor : 0\n"));
+    }
+
+    #[test]
+    fn tsc_scale_converts_ticks_to_nanoseconds() {
+        // 2.5 GHz: 2.5 ticks per ns; one second of ticks after the origin.
+        let s = TscScale::from_pairs((1_000, 7_000), (2_500_001_000, 1_000_007_000)).unwrap();
+        assert_eq!(s.to_nanos(1_000), Nanos(7_000));
+        let ns = s.to_nanos(1_000 + 2_500_000_000).0;
+        assert!(ns.abs_diff(1_000_007_000) <= 1, "{ns}");
+        assert_eq!(TscScale::from_pairs((5, 5), (5, 9)), None);
+    }
+
+    /// fio's documented percentile error: 64 buckets per power of two, each reported by its
+    /// midpoint (within 1/128 of the true value), so the same durations seen by two clocks may
+    /// land one bucket apart: at most 1/64. Latencies read through a TSC scale that
+    /// is off by 500 ppm (ten times what calibration accepts) must give percentiles within
+    /// that error of the exact CLOCK_MONOTONIC durations. Fed known durations, not timings.
+    #[test]
+    fn tsc_percentiles_within_fio_bucket_error_of_monotonic() {
+        use crate::probe::histogram::Histogram;
+        let ghz = 3.0_f64;
+        let skew = 1.0005;
+        let s = TscScale::from_pairs((0, 0), ((ghz * 1e9 * skew) as u64, 1_000_000_000)).unwrap();
+        let (mut mono, mut tsc) = (Histogram::new(), Histogram::new());
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut t_tsc = 1_000_000u64;
+        for _ in 0..100_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let d = 200 + x % 2_000_000; // 200 ns to 2 ms
+            mono.record(d);
+            let start = s.to_nanos(t_tsc);
+            t_tsc += (d as f64 * ghz) as u64;
+            tsc.record((s.to_nanos(t_tsc) - start).0);
+        }
+        for p in [1.0, 50.0, 90.0, 99.0, 99.9, 99.99] {
+            let (a, b) = (mono.percentile(p).unwrap(), tsc.percentile(p).unwrap());
+            let err = a.abs_diff(b) as f64 / a as f64;
+            assert!(err <= 1.0 / 64.0, "p{p}: monotonic {a} tsc {b} err {err}");
+        }
     }
 }

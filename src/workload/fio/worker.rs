@@ -18,6 +18,7 @@ use super::stats::{READ, ThreadStats, WRITE};
 use super::verify;
 use crate::plan::jobfile::{FileService, IoEngine, JobSpec, RandomDistribution, RandomGenerator};
 use crate::probe::clock::Nanos;
+use crate::probe::clock::fast_now;
 use crate::workload::{CancelToken, WorkloadError};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::path::Path;
@@ -616,6 +617,8 @@ pub fn run_clone(setup: &CloneSetup<'_>) -> Result<ThreadStats, WorkloadError> {
         }
     }
     let mut st = ThreadStats::default();
+    // Calibrate the psync loop's clock (rdtsc where invariant) before the clock starts.
+    crate::probe::clock::fast_clock_source();
     let mut clock = Clock::new(job);
     let mut ru0 = super::stats::Rusage::thread();
     let result = match job.ioengine {
@@ -667,6 +670,14 @@ pub fn run_clone(setup: &CloneSetup<'_>) -> Result<ThreadStats, WorkloadError> {
         }
     }
     let end = Nanos::now();
+    // The end check of the calibrated clock (fio's clocksource=cpu checks it likewise).
+    let drift = crate::probe::clock::fast_clock_check();
+    if drift > 1_000 {
+        return Err(WorkloadError::InvalidOptions(format!(
+            "the TSC clock drifted {drift} ppm from CLOCK_MONOTONIC during the run, so its \
+             latencies cannot be trusted; rerun with FSDELTA_CLOCKSOURCE=clock_gettime"
+        )));
+    }
     let elapsed = end - clock.measured_from;
     for d in &mut st.dir {
         if d.io_bytes > 0 {
@@ -1002,12 +1013,12 @@ fn run_sync(
         if io.ddir == WRITE && job.verify {
             verify::stamp(data, io.offset, verify_interval(job));
         }
-        let start = Nanos::now();
+        let start = fast_now();
         // fio stamps start before the write buffer is scrambled and issue just before the
         // call; for a read nothing happens in between, so one clock reading serves both.
         let issue = if io.ddir == WRITE && policy.scramble {
             scramble(data, io.offset, start);
-            Nanos::now()
+            fast_now()
         } else {
             start
         };
@@ -1036,7 +1047,7 @@ fn run_sync(
                 }
             }
         }
-        let end = Nanos::now();
+        let end = fast_now();
         let d = &mut st.dir[io.ddir];
         let clat = (end - issue).0;
         if !job.disable_clat {
