@@ -329,6 +329,31 @@ fn metric_points_are_one_test_and_metric_of_ok_samples_in_run_order(b: &dyn Back
     assert_eq!(p[0].metric.unit, Unit::FilesPerSec);
 }
 
+/// Every new run gets its own version-4 UUID, kept across reopening; unknown runs have none.
+fn runs_carry_distinct_uuids(b: &dyn Backend) {
+    let mut s = b.open();
+    let a = s.create_run(&new_run("a", "h")).unwrap();
+    let c = s.create_run(&new_run("c", "h")).unwrap();
+    let ua = s.run_uuid(a).unwrap().expect("a run has a UUID");
+    let uc = s.run_uuid(c).unwrap().expect("a run has a UUID");
+    assert_ne!(ua, uc);
+    for u in [&ua, &uc] {
+        let parts: Vec<&str> = u.split('-').collect();
+        let lens: Vec<usize> = parts.iter().map(|p| p.len()).collect();
+        assert_eq!(lens, vec![8, 4, 4, 4, 12], "{u}");
+        assert!(parts[2].starts_with('4'), "{u}");
+        assert!("89ab".contains(&parts[3][..1]), "{u}");
+        assert!(
+            u.chars()
+                .all(|ch| ch == '-' || ch.is_ascii_hexdigit() && !ch.is_ascii_uppercase())
+        );
+    }
+    drop(s);
+    let s = b.open();
+    assert_eq!(s.run_uuid(a).unwrap(), Some(ua));
+    assert_eq!(s.run_uuid(c + 1000).unwrap(), None);
+}
+
 macro_rules! on_both_backends {
     ($($name:ident),* $(,)?) => {
         $(
@@ -357,6 +382,7 @@ on_both_backends!(
     reopening_keeps_data,
     concurrent_writers_lose_nothing,
     metric_points_are_one_test_and_metric_of_ok_samples_in_run_order,
+    runs_carry_distinct_uuids,
 );
 
 // ---- PostgreSQL only: what SQLite has no counterpart for.

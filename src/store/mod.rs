@@ -121,6 +121,12 @@ pub trait Store: Send {
         Ok(out)
     }
 
+    /// The UUID of a run (schema 6): the same in every store the run is copied to. `None` for
+    /// a run this store does not hold, and for stores that keep no UUIDs (in-memory).
+    fn run_uuid(&self, _id: RunId) -> Result<Option<String>, StoreError> {
+        Ok(None)
+    }
+
     /// Mark `running` runs whose owning process is gone as `aborted` and return their ids (for
     /// `run` and `cleanup` to say so). Backends that record no owner abort nothing.
     fn abort_orphaned_runs(&mut self) -> Result<Vec<RunId>, StoreError> {
@@ -167,6 +173,22 @@ pub trait Store: Send {
         }
         Ok(found)
     }
+}
+
+/// A new random (version 4) UUID for a run, in its usual text form.
+pub(crate) fn new_run_uuid() -> String {
+    let mut b: [u8; 16] = rand::random();
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
+    format!(
+        "{}-{}-{}-{}-{}",
+        &h[0..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..32]
+    )
 }
 
 /// Where the store lives when neither `--db` nor `FSDELTA_DB` says:

@@ -116,6 +116,10 @@ const MIGRATIONS: &[&str] = &[
     "ALTER TABLE runs ADD COLUMN owner_pid BIGINT;
     ALTER TABLE runs ADD COLUMN owner_start_time BIGINT;
     ALTER TABLE runs ADD COLUMN owner_host TEXT;",
+    // 6: a run's UUID (issue 15), as in SQLite; existing runs get a random one here.
+    "ALTER TABLE runs ADD COLUMN uuid TEXT;
+    UPDATE runs SET uuid = gen_random_uuid()::text;
+    CREATE UNIQUE INDEX runs_uuid ON runs (uuid);",
 ];
 
 /// The newest store schema version this build writes (the SQLite store's numbering).
@@ -900,8 +904,8 @@ impl Store for PgStore {
             let owner = crate::target::state::Owner::current();
             Ok(c.query_one(
                 "INSERT INTO runs (label, suite, started_at, status, host, kernel, fsdelta_version,
-                     environment, owner_pid, owner_start_time, owner_host)
-                 VALUES ($1, $2, $3, 'running', $4, $5, $6, $7, $8, $9, $10) RETURNING id",
+                     environment, owner_pid, owner_start_time, owner_host, uuid)
+                 VALUES ($1, $2, $3, 'running', $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id",
                 &[
                     &run.label,
                     &run.suite,
@@ -913,6 +917,7 @@ impl Store for PgStore {
                     &(owner.pid as i64),
                     &(owner.start_time as i64),
                     &owner_host(),
+                    &super::new_run_uuid(),
                 ],
             )?
             .get(0))
@@ -1130,6 +1135,11 @@ impl Store for PgStore {
             format: r.get(0),
             data: r.get(1),
         }))
+    }
+
+    fn run_uuid(&self, id: RunId) -> Result<Option<String>, StoreError> {
+        let row = self.with(|c, _| c.query_opt("SELECT uuid FROM runs WHERE id = $1", &[&id]))?;
+        Ok(row.and_then(|r| r.get::<_, Option<String>>(0)))
     }
 }
 

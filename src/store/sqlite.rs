@@ -124,6 +124,15 @@ const MIGRATIONS: &[&str] = &[
     "ALTER TABLE runs ADD COLUMN owner_pid INTEGER;
     ALTER TABLE runs ADD COLUMN owner_start_time INTEGER;
     ALTER TABLE runs ADD COLUMN owner_host TEXT;",
+    // 6: a run's UUID (issue 15), the same in every store a run is copied to, so that copying
+    // runs between stores can tell which the destination already holds. Existing runs get a
+    // random version-4 UUID here.
+    "ALTER TABLE runs ADD COLUMN uuid TEXT;
+    UPDATE runs SET uuid = lower(hex(randomblob(4))) || '-' || lower(hex(randomblob(2))) || '-4'
+        || substr(lower(hex(randomblob(2))), 2) || '-'
+        || substr('89ab', 1 + (abs(random()) % 4), 1) || substr(lower(hex(randomblob(2))), 2)
+        || '-' || lower(hex(randomblob(6)));
+    CREATE UNIQUE INDEX runs_uuid ON runs (uuid);",
 ];
 
 /// The newest schema version this build writes.
@@ -510,8 +519,8 @@ impl Store for SqliteStore {
         let owner = crate::target::state::Owner::current();
         tx.execute(
             "INSERT INTO runs (label, suite, started_at, status, host, kernel, fsdelta_version, environment,
-                 owner_pid, owner_start_time, owner_host)
-             VALUES (?1, ?2, ?3, 'running', ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                 owner_pid, owner_start_time, owner_host, uuid)
+             VALUES (?1, ?2, ?3, 'running', ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
             params![
                 run.label,
                 run.suite,
@@ -522,7 +531,8 @@ impl Store for SqliteStore {
                 env,
                 owner.pid,
                 owner.start_time as i64,
-                this_host()
+                this_host(),
+                super::new_run_uuid()
             ],
         )
         .map_err(backend)?;
@@ -867,6 +877,16 @@ impl Store for SqliteStore {
                 },
             )
             .optional()
+            .map_err(backend)
+    }
+
+    fn run_uuid(&self, id: RunId) -> Result<Option<String>, StoreError> {
+        self.conn
+            .query_row("SELECT uuid FROM runs WHERE id = ?1", params![id], |r| {
+                r.get::<_, Option<String>>(0)
+            })
+            .optional()
+            .map(Option::flatten)
             .map_err(backend)
     }
 
@@ -1315,9 +1335,17 @@ mod tests {
             .query_row("PRAGMA user_version", [], |r| r.get(0))
             .unwrap();
         assert_eq!(version, SCHEMA_VERSION);
-        assert_eq!(SCHEMA_VERSION, 5);
+        assert_eq!(SCHEMA_VERSION, 6);
         let old = s.runs(&RunFilter::default()).unwrap();
         assert_eq!(old.len(), 1);
+        // Migration 6 gave the old run a version-4 UUID.
+        let u = s
+            .run_uuid(old[0].id)
+            .unwrap()
+            .expect("migrated run has a UUID");
+        assert_eq!(u.len(), 36, "{u}");
+        assert_eq!(&u[14..15], "4", "{u}");
+        assert!("89ab".contains(&u[19..20]), "{u}");
         assert_eq!(old[0].label, "old");
         let id = s.add_sample(old[0].id, &sample("t", 1, 1.0)).unwrap();
         let p = StoredProfile {
