@@ -557,6 +557,37 @@ pub struct SampleRecord {
 }
 
 impl SampleRecord {
+    /// A successful sample's record holding only its metrics (no facts, histograms, times):
+    /// what [`crate::store::Store::sample_metrics`] returns.
+    pub fn metrics_only(
+        id: SampleId,
+        run_id: RunId,
+        config: String,
+        test: String,
+        repetition: u32,
+        sequence: u32,
+        metrics: Vec<Metric>,
+    ) -> SampleRecord {
+        SampleRecord {
+            id,
+            run_id,
+            sample: NewSample {
+                config,
+                test,
+                repetition,
+                sequence,
+                facts: TargetFacts::default(),
+                status: SampleStatus::Ok,
+                error: None,
+                started_at: DateTime::<Utc>::MIN_UTC,
+                duration_s: 0.0,
+                workload: String::new(),
+                metrics,
+                histograms: Vec::new(),
+            },
+        }
+    }
+
     /// A record holding only the value of `p` (a successful sample of `test` with one metric):
     /// what a history needs of a sample.
     pub fn of_point(p: &MetricPoint, test: &str) -> SampleRecord {

@@ -329,6 +329,48 @@ fn metric_points_are_one_test_and_metric_of_ok_samples_in_run_order(b: &dyn Back
     assert_eq!(p[0].metric.unit, Unit::FilesPerSec);
 }
 
+/// `sample_metrics` of some runs is what `samples` gives of them, ok samples only, with facts,
+/// histograms and times left out, in run order then sample order; other runs are not read.
+fn sample_metrics_are_the_ok_samples_of_the_runs_asked(b: &dyn Backend) {
+    let mut s = b.open();
+    let a = s.create_run(&new_run("a", "h")).unwrap();
+    s.add_sample(a, &sample("emptyfiles", 1, 10.0)).unwrap();
+    let mut failed = sample("emptyfiles", 2, 99.0);
+    failed.status = SampleStatus::Failed;
+    s.add_sample(a, &failed).unwrap();
+    s.add_sample(a, &sample("smallfiles", 1, 20.0)).unwrap();
+    let skipped = s.create_run(&new_run("skipped", "h")).unwrap();
+    s.add_sample(skipped, &sample("emptyfiles", 1, 50.0))
+        .unwrap();
+    let c = s.create_run(&new_run("c", "h")).unwrap();
+    s.add_sample(c, &sample("emptyfiles", 1, 12.0)).unwrap();
+    // Asked out of order and twice: answered once each, in run order.
+    let got = s.sample_metrics(&[c, a, c]).unwrap();
+    let mut want = Vec::new();
+    for r in [a, c] {
+        for rec in s.samples(r).unwrap() {
+            if rec.sample.status == SampleStatus::Ok {
+                want.push(rec);
+            }
+        }
+    }
+    assert_eq!(got.len(), 3);
+    for (g, w) in got.iter().zip(&want) {
+        assert_eq!((g.id, g.run_id), (w.id, w.run_id));
+        assert_eq!(
+            (&g.sample.config, &g.sample.test, g.sample.repetition),
+            (&w.sample.config, &w.sample.test, w.sample.repetition)
+        );
+        assert_eq!(g.sample.sequence, w.sample.sequence);
+        assert_eq!(
+            g.sample.metrics, w.sample.metrics,
+            "same metrics, same order"
+        );
+        assert!(g.sample.histograms.is_empty());
+    }
+    assert!(s.sample_metrics(&[]).unwrap().is_empty());
+}
+
 /// Every new run gets its own version-4 UUID, kept across reopening; unknown runs have none.
 fn runs_carry_distinct_uuids(b: &dyn Backend) {
     let mut s = b.open();
@@ -383,6 +425,7 @@ on_both_backends!(
     concurrent_writers_lose_nothing,
     metric_points_are_one_test_and_metric_of_ok_samples_in_run_order,
     runs_carry_distinct_uuids,
+    sample_metrics_are_the_ok_samples_of_the_runs_asked,
 );
 
 // ---- PostgreSQL only: what SQLite has no counterpart for.

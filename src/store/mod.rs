@@ -121,6 +121,32 @@ pub trait Store: Send {
         Ok(out)
     }
 
+    /// The successful samples of `runs` with their metrics only (no facts, histograms or
+    /// profiles), in run order then sample order: what a report's histories over hundreds of
+    /// runs read. Backends answer it with one query; this default reads every sample.
+    fn sample_metrics(&self, runs: &[RunId]) -> Result<Vec<SampleRecord>, StoreError> {
+        let mut ids = runs.to_vec();
+        ids.sort_unstable();
+        ids.dedup();
+        let mut out = Vec::new();
+        for r in ids {
+            for s in self.samples(r)? {
+                if s.sample.status == crate::model::SampleStatus::Ok {
+                    out.push(SampleRecord::metrics_only(
+                        s.id,
+                        s.run_id,
+                        s.sample.config,
+                        s.sample.test,
+                        s.sample.repetition,
+                        s.sample.sequence,
+                        s.sample.metrics,
+                    ));
+                }
+            }
+        }
+        Ok(out)
+    }
+
     /// The UUID of a run (schema 6): the same in every store the run is copied to. `None` for
     /// a run this store does not hold, and for stores that keep no UUIDs (in-memory).
     fn run_uuid(&self, _id: RunId) -> Result<Option<String>, StoreError> {

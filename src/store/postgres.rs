@@ -1096,6 +1096,57 @@ impl Store for PgStore {
             .collect()
     }
 
+    fn sample_metrics(&self, runs: &[RunId]) -> Result<Vec<SampleRecord>, StoreError> {
+        let mut ids = runs.to_vec();
+        ids.sort_unstable();
+        ids.dedup();
+        let rows = self.with(|c, _| {
+            c.query(
+                "SELECT s.id, s.run_id, s.config, s.test, s.repetition, s.sequence,
+                        m.name, m.value, m.unit, m.direction, m.kind, m.headline
+                 FROM samples s JOIN metrics m ON m.sample_id = s.id
+                 WHERE s.run_id = ANY($1) AND s.status = 'ok'
+                 ORDER BY s.run_id, s.id, m.position",
+                &[&ids],
+            )
+        })?;
+        let mut out: Vec<SampleRecord> = Vec::new();
+        for r in &rows {
+            let sid: i64 = r.get(0);
+            if out.last().is_none_or(|l| l.id != sid) {
+                out.push(SampleRecord::metrics_only(
+                    sid,
+                    r.get(1),
+                    r.get(2),
+                    r.get(3),
+                    r.get::<_, i64>(4) as u32,
+                    r.get::<_, i64>(5) as u32,
+                    Vec::new(),
+                ));
+            }
+            let name: String = r.get(6);
+            let unit: &str = r.get(8);
+            let dir: &str = r.get(9);
+            let direction = dir.parse::<Direction>().map_err(corrupt)?;
+            let kind = match r.get::<_, Option<&str>>(10) {
+                Some(k) => k.parse::<MetricKind>().map_err(corrupt)?,
+                None => Metric::legacy_kind(&name, direction),
+            };
+            let metric = Metric {
+                value: r.get(7),
+                unit: unit.parse::<Unit>().map_err(corrupt)?,
+                name,
+                direction,
+                kind,
+                headline: r.get(11),
+            };
+            if let Some(l) = out.last_mut() {
+                l.sample.metrics.push(metric);
+            }
+        }
+        Ok(out)
+    }
+
     fn add_profile(&mut self, sample: SampleId, profile: &StoredProfile) -> Result<(), StoreError> {
         let mut first = true;
         self.with(|c, retry| {

@@ -936,6 +936,64 @@ impl Store for SqliteStore {
         }
         Ok(out)
     }
+
+    fn sample_metrics(&self, runs: &[RunId]) -> Result<Vec<SampleRecord>, StoreError> {
+        let mut ids = runs.to_vec();
+        ids.sort_unstable();
+        ids.dedup();
+        let mut out: Vec<SampleRecord> = Vec::new();
+        // In chunks, well below SQLite's limit on bound parameters.
+        for chunk in ids.chunks(500) {
+            let marks = vec!["?"; chunk.len()].join(",");
+            let mut stmt = self
+                .conn
+                .prepare(&format!(
+                    "SELECT s.id, s.run_id, s.config, s.test, s.repetition, s.sequence,
+                            m.name, m.value, m.unit, m.direction, m.kind, m.headline
+                     FROM samples s JOIN metrics m ON m.sample_id = s.id
+                     WHERE s.run_id IN ({marks}) AND s.status = 'ok'
+                     ORDER BY s.run_id, s.id, m.rowid"
+                ))
+                .map_err(backend)?;
+            let mut rows = stmt
+                .query(rusqlite::params_from_iter(chunk.iter()))
+                .map_err(backend)?;
+            while let Some(r) = rows.next().map_err(backend)? {
+                let sid: i64 = r.get(0).map_err(backend)?;
+                if out.last().is_none_or(|l| l.id != sid) {
+                    out.push(SampleRecord::metrics_only(
+                        sid,
+                        r.get(1).map_err(backend)?,
+                        r.get(2).map_err(backend)?,
+                        r.get(3).map_err(backend)?,
+                        r.get(4).map_err(backend)?,
+                        r.get(5).map_err(backend)?,
+                        Vec::new(),
+                    ));
+                }
+                let name: String = r.get(6).map_err(backend)?;
+                let unit: String = r.get(8).map_err(backend)?;
+                let dir: String = r.get(9).map_err(backend)?;
+                let direction = dir.parse::<Direction>().map_err(corrupt)?;
+                let kind = match r.get::<_, Option<String>>(10).map_err(backend)? {
+                    Some(k) => k.parse::<MetricKind>().map_err(corrupt)?,
+                    None => Metric::legacy_kind(&name, direction),
+                };
+                let metric = Metric {
+                    value: r.get(7).map_err(backend)?,
+                    unit: unit.parse::<Unit>().map_err(corrupt)?,
+                    name,
+                    direction,
+                    kind,
+                    headline: r.get(11).map_err(backend)?,
+                };
+                if let Some(l) = out.last_mut() {
+                    l.sample.metrics.push(metric);
+                }
+            }
+        }
+        Ok(out)
+    }
 }
 
 #[cfg(test)]
