@@ -465,6 +465,43 @@ mod tests {
     }
 
     #[test]
+    fn a_changed_hook_is_a_difference() {
+        let r = [run(1, "6.18")];
+        let b = [sample("a", "t", "rw", None)];
+        let mut c = [sample("a", "t", "rw", None)];
+        c[0].sample.facts.extra.insert(
+            "hook_before".into(),
+            "echo 1 > /sys/block/loop0/queue/nomerges".into(),
+        );
+        let (bs, cs): (Vec<&SampleRecord>, Vec<&SampleRecord>) =
+            (b.iter().collect(), c.iter().collect());
+        let ctx = context(
+            &SideData {
+                runs: &r,
+                samples: &bs,
+            },
+            &SideData {
+                runs: &r,
+                samples: &cs,
+            },
+            false,
+        );
+        let d: Vec<(&str, &str, &str)> = ctx
+            .differences
+            .iter()
+            .map(|d| (d.what.as_str(), d.baseline.as_str(), d.current.as_str()))
+            .collect();
+        assert_eq!(
+            d,
+            [(
+                "before hook of a",
+                "(none)",
+                "echo 1 > /sys/block/loop0/queue/nomerges"
+            )]
+        );
+    }
+
+    #[test]
     fn configurations_and_tests_on_one_side_are_listed() {
         let r = [run(1, "6.18")];
         let b = [sample("a", "t", "rw", None), sample("b", "t", "rw", None)];

@@ -179,7 +179,7 @@ pub fn targets(samples: &[&SampleRecord]) -> String {
     let mut out = String::new();
     for s in samples {
         let f = &s.sample.facts;
-        let line = format!(
+        let mut line = format!(
             "config {}: {} on {} ({}){}",
             s.sample.config,
             f.fs_type,
@@ -190,6 +190,11 @@ pub fn targets(samples: &[&SampleRecord]) -> String {
                 .map(|m| format!(" mkfs {m}"))
                 .unwrap_or_default()
         );
+        for (k, what) in [("hook_before", "before"), ("hook_after", "after")] {
+            if let Some(cmd) = f.extra.get(k) {
+                let _ = write!(line, "\n  {what}: {cmd}");
+            }
+        }
         if !seen.contains(&line) {
             let _ = writeln!(out, "{line}");
             seen.push(line);
@@ -272,6 +277,29 @@ mod tests {
         assert_eq!(fmt_value(f64::NAN), "-");
         assert!(fmt_value(1.5e15).len() <= 11);
         assert!(fmt_value(-1.5e-9).len() <= 11);
+    }
+
+    #[test]
+    fn targets_show_each_configuration_with_its_hooks() {
+        let mut a = SampleRecord::metrics_only(1, 1, "c".into(), "t".into(), 1, 1, Vec::new());
+        a.sample.facts.fs_type = "ext4".into();
+        a.sample.facts.device = "/dev/loop0".into();
+        a.sample.facts.mount_options = "rw".into();
+        let mut b = a.clone();
+        b.sample.facts.extra.insert(
+            "hook_before".into(),
+            "echo 3 > /proc/sys/vm/drop_caches".into(),
+        );
+        b.sample
+            .facts
+            .extra
+            .insert("hook_after".into(), "sync".into());
+        let out = targets(&[&a, &b, &b]);
+        assert_eq!(
+            out,
+            "config c: ext4 on /dev/loop0 (rw)\n\
+             config c: ext4 on /dev/loop0 (rw)\n  before: echo 3 > /proc/sys/vm/drop_caches\n  after: sync\n"
+        );
     }
 
     #[test]

@@ -434,6 +434,13 @@ impl Target {
         };
         put("config", c.name.clone());
         put("fresh", c.fresh.as_str().to_string());
+        // The hooks are part of the configuration (issue 16): kept with every sample, shown by
+        // `show`, and a changed hook is a "what differs" line of `compare` and the report.
+        for (k, cmd) in [("hook_before", &c.before), ("hook_after", &c.after)] {
+            if let Some(cmd) = cmd {
+                put(k, cmd.clone());
+            }
+        }
         if let Some(mkfs) = &self.mkfs {
             put("mkfs_program", mkfs.program.display().to_string());
             put("mkfs_version", mkfs.version.clone());
@@ -750,6 +757,8 @@ mod tests {
         assert!(target.path().join(DIR_MARKER).exists());
         assert_eq!(p.facts.extra["config"], "t");
         assert!(!p.facts.fs_type.is_empty());
+        assert_eq!(p.facts.extra["hook_before"], "echo hello > hook-was-here");
+        assert_eq!(p.facts.extra["hook_after"], "test -f hook-was-here");
         t.before_sample().unwrap();
         assert!(
             p.dir.join("hook-was-here").exists(),
