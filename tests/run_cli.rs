@@ -419,3 +419,76 @@ fn the_fsperf_suite_runs_at_a_small_scale_and_records_the_scale() {
             "--scale must be above 0 and at most 1",
         ));
 }
+
+#[test]
+fn copy_and_stream_of_a_users_file_keep_the_file_and_record_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("r.sqlite");
+    let src = tmp.path().join("vmlinux");
+    let data: Vec<u8> = (0..(1 << 20) + 777).map(|i| (i * 31 % 241) as u8).collect();
+    std::fs::write(&src, &data).unwrap();
+    let suite = tmp.path().join("s.toml");
+    std::fs::write(
+        &suite,
+        format!(
+            "[[test]]\nname = \"cp\"\nworkload = \"copy\"\nsource = \"{0}\"\n\
+             [[test]]\nname = \"dd\"\nworkload = \"stream\"\nsource = \"{0}\"\nblock_size = \"64k\"\n",
+            src.display()
+        ),
+    )
+    .unwrap();
+    let scratch = tmp.path().join("scratch");
+    std::fs::create_dir(&scratch).unwrap();
+    fsdelta(&db)
+        .args(["run", "-n", "1", "--quiet", "--no-drop-caches", "--suite"])
+        .arg(&suite)
+        .arg("--target")
+        .arg(&scratch)
+        .assert()
+        .success();
+    assert_eq!(
+        std::fs::read(&src).unwrap(),
+        data,
+        "the user's file is untouched"
+    );
+    assert_eq!(
+        std::fs::read_dir(&scratch).unwrap().count(),
+        0,
+        "no copy left behind"
+    );
+    let doc = json(
+        &fsdelta(&db)
+            .args(["export", "latest"])
+            .output()
+            .unwrap()
+            .stdout,
+    );
+    let samples = doc["runs"][0]["samples"].as_array().unwrap();
+    assert!(samples.iter().all(|s| s["status"] == "ok"), "{samples:?}");
+    let workloads: Vec<&str> = samples
+        .iter()
+        .map(|s| s["workload"].as_str().unwrap())
+        .collect();
+    let shown = src.display().to_string();
+    assert!(
+        workloads.iter().all(|w| w.contains(&shown)),
+        "each sample names the file it wrote: {workloads:?}"
+    );
+    // A FIFO or device as the source is refused before the run, with its name.
+    std::fs::write(
+        &suite,
+        "[[test]]\nname = \"cp\"\nworkload = \"copy\"\nsource = \"/dev/zero\"\n",
+    )
+    .unwrap();
+    fsdelta(&db)
+        .args(["run", "-n", "1", "--quiet", "--suite"])
+        .arg(&suite)
+        .arg("--target")
+        .arg(&scratch)
+        .assert()
+        .code(2)
+        .stderr(
+            predicate::str::contains("/dev/zero")
+                .and(predicate::str::contains("not a regular file")),
+        );
+}

@@ -73,8 +73,10 @@ pub enum EngineSpec {
         fsync: bool,
         /// 0 (random) ..= 1 (zeros).
         compressibility: f64,
+        /// A user's file to write instead of generated data (its size is the size).
+        source: Option<std::path::PathBuf>,
     },
-    /// Copy a generated file into the target, then sync.
+    /// Copy a generated file (or the user's `source`) into the target, then sync.
     Copy {
         /// Bytes.
         size: u64,
@@ -82,6 +84,8 @@ pub enum EngineSpec {
         method: CopyPath,
         /// 0 (random) ..= 1 (zeros).
         compressibility: f64,
+        /// A user's file to copy instead of generated data (its size is the size).
+        source: Option<std::path::PathBuf>,
     },
     /// Extract a (generated or given) tarball, then sync.
     Untar {
@@ -370,6 +374,7 @@ pub fn builtin(name: &str) -> Result<Suite, PlanError> {
                         direct: false,
                         fsync: true,
                         compressibility: 0.5,
+                        source: None,
                     },
                 },
                 TestSpec {
@@ -381,6 +386,7 @@ pub fn builtin(name: &str) -> Result<Suite, PlanError> {
                         size: 256 << 20,
                         method: CopyPath::ReadWrite,
                         compressibility: 0.5,
+                        source: None,
                     },
                 },
                 fio(

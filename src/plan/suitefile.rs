@@ -62,8 +62,15 @@ fn keys_of(workload: &str) -> &'static [&'static str] {
         "fsmark" => &["args"],
         "fio" => &["job"],
         "dbench" => &["clients", "time", "warmup", "loadfile"],
-        "stream" => &["size", "block_size", "direct", "fsync", "compressibility"],
-        "copy" => &["size", "method", "compressibility"],
+        "stream" => &[
+            "size",
+            "block_size",
+            "direct",
+            "fsync",
+            "compressibility",
+            "source",
+        ],
+        "copy" => &["size", "method", "compressibility", "source"],
         "untar" => &["files", "seed", "tarball"],
         "command" => &["command", "metric", "timeout"],
         _ => &[],
@@ -238,6 +245,20 @@ pub fn parse(text: &str, file: &str) -> Result<Suite, SuiteFileError> {
                 .map(|v| size(v).map_err(|m| terr(format!("`{k}`: {m}"))))
                 .unwrap_or(Ok(default))
         };
+        // A user's file for copy and stream: it sets the data and the size.
+        let source = || -> Result<Option<std::path::PathBuf>, SuiteFileError> {
+            let Some(p) = s("source")? else {
+                return Ok(None);
+            };
+            for k in ["size", "compressibility"] {
+                if t.contains_key(k) {
+                    return Err(terr(format!(
+                        "`source` and `{k}` together: the file sets the size and the data; remove `{k}`"
+                    )));
+                }
+            }
+            Ok(Some(p.into()))
+        };
         let external = match s("engine")?.as_deref() {
             None | Some("native") => false,
             Some("external") if ["fsmark", "fio", "dbench"].contains(&workload.as_str()) => true,
@@ -287,6 +308,7 @@ pub fn parse(text: &str, file: &str) -> Result<Suite, SuiteFileError> {
                 direct: boolean("direct", false)?,
                 fsync: boolean("fsync", true)?,
                 compressibility: fraction("compressibility", 0.5)?,
+                source: source()?,
             },
             "copy" => EngineSpec::Copy {
                 size: sz("size", 256 << 20)?,
@@ -301,6 +323,7 @@ pub fn parse(text: &str, file: &str) -> Result<Suite, SuiteFileError> {
                     }
                 },
                 compressibility: fraction("compressibility", 0.5)?,
+                source: source()?,
             },
             "untar" => EngineSpec::Untar {
                 files: int("files", 3000)?,
@@ -485,6 +508,37 @@ direct = true
         assert!(required(t("required = true").unwrap()));
         let e = t("required = 'yes'").unwrap_err().to_string();
         assert!(e.contains("`required` must be true or false"), "{e}");
+    }
+
+    #[test]
+    fn copy_and_stream_take_a_users_source_file_instead_of_size() {
+        let s = parse(
+            "[[test]]\nname='cp'\nworkload='copy'\nsource='/boot/vmlinux'\nmethod='auto'\n\
+             [[test]]\nname='dd'\nworkload='stream'\nsource='big.bin'\nblock_size='1m'\n",
+            "s.toml",
+        )
+        .unwrap();
+        let EngineSpec::Copy { source, .. } = &s.tests[0].engine else {
+            panic!("copy")
+        };
+        assert_eq!(
+            source.as_deref(),
+            Some(std::path::Path::new("/boot/vmlinux"))
+        );
+        let EngineSpec::Stream { source, .. } = &s.tests[1].engine else {
+            panic!("stream")
+        };
+        assert_eq!(source.as_deref(), Some(std::path::Path::new("big.bin")));
+        let e = parse(
+            "[[test]]\nname='cp'\nworkload='copy'\nsource='/x'\nsize='1g'\n",
+            "s.toml",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("`source` and `size`") && e.contains("remove `size`"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -433,6 +433,12 @@ impl VmTarget {
                 } => Some(p),
                 EngineSpec::Untar {
                     tarball: Some(p), ..
+                }
+                | EngineSpec::Copy {
+                    source: Some(p), ..
+                }
+                | EngineSpec::Stream {
+                    source: Some(p), ..
                 } => Some(p),
                 _ => None,
             };

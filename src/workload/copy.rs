@@ -8,6 +8,10 @@
 //! so this workload chooses its copy path and records which one ran (`copy_file_range_used`).
 //! This module also holds the data generator of chosen compressibility that `stream` shares. It
 //! must never leave its source or destination file behind, and never allocate in the copy loop.
+//!
+//! With `source` (issue 16: `cp vmlinux /mnt && sync` under `compress-force`) the user's own
+//! file is copied instead of generated data. That file is only ever opened read-only and is
+//! never removed; only the copy in the target is.
 
 use super::{Measurements, RunContext, Workload, WorkloadError};
 use crate::model::{Direction, Metric, Unit};
@@ -59,6 +63,34 @@ pub struct CopyOptions {
     pub source_dir: Option<PathBuf>,
     /// Seed of the generated data.
     pub seed: u64,
+    /// A user's file to copy instead of generated data; its size is the size.
+    pub source: Option<PathBuf>,
+}
+
+/// The size of a user's source file for `workload` (`copy`, `stream`): it must be a non-empty
+/// regular file (not a device, FIFO or directory, which could be endless or be written).
+pub(crate) fn source_size(workload: &str, path: &Path) -> Result<u64, WorkloadError> {
+    let md = std::fs::metadata(path).map_err(|e| {
+        WorkloadError::InvalidOptions(format!(
+            "{workload}: source {}: {e}; give an existing regular file, or leave source out to \
+             use generated data",
+            path.display()
+        ))
+    })?;
+    if !md.is_file() {
+        return Err(WorkloadError::InvalidOptions(format!(
+            "{workload}: source {} is not a regular file; give a regular file (a device, FIFO \
+             or directory is refused)",
+            path.display()
+        )));
+    }
+    if md.len() == 0 {
+        return Err(WorkloadError::InvalidOptions(format!(
+            "{workload}: source {} is empty; give a file with data in it",
+            path.display()
+        )));
+    }
+    Ok(md.len())
 }
 
 impl Default for CopyOptions {
@@ -70,6 +102,7 @@ impl Default for CopyOptions {
             block_size: 1 << 20,
             source_dir: None,
             seed: 1,
+            source: None,
         }
     }
 }
@@ -82,7 +115,10 @@ pub struct Copy {
 
 impl Copy {
     /// Check the options.
-    pub fn new(opts: CopyOptions) -> Result<Copy, WorkloadError> {
+    pub fn new(mut opts: CopyOptions) -> Result<Copy, WorkloadError> {
+        if let Some(src) = &opts.source {
+            opts.size = source_size("copy", src)?;
+        }
         if opts.size == 0 {
             return Err(WorkloadError::InvalidOptions(
                 "copy: size must be more than 0 bytes".into(),
@@ -208,12 +244,23 @@ impl Workload for Copy {
 
     fn run(&self, ctx: &RunContext<'_>) -> Result<Measurements, WorkloadError> {
         let o = &self.opts;
-        let src_dir = o.source_dir.clone().unwrap_or_else(std::env::temp_dir);
-        let src_path = src_dir.join(format!("fsdelta-copy-src-{}.bin", std::process::id()));
         let dst_path = ctx.dir.join("fsdelta-copy.bin");
-        let _src_guard = RemoveOnDrop(src_path.clone());
-        ctx.progress.phase("generate");
-        generate(&src_path, o, ctx)?;
+        let (src_dir, src_path, _src_guard) = match &o.source {
+            // The user's file: read, never removed.
+            Some(p) => (
+                p.parent().unwrap_or(Path::new("/")).to_path_buf(),
+                p.clone(),
+                None,
+            ),
+            None => {
+                let dir = o.source_dir.clone().unwrap_or_else(std::env::temp_dir);
+                let path = dir.join(format!("fsdelta-copy-src-{}.bin", std::process::id()));
+                let guard = RemoveOnDrop(path.clone());
+                ctx.progress.phase("generate");
+                generate(&path, o, ctx)?;
+                (dir, path, Some(guard))
+            }
+        };
         let mut buf = vec![0u8; o.block_size];
 
         ctx.progress.phase("copy");
@@ -381,6 +428,59 @@ mod tests {
         // Both temp dirs are on the same filesystem, where Linux accepts copy_file_range.
         let m = run(CopyMethod::Auto);
         assert_eq!(value(&m, "copy_file_range_used"), 1.0);
+    }
+
+    #[test]
+    fn a_users_file_is_copied_whole_and_kept() {
+        let target = tempfile::tempdir().unwrap();
+        let src_dir = tempfile::tempdir().unwrap();
+        let src = src_dir.path().join("vmlinux");
+        let data: Vec<u8> = (0..(2 << 20) + 4321)
+            .map(|i| (i * 13 % 253) as u8)
+            .collect();
+        std::fs::write(&src, &data).unwrap();
+        for method in [CopyMethod::ReadWrite, CopyMethod::Auto] {
+            let w = Copy::new(CopyOptions {
+                method,
+                source: Some(src.clone()),
+                ..CopyOptions::default()
+            })
+            .unwrap();
+            assert_eq!(w.options().size, data.len() as u64);
+            let cancel = CancelToken::new();
+            let m = w
+                .run(&RunContext {
+                    dir: target.path(),
+                    cancel: &cancel,
+                    progress: &NoProgress,
+                })
+                .unwrap();
+            assert!(value(&m, "total_s") > 0.0);
+            assert_eq!(std::fs::read_dir(target.path()).unwrap().count(), 0);
+            assert_eq!(
+                std::fs::read(&src).unwrap(),
+                data,
+                "the source is kept as it was"
+            );
+        }
+        let e = Copy::new(CopyOptions {
+            source: Some("/dev/zero".into()),
+            ..CopyOptions::default()
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("/dev/zero") && e.contains("not a regular file"),
+            "{e}"
+        );
+        std::fs::write(src_dir.path().join("empty"), b"").unwrap();
+        let e = Copy::new(CopyOptions {
+            source: Some(src_dir.path().join("empty")),
+            ..CopyOptions::default()
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("is empty"), "{e}");
     }
 
     #[test]

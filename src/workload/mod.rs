@@ -253,6 +253,7 @@ pub fn build(spec: &EngineSpec) -> Result<Box<dyn Workload>, WorkloadError> {
             direct,
             fsync,
             compressibility,
+            source,
         } => Ok(Box::new(stream::Stream::new(stream::StreamOptions {
             size: *size,
             block_size: *block_size as usize,
@@ -260,14 +261,17 @@ pub fn build(spec: &EngineSpec) -> Result<Box<dyn Workload>, WorkloadError> {
             fsync: *fsync,
             drop_caches: true,
             compressibility: *compressibility,
+            source: source.clone(),
         })?)),
         EngineSpec::Copy {
             size,
             method,
             compressibility,
+            source,
         } => Ok(Box::new(copy::Copy::new(copy::CopyOptions {
             size: *size,
             compressibility: *compressibility,
+            source: source.clone(),
             method: match method {
                 CopyPath::ReadWrite => copy::CopyMethod::ReadWrite,
                 CopyPath::CopyFileRange => copy::CopyMethod::CopyFileRange,
@@ -374,19 +378,33 @@ pub fn describe(spec: &EngineSpec) -> String {
             direct,
             fsync,
             compressibility,
+            source,
         } => format!(
-            "stream: dd-like write of {size} bytes in {block_size}-byte blocks{}{}, data {:.0} % compressible, then cold and warm reads",
+            "stream: dd-like write of {} in {block_size}-byte blocks{}{}, then cold and warm reads",
+            match source {
+                Some(p) => format!("the file {}", p.display()),
+                None => format!(
+                    "{size} bytes, data {:.0} % compressible,",
+                    compressibility * 100.0
+                ),
+            },
             if *direct { ", O_DIRECT" } else { "" },
             if *fsync { ", fsync" } else { "" },
-            compressibility * 100.0
         ),
         EngineSpec::Copy {
             size,
             method,
             compressibility,
+            source,
         } => format!(
-            "copy: {size} bytes, {:.0} % compressible, with {}, then sync",
-            compressibility * 100.0,
+            "copy: {}, with {}, then sync",
+            match source {
+                Some(p) => format!("cp {} into the target", p.display()),
+                None => format!(
+                    "{size} bytes, {:.0} % compressible",
+                    compressibility * 100.0
+                ),
+            },
             match method {
                 CopyPath::ReadWrite => "read/write",
                 CopyPath::CopyFileRange => "copy_file_range",

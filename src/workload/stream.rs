@@ -9,13 +9,18 @@
 //! needs root; without it the file's own pages are evicted with POSIX_FADV_DONTNEED instead, and
 //! `caches_dropped` = 0 says so (metadata and other files stay cached then). This module must
 //! never allocate inside its I/O loops and never leave its file behind.
+//!
+//! With `source` (issue 16: `dd if=vmlinux of=/mnt/f`) the data written is a user's file, read
+//! block by block inside the timed write as dd reads its `if=`; the source is read once,
+//! untimed, beforehand so that its own disk is not what is measured. The source is only ever
+//! opened read-only.
 
 use super::copy::fill_compressible;
 use super::{Measurements, RunContext, Workload, WorkloadError};
 use crate::model::{Direction, Metric, Unit};
 use crate::probe::clock::Nanos;
 use rustix::fs::{self as rfs, Advice, AtFlags, Mode, OFlags, StatxFlags};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Options of the stream workload.
 #[derive(Clone, Debug, PartialEq)]
@@ -32,6 +37,8 @@ pub struct StreamOptions {
     pub drop_caches: bool,
     /// 0.0 (random) ..= 1.0 (zeros, as `if=/dev/zero`); see [`fill_compressible`].
     pub compressibility: f64,
+    /// A user's file to write instead of generated data (dd's `if=`); its size is the size.
+    pub source: Option<PathBuf>,
 }
 
 impl Default for StreamOptions {
@@ -43,6 +50,7 @@ impl Default for StreamOptions {
             fsync: true,
             drop_caches: true,
             compressibility: 0.5,
+            source: None,
         }
     }
 }
@@ -55,7 +63,10 @@ pub struct Stream {
 
 impl Stream {
     /// Check the options.
-    pub fn new(opts: StreamOptions) -> Result<Stream, WorkloadError> {
+    pub fn new(mut opts: StreamOptions) -> Result<Stream, WorkloadError> {
+        if let Some(src) = &opts.source {
+            opts.size = super::copy::source_size("stream", src)?;
+        }
         if opts.size == 0 || opts.block_size == 0 {
             return Err(WorkloadError::InvalidOptions(
                 "stream: size and block size must be more than 0".into(),
@@ -159,6 +170,24 @@ fn drop_caches(path: &Path, allowed: bool) -> bool {
     false
 }
 
+/// Read until `buf` is full or the file ends; the number of bytes read.
+fn read_full(
+    fd: &rustix::fd::OwnedFd,
+    buf: &mut [u8],
+    path: &Path,
+) -> Result<usize, WorkloadError> {
+    let mut got = 0;
+    while got < buf.len() {
+        let n = rustix::io::read(fd, &mut buf[got..])
+            .map_err(|e| WorkloadError::io("read", path, e.into()))?;
+        if n == 0 {
+            break;
+        }
+        got += n;
+    }
+    Ok(got)
+}
+
 fn rate(bytes: u64, t: Nanos) -> f64 {
     let s = t.as_secs_f64();
     if s <= 0.0 {
@@ -228,7 +257,24 @@ impl Workload for Stream {
             )));
         }
         let mut buf = AlignedBuf::new(o.block_size, mem_align.max(4096));
-        fill_compressible(buf.as_mut(), o.compressibility, 0x5eed);
+        let source = match &o.source {
+            None => {
+                fill_compressible(buf.as_mut(), o.compressibility, 0x5eed);
+                None
+            }
+            Some(src) => {
+                ctx.progress.phase("read source");
+                let fd = rfs::open(src, OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty())
+                    .map_err(|e| WorkloadError::io("open", src, e.into()))?;
+                // Untimed: bring the source into the page cache, as a repeated dd finds it.
+                while read_full(&fd, buf.as_mut(), src)? > 0 {
+                    if ctx.cancel.is_cancelled() {
+                        return Err(WorkloadError::Cancelled);
+                    }
+                }
+                Some((fd, src))
+            }
+        };
 
         ctx.progress.phase("write");
         let _guard = RemoveOnDrop(&path);
@@ -254,7 +300,24 @@ impl Workload for Stream {
             if ctx.cancel.is_cancelled() {
                 return Err(WorkloadError::Cancelled);
             }
-            let n = buf.len.min(left as usize);
+            let mut n = buf.len.min(left as usize);
+            if let Some((src_fd, src)) = &source {
+                if left == o.size {
+                    rfs::seek(src_fd, rfs::SeekFrom::Start(0))
+                        .map_err(|e| WorkloadError::io("seek", src, e.into()))?;
+                }
+                n = read_full(src_fd, &mut buf.as_mut()[..n], src)?;
+                if n == 0 {
+                    return Err(WorkloadError::io(
+                        "read",
+                        src,
+                        std::io::Error::other(format!(
+                            "the source shrank below its {} bytes while the test ran",
+                            o.size
+                        )),
+                    ));
+                }
+            }
             super::copy::write_all(&fd, &buf.as_ref()[..n])
                 .map_err(|e| WorkloadError::io("write", &path, e.into()))?;
             left -= n as u64;
@@ -363,6 +426,49 @@ mod tests {
         }) {
             Ok(m) => assert!(value(&m, "read_cold_mb_s") > 0.0),
             Err(e) => assert!(e.to_string().contains("O_DIRECT"), "{e}"),
+        }
+    }
+
+    #[test]
+    fn a_source_file_is_written_whole_and_left_untouched() {
+        let src_dir = tempfile::tempdir().unwrap();
+        let src = src_dir.path().join("vmlinux");
+        let data: Vec<u8> = (0..(3 << 20) + 12345)
+            .map(|i| (i * 7 % 251) as u8)
+            .collect();
+        std::fs::write(&src, &data).unwrap();
+        let w = Stream::new(StreamOptions {
+            size: 1,
+            block_size: 64 << 10,
+            drop_caches: false,
+            source: Some(src.clone()),
+            ..StreamOptions::default()
+        })
+        .unwrap();
+        assert_eq!(
+            w.options().size,
+            data.len() as u64,
+            "the size is the file's"
+        );
+        let m = run(w.options().clone()).unwrap();
+        assert!(value(&m, "write_mb_s") > 0.0);
+        assert_eq!(
+            std::fs::read(&src).unwrap(),
+            data,
+            "the source is only read"
+        );
+        // The read-back checks the byte count: a wrong count is an error, not a number.
+        for bad in [src_dir.path().to_path_buf(), src_dir.path().join("missing")] {
+            let e = Stream::new(StreamOptions {
+                source: Some(bad.clone()),
+                ..StreamOptions::default()
+            })
+            .unwrap_err()
+            .to_string();
+            assert!(
+                e.contains(&bad.display().to_string()) && e.contains("source"),
+                "{e}"
+            );
         }
     }
 
