@@ -542,6 +542,23 @@ pub struct NewSample {
     pub metrics: Vec<Metric>,
     /// Histograms.
     pub histograms: Vec<HistogramRecord>,
+    /// Raw results kept beside the metrics (a command's stdout and stderr, fs_mark's
+    /// per-iteration rows), stored with the sample in its transaction. Read back with
+    /// `Store::attachments`, not with the sample (they can be large).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attachments: Vec<Attachment>,
+}
+
+/// A raw result kept with a sample, opaque to the store: a name (`stdout`, `stderr`,
+/// `fsmark_iterations`), the format of its bytes (`text-gz`, `json`) and the bytes.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Attachment {
+    /// What it is; unique within a sample.
+    pub name: String,
+    /// How its bytes are encoded.
+    pub format: String,
+    /// The bytes.
+    pub data: Vec<u8>,
 }
 
 /// A stored sample.
@@ -584,6 +601,7 @@ impl SampleRecord {
                 workload: String::new(),
                 metrics,
                 histograms: Vec::new(),
+                attachments: Vec::new(),
             },
         }
     }
@@ -607,6 +625,7 @@ impl SampleRecord {
                 workload: String::new(),
                 metrics: vec![p.metric.clone()],
                 histograms: Vec::new(),
+                attachments: Vec::new(),
             },
         }
     }

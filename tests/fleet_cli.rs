@@ -476,6 +476,7 @@ fn compare_refuses_to_pool_two_machines_into_one_side_unless_asked() {
                         fsdelta::model::Direction::HigherIsBetter,
                     )],
                     histograms: vec![],
+                    attachments: Vec::new(),
                 },
             )
             .unwrap();

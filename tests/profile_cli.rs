@@ -200,6 +200,7 @@ fn sample(rep: u32, files_per_sec: f64) -> NewSample {
             Direction::HigherIsBetter,
         )],
         histograms: vec![],
+        attachments: Vec::new(),
     }
 }
 

@@ -601,6 +601,7 @@ mod tests {
                 workload: String::new(),
                 metrics: vec![],
                 histograms: vec![],
+                attachments: Vec::new(),
             },
         }
     }

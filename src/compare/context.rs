@@ -434,6 +434,7 @@ mod tests {
                 workload: format!("fs_mark {test}"),
                 metrics,
                 histograms: vec![],
+                attachments: Vec::new(),
             },
         }
     }

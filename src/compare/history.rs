@@ -208,6 +208,7 @@ mod tests {
                         Direction::HigherIsBetter,
                     )],
                     histograms: vec![],
+                    attachments: Vec::new(),
                 },
             })
             .collect();

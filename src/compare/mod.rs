@@ -299,6 +299,7 @@ mod tests {
                     .map(|(n, v)| Metric::new(*n, *v, Unit::FilesPerSec, Direction::HigherIsBetter))
                     .collect(),
                 histograms: vec![],
+                attachments: Vec::new(),
             },
         }
     }

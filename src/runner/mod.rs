@@ -407,6 +407,7 @@ impl Loop<'_> {
                 workload: test.description.clone(),
                 metrics: m.metrics,
                 histograms: m.histograms,
+                attachments: m.attachments,
             },
         )
         .map_err(store_err("storing a sample"))?;
@@ -522,6 +523,7 @@ impl Loop<'_> {
                         workload: self.plan.tests[t].description.clone(),
                         metrics: Vec::new(),
                         histograms: Vec::new(),
+                        attachments: Vec::new(),
                     })
                     .collect(),
                 Vec::new(),

@@ -130,6 +130,7 @@ fn sample(test: &str, rep: u32, value: f64) -> NewSample {
             sum: u64::MAX as u128 + 7,
             buckets: vec![(10, 1), (500, 2)],
         }],
+        attachments: Vec::new(),
     }
 }
 
@@ -371,6 +372,46 @@ fn sample_metrics_are_the_ok_samples_of_the_runs_asked(b: &dyn Backend) {
     assert!(s.sample_metrics(&[]).unwrap().is_empty());
 }
 
+/// Attachments are stored with their sample (all or nothing, in its transaction), read back by
+/// sample, byte for byte, and left out of `samples`.
+fn attachments_are_kept_with_their_sample(b: &dyn Backend) {
+    use crate::model::Attachment;
+    let mut s = b.open();
+    let r = s.create_run(&new_run("a", "h")).unwrap();
+    let mut with = sample("cmd", 1, 10.0);
+    let bytes: Vec<u8> = (0..=255u8).cycle().take(70_000).collect();
+    with.attachments = vec![
+        Attachment {
+            name: "stdout".into(),
+            format: "text-gz".into(),
+            data: bytes.clone(),
+        },
+        Attachment {
+            name: "stderr".into(),
+            format: "text-gz".into(),
+            data: Vec::new(),
+        },
+    ];
+    let id = s.add_sample(r, &with).unwrap();
+    let plain = s.add_sample(r, &sample("cmd", 2, 11.0)).unwrap();
+    drop(s);
+    let s = b.open();
+    let got = s.attachments(id).unwrap();
+    let names: Vec<&str> = got.iter().map(|a| a.name.as_str()).collect();
+    assert_eq!(names, ["stderr", "stdout"], "by name");
+    assert_eq!(got[1].data, bytes);
+    assert_eq!(got[1].format, "text-gz");
+    assert!(got[0].data.is_empty());
+    assert!(s.attachments(plain).unwrap().is_empty());
+    assert!(s.attachments(id + 1000).unwrap().is_empty());
+    assert!(
+        s.samples(r)
+            .unwrap()
+            .iter()
+            .all(|x| x.sample.attachments.is_empty())
+    );
+}
+
 /// Every new run gets its own version-4 UUID, kept across reopening; unknown runs have none.
 fn runs_carry_distinct_uuids(b: &dyn Backend) {
     let mut s = b.open();
@@ -426,6 +467,7 @@ on_both_backends!(
     metric_points_are_one_test_and_metric_of_ok_samples_in_run_order,
     runs_carry_distinct_uuids,
     sample_metrics_are_the_ok_samples_of_the_runs_asked,
+    attachments_are_kept_with_their_sample,
 );
 
 // ---- PostgreSQL only: what SQLite has no counterpart for.

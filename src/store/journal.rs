@@ -336,6 +336,9 @@ impl Store for &mut dyn Store {
     fn profile(&self, sample: SampleId) -> Result<Option<StoredProfile>, StoreError> {
         (**self).profile(sample)
     }
+    fn attachments(&self, sample: SampleId) -> Result<Vec<crate::model::Attachment>, StoreError> {
+        (**self).attachments(sample)
+    }
     fn abort_orphaned_runs(&mut self) -> Result<Vec<RunId>, StoreError> {
         (**self).abort_orphaned_runs()
     }
@@ -469,6 +472,7 @@ mod tests {
                 Direction::HigherIsBetter,
             )],
             histograms: vec![],
+            attachments: Vec::new(),
         }
     }
 

@@ -103,8 +103,26 @@ impl Store for MemoryStore {
             .samples
             .iter()
             .filter(|s| s.run_id == run)
-            .cloned()
+            .map(|s| {
+                let mut s = s.clone();
+                s.sample.attachments.clear();
+                s
+            })
             .collect())
+    }
+
+    fn attachments(
+        &self,
+        sample: SampleId,
+    ) -> Result<Vec<crate::model::Attachment>, StoreError> {
+        let mut a = self
+            .samples
+            .iter()
+            .find(|s| s.id == sample)
+            .map(|s| s.sample.attachments.clone())
+            .unwrap_or_default();
+        a.sort_by(|x, y| x.name.cmp(&y.name));
+        Ok(a)
     }
 
     fn add_profile(&mut self, sample: SampleId, profile: &StoredProfile) -> Result<(), StoreError> {

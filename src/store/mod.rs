@@ -121,6 +121,12 @@ pub trait Store: Send {
         Ok(out)
     }
 
+    /// The raw results stored with a sample ([`NewSample::attachments`]), by name; empty for
+    /// a sample that has none or a store that keeps none. [`Store::samples`] leaves them out.
+    fn attachments(&self, _sample: SampleId) -> Result<Vec<crate::model::Attachment>, StoreError> {
+        Ok(Vec::new())
+    }
+
     /// The successful samples of `runs` with their metrics only (no facts, histograms or
     /// profiles), in run order then sample order: what a report's histories over hundreds of
     /// runs read. Backends answer it with one query; this default reads every sample.

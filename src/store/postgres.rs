@@ -23,7 +23,7 @@ use super::{
     StoredProfile,
 };
 use crate::model::{
-    Direction, Environment, HistogramRecord, Metric, MetricKind, MetricPoint, RunStatus,
+    Attachment, Direction, Environment, HistogramRecord, Metric, MetricKind, MetricPoint, RunStatus,
     SampleStatus, TargetFacts, Unit,
 };
 use chrono::{DateTime, Utc};
@@ -120,6 +120,14 @@ const MIGRATIONS: &[&str] = &[
     "ALTER TABLE runs ADD COLUMN uuid TEXT;
     UPDATE runs SET uuid = gen_random_uuid()::text;
     CREATE UNIQUE INDEX runs_uuid ON runs (uuid);",
+    // 7: raw results kept with a sample (issue 16), as in SQLite.
+    "CREATE TABLE attachments (
+        sample_id BIGINT NOT NULL REFERENCES samples (id) ON DELETE CASCADE,
+        name TEXT NOT NULL,
+        format TEXT NOT NULL,
+        data BYTEA NOT NULL,
+        PRIMARY KEY (sample_id, name)
+    );",
 ];
 
 /// The newest store schema version this build writes (the SQLite store's numbering).
@@ -795,6 +803,12 @@ fn insert_sample(
             ],
         )?;
     }
+    for a in &sample.attachments {
+        tx.execute(
+            "INSERT INTO attachments (sample_id, name, format, data) VALUES ($1, $2, $3, $4)",
+            &[&id, &a.name, &a.format, &a.data],
+        )?;
+    }
     Ok(id)
 }
 
@@ -875,6 +889,7 @@ fn assemble(
                 workload: r.get(14),
                 metrics: metrics.remove(&id).unwrap_or_default(),
                 histograms: histograms.remove(&id).unwrap_or_default(),
+                attachments: Vec::new(),
             },
         });
     }
@@ -1094,6 +1109,23 @@ impl Store for PgStore {
                 })
             })
             .collect()
+    }
+
+    fn attachments(&self, sample: SampleId) -> Result<Vec<Attachment>, StoreError> {
+        let rows = self.with(|c, _| {
+            c.query(
+                "SELECT name, format, data FROM attachments WHERE sample_id = $1 ORDER BY name",
+                &[&sample],
+            )
+        })?;
+        Ok(rows
+            .iter()
+            .map(|r| Attachment {
+                name: r.get(0),
+                format: r.get(1),
+                data: r.get(2),
+            })
+            .collect())
     }
 
     fn sample_metrics(&self, runs: &[RunId]) -> Result<Vec<SampleRecord>, StoreError> {

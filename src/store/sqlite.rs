@@ -31,7 +31,7 @@ use super::{
     StoredProfile,
 };
 use crate::model::{
-    Direction, Environment, HistogramRecord, Metric, MetricKind, MetricPoint, RunStatus,
+    Attachment, Direction, Environment, HistogramRecord, Metric, MetricKind, MetricPoint, RunStatus,
     SampleStatus, TargetFacts, Unit,
 };
 use chrono::{DateTime, Utc};
@@ -133,6 +133,15 @@ const MIGRATIONS: &[&str] = &[
         || substr('89ab', 1 + (abs(random()) % 4), 1) || substr(lower(hex(randomblob(2))), 2)
         || '-' || lower(hex(randomblob(6)));
     CREATE UNIQUE INDEX runs_uuid ON runs (uuid);",
+    // 7: raw results kept with a sample (issue 16): a command's stdout and stderr, fs_mark's
+    // per-iteration rows; opaque to the store, read one sample at a time.
+    "CREATE TABLE attachments (
+        sample_id INTEGER NOT NULL REFERENCES samples (id) ON DELETE CASCADE,
+        name TEXT NOT NULL,
+        format TEXT NOT NULL,
+        data BLOB NOT NULL,
+        PRIMARY KEY (sample_id, name)
+    ) WITHOUT ROWID;",
 ];
 
 /// The newest schema version this build writes.
@@ -620,9 +629,37 @@ impl Store for SqliteStore {
                 ])
                 .map_err(|e| StoreError::Backend(format!("histogram '{}': {e}", hist.name)))?;
             }
+            let mut a = tx
+                .prepare_cached(
+                    "INSERT INTO attachments (sample_id, name, format, data) VALUES (?1, ?2, ?3, ?4)",
+                )
+                .map_err(backend)?;
+            for att in &sample.attachments {
+                a.execute(params![id, att.name, att.format, att.data])
+                    .map_err(|e| StoreError::Backend(format!("attachment '{}': {e}", att.name)))?;
+            }
         }
         tx.commit().map_err(backend)?;
         Ok(id)
+    }
+
+    fn attachments(&self, sample: SampleId) -> Result<Vec<Attachment>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT name, format, data FROM attachments WHERE sample_id = ?1 ORDER BY name",
+            )
+            .map_err(backend)?;
+        let rows = stmt
+            .query_map(params![sample], |r| {
+                Ok(Attachment {
+                    name: r.get(0)?,
+                    format: r.get(1)?,
+                    data: r.get(2)?,
+                })
+            })
+            .map_err(backend)?;
+        rows.collect::<Result<Vec<_>, _>>().map_err(backend)
     }
 
     fn abort_orphaned_runs(&mut self) -> Result<Vec<RunId>, StoreError> {
@@ -836,6 +873,7 @@ impl Store for SqliteStore {
                     workload,
                     metrics: metrics.remove(&id).unwrap_or_default(),
                     histograms: histograms.remove(&id).unwrap_or_default(),
+                    attachments: Vec::new(),
                 },
             });
         }
@@ -1058,6 +1096,7 @@ mod tests {
                 sum: 9_000_000_030,
                 buckets: vec![(10, 1), (500, 2)],
             }],
+            attachments: Vec::new(),
         }
     }
 
@@ -1393,7 +1432,7 @@ mod tests {
             .query_row("PRAGMA user_version", [], |r| r.get(0))
             .unwrap();
         assert_eq!(version, SCHEMA_VERSION);
-        assert_eq!(SCHEMA_VERSION, 6);
+        assert_eq!(SCHEMA_VERSION, 7);
         let old = s.runs(&RunFilter::default()).unwrap();
         assert_eq!(old.len(), 1);
         // Migration 6 gave the old run a version-4 UUID.

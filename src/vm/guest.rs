@@ -248,6 +248,7 @@ pub fn run(job_path: &Path, out_path: &Path) -> Result<(), VmError> {
                     workload: desc.to_string(),
                     metrics: m.metrics,
                     histograms: m.histograms,
+                    attachments: m.attachments,
                 }
             };
         let line = match workload::build_test(&test.engine, test.external) {

@@ -660,6 +660,7 @@ impl VmTarget {
                     workload: crate::workload::describe(&t.engine),
                     metrics: Vec::new(),
                     histograms: Vec::new(),
+                    attachments: Vec::new(),
                 },
             };
             if let Some(f) = &facts {

@@ -90,6 +90,8 @@ pub struct Measurements {
     /// File data the workload wrote (logical bytes), when it knows; the run divides the device's
     /// written bytes by it to get write amplification.
     pub logical_bytes_written: Option<u64>,
+    /// Raw results to keep with the sample (a command's output, fs_mark's per-iteration rows).
+    pub attachments: Vec<crate::model::Attachment>,
 }
 
 /// Why a workload did not produce measurements.

@@ -477,6 +477,7 @@ impl Workload for ExternalDbench {
             metrics: parsed.metrics(),
             histograms: Vec::new(),
             logical_bytes_written: None,
+            attachments: Vec::new(),
         })
     }
 }

@@ -465,6 +465,7 @@ impl Workload for ExternalFsMark {
             metrics,
             histograms: Vec::new(),
             logical_bytes_written: None,
+            attachments: Vec::new(),
         })
     }
 }

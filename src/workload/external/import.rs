@@ -68,6 +68,7 @@ impl ImportedSample {
             workload: self.workload,
             metrics: self.metrics,
             histograms: self.histograms,
+            attachments: Vec::new(),
         }
     }
 }

@@ -433,6 +433,7 @@ impl FsMarkResult {
             metrics: self.metrics(),
             histograms: self.histogram_records(),
             logical_bytes_written: None,
+            attachments: Vec::new(),
         }
     }
 }
