@@ -230,8 +230,8 @@ pub enum Command {
         /// Runs: an id, latest, latest~N or label:TEXT.
         sel: String,
         /// Also print the raw results kept with each sample: fs_mark's per-iteration table, a
-        /// command test's stdout and stderr.
-        #[arg(long)]
+        /// command test's stdout and stderr. `--output` is the same flag.
+        #[arg(long, visible_alias = "output")]
         raw: bool,
         /// With --raw: only this test's samples (repeatable).
         #[arg(long = "test", requires = "raw")]
