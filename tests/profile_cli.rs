@@ -401,3 +401,77 @@ fn kill_9_during_a_profiled_sample_leaves_no_perf_and_the_next_run_sweeps_its_da
     let left: Vec<_> = std::fs::read_dir(&perf_tmp).unwrap().flatten().collect();
     assert!(left.is_empty(), "left behind: {left:?}");
 }
+
+/// A CPU hog under a name of its own, killed when dropped.
+struct Hog(std::process::Child);
+
+impl Drop for Hog {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn the_default_profile_scope_leaves_out_a_cpu_hog_beside_the_workload() {
+    if !perf_usable() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    // `yes` writing into /dev/null keeps a core busy; its copy's name is its comm in perf.
+    let hog_bin = tmp.path().join("fsdhog");
+    std::fs::copy("/usr/bin/yes", &hog_bin).unwrap();
+    let _hog = Hog(std::process::Command::new(&hog_bin)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap());
+    let roots = |scope: &str| {
+        let db = tmp.path().join(format!("{scope}.sqlite"));
+        let target = tmp.path().join(format!("t-{scope}"));
+        std::fs::create_dir(&target).unwrap();
+        fsdelta(&db)
+            .args([
+                "run",
+                "--test",
+                "emptyfiles",
+                "-n",
+                "1",
+                "--quiet",
+                "--profile",
+            ])
+            .args(["--profile-scope", scope, "--target"])
+            .arg(&target)
+            .assert()
+            .success();
+        let stored = stored_profiles(&db);
+        let p = stored[0].1.clone().expect("a profile");
+        let mut r: Vec<String> = p
+            .stacks
+            .keys()
+            .map(|s| s.split(';').next().unwrap().to_string())
+            .collect();
+        r.sort();
+        r.dedup();
+        let s = SqliteStore::open(&db).unwrap();
+        let run = s.runs(&Default::default()).unwrap()[0].id;
+        let facts = s.samples(run).unwrap()[0].sample.facts.extra.clone();
+        assert_eq!(facts.get("profile_scope").map(String::as_str), Some(scope));
+        r
+    };
+    let system = roots("system");
+    assert!(
+        system.iter().any(|c| c == "fsdhog"),
+        "the hog ran beside the workload and the system profile saw it: {system:?}"
+    );
+    let workload = roots("workload+kthreads");
+    assert!(
+        !workload
+            .iter()
+            .any(|c| c == "fsdhog" || c == "swapper" || c == "perf"),
+        "{workload:?}"
+    );
+    assert!(
+        workload.iter().any(|c| c.starts_with("fsmark-")),
+        "the engine's workers are in it: {workload:?}"
+    );
+}

@@ -200,6 +200,7 @@ fn plan_of(
             until_confident: None,
             drop_caches: !args.no_drop_caches,
             profile: None,
+            profile_scope: Default::default(),
             baseline: Baseline::None,
             environment: environment.clone(),
         },

@@ -441,6 +441,16 @@ pub struct RunArgs {
         default_missing_value = "always"
     )]
     pub profile: Option<profile::ProfileMode>,
+    /// Whose CPU time a profile keeps: workload+kthreads (the workload's process and children,
+    /// and kernel threads), workload, or system (everything, idle included). perf records the
+    /// whole machine; the scope is applied from perf's task records when it is folded.
+    #[arg(
+        long,
+        value_enum,
+        value_name = "SCOPE",
+        default_value = "workload+kthreads"
+    )]
+    pub profile_scope: profile::ProfileScopeArg,
     /// Count kernel tracepoints during each sample, on every CPU, only while the workload
     /// runs (comma-separated GROUP:NAME, a glob in the name: 'btrfs:*,kmem:kmalloc'); stored
     /// as neutral metrics event:GROUP:NAME. Needs root or kernel.perf_event_paranoid=-1.

@@ -40,6 +40,29 @@ impl From<ProfileMode> for crate::runner::ProfileMode {
     }
 }
 
+/// Whose CPU time `run --profile` keeps.
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum ProfileScopeArg {
+    /// The workload's process, its children, and kernel threads (kworker, flush, btrfs-*).
+    #[value(name = "workload+kthreads")]
+    WorkloadKthreads,
+    /// The workload's process and its children only.
+    Workload,
+    /// The whole machine, as `perf record -a` gives it.
+    System,
+}
+
+impl From<ProfileScopeArg> for crate::probe::profile::ProfileScope {
+    fn from(m: ProfileScopeArg) -> Self {
+        use crate::probe::profile::ProfileScope as S;
+        match m {
+            ProfileScopeArg::WorkloadKthreads => S::WorkloadKthreads,
+            ProfileScopeArg::Workload => S::Workload,
+            ProfileScopeArg::System => S::System,
+        }
+    }
+}
+
 /// Options of `fsdelta profile`.
 #[derive(Debug, Args)]
 pub struct ProfileArgs {

@@ -108,6 +108,7 @@ pub fn main(args: RunArgs) -> Result<i32> {
         }),
         drop_caches: !args.no_drop_caches,
         profile: args.profile.map(Into::into),
+        profile_scope: args.profile_scope.into(),
         baseline: match &args.baseline {
             Some(b) => Baseline::Runs(b.clone()),
             None if !ab_pairs.is_empty() => Baseline::None,

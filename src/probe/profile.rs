@@ -5,7 +5,8 @@
 //! Why: a verdict says that something changed, a profile says why (44 % of CPU in
 //! `_raw_spin_unlock_irqrestore` explains a 40 % drop of files/s). Recording is system-wide
 //! because the filesystem's work happens in kernel threads (writeback, journal) as much as in
-//! the workload's own threads.
+//! the workload's own threads; the [`ProfileScope`] is applied when folding, from perf's task
+//! records, so another process's work does not describe ours.
 //!
 //! This module must never decide anything about a profile (that is `report::profile`) and must
 //! never leave perf running or its data file behind: perf starts disabled and is enabled through
@@ -31,6 +32,116 @@ use std::time::{Duration, Instant};
 
 /// The at-rest format of [`Profile::encode`]: gzip of the folded-stack text.
 pub const FORMAT_FOLDED_GZ: &str = "folded-gz-v1";
+
+/// Whose CPU time a profile keeps. perf always records the whole machine (the filesystem's work
+/// runs in kernel threads as much as in the workload); the scope is applied when the recording
+/// is folded, from perf's own task records (the process tree it synthesises at start, and every
+/// fork while it records).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum ProfileScope {
+    /// The workload's process and every process it started, plus kernel threads (kthreadd and
+    /// its children: kworker, flush, btrfs-*, jbd2, ...). Another user's fio or a qemu beside
+    /// the run is left out; idle time too.
+    #[default]
+    WorkloadKthreads,
+    /// The workload alone: its process and its descendants.
+    Workload,
+    /// Everything perf saw, idle included (what `perf record -a` gives).
+    System,
+}
+
+impl ProfileScope {
+    /// The name `--profile-scope` takes and sample facts record.
+    pub fn name(self) -> &'static str {
+        match self {
+            ProfileScope::WorkloadKthreads => "workload+kthreads",
+            ProfileScope::Workload => "workload",
+            ProfileScope::System => "system",
+        }
+    }
+}
+
+/// The pid of kthreadd, the parent of every kernel thread.
+const KTHREADD: u32 = 2;
+
+/// Keep only the samples of `scope` from `perf script --show-task-events` output printed with
+/// `pid/tid` (see [`SCOPED_FIELDS`]): the processes descending from `root` (and kernel threads,
+/// when the scope has them), but not `perf` (perf's own process, a child of `root`). Task
+/// records themselves are dropped; samples pass unchanged.
+pub fn filter_script(
+    script: impl BufRead,
+    scope: ProfileScope,
+    root: u32,
+    perf: u32,
+    out: &mut impl Write,
+) -> io::Result<()> {
+    use std::collections::HashSet;
+    let mut inside: HashSet<u32> = HashSet::from([root]);
+    let mut kthreads: HashSet<u32> = HashSet::from([KTHREADD]);
+    let mut keeping = false;
+    for line in script.lines() {
+        let line = line?;
+        if line.starts_with(|c: char| c.is_whitespace()) || line.is_empty() {
+            if keeping {
+                writeln!(out, "{line}")?;
+            }
+            if line.is_empty() {
+                keeping = false;
+            }
+            continue;
+        }
+        if let Some(rest) = line.split_once("PERF_RECORD_FORK(").map(|(_, r)| r) {
+            // PERF_RECORD_FORK(child_pid:child_tid):(parent_pid:parent_tid)
+            let pid_of = |t: &str| t.split(':').next().and_then(|p| p.parse::<u32>().ok());
+            let mut parts = rest.split("):(");
+            let child = parts.next().and_then(pid_of);
+            let parent = parts.next().and_then(pid_of);
+            if let (Some(c), Some(p)) = (child, parent)
+                && c != p
+            {
+                if inside.contains(&p) && c != perf {
+                    inside.insert(c);
+                }
+                if kthreads.contains(&p) {
+                    kthreads.insert(c);
+                }
+            }
+            keeping = false;
+            continue;
+        }
+        if line.contains("PERF_RECORD_") {
+            keeping = false;
+            continue;
+        }
+        let pid = line
+            .split_whitespace()
+            .find_map(|t| {
+                t.split_once('/').filter(|(a, b)| {
+                    !a.is_empty()
+                        && a.bytes().all(|c| c.is_ascii_digit())
+                        && !b.is_empty()
+                        && b.bytes().all(|c| c.is_ascii_digit())
+                })
+            })
+            .and_then(|(p, _)| p.parse::<u32>().ok());
+        keeping = match (scope, pid) {
+            (ProfileScope::System, _) => true,
+            (_, None) => false,
+            (ProfileScope::Workload, Some(p)) => inside.contains(&p),
+            (ProfileScope::WorkloadKthreads, Some(p)) => {
+                inside.contains(&p) || kthreads.contains(&p)
+            }
+        };
+        if keeping {
+            writeln!(out, "{line}")?;
+        }
+    }
+    Ok(())
+}
+
+/// The `perf script` fields of a scoped fold: the default ones, with `pid/tid` instead of the
+/// thread id alone, so that a sample can be traced to its process.
+pub const SCOPED_FIELDS: &str = "comm,pid,tid,cpu,time,period,event,ip,sym,symoff,dso";
 
 /// The frame perf gives an address it cannot name.
 const UNKNOWN: &str = "[unknown]";
@@ -434,6 +545,7 @@ impl Recorder {
         Ok(Recording {
             dir,
             data: self.data.clone(),
+            perf: pid.as_raw_nonzero().get() as u32,
         })
     }
 }
@@ -452,6 +564,8 @@ impl Drop for Recorder {
 pub struct Recording {
     dir: PrivateDir,
     data: PathBuf,
+    /// perf's pid, left out of scoped profiles.
+    perf: u32,
 }
 
 impl Recording {
@@ -460,19 +574,30 @@ impl Recording {
         fs::metadata(&self.data).map(|m| m.len()).unwrap_or(0)
     }
 
-    /// Run `perf script` and fold its output; the data file is deleted afterwards.
-    pub fn fold(self) -> Result<Profile, ProfileError> {
-        let mut child = Command::new(perf_binary())
-            .arg("script")
-            .arg("-i")
-            .arg(&self.data)
+    /// Run `perf script` and fold its output, keeping what `scope` keeps of the processes
+    /// descending from `root` (this process, for the workloads it runs); the data file is
+    /// deleted afterwards.
+    pub fn fold(self, scope: ProfileScope, root: u32) -> Result<Profile, ProfileError> {
+        let mut cmd = Command::new(perf_binary());
+        cmd.arg("script").arg("-i").arg(&self.data);
+        if scope != ProfileScope::System {
+            cmd.args(["--show-task-events", "-F", SCOPED_FIELDS]);
+        }
+        let mut child = cmd
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
             .map_err(|e| ProfileError::Failed(format!("starting perf script: {e}")))?;
         let out = child.stdout.take().expect("piped");
-        let folded = Profile::from_perf_script(BufReader::new(out));
+        let folded = if scope == ProfileScope::System {
+            Profile::from_perf_script(BufReader::new(out))
+        } else {
+            let mut kept = Vec::new();
+            filter_script(BufReader::new(out), scope, root, self.perf, &mut kept)
+                .map_err(|e| ProfileError::Failed(format!("reading perf script output: {e}")))
+                .and_then(|()| Profile::from_perf_script(&kept[..]))
+        };
         let status = child
             .wait()
             .map_err(|e| ProfileError::Failed(format!("waiting for perf script: {e}")))?;
@@ -498,6 +623,68 @@ pub fn check() -> Result<(), ProfileError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `perf script --show-task-events -F comm,pid,tid,...` as perf 6.1 prints it (shortened):
+    /// the synthesised tree at time 0, a fork while recording, samples of the workload (pid 100,
+    /// its worker thread and a child 300), a kernel thread, perf (pid 200), a stranger and idle.
+    const SCOPED: &str = "\
+swapper     0/0     [000]     0.000000: PERF_RECORD_FORK(2:2):(0:0)
+kthreadd     0/0     [000]     0.000000: PERF_RECORD_FORK(14:14):(2:2)
+ksoftirqd/0     0/0     [000]     0.000000: PERF_RECORD_COMM: ksoftirqd/0:14/14
+fsdelta     0/0     [000]     0.000000: PERF_RECORD_FORK(200:200):(100:100)
+fsdelta  100/100  [001]  1505.238693: PERF_RECORD_FORK(100:101):(100:100)
+fsdelta  100/100  [001]  1505.238700: PERF_RECORD_FORK(300:300):(100:100)
+sh  300/300  [001]  1505.238701: PERF_RECORD_COMM exec: sh:300/300
+fsmark-0  100/101  [000]  1505.300000:     250000 cpu-clock: 
+\tffffffff8226e69c _raw_spin_lock+0xc ([kernel.kallsyms])
+
+sh  300/300  [001]  1505.300001:     250000 cpu-clock: 
+\t          1234 main+0x4 (/usr/bin/dash)
+
+ksoftirqd/0  14/14  [000]  1505.300002:     250000 cpu-clock: 
+\tffffffff81234567 run_ksoftirqd+0xb ([kernel.kallsyms])
+
+perf  200/200  [000]  1505.300003:     250000 cpu-clock: 
+\tffffffff81234568 perf_poll+0xb ([kernel.kallsyms])
+
+lto cgu.05  3982/7897  [000]  1505.300004:     250000 cpu-clock: 
+\t         940a72c CodeGenPrepare::_run+0x1 (/usr/lib/libLLVM.so)
+
+swapper  0/0  [001]  1505.300005:     250000 cpu-clock: 
+\tffffffff81234569 pv_native_safe_halt+0xb ([kernel.kallsyms])
+
+";
+
+    fn scoped(scope: ProfileScope) -> Vec<String> {
+        let mut out = Vec::new();
+        filter_script(SCOPED.as_bytes(), scope, 100, 200, &mut out).unwrap();
+        let p = Profile::from_perf_script(&out[..]).unwrap();
+        let mut roots: Vec<String> = p
+            .stacks
+            .keys()
+            .map(|s| s.split(';').next().unwrap().to_string())
+            .collect();
+        roots.sort();
+        roots.dedup();
+        roots
+    }
+
+    #[test]
+    fn a_scoped_fold_keeps_the_workload_its_children_and_kernel_threads_only() {
+        assert_eq!(scoped(ProfileScope::Workload), ["fsmark-0", "sh"]);
+        assert_eq!(
+            scoped(ProfileScope::WorkloadKthreads),
+            ["fsmark-0", "ksoftirqd/0", "sh"]
+        );
+        let mut out = Vec::new();
+        filter_script(SCOPED.as_bytes(), ProfileScope::System, 100, 200, &mut out).unwrap();
+        let all = Profile::from_perf_script(&out[..]).unwrap();
+        assert_eq!(
+            all.total(),
+            6 * 250_000,
+            "system keeps every sample, idle and perf included"
+        );
+    }
 
     const SCRIPT: &str = "\
 fsmark-0 24352 [000]  2185.436665:     250000 cpu-clock: 

@@ -124,6 +124,8 @@ pub struct Plan {
     pub drop_caches: bool,
     /// CPU profiles.
     pub profile: Option<ProfileMode>,
+    /// Whose CPU time the profiles keep.
+    pub profile_scope: crate::probe::profile::ProfileScope,
     /// The closing comparison.
     pub baseline: Baseline,
     /// The machine.
@@ -386,6 +388,11 @@ impl Loop<'_> {
         facts
             .extra
             .insert("order".into(), self.plan.order.to_string());
+        if let Some(p) = self.profiler.as_ref().filter(|p| p.wants(rep)) {
+            facts
+                .extra
+                .insert("profile_scope".into(), p.scope().name().into());
+        }
         let duration_s = t0.elapsed().as_secs_f64();
         let (status, error, m) = match result {
             Ok(m) => (SampleStatus::Ok, None, m),
@@ -727,7 +734,7 @@ fn run_stored(
         }
         _ => Vec::new(),
     };
-    let profiler = profile::RunProfiler::new(plan.profile, observer)?;
+    let profiler = profile::RunProfiler::new(plan.profile, plan.profile_scope, observer)?;
     // Tests with the same tracepoints share one set of counters (descriptors are events x CPUs).
     let mut counters = Vec::new();
     let mut lists: Vec<&[crate::probe::events::Tracepoint]> = Vec::new();

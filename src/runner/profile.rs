@@ -8,7 +8,7 @@
 use super::RunError;
 use super::observer::{Event, Observer};
 use crate::model::SampleId;
-use crate::probe::profile::{self as probe, ProfileError, Recorder, Recording};
+use crate::probe::profile::{self as probe, ProfileError, ProfileScope, Recorder, Recording};
 use crate::store::Store;
 
 /// Which samples a run profiles.
@@ -26,6 +26,7 @@ pub enum ProfileMode {
 /// Records a profile around each workload and stores it with the sample.
 pub(crate) struct RunProfiler {
     mode: ProfileMode,
+    scope: ProfileScope,
     recorder: Option<Recorder>,
     pending: Option<Result<Recording, ProfileError>>,
     /// Optional profiling failed once: no more profiles in this run.
@@ -38,6 +39,7 @@ impl RunProfiler {
     /// so that a missing perf fails fast.
     pub(crate) fn new(
         mode: Option<ProfileMode>,
+        scope: ProfileScope,
         observer: &dyn Observer,
     ) -> Result<Option<RunProfiler>, RunError> {
         let Some(mode) = mode else {
@@ -46,6 +48,7 @@ impl RunProfiler {
         match probe::check() {
             Ok(()) => Ok(Some(RunProfiler {
                 mode,
+                scope,
                 recorder: None,
                 pending: None,
                 gave_up: false,
@@ -58,6 +61,11 @@ impl RunProfiler {
             }
             Err(e) => Err(RunError::Profile(format!("--profile: {e}"))),
         }
+    }
+
+    /// The scope its profiles keep (recorded in each profiled sample's facts).
+    pub(crate) fn scope(&self) -> ProfileScope {
+        self.scope
     }
 
     /// Whether the samples of repetition `rep` (from 1) are profiled.
@@ -93,7 +101,8 @@ impl RunProfiler {
         let Some(recorded) = self.pending.take() else {
             return Ok(());
         };
-        match recorded.and_then(Recording::fold) {
+        let root = std::process::id();
+        match recorded.and_then(|r| r.fold(self.scope, root)) {
             Ok(p) => store
                 .add_profile(sample, &p.encode())
                 .map_err(|e| RunError::Store {

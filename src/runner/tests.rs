@@ -28,6 +28,7 @@ fn plan(tests: Vec<PlannedTest>, targets: Targets, repeat: u32) -> Plan {
         until_confident: None,
         drop_caches: false,
         profile: None,
+        profile_scope: Default::default(),
         baseline: Baseline::LastComparable,
         environment: Environment::default(),
     }
