@@ -74,14 +74,18 @@ pub enum FsKind {
     Tmpfs,
     /// An existing directory on whatever filesystem holds it (no mkfs, no mount).
     Dir,
+    /// A read-only erofs image that mkfs.erofs builds from a directory tree (`source`),
+    /// attached to a loop device and mounted read-only.
+    Erofs,
 }
 
 impl FsKind {
     /// Every kind, in the order the error messages list them.
-    pub const ALL: [FsKind; 5] = [
+    pub const ALL: [FsKind; 6] = [
         FsKind::Btrfs,
         FsKind::Ext4,
         FsKind::Xfs,
+        FsKind::Erofs,
         FsKind::Tmpfs,
         FsKind::Dir,
     ];
@@ -94,7 +98,13 @@ impl FsKind {
             FsKind::Xfs => "xfs",
             FsKind::Tmpfs => "tmpfs",
             FsKind::Dir => "dir",
+            FsKind::Erofs => "erofs",
         }
+    }
+
+    /// Whether the filesystem is read-only (only workloads that write nothing run on it).
+    pub fn read_only(self) -> bool {
+        self == FsKind::Erofs
     }
 
     /// Whether fsdelta runs mkfs for this kind (and so needs a device).
@@ -133,6 +143,13 @@ pub enum Device {
     Existing {
         /// Absolute path of the directory.
         path: PathBuf,
+    },
+    /// An image fsdelta builds from the tree `source` (mkfs.erofs IMAGE SOURCE) under the
+    /// scratch location, attached to a loop device; created and removed by fsdelta. The tree
+    /// is only read.
+    Image {
+        /// Absolute path of the directory packed into the image.
+        source: PathBuf,
     },
 }
 
@@ -236,9 +253,9 @@ impl ConfigError {
 }
 
 const TOP_KEYS: [&str; 2] = ["scratch", "config"];
-const CONFIG_KEYS: [&str; 16] = [
+const CONFIG_KEYS: [&str; 17] = [
     "name", "fs", "device", "destroy", "mkfs", "mount", "fresh", "before", "after", "path", "size",
-    "kernel", "modules", "cmdline", "memory", "cpus",
+    "source", "kernel", "modules", "cmdline", "memory", "cpus",
 ];
 
 /// Parse and validate the text of a configuration file. `file` names it in error messages.
@@ -526,7 +543,44 @@ impl Parser<'_> {
             })?),
         };
 
+        if fs != FsKind::Erofs {
+            forbid(
+                "source",
+                "source is the tree an fs = \"erofs\" image is built from",
+            )?;
+        }
         let device = match fs {
+            FsKind::Erofs => {
+                for (key, why) in [
+                    (
+                        "device",
+                        "fsdelta builds the image from source and attaches it to a loop device",
+                    ),
+                    ("size", "the image is as large as the tree it packs"),
+                    ("path", "give the tree to pack as source = \"/a/dir\""),
+                    ("destroy", "an erofs image destroys nothing"),
+                ] {
+                    forbid(key, why)?;
+                }
+                let Some((v, source)) = get_str("source")? else {
+                    return Err(self.err(
+                        Some(line),
+                        cfg,
+                        Some("source"),
+                        "missing: fs = \"erofs\" needs source = \"/a/dir\", the tree mkfs.erofs packs into the image".into(),
+                    ));
+                };
+                if !source.starts_with('/') {
+                    return Err(at(
+                        v,
+                        "source",
+                        format!("'{source}' is not an absolute path: write it from '/'"),
+                    ));
+                }
+                Device::Image {
+                    source: PathBuf::from(source),
+                }
+            }
             FsKind::Btrfs | FsKind::Ext4 | FsKind::Xfs => {
                 forbid(
                     "path",
@@ -758,6 +812,13 @@ impl Parser<'_> {
                     kv,
                     "kernel",
                     "a dir target is a directory of the host and cannot be given to a guest: use fs = \"ext4\" (or btrfs, xfs) with device = \"loop:SIZE\", or tmpfs".into(),
+                ));
+            }
+            (_, Device::Image { .. }) => {
+                return Err(at(
+                    kv,
+                    "kernel",
+                    "an erofs image in a guest is not supported yet: run fs = \"erofs\" on the host kernel (leave out kernel)".into(),
                 ));
             }
             (_, Device::Block { path }) => {
@@ -1225,6 +1286,21 @@ path = "/srv/bench"
                 "mount",
             ),
             ("fs = 4", "fs"),
+            ("fs = \"erofs\"", "source"),
+            ("fs = \"erofs\"\nsource = \"rel\"", "source"),
+            (
+                "fs = \"erofs\"\nsource = \"/t\"\ndevice = \"loop:1G\"",
+                "device",
+            ),
+            ("fs = \"erofs\"\nsource = \"/t\"\ndestroy = true", "destroy"),
+            (
+                "fs = \"ext4\"\ndevice = \"loop:1G\"\nsource = \"/t\"",
+                "source",
+            ),
+            (
+                "fs = \"erofs\"\nsource = \"/t\"\nkernel = \"/boot/vmlinuz\"",
+                "kernel",
+            ),
         ];
         for (body, key) in cases {
             let e = err(&format!("[[config]]\nname = \"c\"\n{body}\n"));

@@ -734,6 +734,21 @@ fn run_stored(
         }
         _ => Vec::new(),
     };
+    // A read-only filesystem (erofs) runs only tests that write nothing: command tests (which
+    // fail on their own if they write).
+    if let Targets::Configs { file, .. } = &plan.targets {
+        for c in file.configs.iter().filter(|c| c.fs.read_only()) {
+            if let Some(t) = plan.tests.iter().find(|t| t.workload.engine() != "command") {
+                return Err(RunError::Plan(format!(
+                    "config '{}' is fs = \"{}\", which is read-only, and test {} ({}) writes: only command tests run on it (workload = \"command\"); leave this test out with --test, or give it another configuration file",
+                    c.name,
+                    c.fs,
+                    t.name,
+                    t.workload.engine()
+                )));
+            }
+        }
+    }
     let profiler = profile::RunProfiler::new(plan.profile, plan.profile_scope, observer)?;
     // Tests with the same tracepoints share one set of counters (descriptors are events x CPUs).
     let mut counters = Vec::new();

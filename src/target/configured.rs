@@ -208,12 +208,31 @@ impl Target {
                 config.fs
             )));
         }
-        let mkfs = if config.fs.needs_mkfs() {
+        let builds_image = matches!(config.device, Device::Image { .. });
+        let mkfs = if config.fs.needs_mkfs() || builds_image {
             Some(Mkfs::find(config.fs)?)
         } else {
             None
         };
-        if config.fs.needs_mkfs() {
+        if let Device::Image { source } = &config.device {
+            match fs::metadata(source) {
+                Ok(m) if m.is_dir() => {}
+                Ok(_) => {
+                    return Err(unusable(format!(
+                        "source '{}' is not a directory: give the tree to pack into the erofs image",
+                        source.display()
+                    )));
+                }
+                Err(e) => {
+                    return Err(unusable(format!(
+                        "source '{}': {e}; give an existing directory to pack into the erofs image",
+                        source.display()
+                    )));
+                }
+            }
+            check_kernel_has(config.fs)?;
+        }
+        if config.fs.needs_mkfs() || builds_image {
             let own = match &config.device {
                 Device::Block { path } => Some(path.as_path()),
                 _ => None,
@@ -226,7 +245,7 @@ impl Target {
                 device_name = Some(device::check_can_format(path, scratch)?.name);
             }
             Device::Existing { path } => check_dir_target(path)?,
-            Device::Loop { .. } | Device::Memory { .. } => {}
+            Device::Loop { .. } | Device::Memory { .. } | Device::Image { .. } => {}
         }
         Ok(Target {
             mounted: None,
@@ -315,6 +334,10 @@ impl Target {
                 let base = self.ensure_base()?;
                 self.format_and_mount(&base, &path)?
             }
+            Device::Image { source } => {
+                let base = self.ensure_base()?;
+                self.build_and_mount(&base, &source)?
+            }
             Device::Memory { size_bytes } => {
                 let base = self.ensure_base()?;
                 if self.config.fresh == Fresh::Sample
@@ -388,6 +411,55 @@ impl Target {
         self.fresh_work_dir()
     }
 
+    /// erofs: build the image from `source` once (it is read-only, so every sample would build
+    /// the same bytes), attach it, and mount it read-only; `fresh = "sample"` remounts it for
+    /// every sample so that each starts cold. The workload runs at the image's root.
+    fn build_and_mount(&mut self, base: &Path, source: &Path) -> Result<PathBuf, TargetError> {
+        if self.attached.is_none() {
+            let image_path = base.join("image.erofs");
+            let mkfs = self.mkfs.as_ref().ok_or_else(|| TargetError::Unusable {
+                path: self.config.name.clone(),
+                message: "no mkfs program".into(),
+            })?;
+            let options = self.config.mkfs_options.clone();
+            let image = OwnedFile::create(&self.state, image_path.clone(), |p| {
+                mkfs.build_image(p, source, &options)
+            })?;
+            self.image = Some(image);
+            let l = AttachedLoop::attach(&image_path, &self.state)?;
+            self.device_name = Some(l.name());
+            self.attached = Some(l);
+            self.formatted = true;
+        }
+        if self.config.fresh == Fresh::Sample
+            && let Some(m) = self.mounted.take()
+        {
+            m.unmount()?;
+        }
+        if self.mounted.is_none() {
+            let dev = self
+                .attached
+                .as_ref()
+                .map(|l| l.device().display().to_string())
+                .unwrap_or_default();
+            let mut options = self.config.mount_options.clone();
+            if !options.split(',').any(|o| o == "ro") {
+                if !options.is_empty() {
+                    options.push(',');
+                }
+                options.push_str("ro");
+            }
+            self.mount(base, &dev, self.config.fs.as_str(), &options)?;
+        }
+        self.mounted
+            .as_ref()
+            .map(|m| m.target().to_path_buf())
+            .ok_or_else(|| TargetError::Unusable {
+                path: self.config.name.clone(),
+                message: "not mounted".into(),
+            })
+    }
+
     fn mount(
         &mut self,
         base: &Path,
@@ -444,7 +516,15 @@ impl Target {
         if let Some(mkfs) = &self.mkfs {
             put("mkfs_program", mkfs.program.display().to_string());
             put("mkfs_version", mkfs.version.clone());
-            if let Some(dev) = self.mounted_source() {
+            if let (Device::Image { source }, Some(image)) = (&c.device, &self.image) {
+                let mut line = mkfs.program.display().to_string();
+                for a in mkfs.image_args(&image.path, source, &c.mkfs_options) {
+                    line.push(' ');
+                    line.push_str(&a);
+                }
+                put("mkfs_command", line);
+                put("image_source", source.display().to_string());
+            } else if let Some(dev) = self.mounted_source() {
                 put(
                     "mkfs_command",
                     mkfs.command_line(Path::new(&dev), &c.mkfs_options),
@@ -461,6 +541,8 @@ impl Target {
             put("image_path", image.display().to_string());
             if let Device::Loop { size_bytes } = c.device {
                 put("image_size_bytes", size_bytes.to_string());
+            } else if let Ok(m) = fs::metadata(image) {
+                put("image_size_bytes", m.len().to_string());
             }
             let holder = facts_for(image.parent().unwrap_or(Path::new("/")));
             put("image_fs_type", holder.fs_type);
@@ -470,7 +552,7 @@ impl Target {
                 put("loop_direct_io", dio.trim().to_string());
             }
         }
-        if c.fs.needs_mkfs() {
+        if c.fs.needs_mkfs() || matches!(c.device, Device::Image { .. }) {
             facts.mkfs_options = Some(c.mkfs_options.join(" "));
         }
         facts
@@ -479,7 +561,7 @@ impl Target {
     fn mounted_source(&self) -> Option<String> {
         match &self.config.device {
             Device::Block { path } => Some(path.display().to_string()),
-            Device::Loop { .. } => self
+            Device::Loop { .. } | Device::Image { .. } => self
                 .attached
                 .as_ref()
                 .map(|l| l.device().display().to_string()),
@@ -679,6 +761,33 @@ impl Drop for Target {
     fn drop(&mut self) {
         let _ = self.undo_all();
     }
+}
+
+/// Whether the running kernel can mount `fs` (listed in /proc/filesystems, or a module that
+/// can be loaded); the error names the module and the kernel option.
+fn check_kernel_has(fs: crate::plan::config::FsKind) -> Result<(), TargetError> {
+    let name = fs.as_str();
+    let listed = |t: &str| t.lines().any(|l| l.split_whitespace().last() == Some(name));
+    let text = fs::read_to_string("/proc/filesystems").unwrap_or_default();
+    if listed(&text) {
+        return Ok(());
+    }
+    let _ = std::process::Command::new("modprobe")
+        .arg(name)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status();
+    if listed(&fs::read_to_string("/proc/filesystems").unwrap_or_default()) {
+        return Ok(());
+    }
+    Err(TargetError::Unusable {
+        path: format!("fs = \"{name}\""),
+        message: format!(
+            "the running kernel has no {name} (not in /proc/filesystems, and `modprobe {name}` did not load it): load the {name} module, or use a kernel built with CONFIG_{}_FS, or run this configuration in a guest kernel that has it",
+            name.to_ascii_uppercase()
+        ),
+    })
 }
 
 fn remove_tree(dir: &Path) -> Result<(), TargetError> {

@@ -38,6 +38,7 @@ pub fn program_and_package(fs: FsKind) -> Option<(&'static str, &'static str)> {
         FsKind::Btrfs => Some(("mkfs.btrfs", "btrfs-progs")),
         FsKind::Ext4 => Some(("mkfs.ext4", "e2fsprogs")),
         FsKind::Xfs => Some(("mkfs.xfs", "xfsprogs")),
+        FsKind::Erofs => Some(("mkfs.erofs", "erofs-utils")),
         FsKind::Tmpfs | FsKind::Dir => None,
     }
 }
@@ -107,7 +108,7 @@ impl Mkfs {
                     args.push("lazy_itable_init=0,lazy_journal_init=0".into());
                 }
             }
-            FsKind::Tmpfs | FsKind::Dir => {}
+            FsKind::Tmpfs | FsKind::Dir | FsKind::Erofs => {}
         }
         args.extend(options.iter().cloned());
         args.push(device.display().to_string());
@@ -160,6 +161,51 @@ impl Mkfs {
             command: self.command_line(device, options),
             status: out.status.to_string(),
             output: failure_text(&out.stderr, &out.stdout, device),
+        })
+    }
+}
+
+impl Mkfs {
+    /// The arguments that build an image file from the tree `source`: mkfs.erofs's
+    /// `[OPTIONS] IMAGE SOURCE`.
+    pub fn image_args(&self, image: &Path, source: &Path, options: &[String]) -> Vec<String> {
+        let mut args: Vec<String> = options.to_vec();
+        args.push(image.display().to_string());
+        args.push(source.display().to_string());
+        args
+    }
+
+    /// Build the image file `image` from `source` (read only). The image is a file fsdelta
+    /// created under its scratch location; nothing else is written.
+    pub fn build_image(
+        &self,
+        image: &Path,
+        source: &Path,
+        options: &[String],
+    ) -> Result<(), TargetError> {
+        let args = self.image_args(image, source, options);
+        let out = Command::new(&self.program)
+            .args(&args)
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| TargetError::Io {
+                op: "run",
+                path: self.program.display().to_string(),
+                source: e,
+            })?;
+        if out.status.success() {
+            return Ok(());
+        }
+        let mut command = self.program.display().to_string();
+        for a in &args {
+            command.push(' ');
+            command.push_str(a);
+        }
+        Err(TargetError::CommandFailed {
+            what: "mkfs".into(),
+            command,
+            status: out.status.to_string(),
+            output: failure_text(&out.stderr, &out.stdout, image),
         })
     }
 }

@@ -1,0 +1,138 @@
+//! End-to-end test of erofs targets (issue 16 item 3): an image built by mkfs.erofs from a
+//! tree, attached to a loop device, mounted read-only, read by a command test; the facts name
+//! the image and mkfs; a writing test is refused before the run; nothing is left behind.
+
+mod common;
+
+use common::{fsdelta, is_root, require};
+use std::path::Path;
+
+fn erofs_usable() -> bool {
+    let has_mkfs = std::process::Command::new("mkfs.erofs")
+        .arg("-V")
+        .output()
+        .is_ok();
+    let _ = std::process::Command::new("modprobe").arg("erofs").status();
+    let in_kernel = std::fs::read_to_string("/proc/filesystems")
+        .unwrap_or_default()
+        .lines()
+        .any(|l| l.split_whitespace().last() == Some("erofs"));
+    require(
+        is_root() && has_mkfs && in_kernel && Path::new("/dev/loop-control").exists(),
+        "root, loop devices, erofs in the kernel and mkfs.erofs (Debian erofs-utils)",
+    )
+}
+
+#[test]
+fn an_erofs_image_is_built_from_a_tree_mounted_read_only_and_read() {
+    if !erofs_usable() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("tree");
+    std::fs::create_dir_all(src.join("lib")).unwrap();
+    let mut total = 0;
+    for i in 0..20 {
+        let body: String = (0..2000).map(|j| format!("line {i} {j}\n")).collect();
+        total += body.len();
+        std::fs::write(src.join("lib").join(format!("f{i}.txt")), body).unwrap();
+    }
+    let scratch = tmp.path().join("scratch");
+    let cfg = tmp.path().join("c.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "scratch = \"{}\"\n[[config]]\nname = \"lz4hc\"\nfs = \"erofs\"\nsource = \"{}\"\nmkfs = \"-zlz4hc\"\n",
+            scratch.display(),
+            src.display()
+        ),
+    )
+    .unwrap();
+    let suite = tmp.path().join("s.toml");
+    std::fs::write(
+        &suite,
+        "[[test]]\nname = \"readall\"\nworkload = \"command\"\n\
+         command = \"cat lib/*.txt | wc -c; touch x 2>/dev/null && echo WRITABLE || echo readonly\"\n\
+         [[test.metric]]\nname = \"bytes\"\nregex = '^(\\d+)'\nunit = \"B\"\ndirection = \"neutral\"\n",
+    )
+    .unwrap();
+    let db = tmp.path().join("r.sqlite");
+    fsdelta(&db)
+        .args(["run", "-n", "2", "--quiet", "--config"])
+        .arg(&cfg)
+        .arg("--suite")
+        .arg(&suite)
+        .assert()
+        .success();
+    let out = fsdelta(&db).args(["export", "latest"]).output().unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let samples = doc["runs"][0]["samples"].as_array().unwrap();
+    assert_eq!(samples.len(), 2);
+    for s in samples {
+        assert_eq!(s["status"], "ok", "{s}");
+        let bytes = s["metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["name"] == "bytes")
+            .unwrap();
+        assert_eq!(bytes["value"].as_f64().unwrap() as usize, total);
+        let facts = &s["facts"];
+        assert_eq!(facts["fs_type"], "erofs", "{facts}");
+        assert!(
+            facts["mount_options"].as_str().unwrap().starts_with("ro"),
+            "{facts}"
+        );
+        let extra = &facts["extra"];
+        let mkfs = extra["mkfs_command"].as_str().unwrap();
+        assert!(
+            mkfs.contains("mkfs.erofs -zlz4hc") && mkfs.ends_with(&src.display().to_string()),
+            "{mkfs}"
+        );
+        assert_eq!(extra["image_source"], src.display().to_string());
+        assert!(
+            extra["mkfs_version"]
+                .as_str()
+                .unwrap()
+                .contains("mkfs.erofs")
+        );
+    }
+    // The command saw a read-only filesystem (its raw output is kept).
+    let raw = fsdelta(&db)
+        .args(["show", "latest", "--raw"])
+        .output()
+        .unwrap();
+    let raw = String::from_utf8(raw.stdout).unwrap();
+    assert!(
+        raw.contains(&format!("stdout:\n{total}\nreadonly\n")),
+        "{raw}"
+    );
+    // Nothing left: no mount, no loop device, no image.
+    let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap();
+    assert!(!mounts.contains(&scratch.display().to_string()), "{mounts}");
+    assert_eq!(
+        std::fs::read_dir(&scratch).map(|d| d.count()).unwrap_or(0),
+        0,
+        "the scratch location is empty"
+    );
+    // The tree is untouched.
+    assert_eq!(std::fs::read_dir(src.join("lib")).unwrap().count(), 20);
+
+    // A test that writes is refused before the run is recorded.
+    fsdelta(&db)
+        .args(["run", "-n", "1", "--test", "emptyfiles", "--config"])
+        .arg(&cfg)
+        .assert()
+        .failure()
+        .stderr(predicates::str::contains("read-only"))
+        .stderr(predicates::str::contains("only command tests"));
+    let list = fsdelta(&db).args(["list"]).output().unwrap();
+    let list = String::from_utf8(list.stdout).unwrap();
+    assert_eq!(
+        list.lines()
+            .filter(|l| l.contains("complete") || l.contains("running"))
+            .count(),
+        1,
+        "{list}"
+    );
+}
