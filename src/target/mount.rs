@@ -78,17 +78,22 @@ pub fn mount(source: &str, target: &Path, fs_type: &str, options: &str) -> Resul
     })
 }
 
-/// Unmount `target`, retrying for a while on EBUSY (a short-lived opener such as udev's blkid).
-/// Returns how long the successful umount(2) call took.
+/// How long an unmount that fails with EBUSY is retried (a short-lived opener such as udev's
+/// blkid, or a process that is exiting), with backoff from 10 ms to 200 ms between tries.
+pub const UNMOUNT_WAIT: Duration = Duration::from_secs(2);
+
+/// Unmount `target`, retrying for up to [`UNMOUNT_WAIT`] on EBUSY. Returns how long the
+/// successful umount(2) call took. Never detaches lazily: a busy mount stays mounted.
 pub fn unmount_patiently(target: &Path) -> Result<Duration, Errno> {
-    let mut tries = 0;
+    let began = Instant::now();
+    let mut pause = Duration::from_millis(10);
     loop {
         let start = Instant::now();
         match rustix::mount::unmount(target, UnmountFlags::empty()) {
             Ok(()) => return Ok(start.elapsed()),
-            Err(Errno::BUSY) if tries < 20 => {
-                tries += 1;
-                std::thread::sleep(Duration::from_millis(100));
+            Err(Errno::BUSY) if began.elapsed() < UNMOUNT_WAIT => {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(200));
             }
             Err(e) => return Err(e),
         }
@@ -144,12 +149,18 @@ impl Mounted {
         &self.target
     }
 
-    /// Unmount; returns how long umount(2) took (writeback of dirty data included).
+    /// Unmount; returns how long umount(2) took (writeback of dirty data included). A mount that
+    /// stays busy is detached lazily (see [`Drop`]): use [`try_unmount`](Mounted::try_unmount)
+    /// where the device is formatted again afterwards.
     pub fn unmount(mut self) -> Result<Duration, TargetError> {
-        self.unmount_inner()
+        self.try_unmount()
     }
 
-    fn unmount_inner(&mut self) -> Result<Duration, TargetError> {
+    /// Unmount, retrying for [`UNMOUNT_WAIT`] on EBUSY. On failure the mount stays mounted and
+    /// guarded (never detached lazily: a detached filesystem lives on, holding its device, until
+    /// its last user goes, and the next mkfs would meet a busy device), and the error names the
+    /// processes that hold it. Calling it again retries.
+    pub fn try_unmount(&mut self) -> Result<Duration, TargetError> {
         let Some(record) = self.record.take() else {
             return Ok(Duration::ZERO);
         };
@@ -160,11 +171,20 @@ impl Mounted {
             }
             Err(e) => {
                 self.record = Some(record);
+                let holders = if e == Errno::BUSY {
+                    format!(
+                        "; held by {}",
+                        super::holders::describe(&super::holders::of_mount(&self.target), 6)
+                    )
+                } else {
+                    String::new()
+                };
                 Err(TargetError::Unusable {
                     path: self.target.display().to_string(),
                     message: format!(
-                        "umount of {}: {e}; a process still uses it (fuser -vm {}), `fsdelta cleanup` retries",
+                        "umount of {} (retried for {}s): {e}{holders}; stop what holds it (fuser -vm {}); the mount is kept and tried again before the next sample, `fsdelta cleanup` retries after the run",
                         self.source,
+                        UNMOUNT_WAIT.as_secs(),
                         self.target.display()
                     ),
                 })
@@ -175,10 +195,14 @@ impl Mounted {
 
 impl Drop for Mounted {
     fn drop(&mut self) {
-        if self.unmount_inner().is_err() {
-            // Never leave it in the tree: detach lazily; the entry stays in the state file until
-            // recovery finds the mount gone.
-            let _ = detach_lazily(&self.target);
+        if self.try_unmount().is_err() {
+            // The final drop only (teardown, error, panic): never leave it in the tree. A
+            // detached mount is no longer there for recovery to find, so its entry goes too.
+            if detach_lazily(&self.target).is_ok()
+                && let Some(r) = self.record.take()
+            {
+                let _ = r.clear();
+            }
         }
     }
 }
