@@ -226,4 +226,54 @@ mod tests {
         );
         assert_eq!(d, "size=1048576");
     }
+
+    /// Regression test of issue 13 item 10: a busy unmount between samples must not detach the
+    /// mount lazily (a detached filesystem lives on, holding its device); it stays mounted and
+    /// guarded, the error names the holder, and the next try succeeds once the holder is gone.
+    #[test]
+    fn a_busy_unmount_keeps_the_mount_names_the_holder_and_succeeds_later() {
+        if !rustix::process::geteuid().is_root() {
+            super::super::skip_test("mounting tmpfs needs root");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        let mnt = root.join("mnt");
+        std::fs::create_dir(&mnt).unwrap();
+        let state = StateFile::new(root.join("state.json"));
+        let (mut m, _) = Mounted::mount(&state, "fsdelta-test", &mnt, "tmpfs", "size=1m").unwrap();
+        let held = std::fs::File::create(mnt.join("held")).unwrap();
+        let e = m.try_unmount().unwrap_err().to_string();
+        assert!(
+            e.contains("fsdelta itself") && e.contains("/mnt/held"),
+            "the holder is named: {e}"
+        );
+        let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap();
+        assert!(
+            mounts.contains(&format!(" {} tmpfs ", mnt.display())),
+            "still mounted, not detached"
+        );
+        assert_eq!(state.entries().unwrap().len(), 1, "still recorded");
+        drop(held);
+        m.try_unmount().unwrap();
+        assert!(state.entries().unwrap().is_empty());
+        drop(m);
+
+        // The final drop detaches a mount that stays busy, and clears its entry; the holder of
+        // a file on the detached filesystem is found.
+        let (m, _) = Mounted::mount(&state, "fsdelta-test", &mnt, "tmpfs", "size=1m").unwrap();
+        let held = std::fs::File::create(mnt.join("held")).unwrap();
+        drop(m);
+        let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap();
+        assert!(!mounts.contains(&format!(" {} tmpfs ", mnt.display())));
+        assert!(state.entries().unwrap().is_empty());
+        let found = super::super::holders::of_detached_mounts();
+        assert!(
+            found
+                .iter()
+                .any(|h| h.pid == std::process::id() && h.how.contains("detached")),
+            "{found:?}"
+        );
+        drop(held);
+    }
 }
