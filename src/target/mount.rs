@@ -2,6 +2,11 @@
 //! options split into the kernel's flags (`noatime`, `ro`, ...) and the filesystem's own data
 //! (`compress-force=zstd`), as mount(8) does, and a guard that unmounts on drop.
 //!
+//! A busy unmount between samples ([`Mounted::try_unmount`]) is retried briefly and then left
+//! mounted, with the holders named ([`super::holders`]): never detached lazily there, because a
+//! detached filesystem lives on until its last user goes and keeps its device claimed, so every
+//! following mkfs on it fails with EBUSY (issue 13 item 10). Only the final drop detaches.
+//!
 //! Why by hand: no dependency on util-linux's parsing, and the unmount can be timed alone
 //! (fsperf's umount timing). Must never unmount anything but the mount its guard made.
 
