@@ -139,11 +139,13 @@ pub fn of_mount(mnt: &Path) -> Vec<Holder> {
     out
 }
 
-/// Every process with the block device `major:minor` open (fsdelta's own loop-device fd
-/// included, marked as fsdelta itself).
+/// Every other process with the block device `major:minor` open. fsdelta's own fds are left out:
+/// the loop device it attached stays open (not exclusively) for the whole run, which never makes
+/// the device busy.
 pub fn of_device(devnum: (u32, u32)) -> Vec<Holder> {
     let mut out = Vec::new();
-    for pid in pids() {
+    let me = std::process::id();
+    for pid in pids().into_iter().filter(|&p| p != me) {
         for (n, _) in fds(pid) {
             let Ok(m) = fs::metadata(format!("/proc/{pid}/fd/{n}")) else {
                 continue;
