@@ -351,3 +351,54 @@ fn forty_fresh_btrfs_samples_in_a_row_never_meet_a_busy_device() {
         "only the victim is left recorded"
     );
 }
+
+/// Issue 13 item 10: a filesystem detached lazily while a process still has its working
+/// directory in it stays alive and keeps its device claimed. The check before mkfs waits for it
+/// briefly, then refuses naming that process (not the mkfs options); once it has gone, the
+/// device can be formatted again.
+#[test]
+fn a_lazily_detached_filesystem_keeps_the_device_busy_and_its_holder_is_named() {
+    if !usable(Some(FsKind::Btrfs)) {
+        return;
+    }
+    let lab = Lab::new();
+    let v = lab.victim();
+    Mkfs::find(FsKind::Btrfs).unwrap().run(&v, &[]).unwrap();
+    let mnt = lab.scratch().join("mnt");
+    fs::create_dir(&mnt).unwrap();
+    rustix::mount::mount(
+        v.as_path(),
+        &mnt,
+        "btrfs",
+        rustix::mount::MountFlags::empty(),
+        c"",
+    )
+    .unwrap();
+    let holder = {
+        let mut c = Command::new("sh")
+            .args(["-c", "echo ready; exec sleep 30"])
+            .current_dir(&mnt)
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(c.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        Holder(c)
+    };
+    rustix::mount::unmount(&mnt, rustix::mount::UnmountFlags::DETACH).unwrap();
+    let pid = holder.0.id();
+    let e = check_can_format(&v, &lab.scratch())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains(&format!("pid {pid} (sleep): cwd")) && e.contains("detached"),
+        "{e}"
+    );
+    assert!(!e.contains("mkfs options"), "{e}");
+    drop(holder);
+    // The last user gone, the kernel releases the filesystem and the device is free again.
+    let hold = check_can_format(&v, &lab.scratch()).unwrap();
+    hold.release();
+}

@@ -340,10 +340,8 @@ impl Target {
             }
             Device::Memory { size_bytes } => {
                 let base = self.ensure_base()?;
-                if self.config.fresh == Fresh::Sample
-                    && let Some(m) = self.mounted.take()
-                {
-                    m.unmount()?;
+                if self.config.fresh == Fresh::Sample {
+                    self.unmount_kept()?;
                 }
                 if self.mounted.is_none() {
                     let mut options = self.config.mount_options.clone();
@@ -384,9 +382,7 @@ impl Target {
 
     fn format_and_mount(&mut self, base: &Path, dev: &Path) -> Result<PathBuf, TargetError> {
         if !self.formatted || self.config.fresh == Fresh::Sample {
-            if let Some(m) = self.mounted.take() {
-                m.unmount()?;
-            }
+            self.unmount_kept()?;
             // Checked right before every mkfs: a loop device is a block device too. The device
             // stays held (O_EXCL) from the checks until mkfs is spawned.
             device::check_option_devices(
@@ -431,10 +427,8 @@ impl Target {
             self.attached = Some(l);
             self.formatted = true;
         }
-        if self.config.fresh == Fresh::Sample
-            && let Some(m) = self.mounted.take()
-        {
-            m.unmount()?;
+        if self.config.fresh == Fresh::Sample {
+            self.unmount_kept()?;
         }
         if self.mounted.is_none() {
             let dev = self
@@ -473,6 +467,19 @@ impl Target {
         let target = base.join("mnt");
         let (m, took) = Mounted::mount(&self.state, source, &target, fs_type, options)?;
         self.mounted = Some(m);
+        Ok(took)
+    }
+
+    /// Unmount the current filesystem (if any) between samples. A busy mount is retried briefly
+    /// and then kept, mounted and guarded, with an error naming its holders: never detached
+    /// lazily here, because a detached btrfs stays alive holding the loop device and every
+    /// following mkfs would fail with EBUSY (issue 13 item 10). The next sample retries.
+    fn unmount_kept(&mut self) -> Result<std::time::Duration, TargetError> {
+        let Some(m) = self.mounted.as_mut() else {
+            return Ok(std::time::Duration::ZERO);
+        };
+        let took = m.try_unmount()?;
+        self.mounted = None;
         Ok(took)
     }
 
@@ -668,10 +675,10 @@ impl Target {
         if !self.config.fs.needs_mkfs() {
             return Ok(Vec::new());
         }
-        let Some(m) = self.mounted.take() else {
+        if self.mounted.is_none() {
             return Ok(Vec::new());
-        };
-        let umount = m.unmount()?;
+        }
+        let umount = self.unmount_kept()?;
         let base = self.ensure_base()?;
         let dev = self.mounted_source().unwrap_or_default();
         let fs_type = self.config.fs.as_str();

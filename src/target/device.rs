@@ -391,8 +391,9 @@ pub fn processes_holding(devnum: (u32, u32)) -> Vec<(u32, String)> {
 }
 
 /// How long a device that is busy with no visible user (a filesystem the kernel is still
-/// releasing after its unmount) is waited for before it is refused.
-pub const RELEASE_WAIT: Duration = Duration::from_secs(5);
+/// releasing after its unmount) is waited for, with backoff, before it is refused naming what
+/// holds it.
+pub const RELEASE_WAIT: Duration = Duration::from_secs(2);
 
 /// Check, right before mkfs, that `device` may be formatted: it is a block device, not mounted
 /// in any mount namespace, not active as swap, holds no mounted partition, carries no stacked
@@ -401,15 +402,24 @@ pub const RELEASE_WAIT: Duration = Duration::from_secs(5);
 ///
 /// A device that is exclusively busy while no mount, swap, stacked device or process explains it
 /// is still being released by the kernel (the last unmount of its filesystem has not finished):
-/// it is waited for up to [`RELEASE_WAIT`], then refused with what is known.
+/// it is waited for up to [`RELEASE_WAIT`] with backoff, then refused naming the holders
+/// ([`busy_reason`]).
 pub fn check_can_format(device: &Path, scratch: &Path) -> Result<DeviceHold, TargetError> {
     let start = Instant::now();
+    let mut pause = Duration::from_millis(10);
     loop {
         match check_once(device, scratch) {
-            Err(Check::Releasing(_)) if start.elapsed() < RELEASE_WAIT => {
-                std::thread::sleep(Duration::from_millis(100));
+            Err(Check::Releasing { .. }) if start.elapsed() < RELEASE_WAIT => {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(250));
             }
-            Err(Check::Releasing(e)) | Err(Check::Refused(e)) => return Err(e),
+            Err(Check::Releasing { name, devnum }) => {
+                return Err(TargetError::Refused {
+                    device: device.display().to_string(),
+                    reason: busy_reason(&name, devnum),
+                });
+            }
+            Err(Check::Refused(e)) => return Err(e),
             Ok(h) => return Ok(h),
         }
     }
@@ -417,7 +427,11 @@ pub fn check_can_format(device: &Path, scratch: &Path) -> Result<DeviceHold, Tar
 
 enum Check {
     Refused(TargetError),
-    Releasing(TargetError),
+    /// Busy with no visible user: waited for, then refused with [`busy_reason`].
+    Releasing {
+        name: String,
+        devnum: (u32, u32),
+    },
 }
 
 fn check_once(device: &Path, scratch: &Path) -> Result<DeviceHold, Check> {
@@ -501,15 +515,10 @@ fn check_once(device: &Path, scratch: &Path) -> Result<DeviceHold, Check> {
                 if who.len() == 1 { "it" } else { "them" }
             )));
         }
-        return Err(Check::Releasing(TargetError::Refused {
-            device: device.display().to_string(),
-            reason: format!(
-                "is busy (held exclusively) but no mount, swap area, stacked device or process uses it; \
-                 waited {}s: a filesystem on it is still alive after its unmount (a lazy unmount whose last \
-                 user has not gone, or a bind mount elsewhere): check `grep {name} /proc/*/mountinfo` and `dmesg`",
-                RELEASE_WAIT.as_secs()
-            ),
-        }));
+        return Err(Check::Releasing {
+            name,
+            devnum: (major, minor),
+        });
     }
     if let Some(e) = open_error.filter(|_| !busy) {
         return Err(refuse(format!(
@@ -517,6 +526,26 @@ fn check_once(device: &Path, scratch: &Path) -> Result<DeviceHold, Check> {
         )));
     }
     Ok(DeviceHold { name, fd })
+}
+
+/// Why `name` (`major:minor`) is busy although no mount, swap area or stacked device uses it and
+/// no process holds it exclusively: the processes holding files of a lazily detached filesystem
+/// (which keeps its device claimed until they close them), and those with the device open.
+pub fn busy_reason(name: &str, devnum: (u32, u32)) -> String {
+    let mut holders = super::holders::of_detached_mounts();
+    holders.extend(super::holders::of_device(devnum));
+    let who = if holders.is_empty() {
+        "no process visible in /proc holds it".to_string()
+    } else {
+        format!("held by {}", super::holders::describe(&holders, 6))
+    };
+    format!(
+        "is busy (claimed exclusively) although no mount, swap area or stacked device uses it; \
+         waited {}s; {who}: a filesystem on it is still alive after its unmount (a lazy unmount \
+         whose last user has not gone, or a mount in a namespace that has since gone): stop the \
+         holder, or check `grep {name} /proc/*/mountinfo` and `dmesg`",
+        RELEASE_WAIT.as_secs()
+    )
 }
 
 /// The block devices (or paths under /dev) named inside mkfs options or mount options:

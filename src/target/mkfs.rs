@@ -141,27 +141,41 @@ impl Mkfs {
         device: &Path,
         options: &[String],
     ) -> Result<(), TargetError> {
-        let mut command = Command::new(&self.program);
-        command
-            .args(self.args(device, options))
-            .stdin(Stdio::null());
         if let Some(h) = hold {
             h.release();
         }
-        let out = command.output().map_err(|e| TargetError::Io {
-            op: "run",
-            path: self.program.display().to_string(),
-            source: e,
-        })?;
-        if out.status.success() {
-            return Ok(());
+        // Between the release of the hold and mkfs's own exclusive open, a short-lived opener
+        // (udev's blkid, a btrfs device scan) can claim the device: a busy failure is retried
+        // with backoff for up to RELEASE_WAIT, then reported naming who holds the device.
+        let began = std::time::Instant::now();
+        let mut pause = std::time::Duration::from_millis(20);
+        loop {
+            let out = Command::new(&self.program)
+                .args(self.args(device, options))
+                .stdin(Stdio::null())
+                .output()
+                .map_err(|e| TargetError::Io {
+                    op: "run",
+                    path: self.program.display().to_string(),
+                    source: e,
+                })?;
+            if out.status.success() {
+                return Ok(());
+            }
+            let busy = is_busy(&out.stderr) || is_busy(&out.stdout);
+            if busy && began.elapsed() < super::device::RELEASE_WAIT {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(std::time::Duration::from_millis(250));
+                continue;
+            }
+            let holders = busy.then(|| busy_holders(device));
+            return Err(TargetError::CommandFailed {
+                what: "mkfs".into(),
+                command: self.command_line(device, options),
+                status: out.status.to_string(),
+                output: failure_text(&out.stderr, &out.stdout, device, holders.as_deref()),
+            });
         }
-        Err(TargetError::CommandFailed {
-            what: "mkfs".into(),
-            command: self.command_line(device, options),
-            status: out.status.to_string(),
-            output: failure_text(&out.stderr, &out.stdout, device),
-        })
     }
 }
 
@@ -205,14 +219,28 @@ impl Mkfs {
             what: "mkfs".into(),
             command,
             status: out.status.to_string(),
-            output: failure_text(&out.stderr, &out.stdout, image),
+            output: failure_text(&out.stderr, &out.stdout, image, None),
         })
     }
 }
 
+fn is_busy(text: &[u8]) -> bool {
+    let t = String::from_utf8_lossy(text);
+    t.contains("busy") || t.contains("EBUSY")
+}
+
+/// Who holds `device` (open, or through a lazily detached filesystem still alive on it).
+fn busy_holders(device: &Path) -> String {
+    let mut holders = super::holders::of_detached_mounts();
+    if let Some(n) = super::device::block_devnum(device) {
+        holders.extend(super::holders::of_device(n));
+    }
+    super::holders::describe(&holders, 6)
+}
+
 /// mkfs's own reason (every line it printed on stderr that says something, up to 40; stdout
 /// when stderr is empty), and a hint that fits it: a busy device is not an options problem.
-fn failure_text(stderr: &[u8], stdout: &[u8], device: &Path) -> String {
+fn failure_text(stderr: &[u8], stdout: &[u8], device: &Path, holders: Option<&str>) -> String {
     let stderr = String::from_utf8_lossy(stderr);
     let stdout = String::from_utf8_lossy(stdout);
     let text = if stderr.trim().is_empty() {
@@ -231,8 +259,16 @@ fn failure_text(stderr: &[u8], stdout: &[u8], device: &Path) -> String {
         reason = "no output".into();
     }
     let hint = if text.contains("busy") || text.contains("EBUSY") {
+        let who = holders
+            .map(|h| {
+                format!(
+                    " (retried for {}s; holders: {h})",
+                    super::device::RELEASE_WAIT.as_secs()
+                )
+            })
+            .unwrap_or_default();
         format!(
-            "{} is in use (mounted, a filesystem still being released, or held open): see `fuser -v {0}`, /proc/*/mountinfo and dmesg",
+            "{} is in use{who}: mounted, a filesystem still being released, or held open: see `fuser -v {0}`, /proc/*/mountinfo and dmesg",
             device.display()
         )
     } else {
@@ -287,20 +323,22 @@ mod tests {
     #[test]
     fn a_failure_keeps_mkfs_own_reason_and_a_busy_device_is_not_blamed_on_options() {
         let err: String = (1..=12).map(|i| format!("line {i}\n")).collect();
-        let t = failure_text(err.as_bytes(), b"", Path::new("/dev/loop9"));
+        let t = failure_text(err.as_bytes(), b"", Path::new("/dev/loop9"), None);
         assert!(t.contains("line 1 |") && t.contains("line 12"), "{t}");
         assert!(t.contains("mkfs options"), "{t}");
         let t = failure_text(
             b"ERROR: unable to open /dev/loop9: Device or resource busy\n",
             b"",
             Path::new("/dev/loop9"),
+            Some("pid 42 (sleep): fd 3 /m/f on a detached (lazily unmounted) filesystem"),
         );
         assert!(
             t.contains("Device or resource busy") && t.contains("in use"),
             "{t}"
         );
         assert!(!t.contains("mkfs options"), "{t}");
-        let t = failure_text(b"", b"only on stdout\n", Path::new("/dev/x"));
+        assert!(t.contains("holders: pid 42 (sleep)"), "{t}");
+        let t = failure_text(b"", b"only on stdout\n", Path::new("/dev/x"), None);
         assert!(t.contains("only on stdout"), "{t}");
     }
 

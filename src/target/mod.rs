@@ -14,6 +14,7 @@ pub mod blockstat;
 pub mod configured;
 pub mod device;
 pub mod env;
+pub mod holders;
 pub mod loopdev;
 pub mod mkfs;
 pub mod mount;

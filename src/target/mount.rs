@@ -2,6 +2,11 @@
 //! options split into the kernel's flags (`noatime`, `ro`, ...) and the filesystem's own data
 //! (`compress-force=zstd`), as mount(8) does, and a guard that unmounts on drop.
 //!
+//! A busy unmount between samples ([`Mounted::try_unmount`]) is retried briefly and then left
+//! mounted, with the holders named ([`super::holders`]): never detached lazily there, because a
+//! detached filesystem lives on until its last user goes and keeps its device claimed, so every
+//! following mkfs on it fails with EBUSY (issue 13 item 10). Only the final drop detaches.
+//!
 //! Why by hand: no dependency on util-linux's parsing, and the unmount can be timed alone
 //! (fsperf's umount timing). Must never unmount anything but the mount its guard made.
 
@@ -78,17 +83,22 @@ pub fn mount(source: &str, target: &Path, fs_type: &str, options: &str) -> Resul
     })
 }
 
-/// Unmount `target`, retrying for a while on EBUSY (a short-lived opener such as udev's blkid).
-/// Returns how long the successful umount(2) call took.
+/// How long an unmount that fails with EBUSY is retried (a short-lived opener such as udev's
+/// blkid, or a process that is exiting), with backoff from 10 ms to 200 ms between tries.
+pub const UNMOUNT_WAIT: Duration = Duration::from_secs(2);
+
+/// Unmount `target`, retrying for up to [`UNMOUNT_WAIT`] on EBUSY. Returns how long the
+/// successful umount(2) call took. Never detaches lazily: a busy mount stays mounted.
 pub fn unmount_patiently(target: &Path) -> Result<Duration, Errno> {
-    let mut tries = 0;
+    let began = Instant::now();
+    let mut pause = Duration::from_millis(10);
     loop {
         let start = Instant::now();
         match rustix::mount::unmount(target, UnmountFlags::empty()) {
             Ok(()) => return Ok(start.elapsed()),
-            Err(Errno::BUSY) if tries < 20 => {
-                tries += 1;
-                std::thread::sleep(Duration::from_millis(100));
+            Err(Errno::BUSY) if began.elapsed() < UNMOUNT_WAIT => {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(200));
             }
             Err(e) => return Err(e),
         }
@@ -144,12 +154,18 @@ impl Mounted {
         &self.target
     }
 
-    /// Unmount; returns how long umount(2) took (writeback of dirty data included).
+    /// Unmount; returns how long umount(2) took (writeback of dirty data included). A mount that
+    /// stays busy is detached lazily (see [`Drop`]): use [`try_unmount`](Mounted::try_unmount)
+    /// where the device is formatted again afterwards.
     pub fn unmount(mut self) -> Result<Duration, TargetError> {
-        self.unmount_inner()
+        self.try_unmount()
     }
 
-    fn unmount_inner(&mut self) -> Result<Duration, TargetError> {
+    /// Unmount, retrying for [`UNMOUNT_WAIT`] on EBUSY. On failure the mount stays mounted and
+    /// guarded (never detached lazily: a detached filesystem lives on, holding its device, until
+    /// its last user goes, and the next mkfs would meet a busy device), and the error names the
+    /// processes that hold it. Calling it again retries.
+    pub fn try_unmount(&mut self) -> Result<Duration, TargetError> {
         let Some(record) = self.record.take() else {
             return Ok(Duration::ZERO);
         };
@@ -160,11 +176,20 @@ impl Mounted {
             }
             Err(e) => {
                 self.record = Some(record);
+                let holders = if e == Errno::BUSY {
+                    format!(
+                        "; held by {}",
+                        super::holders::describe(&super::holders::of_mount(&self.target), 6)
+                    )
+                } else {
+                    String::new()
+                };
                 Err(TargetError::Unusable {
                     path: self.target.display().to_string(),
                     message: format!(
-                        "umount of {}: {e}; a process still uses it (fuser -vm {}), `fsdelta cleanup` retries",
+                        "umount of {} (retried for {}s): {e}{holders}; stop what holds it (fuser -vm {}); the mount is kept and tried again before the next sample, `fsdelta cleanup` retries after the run",
                         self.source,
+                        UNMOUNT_WAIT.as_secs(),
                         self.target.display()
                     ),
                 })
@@ -175,10 +200,14 @@ impl Mounted {
 
 impl Drop for Mounted {
     fn drop(&mut self) {
-        if self.unmount_inner().is_err() {
-            // Never leave it in the tree: detach lazily; the entry stays in the state file until
-            // recovery finds the mount gone.
-            let _ = detach_lazily(&self.target);
+        if self.try_unmount().is_err() {
+            // The final drop only (teardown, error, panic): never leave it in the tree. A
+            // detached mount is no longer there for recovery to find, so its entry goes too.
+            if detach_lazily(&self.target).is_ok()
+                && let Some(r) = self.record.take()
+            {
+                let _ = r.clear();
+            }
         }
     }
 }
@@ -201,5 +230,55 @@ mod tests {
             MountFlags::RELATIME | MountFlags::LAZYTIME | MountFlags::NODEV
         );
         assert_eq!(d, "size=1048576");
+    }
+
+    /// Regression test of issue 13 item 10: a busy unmount between samples must not detach the
+    /// mount lazily (a detached filesystem lives on, holding its device); it stays mounted and
+    /// guarded, the error names the holder, and the next try succeeds once the holder is gone.
+    #[test]
+    fn a_busy_unmount_keeps_the_mount_names_the_holder_and_succeeds_later() {
+        if !rustix::process::geteuid().is_root() {
+            super::super::skip_test("mounting tmpfs needs root");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        let mnt = root.join("mnt");
+        std::fs::create_dir(&mnt).unwrap();
+        let state = StateFile::new(root.join("state.json"));
+        let (mut m, _) = Mounted::mount(&state, "fsdelta-test", &mnt, "tmpfs", "size=1m").unwrap();
+        let held = std::fs::File::create(mnt.join("held")).unwrap();
+        let e = m.try_unmount().unwrap_err().to_string();
+        assert!(
+            e.contains("fsdelta itself") && e.contains("/mnt/held"),
+            "the holder is named: {e}"
+        );
+        let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap();
+        assert!(
+            mounts.contains(&format!(" {} tmpfs ", mnt.display())),
+            "still mounted, not detached"
+        );
+        assert_eq!(state.entries().unwrap().len(), 1, "still recorded");
+        drop(held);
+        m.try_unmount().unwrap();
+        assert!(state.entries().unwrap().is_empty());
+        drop(m);
+
+        // The final drop detaches a mount that stays busy, and clears its entry; the holder of
+        // a file on the detached filesystem is found.
+        let (m, _) = Mounted::mount(&state, "fsdelta-test", &mnt, "tmpfs", "size=1m").unwrap();
+        let held = std::fs::File::create(mnt.join("held")).unwrap();
+        drop(m);
+        let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap();
+        assert!(!mounts.contains(&format!(" {} tmpfs ", mnt.display())));
+        assert!(state.entries().unwrap().is_empty());
+        let found = super::super::holders::of_detached_mounts();
+        assert!(
+            found
+                .iter()
+                .any(|h| h.pid == std::process::id() && h.how.contains("detached")),
+            "{found:?}"
+        );
+        drop(held);
     }
 }
