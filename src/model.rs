@@ -561,6 +561,60 @@ pub struct Attachment {
     pub data: Vec<u8>,
 }
 
+/// The most of one text output an attachment keeps; the rest is dropped with a note saying how
+/// much was dropped (a command that prints gigabytes must not fill the store).
+pub const ATTACHMENT_TEXT_LIMIT: usize = 1 << 20;
+
+impl Attachment {
+    /// Text (a command's stdout) kept gzip-compressed as format `text-gz`, cut at
+    /// [`ATTACHMENT_TEXT_LIMIT`] bytes with a last line that says how many bytes were not kept.
+    pub fn text_gz(name: &str, text: &[u8]) -> Attachment {
+        use std::io::Write as _;
+        let (kept, dropped) = if text.len() > ATTACHMENT_TEXT_LIMIT {
+            (
+                &text[..ATTACHMENT_TEXT_LIMIT],
+                text.len() - ATTACHMENT_TEXT_LIMIT,
+            )
+        } else {
+            (text, 0)
+        };
+        let mut z = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::new(6));
+        // Writing into a Vec cannot fail.
+        let _ = z.write_all(kept);
+        if dropped > 0 {
+            let _ = write!(
+                z,
+                "\n[fsdelta: {dropped} more bytes of {name} were not kept]\n"
+            );
+        }
+        Attachment {
+            name: name.to_string(),
+            format: "text-gz".into(),
+            data: z.finish().unwrap_or_default(),
+        }
+    }
+
+    /// The attachment as text, decoding `text-gz`; `json` and `text` are returned as they are.
+    /// An unknown format or corrupt data is an error naming the attachment.
+    pub fn text(&self) -> Result<String, String> {
+        use std::io::Read as _;
+        match self.format.as_str() {
+            "text-gz" => {
+                let mut out = Vec::new();
+                flate2::read::GzDecoder::new(&self.data[..])
+                    .read_to_end(&mut out)
+                    .map_err(|e| format!("attachment {} is not valid gzip: {e}", self.name))?;
+                Ok(String::from_utf8_lossy(&out).into_owned())
+            }
+            "json" | "text" => Ok(String::from_utf8_lossy(&self.data).into_owned()),
+            other => Err(format!(
+                "attachment {} has format {other}, which this fsdelta cannot read; use a newer fsdelta",
+                self.name
+            )),
+        }
+    }
+}
+
 /// A stored sample.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct SampleRecord {
@@ -672,6 +726,28 @@ pub enum ModelError {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_text_attachment_round_trips_and_a_long_one_says_what_it_dropped() {
+        let a = Attachment::text_gz("stdout", b"hello\n");
+        assert_eq!(a.format, "text-gz");
+        assert_eq!(a.text().unwrap(), "hello\n");
+        let long = vec![b'x'; ATTACHMENT_TEXT_LIMIT + 10];
+        let t = Attachment::text_gz("stdout", &long).text().unwrap();
+        assert!(t.starts_with("xxxx"));
+        assert!(
+            t.ends_with("[fsdelta: 10 more bytes of stdout were not kept]\n"),
+            "{}",
+            &t[t.len() - 80..]
+        );
+        let bad = Attachment {
+            name: "x".into(),
+            format: "zstd".into(),
+            data: vec![],
+        };
+        assert!(bad.text().unwrap_err().contains("format zstd"));
+    }
+
     use super::*;
 
     #[test]

@@ -492,3 +492,58 @@ fn copy_and_stream_of_a_users_file_keep_the_file_and_record_it() {
                 .and(predicate::str::contains("not a regular file")),
         );
 }
+
+#[test]
+fn show_raw_prints_a_commands_output_and_fs_marks_rows_kept_with_the_sample() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("r.sqlite");
+    let suite = tmp.path().join("s.toml");
+    std::fs::write(
+        &suite,
+        "[[test]]\nname = \"say\"\nworkload = \"command\"\n\
+         command = \"echo 'launch took 42 ms'; echo 'a warning' >&2\"\n\
+         [[test]]\nname = \"fm\"\nworkload = \"fsmark\"\nargs = \"-s 0 -n 40 -t 1 -L 3\"\n",
+    )
+    .unwrap();
+    let scratch = tmp.path().join("scratch");
+    std::fs::create_dir(&scratch).unwrap();
+    fsdelta(&db)
+        .args(["run", "-n", "1", "--quiet", "--no-drop-caches", "--suite"])
+        .arg(&suite)
+        .arg("--target")
+        .arg(&scratch)
+        .assert()
+        .success();
+    let out = fsdelta(&db)
+        .args(["show", "latest", "--raw"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("stdout:\nlaunch took 42 ms\n") && text.contains("stderr:\na warning\n"),
+        "{text}"
+    );
+    let table = text
+        .split("fs_mark iterations:\n")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no fs_mark table: {text}"));
+    let rows: Vec<&str> = table
+        .lines()
+        .skip(1)
+        .take_while(|l| !l.is_empty() && !l.starts_with("=="))
+        .collect();
+    assert_eq!(rows.len(), 3, "one row per -L loop: {table}");
+    let counts: Vec<&str> = rows
+        .iter()
+        .map(|r| r.split_whitespace().nth(1).unwrap())
+        .collect();
+    assert_eq!(counts, ["40", "80", "120"], "fs_mark's cumulative Count");
+    // --test narrows the raw part to one test.
+    let only = fsdelta(&db)
+        .args(["show", "latest", "--raw", "--test", "say"])
+        .output()
+        .unwrap();
+    let only = String::from_utf8(only.stdout).unwrap();
+    assert!(only.contains("launch took 42 ms") && !only.contains("fs_mark iterations"));
+}

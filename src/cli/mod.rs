@@ -230,6 +230,13 @@ pub enum Command {
     Show {
         /// Runs: an id, latest, latest~N or label:TEXT.
         sel: String,
+        /// Also print the raw results kept with each sample: fs_mark's per-iteration table, a
+        /// command test's stdout and stderr. `--output` is the same flag.
+        #[arg(long, visible_alias = "output")]
+        raw: bool,
+        /// With --raw: only this test's samples (repeatable).
+        #[arg(long = "test", requires = "raw")]
+        tests: Vec<String>,
         #[command(flatten)]
         db: DbArg,
     },
@@ -618,7 +625,12 @@ pub fn main() -> i32 {
         Command::Agent(args) => agent::main(&args),
         Command::Jobs(args) => jobs::main(&args),
         Command::List { label, limit, db } => query::list(&db, label, limit),
-        Command::Show { sel, db } => query::show(&db, &sel),
+        Command::Show {
+            sel,
+            raw,
+            tests,
+            db,
+        } => query::show(&db, &sel, raw.then_some(&tests[..])),
         Command::Compare {
             base,
             cur,

@@ -10,6 +10,7 @@ use crate::compare::{
     context::Context as SidesContext,
     verdict::{self, Margins, Methods, MetricClass, Verdict},
 };
+use crate::model::SampleStatus;
 use crate::report;
 use crate::report::compare::{CompareDoc, Judged};
 use crate::store::{self, RunFilter, RunInfo, SampleRecord, Selector, Store};
@@ -105,7 +106,8 @@ pub fn list(db: &DbArg, label: Option<String>, limit: usize) -> Result<i32> {
 }
 
 /// `fsdelta show SEL`.
-pub fn show(db: &DbArg, sel: &str) -> Result<i32> {
+/// `raw`: also print each sample's raw results (only the tests named, when any are).
+pub fn show(db: &DbArg, sel: &str, raw: Option<&[String]>) -> Result<i32> {
     let store = open(db)?;
     let runs = load_config(store.as_ref(), sel)?;
     let mut out = String::new();
@@ -123,6 +125,17 @@ pub fn show(db: &DbArg, sel: &str) -> Result<i32> {
     if !failed.is_empty() {
         out.push('\n');
         out.push_str(&failed);
+    }
+    if let Some(tests) = raw {
+        for s in all
+            .iter()
+            .filter(|s| s.sample.status == SampleStatus::Ok)
+            .filter(|s| tests.is_empty() || tests.contains(&s.sample.test))
+        {
+            let atts = store.attachments(s.id)?;
+            out.push('\n');
+            out.push_str(&report::text::raw_results(s, &atts));
+        }
     }
     write_stdout(&out)?;
     Ok(EXIT_OK)

@@ -262,6 +262,60 @@ pub fn compare_table(base_label: &str, cur_label: &str, pairs: &[Paired]) -> Str
     out
 }
 
+/// The raw results kept with one sample (`show --raw`): fs_mark's per-iteration table as fs_mark
+/// prints it, a command's stdout and stderr, any other attachment as text. A heading names the
+/// sample so the lines can be traced to it.
+pub fn raw_results(s: &SampleRecord, atts: &[crate::model::Attachment]) -> String {
+    use crate::workload::fsmark::IterationResult;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "== {} on {}, repetition {} (sample {}) ==",
+        s.sample.test, s.sample.config, s.sample.repetition, s.id
+    );
+    if atts.is_empty() {
+        out.push_str(
+            "(no raw results kept: the workload keeps none, or the sample predates them)\n",
+        );
+    }
+    for a in atts {
+        let text = match a.text() {
+            Ok(t) => t,
+            Err(e) => {
+                let _ = writeln!(out, "{e}");
+                continue;
+            }
+        };
+        if a.name == crate::workload::fsmark::FSMARK_ITERATIONS {
+            match serde_json::from_str::<Vec<IterationResult>>(&text) {
+                Ok(rows) => {
+                    out.push_str("fs_mark iterations:\n");
+                    out.push_str(
+                        crate::report::fsmark::table_header(false).trim_start_matches('\n'),
+                    );
+                    for r in &rows {
+                        out.push_str(&crate::report::fsmark::row(r, false));
+                    }
+                }
+                Err(e) => {
+                    let _ = writeln!(out, "fs_mark iterations could not be read: {e}");
+                }
+            }
+            continue;
+        }
+        if text.is_empty() {
+            let _ = writeln!(out, "{}: (empty)", a.name);
+        } else {
+            let _ = writeln!(out, "{}:", a.name);
+            out.push_str(&text);
+            if !text.ends_with('\n') {
+                out.push('\n');
+            }
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -381,7 +381,7 @@ impl Loop<'_> {
                 }
                 return Ok(true);
             }
-            sample::Outcome::Done { facts, result } => (facts, result),
+            sample::Outcome::Done { facts, result } => (*facts, result),
         };
         facts
             .extra

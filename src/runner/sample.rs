@@ -22,8 +22,8 @@ use crate::workload::{CancelToken, Measurements, RunContext, Workload, WorkloadE
 pub(crate) enum Outcome {
     /// Measured (or failed) with these facts.
     Done {
-        /// The target's facts.
-        facts: TargetFacts,
+        /// The target's facts (boxed: the measurements beside them are small).
+        facts: Box<TargetFacts>,
         /// The measurements, or why there are none.
         result: Result<Measurements, String>,
     },
@@ -52,7 +52,7 @@ pub(crate) fn run_sample(
     step: Step<'_>,
 ) -> Outcome {
     let fail = |facts: TargetFacts, e: String| Outcome::Done {
-        facts,
+        facts: Box::new(facts),
         result: Err(e),
     };
     let began = Nanos::now();
@@ -168,7 +168,7 @@ pub(crate) fn run_sample(
         .kind(MetricKind::Mean),
     );
     Outcome::Done {
-        facts,
+        facts: Box::new(facts),
         result: Ok(m),
     }
 }

@@ -278,7 +278,7 @@ pub fn run(job_path: &Path, out_path: &Path) -> Result<(), VmError> {
                 );
                 match outcome {
                     Outcome::Done { facts, result } => {
-                        GuestLine::Sample(Box::new(sample_of(facts, result, &desc)))
+                        GuestLine::Sample(Box::new(sample_of(*facts, result, &desc)))
                     }
                     Outcome::Skipped(why) => GuestLine::Skipped {
                         test: test.name.clone(),

@@ -15,7 +15,7 @@
 //! and must never leave its process group running (a cancel or timeout kills the whole group).
 
 use super::{Measurements, RunContext, Workload, WorkloadError};
-use crate::model::{Direction, Metric, Unit};
+use crate::model::{Attachment, Direction, Metric, Unit};
 use crate::probe::clock::Nanos;
 use std::io::Read;
 use std::os::unix::process::CommandExt;
@@ -378,6 +378,12 @@ impl Workload for CommandWorkload {
             Unit::Seconds,
             Direction::LowerIsBetter,
         ));
+        // The raw output stays with the sample (`show --output`), so a number can be checked
+        // against what the command printed, and a metric added later can be read from it.
+        m.attachments
+            .push(Attachment::text_gz("stdout", stdout.as_bytes()));
+        m.attachments
+            .push(Attachment::text_gz("stderr", stderr.as_bytes()));
         Ok(m)
     }
 }
@@ -505,6 +511,21 @@ mod tests {
         assert_eq!(m.metrics[0].value, 42.0);
         assert_eq!(m.metrics[0].unit, Unit::Milliseconds);
         assert!(m.metrics[1].value > 0.0);
+    }
+
+    #[test]
+    fn stdout_and_stderr_are_kept_with_the_sample() {
+        let m = run("echo 'launch took 42 ms'; echo warn >&2", vec![], None).unwrap();
+        let get = |n: &str| {
+            m.attachments
+                .iter()
+                .find(|a| a.name == n)
+                .unwrap_or_else(|| panic!("no {n} attachment"))
+                .text()
+                .unwrap()
+        };
+        assert_eq!(get("stdout"), "launch took 42 ms\n");
+        assert_eq!(get("stderr"), "warn\n");
     }
 
     #[test]

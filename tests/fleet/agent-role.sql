@@ -4,9 +4,9 @@
 CREATE ROLE fsdelta_agent LOGIN;
 GRANT CONNECT ON DATABASE fsdelta TO fsdelta_agent;
 GRANT USAGE ON SCHEMA public TO fsdelta_agent;
-GRANT SELECT ON fsdelta_meta, runs, samples, metrics, histograms, profiles, machines, jobs
-    TO fsdelta_agent;
-GRANT INSERT ON runs, samples, metrics, histograms, profiles TO fsdelta_agent;
+GRANT SELECT ON fsdelta_meta, runs, samples, metrics, histograms, profiles, attachments, machines,
+    jobs TO fsdelta_agent;
+GRANT INSERT ON runs, samples, metrics, histograms, profiles, attachments TO fsdelta_agent;
 GRANT UPDATE (status, finished_at) ON runs TO fsdelta_agent;
 GRANT INSERT, UPDATE ON machines TO fsdelta_agent;
 GRANT UPDATE ON jobs TO fsdelta_agent;

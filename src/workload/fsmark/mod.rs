@@ -29,8 +29,8 @@ mod worker;
 
 pub use options::{DirPolicy, FsMarkOptions, PostFsync, SyncMethod, UsageError};
 pub use result::{
-    FillStop, FsMarkResult, IterationResult, Op, OpHistograms, OpStats, WorkerIteration,
-    WorkerStats,
+    FSMARK_ITERATIONS, FillStop, FsMarkResult, IterationResult, Op, OpHistograms, OpStats,
+    WorkerIteration, WorkerStats,
 };
 
 use super::{Measurements, RunContext, Workload, WorkloadError};

@@ -11,12 +11,12 @@ use crate::model::{Direction, HistogramRecord, Metric, MetricKind, Unit};
 use crate::probe::clock::Nanos;
 use crate::probe::histogram::Histogram;
 use crate::workload::Measurements;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 /// A timed operation.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Op {
     /// open(O_CREAT|O_RDWR|O_TRUNC, 0666).
@@ -118,7 +118,7 @@ impl OpHistograms {
 
 /// Latency summary of one operation, in nanoseconds. Percentiles follow fio's rule (bucket
 /// midpoints, at most 0.78 % off); count, min, max, mean and total are exact.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct OpStats {
     /// Calls timed.
     pub count: u64,
@@ -194,7 +194,7 @@ fn rate(files: u64, ns: u64) -> f64 {
 }
 
 /// One worker's numbers in an iteration.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct WorkerStats {
     /// Worker index (0-based; worker i uses directory i mod number of directories).
     pub worker: u32,
@@ -209,7 +209,7 @@ pub struct WorkerStats {
 }
 
 /// One row of fs_mark's table, with the honest numbers beside it.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct IterationResult {
     /// 1-based iteration number.
     pub iteration: u32,
@@ -307,6 +307,9 @@ pub struct FillStop {
     /// Files a worker would have created.
     pub files: u32,
 }
+
+/// The name of the attachment that keeps fs_mark's per-iteration rows with a sample.
+pub const FSMARK_ITERATIONS: &str = "fsmark_iterations";
 
 /// Everything one run of the engine measured.
 #[derive(Clone, Debug)]
@@ -427,13 +430,20 @@ impl FsMarkResult {
             .collect()
     }
 
-    /// The hand-off to the store.
+    /// The hand-off to the store. The metrics pool the iterations; fs_mark's own table (one row
+    /// per `-L` loop, which is what a mailing-list post shows) is kept beside them as the
+    /// `fsmark_iterations` attachment (JSON, the rows as `--json` prints them).
     pub fn to_measurements(&self) -> Measurements {
+        let rows = serde_json::to_vec(&self.iterations).unwrap_or_default();
         Measurements {
             metrics: self.metrics(),
             histograms: self.histogram_records(),
             logical_bytes_written: None,
-            attachments: Vec::new(),
+            attachments: vec![crate::model::Attachment {
+                name: FSMARK_ITERATIONS.into(),
+                format: "json".into(),
+                data: rows,
+            }],
         }
     }
 }
