@@ -1,8 +1,8 @@
 //! `fsdelta sync` through the real binary: runs made by `fsdelta run` in one SQLite store are
 //! copied to another SQLite file and to PostgreSQL (a scratch database of the test server named
 //! by FSDELTA_TEST_PG; without it that half is skipped with a reason, or fails under
-//! FSDELTA_REQUIRE_ALL=1), a second sync copies nothing, and the destination's `list`, `export`
-//! and `compare` show the runs as the source does.
+//! FSDELTA_REQUIRE_ALL=1), a second sync copies nothing, and the destination's `list`, `export`,
+//! `show --raw` and `compare` show the runs as the source does.
 
 mod common;
 
@@ -85,6 +85,11 @@ fn same_as_source(src: &str, dst: &str, work: &Path) {
         assert!(a.contains("files_per_sec"), "{a}");
         assert_eq!(a, b, "export {sel}");
     }
+    // The raw results kept with each sample (fs_mark's per-iteration rows) came along.
+    let raw = |db: &str| stdout(fsdelta(db, work).args(["show", "label:base", "--raw"]));
+    let (a, b) = (raw(src), raw(dst));
+    assert!(a.contains("fs_mark iterations:"), "{a}");
+    assert_eq!(a, b, "show --raw");
     let compare = |db: &str| {
         let out = fsdelta(db, work)
             .args(["compare", "label:base", "label:cur", "--all"])

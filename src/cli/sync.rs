@@ -67,9 +67,10 @@ pub fn main(args: &SyncArgs) -> Result<i32> {
             r.id, r.label
         );
     }
+    let runs = report.copied.len();
     println!(
-        "copied {} runs ({} samples), skipped {} already present{}",
-        report.copied.len(),
+        "copied {runs} run{} ({} samples), skipped {} already present{}",
+        if runs == 1 { "" } else { "s" },
         report.samples(),
         report.already,
         if report.running.is_empty() {
