@@ -700,7 +700,7 @@ impl Store for SqliteStore {
         )
         .map_err(|e| match e {
             rusqlite::Error::SqliteFailure(f, _)
-                if f.code == rusqlite::ErrorCode::ConstraintViolation =>
+                if f.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_UNIQUE =>
             {
                 StoreError::UuidTaken(uuid.to_string())
             }
