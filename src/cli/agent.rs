@@ -154,6 +154,20 @@ impl Store for JobStore<'_> {
     fn select(&self, sel: &Selector) -> Result<Vec<RunInfo>, StoreError> {
         self.inner.select(sel)
     }
+    fn run_uuid(&self, id: RunId) -> Result<Option<String>, StoreError> {
+        self.inner.run_uuid(id)
+    }
+    fn run_by_uuid(&self, uuid: &str) -> Result<Option<RunInfo>, StoreError> {
+        self.inner.run_by_uuid(uuid)
+    }
+    fn import_run(
+        &mut self,
+        uuid: &str,
+        run: &RunInfo,
+        samples: &[crate::store::SampleCopy],
+    ) -> Result<RunId, StoreError> {
+        self.inner.import_run(uuid, run, samples)
+    }
 }
 
 /// Build the plan of a job from its texts, as `fsdelta run` would from the same files.

@@ -19,6 +19,7 @@ pub mod query;
 pub mod report;
 pub mod run;
 pub mod submit;
+pub mod sync;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
@@ -310,6 +311,10 @@ pub enum Command {
         #[command(subcommand)]
         what: ImportKind,
     },
+    /// Copy the runs another store lacks (known by their UUID), with their samples, metrics,
+    /// histograms, profiles and attachments; runs still running are left for a later sync.
+    /// Example: fsdelta sync --from results.sqlite --to postgres://lab@db/fsdelta
+    Sync(sync::SyncArgs),
     /// Export every stored number of a selection. Example: fsdelta export latest --format csv
     Export {
         /// Runs: an id, latest, latest~N or label:TEXT.
@@ -690,6 +695,7 @@ pub fn main() -> i32 {
                     db,
                 },
         } => import::fio_json(&db, &file, &label, &config),
+        Command::Sync(args) => sync::main(&args),
         Command::Export {
             sel,
             format,

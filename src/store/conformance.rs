@@ -2,7 +2,8 @@
 //! `&mut dyn Store` only. Each test runs twice, on SQLite (a temporary file) and on PostgreSQL
 //! (a scratch database created through `FSDELTA_TEST_PG`, an administrator URL such as
 //! `postgres://postgres@%2Ftmp%2Fpg/postgres`). Without that variable the PostgreSQL half is
-//! skipped with a message, unless `FSDELTA_REQUIRE_ALL=1`, where it fails.
+//! skipped with a message, unless `FSDELTA_REQUIRE_ALL=1`, where it fails. The tests of copying
+//! runs between stores (`store::sync`) run on every pair of memory, SQLite and PostgreSQL.
 
 use super::postgres::{PgStore, ScratchDatabase};
 use super::sqlite::SqliteStore;
@@ -468,6 +469,275 @@ on_both_backends!(
     runs_carry_distinct_uuids,
     sample_metrics_are_the_ok_samples_of_the_runs_asked,
     attachments_are_kept_with_their_sample,
+);
+
+// ---- Copying runs between stores (`store::sync`), on every pair of backends: memory,
+// SQLite and PostgreSQL, as source and as destination.
+
+/// A fresh store of one kind, with what keeps it alive (a temporary directory, a scratch
+/// database); None when the kind is PostgreSQL and no test server is configured.
+fn fresh(kind: &str) -> Option<(Box<dyn Store>, Box<dyn std::any::Any>)> {
+    match kind {
+        "memory" => Some((Box::new(super::memory::MemoryStore::new()), Box::new(()))),
+        "sqlite" => {
+            let b = sqlite();
+            Some((b.open(), Box::new(b)))
+        }
+        "postgres" => pg().map(|b| (b.open(), Box::new(b) as Box<dyn std::any::Any>)),
+        other => unreachable!("{other}"),
+    }
+}
+
+/// A time every store keeps exactly (PostgreSQL and SQLite keep microseconds).
+fn micros(t: chrono::DateTime<Utc>) -> chrono::DateTime<Utc> {
+    chrono::DateTime::from_timestamp_micros(t.timestamp_micros()).unwrap()
+}
+
+/// A run with samples that carry everything a store keeps: metrics of every kind, histograms,
+/// attachments, a profile, a failed sample; ended with `end` (or left running).
+fn full_run(s: &mut dyn Store, label: &str, host: &str, end: Option<RunStatus>) -> super::RunId {
+    use crate::model::{Attachment, DiskInfo};
+    let mut r = new_run(label, host);
+    r.started_at = micros(r.started_at);
+    r.environment.cores = 8;
+    r.environment.memory_bytes = 16 << 30;
+    r.environment.cpu_model = "Test CPU @ 3 GHz".into();
+    r.environment.disks = vec![DiskInfo {
+        name: "nvme0n1".into(),
+        model: "Fast".into(),
+        size_bytes: 1 << 40,
+        rotational: false,
+    }];
+    let run = s.create_run(&r).unwrap();
+    for rep in 1..=3 {
+        let mut x = sample("smallfiles", rep, 1000.0 + rep as f64 / 3.0);
+        x.started_at = micros(x.started_at);
+        x.attachments = vec![
+            Attachment {
+                name: "stdout".into(),
+                format: "text-gz".into(),
+                data: (0..=255u8).cycle().skip(rep as usize).take(5000).collect(),
+            },
+            Attachment {
+                name: "stderr".into(),
+                format: "text-gz".into(),
+                data: Vec::new(),
+            },
+        ];
+        let id = s.add_sample(run, &x).unwrap();
+        if rep != 2 {
+            s.add_profile(
+                id,
+                &StoredProfile {
+                    format: "folded-gz-v1".into(),
+                    data: vec![rep as u8, 0, 255],
+                },
+            )
+            .unwrap();
+        }
+    }
+    let mut failed = sample("bigdir", 1, 1.0);
+    failed.started_at = micros(failed.started_at);
+    failed.status = SampleStatus::Failed;
+    failed.error = Some("no space left on device".into());
+    failed.metrics.clear();
+    failed.facts.mkfs_options = None;
+    s.add_sample(run, &failed).unwrap();
+    if let Some(status) = end {
+        s.finish_run(run, status, micros(Utc::now())).unwrap();
+    }
+    run
+}
+
+/// Everything a store holds of one run but its ids (as JSON text: a histogram's sum is a
+/// `u128`, which a `serde_json::Value` cannot hold), to compare two stores' copies.
+fn everything(s: &dyn Store, run: super::RunId) -> String {
+    let mut info = s.run(run).unwrap().unwrap();
+    info.id = 0;
+    let samples: Vec<_> = s
+        .samples(run)
+        .unwrap()
+        .into_iter()
+        .map(|rec| {
+            let attachments = s.attachments(rec.id).unwrap();
+            let profile = s.profile(rec.id).unwrap().map(|p| (p.format, p.data));
+            (rec.sample, attachments, profile)
+        })
+        .collect();
+    serde_json::to_string_pretty(&(s.run_uuid(run).unwrap(), info, samples)).unwrap()
+}
+
+/// Runs that ended are copied with every metric, histogram, attachment and profile equal;
+/// copying again copies nothing; copying back copies only what the source lacked.
+fn sync_copies_what_is_missing_once_and_whole(from: &mut dyn Store, to: &mut dyn Store) {
+    use super::sync::sync;
+    let a = full_run(from, "laptop-a", "laptop", Some(RunStatus::Complete));
+    let b = full_run(from, "laptop-b", "laptop", Some(RunStatus::Failed));
+    let lab = full_run(to, "lab", "lab-nvme", Some(RunStatus::Complete));
+    let r = sync(&*from, to).unwrap();
+    assert_eq!(r.copied.len(), 2);
+    assert_eq!(r.samples(), 8);
+    assert_eq!((r.already, r.running.len()), (0, 0));
+    assert_eq!(r.copied[0].source, a, "oldest first");
+    assert!(r.copied[0].destination < r.copied[1].destination);
+    for c in &r.copied {
+        assert_eq!(
+            to.run_uuid(c.destination).unwrap().as_deref(),
+            Some(&*c.uuid)
+        );
+        assert_eq!(
+            everything(&*from, c.source),
+            everything(&*to, c.destination),
+            "run {} arrived equal",
+            c.source
+        );
+        assert_eq!(to.run(c.destination).unwrap().unwrap().sample_count, 4);
+    }
+    let held = to.run_by_uuid(&r.copied[1].uuid).unwrap().unwrap();
+    assert_eq!(held.id, r.copied[1].destination);
+    assert_eq!(held.status, RunStatus::Failed);
+    assert_eq!(held.environment.host, "laptop");
+    assert!(
+        to.run_by_uuid("00000000-0000-4000-8000-000000000000")
+            .unwrap()
+            .is_none()
+    );
+    // The copied runs are runs like others: selectors find them.
+    let by_label = to.select(&"label:laptop-b".parse().unwrap()).unwrap();
+    assert_eq!(by_label[0].id, r.copied[1].destination);
+
+    // Twice copies nothing.
+    let again = sync(&*from, to).unwrap();
+    assert!(again.copied.is_empty());
+    assert_eq!(again.already, 2);
+    assert_eq!(to.runs(&RunFilter::default()).unwrap().len(), 3);
+    // Back: only the destination's own run travels.
+    let back = sync(&*to, from).unwrap();
+    assert_eq!(back.copied.len(), 1);
+    assert_eq!(back.copied[0].source, lab);
+    assert_eq!(back.already, 2);
+    assert_eq!(
+        everything(&*to, lab),
+        everything(&*from, back.copied[0].destination)
+    );
+    assert!(sync(&*from, to).unwrap().copied.is_empty());
+    let _ = b;
+}
+
+/// A run still `running` in the source is not copied (its samples are not all there, and a
+/// copied run is never looked at again); once it has ended, the next sync copies it whole.
+fn sync_leaves_a_running_run_for_later(from: &mut dyn Store, to: &mut dyn Store) {
+    use super::sync::sync;
+    let live = full_run(from, "live", "laptop", None);
+    let r = sync(&*from, to).unwrap();
+    assert!(r.copied.is_empty());
+    assert_eq!(r.running.len(), 1);
+    assert_eq!(r.running[0].id, live);
+    assert!(to.runs(&RunFilter::default()).unwrap().is_empty());
+    from.finish_run(live, RunStatus::Aborted, micros(Utc::now()))
+        .unwrap();
+    let r = sync(&*from, to).unwrap();
+    assert_eq!(r.copied.len(), 1);
+    assert!(r.running.is_empty());
+    assert_eq!(
+        everything(&*from, live),
+        everything(&*to, r.copied[0].destination)
+    );
+    assert_eq!(
+        to.run(r.copied[0].destination).unwrap().unwrap().status,
+        RunStatus::Aborted
+    );
+}
+
+/// `import_run` writes a run and all its samples or nothing: a sample the store refuses, or a
+/// UUID it already holds, leaves no trace, and the store goes on working.
+fn import_run_is_all_or_nothing(from: &mut dyn Store, to: &mut dyn Store) {
+    use super::SampleCopy;
+    let a = full_run(from, "a", "laptop", Some(RunStatus::Complete));
+    let uuid = from.run_uuid(a).unwrap().unwrap();
+    let info = from.run(a).unwrap().unwrap();
+    let good: Vec<SampleCopy> = from
+        .samples(a)
+        .unwrap()
+        .into_iter()
+        .map(|r| SampleCopy {
+            sample: r.sample,
+            profile: None,
+        })
+        .collect();
+    let mut bad = good.clone();
+    bad[2].sample.metrics[0].value = f64::INFINITY;
+    let e = to.import_run(&uuid, &info, &bad).unwrap_err();
+    assert!(e.to_string().contains("not a finite number"), "{e}");
+    let mut dup = good.clone();
+    let m = dup[1].sample.metrics[0].clone();
+    dup[1].sample.metrics.push(m);
+    assert!(to.import_run(&uuid, &info, &dup).is_err());
+    assert!(to.run_by_uuid(&uuid).unwrap().is_none());
+    assert!(to.runs(&RunFilter::default()).unwrap().is_empty());
+    let id = to.import_run(&uuid, &info, &good).unwrap();
+    assert_eq!(to.samples(id).unwrap().len(), good.len());
+    let e = to.import_run(&uuid, &info, &good).unwrap_err();
+    assert!(
+        matches!(e, StoreError::UuidTaken(ref u) if *u == uuid),
+        "{e}"
+    );
+    assert_eq!(to.runs(&RunFilter::default()).unwrap().len(), 1);
+}
+
+macro_rules! on_every_pair {
+    ($($name:ident),* $(,)?) => {
+        $(
+            mod $name {
+                fn pair(from: &str, to: &str) {
+                    let (Some((mut a, _ka)), Some((mut b, _kb))) =
+                        (super::fresh(from), super::fresh(to))
+                    else {
+                        return;
+                    };
+                    super::$name(a.as_mut(), b.as_mut());
+                }
+                #[test]
+                fn memory_to_memory() {
+                    pair("memory", "memory");
+                }
+                #[test]
+                fn memory_to_sqlite() {
+                    pair("memory", "sqlite");
+                }
+                #[test]
+                fn sqlite_to_memory() {
+                    pair("sqlite", "memory");
+                }
+                #[test]
+                fn sqlite_to_sqlite() {
+                    pair("sqlite", "sqlite");
+                }
+                #[test]
+                fn sqlite_to_postgres() {
+                    pair("sqlite", "postgres");
+                }
+                #[test]
+                fn postgres_to_sqlite() {
+                    pair("postgres", "sqlite");
+                }
+                #[test]
+                fn postgres_to_memory() {
+                    pair("postgres", "memory");
+                }
+                #[test]
+                fn postgres_to_postgres() {
+                    pair("postgres", "postgres");
+                }
+            }
+        )*
+    };
+}
+
+on_every_pair!(
+    sync_copies_what_is_missing_once_and_whole,
+    sync_leaves_a_running_run_for_later,
+    import_run_is_all_or_nothing,
 );
 
 // ---- PostgreSQL only: what SQLite has no counterpart for.

@@ -345,6 +345,20 @@ impl Store for &mut dyn Store {
     fn journal_path(&self) -> Option<PathBuf> {
         (**self).journal_path()
     }
+    fn run_uuid(&self, id: RunId) -> Result<Option<String>, StoreError> {
+        (**self).run_uuid(id)
+    }
+    fn run_by_uuid(&self, uuid: &str) -> Result<Option<RunInfo>, StoreError> {
+        (**self).run_by_uuid(uuid)
+    }
+    fn import_run(
+        &mut self,
+        uuid: &str,
+        run: &RunInfo,
+        samples: &[super::SampleCopy],
+    ) -> Result<RunId, StoreError> {
+        (**self).import_run(uuid, run, samples)
+    }
 }
 
 impl Store for JournaledStore<'_> {
@@ -434,6 +448,24 @@ impl Store for JournaledStore<'_> {
 
     fn abort_orphaned_runs(&mut self) -> Result<Vec<RunId>, StoreError> {
         self.inner.abort_orphaned_runs()
+    }
+
+    fn run_uuid(&self, id: RunId) -> Result<Option<String>, StoreError> {
+        self.inner.run_uuid(id)
+    }
+
+    fn run_by_uuid(&self, uuid: &str) -> Result<Option<RunInfo>, StoreError> {
+        self.inner.run_by_uuid(uuid)
+    }
+
+    /// Not journaled: a copied run is written whole or refused, and the copy can be repeated.
+    fn import_run(
+        &mut self,
+        uuid: &str,
+        run: &RunInfo,
+        samples: &[super::SampleCopy],
+    ) -> Result<RunId, StoreError> {
+        self.inner.import_run(uuid, run, samples)
     }
 }
 

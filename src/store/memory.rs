@@ -1,12 +1,12 @@
 //! Stores for tests: [`MemoryStore`] keeps everything in memory with the same semantics as the
 //! SQLite store (a sample is stored whole or not at all, non-finite metrics refused, runs
-//! `running` until finished, newest first), and [`FailAfter`] wraps any store and refuses every
+//! `running` until finished, newest first, a UUID per run), and [`FailAfter`] wraps any store and refuses every
 //! sample write after the first N, so that the run engine's fault paths are tested without a
 //! real disk filling up.
 //!
 //! Never used by the command line for real results: nothing here is durable.
 
-use super::{RunFilter, Store, StoreError};
+use super::{RunFilter, SampleCopy, Store, StoreError};
 use crate::model::{
     NewRun, NewSample, RunId, RunInfo, RunStatus, SampleId, SampleRecord, StoredProfile,
 };
@@ -17,6 +17,8 @@ use std::collections::BTreeMap;
 #[derive(Debug, Default)]
 pub struct MemoryStore {
     runs: Vec<RunInfo>,
+    /// The UUID of each run, by position in `runs`.
+    uuids: Vec<String>,
     samples: Vec<SampleRecord>,
     profiles: BTreeMap<SampleId, StoredProfile>,
 }
@@ -42,16 +44,12 @@ impl Store for MemoryStore {
             environment: run.environment.clone(),
             sample_count: 0,
         });
+        self.uuids.push(super::new_run_uuid());
         Ok(id)
     }
 
     fn add_sample(&mut self, run: RunId, sample: &NewSample) -> Result<SampleId, StoreError> {
-        if let Some(m) = sample.metrics.iter().find(|m| !m.value.is_finite()) {
-            return Err(StoreError::Backend(format!(
-                "metric '{}' of test '{}' is {} (not a finite number); the sample is not stored as measured",
-                m.name, sample.test, m.value
-            )));
-        }
+        check_finite(sample)?;
         let info = self
             .runs
             .iter_mut()
@@ -140,6 +138,88 @@ impl Store for MemoryStore {
     fn profile(&self, sample: SampleId) -> Result<Option<StoredProfile>, StoreError> {
         Ok(self.profiles.get(&sample).cloned())
     }
+
+    fn run_uuid(&self, id: RunId) -> Result<Option<String>, StoreError> {
+        Ok(self
+            .runs
+            .iter()
+            .position(|r| r.id == id)
+            .map(|i| self.uuids[i].clone()))
+    }
+
+    fn run_by_uuid(&self, uuid: &str) -> Result<Option<RunInfo>, StoreError> {
+        Ok(self
+            .uuids
+            .iter()
+            .position(|u| u == uuid)
+            .map(|i| self.runs[i].clone()))
+    }
+
+    fn import_run(
+        &mut self,
+        uuid: &str,
+        run: &RunInfo,
+        samples: &[SampleCopy],
+    ) -> Result<RunId, StoreError> {
+        if self.uuids.iter().any(|u| u == uuid) {
+            return Err(StoreError::UuidTaken(uuid.to_string()));
+        }
+        for s in samples {
+            check_finite(&s.sample)?;
+            let x = &s.sample;
+            for (what, mut names) in [
+                (
+                    "metrics",
+                    x.metrics.iter().map(|m| &*m.name).collect::<Vec<_>>(),
+                ),
+                (
+                    "histograms",
+                    x.histograms.iter().map(|h| &*h.name).collect(),
+                ),
+                (
+                    "attachments",
+                    x.attachments.iter().map(|a| &*a.name).collect(),
+                ),
+            ] {
+                names.sort_unstable();
+                if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
+                    return Err(StoreError::Backend(format!(
+                        "test '{}': two {what} named '{}'",
+                        x.test, w[0]
+                    )));
+                }
+            }
+        }
+        let id = self.runs.len() as RunId + 1;
+        self.runs.push(RunInfo {
+            id,
+            sample_count: samples.len() as u64,
+            ..run.clone()
+        });
+        self.uuids.push(uuid.to_string());
+        for s in samples {
+            let sid = self.samples.len() as SampleId + 1;
+            self.samples.push(SampleRecord {
+                id: sid,
+                run_id: id,
+                sample: s.sample.clone(),
+            });
+            if let Some(p) = &s.profile {
+                self.profiles.insert(sid, p.clone());
+            }
+        }
+        Ok(id)
+    }
+}
+
+fn check_finite(sample: &NewSample) -> Result<(), StoreError> {
+    match sample.metrics.iter().find(|m| !m.value.is_finite()) {
+        Some(m) => Err(StoreError::Backend(format!(
+            "metric '{}' of test '{}' is {} (not a finite number); the sample is not stored as measured",
+            m.name, sample.test, m.value
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// A store that refuses every sample write after the first `ok` (a disk that fills, a lock
@@ -198,5 +278,28 @@ impl<S: Store> Store for FailAfter<S> {
     }
     fn profile(&self, sample: SampleId) -> Result<Option<StoredProfile>, StoreError> {
         self.inner.profile(sample)
+    }
+    fn run_uuid(&self, id: RunId) -> Result<Option<String>, StoreError> {
+        self.inner.run_uuid(id)
+    }
+    fn run_by_uuid(&self, uuid: &str) -> Result<Option<RunInfo>, StoreError> {
+        self.inner.run_by_uuid(uuid)
+    }
+    /// Counts every sample of the run as a write: refused whole when it would pass the limit.
+    fn import_run(
+        &mut self,
+        uuid: &str,
+        run: &RunInfo,
+        samples: &[SampleCopy],
+    ) -> Result<RunId, StoreError> {
+        if self.written + samples.len() > self.ok {
+            return Err(StoreError::Backend(format!(
+                "database or disk is full (injected after {} samples)",
+                self.ok
+            )));
+        }
+        let id = self.inner.import_run(uuid, run, samples)?;
+        self.written += samples.len();
+        Ok(id)
     }
 }

@@ -13,6 +13,7 @@ pub mod memory;
 pub mod postgres;
 pub mod selector;
 pub mod sqlite;
+pub mod sync;
 
 pub use selector::Selector;
 
@@ -70,6 +71,21 @@ pub enum StoreError {
     /// Not available in this build.
     #[error("{0}")]
     Unsupported(String),
+    /// A copied run whose UUID the store already holds (another copy got there first).
+    #[error(
+        "the result store already holds a run with UUID {0}; it was copied here before, nothing to do"
+    )]
+    UuidTaken(String),
+}
+
+/// A sample as it travels between stores ([`Store::import_run`]): the sample with its
+/// attachments, and its CPU profile if one was recorded.
+#[derive(Clone, Debug)]
+pub struct SampleCopy {
+    /// The sample, its metrics, histograms and attachments.
+    pub sample: NewSample,
+    /// Its CPU profile.
+    pub profile: Option<StoredProfile>,
 }
 
 /// A result store. Implementations must let several processes write at once, write a sample in
@@ -154,10 +170,27 @@ pub trait Store: Send {
     }
 
     /// The UUID of a run (schema 6): the same in every store the run is copied to. `None` for
-    /// a run this store does not hold, and for stores that keep no UUIDs (in-memory).
+    /// a run this store does not hold, and for stores that keep no UUIDs.
     fn run_uuid(&self, _id: RunId) -> Result<Option<String>, StoreError> {
         Ok(None)
     }
+
+    /// The run whose UUID is `uuid`, if this store holds it.
+    fn run_by_uuid(&self, uuid: &str) -> Result<Option<RunInfo>, StoreError>;
+
+    /// Write a run copied from another store, and all its samples, in one transaction (all of
+    /// it or nothing). The run keeps its `uuid`, label, suite, start and end times, status,
+    /// fsdelta version and environment (host, machine id, kernel); it gets a new id here, and
+    /// no owner (the process that made it ran elsewhere, so no `cleanup` here may abort it).
+    /// `run.id` and `run.sample_count` are ignored. Samples keep their order, metrics,
+    /// histograms, attachments and profile. A UUID the store already holds is
+    /// [`StoreError::UuidTaken`] and writes nothing.
+    fn import_run(
+        &mut self,
+        uuid: &str,
+        run: &RunInfo,
+        samples: &[SampleCopy],
+    ) -> Result<RunId, StoreError>;
 
     /// Mark `running` runs whose owning process is gone as `aborted` and return their ids (for
     /// `run` and `cleanup` to say so). Backends that record no owner abort nothing.

@@ -19,8 +19,8 @@
 //! a database that holds tables of another application.
 
 use super::{
-    NewRun, NewSample, RunFilter, RunId, RunInfo, SampleId, SampleRecord, Store, StoreError,
-    StoredProfile,
+    NewRun, NewSample, RunFilter, RunId, RunInfo, SampleCopy, SampleId, SampleRecord, Store,
+    StoreError, StoredProfile,
 };
 use crate::model::{
     Attachment, Direction, Environment, HistogramRecord, Metric, MetricKind, MetricPoint,
@@ -1223,6 +1223,78 @@ impl Store for PgStore {
     fn run_uuid(&self, id: RunId) -> Result<Option<String>, StoreError> {
         let row = self.with(|c, _| c.query_opt("SELECT uuid FROM runs WHERE id = $1", &[&id]))?;
         Ok(row.and_then(|r| r.get::<_, Option<String>>(0)))
+    }
+
+    fn run_by_uuid(&self, uuid: &str) -> Result<Option<RunInfo>, StoreError> {
+        let row = self.with(|c, _| {
+            c.query_opt(
+                &format!("SELECT {RUN_COLUMNS} FROM runs r WHERE r.uuid = $1"),
+                &[&uuid],
+            )
+        })?;
+        row.as_ref().map(run_from_row).transpose()
+    }
+
+    fn import_run(
+        &mut self,
+        uuid: &str,
+        run: &RunInfo,
+        samples: &[SampleCopy],
+    ) -> Result<RunId, StoreError> {
+        let mut facts = Vec::with_capacity(samples.len());
+        for s in samples {
+            check_finite(&s.sample)?;
+            facts.push(serde_json::to_string(&s.sample.facts.extra).map_err(corrupt)?);
+        }
+        let env = serde_json::to_string(&run.environment).map_err(corrupt)?;
+        self.with(|c, retry| {
+            let mut tx = c.transaction()?;
+            // After a lost connection the first attempt may have committed: the UUID says.
+            if retry
+                && let Some(row) = tx.query_opt("SELECT id FROM runs WHERE uuid = $1", &[&uuid])?
+            {
+                return Ok(row.get(0));
+            }
+            let id: RunId = tx
+                .query_one(
+                    "INSERT INTO runs (label, suite, started_at, finished_at, status, host, kernel,
+                         fsdelta_version, environment, uuid)
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING id",
+                    &[
+                        &run.label,
+                        &run.suite,
+                        &run.started_at,
+                        &run.finished_at,
+                        &run.status.as_str(),
+                        &run.environment.host,
+                        &run.environment.kernel_release,
+                        &run.fsdelta_version,
+                        &env,
+                        &uuid,
+                    ],
+                )?
+                .get(0);
+            for (s, f) in samples.iter().zip(&facts) {
+                let sid = insert_sample(&mut tx, id, &s.sample, f)?;
+                if let Some(p) = &s.profile {
+                    tx.execute(
+                        "INSERT INTO profiles (sample_id, format, data) VALUES ($1, $2, $3)",
+                        &[&sid, &p.format, &p.data],
+                    )?;
+                }
+            }
+            tx.commit()?;
+            Ok(id)
+        })
+        .map_err(|e| match e {
+            StoreError::Backend(m) if m.contains("runs_uuid") => {
+                StoreError::UuidTaken(uuid.to_string())
+            }
+            StoreError::Backend(m) if m.contains("metrics_pkey") => StoreError::Backend(format!(
+                "run {uuid}: two metrics of one sample with the same name ({m})"
+            )),
+            e => e,
+        })
     }
 }
 

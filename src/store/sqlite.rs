@@ -27,8 +27,8 @@
 //! Must never let a rusqlite type escape this file: the [`Store`] trait is the only way in.
 
 use super::{
-    NewRun, NewSample, RunFilter, RunId, RunInfo, SampleId, SampleRecord, Store, StoreError,
-    StoredProfile,
+    NewRun, NewSample, RunFilter, RunId, RunInfo, SampleCopy, SampleId, SampleRecord, Store,
+    StoreError, StoredProfile,
 };
 use crate::model::{
     Attachment, Direction, Environment, HistogramRecord, Metric, MetricKind, MetricPoint,
@@ -518,6 +518,99 @@ fn check_finite(sample: &NewSample) -> Result<(), StoreError> {
     Ok(())
 }
 
+/// Write one sample of `run` in `tx`: its row, metrics, histograms and attachments. The caller
+/// checks the metrics are finite and commits.
+fn insert_sample(
+    tx: &rusqlite::Transaction<'_>,
+    run: RunId,
+    sample: &NewSample,
+) -> Result<SampleId, StoreError> {
+    let facts = serde_json::to_string(&sample.facts.extra).map_err(corrupt)?;
+    tx.execute(
+        "INSERT INTO samples (run_id, config, test, repetition, fs_type, path, device,
+             mount_options, mkfs_options, facts, status, error, started_at, duration_s, workload,
+             sequence)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+        params![
+            run,
+            sample.config,
+            sample.test,
+            sample.repetition,
+            sample.facts.fs_type,
+            sample.facts.path,
+            sample.facts.device,
+            sample.facts.mount_options,
+            sample.facts.mkfs_options,
+            facts,
+            sample.status.as_str(),
+            sample.error,
+            ts(&sample.started_at),
+            sample.duration_s,
+            sample.workload,
+            sample.sequence,
+        ],
+    )
+    .map_err(|e| match e {
+        rusqlite::Error::SqliteFailure(f, _)
+            if f.code == rusqlite::ErrorCode::ConstraintViolation =>
+        {
+            StoreError::NoMatch(format!("{run} (run id for a new sample)"))
+        }
+        e => backend(e),
+    })?;
+    let id = tx.last_insert_rowid();
+    {
+        let mut m = tx
+            .prepare_cached(
+                "INSERT INTO metrics (sample_id, name, value, unit, direction, kind, headline) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            )
+            .map_err(backend)?;
+        for metric in &sample.metrics {
+            m.execute(params![
+                id,
+                metric.name,
+                metric.value,
+                metric.unit.as_str(),
+                metric.direction.as_str(),
+                metric.kind.as_str(),
+                metric.headline
+            ])
+            .map_err(|e| StoreError::Backend(format!("metric '{}': {e}", metric.name)))?;
+        }
+        let mut h = tx
+            .prepare_cached(
+                "INSERT INTO histograms (sample_id, name, unit, layout, count, min, max, sum, buckets)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            )
+            .map_err(backend)?;
+        for hist in &sample.histograms {
+            let buckets = serde_json::to_string(&hist.buckets).map_err(corrupt)?;
+            h.execute(params![
+                id,
+                hist.name,
+                hist.unit.as_str(),
+                hist.layout,
+                hist.count as i64,
+                hist.min as i64,
+                hist.max as i64,
+                hist.sum.to_string(),
+                buckets
+            ])
+            .map_err(|e| StoreError::Backend(format!("histogram '{}': {e}", hist.name)))?;
+        }
+        let mut a = tx
+            .prepare_cached(
+                "INSERT INTO attachments (sample_id, name, format, data) VALUES (?1, ?2, ?3, ?4)",
+            )
+            .map_err(backend)?;
+        for att in &sample.attachments {
+            a.execute(params![id, att.name, att.format, att.data])
+                .map_err(|e| StoreError::Backend(format!("attachment '{}': {e}", att.name)))?;
+        }
+    }
+    Ok(id)
+}
+
 impl Store for SqliteStore {
     fn create_run(&mut self, run: &NewRun) -> Result<RunId, StoreError> {
         let env = serde_json::to_string(&run.environment).map_err(corrupt)?;
@@ -552,91 +645,78 @@ impl Store for SqliteStore {
 
     fn add_sample(&mut self, run: RunId, sample: &NewSample) -> Result<SampleId, StoreError> {
         check_finite(sample)?;
-        let facts = serde_json::to_string(&sample.facts.extra).map_err(corrupt)?;
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(backend)?;
+        let id = insert_sample(&tx, run, sample)?;
+        tx.commit().map_err(backend)?;
+        Ok(id)
+    }
+
+    fn run_by_uuid(&self, uuid: &str) -> Result<Option<RunInfo>, StoreError> {
+        self.conn
+            .query_row(
+                &format!("SELECT {RUN_COLUMNS} FROM runs r WHERE r.uuid = ?1"),
+                params![uuid],
+                Self::run_from_row,
+            )
+            .optional()
+            .map_err(backend)?
+            .map(RawRun::into_info)
+            .transpose()
+    }
+
+    fn import_run(
+        &mut self,
+        uuid: &str,
+        run: &RunInfo,
+        samples: &[SampleCopy],
+    ) -> Result<RunId, StoreError> {
+        for s in samples {
+            check_finite(&s.sample)?;
+        }
+        let env = serde_json::to_string(&run.environment).map_err(corrupt)?;
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(backend)?;
         tx.execute(
-            "INSERT INTO samples (run_id, config, test, repetition, fs_type, path, device,
-                 mount_options, mkfs_options, facts, status, error, started_at, duration_s, workload,
-                 sequence)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+            "INSERT INTO runs (label, suite, started_at, finished_at, status, host, kernel,
+                 fsdelta_version, environment, uuid)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
             params![
-                run,
-                sample.config,
-                sample.test,
-                sample.repetition,
-                sample.facts.fs_type,
-                sample.facts.path,
-                sample.facts.device,
-                sample.facts.mount_options,
-                sample.facts.mkfs_options,
-                facts,
-                sample.status.as_str(),
-                sample.error,
-                ts(&sample.started_at),
-                sample.duration_s,
-                sample.workload,
-                sample.sequence,
+                run.label,
+                run.suite,
+                ts(&run.started_at),
+                run.finished_at.as_ref().map(ts),
+                run.status.as_str(),
+                run.environment.host,
+                run.environment.kernel_release,
+                run.fsdelta_version,
+                env,
+                uuid,
             ],
         )
         .map_err(|e| match e {
             rusqlite::Error::SqliteFailure(f, _)
-                if f.code == rusqlite::ErrorCode::ConstraintViolation =>
+                if f.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_UNIQUE =>
             {
-                StoreError::NoMatch(format!("{run} (run id for a new sample)"))
+                StoreError::UuidTaken(uuid.to_string())
             }
             e => backend(e),
         })?;
         let id = tx.last_insert_rowid();
-        {
-            let mut m = tx
-                .prepare_cached(
-                    "INSERT INTO metrics (sample_id, name, value, unit, direction, kind, headline) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        for s in samples {
+            let sid = insert_sample(&tx, id, &s.sample)?;
+            if let Some(p) = &s.profile {
+                tx.execute(
+                    "INSERT INTO profiles (sample_id, format, data) VALUES (?1, ?2, ?3)",
+                    params![sid, p.format, p.data],
                 )
-                .map_err(backend)?;
-            for metric in &sample.metrics {
-                m.execute(params![
-                    id,
-                    metric.name,
-                    metric.value,
-                    metric.unit.as_str(),
-                    metric.direction.as_str(),
-                    metric.kind.as_str(),
-                    metric.headline
-                ])
-                .map_err(|e| StoreError::Backend(format!("metric '{}': {e}", metric.name)))?;
-            }
-            let mut h = tx
-                .prepare_cached(
-                    "INSERT INTO histograms (sample_id, name, unit, layout, count, min, max, sum, buckets)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-                )
-                .map_err(backend)?;
-            for hist in &sample.histograms {
-                let buckets = serde_json::to_string(&hist.buckets).map_err(corrupt)?;
-                h.execute(params![
-                    id,
-                    hist.name,
-                    hist.unit.as_str(),
-                    hist.layout,
-                    hist.count as i64,
-                    hist.min as i64,
-                    hist.max as i64,
-                    hist.sum.to_string(),
-                    buckets
-                ])
-                .map_err(|e| StoreError::Backend(format!("histogram '{}': {e}", hist.name)))?;
-            }
-            let mut a = tx
-                .prepare_cached(
-                    "INSERT INTO attachments (sample_id, name, format, data) VALUES (?1, ?2, ?3, ?4)",
-                )
-                .map_err(backend)?;
-            for att in &sample.attachments {
-                a.execute(params![id, att.name, att.format, att.data])
-                    .map_err(|e| StoreError::Backend(format!("attachment '{}': {e}", att.name)))?;
+                .map_err(|e| {
+                    StoreError::Backend(format!("profile of test '{}': {e}", s.sample.test))
+                })?;
             }
         }
         tx.commit().map_err(backend)?;
