@@ -341,6 +341,32 @@ fn a_mounted_device_is_refused_and_a_failed_mkfs_leaves_nothing() {
 const CHILD_ENV: &str = "FSDELTA_TEST_CHILD_SCRATCH";
 
 #[test]
+fn mounts_a_hook_makes_under_the_mount_point_are_unmounted_between_samples_and_at_teardown() {
+    if !usable("tmpfs") {
+        return;
+    }
+    let (_t, root, state) = scratch();
+    let c = config(
+        "name = \"hooked\"\nfs = \"tmpfs\"\nsize = \"64M\"\n\
+         before = \"mkdir -p img/inner && mount -t tmpfs hookfs img && mkdir -p img/inner && mount -t tmpfs hookfs2 img/inner\"",
+    );
+    let mut t = Target::new(&c, &root, state.clone()).unwrap();
+    for _ in 0..2 {
+        let p = t.prepare().unwrap();
+        t.before_sample().unwrap();
+        assert!(p.dir.join("img/inner").is_dir());
+        let hooked: Vec<String> = mounts_under(&root)
+            .into_iter()
+            .filter(|m| m.starts_with("hookfs"))
+            .collect();
+        assert_eq!(hooked.len(), 2, "the hook mounted twice: {hooked:?}");
+        t.finish_sample().unwrap();
+    }
+    t.teardown().unwrap();
+    assert_nothing_left(&root, &state);
+}
+
+#[test]
 fn kill_9_leaves_leftovers_that_recover_undoes() {
     if let Ok(dir) = std::env::var(CHILD_ENV) {
         // The child: make a mount, say where, and wait to be killed.
@@ -389,6 +415,16 @@ fn kill_9_leaves_leftovers_that_recover_undoes() {
     let mounts = mounts_under(&root);
     assert_eq!(mounts.len(), 1, "the kill left the mount: {mounts:?}");
     assert!(dir.exists());
+    // A hook's mount inside the sample directory (what a `before` hook mounting an image
+    // leaves): recovery unmounts it first, then fsdelta's own.
+    fs::create_dir(dir.join("hooked")).unwrap();
+    let ok = Command::new("mount")
+        .args(["-t", "tmpfs", "hookfs"])
+        .arg(dir.join("hooked"))
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    assert_eq!(mounts_under(&root).len(), 2);
     assert_eq!(loops_under(&root).len(), 1, "and its loop device");
     assert!(state.entries().unwrap().len() >= 4, "all of it recorded");
 

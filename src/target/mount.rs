@@ -8,7 +8,9 @@
 //! following mkfs on it fails with EBUSY (issue 13 item 10). Only the final drop detaches.
 //!
 //! Why by hand: no dependency on util-linux's parsing, and the unmount can be timed alone
-//! (fsperf's umount timing). Must never unmount anything but the mount its guard made.
+//! (fsperf's umount timing). Must never unmount anything but the mount its guard made and the
+//! mounts below its mount point (made there by a configuration's hooks: fsdelta's mount points
+//! live in its own scratch directories, so nothing else mounts inside them), which go first.
 
 use super::TargetError;
 use super::state::{Record, Resource, StateFile};
@@ -90,6 +92,7 @@ pub const UNMOUNT_WAIT: Duration = Duration::from_secs(2);
 /// Unmount `target`, retrying for up to [`UNMOUNT_WAIT`] on EBUSY. Returns how long the
 /// successful umount(2) call took. Never detaches lazily: a busy mount stays mounted.
 pub fn unmount_patiently(target: &Path) -> Result<Duration, Errno> {
+    unmount_below(target)?;
     let began = Instant::now();
     let mut pause = Duration::from_millis(10);
     loop {
@@ -103,6 +106,43 @@ pub fn unmount_patiently(target: &Path) -> Result<Duration, Errno> {
             Err(e) => return Err(e),
         }
     }
+}
+
+/// The mount points strictly below `target` (a hook's mounts), deepest first.
+pub fn mounts_below(target: &Path) -> Vec<PathBuf> {
+    let text = std::fs::read_to_string("/proc/self/mounts").unwrap_or_default();
+    let mut below: Vec<PathBuf> = super::env::parse_mounts(&text)
+        .into_iter()
+        .map(|m| PathBuf::from(m.target))
+        .filter(|t| t != target && t.starts_with(target))
+        .collect();
+    below.sort_by_key(|t| std::cmp::Reverse(t.components().count()));
+    below.dedup();
+    below
+}
+
+/// Unmount what a hook mounted below `target`, deepest first, each as patiently as `target`
+/// itself (a mount stacked twice on one point is unmounted twice).
+fn unmount_below(target: &Path) -> Result<(), Errno> {
+    for _ in 0..64 {
+        let below = mounts_below(target);
+        let Some(deepest) = below.first() else {
+            return Ok(());
+        };
+        let began = Instant::now();
+        let mut pause = Duration::from_millis(10);
+        loop {
+            match rustix::mount::unmount(deepest, UnmountFlags::empty()) {
+                Ok(()) => break,
+                Err(Errno::BUSY) if began.elapsed() < UNMOUNT_WAIT => {
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(Duration::from_millis(200));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Detach a busy mount from the tree; the kernel finishes when its last user goes.
