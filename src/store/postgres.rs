@@ -23,12 +23,12 @@ use super::{
     StoredProfile,
 };
 use crate::model::{
-    Attachment, Direction, Environment, HistogramRecord, Metric, MetricKind, MetricPoint, RunStatus,
-    SampleStatus, TargetFacts, Unit,
+    Attachment, Direction, Environment, HistogramRecord, Metric, MetricKind, MetricPoint,
+    RunStatus, SampleStatus, TargetFacts, Unit,
 };
 use chrono::{DateTime, Utc};
 use postgres::error::SqlState;
-use postgres::{Client, Config, Transaction};
+use postgres::{Client, Config, GenericClient, Transaction};
 use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -138,7 +138,7 @@ pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 pub const RETRY_FOR: Duration = Duration::from_secs(600);
 
 /// The key of the advisory lock that serialises migrations (the bytes of "fsdelta").
-const MIGRATION_LOCK: i64 = 0x0066_7364_656c_7461;
+pub(crate) const MIGRATION_LOCK: i64 = 0x0066_7364_656c_7461;
 
 /// How fsdelta reaches one PostgreSQL database: the parsed URL, its TLS wish, and a printable
 /// description (host, port, database, user; never a password).
@@ -147,6 +147,9 @@ pub struct PgTarget {
     config: Config,
     ssl: SslChoice,
     root_cert: Option<PathBuf>,
+    /// Every connection is a read-only session (`default_transaction_read_only`): the
+    /// read-only open's connections, reconnections included.
+    read_only: bool,
     /// `host H port P (database D, user U)` for messages.
     pub shown: String,
 }
@@ -349,6 +352,7 @@ impl PgTarget {
             config,
             ssl,
             root_cert,
+            read_only: false,
             shown,
         })
     }
@@ -410,10 +414,18 @@ impl PgTarget {
             .build()
             .map_err(|e| open_err(&self.shown, format!("cannot set up TLS: {e}")))?;
         let tls = postgres_native_tls::MakeTlsConnector::new(connector);
-        self.config.connect(tls).map_err(|e| StoreError::Open {
+        let open_failed = |e: postgres::Error| StoreError::Open {
             location: format!("postgres {}", self.shown),
             message: connect_reason(&e),
-        })
+        };
+        let mut client = self.config.connect(tls).map_err(open_failed)?;
+        if self.read_only {
+            // A statement rather than a startup option, so that poolers pass it on.
+            client
+                .batch_execute("SET default_transaction_read_only = on")
+                .map_err(open_failed)?;
+        }
+        Ok(client)
     }
 }
 
@@ -535,25 +547,23 @@ pub(crate) fn is_connection_loss(e: &postgres::Error, client: &Client) -> bool {
     }
 }
 
-/// Bring one schema track (`store_version`, `queue_version`) of `fsdelta_meta` up to date in one
-/// transaction under the migration advisory lock. Refuses, before writing anything, a database
-/// that holds tables but no `fsdelta_meta`, or whose `fsdelta_meta` names another application.
-pub(crate) fn migrate_track(
-    client: &mut Client,
-    shown: &str,
-    track: &str,
-    migrations: &[&str],
-) -> Result<(), StoreError> {
-    let supported = migrations.len() as i64;
-    let mut tx = client.transaction().map_err(backend)?;
-    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
-        .map_err(backend)?;
-    let has_meta: bool = tx
+/// What [`identify`] found in a database.
+enum Found {
+    /// No `fsdelta_meta` and no tables at all: a new database.
+    Empty,
+    /// fsdelta's database; the version of the track asked (0 when the track is absent).
+    Ours(i64),
+}
+
+/// Identify the database without writing anything: ours (and the version of `track`), empty,
+/// or refused: tables but no `fsdelta_meta`, or an `fsdelta_meta` naming another application.
+fn identify(c: &mut impl GenericClient, shown: &str, track: &str) -> Result<Found, StoreError> {
+    let has_meta: bool = c
         .query_one("SELECT to_regclass('fsdelta_meta') IS NOT NULL", &[])
         .map_err(backend)?
         .get(0);
     if !has_meta {
-        let foreign: Vec<String> = tx
+        let foreign: Vec<String> = c
             .query(
                 "SELECT table_schema || '.' || table_name FROM information_schema.tables
                  WHERE table_schema NOT IN ('pg_catalog', 'information_schema')
@@ -564,25 +574,21 @@ pub(crate) fn migrate_track(
             .iter()
             .map(|r| r.get(0))
             .collect();
-        if !foreign.is_empty() {
-            return Err(StoreError::Open {
-                location: format!("postgres {shown}"),
-                message: format!(
-                    "this database holds tables of another application ({}{}) and no fsdelta \
-                     schema; fsdelta did not touch it. Give fsdelta a database of its own: \
-                     createdb fsdelta",
-                    foreign.join(", "),
-                    if foreign.len() == 4 { ", ..." } else { "" }
-                ),
-            });
+        if foreign.is_empty() {
+            return Ok(Found::Empty);
         }
-        tx.batch_execute(&format!(
-            "CREATE TABLE fsdelta_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-             INSERT INTO fsdelta_meta VALUES ('application', '{APPLICATION}');"
-        ))
-        .map_err(backend)?;
+        return Err(StoreError::Open {
+            location: format!("postgres {shown}"),
+            message: format!(
+                "this database holds tables of another application ({}{}) and no fsdelta \
+                 schema; fsdelta did not touch it. Give fsdelta a database of its own: \
+                 createdb fsdelta",
+                foreign.join(", "),
+                if foreign.len() == 4 { ", ..." } else { "" }
+            ),
+        });
     }
-    let app: Option<String> = tx
+    let app: Option<String> = c
         .query_opt(
             "SELECT value FROM fsdelta_meta WHERE key = 'application'",
             &[],
@@ -599,12 +605,39 @@ pub(crate) fn migrate_track(
             ),
         });
     }
-    let version: i64 = tx
+    let version: i64 = c
         .query_opt("SELECT value FROM fsdelta_meta WHERE key = $1", &[&track])
         .map_err(backend)?
         .map(|r| r.get::<_, String>(0).parse::<i64>().map_err(corrupt))
         .transpose()?
         .unwrap_or(0);
+    Ok(Found::Ours(version))
+}
+
+/// Bring one schema track (`store_version`, `queue_version`) of `fsdelta_meta` up to date in one
+/// transaction under the migration advisory lock. Refuses, before writing anything, a database
+/// that holds tables but no `fsdelta_meta`, or whose `fsdelta_meta` names another application.
+pub(crate) fn migrate_track(
+    client: &mut Client,
+    shown: &str,
+    track: &str,
+    migrations: &[&str],
+) -> Result<(), StoreError> {
+    let supported = migrations.len() as i64;
+    let mut tx = client.transaction().map_err(backend)?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
+        .map_err(backend)?;
+    let version = match identify(&mut tx, shown, track)? {
+        Found::Ours(v) => v,
+        Found::Empty => {
+            tx.batch_execute(&format!(
+                "CREATE TABLE fsdelta_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+                 INSERT INTO fsdelta_meta VALUES ('application', '{APPLICATION}');"
+            ))
+            .map_err(backend)?;
+            0
+        }
+    };
     if version > supported {
         return Err(StoreError::TooNew {
             location: format!("postgres {shown} ({track})"),
@@ -642,6 +675,56 @@ impl PgStore {
         let target = PgTarget::parse(location)?;
         let mut client = target.connect()?;
         migrate_track(&mut client, &target.shown, "store_version", MIGRATIONS)?;
+        Ok(PgStore {
+            target,
+            client: Mutex::new(client),
+            retry_for: RETRY_FOR,
+        })
+    }
+
+    /// Connect for reading only (`list`, `show`, `compare`, ...): every connection is a
+    /// read-only session, no migration lock is taken (a reader never waits behind a migrating
+    /// writer for it), nothing is created or migrated. Refused: a database of another
+    /// application (untouched), one without fsdelta's schema or with an older one (naming the
+    /// command that creates or upgrades it), and a newer one.
+    pub fn open_read_only(location: &str) -> Result<PgStore, StoreError> {
+        let mut target = PgTarget::parse(location)?;
+        target.read_only = true;
+        let mut client = target.connect()?;
+        let found = {
+            let mut tx = client.transaction().map_err(backend)?;
+            let found = identify(&mut tx, &target.shown, "store_version")?;
+            tx.rollback().map_err(backend)?;
+            found
+        };
+        let open_err = |message: String| StoreError::Open {
+            location: format!("postgres {}", target.shown),
+            message,
+        };
+        let upgrade = "a command that writes creates or upgrades it: run \
+                       `FSDELTA_DB=URL fsdelta cleanup` (or any run, submit or agent) once, \
+                       then read it";
+        match found {
+            Found::Empty | Found::Ours(0) => {
+                return Err(open_err(format!(
+                    "it holds no fsdelta results yet (no fsdelta schema): nothing to read; {upgrade}"
+                )));
+            }
+            Found::Ours(v) if v > SCHEMA_VERSION => {
+                return Err(StoreError::TooNew {
+                    location: format!("postgres {} (store_version)", target.shown),
+                    found: v,
+                    supported: SCHEMA_VERSION,
+                });
+            }
+            Found::Ours(v) if v < SCHEMA_VERSION => {
+                return Err(open_err(format!(
+                    "its schema (version {v}) is older than this fsdelta's ({SCHEMA_VERSION}) \
+                     and a read-only command does not upgrade it; {upgrade}"
+                )));
+            }
+            Found::Ours(_) => {}
+        }
         Ok(PgStore {
             target,
             client: Mutex::new(client),
