@@ -5,7 +5,10 @@
 //! mirror the SQLite store's schema versions 1 to 4 (same tables, same semantics: a run is
 //! `running` until it ends, one transaction per sample); the schema version and the application
 //! are kept in `fsdelta_meta`, and migrations run in one transaction under an advisory lock, so
-//! two agents opening a new database at once cannot both migrate.
+//! two agents opening a new database at once cannot both migrate. Read-only commands use
+//! [`PgStore::open_read_only`]: read-only sessions, no advisory lock, no migration, nothing
+//! created; a database without fsdelta's schema, or with an older one, is refused with the
+//! command that upgrades it (`fsdelta cleanup`).
 //!
 //! Connections: the URL never carries a password (`ps` would show it); it comes from
 //! `PGPASSWORD`, `~/.pgpass` / `PGPASSFILE`, or a pgpass-format file named by `?passfile=PATH`,
