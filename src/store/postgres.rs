@@ -391,6 +391,49 @@ impl PgTarget {
 
     /// A new connection, or an error naming host, port and the server's own reason.
     pub fn connect(&self) -> Result<Client, StoreError> {
+        let open_failed = |e: postgres::Error| StoreError::Open {
+            location: format!("postgres {}", self.shown),
+            message: connect_reason(&e),
+        };
+        let unix_only = self
+            .config
+            .get_hosts()
+            .iter()
+            .all(|h| matches!(h, postgres::config::Host::Unix(_)));
+        let mut client =
+            if self.ssl == SslChoice::Disable || (self.ssl == SslChoice::Prefer && unix_only) {
+                // No TLS can happen (PostgreSQL has none over a Unix socket): no connector, whose
+                // set-up reads the system's CA roots (about 0.1 s a connection).
+                self.config.connect(postgres::NoTls).map_err(open_failed)?
+            } else {
+                self.config.connect(self.tls()?).map_err(open_failed)?
+            };
+        if self.read_only {
+            // A statement rather than a startup option, so that poolers pass it on.
+            client
+                .batch_execute("SET default_transaction_read_only = on")
+                .map_err(open_failed)?;
+        }
+        Ok(client)
+    }
+
+    /// The TLS connector for this target's sslmode and root certificate, built once a process
+    /// for each (building one reads the system's CA roots).
+    fn tls(&self) -> Result<postgres_native_tls::MakeTlsConnector, StoreError> {
+        type Key = (SslChoice, Option<Vec<u8>>);
+        static BUILT: Mutex<Vec<(Key, postgres_native_tls::MakeTlsConnector)>> =
+            Mutex::new(Vec::new());
+        let pem = match &self.root_cert {
+            Some(file) => Some(std::fs::read(file).map_err(|e| {
+                open_err(&self.shown, format!("sslrootcert {}: {e}", file.display()))
+            })?),
+            None => None,
+        };
+        let key = (self.ssl, pem);
+        let mut built = BUILT.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((_, c)) = built.iter().find(|(k, _)| *k == key) {
+            return Ok(c.clone());
+        }
         let mut builder = native_tls::TlsConnector::builder();
         match self.ssl {
             SslChoice::Disable | SslChoice::Prefer | SslChoice::Require => {
@@ -404,11 +447,8 @@ impl PgTarget {
             }
             SslChoice::VerifyFull => {}
         }
-        if let Some(file) = &self.root_cert {
-            let pem = std::fs::read(file).map_err(|e| {
-                open_err(&self.shown, format!("sslrootcert {}: {e}", file.display()))
-            })?;
-            let cert = native_tls::Certificate::from_pem(&pem).map_err(|e| {
+        if let (Some(pem), Some(file)) = (&key.1, &self.root_cert) {
+            let cert = native_tls::Certificate::from_pem(pem).map_err(|e| {
                 open_err(&self.shown, format!("sslrootcert {}: {e}", file.display()))
             })?;
             builder.add_root_certificate(cert);
@@ -417,18 +457,8 @@ impl PgTarget {
             .build()
             .map_err(|e| open_err(&self.shown, format!("cannot set up TLS: {e}")))?;
         let tls = postgres_native_tls::MakeTlsConnector::new(connector);
-        let open_failed = |e: postgres::Error| StoreError::Open {
-            location: format!("postgres {}", self.shown),
-            message: connect_reason(&e),
-        };
-        let mut client = self.config.connect(tls).map_err(open_failed)?;
-        if self.read_only {
-            // A statement rather than a startup option, so that poolers pass it on.
-            client
-                .batch_execute("SET default_transaction_read_only = on")
-                .map_err(open_failed)?;
-        }
-        Ok(client)
+        built.push((key, tls.clone()));
+        Ok(tls)
     }
 }
 
@@ -1138,27 +1168,31 @@ impl Store for PgStore {
     }
 
     fn samples(&self, run: RunId) -> Result<Vec<SampleRecord>, StoreError> {
-        let (metric_rows, hist_rows, sample_rows) = self.with(|c, _| {
+        // The run's sample ids first, then metrics and histograms by primary key (`sample_id =
+        // ANY`): a join on `samples.run_id` tempted the planner into a parallel scan of all
+        // samples, and the metric order (by position) is restored here rather than by a sort
+        // on the server (both were most of `compare`'s time at 10 million metric rows).
+        let (mut metric_rows, hist_rows, sample_rows) = self.with(|c, _| {
             let mut tx = c.build_transaction().read_only(true).start()?;
-            let m = tx.query(
-                "SELECT m.sample_id, m.name, m.value, m.unit, m.direction, m.kind, m.headline
-                 FROM metrics m JOIN samples s ON s.id = m.sample_id
-                 WHERE s.run_id = $1 ORDER BY m.sample_id, m.position",
-                &[&run],
-            )?;
-            let h = tx.query(
-                "SELECT h.sample_id, h.name, h.unit, h.layout, h.count, h.min, h.max, h.sum, h.buckets
-                 FROM histograms h JOIN samples s ON s.id = h.sample_id
-                 WHERE s.run_id = $1 ORDER BY h.sample_id, h.name",
-                &[&run],
-            )?;
             let s = tx.query(
                 &format!("SELECT {SAMPLE_COLUMNS} FROM samples WHERE run_id = $1 ORDER BY id"),
                 &[&run],
             )?;
+            let ids: Vec<i64> = s.iter().map(|r| r.get(0)).collect();
+            let m = tx.query(
+                "SELECT sample_id, name, value, unit, direction, kind, headline, position
+                 FROM metrics WHERE sample_id = ANY($1)",
+                &[&ids],
+            )?;
+            let h = tx.query(
+                "SELECT sample_id, name, unit, layout, count, min, max, sum, buckets
+                 FROM histograms WHERE sample_id = ANY($1) ORDER BY sample_id, name",
+                &[&ids],
+            )?;
             tx.commit()?;
             Ok((m, h, s))
         })?;
+        metric_rows.sort_by_cached_key(|r| (r.get::<_, i64>(0), r.get::<_, i32>(7)));
         assemble(&metric_rows, &hist_rows, &sample_rows)
     }
 
