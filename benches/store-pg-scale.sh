@@ -40,7 +40,7 @@ timed() { # label, command...
     printf '%-10s %8.3f s\n' "$1" "$(echo "$t1 - $t0" | bc)"
 }
 
-"$B" list >/dev/null 2>&1 # creates the schema
+"$B" cleanup >/dev/null # a writing command creates the schema (read-only ones never do)
 t0=$(secs)
 psql -qX "$URL" >/dev/null <<SQL
 INSERT INTO runs (label, suite, started_at, finished_at, status, host, kernel, fsdelta_version, environment)
@@ -55,10 +55,12 @@ INSERT INTO samples (run_id, config, test, repetition, fs_type, path, device, mo
                      facts, status, started_at, duration_s, workload, sequence)
 SELECT r.id, 'scratch', 't' || t, rep, 'ext4', '/x', '/dev/x', 'rw', '{}', 'ok',
        r.started_at, 1.0, 'bench', t * $REPS + rep
-FROM runs r, generate_series(0, $TESTS - 1) t, generate_series(1, $REPS) rep;
+FROM runs r, generate_series(0, $TESTS - 1) t, generate_series(1, $REPS) rep
+ORDER BY r.id, t, rep;
 INSERT INTO metrics (sample_id, position, name, value, unit, direction, kind, headline)
 SELECT s.id, m, 'm' || m, 1000 + 50 * random(), 'ops/s', 'higher_is_better', 'throughput', m = 0
-FROM samples s, generate_series(0, $METRICS - 1) m;
+FROM samples s, generate_series(0, $METRICS - 1) m
+ORDER BY s.id, m; -- as fsdelta writes them: a sample's metrics in one statement, side by side
 ANALYZE;
 SQL
 t1=$(secs)

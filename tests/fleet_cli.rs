@@ -504,3 +504,43 @@ fn compare_refuses_to_pool_two_machines_into_one_side_unless_asked() {
         .assert()
         .stdout(predicate::str::contains("label:a (runs 2,1, label a)"));
 }
+
+#[test]
+fn read_only_commands_create_nothing_in_a_new_database_and_cleanup_creates_the_schema() {
+    let Some(db) = scratch() else { return };
+    let work = tempfile::tempdir().unwrap();
+    let tables = || -> i64 {
+        fsdelta::store::postgres::PgTarget::parse(&db.url)
+            .unwrap()
+            .connect()
+            .unwrap()
+            .query_one(
+                "SELECT count(*) FROM information_schema.tables
+                 WHERE table_schema NOT IN ('pg_catalog', 'information_schema')",
+                &[],
+            )
+            .unwrap()
+            .get(0)
+    };
+    for args in [
+        &["list"][..],
+        &["show", "latest"],
+        &["history", "--test", "t", "--metric", "m"],
+    ] {
+        fsdelta(&db.url, work.path())
+            .args(args)
+            .assert()
+            .code(2)
+            .stderr(
+                predicate::str::contains("no fsdelta results yet")
+                    .and(predicate::str::contains("fsdelta cleanup")),
+            );
+    }
+    assert_eq!(tables(), 0, "a read-only command created tables");
+    fsdelta(&db.url, work.path())
+        .arg("cleanup")
+        .assert()
+        .success();
+    assert!(tables() > 0);
+    fsdelta(&db.url, work.path()).arg("list").assert().success();
+}

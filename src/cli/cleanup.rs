@@ -21,10 +21,10 @@ pub fn main() -> i32 {
     code.max(code2)
 }
 
-/// Mark the runs in the store at `db` whose fsdelta is gone as aborted, and say so. A store that
-/// does not exist is not created.
+/// Mark the runs in the store at `db` whose fsdelta is gone as aborted, and say so. A SQLite
+/// store that does not exist is not created; a PostgreSQL store's schema is brought up to date.
 pub fn abort_orphans(db: &str, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
-    if db.is_empty() || !std::path::Path::new(db).exists() {
+    if db.is_empty() || !(crate::store::is_postgres(db) || std::path::Path::new(db).exists()) {
         return 0;
     }
     match crate::store::open(db).and_then(|mut s| s.abort_orphaned_runs()) {

@@ -862,6 +862,156 @@ mod postgres_only {
         assert_eq!(back.len(), 2);
     }
 
+    /// The tables of a database outside the system schemas, in name order.
+    fn user_tables(c: &mut ::postgres::Client) -> Vec<String> {
+        c.query(
+            "SELECT table_schema || '.' || table_name FROM information_schema.tables
+             WHERE table_schema NOT IN ('pg_catalog', 'information_schema') ORDER BY 1",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect()
+    }
+
+    fn store_version(c: &mut ::postgres::Client) -> String {
+        c.query_one(
+            "SELECT value FROM fsdelta_meta WHERE key = 'store_version'",
+            &[],
+        )
+        .unwrap()
+        .get(0)
+    }
+
+    #[test]
+    fn a_read_only_open_of_an_empty_database_creates_nothing_and_names_the_command_that_does() {
+        let Some(Pg(db)) = pg() else { return };
+        let e = PgStore::open_read_only(&db.url).err().unwrap().to_string();
+        assert!(
+            e.contains("no fsdelta results yet") && e.contains("fsdelta cleanup"),
+            "{e}"
+        );
+        assert_eq!(user_tables(&mut admin(&db)), Vec::<String>::new());
+    }
+
+    #[test]
+    fn a_read_only_open_reads_but_refuses_writes_even_after_a_reconnection() {
+        let Some(b) = pg() else { return };
+        let mut w = b.open();
+        let run = w.create_run(&new_run("x", "h")).unwrap();
+        w.add_sample(run, &sample("t", 1, 1.0)).unwrap();
+        w.finish_run(run, RunStatus::Complete, Utc::now()).unwrap();
+        let mut r: Box<dyn Store> = Box::new(PgStore::open_read_only(&b.0.url).unwrap());
+        assert_eq!(r.samples(run).unwrap().len(), 1);
+        let mut c = admin(&b.0);
+        for round in 0..2 {
+            let e = r.create_run(&new_run("y", "h")).err().unwrap().to_string();
+            assert!(e.contains("read-only transaction"), "{e}");
+            let e = r.add_sample(run, &sample("t", 2, 2.0)).err().unwrap();
+            assert!(e.to_string().contains("read-only transaction"), "{e}");
+            let e = r.finish_run(run, RunStatus::Failed, Utc::now()).err();
+            assert!(e.is_some());
+            if round == 0 {
+                // A new connection must be read-only too.
+                c.execute(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+                     WHERE datname = current_database() AND pid <> pg_backend_pid()",
+                    &[],
+                )
+                .unwrap();
+                assert_eq!(r.runs(&RunFilter::default()).unwrap().len(), 1);
+            }
+        }
+        let n: i64 = c
+            .query_one("SELECT count(*) FROM samples", &[])
+            .unwrap()
+            .get(0);
+        assert_eq!(n, 1);
+        let status: String = c.query_one("SELECT status FROM runs", &[]).unwrap().get(0);
+        assert_eq!(status, "complete");
+    }
+
+    #[test]
+    fn a_read_only_open_refuses_a_foreign_database_untouched() {
+        let Some(Pg(db)) = pg() else { return };
+        let mut c = admin(&db);
+        c.batch_execute("CREATE TABLE invoices (id INT); INSERT INTO invoices VALUES (1);")
+            .unwrap();
+        let e = PgStore::open_read_only(&db.url).err().unwrap().to_string();
+        assert!(
+            e.contains("another application") && e.contains("invoices"),
+            "{e}"
+        );
+        assert_eq!(user_tables(&mut c), vec!["public.invoices".to_string()]);
+        c.batch_execute(
+            "CREATE TABLE fsdelta_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+             INSERT INTO fsdelta_meta VALUES ('application', 'othertool');",
+        )
+        .unwrap();
+        let e = PgStore::open_read_only(&db.url).err().unwrap().to_string();
+        assert!(e.contains("othertool"), "{e}");
+        assert_eq!(
+            user_tables(&mut c),
+            vec!["public.fsdelta_meta".to_string(), "public.invoices".into()]
+        );
+        let n: i64 = c
+            .query_one("SELECT count(*) FROM fsdelta_meta", &[])
+            .unwrap()
+            .get(0);
+        assert_eq!(n, 1);
+    }
+
+    #[test]
+    fn a_read_only_open_refuses_an_older_or_newer_schema_without_migrating() {
+        let Some(b) = pg() else { return };
+        drop(b.open());
+        let mut c = admin(&b.0);
+        c.execute(
+            "UPDATE fsdelta_meta SET value = '6' WHERE key = 'store_version'",
+            &[],
+        )
+        .unwrap();
+        let e = PgStore::open_read_only(&b.0.url).err().unwrap().to_string();
+        assert!(
+            e.contains("version 6") && e.contains("older") && e.contains("fsdelta cleanup"),
+            "{e}"
+        );
+        assert_eq!(store_version(&mut c), "6");
+        c.execute(
+            "UPDATE fsdelta_meta SET value = '99' WHERE key = 'store_version'",
+            &[],
+        )
+        .unwrap();
+        let e = PgStore::open_read_only(&b.0.url).err().unwrap();
+        assert!(matches!(e, StoreError::TooNew { found: 99, .. }), "{e}");
+        assert_eq!(store_version(&mut c), "99");
+    }
+
+    #[test]
+    fn a_read_only_open_does_not_wait_for_a_migrating_writer() {
+        let Some(b) = pg() else { return };
+        drop(b.open());
+        let mut c = admin(&b.0);
+        c.execute(
+            "SELECT pg_advisory_lock($1)",
+            &[&crate::store::postgres::MIGRATION_LOCK],
+        )
+        .unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let url = b.0.url.clone();
+        std::thread::spawn(move || {
+            let r = PgStore::open_read_only(&url).map(|s| s.runs(&RunFilter::default()).is_ok());
+            let _ = tx.send(r.is_ok_and(|ok| ok));
+        });
+        let opened = rx.recv_timeout(std::time::Duration::from_secs(20));
+        assert_eq!(
+            opened,
+            Ok(true),
+            "the read-only open waited for the migration lock"
+        );
+    }
+
     #[test]
     fn tls_is_used_with_sslmode_require() {
         // FSDELTA_TEST_PG_TLS: a TCP URL of a server with ssl = on (.ci/run starts one).

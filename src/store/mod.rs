@@ -313,9 +313,7 @@ pub fn open_for_run(location: &str) -> Result<(Box<dyn Store>, journal::Replayed
 pub fn open_read_only(location: &str) -> Result<Box<dyn Store>, StoreError> {
     check_location(location)?;
     if is_postgres(location) {
-        // A shared server: reading takes no lock a writer waits for, and nothing is migrated
-        // by a reader that finds an up-to-date schema.
-        return Ok(Box::new(postgres::PgStore::open(location)?));
+        return Ok(Box::new(postgres::PgStore::open_read_only(location)?));
     }
     Ok(Box::new(sqlite::SqliteStore::open_read_only(Path::new(
         location,

@@ -5,7 +5,10 @@
 //! mirror the SQLite store's schema versions 1 to 4 (same tables, same semantics: a run is
 //! `running` until it ends, one transaction per sample); the schema version and the application
 //! are kept in `fsdelta_meta`, and migrations run in one transaction under an advisory lock, so
-//! two agents opening a new database at once cannot both migrate.
+//! two agents opening a new database at once cannot both migrate. Read-only commands use
+//! [`PgStore::open_read_only`]: read-only sessions, no advisory lock, no migration, nothing
+//! created; a database without fsdelta's schema, or with an older one, is refused with the
+//! command that upgrades it (`fsdelta cleanup`).
 //!
 //! Connections: the URL never carries a password (`ps` would show it); it comes from
 //! `PGPASSWORD`, `~/.pgpass` / `PGPASSFILE`, or a pgpass-format file named by `?passfile=PATH`,
@@ -28,7 +31,7 @@ use crate::model::{
 };
 use chrono::{DateTime, Utc};
 use postgres::error::SqlState;
-use postgres::{Client, Config, Transaction};
+use postgres::{Client, Config, GenericClient, Transaction};
 use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -138,7 +141,7 @@ pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 pub const RETRY_FOR: Duration = Duration::from_secs(600);
 
 /// The key of the advisory lock that serialises migrations (the bytes of "fsdelta").
-const MIGRATION_LOCK: i64 = 0x0066_7364_656c_7461;
+pub(crate) const MIGRATION_LOCK: i64 = 0x0066_7364_656c_7461;
 
 /// How fsdelta reaches one PostgreSQL database: the parsed URL, its TLS wish, and a printable
 /// description (host, port, database, user; never a password).
@@ -147,6 +150,9 @@ pub struct PgTarget {
     config: Config,
     ssl: SslChoice,
     root_cert: Option<PathBuf>,
+    /// Every connection is a read-only session (`default_transaction_read_only`): the
+    /// read-only open's connections, reconnections included.
+    read_only: bool,
     /// `host H port P (database D, user U)` for messages.
     pub shown: String,
 }
@@ -349,6 +355,7 @@ impl PgTarget {
             config,
             ssl,
             root_cert,
+            read_only: false,
             shown,
         })
     }
@@ -384,6 +391,49 @@ impl PgTarget {
 
     /// A new connection, or an error naming host, port and the server's own reason.
     pub fn connect(&self) -> Result<Client, StoreError> {
+        let open_failed = |e: postgres::Error| StoreError::Open {
+            location: format!("postgres {}", self.shown),
+            message: connect_reason(&e),
+        };
+        let unix_only = self
+            .config
+            .get_hosts()
+            .iter()
+            .all(|h| matches!(h, postgres::config::Host::Unix(_)));
+        let mut client =
+            if self.ssl == SslChoice::Disable || (self.ssl == SslChoice::Prefer && unix_only) {
+                // No TLS can happen (PostgreSQL has none over a Unix socket): no connector, whose
+                // set-up reads the system's CA roots (about 0.1 s a connection).
+                self.config.connect(postgres::NoTls).map_err(open_failed)?
+            } else {
+                self.config.connect(self.tls()?).map_err(open_failed)?
+            };
+        if self.read_only {
+            // A statement rather than a startup option, so that poolers pass it on.
+            client
+                .batch_execute("SET default_transaction_read_only = on")
+                .map_err(open_failed)?;
+        }
+        Ok(client)
+    }
+
+    /// The TLS connector for this target's sslmode and root certificate, built once a process
+    /// for each (building one reads the system's CA roots).
+    fn tls(&self) -> Result<postgres_native_tls::MakeTlsConnector, StoreError> {
+        type Key = (SslChoice, Option<Vec<u8>>);
+        static BUILT: Mutex<Vec<(Key, postgres_native_tls::MakeTlsConnector)>> =
+            Mutex::new(Vec::new());
+        let pem = match &self.root_cert {
+            Some(file) => Some(std::fs::read(file).map_err(|e| {
+                open_err(&self.shown, format!("sslrootcert {}: {e}", file.display()))
+            })?),
+            None => None,
+        };
+        let key = (self.ssl, pem);
+        let mut built = BUILT.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((_, c)) = built.iter().find(|(k, _)| *k == key) {
+            return Ok(c.clone());
+        }
         let mut builder = native_tls::TlsConnector::builder();
         match self.ssl {
             SslChoice::Disable | SslChoice::Prefer | SslChoice::Require => {
@@ -397,11 +447,8 @@ impl PgTarget {
             }
             SslChoice::VerifyFull => {}
         }
-        if let Some(file) = &self.root_cert {
-            let pem = std::fs::read(file).map_err(|e| {
-                open_err(&self.shown, format!("sslrootcert {}: {e}", file.display()))
-            })?;
-            let cert = native_tls::Certificate::from_pem(&pem).map_err(|e| {
+        if let (Some(pem), Some(file)) = (&key.1, &self.root_cert) {
+            let cert = native_tls::Certificate::from_pem(pem).map_err(|e| {
                 open_err(&self.shown, format!("sslrootcert {}: {e}", file.display()))
             })?;
             builder.add_root_certificate(cert);
@@ -410,10 +457,8 @@ impl PgTarget {
             .build()
             .map_err(|e| open_err(&self.shown, format!("cannot set up TLS: {e}")))?;
         let tls = postgres_native_tls::MakeTlsConnector::new(connector);
-        self.config.connect(tls).map_err(|e| StoreError::Open {
-            location: format!("postgres {}", self.shown),
-            message: connect_reason(&e),
-        })
+        built.push((key, tls.clone()));
+        Ok(tls)
     }
 }
 
@@ -535,25 +580,23 @@ pub(crate) fn is_connection_loss(e: &postgres::Error, client: &Client) -> bool {
     }
 }
 
-/// Bring one schema track (`store_version`, `queue_version`) of `fsdelta_meta` up to date in one
-/// transaction under the migration advisory lock. Refuses, before writing anything, a database
-/// that holds tables but no `fsdelta_meta`, or whose `fsdelta_meta` names another application.
-pub(crate) fn migrate_track(
-    client: &mut Client,
-    shown: &str,
-    track: &str,
-    migrations: &[&str],
-) -> Result<(), StoreError> {
-    let supported = migrations.len() as i64;
-    let mut tx = client.transaction().map_err(backend)?;
-    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
-        .map_err(backend)?;
-    let has_meta: bool = tx
+/// What [`identify`] found in a database.
+enum Found {
+    /// No `fsdelta_meta` and no tables at all: a new database.
+    Empty,
+    /// fsdelta's database; the version of the track asked (0 when the track is absent).
+    Ours(i64),
+}
+
+/// Identify the database without writing anything: ours (and the version of `track`), empty,
+/// or refused: tables but no `fsdelta_meta`, or an `fsdelta_meta` naming another application.
+fn identify(c: &mut impl GenericClient, shown: &str, track: &str) -> Result<Found, StoreError> {
+    let has_meta: bool = c
         .query_one("SELECT to_regclass('fsdelta_meta') IS NOT NULL", &[])
         .map_err(backend)?
         .get(0);
     if !has_meta {
-        let foreign: Vec<String> = tx
+        let foreign: Vec<String> = c
             .query(
                 "SELECT table_schema || '.' || table_name FROM information_schema.tables
                  WHERE table_schema NOT IN ('pg_catalog', 'information_schema')
@@ -564,25 +607,21 @@ pub(crate) fn migrate_track(
             .iter()
             .map(|r| r.get(0))
             .collect();
-        if !foreign.is_empty() {
-            return Err(StoreError::Open {
-                location: format!("postgres {shown}"),
-                message: format!(
-                    "this database holds tables of another application ({}{}) and no fsdelta \
-                     schema; fsdelta did not touch it. Give fsdelta a database of its own: \
-                     createdb fsdelta",
-                    foreign.join(", "),
-                    if foreign.len() == 4 { ", ..." } else { "" }
-                ),
-            });
+        if foreign.is_empty() {
+            return Ok(Found::Empty);
         }
-        tx.batch_execute(&format!(
-            "CREATE TABLE fsdelta_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-             INSERT INTO fsdelta_meta VALUES ('application', '{APPLICATION}');"
-        ))
-        .map_err(backend)?;
+        return Err(StoreError::Open {
+            location: format!("postgres {shown}"),
+            message: format!(
+                "this database holds tables of another application ({}{}) and no fsdelta \
+                 schema; fsdelta did not touch it. Give fsdelta a database of its own: \
+                 createdb fsdelta",
+                foreign.join(", "),
+                if foreign.len() == 4 { ", ..." } else { "" }
+            ),
+        });
     }
-    let app: Option<String> = tx
+    let app: Option<String> = c
         .query_opt(
             "SELECT value FROM fsdelta_meta WHERE key = 'application'",
             &[],
@@ -599,12 +638,39 @@ pub(crate) fn migrate_track(
             ),
         });
     }
-    let version: i64 = tx
+    let version: i64 = c
         .query_opt("SELECT value FROM fsdelta_meta WHERE key = $1", &[&track])
         .map_err(backend)?
         .map(|r| r.get::<_, String>(0).parse::<i64>().map_err(corrupt))
         .transpose()?
         .unwrap_or(0);
+    Ok(Found::Ours(version))
+}
+
+/// Bring one schema track (`store_version`, `queue_version`) of `fsdelta_meta` up to date in one
+/// transaction under the migration advisory lock. Refuses, before writing anything, a database
+/// that holds tables but no `fsdelta_meta`, or whose `fsdelta_meta` names another application.
+pub(crate) fn migrate_track(
+    client: &mut Client,
+    shown: &str,
+    track: &str,
+    migrations: &[&str],
+) -> Result<(), StoreError> {
+    let supported = migrations.len() as i64;
+    let mut tx = client.transaction().map_err(backend)?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
+        .map_err(backend)?;
+    let version = match identify(&mut tx, shown, track)? {
+        Found::Ours(v) => v,
+        Found::Empty => {
+            tx.batch_execute(&format!(
+                "CREATE TABLE fsdelta_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+                 INSERT INTO fsdelta_meta VALUES ('application', '{APPLICATION}');"
+            ))
+            .map_err(backend)?;
+            0
+        }
+    };
     if version > supported {
         return Err(StoreError::TooNew {
             location: format!("postgres {shown} ({track})"),
@@ -642,6 +708,56 @@ impl PgStore {
         let target = PgTarget::parse(location)?;
         let mut client = target.connect()?;
         migrate_track(&mut client, &target.shown, "store_version", MIGRATIONS)?;
+        Ok(PgStore {
+            target,
+            client: Mutex::new(client),
+            retry_for: RETRY_FOR,
+        })
+    }
+
+    /// Connect for reading only (`list`, `show`, `compare`, ...): every connection is a
+    /// read-only session, no migration lock is taken (a reader never waits behind a migrating
+    /// writer for it), nothing is created or migrated. Refused: a database of another
+    /// application (untouched), one without fsdelta's schema or with an older one (naming the
+    /// command that creates or upgrades it), and a newer one.
+    pub fn open_read_only(location: &str) -> Result<PgStore, StoreError> {
+        let mut target = PgTarget::parse(location)?;
+        target.read_only = true;
+        let mut client = target.connect()?;
+        let found = {
+            let mut tx = client.transaction().map_err(backend)?;
+            let found = identify(&mut tx, &target.shown, "store_version")?;
+            tx.rollback().map_err(backend)?;
+            found
+        };
+        let open_err = |message: String| StoreError::Open {
+            location: format!("postgres {}", target.shown),
+            message,
+        };
+        let upgrade = "a command that writes creates or upgrades it: run \
+                       `FSDELTA_DB=URL fsdelta cleanup` (or any run, submit or agent) once, \
+                       then read it";
+        match found {
+            Found::Empty | Found::Ours(0) => {
+                return Err(open_err(format!(
+                    "it holds no fsdelta results yet (no fsdelta schema): nothing to read; {upgrade}"
+                )));
+            }
+            Found::Ours(v) if v > SCHEMA_VERSION => {
+                return Err(StoreError::TooNew {
+                    location: format!("postgres {} (store_version)", target.shown),
+                    found: v,
+                    supported: SCHEMA_VERSION,
+                });
+            }
+            Found::Ours(v) if v < SCHEMA_VERSION => {
+                return Err(open_err(format!(
+                    "its schema (version {v}) is older than this fsdelta's ({SCHEMA_VERSION}) \
+                     and a read-only command does not upgrade it; {upgrade}"
+                )));
+            }
+            Found::Ours(_) => {}
+        }
         Ok(PgStore {
             target,
             client: Mutex::new(client),
@@ -1052,27 +1168,31 @@ impl Store for PgStore {
     }
 
     fn samples(&self, run: RunId) -> Result<Vec<SampleRecord>, StoreError> {
-        let (metric_rows, hist_rows, sample_rows) = self.with(|c, _| {
+        // The run's sample ids first, then metrics and histograms by primary key (`sample_id =
+        // ANY`): a join on `samples.run_id` tempted the planner into a parallel scan of all
+        // samples, and the metric order (by position) is restored here rather than by a sort
+        // on the server (both were most of `compare`'s time at 10 million metric rows).
+        let (mut metric_rows, hist_rows, sample_rows) = self.with(|c, _| {
             let mut tx = c.build_transaction().read_only(true).start()?;
-            let m = tx.query(
-                "SELECT m.sample_id, m.name, m.value, m.unit, m.direction, m.kind, m.headline
-                 FROM metrics m JOIN samples s ON s.id = m.sample_id
-                 WHERE s.run_id = $1 ORDER BY m.sample_id, m.position",
-                &[&run],
-            )?;
-            let h = tx.query(
-                "SELECT h.sample_id, h.name, h.unit, h.layout, h.count, h.min, h.max, h.sum, h.buckets
-                 FROM histograms h JOIN samples s ON s.id = h.sample_id
-                 WHERE s.run_id = $1 ORDER BY h.sample_id, h.name",
-                &[&run],
-            )?;
             let s = tx.query(
                 &format!("SELECT {SAMPLE_COLUMNS} FROM samples WHERE run_id = $1 ORDER BY id"),
                 &[&run],
             )?;
+            let ids: Vec<i64> = s.iter().map(|r| r.get(0)).collect();
+            let m = tx.query(
+                "SELECT sample_id, name, value, unit, direction, kind, headline, position
+                 FROM metrics WHERE sample_id = ANY($1)",
+                &[&ids],
+            )?;
+            let h = tx.query(
+                "SELECT sample_id, name, unit, layout, count, min, max, sum, buckets
+                 FROM histograms WHERE sample_id = ANY($1) ORDER BY sample_id, name",
+                &[&ids],
+            )?;
             tx.commit()?;
             Ok((m, h, s))
         })?;
+        metric_rows.sort_by_cached_key(|r| (r.get::<_, i64>(0), r.get::<_, i32>(7)));
         assemble(&metric_rows, &hist_rows, &sample_rows)
     }
 

@@ -1,6 +1,7 @@
 -- An agent role for a fleet database `fsdelta` whose schema its owner has created (any fsdelta
--- command run once as the owner does that). Agents insert runs and samples, finish their runs,
--- register, and update jobs; they cannot delete or alter runs, or submit jobs.
+-- command that writes, `fsdelta cleanup` say, run once as the owner does that). Agents insert
+-- runs and samples, finish their runs, register, and update jobs; they cannot delete or alter
+-- runs, or submit jobs.
 CREATE ROLE fsdelta_agent LOGIN;
 GRANT CONNECT ON DATABASE fsdelta TO fsdelta_agent;
 GRANT USAGE ON SCHEMA public TO fsdelta_agent;
