@@ -19,8 +19,6 @@ use crate::target::blockstat;
 use crate::workload::{CancelToken, Measurements, RunContext, Workload, WorkloadError};
 
 /// What one sample produced, before it is stored.
-// One value a sample, moved once: boxing the large variant would buy nothing.
-#[allow(clippy::large_enum_variant)]
 pub(crate) enum Outcome {
     /// Measured (or failed) with these facts.
     Done {
