@@ -364,9 +364,10 @@ pub struct JobSpec {
     pub thinktime_spin: Duration,
     /// I/Os between think times.
     pub thinktime_blocks: u32,
-    /// Offset modifier of rw= (`rw=read:8k` holes after each I/O; `rw=randread:4` offsets
-    /// drawn every 4 I/Os): the number after the colon, 0 when absent.
-    pub rw_modifier: u64,
+    /// Offset modifier of a sequential rw= (fio's ddir_seq_add): `rw=read:8k` leaves an 8 KiB
+    /// hole after each I/O, `rw=read:-8k` steps back 8 KiB from the end of each I/O (backwards
+    /// I/O, wrapping to the end of the region); 0 when absent.
+    pub rw_modifier: i64,
     /// Report this job (fio's stats=1, the default).
     pub stats: bool,
     /// How random offsets are drawn.
@@ -381,6 +382,13 @@ pub struct JobSpec {
     pub iodepth_batch_complete_min: u32,
     /// Completions taken at once at most (fio's iodepth_batch_complete_max; 0 = the min).
     pub iodepth_batch_complete_max: u32,
+    /// Flow control group (fio's flow_id).
+    pub flow_id: u32,
+    /// Weight in the flow group (fio's flow; 0 = no flow control): the job's share of the
+    /// group's I/Os is held at flow / (sum of the group's weights).
+    pub flow: u32,
+    /// Sleep this long when held back by flow control (fio's flow_sleep, microseconds).
+    pub flow_sleep: Duration,
 }
 
 impl Default for JobSpec {
@@ -456,6 +464,9 @@ impl Default for JobSpec {
             verify_interval: None,
             iodepth_batch_complete_min: 1,
             iodepth_batch_complete_max: 0,
+            flow_id: 0,
+            flow: 0,
+            flow_sleep: Duration::ZERO,
         }
     }
 }
@@ -1153,7 +1164,7 @@ mod tests {
             ("[]\n", 1, "empty section name"),
             ("[j]\nsize=1m\nrw=trim\n", 3, "'trim' is not supported"),
             ("[j]\nsize=1m\nrw=randread:8\n", 3, "random offset modifier"),
-            ("[j]\nsize=1m\nrw=read:-8k\n", 3, "backwards"),
+            ("[j]\nsize=1m\nrw=read:-8x\n", 3, "is not a size"),
             (
                 "[j]\nsize=1m\nhipri\n",
                 3,

@@ -1080,6 +1080,42 @@ pub static OPTIONS: &[OptDef] = &[
         }
     ),
     opt!(
+        "flow_id",
+        [],
+        Kind::Int { min: 0, max: U32 },
+        "0",
+        Io,
+        "flow control group of the job",
+        |j, v, _| {
+            j.flow_id = v.n() as u32;
+            Ok(())
+        }
+    ),
+    opt!(
+        "flow",
+        [],
+        Kind::Int { min: 0, max: 1000 },
+        "0",
+        Io,
+        "weight in the flow group: the job's share of the group's I/Os is flow / (sum of the weights)",
+        |j, v, _| {
+            j.flow = v.n() as u32;
+            Ok(())
+        }
+    ),
+    opt!(
+        "flow_sleep",
+        [],
+        Kind::Time { default_us: 1 },
+        "0",
+        Io,
+        "sleep this long (bare number: microseconds) when held back by flow control",
+        |j, v, _| {
+            j.flow_sleep = v.time();
+            Ok(())
+        }
+    ),
+    opt!(
         "threads",
         [],
         Kind::Int { min: 0, max: U32 },
@@ -1287,16 +1323,7 @@ fn set_rw(j: &mut JobSpec, v: Val<'_>, o: &RawOption) -> Result<(), JobFileError
     };
     j.rw_modifier = 0;
     if let Some(n) = modifier {
-        let random = v.starts_with("rand");
-        if n.starts_with('-') {
-            return err(
-                &o.origin,
-                format!(
-                    "option 'rw': '{whole}': a backwards (negative) offset modifier is not supported"
-                ),
-            );
-        }
-        if random {
+        if v.starts_with("rand") {
             return err(
                 &o.origin,
                 format!(
@@ -1304,8 +1331,12 @@ fn set_rw(j: &mut JobSpec, v: Val<'_>, o: &RawOption) -> Result<(), JobFileError
                 ),
             );
         }
-        j.rw_modifier = match parse_size(n) {
-            Ok(SizeValue::Bytes(b)) => b.0,
+        let (neg, digits) = match n.strip_prefix('-') {
+            Some(d) => (true, d.trim()),
+            None => (false, n),
+        };
+        let b = match parse_size(digits) {
+            Ok(SizeValue::Bytes(b)) if b.0 <= i64::MAX as u64 => b.0 as i64,
             _ => {
                 return err(
                     &o.origin,
@@ -1313,6 +1344,7 @@ fn set_rw(j: &mut JobSpec, v: Val<'_>, o: &RawOption) -> Result<(), JobFileError
                 );
             }
         };
+        j.rw_modifier = if neg { -b } else { b };
     }
     j.rw = match v {
         "read" => RwMode::Read,

@@ -20,6 +20,7 @@
 pub mod aio;
 pub mod disk;
 pub mod files;
+pub mod pace;
 pub mod rand;
 pub mod stats;
 pub mod verify;
@@ -213,6 +214,8 @@ fn execute(set: &JobSet, ctx: &RunContext<'_>) -> Result<FioRun, WorkloadError> 
             .flat_map(|p| p.plan.files.iter())
             .filter_map(|f| f.path.parent()),
     );
+    let flows = pace::Flows::of(&set.jobs);
+    let flows = &flows;
     // Run in stonewall batches.
     let mut outs: Vec<CloneOut> = Vec::with_capacity(planned.len());
     let mut i = 0;
@@ -274,6 +277,7 @@ fn execute(set: &JobSet, ctx: &RunContext<'_>) -> Result<FioRun, WorkloadError> 
                                 thread_number: pl.thread_number,
                                 mem_align: pl.mem_align,
                                 cancel,
+                                flow: flows.group_of(job),
                             };
                             let stats = worker::run_clone(&setup)?;
                             Ok(CloneOut {

@@ -63,6 +63,8 @@ pub struct CloneSetup<'a> {
     pub mem_align: usize,
     /// Stop request.
     pub cancel: &'a CancelToken,
+    /// The flow group of the job (flow=), None without flow control.
+    pub flow: Option<&'a super::pace::FlowGroup>,
 }
 
 struct FileState {
@@ -142,6 +144,8 @@ struct Planner<'a> {
     wraps: bool,
     /// fio's seed table, to re-seed at each loop (randrepeat).
     seeds: [u64; 21],
+    /// Membership in the job's flow group (flow=).
+    flow: Option<super::pace::FlowMember<'a>>,
 }
 
 impl<'a> Planner<'a> {
@@ -250,11 +254,12 @@ impl<'a> Planner<'a> {
             open_limit: job.openfiles.unwrap_or(nfiles).max(1),
             passes: 0,
             pass_ios: 0,
-            wraps: job.rw_modifier > 0
+            wraps: job.rw_modifier != 0
                 || job
                     .io_size
                     .is_some_and(|b| b.0 > setup.plan.files.iter().map(|f| f.size).sum()),
             seeds: seed_table,
+            flow: setup.flow.map(|g| super::pace::FlowMember::new(g, job)),
         })
     }
 
@@ -309,6 +314,13 @@ impl<'a> Planner<'a> {
         self.issues = [0, 0];
         self.mix_limit = 0;
         self.passes = 0;
+    }
+
+    /// Flow control (flow=): whether the next I/O must wait for the other members of the
+    /// group; the caller sleeps flow_sleep (with nothing in flight) and asks again.
+    #[inline]
+    fn held_back(&mut self) -> bool {
+        self.flow.as_mut().is_some_and(|f| f.held_back())
     }
 
     /// fio's get_rw_ddir.
@@ -423,6 +435,29 @@ impl<'a> Planner<'a> {
                         continue;
                     }
                 }
+            } else if self.job.rw_modifier < 0 {
+                // fio's get_next_seq_offset with a negative ddir_seq_add: pos is where the
+                // previous I/O ended (0 before the first); each I/O starts that far back from
+                // it, and one that would start before the region or past its end starts at the
+                // end of the region, stepped back.
+                let add = self.job.rw_modifier;
+                let region = f.region as i64;
+                let end = f.pos[ddir] as i64;
+                let mut off = match end {
+                    0 if f.base == 0 => 0,
+                    0 => region + add,
+                    e => e + add,
+                };
+                if off < 0 || off >= region {
+                    off = region + add;
+                }
+                if off < 0 || off + bs as i64 > region {
+                    f.done = true;
+                    self.done_files += 1;
+                    continue;
+                }
+                f.pos[ddir] = off as u64 + bs;
+                off as u64
             } else {
                 if f.pos[ddir] + bs > f.region {
                     if wraps && f.region >= bs {
@@ -439,7 +474,7 @@ impl<'a> Planner<'a> {
                     f.pos = [0, 0];
                 }
                 let off = f.pos[ddir];
-                f.pos[ddir] = off + bs + self.job.rw_modifier;
+                f.pos[ddir] = off + bs + self.job.rw_modifier as u64;
                 off
             };
             if !f.written.is_empty() && ddir == WRITE {
@@ -996,6 +1031,13 @@ fn run_sync(
         if setup.cancel.is_cancelled() {
             return Err(WorkloadError::Cancelled);
         }
+        if p.held_back() {
+            std::thread::sleep(job.flow_sleep);
+            if clock.out_of_time(Nanos::now()) {
+                return Ok(());
+            }
+            continue;
+        }
         let Some(io) = p.next_io() else {
             if next_pass(setup, p, clock)? {
                 continue;
@@ -1125,6 +1167,17 @@ fn run_async(
         }
         // Fill free slots.
         while !stop && !pass_over && !free.is_empty() {
+            if stashed.is_none() && p.held_back() {
+                // fio's flow control quiesces (reaps everything in flight), then sleeps.
+                if inflight == 0 {
+                    std::thread::sleep(job.flow_sleep);
+                    if clock.out_of_time(Nanos::now()) {
+                        return Ok(());
+                    }
+                    continue;
+                }
+                break;
+            }
             let io = match stashed.take() {
                 Some(io) => io,
                 None => match p.next_io() {
@@ -1385,6 +1438,50 @@ mod tests {
 mod distribution_tests {
     use super::*;
 
+    fn offsets(text: &str, n: usize) -> Vec<u64> {
+        let set = crate::plan::jobfile::parse_job_text(
+            text,
+            "t.fio",
+            &crate::plan::jobfile::SystemSources,
+        )
+        .unwrap();
+        let job = &set.jobs[0];
+        let seeds = rand::job_seeds(job, 1);
+        let plan = files::plan_clone(job, 0, Path::new("/nonexistent"), &seeds).unwrap();
+        let cancel = CancelToken::default();
+        let setup = CloneSetup {
+            job,
+            plan,
+            thread_number: 1,
+            mem_align: 4096,
+            cancel: &cancel,
+            flow: None,
+        };
+        let mut p = Planner::new(&setup).unwrap();
+        (0..n)
+            .map_while(|_| p.next_io().map(|io| io.offset))
+            .collect()
+    }
+
+    /// `rw=read:-8k` goes backwards as fio 3.33's does (`fio --debug=io --name=b
+    /// --ioengine=null --rw=read:-8k --size=32k --bs=4k`): 0, then from the end of the region
+    /// stepping back, and the pass is size/bs I/Os.
+    #[test]
+    fn backwards_offsets_are_fios() {
+        let got = offsets("[b]\nioengine=null\nrw=read:-8k\nsize=32k\nbs=4k\n", 100);
+        assert_eq!(
+            got,
+            vec![0, 0x6000, 0x5000, 0x4000, 0x3000, 0x2000, 0x1000, 0]
+        );
+        let parsed = crate::plan::jobfile::parse_job_text(
+            "[b]\nrw=read:-8k\n",
+            "t.fio",
+            &crate::plan::jobfile::SystemSources,
+        )
+        .unwrap();
+        assert_eq!(parsed.jobs[0].rw_modifier, -8192);
+    }
+
     /// The first offsets of a zipf job equal fio 3.33's (from `fio --debug=io --name=z
     /// --ioengine=null --rw=randread --norandommap --size=4m --bs=4k
     /// --random_distribution=zipf:1.2`).
@@ -1406,6 +1503,7 @@ mod distribution_tests {
             thread_number: 1,
             mem_align: 4096,
             cancel: &cancel,
+            flow: None,
         };
         let mut p = Planner::new(&setup).unwrap();
         let got: Vec<u64> = (0..8).map(|_| p.next_io().unwrap().offset).collect();
@@ -1441,6 +1539,7 @@ mod pareto_tests {
             thread_number: 1,
             mem_align: 4096,
             cancel: &cancel,
+            flow: None,
         };
         let mut p = Planner::new(&setup).unwrap();
         let got: Vec<u64> = (0..6).map(|_| p.next_io().unwrap().offset).collect();
