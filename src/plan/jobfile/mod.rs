@@ -389,6 +389,16 @@ pub struct JobSpec {
     pub flow: u32,
     /// Sleep this long when held back by flow control (fio's flow_sleep, microseconds).
     pub flow_sleep: Duration,
+    /// write_lat_log: file name prefix ("" = the job name); None = no lat/slat/clat logs.
+    pub lat_log: Option<String>,
+    /// write_bw_log: as `lat_log`, for the bandwidth log.
+    pub bw_log: Option<String>,
+    /// write_iops_log: as `lat_log`, for the IOPS log.
+    pub iops_log: Option<String>,
+    /// Log lines carry the I/O's offset (fio's log_offset).
+    pub log_offset: bool,
+    /// Log file names carry the thread number (fio's per_job_logs, default on).
+    pub per_job_logs: bool,
 }
 
 impl Default for JobSpec {
@@ -467,6 +477,11 @@ impl Default for JobSpec {
             flow_id: 0,
             flow: 0,
             flow_sleep: Duration::ZERO,
+            lat_log: None,
+            bw_log: None,
+            iops_log: None,
+            log_offset: false,
+            per_job_logs: true,
         }
     }
 }

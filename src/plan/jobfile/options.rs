@@ -1116,6 +1116,83 @@ pub static OPTIONS: &[OptDef] = &[
         }
     ),
     opt!(
+        "write_lat_log",
+        [],
+        Kind::Text,
+        "",
+        Stat,
+        "per-I/O lat, slat and clat logs PREFIX_lat.N.log ... (no value: the job name)",
+        |j, v, _| {
+            j.lat_log = Some(v.s().to_string());
+            Ok(())
+        }
+    ),
+    opt!(
+        "write_bw_log",
+        [],
+        Kind::Text,
+        "",
+        Stat,
+        "per-I/O bandwidth log PREFIX_bw.N.log (no value: the job name)",
+        |j, v, _| {
+            j.bw_log = Some(v.s().to_string());
+            Ok(())
+        }
+    ),
+    opt!(
+        "write_iops_log",
+        [],
+        Kind::Text,
+        "",
+        Stat,
+        "per-I/O IOPS log PREFIX_iops.N.log (no value: the job name)",
+        |j, v, _| {
+            j.iops_log = Some(v.s().to_string());
+            Ok(())
+        }
+    ),
+    opt!(
+        "log_offset",
+        [],
+        Kind::Bool,
+        "0",
+        Stat,
+        "log lines carry the I/O's offset",
+        |j, v, _| {
+            j.log_offset = v.b();
+            Ok(())
+        }
+    ),
+    opt!(
+        "per_job_logs",
+        [],
+        Kind::Bool,
+        "1",
+        Stat,
+        "log file names carry the clone's thread number",
+        |j, v, _| {
+            j.per_job_logs = v.b();
+            Ok(())
+        }
+    ),
+    opt!(
+        "log_avg_msec",
+        [],
+        Kind::Int { min: 0, max: U32 },
+        "0",
+        Stat,
+        "only 0 (one log line per I/O) is supported",
+        |_, v, o| {
+            if v.n() != 0 {
+                return err(
+                    &o.origin,
+                    "option 'log_avg_msec': averaged log samples are not supported; only 0 (one line per I/O)",
+                );
+            }
+            Ok(())
+        }
+    ),
+    opt!(
         "threads",
         [],
         Kind::Int { min: 0, max: U32 },

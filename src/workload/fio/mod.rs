@@ -20,6 +20,7 @@
 pub mod aio;
 pub mod disk;
 pub mod files;
+pub mod iolog;
 pub mod pace;
 pub mod rand;
 pub mod stats;

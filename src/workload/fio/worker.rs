@@ -13,6 +13,7 @@
 
 use super::aio::{AsyncBackend, NativeAio, Uring};
 use super::files::{self, ClonePlan};
+use super::iolog::{Completion, IoLogs};
 use super::rand::{self, Lfsr, RandomMap, Taus};
 use super::stats::{READ, ThreadStats, WRITE};
 use super::verify;
@@ -654,6 +655,12 @@ pub fn run_clone(setup: &CloneSetup<'_>) -> Result<ThreadStats, WorkloadError> {
     let mut st = ThreadStats::default();
     // Calibrate the psync loop's clock (rdtsc where invariant) before the clock starts.
     crate::probe::clock::fast_clock_source();
+    let expected_ios = if job.time_based {
+        1 << 16
+    } else {
+        setup.plan.pass_bytes / job.bs[0].0.min(job.bs[1].0).max(1) * job.loops as u64
+    };
+    let mut logs = IoLogs::for_clone(job, setup.thread_number, expected_ios);
     let mut clock = Clock::new(job);
     let mut ru0 = super::stats::Rusage::thread();
     let result = match job.ioengine {
@@ -679,6 +686,7 @@ pub fn run_clone(setup: &CloneSetup<'_>) -> Result<ThreadStats, WorkloadError> {
                 &mut st,
                 &mut clock,
                 &mut ru0,
+                &mut logs,
             )
         }
         _ => run_sync(
@@ -690,6 +698,7 @@ pub fn run_clone(setup: &CloneSetup<'_>) -> Result<ThreadStats, WorkloadError> {
             &mut st,
             &mut clock,
             &mut ru0,
+            &mut logs,
         ),
     };
     result?;
@@ -733,6 +742,7 @@ pub fn run_clone(setup: &CloneSetup<'_>) -> Result<ThreadStats, WorkloadError> {
         }
     }
     drop(p);
+    logs.write()?;
     if job.unlink {
         for f in &setup.plan.files {
             std::fs::remove_file(&f.path).map_err(|e| io_err("unlink", &f.path, e))?;
@@ -1024,6 +1034,7 @@ fn run_sync(
     st: &mut ThreadStats,
     clock: &mut Clock,
     ru0: &mut super::stats::Rusage,
+    logs: &mut IoLogs,
 ) -> Result<(), WorkloadError> {
     let job = setup.job;
     let mut think_count = 0u64;
@@ -1101,6 +1112,16 @@ fn run_sync(
         }
         d.io_bytes += io.len as u64;
         d.total_ios += 1;
+        if logs.active() {
+            logs.completed(Completion {
+                ddir: io.ddir,
+                bs: io.len,
+                offset: io.offset,
+                at: end - clock.measured_from,
+                lat: (end - start).0,
+                clat,
+            });
+        }
         st.depth_counts[0] += 1;
         st.submit_counts[1] += 1;
         st.complete_counts[1] += 1;
@@ -1132,6 +1153,7 @@ fn run_async(
     st: &mut ThreadStats,
     clock: &mut Clock,
     ru0: &mut super::stats::Rusage,
+    logs: &mut IoLogs,
 ) -> Result<(), WorkloadError> {
     let job = setup.job;
     let depth = bufs.len();
@@ -1234,6 +1256,15 @@ fn run_async(
             st.submit_counts[ThreadStats::batch_index(1)] += 1;
             if !job.disable_slat {
                 st.dir[io.ddir].slat.record((issue - start).0);
+                if logs.active() {
+                    logs.submitted(
+                        io.ddir,
+                        io.len,
+                        io.offset,
+                        issue - clock.measured_from,
+                        (issue - start).0,
+                    );
+                }
             }
             slots[si] = Some(Slot { io, start, issue });
             inflight += 1;
@@ -1269,6 +1300,7 @@ fn run_async(
         // nothing else can be done) and take at most iodepth_batch_complete_max (by default
         // the min, 1), so the queue is refilled after every completion and stays full.
         let min_evts = (job.iodepth_batch_complete_min as usize).clamp(1, inflight);
+        let measured_from = clock.measured_from;
         let max_evts = (job.iodepth_batch_complete_max as usize).max(min_evts);
         let reaped = backend
             .reap(min_evts, max_evts, &mut |si, res| {
@@ -1293,6 +1325,16 @@ fn run_async(
                 }
                 d.io_bytes += s.io.len as u64;
                 d.total_ios += 1;
+                if logs.active() {
+                    logs.completed(Completion {
+                        ddir: s.io.ddir,
+                        bs: s.io.len,
+                        offset: s.io.offset,
+                        at: t - measured_from,
+                        lat: (t - s.start).0,
+                        clat,
+                    });
+                }
             })
             .map_err(|e| io_err(engine_op, dir0, e))?;
         inflight -= reaped;
