@@ -399,6 +399,56 @@ pub struct JobSpec {
     pub log_offset: bool,
     /// Log file names carry the thread number (fio's per_job_logs, default on).
     pub per_job_logs: bool,
+    /// zonemode= as written (None: not given, which is fio's default none).
+    pub zonemode: Option<ZoneMode>,
+    /// zonesize= (0 = not given).
+    pub zonesize: u64,
+    /// zonerange= (0 = zonesize).
+    pub zonerange: u64,
+    /// zoneskip=.
+    pub zoneskip: u64,
+}
+
+/// zonemode=.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ZoneMode {
+    /// No zones.
+    None,
+    /// fio's strided zones.
+    Strided,
+}
+
+impl JobSpec {
+    /// fio's zonemode=strided: I/O stays in a
+    /// zone of `zonerange` bytes until `zonesize` bytes were done there, then moves on by
+    /// zonerange + zoneskip, wrapping to the start of the file. As in fio, strided zones apply
+    /// to a job with one open file only (with more the mode is none).
+    pub fn strided_zones(&self) -> Option<StridedZones> {
+        let strided = self.zonemode == Some(ZoneMode::Strided);
+        let open_files = self
+            .openfiles
+            .unwrap_or(self.nrfiles.max(self.filename.len() as u32));
+        (strided && self.zonesize > 0 && open_files <= 1).then_some(StridedZones {
+            size: self.zonesize,
+            range: if self.zonerange == 0 {
+                self.zonesize
+            } else {
+                self.zonerange
+            },
+            skip: self.zoneskip,
+        })
+    }
+}
+
+/// zonemode=strided settings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StridedZones {
+    /// Bytes of I/O per zone (zonesize).
+    pub size: u64,
+    /// Extent of a zone (zonerange; default zonesize).
+    pub range: u64,
+    /// Gap between zones (zoneskip).
+    pub skip: u64,
 }
 
 impl Default for JobSpec {
@@ -482,6 +532,10 @@ impl Default for JobSpec {
             iops_log: None,
             log_offset: false,
             per_job_logs: true,
+            zonemode: None,
+            zonesize: 0,
+            zonerange: 0,
+            zoneskip: 0,
         }
     }
 }
@@ -593,6 +647,24 @@ fn validate(job: &JobSpec, origin: &Origin) -> Result<(), JobFileError> {
                 ),
             );
         }
+    }
+    if job.zonemode != Some(ZoneMode::Strided) && job.zonesize > 0 {
+        return err(
+            origin,
+            format!(
+                "job '{}': zonesize= needs zonemode=strided (zonemode=none, the default, and zonesize are not compatible, as in fio)",
+                job.name
+            ),
+        );
+    }
+    if job.zonemode == Some(ZoneMode::Strided) && job.zonesize == 0 {
+        return err(
+            origin,
+            format!(
+                "job '{}': zonemode=strided needs zonesize= (as in fio)",
+                job.name
+            ),
+        );
     }
     if job.random_distribution != RandomDistribution::Random
         && job.rw.is_random()
@@ -1180,6 +1252,18 @@ mod tests {
             ("[j]\nsize=1m\nrw=trim\n", 3, "'trim' is not supported"),
             ("[j]\nsize=1m\nrw=randread:8\n", 3, "random offset modifier"),
             ("[j]\nsize=1m\nrw=read:-8x\n", 3, "is not a size"),
+            ("[j]\nsize=1m\nzonesize=1m\n", 1, "needs zonemode=strided"),
+            ("[j]\nsize=1m\nzonemode=strided\n", 1, "needs zonesize="),
+            (
+                "[j]\nsize=1m\nzonemode=zbd\n",
+                3,
+                "zbd (zoned block devices) is not supported",
+            ),
+            (
+                "[j]\nsize=1m\nlog_avg_msec=500\n",
+                3,
+                "averaged log samples are not supported",
+            ),
             (
                 "[j]\nsize=1m\nhipri\n",
                 3,

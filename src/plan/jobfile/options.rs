@@ -11,7 +11,7 @@
 use super::expr::{self, SizeValue, parse_size, parse_time_unit};
 use super::{
     Bytes, Fallocate, FileService, IoEngine, JobFileError, JobSpec, RandomDistribution,
-    RandomGenerator, RawOption, RwMode, SizeRange, SizeSpec, err,
+    RandomGenerator, RawOption, RwMode, SizeRange, SizeSpec, ZoneMode, err,
 };
 use std::time::Duration;
 
@@ -1189,6 +1189,63 @@ pub static OPTIONS: &[OptDef] = &[
                     "option 'log_avg_msec': averaged log samples are not supported; only 0 (one line per I/O)",
                 );
             }
+            Ok(())
+        }
+    ),
+    opt!(
+        "zonemode",
+        [],
+        Kind::Choice(&["none", "strided", "zbd"]),
+        "none (strided with zonesize=)",
+        Io,
+        "none or strided (zones of zonerange bytes, zonesize bytes of I/O each, zoneskip between); zbd is not supported",
+        |j, v, o| {
+            j.zonemode = match v.s() {
+                "none" => Some(ZoneMode::None),
+                "strided" => Some(ZoneMode::Strided),
+                _ => {
+                    return err(
+                        &o.origin,
+                        "option 'zonemode': zbd (zoned block devices) is not supported; use none or strided",
+                    );
+                }
+            };
+            Ok(())
+        }
+    ),
+    opt!(
+        "zonesize",
+        [],
+        Kind::Size,
+        "0",
+        Io,
+        "bytes of I/O done in a zone before moving to the next",
+        |j, v, _| {
+            j.zonesize = v.size().0;
+            Ok(())
+        }
+    ),
+    opt!(
+        "zonerange",
+        [],
+        Kind::Size,
+        "zonesize",
+        Io,
+        "extent of a zone",
+        |j, v, _| {
+            j.zonerange = v.size().0;
+            Ok(())
+        }
+    ),
+    opt!(
+        "zoneskip",
+        [],
+        Kind::Size,
+        "0",
+        Io,
+        "bytes skipped between zones",
+        |j, v, _| {
+            j.zoneskip = v.size().0;
             Ok(())
         }
     ),

@@ -147,6 +147,16 @@ struct Planner<'a> {
     seeds: [u64; 21],
     /// Membership in the job's flow group (flow=).
     flow: Option<super::pace::FlowMember<'a>>,
+    /// zonemode=strided: the zones and where the I/O is in them.
+    zone: Option<ZoneState>,
+}
+
+/// fio's strided zones (setup_strided_zone_mode): `bytes` done in the zone starting `start`
+/// bytes into the file's region.
+struct ZoneState {
+    z: crate::plan::jobfile::StridedZones,
+    start: u64,
+    bytes: u64,
 }
 
 impl<'a> Planner<'a> {
@@ -170,9 +180,11 @@ impl<'a> Planner<'a> {
             (false, true) => job.bs[WRITE].0,
             _ => job.bs[READ].0.max(job.bs[WRITE].0),
         };
+        let zones = job.strided_zones().filter(|_| setup.plan.files.len() == 1);
         for (i, f) in setup.plan.files.iter().enumerate() {
             let bs = job.bs[if job.rw.reads() { READ } else { WRITE }].0;
-            let nblocks = f.size / bs;
+            // Random blocks of a strided job are drawn within a zone (fio's last_block).
+            let nblocks = zones.map_or(f.size, |z| z.range.min(f.size)) / bs;
             if f.size > 0 && f.size < region_bs {
                 return Err(WorkloadError::InvalidOptions(format!(
                     "job '{}': file {} ({} bytes) is smaller than one block of {region_bs} bytes",
@@ -221,7 +233,7 @@ impl<'a> Planner<'a> {
                 fd: None,
                 base: f.offset,
                 region: if random {
-                    nblocks * bs
+                    f.size / bs * bs
                 } else {
                     f.size / region_bs * region_bs
                 },
@@ -261,6 +273,11 @@ impl<'a> Planner<'a> {
                     .is_some_and(|b| b.0 > setup.plan.files.iter().map(|f| f.size).sum()),
             seeds: seed_table,
             flow: setup.flow.map(|g| super::pace::FlowMember::new(g, job)),
+            zone: zones.map(|z| ZoneState {
+                z,
+                start: 0,
+                bytes: 0,
+            }),
         })
     }
 
@@ -405,79 +422,110 @@ impl<'a> Planner<'a> {
             let bs = self.job.bs[ddir].0;
             let fi = self.next_file()?;
             let f = &mut self.files[fi];
-            let offset = if random {
-                let nblocks = f.region / bs;
-                let b = if let Some(z) = &mut f.skew {
-                    Some(z.next_block() % nblocks.max(1))
-                } else if let Some(l) = &mut f.lfsr {
-                    l.next_block()
-                } else {
-                    let b = self.block_rand.block(nblocks);
-                    match &mut f.map {
-                        Some(m) => m.free_at_or_after(b).inspect(|&b| m.mark(b)),
-                        None => Some(b),
+            // fio's setup_strided_zone_mode: a zone whose zonesize bytes are done gives way to
+            // the next (zonerange + zoneskip on, wrapping to the start); every zonerange bytes
+            // the file's positions and map start over within the zone.
+            let (zone_start, region) = match &mut self.zone {
+                Some(zs) => {
+                    if zs.bytes >= zs.z.size {
+                        zs.bytes = 0;
+                        zs.start += zs.z.range + zs.z.skip;
+                        if zs.start >= f.region {
+                            zs.start = 0;
+                        }
+                        f.pos[ddir] = 0;
                     }
-                };
-                match b {
-                    Some(b) => b * bs,
-                    None if wraps && nblocks > 0 => {
-                        // io_size beyond the region: the region is covered again.
+                    if f.pos[ddir] >= zs.z.range {
+                        f.pos[ddir] = 0;
+                    }
+                    if zs.bytes % zs.z.range == 0 {
+                        f.pos = [0, 0];
                         if let Some(m) = &mut f.map {
                             m.clear();
                         }
                         if let Some(l) = &mut f.lfsr {
                             l.reset();
                         }
-                        continue;
                     }
-                    None => {
-                        f.done = true;
-                        self.done_files += 1;
-                        continue;
-                    }
+                    zs.bytes += bs;
+                    (zs.start, zs.z.range.min(f.region - zs.start))
                 }
-            } else if self.job.rw_modifier < 0 {
-                // fio's get_next_seq_offset with a negative ddir_seq_add: pos is where the
-                // previous I/O ended (0 before the first); each I/O starts that far back from
-                // it, and one that would start before the region or past its end starts at the
-                // end of the region, stepped back.
-                let add = self.job.rw_modifier;
-                let region = f.region as i64;
-                let end = f.pos[ddir] as i64;
-                let mut off = match end {
-                    0 if f.base == 0 => 0,
-                    0 => region + add,
-                    e => e + add,
-                };
-                if off < 0 || off >= region {
-                    off = region + add;
-                }
-                if off < 0 || off + bs as i64 > region {
-                    f.done = true;
-                    self.done_files += 1;
-                    continue;
-                }
-                f.pos[ddir] = off as u64 + bs;
-                off as u64
-            } else {
-                if f.pos[ddir] + bs > f.region {
-                    if wraps && f.region >= bs {
-                        // fio's get_next_seq_offset: holes or io_size beyond the end wrap
-                        // to the start of the region.
-                        f.pos[ddir] = 0;
-                    } else if !mixed {
-                        f.done = true;
-                        self.done_files += 1;
-                        continue;
-                    }
-                    // A mixed sequential job resets the file at its end: both directions
-                    // start over (fio's fio_file_reset).
-                    f.pos = [0, 0];
-                }
-                let off = f.pos[ddir];
-                f.pos[ddir] = off + bs + self.job.rw_modifier as u64;
-                off
+                None => (0, f.region),
             };
+            let offset = zone_start
+                + if random {
+                    let nblocks = region / bs;
+                    let b = if let Some(z) = &mut f.skew {
+                        Some(z.next_block() % nblocks.max(1))
+                    } else if let Some(l) = &mut f.lfsr {
+                        l.next_block()
+                    } else {
+                        let b = self.block_rand.block(nblocks);
+                        match &mut f.map {
+                            Some(m) => m.free_at_or_after(b).inspect(|&b| m.mark(b)),
+                            None => Some(b),
+                        }
+                    };
+                    match b {
+                        Some(b) => b * bs,
+                        None if wraps && nblocks > 0 => {
+                            // io_size beyond the region: the region is covered again.
+                            if let Some(m) = &mut f.map {
+                                m.clear();
+                            }
+                            if let Some(l) = &mut f.lfsr {
+                                l.reset();
+                            }
+                            continue;
+                        }
+                        None => {
+                            f.done = true;
+                            self.done_files += 1;
+                            continue;
+                        }
+                    }
+                } else if self.job.rw_modifier < 0 {
+                    // fio's get_next_seq_offset with a negative ddir_seq_add: pos is where the
+                    // previous I/O ended (0 before the first); each I/O starts that far back from
+                    // it, and one that would start before the region or past its end starts at the
+                    // end of the region, stepped back.
+                    let add = self.job.rw_modifier;
+                    let region = region as i64;
+                    let end = f.pos[ddir] as i64;
+                    let mut off = match end {
+                        0 if f.base == 0 => 0,
+                        0 => region + add,
+                        e => e + add,
+                    };
+                    if off < 0 || off >= region {
+                        off = region + add;
+                    }
+                    if off < 0 || off + bs as i64 > region {
+                        f.done = true;
+                        self.done_files += 1;
+                        continue;
+                    }
+                    f.pos[ddir] = off as u64 + bs;
+                    off as u64
+                } else {
+                    if f.pos[ddir] + bs > region {
+                        if wraps && region >= bs {
+                            // fio's get_next_seq_offset: holes or io_size beyond the end wrap
+                            // to the start of the region.
+                            f.pos[ddir] = 0;
+                        } else if !mixed {
+                            f.done = true;
+                            self.done_files += 1;
+                            continue;
+                        }
+                        // A mixed sequential job resets the file at its end: both directions
+                        // start over (fio's fio_file_reset).
+                        f.pos = [0, 0];
+                    }
+                    let off = f.pos[ddir];
+                    f.pos[ddir] = off + bs + self.job.rw_modifier as u64;
+                    off
+                };
             if !f.written.is_empty() && ddir == WRITE {
                 let b = (offset / bs) as usize;
                 if let Some(w) = f.written.get_mut(b / 64) {
@@ -1503,6 +1551,29 @@ mod distribution_tests {
         (0..n)
             .map_while(|_| p.next_io().map(|io| io.offset))
             .collect()
+    }
+
+    /// zonemode=strided offsets equal fio 3.33's (`fio --debug=io --name=z --ioengine=null
+    /// --rw=read --size=64k --bs=4k --zonemode=strided ...`).
+    #[test]
+    fn strided_zone_offsets_are_fios() {
+        let k = |v: &[u64]| v.iter().map(|x| x * 1024).collect::<Vec<u64>>();
+        let job = |extra: &str| {
+            format!("[z]\nioengine=null\nrw=read\nsize=64k\nbs=4k\nzonemode=strided\n{extra}")
+        };
+        assert_eq!(
+            offsets(&job("zonesize=8k\nzoneskip=8k\n"), 100),
+            k(&[0, 4, 16, 20, 32, 36, 48, 52, 0, 4, 16, 20, 32, 36, 48, 52])
+        );
+        assert_eq!(
+            offsets(&job("zonesize=12k\nzonerange=8k\n"), 16),
+            k(&[0, 4, 0, 8, 12, 8, 16, 20, 16, 24, 28, 24, 32, 36, 32, 40])
+        );
+        // A zone past the end of the file ends the pass there, as fio's.
+        assert_eq!(
+            offsets(&job("zonesize=8k\nzonerange=16k\nzoneskip=4k\n"), 100),
+            k(&[0, 4, 20, 24, 40, 44, 60])
+        );
     }
 
     /// `rw=read:-8k` goes backwards as fio 3.33's does (`fio --debug=io --name=b
