@@ -407,6 +407,14 @@ pub struct JobSpec {
     pub zonerange: u64,
     /// zoneskip=.
     pub zoneskip: u64,
+    /// fio's latency_target: find the largest depth whose I/Os complete within this.
+    pub latency_target: Option<Duration>,
+    /// Window over which latency_target is judged.
+    pub latency_window: Duration,
+    /// Percent of a window's I/Os that must meet latency_target.
+    pub latency_percentile: f64,
+    /// Keep adjusting the depth instead of ending when it is found (fio's latency_run).
+    pub latency_run: bool,
 }
 
 /// zonemode=.
@@ -536,6 +544,10 @@ impl Default for JobSpec {
             zonesize: 0,
             zonerange: 0,
             zoneskip: 0,
+            latency_target: None,
+            latency_window: Duration::ZERO,
+            latency_percentile: 100.0,
+            latency_run: false,
         }
     }
 }

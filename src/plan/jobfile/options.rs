@@ -1250,6 +1250,65 @@ pub static OPTIONS: &[OptDef] = &[
         }
     ),
     opt!(
+        "latency_target",
+        [],
+        Kind::Time { default_us: 1 },
+        "0",
+        Io,
+        "find the largest depth (up to iodepth) whose I/Os complete within this (bare number: microseconds)",
+        |j, v, _| {
+            j.latency_target = Some(v.time()).filter(|t| !t.is_zero());
+            Ok(())
+        }
+    ),
+    opt!(
+        "latency_window",
+        [],
+        Kind::Time { default_us: 1 },
+        "0",
+        Io,
+        "window over which latency_target is judged (bare number: microseconds)",
+        |j, v, _| {
+            j.latency_window = v.time();
+            Ok(())
+        }
+    ),
+    opt!(
+        "latency_percentile",
+        [],
+        Kind::Text,
+        "100",
+        Io,
+        "percent of a window's I/Os that must meet latency_target",
+        |j, v, o| {
+            match v.s().parse::<f64>() {
+                Ok(p) if p > 0.0 && p <= 100.0 => {
+                    j.latency_percentile = p;
+                    Ok(())
+                }
+                _ => err(
+                    &o.origin,
+                    format!(
+                        "option 'latency_percentile': '{}' is not a percentage in (0, 100]",
+                        v.s()
+                    ),
+                ),
+            }
+        }
+    ),
+    opt!(
+        "latency_run",
+        [],
+        Kind::Bool,
+        "0",
+        Io,
+        "keep adjusting the depth for the whole run",
+        |j, v, _| {
+            j.latency_run = v.b();
+            Ok(())
+        }
+    ),
+    opt!(
         "threads",
         [],
         Kind::Int { min: 0, max: U32 },

@@ -1086,6 +1086,7 @@ fn run_sync(
 ) -> Result<(), WorkloadError> {
     let job = setup.job;
     let mut think_count = 0u64;
+    let mut target = super::pace::LatencyTarget::new(job, 1, Nanos::now().0);
     loop {
         if setup.cancel.is_cancelled() {
             return Err(WorkloadError::Cancelled);
@@ -1178,8 +1179,19 @@ fn run_sync(
         }
         think_count += 1;
         think(job, think_count);
+        if let Some(l) = &mut target {
+            let ios = st.dir[0].total_ios + st.dir[1].total_ios;
+            if let Err(max) = l.completed((end - start).0, end.0, ios) {
+                return Err(latency_fatal(setup, max));
+            }
+        }
         if !after_tick(p, st, clock, ru0, end) {
             return Ok(());
+        }
+        if let Some(l) = &mut target {
+            if latency_step(l, p, st, clock, ru0, end) {
+                return Ok(());
+            }
         }
     }
 }
@@ -1224,6 +1236,8 @@ fn run_async(
     // An I/O taken from the planner while a sync was owed and I/O was in flight.
     let mut stashed: Option<Io> = None;
     let mut think_count = 0u64;
+    let mut target = super::pace::LatencyTarget::new(job, depth as u32, Nanos::now().0);
+    let mut late: Option<u64> = None;
     loop {
         if setup.cancel.is_cancelled() {
             // Let the kernel finish what it holds before the buffers go away.
@@ -1236,7 +1250,11 @@ fn run_async(
             return Err(WorkloadError::Cancelled);
         }
         // Fill free slots.
-        while !stop && !pass_over && !free.is_empty() {
+        while !stop
+            && !pass_over
+            && !free.is_empty()
+            && target.as_ref().is_none_or(|l| inflight < l.depth())
+        {
             if stashed.is_none() && p.held_back() {
                 // fio's flow control quiesces (reaps everything in flight), then sleeps.
                 if inflight == 0 {
@@ -1373,6 +1391,12 @@ fn run_async(
                 }
                 d.io_bytes += s.io.len as u64;
                 d.total_ios += 1;
+                if let Some(l) = &mut target {
+                    let ios = st.dir[0].total_ios + st.dir[1].total_ios;
+                    if let Err(max) = l.completed((t - s.start).0, t.0, ios) {
+                        late.get_or_insert(max);
+                    }
+                }
                 if logs.active() {
                     logs.completed(Completion {
                         ddir: s.io.ddir,
@@ -1404,10 +1428,58 @@ fn run_async(
                 std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "short transfer"),
             ));
         }
+        if let Some(max) = late {
+            return Err(latency_fatal(setup, max));
+        }
         if !after_tick(p, st, clock, ru0, t) {
             stop = true;
         }
+        if let Some(l) = &mut target {
+            if latency_step(l, p, st, clock, ru0, t) {
+                stop = true;
+            }
+        }
     }
+}
+
+/// fio's lat_fatal: latency_target missed at depth 1 with latency_percentile=100.
+fn latency_fatal(setup: &CloneSetup<'_>, max_ns: u64) -> WorkloadError {
+    WorkloadError::InvalidOptions(format!(
+        "job '{}': an I/O's latency exceeded latency_target ({} usec) at depth 1 (fio's lat_fatal; lower the target or the latency_percentile)",
+        setup.job.name,
+        max_ns / 1000
+    ))
+}
+
+/// After an I/O of a latency_target job (not while ramping): judge the window; true when the
+/// job is done. The final window starts with fresh stats, as fio's reset_all_stats.
+fn latency_step(
+    l: &mut super::pace::LatencyTarget,
+    p: &mut Planner<'_>,
+    st: &mut ThreadStats,
+    clock: &mut Clock,
+    ru0: &mut super::stats::Rusage,
+    now: Nanos,
+) -> bool {
+    st.latency_depth = Some(l.depth() as u32);
+    if clock.ramping {
+        return false;
+    }
+    let ios = st.dir[0].total_ios + st.dir[1].total_ios;
+    let done = match l.check(now.0, ios) {
+        super::pace::LatencyStep::Continue => false,
+        super::pace::LatencyStep::FinalRun => {
+            *st = ThreadStats::default();
+            *ru0 = super::stats::Rusage::thread();
+            p.ramp_reset();
+            clock.measured_from = now;
+            clock.sampler = super::stats::Sampler::new(now);
+            false
+        }
+        super::pace::LatencyStep::Done => true,
+    };
+    st.latency_depth = Some(l.depth() as u32);
+    done
 }
 
 /// fio's file engines: each file's creation (filecreate: open with O_CREAT), stat(2)
