@@ -222,6 +222,13 @@ pub enum RandomDistribution {
         /// As for zipf.
         center: Option<f64>,
     },
+    /// fio's zoned: `zoned:A/S:A/S...`, A percent of the I/Os go to the next S percent of
+    /// the region. Stored as fio's zone_state_index: for each draw v in 1..=100, the region's
+    /// percent range [start, end) of entry v-1.
+    Zoned {
+        /// (start, end) percent per draw.
+        index: [(u8, u8); 100],
+    },
 }
 
 /// `file_service_type=`: which file the next I/O goes to.
@@ -674,6 +681,17 @@ fn validate(job: &JobSpec, origin: &Origin) -> Result<(), JobFileError> {
             origin,
             format!(
                 "job '{}': zonemode=strided needs zonesize= (as in fio)",
+                job.name
+            ),
+        );
+    }
+    if matches!(job.random_distribution, RandomDistribution::Zoned { .. })
+        && job.random_generator == RandomGenerator::Lfsr
+    {
+        return err(
+            origin,
+            format!(
+                "job '{}': random_distribution=zoned with random_generator=lfsr is not supported",
                 job.name
             ),
         );
@@ -1265,6 +1283,16 @@ mod tests {
             ("[j]\nsize=1m\nrw=randread:8\n", 3, "random offset modifier"),
             ("[j]\nsize=1m\nrw=read:-8x\n", 3, "is not a size"),
             ("[j]\nsize=1m\nzonesize=1m\n", 1, "needs zonemode=strided"),
+            (
+                "[j]\nsize=1m\nrandom_distribution=zoned:50/5:30/15\n",
+                3,
+                "access percentages add up to 80",
+            ),
+            (
+                "[j]\nsize=1m\nrandom_distribution=zoned:50/5,50/5\n",
+                3,
+                "per-direction",
+            ),
             ("[j]\nsize=1m\nzonemode=strided\n", 1, "needs zonesize="),
             (
                 "[j]\nsize=1m\nzonemode=zbd\n",

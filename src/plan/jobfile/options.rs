@@ -1694,15 +1694,74 @@ fn set_random_distribution(j: &mut JobSpec, v: Val<'_>, o: &RawOption) -> Result
             let center = center_ok(num(f64::NAN)?)?;
             RandomDistribution::Pareto { h, center }
         }
+        "zoned" => RandomDistribution::Zoned {
+            index: zoned_index(v, o)?,
+        },
         _ => {
             return choice_err(
                 o,
                 v,
-                "random, zipf[:THETA[:CENTER]], pareto[:H[:CENTER]]; normal, zoned and zoned_abs are not supported",
+                "random, zipf[:THETA[:CENTER]], pareto[:H[:CENTER]], zoned:A/S[:A/S...]; normal and zoned_abs are not supported",
             );
         }
     };
     Ok(())
+}
+
+/// fio's zone_split_ddir and __td_zone_gen_index for `zoned:A/S:A/S...` (one split for every
+/// direction): access percentages must add up to 100, a missing size percentage gets an equal
+/// part of what the others leave.
+fn zoned_index(v: &str, o: &RawOption) -> Result<[(u8, u8); 100], JobFileError> {
+    let bad = |why: &str| {
+        err(
+            &o.origin,
+            format!("option 'random_distribution': '{v}': {why}"),
+        )
+    };
+    let spec = v.strip_prefix("zoned:").unwrap_or("");
+    if spec.is_empty() {
+        return bad("zoned needs ACCESS%/SIZE% entries, e.g. zoned:60/10:30/20:10/70");
+    }
+    if spec.contains(',') {
+        return bad("per-direction zoned splits (',') are not supported");
+    }
+    let mut entries: Vec<(u32, Option<u32>)> = Vec::new();
+    for part in spec.split(':') {
+        let (a, s) = part.split_once('/').unwrap_or((part, ""));
+        let num = |t: &str| t.trim().trim_end_matches('%').parse::<u32>().ok();
+        let Some(a) = num(a).filter(|a| *a <= 100) else {
+            return bad(&format!("'{part}' is not ACCESS%/SIZE%"));
+        };
+        let s = if s.trim().is_empty() {
+            None
+        } else {
+            match num(s).filter(|s| *s <= 100) {
+                Some(s) => Some(s),
+                None => return bad(&format!("'{part}' is not ACCESS%/SIZE%")),
+            }
+        };
+        entries.push((a, s));
+    }
+    let access: u32 = entries.iter().map(|e| e.0).sum();
+    let sized: u32 = entries.iter().filter_map(|e| e.1).sum();
+    if access > 100 || sized > 100 {
+        return bad("percentages add to more than 100%");
+    }
+    if access < 100 {
+        return bad(&format!("access percentages add up to {access}, not 100"));
+    }
+    let missing = entries.iter().filter(|e| e.1.is_none()).count() as u32;
+    let mut index = [(0u8, 0u8); 100];
+    let (mut aprev, mut sprev) = (0usize, 0u32);
+    for (a, s) in entries {
+        let s = s.unwrap_or_else(|| (100 - sized) / missing.max(1));
+        for slot in index.iter_mut().skip(aprev).take(a as usize) {
+            *slot = (sprev as u8, (sprev + s) as u8);
+        }
+        aprev += a as usize;
+        sprev += s;
+    }
+    Ok(index)
 }
 
 fn set_size(j: &mut JobSpec, v: Val<'_>, o: &RawOption) -> Result<(), JobFileError> {
@@ -1813,6 +1872,25 @@ mod tests {
                 assert!(seen.insert(*n), "duplicate option name {n}");
             }
         }
+    }
+
+    /// fio's zone_state_index for the rand-zones example's split.
+    #[test]
+    fn zoned_split_index_is_fios() {
+        let o = RawOption {
+            key: "random_distribution".into(),
+            value: None,
+            origin: super::super::Origin {
+                file: "t".into(),
+                line: 1,
+            },
+        };
+        let idx = zoned_index("zoned:50/5:30/15:20/", &o).unwrap();
+        assert!(idx[..50].iter().all(|e| *e == (0, 5)));
+        assert!(idx[50..80].iter().all(|e| *e == (5, 20)));
+        assert!(idx[80..].iter().all(|e| *e == (20, 100)));
+        assert!(zoned_index("zoned:60/10:50/10", &o).is_err());
+        assert!(zoned_index("zoned:", &o).is_err());
     }
 
     #[test]

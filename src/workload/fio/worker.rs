@@ -149,6 +149,8 @@ struct Planner<'a> {
     flow: Option<super::pace::FlowMember<'a>>,
     /// zonemode=strided: the zones and where the I/O is in them.
     zone: Option<ZoneState>,
+    /// fio's zone_state: draws the zone of random_distribution=zoned.
+    zone_rand: Taus,
 }
 
 /// fio's strided zones (setup_strided_zone_mode): `bytes` done in the zone starting `start`
@@ -213,7 +215,7 @@ impl<'a> Planner<'a> {
             };
             let skew = match job.random_distribution {
                 _ if !random => None,
-                RandomDistribution::Random => None,
+                RandomDistribution::Random | RandomDistribution::Zoned { .. } => None,
                 RandomDistribution::Zipf { theta, center } => {
                     Some(rand::Skewed::zipf(nranges, theta, center, seed))
                 }
@@ -273,6 +275,7 @@ impl<'a> Planner<'a> {
                     .is_some_and(|b| b.0 > setup.plan.files.iter().map(|f| f.size).sum()),
             seeds: seed_table,
             flow: setup.flow.map(|g| super::pace::FlowMember::new(g, job)),
+            zone_rand: Taus::new(seeds[rand::SEED_ZONE], false),
             zone: zones.map(|z| ZoneState {
                 z,
                 start: 0,
@@ -457,6 +460,16 @@ impl<'a> Planner<'a> {
                     let nblocks = region / bs;
                     let b = if let Some(z) = &mut f.skew {
                         Some(z.next_block() % nblocks.max(1))
+                    } else if let RandomDistribution::Zoned { index } =
+                        &self.job.random_distribution
+                    {
+                        // fio's __get_next_rand_offset_zoned: a draw in 1..=100 picks the
+                        // zone, a block is drawn within it.
+                        let v = self.zone_rand.between(1, 100) as usize;
+                        let (start, end) = index[v - 1];
+                        let first = start as u64 * nblocks / 100;
+                        let span = nblocks * (end - start) as u64 / 100;
+                        Some(first + self.block_rand.block(span.max(1)))
                     } else if let Some(l) = &mut f.lfsr {
                         l.next_block()
                     } else {
@@ -1623,6 +1636,23 @@ mod distribution_tests {
         (0..n)
             .map_while(|_| p.next_io().map(|io| io.offset))
             .collect()
+    }
+
+    /// random_distribution=zoned offsets equal fio 3.33's (`fio --debug=io --name=z
+    /// --ioengine=null --rw=randread --norandommap --size=4m --bs=4k
+    /// --random_distribution=zoned:50/5:30/15:20/`).
+    #[test]
+    fn zoned_offsets_are_fios() {
+        let got = offsets(
+            "[z]\nioengine=null\nrw=randread\nnorandommap\nsize=4m\nbs=4k\nrandom_distribution=zoned:50/5:30/15:20/\n",
+            8,
+        );
+        assert_eq!(
+            got,
+            vec![
+                0x3000, 0x25000, 0x2b000, 0x24c000, 0x215000, 0x2a000, 0x6d000, 0x12000
+            ]
+        );
     }
 
     /// zonemode=strided offsets equal fio 3.33's (`fio --debug=io --name=z --ioengine=null
