@@ -204,7 +204,7 @@ pub enum RandomGenerator {
 }
 
 /// `random_distribution=`: how random offsets are drawn.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum RandomDistribution {
     /// Uniform (fio's default).
     Random,
@@ -227,7 +227,7 @@ pub enum RandomDistribution {
     /// percent range [start, end) of entry v-1.
     Zoned {
         /// (start, end) percent per draw.
-        index: [(u8, u8); 100],
+        index: Box<[(u8, u8); 100]>,
     },
 }
 
@@ -422,6 +422,36 @@ pub struct JobSpec {
     pub latency_percentile: f64,
     /// Keep adjusting the depth instead of ending when it is found (fio's latency_run).
     pub latency_run: bool,
+    /// Steady-state criterion (ss=; fio's default iops_slope:0.01%), used when ss_dur > 0.
+    pub ss: SteadyState,
+    /// Window of steady state (ss_dur; 0 = no detection).
+    pub ss_dur: Duration,
+    /// Time before steady-state samples are taken (ss_ramp).
+    pub ss_ramp: Duration,
+}
+
+/// What ss= judges.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SteadyKind {
+    /// Largest deviation of IOPS from the window's mean.
+    Iops,
+    /// Slope of IOPS over the window.
+    IopsSlope,
+    /// Largest deviation of bandwidth from the window's mean.
+    Bw,
+    /// Slope of bandwidth over the window.
+    BwSlope,
+}
+
+/// ss=KIND:LIMIT[%].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SteadyState {
+    /// What is judged.
+    pub kind: SteadyKind,
+    /// Below this, steady.
+    pub limit: f64,
+    /// The limit is a percent of the window's mean.
+    pub percent: bool,
 }
 
 /// zonemode=.
@@ -555,6 +585,13 @@ impl Default for JobSpec {
             latency_window: Duration::ZERO,
             latency_percentile: 100.0,
             latency_run: false,
+            ss: SteadyState {
+                kind: SteadyKind::IopsSlope,
+                limit: 0.01,
+                percent: true,
+            },
+            ss_dur: Duration::ZERO,
+            ss_ramp: Duration::ZERO,
         }
     }
 }

@@ -11,7 +11,8 @@
 use super::expr::{self, SizeValue, parse_size, parse_time_unit};
 use super::{
     Bytes, Fallocate, FileService, IoEngine, JobFileError, JobSpec, RandomDistribution,
-    RandomGenerator, RawOption, RwMode, SizeRange, SizeSpec, ZoneMode, err,
+    RandomGenerator, RawOption, RwMode, SizeRange, SizeSpec, SteadyKind, SteadyState, ZoneMode,
+    err,
 };
 use std::time::Duration;
 
@@ -1309,6 +1310,39 @@ pub static OPTIONS: &[OptDef] = &[
         }
     ),
     opt!(
+        "steadystate",
+        ["ss"],
+        Kind::Text,
+        "iops_slope:0.01%",
+        Time,
+        "steady-state criterion iops|iops_slope|bw|bw_slope:LIMIT[%] (with ss_dur)",
+        set_steadystate
+    ),
+    opt!(
+        "steadystate_duration",
+        ["ss_dur"],
+        Kind::Time { default_us: SEC },
+        "0",
+        Time,
+        "stop once steady for this long (bare number: seconds; 0: no detection)",
+        |j, v, _| {
+            j.ss_dur = v.time();
+            Ok(())
+        }
+    ),
+    opt!(
+        "steadystate_ramp_time",
+        ["ss_ramp"],
+        Kind::Time { default_us: SEC },
+        "0",
+        Time,
+        "time before steady-state samples are taken (bare number: seconds)",
+        |j, v, _| {
+            j.ss_ramp = v.time();
+            Ok(())
+        }
+    ),
+    opt!(
         "threads",
         [],
         Kind::Int { min: 0, max: U32 },
@@ -1695,7 +1729,7 @@ fn set_random_distribution(j: &mut JobSpec, v: Val<'_>, o: &RawOption) -> Result
             RandomDistribution::Pareto { h, center }
         }
         "zoned" => RandomDistribution::Zoned {
-            index: zoned_index(v, o)?,
+            index: Box::new(zoned_index(v, o)?),
         },
         _ => {
             return choice_err(
@@ -1762,6 +1796,40 @@ fn zoned_index(v: &str, o: &RawOption) -> Result<[(u8, u8); 100], JobFileError> 
         sprev += s;
     }
     Ok(index)
+}
+
+fn set_steadystate(j: &mut JobSpec, v: Val<'_>, o: &RawOption) -> Result<(), JobFileError> {
+    let v = v.s();
+    let (kind, limit) = v.split_once(':').unwrap_or((v, ""));
+    let kind = match kind {
+        "iops" => SteadyKind::Iops,
+        "iops_slope" => SteadyKind::IopsSlope,
+        "bw" => SteadyKind::Bw,
+        "bw_slope" => SteadyKind::BwSlope,
+        _ => return choice_err(o, v, "iops, iops_slope, bw, bw_slope, each :LIMIT[%]"),
+    };
+    let (num, percent) = match limit.strip_suffix('%') {
+        Some(n) => (n, true),
+        None => (limit, false),
+    };
+    let Ok(limit) = num.trim().parse::<f64>() else {
+        return err(
+            &o.origin,
+            format!("option '{}': '{v}' needs a limit, e.g. iops:10%", o.key),
+        );
+    };
+    if limit < 0.0 {
+        return err(
+            &o.origin,
+            format!("option '{}': the limit must be >= 0", o.key),
+        );
+    }
+    j.ss = SteadyState {
+        kind,
+        limit,
+        percent,
+    };
+    Ok(())
 }
 
 fn set_size(j: &mut JobSpec, v: Val<'_>, o: &RawOption) -> Result<(), JobFileError> {
@@ -1871,6 +1939,33 @@ mod tests {
             for n in std::iter::once(&o.name).chain(o.aliases.iter()) {
                 assert!(seen.insert(*n), "duplicate option name {n}");
             }
+        }
+    }
+
+    #[test]
+    fn steadystate_options_parse_as_fios() {
+        let j = crate::plan::jobfile::parse_job_text(
+            "[s]\nss=bw_slope:1%\nss_dur=30\nss_ramp=5s\n",
+            "t.fio",
+            &crate::plan::jobfile::SystemSources,
+        )
+        .unwrap()
+        .jobs
+        .remove(0);
+        assert_eq!(j.ss.kind, SteadyKind::BwSlope);
+        assert!(j.ss.percent && j.ss.limit == 1.0);
+        assert_eq!(j.ss_dur, Duration::from_secs(30));
+        assert_eq!(j.ss_ramp, Duration::from_secs(5));
+        for bad in ["[s]\nss=lat:1%\n", "[s]\nss=iops\n"] {
+            assert!(
+                crate::plan::jobfile::parse_job_text(
+                    bad,
+                    "t.fio",
+                    &crate::plan::jobfile::SystemSources
+                )
+                .is_err(),
+                "{bad}"
+            );
         }
     }
 

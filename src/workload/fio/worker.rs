@@ -66,6 +66,8 @@ pub struct CloneSetup<'a> {
     pub cancel: &'a CancelToken,
     /// The flow group of the job (flow=), None without flow control.
     pub flow: Option<&'a super::pace::FlowGroup>,
+    /// Where the clone publishes its progress for steady-state detection (ss_dur=).
+    pub progress: Option<&'a super::steady::Progress>,
 }
 
 struct FileState {
@@ -151,6 +153,8 @@ struct Planner<'a> {
     zone: Option<ZoneState>,
     /// fio's zone_state: draws the zone of random_distribution=zoned.
     zone_rand: Taus,
+    /// Steady-state detection (ss_dur=): progress published, stop obeyed.
+    progress: Option<&'a super::steady::Progress>,
 }
 
 /// fio's strided zones (setup_strided_zone_mode): `bytes` done in the zone starting `start`
@@ -276,6 +280,7 @@ impl<'a> Planner<'a> {
             seeds: seed_table,
             flow: setup.flow.map(|g| super::pace::FlowMember::new(g, job)),
             zone_rand: Taus::new(seeds[rand::SEED_ZONE], false),
+            progress: setup.progress,
             zone: zones.map(|z| ZoneState {
                 z,
                 start: 0,
@@ -900,6 +905,15 @@ fn after_tick(
     }
     if !p.job.disable_bw {
         clock.sampler.tick(now, &mut st.dir);
+    }
+    if let Some(pr) = p.progress {
+        pr.publish(
+            st.dir[0].total_ios + st.dir[1].total_ios,
+            st.dir[0].io_bytes + st.dir[1].io_bytes,
+        );
+        if pr.stopped() {
+            return false;
+        }
     }
     !clock.out_of_time(now)
 }
@@ -1631,6 +1645,7 @@ mod distribution_tests {
             mem_align: 4096,
             cancel: &cancel,
             flow: None,
+            progress: None,
         };
         let mut p = Planner::new(&setup).unwrap();
         (0..n)
@@ -1719,6 +1734,7 @@ mod distribution_tests {
             mem_align: 4096,
             cancel: &cancel,
             flow: None,
+            progress: None,
         };
         let mut p = Planner::new(&setup).unwrap();
         let got: Vec<u64> = (0..8).map(|_| p.next_io().unwrap().offset).collect();
@@ -1755,6 +1771,7 @@ mod pareto_tests {
             mem_align: 4096,
             cancel: &cancel,
             flow: None,
+            progress: None,
         };
         let mut p = Planner::new(&setup).unwrap();
         let got: Vec<u64> = (0..6).map(|_| p.next_io().unwrap().offset).collect();
