@@ -1321,6 +1321,11 @@ mod tests {
             ("[j]\nsize=1m\nrw=read:-8x\n", 3, "is not a size"),
             ("[j]\nsize=1m\nzonesize=1m\n", 1, "needs zonemode=strided"),
             (
+                "[j]\nsize=1m\nio_submit_mode=offload\n",
+                3,
+                "offload (a separate submission thread pool) is not supported",
+            ),
+            (
                 "[j]\nsize=1m\nrandom_distribution=zoned:50/5:30/15\n",
                 3,
                 "access percentages add up to 80",

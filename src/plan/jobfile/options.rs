@@ -1343,6 +1343,23 @@ pub static OPTIONS: &[OptDef] = &[
         }
     ),
     opt!(
+        "io_submit_mode",
+        [],
+        Kind::Choice(&["inline", "offload"]),
+        "inline",
+        Engine,
+        "inline: the job's thread submits its I/O (the only mode supported; offload is an error)",
+        |_, v, o| {
+            if v.s() == "offload" {
+                return err(
+                    &o.origin,
+                    "option 'io_submit_mode': offload (a separate submission thread pool) is not supported; use inline",
+                );
+            }
+            Ok(())
+        }
+    ),
+    opt!(
         "threads",
         [],
         Kind::Int { min: 0, max: U32 },
