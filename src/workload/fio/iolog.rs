@@ -9,8 +9,9 @@
 //! latencies in nanoseconds, bw = bytes * 10^6 / clat in ns (fio's add_bw_sample), iops 1, prio
 //! 0 (no I/O priorities are set). slat is measured for the asynchronous engines only, so a
 //! synchronous job's slat log is empty, as fio's. The files are written when the clone ends.
-//! Invariant: recording a sample never allocates when the capacity reserved before the clock
-//! started suffices (size-based jobs); a time-based job's list grows as fio's log chunks do.
+//! Invariant: recording a sample never allocates while the capacity reserved before the clock
+//! started lasts (the job's expected I/Os, at most 2^18 per log, 8 MiB); beyond it the list
+//! grows as fio's log chunks do.
 
 use crate::plan::jobfile::JobSpec;
 use crate::probe::clock::Nanos;
@@ -74,7 +75,7 @@ impl IoLogs {
     /// The logs a clone of `job` (fio thread number `thread_number`) keeps; `ios` is the
     /// number of I/Os expected (capacity reserved now, before the clock starts).
     pub fn for_clone(job: &JobSpec, thread_number: u64, ios: u64) -> IoLogs {
-        let cap = ios.min(1 << 22) as usize;
+        let cap = ios.min(1 << 18) as usize;
         let mk = |prefix: &Option<String>, kind: &str, on: bool| {
             prefix.as_ref().filter(|_| on).map(|p| Log {
                 path: log_name(p, job, kind, thread_number),
