@@ -315,10 +315,19 @@ fn job_json(run: &FioRun, r: &JobResult, groups: &[(u32, [GroupDir; 2])]) -> J {
             "latency_ms",
             dist_owned(&lat_keys(11, true), &lb.ms, lat_total),
         ),
-        ("latency_depth", int(effective_depth(spec))),
-        ("latency_target", int(0)),
-        ("latency_percentile", J::Float(100.0)),
-        ("latency_window", int(0)),
+        (
+            "latency_depth",
+            int(st.latency_depth.unwrap_or(effective_depth(spec))),
+        ),
+        (
+            "latency_target",
+            int(spec.latency_target.map_or(0, |t| t.as_nanos() as u64)),
+        ),
+        ("latency_percentile", J::Float(spec.latency_percentile)),
+        (
+            "latency_window",
+            int(spec.latency_window.as_micros() as u64),
+        ),
     ];
     if let Some(d) = spec.description.as_ref().filter(|d| !d.is_empty()) {
         pairs.push(("desc", J::Str(d.clone())));

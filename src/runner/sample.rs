@@ -19,6 +19,8 @@ use crate::target::blockstat;
 use crate::workload::{CancelToken, Measurements, RunContext, Workload, WorkloadError};
 
 /// What one sample produced, before it is stored.
+// One Outcome exists per sample, briefly: the size of the Done variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum Outcome {
     /// Measured (or failed) with these facts.
     Done {

@@ -204,7 +204,7 @@ pub enum RandomGenerator {
 }
 
 /// `random_distribution=`: how random offsets are drawn.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum RandomDistribution {
     /// Uniform (fio's default).
     Random,
@@ -221,6 +221,13 @@ pub enum RandomDistribution {
         h: f64,
         /// As for zipf.
         center: Option<f64>,
+    },
+    /// fio's zoned: `zoned:A/S:A/S...`, A percent of the I/Os go to the next S percent of
+    /// the region. Stored as fio's zone_state_index: for each draw v in 1..=100, the region's
+    /// percent range [start, end) of entry v-1.
+    Zoned {
+        /// (start, end) percent per draw.
+        index: Box<[(u8, u8); 100]>,
     },
 }
 
@@ -364,9 +371,10 @@ pub struct JobSpec {
     pub thinktime_spin: Duration,
     /// I/Os between think times.
     pub thinktime_blocks: u32,
-    /// Offset modifier of rw= (`rw=read:8k` holes after each I/O; `rw=randread:4` offsets
-    /// drawn every 4 I/Os): the number after the colon, 0 when absent.
-    pub rw_modifier: u64,
+    /// Offset modifier of a sequential rw= (fio's ddir_seq_add): `rw=read:8k` leaves an 8 KiB
+    /// hole after each I/O, `rw=read:-8k` steps back 8 KiB from the end of each I/O (backwards
+    /// I/O, wrapping to the end of the region); 0 when absent.
+    pub rw_modifier: i64,
     /// Report this job (fio's stats=1, the default).
     pub stats: bool,
     /// How random offsets are drawn.
@@ -381,6 +389,111 @@ pub struct JobSpec {
     pub iodepth_batch_complete_min: u32,
     /// Completions taken at once at most (fio's iodepth_batch_complete_max; 0 = the min).
     pub iodepth_batch_complete_max: u32,
+    /// Flow control group (fio's flow_id).
+    pub flow_id: u32,
+    /// Weight in the flow group (fio's flow; 0 = no flow control): the job's share of the
+    /// group's I/Os is held at flow / (sum of the group's weights).
+    pub flow: u32,
+    /// Sleep this long when held back by flow control (fio's flow_sleep, microseconds).
+    pub flow_sleep: Duration,
+    /// write_lat_log: file name prefix ("" = the job name); None = no lat/slat/clat logs.
+    pub lat_log: Option<String>,
+    /// write_bw_log: as `lat_log`, for the bandwidth log.
+    pub bw_log: Option<String>,
+    /// write_iops_log: as `lat_log`, for the IOPS log.
+    pub iops_log: Option<String>,
+    /// Log lines carry the I/O's offset (fio's log_offset).
+    pub log_offset: bool,
+    /// Log file names carry the thread number (fio's per_job_logs, default on).
+    pub per_job_logs: bool,
+    /// zonemode= as written (None: not given, which is fio's default none).
+    pub zonemode: Option<ZoneMode>,
+    /// zonesize= (0 = not given).
+    pub zonesize: u64,
+    /// zonerange= (0 = zonesize).
+    pub zonerange: u64,
+    /// zoneskip=.
+    pub zoneskip: u64,
+    /// fio's latency_target: find the largest depth whose I/Os complete within this.
+    pub latency_target: Option<Duration>,
+    /// Window over which latency_target is judged.
+    pub latency_window: Duration,
+    /// Percent of a window's I/Os that must meet latency_target.
+    pub latency_percentile: f64,
+    /// Keep adjusting the depth instead of ending when it is found (fio's latency_run).
+    pub latency_run: bool,
+    /// Steady-state criterion (ss=; fio's default iops_slope:0.01%), used when ss_dur > 0.
+    pub ss: SteadyState,
+    /// Window of steady state (ss_dur; 0 = no detection).
+    pub ss_dur: Duration,
+    /// Time before steady-state samples are taken (ss_ramp).
+    pub ss_ramp: Duration,
+}
+
+/// What ss= judges.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SteadyKind {
+    /// Largest deviation of IOPS from the window's mean.
+    Iops,
+    /// Slope of IOPS over the window.
+    IopsSlope,
+    /// Largest deviation of bandwidth from the window's mean.
+    Bw,
+    /// Slope of bandwidth over the window.
+    BwSlope,
+}
+
+/// ss=KIND:LIMIT[%].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SteadyState {
+    /// What is judged.
+    pub kind: SteadyKind,
+    /// Below this, steady.
+    pub limit: f64,
+    /// The limit is a percent of the window's mean.
+    pub percent: bool,
+}
+
+/// zonemode=.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ZoneMode {
+    /// No zones.
+    None,
+    /// fio's strided zones.
+    Strided,
+}
+
+impl JobSpec {
+    /// fio's zonemode=strided: I/O stays in a
+    /// zone of `zonerange` bytes until `zonesize` bytes were done there, then moves on by
+    /// zonerange + zoneskip, wrapping to the start of the file. As in fio, strided zones apply
+    /// to a job with one open file only (with more the mode is none).
+    pub fn strided_zones(&self) -> Option<StridedZones> {
+        let strided = self.zonemode == Some(ZoneMode::Strided);
+        let open_files = self
+            .openfiles
+            .unwrap_or(self.nrfiles.max(self.filename.len() as u32));
+        (strided && self.zonesize > 0 && open_files <= 1).then_some(StridedZones {
+            size: self.zonesize,
+            range: if self.zonerange == 0 {
+                self.zonesize
+            } else {
+                self.zonerange
+            },
+            skip: self.zoneskip,
+        })
+    }
+}
+
+/// zonemode=strided settings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StridedZones {
+    /// Bytes of I/O per zone (zonesize).
+    pub size: u64,
+    /// Extent of a zone (zonerange; default zonesize).
+    pub range: u64,
+    /// Gap between zones (zoneskip).
+    pub skip: u64,
 }
 
 impl Default for JobSpec {
@@ -456,6 +569,29 @@ impl Default for JobSpec {
             verify_interval: None,
             iodepth_batch_complete_min: 1,
             iodepth_batch_complete_max: 0,
+            flow_id: 0,
+            flow: 0,
+            flow_sleep: Duration::ZERO,
+            lat_log: None,
+            bw_log: None,
+            iops_log: None,
+            log_offset: false,
+            per_job_logs: true,
+            zonemode: None,
+            zonesize: 0,
+            zonerange: 0,
+            zoneskip: 0,
+            latency_target: None,
+            latency_window: Duration::ZERO,
+            latency_percentile: 100.0,
+            latency_run: false,
+            ss: SteadyState {
+                kind: SteadyKind::IopsSlope,
+                limit: 0.01,
+                percent: true,
+            },
+            ss_dur: Duration::ZERO,
+            ss_ramp: Duration::ZERO,
         }
     }
 }
@@ -567,6 +703,35 @@ fn validate(job: &JobSpec, origin: &Origin) -> Result<(), JobFileError> {
                 ),
             );
         }
+    }
+    if job.zonemode != Some(ZoneMode::Strided) && job.zonesize > 0 {
+        return err(
+            origin,
+            format!(
+                "job '{}': zonesize= needs zonemode=strided (zonemode=none, the default, and zonesize are not compatible, as in fio)",
+                job.name
+            ),
+        );
+    }
+    if job.zonemode == Some(ZoneMode::Strided) && job.zonesize == 0 {
+        return err(
+            origin,
+            format!(
+                "job '{}': zonemode=strided needs zonesize= (as in fio)",
+                job.name
+            ),
+        );
+    }
+    if matches!(job.random_distribution, RandomDistribution::Zoned { .. })
+        && job.random_generator == RandomGenerator::Lfsr
+    {
+        return err(
+            origin,
+            format!(
+                "job '{}': random_distribution=zoned with random_generator=lfsr is not supported",
+                job.name
+            ),
+        );
     }
     if job.random_distribution != RandomDistribution::Random
         && job.rw.is_random()
@@ -1153,7 +1318,34 @@ mod tests {
             ("[]\n", 1, "empty section name"),
             ("[j]\nsize=1m\nrw=trim\n", 3, "'trim' is not supported"),
             ("[j]\nsize=1m\nrw=randread:8\n", 3, "random offset modifier"),
-            ("[j]\nsize=1m\nrw=read:-8k\n", 3, "backwards"),
+            ("[j]\nsize=1m\nrw=read:-8x\n", 3, "is not a size"),
+            ("[j]\nsize=1m\nzonesize=1m\n", 1, "needs zonemode=strided"),
+            (
+                "[j]\nsize=1m\nio_submit_mode=offload\n",
+                3,
+                "offload (a separate submission thread pool) is not supported",
+            ),
+            (
+                "[j]\nsize=1m\nrandom_distribution=zoned:50/5:30/15\n",
+                3,
+                "access percentages add up to 80",
+            ),
+            (
+                "[j]\nsize=1m\nrandom_distribution=zoned:50/5,50/5\n",
+                3,
+                "per-direction",
+            ),
+            ("[j]\nsize=1m\nzonemode=strided\n", 1, "needs zonesize="),
+            (
+                "[j]\nsize=1m\nzonemode=zbd\n",
+                3,
+                "zbd (zoned block devices) is not supported",
+            ),
+            (
+                "[j]\nsize=1m\nlog_avg_msec=500\n",
+                3,
+                "averaged log samples are not supported",
+            ),
             (
                 "[j]\nsize=1m\nhipri\n",
                 3,

@@ -11,7 +11,8 @@
 use super::expr::{self, SizeValue, parse_size, parse_time_unit};
 use super::{
     Bytes, Fallocate, FileService, IoEngine, JobFileError, JobSpec, RandomDistribution,
-    RandomGenerator, RawOption, RwMode, SizeRange, SizeSpec, err,
+    RandomGenerator, RawOption, RwMode, SizeRange, SizeSpec, SteadyKind, SteadyState, ZoneMode,
+    err,
 };
 use std::time::Duration;
 
@@ -1080,6 +1081,285 @@ pub static OPTIONS: &[OptDef] = &[
         }
     ),
     opt!(
+        "flow_id",
+        [],
+        Kind::Int { min: 0, max: U32 },
+        "0",
+        Io,
+        "flow control group of the job",
+        |j, v, _| {
+            j.flow_id = v.n() as u32;
+            Ok(())
+        }
+    ),
+    opt!(
+        "flow",
+        [],
+        Kind::Int { min: 0, max: 1000 },
+        "0",
+        Io,
+        "weight in the flow group: the job's share of the group's I/Os is flow / (sum of the weights)",
+        |j, v, _| {
+            j.flow = v.n() as u32;
+            Ok(())
+        }
+    ),
+    opt!(
+        "flow_sleep",
+        [],
+        Kind::Time { default_us: 1 },
+        "0",
+        Io,
+        "sleep this long (bare number: microseconds) when held back by flow control",
+        |j, v, _| {
+            j.flow_sleep = v.time();
+            Ok(())
+        }
+    ),
+    opt!(
+        "write_lat_log",
+        [],
+        Kind::Text,
+        "",
+        Stat,
+        "per-I/O lat, slat and clat logs PREFIX_lat.N.log ... (no value: the job name)",
+        |j, v, _| {
+            j.lat_log = Some(v.s().to_string());
+            Ok(())
+        }
+    ),
+    opt!(
+        "write_bw_log",
+        [],
+        Kind::Text,
+        "",
+        Stat,
+        "per-I/O bandwidth log PREFIX_bw.N.log (no value: the job name)",
+        |j, v, _| {
+            j.bw_log = Some(v.s().to_string());
+            Ok(())
+        }
+    ),
+    opt!(
+        "write_iops_log",
+        [],
+        Kind::Text,
+        "",
+        Stat,
+        "per-I/O IOPS log PREFIX_iops.N.log (no value: the job name)",
+        |j, v, _| {
+            j.iops_log = Some(v.s().to_string());
+            Ok(())
+        }
+    ),
+    opt!(
+        "log_offset",
+        [],
+        Kind::Bool,
+        "0",
+        Stat,
+        "log lines carry the I/O's offset",
+        |j, v, _| {
+            j.log_offset = v.b();
+            Ok(())
+        }
+    ),
+    opt!(
+        "per_job_logs",
+        [],
+        Kind::Bool,
+        "1",
+        Stat,
+        "log file names carry the clone's thread number",
+        |j, v, _| {
+            j.per_job_logs = v.b();
+            Ok(())
+        }
+    ),
+    opt!(
+        "log_avg_msec",
+        [],
+        Kind::Int { min: 0, max: U32 },
+        "0",
+        Stat,
+        "only 0 (one log line per I/O) is supported",
+        |_, v, o| {
+            if v.n() != 0 {
+                return err(
+                    &o.origin,
+                    "option 'log_avg_msec': averaged log samples are not supported; only 0 (one line per I/O)",
+                );
+            }
+            Ok(())
+        }
+    ),
+    opt!(
+        "zonemode",
+        [],
+        Kind::Choice(&["none", "strided", "zbd"]),
+        "none (strided with zonesize=)",
+        Io,
+        "none or strided (zones of zonerange bytes, zonesize bytes of I/O each, zoneskip between); zbd is not supported",
+        |j, v, o| {
+            j.zonemode = match v.s() {
+                "none" => Some(ZoneMode::None),
+                "strided" => Some(ZoneMode::Strided),
+                _ => {
+                    return err(
+                        &o.origin,
+                        "option 'zonemode': zbd (zoned block devices) is not supported; use none or strided",
+                    );
+                }
+            };
+            Ok(())
+        }
+    ),
+    opt!(
+        "zonesize",
+        [],
+        Kind::Size,
+        "0",
+        Io,
+        "bytes of I/O done in a zone before moving to the next",
+        |j, v, _| {
+            j.zonesize = v.size().0;
+            Ok(())
+        }
+    ),
+    opt!(
+        "zonerange",
+        [],
+        Kind::Size,
+        "zonesize",
+        Io,
+        "extent of a zone",
+        |j, v, _| {
+            j.zonerange = v.size().0;
+            Ok(())
+        }
+    ),
+    opt!(
+        "zoneskip",
+        [],
+        Kind::Size,
+        "0",
+        Io,
+        "bytes skipped between zones",
+        |j, v, _| {
+            j.zoneskip = v.size().0;
+            Ok(())
+        }
+    ),
+    opt!(
+        "latency_target",
+        [],
+        Kind::Time { default_us: 1 },
+        "0",
+        Io,
+        "find the largest depth (up to iodepth) whose I/Os complete within this (bare number: microseconds)",
+        |j, v, _| {
+            j.latency_target = Some(v.time()).filter(|t| !t.is_zero());
+            Ok(())
+        }
+    ),
+    opt!(
+        "latency_window",
+        [],
+        Kind::Time { default_us: 1 },
+        "0",
+        Io,
+        "window over which latency_target is judged (bare number: microseconds)",
+        |j, v, _| {
+            j.latency_window = v.time();
+            Ok(())
+        }
+    ),
+    opt!(
+        "latency_percentile",
+        [],
+        Kind::Text,
+        "100",
+        Io,
+        "percent of a window's I/Os that must meet latency_target",
+        |j, v, o| {
+            match v.s().parse::<f64>() {
+                Ok(p) if p > 0.0 && p <= 100.0 => {
+                    j.latency_percentile = p;
+                    Ok(())
+                }
+                _ => err(
+                    &o.origin,
+                    format!(
+                        "option 'latency_percentile': '{}' is not a percentage in (0, 100]",
+                        v.s()
+                    ),
+                ),
+            }
+        }
+    ),
+    opt!(
+        "latency_run",
+        [],
+        Kind::Bool,
+        "0",
+        Io,
+        "keep adjusting the depth for the whole run",
+        |j, v, _| {
+            j.latency_run = v.b();
+            Ok(())
+        }
+    ),
+    opt!(
+        "steadystate",
+        ["ss"],
+        Kind::Text,
+        "iops_slope:0.01%",
+        Time,
+        "steady-state criterion iops|iops_slope|bw|bw_slope:LIMIT[%] (with ss_dur)",
+        set_steadystate
+    ),
+    opt!(
+        "steadystate_duration",
+        ["ss_dur"],
+        Kind::Time { default_us: SEC },
+        "0",
+        Time,
+        "stop once steady for this long (bare number: seconds; 0: no detection)",
+        |j, v, _| {
+            j.ss_dur = v.time();
+            Ok(())
+        }
+    ),
+    opt!(
+        "steadystate_ramp_time",
+        ["ss_ramp"],
+        Kind::Time { default_us: SEC },
+        "0",
+        Time,
+        "time before steady-state samples are taken (bare number: seconds)",
+        |j, v, _| {
+            j.ss_ramp = v.time();
+            Ok(())
+        }
+    ),
+    opt!(
+        "io_submit_mode",
+        [],
+        Kind::Choice(&["inline", "offload"]),
+        "inline",
+        Engine,
+        "inline: the job's thread submits its I/O (the only mode supported; offload is an error)",
+        |_, v, o| {
+            if v.s() == "offload" {
+                return err(
+                    &o.origin,
+                    "option 'io_submit_mode': offload (a separate submission thread pool) is not supported; use inline",
+                );
+            }
+            Ok(())
+        }
+    ),
+    opt!(
         "threads",
         [],
         Kind::Int { min: 0, max: U32 },
@@ -1287,16 +1567,7 @@ fn set_rw(j: &mut JobSpec, v: Val<'_>, o: &RawOption) -> Result<(), JobFileError
     };
     j.rw_modifier = 0;
     if let Some(n) = modifier {
-        let random = v.starts_with("rand");
-        if n.starts_with('-') {
-            return err(
-                &o.origin,
-                format!(
-                    "option 'rw': '{whole}': a backwards (negative) offset modifier is not supported"
-                ),
-            );
-        }
-        if random {
+        if v.starts_with("rand") {
             return err(
                 &o.origin,
                 format!(
@@ -1304,8 +1575,12 @@ fn set_rw(j: &mut JobSpec, v: Val<'_>, o: &RawOption) -> Result<(), JobFileError
                 ),
             );
         }
-        j.rw_modifier = match parse_size(n) {
-            Ok(SizeValue::Bytes(b)) => b.0,
+        let (neg, digits) = match n.strip_prefix('-') {
+            Some(d) => (true, d.trim()),
+            None => (false, n),
+        };
+        let b = match parse_size(digits) {
+            Ok(SizeValue::Bytes(b)) if b.0 <= i64::MAX as u64 => b.0 as i64,
             _ => {
                 return err(
                     &o.origin,
@@ -1313,6 +1588,7 @@ fn set_rw(j: &mut JobSpec, v: Val<'_>, o: &RawOption) -> Result<(), JobFileError
                 );
             }
         };
+        j.rw_modifier = if neg { -b } else { b };
     }
     j.rw = match v {
         "read" => RwMode::Read,
@@ -1469,13 +1745,106 @@ fn set_random_distribution(j: &mut JobSpec, v: Val<'_>, o: &RawOption) -> Result
             let center = center_ok(num(f64::NAN)?)?;
             RandomDistribution::Pareto { h, center }
         }
+        "zoned" => RandomDistribution::Zoned {
+            index: Box::new(zoned_index(v, o)?),
+        },
         _ => {
             return choice_err(
                 o,
                 v,
-                "random, zipf[:THETA[:CENTER]], pareto[:H[:CENTER]]; normal, zoned and zoned_abs are not supported",
+                "random, zipf[:THETA[:CENTER]], pareto[:H[:CENTER]], zoned:A/S[:A/S...]; normal and zoned_abs are not supported",
             );
         }
+    };
+    Ok(())
+}
+
+/// fio's zone_split_ddir and __td_zone_gen_index for `zoned:A/S:A/S...` (one split for every
+/// direction): access percentages must add up to 100, a missing size percentage gets an equal
+/// part of what the others leave.
+fn zoned_index(v: &str, o: &RawOption) -> Result<[(u8, u8); 100], JobFileError> {
+    let bad = |why: &str| {
+        err(
+            &o.origin,
+            format!("option 'random_distribution': '{v}': {why}"),
+        )
+    };
+    let spec = v.strip_prefix("zoned:").unwrap_or("");
+    if spec.is_empty() {
+        return bad("zoned needs ACCESS%/SIZE% entries, e.g. zoned:60/10:30/20:10/70");
+    }
+    if spec.contains(',') {
+        return bad("per-direction zoned splits (',') are not supported");
+    }
+    let mut entries: Vec<(u32, Option<u32>)> = Vec::new();
+    for part in spec.split(':') {
+        let (a, s) = part.split_once('/').unwrap_or((part, ""));
+        let num = |t: &str| t.trim().trim_end_matches('%').parse::<u32>().ok();
+        let Some(a) = num(a).filter(|a| *a <= 100) else {
+            return bad(&format!("'{part}' is not ACCESS%/SIZE%"));
+        };
+        let s = if s.trim().is_empty() {
+            None
+        } else {
+            match num(s).filter(|s| *s <= 100) {
+                Some(s) => Some(s),
+                None => return bad(&format!("'{part}' is not ACCESS%/SIZE%")),
+            }
+        };
+        entries.push((a, s));
+    }
+    let access: u32 = entries.iter().map(|e| e.0).sum();
+    let sized: u32 = entries.iter().filter_map(|e| e.1).sum();
+    if access > 100 || sized > 100 {
+        return bad("percentages add to more than 100%");
+    }
+    if access < 100 {
+        return bad(&format!("access percentages add up to {access}, not 100"));
+    }
+    let missing = entries.iter().filter(|e| e.1.is_none()).count() as u32;
+    let mut index = [(0u8, 0u8); 100];
+    let (mut aprev, mut sprev) = (0usize, 0u32);
+    for (a, s) in entries {
+        let s = s.unwrap_or_else(|| (100 - sized) / missing.max(1));
+        for slot in index.iter_mut().skip(aprev).take(a as usize) {
+            *slot = (sprev as u8, (sprev + s) as u8);
+        }
+        aprev += a as usize;
+        sprev += s;
+    }
+    Ok(index)
+}
+
+fn set_steadystate(j: &mut JobSpec, v: Val<'_>, o: &RawOption) -> Result<(), JobFileError> {
+    let v = v.s();
+    let (kind, limit) = v.split_once(':').unwrap_or((v, ""));
+    let kind = match kind {
+        "iops" => SteadyKind::Iops,
+        "iops_slope" => SteadyKind::IopsSlope,
+        "bw" => SteadyKind::Bw,
+        "bw_slope" => SteadyKind::BwSlope,
+        _ => return choice_err(o, v, "iops, iops_slope, bw, bw_slope, each :LIMIT[%]"),
+    };
+    let (num, percent) = match limit.strip_suffix('%') {
+        Some(n) => (n, true),
+        None => (limit, false),
+    };
+    let Ok(limit) = num.trim().parse::<f64>() else {
+        return err(
+            &o.origin,
+            format!("option '{}': '{v}' needs a limit, e.g. iops:10%", o.key),
+        );
+    };
+    if limit < 0.0 {
+        return err(
+            &o.origin,
+            format!("option '{}': the limit must be >= 0", o.key),
+        );
+    }
+    j.ss = SteadyState {
+        kind,
+        limit,
+        percent,
     };
     Ok(())
 }
@@ -1588,6 +1957,52 @@ mod tests {
                 assert!(seen.insert(*n), "duplicate option name {n}");
             }
         }
+    }
+
+    #[test]
+    fn steadystate_options_parse_as_fios() {
+        let j = crate::plan::jobfile::parse_job_text(
+            "[s]\nss=bw_slope:1%\nss_dur=30\nss_ramp=5s\n",
+            "t.fio",
+            &crate::plan::jobfile::SystemSources,
+        )
+        .unwrap()
+        .jobs
+        .remove(0);
+        assert_eq!(j.ss.kind, SteadyKind::BwSlope);
+        assert!(j.ss.percent && j.ss.limit == 1.0);
+        assert_eq!(j.ss_dur, Duration::from_secs(30));
+        assert_eq!(j.ss_ramp, Duration::from_secs(5));
+        for bad in ["[s]\nss=lat:1%\n", "[s]\nss=iops\n"] {
+            assert!(
+                crate::plan::jobfile::parse_job_text(
+                    bad,
+                    "t.fio",
+                    &crate::plan::jobfile::SystemSources
+                )
+                .is_err(),
+                "{bad}"
+            );
+        }
+    }
+
+    /// fio's zone_state_index for the rand-zones example's split.
+    #[test]
+    fn zoned_split_index_is_fios() {
+        let o = RawOption {
+            key: "random_distribution".into(),
+            value: None,
+            origin: super::super::Origin {
+                file: "t".into(),
+                line: 1,
+            },
+        };
+        let idx = zoned_index("zoned:50/5:30/15:20/", &o).unwrap();
+        assert!(idx[..50].iter().all(|e| *e == (0, 5)));
+        assert!(idx[50..80].iter().all(|e| *e == (5, 20)));
+        assert!(idx[80..].iter().all(|e| *e == (20, 100)));
+        assert!(zoned_index("zoned:60/10:50/10", &o).is_err());
+        assert!(zoned_index("zoned:", &o).is_err());
     }
 
     #[test]

@@ -20,8 +20,11 @@
 pub mod aio;
 pub mod disk;
 pub mod files;
+pub mod iolog;
+pub mod pace;
 pub mod rand;
 pub mod stats;
+pub mod steady;
 pub mod verify;
 pub mod worker;
 
@@ -156,6 +159,66 @@ pub fn group_ids(set: &JobSet) -> Vec<u32> {
         .collect()
 }
 
+/// fio's steady-state helper: once a second, per clone (or per reporting group with
+/// group_reporting) of jobs with ss_dur, judge the window; stop those that are steady.
+fn steady_monitor(
+    clones: Vec<(&JobSpec, usize)>,
+    groups: &[u32],
+    progress: &[steady::Progress],
+    left: &std::sync::atomic::AtomicUsize,
+) {
+    use std::sync::atomic::Ordering;
+    // Units: (window, members, ramp).
+    let mut units: Vec<(steady::Window, Vec<usize>, std::time::Duration, Option<u32>)> = Vec::new();
+    for (i, (job, ji)) in clones.iter().enumerate() {
+        if job.ss_dur.is_zero() {
+            continue;
+        }
+        let key = job.group_reporting.then_some(groups[*ji]);
+        if let Some(u) = units.iter_mut().find(|u| key.is_some() && u.3 == key) {
+            u.1.push(i);
+            continue;
+        }
+        units.push((
+            steady::Window::new(job.ss, job.ss_dur.as_secs()),
+            vec![i],
+            job.ss_ramp,
+            key,
+        ));
+    }
+    let t0 = std::time::Instant::now();
+    let mut last = t0;
+    let mut attained = vec![false; units.len()];
+    while left.load(Ordering::SeqCst) > 0 {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        if last.elapsed() < std::time::Duration::from_secs(1) {
+            continue;
+        }
+        let elapsed_ms = last.elapsed().as_millis() as u64;
+        last = std::time::Instant::now();
+        for (ui, (w, members, ramp, _)) in units.iter_mut().enumerate() {
+            if attained[ui] {
+                continue;
+            }
+            let (ios, bytes) = members.iter().fold((0, 0), |(a, b), &m| {
+                let (i, y) = progress[m].totals();
+                (a + i, b + y)
+            });
+            // fio starts recording one second after ss_ramp.
+            if t0.elapsed() < *ramp + std::time::Duration::from_secs(1) {
+                w.skip(ios, bytes);
+                continue;
+            }
+            if w.sample(ios, bytes, elapsed_ms) {
+                attained[ui] = true;
+                for &m in members.iter() {
+                    progress[m].stop();
+                }
+            }
+        }
+    }
+}
+
 struct CloneOut {
     job_index: usize,
     stats: ThreadStats,
@@ -213,6 +276,9 @@ fn execute(set: &JobSet, ctx: &RunContext<'_>) -> Result<FioRun, WorkloadError> 
             .flat_map(|p| p.plan.files.iter())
             .filter_map(|f| f.path.parent()),
     );
+    let flows = pace::Flows::of(&set.jobs);
+    let groups_all = group_ids(set);
+    let flows = &flows;
     // Run in stonewall batches.
     let mut outs: Vec<CloneOut> = Vec::with_capacity(planned.len());
     let mut i = 0;
@@ -235,10 +301,22 @@ fn execute(set: &JobSet, ctx: &RunContext<'_>) -> Result<FioRun, WorkloadError> 
             done[pl.job_index].fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         }
         let done = &done;
+        let progress: Vec<steady::Progress> =
+            batch.iter().map(|_| steady::Progress::default()).collect();
+        let progress = &progress;
+        let left = std::sync::atomic::AtomicUsize::new(batch.len());
+        let left = &left;
         let results: Vec<Result<CloneOut, WorkloadError>> = std::thread::scope(|s| {
+            if batch.iter().any(|pl| !pl.job.ss_dur.is_zero()) {
+                let clones: Vec<(&JobSpec, usize)> =
+                    batch.iter().map(|p| (p.job, p.job_index)).collect();
+                let groups_all = &groups_all;
+                s.spawn(move || steady_monitor(clones, groups_all, progress, left));
+            }
             let handles: Vec<_> = batch
                 .iter()
-                .map(|pl| {
+                .enumerate()
+                .map(|(bi, pl)| {
                     let cancel = ctx.cancel;
                     std::thread::Builder::new()
                         .name(format!("fio-{}", pl.job.name))
@@ -250,6 +328,13 @@ fn execute(set: &JobSet, ctx: &RunContext<'_>) -> Result<FioRun, WorkloadError> 
                                 }
                             }
                             let _finish = Finish(&done[pl.job_index]);
+                            struct Left<'d>(&'d std::sync::atomic::AtomicUsize);
+                            impl Drop for Left<'_> {
+                                fn drop(&mut self) {
+                                    self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+                                }
+                            }
+                            let _left = Left(left);
                             let job = pl.job;
                             if let Some(w) = &job.wait_for {
                                 let wi = set.jobs[..pl.job_index]
@@ -274,6 +359,8 @@ fn execute(set: &JobSet, ctx: &RunContext<'_>) -> Result<FioRun, WorkloadError> 
                                 thread_number: pl.thread_number,
                                 mem_align: pl.mem_align,
                                 cancel,
+                                flow: flows.group_of(job),
+                                progress: (!job.ss_dur.is_zero()).then_some(&progress[bi]),
                             };
                             let stats = worker::run_clone(&setup)?;
                             Ok(CloneOut {

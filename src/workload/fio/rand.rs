@@ -20,6 +20,8 @@ pub const SEED_BLOCK: usize = 6;
 pub const SEED_FILE_SIZE: usize = 7;
 /// Index of the buffer-content seed.
 pub const SEED_BUF: usize = 9;
+/// fio's FIO_RAND_ZONE_OFF (random_distribution=zoned).
+pub const SEED_ZONE: usize = 16;
 /// fio's `FIO_RAND_NR_OFFS`.
 const NR_SEEDS: usize = 21;
 

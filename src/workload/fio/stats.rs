@@ -285,6 +285,8 @@ pub struct ThreadStats {
     pub complete_counts: [u64; 7],
     /// Thread id of the (first) worker, fio's `pid` for a job run as a thread.
     pub tid: i32,
+    /// The depth latency_target settled on (fio's latency_depth); None without the option.
+    pub latency_depth: Option<u32>,
 }
 
 impl ThreadStats {
@@ -297,6 +299,9 @@ impl ThreadStats {
         self.fsync_ios += o.fsync_ios;
         if self.tid == 0 {
             self.tid = o.tid;
+        }
+        if self.latency_depth.is_none() {
+            self.latency_depth = o.latency_depth;
         }
         self.lat_buckets.merge(&o.lat_buckets);
         self.rusage.add(&o.rusage);

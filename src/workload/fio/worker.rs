@@ -13,6 +13,7 @@
 
 use super::aio::{AsyncBackend, NativeAio, Uring};
 use super::files::{self, ClonePlan};
+use super::iolog::{Completion, IoLogs};
 use super::rand::{self, Lfsr, RandomMap, Taus};
 use super::stats::{READ, ThreadStats, WRITE};
 use super::verify;
@@ -63,6 +64,10 @@ pub struct CloneSetup<'a> {
     pub mem_align: usize,
     /// Stop request.
     pub cancel: &'a CancelToken,
+    /// The flow group of the job (flow=), None without flow control.
+    pub flow: Option<&'a super::pace::FlowGroup>,
+    /// Where the clone publishes its progress for steady-state detection (ss_dur=).
+    pub progress: Option<&'a super::steady::Progress>,
 }
 
 struct FileState {
@@ -142,6 +147,22 @@ struct Planner<'a> {
     wraps: bool,
     /// fio's seed table, to re-seed at each loop (randrepeat).
     seeds: [u64; 21],
+    /// Membership in the job's flow group (flow=).
+    flow: Option<super::pace::FlowMember<'a>>,
+    /// zonemode=strided: the zones and where the I/O is in them.
+    zone: Option<ZoneState>,
+    /// fio's zone_state: draws the zone of random_distribution=zoned.
+    zone_rand: Taus,
+    /// Steady-state detection (ss_dur=): progress published, stop obeyed.
+    progress: Option<&'a super::steady::Progress>,
+}
+
+/// fio's strided zones (setup_strided_zone_mode): `bytes` done in the zone starting `start`
+/// bytes into the file's region.
+struct ZoneState {
+    z: crate::plan::jobfile::StridedZones,
+    start: u64,
+    bytes: u64,
 }
 
 impl<'a> Planner<'a> {
@@ -165,9 +186,11 @@ impl<'a> Planner<'a> {
             (false, true) => job.bs[WRITE].0,
             _ => job.bs[READ].0.max(job.bs[WRITE].0),
         };
+        let zones = job.strided_zones().filter(|_| setup.plan.files.len() == 1);
         for (i, f) in setup.plan.files.iter().enumerate() {
             let bs = job.bs[if job.rw.reads() { READ } else { WRITE }].0;
-            let nblocks = f.size / bs;
+            // Random blocks of a strided job are drawn within a zone (fio's last_block).
+            let nblocks = zones.map_or(f.size, |z| z.range.min(f.size)) / bs;
             if f.size > 0 && f.size < region_bs {
                 return Err(WorkloadError::InvalidOptions(format!(
                     "job '{}': file {} ({} bytes) is smaller than one block of {region_bs} bytes",
@@ -196,7 +219,7 @@ impl<'a> Planner<'a> {
             };
             let skew = match job.random_distribution {
                 _ if !random => None,
-                RandomDistribution::Random => None,
+                RandomDistribution::Random | RandomDistribution::Zoned { .. } => None,
                 RandomDistribution::Zipf { theta, center } => {
                     Some(rand::Skewed::zipf(nranges, theta, center, seed))
                 }
@@ -216,7 +239,7 @@ impl<'a> Planner<'a> {
                 fd: None,
                 base: f.offset,
                 region: if random {
-                    nblocks * bs
+                    f.size / bs * bs
                 } else {
                     f.size / region_bs * region_bs
                 },
@@ -250,11 +273,19 @@ impl<'a> Planner<'a> {
             open_limit: job.openfiles.unwrap_or(nfiles).max(1),
             passes: 0,
             pass_ios: 0,
-            wraps: job.rw_modifier > 0
+            wraps: job.rw_modifier != 0
                 || job
                     .io_size
                     .is_some_and(|b| b.0 > setup.plan.files.iter().map(|f| f.size).sum()),
             seeds: seed_table,
+            flow: setup.flow.map(|g| super::pace::FlowMember::new(g, job)),
+            zone_rand: Taus::new(seeds[rand::SEED_ZONE], false),
+            progress: setup.progress,
+            zone: zones.map(|z| ZoneState {
+                z,
+                start: 0,
+                bytes: 0,
+            }),
         })
     }
 
@@ -309,6 +340,13 @@ impl<'a> Planner<'a> {
         self.issues = [0, 0];
         self.mix_limit = 0;
         self.passes = 0;
+    }
+
+    /// Flow control (flow=): whether the next I/O must wait for the other members of the
+    /// group; the caller sleeps flow_sleep (with nothing in flight) and asks again.
+    #[inline]
+    fn held_back(&mut self) -> bool {
+        self.flow.as_mut().is_some_and(|f| f.held_back())
     }
 
     /// fio's get_rw_ddir.
@@ -392,56 +430,120 @@ impl<'a> Planner<'a> {
             let bs = self.job.bs[ddir].0;
             let fi = self.next_file()?;
             let f = &mut self.files[fi];
-            let offset = if random {
-                let nblocks = f.region / bs;
-                let b = if let Some(z) = &mut f.skew {
-                    Some(z.next_block() % nblocks.max(1))
-                } else if let Some(l) = &mut f.lfsr {
-                    l.next_block()
-                } else {
-                    let b = self.block_rand.block(nblocks);
-                    match &mut f.map {
-                        Some(m) => m.free_at_or_after(b).inspect(|&b| m.mark(b)),
-                        None => Some(b),
+            // fio's setup_strided_zone_mode: a zone whose zonesize bytes are done gives way to
+            // the next (zonerange + zoneskip on, wrapping to the start); every zonerange bytes
+            // the file's positions and map start over within the zone.
+            let (zone_start, region) = match &mut self.zone {
+                Some(zs) => {
+                    if zs.bytes >= zs.z.size {
+                        zs.bytes = 0;
+                        zs.start += zs.z.range + zs.z.skip;
+                        if zs.start >= f.region {
+                            zs.start = 0;
+                        }
+                        f.pos[ddir] = 0;
                     }
-                };
-                match b {
-                    Some(b) => b * bs,
-                    None if wraps && nblocks > 0 => {
-                        // io_size beyond the region: the region is covered again.
+                    if f.pos[ddir] >= zs.z.range {
+                        f.pos[ddir] = 0;
+                    }
+                    if zs.bytes % zs.z.range == 0 {
+                        f.pos = [0, 0];
                         if let Some(m) = &mut f.map {
                             m.clear();
                         }
                         if let Some(l) = &mut f.lfsr {
                             l.reset();
                         }
-                        continue;
                     }
-                    None => {
-                        f.done = true;
-                        self.done_files += 1;
-                        continue;
-                    }
+                    zs.bytes += bs;
+                    (zs.start, zs.z.range.min(f.region - zs.start))
                 }
-            } else {
-                if f.pos[ddir] + bs > f.region {
-                    if wraps && f.region >= bs {
-                        // fio's get_next_seq_offset: holes or io_size beyond the end wrap
-                        // to the start of the region.
-                        f.pos[ddir] = 0;
-                    } else if !mixed {
-                        f.done = true;
-                        self.done_files += 1;
-                        continue;
-                    }
-                    // A mixed sequential job resets the file at its end: both directions
-                    // start over (fio's fio_file_reset).
-                    f.pos = [0, 0];
-                }
-                let off = f.pos[ddir];
-                f.pos[ddir] = off + bs + self.job.rw_modifier;
-                off
+                None => (0, f.region),
             };
+            let offset = zone_start
+                + if random {
+                    let nblocks = region / bs;
+                    let b = if let Some(z) = &mut f.skew {
+                        Some(z.next_block() % nblocks.max(1))
+                    } else if let RandomDistribution::Zoned { index } =
+                        &self.job.random_distribution
+                    {
+                        // fio's __get_next_rand_offset_zoned: a draw in 1..=100 picks the
+                        // zone, a block is drawn within it.
+                        let v = self.zone_rand.between(1, 100) as usize;
+                        let (start, end) = index[v - 1];
+                        let first = start as u64 * nblocks / 100;
+                        let span = nblocks * (end - start) as u64 / 100;
+                        Some(first + self.block_rand.block(span.max(1)))
+                    } else if let Some(l) = &mut f.lfsr {
+                        l.next_block()
+                    } else {
+                        let b = self.block_rand.block(nblocks);
+                        match &mut f.map {
+                            Some(m) => m.free_at_or_after(b).inspect(|&b| m.mark(b)),
+                            None => Some(b),
+                        }
+                    };
+                    match b {
+                        Some(b) => b * bs,
+                        None if wraps && nblocks > 0 => {
+                            // io_size beyond the region: the region is covered again.
+                            if let Some(m) = &mut f.map {
+                                m.clear();
+                            }
+                            if let Some(l) = &mut f.lfsr {
+                                l.reset();
+                            }
+                            continue;
+                        }
+                        None => {
+                            f.done = true;
+                            self.done_files += 1;
+                            continue;
+                        }
+                    }
+                } else if self.job.rw_modifier < 0 {
+                    // fio's get_next_seq_offset with a negative ddir_seq_add: pos is where the
+                    // previous I/O ended (0 before the first); each I/O starts that far back from
+                    // it, and one that would start before the region or past its end starts at the
+                    // end of the region, stepped back.
+                    let add = self.job.rw_modifier;
+                    let region = region as i64;
+                    let end = f.pos[ddir] as i64;
+                    let mut off = match end {
+                        0 if f.base == 0 => 0,
+                        0 => region + add,
+                        e => e + add,
+                    };
+                    if off < 0 || off >= region {
+                        off = region + add;
+                    }
+                    if off < 0 || off + bs as i64 > region {
+                        f.done = true;
+                        self.done_files += 1;
+                        continue;
+                    }
+                    f.pos[ddir] = off as u64 + bs;
+                    off as u64
+                } else {
+                    if f.pos[ddir] + bs > region {
+                        if wraps && region >= bs {
+                            // fio's get_next_seq_offset: holes or io_size beyond the end wrap
+                            // to the start of the region.
+                            f.pos[ddir] = 0;
+                        } else if !mixed {
+                            f.done = true;
+                            self.done_files += 1;
+                            continue;
+                        }
+                        // A mixed sequential job resets the file at its end: both directions
+                        // start over (fio's fio_file_reset).
+                        f.pos = [0, 0];
+                    }
+                    let off = f.pos[ddir];
+                    f.pos[ddir] = off + bs + self.job.rw_modifier as u64;
+                    off
+                };
             if !f.written.is_empty() && ddir == WRITE {
                 let b = (offset / bs) as usize;
                 if let Some(w) = f.written.get_mut(b / 64) {
@@ -619,6 +721,12 @@ pub fn run_clone(setup: &CloneSetup<'_>) -> Result<ThreadStats, WorkloadError> {
     let mut st = ThreadStats::default();
     // Calibrate the psync loop's clock (rdtsc where invariant) before the clock starts.
     crate::probe::clock::fast_clock_source();
+    let expected_ios = if job.time_based {
+        1 << 16
+    } else {
+        setup.plan.pass_bytes / job.bs[0].0.min(job.bs[1].0).max(1) * job.loops as u64
+    };
+    let mut logs = IoLogs::for_clone(job, setup.thread_number, expected_ios);
     let mut clock = Clock::new(job);
     let mut ru0 = super::stats::Rusage::thread();
     let result = match job.ioengine {
@@ -644,6 +752,7 @@ pub fn run_clone(setup: &CloneSetup<'_>) -> Result<ThreadStats, WorkloadError> {
                 &mut st,
                 &mut clock,
                 &mut ru0,
+                &mut logs,
             )
         }
         _ => run_sync(
@@ -655,6 +764,7 @@ pub fn run_clone(setup: &CloneSetup<'_>) -> Result<ThreadStats, WorkloadError> {
             &mut st,
             &mut clock,
             &mut ru0,
+            &mut logs,
         ),
     };
     result?;
@@ -698,6 +808,7 @@ pub fn run_clone(setup: &CloneSetup<'_>) -> Result<ThreadStats, WorkloadError> {
         }
     }
     drop(p);
+    logs.write()?;
     if job.unlink {
         for f in &setup.plan.files {
             std::fs::remove_file(&f.path).map_err(|e| io_err("unlink", &f.path, e))?;
@@ -794,6 +905,15 @@ fn after_tick(
     }
     if !p.job.disable_bw {
         clock.sampler.tick(now, &mut st.dir);
+    }
+    if let Some(pr) = p.progress {
+        pr.publish(
+            st.dir[0].total_ios + st.dir[1].total_ios,
+            st.dir[0].io_bytes + st.dir[1].io_bytes,
+        );
+        if pr.stopped() {
+            return false;
+        }
     }
     !clock.out_of_time(now)
 }
@@ -989,12 +1109,21 @@ fn run_sync(
     st: &mut ThreadStats,
     clock: &mut Clock,
     ru0: &mut super::stats::Rusage,
+    logs: &mut IoLogs,
 ) -> Result<(), WorkloadError> {
     let job = setup.job;
     let mut think_count = 0u64;
+    let mut target = super::pace::LatencyTarget::new(job, 1, Nanos::now().0);
     loop {
         if setup.cancel.is_cancelled() {
             return Err(WorkloadError::Cancelled);
+        }
+        if p.held_back() {
+            std::thread::sleep(job.flow_sleep);
+            if clock.out_of_time(Nanos::now()) {
+                return Ok(());
+            }
+            continue;
         }
         let Some(io) = p.next_io() else {
             if next_pass(setup, p, clock)? {
@@ -1059,6 +1188,16 @@ fn run_sync(
         }
         d.io_bytes += io.len as u64;
         d.total_ios += 1;
+        if logs.active() {
+            logs.completed(Completion {
+                ddir: io.ddir,
+                bs: io.len,
+                offset: io.offset,
+                at: end - clock.measured_from,
+                lat: (end - start).0,
+                clat,
+            });
+        }
         st.depth_counts[0] += 1;
         st.submit_counts[1] += 1;
         st.complete_counts[1] += 1;
@@ -1067,8 +1206,19 @@ fn run_sync(
         }
         think_count += 1;
         think(job, think_count);
+        if let Some(l) = &mut target {
+            let ios = st.dir[0].total_ios + st.dir[1].total_ios;
+            if let Err(max) = l.completed((end - start).0, end.0, ios) {
+                return Err(latency_fatal(setup, max));
+            }
+        }
         if !after_tick(p, st, clock, ru0, end) {
             return Ok(());
+        }
+        if let Some(l) = &mut target {
+            if latency_step(l, p, st, clock, ru0, end) {
+                return Ok(());
+            }
         }
     }
 }
@@ -1090,6 +1240,7 @@ fn run_async(
     st: &mut ThreadStats,
     clock: &mut Clock,
     ru0: &mut super::stats::Rusage,
+    logs: &mut IoLogs,
 ) -> Result<(), WorkloadError> {
     let job = setup.job;
     let depth = bufs.len();
@@ -1112,6 +1263,8 @@ fn run_async(
     // An I/O taken from the planner while a sync was owed and I/O was in flight.
     let mut stashed: Option<Io> = None;
     let mut think_count = 0u64;
+    let mut target = super::pace::LatencyTarget::new(job, depth as u32, Nanos::now().0);
+    let mut late: Option<u64> = None;
     loop {
         if setup.cancel.is_cancelled() {
             // Let the kernel finish what it holds before the buffers go away.
@@ -1124,7 +1277,22 @@ fn run_async(
             return Err(WorkloadError::Cancelled);
         }
         // Fill free slots.
-        while !stop && !pass_over && !free.is_empty() {
+        while !stop
+            && !pass_over
+            && !free.is_empty()
+            && target.as_ref().is_none_or(|l| inflight < l.depth())
+        {
+            if stashed.is_none() && p.held_back() {
+                // fio's flow control quiesces (reaps everything in flight), then sleeps.
+                if inflight == 0 {
+                    std::thread::sleep(job.flow_sleep);
+                    if clock.out_of_time(Nanos::now()) {
+                        return Ok(());
+                    }
+                    continue;
+                }
+                break;
+            }
             let io = match stashed.take() {
                 Some(io) => io,
                 None => match p.next_io() {
@@ -1181,6 +1349,15 @@ fn run_async(
             st.submit_counts[ThreadStats::batch_index(1)] += 1;
             if !job.disable_slat {
                 st.dir[io.ddir].slat.record((issue - start).0);
+                if logs.active() {
+                    logs.submitted(
+                        io.ddir,
+                        io.len,
+                        io.offset,
+                        issue - clock.measured_from,
+                        (issue - start).0,
+                    );
+                }
             }
             slots[si] = Some(Slot { io, start, issue });
             inflight += 1;
@@ -1216,6 +1393,7 @@ fn run_async(
         // nothing else can be done) and take at most iodepth_batch_complete_max (by default
         // the min, 1), so the queue is refilled after every completion and stays full.
         let min_evts = (job.iodepth_batch_complete_min as usize).clamp(1, inflight);
+        let measured_from = clock.measured_from;
         let max_evts = (job.iodepth_batch_complete_max as usize).max(min_evts);
         let reaped = backend
             .reap(min_evts, max_evts, &mut |si, res| {
@@ -1240,6 +1418,22 @@ fn run_async(
                 }
                 d.io_bytes += s.io.len as u64;
                 d.total_ios += 1;
+                if let Some(l) = &mut target {
+                    let ios = st.dir[0].total_ios + st.dir[1].total_ios;
+                    if let Err(max) = l.completed((t - s.start).0, t.0, ios) {
+                        late.get_or_insert(max);
+                    }
+                }
+                if logs.active() {
+                    logs.completed(Completion {
+                        ddir: s.io.ddir,
+                        bs: s.io.len,
+                        offset: s.io.offset,
+                        at: t - measured_from,
+                        lat: (t - s.start).0,
+                        clat,
+                    });
+                }
             })
             .map_err(|e| io_err(engine_op, dir0, e))?;
         inflight -= reaped;
@@ -1261,10 +1455,58 @@ fn run_async(
                 std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "short transfer"),
             ));
         }
+        if let Some(max) = late {
+            return Err(latency_fatal(setup, max));
+        }
         if !after_tick(p, st, clock, ru0, t) {
             stop = true;
         }
+        if let Some(l) = &mut target {
+            if latency_step(l, p, st, clock, ru0, t) {
+                stop = true;
+            }
+        }
     }
+}
+
+/// fio's lat_fatal: latency_target missed at depth 1 with latency_percentile=100.
+fn latency_fatal(setup: &CloneSetup<'_>, max_ns: u64) -> WorkloadError {
+    WorkloadError::InvalidOptions(format!(
+        "job '{}': an I/O's latency exceeded latency_target ({} usec) at depth 1 (fio's lat_fatal; lower the target or the latency_percentile)",
+        setup.job.name,
+        max_ns / 1000
+    ))
+}
+
+/// After an I/O of a latency_target job (not while ramping): judge the window; true when the
+/// job is done. The final window starts with fresh stats, as fio's reset_all_stats.
+fn latency_step(
+    l: &mut super::pace::LatencyTarget,
+    p: &mut Planner<'_>,
+    st: &mut ThreadStats,
+    clock: &mut Clock,
+    ru0: &mut super::stats::Rusage,
+    now: Nanos,
+) -> bool {
+    st.latency_depth = Some(l.depth() as u32);
+    if clock.ramping {
+        return false;
+    }
+    let ios = st.dir[0].total_ios + st.dir[1].total_ios;
+    let done = match l.check(now.0, ios) {
+        super::pace::LatencyStep::Continue => false,
+        super::pace::LatencyStep::FinalRun => {
+            *st = ThreadStats::default();
+            *ru0 = super::stats::Rusage::thread();
+            p.ramp_reset();
+            clock.measured_from = now;
+            clock.sampler = super::stats::Sampler::new(now);
+            false
+        }
+        super::pace::LatencyStep::Done => true,
+    };
+    st.latency_depth = Some(l.depth() as u32);
+    done
 }
 
 /// fio's file engines: each file's creation (filecreate: open with O_CREAT), stat(2)
@@ -1385,6 +1627,91 @@ mod tests {
 mod distribution_tests {
     use super::*;
 
+    fn offsets(text: &str, n: usize) -> Vec<u64> {
+        let set = crate::plan::jobfile::parse_job_text(
+            text,
+            "t.fio",
+            &crate::plan::jobfile::SystemSources,
+        )
+        .unwrap();
+        let job = &set.jobs[0];
+        let seeds = rand::job_seeds(job, 1);
+        let plan = files::plan_clone(job, 0, Path::new("/nonexistent"), &seeds).unwrap();
+        let cancel = CancelToken::default();
+        let setup = CloneSetup {
+            job,
+            plan,
+            thread_number: 1,
+            mem_align: 4096,
+            cancel: &cancel,
+            flow: None,
+            progress: None,
+        };
+        let mut p = Planner::new(&setup).unwrap();
+        (0..n)
+            .map_while(|_| p.next_io().map(|io| io.offset))
+            .collect()
+    }
+
+    /// random_distribution=zoned offsets equal fio 3.33's (`fio --debug=io --name=z
+    /// --ioengine=null --rw=randread --norandommap --size=4m --bs=4k
+    /// --random_distribution=zoned:50/5:30/15:20/`).
+    #[test]
+    fn zoned_offsets_are_fios() {
+        let got = offsets(
+            "[z]\nioengine=null\nrw=randread\nnorandommap\nsize=4m\nbs=4k\nrandom_distribution=zoned:50/5:30/15:20/\n",
+            8,
+        );
+        assert_eq!(
+            got,
+            vec![
+                0x3000, 0x25000, 0x2b000, 0x24c000, 0x215000, 0x2a000, 0x6d000, 0x12000
+            ]
+        );
+    }
+
+    /// zonemode=strided offsets equal fio 3.33's (`fio --debug=io --name=z --ioengine=null
+    /// --rw=read --size=64k --bs=4k --zonemode=strided ...`).
+    #[test]
+    fn strided_zone_offsets_are_fios() {
+        let k = |v: &[u64]| v.iter().map(|x| x * 1024).collect::<Vec<u64>>();
+        let job = |extra: &str| {
+            format!("[z]\nioengine=null\nrw=read\nsize=64k\nbs=4k\nzonemode=strided\n{extra}")
+        };
+        assert_eq!(
+            offsets(&job("zonesize=8k\nzoneskip=8k\n"), 100),
+            k(&[0, 4, 16, 20, 32, 36, 48, 52, 0, 4, 16, 20, 32, 36, 48, 52])
+        );
+        assert_eq!(
+            offsets(&job("zonesize=12k\nzonerange=8k\n"), 16),
+            k(&[0, 4, 0, 8, 12, 8, 16, 20, 16, 24, 28, 24, 32, 36, 32, 40])
+        );
+        // A zone past the end of the file ends the pass there, as fio's.
+        assert_eq!(
+            offsets(&job("zonesize=8k\nzonerange=16k\nzoneskip=4k\n"), 100),
+            k(&[0, 4, 20, 24, 40, 44, 60])
+        );
+    }
+
+    /// `rw=read:-8k` goes backwards as fio 3.33's does (`fio --debug=io --name=b
+    /// --ioengine=null --rw=read:-8k --size=32k --bs=4k`): 0, then from the end of the region
+    /// stepping back, and the pass is size/bs I/Os.
+    #[test]
+    fn backwards_offsets_are_fios() {
+        let got = offsets("[b]\nioengine=null\nrw=read:-8k\nsize=32k\nbs=4k\n", 100);
+        assert_eq!(
+            got,
+            vec![0, 0x6000, 0x5000, 0x4000, 0x3000, 0x2000, 0x1000, 0]
+        );
+        let parsed = crate::plan::jobfile::parse_job_text(
+            "[b]\nrw=read:-8k\n",
+            "t.fio",
+            &crate::plan::jobfile::SystemSources,
+        )
+        .unwrap();
+        assert_eq!(parsed.jobs[0].rw_modifier, -8192);
+    }
+
     /// The first offsets of a zipf job equal fio 3.33's (from `fio --debug=io --name=z
     /// --ioengine=null --rw=randread --norandommap --size=4m --bs=4k
     /// --random_distribution=zipf:1.2`).
@@ -1406,6 +1733,8 @@ mod distribution_tests {
             thread_number: 1,
             mem_align: 4096,
             cancel: &cancel,
+            flow: None,
+            progress: None,
         };
         let mut p = Planner::new(&setup).unwrap();
         let got: Vec<u64> = (0..8).map(|_| p.next_io().unwrap().offset).collect();
@@ -1441,6 +1770,8 @@ mod pareto_tests {
             thread_number: 1,
             mem_align: 4096,
             cancel: &cancel,
+            flow: None,
+            progress: None,
         };
         let mut p = Planner::new(&setup).unwrap();
         let got: Vec<u64> = (0..6).map(|_| p.next_io().unwrap().offset).collect();
