@@ -128,6 +128,7 @@ pub(crate) fn run_sample(
         }
         (Ok(m), Ok(())) => m,
     };
+    facts.extra.append(&mut m.facts);
     m.metrics.extend(around);
     match counted {
         Some(Ok(counts)) => m.metrics.extend(counts),

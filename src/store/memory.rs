@@ -111,10 +111,7 @@ impl Store for MemoryStore {
             .collect())
     }
 
-    fn attachments(
-        &self,
-        sample: SampleId,
-    ) -> Result<Vec<crate::model::Attachment>, StoreError> {
+    fn attachments(&self, sample: SampleId) -> Result<Vec<crate::model::Attachment>, StoreError> {
         let mut a = self
             .samples
             .iter()

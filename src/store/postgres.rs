@@ -23,8 +23,8 @@ use super::{
     StoredProfile,
 };
 use crate::model::{
-    Attachment, Direction, Environment, HistogramRecord, Metric, MetricKind, MetricPoint, RunStatus,
-    SampleStatus, TargetFacts, Unit,
+    Attachment, Direction, Environment, HistogramRecord, Metric, MetricKind, MetricPoint,
+    RunStatus, SampleStatus, TargetFacts, Unit,
 };
 use chrono::{DateTime, Utc};
 use postgres::error::SqlState;

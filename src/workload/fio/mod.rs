@@ -18,6 +18,7 @@
 //! 3.33's by `tests/fio_cli.rs` when /usr/bin/fio is installed.
 
 pub mod aio;
+pub mod clock;
 pub mod disk;
 pub mod files;
 pub mod rand;
@@ -213,6 +214,13 @@ fn execute(set: &JobSet, ctx: &RunContext<'_>) -> Result<FioRun, WorkloadError> 
             .flat_map(|p| p.plan.files.iter())
             .filter_map(|f| f.path.parent()),
     );
+    // Every job's clock, decided (and the TSC calibrated) before anything runs; a refused
+    // clocksource=cpu is a warning, as the fallback is still a clock.
+    for job in &set.jobs {
+        if let (_, Some(w)) = clock::JobClock::choose(job.clocksource) {
+            ctx.progress.warning(&format!("job '{}': {w}", job.name));
+        }
+    }
     // Run in stonewall batches.
     let mut outs: Vec<CloneOut> = Vec::with_capacity(planned.len());
     let mut i = 0;
@@ -377,6 +385,22 @@ pub fn measurements(run: &FioRun) -> Measurements {
     let reads = run.set.jobs.iter().any(|j| j.rw.reads());
     let writes = run.set.jobs.iter().any(|j| j.rw.writes());
     let mut m = Measurements::default();
+    // Which clock timed the latencies (one name, or several joined by ',' when jobs differ),
+    // and the largest end-of-job drift of a TSC clock.
+    let mut sources: Vec<&str> = Vec::new();
+    for r in &run.results {
+        let s = r.stats.clock.source.unwrap_or_default().fio_name();
+        if !sources.contains(&s) {
+            sources.push(s);
+        }
+    }
+    if !sources.is_empty() {
+        m.facts.insert("clocksource".into(), sources.join(","));
+        m.facts.insert(
+            "clocksource_drift_ppm".into(),
+            format!("{:.1}", all.clock.drift_ppm),
+        );
+    }
     // Every metric declares its kind; the headline ones (each direction's IOPS and clat p99)
     // are what a comparison gates on.
     let push = |m: &mut Measurements, name: String, v: f64, u: Unit, d: Direction| {

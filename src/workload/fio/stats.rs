@@ -285,6 +285,8 @@ pub struct ThreadStats {
     pub complete_counts: [u64; 7],
     /// Thread id of the (first) worker, fio's `pid` for a job run as a thread.
     pub tid: i32,
+    /// The clock the latencies were read from (fsdelta's JSON `clocksource`).
+    pub clock: super::clock::ClockUse,
 }
 
 impl ThreadStats {
@@ -295,6 +297,7 @@ impl ThreadStats {
         }
         self.sync.merge(&o.sync);
         self.fsync_ios += o.fsync_ios;
+        self.clock.merge(&o.clock);
         if self.tid == 0 {
             self.tid = o.tid;
         }

@@ -12,13 +12,13 @@
 //! histograms are made before the clock starts), or keep running after a cancel request.
 
 use super::aio::{AsyncBackend, NativeAio, Uring};
+use super::clock::{ClockUse, JobClock, MAX_DRIFT_PPM, Monotonic, TimeOfDay, TimeSource, Tsc};
 use super::files::{self, ClonePlan};
 use super::rand::{self, Lfsr, RandomMap, Taus};
 use super::stats::{READ, ThreadStats, WRITE};
 use super::verify;
 use crate::plan::jobfile::{FileService, IoEngine, JobSpec, RandomDistribution, RandomGenerator};
 use crate::probe::clock::Nanos;
-use crate::probe::clock::fast_now;
 use crate::workload::{CancelToken, WorkloadError};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::path::Path;
@@ -552,8 +552,7 @@ struct Clock {
 }
 
 impl Clock {
-    fn new(job: &JobSpec) -> Clock {
-        let now = Nanos::now();
+    fn new(job: &JobSpec, now: Nanos) -> Clock {
         Clock {
             sampler: super::stats::Sampler::new(now),
             started: now,
@@ -587,9 +586,38 @@ impl Clock {
 
 /// Run one clone after layout; returns its stats.
 pub fn run_clone(setup: &CloneSetup<'_>) -> Result<ThreadStats, WorkloadError> {
+    // The job's clock (the TSC is calibrated here, once per process, before the clock starts);
+    // the warning of a refused clocksource=cpu is the caller's to show.
+    let (jc, _) = JobClock::choose(setup.job.clocksource);
+    let mut st = match jc {
+        JobClock::TimeOfDay => run_clone_on(setup, TimeOfDay),
+        JobClock::Monotonic => run_clone_on(setup, Monotonic),
+        JobClock::Tsc(s) => run_clone_on(setup, Tsc(s)),
+    }?;
+    // The end check of the calibrated clock (fio's clocksource=cpu checks it likewise).
+    let drift_ppm = jc.drift_ppm();
+    if drift_ppm > MAX_DRIFT_PPM {
+        return Err(WorkloadError::InvalidOptions(format!(
+            "the TSC clock drifted {drift_ppm:.0} ppm from CLOCK_MONOTONIC during job '{}', so \
+             its latencies cannot be trusted; rerun with clocksource=clock_gettime",
+            setup.job.name
+        )));
+    }
+    st.clock = ClockUse {
+        source: Some(jc.source()),
+        drift_ppm,
+    };
+    Ok(st)
+}
+
+/// [`run_clone`] on the clock `clk`: every timestamp of the clone comes from it.
+fn run_clone_on<T: TimeSource>(
+    setup: &CloneSetup<'_>,
+    clk: T,
+) -> Result<ThreadStats, WorkloadError> {
     let job = setup.job;
     if job.ioengine.is_file_op() {
-        return run_file_op(setup);
+        return run_file_op(setup, clk);
     }
     let mut p = Planner::new(setup)?;
     let depth = if job.ioengine.is_sync() {
@@ -617,9 +645,7 @@ pub fn run_clone(setup: &CloneSetup<'_>) -> Result<ThreadStats, WorkloadError> {
         }
     }
     let mut st = ThreadStats::default();
-    // Calibrate the psync loop's clock (rdtsc where invariant) before the clock starts.
-    crate::probe::clock::fast_clock_source();
-    let mut clock = Clock::new(job);
+    let mut clock = Clock::new(job, clk.now());
     let mut ru0 = super::stats::Rusage::thread();
     let result = match job.ioengine {
         IoEngine::IoUring | IoEngine::Libaio => {
@@ -644,6 +670,7 @@ pub fn run_clone(setup: &CloneSetup<'_>) -> Result<ThreadStats, WorkloadError> {
                 &mut st,
                 &mut clock,
                 &mut ru0,
+                clk,
             )
         }
         _ => run_sync(
@@ -655,11 +682,12 @@ pub fn run_clone(setup: &CloneSetup<'_>) -> Result<ThreadStats, WorkloadError> {
             &mut st,
             &mut clock,
             &mut ru0,
+            clk,
         ),
     };
     result?;
     if job.verify && job.do_verify && job.rw.writes() {
-        verify_phase(setup, &mut p, &mut bufs[0], &mut st)?;
+        verify_phase(setup, &mut p, &mut bufs[0], &mut st, clk)?;
     }
     if job.end_fsync {
         for (fi, f) in p.files.iter().enumerate() {
@@ -669,15 +697,7 @@ pub fn run_clone(setup: &CloneSetup<'_>) -> Result<ThreadStats, WorkloadError> {
             }
         }
     }
-    let end = Nanos::now();
-    // The end check of the calibrated clock (fio's clocksource=cpu checks it likewise).
-    let drift = crate::probe::clock::fast_clock_check();
-    if drift > 1_000 {
-        return Err(WorkloadError::InvalidOptions(format!(
-            "the TSC clock drifted {drift} ppm from CLOCK_MONOTONIC during the run, so its \
-             latencies cannot be trusted; rerun with FSDELTA_CLOCKSOURCE=clock_gettime"
-        )));
-    }
+    let end = clk.now();
     let elapsed = end - clock.measured_from;
     for d in &mut st.dir {
         if d.io_bytes > 0 {
@@ -713,11 +733,12 @@ fn verify_interval(job: &JobSpec) -> usize {
 /// fio's verify phase: read every written block back in offset order (fio's verify_sort) and
 /// check its headers; the reads count as the job's reads, as in fio. They are issued with
 /// pread whatever the engine (fio uses the job's engine: latencies differ, counts do not).
-fn verify_phase(
+fn verify_phase<T: TimeSource>(
     setup: &CloneSetup<'_>,
     p: &mut Planner<'_>,
     buf: &mut AlignedBuf,
     st: &mut ThreadStats,
+    clk: T,
 ) -> Result<(), WorkloadError> {
     let job = setup.job;
     if job.ioengine == IoEngine::Null {
@@ -741,7 +762,7 @@ fn verify_phase(
                 let fd = p.files[fi].fd.as_ref().expect("opened");
                 let data = &mut buf.as_mut_slice()[..bs as usize];
                 let off = base + b * bs;
-                let t0 = Nanos::now();
+                let t0 = clk.now();
                 let mut done = 0usize;
                 while done < data.len() {
                     let n = rustix::io::pread(fd, &mut data[done..], off + done as u64)
@@ -751,7 +772,7 @@ fn verify_phase(
                     }
                     done += n;
                 }
-                let t1 = Nanos::now();
+                let t1 = clk.now();
                 let d = &mut st.dir[READ];
                 if !job.disable_clat {
                     d.clat.record((t1 - t0).0);
@@ -956,21 +977,22 @@ fn note_write(job: &JobSpec, p: &mut Planner<'_>, fi: usize) {
 }
 
 /// One fsync (fsync=) or fdatasync (fdatasync=) of file `fi`, recorded in the sync stats.
-fn timed_sync(
+fn timed_sync<T: TimeSource>(
     setup: &CloneSetup<'_>,
     p: &Planner<'_>,
     st: &mut ThreadStats,
     fi: usize,
+    clk: T,
 ) -> Result<(), WorkloadError> {
     let job = setup.job;
     let fd = p.files[fi].fd.as_ref().expect("open");
-    let t0 = Nanos::now();
+    let t0 = clk.now();
     let r = if job.fsync > 0 {
         rustix::fs::fsync(fd)
     } else {
         rustix::fs::fdatasync(fd)
     };
-    let t1 = Nanos::now();
+    let t1 = clk.now();
     r.map_err(|e| io_err("fsync", &setup.plan.files[fi].path, e))?;
     st.sync.record((t1 - t0).0);
     if job.fsync > 0 {
@@ -980,7 +1002,7 @@ fn timed_sync(
 }
 
 #[allow(clippy::too_many_arguments)]
-fn run_sync(
+fn run_sync<T: TimeSource>(
     setup: &CloneSetup<'_>,
     p: &mut Planner<'_>,
     buf: &mut AlignedBuf,
@@ -989,6 +1011,7 @@ fn run_sync(
     st: &mut ThreadStats,
     clock: &mut Clock,
     ru0: &mut super::stats::Rusage,
+    clk: T,
 ) -> Result<(), WorkloadError> {
     let job = setup.job;
     let mut think_count = 0u64;
@@ -1003,7 +1026,7 @@ fn run_sync(
             return Ok(());
         };
         if let Some(fi) = p.sync_pending.take() {
-            timed_sync(setup, p, st, fi)?;
+            timed_sync(setup, p, st, fi, clk)?;
         }
         ensure_open(p, setup, io.file)?;
         let data = &mut buf.as_mut_slice()[..io.len];
@@ -1013,12 +1036,12 @@ fn run_sync(
         if io.ddir == WRITE && job.verify {
             verify::stamp(data, io.offset, verify_interval(job));
         }
-        let start = fast_now();
+        let start = clk.now();
         // fio stamps start before the write buffer is scrambled and issue just before the
         // call; for a read nothing happens in between, so one clock reading serves both.
         let issue = if io.ddir == WRITE && policy.scramble {
             scramble(data, io.offset, start);
-            fast_now()
+            clk.now()
         } else {
             start
         };
@@ -1047,7 +1070,7 @@ fn run_sync(
                 }
             }
         }
-        let end = fast_now();
+        let end = clk.now();
         let d = &mut st.dir[io.ddir];
         let clat = (end - issue).0;
         if !job.disable_clat {
@@ -1080,7 +1103,7 @@ struct Slot {
 }
 
 #[allow(clippy::too_many_arguments)]
-fn run_async(
+fn run_async<T: TimeSource>(
     setup: &CloneSetup<'_>,
     backend: &mut dyn AsyncBackend,
     p: &mut Planner<'_>,
@@ -1090,6 +1113,7 @@ fn run_async(
     st: &mut ThreadStats,
     clock: &mut Clock,
     ru0: &mut super::stats::Rusage,
+    clk: T,
 ) -> Result<(), WorkloadError> {
     let job = setup.job;
     let depth = bufs.len();
@@ -1142,7 +1166,7 @@ fn run_async(
                     break;
                 }
                 p.sync_pending = None;
-                timed_sync(setup, p, st, fi)?;
+                timed_sync(setup, p, st, fi, clk)?;
             }
             if io.ddir == WRITE {
                 note_write(job, p, io.file);
@@ -1156,7 +1180,7 @@ fn run_async(
             if io.ddir == WRITE && job.verify {
                 verify::stamp(data, io.offset, verify_interval(job));
             }
-            let start = Nanos::now();
+            let start = clk.now();
             if io.ddir == WRITE && policy.scramble {
                 scramble(data, io.offset, start);
             }
@@ -1177,7 +1201,7 @@ fn run_async(
             // fio's default iodepth_batch_submit=1: every I/O is submitted on its own, and
             // its issue time is read right after that submission (slat = issue - start).
             backend.submit().map_err(|e| io_err(engine_op, dir0, e))?;
-            let issue = Nanos::now();
+            let issue = clk.now();
             st.submit_counts[ThreadStats::batch_index(1)] += 1;
             if !job.disable_slat {
                 st.dir[io.ddir].slat.record((issue - start).0);
@@ -1221,7 +1245,7 @@ fn run_async(
             .reap(min_evts, max_evts, &mut |si, res| {
                 if t == Nanos::ZERO {
                     // fio reads the clock once per batch of completions.
-                    t = Nanos::now();
+                    t = clk.now();
                 }
                 let s = slots[si].take().expect("completion of a slot in flight");
                 free.push(si);
@@ -1270,12 +1294,15 @@ fn run_async(
 /// fio's file engines: each file's creation (filecreate: open with O_CREAT), stat(2)
 /// (filestat) or unlink(2) (filedelete) is one timed "I/O", recorded as clat; the file's bytes
 /// are counted as fio's fake I/O, none are moved.
-fn run_file_op(setup: &CloneSetup<'_>) -> Result<ThreadStats, WorkloadError> {
+fn run_file_op<T: TimeSource>(
+    setup: &CloneSetup<'_>,
+    clk: T,
+) -> Result<ThreadStats, WorkloadError> {
     let job = setup.job;
     let ddir = if job.rw.reads() { READ } else { WRITE };
     let bs = job.bs[ddir].0.max(1);
     let mut st = ThreadStats::default();
-    let mut clock = Clock::new(job);
+    let mut clock = Clock::new(job, clk.now());
     let mut ru0 = super::stats::Rusage::thread();
     let limit = (job.openfiles.unwrap_or(u32::MAX).max(1) as usize).min(setup.plan.files.len());
     let mut open: std::collections::VecDeque<OwnedFd> =
@@ -1289,7 +1316,7 @@ fn run_file_op(setup: &CloneSetup<'_>) -> Result<ThreadStats, WorkloadError> {
             if open.len() >= limit {
                 open.pop_front();
             }
-            let t0 = Nanos::now();
+            let t0 = clk.now();
             match job.ioengine {
                 IoEngine::FileStat => {
                     rustix::fs::stat(&f.path).map_err(|e| io_err("stat", &f.path, e))?;
@@ -1309,7 +1336,7 @@ fn run_file_op(setup: &CloneSetup<'_>) -> Result<ThreadStats, WorkloadError> {
                     open.push_back(fd);
                 }
             }
-            let t1 = Nanos::now();
+            let t1 = clk.now();
             st.dir[ddir].clat.record((t1 - t0).0);
             st.lat_buckets.mark((t1 - t0).0);
             st.dir[ddir].io_bytes += f.size;
@@ -1334,7 +1361,7 @@ fn run_file_op(setup: &CloneSetup<'_>) -> Result<ThreadStats, WorkloadError> {
         }
     }
     drop(open);
-    let elapsed = Nanos::now() - clock.measured_from;
+    let elapsed = clk.now() - clock.measured_from;
     for d in &mut st.dir {
         if d.total_ios > 0 {
             d.runtime_ms = elapsed.0.div_ceil(1_000_000);

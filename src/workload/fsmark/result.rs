@@ -434,6 +434,7 @@ impl FsMarkResult {
             histograms: self.histogram_records(),
             logical_bytes_written: None,
             attachments: Vec::new(),
+            facts: Default::default(),
         }
     }
 }
