@@ -9,7 +9,10 @@
 # in rounds whose order rotates (each tool takes every position), the file read once, untimed,
 # before every run; prints per-round IOPS and the median of the per-round ratios to the bare
 # loop, and the clock each fsdelta run reports in its JSON (`clocksource`,
-# `clocksource_drift_ppm`).
+# `clocksource_drift_ppm`). Beside IOPS it prints I/Os per CPU second of the whole process
+# (user + system, bash's `time`): on a machine shared with other work a run's wall-clock IOPS
+# depend on how much CPU it got, its I/Os per CPU second much less, so that ratio is the
+# steadier one.
 #
 # A benchmark, not a test: on a shared machine per-run IOPS swing; read the medians of ratios.
 #
@@ -63,48 +66,58 @@ job $'clocksource=cpu\n' > "$WORK/cpu.fio"
 # Lay the file out once (fio writes it), then warm it.
 "$FIO" --output-format=json "$WORK/fio.fio" > /dev/null
 
-run() { # TOOL -> "iops [clocksource drift_ppm]"
-    local json
+run() { # TOOL -> "iops ios_per_cpu_s [clocksource drift_ppm]"
+    local cpu out json TIMEFORMAT='%U %S'
     cat "$FILE" > /dev/null
+    # Only the tool is timed (user + system of it and its children), not jq.
     case "$1" in
-        bare) "$WORK/bare" "$FILE" "$RUNTIME" ;;
-        fio) json="$("$FIO" --output-format=json "$WORK/fio.fio")"
-             printf '%s' "${json#"${json%%\{*}"}" | jq -r '.jobs[0].read.iops' ;;
-        *) json="$("$FSDELTA" fio --output-format=json "$WORK/$1.fio")"
-           printf '%s' "${json#"${json%%\{*}"}" \
-               | jq -r '.jobs[0] | "\(.read.iops) \(.clocksource) \(.clocksource_drift_ppm)"' ;;
+        bare) cpu="$( { time "$WORK/bare" "$FILE" "$RUNTIME" > "$WORK/out"; } 2>&1 )"
+              out="$(awk -v t="$RUNTIME" '{print $1, $1 * t}' "$WORK/out")" ;;
+        fio) cpu="$( { time "$FIO" --output-format=json "$WORK/fio.fio" > "$WORK/out"; } 2>&1 )"
+             json="$(cat "$WORK/out")"
+             out="$(printf '%s' "${json#"${json%%\{*}"}" | jq -r '.jobs[0].read | "\(.iops) \(.total_ios)"')" ;;
+        *) cpu="$( { time "$FSDELTA" fio --output-format=json "$WORK/$1.fio" > "$WORK/out" 2>/dev/null; } 2>&1 )"
+           json="$(cat "$WORK/out")"
+           out="$(printf '%s' "${json#"${json%%\{*}"}" \
+               | jq -r '.jobs[0] | "\(.read.iops) \(.read.total_ios) \(.clocksource) \(.clocksource_drift_ppm)"')" ;;
     esac
+    read -r iops ios rest <<< "$out"
+    awk -v i="$iops" -v n="$ios" -v c="$cpu" -v r="$rest" \
+        'BEGIN {split(c, t, " "); printf "%s %.0f %s\n", i, n / (t[1] + t[2]), r}'
 }
 
 median() { sort -g | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
 
 TOOLS=(bare cgt cpu fio)
-declare -A IOPS RATIO
+declare -A IOPS RATIO CPUR
 for r in $(seq 1 "$ROUNDS"); do
     # Rotate the order by one position per round.
     order=()
     for k in 0 1 2 3; do order+=("${TOOLS[$(((k + r) % 4))]}"); done
-    declare -A got=()
+    declare -A got=() gotc=()
     for t in "${order[@]}"; do
-        read -r iops src drift < <(run "$t")
+        read -r iops percpu src drift < <(run "$t")
         got[$t]="$iops"
-        echo "round $r $t: iops=$iops${src:+ clocksource=$src drift_ppm=$drift}" >&2
+        gotc[$t]="$percpu"
+        echo "round $r $t: iops=$iops ios_per_cpu_s=$percpu${src:+ clocksource=$src drift_ppm=$drift}" >&2
     done
     for t in "${TOOLS[@]}"; do
         IOPS[$t]+="${got[$t]} "
         RATIO[$t]+="$(awk -v a="${got[$t]}" -v b="${got[bare]}" 'BEGIN {print a/b}') "
+        CPUR[$t]+="$(awk -v a="${gotc[$t]}" -v b="${gotc[bare]}" 'BEGIN {print a/b}') "
     done
-    unset got
+    unset got gotc
 done
 
 echo
 echo "psync 4k randread, page-cached $SIZE file, ${RUNTIME} s per run, $ROUNDS rounds (rotating order)"
 echo "$(date -u '+%Y-%m-%d %H:%M UTC'), $(uname -r), $(nproc) CPUs, load average $(cut -d' ' -f1 /proc/loadavg)"
 echo
-echo "| run | median IOPS | median of per-round ratios to the bare loop |"
-echo "|---|---:|---:|"
+echo "| run | median IOPS | IOPS / bare loop (median of rounds) | I/Os per CPU s / bare loop's (median of rounds) |"
+echo "|---|---:|---:|---:|"
 for t in "${TOOLS[@]}"; do
     mi="$(printf '%s\n' ${IOPS[$t]} | median)"
     mr="$(printf '%s\n' ${RATIO[$t]} | median)"
-    printf '| %s | %.0f | %.3f |\n' "$t" "$mi" "$mr"
+    mc="$(printf '%s\n' ${CPUR[$t]} | median)"
+    printf '| %s | %.0f | %.3f | %.3f |\n' "$t" "$mi" "$mr" "$mc"
 done

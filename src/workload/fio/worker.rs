@@ -393,7 +393,12 @@ impl<'a> Planner<'a> {
             let fi = self.next_file()?;
             let f = &mut self.files[fi];
             let offset = if random {
-                let nblocks = f.region / bs;
+                // A power-of-two block size (the usual case) shifts instead of dividing.
+                let nblocks = if bs.is_power_of_two() {
+                    f.region >> bs.trailing_zeros()
+                } else {
+                    f.region / bs
+                };
                 let b = if let Some(z) = &mut f.skew {
                     Some(z.next_block() % nblocks.max(1))
                 } else if let Some(l) = &mut f.lfsr {
@@ -686,6 +691,15 @@ fn run_clone_on<T: TimeSource>(
         ),
     };
     result?;
+    if job.ioengine.is_sync() {
+        // The sync loop did not record lat where it equals clat: it is clat's distribution.
+        let same = sync_lat_is_clat(job, policy);
+        for (d, same) in st.dir.iter_mut().zip(same) {
+            if same {
+                d.lat = d.clat.clone();
+            }
+        }
+    }
     if job.verify && job.do_verify && job.rw.writes() {
         verify_phase(setup, &mut p, &mut bufs[0], &mut st, clk)?;
     }
@@ -1001,6 +1015,14 @@ fn timed_sync<T: TimeSource>(
     Ok(())
 }
 
+/// Per direction, whether every lat of the sync loop equals its clat, so that the loop records
+/// clat alone and lat is a copy of it at the end: start and issue are one clock reading unless a
+/// write buffer is scrambled between them, and both are measured.
+fn sync_lat_is_clat(job: &JobSpec, policy: BufferPolicy) -> [bool; 2] {
+    let both = !job.disable_clat && !job.disable_lat;
+    [both, both && !policy.scramble]
+}
+
 #[allow(clippy::too_many_arguments)]
 fn run_sync<T: TimeSource>(
     setup: &CloneSetup<'_>,
@@ -1015,6 +1037,7 @@ fn run_sync<T: TimeSource>(
 ) -> Result<(), WorkloadError> {
     let job = setup.job;
     let mut think_count = 0u64;
+    let lat_is_clat = sync_lat_is_clat(job, policy);
     loop {
         if setup.cancel.is_cancelled() {
             return Err(WorkloadError::Cancelled);
@@ -1077,7 +1100,7 @@ fn run_sync<T: TimeSource>(
             d.clat.record(clat);
             st.lat_buckets.mark(clat);
         }
-        if !job.disable_lat {
+        if !job.disable_lat && !lat_is_clat[io.ddir] {
             d.lat.record((end - start).0);
         }
         d.io_bytes += io.len as u64;
