@@ -18,7 +18,9 @@ use crate::store::{Store, StoreError};
 use crate::target::blockstat;
 use crate::workload::{CancelToken, Measurements, RunContext, Workload, WorkloadError};
 
-/// What one sample produced, before it is stored.
+/// What one sample produced, before it is stored (one per sample, moved once: its size does
+/// not matter).
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum Outcome {
     /// Measured (or failed) with these facts.
     Done {
