@@ -141,6 +141,24 @@ pub fn rdtsc() -> u64 {
     unsafe { core::arch::x86_64::_rdtsc() }
 }
 
+/// A simultaneous (TSC, `CLOCK_MONOTONIC` ns) pair: the monotonic reading bracketed by two TSC
+/// readings, the tightest of a few tries, so that a preemption between the readings (a loaded
+/// machine) does not pass for a clock difference. The TSC value is the bracket's midpoint.
+#[cfg(target_arch = "x86_64")]
+pub fn tsc_mono_pair() -> (u64, u64) {
+    let mut best = (u64::MAX, 0, 0);
+    for _ in 0..16 {
+        let a = rdtsc();
+        let m = Nanos::now().0;
+        let b = rdtsc();
+        let width = b.wrapping_sub(a);
+        if width < best.0 {
+            best = (width, a + width / 2, m);
+        }
+    }
+    (best.1, best.2)
+}
+
 #[cfg(target_arch = "x86_64")]
 fn calibrate() -> Result<TscScale, String> {
     // The kernel's view first (it drops constant_tsc/nonstop_tsc when it found the TSC
@@ -154,13 +172,13 @@ fn calibrate() -> Result<TscScale, String> {
             "the TSC is not invariant (no constant_tsc and nonstop_tsc in /proc/cpuinfo)".into(),
         );
     }
-    let a = (rdtsc(), Nanos::now().0);
+    let a = tsc_mono_pair();
     std::thread::sleep(std::time::Duration::from_millis(20));
-    let b = (rdtsc(), Nanos::now().0);
+    let b = tsc_mono_pair();
     let scale = TscScale::from_pairs(a, b).ok_or("the TSC does not advance")?;
     // A second short check: the scale must predict the monotonic clock within 0.1 %.
     std::thread::sleep(std::time::Duration::from_millis(5));
-    let (t, m) = (rdtsc(), Nanos::now().0);
+    let (t, m) = tsc_mono_pair();
     let err = (scale.to_nanos(t).0 as i128 - m as i128).unsigned_abs();
     if err * 1000 > (m - a.1) as u128 {
         return Err(format!(

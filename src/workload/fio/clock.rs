@@ -120,12 +120,10 @@ impl JobClock {
         match self {
             #[cfg(target_arch = "x86_64")]
             JobClock::Tsc(s) => {
-                // Bracket the monotonic reading by two TSC readings: the check measures the
-                // clocks, not the cost of reading them.
-                let a = clock::rdtsc();
-                let m = Nanos::now().0;
-                let b = clock::rdtsc();
-                clock::tsc_drift_ppm(s, a / 2 + b / 2 + (a & b & 1), m)
+                // A bracketed pair: the check measures the clocks, not the cost of reading
+                // them or a preemption between the readings.
+                let (t, m) = clock::tsc_mono_pair();
+                clock::tsc_drift_ppm(s, t, m)
             }
             _ => 0.0,
         }

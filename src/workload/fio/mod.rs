@@ -893,6 +893,45 @@ mod tests {
     }
 
     #[test]
+    fn the_clock_used_is_in_the_json_and_the_facts_and_lat_equals_clat_for_reads() {
+        let dir = tempfile::tempdir().unwrap();
+        for (opt, want) in [
+            ("clocksource=clock_gettime\n", Some("clock_gettime")),
+            ("clocksource=gettimeofday\n", Some("gettimeofday")),
+            ("clocksource=cpu\n", None),
+            ("", None),
+        ] {
+            let run = run_text(
+                &format!("[r]\nrw=randread\nsize=256k\nioengine=psync\n{opt}"),
+                dir.path(),
+            )
+            .unwrap();
+            let st = &run.results[0].stats;
+            // cpu (and the default) where the TSC calibrates, else clock_gettime.
+            let tsc = crate::probe::clock::tsc_calibration().is_ok();
+            let want = want.unwrap_or(if tsc { "cpu" } else { "clock_gettime" });
+            assert_eq!(st.clock.source.unwrap().fio_name(), want, "{opt}");
+            let m = measurements(&run);
+            assert_eq!(m.facts["clocksource"], want);
+            assert!(m.facts.contains_key("clocksource_drift_ppm"));
+            let json = crate::report::fio::json(&run);
+            assert!(
+                json.contains(&format!("\"clocksource\" : \"{want}\"")),
+                "{json}"
+            );
+            assert!(json.contains("\"clocksource_drift_ppm\" : "));
+            // Reads: lat is the same distribution as clat (one clock reading serves both).
+            let d = &st.dir[READ];
+            assert_eq!(d.lat.count(), 64);
+            assert_eq!(
+                d.lat.percentiles(&[50.0, 99.0]),
+                d.clat.percentiles(&[50.0, 99.0])
+            );
+            assert_eq!((d.lat.min(), d.lat.max()), (d.clat.min(), d.clat.max()));
+        }
+    }
+
+    #[test]
     fn metrics_carry_fio_names_units_and_directions() {
         let dir = tempfile::tempdir().unwrap();
         let w =
