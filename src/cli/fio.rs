@@ -9,7 +9,7 @@
 use crate::plan::jobfile::{self, JobFileError, RawSection, SystemSources};
 use crate::report;
 use crate::workload::fio::FioWorkload;
-use crate::workload::{NoProgress, RunContext, WorkloadError};
+use crate::workload::{RunContext, WorkloadError};
 
 const USAGE: &str = "\
 usage: fsdelta fio [--output-format=normal|json[,normal]] [--output=FILE] [--parse-only]
@@ -316,10 +316,17 @@ pub fn main(args: &[String]) -> i32 {
         }
     };
     let workload = FioWorkload::new(set);
+    // Warnings of the run (a refused clocksource=cpu) go to stderr, as fio's.
+    struct Warnings;
+    impl crate::workload::ProgressSink for Warnings {
+        fn warning(&self, what: &str) {
+            eprintln!("fsdelta fio: warning: {what}");
+        }
+    }
     let run = workload.execute(&RunContext {
         dir: &dir,
         cancel: &cancel,
-        progress: &NoProgress,
+        progress: &Warnings,
     });
     let run = match run {
         Ok(r) => r,

@@ -4,15 +4,12 @@
 //! `clock_gettime(CLOCK_MONOTONIC)` so that latencies are nanoseconds and never go backwards.
 //! Must never allocate: it is called around every timed system call.
 //!
-//! [`fast_now`] is the clock of the per-I/O hot paths (fio's psync loop). Where the TSC is
-//! invariant (`constant_tsc` and `nonstop_tsc` in /proc/cpuinfo, x86_64), it reads `rdtsc` and
-//! converts ticks with a rate calibrated once against `CLOCK_MONOTONIC`, as fio's
-//! `clocksource=cpu` does; elsewhere it is [`Nanos::now`]. [`fast_clock_check`] compares the two
-//! clocks again (call it at the end of a run) so that a drifting TSC is noticed, not trusted.
-//! `FSDELTA_CLOCKSOURCE=clock_gettime` forces `CLOCK_MONOTONIC` (fio's option name; the jobfile
-//! option itself is not parsed: the source is chosen automatically).
-//! It must never be used to compare points across processes: its origin is this process's
-//! calibration.
+//! [`tsc_calibration`] is the raw material of fio's `clocksource=cpu` (the fio engine's clock,
+//! `workload::fio::clock`): where the TSC is invariant (`constant_tsc` and `nonstop_tsc` in
+//! /proc/cpuinfo, else CPUID, x86_64) a rate calibrated once against `CLOCK_MONOTONIC`, whose
+//! readings are `CLOCK_MONOTONIC` nanoseconds; [`tsc_drift_ppm`] compares the two clocks again
+//! (at the end of a job) so that a drifting TSC is noticed, not trusted. A TSC reading must
+//! never be compared across processes: its origin is this process's calibration.
 
 use serde::{Deserialize, Serialize};
 use std::ops::{Add, AddAssign, Sub};
@@ -51,10 +48,13 @@ impl Nanos {
     }
 }
 
-/// Which clock [`fast_now`] reads.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// A clock for per-I/O timestamps: fio's `clocksource=` values.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub enum ClockSource {
+    /// `gettimeofday` (fio's `clocksource=gettimeofday`): microseconds, wall clock.
+    Gettimeofday,
     /// `clock_gettime(CLOCK_MONOTONIC)` (fio's `clocksource=clock_gettime`).
+    #[default]
     ClockGettime,
     /// Calibrated `rdtsc` (fio's `clocksource=cpu`).
     Cpu,
@@ -64,9 +64,21 @@ impl ClockSource {
     /// fio's name for this clock source.
     pub fn fio_name(self) -> &'static str {
         match self {
+            ClockSource::Gettimeofday => "gettimeofday",
             ClockSource::ClockGettime => "clock_gettime",
             ClockSource::Cpu => "cpu",
         }
+    }
+
+    /// The source fio names `name`.
+    pub fn from_fio_name(name: &str) -> Option<ClockSource> {
+        [
+            ClockSource::Gettimeofday,
+            ClockSource::ClockGettime,
+            ClockSource::Cpu,
+        ]
+        .into_iter()
+        .find(|c| c.fio_name() == name)
     }
 }
 
@@ -114,70 +126,94 @@ pub fn tsc_invariant(cpuinfo: &str) -> bool {
     }) && cpuinfo.lines().any(|l| l.starts_with("flags"))
 }
 
+/// Whether CPUID says the TSC is invariant (leaf 0x8000_0007, EDX bit 8): the source fio reads.
+#[cfg(target_arch = "x86_64")]
+pub fn cpuid_invariant_tsc() -> bool {
+    let max = core::arch::x86_64::__cpuid(0x8000_0000).eax;
+    max >= 0x8000_0007 && core::arch::x86_64::__cpuid(0x8000_0007).edx & (1 << 8) != 0
+}
+
+/// The TSC now.
 #[cfg(target_arch = "x86_64")]
 #[inline]
-fn rdtsc() -> u64 {
+pub fn rdtsc() -> u64 {
     // SAFETY: rdtsc has no memory effects; every x86_64 CPU implements it.
     unsafe { core::arch::x86_64::_rdtsc() }
 }
 
+/// A simultaneous (TSC, `CLOCK_MONOTONIC` ns) pair: the monotonic reading bracketed by two TSC
+/// readings, the tightest of a few tries, so that a preemption between the readings (a loaded
+/// machine) does not pass for a clock difference. The TSC value is the bracket's midpoint.
 #[cfg(target_arch = "x86_64")]
-fn calibrate() -> Option<TscScale> {
-    if std::env::var("FSDELTA_CLOCKSOURCE").is_ok_and(|v| v == "clock_gettime") {
-        return None;
+pub fn tsc_mono_pair() -> (u64, u64) {
+    let mut best = (u64::MAX, 0, 0);
+    for _ in 0..16 {
+        let a = rdtsc();
+        let m = Nanos::now().0;
+        let b = rdtsc();
+        let width = b.wrapping_sub(a);
+        if width < best.0 {
+            best = (width, a + width / 2, m);
+        }
     }
-    let info = std::fs::read_to_string("/proc/cpuinfo").ok()?;
-    if !tsc_invariant(&info) {
-        return None;
+    (best.1, best.2)
+}
+
+#[cfg(target_arch = "x86_64")]
+fn calibrate() -> Result<TscScale, String> {
+    // The kernel's view first (it drops constant_tsc/nonstop_tsc when it found the TSC
+    // unreliable); CPUID where /proc/cpuinfo cannot be read.
+    let invariant = match std::fs::read_to_string("/proc/cpuinfo") {
+        Ok(info) => tsc_invariant(&info),
+        Err(_) => cpuid_invariant_tsc(),
+    };
+    if !invariant {
+        return Err(
+            "the TSC is not invariant (no constant_tsc and nonstop_tsc in /proc/cpuinfo)".into(),
+        );
     }
-    let a = (rdtsc(), Nanos::now().0);
+    let a = tsc_mono_pair();
     std::thread::sleep(std::time::Duration::from_millis(20));
-    let b = (rdtsc(), Nanos::now().0);
-    let scale = TscScale::from_pairs(a, b)?;
+    let b = tsc_mono_pair();
+    let scale = TscScale::from_pairs(a, b).ok_or("the TSC does not advance")?;
     // A second short check: the scale must predict the monotonic clock within 0.1 %.
     std::thread::sleep(std::time::Duration::from_millis(5));
-    let (t, m) = (rdtsc(), Nanos::now().0);
+    let (t, m) = tsc_mono_pair();
     let err = (scale.to_nanos(t).0 as i128 - m as i128).unsigned_abs();
-    (err * 1000 <= (m - a.1) as u128).then_some(scale)
+    if err * 1000 > (m - a.1) as u128 {
+        return Err(format!(
+            "the calibrated TSC missed CLOCK_MONOTONIC by {err} ns over {} ns",
+            m - a.1
+        ));
+    }
+    Ok(scale)
 }
 
 #[cfg(not(target_arch = "x86_64"))]
-fn calibrate() -> Option<TscScale> {
-    None
+fn calibrate() -> Result<TscScale, String> {
+    Err("no TSC clock on this architecture".into())
 }
 
-static TSC: std::sync::OnceLock<Option<TscScale>> = std::sync::OnceLock::new();
+static TSC: std::sync::OnceLock<Result<TscScale, String>> = std::sync::OnceLock::new();
 
-/// Calibrate the fast clock now (about 25 ms, once per process) and say which clock it reads.
-/// Call it before a timed phase so that the calibration is not inside the measurement.
-pub fn fast_clock_source() -> ClockSource {
+/// The TSC calibrated against `CLOCK_MONOTONIC` (about 25 ms, once per process), or why it
+/// cannot be used as a clock. Call it before a timed phase so that the calibration is not
+/// inside the measurement.
+pub fn tsc_calibration() -> Result<TscScale, &'static str> {
     match TSC.get_or_init(calibrate) {
-        Some(_) => ClockSource::Cpu,
-        None => ClockSource::ClockGettime,
+        Ok(s) => Ok(*s),
+        Err(e) => Err(e.as_str()),
     }
 }
 
-/// Now, on the fast clock: calibrated rdtsc where the TSC is invariant, else `CLOCK_MONOTONIC`.
-#[inline]
-pub fn fast_now() -> Nanos {
-    #[cfg(target_arch = "x86_64")]
-    if let Some(Some(s)) = TSC.get() {
-        return s.to_nanos(rdtsc());
+/// How far a calibrated TSC reading `tsc` taken together with the monotonic reading `mono` is
+/// from it, in parts per million of the time since calibration (fio's end-of-run check).
+pub fn tsc_drift_ppm(scale: &TscScale, tsc: u64, mono: u64) -> f64 {
+    if mono <= scale.mono0 {
+        return 0.0;
     }
-    Nanos::now()
-}
-
-/// The fast clock's distance from `CLOCK_MONOTONIC` now, in parts per million of the time
-/// since calibration (0 when the fast clock is `CLOCK_MONOTONIC`).
-pub fn fast_clock_check() -> u64 {
-    let (f, m) = (fast_now().0, Nanos::now().0);
-    match TSC.get() {
-        Some(Some(s)) if m > s.mono0 => {
-            let err = (f as i128 - m as i128).unsigned_abs();
-            (err * 1_000_000 / (m - s.mono0) as u128) as u64
-        }
-        _ => 0,
-    }
+    let err = (scale.to_nanos(tsc).0 as i128 - mono as i128).unsigned_abs();
+    err as f64 * 1e6 / (mono - scale.mono0) as f64
 }
 
 impl Sub for Nanos {

@@ -328,6 +328,13 @@ fn job_json(run: &FioRun, r: &JobResult, groups: &[(u32, [GroupDir; 2])]) -> J {
             "latency_window",
             int(spec.latency_window.as_micros() as u64),
         ),
+        // fsdelta's own: which clock timed the job (fio's clocksource= name) and how far a
+        // TSC clock was from CLOCK_MONOTONIC at the end of the job.
+        (
+            "clocksource",
+            J::Str(st.clock.source.unwrap_or_default().fio_name().to_string()),
+        ),
+        ("clocksource_drift_ppm", J::Float(st.clock.drift_ppm)),
     ];
     if let Some(d) = spec.description.as_ref().filter(|d| !d.is_empty()) {
         pairs.push(("desc", J::Str(d.clone())));

@@ -18,8 +18,8 @@ use crate::store::{Store, StoreError};
 use crate::target::blockstat;
 use crate::workload::{CancelToken, Measurements, RunContext, Workload, WorkloadError};
 
-/// What one sample produced, before it is stored.
-// One Outcome exists per sample, briefly: the size of the Done variant costs nothing.
+/// What one sample produced, before it is stored (one per sample, moved once: its size does
+/// not matter).
 #[allow(clippy::large_enum_variant)]
 pub(crate) enum Outcome {
     /// Measured (or failed) with these facts.
@@ -130,6 +130,7 @@ pub(crate) fn run_sample(
         }
         (Ok(m), Ok(())) => m,
     };
+    facts.extra.append(&mut m.facts);
     m.metrics.extend(around);
     match counted {
         Some(Ok(counts)) => m.metrics.extend(counts),

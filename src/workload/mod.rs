@@ -92,6 +92,9 @@ pub struct Measurements {
     pub logical_bytes_written: Option<u64>,
     /// Raw results to keep with the sample (a command's output, fs_mark's per-iteration rows).
     pub attachments: Vec<crate::model::Attachment>,
+    /// Facts of how the workload measured (the fio engine's `clocksource`), stored in the
+    /// sample's facts beside the target's.
+    pub facts: std::collections::BTreeMap<String, String>,
 }
 
 /// Why a workload did not produce measurements.

@@ -353,6 +353,9 @@ pub struct JobSpec {
     pub disable_slat: bool,
     /// Do not sample bandwidth and IOPS.
     pub disable_bw: bool,
+    /// fio's `clocksource=`: the clock of the job's timestamps; None is fio's default (the TSC
+    /// where it is invariant, else clock_gettime).
+    pub clocksource: Option<crate::probe::clock::ClockSource>,
     /// RWF_HIPRI (pvsync2) / IORING_SETUP_IOPOLL (io_uring): polled completions.
     pub hipri: bool,
     /// Start only after the job of this name has finished (fio's wait_for).
@@ -552,6 +555,7 @@ impl Default for JobSpec {
             disable_clat: false,
             disable_slat: false,
             disable_bw: false,
+            clocksource: None,
             hipri: false,
             wait_for: None,
             offset: SizeSpec::Bytes(Bytes(0)),

@@ -473,6 +473,18 @@ pub static OPTIONS: &[OptDef] = &[
         }
     ),
     opt!(
+        "clocksource",
+        [],
+        Kind::Choice(&["gettimeofday", "clock_gettime", "cpu"]),
+        "cpu where the TSC is invariant, else clock_gettime",
+        Time,
+        "clock of the timestamps (cpu: the calibrated TSC)",
+        |j, v, _| {
+            j.clocksource = crate::probe::clock::ClockSource::from_fio_name(v.s());
+            Ok(())
+        }
+    ),
+    opt!(
         "startdelay",
         [],
         Kind::Time { default_us: SEC },

@@ -478,6 +478,7 @@ impl Workload for ExternalDbench {
             histograms: Vec::new(),
             logical_bytes_written: None,
             attachments: Vec::new(),
+            facts: Default::default(),
         })
     }
 }

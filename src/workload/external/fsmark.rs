@@ -466,6 +466,7 @@ impl Workload for ExternalFsMark {
             histograms: Vec::new(),
             logical_bytes_written: None,
             attachments: Vec::new(),
+            facts: Default::default(),
         })
     }
 }

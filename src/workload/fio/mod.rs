@@ -18,6 +18,7 @@
 //! 3.33's by `tests/fio_cli.rs` when /usr/bin/fio is installed.
 
 pub mod aio;
+pub mod clock;
 pub mod disk;
 pub mod files;
 pub mod iolog;
@@ -279,6 +280,13 @@ fn execute(set: &JobSet, ctx: &RunContext<'_>) -> Result<FioRun, WorkloadError> 
     let flows = pace::Flows::of(&set.jobs);
     let groups_all = group_ids(set);
     let flows = &flows;
+    // Every job's clock, decided (and the TSC calibrated) before anything runs; a refused
+    // clocksource=cpu is a warning, as the fallback is still a clock.
+    for job in &set.jobs {
+        if let (_, Some(w)) = clock::JobClock::choose(job.clocksource) {
+            ctx.progress.warning(&format!("job '{}': {w}", job.name));
+        }
+    }
     // Run in stonewall batches.
     let mut outs: Vec<CloneOut> = Vec::with_capacity(planned.len());
     let mut i = 0;
@@ -464,6 +472,22 @@ pub fn measurements(run: &FioRun) -> Measurements {
     let reads = run.set.jobs.iter().any(|j| j.rw.reads());
     let writes = run.set.jobs.iter().any(|j| j.rw.writes());
     let mut m = Measurements::default();
+    // Which clock timed the latencies (one name, or several joined by ',' when jobs differ),
+    // and the largest end-of-job drift of a TSC clock.
+    let mut sources: Vec<&str> = Vec::new();
+    for r in &run.results {
+        let s = r.stats.clock.source.unwrap_or_default().fio_name();
+        if !sources.contains(&s) {
+            sources.push(s);
+        }
+    }
+    if !sources.is_empty() {
+        m.facts.insert("clocksource".into(), sources.join(","));
+        m.facts.insert(
+            "clocksource_drift_ppm".into(),
+            format!("{:.1}", all.clock.drift_ppm),
+        );
+    }
     // Every metric declares its kind; the headline ones (each direction's IOPS and clat p99)
     // are what a comparison gates on.
     let push = |m: &mut Measurements, name: String, v: f64, u: Unit, d: Direction| {
@@ -953,6 +977,45 @@ mod tests {
         t.join().unwrap();
         assert!(matches!(r, Err(WorkloadError::Cancelled)));
         assert!(t0.elapsed().as_secs_f64() < 5.0);
+    }
+
+    #[test]
+    fn the_clock_used_is_in_the_json_and_the_facts_and_lat_equals_clat_for_reads() {
+        let dir = tempfile::tempdir().unwrap();
+        for (opt, want) in [
+            ("clocksource=clock_gettime\n", Some("clock_gettime")),
+            ("clocksource=gettimeofday\n", Some("gettimeofday")),
+            ("clocksource=cpu\n", None),
+            ("", None),
+        ] {
+            let run = run_text(
+                &format!("[r]\nrw=randread\nsize=256k\nioengine=psync\n{opt}"),
+                dir.path(),
+            )
+            .unwrap();
+            let st = &run.results[0].stats;
+            // cpu (and the default) where the TSC calibrates, else clock_gettime.
+            let tsc = crate::probe::clock::tsc_calibration().is_ok();
+            let want = want.unwrap_or(if tsc { "cpu" } else { "clock_gettime" });
+            assert_eq!(st.clock.source.unwrap().fio_name(), want, "{opt}");
+            let m = measurements(&run);
+            assert_eq!(m.facts["clocksource"], want);
+            assert!(m.facts.contains_key("clocksource_drift_ppm"));
+            let json = crate::report::fio::json(&run);
+            assert!(
+                json.contains(&format!("\"clocksource\" : \"{want}\"")),
+                "{json}"
+            );
+            assert!(json.contains("\"clocksource_drift_ppm\" : "));
+            // Reads: lat is the same distribution as clat (one clock reading serves both).
+            let d = &st.dir[READ];
+            assert_eq!(d.lat.count(), 64);
+            assert_eq!(
+                d.lat.percentiles(&[50.0, 99.0]),
+                d.clat.percentiles(&[50.0, 99.0])
+            );
+            assert_eq!((d.lat.min(), d.lat.max()), (d.clat.min(), d.clat.max()));
+        }
     }
 
     #[test]

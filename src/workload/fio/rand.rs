@@ -154,12 +154,13 @@ impl Taus {
         }
     }
 
-    /// `rand_max + 1` as a float.
+    /// `1 / (rand_max + 1)` as a float: a power of two, so `r * this` is exactly fio's
+    /// `r / (rand_max + 1.0)`, without a division in the hot loop.
     #[inline]
-    fn max_plus_one(&self) -> f64 {
+    fn inv_max_plus_one(&self) -> f64 {
         match self {
-            Taus::T88(_) => 4294967296.0,
-            Taus::T258(_) => 18446744073709551616.0,
+            Taus::T88(_) => 1.0 / 4294967296.0,
+            Taus::T258(_) => 1.0 / 18446744073709551616.0,
         }
     }
 
@@ -167,14 +168,14 @@ impl Taus {
     #[inline]
     pub fn scaled(&mut self, span: u64) -> u64 {
         let r = self.next_raw() as f64;
-        (span as f64 * (r / self.max_plus_one())) as u64
+        (span as f64 * (r * self.inv_max_plus_one())) as u64
     }
 
     /// A block in `0..lastb` as fio's `__get_next_rand_offset`: `lastb * (r / (max + 1))`.
     #[inline]
     pub fn block(&mut self, lastb: u64) -> u64 {
         let r = self.next_raw() as f64;
-        let b = (lastb as f64 * (r / self.max_plus_one())) as u64;
+        let b = (lastb as f64 * (r * self.inv_max_plus_one())) as u64;
         b.min(lastb.saturating_sub(1))
     }
 
@@ -183,7 +184,7 @@ impl Taus {
     pub fn between(&mut self, start: u64, end: u64) -> u64 {
         let r = self.next_raw() as f64;
         let span = (end - start + 1) as f64;
-        start + (span * (r / self.max_plus_one())) as u64
+        start + (span * (r * self.inv_max_plus_one())) as u64
     }
 }
 

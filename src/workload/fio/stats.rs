@@ -287,6 +287,8 @@ pub struct ThreadStats {
     pub tid: i32,
     /// The depth latency_target settled on (fio's latency_depth); None without the option.
     pub latency_depth: Option<u32>,
+    /// The clock the latencies were read from (fsdelta's JSON `clocksource`).
+    pub clock: super::clock::ClockUse,
 }
 
 impl ThreadStats {
@@ -297,6 +299,7 @@ impl ThreadStats {
         }
         self.sync.merge(&o.sync);
         self.fsync_ios += o.fsync_ios;
+        self.clock.merge(&o.clock);
         if self.tid == 0 {
             self.tid = o.tid;
         }

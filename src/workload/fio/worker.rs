@@ -12,6 +12,7 @@
 //! histograms are made before the clock starts), or keep running after a cancel request.
 
 use super::aio::{AsyncBackend, NativeAio, Uring};
+use super::clock::{ClockUse, JobClock, MAX_DRIFT_PPM, Monotonic, TimeOfDay, TimeSource, Tsc};
 use super::files::{self, ClonePlan};
 use super::iolog::{Completion, IoLogs};
 use super::rand::{self, Lfsr, RandomMap, Taus};
@@ -19,7 +20,6 @@ use super::stats::{READ, ThreadStats, WRITE};
 use super::verify;
 use crate::plan::jobfile::{FileService, IoEngine, JobSpec, RandomDistribution, RandomGenerator};
 use crate::probe::clock::Nanos;
-use crate::probe::clock::fast_now;
 use crate::workload::{CancelToken, WorkloadError};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::path::Path;
@@ -654,8 +654,7 @@ struct Clock {
 }
 
 impl Clock {
-    fn new(job: &JobSpec) -> Clock {
-        let now = Nanos::now();
+    fn new(job: &JobSpec, now: Nanos) -> Clock {
         Clock {
             sampler: super::stats::Sampler::new(now),
             started: now,
@@ -689,9 +688,38 @@ impl Clock {
 
 /// Run one clone after layout; returns its stats.
 pub fn run_clone(setup: &CloneSetup<'_>) -> Result<ThreadStats, WorkloadError> {
+    // The job's clock (the TSC is calibrated here, once per process, before the clock starts);
+    // the warning of a refused clocksource=cpu is the caller's to show.
+    let (jc, _) = JobClock::choose(setup.job.clocksource);
+    let mut st = match jc {
+        JobClock::TimeOfDay => run_clone_on(setup, TimeOfDay),
+        JobClock::Monotonic => run_clone_on(setup, Monotonic),
+        JobClock::Tsc(s) => run_clone_on(setup, Tsc(s)),
+    }?;
+    // The end check of the calibrated clock (fio's clocksource=cpu checks it likewise).
+    let drift_ppm = jc.drift_ppm();
+    if drift_ppm > MAX_DRIFT_PPM {
+        return Err(WorkloadError::InvalidOptions(format!(
+            "the TSC clock drifted {drift_ppm:.0} ppm from CLOCK_MONOTONIC during job '{}', so \
+             its latencies cannot be trusted; rerun with clocksource=clock_gettime",
+            setup.job.name
+        )));
+    }
+    st.clock = ClockUse {
+        source: Some(jc.source()),
+        drift_ppm,
+    };
+    Ok(st)
+}
+
+/// [`run_clone`] on the clock `clk`: every timestamp of the clone comes from it.
+fn run_clone_on<T: TimeSource>(
+    setup: &CloneSetup<'_>,
+    clk: T,
+) -> Result<ThreadStats, WorkloadError> {
     let job = setup.job;
     if job.ioengine.is_file_op() {
-        return run_file_op(setup);
+        return run_file_op(setup, clk);
     }
     let mut p = Planner::new(setup)?;
     let depth = if job.ioengine.is_sync() {
@@ -719,15 +747,13 @@ pub fn run_clone(setup: &CloneSetup<'_>) -> Result<ThreadStats, WorkloadError> {
         }
     }
     let mut st = ThreadStats::default();
-    // Calibrate the psync loop's clock (rdtsc where invariant) before the clock starts.
-    crate::probe::clock::fast_clock_source();
     let expected_ios = if job.time_based {
         1 << 16
     } else {
         setup.plan.pass_bytes / job.bs[0].0.min(job.bs[1].0).max(1) * job.loops as u64
     };
     let mut logs = IoLogs::for_clone(job, setup.thread_number, expected_ios);
-    let mut clock = Clock::new(job);
+    let mut clock = Clock::new(job, clk.now());
     let mut ru0 = super::stats::Rusage::thread();
     let result = match job.ioengine {
         IoEngine::IoUring | IoEngine::Libaio => {
@@ -753,6 +779,7 @@ pub fn run_clone(setup: &CloneSetup<'_>) -> Result<ThreadStats, WorkloadError> {
                 &mut clock,
                 &mut ru0,
                 &mut logs,
+                clk,
             )
         }
         _ => run_sync(
@@ -765,11 +792,21 @@ pub fn run_clone(setup: &CloneSetup<'_>) -> Result<ThreadStats, WorkloadError> {
             &mut clock,
             &mut ru0,
             &mut logs,
+            clk,
         ),
     };
     result?;
+    if job.ioengine.is_sync() {
+        // The sync loop did not record lat where it equals clat: it is clat's distribution.
+        let same = sync_lat_is_clat(job, policy);
+        for (d, same) in st.dir.iter_mut().zip(same) {
+            if same {
+                d.lat = d.clat.clone();
+            }
+        }
+    }
     if job.verify && job.do_verify && job.rw.writes() {
-        verify_phase(setup, &mut p, &mut bufs[0], &mut st)?;
+        verify_phase(setup, &mut p, &mut bufs[0], &mut st, clk)?;
     }
     if job.end_fsync {
         for (fi, f) in p.files.iter().enumerate() {
@@ -779,15 +816,7 @@ pub fn run_clone(setup: &CloneSetup<'_>) -> Result<ThreadStats, WorkloadError> {
             }
         }
     }
-    let end = Nanos::now();
-    // The end check of the calibrated clock (fio's clocksource=cpu checks it likewise).
-    let drift = crate::probe::clock::fast_clock_check();
-    if drift > 1_000 {
-        return Err(WorkloadError::InvalidOptions(format!(
-            "the TSC clock drifted {drift} ppm from CLOCK_MONOTONIC during the run, so its \
-             latencies cannot be trusted; rerun with FSDELTA_CLOCKSOURCE=clock_gettime"
-        )));
-    }
+    let end = clk.now();
     let elapsed = end - clock.measured_from;
     for d in &mut st.dir {
         if d.io_bytes > 0 {
@@ -824,11 +853,12 @@ fn verify_interval(job: &JobSpec) -> usize {
 /// fio's verify phase: read every written block back in offset order (fio's verify_sort) and
 /// check its headers; the reads count as the job's reads, as in fio. They are issued with
 /// pread whatever the engine (fio uses the job's engine: latencies differ, counts do not).
-fn verify_phase(
+fn verify_phase<T: TimeSource>(
     setup: &CloneSetup<'_>,
     p: &mut Planner<'_>,
     buf: &mut AlignedBuf,
     st: &mut ThreadStats,
+    clk: T,
 ) -> Result<(), WorkloadError> {
     let job = setup.job;
     if job.ioengine == IoEngine::Null {
@@ -852,7 +882,7 @@ fn verify_phase(
                 let fd = p.files[fi].fd.as_ref().expect("opened");
                 let data = &mut buf.as_mut_slice()[..bs as usize];
                 let off = base + b * bs;
-                let t0 = Nanos::now();
+                let t0 = clk.now();
                 let mut done = 0usize;
                 while done < data.len() {
                     let n = rustix::io::pread(fd, &mut data[done..], off + done as u64)
@@ -862,7 +892,7 @@ fn verify_phase(
                     }
                     done += n;
                 }
-                let t1 = Nanos::now();
+                let t1 = clk.now();
                 let d = &mut st.dir[READ];
                 if !job.disable_clat {
                     d.clat.record((t1 - t0).0);
@@ -1076,21 +1106,22 @@ fn note_write(job: &JobSpec, p: &mut Planner<'_>, fi: usize) {
 }
 
 /// One fsync (fsync=) or fdatasync (fdatasync=) of file `fi`, recorded in the sync stats.
-fn timed_sync(
+fn timed_sync<T: TimeSource>(
     setup: &CloneSetup<'_>,
     p: &Planner<'_>,
     st: &mut ThreadStats,
     fi: usize,
+    clk: T,
 ) -> Result<(), WorkloadError> {
     let job = setup.job;
     let fd = p.files[fi].fd.as_ref().expect("open");
-    let t0 = Nanos::now();
+    let t0 = clk.now();
     let r = if job.fsync > 0 {
         rustix::fs::fsync(fd)
     } else {
         rustix::fs::fdatasync(fd)
     };
-    let t1 = Nanos::now();
+    let t1 = clk.now();
     r.map_err(|e| io_err("fsync", &setup.plan.files[fi].path, e))?;
     st.sync.record((t1 - t0).0);
     if job.fsync > 0 {
@@ -1099,8 +1130,16 @@ fn timed_sync(
     Ok(())
 }
 
+/// Per direction, whether every lat of the sync loop equals its clat, so that the loop records
+/// clat alone and lat is a copy of it at the end: start and issue are one clock reading unless a
+/// write buffer is scrambled between them, and both are measured.
+fn sync_lat_is_clat(job: &JobSpec, policy: BufferPolicy) -> [bool; 2] {
+    let both = !job.disable_clat && !job.disable_lat;
+    [both, both && !policy.scramble]
+}
+
 #[allow(clippy::too_many_arguments)]
-fn run_sync(
+fn run_sync<T: TimeSource>(
     setup: &CloneSetup<'_>,
     p: &mut Planner<'_>,
     buf: &mut AlignedBuf,
@@ -1110,17 +1149,19 @@ fn run_sync(
     clock: &mut Clock,
     ru0: &mut super::stats::Rusage,
     logs: &mut IoLogs,
+    clk: T,
 ) -> Result<(), WorkloadError> {
     let job = setup.job;
     let mut think_count = 0u64;
-    let mut target = super::pace::LatencyTarget::new(job, 1, Nanos::now().0);
+    let mut target = super::pace::LatencyTarget::new(job, 1, clk.now().0);
+    let lat_is_clat = sync_lat_is_clat(job, policy);
     loop {
         if setup.cancel.is_cancelled() {
             return Err(WorkloadError::Cancelled);
         }
         if p.held_back() {
             std::thread::sleep(job.flow_sleep);
-            if clock.out_of_time(Nanos::now()) {
+            if clock.out_of_time(clk.now()) {
                 return Ok(());
             }
             continue;
@@ -1132,7 +1173,7 @@ fn run_sync(
             return Ok(());
         };
         if let Some(fi) = p.sync_pending.take() {
-            timed_sync(setup, p, st, fi)?;
+            timed_sync(setup, p, st, fi, clk)?;
         }
         ensure_open(p, setup, io.file)?;
         let data = &mut buf.as_mut_slice()[..io.len];
@@ -1142,12 +1183,12 @@ fn run_sync(
         if io.ddir == WRITE && job.verify {
             verify::stamp(data, io.offset, verify_interval(job));
         }
-        let start = fast_now();
+        let start = clk.now();
         // fio stamps start before the write buffer is scrambled and issue just before the
         // call; for a read nothing happens in between, so one clock reading serves both.
         let issue = if io.ddir == WRITE && policy.scramble {
             scramble(data, io.offset, start);
-            fast_now()
+            clk.now()
         } else {
             start
         };
@@ -1176,14 +1217,14 @@ fn run_sync(
                 }
             }
         }
-        let end = fast_now();
+        let end = clk.now();
         let d = &mut st.dir[io.ddir];
         let clat = (end - issue).0;
         if !job.disable_clat {
             d.clat.record(clat);
             st.lat_buckets.mark(clat);
         }
-        if !job.disable_lat {
+        if !job.disable_lat && !lat_is_clat[io.ddir] {
             d.lat.record((end - start).0);
         }
         d.io_bytes += io.len as u64;
@@ -1230,7 +1271,7 @@ struct Slot {
 }
 
 #[allow(clippy::too_many_arguments)]
-fn run_async(
+fn run_async<T: TimeSource>(
     setup: &CloneSetup<'_>,
     backend: &mut dyn AsyncBackend,
     p: &mut Planner<'_>,
@@ -1241,6 +1282,7 @@ fn run_async(
     clock: &mut Clock,
     ru0: &mut super::stats::Rusage,
     logs: &mut IoLogs,
+    clk: T,
 ) -> Result<(), WorkloadError> {
     let job = setup.job;
     let depth = bufs.len();
@@ -1263,7 +1305,7 @@ fn run_async(
     // An I/O taken from the planner while a sync was owed and I/O was in flight.
     let mut stashed: Option<Io> = None;
     let mut think_count = 0u64;
-    let mut target = super::pace::LatencyTarget::new(job, depth as u32, Nanos::now().0);
+    let mut target = super::pace::LatencyTarget::new(job, depth as u32, clk.now().0);
     let mut late: Option<u64> = None;
     loop {
         if setup.cancel.is_cancelled() {
@@ -1286,7 +1328,7 @@ fn run_async(
                 // fio's flow control quiesces (reaps everything in flight), then sleeps.
                 if inflight == 0 {
                     std::thread::sleep(job.flow_sleep);
-                    if clock.out_of_time(Nanos::now()) {
+                    if clock.out_of_time(clk.now()) {
                         return Ok(());
                     }
                     continue;
@@ -1310,7 +1352,7 @@ fn run_async(
                     break;
                 }
                 p.sync_pending = None;
-                timed_sync(setup, p, st, fi)?;
+                timed_sync(setup, p, st, fi, clk)?;
             }
             if io.ddir == WRITE {
                 note_write(job, p, io.file);
@@ -1324,7 +1366,7 @@ fn run_async(
             if io.ddir == WRITE && job.verify {
                 verify::stamp(data, io.offset, verify_interval(job));
             }
-            let start = Nanos::now();
+            let start = clk.now();
             if io.ddir == WRITE && policy.scramble {
                 scramble(data, io.offset, start);
             }
@@ -1345,7 +1387,7 @@ fn run_async(
             // fio's default iodepth_batch_submit=1: every I/O is submitted on its own, and
             // its issue time is read right after that submission (slat = issue - start).
             backend.submit().map_err(|e| io_err(engine_op, dir0, e))?;
-            let issue = Nanos::now();
+            let issue = clk.now();
             st.submit_counts[ThreadStats::batch_index(1)] += 1;
             if !job.disable_slat {
                 st.dir[io.ddir].slat.record((issue - start).0);
@@ -1399,7 +1441,7 @@ fn run_async(
             .reap(min_evts, max_evts, &mut |si, res| {
                 if t == Nanos::ZERO {
                     // fio reads the clock once per batch of completions.
-                    t = Nanos::now();
+                    t = clk.now();
                 }
                 let s = slots[si].take().expect("completion of a slot in flight");
                 free.push(si);
@@ -1512,12 +1554,15 @@ fn latency_step(
 /// fio's file engines: each file's creation (filecreate: open with O_CREAT), stat(2)
 /// (filestat) or unlink(2) (filedelete) is one timed "I/O", recorded as clat; the file's bytes
 /// are counted as fio's fake I/O, none are moved.
-fn run_file_op(setup: &CloneSetup<'_>) -> Result<ThreadStats, WorkloadError> {
+fn run_file_op<T: TimeSource>(
+    setup: &CloneSetup<'_>,
+    clk: T,
+) -> Result<ThreadStats, WorkloadError> {
     let job = setup.job;
     let ddir = if job.rw.reads() { READ } else { WRITE };
     let bs = job.bs[ddir].0.max(1);
     let mut st = ThreadStats::default();
-    let mut clock = Clock::new(job);
+    let mut clock = Clock::new(job, clk.now());
     let mut ru0 = super::stats::Rusage::thread();
     let limit = (job.openfiles.unwrap_or(u32::MAX).max(1) as usize).min(setup.plan.files.len());
     let mut open: std::collections::VecDeque<OwnedFd> =
@@ -1531,7 +1576,7 @@ fn run_file_op(setup: &CloneSetup<'_>) -> Result<ThreadStats, WorkloadError> {
             if open.len() >= limit {
                 open.pop_front();
             }
-            let t0 = Nanos::now();
+            let t0 = clk.now();
             match job.ioengine {
                 IoEngine::FileStat => {
                     rustix::fs::stat(&f.path).map_err(|e| io_err("stat", &f.path, e))?;
@@ -1551,7 +1596,7 @@ fn run_file_op(setup: &CloneSetup<'_>) -> Result<ThreadStats, WorkloadError> {
                     open.push_back(fd);
                 }
             }
-            let t1 = Nanos::now();
+            let t1 = clk.now();
             st.dir[ddir].clat.record((t1 - t0).0);
             st.lat_buckets.mark((t1 - t0).0);
             st.dir[ddir].io_bytes += f.size;
@@ -1576,7 +1621,7 @@ fn run_file_op(setup: &CloneSetup<'_>) -> Result<ThreadStats, WorkloadError> {
         }
     }
     drop(open);
-    let elapsed = Nanos::now() - clock.measured_from;
+    let elapsed = clk.now() - clock.measured_from;
     for d in &mut st.dir {
         if d.total_ios > 0 {
             d.runtime_ms = elapsed.0.div_ceil(1_000_000);

@@ -444,6 +444,7 @@ impl FsMarkResult {
                 format: "json".into(),
                 data: rows,
             }],
+            facts: Default::default(),
         }
     }
 }

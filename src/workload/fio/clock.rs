@@ -1,0 +1,256 @@
+//! The clock of a fio job's timestamps: fio's `clocksource=` (gettimeofday, clock_gettime, cpu).
+//!
+//! Why it exists: a 4 KiB read from the page cache takes about a microsecond, and timing it needs
+//! two clock readings; with `clock_gettime` those cost several percent of the I/O rate. fio's
+//! answer is `clocksource=cpu`: the TSC, calibrated against `CLOCK_MONOTONIC`, where it is
+//! invariant. As fio, the default is `cpu` where the TSC is invariant and calibrates, else
+//! `clock_gettime`; an explicit `clocksource=cpu` on a machine without an invariant TSC falls back
+//! to `clock_gettime` with a warning (fio would use the TSC anyway and only warn). A TSC clock is
+//! checked against `CLOCK_MONOTONIC` again at the end of the job: its drift is reported (JSON
+//! `clocksource_drift_ppm`) and a drift above [`MAX_DRIFT_PPM`] fails the job.
+//!
+//! The worker's loops are generic over [`TimeSource`], so the clock is chosen once per clone
+//! and costs no branch per reading. What it must never do: mix readings of two sources within a
+//! job (every timestamp of a clone, ramp and runtime included, comes from one source).
+
+use crate::probe::clock::{self, ClockSource, Nanos, TscScale};
+
+/// The largest end-of-job distance, in ppm of the time since calibration, between the TSC clock
+/// and `CLOCK_MONOTONIC` that still counts as a clock (0.1 %).
+pub const MAX_DRIFT_PPM: f64 = 1_000.0;
+
+/// A clock a timed loop reads.
+pub trait TimeSource: Copy {
+    /// Now, in nanoseconds (of `CLOCK_MONOTONIC` except for gettimeofday's wall clock).
+    fn now(&self) -> Nanos;
+}
+
+/// `clock_gettime(CLOCK_MONOTONIC)`.
+#[derive(Clone, Copy, Debug)]
+pub struct Monotonic;
+
+impl TimeSource for Monotonic {
+    #[inline]
+    fn now(&self) -> Nanos {
+        Nanos::now()
+    }
+}
+
+/// `gettimeofday`: microseconds of the wall clock, as fio's `clocksource=gettimeofday`.
+#[derive(Clone, Copy, Debug)]
+pub struct TimeOfDay;
+
+impl TimeSource for TimeOfDay {
+    #[inline]
+    fn now(&self) -> Nanos {
+        let mut tv = libc::timeval {
+            tv_sec: 0,
+            tv_usec: 0,
+        };
+        // SAFETY: tv is a valid timeval; a null timezone is allowed.
+        unsafe { libc::gettimeofday(&mut tv, std::ptr::null_mut()) };
+        Nanos(tv.tv_sec as u64 * 1_000_000_000 + tv.tv_usec as u64 * 1_000)
+    }
+}
+
+/// The calibrated TSC (fio's `clocksource=cpu`).
+#[derive(Clone, Copy, Debug)]
+pub struct Tsc(pub TscScale);
+
+impl TimeSource for Tsc {
+    #[inline]
+    fn now(&self) -> Nanos {
+        #[cfg(target_arch = "x86_64")]
+        {
+            self.0.to_nanos(clock::rdtsc())
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            Nanos::now()
+        }
+    }
+}
+
+/// The clock a job runs on, decided before its clock starts.
+#[derive(Clone, Copy, Debug)]
+pub enum JobClock {
+    /// gettimeofday.
+    TimeOfDay,
+    /// CLOCK_MONOTONIC.
+    Monotonic,
+    /// The calibrated TSC.
+    Tsc(TscScale),
+}
+
+impl JobClock {
+    /// The clock for `requested` (None: fio's default), and a warning when the request could
+    /// not be honoured. Calibrates the TSC (once per process, about 25 ms) when it may be used.
+    pub fn choose(requested: Option<ClockSource>) -> (JobClock, Option<String>) {
+        match requested {
+            Some(ClockSource::Gettimeofday) => (JobClock::TimeOfDay, None),
+            Some(ClockSource::ClockGettime) => (JobClock::Monotonic, None),
+            None => match clock::tsc_calibration() {
+                Ok(s) => (JobClock::Tsc(s), None),
+                Err(_) => (JobClock::Monotonic, None),
+            },
+            Some(ClockSource::Cpu) => match clock::tsc_calibration() {
+                Ok(s) => (JobClock::Tsc(s), None),
+                Err(why) => (
+                    JobClock::Monotonic,
+                    Some(format!(
+                        "clocksource=cpu: {why}; using clocksource=clock_gettime"
+                    )),
+                ),
+            },
+        }
+    }
+
+    /// The source, by fio's name.
+    pub fn source(&self) -> ClockSource {
+        match self {
+            JobClock::TimeOfDay => ClockSource::Gettimeofday,
+            JobClock::Monotonic => ClockSource::ClockGettime,
+            JobClock::Tsc(_) => ClockSource::Cpu,
+        }
+    }
+
+    /// The end-of-job check: how far the clock is from `CLOCK_MONOTONIC` now, in ppm of the
+    /// time since calibration (0 for the system clocks).
+    pub fn drift_ppm(&self) -> f64 {
+        match self {
+            #[cfg(target_arch = "x86_64")]
+            JobClock::Tsc(s) => {
+                // A bracketed pair: the check measures the clocks, not the cost of reading
+                // them or a preemption between the readings.
+                let (t, m) = clock::tsc_mono_pair();
+                clock::tsc_drift_ppm(s, t, m)
+            }
+            _ => 0.0,
+        }
+    }
+}
+
+/// Which clock a clone's latencies came from, and how far it drifted (JSON and sample facts).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ClockUse {
+    /// The source read (None before a clone ran: a merge takes the first clone's).
+    pub source: Option<ClockSource>,
+    /// End-of-job distance from CLOCK_MONOTONIC, ppm (0 unless the TSC).
+    pub drift_ppm: f64,
+}
+
+impl ClockUse {
+    /// Merge another clone's (group_reporting): the largest drift; the first source.
+    pub fn merge(&mut self, o: &ClockUse) {
+        self.source = self.source.or(o.source);
+        self.drift_ppm = self.drift_ppm.max(o.drift_ppm);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::probe::histogram::Histogram;
+    use std::cell::Cell;
+
+    /// A TSC that plays back a scripted tick sequence, converted as [`Tsc`] converts.
+    #[derive(Clone, Copy)]
+    struct ScriptedTsc<'a> {
+        scale: TscScale,
+        ticks: &'a Cell<u64>,
+    }
+
+    impl TimeSource for ScriptedTsc<'_> {
+        fn now(&self) -> Nanos {
+            self.scale.to_nanos(self.ticks.get())
+        }
+    }
+
+    fn xorshift(x: &mut u64) -> u64 {
+        *x ^= *x << 13;
+        *x ^= *x >> 7;
+        *x ^= *x << 17;
+        *x
+    }
+
+    /// fio documents its percentile error as about 1/2^(FIO_IO_U_PLAT_BITS+1) = 1/128 of the
+    /// value (stat.h): a bucket is reported by its midpoint. Latencies timed by a TSC whose
+    /// calibration is off by up to MAX_DRIFT_PPM (the most a job accepts) must give
+    /// percentiles within that error (plus the calibration's) of the exact nanosecond
+    /// durations, and within two bucket errors (1/64) of the percentiles of the same durations
+    /// recorded from CLOCK_MONOTONIC. Deterministic: synthetic ticks, no timing.
+    #[test]
+    fn tsc_latency_percentiles_stay_within_fios_bucket_error() {
+        for (ghz, skew) in [(3.0_f64, 1.0), (2.1, 1.0 + 1e-3), (3.7, 1.0 - 1e-3)] {
+            // The scale as calibration would find it, off by `skew`.
+            let scale = TscScale::from_pairs(
+                (1_000, 5_000_000),
+                (1_000 + (ghz * 1e9 * skew) as u64, 5_000_000 + 1_000_000_000),
+            )
+            .unwrap();
+            let ticks = Cell::new(1_000_000_000u64);
+            let clk = ScriptedTsc {
+                scale,
+                ticks: &ticks,
+            };
+            let (mut mono, mut tsc) = (Histogram::new(), Histogram::new());
+            let mut exact = Vec::new();
+            let mut x = 0x9e37_79b9_7f4a_7c15u64;
+            for i in 0..200_000u64 {
+                // Mostly page-cache reads (0.3-3 us), some device reads, a tail to 20 ms.
+                let r = xorshift(&mut x);
+                let d = match i % 100 {
+                    0 => 1_000_000 + r % 19_000_000,
+                    1..=9 => 20_000 + r % 200_000,
+                    _ => 300 + r % 2_700,
+                };
+                exact.push(d);
+                mono.record(d);
+                // Idle time between I/Os, then the I/O itself, in ticks.
+                ticks.set(ticks.get() + 1 + r % 5_000);
+                let start = clk.now();
+                ticks.set(ticks.get() + (d as f64 * ghz).round() as u64);
+                tsc.record((clk.now() - start).0);
+            }
+            exact.sort_unstable();
+            for p in [1.0, 5.0, 50.0, 90.0, 95.0, 99.0, 99.5, 99.9, 99.99] {
+                let want = exact
+                    [((p / 100.0 * exact.len() as f64).ceil() as usize - 1).min(exact.len() - 1)]
+                    as f64;
+                let t = tsc.percentile(p).unwrap() as f64;
+                let m = mono.percentile(p).unwrap() as f64;
+                let err = (t - want).abs() / want;
+                assert!(
+                    err <= 1.0 / 128.0 + MAX_DRIFT_PPM / 1e6 + 1e-9,
+                    "{ghz} GHz skew {skew} p{p}: exact {want} tsc {t} err {err}"
+                );
+                let err_m = (t - m).abs() / m;
+                assert!(
+                    err_m <= 1.0 / 64.0,
+                    "{ghz} GHz skew {skew} p{p}: monotonic {m} tsc {t} err {err_m}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn explicit_system_clocks_are_honoured_and_named_as_fio_names_them() {
+        let (c, w) = JobClock::choose(Some(ClockSource::ClockGettime));
+        assert!(matches!(c, JobClock::Monotonic) && w.is_none());
+        assert_eq!(c.source().fio_name(), "clock_gettime");
+        assert_eq!(c.drift_ppm(), 0.0);
+        let (c, _) = JobClock::choose(Some(ClockSource::Gettimeofday));
+        assert_eq!(c.source(), ClockSource::Gettimeofday);
+        let (a, b) = (TimeOfDay.now(), TimeOfDay.now());
+        assert!(b >= a && a.0 % 1_000 == 0);
+        // cpu is honoured where the TSC calibrates, else it falls back with a warning.
+        let (c, w) = JobClock::choose(Some(ClockSource::Cpu));
+        match clock::tsc_calibration() {
+            Ok(_) => assert!(matches!(c, JobClock::Tsc(_)) && w.is_none()),
+            Err(_) => assert!(matches!(c, JobClock::Monotonic) && w.is_some()),
+        }
+        for s in ["gettimeofday", "clock_gettime", "cpu"] {
+            assert_eq!(ClockSource::from_fio_name(s).unwrap().fio_name(), s);
+        }
+    }
+}
