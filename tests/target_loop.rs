@@ -669,3 +669,132 @@ mount = "noatime"
     }
     assert_nothing_left(&root, &state);
 }
+
+const HOLD_ENV: &str = "FSDELTA_TEST_HOLD_LOOP";
+
+/// Not a test on its own: with FSDELTA_TEST_HOLD_LOOP set (by the test below, which runs this
+/// binary again), hold that device open with O_EXCL, say "ready", and wait to be killed.
+#[test]
+fn loop_holder() {
+    let Some(dev) = std::env::var_os(HOLD_ENV) else {
+        return;
+    };
+    use std::os::unix::fs::OpenOptionsExt;
+    let _f = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_EXCL)
+        .open(&dev)
+        .unwrap();
+    println!("ready");
+    std::io::stdout().flush().unwrap();
+    std::thread::sleep(Duration::from_secs(120));
+}
+
+/// A child process holding a device (killed and reaped on drop).
+struct LoopHolder(std::process::Child);
+
+impl LoopHolder {
+    fn hold(dev: &Path) -> LoopHolder {
+        let mut c = Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "loop_holder", "--nocapture", "--test-threads=1"])
+            .env(HOLD_ENV, dev)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let mut r = BufReader::new(c.stdout.take().unwrap());
+        let holder = LoopHolder(c);
+        loop {
+            let mut line = String::new();
+            assert!(
+                r.read_line(&mut line).unwrap() > 0,
+                "the holder did not get ready"
+            );
+            if line.trim().ends_with("ready") {
+                break;
+            }
+        }
+        std::mem::forget(r);
+        holder
+    }
+}
+
+impl Drop for LoopHolder {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Issue 13 item 10: a loop device fsdelta attached that stays busy after the wait is given up
+/// for a fresh one. Deterministic: a child process holds the first device open with `O_EXCL`
+/// (as a stray opener would) from between its attach and its mkfs until after the teardown.
+#[test]
+fn a_loop_device_held_by_someone_else_is_replaced_by_a_fresh_one_with_a_warning() {
+    if !usable("ext4") {
+        return;
+    }
+    let (_t, root, state) = scratch();
+    let c = config("name = \"swap\"\nfs = \"ext4\"\ndevice = \"loop:64M\"\nfresh = \"sample\"");
+    let mut t = Target::new(&c, &root, state.clone()).unwrap();
+    let first = t
+        .attach_loop()
+        .unwrap()
+        .expect("a loop config has a loop device");
+    let first_n = loopdev::number_of(&first).unwrap();
+    let hold = LoopHolder::hold(&first);
+    let holder_pid = hold.0.id();
+    let began = std::time::Instant::now();
+    let p = t.prepare().unwrap();
+    let waited = began.elapsed();
+    assert!(
+        waited >= fsdelta::target::device::RELEASE_WAIT,
+        "gave up after {waited:?}, before the wait"
+    );
+    let second = PathBuf::from(&p.facts.device);
+    assert_ne!(second, first, "{:?}", p.facts);
+    assert!(loopdev::number_of(&second).is_some(), "{:?}", p.facts);
+    assert_eq!(
+        t.device_name(),
+        Some(second.display().to_string().replace("/dev/", ""))
+    );
+    let warnings = t.take_warnings();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    let w = &warnings[0];
+    for part in [
+        format!("loop device {} stayed busy", first.display()),
+        format!("attached the image to {} instead", second.display()),
+        "held open exclusively".to_string(),
+        format!("pid {holder_pid} ("),
+    ] {
+        assert!(w.contains(&part), "{part}: {w}");
+    }
+    // The sample runs on the fresh device, and the next sample formats it again in place.
+    assert!(
+        mounts_under(&root)
+            .iter()
+            .any(|m| m.starts_with(&format!("{} on ", second.display()))),
+        "{:?}",
+        mounts_under(&root)
+    );
+    write_synced(&p.dir.join("f"), 1 << 20);
+    t.finish_sample().unwrap();
+    let p2 = t.prepare().unwrap();
+    assert_eq!(PathBuf::from(&p2.facts.device), second);
+    assert!(t.take_warnings().is_empty());
+    t.finish_sample().unwrap();
+    t.teardown().unwrap();
+    // The first device stays attached while its holder keeps it, and goes with it.
+    assert!(loopdev::backing_file(first_n).is_some());
+    drop(hold);
+    let gone = std::time::Instant::now();
+    while loopdev::backing_file(first_n).is_some() {
+        assert!(
+            gone.elapsed() < Duration::from_secs(10),
+            "{} not detached after its holder closed it",
+            first.display()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_nothing_left(&root, &state);
+}

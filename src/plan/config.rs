@@ -70,6 +70,8 @@ pub enum FsKind {
     Ext4,
     /// xfs, made by mkfs.xfs.
     Xfs,
+    /// f2fs, made by mkfs.f2fs (f2fs-tools).
+    F2fs,
     /// A tmpfs mount (no device, no mkfs).
     Tmpfs,
     /// An existing directory on whatever filesystem holds it (no mkfs, no mount).
@@ -81,10 +83,11 @@ pub enum FsKind {
 
 impl FsKind {
     /// Every kind, in the order the error messages list them.
-    pub const ALL: [FsKind; 6] = [
+    pub const ALL: [FsKind; 7] = [
         FsKind::Btrfs,
         FsKind::Ext4,
         FsKind::Xfs,
+        FsKind::F2fs,
         FsKind::Erofs,
         FsKind::Tmpfs,
         FsKind::Dir,
@@ -96,6 +99,7 @@ impl FsKind {
             FsKind::Btrfs => "btrfs",
             FsKind::Ext4 => "ext4",
             FsKind::Xfs => "xfs",
+            FsKind::F2fs => "f2fs",
             FsKind::Tmpfs => "tmpfs",
             FsKind::Dir => "dir",
             FsKind::Erofs => "erofs",
@@ -109,7 +113,15 @@ impl FsKind {
 
     /// Whether fsdelta runs mkfs for this kind (and so needs a device).
     pub fn needs_mkfs(self) -> bool {
-        matches!(self, FsKind::Btrfs | FsKind::Ext4 | FsKind::Xfs)
+        matches!(
+            self,
+            FsKind::Btrfs | FsKind::Ext4 | FsKind::Xfs | FsKind::F2fs
+        )
+    }
+
+    /// The names of every kind, for error messages (`btrfs, ext4, ...`).
+    pub fn names() -> String {
+        FsKind::ALL.map(FsKind::as_str).join(", ")
     }
 }
 
@@ -120,7 +132,7 @@ impl fmt::Display for FsKind {
 }
 
 /// Where a configuration's filesystem lives. Validation guarantees: `Loop` and `Block` only with
-/// btrfs/ext4/xfs, `Memory` only with tmpfs, `Existing` only with dir.
+/// btrfs/ext4/xfs/f2fs, `Memory` only with tmpfs, `Existing` only with dir.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Device {
     /// A sparse image of this size under the scratch location, attached to a loop device;
@@ -496,7 +508,7 @@ impl Parser<'_> {
                     Some(line),
                     cfg,
                     Some("fs"),
-                    "missing: say which filesystem, one of btrfs, ext4, xfs, tmpfs, dir".into(),
+                    format!("missing: say which filesystem, one of {}", FsKind::names()),
                 ));
             }
             Some(v) => {
@@ -508,9 +520,7 @@ impl Parser<'_> {
                         at(
                             v,
                             "fs",
-                            format!(
-                                "unknown filesystem '{s}': use one of btrfs, ext4, xfs, tmpfs, dir"
-                            ),
+                            format!("unknown filesystem '{s}': use one of {}", FsKind::names()),
                         )
                     })?
             }
@@ -581,7 +591,7 @@ impl Parser<'_> {
                     source: PathBuf::from(source),
                 }
             }
-            FsKind::Btrfs | FsKind::Ext4 | FsKind::Xfs => {
+            FsKind::Btrfs | FsKind::Ext4 | FsKind::Xfs | FsKind::F2fs => {
                 forbid(
                     "path",
                     "path is for fs = \"dir\"; give a device = \"loop:SIZE\" or a block device",
@@ -811,7 +821,7 @@ impl Parser<'_> {
                 return Err(at(
                     kv,
                     "kernel",
-                    "a dir target is a directory of the host and cannot be given to a guest: use fs = \"ext4\" (or btrfs, xfs) with device = \"loop:SIZE\", or tmpfs".into(),
+                    "a dir target is a directory of the host and cannot be given to a guest: use fs = \"ext4\" (or btrfs, xfs, f2fs) with device = \"loop:SIZE\", or tmpfs".into(),
                 ));
             }
             (_, Device::Image { .. }) => {
@@ -1201,6 +1211,80 @@ path = "/srv/bench"
             Device::Existing {
                 path: "/srv/bench".into()
             }
+        );
+    }
+
+    #[test]
+    fn f2fs_takes_a_loop_or_block_device_with_mkfs_and_mount_options() {
+        let text = r#"
+[[config]]
+name = "f2fs-lz4"
+fs = "f2fs"
+device = "loop:1G"
+mkfs = "-O extra_attr,compression"
+mount = "compress_algorithm=lz4"
+
+[[config]]
+name = "f2fs-nvme"
+fs = "f2fs"
+device = "/dev/nvme1n1"
+destroy = true
+
+[[config]]
+name = "f2fs-guest"
+fs = "f2fs"
+device = "loop:512M"
+kernel = "/boot/vmlinuz-6.1"
+"#;
+        let f = parse(text, "t.toml").unwrap();
+        let a = &f.configs[0];
+        assert_eq!(a.fs, FsKind::F2fs);
+        assert_eq!(a.fs.as_str(), "f2fs");
+        assert!(a.fs.needs_mkfs() && !a.fs.read_only());
+        assert_eq!(
+            a.device,
+            Device::Loop {
+                size_bytes: 1 << 30
+            }
+        );
+        assert_eq!(a.mkfs_options, vec!["-O", "extra_attr,compression"]);
+        assert_eq!(a.mount_options, "compress_algorithm=lz4");
+        assert_eq!(
+            f.configs[1].device,
+            Device::Block {
+                path: "/dev/nvme1n1".into()
+            }
+        );
+        let vm = f.configs[2].vm.as_ref().expect("f2fs runs in a guest too");
+        assert_eq!(vm.kernel, PathBuf::from("/boot/vmlinuz-6.1"));
+
+        for (body, key, says) in [
+            ("fs = \"f2fs\"", "device", "needs a device"),
+            (
+                "fs = \"f2fs\"\ndevice = \"/dev/sdb\"",
+                "destroy",
+                "add destroy = true",
+            ),
+            (
+                "fs = \"f2fs\"\ndevice = \"loop:1G\"\nsize = \"1G\"",
+                "size",
+                "loop:SIZE",
+            ),
+            (
+                "fs = \"f2fs\"\ndevice = \"loop:1G\"\nsource = \"/t\"",
+                "source",
+                "erofs",
+            ),
+        ] {
+            let e = err(&format!("[[config]]\nname = \"c\"\n{body}\n"));
+            assert_eq!(e.key.as_deref(), Some(key), "{body}: {e}");
+            assert!(e.to_string().contains(says), "{body}: {e}");
+        }
+        let e = err("[[config]]\nname = \"c\"\nfs = \"f2f\"\n");
+        assert!(
+            e.to_string()
+                .contains("use one of btrfs, ext4, xfs, f2fs, erofs, tmpfs, dir"),
+            "{e}"
         );
     }
 

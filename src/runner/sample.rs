@@ -58,7 +58,11 @@ pub(crate) fn run_sample(
         result: Err(e),
     };
     let began = Nanos::now();
-    let prepared = match site.prepare(sample_name) {
+    let prepared = site.prepare(sample_name);
+    for w in site.take_warnings() {
+        step.observer.event(super::observer::Event::Warning(w));
+    }
+    let prepared = match prepared {
         Ok(p) => p,
         Err(b) => {
             let (facts, e) = *b;

@@ -94,6 +94,15 @@ impl Site {
         }
     }
 
+    /// Warnings the site has for the run's output since the last call (a configured target
+    /// that replaced a busy loop device).
+    pub fn take_warnings(&mut self) -> Vec<String> {
+        match self {
+            Site::Configured(t) => t.take_warnings(),
+            Site::Scratch(_) | Site::Vm(_) | Site::Guest(_) => Vec::new(),
+        }
+    }
+
     /// The device counters now, when the target has a block device.
     pub fn counters(&self) -> Option<BlockStat> {
         match self {

@@ -25,7 +25,7 @@ use super::TargetError;
 use super::blockstat::BlockStat;
 use super::device::{self, Sysfs};
 use super::env::facts_for;
-use super::loopdev::{self, AttachedLoop};
+use super::loopdev::{self, Abandoned, AttachedLoop};
 use super::mkfs::Mkfs;
 use super::mount::Mounted;
 use super::state::{Record, Resource, StateFile};
@@ -161,6 +161,11 @@ impl Drop for OwnedDir {
 pub struct Target {
     mounted: Option<Mounted>,
     attached: Option<AttachedLoop>,
+    /// Loop devices given up because someone else kept them busy (see
+    /// [`Target::format_and_mount`]); the kernel detaches them when their holder lets go.
+    abandoned: Vec<Abandoned>,
+    /// Warnings for the run's output, taken by [`Target::take_warnings`].
+    warnings: Vec<String>,
     image: Option<OwnedFile>,
     log: Option<OwnedFile>,
     mount_dir: Option<OwnedDir>,
@@ -208,6 +213,11 @@ impl Target {
                 config.fs
             )));
         }
+        // A kernel without the filesystem (f2fs is a module many hosts lack) refuses the run
+        // here, before an image, a loop device or a mount point exists.
+        if config.fs == crate::plan::config::FsKind::F2fs {
+            check_kernel_has(config.fs)?;
+        }
         let builds_image = matches!(config.device, Device::Image { .. });
         let mkfs = if config.fs.needs_mkfs() || builds_image {
             Some(Mkfs::find(config.fs)?)
@@ -250,6 +260,8 @@ impl Target {
         Ok(Target {
             mounted: None,
             attached: None,
+            abandoned: Vec::new(),
+            warnings: Vec::new(),
             image: None,
             log: None,
             mount_dir: None,
@@ -306,28 +318,43 @@ impl Target {
         Ok(path)
     }
 
+    /// What happened that the run's output should say (a busy loop device replaced by a fresh
+    /// one), since the last call.
+    pub fn take_warnings(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.warnings)
+    }
+
+    /// For `device = "loop:SIZE"`: create the sparse image and attach it to a loop device now,
+    /// if not done yet (the first [`Target::prepare`] does it otherwise), and return the loop
+    /// device. `None` for every other kind of device.
+    pub fn attach_loop(&mut self) -> Result<Option<PathBuf>, TargetError> {
+        let Device::Loop { size_bytes } = self.config.device else {
+            return Ok(None);
+        };
+        let base = self.ensure_base()?;
+        if self.attached.is_none() {
+            let image_path = base.join("image");
+            if self.image.is_none() {
+                let image = OwnedFile::create(&self.state, image_path.clone(), |p| {
+                    loopdev::create_sparse_image(p, size_bytes)
+                })?;
+                self.image = Some(image);
+            }
+            let l = AttachedLoop::attach(&image_path, &self.state)?;
+            self.device_name = Some(l.name());
+            self.attached = Some(l);
+        }
+        Ok(self.attached.as_ref().map(|l| l.device().to_path_buf()))
+    }
+
     /// Make this sample's filesystem (mkfs per sample, or once for `fresh = "run"`), mount it,
     /// and return a fresh, empty directory on it with the facts read back from the system.
     pub fn prepare(&mut self) -> Result<Prepared, TargetError> {
         self.samples += 1;
         let work = match self.config.device.clone() {
-            Device::Loop { size_bytes } => {
+            Device::Loop { .. } => {
                 let base = self.ensure_base()?;
-                if self.attached.is_none() {
-                    let image_path = base.join("image");
-                    let image = OwnedFile::create(&self.state, image_path.clone(), |p| {
-                        loopdev::create_sparse_image(p, size_bytes)
-                    })?;
-                    self.image = Some(image);
-                    let l = AttachedLoop::attach(&image_path, &self.state)?;
-                    self.device_name = Some(l.name());
-                    self.attached = Some(l);
-                }
-                let dev = self
-                    .attached
-                    .as_ref()
-                    .map(|l| l.device().to_path_buf())
-                    .unwrap_or_default();
+                let dev = self.attach_loop()?.unwrap_or_default();
                 self.format_and_mount(&base, &dev)?
             }
             Device::Block { path } => {
@@ -380,23 +407,33 @@ impl Target {
         })
     }
 
+    /// mkfs (when due) and mount. A loop device fsdelta attached itself that stays busy after
+    /// the wait (someone else claims it exclusively, or mkfs says busy) is given up: the image
+    /// is attached to a fresh loop device and formatted there once, with a warning; when that
+    /// one is busy too, the error names its holders. A device the config names is never
+    /// swapped.
     fn format_and_mount(&mut self, base: &Path, dev: &Path) -> Result<PathBuf, TargetError> {
+        let mut dev = dev.to_path_buf();
         if !self.formatted || self.config.fresh == Fresh::Sample {
             self.unmount_kept()?;
-            // Checked right before every mkfs: a loop device is a block device too. The device
-            // stays held (O_EXCL) from the checks until mkfs is spawned.
-            device::check_option_devices(
-                Some(dev),
-                &self.config.mkfs_options,
-                &self.config.mount_options,
-            )?;
-            let hold = device::check_can_format(dev, &self.scratch)?;
-            self.device_name = Some(hold.name.clone());
-            let mkfs = self.mkfs.as_ref().ok_or_else(|| TargetError::Unusable {
-                path: dev.display().to_string(),
-                message: "no mkfs program".into(),
-            })?;
-            mkfs.run_held(Some(hold), dev, &self.config.mkfs_options)?;
+            match self.format(&dev) {
+                Ok(()) => {}
+                Err(TargetError::Busy { message, .. }) if self.is_own_loop(&dev) => {
+                    let old = dev.clone();
+                    dev = self.replace_loop(&message)?;
+                    self.format(&dev).map_err(|e| match e {
+                        TargetError::Busy { device, message: again } => TargetError::Busy {
+                            device,
+                            message: format!(
+                                "{again} (fsdelta attached the image to it because the loop device it had first, {}, was busy too: {message})",
+                                old.display()
+                            ),
+                        },
+                        e => e,
+                    })?;
+                }
+                Err(e) => return Err(e),
+            }
             self.formatted = true;
         }
         if self.mounted.is_none() {
@@ -405,6 +442,56 @@ impl Target {
             self.mount(base, &dev.display().to_string(), fs_type, &options)?;
         }
         self.fresh_work_dir()
+    }
+
+    /// The safety checks and mkfs on `dev`.
+    fn format(&mut self, dev: &Path) -> Result<(), TargetError> {
+        // Checked right before every mkfs: a loop device is a block device too. The device
+        // stays held (O_EXCL) from the checks until mkfs is spawned.
+        device::check_option_devices(
+            Some(dev),
+            &self.config.mkfs_options,
+            &self.config.mount_options,
+        )?;
+        let hold = device::check_can_format(dev, &self.scratch)?;
+        self.device_name = Some(hold.name.clone());
+        let mkfs = self.mkfs.as_ref().ok_or_else(|| TargetError::Unusable {
+            path: dev.display().to_string(),
+            message: "no mkfs program".into(),
+        })?;
+        mkfs.run_held(Some(hold), dev, &self.config.mkfs_options)
+    }
+
+    /// Whether `dev` is the loop device fsdelta attached for `device = "loop:SIZE"`.
+    fn is_own_loop(&self, dev: &Path) -> bool {
+        matches!(self.config.device, Device::Loop { .. })
+            && self.attached.as_ref().map(|l| l.device()) == Some(dev)
+    }
+
+    /// Give up the attached loop device (busy: `why`) and attach the image to a fresh one.
+    fn replace_loop(&mut self, why: &str) -> Result<PathBuf, TargetError> {
+        let Some(old) = self.attached.take() else {
+            return Err(TargetError::Unusable {
+                path: self.config.name.clone(),
+                message: "no loop device attached".into(),
+            });
+        };
+        let image = old.backing_file().to_path_buf();
+        let abandoned = old.abandon()?;
+        let old_dev = abandoned.device().to_path_buf();
+        self.abandoned.push(abandoned);
+        let l = AttachedLoop::attach(&image, &self.state)?;
+        let new = l.device().to_path_buf();
+        self.device_name = Some(l.name());
+        self.attached = Some(l);
+        self.warnings.push(format!(
+            "config '{}': loop device {} stayed busy, so fsdelta gave it up and attached the image to {} instead ({} is detached by the kernel when its holder closes it). Why it was busy: {why}",
+            self.config.name,
+            old_dev.display(),
+            new.display(),
+            old_dev.display()
+        ));
+        Ok(new)
     }
 
     /// erofs: build the image from `source` once (it is read-only, so every sample would build
@@ -725,6 +812,9 @@ impl Target {
         if let Some(l) = self.attached.take() {
             keep(l.detach());
         }
+        for a in std::mem::take(&mut self.abandoned) {
+            keep(a.finish());
+        }
         for f in [self.image.as_mut(), self.log.as_mut()]
             .into_iter()
             .flatten()
@@ -771,7 +861,8 @@ impl Drop for Target {
 }
 
 /// Whether the running kernel can mount `fs` (listed in /proc/filesystems, or a module that
-/// can be loaded); the error names the module and the kernel option.
+/// can be loaded); the error names the module and the kernel option, and for a filesystem a
+/// guest can format (f2fs) says how to run the configuration in a guest kernel instead.
 fn check_kernel_has(fs: crate::plan::config::FsKind) -> Result<(), TargetError> {
     let name = fs.as_str();
     let listed = |t: &str| t.lines().any(|l| l.split_whitespace().last() == Some(name));
@@ -779,22 +870,55 @@ fn check_kernel_has(fs: crate::plan::config::FsKind) -> Result<(), TargetError> 
     if listed(&text) {
         return Ok(());
     }
-    let _ = std::process::Command::new("modprobe")
+    let modprobe = std::process::Command::new("modprobe")
         .arg(name)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .status();
+        .stderr(std::process::Stdio::piped())
+        .output();
     if listed(&fs::read_to_string("/proc/filesystems").unwrap_or_default()) {
         return Ok(());
     }
     Err(TargetError::Unusable {
         path: format!("fs = \"{name}\""),
-        message: format!(
-            "the running kernel has no {name} (not in /proc/filesystems, and `modprobe {name}` did not load it): load the {name} module, or use a kernel built with CONFIG_{}_FS, or run this configuration in a guest kernel that has it",
-            name.to_ascii_uppercase()
-        ),
+        message: missing_fs_message(fs, &kernel_release(), &modprobe_said(&modprobe)),
     })
+}
+
+/// The running kernel's release (`uname -r`), or "unknown".
+fn kernel_release() -> String {
+    fs::read_to_string("/proc/sys/kernel/osrelease")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "unknown".into())
+}
+
+/// Why `modprobe NAME` did not load the module, in a few words.
+fn modprobe_said(out: &std::io::Result<std::process::Output>) -> String {
+    match out {
+        Err(e) => format!("modprobe could not run: {e}"),
+        Ok(o) => {
+            let text = String::from_utf8_lossy(&o.stderr);
+            let line = text.lines().map(str::trim).find(|l| !l.is_empty());
+            match line {
+                Some(l) => format!("modprobe said: {l}"),
+                None => format!("modprobe exited with {}", o.status),
+            }
+        }
+    }
+}
+
+fn missing_fs_message(fs: crate::plan::config::FsKind, release: &str, modprobe: &str) -> String {
+    let name = fs.as_str();
+    let option = format!("CONFIG_{}_FS", name.to_ascii_uppercase());
+    let mut m = format!(
+        "the running kernel ({release}) has no {name}: it is not in /proc/filesystems and `modprobe {name}` did not load the {name} module ({modprobe}); load the {name} module, or boot a kernel built with {option}"
+    );
+    if fs == crate::plan::config::FsKind::F2fs {
+        m.push_str(&format!(
+            ", or run this configuration in a guest kernel that has it: add kernel = \"/path/to/linux-image-RELEASE.deb\" (or a vmlinuz) to the [[config]], see `fsdelta kernels` and the README's \"Kernel A/B runs\" (Debian's 6.1 kernels build {name} as a module with {option}=m)"
+        ));
+    }
+    m
 }
 
 fn remove_tree(dir: &Path) -> Result<(), TargetError> {
@@ -951,6 +1075,33 @@ mod tests {
         let ts = targets(&file, &state).unwrap();
         assert_eq!(ts.len(), 1);
         assert_eq!(ts[0].config().name, "ok");
+    }
+
+    #[test]
+    fn a_kernel_without_f2fs_is_named_with_the_module_and_the_guest_fix() {
+        use crate::plan::config::FsKind;
+        let m = missing_fs_message(
+            FsKind::F2fs,
+            "6.18.44",
+            "modprobe said: FATAL: Module f2fs not found",
+        );
+        for part in [
+            "the running kernel (6.18.44) has no f2fs",
+            "`modprobe f2fs`",
+            "the f2fs module",
+            "Module f2fs not found",
+            "CONFIG_F2FS_FS",
+            "kernel = \"",
+            "Kernel A/B runs",
+        ] {
+            assert!(m.contains(part), "{part}: {m}");
+        }
+        // erofs cannot run in a guest yet: its message offers no guest.
+        let m = missing_fs_message(FsKind::Erofs, "6.18.44", "modprobe exited with 1");
+        assert!(
+            m.contains("CONFIG_EROFS_FS") && !m.contains("kernel = "),
+            "{m}"
+        );
     }
 
     #[test]

@@ -414,9 +414,23 @@ pub fn check_can_format(device: &Path, scratch: &Path) -> Result<DeviceHold, Tar
                 pause = (pause * 2).min(Duration::from_millis(250));
             }
             Err(Check::Releasing { name, devnum }) => {
-                return Err(TargetError::Refused {
+                return Err(TargetError::Busy {
                     device: device.display().to_string(),
-                    reason: busy_reason(&name, devnum),
+                    message: format!(
+                        "refusing to format {}: {}",
+                        device.display(),
+                        busy_reason(&name, devnum)
+                    ),
+                });
+            }
+            Err(Check::Held { .. }) if start.elapsed() < RELEASE_WAIT => {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(250));
+            }
+            Err(Check::Held { reason }) => {
+                return Err(TargetError::Busy {
+                    device: device.display().to_string(),
+                    message: format!("refusing to format {}: {reason}", device.display()),
                 });
             }
             Err(Check::Refused(e)) => return Err(e),
@@ -431,6 +445,11 @@ enum Check {
     Releasing {
         name: String,
         devnum: (u32, u32),
+    },
+    /// Held open exclusively by processes (named in `reason`): waited for too, since a
+    /// short-lived opener (udev's blkid) lets go by itself, then refused.
+    Held {
+        reason: String,
     },
 }
 
@@ -509,11 +528,14 @@ fn check_once(device: &Path, scratch: &Path) -> Result<DeviceHold, Check> {
                 .iter()
                 .map(|(pid, comm)| format!("pid {pid} ({comm})"))
                 .collect();
-            return Err(refuse(format!(
-                "is held open exclusively; open by {}: stop {} first, or name another device",
-                who.join(", "),
-                if who.len() == 1 { "it" } else { "them" }
-            )));
+            return Err(Check::Held {
+                reason: format!(
+                    "is held open exclusively; open by {} (waited {}s): stop {} first, or name another device",
+                    who.join(", "),
+                    RELEASE_WAIT.as_secs(),
+                    if who.len() == 1 { "it" } else { "them" }
+                ),
+            });
         }
         return Err(Check::Releasing {
             name,

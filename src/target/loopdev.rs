@@ -233,6 +233,94 @@ impl AttachedLoop {
     }
 }
 
+impl AttachedLoop {
+    /// Give this device up because someone else holds it: ask the kernel to detach it
+    /// (`LOOP_CLR_FD`, which with other openers only marks it for autoclear: the kernel detaches
+    /// it when the last one closes it) and close fsdelta's own descriptor, without waiting.
+    /// The state-file entry moves to the returned [`Abandoned`], cleared once it is gone.
+    pub fn abandon(mut self) -> Result<Abandoned, TargetError> {
+        if let Some(fd) = self.fd.take() {
+            match clr_fd(&fd) {
+                Ok(()) | Err(Errno::NXIO) => {}
+                Err(e) => {
+                    self.fd = Some(fd);
+                    return Err(loop_err("LOOP_CLR_FD", e).at(&self.device));
+                }
+            }
+        }
+        Ok(Abandoned {
+            number: self.number,
+            device: self.device.clone(),
+            backing_file: self.backing_file.clone(),
+            record: self.record.take(),
+        })
+    }
+}
+
+/// A loop device fsdelta attached and then gave up ([`AttachedLoop::abandon`]) because another
+/// opener kept it busy. The kernel detaches it when that opener closes it.
+#[derive(Debug)]
+pub struct Abandoned {
+    number: u32,
+    device: PathBuf,
+    backing_file: PathBuf,
+    record: Option<Record>,
+}
+
+impl Abandoned {
+    /// `/dev/loopN`.
+    pub fn device(&self) -> &Path {
+        &self.device
+    }
+
+    /// Whether the kernel has detached it from fsdelta's image.
+    pub fn is_detached(&self) -> bool {
+        backing_file(self.number).as_deref() != Some(self.backing_file.as_path())
+    }
+
+    /// Whether the kernel will detach it by itself on its last close (`LO_FLAGS_AUTOCLEAR`).
+    pub fn detaches_on_last_close(&self) -> bool {
+        fs::read_to_string(format!("/sys/block/loop{}/loop/autoclear", self.number))
+            .map(|s| s.trim() == "1")
+            .unwrap_or(false)
+    }
+
+    /// At teardown: the state-file entry is cleared when the device is detached, or when the
+    /// kernel will detach it on its holder's last close (nothing is left for `fsdelta cleanup`
+    /// to do, and its image may be removed: the kernel keeps the open file). Otherwise the entry
+    /// stays and the error says what to check.
+    pub fn finish(mut self) -> Result<(), TargetError> {
+        self.finish_inner()
+    }
+
+    fn finish_inner(&mut self) -> Result<(), TargetError> {
+        if self.record.is_none() {
+            return Ok(());
+        }
+        if self.is_detached() || self.detaches_on_last_close() {
+            if let Some(r) = self.record.take() {
+                r.clear()?;
+            }
+            return Ok(());
+        }
+        Err(TargetError::Unusable {
+            path: self.device.display().to_string(),
+            message: format!(
+                "still attached to {} and not marked to detach itself: something still holds it; check `losetup -a` and `fuser -v {}`, then run fsdelta cleanup",
+                self.backing_file.display(),
+                self.device.display()
+            ),
+        })
+    }
+}
+
+impl Drop for Abandoned {
+    fn drop(&mut self) {
+        // Best effort: on failure the state-file entry stays for `fsdelta cleanup`.
+        let _ = self.finish_inner();
+    }
+}
+
 impl Drop for AttachedLoop {
     fn drop(&mut self) {
         // Best effort: on failure the state-file entry stays for `fsdelta cleanup`.

@@ -1,4 +1,4 @@
-//! mkfs for btrfs, ext4 and xfs: finding the program (with the Debian package to install when it
+//! mkfs for btrfs, ext4, xfs and f2fs (and mkfs.erofs's image builds): finding the program (with the Debian package to install when it
 //! is missing), its version for the sample's facts, and running it with the config's options.
 //!
 //! Why a module: the exact command line and program version are facts a reader of the numbers
@@ -8,7 +8,7 @@
 //!
 //! Options fsdelta adds before the config's own (which come last, so they win where the tool
 //! lets a later option override an earlier one):
-//! - btrfs, xfs: `-f`, because a re-format per sample finds the previous filesystem's signature;
+//! - btrfs, xfs, f2fs: `-f`, because a re-format per sample finds the previous filesystem's signature;
 //! - ext4: `-F` once (never twice: `-F -F` would format a mounted device), plus
 //!   `-E lazy_itable_init=0,lazy_journal_init=0` unless the config gives `-E` itself, so that no
 //!   background inode-table initialisation writes during the measurement.
@@ -38,6 +38,7 @@ pub fn program_and_package(fs: FsKind) -> Option<(&'static str, &'static str)> {
         FsKind::Btrfs => Some(("mkfs.btrfs", "btrfs-progs")),
         FsKind::Ext4 => Some(("mkfs.ext4", "e2fsprogs")),
         FsKind::Xfs => Some(("mkfs.xfs", "xfsprogs")),
+        FsKind::F2fs => Some(("mkfs.f2fs", "f2fs-tools")),
         FsKind::Erofs => Some(("mkfs.erofs", "erofs-utils")),
         FsKind::Tmpfs | FsKind::Dir => None,
     }
@@ -98,7 +99,7 @@ impl Mkfs {
     pub fn args(&self, device: &Path, options: &[String]) -> Vec<String> {
         let mut args: Vec<String> = Vec::new();
         match self.fs {
-            FsKind::Btrfs | FsKind::Xfs => args.push("-f".into()),
+            FsKind::Btrfs | FsKind::Xfs | FsKind::F2fs => args.push("-f".into()),
             FsKind::Ext4 => {
                 if !options.iter().any(|o| o == "-F") {
                     args.push("-F".into());
@@ -169,12 +170,19 @@ impl Mkfs {
                 continue;
             }
             let holders = busy.then(|| busy_holders(device));
-            return Err(TargetError::CommandFailed {
+            let failed = TargetError::CommandFailed {
                 what: "mkfs".into(),
                 command: self.command_line(device, options),
                 status: out.status.to_string(),
                 output: failure_text(&out.stderr, &out.stdout, device, holders.as_deref()),
-            });
+            };
+            if busy {
+                return Err(TargetError::Busy {
+                    device: device.display().to_string(),
+                    message: failed.to_string(),
+                });
+            }
+            return Err(failed);
         }
     }
 }
@@ -340,6 +348,20 @@ mod tests {
         assert!(t.contains("holders: pid 42 (sleep)"), "{t}");
         let t = failure_text(b"", b"only on stdout\n", Path::new("/dev/x"), None);
         assert!(t.contains("only on stdout"), "{t}");
+    }
+
+    #[test]
+    fn f2fs_is_forced_and_keeps_its_feature_options() {
+        let m = fake(FsKind::F2fs);
+        let opts = vec!["-O".to_string(), "extra_attr,compression".into()];
+        assert_eq!(
+            m.command_line(Path::new("/dev/loop4"), &opts),
+            "/usr/sbin/mkfs.f2fs -f -O extra_attr,compression /dev/loop4"
+        );
+        assert_eq!(
+            program_and_package(FsKind::F2fs),
+            Some(("mkfs.f2fs", "f2fs-tools"))
+        );
     }
 
     #[test]

@@ -63,6 +63,16 @@ pub enum TargetError {
         /// Why, and what to do instead.
         reason: String,
     },
+    /// The device to format stayed busy (claimed exclusively by someone else, or mkfs said
+    /// "busy") after the wait. Separate from [`TargetError::Refused`] so that a loop device
+    /// fsdelta attached itself can be given up for a fresh one; the message names the holders.
+    #[error("{message}")]
+    Busy {
+        /// The device.
+        device: String,
+        /// The whole message: what was refused or failed, who holds it, how to fix it.
+        message: String,
+    },
     /// A command fsdelta ran (mkfs, a before/after hook) failed.
     #[error("{what} failed ({status}): {command}: {output}")]
     CommandFailed {

@@ -1,0 +1,272 @@
+//! f2fs configurations (issue 16 item 3) end to end: on a host kernel without f2fs an f2fs loop
+//! configuration is refused before anything is created, with an error naming the module, its
+//! kernel option and the guest fix (where the host has f2fs, the same configuration runs there
+//! instead); and in a QEMU guest of a Debian 6.1 kernel (f2fs as a module, compression built in)
+//! the host's mkfs.f2fs formats the guest's disk with compression, the guest mounts it with
+//! `compress_algorithm=lz4` and a tiny fs_mark runs on it, stored with fs f2fs and the mkfs facts.
+//!
+//! Needs root, loop devices and mkfs.f2fs (Debian f2fs-tools); the guest test also needs
+//! qemu-system-x86, busybox-static and the linux-image-6.1.0-47 .deb (see .ci/run). Each skips
+//! saying why without them, unless FSDELTA_REQUIRE_ALL=1.
+
+mod common;
+
+use common::{fsdelta, is_root, require};
+use std::path::{Path, PathBuf};
+
+fn host_has_f2fs() -> bool {
+    let listed = || {
+        std::fs::read_to_string("/proc/filesystems")
+            .unwrap_or_default()
+            .lines()
+            .any(|l| l.split_whitespace().last() == Some("f2fs"))
+    };
+    if listed() {
+        return true;
+    }
+    let _ = std::process::Command::new("modprobe")
+        .arg("f2fs")
+        .stderr(std::process::Stdio::null())
+        .status();
+    listed()
+}
+
+fn has_mkfs_f2fs() -> bool {
+    fsdelta::target::mkfs::Mkfs::find(fsdelta::plan::config::FsKind::F2fs).is_ok()
+}
+
+struct Setup {
+    dir: tempfile::TempDir,
+}
+
+impl Setup {
+    fn new(configs: &str, suite: &str) -> Setup {
+        let dir = tempfile::Builder::new()
+            .prefix("fsdelta-f2fs-")
+            .tempdir_in("/var/tmp")
+            .unwrap();
+        let scratch = dir.path().join("scratch");
+        std::fs::write(
+            dir.path().join("c.toml"),
+            format!("scratch = \"{}\"\n{configs}", scratch.display()),
+        )
+        .unwrap();
+        std::fs::write(dir.path().join("s.toml"), suite).unwrap();
+        Setup { dir }
+    }
+    fn p(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+    fn cmd(&self) -> assert_cmd::Command {
+        let mut c = fsdelta(&self.p("db.sqlite"));
+        c.env("FSDELTA_STATE_FILE", self.p("state.json"));
+        c
+    }
+    fn run(&self) -> std::process::Output {
+        self.cmd()
+            .args(["run", "-n", "1", "--config"])
+            .arg(self.p("c.toml"))
+            .arg("--suite")
+            .arg(self.p("s.toml"))
+            .output()
+            .unwrap()
+    }
+    fn samples(&self) -> Vec<serde_json::Value> {
+        let out = self
+            .cmd()
+            .args(["export", "latest", "--format", "json"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        doc["runs"][0]["samples"].as_array().unwrap().clone()
+    }
+    /// No mount, no loop device and no file of ours under the scratch location, and no state
+    /// entry.
+    fn assert_clean(&self) {
+        let scratch = self.p("scratch");
+        let left: Vec<_> = std::fs::read_dir(&scratch)
+            .map(|rd| rd.filter_map(Result::ok).map(|e| e.path()).collect())
+            .unwrap_or_default();
+        assert!(left.is_empty(), "left behind: {left:?}");
+        let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap();
+        assert!(
+            !mounts.contains(&self.dir.path().display().to_string()),
+            "{mounts}"
+        );
+        let loops: Vec<String> = std::fs::read_dir("/sys/block")
+            .unwrap()
+            .flatten()
+            .filter_map(|e| {
+                let n: u32 = e.file_name().to_str()?.strip_prefix("loop")?.parse().ok()?;
+                let b = fsdelta::target::loopdev::backing_file(n)?;
+                b.starts_with(self.dir.path())
+                    .then(|| b.display().to_string())
+            })
+            .collect();
+        assert!(loops.is_empty(), "loop devices left: {loops:?}");
+        let state = std::fs::read_to_string(self.p("state.json")).unwrap_or_default();
+        assert!(
+            !state.contains("\"kind\""),
+            "state file still names: {state}"
+        );
+    }
+}
+
+const FILES: &str =
+    "[[test]]\nname = \"files\"\nworkload = \"fsmark\"\nargs = \"-s 4096 -n 200 -t 1 -S 1\"\n";
+
+#[test]
+fn an_f2fs_loop_config_on_a_host_kernel_without_f2fs_is_refused_before_anything_is_made() {
+    if !require(
+        is_root() && Path::new("/dev/loop-control").exists() && has_mkfs_f2fs(),
+        "root, loop devices and mkfs.f2fs (apt-get install f2fs-tools)",
+    ) {
+        return;
+    }
+    let s = Setup::new(
+        "[[config]]\nname = \"f2fs-lz4\"\nfs = \"f2fs\"\ndevice = \"loop:512M\"\n\
+         mkfs = \"-O extra_attr,compression\"\nmount = \"compress_algorithm=lz4\"\n",
+        FILES,
+    );
+    let out = s.run();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if host_has_f2fs() {
+        // Where the host kernel has f2fs, the same configuration runs here.
+        eprintln!("this host's kernel has f2fs: checking that the run works instead");
+        assert!(out.status.success(), "{stderr}");
+        let samples = s.samples();
+        assert_eq!(samples.len(), 1);
+        assert_eq!(samples[0]["status"], "ok", "{}", samples[0]);
+        assert_eq!(samples[0]["facts"]["fs_type"], "f2fs");
+        let mkfs = samples[0]["facts"]["extra"]["mkfs_command"]
+            .as_str()
+            .unwrap();
+        assert!(
+            mkfs.contains("mkfs.f2fs -f -O extra_attr,compression /dev/loop"),
+            "{mkfs}"
+        );
+        s.assert_clean();
+        return;
+    }
+    assert!(!out.status.success(), "{stderr}");
+    for part in [
+        "config 'f2fs-lz4'",
+        "the running kernel (",
+        "has no f2fs",
+        "`modprobe f2fs`",
+        "the f2fs module",
+        "CONFIG_F2FS_FS",
+        "run this configuration in a guest kernel",
+        "kernel = \"",
+    ] {
+        assert!(stderr.contains(part), "{part}: {stderr}");
+    }
+    // Refused before anything was made: no scratch directory at all, no run in the store.
+    assert!(!s.p("scratch").exists(), "the scratch location was created");
+    s.assert_clean();
+    let list = s.cmd().arg("list").output().unwrap();
+    let list = String::from_utf8_lossy(&list.stdout);
+    assert!(
+        !list.contains("complete") && !list.contains("running") && !list.contains("failed"),
+        "a run was recorded: {list}"
+    );
+}
+
+fn kernel_a() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("FSDELTA_VM_KERNEL_A") {
+        return Some(PathBuf::from(p));
+    }
+    std::fs::read_dir("/var/cache/fsdelta-ci/kernels")
+        .ok()?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .find(|p| {
+            p.file_name().is_some_and(|n| {
+                n.to_string_lossy()
+                    .starts_with("linux-image-6.1.0-47-amd64_")
+            })
+        })
+}
+
+#[test]
+fn f2fs_with_lz4_compression_runs_in_a_debian_guest_and_records_its_mkfs() {
+    if !(require(is_root(), "root")
+        && require(has_mkfs_f2fs(), "mkfs.f2fs (apt-get install f2fs-tools)")
+        && require(
+            fsdelta::vm::qemu::find_qemu().is_ok(),
+            "qemu-system-x86_64 (apt-get install qemu-system-x86)",
+        )
+        && require(
+            fsdelta::vm::initramfs::check_busybox().is_ok(),
+            "a static /bin/busybox (apt-get install busybox-static)",
+        )
+        && require(
+            kernel_a().is_some(),
+            "the linux-image-6.1.0-47 .deb in /var/cache/fsdelta-ci/kernels (see .ci/run)",
+        ))
+    {
+        return;
+    }
+    let kernel = kernel_a().unwrap();
+    let s = Setup::new(
+        &format!(
+            "[[config]]\nname = \"f2fs-lz4\"\nfs = \"f2fs\"\ndevice = \"loop:512M\"\n\
+             mkfs = \"-O extra_attr,compression\"\nmount = \"compress_algorithm=lz4\"\n\
+             kernel = \"{}\"\nmemory = \"1G\"\n",
+            kernel.display()
+        ),
+        FILES,
+    );
+    let t0 = std::time::Instant::now();
+    let out = s.run();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    eprintln!("{stderr}");
+    eprintln!(
+        "f2fs guest run (boot + fs_mark 200 files, n = 1): {:.1} s",
+        t0.elapsed().as_secs_f64()
+    );
+    assert!(out.status.success(), "{stderr}");
+    let samples = s.samples();
+    assert_eq!(samples.len(), 1);
+    let smp = &samples[0];
+    assert_eq!(smp["status"], "ok", "{smp}");
+    let facts = &smp["facts"];
+    assert_eq!(facts["fs_type"], "f2fs", "{facts}");
+    let extra = &facts["extra"];
+    assert_eq!(extra["vm_kernel"], "6.1.0-47-amd64", "{facts}");
+    // The host formatted the guest's disk image with its own mkfs.f2fs: the facts keep that
+    // command line (program, options, image) and the program's version.
+    let mkfs = facts["mkfs_options"].as_str().unwrap();
+    assert!(
+        mkfs.contains("mkfs.f2fs -f -O extra_attr,compression ")
+            && mkfs.ends_with(".img")
+            && mkfs.contains(&s.p("scratch").display().to_string()),
+        "{mkfs}"
+    );
+    assert!(
+        extra["mkfs_version"]
+            .as_str()
+            .unwrap()
+            .starts_with("mkfs.f2fs "),
+        "{facts}"
+    );
+    assert_eq!(facts["device"], "/dev/vda", "{facts}");
+    // The options in force, as the guest's kernel reports them.
+    let mount = facts["mount_options"].as_str().unwrap();
+    assert!(mount.contains("compress_algorithm=lz4"), "{mount}");
+    let files = smp["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == "files_per_sec")
+        .unwrap_or_else(|| panic!("no files_per_sec: {smp}"));
+    assert!(files["value"].as_f64().unwrap() > 0.0, "{files}");
+    eprintln!("f2fs in the guest: {} files/s", files["value"]);
+    // No qemu of this run is left, nor anything under the scratch location.
+    s.assert_clean();
+}
