@@ -51,6 +51,34 @@ pub struct ReportInput {
     /// Warnings about the machine (background load that differs between the sides), from
     /// `compare::context`; shown first in the differences box.
     pub machine_warnings: Vec<String>,
+    /// fs_mark's per-iteration rows (one per `-L` loop) of the samples that kept them.
+    pub iterations: Vec<IterationTables>,
+}
+
+/// fs_mark's per-iteration rows of one test: every sample of either side that kept them.
+#[derive(Clone, Debug)]
+pub struct IterationTables {
+    /// Configuration name as shown in the report.
+    pub config: String,
+    /// Test name.
+    pub test: String,
+    /// Baseline samples first, then current ones, by run and repetition.
+    pub samples: Vec<SampleIterations>,
+}
+
+/// The rows fs_mark printed for one sample, as stored.
+#[derive(Clone, Debug)]
+pub struct SampleIterations {
+    /// Which side the sample belongs to ([`Role::Baseline`] or [`Role::Current`]).
+    pub role: Role,
+    /// Its run.
+    pub run_id: i64,
+    /// Its repetition.
+    pub repetition: u32,
+    /// The sample id (as `show --raw` names it).
+    pub sample_id: i64,
+    /// One row per iteration, in order.
+    pub rows: Vec<crate::workload::fsmark::IterationResult>,
 }
 
 /// CPU flame graphs of one test (inferno SVGs, built from the stored folded stacks).
@@ -117,6 +145,71 @@ fn flamegraph_section(out: &mut String, input: &ReportInput, config: &str, test:
             );
         }
     }
+}
+
+/// fs_mark's per-iteration rows of one test: a plot of Files/sec by iteration (one line per
+/// sample) and a table per sample with fs_mark's columns, the iteration index and the wall-clock
+/// rate. Open when some sample ran more than one iteration (`-L`), folded otherwise.
+fn iterations_section(out: &mut String, input: &ReportInput, config: &str, test: &str) {
+    let Some(t) = input
+        .iterations
+        .iter()
+        .find(|t| t.config == config && t.test == test)
+    else {
+        return;
+    };
+    let loops = t.samples.iter().map(|s| s.rows.len()).max().unwrap_or(0);
+    let _ = write!(
+        out,
+        "<details class=\"iters\"{}><summary><b>fs_mark iterations</b>: {} sample{}, up to {} \
+         iteration{} each</summary><p class=\"note\">The rows fs_mark printed for each sample (one \
+         per <code>-L</code> loop), as stored with it (<code>fsdelta show --raw</code>); the \
+         metrics above pool them. Files/sec is fs_mark's (the sum of per-thread rates); wall \
+         files/sec is files over the iteration's wall time.</p>",
+        if loops > 1 { " open" } else { "" },
+        t.samples.len(),
+        if t.samples.len() == 1 { "" } else { "s" },
+        loops,
+        if loops == 1 { "" } else { "s" },
+    );
+    if loops > 1 {
+        out.push_str(&charts::iterations_chart(t, input.baseline.is_some()));
+    }
+    out.push_str("<div class=\"grid\">");
+    for s in &t.samples {
+        let side = match (input.baseline.is_some(), s.role) {
+            (false, _) => String::new(),
+            (true, Role::Baseline) => "baseline, ".into(),
+            (true, _) => "current, ".into(),
+        };
+        let _ = write!(
+            out,
+            "<table class=\"iter\" data-sample=\"{}\"><caption>{side}run {}, repetition {} \
+             (sample {})</caption><thead><tr><th class=\"num\">iteration</th>\
+             <th class=\"num\">FSUse%</th><th class=\"num\">Count</th><th class=\"num\">Size</th>\
+             <th class=\"num\">Files/sec</th><th class=\"num\">App Overhead</th>\
+             <th class=\"num\">wall files/sec</th><th class=\"num\">wall s</th></tr></thead><tbody>",
+            s.sample_id, s.run_id, s.repetition, s.sample_id
+        );
+        for r in &s.rows {
+            let _ = write!(
+                out,
+                "<tr><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
+                 <td class=\"num\">{}</td><td class=\"num\">{:.1}</td><td class=\"num\">{}</td>\
+                 <td class=\"num\">{:.1}</td><td class=\"num\">{:.3}</td></tr>",
+                r.iteration,
+                r.fs_use_pct,
+                r.count,
+                r.size,
+                r.files_per_sec,
+                r.app_overhead_us,
+                r.files_per_sec_wall,
+                r.wall_ns as f64 / 1e9
+            );
+        }
+        out.push_str("</tbody></table>");
+    }
+    out.push_str("</div></details>\n");
 }
 
 /// One side of the report.
@@ -609,6 +702,7 @@ fn test_section(out: &mut String, input: &ReportInput, i: usize, config: &str, t
         }
         out.push_str("</div>\n");
     }
+    iterations_section(out, input, config, test);
     flamegraph_section(out, input, config, test);
     let with_history: Vec<&&MetricInput> = lead.iter().filter(|m| m.history.is_some()).collect();
     let other_history: Vec<&&MetricInput> = rest.iter().filter(|m| m.history.is_some()).collect();
@@ -664,6 +758,7 @@ svg.icon{vertical-align:-1px}
 details.rest{margin:6px 0 10px}details.rest>summary{cursor:pointer;color:#444}
 .grid{display:flex;flex-wrap:wrap;gap:10px}
 .card{border:1px solid #e3e3e3;border-radius:4px;padding:4px}
+details.iters{margin:6px 0 10px}details.iters>summary{cursor:pointer}table.iter caption{text-align:left;font-size:12px;color:#444}
 pre{background:#f7f7f7;border:1px solid #e3e3e3;padding:10px;overflow-x:auto;font-family:"DejaVu Sans Mono","Liberation Mono",monospace;font-size:12.5px}
 footer{color:#777;font-size:12px;margin:24px 0}
 svg text{font-family:"DejaVu Sans","Liberation Sans",Arial,sans-serif;font-size:11px;fill:#222}
