@@ -283,10 +283,15 @@ fn event_counts_are_shown_by_compare_history_and_report_and_never_judged() {
         line.contains("185") && line.contains("370") && line.contains("+100.0%"),
         "{line}"
     );
-    assert!(!line.contains("REGRESSED") && !line.contains("improved"), "{line}");
+    assert!(
+        !line.contains("REGRESSED") && !line.contains("improved"),
+        "{line}"
+    );
     // history: one point per run, its median count.
     let o = fsdelta(&db)
-        .args(["history", "--test", "w4k", "--metric", EV, "--format", "json"])
+        .args([
+            "history", "--test", "w4k", "--metric", EV, "--format", "json",
+        ])
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -308,5 +313,8 @@ fn event_counts_are_shown_by_compare_history_and_report_and_never_judged() {
         .split("<g><title>")
         .find(|t| t.starts_with(EV))
         .unwrap_or_else(|| panic!("no chart row of {EV}"));
-    assert!(chart_row.contains("185") && chart_row.contains("370"), "{chart_row}");
+    assert!(
+        chart_row.contains("185") && chart_row.contains("370"),
+        "{chart_row}"
+    );
 }

@@ -656,3 +656,94 @@ fn a_command_metric_that_misses_is_missing_with_a_warning_and_required_still_fai
     let js = samples.iter().find(|s| s["test"] == "js").unwrap();
     assert_eq!(js["status"], "ok");
 }
+
+/// Hooks are part of the configuration: stored with each sample, printed by `show`, and a
+/// changed hook is a line of every "what differs" block (compare text, markdown, JSON, the
+/// report). Needs root (a tmpfs configuration).
+#[test]
+fn hooks_are_stored_shown_and_a_changed_hook_is_a_difference_everywhere() {
+    if !require(is_root(), "root (a tmpfs configuration)") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("r.sqlite");
+    let scratch = tmp.path().join("scratch");
+    std::fs::create_dir(&scratch).unwrap();
+    let suite = tmp.path().join("s.toml");
+    std::fs::write(
+        &suite,
+        "[[test]]\nname = \"tiny\"\nworkload = \"fsmark\"\nargs = \"-s 0 -n 20 -t 1 -S 0\"\n",
+    )
+    .unwrap();
+    let config = tmp.path().join("c.toml");
+    for (label, before) in [("a", "touch hook-ran"), ("b", "sync")] {
+        std::fs::write(
+            &config,
+            format!(
+                "scratch = \"{}\"\n[[config]]\nname = \"ram\"\nfs = \"tmpfs\"\nsize = \"64M\"\n\
+                 before = \"{before}\"\nafter = \"true\"\n",
+                scratch.display()
+            ),
+        )
+        .unwrap();
+        fsdelta(&db)
+            .env("FSDELTA_STATE_FILE", tmp.path().join("state"))
+            .args(["run", "-n", "1", "--quiet", "--label", label, "--config"])
+            .arg(&config)
+            .arg("--suite")
+            .arg(&suite)
+            .assert()
+            .success();
+    }
+    let show = fsdelta(&db).args(["show", "1"]).output().unwrap();
+    let show = String::from_utf8_lossy(&show.stdout);
+    assert!(
+        show.contains("  before: touch hook-ran\n") && show.contains("  after: true\n"),
+        "{show}"
+    );
+    let out = |args: &[&str]| -> String {
+        let o = fsdelta(&db).args(args).output().unwrap();
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let text = out(&["compare", "1", "2"]);
+    let line = text
+        .lines()
+        .find(|l| l.contains("before hook of ram"))
+        .unwrap_or_else(|| panic!("no hook line: {text}"));
+    assert!(
+        line.contains("touch hook-ran") && line.contains("sync"),
+        "{line}"
+    );
+    assert!(
+        !text.contains("after hook"),
+        "the same after hook is no difference: {text}"
+    );
+    let md = out(&["compare", "1", "2", "--format", "markdown"]);
+    assert!(
+        md.lines()
+            .any(|l| l.contains("before hook of ram") && l.contains("touch hook-ran")),
+        "{md}"
+    );
+    let js: serde_json::Value =
+        serde_json::from_str(&out(&["compare", "1", "2", "--format", "json"])).unwrap();
+    let js = js.to_string();
+    assert!(
+        js.contains("before hook of ram") && js.contains("touch hook-ran"),
+        "{js}"
+    );
+    let page = tmp.path().join("r.html");
+    fsdelta(&db)
+        .args(["report", "1", "2", "-o"])
+        .arg(&page)
+        .assert()
+        .success();
+    let html = std::fs::read_to_string(&page).unwrap();
+    let boxed = &html[html.find("id=\"differences\"").expect("a differences box")..];
+    let boxed = &boxed[..boxed.find("</div>").unwrap()];
+    assert!(
+        boxed.contains("<b>before hook</b> of configuration <code>ram</code>")
+            && boxed.contains("touch hook-ran"),
+        "{boxed}"
+    );
+    assert!(!boxed.contains("after hook"), "{boxed}");
+}
