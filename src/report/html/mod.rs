@@ -165,12 +165,18 @@ fn iterations_section(out: &mut String, input: &ReportInput, config: &str, test:
          iteration{} each</summary><p class=\"note\">The rows fs_mark printed for each sample (one \
          per <code>-L</code> loop), as stored with it (<code>fsdelta show --raw</code>); the \
          metrics above pool them. Files/sec is fs_mark's (the sum of per-thread rates); wall \
-         files/sec is files over the iteration's wall time.</p>",
+         files/sec is files over the iteration's wall time.{}</p>",
         if loops > 1 { " open" } else { "" },
         t.samples.len(),
         if t.samples.len() == 1 { "" } else { "s" },
         loops,
         if loops == 1 { "" } else { "s" },
+        if loops > 1 && input.baseline.is_some() {
+            " In the plot, one line per sample: dashed with rings the baseline's, solid pink \
+             the current side's; hover a marker for its sample."
+        } else {
+            ""
+        },
     );
     if loops > 1 {
         out.push_str(&charts::iterations_chart(t, input.baseline.is_some()));

@@ -428,6 +428,10 @@ fn fs_mark_iterations_are_a_table_per_sample_and_a_plot() {
     assert_eq!(section.matches("<table class=\"iter\"").count(), 2);
     assert!(section.contains("baseline, run 1, repetition 1 (sample 11)"));
     assert!(section.contains("current, run 2, repetition 1 (sample 21)"));
+    assert!(
+        section.contains("dashed with rings the baseline's"),
+        "the plot's legend"
+    );
     // Three rows a sample, with fs_mark's columns.
     assert_eq!(section.matches("<tr><td class=\"num\">").count(), 6);
     for cell in [
