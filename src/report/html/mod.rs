@@ -464,18 +464,25 @@ fn opt_value(v: Option<f64>) -> String {
     v.map(fmt_value).unwrap_or_else(|| "-".into())
 }
 
-/// Whether a judged metric leads (is shown before the others): a headline metric, or one that
-/// regressed or improved.
-fn leads_comparison(c: &Comparison) -> bool {
-    c.role == MetricRole::Headline || matches!(c.verdict, Verdict::Regressed | Verdict::Improved)
+/// Whether a judged metric leads (is shown before the others): a headline metric, one that
+/// regressed or improved, or a kernel event count (asked for with `--events`; never judged).
+fn leads_comparison(metric: &str, c: &Comparison) -> bool {
+    c.role == MetricRole::Headline
+        || matches!(c.verdict, Verdict::Regressed | Verdict::Improved)
+        || crate::report::compare::is_event_count(metric)
 }
 
 /// Whether a metric leads its test's section: with a comparison as [`leads_comparison`]; in a
-/// single-selection report, a headline metric (or every metric of a test that declares none).
+/// single-selection report, a headline metric or an event count (or every metric of a test
+/// that declares no headline).
 fn leads(m: &MetricInput, test_has_headline: bool) -> bool {
     match &m.comparison {
-        Some(c) => leads_comparison(c),
-        None => m.headline || !test_has_headline,
+        Some(c) => leads_comparison(&m.key.metric, c),
+        None => {
+            m.headline
+                || !test_has_headline
+                || crate::report::compare::is_event_count(&m.key.metric)
+        }
     }
 }
 
@@ -515,8 +522,11 @@ fn summary(out: &mut String, input: &ReportInput, s: &Summary) {
     let quiet = input
         .metrics
         .iter()
-        .filter_map(|m| m.comparison.as_ref())
-        .filter(|c| !leads_comparison(c))
+        .filter(|m| {
+            m.comparison
+                .as_ref()
+                .is_some_and(|c| !leads_comparison(&m.key.metric, c))
+        })
         .count();
     let _ = write!(
         out,
@@ -561,7 +571,11 @@ fn summary(out: &mut String, input: &ReportInput, s: &Summary) {
         let (class, word, _) = look(c.verdict);
         let num_attr = |v: Option<f64>| v.map(|v| format!("{v}")).unwrap_or_default();
         let unit = esc(m.unit.as_str());
-        let quiet = if leads_comparison(c) { "" } else { " quiet" };
+        let quiet = if leads_comparison(&m.key.metric, c) {
+            ""
+        } else {
+            " quiet"
+        };
         let star = if c.center == Center::Median { "*" } else { "" };
         let _ = writeln!(
             out,
