@@ -215,3 +215,111 @@ fn an_unknown_event_fails_before_any_run_with_the_close_matches() {
     let list = String::from_utf8_lossy(&list.stdout);
     assert!(!list.contains("quick"), "{list}");
 }
+
+/// Event counts are shown everywhere a metric is, as neutral counts: `compare` gives their
+/// difference and never a verdict (a count that doubles exits 0), `history` lists each run's
+/// count, and the report draws them. Two runs of a test differing only in the number of files:
+/// 185 buffered 4 KiB writes against 370.
+#[test]
+fn event_counts_are_shown_by_compare_history_and_report_and_never_judged() {
+    if !can_run() {
+        return;
+    }
+    let fs = Ext4Loop::new();
+    let work = tempfile::tempdir().unwrap();
+    let db = work.path().join("db.sqlite");
+    let suite = work.path().join("events.toml");
+    let filter = format!("ext4:ext4_da_write_begin:dev == {}", fs.kernel_dev());
+    for (label, files) in [("a", 37), ("b", 74), ("c", 74)] {
+        std::fs::write(
+            &suite,
+            format!(
+                "[[test]]\nname = \"w4k\"\nworkload = \"fsmark\"\nargs = \"-s 20480 -w 4096 -n {files} -t 1 -S 0\"\n"
+            ),
+        )
+        .unwrap();
+        fsdelta(&db)
+            .env("FSDELTA_STATE_FILE", work.path().join("state"))
+            .args(["run", "--quiet", "-n", "2", "--label", label, "--suite"])
+            .arg(&suite)
+            .arg("--target")
+            .arg(fs.mnt())
+            .args(["--events", "ext4:ext4_da_write_begin"])
+            .args(["--events-filter", &filter])
+            .assert()
+            .success();
+    }
+    const EV: &str = "event:ext4:ext4_da_write_begin";
+    // compare: the difference, not judged; alone it cannot fail the comparison.
+    let o = fsdelta(&db)
+        .args(["compare", "1", "2", "--metric", EV, "--format", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rows = doc["metrics"].as_array().unwrap();
+    assert_eq!(rows.len(), 1, "{doc}");
+    let row = &rows[0];
+    assert_eq!(row["metric"], EV);
+    assert_eq!(row["verdict"], "not_judged", "{row}");
+    let text = serde_json::to_string(row).unwrap();
+    assert!(text.contains("185") && text.contains("370"), "{text}");
+    assert!(text.contains("100"), "a +100 % difference: {text}");
+    // Listed by the plain text compare too (no --all needed: the counts were asked for).
+    let o = fsdelta(&db).args(["compare", "1", "2"]).output().unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    let line = text
+        .lines()
+        .find(|l| l.contains("event:ext4:ext4_da_wr"))
+        .unwrap_or_else(|| panic!("no event row in compare: {text}"));
+    assert!(
+        line.contains("185") && line.contains("370") && line.contains("+100.0%"),
+        "{line}"
+    );
+    assert!(
+        !line.contains("REGRESSED") && !line.contains("improved"),
+        "{line}"
+    );
+    // history: one point per run, its median count.
+    let o = fsdelta(&db)
+        .args([
+            "history", "--test", "w4k", "--metric", EV, "--format", "json",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let h = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        h.contains("185") && h.matches("370").count() >= 2,
+        "three runs, 185 then 370 twice: {h}"
+    );
+    // the report: the metric drawn in its test's diff chart, with both counts.
+    let out = work.path().join("r.html");
+    fsdelta(&db)
+        .args(["report", "1", "2", "-o"])
+        .arg(&out)
+        .assert()
+        .success();
+    let html = std::fs::read_to_string(&out).unwrap();
+    assert!(html.contains(EV), "the report lacks {EV}");
+    // It leads its test's section (before the folded other metrics), as in compare's text.
+    let section = &html[html.find("<h2>w4k ").unwrap()..];
+    let fold = section.find("<details class=\"rest\">").unwrap();
+    assert!(
+        section[..fold].contains(&format!("<g><title>{EV}")),
+        "{EV} is folded away"
+    );
+    let chart_row = html
+        .split("<g><title>")
+        .find(|t| t.starts_with(EV))
+        .unwrap_or_else(|| panic!("no chart row of {EV}"));
+    assert!(
+        chart_row.contains("185") && chart_row.contains("370"),
+        "{chart_row}"
+    );
+}

@@ -349,3 +349,154 @@ fn browser_check(work: &Path, report: &Path) {
     );
     assert!(d.stdout.contains("class=\"chart diff\""));
 }
+
+/// `show --raw` of `sel`: per sample id, its fs_mark rows (FSUse%, Count, Size, Files/sec, App
+/// Overhead as fs_mark prints them).
+fn raw_rows(db: &Path, sel: &str) -> Vec<(i64, Vec<Vec<String>>)> {
+    let o = fsdelta(db).args(["show", sel, "--raw"]).output().unwrap();
+    assert!(o.status.success());
+    let text = String::from_utf8(o.stdout).unwrap();
+    let mut out = Vec::new();
+    for part in text.split("\n== ").skip(1) {
+        let Some(id) = part
+            .split("(sample ")
+            .nth(1)
+            .and_then(|r| r.split(')').next())
+            .and_then(|n| n.parse::<i64>().ok())
+        else {
+            continue;
+        };
+        let Some(table) = part.split("fs_mark iterations:\n").nth(1) else {
+            continue;
+        };
+        let rows: Vec<Vec<String>> = table
+            .lines()
+            .skip(1)
+            .take_while(|l| !l.trim().is_empty() && !l.starts_with("=="))
+            .map(|l| l.split_whitespace().map(str::to_string).collect())
+            .collect();
+        out.push((id, rows));
+    }
+    out
+}
+
+/// The `<table class="iter">` of sample `id` in a report, its body rows as cell texts.
+fn report_rows(html: &str, id: i64) -> Option<Vec<Vec<String>>> {
+    let start = html.find(&format!("<table class=\"iter\" data-sample=\"{id}\">"))?;
+    let table = &html[start..start + html[start..].find("</table>").unwrap()];
+    let body = &table[table.find("<tbody>").unwrap() + 7..];
+    Some(
+        body.split("<tr>")
+            .filter(|r| !r.is_empty())
+            .map(|r| {
+                r.split("<td class=\"num\">")
+                    .skip(1)
+                    .map(|c| c.split("</td>").next().unwrap().to_string())
+                    .collect()
+            })
+            .collect(),
+    )
+}
+
+#[test]
+fn fs_mark_iterations_of_the_covered_samples_are_in_the_report() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("r.sqlite");
+    let suite = tmp.path().join("s.toml");
+    std::fs::write(
+        &suite,
+        "[[test]]\nname = \"loops\"\nworkload = \"fsmark\"\nargs = \"-s 0 -n 60 -t 1 -S 0 -L 3\"\n\
+         [[test]]\nname = \"one\"\nworkload = \"fsmark\"\nargs = \"-s 0 -n 30 -t 1 -S 0\"\n\
+         [[test]]\nname = \"say\"\nworkload = \"command\"\ncommand = \"echo 'took 5 ms'\"\n\
+         [[test.metric]]\nname = \"t\"\nregex = 'took (\\d+) ms'\nunit = \"ms\"\ndirection = \"lower\"\n",
+    )
+    .unwrap();
+    let target = tmp.path().join("target");
+    std::fs::create_dir(&target).unwrap();
+    for label in ["base", "cur"] {
+        fsdelta(&db)
+            .args([
+                "run",
+                "-n",
+                "2",
+                "--quiet",
+                "--no-drop-caches",
+                "--label",
+                label,
+            ])
+            .arg("--suite")
+            .arg(&suite)
+            .arg("--target")
+            .arg(&target)
+            .assert()
+            .success();
+    }
+    let (raw1, raw2) = (raw_rows(&db, "1"), raw_rows(&db, "2"));
+    // Per run: 2 repetitions of 2 fs_mark tests.
+    assert_eq!(raw1.len(), 4, "{raw1:?}");
+    assert_eq!(raw2.len(), 4, "{raw2:?}");
+
+    let html = report(&db, &["1", "2"], &tmp.path().join("report.html"));
+    check_self_contained(&html);
+    // Every fs_mark sample of both runs has its table, with the rows `show --raw` prints:
+    // iteration index, then FSUse%, Count, Size, Files/sec, App Overhead as fs_mark's.
+    for (id, rows) in raw1.iter().chain(&raw2) {
+        let got = report_rows(&html, *id).unwrap_or_else(|| panic!("no table of sample {id}"));
+        assert_eq!(got.len(), rows.len(), "sample {id}");
+        assert!(!rows.is_empty());
+        for (i, (g, r)) in got.iter().zip(rows).enumerate() {
+            assert_eq!(g[0], (i + 1).to_string(), "iteration index");
+            assert_eq!(&g[1..6], &r[..], "sample {id} iteration {}", i + 1);
+        }
+    }
+    assert_eq!(html.matches("<table class=\"iter\"").count(), 8);
+    // -L 3 is open with its plot; the single-loop test is folded and has none.
+    assert_eq!(html.matches("<details class=\"iters\" open>").count(), 1);
+    assert_eq!(
+        html.matches("<details class=\"iters\"><summary>").count(),
+        1
+    );
+    let plots: Vec<&str> = svgs(&html)
+        .into_iter()
+        .filter(|s| s.contains("class=\"card chart iters\""))
+        .collect();
+    assert_eq!(plots.len(), 1);
+    assert!(plots[0].contains("of loops on"));
+    assert_eq!(
+        plots[0].matches("<polyline").count(),
+        4,
+        "one line per sample"
+    );
+    // The command test keeps stdout, not fs_mark rows: no table in its section.
+    let say = html.find("<h2>say ").unwrap();
+    let say = &html[say..say + html[say..].find("</section>").unwrap()];
+    assert!(!say.contains("class=\"iters\""));
+
+    // Only the samples the report covers: run 2 alone, and --test narrows further.
+    let one = report(&db, &["2"], &tmp.path().join("one.html"));
+    for (id, _) in &raw1 {
+        assert!(report_rows(&one, *id).is_none(), "sample {id} of run 1");
+    }
+    for (id, _) in &raw2 {
+        assert!(report_rows(&one, *id).is_some(), "sample {id} of run 2");
+    }
+    let narrowed = report(
+        &db,
+        &["1", "2", "--test", "loops"],
+        &tmp.path().join("n.html"),
+    );
+    assert_eq!(narrowed.matches("<table class=\"iter\"").count(), 4);
+    assert!(!narrowed.contains("<details class=\"iters\"><summary>"));
+
+    if !require(
+        Path::new(CHROMIUM).exists(),
+        "/usr/bin/chromium (Debian packages chromium and chromium-driver)",
+    ) {
+        return;
+    }
+    let page = tmp.path().join("report.html");
+    let d = chromium(tmp.path(), &page, &["--dump-dom"]);
+    assert!(d.console.is_empty(), "console messages: {:#?}", d.console);
+    assert!(d.stdout.contains("data-script=\"ran\""));
+    assert_eq!(d.stdout.matches("<table class=\"iter\"").count(), 8);
+}

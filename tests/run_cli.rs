@@ -547,3 +547,203 @@ fn show_raw_prints_a_commands_output_and_fs_marks_rows_kept_with_the_sample() {
     let only = String::from_utf8(only.stdout).unwrap();
     assert!(only.contains("launch took 42 ms") && !only.contains("fs_mark iterations"));
 }
+
+#[test]
+fn a_command_metric_that_misses_is_missing_with_a_warning_and_required_still_fails() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("r.sqlite");
+    let scratch = tmp.path().join("scratch");
+    std::fs::create_dir(&scratch).unwrap();
+    let suite = tmp.path().join("s.toml");
+    // dd printing GB/s where the regex expects MB/s; a JSON document lacking one path.
+    std::fs::write(
+        &suite,
+        "[[test]]\nname = \"dd\"\nworkload = \"command\"\n\
+         command = \"echo '536870912 bytes copied, 0.4 s, 1.3 GB/s'\"\n\
+         [[test.metric]]\nname = \"copied\"\nregex = '(\\d+) bytes'\nunit = \"B\"\ndirection = \"neutral\"\n\
+         [[test.metric]]\nname = \"rate\"\nregex = '([0-9.]+) MB/s'\nunit = \"MB/s\"\ndirection = \"higher\"\n\
+         [[test]]\nname = \"js\"\nworkload = \"command\"\n\
+         command = \"echo '{\\\"jobs\\\": [{\\\"iops\\\": 250}]}'\"\n\
+         [[test.metric]]\nname = \"iops\"\njson = \"jobs.0.iops\"\nunit = \"ops/s\"\ndirection = \"higher\"\n\
+         [[test.metric]]\nname = \"bw\"\njson = \"jobs.0.bw\"\nunit = \"KiB/s\"\ndirection = \"higher\"\n",
+    )
+    .unwrap();
+    let o = fsdelta(&db)
+        .args(["run", "-n", "1", "--quiet", "--no-drop-caches", "--suite"])
+        .arg(&suite)
+        .arg("--target")
+        .arg(&scratch)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        o.status.success(),
+        "the samples keep what matched: {stderr}"
+    );
+    // Each warning names its metric and shows the start of stdout.
+    let warned = |metric: &str, excerpt: &str| {
+        stderr
+            .lines()
+            .any(|l| l.contains(&format!("metric '{metric}' is missing")) && l.contains(excerpt))
+    };
+    assert!(warned("rate", "1.3 GB/s"), "{stderr}");
+    assert!(warned("bw", "iops"), "{stderr}");
+    assert!(!stderr.contains("metric 'copied'") && !stderr.contains("metric 'iops'"));
+    let doc = json(
+        &fsdelta(&db)
+            .args(["export", "latest"])
+            .output()
+            .unwrap()
+            .stdout,
+    );
+    let samples = doc["runs"][0]["samples"].as_array().unwrap();
+    let metrics = |test: &str| -> Vec<(String, f64)> {
+        let s = samples.iter().find(|s| s["test"] == test).unwrap();
+        assert_eq!(s["status"], "ok", "{s}");
+        s["metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| {
+                (
+                    m["name"].as_str().unwrap().to_string(),
+                    m["value"].as_f64().unwrap(),
+                )
+            })
+            .collect()
+    };
+    let dd = metrics("dd");
+    assert!(dd.contains(&("copied".into(), 536870912.0)), "{dd:?}");
+    assert!(
+        !dd.iter().any(|(n, _)| n == "rate"),
+        "missing, not 0: {dd:?}"
+    );
+    let js = metrics("js");
+    assert!(js.contains(&("iops".into(), 250.0)), "{js:?}");
+    assert!(!js.iter().any(|(n, _)| n == "bw"), "{js:?}");
+
+    // `required = true` on the metric that misses fails the sample, with stdout in the error.
+    let text = std::fs::read_to_string(&suite).unwrap().replace(
+        "direction = \"higher\"\n[[test]]",
+        "direction = \"higher\"\nrequired = true\n[[test]]",
+    );
+    assert_eq!(text.matches("required = true").count(), 1);
+    std::fs::write(&suite, text).unwrap();
+    let o = fsdelta(&db)
+        .args(["run", "-n", "1", "--quiet", "--no-drop-caches", "--suite"])
+        .arg(&suite)
+        .arg("--target")
+        .arg(&scratch)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let doc = json(
+        &fsdelta(&db)
+            .args(["export", "latest"])
+            .output()
+            .unwrap()
+            .stdout,
+    );
+    let samples = doc["runs"][0]["samples"].as_array().unwrap();
+    let dd = samples.iter().find(|s| s["test"] == "dd").unwrap();
+    assert_eq!(dd["status"], "failed", "{dd}");
+    let err = dd["error"].as_str().unwrap();
+    assert!(
+        err.contains("required metric 'rate'") && err.contains("1.3 GB/s"),
+        "{err}"
+    );
+    // The other test of the run is unaffected.
+    let js = samples.iter().find(|s| s["test"] == "js").unwrap();
+    assert_eq!(js["status"], "ok");
+}
+
+/// Hooks are part of the configuration: stored with each sample, printed by `show`, and a
+/// changed hook is a line of every "what differs" block (compare text, markdown, JSON, the
+/// report). Needs root (a tmpfs configuration).
+#[test]
+fn hooks_are_stored_shown_and_a_changed_hook_is_a_difference_everywhere() {
+    if !require(is_root(), "root (a tmpfs configuration)") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("r.sqlite");
+    let scratch = tmp.path().join("scratch");
+    std::fs::create_dir(&scratch).unwrap();
+    let suite = tmp.path().join("s.toml");
+    std::fs::write(
+        &suite,
+        "[[test]]\nname = \"tiny\"\nworkload = \"fsmark\"\nargs = \"-s 0 -n 20 -t 1 -S 0\"\n",
+    )
+    .unwrap();
+    let config = tmp.path().join("c.toml");
+    for (label, before) in [("a", "touch hook-ran"), ("b", "sync")] {
+        std::fs::write(
+            &config,
+            format!(
+                "scratch = \"{}\"\n[[config]]\nname = \"ram\"\nfs = \"tmpfs\"\nsize = \"64M\"\n\
+                 before = \"{before}\"\nafter = \"true\"\n",
+                scratch.display()
+            ),
+        )
+        .unwrap();
+        fsdelta(&db)
+            .env("FSDELTA_STATE_FILE", tmp.path().join("state"))
+            .args(["run", "-n", "1", "--quiet", "--label", label, "--config"])
+            .arg(&config)
+            .arg("--suite")
+            .arg(&suite)
+            .assert()
+            .success();
+    }
+    let show = fsdelta(&db).args(["show", "1"]).output().unwrap();
+    let show = String::from_utf8_lossy(&show.stdout);
+    assert!(
+        show.contains("  before: touch hook-ran\n") && show.contains("  after: true\n"),
+        "{show}"
+    );
+    let out = |args: &[&str]| -> String {
+        let o = fsdelta(&db).args(args).output().unwrap();
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let text = out(&["compare", "1", "2"]);
+    let line = text
+        .lines()
+        .find(|l| l.contains("before hook of ram"))
+        .unwrap_or_else(|| panic!("no hook line: {text}"));
+    assert!(
+        line.contains("touch hook-ran") && line.contains("sync"),
+        "{line}"
+    );
+    assert!(
+        !text.contains("after hook"),
+        "the same after hook is no difference: {text}"
+    );
+    let md = out(&["compare", "1", "2", "--format", "markdown"]);
+    assert!(
+        md.lines()
+            .any(|l| l.contains("before hook of ram") && l.contains("touch hook-ran")),
+        "{md}"
+    );
+    let js: serde_json::Value =
+        serde_json::from_str(&out(&["compare", "1", "2", "--format", "json"])).unwrap();
+    let js = js.to_string();
+    assert!(
+        js.contains("before hook of ram") && js.contains("touch hook-ran"),
+        "{js}"
+    );
+    let page = tmp.path().join("r.html");
+    fsdelta(&db)
+        .args(["report", "1", "2", "-o"])
+        .arg(&page)
+        .assert()
+        .success();
+    let html = std::fs::read_to_string(&page).unwrap();
+    let boxed = &html[html.find("id=\"differences\"").expect("a differences box")..];
+    let boxed = &boxed[..boxed.find("</div>").unwrap()];
+    assert!(
+        boxed.contains("<b>before hook</b> of configuration <code>ram</code>")
+            && boxed.contains("touch hook-ran"),
+        "{boxed}"
+    );
+    assert!(!boxed.contains("after hook"), "{boxed}");
+}

@@ -49,11 +49,18 @@ pub struct CompareDoc<'a> {
     pub context: Option<&'a Context>,
 }
 
-/// Whether a row is listed: every row with `all`; else the headline metrics and the metrics
-/// that changed (regressed or improved).
+/// Whether a row is listed: every row with `all`; else the headline metrics, the metrics
+/// that changed (regressed or improved), and the kernel event counts (`event:GROUP:NAME`, asked
+/// for with `--events`: listed with their difference, never judged).
 fn shown(j: &Judged, all: bool) -> bool {
     all || j.comparison.role == Role::Headline
         || matches!(j.comparison.verdict, Verdict::Regressed | Verdict::Improved)
+        || is_event_count(&j.key.metric)
+}
+
+/// Whether a metric is a kernel event count of `run --events`.
+pub fn is_event_count(metric: &str) -> bool {
+    metric.starts_with("event:")
 }
 
 fn mark(v: Verdict) -> &'static str {

@@ -132,6 +132,13 @@ pub fn comparison(
         workloads: workloads(Some(&b.samples), &c.samples, naming),
         curves: curves(Some(&b.samples), &c.samples, naming, &metrics),
         flamegraphs: flamegraphs(store, &b.samples, &c.samples, naming, &metrics),
+        iterations: report::iterations::tables(
+            store,
+            &b.samples,
+            &c.samples,
+            &|c| naming.name(c),
+            &metrics,
+        ),
         baseline: Some(SideInput {
             description: b.description,
             runs: b.runs,
@@ -204,6 +211,7 @@ pub fn single(
             runs: l.runs,
         },
         flamegraphs: flamegraphs(store, &[], &l.samples, &naming, &metrics),
+        iterations: report::iterations::tables(store, &[], &l.samples, &|c| c.into(), &metrics),
         metrics,
         summary: None,
         text_table,

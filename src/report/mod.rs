@@ -13,6 +13,7 @@ pub mod fsmark;
 pub mod gather;
 pub mod history;
 pub mod html;
+pub mod iterations;
 pub mod profile;
 pub mod summary;
 pub mod svg;

@@ -5,7 +5,7 @@
 //! Like the rest of the renderer it only draws what it is given: every position comes from a
 //! stored value or a statistic computed by `compare`, never from a default or a placeholder.
 
-use super::{Curve, MetricInput, PercentileCurves, ReportInput, Role, look, pct};
+use super::{Curve, IterationTables, MetricInput, PercentileCurves, ReportInput, Role, look, pct};
 use crate::compare::changepoint::Scale;
 use crate::compare::verdict::Verdict;
 use crate::model::{Direction, Unit};
@@ -756,6 +756,102 @@ pub(super) fn history_chart(m: &MetricInput) -> String {
         ));
         s.circle(px, py, r, class);
         s.close();
+    }
+    s.finish()
+}
+
+/// fs_mark's Files/sec by iteration: one line per sample (baseline dashed and dark, current
+/// solid and pink in a comparison), a marker per iteration whose tooltip names the sample.
+pub(super) fn iterations_chart(t: &IterationTables, two_sides: bool) -> String {
+    let (w, h) = (560.0, 200.0);
+    let (l, r, top, b) = (64.0, 14.0, 24.0, 38.0);
+    let mut s = Svg::new(
+        w,
+        h,
+        "card chart iters",
+        &format!(
+            "fs_mark files/sec by iteration of {} on {}",
+            t.test, t.config
+        ),
+    );
+    s.text(6.0, 14.0, "start", "title", "Files/sec by iteration");
+    let values: Vec<f64> = t
+        .samples
+        .iter()
+        .flat_map(|x| x.rows.iter().map(|r| r.files_per_sec))
+        .filter(|v| v.is_finite())
+        .collect();
+    let n = t.samples.iter().map(|x| x.rows.len()).max().unwrap_or(0);
+    if values.is_empty() || n == 0 {
+        return s.finish();
+    }
+    let lo = values
+        .iter()
+        .copied()
+        .fold(f64::INFINITY, f64::min)
+        .min(0.0);
+    let hi = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let hi = if hi > lo { hi * 1.05 } else { lo + 1.0 };
+    let y = Linear::new(lo, hi, h - b, top);
+    let x = Linear::new(1.0, n.max(2) as f64, l + 8.0, w - r - 8.0);
+    s.line(l, top, l, h - b, "axis");
+    s.line(l, h - b, w - r, h - b, "axis");
+    for tv in nice_ticks(lo, hi, 4) {
+        let ty = y.map(tv);
+        s.line(l, ty, w - r, ty, "grid-l");
+        s.text(l - 4.0, ty + 4.0, "end", "small", &axis_value(tv));
+    }
+    for i in 1..=n {
+        s.text(
+            x.map(i as f64),
+            h - b + 13.0,
+            "middle",
+            "small",
+            &i.to_string(),
+        );
+    }
+    s.text(
+        (l + w - r) / 2.0,
+        h - 6.0,
+        "middle",
+        "axt",
+        "iteration (-L loop)",
+    );
+    s.vtext(12.0, (top + h - b) / 2.0, "axt", "files/sec");
+    for smp in &t.samples {
+        let base = two_sides && smp.role == Role::Baseline;
+        let (line, dot) = if base {
+            ("cb", "dot-b")
+        } else {
+            ("cc", "dot-c")
+        };
+        let pts: Vec<(f64, f64)> = smp
+            .rows
+            .iter()
+            .filter(|r| r.files_per_sec.is_finite())
+            .map(|r| (x.map(r.iteration as f64), y.map(r.files_per_sec)))
+            .collect();
+        if pts.len() > 1 {
+            s.polyline(&pts, line);
+        }
+        let side = match (two_sides, base) {
+            (false, _) => "",
+            (true, true) => "baseline, ",
+            (true, false) => "current, ",
+        };
+        for (r, (px, py)) in smp
+            .rows
+            .iter()
+            .filter(|r| r.files_per_sec.is_finite())
+            .zip(&pts)
+        {
+            s.open_tip(&format!(
+                "{side}run {}, repetition {} (sample {}), iteration {}: {:.1} files/sec",
+                smp.run_id, smp.repetition, smp.sample_id, r.iteration, r.files_per_sec
+            ));
+            s.circle(*px, *py, 3.2, dot);
+            s.close();
+        }
     }
     s.finish()
 }

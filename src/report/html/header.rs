@@ -167,6 +167,8 @@ fn mkfs(f: &TargetFacts) -> String {
 fn extra_name(k: &str) -> String {
     match k {
         "mount_point" => "mount point".into(),
+        "hook_before" => "before hook".into(),
+        "hook_after" => "after hook".into(),
         "caches_dropped" => "page cache dropped".into(),
         "scheduler" => "I/O scheduler".into(),
         other => other.replace('_', " "),

@@ -51,6 +51,34 @@ pub struct ReportInput {
     /// Warnings about the machine (background load that differs between the sides), from
     /// `compare::context`; shown first in the differences box.
     pub machine_warnings: Vec<String>,
+    /// fs_mark's per-iteration rows (one per `-L` loop) of the samples that kept them.
+    pub iterations: Vec<IterationTables>,
+}
+
+/// fs_mark's per-iteration rows of one test: every sample of either side that kept them.
+#[derive(Clone, Debug)]
+pub struct IterationTables {
+    /// Configuration name as shown in the report.
+    pub config: String,
+    /// Test name.
+    pub test: String,
+    /// Baseline samples first, then current ones, by run and repetition.
+    pub samples: Vec<SampleIterations>,
+}
+
+/// The rows fs_mark printed for one sample, as stored.
+#[derive(Clone, Debug)]
+pub struct SampleIterations {
+    /// Which side the sample belongs to ([`Role::Baseline`] or [`Role::Current`]).
+    pub role: Role,
+    /// Its run.
+    pub run_id: i64,
+    /// Its repetition.
+    pub repetition: u32,
+    /// The sample id (as `show --raw` names it).
+    pub sample_id: i64,
+    /// One row per iteration, in order.
+    pub rows: Vec<crate::workload::fsmark::IterationResult>,
 }
 
 /// CPU flame graphs of one test (inferno SVGs, built from the stored folded stacks).
@@ -117,6 +145,77 @@ fn flamegraph_section(out: &mut String, input: &ReportInput, config: &str, test:
             );
         }
     }
+}
+
+/// fs_mark's per-iteration rows of one test: a plot of Files/sec by iteration (one line per
+/// sample) and a table per sample with fs_mark's columns, the iteration index and the wall-clock
+/// rate. Open when some sample ran more than one iteration (`-L`), folded otherwise.
+fn iterations_section(out: &mut String, input: &ReportInput, config: &str, test: &str) {
+    let Some(t) = input
+        .iterations
+        .iter()
+        .find(|t| t.config == config && t.test == test)
+    else {
+        return;
+    };
+    let loops = t.samples.iter().map(|s| s.rows.len()).max().unwrap_or(0);
+    let _ = write!(
+        out,
+        "<details class=\"iters\"{}><summary><b>fs_mark iterations</b>: {} sample{}, up to {} \
+         iteration{} each</summary><p class=\"note\">The rows fs_mark printed for each sample (one \
+         per <code>-L</code> loop), as stored with it (<code>fsdelta show --raw</code>); the \
+         metrics above pool them. Files/sec is fs_mark's (the sum of per-thread rates); wall \
+         files/sec is files over the iteration's wall time.{}</p>",
+        if loops > 1 { " open" } else { "" },
+        t.samples.len(),
+        if t.samples.len() == 1 { "" } else { "s" },
+        loops,
+        if loops == 1 { "" } else { "s" },
+        if loops > 1 && input.baseline.is_some() {
+            " In the plot, one line per sample: dashed with rings the baseline's, solid pink \
+             the current side's; hover a marker for its sample."
+        } else {
+            ""
+        },
+    );
+    if loops > 1 {
+        out.push_str(&charts::iterations_chart(t, input.baseline.is_some()));
+    }
+    out.push_str("<div class=\"grid\">");
+    for s in &t.samples {
+        let side = match (input.baseline.is_some(), s.role) {
+            (false, _) => String::new(),
+            (true, Role::Baseline) => "baseline, ".into(),
+            (true, _) => "current, ".into(),
+        };
+        let _ = write!(
+            out,
+            "<table class=\"iter\" data-sample=\"{}\"><caption>{side}run {}, repetition {} \
+             (sample {})</caption><thead><tr><th class=\"num\">iteration</th>\
+             <th class=\"num\">FSUse%</th><th class=\"num\">Count</th><th class=\"num\">Size</th>\
+             <th class=\"num\">Files/sec</th><th class=\"num\">App Overhead</th>\
+             <th class=\"num\">wall files/sec</th><th class=\"num\">wall s</th></tr></thead><tbody>",
+            s.sample_id, s.run_id, s.repetition, s.sample_id
+        );
+        for r in &s.rows {
+            let _ = write!(
+                out,
+                "<tr><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
+                 <td class=\"num\">{}</td><td class=\"num\">{:.1}</td><td class=\"num\">{}</td>\
+                 <td class=\"num\">{:.1}</td><td class=\"num\">{:.3}</td></tr>",
+                r.iteration,
+                r.fs_use_pct,
+                r.count,
+                r.size,
+                r.files_per_sec,
+                r.app_overhead_us,
+                r.files_per_sec_wall,
+                r.wall_ns as f64 / 1e9
+            );
+        }
+        out.push_str("</tbody></table>");
+    }
+    out.push_str("</div></details>\n");
 }
 
 /// One side of the report.
@@ -365,18 +464,25 @@ fn opt_value(v: Option<f64>) -> String {
     v.map(fmt_value).unwrap_or_else(|| "-".into())
 }
 
-/// Whether a judged metric leads (is shown before the others): a headline metric, or one that
-/// regressed or improved.
-fn leads_comparison(c: &Comparison) -> bool {
-    c.role == MetricRole::Headline || matches!(c.verdict, Verdict::Regressed | Verdict::Improved)
+/// Whether a judged metric leads (is shown before the others): a headline metric, one that
+/// regressed or improved, or a kernel event count (asked for with `--events`; never judged).
+fn leads_comparison(metric: &str, c: &Comparison) -> bool {
+    c.role == MetricRole::Headline
+        || matches!(c.verdict, Verdict::Regressed | Verdict::Improved)
+        || crate::report::compare::is_event_count(metric)
 }
 
 /// Whether a metric leads its test's section: with a comparison as [`leads_comparison`]; in a
-/// single-selection report, a headline metric (or every metric of a test that declares none).
+/// single-selection report, a headline metric or an event count (or every metric of a test
+/// that declares no headline).
 fn leads(m: &MetricInput, test_has_headline: bool) -> bool {
     match &m.comparison {
-        Some(c) => leads_comparison(c),
-        None => m.headline || !test_has_headline,
+        Some(c) => leads_comparison(&m.key.metric, c),
+        None => {
+            m.headline
+                || !test_has_headline
+                || crate::report::compare::is_event_count(&m.key.metric)
+        }
     }
 }
 
@@ -416,8 +522,11 @@ fn summary(out: &mut String, input: &ReportInput, s: &Summary) {
     let quiet = input
         .metrics
         .iter()
-        .filter_map(|m| m.comparison.as_ref())
-        .filter(|c| !leads_comparison(c))
+        .filter(|m| {
+            m.comparison
+                .as_ref()
+                .is_some_and(|c| !leads_comparison(&m.key.metric, c))
+        })
         .count();
     let _ = write!(
         out,
@@ -462,7 +571,11 @@ fn summary(out: &mut String, input: &ReportInput, s: &Summary) {
         let (class, word, _) = look(c.verdict);
         let num_attr = |v: Option<f64>| v.map(|v| format!("{v}")).unwrap_or_default();
         let unit = esc(m.unit.as_str());
-        let quiet = if leads_comparison(c) { "" } else { " quiet" };
+        let quiet = if leads_comparison(&m.key.metric, c) {
+            ""
+        } else {
+            " quiet"
+        };
         let star = if c.center == Center::Median { "*" } else { "" };
         let _ = writeln!(
             out,
@@ -609,6 +722,7 @@ fn test_section(out: &mut String, input: &ReportInput, i: usize, config: &str, t
         }
         out.push_str("</div>\n");
     }
+    iterations_section(out, input, config, test);
     flamegraph_section(out, input, config, test);
     let with_history: Vec<&&MetricInput> = lead.iter().filter(|m| m.history.is_some()).collect();
     let other_history: Vec<&&MetricInput> = rest.iter().filter(|m| m.history.is_some()).collect();
@@ -664,6 +778,7 @@ svg.icon{vertical-align:-1px}
 details.rest{margin:6px 0 10px}details.rest>summary{cursor:pointer;color:#444}
 .grid{display:flex;flex-wrap:wrap;gap:10px}
 .card{border:1px solid #e3e3e3;border-radius:4px;padding:4px}
+details.iters{margin:6px 0 10px}details.iters>summary{cursor:pointer}table.iter caption{text-align:left;font-size:12px;color:#444}
 pre{background:#f7f7f7;border:1px solid #e3e3e3;padding:10px;overflow-x:auto;font-family:"DejaVu Sans Mono","Liberation Mono",monospace;font-size:12.5px}
 footer{color:#777;font-size:12px;margin:24px 0}
 svg text{font-family:"DejaVu Sans","Liberation Sans",Arial,sans-serif;font-size:11px;fill:#222}

@@ -126,6 +126,7 @@ fn comparison_input() -> ReportInput {
     ReportInput {
         flamegraphs: vec![],
         machine_warnings: vec![],
+        iterations: vec![],
         generator: "fsdelta test".into(),
         baseline: Some(SideInput {
             description: "1 (run 1, label base)".into(),
@@ -338,4 +339,128 @@ fn a_machine_warning_leads_the_differences_box() {
         html[first_item..]
             .starts_with("<li><b>the machine</b>: current side: other processes used 45 %")
     );
+}
+
+#[test]
+fn a_changed_hook_is_a_difference() {
+    let mut input = comparison_input();
+    input.configs[0].current = input.configs[0].baseline.clone();
+    input.current.runs[0].environment.kernel_release = "6.17".into();
+    input.configs[0].baseline[0].extra.insert(
+        "hook_before".into(),
+        "echo 1 > /proc/sys/vm/compact_memory".into(),
+    );
+    input.configs[0].current[0]
+        .extra
+        .insert("hook_before".into(), "sync".into());
+    let html = render(&input);
+    let boxed = &html[html.find("id=\"differences\"").unwrap()..];
+    let boxed = &boxed[..boxed.find("</div>").unwrap()];
+    assert_eq!(boxed.matches("<li>").count(), 1, "{boxed}");
+    assert!(
+        boxed.contains("<b>before hook</b> of configuration")
+            && boxed.contains("baseline <code>echo 1 &gt; /proc/sys/vm/compact_memory</code>")
+            && boxed.contains("current <code>sync</code>"),
+        "{boxed}"
+    );
+    // The same hook on both sides is no difference.
+    input.configs[0].current = input.configs[0].baseline.clone();
+    let html = render(&input);
+    assert!(html.contains("Nothing recorded differs between the sides"));
+}
+
+fn iteration(i: u32, files_per_sec: f64) -> crate::workload::fsmark::IterationResult {
+    crate::workload::fsmark::IterationResult {
+        iteration: i,
+        files: 200,
+        count: 200 * i as u64,
+        size: 4096,
+        fs_use_pct: 3,
+        files_per_sec,
+        app_overhead_us: 1000 + i as u64,
+        app_overhead_ns: (1000 + i as u64) * 1000,
+        wall_ns: 250_000_000,
+        files_per_sec_wall: 800.0,
+        workers: Vec::new(),
+        ops: Default::default(),
+    }
+}
+
+#[test]
+fn fs_mark_iterations_are_a_table_per_sample_and_a_plot() {
+    let mut input = comparison_input();
+    input.iterations = vec![IterationTables {
+        config: CFG.into(),
+        test: "smallfiles".into(),
+        samples: vec![
+            SampleIterations {
+                role: Role::Baseline,
+                run_id: 1,
+                repetition: 1,
+                sample_id: 11,
+                rows: vec![
+                    iteration(1, 1234.5),
+                    iteration(2, 999.0),
+                    iteration(3, 1111.0),
+                ],
+            },
+            SampleIterations {
+                role: Role::Current,
+                run_id: 2,
+                repetition: 1,
+                sample_id: 21,
+                rows: vec![
+                    iteration(1, 777.0),
+                    iteration(2, 888.0),
+                    iteration(3, 666.0),
+                ],
+            },
+        ],
+    }];
+    let html = render(&input);
+    check_self_contained(&html);
+    let start = html
+        .find("<details class=\"iters\" open>")
+        .expect("open: -L 3");
+    let section = &html[start..start + html[start..].find("</details>").unwrap()];
+    // Inside the test's section, before its end.
+    assert!(start > html.find("id=\"t0\"").unwrap());
+    assert_eq!(section.matches("<table class=\"iter\"").count(), 2);
+    assert!(section.contains("baseline, run 1, repetition 1 (sample 11)"));
+    assert!(section.contains("current, run 2, repetition 1 (sample 21)"));
+    assert!(
+        section.contains("dashed with rings the baseline's"),
+        "the plot's legend"
+    );
+    // Three rows a sample, with fs_mark's columns.
+    assert_eq!(section.matches("<tr><td class=\"num\">").count(), 6);
+    for cell in [
+        "<td class=\"num\">1234.5</td>",
+        "<td class=\"num\">600</td>",
+        "<td class=\"num\">1003</td>",
+        "<td class=\"num\">0.250</td>",
+    ] {
+        assert!(section.contains(cell), "{cell} in {section}");
+    }
+    // The plot: one line and three markers per sample.
+    let plot = svgs(section)
+        .into_iter()
+        .find(|s| s.contains("class=\"card chart iters\""))
+        .expect("a plot of files/sec by iteration");
+    assert_eq!(plot.matches("<polyline").count(), 2);
+    assert_eq!(plot.matches("<circle").count(), 6);
+    assert!(
+        plot.contains("baseline, run 1, repetition 1 (sample 11), iteration 2: 999.0 files/sec")
+    );
+
+    // One iteration a sample: the table folds and there is no plot.
+    for s in &mut input.iterations[0].samples {
+        s.rows.truncate(1);
+    }
+    let html = render(&input);
+    assert!(html.contains("<details class=\"iters\"><summary>"));
+    assert!(!html.contains("class=\"card chart iters\""));
+    // No rows: no section.
+    input.iterations.clear();
+    assert!(!render(&input).contains("class=\"iters\""));
 }
