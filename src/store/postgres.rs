@@ -32,7 +32,7 @@ use crate::model::{
 use chrono::{DateTime, Utc};
 use postgres::error::SqlState;
 use postgres::{Client, Config, GenericClient, Transaction};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -939,24 +939,44 @@ fn assemble(
     hist_rows: &[postgres::Row],
     sample_rows: &[postgres::Row],
 ) -> Result<Vec<SampleRecord>, StoreError> {
-    let mut metrics: BTreeMap<i64, Vec<Metric>> = BTreeMap::new();
+    // Metric rows come in no order (no sort on the server); each sample's are put in their
+    // stored order (position) below. A store's metric rows repeat a handful of units,
+    // directions and kinds, so each distinct spelling is parsed once.
+    let mut metrics: HashMap<i64, Vec<(i32, Metric)>> = HashMap::new();
+    let mut units: Vec<(String, Unit)> = Vec::new();
+    let mut directions: Vec<(String, Direction)> = Vec::new();
+    let mut kinds: Vec<(String, MetricKind)> = Vec::new();
+    fn cached<T: Copy, E: std::fmt::Display>(
+        cache: &mut Vec<(String, T)>,
+        s: &str,
+        parse: impl Fn(&str) -> Result<T, E>,
+    ) -> Result<T, StoreError> {
+        if let Some((_, v)) = cache.iter().find(|(k, _)| k == s) {
+            return Ok(*v);
+        }
+        let v = parse(s).map_err(corrupt)?;
+        cache.push((s.to_string(), v));
+        Ok(v)
+    }
     for r in metric_rows {
-        let unit: &str = r.get(3);
-        let dir: &str = r.get(4);
         let name: String = r.get(1);
-        let direction = dir.parse::<Direction>().map_err(corrupt)?;
+        let direction = cached(&mut directions, r.get(4), str::parse::<Direction>)?;
         let kind = match r.get::<_, Option<&str>>(5) {
-            Some(k) => k.parse::<MetricKind>().map_err(corrupt)?,
+            Some(k) => cached(&mut kinds, k, str::parse::<MetricKind>)?,
             None => Metric::legacy_kind(&name, direction),
         };
-        metrics.entry(r.get(0)).or_default().push(Metric {
-            name,
-            value: r.get(2),
-            unit: unit.parse::<Unit>().map_err(corrupt)?,
-            direction,
-            kind,
-            headline: r.get(6),
-        });
+        let unit = cached(&mut units, r.get(3), str::parse::<Unit>)?;
+        metrics.entry(r.get(0)).or_default().push((
+            r.get(7),
+            Metric {
+                name,
+                value: r.get(2),
+                unit,
+                direction,
+                kind,
+                headline: r.get(6),
+            },
+        ));
     }
     let mut histograms: BTreeMap<i64, Vec<HistogramRecord>> = BTreeMap::new();
     for r in hist_rows {
@@ -1003,7 +1023,13 @@ fn assemble(
                 started_at: r.get(12),
                 duration_s: r.get(13),
                 workload: r.get(14),
-                metrics: metrics.remove(&id).unwrap_or_default(),
+                metrics: metrics
+                    .remove(&id)
+                    .map(|mut v| {
+                        v.sort_by_key(|(position, _)| *position);
+                        v.into_iter().map(|(_, m)| m).collect()
+                    })
+                    .unwrap_or_default(),
                 histograms: histograms.remove(&id).unwrap_or_default(),
                 attachments: Vec::new(),
             },
@@ -1168,15 +1194,23 @@ impl Store for PgStore {
     }
 
     fn samples(&self, run: RunId) -> Result<Vec<SampleRecord>, StoreError> {
-        // The run's sample ids first, then metrics and histograms by primary key (`sample_id =
+        Ok(self.samples_of_runs(&[run])?.pop().unwrap_or_default())
+    }
+
+    fn samples_of_runs(&self, runs: &[RunId]) -> Result<Vec<Vec<SampleRecord>>, StoreError> {
+        // The runs' sample ids first, then metrics and histograms by primary key (`sample_id =
         // ANY`): a join on `samples.run_id` tempted the planner into a parallel scan of all
         // samples, and the metric order (by position) is restored here rather than by a sort
-        // on the server (both were most of `compare`'s time at 10 million metric rows).
-        let (mut metric_rows, hist_rows, sample_rows) = self.with(|c, _| {
+        // on the server (both were most of `compare`'s time at 10 million metric rows). Three
+        // queries for all the runs, not three a run.
+        let mut ids: Vec<RunId> = runs.to_vec();
+        ids.sort_unstable();
+        ids.dedup();
+        let (metric_rows, hist_rows, sample_rows) = self.with(|c, _| {
             let mut tx = c.build_transaction().read_only(true).start()?;
             let s = tx.query(
-                &format!("SELECT {SAMPLE_COLUMNS} FROM samples WHERE run_id = $1 ORDER BY id"),
-                &[&run],
+                &format!("SELECT {SAMPLE_COLUMNS} FROM samples WHERE run_id = ANY($1) ORDER BY id"),
+                &[&ids],
             )?;
             let ids: Vec<i64> = s.iter().map(|r| r.get(0)).collect();
             let m = tx.query(
@@ -1192,8 +1226,24 @@ impl Store for PgStore {
             tx.commit()?;
             Ok((m, h, s))
         })?;
-        metric_rows.sort_by_cached_key(|r| (r.get::<_, i64>(0), r.get::<_, i32>(7)));
-        assemble(&metric_rows, &hist_rows, &sample_rows)
+        let mut by_run: HashMap<RunId, Vec<SampleRecord>> = HashMap::new();
+        for rec in assemble(&metric_rows, &hist_rows, &sample_rows)? {
+            by_run.entry(rec.run_id).or_default().push(rec);
+        }
+        let mut out: Vec<Vec<SampleRecord>> = Vec::with_capacity(runs.len());
+        for (i, r) in runs.iter().enumerate() {
+            let samples = match by_run.remove(r) {
+                Some(s) => s,
+                // Asked before (or holding no sample): the earlier answer, or nothing.
+                None => runs[..i]
+                    .iter()
+                    .position(|x| x == r)
+                    .map(|j| out[j].clone())
+                    .unwrap_or_default(),
+            };
+            out.push(samples);
+        }
+        Ok(out)
     }
 
     fn metric_points(&self, test: &str, metric: &str) -> Result<Vec<MetricPoint>, StoreError> {
