@@ -27,12 +27,9 @@ fn open(db: &DbArg) -> Result<Box<dyn Store>> {
 pub(crate) fn load(store: &dyn Store, sel: &str) -> Result<Vec<(RunInfo, Vec<SampleRecord>)>> {
     let sel: Selector = sel.parse()?;
     let runs = store.select(&sel)?;
-    runs.into_iter()
-        .map(|r| {
-            let samples = store.samples(r.id)?;
-            Ok((r, samples))
-        })
-        .collect()
+    let ids: Vec<_> = runs.iter().map(|r| r.id).collect();
+    let samples = store.samples_of_runs(&ids)?;
+    Ok(runs.into_iter().zip(samples).collect())
 }
 
 /// [`load`] for `SEL` or `SEL@CONFIG` (only that configuration's samples), as `compare` takes.

@@ -15,7 +15,7 @@
 use crate::model::SampleStatus;
 use crate::store::{RunInfo, SampleRecord};
 use serde::Serialize;
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
 
 /// Metric (kind share, neutral) that the run loop stores with every sample: CPU time of every
 /// other process during the sample, in percent of all CPUs.
@@ -297,19 +297,28 @@ pub fn context(base: &SideData<'_>, cur: &SideData<'_>, across: bool) -> Context
 
     // metrics on one side only
     let metrics = |s: &SideData<'_>| -> BTreeSet<String> {
-        s.samples
+        // Distinct (test, configuration, metric) first, by borrowed names: a side holds many
+        // repetitions of the same metrics, and only the distinct ones need a string.
+        let distinct: HashSet<(&str, &str, &str)> = s
+            .samples
             .iter()
             .filter(|r| r.sample.status == SampleStatus::Ok)
             .flat_map(|r| {
-                let test = r.sample.test.clone();
-                let cfg = r.sample.config.clone();
-                r.sample.metrics.iter().map(move |m| {
-                    if across {
-                        format!("{test}/{}", m.name)
-                    } else {
-                        format!("{test}/{} ({cfg})", m.name)
-                    }
-                })
+                let (test, cfg) = (r.sample.test.as_str(), r.sample.config.as_str());
+                r.sample
+                    .metrics
+                    .iter()
+                    .map(move |m| (test, if across { "" } else { cfg }, m.name.as_str()))
+            })
+            .collect();
+        distinct
+            .into_iter()
+            .map(|(test, cfg, name)| {
+                if across {
+                    format!("{test}/{name}")
+                } else {
+                    format!("{test}/{name} ({cfg})")
+                }
             })
             .collect()
     };

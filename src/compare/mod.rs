@@ -18,6 +18,8 @@ use crate::model::SampleRecord;
 use crate::model::{Direction, MetricKind, SampleStatus, Unit};
 use serde::Serialize;
 use std::collections::BTreeMap;
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 
 /// What a comparison looks at and how it judges, resolved once from the command line, a suite
 /// file or a fleet job: no caller's argument types reach the comparison.
@@ -107,45 +109,54 @@ impl Series {
 /// order tests first appear), then the metric's order within its workload. Failed samples are
 /// left out: their numbers are not measurements.
 pub fn series(samples: &[&SampleRecord]) -> Vec<Series> {
-    let mut test_order: BTreeMap<(String, String), usize> = BTreeMap::new();
-    let mut map: BTreeMap<SeriesKey, Series> = BTreeMap::new();
+    // Keyed by borrowed names: a key's strings are copied once, when its series starts, not
+    // for every metric row (this was most of `compare`'s and `report`'s own time on large
+    // stores). The order is the one a sort by (configuration, test order, position, metric
+    // name) gives, which is what grouping by the owned key and a stable sort gave before.
+    let mut test_order: HashMap<(&str, &str), usize> = HashMap::new();
+    let mut index: HashMap<(&str, &str, &str), usize> = HashMap::new();
+    let mut out: Vec<(usize, Series)> = Vec::new();
     for s in samples {
+        let (config, test) = (s.sample.config.as_str(), s.sample.test.as_str());
         let next = test_order.len();
-        test_order
-            .entry((s.sample.config.clone(), s.sample.test.clone()))
-            .or_insert(next);
+        let t = *test_order.entry((config, test)).or_insert(next);
         if s.sample.status != SampleStatus::Ok {
             continue;
         }
         for (i, m) in s.sample.metrics.iter().enumerate() {
-            let key = SeriesKey {
-                config: s.sample.config.clone(),
-                test: s.sample.test.clone(),
-                metric: m.name.clone(),
-            };
-            map.entry(key.clone())
-                .or_insert_with(|| Series {
-                    key,
-                    unit: m.unit,
-                    direction: m.direction,
-                    kind: m.kind,
-                    headline: m.headline,
-                    values: Vec::new(),
-                    order: i,
-                })
-                .values
-                .push(m.value);
+            match index.entry((config, test, m.name.as_str())) {
+                Entry::Occupied(e) => out[*e.get()].1.values.push(m.value),
+                Entry::Vacant(e) => {
+                    e.insert(out.len());
+                    out.push((
+                        t,
+                        Series {
+                            key: SeriesKey {
+                                config: config.to_string(),
+                                test: test.to_string(),
+                                metric: m.name.clone(),
+                            },
+                            unit: m.unit,
+                            direction: m.direction,
+                            kind: m.kind,
+                            headline: m.headline,
+                            values: vec![m.value],
+                            order: i,
+                        },
+                    ));
+                }
+            }
         }
     }
-    let mut out: Vec<Series> = map.into_values().collect();
-    out.sort_by_key(|s| {
-        (
-            s.key.config.clone(),
-            test_order[&(s.key.config.clone(), s.key.test.clone())],
-            s.order,
-        )
+    out.sort_unstable_by(|(ta, a), (tb, b)| {
+        a.key
+            .config
+            .cmp(&b.key.config)
+            .then(ta.cmp(tb))
+            .then(a.order.cmp(&b.order))
+            .then_with(|| a.key.metric.cmp(&b.key.metric))
     });
-    out
+    out.into_iter().map(|(_, s)| s).collect()
 }
 
 /// One metric of two run sets side by side.

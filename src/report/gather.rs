@@ -24,6 +24,9 @@ use std::collections::{BTreeMap, BTreeSet};
 /// At most this many of the newest runs make a metric's history.
 pub const HISTORY_RUNS: usize = 500;
 
+/// How many runs' metrics [`attach_histories`] reads at a time.
+const HISTORY_CHUNK: usize = 25;
+
 /// Why a report cannot be gathered.
 #[derive(Debug, thiserror::Error)]
 pub enum GatherError {
@@ -417,36 +420,39 @@ fn attach_histories(
     });
     runs.sort_by_key(|r| r.id);
     let mut points: BTreeMap<&(String, String, String), Vec<HistoryPoint>> = BTreeMap::new();
-    // One query for the metrics of every run drawn (no facts, no histograms), then grouped by run.
-    let ids: Vec<RunId> = runs.iter().map(|r| r.id).collect();
-    let all = store.sample_metrics(&ids)?;
-    let mut by_run: BTreeMap<RunId, Vec<&SampleRecord>> = BTreeMap::new();
-    for s in &all {
-        by_run.entry(s.run_id).or_default().push(s);
-    }
-    for r in &runs {
-        let refs = by_run.remove(&r.id).unwrap_or_default();
-        for s in compare::series(&refs) {
-            let k = (s.key.config, s.key.test, s.key.metric);
-            let Some((key, _)) = wanted.get_key_value(&k) else {
-                continue;
-            };
-            let Some(median) = stats::median(&s.values) else {
-                continue;
-            };
-            points.entry(key).or_default().push(HistoryPoint {
-                run_id: r.id,
-                label: r.label.clone(),
-                median,
-                n: s.values.len(),
-                role: if cur_ids.contains(&r.id) {
-                    Role::Current
-                } else if base_ids.contains(&r.id) {
-                    Role::Baseline
-                } else {
-                    Role::Other
-                },
-            });
+    // The metrics of the runs drawn (no facts, no histograms), one query for a chunk of runs,
+    // grouped by run: memory grows with a chunk, not with the HISTORY_RUNS runs drawn.
+    for chunk in runs.chunks(HISTORY_CHUNK) {
+        let ids: Vec<RunId> = chunk.iter().map(|r| r.id).collect();
+        let all = store.sample_metrics(&ids)?;
+        let mut by_run: BTreeMap<RunId, Vec<&SampleRecord>> = BTreeMap::new();
+        for s in &all {
+            by_run.entry(s.run_id).or_default().push(s);
+        }
+        for r in chunk {
+            let refs = by_run.remove(&r.id).unwrap_or_default();
+            for s in compare::series(&refs) {
+                let k = (s.key.config, s.key.test, s.key.metric);
+                let Some((key, _)) = wanted.get_key_value(&k) else {
+                    continue;
+                };
+                let Some(median) = stats::median(&s.values) else {
+                    continue;
+                };
+                points.entry(key).or_default().push(HistoryPoint {
+                    run_id: r.id,
+                    label: r.label.clone(),
+                    median,
+                    n: s.values.len(),
+                    role: if cur_ids.contains(&r.id) {
+                        Role::Current
+                    } else if base_ids.contains(&r.id) {
+                        Role::Baseline
+                    } else {
+                        Role::Other
+                    },
+                });
+            }
         }
     }
     for (key, pts) in points {

@@ -373,6 +373,34 @@ fn sample_metrics_are_the_ok_samples_of_the_runs_asked(b: &dyn Backend) {
     assert!(s.sample_metrics(&[]).unwrap().is_empty());
 }
 
+/// `samples_of_runs` answers each run asked, in the order asked (twice when asked twice),
+/// exactly as `samples` does run by run.
+fn samples_of_runs_are_samples_run_by_run(b: &dyn Backend) {
+    let mut s = b.open();
+    let a = s.create_run(&new_run("a", "h")).unwrap();
+    s.add_sample(a, &sample("emptyfiles", 1, 10.0)).unwrap();
+    let mut failed = sample("emptyfiles", 2, 99.0);
+    failed.status = SampleStatus::Failed;
+    s.add_sample(a, &failed).unwrap();
+    s.add_sample(a, &sample("smallfiles", 1, 20.0)).unwrap();
+    let empty = s.create_run(&new_run("empty", "h")).unwrap();
+    let c = s.create_run(&new_run("c", "h")).unwrap();
+    s.add_sample(c, &sample("emptyfiles", 1, 12.0)).unwrap();
+    s.add_sample(c, &sample("emptyfiles", 2, 13.0)).unwrap();
+    let asked = [c, empty, a, c];
+    let got = s.samples_of_runs(&asked).unwrap();
+    assert_eq!(got.len(), asked.len());
+    for (r, g) in asked.iter().zip(&got) {
+        let want = s.samples(*r).unwrap();
+        assert_eq!(format!("{g:?}"), format!("{want:?}"), "run {r}");
+    }
+    assert_eq!(got[0].len(), 2);
+    assert!(got[1].is_empty());
+    assert_eq!(got[2].len(), 3);
+    assert_eq!(got[2][0].sample.metrics.len(), 4, "every metric, in order");
+    assert!(s.samples_of_runs(&[]).unwrap().is_empty());
+}
+
 /// Attachments are stored with their sample (all or nothing, in its transaction), read back by
 /// sample, byte for byte, and left out of `samples`.
 fn attachments_are_kept_with_their_sample(b: &dyn Backend) {
@@ -468,6 +496,7 @@ on_both_backends!(
     metric_points_are_one_test_and_metric_of_ok_samples_in_run_order,
     runs_carry_distinct_uuids,
     sample_metrics_are_the_ok_samples_of_the_runs_asked,
+    samples_of_runs_are_samples_run_by_run,
     attachments_are_kept_with_their_sample,
 );
 

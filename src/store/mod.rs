@@ -108,6 +108,13 @@ pub trait Store: Send {
     fn run(&self, id: RunId) -> Result<Option<RunInfo>, StoreError>;
     /// Every sample of a run, in the order stored, with metrics and histograms.
     fn samples(&self, run: RunId) -> Result<Vec<SampleRecord>, StoreError>;
+    /// [`Store::samples`] of each of `runs`, in the order asked (a run asked twice is answered
+    /// twice), for `compare` and `show` of a selection of many runs. Backends where each query
+    /// is a round trip (PostgreSQL) answer it with one query a table for all the runs; this
+    /// default, which SQLite and the in-memory store use (no round trips), reads run by run.
+    fn samples_of_runs(&self, runs: &[RunId]) -> Result<Vec<Vec<SampleRecord>>, StoreError> {
+        runs.iter().map(|&r| self.samples(r)).collect()
+    }
     /// Keep the CPU profile of a stored sample (one per sample).
     fn add_profile(&mut self, sample: SampleId, profile: &StoredProfile) -> Result<(), StoreError>;
     /// The CPU profile of a sample, if one was recorded.

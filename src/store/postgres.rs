@@ -31,8 +31,9 @@ use crate::model::{
 };
 use chrono::{DateTime, Utc};
 use postgres::error::SqlState;
+use postgres::fallible_iterator::FallibleIterator;
 use postgres::{Client, Config, GenericClient, Transaction};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -932,32 +933,62 @@ fn insert_sample(
 const SAMPLE_COLUMNS: &str = "id, config, test, repetition, fs_type, path, device, mount_options, \
      mkfs_options, facts, status, error, started_at, duration_s, workload, sequence, run_id";
 
-/// Build sample records from the rows of a metrics query, a histograms query and a samples
-/// query ([`SAMPLE_COLUMNS`]).
+/// Metric rows decoded as they arrive, by sample. Rows come in no order (no sort on the
+/// server); [`assemble`] puts each sample's in their stored order (position). A store's metric
+/// rows repeat a handful of units, directions and kinds, so each distinct spelling is parsed
+/// once.
+#[derive(Default)]
+struct MetricRows {
+    by_sample: HashMap<i64, Vec<(i32, Metric)>>,
+    units: Vec<(String, Unit)>,
+    directions: Vec<(String, Direction)>,
+    kinds: Vec<(String, MetricKind)>,
+}
+
+impl MetricRows {
+    /// One row of `SELECT sample_id, name, value, unit, direction, kind, headline, position`.
+    fn add(&mut self, r: &postgres::Row) -> Result<(), StoreError> {
+        fn cached<T: Copy, E: std::fmt::Display>(
+            cache: &mut Vec<(String, T)>,
+            s: &str,
+            parse: impl Fn(&str) -> Result<T, E>,
+        ) -> Result<T, StoreError> {
+            if let Some((_, v)) = cache.iter().find(|(k, _)| k == s) {
+                return Ok(*v);
+            }
+            let v = parse(s).map_err(corrupt)?;
+            cache.push((s.to_string(), v));
+            Ok(v)
+        }
+        let name: String = r.get(1);
+        let direction = cached(&mut self.directions, r.get(4), str::parse::<Direction>)?;
+        let kind = match r.get::<_, Option<&str>>(5) {
+            Some(k) => cached(&mut self.kinds, k, str::parse::<MetricKind>)?,
+            None => Metric::legacy_kind(&name, direction),
+        };
+        let unit = cached(&mut self.units, r.get(3), str::parse::<Unit>)?;
+        self.by_sample.entry(r.get(0)).or_default().push((
+            r.get(7),
+            Metric {
+                name,
+                value: r.get(2),
+                unit,
+                direction,
+                kind,
+                headline: r.get(6),
+            },
+        ));
+        Ok(())
+    }
+}
+
+/// Build sample records from decoded metric rows, the rows of a histograms query and of a
+/// samples query ([`SAMPLE_COLUMNS`]).
 fn assemble(
-    metric_rows: &[postgres::Row],
+    mut metrics: MetricRows,
     hist_rows: &[postgres::Row],
     sample_rows: &[postgres::Row],
 ) -> Result<Vec<SampleRecord>, StoreError> {
-    let mut metrics: BTreeMap<i64, Vec<Metric>> = BTreeMap::new();
-    for r in metric_rows {
-        let unit: &str = r.get(3);
-        let dir: &str = r.get(4);
-        let name: String = r.get(1);
-        let direction = dir.parse::<Direction>().map_err(corrupt)?;
-        let kind = match r.get::<_, Option<&str>>(5) {
-            Some(k) => k.parse::<MetricKind>().map_err(corrupt)?,
-            None => Metric::legacy_kind(&name, direction),
-        };
-        metrics.entry(r.get(0)).or_default().push(Metric {
-            name,
-            value: r.get(2),
-            unit: unit.parse::<Unit>().map_err(corrupt)?,
-            direction,
-            kind,
-            headline: r.get(6),
-        });
-    }
     let mut histograms: BTreeMap<i64, Vec<HistogramRecord>> = BTreeMap::new();
     for r in hist_rows {
         let unit: &str = r.get(2);
@@ -1003,7 +1034,14 @@ fn assemble(
                 started_at: r.get(12),
                 duration_s: r.get(13),
                 workload: r.get(14),
-                metrics: metrics.remove(&id).unwrap_or_default(),
+                metrics: metrics
+                    .by_sample
+                    .remove(&id)
+                    .map(|mut v| {
+                        v.sort_by_key(|(position, _)| *position);
+                        v.into_iter().map(|(_, m)| m).collect()
+                    })
+                    .unwrap_or_default(),
                 histograms: histograms.remove(&id).unwrap_or_default(),
                 attachments: Vec::new(),
             },
@@ -1168,32 +1206,74 @@ impl Store for PgStore {
     }
 
     fn samples(&self, run: RunId) -> Result<Vec<SampleRecord>, StoreError> {
-        // The run's sample ids first, then metrics and histograms by primary key (`sample_id =
+        Ok(self.samples_of_runs(&[run])?.pop().unwrap_or_default())
+    }
+
+    fn samples_of_runs(&self, runs: &[RunId]) -> Result<Vec<Vec<SampleRecord>>, StoreError> {
+        // The runs' sample ids first, then metrics and histograms by primary key (`sample_id =
         // ANY`): a join on `samples.run_id` tempted the planner into a parallel scan of all
         // samples, and the metric order (by position) is restored here rather than by a sort
-        // on the server (both were most of `compare`'s time at 10 million metric rows).
-        let (mut metric_rows, hist_rows, sample_rows) = self.with(|c, _| {
+        // on the server (both were most of `compare`'s time at 10 million metric rows). Three
+        // queries for all the runs, not three a run.
+        let mut ids: Vec<RunId> = runs.to_vec();
+        ids.sort_unstable();
+        ids.dedup();
+        // Metric rows are decoded as they arrive (not held as rows: both sides of a compare
+        // are 400,000 of them at 10 million stored); a row this fsdelta cannot read stops
+        // the decoding and is the answer once the transaction is over.
+        let mut metrics = MetricRows::default();
+        let mut unreadable: Option<StoreError> = None;
+        let (hist_rows, sample_rows) = self.with(|c, _| {
+            metrics = MetricRows::default();
+            unreadable = None;
             let mut tx = c.build_transaction().read_only(true).start()?;
             let s = tx.query(
-                &format!("SELECT {SAMPLE_COLUMNS} FROM samples WHERE run_id = $1 ORDER BY id"),
-                &[&run],
-            )?;
-            let ids: Vec<i64> = s.iter().map(|r| r.get(0)).collect();
-            let m = tx.query(
-                "SELECT sample_id, name, value, unit, direction, kind, headline, position
-                 FROM metrics WHERE sample_id = ANY($1)",
+                &format!("SELECT {SAMPLE_COLUMNS} FROM samples WHERE run_id = ANY($1) ORDER BY id"),
                 &[&ids],
             )?;
+            let ids: Vec<i64> = s.iter().map(|r| r.get(0)).collect();
+            let mut m = tx.query_raw(
+                "SELECT sample_id, name, value, unit, direction, kind, headline, position
+                 FROM metrics WHERE sample_id = ANY($1)",
+                std::iter::once(&ids as &(dyn postgres::types::ToSql + Sync)),
+            )?;
+            while let Some(r) = m.next()? {
+                if unreadable.is_none()
+                    && let Err(e) = metrics.add(&r)
+                {
+                    unreadable = Some(e);
+                }
+            }
+            drop(m);
             let h = tx.query(
                 "SELECT sample_id, name, unit, layout, count, min, max, sum, buckets
                  FROM histograms WHERE sample_id = ANY($1) ORDER BY sample_id, name",
                 &[&ids],
             )?;
             tx.commit()?;
-            Ok((m, h, s))
+            Ok((h, s))
         })?;
-        metric_rows.sort_by_cached_key(|r| (r.get::<_, i64>(0), r.get::<_, i32>(7)));
-        assemble(&metric_rows, &hist_rows, &sample_rows)
+        if let Some(e) = unreadable {
+            return Err(e);
+        }
+        let mut by_run: HashMap<RunId, Vec<SampleRecord>> = HashMap::new();
+        for rec in assemble(metrics, &hist_rows, &sample_rows)? {
+            by_run.entry(rec.run_id).or_default().push(rec);
+        }
+        let mut out: Vec<Vec<SampleRecord>> = Vec::with_capacity(runs.len());
+        for (i, r) in runs.iter().enumerate() {
+            let samples = match by_run.remove(r) {
+                Some(s) => s,
+                // Asked before (or holding no sample): the earlier answer, or nothing.
+                None => runs[..i]
+                    .iter()
+                    .position(|x| x == r)
+                    .map(|j| out[j].clone())
+                    .unwrap_or_default(),
+            };
+            out.push(samples);
+        }
+        Ok(out)
     }
 
     fn metric_points(&self, test: &str, metric: &str) -> Result<Vec<MetricPoint>, StoreError> {

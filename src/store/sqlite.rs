@@ -1090,10 +1090,19 @@ impl Store for SqliteStore {
                     ));
                 }
                 let name: String = r.get(6).map_err(backend)?;
-                let unit: String = r.get(8).map_err(backend)?;
-                let dir: String = r.get(9).map_err(backend)?;
-                let direction = dir.parse::<Direction>().map_err(corrupt)?;
-                let kind = match r.get::<_, Option<String>>(10).map_err(backend)? {
+                let text = |i: usize| -> Result<Option<&str>, StoreError> {
+                    let v = r.get_ref(i).map_err(backend)?;
+                    match v {
+                        rusqlite::types::ValueRef::Null => Ok(None),
+                        v => v.as_str().map(Some).map_err(corrupt),
+                    }
+                };
+                let unit = text(8)?.unwrap_or_default();
+                let direction = text(9)?
+                    .unwrap_or_default()
+                    .parse::<Direction>()
+                    .map_err(corrupt)?;
+                let kind = match text(10)? {
                     Some(k) => k.parse::<MetricKind>().map_err(corrupt)?,
                     None => Metric::legacy_kind(&name, direction),
                 };
