@@ -12,7 +12,8 @@
 # harness. Every mount, loop device and file it creates is removed on exit, error or Ctrl-C.
 #
 # Environment: FS_MARK (default /usr/bin/fs_mark), FSDELTA (default target/release/fsdelta),
-# CASES to run a subset (e.g. CASES="tmpfs-s0").
+# CASES to run a subset (e.g. CASES="tmpfs-s0"; "bare" is the one-thread tmpfs case against
+# the bare create loop, run by default after the table).
 set -euo pipefail
 
 ROUNDS=${1:-${ROUNDS:-5}}
@@ -38,6 +39,58 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
+
+# The bare create loop (the limit, issue 17 item 2): the system calls fs_mark and fsdelta make
+# per file with -s 0 -S 0 (mkdir of the directory, EEXIST; open(O_CREAT|O_RDWR|O_TRUNC); a write
+# of 0 bytes; close), 40-character names (16 hex + 24 random, as fs_mark's default) made before
+# the clock starts, nothing timed per file, one thread. Prints a row shaped like fs_mark's.
+cat >"$WORK/bare.c" <<'EOF'
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+    if (argc != 3) return 2;
+    const char *dir = argv[1];
+    long n = atol(argv[2]);
+    size_t dl = strlen(dir);
+    char *paths = malloc((size_t)n * (dl + 42));
+    unsigned long x = 0x9e3779b97f4a7c15UL;
+    const char *abc = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ";
+    for (long i = 0; i < n; i++) {
+        char *p = paths + i * (dl + 42);
+        memcpy(p, dir, dl);
+        p[dl] = '/';
+        snprintf(p + dl + 1, 17, "%016lx", (unsigned long)time(NULL));
+        for (int j = 0; j < 24; j++) {
+            x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+            p[dl + 17 + j] = abc[x % 36];
+        }
+        p[dl + 41] = 0;
+    }
+    char buf[1] = {0};
+    mkdir(dir, 0777);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (long i = 0; i < n; i++) {
+        if (mkdir(dir, 0777) != 0 && errno != EEXIST) { perror("mkdir"); return 1; }
+        int fd = open(paths + i * (dl + 42), O_CREAT | O_RDWR | O_TRUNC, 0666);
+        if (fd < 0) { perror("open"); return 1; }
+        if (write(fd, buf, 0) != 0) { perror("write"); return 1; }
+        if (close(fd) != 0) { perror("close"); return 1; }
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double s = (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
+    for (long i = 0; i < n; i++) unlink(paths + i * (dl + 42));
+    printf("%8d %10ld %10d %16.1f %12d\n", 0, n, 0, n / s, 0);
+    return 0;
+}
+EOF
+cc -O2 -o "$WORK/bare" "$WORK/bare.c"
 
 mkdir -p "$WORK/tmpfs" "$WORK/ext4"
 mount -t tmpfs -o size=2g fsmb-tmpfs "$WORK/tmpfs"
@@ -65,7 +118,10 @@ run() {
     rm -rf "$dir"
     sync
     t0=$(date +%s%N)
-    if [ "$tool" = theirs ]; then
+    if [ "$tool" = bare ]; then
+        # shellcheck disable=SC2086
+        out=$("$WORK/bare" "$dir" "$(echo "$flags" | awk '{for (i=1;i<NF;i++) if ($i=="-n") print $(i+1)}')"; times >"$WORK/times")
+    elif [ "$tool" = theirs ]; then
         # shellcheck disable=SC2086
         out=$("$FS_MARK" -d "$dir" $flags -l "$WORK/fs_mark.log"; times >"$WORK/times")
     else
@@ -103,6 +159,34 @@ for c in "${ALL_CASES[@]}"; do
         "$(cut -d' ' -f3 "$WORK/theirs" | median)" "$(cut -d' ' -f3 "$WORK/ours" | median)" \
         "$(cut -d' ' -f4 "$WORK/theirs" | median)" "$(cut -d' ' -f4 "$WORK/ours" | median)"
 done
+# Against the bare loop: one thread on tmpfs, rotating the order of the three.
+BARE_CASES=("tmpfs-s0-t1|$WORK/tmpfs|-s 0 -n 20000 -t 1 -S 0")
+if [ -z "${CASES:-}" ] || [[ " $CASES " == *" bare "* ]]; then
+    printf '\n%-15s %-31s %11s %11s %11s %9s %9s %9s %9s\n' case flags "bare f/s" "fsdelta f/s" "fs_mark f/s" "ours/bare" "peer/bare" "fsdelta c" "bare c"
+    for c in "${BARE_CASES[@]}"; do
+        IFS='|' read -r name mnt flags <<<"$c"
+        : >"$WORK/bare.out"; : >"$WORK/ours"; : >"$WORK/theirs"; : >"$WORK/ratios"
+        for r in $(seq 1 "$ROUNDS"); do
+            case $((r % 3)) in
+                1) order="bare ours theirs" ;;
+                2) order="ours theirs bare" ;;
+                *) order="theirs bare ours" ;;
+            esac
+            for tool in $order; do
+                f=$WORK/$tool; [ "$tool" = bare ] && f=$WORK/bare.out
+                run "$tool" "$mnt/t" "$flags" >>"$f"
+            done
+            b=$(tail -1 "$WORK/bare.out"); o=$(tail -1 "$WORK/ours"); t=$(tail -1 "$WORK/theirs")
+            echo "$b $o $t" | awk '{printf "%.4f %.4f\n", $5/$1, $9/$1}' >>"$WORK/ratios"
+        done
+        printf '%-15s %-31s %11.1f %11.1f %11.1f %9.3f %9.3f %9.2f %9.2f\n' "$name" "$flags" \
+            "$(cut -d' ' -f1 "$WORK/bare.out" | median)" "$(cut -d' ' -f1 "$WORK/ours" | median)" \
+            "$(cut -d' ' -f1 "$WORK/theirs" | median)" \
+            "$(cut -d' ' -f1 "$WORK/ratios" | median)" "$(cut -d' ' -f2 "$WORK/ratios" | median)" \
+            "$(cut -d' ' -f4 "$WORK/ours" | median)" "$(cut -d' ' -f4 "$WORK/bare.out" | median)"
+    done
+    echo "# bare: the same system calls per file with nothing timed (bare.c in this script); ratios: median over rounds."
+fi
 echo "# f/s: Files/sec as fs_mark defines it (sum of per-worker rates); us: App Overhead per file;"
 echo "# s: wall time of the whole command (start-up, timed loop, unlinks, exit);"
 echo "# c: CPU time (user + system, all workers) of the whole command per file, in us."

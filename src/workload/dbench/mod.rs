@@ -8,7 +8,8 @@
 //! gettimeofday. The semantics are those of `../shared/docs/workloads.md` (dbench 4.00); where we
 //! differ on purpose it is said here and in `fsdelta dbench --help`:
 //! - clients are threads, not processes (`--clients-per-process` still groups clients the way
-//!   dbench does: one thread replays each line for each of its clients in turn);
+//!   dbench does: one thread replays each line for each of its clients in turn), each with a
+//!   file-descriptor table of its own (`unshare(CLONE_FILES)`), as dbench's processes have;
 //! - the loadfile is parsed once before the run, and a line dbench would skip with a message is
 //!   an error with its line number ([`loadfile`]);
 //! - `client1` is rewritten in the loadfile's paths only, never in the `-D` directory;
@@ -367,6 +368,17 @@ impl Dbench {
                 let flags = opts.flags;
                 let skip_cleanup = opts.skip_cleanup;
                 handles.push(scope.spawn(move || {
+                    // A file-descriptor table of this thread's own, as each dbench child
+                    // process has: with one table shared by every client thread, each read,
+                    // write and lock takes a reference on its file and every open and close
+                    // takes the table's lock against the other clients (the kernel's fast
+                    // path is for a table with one user). Every fd this thread's clients open
+                    // is opened, used and closed here. Best effort: on failure the shared
+                    // table still works, only slower.
+                    // SAFETY: unshare(CLONE_FILES) only copies this thread's fd table.
+                    unsafe {
+                        libc::unshare(libc::CLONE_FILES);
+                    }
                     // Whatever happens in this thread (even a panic), its clients end up
                     // finished and the run failed-or-done, so the ticker never waits forever.
                     struct Finish<'s>(&'s [ClientShared], &'s AtomicBool);

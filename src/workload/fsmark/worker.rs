@@ -3,10 +3,13 @@
 //! Why a module of its own: this is the hot loop, and the hot loop has rules that the rest of
 //! the engine does not: no allocation (every buffer is sized before the start gate), no
 //! logging, no locks, the clock read with `Nanos::now()` (CLOCK_MONOTONIC) right around each
-//! timed call, and a cancel/abort check once per file. It must never leave files behind when
+//! timed call (the calls of one file follow each other, so one reading ends a call and starts
+//! the next: four readings per `-s 0` file, not six, and histograms are filled after the
+//! file's close), and a cancel/abort check once per file. It must never leave files behind when
 //! the run does not keep them, whether it ends normally, fails or is cancelled.
 //!
-//! Sequence per file (fs_mark's order): read the epoch second; pick the subdirectory; mkdir it
+//! Sequence per file (fs_mark's order): the epoch second (derived from the monotonic reading
+//! that ended the previous close, see `EpochClock`); pick the subdirectory; mkdir it
 //! (untimed, EEXIST ignored, every file: it counts in app overhead as in fs_mark); make the name;
 //! timed open(O_CREAT|O_RDWR|O_TRUNC, 0666); timed write()s of `-w` bytes from a zeroed buffer,
 //! the last one short (`-s 0` still makes one write of 0 bytes); with -S 1 a timed fsync();
@@ -216,6 +219,33 @@ fn epoch_sec() -> u64 {
     rustix::time::clock_gettime(rustix::time::ClockId::Realtime).tv_sec as u64
 }
 
+/// The realtime clock derived from the monotonic one: fs_mark reads gettimeofday at the top of
+/// every file for the name's second and the time hash; we read `CLOCK_REALTIME` once, before
+/// the loop, and turn the monotonic reading that ended the previous file's close into epoch
+/// seconds (one clock read per file fewer; the second is the same unless the wall clock is
+/// stepped during the run, which only the names would see).
+#[derive(Clone, Copy)]
+struct EpochClock {
+    /// Realtime minus monotonic, in nanoseconds.
+    offset: u64,
+}
+
+impl EpochClock {
+    fn new() -> Self {
+        let rt = rustix::time::clock_gettime(rustix::time::ClockId::Realtime);
+        let mono = Nanos::now();
+        let rt = rt.tv_sec as u64 * 1_000_000_000 + rt.tv_nsec as u64;
+        EpochClock {
+            offset: rt.saturating_sub(mono.0),
+        }
+    }
+
+    #[inline]
+    fn sec(self, mono: Nanos) -> u64 {
+        (mono.0 + self.offset) / 1_000_000_000
+    }
+}
+
 /// Run one iteration of one worker in `dir`. Always arrives at the start gate exactly once.
 pub fn run<S: Syscalls>(
     sys: &mut S,
@@ -304,11 +334,15 @@ fn timed_section<S: Syscalls>(
     let size = opts.file_size;
     let io = opts.io_size as u64;
     let fsync_in_loop = opts.sync.fsync_in_loop();
+    let epoch = EpochClock::new();
+    // The clock reading that ended the previous file (its close), or the loop's start: the
+    // "now" of the next file's epoch second.
+    let mut now = Nanos::now();
     for i in 0..opts.files as usize {
         if let Some(stop) = should_stop(sh) {
             return Err(stop);
         }
-        let sec = epoch_sec();
+        let sec = epoch.sec(now);
         st.path.set_sub(chooser.next(sec));
         if let Err(e) = st.path.mkdir(sys) {
             if e.raw_os_error() != Some(libc::EEXIST) {
@@ -319,30 +353,47 @@ fn timed_section<S: Syscalls>(
         st.names[i * st.name_len..(i + 1) * st.name_len].copy_from_slice(st.path.name_mut());
         st.subs[i] = st.path.sub.unwrap_or(NO_SUBDIR);
 
-        let t = Nanos::now();
+        // The timed calls follow each other, so each one's end is the next one's start: one
+        // clock read per call plus one, instead of two per call. Between two of them only the
+        // result check runs; histograms are filled after the close (a multi-chunk write records
+        // each chunk but the last as it goes, a few ns inside the next chunk's time).
+        let t0 = Nanos::now();
         let fd = sys.open(
             st.path.file(),
             libc::O_CREAT | libc::O_RDWR | libc::O_TRUNC,
             0o666,
         );
-        st.ops.record(Op::Create, t.elapsed());
-        let fd = fd.map_err(|e| fail("open", st.path.file_path(), e))?;
+        let mut t = Nanos::now();
+        let create_ns = t - t0;
+        let fd = match fd {
+            Ok(fd) => fd,
+            Err(e) => {
+                st.ops.record(Op::Create, create_ns);
+                return Err(fail("open", st.path.file_path(), e));
+            }
+        };
         st.created = i + 1;
 
         let mut left = size;
+        let mut last_write_ns;
         loop {
             let len = left.min(io) as usize;
-            let t = Nanos::now();
             let r = sys.write(fd, &sh.buf[..len]);
-            st.ops.record(Op::Write, t.elapsed());
+            let e = Nanos::now();
+            last_write_ns = e - t;
+            t = e;
             match r {
                 Ok(w) if w == len => {}
                 Ok(w) => {
+                    st.ops.record(Op::Create, create_ns);
+                    st.ops.record(Op::Write, last_write_ns);
                     let _ = sys.close(fd);
                     let e = io::Error::other(format!("short write: {w} of {len} bytes"));
                     return Err(fail("write", st.path.file_path(), e));
                 }
                 Err(e) => {
+                    st.ops.record(Op::Create, create_ns);
+                    st.ops.record(Op::Write, last_write_ns);
                     let _ = sys.close(fd);
                     return Err(fail("write", st.path.file_path(), e));
                 }
@@ -351,21 +402,33 @@ fn timed_section<S: Syscalls>(
             if left == 0 {
                 break;
             }
+            st.ops.record(Op::Write, last_write_ns);
         }
 
+        let mut fsync_ns = None;
         if fsync_in_loop {
-            let t = Nanos::now();
             let r = sys.fsync(fd);
-            st.ops.record(Op::Fsync, t.elapsed());
-            if let Err(e) = r {
+            let e = Nanos::now();
+            let ns = e - t;
+            fsync_ns = Some(ns);
+            t = e;
+            if let Err(err) = r {
+                st.ops.record(Op::Create, create_ns);
+                st.ops.record(Op::Write, last_write_ns);
+                st.ops.record(Op::Fsync, ns);
                 let _ = sys.close(fd);
-                return Err(fail("fsync", st.path.file_path(), e));
+                return Err(fail("fsync", st.path.file_path(), err));
             }
         }
 
-        let t = Nanos::now();
         let r = sys.close(fd);
-        st.ops.record(Op::Close, t.elapsed());
+        now = Nanos::now();
+        st.ops.record(Op::Create, create_ns);
+        st.ops.record(Op::Write, last_write_ns);
+        if let Some(ns) = fsync_ns {
+            st.ops.record(Op::Fsync, ns);
+        }
+        st.ops.record(Op::Close, now - t);
         r.map_err(|e| fail("close", st.path.file_path(), e))?;
     }
 
