@@ -378,9 +378,9 @@ fn iteration(i: u32, files_per_sec: f64) -> crate::workload::fsmark::IterationRe
         fs_use_pct: 3,
         files_per_sec,
         app_overhead_us: 1000 + i as u64,
-        app_overhead_ns: (1000 + i as u64) * 1000,
-        wall_ns: 250_000_000,
-        files_per_sec_wall: 800.0,
+        app_overhead_ns: Some((1000 + i as u64) * 1000),
+        wall_ns: Some(250_000_000),
+        files_per_sec_wall: Some(800.0),
         workers: Vec::new(),
         ops: Default::default(),
     }
