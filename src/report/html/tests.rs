@@ -453,6 +453,18 @@ fn fs_mark_iterations_are_a_table_per_sample_and_a_plot() {
         plot.contains("baseline, run 1, repetition 1 (sample 11), iteration 2: 999.0 files/sec")
     );
 
+    // A row read from the real fs_mark has no wall time: its wall cells are a dash.
+    let r = &mut input.iterations[0].samples[1].rows[0];
+    r.wall_ns = None;
+    r.files_per_sec_wall = None;
+    r.app_overhead_ns = None;
+    let html = render(&input);
+    assert!(
+        html.contains("<td class=\"num\">777.0</td><td class=\"num\">1001</td><td class=\"num\">-</td><td class=\"num\">-</td></tr>"),
+        "{html}"
+    );
+    assert_eq!(html.matches("<td class=\"num\">0.250</td>").count(), 5);
+
     // One iteration a sample: the table folds and there is no plot.
     for s in &mut input.iterations[0].samples {
         s.rows.truncate(1);
