@@ -114,6 +114,84 @@ size=8m
 }
 
 #[test]
+fn the_real_fs_marks_rows_and_output_are_kept_and_shown() {
+    if !require(
+        Path::new("/usr/bin/fs_mark").exists(),
+        "fs_mark (apt-get install fsmark)",
+    ) {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("r.sqlite");
+    let suite = tmp.path().join("s.toml");
+    std::fs::write(
+        &suite,
+        "[[test]]\nname = \"fm\"\nworkload = \"fsmark\"\nargs = \"-s 0 -n 40 -t 1 -S 0 -L 3\"\n",
+    )
+    .unwrap();
+    let target = tmp.path().join("t");
+    std::fs::create_dir(&target).unwrap();
+    fsdelta(&db)
+        .args([
+            "run",
+            "-n",
+            "1",
+            "--quiet",
+            "--no-drop-caches",
+            "--engine",
+            "external",
+            "--suite",
+        ])
+        .arg(&suite)
+        .arg("--target")
+        .arg(&target)
+        .assert()
+        .success();
+    let out = fsdelta(&db)
+        .args(["show", "latest", "--raw"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    let table = text
+        .split("fs_mark iterations:\n")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no fs_mark table: {text}"));
+    let rows: Vec<&str> = table
+        .lines()
+        .skip(1)
+        // Rows are right-aligned numbers; the next attachment's heading is not.
+        .take_while(|l| l.starts_with(' '))
+        .collect();
+    assert_eq!(rows.len(), 3, "one row per -L loop: {text}");
+    let counts: Vec<&str> = rows
+        .iter()
+        .map(|r| r.split_whitespace().nth(1).unwrap())
+        .collect();
+    assert_eq!(counts, ["40", "80", "120"], "{text}");
+    // fs_mark's own output, as it printed it: its header and the same table.
+    let stdout = text
+        .split("\nstdout:\n")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no stdout kept: {text}"));
+    assert!(stdout.contains("Version 3.3"), "{text}");
+    assert!(stdout.contains("FSUse%"), "{text}");
+    assert!(text.contains("\nstderr:"), "{text}");
+
+    // It was the real tool that ran.
+    let doc: serde_json::Value = serde_json::from_slice(
+        &fsdelta(&db)
+            .args(["export", "latest"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    let s = &doc["runs"][0]["samples"][0];
+    assert!(s["workload"].as_str().unwrap().contains("real tool"), "{s}");
+}
+
+#[test]
 fn fio_json_is_imported_and_compares_with_a_native_run() {
     let tmp = tempfile::tempdir().unwrap();
     let db = tmp.path().join("r.sqlite");

@@ -75,6 +75,17 @@ fn same_contract(engine: &str, native: &Measurements, external: &Measurements, c
     }
 }
 
+/// The text of the attachment `name` an external run kept (stdout, stderr): it must be there.
+fn kept(m: &Measurements, name: &str) -> String {
+    let a = m
+        .attachments
+        .iter()
+        .find(|a| a.name == name)
+        .unwrap_or_else(|| panic!("no {name} attachment"));
+    assert_eq!(a.format, "text-gz", "{name}");
+    a.text().unwrap()
+}
+
 fn files_in(dir: &Path) -> Vec<String> {
     let mut v: Vec<String> = std::fs::read_dir(dir)
         .unwrap()
@@ -249,6 +260,13 @@ fn fio_external_matches_the_native_contract() {
             .map(|h| h.name.as_str())
             .collect();
         assert_eq!(hn, he, "{job}");
+        // fio's own JSON is kept as it printed it.
+        assert!(
+            kept(&e, "stdout").contains("\"fio version\""),
+            "{job}: {}",
+            kept(&e, "stdout")
+        );
+        kept(&e, "stderr");
     }
 }
 
@@ -331,6 +349,9 @@ fn dbench_external_matches_the_native_contract() {
         ],
     );
     assert!(by_name(&e)["throughput_mb_s"].value > 0.0);
+    let out = kept(&e, "stdout");
+    assert!(out.contains("Throughput"), "{out}");
+    kept(&e, "stderr");
 }
 
 #[test]

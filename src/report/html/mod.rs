@@ -202,15 +202,18 @@ fn iterations_section(out: &mut String, input: &ReportInput, config: &str, test:
                 out,
                 "<tr><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
                  <td class=\"num\">{}</td><td class=\"num\">{:.1}</td><td class=\"num\">{}</td>\
-                 <td class=\"num\">{:.1}</td><td class=\"num\">{:.3}</td></tr>",
+                 <td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
                 r.iteration,
                 r.fs_use_pct,
                 r.count,
                 r.size,
                 r.files_per_sec,
                 r.app_overhead_us,
-                r.files_per_sec_wall,
-                r.wall_ns as f64 / 1e9
+                // The real fs_mark prints no wall time: its rows show a dash, never a guess.
+                r.files_per_sec_wall
+                    .map_or_else(|| "-".to_string(), |v| format!("{v:.1}")),
+                r.wall_ns
+                    .map_or_else(|| "-".to_string(), |v| format!("{:.3}", v as f64 / 1e9))
             );
         }
         out.push_str("</tbody></table>");

@@ -378,9 +378,9 @@ fn iteration(i: u32, files_per_sec: f64) -> crate::workload::fsmark::IterationRe
         fs_use_pct: 3,
         files_per_sec,
         app_overhead_us: 1000 + i as u64,
-        app_overhead_ns: (1000 + i as u64) * 1000,
-        wall_ns: 250_000_000,
-        files_per_sec_wall: 800.0,
+        app_overhead_ns: Some((1000 + i as u64) * 1000),
+        wall_ns: Some(250_000_000),
+        files_per_sec_wall: Some(800.0),
         workers: Vec::new(),
         ops: Default::default(),
     }
@@ -452,6 +452,18 @@ fn fs_mark_iterations_are_a_table_per_sample_and_a_plot() {
     assert!(
         plot.contains("baseline, run 1, repetition 1 (sample 11), iteration 2: 999.0 files/sec")
     );
+
+    // A row read from the real fs_mark has no wall time: its wall cells are a dash.
+    let r = &mut input.iterations[0].samples[1].rows[0];
+    r.wall_ns = None;
+    r.files_per_sec_wall = None;
+    r.app_overhead_ns = None;
+    let html = render(&input);
+    assert!(
+        html.contains("<td class=\"num\">777.0</td><td class=\"num\">1001</td><td class=\"num\">-</td><td class=\"num\">-</td></tr>"),
+        "{html}"
+    );
+    assert_eq!(html.matches("<td class=\"num\">0.250</td>").count(), 5);
 
     // One iteration a sample: the table folds and there is no plot.
     for s in &mut input.iterations[0].samples {

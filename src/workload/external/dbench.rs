@@ -477,7 +477,7 @@ impl Workload for ExternalDbench {
             metrics: parsed.metrics(),
             histograms: Vec::new(),
             logical_bytes_written: None,
-            attachments: Vec::new(),
+            attachments: out.attachments(),
             facts: Default::default(),
         })
     }

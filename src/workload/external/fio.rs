@@ -676,6 +676,7 @@ impl Workload for ExternalFio {
         if let Some(e) = m.metrics.iter_mut().find(|x| x.name == "elapsed") {
             e.value = out.wall.as_secs_f64();
         }
+        m.attachments.extend(out.attachments());
         Ok(m)
     }
 }

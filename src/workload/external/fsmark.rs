@@ -17,8 +17,8 @@
 //! run's normal end, kept in [`FsMarkOutput::fill_stopped`].
 
 use super::{FS_MARK, ParseError, numbered_lines, run_child, unreadable};
-use crate::model::{Direction, Metric, MetricKind, Unit};
-use crate::workload::fsmark::FsMarkOptions;
+use crate::model::{Attachment, Direction, Metric, MetricKind, Unit};
+use crate::workload::fsmark::{FSMARK_ITERATIONS, FsMarkOptions, IterationResult};
 use crate::workload::{Measurements, RunContext, Workload, WorkloadError};
 use std::path::{Path, PathBuf};
 
@@ -283,6 +283,37 @@ impl FsMarkOutput {
         self.rows.last().map_or(0, |r| r.count)
     }
 
+    /// The table's rows in the native engine's row type, for the `fsmark_iterations`
+    /// attachment: the printed columns, the iteration index and the files of each loop (the
+    /// difference of the cumulative Counts). What fs_mark does not print is absent: the wall
+    /// time and the rate over it, App Overhead in nanoseconds, the per-worker numbers and the
+    /// latency summaries (`-v`'s Min/Avg/Max give the `<op>_lat_ns_*` metrics instead).
+    pub fn iterations(&self) -> Vec<IterationResult> {
+        let mut previous = 0;
+        self.rows
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let files = r.count.saturating_sub(previous);
+                previous = r.count;
+                IterationResult {
+                    iteration: u32::try_from(i + 1).unwrap_or(u32::MAX),
+                    files,
+                    count: r.count,
+                    size: r.size,
+                    fs_use_pct: r.fs_use_pct,
+                    files_per_sec: r.files_per_sec,
+                    app_overhead_us: r.app_overhead_us,
+                    app_overhead_ns: None,
+                    wall_ns: None,
+                    files_per_sec_wall: None,
+                    workers: Vec::new(),
+                    ops: Default::default(),
+                }
+            })
+            .collect()
+    }
+
     /// The metrics fs_mark's table gives, named, unitised and directed as the native engine's
     /// (`FsMarkResult::metrics`): `files_per_sec` (mean over iterations of Files/sec),
     /// `app_overhead_us` (mean over iterations), `app_overhead_us_per_file`, `files`,
@@ -461,11 +492,19 @@ impl Workload for ExternalFsMark {
             Unit::Seconds,
             Direction::LowerIsBetter,
         ));
+        // fs_mark's table, one row per -L loop, kept as the native engine keeps its rows;
+        // then what fs_mark printed, as it printed it.
+        let mut attachments = vec![Attachment {
+            name: FSMARK_ITERATIONS.into(),
+            format: "json".into(),
+            data: serde_json::to_vec(&parsed.iterations()).unwrap_or_default(),
+        }];
+        attachments.extend(out.attachments());
         Ok(Measurements {
             metrics,
             histograms: Vec::new(),
             logical_bytes_written: None,
-            attachments: Vec::new(),
+            attachments,
             facts: Default::default(),
         })
     }
@@ -535,6 +574,38 @@ FSUse%        Count         Size    Files/sec     App Overhead
         assert_eq!(metric(&m, "files"), 1200.0);
         assert_eq!(metric(&m, "fs_use_pct"), 74.0);
         assert!(m.iter().all(|x| !x.name.contains("_lat_ns_")));
+    }
+
+    #[test]
+    fn the_rows_keep_what_fs_mark_printed_and_nothing_else() {
+        let rows = parse(PLAIN).unwrap().iterations();
+        assert_eq!(rows.len(), 3);
+        assert_eq!(
+            rows.iter()
+                .map(|r| (r.iteration, r.files, r.count))
+                .collect::<Vec<_>>(),
+            [(1, 400, 400), (2, 400, 800), (3, 400, 1200)]
+        );
+        assert_eq!(rows[1].files_per_sec, 1172.2);
+        assert_eq!(rows[1].app_overhead_us, 15150);
+        assert_eq!((rows[2].fs_use_pct, rows[2].size), (74, 4096));
+        assert!(rows.iter().all(|r| r.wall_ns.is_none()
+            && r.files_per_sec_wall.is_none()
+            && r.app_overhead_ns.is_none()
+            && r.workers.is_empty()
+            && r.ops.is_empty()));
+        // Absent in the stored JSON, not zero; and the JSON reads back as the same rows.
+        let json = serde_json::to_string(&rows).unwrap();
+        for absent in [
+            "wall_ns",
+            "files_per_sec_wall",
+            "app_overhead_ns",
+            "workers",
+        ] {
+            assert!(!json.contains(absent), "{absent} in {json}");
+        }
+        let back: Vec<IterationResult> = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, rows);
     }
 
     #[test]

@@ -276,6 +276,16 @@ pub(crate) fn run_child(
 }
 
 impl ChildOutput {
+    /// The tool's stdout and stderr as the `stdout` and `stderr` attachments (compressed,
+    /// capped at [`crate::model::ATTACHMENT_TEXT_LIMIT`] each, as a command test's), so a number
+    /// can be checked against what the tool printed (`fsdelta show --raw`).
+    pub(crate) fn attachments(&self) -> Vec<crate::model::Attachment> {
+        vec![
+            crate::model::Attachment::text_gz("stdout", self.stdout.as_bytes()),
+            crate::model::Attachment::text_gz("stderr", self.stderr.as_bytes()),
+        ]
+    }
+
     /// The output of a tool that exited with status 0, else an error that keeps the tail of
     /// its stderr and stdout.
     pub(crate) fn succeeded(self) -> Result<ChildOutput, WorkloadError> {

@@ -227,15 +227,24 @@ pub struct IterationResult {
     pub files_per_sec: f64,
     /// fs_mark's App Overhead: the sum over workers of whole microseconds, as printed.
     pub app_overhead_us: u64,
-    /// The same sum in nanoseconds (not truncated per worker).
-    pub app_overhead_ns: u64,
-    /// Wall time from the first worker's start to the last worker's loop end (ns).
-    pub wall_ns: u64,
-    /// Honest rate: files / wall seconds.
-    pub files_per_sec_wall: f64,
-    /// Per worker.
+    /// The same sum in nanoseconds (not truncated per worker). `None` for rows read from the
+    /// real fs_mark, which prints only whole microseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub app_overhead_ns: Option<u64>,
+    /// Wall time from the first worker's start to the last worker's loop end (ns). `None` for
+    /// rows read from the real fs_mark, which does not print it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wall_ns: Option<u64>,
+    /// Honest rate: files / wall seconds. `None` when the wall time is unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub files_per_sec_wall: Option<f64>,
+    /// Per worker; empty (and left out of the JSON) for rows read from the real fs_mark, which
+    /// prints no per-worker numbers. The native engine always has at least one worker.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub workers: Vec<WorkerStats>,
-    /// Latency summary of each operation that happened in this iteration.
+    /// Latency summary of each operation that happened in this iteration; empty for rows read
+    /// from the real fs_mark (its `-v` Min/Avg/Max are not a latency summary).
+    #[serde(default)]
     pub ops: BTreeMap<Op, OpStats>,
 }
 
@@ -281,9 +290,9 @@ pub fn aggregate(
         fs_use_pct,
         files_per_sec,
         app_overhead_us,
-        app_overhead_ns,
-        wall_ns,
-        files_per_sec_wall: rate(files, wall_ns),
+        app_overhead_ns: Some(app_overhead_ns),
+        wall_ns: Some(wall_ns),
+        files_per_sec_wall: Some(rate(files, wall_ns)),
         workers: stats,
         ops: merged.stats(),
     };
@@ -336,7 +345,7 @@ impl FsMarkResult {
 
     /// Sum of the iterations' timed wall times (ns).
     pub fn timed_wall_ns(&self) -> u64 {
-        self.iterations.iter().map(|i| i.wall_ns).sum()
+        self.iterations.iter().filter_map(|i| i.wall_ns).sum()
     }
 
     /// Latency summary of each operation that happened, over the whole run.
@@ -349,7 +358,11 @@ impl FsMarkResult {
         use Direction::*;
         let n = self.iterations.len().max(1) as f64;
         let files = self.total_files();
-        let overhead_ns: u64 = self.iterations.iter().map(|i| i.app_overhead_ns).sum();
+        let overhead_ns: u64 = self
+            .iterations
+            .iter()
+            .filter_map(|i| i.app_overhead_ns)
+            .sum();
         let mut m = vec![
             Metric::new(
                 "files_per_sec",
@@ -500,9 +513,9 @@ mod tests {
         assert_eq!(row.size, 4096);
         assert_eq!(row.fs_use_pct, 42);
         assert!((row.files_per_sec - 200.0).abs() < 1e-9, "sum of 100 + 100");
-        assert_eq!(row.wall_ns, 2_000_000_000);
+        assert_eq!(row.wall_ns, Some(2_000_000_000));
         assert!(
-            (row.files_per_sec_wall - 100.0).abs() < 1e-9,
+            (row.files_per_sec_wall.unwrap() - 100.0).abs() < 1e-9,
             "200 files / 2 s"
         );
         assert_eq!(merged.get(Op::Create).count(), 2);
@@ -522,7 +535,23 @@ mod tests {
         let b = worker(1, 0, 2_999, &[]); // 2.999 us -> 2
         let (row, _) = aggregate(1, &[a, b], 0, 0, 0);
         assert_eq!(row.app_overhead_us, 3);
-        assert_eq!(row.app_overhead_ns, 4_998);
+        assert_eq!(row.app_overhead_ns, Some(4_998));
+    }
+
+    #[test]
+    fn a_native_row_keeps_every_field_in_its_json() {
+        // The fields a row read from the real fs_mark leaves out are always there for the
+        // native engine, as plain numbers, in the order they always had.
+        let (row, _) = aggregate(1, &[worker(1, 0, 2_000, &[(Op::Create, 1_000)])], 0, 0, 0);
+        let json = serde_json::to_string(&row).unwrap();
+        assert!(
+            json.contains(
+                r#""app_overhead_us":1,"app_overhead_ns":1000,"wall_ns":2000,"files_per_sec_wall":500000.0,"workers":[{"worker":0,"#
+            ),
+            "{json}"
+        );
+        let back: IterationResult = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, row);
     }
 
     #[test]

@@ -262,7 +262,7 @@ fn workers_share_directories_round_robin_and_files_per_sec_adds_up() {
         assert_eq!(row.workers.len(), 4);
         let sum: f64 = row.workers.iter().map(|w| w.files_per_sec).sum();
         assert!((row.files_per_sec - sum).abs() < 1e-6);
-        assert!(row.files_per_sec_wall > 0.0 && row.wall_ns > 0);
+        assert!(row.files_per_sec_wall.unwrap() > 0.0 && row.wall_ns.unwrap() > 0);
         assert_eq!(row.size, 100);
         assert!(row.fs_use_pct <= 100);
     }
