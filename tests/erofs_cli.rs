@@ -1,6 +1,6 @@
 //! End-to-end test of erofs targets (issue 16 item 3): an image built by mkfs.erofs from a
-//! tree, attached to a loop device, mounted read-only, read by a command test; the facts name
-//! the image and mkfs; a writing test is refused before the run; nothing is left behind.
+//! tree, attached to a loop device, mounted read-only, read by a command test and by fio read jobs; the facts name
+//! the image and mkfs; a writing test (fs_mark, a fio write job) is refused before the run; nothing is left behind.
 
 mod common;
 
@@ -135,4 +135,98 @@ fn an_erofs_image_is_built_from_a_tree_mounted_read_only_and_read() {
         1,
         "{list}"
     );
+}
+
+#[test]
+fn fio_jobs_that_only_read_run_on_an_erofs_image_and_a_writing_job_is_refused() {
+    if !erofs_usable() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("tree");
+    std::fs::create_dir_all(&src).unwrap();
+    // 1 MiB of varied bytes (a deterministic pattern: erofs packs it as it is).
+    let body: Vec<u8> = (0..(1u32 << 20))
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    std::fs::write(src.join("data.bin"), &body).unwrap();
+    let scratch = tmp.path().join("scratch");
+    let cfg = tmp.path().join("c.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "scratch = \"{}\"\n[[config]]\nname = \"plain\"\nfs = \"erofs\"\nsource = \"{}\"\nfresh = \"sample\"\n",
+            scratch.display(),
+            src.display()
+        ),
+    )
+    .unwrap();
+    // No size=: each job covers the existing file (1 MiB), as fio does.
+    let suite = tmp.path().join("s.toml");
+    std::fs::write(
+        &suite,
+        "[[test]]\nname = \"seqread\"\nworkload = \"fio\"\n\
+         job = \"\"\"\n[seq]\nrw=read\nbs=4k\nfilename=data.bin\n\"\"\"\n\
+         [[test]]\nname = \"randread\"\nworkload = \"fio\"\n\
+         job = \"\"\"\n[rand]\nrw=randread\nbs=4k\nioengine=io_uring\niodepth=4\nfilename=data.bin\n\"\"\"\n",
+    )
+    .unwrap();
+    let db = tmp.path().join("r.sqlite");
+    fsdelta(&db)
+        .args(["run", "-n", "1", "--quiet", "--config"])
+        .arg(&cfg)
+        .arg("--suite")
+        .arg(&suite)
+        .assert()
+        .success();
+    let out = fsdelta(&db).args(["export", "latest"]).output().unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let samples = doc["runs"][0]["samples"].as_array().unwrap();
+    assert_eq!(samples.len(), 2);
+    for s in samples {
+        assert_eq!(s["status"], "ok", "{s}");
+        assert_eq!(s["facts"]["fs_type"], "erofs");
+        let metric = |name: &str| {
+            s["metrics"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|m| m["name"] == name)
+                .unwrap_or_else(|| panic!("{name} in {s}"))["value"]
+                .as_f64()
+                .unwrap()
+        };
+        // Every block of the file read once, nothing written.
+        assert_eq!(metric("read_io_kbytes"), 1024.0, "{s}");
+        assert!(metric("read_iops") > 0.0);
+    }
+    // The tree is untouched.
+    assert_eq!(std::fs::read(src.join("data.bin")).unwrap(), body);
+
+    // A fio job that writes is refused before the run is recorded, naming what may run.
+    let writing = tmp.path().join("w.toml");
+    std::fs::write(
+        &writing,
+        "[[test]]\nname = \"seqwrite\"\nworkload = \"fio\"\n\
+         job = \"\"\"\n[w]\nrw=write\nbs=4k\nsize=64k\n\"\"\"\n",
+    )
+    .unwrap();
+    fsdelta(&db)
+        .args(["run", "-n", "1", "--config"])
+        .arg(&cfg)
+        .arg("--suite")
+        .arg(&writing)
+        .assert()
+        .failure()
+        .stderr(predicates::str::contains("test seqwrite (fio) writes"))
+        .stderr(predicates::str::contains("fio jobs that only read"));
+    let list = fsdelta(&db).args(["list"]).output().unwrap();
+    let list = String::from_utf8(list.stdout).unwrap();
+    assert_eq!(
+        list.lines().filter(|l| l.contains("complete")).count(),
+        1,
+        "{list}"
+    );
+    let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap();
+    assert!(!mounts.contains(&scratch.display().to_string()), "{mounts}");
 }

@@ -735,12 +735,12 @@ fn run_stored(
         _ => Vec::new(),
     };
     // A read-only filesystem (erofs) runs only tests that write nothing: command tests (which
-    // fail on their own if they write).
+    // fail on their own if they write) and fio jobs that only read existing files.
     if let Targets::Configs { file, .. } = &plan.targets {
         for c in file.configs.iter().filter(|c| c.fs.read_only()) {
-            if let Some(t) = plan.tests.iter().find(|t| t.workload.engine() != "command") {
+            if let Some(t) = plan.tests.iter().find(|t| !t.workload.reads_only()) {
                 return Err(RunError::Plan(format!(
-                    "config '{}' is fs = \"{}\", which is read-only, and test {} ({}) writes: only command tests run on it (workload = \"command\"); leave this test out with --test, or give it another configuration file",
+                    "config '{}' is fs = \"{}\", which is read-only, and test {} ({}) writes: only command tests and fio jobs that only read files in the image (rw=read or randread, an engine such as psync or io_uring, no verify, no log files) run on it; leave this test out with --test, or give it another configuration file",
                     c.name,
                     c.fs,
                     t.name,

@@ -265,6 +265,11 @@ impl Workload for CommandWorkload {
         "command"
     }
 
+    fn reads_only(&self) -> bool {
+        // May run on a read-only filesystem: a command that writes fails there on its own.
+        true
+    }
+
     fn run(&self, ctx: &RunContext<'_>) -> Result<Measurements, WorkloadError> {
         let o = &self.opts;
         let fail = |what: String| {

@@ -161,6 +161,12 @@ pub trait Workload: Send + Sync {
     fn spec(&self) -> Option<(&EngineSpec, bool)> {
         None
     }
+    /// Whether the workload may run on a read-only filesystem (erofs): it reads files that are
+    /// there and writes nothing to its directory. A command test says yes (a command that
+    /// writes fails on its own); native engines that create files say no.
+    fn reads_only(&self) -> bool {
+        false
+    }
 }
 
 /// A workload that remembers the suite options it was built from (see [`Workload::spec`]).
@@ -182,6 +188,9 @@ impl Workload for Specified {
     }
     fn spec(&self) -> Option<(&EngineSpec, bool)> {
         Some((&self.spec, self.external))
+    }
+    fn reads_only(&self) -> bool {
+        self.inner.reads_only()
     }
 }
 
@@ -343,6 +352,9 @@ impl Workload for FioTest {
     }
     fn run(&self, ctx: &RunContext<'_>) -> Result<Measurements, WorkloadError> {
         self.0.run(ctx)
+    }
+    fn reads_only(&self) -> bool {
+        self.0.reads_only()
     }
 }
 

@@ -126,6 +126,32 @@ impl FioWorkload {
         self.set.jobs.iter().any(|j| j.direct)
     }
 
+    /// Whether every job only reads files that exist and writes nothing beside them, so that
+    /// the jobs can run on a read-only filesystem (erofs): no write direction, an engine that
+    /// only reads or stats, no verify and no per-I/O log files. (A file that is missing or
+    /// shorter than the job would be laid out, which a read-only filesystem refuses with the
+    /// file's name.)
+    pub fn reads_only(&self) -> bool {
+        use crate::plan::jobfile::IoEngine as E;
+        self.set.jobs.iter().all(|j| {
+            !j.rw.writes()
+                && matches!(
+                    j.ioengine,
+                    E::Psync
+                        | E::Sync
+                        | E::Pvsync
+                        | E::Pvsync2
+                        | E::IoUring
+                        | E::Libaio
+                        | E::FileStat
+                )
+                && !j.verify
+                && j.lat_log.is_none()
+                && j.bw_log.is_none()
+                && j.iops_log.is_none()
+        })
+    }
+
     /// Run every job in `ctx.dir` (relative `directory=`/`filename=` resolve against it) and
     /// return fio's full results.
     pub fn execute(&self, ctx: &RunContext<'_>) -> Result<FioRun, WorkloadError> {
@@ -619,6 +645,23 @@ mod tests {
     use super::*;
     use crate::plan::jobfile::SystemSources;
     use crate::workload::{CancelToken, NoProgress};
+
+    #[test]
+    fn only_jobs_that_read_existing_files_and_write_nothing_may_run_read_only() {
+        let ro = |text: &str| {
+            FioWorkload::from_job_text(text, "t.fio", &SystemSources)
+                .unwrap()
+                .reads_only()
+        };
+        assert!(ro(
+            "[a]\nrw=read\nsize=1m\n[b]\nrw=randread\nioengine=io_uring\nsize=1m\n"
+        ));
+        assert!(ro("[s]\nioengine=filestat\nnrfiles=4\nfilesize=4k\n"));
+        assert!(!ro("[a]\nrw=read\nsize=1m\n[b]\nrw=write\nsize=1m\n"));
+        assert!(!ro("[m]\nrw=randrw\nsize=1m\n"));
+        assert!(!ro("[c]\nioengine=filecreate\nnrfiles=4\nfilesize=4k\n"));
+        assert!(!ro("[l]\nrw=read\nsize=1m\nwrite_lat_log=x\n"));
+    }
 
     fn run_text(text: &str, dir: &Path) -> Result<FioRun, WorkloadError> {
         let w = FioWorkload::from_job_text(text, "t.fio", &SystemSources).unwrap();
