@@ -1,6 +1,7 @@
 //! End-to-end test of erofs targets (issue 16 item 3): an image built by mkfs.erofs from a
-//! tree, attached to a loop device, mounted read-only, read by a command test and by fio read jobs; the facts name
-//! the image and mkfs; a writing test (fs_mark, a fio write job) is refused before the run; nothing is left behind.
+//! tree, attached to a loop device, mounted read-only, read by a command test and by fio read
+//! jobs; the facts name the image and mkfs; a writing test (fs_mark, a fio write job) is refused
+//! before the run; nothing is left behind.
 
 mod common;
 
