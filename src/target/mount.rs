@@ -287,6 +287,9 @@ mod tests {
         std::fs::create_dir(&mnt).unwrap();
         let state = StateFile::new(root.join("state.json"));
         let (mut m, _) = Mounted::mount(&state, "fsdelta-test", &mnt, "tmpfs", "size=1m").unwrap();
+        // fs_mark and dbench tests running beside this one copy the process's fd table into
+        // their threads; none may copy `held`, or the mount stays busy after it is dropped.
+        let no_copies = crate::workload::fsmark::sys::no_fd_table_copies();
         let held = std::fs::File::create(mnt.join("held")).unwrap();
         let e = m.try_unmount().unwrap_err().to_string();
         assert!(
@@ -300,6 +303,7 @@ mod tests {
         );
         assert_eq!(state.entries().unwrap().len(), 1, "still recorded");
         drop(held);
+        drop(no_copies);
         m.try_unmount().unwrap();
         assert!(state.entries().unwrap().is_empty());
         drop(m);

@@ -375,10 +375,7 @@ impl Dbench {
                     // path is for a table with one user). Every fd this thread's clients open
                     // is opened, used and closed here. Best effort: on failure the shared
                     // table still works, only slower.
-                    // SAFETY: unshare(CLONE_FILES) only copies this thread's fd table.
-                    unsafe {
-                        libc::unshare(libc::CLONE_FILES);
-                    }
+                    crate::workload::fsmark::sys::private_fd_table();
                     // Whatever happens in this thread (even a panic), its clients end up
                     // finished and the run failed-or-done, so the ticker never waits forever.
                     struct Finish<'s>(&'s [ClientShared], &'s AtomicBool);
