@@ -150,8 +150,14 @@ fn report_of_real_runs_is_complete_self_contained_and_renders_in_chromium() {
     check_self_contained(&html);
     assert!(html.contains("baseline</b> 1 (run 1, label base)"));
     assert!(html.contains("current</b> 2 (run 2, label cur)"));
-    // Same machine and scratch directory on both sides: nothing differs.
-    assert!(html.contains("Nothing recorded differs between the sides"));
+    // Same machine and scratch directory on both sides: nothing differs (else show what did).
+    assert!(
+        html.contains("Nothing recorded differs between the sides"),
+        "{}",
+        html.split("id=\"differences\"")
+            .nth(1)
+            .map_or("no differences box", |d| &d[..d.len().min(1500)])
+    );
     assert!(html.contains("id=\"summary\""));
     // Every judged metric of every test has a row in its test's diff chart.
     let metrics = judged(&db, "1", "2");
