@@ -322,9 +322,12 @@ command = "echo 'disk on fire' >&2; exit 3"
 #[test]
 fn until_confident_adds_repetitions_only_while_the_headline_is_unresolved() {
     let env = Env::new();
+    // The noisy test's values come from a fixed, widely spread list (a counter file picks the
+    // next), never inside a 5 % band of each other: deterministic, unlike a random source.
+    let counter = env.path("counter").display().to_string();
     let suite = env.write(
         "conf.toml",
-        r#"
+        &r#"
 [[test]]
 name = "steady"
 workload = "command"
@@ -338,13 +341,14 @@ direction = "higher"
 [[test]]
 name = "noisy"
 workload = "command"
-command = "echo \"v $(( $(od -An -N1 -tu1 /dev/urandom) * 4 + 10 ))\""
+command = "n=$(cat @@COUNTER@@ 2>/dev/null || echo 0); echo $((n + 1)) > @@COUNTER@@; set -- 10 1000 40 900 120 700 300 500; shift $((n % 8)); echo \"v $1\""
 [[test.metric]]
 name = "v"
 regex = 'v (\d+)'
 unit = "count"
 direction = "higher"
-"#,
+"#
+        .replace("@@COUNTER@@", &counter),
     );
     let target = env.path("t");
     fs::create_dir(&target).unwrap();
@@ -370,6 +374,6 @@ direction = "higher"
     let count = |t: &str| samples.iter().filter(|s| s["test"] == t).count();
     // Identical values: resolved after the first two repetitions.
     assert_eq!(count("steady"), 2);
-    // Values spread over 10..1030: never inside a 5 % band, so it runs to --max-repeat.
+    // Values spread over 10..1000: never inside a 5 % band, so it runs to --max-repeat.
     assert_eq!(count("noisy"), 6);
 }
