@@ -213,9 +213,9 @@ impl Target {
                 config.fs
             )));
         }
-        // A kernel without the filesystem (f2fs is a module many hosts lack) refuses the run
-        // here, before an image, a loop device or a mount point exists.
-        if config.fs == crate::plan::config::FsKind::F2fs {
+        // A kernel without the filesystem (f2fs and erofs are modules many hosts lack) refuses
+        // the run here, before an image, a loop device or a mount point exists.
+        if config.fs != crate::plan::config::FsKind::Dir {
             check_kernel_has(config.fs)?;
         }
         let builds_image = matches!(config.device, Device::Image { .. });
@@ -240,7 +240,6 @@ impl Target {
                     )));
                 }
             }
-            check_kernel_has(config.fs)?;
         }
         if config.fs.needs_mkfs() || builds_image {
             let own = match &config.device {

@@ -1,5 +1,6 @@
-//! mkfs for btrfs, ext4, xfs and f2fs (and mkfs.erofs's image builds): finding the program (with the Debian package to install when it
-//! is missing), its version for the sample's facts, and running it with the config's options.
+//! mkfs for btrfs, ext4, xfs and f2fs (and mkfs.erofs's image builds): finding the program
+//! (with the Debian package to install when it is missing), its version for the sample's facts,
+//! and running it with the config's options.
 //!
 //! Why a module: the exact command line and program version are facts a reader of the numbers
 //! needs, and the few options fsdelta adds itself are decided in one place. This module must never
@@ -8,7 +9,8 @@
 //!
 //! Options fsdelta adds before the config's own (which come last, so they win where the tool
 //! lets a later option override an earlier one):
-//! - btrfs, xfs, f2fs: `-f`, because a re-format per sample finds the previous filesystem's signature;
+//! - btrfs, xfs, f2fs: `-f`, because a re-format per sample finds the previous filesystem's
+//!   signature;
 //! - ext4: `-F` once (never twice: `-F -F` would format a mounted device), plus
 //!   `-E lazy_itable_init=0,lazy_journal_init=0` unless the config gives `-E` itself, so that no
 //!   background inode-table initialisation writes during the measurement.
