@@ -10,7 +10,8 @@
 # (GNU time's %M) of `list`, `show`, `compare`, `history`, `report` and `export`.
 # Goal (issue 17): each under 0.5 s and 100 MB, growing with the runs selected, not the store.
 #
-# Usage: benches/store-sqlite-scale.sh        (FSDELTA_BIN=target/release/fsdelta RUNS TESTS REPS)
+# Usage: benches/store-sqlite-scale.sh        (FSDELTA_BIN=target/release/fsdelta RUNS TESTS REPS;
+#        KEEP_WORK=DIR builds the store in DIR and keeps it, to profile a command on it)
 # Needs sqlite3 (Debian package sqlite3) and GNU time (/usr/bin/time).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,8 +24,8 @@ REPS=${REPS:-5}
 command -v sqlite3 >/dev/null || { echo "needs sqlite3: apt-get install sqlite3" >&2; exit 2; }
 [ -x /usr/bin/time ] || { echo "needs GNU time: apt-get install time" >&2; exit 2; }
 
-WORK=$(mktemp -d)
-trap 'rm -rf "$WORK"' EXIT
+WORK=${KEEP_WORK:-$(mktemp -d)}; mkdir -p "$WORK"
+[ -n "${KEEP_WORK:-}" ] || trap 'rm -rf "$WORK"' EXIT
 DB="$WORK/scale.sqlite"
 export FSDELTA_STATE_FILE="$WORK/state.json"
 

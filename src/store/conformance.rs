@@ -9,7 +9,7 @@ use super::postgres::{PgStore, ScratchDatabase};
 use super::sqlite::SqliteStore;
 use super::{NewRun, NewSample, RunFilter, Selector, Store, StoreError, StoredProfile};
 use crate::model::{
-    Direction, Environment, HistogramRecord, Metric, MetricKind, RunStatus, SampleStatus,
+    Direction, Environment, HistogramRecord, Metric, MetricKind, RunId, RunStatus, SampleStatus,
     TargetFacts, Unit,
 };
 use chrono::{Duration as ChronoDuration, Utc};
@@ -371,6 +371,40 @@ fn sample_metrics_are_the_ok_samples_of_the_runs_asked(b: &dyn Backend) {
         assert!(g.sample.histograms.is_empty());
     }
     assert!(s.sample_metrics(&[]).unwrap().is_empty());
+    // metric_values: the same values, flattened, in the same order.
+    let mut seen = Vec::new();
+    s.metric_values(&[c, a, c], &mut |run, config, test, name, value| {
+        seen.push((
+            run,
+            config.to_string(),
+            test.to_string(),
+            name.to_string(),
+            value,
+        ))
+    })
+    .unwrap();
+    let flat: Vec<_> = got
+        .iter()
+        .flat_map(|g| {
+            g.sample.metrics.iter().map(|m| {
+                (
+                    g.run_id,
+                    g.sample.config.clone(),
+                    g.sample.test.clone(),
+                    m.name.clone(),
+                    m.value,
+                )
+            })
+        })
+        .collect();
+    assert!(!flat.is_empty());
+    // In run order; within a run in any order.
+    assert!(seen.windows(2).all(|w| w[0].0 <= w[1].0), "{seen:?}");
+    let sorted = |mut v: Vec<(RunId, String, String, String, f64)>| {
+        v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+        v
+    };
+    assert_eq!(sorted(seen), sorted(flat));
 }
 
 /// `samples_of_runs` answers each run asked, in the order asked (twice when asked twice),

@@ -176,6 +176,23 @@ pub trait Store: Send {
         Ok(out)
     }
 
+    /// Every metric value of the successful samples of `runs`, one call of `visit` each as
+    /// (run, configuration, test, metric name, value), in run order (within a run, in any
+    /// order): what a report's histories over hundreds of runs read, without a
+    /// record, a string or a unit parsed per row. This default reads [`Store::sample_metrics`].
+    fn metric_values(
+        &self,
+        runs: &[RunId],
+        visit: &mut dyn FnMut(RunId, &str, &str, &str, f64),
+    ) -> Result<(), StoreError> {
+        for s in self.sample_metrics(runs)? {
+            for m in &s.sample.metrics {
+                visit(s.run_id, &s.sample.config, &s.sample.test, &m.name, m.value);
+            }
+        }
+        Ok(())
+    }
+
     /// The UUID of a run (schema 6): the same in every store the run is copied to. `None` for
     /// a run this store does not hold, and for stores that keep no UUIDs.
     fn run_uuid(&self, _id: RunId) -> Result<Option<String>, StoreError> {

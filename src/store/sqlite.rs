@@ -1121,6 +1121,46 @@ impl Store for SqliteStore {
         }
         Ok(out)
     }
+
+    fn metric_values(
+        &self,
+        runs: &[RunId],
+        visit: &mut dyn FnMut(RunId, &str, &str, &str, f64),
+    ) -> Result<(), StoreError> {
+        let mut ids = runs.to_vec();
+        ids.sort_unstable();
+        ids.dedup();
+        for chunk in ids.chunks(500) {
+            let marks = vec!["?"; chunk.len()].join(",");
+            let mut stmt = self
+                .conn
+                .prepare(&format!(
+                    // Ordered by run only: sorting each sample's metrics too cost SQLite a
+                    // temporary B-tree (0.64 s against 0.42 s for 1.17 million rows here).
+                    "SELECT s.run_id, s.config, s.test, m.name, m.value
+                     FROM samples s JOIN metrics m ON m.sample_id = s.id
+                     WHERE s.run_id IN ({marks}) AND s.status = 'ok'
+                     ORDER BY s.run_id"
+                ))
+                .map_err(backend)?;
+            let mut rows = stmt
+                .query(rusqlite::params_from_iter(chunk.iter()))
+                .map_err(backend)?;
+            while let Some(r) = rows.next().map_err(backend)? {
+                let text = |i: usize| -> Result<&str, StoreError> {
+                    r.get_ref(i).map_err(backend)?.as_str().map_err(corrupt)
+                };
+                visit(
+                    r.get(0).map_err(backend)?,
+                    text(1)?,
+                    text(2)?,
+                    text(3)?,
+                    r.get(4).map_err(backend)?,
+                );
+            }
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]

@@ -634,6 +634,9 @@ pub(super) fn percentile_chart(c: &PercentileCurves, input: &ReportInput) -> Str
     s.finish()
 }
 
+/// Most runs in a history whose every run gets a dot with a tip (more would overlap).
+pub(super) const HISTORY_DOTS: usize = 60;
+
 /// A history sparkline: the run medians in run order, change points as dashed lines, each
 /// segment's level as a step, the compared runs ringed (baseline) or filled (current).
 pub(super) fn history_chart(m: &MetricInput) -> String {
@@ -738,12 +741,17 @@ pub(super) fn history_chart(m: &MetricInput) -> String {
         .map(|(i, v)| (x.map(i as f64), y.map(*v)))
         .collect();
     s.polyline(&line, "hl");
+    // Past HISTORY_DOTS runs the other runs' dots would overlap (the plot is under 200 px
+    // wide) and no one of them could be pointed at: the line carries them, and only the
+    // compared runs keep a dot and a tip (a 500-run history of 468 metrics was 31 MB of tips).
+    let dots_for_others = n <= HISTORY_DOTS;
     for (i, p) in hist.points.iter().enumerate() {
         let (px, py) = (x.map(i as f64), y.map(p.median));
         let (class, r) = match p.role {
             Role::Baseline => ("dot-b", 3.6),
             Role::Current => ("dot-c", 3.6),
-            Role::Other => ("hp", 2.2),
+            Role::Other if dots_for_others => ("hp", 2.2),
+            Role::Other => continue,
         };
         s.open_tip(&format!(
             "run {} ({}): median {} {} of {} repetition{}",

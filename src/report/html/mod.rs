@@ -296,8 +296,8 @@ pub enum Role {
 pub struct HistoryPoint {
     /// The run.
     pub run_id: i64,
-    /// Its label.
-    pub label: String,
+    /// Its label (shared by every metric's point of that run).
+    pub label: std::rc::Rc<str>,
     /// Median of its repetitions.
     pub median: f64,
     /// Number of repetitions.

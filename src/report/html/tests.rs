@@ -78,7 +78,7 @@ fn step_history() -> History {
             .enumerate()
             .map(|(i, v)| HistoryPoint {
                 run_id: i as i64 + 1,
-                label: format!("r{i}"),
+                label: format!("r{i}").into(),
                 median: *v,
                 n: 3,
                 role: match i {
@@ -475,4 +475,49 @@ fn fs_mark_iterations_are_a_table_per_sample_and_a_plot() {
     // No rows: no section.
     input.iterations.clear();
     assert!(!render(&input).contains("class=\"iters\""));
+}
+
+#[test]
+fn a_long_history_dots_only_the_compared_runs() {
+    let mut m = metric(
+        "ext4",
+        "files_per_sec",
+        Unit::FilesPerSec,
+        Direction::HigherIsBetter,
+        &[100.0, 101.0],
+        &[102.0, 103.0],
+    );
+    let mut short = step_history();
+    m.history = Some(short.clone());
+    let svg = charts::history_chart(&m);
+    assert_eq!(
+        svg.matches("class=\"hp\"").count(),
+        18,
+        "every other run of 20"
+    );
+    // 200 runs: the same line, dots and tips for the two compared runs only.
+    let n = 200;
+    short.points = (0..n)
+        .map(|i| HistoryPoint {
+            run_id: i as i64 + 1,
+            label: "r".into(),
+            median: 100.0 + (i % 7) as f64,
+            n: 3,
+            role: match i {
+                198 => Role::Baseline,
+                199 => Role::Current,
+                _ => Role::Other,
+            },
+        })
+        .collect();
+    short.change_points.clear();
+    short.segments.clear();
+    m.history = Some(short);
+    let svg = charts::history_chart(&m);
+    assert!(n > charts::HISTORY_DOTS);
+    assert_eq!(svg.matches("class=\"hp\"").count(), 0);
+    assert_eq!(svg.matches("class=\"dot-b\"").count(), 1);
+    assert_eq!(svg.matches("class=\"dot-c\"").count(), 1);
+    assert_eq!(svg.matches("<polyline").count(), 1);
+    assert!(svg.contains("200 runs"));
 }
