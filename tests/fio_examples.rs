@@ -9,8 +9,8 @@
 //! job without size= takes their size), and runs both tools in such directories only.
 //!
 //! Shrinking also caps a rate-limited file that nothing else ends (1mbs_clients: 16 MiB at
-//! 1250 B/s) at a 2 s runtime and compares it as time-based, cuts an offset_increment larger
-//! than the file to 1 MiB, and for randrepeat=0 (fio's own counts differ from run to run)
+//! 1250 B/s) at a 2 s runtime and compares it as time-based, cuts an offset, offset_increment
+//! or zonesize larger than the file to 1 MiB, and for randrepeat=0 (fio's own counts differ from run to run)
 //! compares the bytes each job moved instead of its I/O counts.
 //!
 //! Prints the score "N of M" and each failing file with its reason. It fails when the score
@@ -132,9 +132,10 @@ fn shrink(text: &str) -> (String, Vec<String>) {
             "ramp_time" | "startdelay" => Some(format!("{k}=0")),
             "ss_dur" => Some(format!("{k}=1s")),
             "ss_ramp" => Some(format!("{k}=0")),
-            // A stride of more than the shrunk file would put every clone but the first past
-            // its end (fio: "you need to specify valid offset=").
-            "offset_increment" => match size_of(v) {
+            // A stride, a start or a zone of more than the shrunk file would put the job past
+            // its end (fio: "you need to specify valid offset=", or EINVAL for a zone larger
+            // than the file).
+            "offset_increment" | "offset" | "zonesize" => match size_of(v) {
                 Some(b) if b > SHRUNK => Some(format!("{k}=1m")),
                 _ => None,
             },
