@@ -155,9 +155,11 @@ fn prioritized_ios_logs_and_json_equal_real_fios() {
         // prio alone, psync: every I/O carries it; one priority, no prios entries.
         "[s]\nfilename=s.dat\nsize=256k\nrw=randwrite\nprioclass=1\nprio=2\nwrite_lat_log=s\n\
          log_prio=1\nlog_offset=1\n",
-        // Two jobs of different priorities in one reported group: prios per priority.
-        "[global]\nsize=512k\nrw=randread\ngroup_reporting\n[g1]\nfilename=g1.dat\nprio=1\n\
-         [g2]\nfilename=g2.dat\nprioclass=3\n",
+        // Two jobs of different priorities in one reported group: prios per priority. (Both
+        // name the same options: fio's group entry shows its last job's options, ours the
+        // first's.)
+        "[global]\nsize=512k\nrw=randread\ngroup_reporting\n[g1]\nfilename=g1.dat\nprioclass=2\n\
+         prio=1\n[g2]\nfilename=g2.dat\nprioclass=3\nprio=0\n",
     ];
     for job in jobs {
         let (ours, fio, dir_ours, _o, theirs) = run_both(job);

@@ -248,6 +248,37 @@ mod tests {
         assert!(CmdPrio::new(&job("[a]\nioengine=libaio\nprio=3\n"), 0).is_none());
     }
 
+    /// The prio column of real fio 3.33's clat log at iodepth=1 (I/O order): which I/Os got
+    /// the priority. `[s] rw=randread bs=4k size=256k ioengine=libaio cmdprio_percentage=30`
+    /// as thread 1, and `rw=randrw cmdprio_percentage=50,10` as thread 2 (after a job `[a]`),
+    /// given as "DIRECTION PRIO" pairs: a write draws only with its own 10 %.
+    #[test]
+    fn the_prioritized_ios_are_real_fios() {
+        let j = job("[s]\nrw=randread\nioengine=libaio\ncmdprio_percentage=30\n");
+        let (mut c, _) = CmdPrio::new(&j, seed(&j, 1)).unwrap();
+        let fio = "1011000000000100001000111000100011011010000010000001010000001100";
+        let ours: String = (0..64)
+            .map(|_| {
+                if c.choose(0, 4096).is_some() {
+                    '1'
+                } else {
+                    '0'
+                }
+            })
+            .collect();
+        assert_eq!(ours, fio);
+        let fio = "00 10 10 10 10 10 00 10 11 10 10 10 10 01 01 00 10 01 10 10 00 00 01 11 10 10 \
+                   01 10 11 00 00 10 00 10 01 10 10 10 11 00 00 10 00 10 01 00 00 10 00 01 10 00 \
+                   10 11 10 00 01 01 10 01 10 10 10 01";
+        let j = job("[s]\nrw=randrw\nioengine=libaio\ncmdprio_percentage=50,10\n");
+        let (mut c, _) = CmdPrio::new(&j, seed(&j, 2)).unwrap();
+        for (i, pair) in fio.split_whitespace().enumerate() {
+            let ddir = (pair.as_bytes()[0] - b'0') as usize;
+            let want = pair.as_bytes()[1] == b'1';
+            assert_eq!(c.choose(ddir, 4096).is_some(), want, "I/O {i} ({pair})");
+        }
+    }
+
     /// examples/cmdprio-percentage.fio: the job's own class idle, 20 % real-time.
     #[test]
     fn percentage_counts_the_own_priority_first() {
