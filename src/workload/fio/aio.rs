@@ -21,6 +21,7 @@ pub trait AsyncBackend {
     /// # Safety
     /// `ptr..ptr+len` must stay valid (and not be touched) until the slot's completion is
     /// reaped, and `fd` must stay open until then.
+    #[allow(clippy::too_many_arguments)]
     unsafe fn queue(
         &mut self,
         slot: usize,
