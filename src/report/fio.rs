@@ -12,7 +12,7 @@
 
 use crate::plan::jobfile::JobSpec;
 use crate::probe::histogram::Histogram;
-use crate::workload::fio::stats::{DirStats, LAT_BOUNDS, READ, ThreadStats, WRITE};
+use crate::workload::fio::stats::{DirStats, LAT_BOUNDS, PrioStat, READ, ThreadStats, WRITE};
 use crate::workload::fio::{FioRun, JobResult, cpu_percent, group_ids, rates, version_string};
 use std::fmt::Write;
 
@@ -129,7 +129,7 @@ fn dir_json(d: &DirStats, spec: &JobSpec, group_agg_bw_bytes: u64) -> J {
     } else {
         0.0
     };
-    obj(vec![
+    let mut pairs = vec![
         ("io_bytes", int(d.io_bytes)),
         ("io_kbytes", int(d.io_bytes >> 10)),
         ("bw_bytes", int(bw_bytes)),
@@ -159,7 +159,38 @@ fn dir_json(d: &DirStats, spec: &JobSpec, group_agg_bw_bytes: u64) -> J {
         ("iops_mean", J::Float(d.iops_samples.mean())),
         ("iops_stddev", J::Float(d.iops_samples.stddev())),
         ("iops_samples", int(d.iops_samples.n)),
-    ])
+    ];
+    // fio's per-priority stats, after lat_ns, when two or more priorities have samples.
+    if let Some(prios) = prios_with_samples(d) {
+        let name = if spec.lat_percentiles {
+            "lat_ns"
+        } else {
+            "clat_ns"
+        };
+        let pcts = (spec.clat_percentiles || spec.lat_percentiles).then_some(ps);
+        let list = prios
+            .map(|p| {
+                obj(vec![
+                    ("prioclass", int(p.ioprio >> 13)),
+                    ("prio", int(p.ioprio & 7)),
+                    (name, lat_json(&p.lat, pcts)),
+                ])
+            })
+            .collect();
+        let at = pairs
+            .iter()
+            .position(|(k, _)| *k == "lat_ns")
+            .map_or(0, |i| i + 1);
+        pairs.insert(at, ("prios", J::Arr(list)));
+    }
+    obj(pairs)
+}
+
+/// A direction's per-priority stats that have samples, when there are two or more (fio prints
+/// them only then).
+fn prios_with_samples(d: &DirStats) -> Option<impl Iterator<Item = &PrioStat>> {
+    let with = || d.prios.iter().filter(|p| p.lat.count() > 0);
+    (with().count() >= 2).then(with)
 }
 
 fn pct(part: u64, total: u64) -> f64 {
@@ -634,11 +665,33 @@ pub fn normal(run: &FioRun) -> String {
             display_lat(&mut out, "slat", &ds.slat);
             display_lat(&mut out, "clat", &ds.clat);
             display_lat(&mut out, " lat", &ds.lat);
+            let clat_type = if spec.lat_percentiles { "lat" } else { "clat" };
+            let prio_name =
+                |p: &PrioStat| format!("{clat_type} prio {}/{}", p.ioprio >> 13, p.ioprio & 7);
+            if let Some(prios) = prios_with_samples(ds) {
+                for p in prios {
+                    display_lat(&mut out, &prio_name(p), &p.lat);
+                }
+            }
             if spec.clat_percentiles {
                 show_percentiles(&mut out, "clat", &ds.clat, &spec.percentile_list);
             }
             if spec.lat_percentiles {
                 show_percentiles(&mut out, "lat", &ds.lat, &spec.percentile_list);
+            }
+            if spec.clat_percentiles || spec.lat_percentiles {
+                let all = if spec.lat_percentiles {
+                    ds.lat.count()
+                } else {
+                    ds.clat.count()
+                };
+                if let Some(prios) = prios_with_samples(ds) {
+                    for p in prios {
+                        let name =
+                            format!("{} ({:.2}% of IOs)", prio_name(p), pct(p.lat.count(), all));
+                        show_percentiles(&mut out, &name, &p.lat, &spec.percentile_list);
+                    }
+                }
             }
             if ds.bw_samples.n > 0 {
                 let g = groups

@@ -21,6 +21,7 @@
 //! (fio multiplies by 1), value ranges such as `bs=4k-16k`, and options fio has that this engine
 //! does not implement. An unset `${VAR}` expands to nothing as in fio, with a warning.
 
+pub mod cmdprio;
 pub mod expr;
 pub mod lexer;
 pub mod options;
@@ -409,6 +410,14 @@ pub struct JobSpec {
     pub log_offset: bool,
     /// Log file names carry the thread number (fio's per_job_logs, default on).
     pub per_job_logs: bool,
+    /// Log lines carry the I/O's full priority value, not 1/0 for real-time or not (log_prio).
+    pub log_prio: bool,
+    /// prio= (the job's priority level, 0..=7); None: not given.
+    pub prio: Option<u32>,
+    /// prioclass= (the job's priority class, 0..=3); None: not given.
+    pub prioclass: Option<u32>,
+    /// The libaio / io_uring per-command priority options (cmdprio_*).
+    pub cmdprio: cmdprio::CmdPrioOptions,
     /// zonemode= as written (None: not given, which is fio's default none).
     pub zonemode: Option<ZoneMode>,
     /// zonesize= (0 = not given).
@@ -581,6 +590,10 @@ impl Default for JobSpec {
             iops_log: None,
             log_offset: false,
             per_job_logs: true,
+            log_prio: false,
+            prio: None,
+            prioclass: None,
+            cmdprio: cmdprio::CmdPrioOptions::default(),
             zonemode: None,
             zonesize: 0,
             zonerange: 0,
@@ -802,6 +815,9 @@ fn validate(job: &JobSpec, origin: &Origin) -> Result<(), JobFileError> {
             format!("job '{}': set fsync= or fdatasync=, not both", job.name),
         );
     }
+    job.cmdprio
+        .check([job.rw.reads(), job.rw.writes()])
+        .or_else(|e| err(origin, format!("job '{}': {e}", job.name)))?;
     // iodepth > 1 with a sync engine is accepted, as fio does; the engine runs at depth 1 and
     // the report says so.
     Ok(())

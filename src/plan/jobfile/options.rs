@@ -1042,6 +1042,92 @@ pub static OPTIONS: &[OptDef] = &[
         }
     ),
     opt!(
+        "prio",
+        [],
+        Kind::Int { min: 0, max: 7 },
+        "",
+        General,
+        "the job's I/O priority level (0 highest), set on its thread with ioprio_set",
+        |j, v, _| {
+            j.prio = Some(v.n() as u32);
+            Ok(())
+        }
+    ),
+    opt!(
+        "prioclass",
+        [],
+        Kind::Int { min: 0, max: 3 },
+        "",
+        General,
+        "the job's I/O priority class: 1 real-time, 2 best-effort, 3 idle (0: best-effort)",
+        |j, v, _| {
+            j.prioclass = Some(v.n() as u32);
+            Ok(())
+        }
+    ),
+    opt!(
+        "cmdprio_percentage",
+        [],
+        Kind::Text,
+        "0",
+        Engine,
+        engines URING_AIO,
+        "percent of I/Os (N, or READ,WRITE) issued with the cmdprio_class/cmdprio priority",
+        |j, v, o| set_cmdprio(&mut j.cmdprio.percentage, v, o, 0, 100)
+    ),
+    opt!(
+        "cmdprio_class",
+        [],
+        Kind::Text,
+        "1 (real-time)",
+        Engine,
+        engines URING_AIO,
+        "priority class (N, or READ,WRITE) of cmdprio_percentage's and cmdprio_bssplit's I/Os",
+        |j, v, o| set_cmdprio(&mut j.cmdprio.class, v, o, 1, 3)
+    ),
+    opt!(
+        "cmdprio",
+        [],
+        Kind::Text,
+        "0",
+        Engine,
+        engines URING_AIO,
+        "priority level (N, or READ,WRITE) of cmdprio_percentage's and cmdprio_bssplit's I/Os",
+        |j, v, o| set_cmdprio(&mut j.cmdprio.level, v, o, 0, 7)
+    ),
+    opt!(
+        "cmdprio_bssplit",
+        [],
+        Kind::Text,
+        "",
+        Engine,
+        engines URING_AIO,
+        "per block size, percent of I/Os given a priority: bs/perc[/class/level]:... (READ,WRITE lists)",
+        |j, v, o| {
+            j.cmdprio.bssplit = if v.s().is_empty() {
+                None
+            } else {
+                Some(
+                    super::cmdprio::parse_bssplit(v.s())
+                        .or_else(|e| err(&o.origin, format!("option 'cmdprio_bssplit': {e}")))?,
+                )
+            };
+            Ok(())
+        }
+    ),
+    opt!(
+        "log_prio",
+        [],
+        Kind::Bool,
+        "0",
+        Stat,
+        "log lines carry the I/O's priority value (0x2000 ...) instead of 1 for real-time, else 0",
+        |j, v, _| {
+            j.log_prio = v.b();
+            Ok(())
+        }
+    ),
+    opt!(
         "random_distribution",
         [],
         Kind::Text,
@@ -1638,6 +1724,24 @@ fn set_engine(j: &mut JobSpec, v: Val<'_>, _o: &RawOption) -> Result<(), JobFile
         "pvsync2" => IoEngine::Pvsync2,
         _ => IoEngine::FileCreate,
     };
+    Ok(())
+}
+
+/// A per-direction cmdprio_* number (fio's two-offset FIO_OPT_INT).
+fn set_cmdprio(
+    dst: &mut [u32; 2],
+    v: Val<'_>,
+    o: &RawOption,
+    min: u64,
+    max: u64,
+) -> Result<(), JobFileError> {
+    let vals = super::cmdprio::parse_per_dir(v.s(), min, max)
+        .or_else(|e| err(&o.origin, format!("option '{}': {e}", o.key)))?;
+    for (d, x) in dst.iter_mut().zip(vals) {
+        if let Some(x) = x {
+            *d = x;
+        }
+    }
     Ok(())
 }
 

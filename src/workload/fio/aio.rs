@@ -13,11 +13,15 @@ use std::os::fd::RawFd;
 /// One asynchronous engine's queue. Slots are `0..depth`; a slot's buffer must stay valid, and
 /// its file open, until its completion has been reaped.
 pub trait AsyncBackend {
-    /// Queue a read (`write == false`) or write of `len` bytes at `offset` for `slot`.
+    /// Queue a read (`write == false`) or write of `len` bytes at `offset` for `slot`, with
+    /// the I/O priority value `ioprio` (class << 13 | level): io_uring puts it in the
+    /// submission entry as it is (0 is the ring's default), libaio sets it with
+    /// IOCB_FLAG_IOPRIO unless it is 0 (then the submitting thread's priority applies).
     ///
     /// # Safety
     /// `ptr..ptr+len` must stay valid (and not be touched) until the slot's completion is
     /// reaped, and `fd` must stay open until then.
+    #[allow(clippy::too_many_arguments)]
     unsafe fn queue(
         &mut self,
         slot: usize,
@@ -26,6 +30,7 @@ pub trait AsyncBackend {
         ptr: *mut u8,
         len: usize,
         offset: u64,
+        ioprio: u16,
     );
     /// Submit everything queued.
     fn submit(&mut self) -> io::Result<()>;
@@ -89,16 +94,19 @@ impl AsyncBackend for Uring {
         ptr: *mut u8,
         len: usize,
         offset: u64,
+        ioprio: u16,
     ) {
         use io_uring::{opcode, types};
         let fd = types::Fd(fd);
         let entry = if write {
             opcode::Write::new(fd, ptr, len as u32)
                 .offset(offset)
+                .ioprio(ioprio)
                 .build()
         } else {
             opcode::Read::new(fd, ptr, len as u32)
                 .offset(offset)
+                .ioprio(ioprio)
                 .build()
         }
         .user_data(slot as u64);
@@ -167,6 +175,8 @@ struct IoEvent {
 
 const IOCB_CMD_PREAD: u16 = 0;
 const IOCB_CMD_PWRITE: u16 = 1;
+/// aio_reqprio holds the I/O's priority (linux/aio_abi.h).
+const IOCB_FLAG_IOPRIO: u32 = 1 << 1;
 
 /// Linux native AIO (fio's libaio engine) by direct system calls.
 pub struct NativeAio {
@@ -212,6 +222,7 @@ impl AsyncBackend for NativeAio {
         ptr: *mut u8,
         len: usize,
         offset: u64,
+        ioprio: u16,
     ) {
         let cb = &mut self.iocbs[slot];
         *cb = Iocb {
@@ -225,6 +236,8 @@ impl AsyncBackend for NativeAio {
             aio_buf: ptr as u64,
             aio_nbytes: len as u64,
             aio_offset: offset as i64,
+            aio_reqprio: ioprio as i16,
+            aio_flags: if ioprio != 0 { IOCB_FLAG_IOPRIO } else { 0 },
             ..Iocb::default()
         };
         self.pending.push(cb as *mut Iocb);
@@ -322,7 +335,7 @@ mod tests {
         let mut w = vec![7u8; 8192];
         let mut r = vec![0u8; 8192];
         // SAFETY: both buffers outlive the reaps below.
-        unsafe { b.queue(0, true, f.as_raw_fd(), w.as_mut_ptr(), 8192, 4096) };
+        unsafe { b.queue(0, true, f.as_raw_fd(), w.as_mut_ptr(), 8192, 4096, 0) };
         b.submit().unwrap();
         let mut got = Vec::new();
         while got.is_empty() {
@@ -330,7 +343,7 @@ mod tests {
         }
         assert_eq!(got, vec![(0, 8192)]);
         // SAFETY: as above.
-        unsafe { b.queue(1, false, f.as_raw_fd(), r.as_mut_ptr(), 8192, 4096) };
+        unsafe { b.queue(1, false, f.as_raw_fd(), r.as_mut_ptr(), 8192, 4096, 0x6000) };
         b.submit().unwrap();
         got.clear();
         while got.is_empty() {

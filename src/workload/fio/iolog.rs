@@ -7,13 +7,15 @@
 //! completed I/O (log_avg_msec=0, the default): `msec, value, ddir, bs, prio` or, with
 //! log_offset=1, `msec, value, ddir, bs, offset, prio`; msec since the clone's clock started,
 //! latencies in nanoseconds, bw = bytes * 10^6 / clat in ns (fio's add_bw_sample), iops 1, prio
-//! 0 (no I/O priorities are set). slat is measured for the asynchronous engines only, so a
+//! the I/O's priority: 1 when its class is real-time, else 0, or with log_prio=1 its whole value
+//! as `0x%04x` (`0x2000`). slat is measured for the asynchronous engines only, so a
 //! synchronous job's slat log is empty, as fio's. The files are written when the clone ends.
 //! Invariant: recording a sample never allocates while the capacity reserved before the clock
 //! started lasts (the job's expected I/Os, at most 2^18 per log, 8 MiB); beyond it the list
 //! grows as fio's log chunks do.
 
 use crate::plan::jobfile::JobSpec;
+use crate::plan::jobfile::cmdprio::{CLASS_RT, CLASS_SHIFT};
 use crate::probe::clock::Nanos;
 use crate::workload::WorkloadError;
 use std::fmt::Write as _;
@@ -26,6 +28,7 @@ struct Sample {
     ddir: u8,
     bs: u32,
     offset: u64,
+    prio: u32,
 }
 
 #[derive(Debug)]
@@ -43,6 +46,7 @@ pub struct IoLogs {
     bw: Option<Log>,
     iops: Option<Log>,
     offset: bool,
+    log_prio: bool,
 }
 
 /// One completed I/O as the logs see it.
@@ -60,6 +64,8 @@ pub struct Completion {
     pub lat: u64,
     /// clat (ns).
     pub clat: u64,
+    /// The priority value it was issued with (fio's io_u->ioprio).
+    pub prio: u32,
 }
 
 fn log_name(prefix: &str, job: &JobSpec, kind: &str, thread_number: u64) -> PathBuf {
@@ -90,6 +96,7 @@ impl IoLogs {
             bw: mk(&job.bw_log, "bw", !job.disable_bw),
             iops: mk(&job.iops_log, "iops", !reduce),
             offset: job.log_offset,
+            log_prio: job.log_prio,
         }
     }
 
@@ -112,6 +119,7 @@ impl IoLogs {
             ddir: c.ddir as u8,
             bs: c.bs as u32,
             offset: c.offset,
+            prio: c.prio,
         };
         let push = |log: &mut Option<Log>, val: u64| {
             if let Some(l) = log {
@@ -125,9 +133,18 @@ impl IoLogs {
         push(&mut self.iops, 1);
     }
 
-    /// Record the submission latency of an asynchronous I/O (fio's add_slat_sample).
+    /// Record the submission latency of an asynchronous I/O (fio's add_slat_sample) issued
+    /// with priority `prio`.
     #[inline]
-    pub fn submitted(&mut self, ddir: usize, bs: usize, offset: u64, at: Nanos, slat: u64) {
+    pub fn submitted(
+        &mut self,
+        ddir: usize,
+        bs: usize,
+        offset: u64,
+        at: Nanos,
+        slat: u64,
+        prio: u32,
+    ) {
         if let Some(l) = &mut self.slat {
             l.samples.push(Sample {
                 ms: at.0 / 1_000_000,
@@ -135,22 +152,24 @@ impl IoLogs {
                 ddir: ddir as u8,
                 bs: bs as u32,
                 offset,
+                prio,
             });
         }
     }
 
-    /// The text of one log, in fio's line format.
-    fn text(samples: &[Sample], offset: bool) -> String {
+    /// The text of one log, in fio's line format (flush_samples).
+    fn text(samples: &[Sample], offset: bool, log_prio: bool) -> String {
         let mut out = String::with_capacity(samples.len() * 24);
         for s in samples {
-            let _ = if offset {
-                writeln!(
-                    out,
-                    "{}, {}, {}, {}, {}, 0",
-                    s.ms, s.val, s.ddir, s.bs, s.offset
-                )
+            let _ = write!(out, "{}, {}, {}, {}, ", s.ms, s.val, s.ddir, s.bs);
+            if offset {
+                let _ = write!(out, "{}, ", s.offset);
+            }
+            let _ = if log_prio {
+                writeln!(out, "0x{:04x}", s.prio)
             } else {
-                writeln!(out, "{}, {}, {}, {}, 0", s.ms, s.val, s.ddir, s.bs)
+                // fio's ioprio_value_is_class_rt.
+                writeln!(out, "{}", u8::from(s.prio >> CLASS_SHIFT == CLASS_RT))
             };
         }
         out
@@ -162,7 +181,7 @@ impl IoLogs {
             .into_iter()
             .flatten()
         {
-            std::fs::write(&l.path, Self::text(&l.samples, self.offset))
+            std::fs::write(&l.path, Self::text(&l.samples, self.offset, self.log_prio))
                 .map_err(|e| WorkloadError::io("write log", &l.path, e))?;
         }
         Ok(())
@@ -221,17 +240,51 @@ mod tests {
             at: Nanos(7_400_000),
             lat: 90_000,
             clat: 87_073,
+            prio: 0,
         });
         let bw = &l.bw.as_ref().unwrap().samples;
-        assert_eq!(IoLogs::text(bw, false), "7, 752655, 0, 65536, 0\n");
-        assert_eq!(IoLogs::text(bw, true), "7, 752655, 0, 65536, 65536, 0\n");
-        let lat = &l.lat.as_ref().unwrap().samples;
-        assert_eq!(IoLogs::text(lat, false), "7, 90000, 0, 65536, 0\n");
-        assert!(l.slat.as_ref().unwrap().samples.is_empty());
-        l.submitted(1, 4096, 0, Nanos(1_000_000), 1234);
+        assert_eq!(IoLogs::text(bw, false, false), "7, 752655, 0, 65536, 0\n");
         assert_eq!(
-            IoLogs::text(&l.slat.as_ref().unwrap().samples, false),
-            "1, 1234, 1, 4096, 0\n"
+            IoLogs::text(bw, true, false),
+            "7, 752655, 0, 65536, 65536, 0\n"
+        );
+        let lat = &l.lat.as_ref().unwrap().samples;
+        assert_eq!(IoLogs::text(lat, false, false), "7, 90000, 0, 65536, 0\n");
+        assert!(l.slat.as_ref().unwrap().samples.is_empty());
+        l.submitted(1, 4096, 0, Nanos(1_000_000), 1234, 0x2000);
+        let slat = &l.slat.as_ref().unwrap().samples;
+        assert_eq!(IoLogs::text(slat, false, false), "1, 1234, 1, 4096, 1\n");
+    }
+
+    /// The prio column as fio 3.33 writes it: 1 for a real-time I/O and 0 otherwise, or with
+    /// log_prio=1 the value (`0x6000` an idle one), after the offset with log_offset=1.
+    #[test]
+    fn the_prio_column_is_fios() {
+        let j = job("[d]\nwrite_lat_log\n");
+        let mut l = IoLogs::for_clone(&j, 1, 4);
+        for prio in [0x6000, 0x2000, 0x2007, 0] {
+            l.completed(Completion {
+                ddir: 0,
+                bs: 4096,
+                offset: 8192,
+                at: Nanos(3_000_000),
+                lat: 10,
+                clat: 9,
+                prio,
+            });
+        }
+        let clat = &l.clat.as_ref().unwrap().samples;
+        assert_eq!(
+            IoLogs::text(clat, false, false),
+            "3, 9, 0, 4096, 0\n3, 9, 0, 4096, 1\n3, 9, 0, 4096, 1\n3, 9, 0, 4096, 0\n"
+        );
+        assert_eq!(
+            IoLogs::text(&clat[..2], false, true),
+            "3, 9, 0, 4096, 0x6000\n3, 9, 0, 4096, 0x2000\n"
+        );
+        assert_eq!(
+            IoLogs::text(&clat[3..], true, true),
+            "3, 9, 0, 4096, 8192, 0x0000\n"
         );
     }
 
@@ -248,6 +301,7 @@ mod tests {
             at: Nanos(0),
             lat: 1,
             clat: 1,
+            prio: 0,
         });
         l.write().unwrap();
         assert_eq!(

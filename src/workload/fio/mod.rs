@@ -23,6 +23,7 @@ pub mod disk;
 pub mod files;
 pub mod iolog;
 pub mod pace;
+pub mod prio;
 pub mod rand;
 pub mod stats;
 pub mod steady;
@@ -424,30 +425,68 @@ fn execute(set: &JobSet, ctx: &RunContext<'_>) -> Result<FioRun, WorkloadError> 
         i = j;
     }
     let groups = group_ids(set);
-    let mut results: Vec<JobResult> = Vec::new();
-    for out in outs {
-        if !set.jobs[out.job_index].stats {
-            // stats=0: the job ran; fio reports nothing of it.
+    // The reported entry of each clone (None: stats=0, the job ran and fio reports nothing of
+    // it). fio's rule: a clone of a group_reporting job joins the entry before it when that
+    // entry is of the same group; anything else starts an entry.
+    let mut entry_of: Vec<Option<usize>> = Vec::with_capacity(outs.len());
+    let mut last: Option<(usize, u32)> = None;
+    for out in &outs {
+        let job = &set.jobs[out.job_index];
+        if !job.stats {
+            entry_of.push(None);
             continue;
         }
         let g = groups[out.job_index];
-        let elapsed_s = (out.end - t0).0.div_ceil(1_000_000_000);
-        // fio's rule: a clone of a group_reporting job joins the entry before it when that
-        // entry is of the same group; anything else starts an entry.
-        if set.jobs[out.job_index].group_reporting {
-            if let Some(r) = results.last_mut().filter(|r| r.groupid == g) {
-                r.stats.merge(&out.stats);
-                r.clones += 1;
-                r.elapsed_s = r.elapsed_s.max(elapsed_s);
-                continue;
+        match last.filter(|(_, lg)| job.group_reporting && *lg == g) {
+            Some((e, _)) => entry_of.push(Some(e)),
+            None => {
+                let e = last.map_or(0, |(e, _)| e + 1);
+                entry_of.push(Some(e));
+                last = Some((e, g));
             }
+        }
+    }
+    // fio's init_per_prio_stats: an entry keeps per-priority latencies when a clone of it gave
+    // several priorities (cmdprio) or its clones' own priorities differ.
+    let entries = last.map_or(0, |(e, _)| e + 1);
+    let mut first_prio: Vec<Option<u32>> = vec![None; entries];
+    let mut per_prio = vec![false; entries];
+    for (out, e) in outs.iter().zip(&entry_of) {
+        let Some(e) = *e else { continue };
+        let own = *first_prio[e].get_or_insert(out.stats.ioprio);
+        if own != out.stats.ioprio || out.stats.dir.iter().any(|d| !d.prios.is_empty()) {
+            per_prio[e] = true;
+        }
+    }
+    let mut results: Vec<JobResult> = Vec::new();
+    for (out, e) in outs.into_iter().zip(entry_of) {
+        let Some(e) = e else { continue };
+        let g = groups[out.job_index];
+        let elapsed_s = (out.end - t0).0.div_ceil(1_000_000_000);
+        let lat_pct = set.jobs[out.job_index].lat_percentiles;
+        if let Some(r) = results.get_mut(e) {
+            r.stats.merge(&out.stats);
+            if per_prio[e] {
+                r.stats.add_prios(&out.stats, lat_pct);
+            }
+            r.clones += 1;
+            r.elapsed_s = r.elapsed_s.max(elapsed_s);
+            continue;
+        }
+        let mut stats = out.stats;
+        if per_prio[e] {
+            let own = stats.clone();
+            for d in &mut stats.dir {
+                d.prios.clear();
+            }
+            stats.add_prios(&own, lat_pct);
         }
         results.push(JobResult {
             job_index: out.job_index,
             name: set.jobs[out.job_index].name.clone(),
             groupid: g,
             clones: 1,
-            stats: out.stats,
+            stats,
             elapsed_s,
         });
     }

@@ -22,6 +22,8 @@ pub const SEED_FILE_SIZE: usize = 7;
 pub const SEED_BUF: usize = 9;
 /// fio's FIO_RAND_ZONE_OFF (random_distribution=zoned).
 pub const SEED_ZONE: usize = 16;
+/// fio's FIO_RAND_PRIO_CMDS (which I/Os get a cmdprio priority).
+pub const SEED_PRIO: usize = 19;
 /// fio's `FIO_RAND_NR_OFFS`.
 const NR_SEEDS: usize = 21;
 

@@ -32,6 +32,45 @@ pub struct DirStats {
     pub bw_samples: RunningStat,
     /// IOPS samples, one per 500 ms with I/O (fio's iops_avg_time default).
     pub iops_samples: RunningStat,
+    /// Latencies per I/O priority (fio's clat_prio): empty unless the clone gave this
+    /// direction's I/Os more than one priority (cmdprio), or a reported group merged clones of
+    /// different priorities.
+    pub prios: Vec<PrioStat>,
+}
+
+/// One priority's latencies in a direction (fio's clat_prio_stat): clat, or lat when the job
+/// has lat_percentiles=1.
+#[derive(Clone, Debug, Default)]
+pub struct PrioStat {
+    /// The kernel's priority value (class << 13 | level).
+    pub ioprio: u32,
+    /// The latencies of the I/Os issued with it.
+    pub lat: Histogram,
+}
+
+impl PrioStat {
+    /// An empty entry for `ioprio`.
+    pub fn new(ioprio: u32) -> PrioStat {
+        PrioStat {
+            ioprio,
+            lat: Histogram::new(),
+        }
+    }
+}
+
+/// fio's clat_prio_stat_add_samples: `h` counted under `ioprio`, appended when new.
+fn add_prio_samples(dst: &mut Vec<PrioStat>, ioprio: u32, h: &Histogram) {
+    if h.count() == 0 {
+        return;
+    }
+    match dst.iter_mut().find(|p| p.ioprio == ioprio) {
+        Some(p) => p.lat.merge(h),
+        None => {
+            let mut p = PrioStat::new(ioprio);
+            p.lat.merge(h);
+            dst.push(p);
+        }
+    }
 }
 
 impl DirStats {
@@ -289,6 +328,8 @@ pub struct ThreadStats {
     pub latency_depth: Option<u32>,
     /// The clock the latencies were read from (fsdelta's JSON `clocksource`).
     pub clock: super::clock::ClockUse,
+    /// The clone's own I/O priority value (fio's td->ioprio: prio=/prioclass=, else 0).
+    pub ioprio: u32,
 }
 
 impl ThreadStats {
@@ -317,6 +358,38 @@ impl ThreadStats {
         }
         for (a, b) in self.complete_counts.iter_mut().zip(o.complete_counts) {
             *a += b;
+        }
+    }
+
+    /// Fresh stats for a new measuring window (fio's reset_all_stats: ramp_time's end, a
+    /// latency_target final run): the per-priority entries and the priority stay, emptied.
+    pub fn reset(&mut self) {
+        let mut fresh = ThreadStats {
+            ioprio: self.ioprio,
+            ..ThreadStats::default()
+        };
+        for (f, d) in fresh.dir.iter_mut().zip(&self.dir) {
+            f.prios = d.prios.iter().map(|p| PrioStat::new(p.ioprio)).collect();
+        }
+        *self = fresh;
+    }
+
+    /// fio's sum_clat_prio_stats: add clone `src`'s per-priority latencies to a reported
+    /// entry that keeps them. A clone with one priority adds its clat (lat with
+    /// `src_lat_percentiles`) under its own priority; one with several adds each (copied as
+    /// they are into an entry that has none yet, empty ones included, as fio's memcpy).
+    pub fn add_prios(&mut self, src: &ThreadStats, src_lat_percentiles: bool) {
+        for (dst, s) in self.dir.iter_mut().zip(&src.dir) {
+            if s.prios.is_empty() {
+                let h = if src_lat_percentiles { &s.lat } else { &s.clat };
+                add_prio_samples(&mut dst.prios, src.ioprio, h);
+            } else if dst.prios.is_empty() {
+                dst.prios = s.prios.clone();
+            } else {
+                for p in &s.prios {
+                    add_prio_samples(&mut dst.prios, p.ioprio, &p.lat);
+                }
+            }
         }
     }
 
@@ -417,6 +490,36 @@ mod tests {
         assert_eq!(dirs[1].bw_samples.max, 2048); // 1 MiB in 0.5 s = 2048 KiB/s
         assert_eq!(dirs[1].iops_samples.max, 512);
         assert_eq!(dirs[0].bw_samples.n, 0, "no read I/O, no read sample");
+    }
+
+    #[test]
+    fn prio_stats_merge_as_fios_sum_clat_prio_stats() {
+        // A clone with one priority adds its clat under it; one with two adds each.
+        let mut single = ThreadStats {
+            ioprio: 0x6000,
+            ..Default::default()
+        };
+        single.dir[READ].clat.record(10);
+        let mut multi = ThreadStats::default();
+        multi.dir[READ].prios = vec![PrioStat::new(0x4000), PrioStat::new(0x2000)];
+        multi.dir[READ].prios[1].lat.record(5);
+        let mut g = ThreadStats::default();
+        g.add_prios(&multi, false);
+        assert_eq!(g.dir[READ].prios.len(), 2, "copied, empty entry included");
+        g.add_prios(&single, false);
+        let got: Vec<(u32, u64)> = g.dir[READ]
+            .prios
+            .iter()
+            .map(|p| (p.ioprio, p.lat.count()))
+            .collect();
+        assert_eq!(got, vec![(0x4000, 0), (0x2000, 1), (0x6000, 1)]);
+        assert!(g.dir[WRITE].prios.is_empty(), "no samples, no entry");
+        // A reset keeps the entries, emptied.
+        g.ioprio = 7;
+        g.reset();
+        assert_eq!(g.ioprio, 7);
+        assert_eq!(g.dir[READ].prios.len(), 3);
+        assert!(g.dir[READ].prios.iter().all(|p| p.lat.count() == 0));
     }
 
     #[test]

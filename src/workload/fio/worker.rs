@@ -155,6 +155,8 @@ struct Planner<'a> {
     zone_rand: Taus,
     /// Steady-state detection (ss_dur=): progress published, stop obeyed.
     progress: Option<&'a super::steady::Progress>,
+    /// Which I/Os get a per-command priority (cmdprio_*; asynchronous engines only).
+    cmdprio: Option<super::prio::CmdPrio>,
 }
 
 /// fio's strided zones (setup_strided_zone_mode): `bytes` done in the zone starting `start`
@@ -281,6 +283,7 @@ impl<'a> Planner<'a> {
             flow: setup.flow.map(|g| super::pace::FlowMember::new(g, job)),
             zone_rand: Taus::new(seeds[rand::SEED_ZONE], false),
             progress: setup.progress,
+            cmdprio: None,
             zone: zones.map(|z| ZoneState {
                 z,
                 start: 0,
@@ -308,6 +311,12 @@ impl<'a> Planner<'a> {
         self.pass_issued = 0;
         self.pass_ios = 0;
         self.mix_limit = 0;
+        if self.job.randrepeat {
+            // fio's clear_io_state re-seeds every generator, the cmdprio one whatever rw is.
+            if let Some(c) = &mut self.cmdprio {
+                c.reseed();
+            }
+        }
         if self.job.rw.is_random() {
             for f in &mut self.files {
                 f.reset();
@@ -691,6 +700,17 @@ pub fn run_clone(setup: &CloneSetup<'_>) -> Result<ThreadStats, WorkloadError> {
     // The job's clock (the TSC is calibrated here, once per process, before the clock starts);
     // the warning of a refused clocksource=cpu is the caller's to show.
     let (jc, _) = JobClock::choose(setup.job.clocksource);
+    // fio's backend sets prio=/prioclass= on the job's thread before the engine starts.
+    if let Some(v) = setup.job.ioprio() {
+        super::prio::set_thread_ioprio(v).map_err(|e| {
+            WorkloadError::InvalidOptions(format!(
+                "job '{}': ioprio_set(class {}, level {}) failed: {e} (the real-time class, prioclass=1, needs root or CAP_SYS_NICE; use prioclass=2 or 3)",
+                setup.job.name,
+                v >> 13,
+                v & 7
+            ))
+        })?;
+    }
     let mut st = match jc {
         JobClock::TimeOfDay => run_clone_on(setup, TimeOfDay),
         JobClock::Monotonic => run_clone_on(setup, Monotonic),
@@ -746,7 +766,18 @@ fn run_clone_on<T: TimeSource>(
             ensure_open(&mut p, setup, fi)?;
         }
     }
-    let mut st = ThreadStats::default();
+    let mut st = ThreadStats {
+        ioprio: job.ioprio().unwrap_or(0),
+        ..ThreadStats::default()
+    };
+    if matches!(job.ioengine, IoEngine::IoUring | IoEngine::Libaio) {
+        if let Some((c, values)) = super::prio::CmdPrio::new(job, p.seeds[rand::SEED_PRIO]) {
+            p.cmdprio = Some(c);
+            for (d, v) in st.dir.iter_mut().zip(values) {
+                d.prios = v.into_iter().map(super::stats::PrioStat::new).collect();
+            }
+        }
+    }
     let expected_ios = if job.time_based {
         1 << 16
     } else {
@@ -929,7 +960,7 @@ fn after_tick(
     now: Nanos,
 ) -> bool {
     if clock.ramp_ends(now) {
-        *st = ThreadStats::default();
+        st.reset();
         *ru0 = super::stats::Rusage::thread();
         p.ramp_reset();
     }
@@ -1237,6 +1268,7 @@ fn run_sync<T: TimeSource>(
                 at: end - clock.measured_from,
                 lat: (end - start).0,
                 clat,
+                prio: st.ioprio,
             });
         }
         st.depth_counts[0] += 1;
@@ -1268,6 +1300,10 @@ struct Slot {
     io: Io,
     start: Nanos,
     issue: Nanos,
+    /// The priority the I/O was issued with (fio's io_u->ioprio) and its index in the
+    /// direction's per-priority stats (io_u->clat_prio_index).
+    prio: u32,
+    prio_index: u16,
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -1371,6 +1407,19 @@ fn run_async<T: TimeSource>(
                 scramble(data, io.offset, start);
             }
             let fd = p.files[io.file].fd.as_ref().expect("open").as_raw_fd();
+            // fio's engines: cmdprio may give the I/O its own priority; io_uring carries the
+            // job's otherwise (its workers do not inherit the thread's), libaio none (the
+            // submitting thread's applies).
+            let chosen = p
+                .cmdprio
+                .as_mut()
+                .and_then(|c| c.choose(io.ddir, io.len as u64));
+            let (prio, prio_index) = chosen.map_or((st.ioprio, 0), |c| (c.ioprio, c.index));
+            let sqe_prio = match (chosen, job.ioengine) {
+                (Some(c), _) => c.ioprio,
+                (None, IoEngine::IoUring) => st.ioprio,
+                (None, _) => 0,
+            } as u16;
             // SAFETY: the buffer belongs to slot `si`, which stays out of the free list (and
             // the buffers stay alive) until its completion is reaped; files are closed only
             // with no I/O in flight (openfiles rotation drains, below).
@@ -1382,6 +1431,7 @@ fn run_async<T: TimeSource>(
                     data.as_mut_ptr(),
                     io.len,
                     io.offset,
+                    sqe_prio,
                 );
             }
             // fio's default iodepth_batch_submit=1: every I/O is submitted on its own, and
@@ -1398,10 +1448,17 @@ fn run_async<T: TimeSource>(
                         io.offset,
                         issue - clock.measured_from,
                         (issue - start).0,
+                        prio,
                     );
                 }
             }
-            slots[si] = Some(Slot { io, start, issue });
+            slots[si] = Some(Slot {
+                io,
+                start,
+                issue,
+                prio,
+                prio_index,
+            });
             inflight += 1;
             think_count += 1;
             think(job, think_count);
@@ -1451,12 +1508,21 @@ fn run_async<T: TimeSource>(
                 }
                 let d = &mut st.dir[s.io.ddir];
                 let clat = (t - s.issue).0;
+                let lat = (t - s.start).0;
                 if !job.disable_clat {
                     d.clat.record(clat);
                     st.lat_buckets.mark(clat);
                 }
                 if !job.disable_lat {
-                    d.lat.record((t - s.start).0);
+                    d.lat.record(lat);
+                }
+                // fio's per-priority sample: clat, or lat with lat_percentiles=1.
+                if let Some(ps) = d.prios.get_mut(s.prio_index as usize) {
+                    if job.lat_percentiles && !job.disable_lat {
+                        ps.lat.record(lat);
+                    } else if !job.lat_percentiles && !job.disable_clat {
+                        ps.lat.record(clat);
+                    }
                 }
                 d.io_bytes += s.io.len as u64;
                 d.total_ios += 1;
@@ -1472,8 +1538,9 @@ fn run_async<T: TimeSource>(
                         bs: s.io.len,
                         offset: s.io.offset,
                         at: t - measured_from,
-                        lat: (t - s.start).0,
+                        lat,
                         clat,
+                        prio: s.prio,
                     });
                 }
             })
@@ -1538,7 +1605,7 @@ fn latency_step(
     let done = match l.check(now.0, ios) {
         super::pace::LatencyStep::Continue => false,
         super::pace::LatencyStep::FinalRun => {
-            *st = ThreadStats::default();
+            st.reset();
             *ru0 = super::stats::Rusage::thread();
             p.ramp_reset();
             clock.measured_from = now;
@@ -1561,7 +1628,10 @@ fn run_file_op<T: TimeSource>(
     let job = setup.job;
     let ddir = if job.rw.reads() { READ } else { WRITE };
     let bs = job.bs[ddir].0.max(1);
-    let mut st = ThreadStats::default();
+    let mut st = ThreadStats {
+        ioprio: job.ioprio().unwrap_or(0),
+        ..ThreadStats::default()
+    };
     let mut clock = Clock::new(job, clk.now());
     let mut ru0 = super::stats::Rusage::thread();
     let limit = (job.openfiles.unwrap_or(u32::MAX).max(1) as usize).min(setup.plan.files.len());
@@ -1605,7 +1675,7 @@ fn run_file_op<T: TimeSource>(
             st.submit_counts[1] += 1;
             st.complete_counts[1] += 1;
             if clock.ramp_ends(t1) {
-                st = ThreadStats::default();
+                st.reset();
                 ru0 = super::stats::Rusage::thread();
             }
             clock.sampler.tick(t1, &mut st.dir);

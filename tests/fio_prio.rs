@@ -1,0 +1,182 @@
+//! I/O priorities under `fsdelta fio` and real fio 3.33 on the same jobs (issue 14): prio /
+//! prioclass, cmdprio_percentage and cmdprio_bssplit with libaio and io_uring, log_prio. The
+//! same I/Os (offset by offset, from the logs with log_offset=1) must get the same priority,
+//! the log files must have fio's names, and the JSON fio's keys (the per-priority `prios`
+//! entries included) with the same sample counts per priority.
+//!
+//! Needs /usr/bin/fio and root (the real-time class needs CAP_SYS_NICE); skips otherwise,
+//! saying why, unless FSDELTA_REQUIRE_ALL=1.
+
+mod common;
+
+use serde_json::Value;
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::Command;
+
+fn json_of(stdout: &[u8]) -> Value {
+    let s = String::from_utf8_lossy(stdout);
+    serde_json::from_str(&s[s.find('{').expect("a JSON object")..]).unwrap()
+}
+
+fn key_paths(v: &Value, prefix: &str, out: &mut BTreeSet<String>) {
+    match v {
+        Value::Object(m) => {
+            for (k, x) in m {
+                let p = format!("{prefix}.{k}");
+                out.insert(p.clone());
+                if k != "disk_util" {
+                    key_paths(x, &p, out);
+                }
+            }
+        }
+        Value::Array(items) => {
+            for x in items {
+                key_paths(x, &format!("{prefix}[]"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Per job and direction: (prioclass, prio, N) of each `prios` entry.
+fn prios(v: &Value) -> Vec<Vec<(u64, u64, u64)>> {
+    let mut out = Vec::new();
+    for job in v["jobs"].as_array().unwrap() {
+        for d in ["read", "write"] {
+            let list = job[d]["prios"].as_array().cloned().unwrap_or_default();
+            out.push(
+                list.iter()
+                    .map(|p| {
+                        let lat = if p["clat_ns"].is_null() {
+                            &p["lat_ns"]
+                        } else {
+                            &p["clat_ns"]
+                        };
+                        (
+                            p["prioclass"].as_u64().unwrap(),
+                            p["prio"].as_u64().unwrap(),
+                            lat["N"].as_u64().unwrap(),
+                        )
+                    })
+                    .collect(),
+            );
+        }
+    }
+    out
+}
+
+/// Every log file in `dir` with its lines reduced to (ddir, bs, offset, prio), sorted (the
+/// completion order may differ at depth > 1; the set of I/Os and their priorities may not).
+fn logs(dir: &Path) -> Vec<(String, Vec<String>)> {
+    let mut out = Vec::new();
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".log"))
+        .collect();
+    names.sort();
+    for n in names {
+        let text = std::fs::read_to_string(dir.join(&n)).unwrap();
+        let mut lines: Vec<String> = text
+            .lines()
+            .map(|l| {
+                let f: Vec<&str> = l.split(", ").collect();
+                f[2..].join(", ")
+            })
+            .collect();
+        lines.sort();
+        out.push((n, lines));
+    }
+    out
+}
+
+fn run_both(
+    job: &str,
+) -> (
+    Value,
+    Value,
+    std::path::PathBuf,
+    tempfile::TempDir,
+    tempfile::TempDir,
+) {
+    let ours = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let theirs = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    for d in [&ours, &theirs] {
+        std::fs::write(d.path().join("job.fio"), job).unwrap();
+    }
+    let o = Command::new(env!("CARGO_BIN_EXE_fsdelta"))
+        .current_dir(ours.path())
+        .args(["fio", "--output-format=json", "job.fio"])
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "{job}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let f = Command::new("fio")
+        .current_dir(theirs.path())
+        .args(["--output-format=json", "job.fio"])
+        .output()
+        .unwrap();
+    assert!(
+        f.status.success(),
+        "fio: {job}: {}",
+        String::from_utf8_lossy(&f.stderr)
+    );
+    let p = ours.path().to_path_buf();
+    (json_of(&o.stdout), json_of(&f.stdout), p, ours, theirs)
+}
+
+fn can_run() -> bool {
+    let fio = Command::new("fio").arg("--version").output().is_ok();
+    common::require(fio, "fio 3.33 (/usr/bin/fio) to compare with")
+        && common::require(common::is_root(), "root (the real-time I/O class)")
+}
+
+#[test]
+fn prioritized_ios_logs_and_json_equal_real_fios() {
+    if !can_run() {
+        return;
+    }
+    let jobs = [
+        // fio's examples/cmdprio-percentage.fio, small.
+        "[global]\nfilename=f.dat\nsize=2m\nwrite_lat_log=prio-run.log\nlog_prio=1\nlog_offset=1\n\
+         [randread]\nrw=randread\nbs=16k\nioengine=libaio\niodepth=8\nprioclass=3\n\
+         cmdprio_percentage=20\ncmdprio_class=1\n",
+        // Per direction, io_uring, no log_prio (the column is 1 for real-time, else 0).
+        "[m]\nfilename=m.dat\nsize=2m\nrw=randrw\nioengine=io_uring\niodepth=4\n\
+         cmdprio_percentage=30,60\ncmdprio_class=1,3\ncmdprio=2,5\nwrite_lat_log=m\nlog_offset=1\n",
+        // cmdprio_bssplit with explicit and implicit entries, the job's own priority set.
+        "[b]\nfilename=b.dat\nsize=2m\nrw=randrw\nioengine=libaio\niodepth=4\nprioclass=2\nprio=7\n\
+         cmdprio_bssplit=4k/25/1/1:4k/40/3/0:4k/10,4k/50\ncmdprio=3\nwrite_lat_log=b\nlog_prio=1\n\
+         log_offset=1\n",
+        // prio alone, psync: every I/O carries it; one priority, no prios entries.
+        "[s]\nfilename=s.dat\nsize=256k\nrw=randwrite\nprioclass=1\nprio=2\nwrite_lat_log=s\n\
+         log_prio=1\nlog_offset=1\n",
+        // Two jobs of different priorities in one reported group: prios per priority. (Both
+        // name the same options: fio's group entry shows its last job's options, ours the
+        // first's.)
+        "[global]\nsize=512k\nrw=randread\ngroup_reporting\n[g1]\nfilename=g1.dat\nprioclass=2\n\
+         prio=1\n[g2]\nfilename=g2.dat\nprioclass=3\nprio=0\n",
+    ];
+    for job in jobs {
+        let (ours, fio, dir_ours, _o, theirs) = run_both(job);
+        let (mut ok, mut fk) = (BTreeSet::new(), BTreeSet::new());
+        key_paths(&ours, "", &mut ok);
+        key_paths(&fio, "", &mut fk);
+        let ours_only = [".jobs[].clocksource", ".jobs[].clocksource_drift_ppm"];
+        let missing: Vec<&String> = fk.difference(&ok).collect();
+        let extra: Vec<&String> = ok
+            .difference(&fk)
+            .filter(|k| !ours_only.contains(&k.as_str()))
+            .collect();
+        assert!(
+            missing.is_empty() && extra.is_empty(),
+            "{job}: keys fio has and we lack: {missing:#?}; keys we have and fio lacks: {extra:#?}"
+        );
+        assert_eq!(prios(&ours), prios(&fio), "{job}");
+        assert_eq!(logs(&dir_ours), logs(theirs.path()), "{job}");
+    }
+}
