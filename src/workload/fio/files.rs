@@ -271,8 +271,8 @@ fn file_sizes(job: &JobSpec, fs: SizeRange, n: usize, seeds: &[u64; 21]) -> Vec<
         .collect()
 }
 
-/// The O_DIRECT alignment of the filesystem holding `dir`: (offset/length, memory), from statx
-/// STATX_DIOALIGN, else 4096 for both.
+/// The O_DIRECT alignment of `path` (a regular file or a device; ext4 reports none for a
+/// directory): (offset/length, memory), from statx STATX_DIOALIGN, else 4096 for both.
 pub fn dio_alignment(dir: &Path) -> (u64, usize) {
     let st = rustix::fs::statx(
         rustix::fs::CWD,
@@ -291,6 +291,24 @@ pub fn dio_alignment(dir: &Path) -> (u64, usize) {
             )
         }
         _ => (4096, 4096),
+    }
+}
+
+/// [`dio_alignment`] of a new regular file in `dir` (a directory reports none on ext4): an
+/// empty probe file, removed at once; the directory's own answer if it cannot be made.
+pub fn dio_alignment_in(dir: &Path) -> (u64, usize) {
+    let probe = dir.join(format!(".fsdelta-dio-probe.{}", std::process::id()));
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)
+    {
+        Ok(_) => {
+            let a = dio_alignment(&probe);
+            let _ = std::fs::remove_file(&probe);
+            a
+        }
+        Err(_) => dio_alignment(dir),
     }
 }
 
