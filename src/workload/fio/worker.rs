@@ -132,6 +132,10 @@ struct Planner<'a> {
     done_files: usize,
     /// Bytes issued this pass.
     pass_issued: u64,
+    /// Bytes issued in all passes (fio's io_issue_bytes): the last pass ends once they reach
+    /// loops x the pass, so it makes up for what earlier passes issued beyond theirs (their
+    /// last block-size draw ran past the end).
+    total_issued: u64,
     pass_bytes: u64,
     /// Writes issued since the last fsync/fdatasync (all files).
     writes_since_sync: u32,
@@ -147,6 +151,11 @@ struct Planner<'a> {
     /// A pass may go round a file more than once (io_size beyond the region, or holes from
     /// an rw=...:SIZE modifier): files wrap instead of ending the pass.
     wraps: bool,
+    /// The loops run as one pass of loops x the bytes, with no new seeds: fio's do_io counts
+    /// the bytes of a pass only for queued (async) I/O, so a synchronous engine's random job
+    /// that never finds its files done (no random map, no LFSR) issues every loop's bytes in
+    /// its first pass.
+    merged_loops: bool,
     /// fio's seed table, to re-seed at each loop (randrepeat).
     seeds: [u64; 21],
     /// Membership in the job's flow group (flow=).
@@ -255,6 +264,14 @@ impl<'a> Planner<'a> {
         }
         let nfiles = files.len() as u32;
         let done_files = files.iter().filter(|f| f.done).count();
+        let merged_loops = random
+            && job.ioengine.is_sync()
+            && files.iter().all(|f| f.map.is_none() && f.lfsr.is_none());
+        let pass_bytes = if merged_loops {
+            setup.plan.pass_bytes * job.loops.max(1) as u64
+        } else {
+            setup.plan.pass_bytes
+        };
         Ok(Planner {
             job,
             files,
@@ -269,7 +286,9 @@ impl<'a> Planner<'a> {
             ios_on_file: 0,
             done_files,
             pass_issued: 0,
-            pass_bytes: setup.plan.pass_bytes,
+            total_issued: 0,
+            pass_bytes,
+            merged_loops,
             writes_since_sync: 0,
             sync_pending: None,
             open_count: 0,
@@ -342,6 +361,7 @@ impl<'a> Planner<'a> {
     /// files and generators go on.
     fn ramp_reset(&mut self) {
         self.pass_issued = 0;
+        self.total_issued = 0;
         self.pass_ios = 0;
         self.issues = [0, 0];
         self.mix_limit = 0;
@@ -419,7 +439,11 @@ impl<'a> Planner<'a> {
     #[inline]
     fn next_io(&mut self) -> Option<Io> {
         let budgeted = !self.job.time_based;
-        if budgeted && self.pass_issued >= self.pass_bytes {
+        if budgeted
+            && (self.pass_issued >= self.pass_bytes
+                || (!self.merged_loops
+                    && self.total_issued >= self.pass_bytes * self.job.loops.max(1) as u64))
+        {
             return None;
         }
         if self.job.number_ios > 0 && self.pass_ios >= self.job.number_ios {
@@ -603,6 +627,7 @@ impl<'a> Planner<'a> {
             let bs = len;
             f.issued += bs;
             self.pass_issued += bs;
+            self.total_issued += bs;
             self.pass_ios += 1;
             self.issues[ddir] += 1;
             return Some(Io {
@@ -1093,7 +1118,8 @@ fn next_pass_counted(p: &mut Planner<'_>, clock: &Clock) -> bool {
     if !clock.ramping {
         p.passes += 1;
     }
-    let more = clock.ramping || p.passes < job.loops;
+    let loops = if p.merged_loops { 1 } else { job.loops };
+    let more = clock.ramping || p.passes < loops;
     if more {
         p.new_loop();
     }
