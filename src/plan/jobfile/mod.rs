@@ -27,11 +27,11 @@ pub mod options;
 pub mod split;
 
 pub use expr::{SizeValue, parse_size, parse_time};
-pub use split::BsSplitEntry;
 pub use lexer::{
     MAX_JOB_FILE, Sources, SystemSources, mark_file_boundary, parse_cmdline, parse_ini,
     read_job_source,
 };
+pub use split::BsSplitEntry;
 
 use std::fmt;
 use std::time::Duration;
@@ -1197,7 +1197,10 @@ mod tests {
         assert_eq!(j.bs_minmax[0], Some((Bytes(4096), Bytes(16384))));
         assert_eq!(j.bs_minmax[1], Some((Bytes(8192), Bytes(65536))));
         assert_eq!(j.bs_minmax[2], j.bs_minmax[1]);
-        assert_eq!((j.min_bs(0), j.max_bs(1), j.rw_min_bs()), (4096, 65536, 4096));
+        assert_eq!(
+            (j.min_bs(0), j.max_bs(1), j.rw_min_bs()),
+            (4096, 65536, 4096)
+        );
         let j = one("[j]\nsize=1m\nbs=2k\nbssplit=,4k/10:64k/50:32k/40\n");
         assert!(j.bssplit[0].is_empty());
         assert_eq!(j.min_bs(0), 2048);
@@ -1468,7 +1471,11 @@ mod tests {
             ("[j]\nsize=1m\nrandom_distribution=zipf:1\n", 3, "not 1.0"),
             ("[a]\nsize=1m\n[b]\nsize=1m\nwait_for=c\n", 3, "wait_for=c"),
             ("[j]\nsize=1m\nbsrange=4k\n", 3, "not a range"),
-            ("[j]\nsize=1m\nbssplit=4k/80:8k/30:2k\n", 3, "more than 100%"),
+            (
+                "[j]\nsize=1m\nbssplit=4k/80:8k/30:2k\n",
+                3,
+                "more than 100%",
+            ),
             ("[j]\nsize=1m\nbssplit=4k/x:8q\n", 3, "'8q' is not a size"),
             ("[j]\nsize=1m\nba=0\n", 3, "min value out of range"),
             ("[j]\nsize=lots\n", 2, "not a size"),

@@ -90,10 +90,7 @@ pub fn bssplit_dir(s: &str) -> Result<(Vec<BsSplitEntry>, bool), String> {
     let mut out: Vec<(u64, Option<u32>)> = Vec::with_capacity(list.len());
     for fields in &list {
         if fields.len() > 2 {
-            return Err(format!(
-                "'{}' has more than SIZE/PERCENT",
-                fields.join("/")
-            ));
+            return Err(format!("'{}' has more than SIZE/PERCENT", fields.join("/")));
         }
         let bs = size_of(fields[0])?;
         if bs == 0 {
@@ -113,10 +110,9 @@ pub fn bssplit_dir(s: &str) -> Result<(Vec<BsSplitEntry>, bool), String> {
     }
     let share = if missing == 1 && out.len() == 1 {
         100
-    } else if missing > 0 {
-        (100 - given) / missing
     } else {
-        0
+        // no entry without a percentage: no share is needed
+        100u32.saturating_sub(given).checked_div(missing).unwrap_or(0)
     };
     let mut split: Vec<BsSplitEntry> = out
         .into_iter()

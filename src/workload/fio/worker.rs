@@ -989,7 +989,9 @@ fn run_clone_on<T: TimeSource>(
 }
 
 fn verify_interval(job: &JobSpec) -> usize {
-    job.verify_interval.map(|b| b.0).unwrap_or(job.min_bs(WRITE)) as usize
+    job.verify_interval
+        .map(|b| b.0)
+        .unwrap_or(job.min_bs(WRITE)) as usize
 }
 
 /// fio's verify phase: read every written block back in offset order (fio's verify_sort) and
