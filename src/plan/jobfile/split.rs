@@ -112,7 +112,10 @@ pub fn bssplit_dir(s: &str) -> Result<(Vec<BsSplitEntry>, bool), String> {
         100
     } else {
         // no entry without a percentage: no share is needed
-        100u32.saturating_sub(given).checked_div(missing).unwrap_or(0)
+        100u32
+            .saturating_sub(given)
+            .checked_div(missing)
+            .unwrap_or(0)
     };
     let mut split: Vec<BsSplitEntry> = out
         .into_iter()
