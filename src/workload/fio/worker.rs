@@ -446,7 +446,12 @@ impl<'a> Planner<'a> {
         {
             return None;
         }
-        if self.job.number_ios > 0 && self.pass_ios >= self.job.number_ios {
+        let loops_in_pass = if self.merged_loops {
+            self.job.loops.max(1) as u64
+        } else {
+            1
+        };
+        if self.job.number_ios > 0 && self.pass_ios >= self.job.number_ios * loops_in_pass {
             return None;
         }
         let wraps = self.wraps && budgeted;
