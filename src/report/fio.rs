@@ -599,8 +599,13 @@ fn lat_bucket_lines(out: &mut String, st: &ThreadStats) {
     }
 }
 
-fn bs_range(b: u64) -> String {
-    format!("{b}B-{b}B")
+/// fio's `bs=(R) 4096B-4096B` part: min and max block size through num2str (4 digits).
+fn bs_range(job: &crate::plan::jobfile::JobSpec, d: usize) -> String {
+    format!(
+        "{}-{}",
+        num2str(job.min_bs(d), 4, true, "B"),
+        num2str(job.max_bs(d), 4, true, "B")
+    )
 }
 
 /// fio's normal (text) output.
@@ -615,9 +620,9 @@ pub fn normal(run: &FioRun) -> String {
             job.name,
             gids[i],
             job.rw.as_str(),
-            bs_range(job.bs[READ].0),
-            bs_range(job.bs[WRITE].0),
-            bs_range(job.bs[READ].0),
+            bs_range(job, READ),
+            bs_range(job, WRITE),
+            bs_range(job, 2),
             job.ioengine.as_str(),
             job.iodepth
         );

@@ -18,19 +18,21 @@
 //! the real system, tests hand in their own.
 //!
 //! Deliberate differences from fio, each an error rather than a guess: an unknown size suffix
-//! (fio multiplies by 1), value ranges such as `bs=4k-16k`, and options fio has that this engine
+//! (fio multiplies by 1), value ranges such as `bs=4k-16k` (ranges are bsrange=), and options fio has that this engine
 //! does not implement. An unset `${VAR}` expands to nothing as in fio, with a warning.
 
 pub mod cmdprio;
 pub mod expr;
 pub mod lexer;
 pub mod options;
+pub mod split;
 
 pub use expr::{SizeValue, parse_size, parse_time};
 pub use lexer::{
     MAX_JOB_FILE, Sources, SystemSources, mark_file_boundary, parse_cmdline, parse_ini,
     read_job_source,
 };
+pub use split::BsSplitEntry;
 
 use std::fmt;
 use std::time::Duration;
@@ -298,9 +300,20 @@ pub struct JobSpec {
     pub unlink: bool,
     /// fsync a file when it is closed (inside the runtime, outside the latency stats).
     pub fsync_on_close: bool,
-    /// Accepted for fio compatibility: it lets block sizes drawn from a bs range be unaligned;
-    /// with the single block size this engine supports there is nothing it changes.
+    /// Block sizes drawn from a bsrange or bssplit are not rounded down to the smallest one.
     pub blocksize_unaligned: bool,
+    /// bsrange= / bssplit=: the smallest and largest block size per direction (read, write,
+    /// trim), set by whichever of them came last (fio's min_bs / max_bs); None: bs= gives both.
+    pub bs_minmax: [Option<(Bytes, Bytes)>; 3],
+    /// bssplit=: per direction (read, write, trim) the block sizes and their percentages,
+    /// sorted as fio sorts them; empty: no split for that direction.
+    pub bssplit: [Vec<BsSplitEntry>; 3],
+    /// blockalign= (ba) per direction (read, write, trim): the unit of random offsets; None:
+    /// the smallest block size.
+    pub blockalign: [Option<Bytes>; 3],
+    /// bs_is_seq_rand: the read block size settings apply to sequential I/O and the write
+    /// ones to random I/O, whatever the direction.
+    pub bs_is_seq_rand: bool,
     /// Repetitions of the workload.
     pub loops: u32,
     /// Seed the generators repeatably.
@@ -508,6 +521,52 @@ pub struct StridedZones {
     pub skip: u64,
 }
 
+impl JobSpec {
+    /// fio's min_bs of direction `d` (0 read, 1 write, 2 trim; trim's bs= is the write one).
+    pub fn min_bs(&self, d: usize) -> u64 {
+        self.bs_minmax[d].map_or(self.bs[d.min(1)].0, |(lo, _)| lo.0)
+    }
+
+    /// fio's max_bs of direction `d`.
+    pub fn max_bs(&self, d: usize) -> u64 {
+        self.bs_minmax[d].map_or(self.bs[d.min(1)].0, |(_, hi)| hi.0)
+    }
+
+    /// The largest block size of any direction (buffers are this long).
+    pub fn max_bs_any(&self) -> u64 {
+        (0..3).map(|d| self.max_bs(d)).max().unwrap_or(4096)
+    }
+
+    /// fio's rw_min_bs: the smallest block size of any direction (random maps count in it).
+    pub fn rw_min_bs(&self) -> u64 {
+        (0..3).map(|d| self.min_bs(d)).min().unwrap_or(4096).max(1)
+    }
+
+    /// fio's ba of direction `d`: blockalign= for random jobs, else the smallest block size.
+    pub fn ba(&self, d: usize) -> u64 {
+        match self.blockalign[d] {
+            Some(b) if self.rw.is_random() => b.0,
+            _ => self.min_bs(d),
+        }
+    }
+
+    /// Whether every I/O of direction `d` has the same size.
+    pub fn fixed_bs(&self, d: usize) -> bool {
+        self.min_bs(d) == self.max_bs(d)
+    }
+
+    /// Every block size an I/O of direction `d` can have, as far as they can be listed: the
+    /// split's sizes (capped at max_bs), or min and max of a range.
+    pub fn bs_candidates(&self, d: usize) -> Vec<u64> {
+        let (lo, hi) = (self.min_bs(d), self.max_bs(d));
+        let mut v = vec![lo, hi];
+        v.extend(self.bssplit[d].iter().map(|e| e.bs.0.min(hi)));
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+}
+
 impl Default for JobSpec {
     fn default() -> Self {
         JobSpec {
@@ -538,6 +597,10 @@ impl Default for JobSpec {
             unlink: false,
             fsync_on_close: false,
             blocksize_unaligned: false,
+            bs_minmax: [None; 3],
+            bssplit: [Vec::new(), Vec::new(), Vec::new()],
+            blockalign: [None; 3],
+            bs_is_seq_rand: false,
             loops: 1,
             randrepeat: true,
             allrandrepeat: false,
@@ -703,8 +766,8 @@ fn validate(job: &JobSpec, origin: &Origin) -> Result<(), JobFileError> {
             );
         }
         let used: Vec<u64> = [
-            (job.rw.reads(), job.bs[0].0),
-            (job.rw.writes(), job.bs[1].0),
+            (job.rw.reads(), job.min_bs(0)),
+            (job.rw.writes(), job.min_bs(1)),
         ]
         .iter()
         .filter(|(u, _)| *u)
@@ -884,6 +947,14 @@ pub fn build_jobs(sections: &[RawSection]) -> Result<JobSet, JobFileError> {
                 section.origin, job.name
             ));
             job.time_based = false;
+        }
+        if !job.norandommap && (0..3).any(|d| job.ba(d) != job.min_bs(d)) {
+            // fio's fixup_options, word for word (its random map counts in min bs units).
+            set.warnings.push(format!(
+                "{}: job '{}': blockalign= other than the smallest block size turns off the random map, as in fio (\"Any use of blockalign= turns off randommap\"); add norandommap to say so",
+                section.origin, job.name
+            ));
+            job.norandommap = true;
         }
         job.job_options = section
             .options
@@ -1137,6 +1208,36 @@ mod tests {
     }
 
     #[test]
+    fn block_size_ranges_splits_and_alignment_per_direction() {
+        let j = one("[j]\nsize=1m\nbsrange=16k-4k,8k:64k\n");
+        assert_eq!(j.bs_minmax[0], Some((Bytes(4096), Bytes(16384))));
+        assert_eq!(j.bs_minmax[1], Some((Bytes(8192), Bytes(65536))));
+        assert_eq!(j.bs_minmax[2], j.bs_minmax[1]);
+        assert_eq!(
+            (j.min_bs(0), j.max_bs(1), j.rw_min_bs()),
+            (4096, 65536, 4096)
+        );
+        let j = one("[j]\nsize=1m\nbs=2k\nbssplit=,4k/10:64k/50:32k/40\n");
+        assert!(j.bssplit[0].is_empty());
+        assert_eq!(j.min_bs(0), 2048);
+        assert_eq!((j.min_bs(1), j.max_bs(1)), (4096, 65536));
+        assert_eq!(j.bssplit[1][0].perc, 10);
+        assert_eq!(j.bssplit[2], j.bssplit[1]);
+        assert_eq!(j.max_bs_any(), 65536);
+        // blockalign only counts for random jobs, and there it turns off the random map
+        let set = parse_job_text(
+            "[r]\nsize=1m\nrw=randread\nbssplit=512/50:4k\nblockalign=4k\n[s]\nsize=1m\nba=4k\nbs=512\n",
+            "t.fio",
+            &MapSources::default(),
+        )
+        .unwrap();
+        assert!(set.jobs[0].norandommap && set.jobs[0].ba(0) == 4096);
+        assert_eq!(set.jobs[1].ba(0), 512);
+        assert_eq!(set.warnings.len(), 1);
+        assert!(set.warnings[0].contains("turns off the random map"));
+    }
+
+    #[test]
     fn env_variables_expand_and_undefined_ones_warn_and_expand_to_nothing() {
         let mut src = MapSources::default();
         src.env.insert("SZ".into(), "2m".into());
@@ -1385,7 +1486,14 @@ mod tests {
             ),
             ("[j]\nsize=1m\nrandom_distribution=zipf:1\n", 3, "not 1.0"),
             ("[a]\nsize=1m\n[b]\nsize=1m\nwait_for=c\n", 3, "wait_for=c"),
-            ("[j]\nsize=1m\nbsrange=4k-8k\n", 3, "drawn from a range"),
+            ("[j]\nsize=1m\nbsrange=4k\n", 3, "not a range"),
+            (
+                "[j]\nsize=1m\nbssplit=4k/80:8k/30:2k\n",
+                3,
+                "more than 100%",
+            ),
+            ("[j]\nsize=1m\nbssplit=4k/x:8q\n", 3, "'8q' is not a size"),
+            ("[j]\nsize=1m\nba=0\n", 3, "min value out of range"),
             ("[j]\nsize=lots\n", 2, "not a size"),
             ("[j]\nsize=4x\n", 2, "unknown size suffix"),
             ("[j]\nsize=150%\n", 2, "not in 1..=100"),

@@ -281,8 +281,38 @@ pub static OPTIONS: &[OptDef] = &[
         Kind::Text,
         "bs",
         Io,
-        "block size range LOW-HIGH; only a range of one size (LOW = HIGH) is supported",
+        "block sizes drawn from LOW-HIGH (multiples of LOW), per direction READ,WRITE",
         set_bsrange
+    ),
+    opt!(
+        "bssplit",
+        [],
+        Kind::Text,
+        "",
+        Io,
+        "block sizes by share: SIZE/PERCENT:SIZE/PERCENT..., per direction READ,WRITE[,TRIM]",
+        set_bssplit
+    ),
+    opt!(
+        "ba",
+        ["blockalign"],
+        Kind::Text,
+        "min bs",
+        Io,
+        "alignment of random offsets, per direction READ,WRITE (turns off the random map)",
+        set_blockalign
+    ),
+    opt!(
+        "bs_is_seq_rand",
+        [],
+        Kind::Bool,
+        "0",
+        Io,
+        "the READ,WRITE block sizes apply to sequential,random I/O instead",
+        |j, v, _| {
+            j.bs_is_seq_rand = v.b();
+            Ok(())
+        }
     ),
     opt!(
         "size",
@@ -556,7 +586,7 @@ pub static OPTIONS: &[OptDef] = &[
         Kind::Flag,
         "0",
         Io,
-        "allow unaligned block sizes from a range (nothing to change with one size)",
+        "do not round block sizes from bsrange/bssplit down to a multiple of the smallest",
         |j, v, _| {
             j.blocksize_unaligned = v.b();
             Ok(())
@@ -1773,41 +1803,103 @@ fn set_bs(j: &mut JobSpec, v: Val<'_>, o: &RawOption) -> Result<(), JobFileError
     Ok(())
 }
 
-/// `bsrange=LOW-HIGH[,LOW-HIGH]`: drawing block sizes from a range is not implemented; a range
-/// whose ends are equal is one block size, which is.
+/// `bsrange=LOW-HIGH[,LOW-HIGH[,LOW-HIGH]]` (or `LOW:HIGH`) as fio's FIO_OPT_RANGE: one range
+/// for all directions, or read then write (trim takes the write one); the ends are swapped
+/// when LOW > HIGH; an empty part keeps that direction as it was.
 fn set_bsrange(j: &mut JobSpec, v: Val<'_>, o: &RawOption) -> Result<(), JobFileError> {
     let v = v.s();
     if v.is_empty() {
         return err(&o.origin, format!("option '{}' needs a value", o.key));
     }
     let parts: Vec<&str> = v.split(',').collect();
-    if parts.len() > 2 {
-        return err(
-            &o.origin,
-            format!("option '{}': '{v}': a trim range is not supported", o.key),
-        );
-    }
-    for (i, p) in parts.iter().enumerate() {
-        let (lo, hi) = p.split_once(['-', ':']).unwrap_or((p, p));
-        let (lo, hi) = (size_value(o, lo)?, size_value(o, hi)?);
+    for (i, p) in parts.iter().enumerate().take(3) {
+        if p.trim().is_empty() && parts.len() > 1 {
+            continue;
+        }
+        let Some((lo, hi)) = p.split_once(['-', ':']) else {
+            return err(
+                &o.origin,
+                format!(
+                    "option '{}': '{p}' is not a range LOW-HIGH (e.g. 4k-16k)",
+                    o.key
+                ),
+            );
+        };
+        let (mut lo, mut hi) = (size_value(o, lo)?, size_value(o, hi)?);
+        if lo > hi {
+            std::mem::swap(&mut lo, &mut hi);
+        }
         if lo.0 == 0 {
             return err(
                 &o.origin,
                 format!("option '{}' must be greater than 0", o.key),
             );
         }
-        if lo != hi {
+        let last = i == parts.len().min(3) - 1;
+        for d in i..if last { 3 } else { i + 1 } {
+            j.bs_minmax[d] = Some((lo, hi));
+        }
+    }
+    Ok(())
+}
+
+/// `bssplit=SIZE/PERC:...[,WRITE[,TRIM]]` (fio's str_bssplit_cb): each direction with entries
+/// gets them, and its smallest and largest size become its min and max block size.
+fn set_bssplit(j: &mut JobSpec, v: Val<'_>, o: &RawOption) -> Result<(), JobFileError> {
+    let v = v.s();
+    if v.is_empty() {
+        return err(&o.origin, format!("option '{}' needs a value", o.key));
+    }
+    let dirs = super::split::per_direction(v);
+    let mut parsed = Vec::with_capacity(3);
+    for text in dirs {
+        let (entries, dropped) = super::split::bssplit_dir(text)
+            .or_else(|why| err(&o.origin, format!("option 'bssplit': '{v}': {why}")))?;
+        if dropped {
             return err(
                 &o.origin,
                 format!(
-                    "option '{}': '{v}': block sizes drawn from a range are not supported (give one size, LOW = HIGH, or use bs=)",
-                    o.key
+                    "option 'bssplit': '{v}': more than {} entries in a direction",
+                    super::split::SPLIT_MAX
                 ),
             );
         }
-        j.bs[i] = lo;
-        if parts.len() == 1 {
-            j.bs[1] = lo;
+        parsed.push(entries);
+    }
+    for (d, entries) in parsed.into_iter().enumerate() {
+        if entries.is_empty() {
+            continue;
+        }
+        let lo = entries.iter().map(|e| e.bs).min().unwrap_or(Bytes(4096));
+        let hi = entries.iter().map(|e| e.bs).max().unwrap_or(Bytes(4096));
+        j.bs_minmax[d] = Some((lo, hi));
+        j.bssplit[d] = entries;
+    }
+    Ok(())
+}
+
+/// `ba=N[,N[,N]]` (blockalign): read, write, trim; one value is all three, two give trim the
+/// write one (fio's FIO_OPT_ULL with three offsets).
+fn set_blockalign(j: &mut JobSpec, v: Val<'_>, o: &RawOption) -> Result<(), JobFileError> {
+    let v = v.s();
+    if v.is_empty() {
+        return err(&o.origin, format!("option '{}' needs a value", o.key));
+    }
+    let parts: Vec<&str> = v.split(',').collect();
+    for (i, p) in parts.iter().enumerate().take(3) {
+        if p.trim().is_empty() {
+            continue;
+        }
+        let b = size_value(o, p)?;
+        if b.0 == 0 {
+            return err(
+                &o.origin,
+                format!("option '{}': min value out of range: 0 (1 min)", o.key),
+            );
+        }
+        let last = i == parts.len().min(3) - 1;
+        for d in i..if last { 3 } else { i + 1 } {
+            j.blockalign[d] = Some(b);
         }
     }
     Ok(())

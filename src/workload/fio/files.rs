@@ -104,7 +104,7 @@ pub fn plan_clone(
     let n = nfiles as u64;
     // offset=: bytes, or a percentage of the existing file (rounded down to the block size,
     // as fio aligns it); offset_increment moves each clone further.
-    let min_bs_all = job.bs[0].0.min(job.bs[1].0).max(1);
+    let min_bs_all = job.min_bs(0).min(job.min_bs(1)).max(1);
     let mut offsets = Vec::with_capacity(nfiles);
     for path in &paths {
         let base_off = match job.offset {
@@ -186,7 +186,7 @@ pub fn plan_clone(
                 // fio ignores a file whose drawn size rounds down to nothing.
                 continue;
             }
-            let min_bs = job.bs[0].0.min(job.bs[1].0);
+            let min_bs = job.min_bs(0).min(job.min_bs(1));
             if *size < min_bs {
                 return Err(invalid(format!(
                     "job '{}': file {} would hold {size} bytes, less than one block of {min_bs} (raise size= or lower nrfiles=)",
@@ -259,9 +259,9 @@ fn file_sizes(job: &JobSpec, fs: SizeRange, n: usize, seeds: &[u64; 21]) -> Vec<
     let use64 = job.random_generator == crate::plan::jobfile::RandomGenerator::Tausworthe64;
     let mut r = rand::Taus::new(seeds[rand::SEED_FILE_SIZE], use64);
     let min_bs = match (job.rw.reads(), job.rw.writes()) {
-        (true, false) => job.bs[0].0,
-        (false, true) => job.bs[1].0,
-        _ => job.bs[0].0.min(job.bs[1].0),
+        (true, false) => job.min_bs(0),
+        (false, true) => job.min_bs(1),
+        _ => job.min_bs(0).min(job.min_bs(1)),
     };
     (0..n)
         .map(|_| {
@@ -271,8 +271,8 @@ fn file_sizes(job: &JobSpec, fs: SizeRange, n: usize, seeds: &[u64; 21]) -> Vec<
         .collect()
 }
 
-/// The O_DIRECT alignment of the filesystem holding `dir`: (offset/length, memory), from statx
-/// STATX_DIOALIGN, else 4096 for both.
+/// The O_DIRECT alignment of `path` (a regular file or a device; ext4 reports none for a
+/// directory): (offset/length, memory), from statx STATX_DIOALIGN, else 4096 for both.
 pub fn dio_alignment(dir: &Path) -> (u64, usize) {
     let st = rustix::fs::statx(
         rustix::fs::CWD,
@@ -294,6 +294,24 @@ pub fn dio_alignment(dir: &Path) -> (u64, usize) {
     }
 }
 
+/// [`dio_alignment`] of a new regular file in `dir` (a directory reports none on ext4): an
+/// empty probe file, removed at once; the directory's own answer if it cannot be made.
+pub fn dio_alignment_in(dir: &Path) -> (u64, usize) {
+    let probe = dir.join(format!(".fsdelta-dio-probe.{}", std::process::id()));
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)
+    {
+        Ok(_) => {
+            let a = dio_alignment(&probe);
+            let _ = std::fs::remove_file(&probe);
+            a
+        }
+        Err(_) => dio_alignment(dir),
+    }
+}
+
 /// Check that an O_DIRECT job's block sizes and file sizes are multiples of `align`.
 pub fn check_direct_alignment(
     job: &JobSpec,
@@ -306,12 +324,39 @@ pub fn check_direct_alignment(
         } else {
             job.rw.writes()
         };
-        if used && job.bs[i].0 % align != 0 {
+        if !used {
+            continue;
+        }
+        if job.blocksize_unaligned && job.bssplit[i].is_empty() && !job.fixed_bs(i) {
             return Err(invalid(format!(
-                "job '{}': direct=1 needs block sizes that are multiples of the device's {align}-byte O_DIRECT alignment, but the {which} bs is {} bytes (use bs={}k or a multiple, or direct=0)",
+                "job '{}': direct=1 with bs_unaligned and a bsrange draws {which} sizes of any byte count, which O_DIRECT refuses (drop bs_unaligned or direct=1)",
+                job.name
+            )));
+        }
+        // The sizes an I/O can have: rounded to the smallest (without bs_unaligned), each is a
+        // multiple of it or the largest; with bs_unaligned, each split entry.
+        let sizes = if job.blocksize_unaligned {
+            job.bs_candidates(i)
+        } else {
+            vec![job.min_bs(i), job.max_bs(i)]
+        };
+        if let Some(bad) = sizes.iter().find(|b| *b % align != 0) {
+            let what = if job.fixed_bs(i) {
+                format!("the {which} bs is {bad} bytes")
+            } else {
+                format!("the {which} block sizes include {bad} bytes")
+            };
+            return Err(invalid(format!(
+                "job '{}': direct=1 needs block sizes that are multiples of the device's {align}-byte O_DIRECT alignment, but {what} (use bs={}k or a multiple, or direct=0)",
                 job.name,
-                job.bs[i].0,
                 align.div_ceil(1024).max(4)
+            )));
+        }
+        if job.ba(i) % align != 0 {
+            return Err(invalid(format!(
+                "job '{}': direct=1 needs offsets that are multiples of the device's {align}-byte O_DIRECT alignment, but the {which} blockalign is {} bytes (raise blockalign= or use direct=0)",
+                job.name,
+                job.ba(i)
             )));
         }
     }

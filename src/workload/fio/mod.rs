@@ -284,7 +284,12 @@ fn execute(set: &JobSet, ctx: &RunContext<'_>) -> Result<FioRun, WorkloadError> 
                     .unwrap_or_else(|| ctx.dir.to_path_buf());
                 std::fs::create_dir_all(&probe_dir)
                     .map_err(|e| WorkloadError::io("mkdir", &probe_dir, e))?;
-                let (off_align, m) = files::dio_alignment(&probe_dir);
+                // ext4 and others report the O_DIRECT alignment of regular files only: ask
+                // the job's file when it exists (a device too), else a probe file beside it.
+                let (off_align, m) = match plan.files.first() {
+                    Some(f) if f.path.exists() => files::dio_alignment(&f.path),
+                    _ => files::dio_alignment_in(&probe_dir),
+                };
                 mem_align = m.max(4096);
                 files::check_direct_alignment(job, &plan, off_align)?;
             }

@@ -10,6 +10,10 @@
 const FIO_RANDSEED: u64 = 0xb1899bed;
 /// Multiplier fio uses to spread an explicit seed.
 const SEED_SPREAD: u64 = 0x9e370001;
+/// fio's FIO_RAND_BS_OFF: the read block-size generator (bsrange, bssplit).
+pub const SEED_BS_READ: usize = 0;
+/// fio's FIO_RAND_BS1_OFF: the write block-size generator.
+pub const SEED_BS_WRITE: usize = 1;
 /// Index of the rwmix seed in fio's seed table.
 pub const SEED_MIX: usize = 4;
 /// Index of the file-selection seed.
@@ -156,6 +160,15 @@ impl Taus {
         }
     }
 
+    /// fio's `rand_max`: the largest raw value.
+    #[inline]
+    pub fn max_value(&self) -> u64 {
+        match self {
+            Taus::T88(_) => u32::MAX as u64,
+            Taus::T258(_) => u64::MAX,
+        }
+    }
+
     /// `1 / (rand_max + 1)` as a float: a power of two, so `r * this` is exactly fio's
     /// `r / (rand_max + 1.0)`, without a division in the hot loop.
     #[inline]
@@ -235,6 +248,19 @@ impl RandomMap {
             *w |= bit;
             self.used += 1;
         }
+    }
+
+    /// Mark up to `nr` blocks from `b` on, stopping at the first one already used or at the
+    /// end of the map (fio's axmap_set_nr, which only sets contiguous free runs); returns how
+    /// many were marked.
+    #[inline]
+    pub fn mark_run(&mut self, b: u64, nr: u64) -> u64 {
+        let mut n = 0;
+        while n < nr && b + n < self.nbits && self.is_free(b + n) {
+            self.mark(b + n);
+            n += 1;
+        }
+        n
     }
 
     /// `b` if free, else the next free block after it, wrapping (fio's `axmap_next_free`);

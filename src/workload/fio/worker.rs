@@ -118,6 +118,8 @@ struct Planner<'a> {
     job: &'a JobSpec,
     files: Vec<FileState>,
     block_rand: Taus,
+    /// fio's bsrange_state per direction: draws sizes from a bsrange or bssplit.
+    bs_rand: [Taus; 2],
     mix_rand: Taus,
     file_rand: Taus,
     /// fio's io_issues per direction (for rwmix switching).
@@ -130,6 +132,10 @@ struct Planner<'a> {
     done_files: usize,
     /// Bytes issued this pass.
     pass_issued: u64,
+    /// Bytes issued in all passes (fio's io_issue_bytes): the last pass ends once they reach
+    /// loops x the pass, so it makes up for what earlier passes issued beyond theirs (their
+    /// last block-size draw ran past the end).
+    total_issued: u64,
     pass_bytes: u64,
     /// Writes issued since the last fsync/fdatasync (all files).
     writes_since_sync: u32,
@@ -145,6 +151,11 @@ struct Planner<'a> {
     /// A pass may go round a file more than once (io_size beyond the region, or holes from
     /// an rw=...:SIZE modifier): files wrap instead of ending the pass.
     wraps: bool,
+    /// The loops run as one pass of loops x the bytes, with no new seeds: fio's do_io counts
+    /// the bytes of a pass only for queued (async) I/O, so a synchronous engine's random job
+    /// that never finds its files done (no random map, no LFSR) issues every loop's bytes in
+    /// its first pass.
+    merged_loops: bool,
     /// fio's seed table, to re-seed at each loop (randrepeat).
     seeds: [u64; 21],
     /// Membership in the job's flow group (flow=).
@@ -175,24 +186,24 @@ impl<'a> Planner<'a> {
         let seed_table = seeds;
         let mut files = Vec::with_capacity(setup.plan.files.len());
         let random = job.rw.is_random();
-        let tracks_blocks = !job.norandommap || job.random_generator == RandomGenerator::Lfsr;
-        if random && tracks_blocks && job.rw.reads() && job.rw.writes() && job.bs[0] != job.bs[1] {
+        if job.verify && !job.fixed_bs(WRITE) {
             return Err(WorkloadError::InvalidOptions(format!(
-                "job '{}': a random map or LFSR over different read and write block sizes is not supported; set bs= to one size, or use norandommap with random_generator=tausworthe",
+                "job '{}': verify with block sizes from a bsrange or bssplit is not supported; give the writes one bs=",
                 job.name
             )));
         }
         // The block the region is counted in: fio issues whole blocks only.
         let region_bs = match (job.rw.reads(), job.rw.writes()) {
-            (true, false) => job.bs[READ].0,
-            (false, true) => job.bs[WRITE].0,
-            _ => job.bs[READ].0.max(job.bs[WRITE].0),
+            (true, false) => job.min_bs(READ),
+            (false, true) => job.min_bs(WRITE),
+            _ => job.min_bs(READ).max(job.min_bs(WRITE)),
         };
+        // fio's random map and LFSR count blocks of the smallest block size of any direction.
+        let map_bs = job.rw_min_bs();
         let zones = job.strided_zones().filter(|_| setup.plan.files.len() == 1);
         for (i, f) in setup.plan.files.iter().enumerate() {
-            let bs = job.bs[if job.rw.reads() { READ } else { WRITE }].0;
             // Random blocks of a strided job are drawn within a zone (fio's last_block).
-            let nblocks = zones.map_or(f.size, |z| z.range.min(f.size)) / bs;
+            let nblocks = zones.map_or(f.size, |z| z.range.min(f.size)) / map_bs;
             if f.size > 0 && f.size < region_bs {
                 return Err(WorkloadError::InvalidOptions(format!(
                     "job '{}': file {} ({} bytes) is smaller than one block of {region_bs} bytes",
@@ -212,7 +223,7 @@ impl<'a> Planner<'a> {
             // fio's __init_rand_distribution: ranges of the smallest block size over the file,
             // seeded by the file's name and the thread number (or the block seed without
             // randrepeat).
-            let range = job.bs[READ].0.min(job.bs[WRITE].0).max(1);
+            let range = job.min_bs(READ).min(job.min_bs(WRITE)).max(1);
             let nranges = f.size.div_ceil(range);
             let seed = if job.randrepeat {
                 rand::jhash(f.fio_name.as_bytes(), 0).wrapping_mul(setup.thread_number as u32)
@@ -231,7 +242,7 @@ impl<'a> Planner<'a> {
             };
             let empty = f.size == 0;
             let written = if job.verify && job.rw.writes() {
-                vec![0u64; (f.size / job.bs[WRITE].0).div_ceil(64) as usize]
+                vec![0u64; (f.size / job.min_bs(WRITE)).div_ceil(64) as usize]
             } else {
                 Vec::new()
             };
@@ -241,7 +252,7 @@ impl<'a> Planner<'a> {
                 fd: None,
                 base: f.offset,
                 region: if random {
-                    f.size / bs * bs
+                    f.size
                 } else {
                     f.size / region_bs * region_bs
                 },
@@ -255,10 +266,19 @@ impl<'a> Planner<'a> {
         }
         let nfiles = files.len() as u32;
         let done_files = files.iter().filter(|f| f.done).count();
+        let merged_loops = random
+            && job.ioengine.is_sync()
+            && files.iter().all(|f| f.map.is_none() && f.lfsr.is_none());
+        let pass_bytes = if merged_loops {
+            setup.plan.pass_bytes * job.loops.max(1) as u64
+        } else {
+            setup.plan.pass_bytes
+        };
         Ok(Planner {
             job,
             files,
             block_rand: Taus::new(seeds[rand::SEED_BLOCK], use64),
+            bs_rand: bs_generators(job, &seeds),
             mix_rand: Taus::new(seeds[rand::SEED_MIX], false),
             file_rand: Taus::new(seeds[rand::SEED_FILE], use64),
             issues: [0, 0],
@@ -268,7 +288,9 @@ impl<'a> Planner<'a> {
             ios_on_file: 0,
             done_files,
             pass_issued: 0,
-            pass_bytes: setup.plan.pass_bytes,
+            total_issued: 0,
+            pass_bytes,
+            merged_loops,
             writes_since_sync: 0,
             sync_pending: None,
             open_count: 0,
@@ -316,6 +338,7 @@ impl<'a> Planner<'a> {
             if let Some(c) = &mut self.cmdprio {
                 c.reseed();
             }
+            self.bs_rand = bs_generators(self.job, &self.seeds);
         }
         if self.job.rw.is_random() {
             for f in &mut self.files {
@@ -345,6 +368,7 @@ impl<'a> Planner<'a> {
     /// files and generators go on.
     fn ramp_reset(&mut self) {
         self.pass_issued = 0;
+        self.total_issued = 0;
         self.pass_ios = 0;
         self.issues = [0, 0];
         self.mix_limit = 0;
@@ -422,10 +446,19 @@ impl<'a> Planner<'a> {
     #[inline]
     fn next_io(&mut self) -> Option<Io> {
         let budgeted = !self.job.time_based;
-        if budgeted && self.pass_issued >= self.pass_bytes {
+        if budgeted
+            && (self.pass_issued >= self.pass_bytes
+                || (!self.merged_loops
+                    && self.total_issued >= self.pass_bytes * self.job.loops.max(1) as u64))
+        {
             return None;
         }
-        if self.job.number_ios > 0 && self.pass_ios >= self.job.number_ios {
+        let loops_in_pass = if self.merged_loops {
+            self.job.loops.max(1) as u64
+        } else {
+            1
+        };
+        if self.job.number_ios > 0 && self.pass_ios >= self.job.number_ios * loops_in_pass {
             return None;
         }
         let wraps = self.wraps && budgeted;
@@ -436,7 +469,17 @@ impl<'a> Planner<'a> {
             // evaluates the direction again, and a random attempt draws its block first: a
             // file is found done lazily, as fio finds it.
             let ddir = self.next_ddir();
-            let bs = self.job.bs[ddir].0;
+            let job = self.job;
+            // The direction whose block sizes apply (bs_is_seq_rand: read's to sequential
+            // I/O, write's to random), and the unit random offsets are drawn in (fio's ba).
+            let bd = match (job.bs_is_seq_rand, random) {
+                (false, _) => ddir,
+                (true, true) => WRITE,
+                (true, false) => READ,
+            };
+            let min_bs = job.min_bs(bd);
+            let ba = job.ba(ddir);
+            let ddir_min_bs = job.min_bs(ddir);
             let fi = self.next_file()?;
             let f = &mut self.files[fi];
             // fio's setup_strided_zone_mode: a zone whose zonesize bytes are done gives way to
@@ -464,19 +507,23 @@ impl<'a> Planner<'a> {
                             l.reset();
                         }
                     }
-                    zs.bytes += bs;
                     (zs.start, zs.z.range.min(f.region - zs.start))
                 }
                 None => (0, f.region),
             };
+            // A random block was drawn from the random map (fio then marks what the I/O
+            // covers, in units of the direction's smallest block size).
+            let mut mapped = false;
             let offset = zone_start
                 + if random {
-                    let nblocks = region / bs;
-                    let b = if let Some(z) = &mut f.skew {
-                        Some(z.next_block() % nblocks.max(1))
-                    } else if let RandomDistribution::Zoned { index } =
-                        &self.job.random_distribution
-                    {
+                    // fio's last_block: the blocks of ba a random offset can start at.
+                    let max_size = region - ddir_min_bs.saturating_sub(ba).min(region);
+                    let nblocks = max_size / ba;
+                    let b = if nblocks == 0 {
+                        None
+                    } else if let Some(z) = &mut f.skew {
+                        Some(z.next_block() % nblocks)
+                    } else if let RandomDistribution::Zoned { index } = &job.random_distribution {
                         // fio's __get_next_rand_offset_zoned: a draw in 1..=100 picks the
                         // zone, a block is drawn within it.
                         let v = self.zone_rand.between(1, 100) as usize;
@@ -489,12 +536,17 @@ impl<'a> Planner<'a> {
                     } else {
                         let b = self.block_rand.block(nblocks);
                         match &mut f.map {
-                            Some(m) => m.free_at_or_after(b).inspect(|&b| m.mark(b)),
+                            Some(m) => {
+                                mapped = true;
+                                m.free_at_or_after(b)
+                            }
                             None => Some(b),
                         }
                     };
-                    match b {
-                        Some(b) => b * bs,
+                    // fio's get_next_offset: a block past the region (a map counted in a
+                    // smaller block size than this direction's) ends the file too.
+                    match b.map(|b| b * ba).filter(|o| zone_start + o < f.region) {
+                        Some(o) => o,
                         None if wraps && nblocks > 0 => {
                             // io_size beyond the region: the region is covered again.
                             if let Some(m) = &mut f.map {
@@ -511,12 +563,12 @@ impl<'a> Planner<'a> {
                             continue;
                         }
                     }
-                } else if self.job.rw_modifier < 0 {
+                } else if job.rw_modifier < 0 {
                     // fio's get_next_seq_offset with a negative ddir_seq_add: pos is where the
                     // previous I/O ended (0 before the first); each I/O starts that far back from
                     // it, and one that would start before the region or past its end starts at the
                     // end of the region, stepped back.
-                    let add = self.job.rw_modifier;
+                    let add = job.rw_modifier;
                     let region = region as i64;
                     let end = f.pos[ddir] as i64;
                     let mut off = match end {
@@ -527,16 +579,15 @@ impl<'a> Planner<'a> {
                     if off < 0 || off >= region {
                         off = region + add;
                     }
-                    if off < 0 || off + bs as i64 > region {
+                    if off < 0 || off + min_bs as i64 > region {
                         f.done = true;
                         self.done_files += 1;
                         continue;
                     }
-                    f.pos[ddir] = off as u64 + bs;
                     off as u64
                 } else {
-                    if f.pos[ddir] + bs > region {
-                        if wraps && region >= bs {
+                    if f.pos[ddir] + min_bs > region {
+                        if wraps && region >= min_bs {
                             // fio's get_next_seq_offset: holes or io_size beyond the end wrap
                             // to the start of the region.
                             f.pos[ddir] = 0;
@@ -549,28 +600,122 @@ impl<'a> Planner<'a> {
                         // start over (fio's fio_file_reset).
                         f.pos = [0, 0];
                     }
-                    let off = f.pos[ddir];
-                    f.pos[ddir] = off + bs + self.job.rw_modifier as u64;
-                    off
+                    f.pos[ddir]
                 };
+            // fio's get_next_buflen: a size from the bsrange or bssplit that fits before the
+            // end of the region (io_u_fits), or none, which ends the file.
+            let mut len = next_buflen(job, bd, &mut self.bs_rand[bd], offset, f.region);
+            if len == 0 || offset + len > f.region {
+                f.done = true;
+                self.done_files += 1;
+                continue;
+            }
+            if mapped {
+                // fio's mark_random_map: the blocks the I/O covers, up to the first one already
+                // done, which shortens the I/O.
+                let unit = job.min_bs(ddir);
+                if let Some(m) = &mut f.map {
+                    let set = m.mark_run((offset - zone_start) / unit, len.div_ceil(unit));
+                    len = len.min(set * unit);
+                }
+            }
+            if !random {
+                let rel = offset - zone_start;
+                f.pos[ddir] = if job.rw_modifier < 0 {
+                    rel + len
+                } else {
+                    rel + len + job.rw_modifier as u64
+                };
+            }
+            if let Some(zs) = &mut self.zone {
+                zs.bytes += len;
+            }
             if !f.written.is_empty() && ddir == WRITE {
-                let b = (offset / bs) as usize;
+                let b = (offset / job.min_bs(WRITE)) as usize;
                 if let Some(w) = f.written.get_mut(b / 64) {
                     *w |= 1 << (b % 64);
                 }
             }
+            let bs = len;
             f.issued += bs;
             self.pass_issued += bs;
+            self.total_issued += bs;
             self.pass_ios += 1;
             self.issues[ddir] += 1;
             return Some(Io {
                 ddir,
                 file: fi,
                 offset: f.base + offset,
-                len: bs as usize,
+                len: len as usize,
             });
         }
     }
+}
+
+/// fio's bsrange_state generators (td_fill_rand_seeds_internal): reads from the
+/// FIO_RAND_BS_OFF seed, writes from FIO_RAND_BS1_OFF (the read one with verify).
+fn bs_generators(job: &JobSpec, seeds: &[u64; 21]) -> [Taus; 2] {
+    let use64 = job.random_generator == RandomGenerator::Tausworthe64;
+    let write_seed = if job.verify {
+        seeds[rand::SEED_BS_READ]
+    } else {
+        seeds[rand::SEED_BS_WRITE]
+    };
+    [
+        Taus::new(seeds[rand::SEED_BS_READ], use64),
+        Taus::new(write_seed, use64),
+    ]
+}
+
+/// fio's get_next_buflen for direction `bd` at `offset` into a region of `io_size` bytes:
+/// the one block size, or one drawn from the bsrange (uniform) or bssplit (by share, the
+/// `r / perc <= rand_max / 100` walk), rounded down to a multiple of the smallest unless
+/// bs_unaligned, capped at the largest, drawn again until it fits (io_u_fits). 0 when not even
+/// the smallest fits.
+fn next_buflen(job: &JobSpec, bd: usize, r: &mut Taus, offset: u64, io_size: u64) -> u64 {
+    let (minbs, maxbs) = (job.min_bs(bd), job.max_bs(bd));
+    if minbs == maxbs {
+        return minbs;
+    }
+    let fits = |len: u64| offset + len <= io_size;
+    if !fits(minbs) {
+        return 0;
+    }
+    let frand_max = r.max_value();
+    let split = &job.bssplit[bd];
+    // fio draws until a size fits; only a split whose fitting sizes all have no share could
+    // loop for ever (fio would hang): after this many draws the file ends instead.
+    for _ in 0..1_000_000 {
+        let v = r.next_raw();
+        let mut buflen = 0;
+        if split.is_empty() {
+            buflen = minbs + (maxbs as f64 * (v as f64 / (frand_max as f64 + 1.0))) as u64;
+        } else {
+            let mut perc: u64 = 0;
+            for e in split {
+                if e.perc == 0 {
+                    continue;
+                }
+                buflen = e.bs.0;
+                perc += e.perc as u64;
+                if v / perc <= frand_max / 100 && fits(buflen) {
+                    break;
+                }
+            }
+        }
+        if !job.blocksize_unaligned {
+            if minbs.is_power_of_two() {
+                buflen &= !(minbs - 1);
+            } else {
+                buflen -= buflen % minbs;
+            }
+        }
+        buflen = buflen.min(maxbs);
+        if fits(buflen) {
+            return buflen;
+        }
+    }
+    0
 }
 
 /// Write-buffer policy derived from the job as fio's fixup_options does.
@@ -747,7 +892,7 @@ fn run_clone_on<T: TimeSource>(
     } else {
         job.iodepth as usize
     };
-    let buf_len = job.bs[0].0.max(job.bs[1].0) as usize;
+    let buf_len = job.max_bs_any() as usize;
     let mut bufs: Vec<AlignedBuf> = (0..depth)
         .map(|_| AlignedBuf::new(buf_len, setup.mem_align))
         .collect();
@@ -781,7 +926,7 @@ fn run_clone_on<T: TimeSource>(
     let expected_ios = if job.time_based {
         1 << 16
     } else {
-        setup.plan.pass_bytes / job.bs[0].0.min(job.bs[1].0).max(1) * job.loops as u64
+        setup.plan.pass_bytes / job.rw_min_bs() * job.loops as u64
     };
     let mut logs = IoLogs::for_clone(job, setup.thread_number, expected_ios);
     let mut clock = Clock::new(job, clk.now());
@@ -878,7 +1023,9 @@ fn run_clone_on<T: TimeSource>(
 }
 
 fn verify_interval(job: &JobSpec) -> usize {
-    job.verify_interval.map(|b| b.0).unwrap_or(job.bs[WRITE].0) as usize
+    job.verify_interval
+        .map(|b| b.0)
+        .unwrap_or(job.min_bs(WRITE)) as usize
 }
 
 /// fio's verify phase: read every written block back in offset order (fio's verify_sort) and
@@ -895,7 +1042,7 @@ fn verify_phase<T: TimeSource>(
     if job.ioengine == IoEngine::Null {
         return Ok(());
     }
-    let bs = job.bs[WRITE].0;
+    let bs = job.min_bs(WRITE);
     let interval = verify_interval(job);
     for fi in 0..p.files.len() {
         let words = p.files[fi].written.clone();
@@ -1007,7 +1154,8 @@ fn next_pass_counted(p: &mut Planner<'_>, clock: &Clock) -> bool {
     if !clock.ramping {
         p.passes += 1;
     }
-    let more = clock.ramping || p.passes < job.loops;
+    let loops = if p.merged_loops { 1 } else { job.loops };
+    let more = clock.ramping || p.passes < loops;
     if more {
         p.new_loop();
     }
@@ -1743,6 +1891,11 @@ mod distribution_tests {
     use super::*;
 
     fn offsets(text: &str, n: usize) -> Vec<u64> {
+        ios(text, n).into_iter().map(|(_, o, _)| o).collect()
+    }
+
+    /// The first `n` I/Os of the job's first clone: (direction, offset, length).
+    fn ios(text: &str, n: usize) -> Vec<(usize, u64, usize)> {
         let set = crate::plan::jobfile::parse_job_text(
             text,
             "t.fio",
@@ -1764,7 +1917,7 @@ mod distribution_tests {
         };
         let mut p = Planner::new(&setup).unwrap();
         (0..n)
-            .map_while(|_| p.next_io().map(|io| io.offset))
+            .map_while(|_| p.next_io().map(|io| (io.ddir, io.offset, io.len)))
             .collect()
     }
 
@@ -1782,6 +1935,104 @@ mod distribution_tests {
             vec![
                 0x3000, 0x25000, 0x2b000, 0x24c000, 0x215000, 0x2a000, 0x6d000, 0x12000
             ]
+        );
+    }
+
+    /// (direction, offset, length) as fio's write_iolog lines read them.
+    fn fio_log(v: &[(char, u64, usize)]) -> Vec<(usize, u64, usize)> {
+        v.iter()
+            .map(|&(d, o, l)| (if d == 'R' { READ } else { WRITE }, o, l))
+            .collect()
+    }
+
+    /// bssplit with the random map: sizes drawn as fio's get_next_buflen, and an I/O cut short
+    /// where the map already has a block (the 64k write at 397312 becomes 20k), as fio 3.33's
+    /// `fio --name=j --ioengine=null --rw=randrw --bssplit=4k/50:8k/30:64k/20 --size=1m
+    /// --write_iolog=FILE`, whose 93 I/Os this pass also has.
+    #[test]
+    fn bssplit_sizes_and_map_cuts_are_fios() {
+        let job = "[j]\nioengine=null\nrw=randrw\nbssplit=4k/50:8k/30:64k/20\nsize=1m\n";
+        assert_eq!(
+            ios(job, 16),
+            fio_log(&[
+                ('R', 61440, 65536),
+                ('R', 774144, 4096),
+                ('R', 880640, 4096),
+                ('W', 491520, 65536),
+                ('R', 417792, 8192),
+                ('R', 884736, 4096),
+                ('W', 397312, 20480),
+                ('W', 368640, 8192),
+                ('W', 954368, 4096),
+                ('R', 126976, 65536),
+                ('W', 892928, 4096),
+                ('R', 679936, 4096),
+                ('W', 970752, 8192),
+                ('R', 258048, 65536),
+                ('R', 425984, 8192),
+                ('R', 585728, 65536),
+            ])
+        );
+        assert_eq!(ios(job, 1000).len(), 93);
+    }
+
+    /// bsrange, sequential: sizes uniform in the range, multiples of the smallest (fio 3.33:
+    /// `--rw=read --bsrange=4k-64k --size=1m`, 31 I/Os).
+    #[test]
+    fn bsrange_sizes_are_fios() {
+        let job = "[j]\nioengine=null\nrw=read\nbsrange=4k-64k\nsize=1m\n";
+        let got = ios(job, 1000);
+        let lens: Vec<usize> = got.iter().take(8).map(|x| x.2).collect();
+        assert_eq!(
+            lens,
+            [12288, 45056, 53248, 24576, 61440, 8192, 65536, 12288]
+        );
+        assert_eq!(got.len(), 31);
+    }
+
+    /// jesd219's split with blockalign=4k and zoned offsets (fio 3.33: `--rw=randread
+    /// --bssplit=512/4:...:64k/3 --blockalign=4k --norandommap --size=4m
+    /// --random_distribution=zoned:50/5:30/15:20/80`, 481 I/Os).
+    #[test]
+    fn jesd219_split_aligned_offsets_are_fios() {
+        let job = "[j]\nioengine=null\nrw=randread\nbssplit=512/4:1024/1:1536/1:2048/1:2560/1:3072/1:3584/1:4k/67:8k/10:16k/7:32k/3:64k/3\nblockalign=4k\nnorandommap\nsize=4m\nrandom_distribution=zoned:50/5:30/15:20/80\n";
+        let got = ios(job, 1000);
+        assert_eq!(
+            got[..8],
+            fio_log(&[
+                ('R', 12288, 512),
+                ('R', 151552, 4096),
+                ('R', 176128, 4096),
+                ('R', 2408448, 8192),
+                ('R', 2183168, 4096),
+                ('R', 172032, 512),
+                ('R', 446464, 4096),
+                ('R', 73728, 16384),
+            ])[..]
+        );
+        assert_eq!(got[14], (READ, 454656, 1536));
+        assert_eq!(got.len(), 481);
+    }
+
+    /// Different read and write sizes share one random map counted in the smaller (fio 3.33:
+    /// `--rw=randrw --bs=4k,8k --size=64k`: 10 I/Os, the pass ends when a read finds no block).
+    #[test]
+    fn mixed_block_sizes_share_fios_random_map() {
+        let job = "[j]\nioengine=null\nrw=randrw\nbs=4k,8k\nsize=64k\n";
+        assert_eq!(
+            ios(job, 100),
+            fio_log(&[
+                ('R', 0, 4096),
+                ('R', 45056, 4096),
+                ('R', 53248, 4096),
+                ('W', 24576, 8192),
+                ('R', 24576, 4096),
+                ('R', 57344, 4096),
+                ('W', 32768, 8192),
+                ('W', 16384, 8192),
+                ('W', 57344, 8192),
+                ('R', 4096, 4096),
+            ])
         );
     }
 
