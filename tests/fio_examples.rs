@@ -11,7 +11,7 @@
 //! Shrinking also caps a rate-limited file that nothing else ends (1mbs_clients: 16 MiB at
 //! 1250 B/s) at a 2 s runtime and compares it as time-based, cuts an offset, offset_increment
 //! or zonesize larger than the file to 1 MiB, and for randrepeat=0 (fio's own counts differ from run to run)
-//! compares the bytes each job moved instead of its I/O counts.
+//! compares the bytes each job moved (within 1 %) instead of its I/O counts.
 //!
 //! Prints the score "N of M" and each failing file with its reason. It fails when the score
 //! drops below FLOOR (the score this branch reaches, so a regression fails) and says how far
@@ -389,16 +389,23 @@ fn check(name: &str, fio: bool) -> Result<String, String> {
         return Ok("ran; rate-bound (2 s cap), names and files match fio".into());
     }
     if unrepeatable(&text) {
-        // Bytes per job, read and write together: with randrepeat=0 even the mix differs.
+        // Bytes per job, read and write together: with randrepeat=0 even the mix differs,
+        // and with drawn block sizes so does the last I/O's overshoot of the size (fio itself
+        // gave 67,166,208, 67,144,704 and 67,189,760 bytes for jesd219's 4 x 16 MiB): equal
+        // within 1 %.
         let bytes = |j: &[JobCounts]| j.iter().map(|x| x.2[0] + x.2[1]).collect::<Vec<_>>();
-        if bytes(&our_jobs) != bytes(&fio_jobs) {
+        let near = |a: u64, b: u64| a.abs_diff(b) * 100 <= b.max(1);
+        let (ob, fb) = (bytes(&our_jobs), bytes(&fio_jobs));
+        if ob.len() != fb.len() || ob.iter().zip(&fb).any(|(a, b)| !near(*a, *b)) {
             return Err(format!(
                 "bytes per job {:?}, fio's {:?}",
                 bytes(&our_jobs),
                 bytes(&fio_jobs)
             ));
         }
-        return Ok("ran; randrepeat=0, names, files and bytes per job match fio".into());
+        return Ok(
+            "ran; randrepeat=0, names, files and bytes per job (within 1 %) match fio".into(),
+        );
     }
     let counts = |j: &[JobCounts]| j.iter().map(|x| x.1).collect::<Vec<_>>();
     if counts(&our_jobs) != counts(&fio_jobs)
