@@ -212,8 +212,10 @@ pub enum VerifyKind {
     Xxhash,
     /// SHA-1.
     Sha1,
-    /// The verify_pattern= bytes after the header.
+    /// The verify_pattern= bytes after the header (verify_pattern= without verify=).
     Pattern,
+    /// The verify_pattern= bytes alone, no header (fio's verify=pattern).
+    PatternNoHdr,
 }
 
 /// `dedupe_mode=`.
@@ -843,7 +845,10 @@ fn validate(job: &JobSpec, origin: &Origin) -> Result<(), JobFileError> {
             ),
         );
     }
-    if job.verify && job.verify_kind == VerifyKind::Pattern && job.verify_pattern.is_none() {
+    if job.verify
+        && matches!(job.verify_kind, VerifyKind::Pattern | VerifyKind::PatternNoHdr)
+        && job.verify_pattern.is_none()
+    {
         return err(
             origin,
             format!("job '{}': verify=pattern needs verify_pattern=", job.name),

@@ -1123,7 +1123,7 @@ pub static OPTIONS: &[OptDef] = &[
                 "sha1" => VerifyKind::Sha1,
                 "xxhash" => VerifyKind::Xxhash,
                 "meta" => VerifyKind::Meta,
-                "pattern" => VerifyKind::Pattern,
+                "pattern" => VerifyKind::PatternNoHdr,
                 _ => {
                     j.verify = false;
                     return Ok(());

@@ -34,13 +34,14 @@ pub fn type_code(k: VerifyKind) -> u16 {
         VerifyKind::Xxhash => 15,
         VerifyKind::Sha1 => 16,
         VerifyKind::Pattern => 17,
+        VerifyKind::PatternNoHdr => 18,
     }
 }
 
 /// The checksum bytes after the header (fio's vhdr_* sizes).
 pub fn sum_len(k: VerifyKind) -> usize {
     match k {
-        VerifyKind::Meta | VerifyKind::Pattern => 0,
+        VerifyKind::Meta | VerifyKind::Pattern | VerifyKind::PatternNoHdr => 0,
         VerifyKind::Md5 => 16,
         VerifyKind::Crc64 => 8,
         VerifyKind::Crc32c | VerifyKind::Crc32cIntel | VerifyKind::Xxhash => 4,
@@ -49,8 +50,11 @@ pub fn sum_len(k: VerifyKind) -> usize {
     }
 }
 
-/// Header plus checksum (fio's __hdr_size).
+/// Header plus checksum (fio's __hdr_size; nothing for verify=pattern).
 pub fn hdr_size(k: VerifyKind) -> usize {
+    if k == VerifyKind::PatternNoHdr {
+        return 0;
+    }
     HEADER_LEN + sum_len(k)
 }
 
@@ -64,7 +68,7 @@ fn sum_name(k: VerifyKind) -> &'static str {
         VerifyKind::Sha256 => "sha256",
         VerifyKind::Xxhash => "xxhash",
         VerifyKind::Sha1 => "sha1",
-        VerifyKind::Pattern => "pattern",
+        VerifyKind::Pattern | VerifyKind::PatternNoHdr => "pattern",
     }
 }
 
@@ -372,7 +376,7 @@ pub fn sha1_fio(data: &[u8]) -> [u8; 20] {
 /// The checksum bytes of `data` for kind `k` (empty for meta and pattern).
 pub fn checksum(k: VerifyKind, data: &[u8]) -> Vec<u8> {
     match k {
-        VerifyKind::Meta | VerifyKind::Pattern => Vec::new(),
+        VerifyKind::Meta | VerifyKind::Pattern | VerifyKind::PatternNoHdr => Vec::new(),
         VerifyKind::Md5 => md5(data).to_vec(),
         VerifyKind::Crc64 => crc64(data).to_le_bytes().to_vec(),
         VerifyKind::Crc32c | VerifyKind::Crc32cIntel => crc32c(data).to_le_bytes().to_vec(),
@@ -450,6 +454,9 @@ impl Verifier {
         }
         let inc = self.hdr_inc(buf.len());
         let hs = hdr_size(self.kind);
+        if self.kind == VerifyKind::PatternNoHdr {
+            return;
+        }
         for (num, chunk) in buf.chunks_mut(inc).enumerate() {
             if chunk.len() <= hs {
                 continue;
@@ -492,7 +499,7 @@ impl Verifier {
         for num in 0..buflen.div_ceil(inc) {
             let start = num * inc;
             let chunk = &mut buf[start..(start + inc).min(buflen)];
-            if chunk.len() <= hs {
+            if chunk.len() <= hs || (hs == 0 && chunk.is_empty()) {
                 continue;
             }
             let at = offset + start as u64;
@@ -505,7 +512,10 @@ impl Verifier {
             let u64_at =
                 |a: usize| u64::from_le_bytes(chunk[a..a + 8].try_into().expect("8 bytes"));
             let want_off = offset + (num * self.interval) as u64;
-            let bad = if u16_at(0) != MAGIC {
+            let no_hdr = self.kind == VerifyKind::PatternNoHdr;
+            let bad = if no_hdr {
+                None
+            } else if u16_at(0) != MAGIC {
                 Some(format!("bad magic header {:x}, wanted {MAGIC:x}", u16_at(0)))
             } else if u32_at(4) as usize != inc {
                 Some(format!("bad header length {}, wanted {inc}", u32_at(4)))
@@ -554,11 +564,11 @@ impl Verifier {
                 })
             };
             match self.kind {
-                VerifyKind::Meta | VerifyKind::Pattern => {
+                VerifyKind::Meta | VerifyKind::Pattern | VerifyKind::PatternNoHdr => {
                     if let Some(p) = &self.pattern {
                         let pat = p.with_offset(offset);
-                        let first = start + HEADER_LEN;
-                        let bad = chunk[HEADER_LEN..]
+                        let first = start + hs.min(HEADER_LEN);
+                        let bad = chunk[hs.min(HEADER_LEN)..]
                             .iter()
                             .enumerate()
                             .map(|(i, &b)| (i, b, pat[(first + i) % pat.len()]))
