@@ -1420,7 +1420,7 @@ mod tests {
                 "option 'frobnicate' is not supported",
             ),
             (
-                "[j]\nsize=1m\ndedupe_percentage=5\n",
+                "[j]\nsize=1m\ntrim_percentage=5\n",
                 3,
                 "supported options: name, description",
             ),
@@ -1463,7 +1463,7 @@ mod tests {
                 "applies to ioengine=pvsync2 only",
             ),
             ("[j]\nsize=1m\nioengine=mmap\n", 3, "choose one of"),
-            ("[j]\nsize=1m\nrw=write\nverify=md5\n", 4, "choose one of"),
+            ("[j]\nsize=1m\nrw=write\nverify=sha512\n", 4, "choose one of"),
             (
                 "[j]\nsize=1m\nrw=randrw\nverify=crc32c\n",
                 1,

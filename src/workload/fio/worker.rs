@@ -2139,4 +2139,77 @@ mod pareto_tests {
             vec![0x29f000, 0x301000, 0xb0000, 0x23000, 0x16d000, 0x2ad000]
         );
     }
+
+    /// The bytes one clone writes, buffer by buffer, from [`Content`] as the sync loop fills
+    /// them (one buffer filled at setup, then a refill before every write).
+    fn written_bytes(text: &str, writes: usize) -> Vec<u8> {
+        let set = crate::plan::jobfile::parse_job_text(
+            text,
+            "t.fio",
+            &crate::plan::jobfile::SystemSources,
+        )
+        .unwrap();
+        let job = &set.jobs[0];
+        let seeds = rand::job_seeds(job, 1);
+        let plan = files::plan_clone(job, 0, Path::new("/nonexistent"), &seeds).unwrap();
+        let cancel = CancelToken::default();
+        let setup = CloneSetup {
+            job,
+            plan,
+            thread_number: 1,
+            mem_align: 4096,
+            cancel: &cancel,
+            flow: None,
+            progress: None,
+            buf_starts: &[],
+        };
+        let mut c = Content::of(&setup, &seeds);
+        let bs = job.bs[WRITE].0 as usize;
+        let mut buf = vec![0u8; bs];
+        c.fill(job, &mut buf);
+        c.restart();
+        let refill = BufferPolicy::of(job).refill;
+        let mut out = Vec::new();
+        for _ in 0..writes {
+            if refill {
+                c.fill(job, &mut buf);
+            }
+            out.extend_from_slice(&buf);
+        }
+        out
+    }
+
+    /// buffer_compress_percentage=50 writes fio 3.33's bytes (`fio --name=c --rw=write
+    /// --bs=4k --size=64k --buffer_compress_percentage=50`, head of c.0.0).
+    #[test]
+    fn compressible_buffers_are_fios_bytes() {
+        let b = written_bytes(
+            "[c]\nrw=write\nbs=4k\nsize=64k\nbuffer_compress_percentage=50\n",
+            1,
+        );
+        let hex = |v: &[u8]| v.iter().map(|x| format!("{x:02x}")).collect::<String>();
+        assert_eq!(hex(&b[..16]), "d08e676ada40af0ea01dcfd4b4815e1d");
+        assert_eq!(hex(&b[2048..2064]), "4ebe34632419b8d09c7c69c6483270a1");
+        assert!(b[256..512].iter().all(|&x| x == 0));
+    }
+
+    /// dedupe_mode=repeat repeats fio 3.33's buffers where fio does (`--dedupe_percentage=50
+    /// --dedupe_mode=repeat --refill_buffers --bs=4k --size=64k`: blocks 1-4, 5-7 and 11-12
+    /// are repeats).
+    #[test]
+    fn dedupe_repeats_are_fios() {
+        let b = written_bytes(
+            "[d]\nrw=write\nbs=4k\nsize=64k\ndedupe_percentage=50\ndedupe_mode=repeat\nrefill_buffers=1\n",
+            16,
+        );
+        let hex = |v: &[u8]| v.iter().map(|x| format!("{x:02x}")).collect::<String>();
+        assert_eq!(hex(&b[..16]), "d08e676ada40af0ea01dcfd4b4815e1d");
+        let blocks: Vec<&[u8]> = b.chunks(4096).collect();
+        let same: Vec<bool> = (1..16).map(|i| blocks[i] == blocks[i - 1]).collect();
+        let want = [
+            false, true, true, true, false, true, true, false, false, false, false, true, false,
+            false, false,
+        ];
+        assert_eq!(same, want);
+    }
 }
