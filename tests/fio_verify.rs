@@ -53,7 +53,11 @@ fn files_written_by_one_tool_verify_under_the_other() {
         for (writer, reader) in [("fio", "fsdelta"), ("fsdelta", "fio")] {
             let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
             let o = run(writer, d.path(), &w);
-            assert!(o.status.success(), "{writer} {kind}: {}", String::from_utf8_lossy(&o.stderr));
+            assert!(
+                o.status.success(),
+                "{writer} {kind}: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
             let o = run(reader, d.path(), &r);
             assert!(
                 o.status.success(),
@@ -77,7 +81,11 @@ fn a_damaged_block_fails_with_fios_message_and_dump() {
     let mut data = std::fs::read(d.path().join("f")).unwrap();
     data[8192 + 1000] ^= 0xff;
     std::fs::write(d.path().join("f"), &data).unwrap();
-    let ours = run("fsdelta", d.path(), &r.replace("verify=crc32c", "verify=crc32c\nverify_dump=1"));
+    let ours = run(
+        "fsdelta",
+        d.path(),
+        &r.replace("verify=crc32c", "verify=crc32c\nverify_dump=1"),
+    );
     let theirs = run("fio", d.path(), &r);
     assert!(!ours.status.success() && !theirs.status.success());
     let line = "crc32c: verify failed at file f offset 8192, length 4096";

@@ -846,7 +846,10 @@ fn validate(job: &JobSpec, origin: &Origin) -> Result<(), JobFileError> {
         );
     }
     if job.verify
-        && matches!(job.verify_kind, VerifyKind::Pattern | VerifyKind::PatternNoHdr)
+        && matches!(
+            job.verify_kind,
+            VerifyKind::Pattern | VerifyKind::PatternNoHdr
+        )
         && job.verify_pattern.is_none()
     {
         return err(
@@ -1463,7 +1466,11 @@ mod tests {
                 "applies to ioengine=pvsync2 only",
             ),
             ("[j]\nsize=1m\nioengine=mmap\n", 3, "choose one of"),
-            ("[j]\nsize=1m\nrw=write\nverify=sha512\n", 4, "choose one of"),
+            (
+                "[j]\nsize=1m\nrw=write\nverify=sha512\n",
+                4,
+                "choose one of",
+            ),
             (
                 "[j]\nsize=1m\nrw=randrw\nverify=crc32c\n",
                 1,

@@ -11,8 +11,8 @@
 use super::expr::{self, SizeValue, parse_size, parse_time_unit};
 use super::{
     Bytes, DedupeMode, Fallocate, FileService, IoEngine, JobFileError, JobSpec, RandomDistribution,
-    RandomGenerator, RawOption, RwMode, SizeRange, SizeSpec, SteadyKind, SteadyState, VerifyKind, ZoneMode,
-    err,
+    RandomGenerator, RawOption, RwMode, SizeRange, SizeSpec, SteadyKind, SteadyState, VerifyKind,
+    ZoneMode, err,
 };
 use std::time::Duration;
 
@@ -1106,8 +1106,17 @@ pub static OPTIONS: &[OptDef] = &[
         "verify",
         [],
         Kind::Choice(&[
-            "0", "none", "md5", "crc64", "crc32c", "crc32c-intel", "sha256", "sha1", "xxhash",
-            "meta", "pattern"
+            "0",
+            "none",
+            "md5",
+            "crc64",
+            "crc32c",
+            "crc32c-intel",
+            "sha256",
+            "sha1",
+            "xxhash",
+            "meta",
+            "pattern"
         ]),
         "none",
         Io,
@@ -1199,7 +1208,10 @@ pub static OPTIONS: &[OptDef] = &[
     opt!(
         "verify_backlog",
         [],
-        Kind::Int { min: 0, max: u64::MAX },
+        Kind::Int {
+            min: 0,
+            max: u64::MAX
+        },
         "0",
         Io,
         "after this many writes, read back and verify the logged ones",
@@ -1211,7 +1223,10 @@ pub static OPTIONS: &[OptDef] = &[
     opt!(
         "verify_backlog_batch",
         [],
-        Kind::Int { min: 0, max: u64::MAX },
+        Kind::Int {
+            min: 0,
+            max: u64::MAX
+        },
         "verify_backlog",
         Io,
         "blocks verified per verify_backlog round",

@@ -61,8 +61,7 @@ pub fn parse(text: &str) -> Result<Pattern, String> {
                 .find(|c: char| !c.is_ascii_hexdigit())
                 .unwrap_or(digits.len());
             // "0xff0x14": the 0 of the next 0x is not a digit of this number.
-            if n < digits.len() && n > 0 && digits[n - 1..].to_ascii_lowercase().starts_with("0x")
-            {
+            if n < digits.len() && n > 0 && digits[n - 1..].to_ascii_lowercase().starts_with("0x") {
                 n -= 1;
             }
             let d = &digits[..n];
@@ -91,7 +90,9 @@ pub fn parse(text: &str) -> Result<Pattern, String> {
             if end == sign {
                 return Err(format!("'{rest}' is not a number, \"string\" or %o"));
             }
-            let v: i64 = s[..end].parse().map_err(|e| format!("'{}': {e}", &s[..end]))?;
+            let v: i64 = s[..end]
+                .parse()
+                .map_err(|e| format!("'{}': {e}", &s[..end]))?;
             if v > i32::MAX as i64 || v < i32::MIN as i64 {
                 return Err(format!("{v} does not fit in 32 bits"));
             }
@@ -121,7 +122,10 @@ mod tests {
 
     #[test]
     fn hex_numbers_keep_their_byte_order() {
-        assert_eq!(parse("0xaa555aa5").unwrap().bytes, vec![0xaa, 0x55, 0x5a, 0xa5]);
+        assert_eq!(
+            parse("0xaa555aa5").unwrap().bytes,
+            vec![0xaa, 0x55, 0x5a, 0xa5]
+        );
         assert_eq!(parse("0xabc").unwrap().bytes, vec![0x0a, 0xbc]);
         assert_eq!(parse("0xff0x14").unwrap().bytes, vec![0xff, 0x14]);
     }

@@ -331,8 +331,12 @@ fn execute(set: &JobSet, ctx: &RunContext<'_>) -> Result<FioRun, WorkloadError> 
     let buf_starts: Vec<rand::Taus> = planned
         .iter()
         .map(|p| {
-            let use64 = p.job.random_generator == crate::plan::jobfile::RandomGenerator::Tausworthe64;
-            rand::Taus::new(rand::job_seeds(p.job, p.thread_number)[rand::SEED_BUF], use64)
+            let use64 =
+                p.job.random_generator == crate::plan::jobfile::RandomGenerator::Tausworthe64;
+            rand::Taus::new(
+                rand::job_seeds(p.job, p.thread_number)[rand::SEED_BUF],
+                use64,
+            )
         })
         .collect();
     let buf_starts = &buf_starts[..];

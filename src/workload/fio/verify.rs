@@ -129,7 +129,11 @@ pub fn xxh32(data: &[u8], seed: u32) -> u32 {
     const P4: u32 = 668265263;
     const P5: u32 = 374761393;
     let rd = |p: &[u8]| u32::from_le_bytes([p[0], p[1], p[2], p[3]]);
-    let round = |v: u32, x: u32| v.wrapping_add(x.wrapping_mul(P2)).rotate_left(13).wrapping_mul(P1);
+    let round = |v: u32, x: u32| {
+        v.wrapping_add(x.wrapping_mul(P2))
+            .rotate_left(13)
+            .wrapping_mul(P1)
+    };
     let mut p = data;
     let mut h = if data.len() >= 16 {
         let mut v = [
@@ -153,11 +157,17 @@ pub fn xxh32(data: &[u8], seed: u32) -> u32 {
     };
     h = h.wrapping_add(data.len() as u32);
     while p.len() >= 4 {
-        h = h.wrapping_add(rd(p).wrapping_mul(P3)).rotate_left(17).wrapping_mul(P4);
+        h = h
+            .wrapping_add(rd(p).wrapping_mul(P3))
+            .rotate_left(17)
+            .wrapping_mul(P4);
         p = &p[4..];
     }
     for &b in p {
-        h = h.wrapping_add((b as u32).wrapping_mul(P5)).rotate_left(11).wrapping_mul(P1);
+        h = h
+            .wrapping_add((b as u32).wrapping_mul(P5))
+            .rotate_left(11)
+            .wrapping_mul(P1);
     }
     h ^= h >> 15;
     h = h.wrapping_mul(P2);
@@ -321,7 +331,13 @@ pub fn sha256_fio(data: &[u8]) -> [u8; 64] {
 }
 
 fn sha1_words(data: &[u8]) -> [u32; 5] {
-    let mut h = [0x67452301u32, 0xefcdab89, 0x98badcfe, 0x10325476, 0xc3d2e1f0];
+    let mut h = [
+        0x67452301u32,
+        0xefcdab89,
+        0x98badcfe,
+        0x10325476,
+        0xc3d2e1f0,
+    ];
     let tail = md_padded(data, (data.len() as u64 * 8).to_be_bytes());
     let mut block = |b: &[u8]| {
         let mut w = [0u32; 80];
@@ -516,7 +532,10 @@ impl Verifier {
             let bad = if no_hdr {
                 None
             } else if u16_at(0) != MAGIC {
-                Some(format!("bad magic header {:x}, wanted {MAGIC:x}", u16_at(0)))
+                Some(format!(
+                    "bad magic header {:x}, wanted {MAGIC:x}",
+                    u16_at(0)
+                ))
             } else if u32_at(4) as usize != inc {
                 Some(format!("bad header length {}, wanted {inc}", u32_at(4)))
             } else if u64_at(16) != want_off {
@@ -538,9 +557,7 @@ impl Verifier {
             };
             if let Some(b) = bad {
                 return Err(Box::new(Failure {
-                    message: format!(
-                        "verify: {b} at file {file} offset {at}, length {inc} {req}"
-                    ),
+                    message: format!("verify: {b} at file {file} offset {at}, length {inc} {req}"),
                     at,
                     received: chunk.to_vec(),
                     expected: None,
@@ -764,20 +781,34 @@ mod tests {
             bad[4096 + 200] ^= 1;
             let e = v.check(&mut bad, 40960, Some(3), "f").unwrap_err();
             assert!(
-                e.message
-                    .starts_with(&format!("{}: verify failed at file f offset 45056, length 4096", sum_name(k))),
+                e.message.starts_with(&format!(
+                    "{}: verify failed at file f offset 45056, length 4096",
+                    sum_name(k)
+                )),
                 "{}",
                 e.message
             );
             assert!(e.expected.is_some());
             let e = v.check(&mut buf.clone(), 40960, Some(4), "f").unwrap_err();
-            assert!(e.message.contains("bad header numberio 3, wanted 4"), "{}", e.message);
+            assert!(
+                e.message.contains("bad header numberio 3, wanted 4"),
+                "{}",
+                e.message
+            );
             let e = v.check(&mut buf.clone(), 0, None, "f").unwrap_err();
-            assert!(e.message.contains("bad header offset 40960, wanted 0"), "{}", e.message);
+            assert!(
+                e.message.contains("bad header offset 40960, wanted 0"),
+                "{}",
+                e.message
+            );
         }
         let v = verifier(VerifyKind::Crc32c, 4096);
         let e = v.check(&mut [0u8; 4096], 0, None, "f").unwrap_err();
-        assert!(e.message.contains("bad magic header 0, wanted acca"), "{}", e.message);
+        assert!(
+            e.message.contains("bad magic header 0, wanted acca"),
+            "{}",
+            e.message
+        );
     }
 
     #[test]

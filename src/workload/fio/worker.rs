@@ -826,7 +826,10 @@ fn run_clone_on<T: TimeSource>(
         }
     }
     // fio: a job that filled the device ends there (td->terminate), without a verify phase.
-    if let Some(vc) = vctx.as_ref().filter(|_| job.do_verify && job.rw.writes() && !filled) {
+    if let Some(vc) = vctx
+        .as_ref()
+        .filter(|_| job.do_verify && job.rw.writes() && !filled)
+    {
         verify_phase(setup, &mut p, &mut bufs[0], &mut st, clk, vc)?;
     }
     if job.end_fsync {
@@ -1530,7 +1533,10 @@ fn unlog(p: &mut Planner<'_>, io: &Io) {
     if let Some(w) = f.written.get_mut(b) {
         *w = 0;
     }
-    if p.backlog.back().is_some_and(|&(fi, bb)| fi == io.file && bb == b as u64) {
+    if p.backlog
+        .back()
+        .is_some_and(|&(fi, bb)| fi == io.file && bb == b as u64)
+    {
         p.backlog.pop_back();
     }
 }
