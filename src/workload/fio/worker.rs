@@ -815,7 +815,8 @@ fn run_clone_on<T: TimeSource>(
             clk,
         ),
     };
-    let filled = result?;
+    // Ok(true): fill_device filled the device (fio then ends the job without a verify pass).
+    result?;
     if job.ioengine.is_sync() {
         // The sync loop did not record lat where it equals clat: it is clat's distribution.
         let same = sync_lat_is_clat(job, policy);
@@ -824,13 +825,6 @@ fn run_clone_on<T: TimeSource>(
                 d.lat = d.clat.clone();
             }
         }
-    }
-    // fio: a job that filled the device ends there (td->terminate), without a verify phase.
-    if let Some(vc) = vctx
-        .as_ref()
-        .filter(|_| job.do_verify && job.rw.writes() && !filled)
-    {
-        verify_phase(setup, &mut p, &mut bufs[0], &mut st, clk, vc)?;
     }
     if job.end_fsync {
         for (fi, f) in p.files.iter().enumerate() {
@@ -1099,8 +1093,11 @@ fn verify_block<T: TimeSource>(
     vc.check(setup, fi, data, off, Some(logged as u16))
 }
 
-/// fio's verify phase: read every logged block back in offset order (fio's io_hist_tree) and
-/// check its headers and checksums; the reads count as the job's reads, as in fio.
+/// fio's verify phase, after every pass of a write job: read every logged block back in
+/// offset order (fio's io_hist_tree; random writes with a random map fio checks in issue
+/// order, the same blocks) and check its headers and checksums; the reads count as the job's
+/// reads, as in fio. A job stopped by its runtime (or by filling the device) is not verified,
+/// as fio's is not.
 fn verify_phase<T: TimeSource>(
     setup: &CloneSetup<'_>,
     p: &mut Planner<'_>,
@@ -1408,6 +1405,11 @@ fn run_sync<T: TimeSource>(
             }
         }
         let Some(io) = p.next_io() else {
+            // fio's thread_main: every pass (loop, or wrap of a time_based job) of a write job
+            // is verified before the next starts.
+            if let Some(vc) = vctx.as_ref().filter(|_| job.do_verify && job.rw.writes()) {
+                verify_phase(setup, p, buf, st, clk, vc)?;
+            }
             if next_pass(setup, p, clock)? {
                 continue;
             }
@@ -1701,6 +1703,10 @@ fn run_async<T: TimeSource>(
             }
             if pass_over {
                 pass_over = false;
+                // Nothing in flight: the pass is verified before the next starts (fio).
+                if let Some(vc) = vctx.as_ref().filter(|_| job.do_verify && job.rw.writes()) {
+                    verify_phase(setup, p, &mut bufs[0], st, clk, vc)?;
+                }
                 if next_pass(setup, p, clock)? {
                     continue;
                 }
@@ -1771,7 +1777,7 @@ fn run_async<T: TimeSource>(
             .map_err(|e| io_err(engine_op, dir0, e))?;
         inflight -= reaped;
         st.complete_counts[ThreadStats::batch_index(reaped)] += 1;
-        if let Some((io, res)) = err.filter(|&(io, res)| {
+        if let Some((io, _)) = err.filter(|&(io, res)| {
             job.fill_device
                 && io.ddir == WRITE
                 && (res == -(libc::ENOSPC as i64) || res == -(libc::EDQUOT as i64))
@@ -1784,7 +1790,6 @@ fn run_async<T: TimeSource>(
                     .map_err(|e| io_err(engine_op, dir0, e))?;
                 inflight -= n;
             }
-            let _ = res;
             return Ok(true);
         }
         if let Some(e) = verr {
