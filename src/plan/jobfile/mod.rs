@@ -437,8 +437,8 @@ pub struct JobSpec {
     pub verify_backlog_batch: u64,
     /// verify_dump=: write the received and expected bytes of a failed block.
     pub verify_dump: bool,
-    /// verify_fatal=: stop at the first failed interval of a block (fio goes on checking the
-    /// block's other intervals otherwise; either way the job fails).
+    /// verify_fatal=: stop at the first failed interval of a block (otherwise, as fio, every
+    /// failed interval of the block is reported; either way the job fails).
     pub verify_fatal: bool,
     /// fill_device=: write until the filesystem is full (ENOSPC ends the job, not an error).
     pub fill_device: bool,

@@ -1253,7 +1253,7 @@ pub static OPTIONS: &[OptDef] = &[
         Kind::Bool,
         "0",
         Io,
-        "stop checking a block at its first failed interval",
+        "report only a block's first failed interval (the job fails either way)",
         |j, v, _| {
             j.verify_fatal = v.b();
             Ok(())
@@ -1294,7 +1294,7 @@ pub static OPTIONS: &[OptDef] = &[
         Kind::Bool,
         "1",
         File,
-        "lay files out one job after another (fsdelta always does, before any job runs: untimed)",
+        "lay files out one clone at a time (0: in parallel); layout is untimed",
         |j, v, _| {
             j.create_serialize = v.b();
             Ok(())

@@ -436,7 +436,15 @@ fn execute(set: &JobSet, ctx: &RunContext<'_>) -> Result<FioRun, WorkloadError> 
                             sleep_cancellable(job.startdelay, cancel)?;
                             let layout_seed =
                                 rand::job_seeds(job, pl.thread_number)[rand::SEED_BUF];
-                            files::layout(job, &pl.plan, layout_seed)?;
+                            {
+                                // create_serialize=1 (fio's default): one clone lays its files
+                                // out at a time; with 0 they do so in parallel.
+                                static LAYOUT: std::sync::Mutex<()> = std::sync::Mutex::new(());
+                                let _one = job
+                                    .create_serialize
+                                    .then(|| LAYOUT.lock().unwrap_or_else(|e| e.into_inner()));
+                                files::layout(job, &pl.plan, layout_seed)?;
+                            }
                             let setup = worker::CloneSetup {
                                 job,
                                 plan: pl.plan.clone(),

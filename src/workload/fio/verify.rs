@@ -433,6 +433,9 @@ pub struct Verifier {
     pub check_numberio: bool,
     /// verify_dump=: write the received and expected bytes of a failed block.
     pub dump: bool,
+    /// verify_fatal=: stop at a block's first failed interval (else every failed interval
+    /// of the block is reported, as fio does).
+    pub fatal: bool,
 }
 
 /// A verify failure: fio's message, and what fio's verify_dump writes.
@@ -507,7 +510,8 @@ impl Verifier {
         offset: u64,
         numberio: Option<u16>,
         file: &str,
-    ) -> Result<(), Box<Failure>> {
+    ) -> Result<(), Vec<Failure>> {
+        let mut failed = Vec::new();
         let inc = self.hdr_inc(buf.len());
         let hs = hdr_size(self.kind);
         let buflen = buf.len();
@@ -556,12 +560,14 @@ impl Verifier {
                 None
             };
             if let Some(b) = bad {
-                return Err(Box::new(Failure {
+                // fio's verify_header failing ends the block's check, verify_fatal or not.
+                failed.push(Failure {
                     message: format!("verify: {b} at file {file} offset {at}, length {inc} {req}"),
                     at,
                     received: chunk.to_vec(),
                     expected: None,
-                }));
+                });
+                return Err(failed);
             }
             let stamp = Stamp {
                 rand_seed: u64_at(8),
@@ -598,7 +604,7 @@ impl Verifier {
                                 (b ^ w).count_ones(),
                                 f.message
                             );
-                            return Err(f);
+                            failed.push(*f);
                         }
                     }
                 }
@@ -614,12 +620,19 @@ impl Verifier {
                             hex(&got)
                         );
                         let exp = self.expected(chunk, start, offset, stamp);
-                        return Err(fail(sum_name(k), sums, chunk, exp));
+                        failed.push(*fail(sum_name(k), sums, chunk, exp));
                     }
                 }
             }
+            if self.fatal && !failed.is_empty() {
+                return Err(failed);
+            }
         }
-        Ok(())
+        if failed.is_empty() {
+            Ok(())
+        } else {
+            Err(failed)
+        }
     }
 
     /// The interval at `start` of a block read at `offset` as it was written: the content from
@@ -724,6 +737,7 @@ mod tests {
             thread: 1,
             check_numberio: true,
             dump: false,
+            fatal: true,
         }
     }
 
@@ -779,7 +793,10 @@ mod tests {
             v.check(&mut buf.clone(), 40960, Some(3), "f").unwrap();
             let mut bad = buf.clone();
             bad[4096 + 200] ^= 1;
-            let e = v.check(&mut bad, 40960, Some(3), "f").unwrap_err();
+            let e = v
+                .check(&mut bad, 40960, Some(3), "f")
+                .unwrap_err()
+                .remove(0);
             assert!(
                 e.message.starts_with(&format!(
                     "{}: verify failed at file f offset 45056, length 4096",
@@ -789,13 +806,19 @@ mod tests {
                 e.message
             );
             assert!(e.expected.is_some());
-            let e = v.check(&mut buf.clone(), 40960, Some(4), "f").unwrap_err();
+            let e = v
+                .check(&mut buf.clone(), 40960, Some(4), "f")
+                .unwrap_err()
+                .remove(0);
             assert!(
                 e.message.contains("bad header numberio 3, wanted 4"),
                 "{}",
                 e.message
             );
-            let e = v.check(&mut buf.clone(), 0, None, "f").unwrap_err();
+            let e = v
+                .check(&mut buf.clone(), 0, None, "f")
+                .unwrap_err()
+                .remove(0);
             assert!(
                 e.message.contains("bad header offset 40960, wanted 0"),
                 "{}",
@@ -803,12 +826,31 @@ mod tests {
             );
         }
         let v = verifier(VerifyKind::Crc32c, 4096);
-        let e = v.check(&mut [0u8; 4096], 0, None, "f").unwrap_err();
+        let e = v
+            .check(&mut [0u8; 4096], 0, None, "f")
+            .unwrap_err()
+            .remove(0);
         assert!(
             e.message.contains("bad magic header 0, wanted acca"),
             "{}",
             e.message
         );
+    }
+
+    #[test]
+    fn without_verify_fatal_every_bad_interval_is_reported() {
+        let mut v = verifier(VerifyKind::Crc32c, 1024);
+        let mut buf = vec![5u8; 4096];
+        v.populate(&mut buf, 0, Stamp::default());
+        buf[100] ^= 1;
+        buf[3000] ^= 1;
+        assert_eq!(
+            v.check(&mut buf.clone(), 0, None, "f").unwrap_err().len(),
+            1
+        );
+        v.fatal = false;
+        let e = v.check(&mut buf, 0, None, "f").unwrap_err();
+        assert_eq!(e.iter().map(|f| f.at).collect::<Vec<_>>(), vec![0, 2048]);
     }
 
     #[test]
@@ -832,7 +874,7 @@ mod tests {
         let mut buf = vec![0u8; 512];
         v.populate(&mut buf, 0, Stamp::default());
         buf[100] = 0;
-        let e = v.check(&mut buf, 0, None, "f").unwrap_err();
+        let e = v.check(&mut buf, 0, None, "f").unwrap_err().remove(0);
         assert!(e.message.starts_with("fio: got pattern '00', wanted '01'. Bad bits 1\nfio: bad pattern block offset 60\npattern: verify failed at file f offset 0, length 512"), "{}", e.message);
     }
 }

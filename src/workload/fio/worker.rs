@@ -975,6 +975,7 @@ impl VerifyCtx {
                 thread: setup.thread_number as u16,
                 check_numberio: job.rw.writes() && !job.time_based,
                 dump: job.verify_dump,
+                fatal: job.verify_fatal,
             },
             rand: Taus::new(seeds[rand::SEED_VERIFY], use64),
             compress: job
@@ -1018,10 +1019,16 @@ impl VerifyCtx {
         let path = &setup.plan.files[fi].path;
         let name = setup.plan.files[fi].fio_name.clone();
         let numberio = numberio.filter(|_| self.v.check_numberio);
-        self.v.check(data, offset, numberio, &name).map_err(|f| {
-            let mut m = f.message.clone();
-            if self.v.dump {
-                m.push_str(&verify::dump(path, &f));
+        self.v.check(data, offset, numberio, &name).map_err(|fs| {
+            let mut m = String::new();
+            for f in &fs {
+                if !m.is_empty() {
+                    m.push('\n');
+                }
+                m.push_str(&f.message);
+                if self.v.dump {
+                    m.push_str(&verify::dump(path, f));
+                }
             }
             WorkloadError::Io {
                 op: "verify",
