@@ -20,6 +20,33 @@ pub struct Pattern {
 }
 
 impl Pattern {
+    /// Byte `pos` of a buffer filled with the pattern, `%o` being `offset` (fio pastes the
+    /// formats into the first copy and spreads that copy over the buffer).
+    #[inline]
+    pub fn byte_at(&self, pos: usize, offset: u64) -> u8 {
+        let i = pos % self.bytes.len();
+        for &at in &self.offsets_at {
+            if i >= at && i < at + 8 {
+                return offset.to_le_bytes()[i - at];
+            }
+        }
+        self.bytes[i]
+    }
+
+    /// Fill `buf` with the pattern, `%o` being `offset` (fio's paste_format).
+    pub fn fill(&self, buf: &mut [u8], offset: u64) {
+        let n = self.bytes.len();
+        if self.offsets_at.is_empty() {
+            for c in buf.chunks_mut(n) {
+                c.copy_from_slice(&self.bytes[..c.len()]);
+            }
+            return;
+        }
+        for (i, b) in buf.iter_mut().enumerate() {
+            *b = self.byte_at(i, offset);
+        }
+    }
+
     /// The pattern with every `%o` replaced by `offset` (fio's paste_format_inplace).
     pub fn with_offset(&self, offset: u64) -> Vec<u8> {
         let mut p = self.bytes.clone();
@@ -149,6 +176,10 @@ mod tests {
         let w = p.with_offset(0x0102);
         assert_eq!(&w[..4], &[0xff, 0x02, 0x01, 0]);
         assert_eq!(w[9], b'z');
+        let mut buf = [0u8; 25];
+        p.fill(&mut buf, 0x0102);
+        assert_eq!(&buf[10..14], &[0xff, 0x02, 0x01, 0]);
+        assert!((0..25).all(|i| buf[i] == p.byte_at(i, 0x0102) && buf[i] == w[i % 10]));
     }
 
     #[test]

@@ -183,15 +183,14 @@ pub fn md5(data: &[u8]) -> [u8; 16] {
         9, 14, 20, 5, 9, 14, 20, 4, 11, 16, 23, 4, 11, 16, 23, 4, 11, 16, 23, 4, 11, 16, 23, 6, 10,
         15, 21, 6, 10, 15, 21, 6, 10, 15, 21, 6, 10, 15, 21,
     ];
-    let k: Vec<u32> = (0..64)
-        .map(|i| ((i as f64 + 1.0).sin().abs() * 4294967296.0) as u32)
-        .collect();
+    static K: std::sync::OnceLock<[u32; 64]> = std::sync::OnceLock::new();
+    let k = K.get_or_init(|| {
+        std::array::from_fn(|i| ((i as f64 + 1.0).sin().abs() * 4294967296.0) as u32)
+    });
     let mut h = [0x67452301u32, 0xefcdab89, 0x98badcfe, 0x10325476];
     let block = |h: &mut [u32; 4], b: &[u8]| {
-        let m: Vec<u32> = b
-            .chunks_exact(4)
-            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect();
+        let m: [u32; 16] =
+            std::array::from_fn(|i| u32::from_le_bytes(b[i * 4..i * 4 + 4].try_into().expect("4")));
         let [mut a, mut bb, mut c, mut d] = *h;
         for i in 0..64 {
             let (f, g) = match i / 16 {
@@ -216,9 +215,9 @@ pub fn md5(data: &[u8]) -> [u8; 16] {
         h[2] = h[2].wrapping_add(c);
         h[3] = h[3].wrapping_add(d);
     };
-    let tail = md_padded(data, (data.len() as u64 * 8).to_le_bytes());
-    for b in data.chunks_exact(64).map(|b| b.to_vec()).chain(tail) {
-        block(&mut h, &b);
+    let (tail, n) = md_padded(data, (data.len() as u64 * 8).to_le_bytes());
+    for b in data.chunks_exact(64).chain(tail[..n].chunks_exact(64)) {
+        block(&mut h, b);
     }
     let mut out = [0u8; 16];
     for (o, w) in out.chunks_exact_mut(4).zip(h) {
@@ -227,17 +226,16 @@ pub fn md5(data: &[u8]) -> [u8; 16] {
     out
 }
 
-/// The last one or two 64-byte blocks of a Merkle-Damgard hash: the data's tail, 0x80, zeros
-/// and the 8 length bytes.
-fn md_padded(data: &[u8], len: [u8; 8]) -> Vec<Vec<u8>> {
+/// The last one or two 64-byte blocks of a Merkle-Damgard hash (the data's tail, 0x80, zeros
+/// and the 8 length bytes) and how many bytes of them there are (64 or 128).
+fn md_padded(data: &[u8], len: [u8; 8]) -> ([u8; 128], usize) {
     let rest = &data[data.len() / 64 * 64..];
-    let mut t = rest.to_vec();
-    t.push(0x80);
-    while t.len() % 64 != 56 {
-        t.push(0);
-    }
-    t.extend_from_slice(&len);
-    t.chunks(64).map(|c| c.to_vec()).collect()
+    let mut t = [0u8; 128];
+    t[..rest.len()].copy_from_slice(rest);
+    t[rest.len()] = 0x80;
+    let n = if rest.len() < 56 { 64 } else { 128 };
+    t[n - 8..n].copy_from_slice(&len);
+    (t, n)
 }
 
 fn sha256_blocks(h: &mut [u32; 8], b: &[u8]) {
@@ -295,9 +293,9 @@ fn sha256_blocks(h: &mut [u32; 8], b: &[u8]) {
 /// The SHA-256 of textbook FIPS 180-4 (for the test vectors).
 pub fn sha256_standard(data: &[u8]) -> [u8; 32] {
     let mut h = SHA256_H;
-    let tail = md_padded(data, (data.len() as u64 * 8).to_be_bytes());
-    for b in data.chunks_exact(64).map(|b| b.to_vec()).chain(tail) {
-        sha256_blocks(&mut h, &b);
+    let (tail, n) = md_padded(data, (data.len() as u64 * 8).to_be_bytes());
+    for b in data.chunks_exact(64).chain(tail[..n].chunks_exact(64)) {
+        sha256_blocks(&mut h, b);
     }
     let mut out = [0u8; 32];
     for (o, w) in out.chunks_exact_mut(4).zip(h) {
@@ -315,15 +313,12 @@ const SHA256_H: [u32; 8] = [
 /// state word (fio writes `buf[i] = state[i]` into a byte array).
 pub fn sha256_fio(data: &[u8]) -> [u8; 64] {
     let mut h = SHA256_H;
-    let tail = md_padded(data, (data.len() as u64 * 8).to_le_bytes());
-    for b in data.chunks_exact(64) {
-        sha256_blocks(&mut h, b);
-    }
-    for b in &tail {
+    let (tail, n) = md_padded(data, (data.len() as u64 * 8).to_le_bytes());
+    for b in data.chunks_exact(64).chain(tail[..n].chunks_exact(64)) {
         sha256_blocks(&mut h, b);
     }
     let mut out = [0u8; 64];
-    out.copy_from_slice(tail.last().expect("a last block"));
+    out.copy_from_slice(&tail[n - 64..n]);
     for (o, w) in out.iter_mut().zip(h) {
         *o = w as u8;
     }
@@ -338,7 +333,7 @@ fn sha1_words(data: &[u8]) -> [u32; 5] {
         0x10325476,
         0xc3d2e1f0,
     ];
-    let tail = md_padded(data, (data.len() as u64 * 8).to_be_bytes());
+    let (tail, n) = md_padded(data, (data.len() as u64 * 8).to_be_bytes());
     let mut block = |b: &[u8]| {
         let mut w = [0u32; 80];
         for (i, c) in b.chunks_exact(4).enumerate() {
@@ -371,10 +366,7 @@ fn sha1_words(data: &[u8]) -> [u32; 5] {
             *x = x.wrapping_add(y);
         }
     };
-    for b in data.chunks_exact(64) {
-        block(b);
-    }
-    for b in &tail {
+    for b in data.chunks_exact(64).chain(tail[..n].chunks_exact(64)) {
         block(b);
     }
     h
@@ -389,16 +381,40 @@ pub fn sha1_fio(data: &[u8]) -> [u8; 20] {
     out
 }
 
+/// A checksum's bytes (fixed storage: no allocation per block).
+#[derive(Clone, Copy)]
+pub struct Sum {
+    bytes: [u8; 64],
+    len: usize,
+}
+
+impl Sum {
+    fn of(v: &[u8]) -> Sum {
+        let mut bytes = [0u8; 64];
+        bytes[..v.len()].copy_from_slice(v);
+        Sum {
+            bytes,
+            len: v.len(),
+        }
+    }
+}
+
+impl AsRef<[u8]> for Sum {
+    fn as_ref(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
+}
+
 /// The checksum bytes of `data` for kind `k` (empty for meta and pattern).
-pub fn checksum(k: VerifyKind, data: &[u8]) -> Vec<u8> {
+pub fn checksum(k: VerifyKind, data: &[u8]) -> Sum {
     match k {
-        VerifyKind::Meta | VerifyKind::Pattern | VerifyKind::PatternNoHdr => Vec::new(),
-        VerifyKind::Md5 => md5(data).to_vec(),
-        VerifyKind::Crc64 => crc64(data).to_le_bytes().to_vec(),
-        VerifyKind::Crc32c | VerifyKind::Crc32cIntel => crc32c(data).to_le_bytes().to_vec(),
-        VerifyKind::Sha256 => sha256_fio(data).to_vec(),
-        VerifyKind::Xxhash => xxh32(data, 1).to_le_bytes().to_vec(),
-        VerifyKind::Sha1 => sha1_fio(data).to_vec(),
+        VerifyKind::Meta | VerifyKind::Pattern | VerifyKind::PatternNoHdr => Sum::of(&[]),
+        VerifyKind::Md5 => Sum::of(&md5(data)),
+        VerifyKind::Crc64 => Sum::of(&crc64(data).to_le_bytes()),
+        VerifyKind::Crc32c | VerifyKind::Crc32cIntel => Sum::of(&crc32c(data).to_le_bytes()),
+        VerifyKind::Sha256 => Sum::of(&sha256_fio(data)),
+        VerifyKind::Xxhash => Sum::of(&xxh32(data, 1).to_le_bytes()),
+        VerifyKind::Sha1 => Sum::of(&sha1_fio(data)),
     }
 }
 
@@ -466,10 +482,7 @@ impl Verifier {
     /// fill_pattern_headers / populate_hdr). `offset` is where the block goes.
     pub fn populate(&self, buf: &mut [u8], offset: u64, s: Stamp) {
         if let Some(p) = &self.pattern {
-            let pat = p.with_offset(offset);
-            for (i, b) in buf.iter_mut().enumerate() {
-                *b = pat[i % pat.len()];
-            }
+            p.fill(buf, offset);
         }
         let inc = self.hdr_inc(buf.len());
         let hs = hdr_size(self.kind);
@@ -495,7 +508,7 @@ impl Verifier {
             h[36..40].copy_from_slice(&hcrc.to_le_bytes());
             chunk[..HEADER_LEN].copy_from_slice(&h);
             let sum = checksum(self.kind, &chunk[hs..]);
-            chunk[HEADER_LEN..hs].copy_from_slice(&sum);
+            chunk[HEADER_LEN..hs].copy_from_slice(sum.as_ref());
             if self.header_at > 0 && self.header_at + hs <= chunk.len() {
                 swap(chunk, self.header_at, hs);
             }
@@ -589,12 +602,11 @@ impl Verifier {
             match self.kind {
                 VerifyKind::Meta | VerifyKind::Pattern | VerifyKind::PatternNoHdr => {
                     if let Some(p) = &self.pattern {
-                        let pat = p.with_offset(offset);
                         let first = start + hs.min(HEADER_LEN);
                         let bad = chunk[hs.min(HEADER_LEN)..]
                             .iter()
                             .enumerate()
-                            .map(|(i, &b)| (i, b, pat[(first + i) % pat.len()]))
+                            .map(|(i, &b)| (i, b, p.byte_at(first + i, offset)))
                             .find(|&(_, b, w)| b != w);
                         if let Some((i, b, w)) = bad {
                             let exp = self.expected(chunk, start, offset, stamp);
@@ -609,15 +621,15 @@ impl Verifier {
                     }
                 }
                 k => {
-                    let want = chunk[HEADER_LEN..hs].to_vec();
+                    let want = &chunk[HEADER_LEN..hs];
                     let got = checksum(k, &chunk[hs..]);
-                    if want != got {
+                    if want != got.as_ref() {
                         let hex =
                             |v: &[u8]| v.iter().map(|b| format!("{b:02x}")).collect::<String>();
                         let sums = format!(
                             "\n       Expected CRC: {}\n       Received CRC: {}",
-                            hex(&want),
-                            hex(&got)
+                            hex(want),
+                            hex(got.as_ref())
                         );
                         let exp = self.expected(chunk, start, offset, stamp);
                         failed.push(*fail(sum_name(k), sums, chunk, exp));
