@@ -1468,6 +1468,7 @@ fn run_sync<T: TimeSource>(
                     // fill_device: the device is full, the job ends (fio clears the error);
                     // the failed write is not logged for verify.
                     unlog(p, &io);
+                    st.dir[WRITE].total_ios += full_device_ios(if done > 0 { 1 } else { -1 });
                     return Ok(true);
                 }
                 Err(e) => {
@@ -1530,6 +1531,12 @@ fn run_sync<T: TimeSource>(
             }
         }
     }
+}
+
+/// The I/Os fio counts for a write that hit a full device (fill_device), without bytes: one
+/// for a failed write (`res` < 0), two for a short one (it and the rest, requeued, failing).
+fn full_device_ios(res: i64) -> u64 {
+    if res > 0 { 2 } else { 1 }
 }
 
 /// Take a write that failed (fill_device's ENOSPC) out of the verify log.
@@ -1742,6 +1749,9 @@ fn run_async<T: TimeSource>(
                 let s = slots[si].take().expect("completion of a slot in flight");
                 free.push(si);
                 if res < 0 || res as usize != s.io.len {
+                    if job.fill_device && s.io.ddir == WRITE {
+                        st.dir[WRITE].total_ios += full_device_ios(res);
+                    }
                     err.get_or_insert((s.io, res));
                     return;
                 }
@@ -1787,13 +1797,23 @@ fn run_async<T: TimeSource>(
         if let Some((io, _)) = err.filter(|&(io, res)| {
             job.fill_device
                 && io.ddir == WRITE
-                && (res == -(libc::ENOSPC as i64) || res == -(libc::EDQUOT as i64))
+                && (res >= 0 || res == -(libc::ENOSPC as i64) || res == -(libc::EDQUOT as i64))
         }) {
-            // fill_device: the device is full; what is in flight completes, the job ends.
+            // fill_device: the device is full; what is in flight completes (counted as fio
+            // counts it), the job ends.
             unlog(p, &io);
             while inflight > 0 {
                 let n = backend
-                    .reap(1, depth, &mut |_, _| {})
+                    .reap(1, depth, &mut |si, res| {
+                        let s = slots[si].take().expect("completion of a slot in flight");
+                        let d = &mut st.dir[s.io.ddir];
+                        if res >= 0 && res as usize == s.io.len {
+                            d.io_bytes += s.io.len as u64;
+                            d.total_ios += 1;
+                        } else {
+                            d.total_ios += full_device_ios(res);
+                        }
+                    })
                     .map_err(|e| io_err(engine_op, dir0, e))?;
                 inflight -= n;
             }
