@@ -100,3 +100,68 @@ fn a_damaged_block_fails_with_fios_message_and_dump() {
     let diff: Vec<usize> = (0..4096).filter(|&i| received[i] != expected[i]).collect();
     assert_eq!(diff, vec![1000]);
 }
+
+/// Per job: [write total_ios, write io_bytes, read total_ios].
+fn counts(out: &[u8]) -> Vec<[u64; 3]> {
+    let text = String::from_utf8_lossy(out);
+    let v: serde_json::Value = serde_json::from_str(&text[text.find('{').unwrap()..]).unwrap();
+    v["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| {
+            [
+                j["write"]["total_ios"].as_u64().unwrap(),
+                j["write"]["io_bytes"].as_u64().unwrap(),
+                j["read"]["total_ios"].as_u64().unwrap(),
+            ]
+        })
+        .collect()
+}
+
+/// fill_device without size= on a 4 MiB tmpfs: both tools write until ENOSPC, count the failed
+/// (and short) writes alike, and do not verify a job that filled the device.
+#[test]
+fn fill_device_ends_at_enospc_with_fios_counts() {
+    let fio = Command::new("fio").arg("--version").output().is_ok();
+    if !common::require(fio, "fio 3.33 (/usr/bin/fio) to compare with")
+        || !common::require(common::is_root(), "root (to mount a small tmpfs)")
+    {
+        return;
+    }
+    let jobs = [
+        "[w]\nrw=write\nbs=4k\nfill_device=1\nfilename=d\n",
+        "[w]\nrw=write\nbs=64k\nfill_device=1\nfilename=d\nverify=crc32c\n",
+        "[w]\nrw=write\nbs=64k\nfill_device=1\nfilename=d\nioengine=libaio\niodepth=4\n",
+    ];
+    for job in jobs {
+        let mut got = Vec::new();
+        for tool in ["fio", "fsdelta"] {
+            let fs = common::Tmpfs::mount("4m");
+            // The job file and the output live outside the filesystem that fills up.
+            let jobdir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+            let jf = jobdir.path().join("job.fio");
+            std::fs::write(&jf, job).unwrap();
+            let mut c = if tool == "fio" {
+                Command::new("fio")
+            } else {
+                let mut c = Command::new(env!("CARGO_BIN_EXE_fsdelta"));
+                c.arg("fio");
+                c
+            };
+            let o = c
+                .current_dir(fs.path())
+                .arg("--output-format=json")
+                .arg(&jf)
+                .output()
+                .unwrap();
+            assert!(
+                o.status.success(),
+                "{tool} {job}: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+            got.push(counts(&o.stdout));
+        }
+        assert_eq!(got[1], got[0], "fsdelta vs fio: {job}");
+    }
+}
