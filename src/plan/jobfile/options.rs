@@ -767,6 +767,8 @@ pub static OPTIONS: &[OptDef] = &[
         "percent of write buffers that repeat an earlier one (fio's generator)",
         |j, v, _| {
             j.dedupe_percentage = v.n() as u32;
+            // fio's str_dedupe_cb: dedupe refills the buffers (a later refill_buffers= wins).
+            j.refill_buffers = Some(true);
             Ok(())
         }
     ),
