@@ -12,7 +12,11 @@
 //! fio's own checksum code is reproduced where it is not the textbook algorithm: its sha256
 //! appends the bit count little-endian and keeps the low byte of each state word plus the tail
 //! of its last block (64 bytes in the header); its sha1 words are stored in host (little-endian)
-//! order; its crc64 has no initial or final inversion.
+//! order; its crc64 has no initial or final inversion; its crc32c (also the header's) is not
+//! inverted at the end. verify=pattern is fio's headerless pattern; verify_pattern= without
+//! verify= writes a header (type pattern) and the pattern after it. The header's rand_seed is
+//! not checked: fio takes it from the header itself unless a job both reads and writes, which
+//! fsdelta refuses with verify.
 
 use crate::plan::jobfile::VerifyKind;
 use crate::plan::jobfile::pattern::Pattern;
