@@ -100,7 +100,7 @@ fn command_line_jobs_print_fios_normal_output() {
 fn an_unsupported_option_is_an_error_naming_file_line_and_the_supported_list() {
     let dir = tempfile::tempdir().unwrap();
     let job = dir.path().join("bad.fio");
-    std::fs::write(&job, "[j]\nsize=1m\nverify_backlog=16\n").unwrap();
+    std::fs::write(&job, "[j]\nsize=1m\ntrim_backlog=16\n").unwrap();
     let out = fsdelta()
         .current_dir(dir.path())
         .args(["fio", job.to_str().unwrap()])
@@ -110,7 +110,7 @@ fn an_unsupported_option_is_an_error_naming_file_line_and_the_supported_list() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("bad.fio:3"), "{err}");
     assert!(
-        err.contains("option 'verify_backlog' is not supported"),
+        err.contains("option 'trim_backlog' is not supported"),
         "{err}"
     );
     assert!(
@@ -167,7 +167,7 @@ fn missing_job_file_and_bad_flags_exit_2() {
             "--parse-only",
             "--name=p",
             "--size=1m",
-            "--dedupe_percentage=5",
+            "--trim_percentage=5",
         ])
         .assert()
         .code(2);

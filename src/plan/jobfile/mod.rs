@@ -25,6 +25,7 @@ pub mod cmdprio;
 pub mod expr;
 pub mod lexer;
 pub mod options;
+pub mod pattern;
 pub mod split;
 
 pub use expr::{SizeValue, parse_size, parse_time};
@@ -193,6 +194,40 @@ pub enum Fallocate {
     Keep,
     /// ftruncate(2) to the size.
     Truncate,
+}
+
+/// `verify=`: fio's checksum (or check) per verify interval.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VerifyKind {
+    /// The header only (and the pattern, with verify_pattern=).
+    Meta,
+    /// MD5.
+    Md5,
+    /// fio's crc64.
+    Crc64,
+    /// CRC-32C.
+    Crc32c,
+    /// CRC-32C (fio's hardware-assisted name; the same sums).
+    Crc32cIntel,
+    /// fio's sha256.
+    Sha256,
+    /// XXH32.
+    Xxhash,
+    /// SHA-1.
+    Sha1,
+    /// The verify_pattern= bytes after the header (verify_pattern= without verify=).
+    Pattern,
+    /// The verify_pattern= bytes alone, no header (fio's verify=pattern).
+    PatternNoHdr,
+}
+
+/// `dedupe_mode=`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DedupeMode {
+    /// A dedupe repeats the previous unique buffer.
+    Repeat,
+    /// A dedupe regenerates one of a working set of unique buffers.
+    WorkingSet,
 }
 
 /// `random_generator=`.
@@ -402,6 +437,35 @@ pub struct JobSpec {
     pub do_verify: bool,
     /// Bytes covered by one verify header (default: the block size).
     pub verify_interval: Option<Bytes>,
+    /// The checksum or check of verify= (meaningful when `verify`).
+    pub verify_kind: VerifyKind,
+    /// verify= was given (verify_pattern= then does not choose verify=pattern).
+    pub verify_set: bool,
+    /// verify_pattern=: the bytes written and expected after each header.
+    pub verify_pattern: Option<pattern::Pattern>,
+    /// verify_offset=: the header is swapped with the bytes this far into the interval.
+    pub verify_offset: Bytes,
+    /// verify_backlog=: after this many writes, verify the logged ones (0 = at the end).
+    pub verify_backlog: u64,
+    /// verify_backlog_batch=: blocks verified per backlog round (0 = verify_backlog).
+    pub verify_backlog_batch: u64,
+    /// verify_dump=: write the received and expected bytes of a failed block.
+    pub verify_dump: bool,
+    /// verify_fatal=: stop at the first failed interval of a block (otherwise, as fio, every
+    /// failed interval of the block is reported; either way the job fails).
+    pub verify_fatal: bool,
+    /// fill_device=: write until the filesystem is full (ENOSPC ends the job, not an error).
+    pub fill_device: bool,
+    /// create_serialize=.
+    pub create_serialize: bool,
+    /// dedupe_percentage=: percent of write buffers that repeat an earlier one.
+    pub dedupe_percentage: u32,
+    /// dedupe_mode=.
+    pub dedupe_mode: DedupeMode,
+    /// dedupe_global=: the working set is shared with the other dedupe_global jobs.
+    pub dedupe_global: bool,
+    /// dedupe_working_set_percentage=: percent of size that is the working set.
+    pub dedupe_working_set_percentage: u32,
     /// Completions to wait for at once (fio's iodepth_batch_complete_min, default 1).
     pub iodepth_batch_complete_min: u32,
     /// Completions taken at once at most (fio's iodepth_batch_complete_max; 0 = the min).
@@ -643,6 +707,20 @@ impl Default for JobSpec {
             verify: false,
             do_verify: true,
             verify_interval: None,
+            verify_kind: VerifyKind::Crc32c,
+            verify_set: false,
+            verify_pattern: None,
+            verify_offset: Bytes(0),
+            verify_backlog: 0,
+            verify_backlog_batch: 0,
+            verify_dump: false,
+            verify_fatal: false,
+            fill_device: false,
+            create_serialize: true,
+            dedupe_percentage: 0,
+            dedupe_mode: DedupeMode::Repeat,
+            dedupe_global: false,
+            dedupe_working_set_percentage: 5,
             iodepth_batch_complete_min: 1,
             iodepth_batch_complete_max: 0,
             flow_id: 0,
@@ -834,14 +912,46 @@ fn validate(job: &JobSpec, origin: &Origin) -> Result<(), JobFileError> {
             ),
         );
     }
-    if job.verify && !job.rw.writes() && job.do_verify {
+    if job.verify_backlog > 0 && job.verify && !job.ioengine.is_sync() {
         return err(
             origin,
             format!(
-                "job '{}': verifying a read-only job (data written by an earlier job or run) is not supported",
+                "job '{}': verify_backlog is supported with the synchronous engines only (use ioengine=psync, or drop verify_backlog)",
                 job.name
             ),
         );
+    }
+    if job.verify
+        && matches!(
+            job.verify_kind,
+            VerifyKind::Pattern | VerifyKind::PatternNoHdr
+        )
+        && job.verify_pattern.is_none()
+    {
+        return err(
+            origin,
+            format!("job '{}': verify=pattern needs verify_pattern=", job.name),
+        );
+    }
+    if job.dedupe_percentage > 0 && job.dedupe_mode == DedupeMode::WorkingSet {
+        if job.size.is_none() {
+            return err(
+                origin,
+                format!(
+                    "job '{}': dedupe_mode=working_set needs size= (fio: pregenerated dedupe working set requires size to be set)",
+                    job.name
+                ),
+            );
+        }
+        if job.dedupe_working_set_percentage + job.dedupe_percentage > 100 {
+            return err(
+                origin,
+                format!(
+                    "job '{}': dedupe_percentage={} cannot be reached with {}% of size reserved to the working set (lower one of them)",
+                    job.name, job.dedupe_percentage, job.dedupe_working_set_percentage
+                ),
+            );
+        }
     }
     if job.filename.len() > 1 && job.nrfiles > 1 && job.nrfiles as usize != job.filename.len() {
         return err(
@@ -1430,7 +1540,7 @@ mod tests {
                 "option 'frobnicate' is not supported",
             ),
             (
-                "[j]\nsize=1m\ndedupe_percentage=5\n",
+                "[j]\nsize=1m\ntrim_percentage=5\n",
                 3,
                 "supported options: name, description",
             ),
@@ -1473,7 +1583,11 @@ mod tests {
                 "applies to ioengine=pvsync2 only",
             ),
             ("[j]\nsize=1m\nioengine=mmap\n", 3, "choose one of"),
-            ("[j]\nsize=1m\nrw=write\nverify=md5\n", 4, "choose one of"),
+            (
+                "[j]\nsize=1m\nrw=write\nverify=sha512\n",
+                4,
+                "choose one of",
+            ),
             (
                 "[j]\nsize=1m\nrw=randrw\nverify=crc32c\n",
                 1,

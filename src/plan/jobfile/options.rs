@@ -10,9 +10,9 @@
 
 use super::expr::{self, SizeValue, parse_size, parse_time_unit};
 use super::{
-    Bytes, Fallocate, FileService, IoEngine, JobFileError, JobSpec, RandomDistribution,
-    RandomGenerator, RawOption, RwMode, SizeRange, SizeSpec, SteadyKind, SteadyState, ZoneMode,
-    err,
+    Bytes, DedupeMode, Fallocate, FileService, IoEngine, JobFileError, JobSpec, RandomDistribution,
+    RandomGenerator, RawOption, RwMode, SizeRange, SizeSpec, SteadyKind, SteadyState, VerifyKind,
+    ZoneMode, err,
 };
 use std::time::Duration;
 
@@ -789,6 +789,60 @@ pub static OPTIONS: &[OptDef] = &[
         }
     ),
     opt!(
+        "dedupe_percentage",
+        [],
+        Kind::Int { min: 0, max: 100 },
+        "0",
+        Buffer,
+        "percent of write buffers that repeat an earlier one (fio's generator)",
+        |j, v, _| {
+            j.dedupe_percentage = v.n() as u32;
+            // fio's str_dedupe_cb: dedupe refills the buffers (a later refill_buffers= wins).
+            j.refill_buffers = Some(true);
+            Ok(())
+        }
+    ),
+    opt!(
+        "dedupe_mode",
+        [],
+        Kind::Choice(&["repeat", "working_set"]),
+        "repeat",
+        Buffer,
+        "a dedupe repeats the last unique buffer, or one of a working set",
+        |j, v, _| {
+            j.dedupe_mode = if v.s() == "working_set" {
+                DedupeMode::WorkingSet
+            } else {
+                DedupeMode::Repeat
+            };
+            Ok(())
+        }
+    ),
+    opt!(
+        "dedupe_working_set_percentage",
+        [],
+        Kind::Int { min: 0, max: 100 },
+        "5",
+        Buffer,
+        "percent of size that is the dedupe working set",
+        |j, v, _| {
+            j.dedupe_working_set_percentage = v.n() as u32;
+            Ok(())
+        }
+    ),
+    opt!(
+        "dedupe_global",
+        [],
+        Kind::Bool,
+        "0",
+        Buffer,
+        "share the dedupe working set with the other dedupe_global jobs",
+        |j, v, _| {
+            j.dedupe_global = v.b();
+            Ok(())
+        }
+    ),
+    opt!(
         "buffer_compress_chunk",
         [],
         Kind::Size,
@@ -1169,12 +1223,41 @@ pub static OPTIONS: &[OptDef] = &[
     opt!(
         "verify",
         [],
-        Kind::Choice(&["0", "none", "crc32c", "crc32c-intel"]),
+        Kind::Choice(&[
+            "0",
+            "none",
+            "md5",
+            "crc64",
+            "crc32c",
+            "crc32c-intel",
+            "sha256",
+            "sha1",
+            "xxhash",
+            "meta",
+            "pattern"
+        ]),
         "none",
         Io,
-        "stamp each written block with a crc32c header and check it when read back",
+        "stamp each written block with fio's verify header and this checksum; check it when read",
         |j, v, _| {
-            j.verify = matches!(v.s(), "crc32c" | "crc32c-intel");
+            j.verify_set = true;
+            let kind = match v.s() {
+                "md5" => VerifyKind::Md5,
+                "crc64" => VerifyKind::Crc64,
+                "crc32c" => VerifyKind::Crc32c,
+                "crc32c-intel" => VerifyKind::Crc32cIntel,
+                "sha256" => VerifyKind::Sha256,
+                "sha1" => VerifyKind::Sha1,
+                "xxhash" => VerifyKind::Xxhash,
+                "meta" => VerifyKind::Meta,
+                "pattern" => VerifyKind::PatternNoHdr,
+                _ => {
+                    j.verify = false;
+                    return Ok(());
+                }
+            };
+            j.verify = true;
+            j.verify_kind = kind;
             Ok(())
         }
     ),
@@ -1198,13 +1281,140 @@ pub static OPTIONS: &[OptDef] = &[
         Io,
         "bytes covered by one verify header",
         |j, v, o| {
-            if v.size().0 <= 32 {
+            if v.size().0 <= 40 {
                 return err(
                     &o.origin,
-                    "option 'verify_interval' must be larger than the 32-byte header",
+                    "option 'verify_interval' must be larger than fio's 40-byte verify header",
                 );
             }
             j.verify_interval = Some(v.size());
+            Ok(())
+        }
+    ),
+    opt!(
+        "verify_pattern",
+        [],
+        Kind::Text,
+        "",
+        Io,
+        "bytes after each verify header: 0xHEX, decimal, \"string\", %o (offset)",
+        |j, v, o| {
+            let p = match super::pattern::parse(v.s()) {
+                Ok(p) => p,
+                Err(e) => return err(&o.origin, format!("option 'verify_pattern': {e}")),
+            };
+            j.verify_pattern = Some(p);
+            if !j.verify_set {
+                j.verify = true;
+                j.verify_kind = VerifyKind::Pattern;
+            }
+            Ok(())
+        }
+    ),
+    opt!(
+        "verify_offset",
+        [],
+        Kind::Size,
+        "0",
+        Io,
+        "swap the verify header with the bytes this far into the interval",
+        |j, v, _| {
+            j.verify_offset = v.size();
+            Ok(())
+        }
+    ),
+    opt!(
+        "verify_backlog",
+        [],
+        Kind::Int {
+            min: 0,
+            max: u64::MAX
+        },
+        "0",
+        Io,
+        "after this many writes, read back and verify the logged ones",
+        |j, v, _| {
+            j.verify_backlog = v.n();
+            Ok(())
+        }
+    ),
+    opt!(
+        "verify_backlog_batch",
+        [],
+        Kind::Int {
+            min: 0,
+            max: u64::MAX
+        },
+        "verify_backlog",
+        Io,
+        "blocks verified per verify_backlog round",
+        |j, v, _| {
+            j.verify_backlog_batch = v.n();
+            Ok(())
+        }
+    ),
+    opt!(
+        "verify_dump",
+        [],
+        Kind::Bool,
+        "0",
+        Io,
+        "on a verify failure write FILE.OFFSET.received and .expected",
+        |j, v, _| {
+            j.verify_dump = v.b();
+            Ok(())
+        }
+    ),
+    opt!(
+        "verify_fatal",
+        [],
+        Kind::Bool,
+        "0",
+        Io,
+        "report only a block's first failed interval (the job fails either way)",
+        |j, v, _| {
+            j.verify_fatal = v.b();
+            Ok(())
+        }
+    ),
+    opt!(
+        "verify_state_save",
+        [],
+        Kind::Bool,
+        "1",
+        Io,
+        "0 only: no verify state file is written (fsdelta writes none)",
+        |_, v, o| {
+            if v.b() {
+                return err(
+                    &o.origin,
+                    "option 'verify_state_save=1' is not supported: fsdelta saves no verify state; set verify_state_save=0",
+                );
+            }
+            Ok(())
+        }
+    ),
+    opt!(
+        "fill_device",
+        ["fill_fs"],
+        Kind::Bool,
+        "0",
+        Io,
+        "write until ENOSPC (without size=, the filesystem's free space)",
+        |j, v, _| {
+            j.fill_device = v.b();
+            Ok(())
+        }
+    ),
+    opt!(
+        "create_serialize",
+        [],
+        Kind::Bool,
+        "1",
+        File,
+        "lay files out one clone at a time (0: in parallel); layout is untimed",
+        |j, v, _| {
+            j.create_serialize = v.b();
             Ok(())
         }
     ),

@@ -35,7 +35,7 @@ pub struct FilePlan {
 }
 
 /// The clone's files and the bytes one pass of the job moves (fio's io_size).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ClonePlan {
     /// Files, in fio's order.
     pub files: Vec<FilePlan>,
@@ -155,6 +155,21 @@ pub fn plan_clone(
             (sizes, total)
         }
         (None, None) if job.ioengine.is_file_op() => (vec![0; nfiles], 0),
+        (None, None) if job.fill_device => {
+            // fio: fill_device without size= writes until ENOSPC (its size is "unlimited"): the
+            // region is more than the free space of the filesystem holding each file (an
+            // eighth more, and a block), so the job ends at ENOSPC as fio's does.
+            let mut sizes = Vec::with_capacity(nfiles);
+            for path in &paths {
+                let dir = path.parent().unwrap_or(base);
+                let vfs = rustix::fs::statvfs(dir).map_err(|e| io_err("statvfs", dir, e))?;
+                let free = vfs.f_bavail * vfs.f_frsize;
+                let region = free + free / 8 + min_bs_all;
+                sizes.push(region / min_bs_all * min_bs_all);
+            }
+            let total = sizes.iter().sum();
+            (sizes, total)
+        }
         (None, None) => {
             // fio: without size=, the job covers the whole of each existing file or device.
             let mut sizes = Vec::with_capacity(nfiles);

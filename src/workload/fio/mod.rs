@@ -253,6 +253,11 @@ struct CloneOut {
     end: Nanos,
 }
 
+/// Whether job `ji` runs after a stonewall (in a later batch than the first job).
+fn behind_stonewall(set: &JobSet, ji: usize) -> bool {
+    (1..=ji).any(|k| set.jobs[k].stonewall)
+}
+
 fn execute(set: &JobSet, ctx: &RunContext<'_>) -> Result<FioRun, WorkloadError> {
     let t0 = Nanos::now();
     let started_unix_ms = std::time::SystemTime::now()
@@ -264,6 +269,8 @@ fn execute(set: &JobSet, ctx: &RunContext<'_>) -> Result<FioRun, WorkloadError> 
         job_index: usize,
         job: &'a JobSpec,
         plan: files::ClonePlan,
+        /// The clone whose files are planned when its batch starts.
+        deferred: Option<u32>,
         thread_number: u64,
         mem_align: usize,
     }
@@ -273,7 +280,23 @@ fn execute(set: &JobSet, ctx: &RunContext<'_>) -> Result<FioRun, WorkloadError> 
         for clone in 0..job.numjobs {
             thread_number += 1;
             let seeds = rand::job_seeds(job, thread_number);
-            let plan = files::plan_clone(job, clone, ctx.dir, &seeds)?;
+            let plan = match files::plan_clone(job, clone, ctx.dir, &seeds) {
+                Ok(plan) => plan,
+                // A job after a stonewall may read what an earlier one writes (fio sets each
+                // job's files up when it starts): its files are planned when its batch starts.
+                Err(_) if behind_stonewall(set, ji) => {
+                    planned.push(Planned {
+                        job_index: ji,
+                        job,
+                        plan: files::ClonePlan::default(),
+                        deferred: Some(clone),
+                        thread_number,
+                        mem_align: 4096,
+                    });
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
             let mut mem_align = 4096;
             if job.direct {
                 let probe_dir = plan
@@ -297,6 +320,7 @@ fn execute(set: &JobSet, ctx: &RunContext<'_>) -> Result<FioRun, WorkloadError> 
                 job_index: ji,
                 job,
                 plan,
+                deferred: None,
                 thread_number,
                 mem_align,
             });
@@ -309,6 +333,19 @@ fn execute(set: &JobSet, ctx: &RunContext<'_>) -> Result<FioRun, WorkloadError> 
             .flat_map(|p| p.plan.files.iter())
             .filter_map(|f| f.path.parent()),
     );
+    // Every clone's initial buffer generator (dedupe_global shares working sets across them).
+    let buf_starts: Vec<rand::Taus> = planned
+        .iter()
+        .map(|p| {
+            let use64 =
+                p.job.random_generator == crate::plan::jobfile::RandomGenerator::Tausworthe64;
+            rand::Taus::new(
+                rand::job_seeds(p.job, p.thread_number)[rand::SEED_BUF],
+                use64,
+            )
+        })
+        .collect();
+    let buf_starts = &buf_starts[..];
     let flows = pace::Flows::of(&set.jobs);
     let groups_all = group_ids(set);
     let flows = &flows;
@@ -328,6 +365,19 @@ fn execute(set: &JobSet, ctx: &RunContext<'_>) -> Result<FioRun, WorkloadError> 
             && !(planned[j].job.stonewall && planned[j].job_index != planned[j - 1].job_index)
         {
             j += 1;
+        }
+        for pl in &mut planned[i..j] {
+            if let Some(clone) = pl.deferred.take() {
+                let seeds = rand::job_seeds(pl.job, pl.thread_number);
+                pl.plan = files::plan_clone(pl.job, clone, ctx.dir, &seeds)?;
+                if pl.job.direct {
+                    if let Some(dir) = pl.plan.files.first().and_then(|f| f.path.parent()) {
+                        let (off_align, m) = files::dio_alignment(dir);
+                        pl.mem_align = m.max(4096);
+                        files::check_direct_alignment(pl.job, &pl.plan, off_align)?;
+                    }
+                }
+            }
         }
         let batch = &planned[i..j];
         ctx.progress.phase(&format!("fio: {}", batch[0].job.name));
@@ -392,7 +442,15 @@ fn execute(set: &JobSet, ctx: &RunContext<'_>) -> Result<FioRun, WorkloadError> 
                             sleep_cancellable(job.startdelay, cancel)?;
                             let layout_seed =
                                 rand::job_seeds(job, pl.thread_number)[rand::SEED_BUF];
-                            files::layout(job, &pl.plan, layout_seed)?;
+                            {
+                                // create_serialize=1 (fio's default): one clone lays its files
+                                // out at a time; with 0 they do so in parallel.
+                                static LAYOUT: std::sync::Mutex<()> = std::sync::Mutex::new(());
+                                let _one = job
+                                    .create_serialize
+                                    .then(|| LAYOUT.lock().unwrap_or_else(|e| e.into_inner()));
+                                files::layout(job, &pl.plan, layout_seed)?;
+                            }
                             let setup = worker::CloneSetup {
                                 job,
                                 plan: pl.plan.clone(),
@@ -401,6 +459,7 @@ fn execute(set: &JobSet, ctx: &RunContext<'_>) -> Result<FioRun, WorkloadError> 
                                 cancel,
                                 flow: flows.group_of(job),
                                 progress: (!job.ss_dur.is_zero()).then_some(&progress[bi]),
+                                buf_starts,
                             };
                             let stats = worker::run_clone(&setup)?;
                             Ok(CloneOut {

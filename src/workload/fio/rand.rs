@@ -28,8 +28,14 @@ pub const SEED_BUF: usize = 9;
 pub const SEED_ZONE: usize = 16;
 /// fio's FIO_RAND_PRIO_CMDS (which I/Os get a cmdprio priority).
 pub const SEED_PRIO: usize = 19;
+/// fio's FIO_DEDUPE_OFF (dedupe_percentage draws).
+pub const SEED_DEDUPE: usize = 14;
+/// fio's FIO_RAND_DEDUPE_WORKING_SET_IX (which working-set page a dedupe repeats).
+pub const SEED_DEDUPE_WS_INDEX: usize = 20;
+/// fio's FIO_RAND_VER_OFF (verify content seeds).
+pub const SEED_VERIFY: usize = 3;
 /// fio's `FIO_RAND_NR_OFFS`.
-const NR_SEEDS: usize = 21;
+pub const NR_SEEDS: usize = 21;
 
 /// fio's per-thread seed table. `thread_number` is 1-based over all job clones, in file order.
 pub fn seeds(thread_number: u64, randrepeat: bool, randseed: Option<u64>) -> [u64; NR_SEEDS] {
@@ -447,6 +453,223 @@ fn splitmix(s: &mut u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58476d1ce4e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d049bb133111eb);
     z ^ (z >> 31)
+}
+
+/// fio's __get_next_seed: two draws of the generator multiplied (64-bit longs).
+#[inline]
+pub fn next_seed(t: &mut Taus) -> u64 {
+    let r = t.next_raw();
+    r.wrapping_mul(t.next_raw())
+}
+
+/// fio's __fill_random_buf (CONFIG_SEED_BUCKETS=4, Debian's build): four interleaved streams
+/// `seed * prime`, each advanced by a golden-ratio multiply, the tail from the first stream.
+pub fn fio_fill_random(buf: &mut [u8], seed: u64) {
+    const BUCKETS: usize = 4;
+    const PRIME: [u64; BUCKETS] = [1, 2, 3, 5];
+    let mut s = PRIME.map(|p| seed.wrapping_mul(p));
+    let whole = buf.len() / 8 / BUCKETS * BUCKETS * 8;
+    let (head, tail) = buf.split_at_mut(whole);
+    for group in head.chunks_exact_mut(8 * BUCKETS) {
+        for (p, w) in group.chunks_exact_mut(8).enumerate() {
+            w.copy_from_slice(&s[p].to_ne_bytes());
+            s[p] = s[p].wrapping_mul(GOLDEN_RATIO_64);
+        }
+    }
+    // __fill_random_buf_small from s[0].
+    let mut v = s[0];
+    let mut words = tail.chunks_exact_mut(8);
+    for w in &mut words {
+        w.copy_from_slice(&v.to_ne_bytes());
+        v = v.wrapping_mul(GOLDEN_RATIO_64);
+    }
+    let rest = words.into_remainder();
+    let n = rest.len();
+    rest.copy_from_slice(&v.to_ne_bytes()[..n]);
+}
+
+/// fio's __fill_random_buf_percentage without a buffer_pattern: per `segment`, the first
+/// (100 - pct)% random from `seed` (the same seed for every segment), the rest zeros.
+pub fn fio_fill_percentage(buf: &mut [u8], seed: u64, pct: u32, segment: usize) {
+    if pct >= 100 {
+        buf.fill(0);
+        return;
+    }
+    let segment = segment.min(buf.len()).max(1);
+    let mut rest = buf;
+    while !rest.is_empty() {
+        let r = (segment * (100 - pct as usize) / 100).min(rest.len());
+        let (a, b) = rest.split_at_mut(r);
+        fio_fill_random(a, seed);
+        rest = b;
+        if rest.is_empty() {
+            break;
+        }
+        let mut z = segment - r;
+        if z > rest.len() || rest.len() - z <= 8 {
+            z = rest.len();
+        }
+        let (a, b) = rest.split_at_mut(z);
+        a.fill(0);
+        rest = b;
+    }
+}
+
+pub use crate::plan::jobfile::DedupeMode;
+
+/// fio's write-buffer generator state (buf_state, buf_state_prev, dedupe_state and the dedupe
+/// working set) and its fill_io_buffer for compressible / deduplicable buffers.
+#[derive(Clone)]
+pub struct BufState {
+    buf: Taus,
+    prev: Taus,
+    dedupe: Taus,
+    ws_index: Taus,
+    /// The generator state at each unique page of the working set.
+    working_set: Vec<Taus>,
+    dedupe_pct: u32,
+    mode: DedupeMode,
+    compress_pct: u32,
+    compress_chunk: usize,
+}
+
+/// What a [`BufState`] needs of the job.
+pub struct BufSpec {
+    /// dedupe_percentage.
+    pub dedupe_pct: u32,
+    /// dedupe_mode.
+    pub mode: DedupeMode,
+    /// buffer_compress_percentage (0 when none, 100 handled as zeros by the caller).
+    pub compress_pct: u32,
+    /// buffer_compress_chunk (0 = the write size).
+    pub compress_chunk: usize,
+    /// random_generator=tausworthe64.
+    pub use64: bool,
+}
+
+impl BufState {
+    /// The states of a clone from its seed table (fio's td_fill_rand_seeds).
+    pub fn new(spec: &BufSpec, seeds: &[u64; NR_SEEDS]) -> BufState {
+        let buf = Taus::new(seeds[SEED_BUF], spec.use64);
+        BufState {
+            prev: buf.clone(),
+            buf,
+            dedupe: Taus::new(seeds[SEED_DEDUPE], false),
+            ws_index: Taus::new(seeds[SEED_DEDUPE_WS_INDEX], spec.use64),
+            working_set: Vec::new(),
+            dedupe_pct: spec.dedupe_pct,
+            mode: spec.mode,
+            compress_pct: spec.compress_pct,
+            compress_chunk: spec.compress_chunk,
+        }
+    }
+
+    /// The generator state the working set starts from (fio copies buf_state).
+    pub fn start_state(&self) -> Taus {
+        self.buf.clone()
+    }
+
+    /// fio's init_dedupe_working_set_seeds: `pages` unique pages of `min_bs` bytes; with
+    /// dedupe_global, every `pages / njobs` pages the state is taken from the next job's
+    /// (`starts[i]` is job i's start state, `me` this job's index).
+    pub fn init_working_set(
+        &mut self,
+        pages: u64,
+        min_bs: usize,
+        starts: Option<(&[Taus], usize)>,
+    ) {
+        if self.dedupe_pct == 0 || self.mode != DedupeMode::WorkingSet {
+            return;
+        }
+        let chunk = if self.compress_chunk == 0 {
+            min_bs
+        } else {
+            self.compress_chunk.min(min_bs)
+        };
+        let advances = min_bs / chunk.max(1);
+        let mut state = self.buf.clone();
+        let mut set = Vec::with_capacity(pages as usize);
+        if pages > 0 {
+            set.push(state.clone());
+        }
+        let njobs = starts.map_or(1, |(s, _)| s.len() as u64).max(1);
+        let per_seed = (pages / njobs).max(1);
+        let mut tindex = starts.map_or(0, |(_, me)| me as u64);
+        for i in 1..pages {
+            for _ in 0..advances {
+                next_seed(&mut state);
+            }
+            if let Some((s, _)) = starts {
+                if i % per_seed == 0 {
+                    tindex += 1;
+                    state = s[(tindex % njobs) as usize].clone();
+                }
+            }
+            set.push(state.clone());
+        }
+        self.working_set = set;
+    }
+
+    /// fio's get_buf_state: which generator the next buffer comes from. None is the job's
+    /// own state, Some(t) a copy to fill from (a dedupe).
+    fn pick(&mut self) -> Option<Taus> {
+        if self.dedupe_pct == 0 {
+            return None;
+        }
+        if self.dedupe_pct == 100 {
+            self.prev = self.buf.clone();
+            return None;
+        }
+        let v = self.dedupe.between(1, 100);
+        if v > self.dedupe_pct as u64 {
+            return None;
+        }
+        match self.mode {
+            DedupeMode::Repeat => Some(self.prev.clone()),
+            DedupeMode::WorkingSet => {
+                let n = self.working_set.len() as u64;
+                let i = self.ws_index.between(0, n.saturating_sub(1));
+                Some(self.working_set[i as usize].clone())
+            }
+        }
+    }
+
+    /// fio's fill_io_buffer with compress_percentage or dedupe_percentage set.
+    pub fn fill(&mut self, buf: &mut [u8], min_write: usize) {
+        let mut chosen: Option<Option<Taus>> = None;
+        let mut rest = buf;
+        let mut min_write = min_write.max(1);
+        while !rest.is_empty() {
+            let pick = match &mut chosen {
+                Some(p) => p,
+                None => chosen.insert(self.pick()),
+            };
+            min_write = min_write.min(rest.len());
+            let this = if self.compress_chunk == 0 {
+                min_write
+            } else {
+                min_write.min(self.compress_chunk)
+            };
+            let t = match pick {
+                Some(t) => t,
+                None => &mut self.buf,
+            };
+            let seed = next_seed(t);
+            let (a, b) = rest.split_at_mut(this);
+            fio_fill_percentage(a, seed, self.compress_pct, this);
+            rest = b;
+            // save_buf_state
+            if self.dedupe_pct == 100 {
+                if let Some(Some(t)) = &mut chosen {
+                    *t = self.prev.clone();
+                } else {
+                    self.buf = self.prev.clone();
+                }
+            } else if matches!(chosen, Some(None)) {
+                self.prev = self.buf.clone();
+            }
+        }
+    }
 }
 
 /// Fill `buf` as fio's `buffer_compress_percentage`: in each `chunk`, the first

@@ -1,30 +1,115 @@
-//! fio's verify: every written block carries a header (magic, length, offset, checksum of the
-//! data), and the verify phase reads the written blocks back in offset order and checks them.
+//! fio's verify, in fio 3.33's on-disk format: every verify interval of a written block starts
+//! with fio's `struct verify_header` (magic 0xacca, verify type, length, rand_seed, offset,
+//! time, thread, numberio, crc32c of the header), followed by the checksum of the data after
+//! it; with `verify_offset=` the header is swapped with the bytes at that offset. Files written
+//! by fio verify under fsdelta and the other way round.
 //!
-//! Why it exists: fio job files that check data integrity (`verify=crc32c`, 19 of fio's own
-//! examples use verify options) must fail when the data read back is not what was written, and
-//! say where, in fio's words ("crc32c: verify failed at file F offset N, length L"). What it must
-//! never do: pass a block it did not check, or report a failure without its file and offset.
-//! The header layout is fsdelta's own (fio's on-disk header is not reproduced), so a file
-//! written by fio cannot be verified by fsdelta and the other way round.
+//! Why it exists: fio job files that check data integrity must fail when the data read back is
+//! not what was written, and say where, in fio's words ("crc32c: verify failed at file F offset
+//! N, length L"). What it must never do: pass a block it did not check, or report a failure
+//! without its file and offset.
+//!
+//! fio's own checksum code is reproduced where it is not the textbook algorithm: its sha256
+//! appends the bit count little-endian and keeps the low byte of each state word plus the tail
+//! of its last block (64 bytes in the header); its sha1 words are stored in host (little-endian)
+//! order; its crc64 has no initial or final inversion; its crc32c (also the header's) is not
+//! inverted at the end. verify=pattern is fio's headerless pattern; verify_pattern= without
+//! verify= writes a header (type pattern) and the pattern after it. The header's rand_seed is
+//! not checked: fio takes it from the header itself unless a job both reads and writes, which
+//! fsdelta refuses with verify.
 
-/// The header at the start of every verify interval.
-pub const HEADER_LEN: usize = 32;
-/// fio's verify header magic.
+use crate::plan::jobfile::VerifyKind;
+use crate::plan::jobfile::pattern::Pattern;
+
+/// fio's `struct verify_header` size.
+pub const HEADER_LEN: usize = 40;
+/// fio's FIO_HDR_MAGIC.
 pub const MAGIC: u16 = 0xacca;
-/// The checksum kind recorded in the header (crc32c).
-const TYPE_CRC32C: u16 = 4;
 
-/// CRC-32C (Castagnoli), as fio's crc32c and crc32c-intel compute it.
+/// fio's verify type number (enum in verify.h).
+pub fn type_code(k: VerifyKind) -> u16 {
+    match k {
+        VerifyKind::Meta => 1,
+        VerifyKind::Md5 => 2,
+        VerifyKind::Crc64 => 3,
+        VerifyKind::Crc32c => 5,
+        VerifyKind::Crc32cIntel => 6,
+        VerifyKind::Sha256 => 9,
+        VerifyKind::Xxhash => 15,
+        VerifyKind::Sha1 => 16,
+        VerifyKind::Pattern => 17,
+        VerifyKind::PatternNoHdr => 18,
+    }
+}
+
+/// The checksum bytes after the header (fio's vhdr_* sizes).
+pub fn sum_len(k: VerifyKind) -> usize {
+    match k {
+        VerifyKind::Meta | VerifyKind::Pattern | VerifyKind::PatternNoHdr => 0,
+        VerifyKind::Md5 => 16,
+        VerifyKind::Crc64 => 8,
+        VerifyKind::Crc32c | VerifyKind::Crc32cIntel | VerifyKind::Xxhash => 4,
+        VerifyKind::Sha256 => 64,
+        VerifyKind::Sha1 => 20,
+    }
+}
+
+/// Header plus checksum (fio's __hdr_size; nothing for verify=pattern).
+pub fn hdr_size(k: VerifyKind) -> usize {
+    if k == VerifyKind::PatternNoHdr {
+        return 0;
+    }
+    HEADER_LEN + sum_len(k)
+}
+
+/// The name fio prints in a checksum failure.
+fn sum_name(k: VerifyKind) -> &'static str {
+    match k {
+        VerifyKind::Meta => "meta",
+        VerifyKind::Md5 => "md5",
+        VerifyKind::Crc64 => "crc64",
+        VerifyKind::Crc32c | VerifyKind::Crc32cIntel => "crc32c",
+        VerifyKind::Sha256 => "sha256",
+        VerifyKind::Xxhash => "xxhash",
+        VerifyKind::Sha1 => "sha1",
+        VerifyKind::Pattern | VerifyKind::PatternNoHdr => "pattern",
+    }
+}
+
+/// fio's crc32c (crc/crc32c.c, and its SSE4.2 version): CRC-32C (Castagnoli) started at ~0
+/// and, unlike the textbook CRC-32C, not inverted at the end.
 pub fn crc32c(data: &[u8]) -> u32 {
     static TABLE: std::sync::OnceLock<[u32; 256]> = std::sync::OnceLock::new();
+    let t = TABLE.get_or_init(|| reflected_table32(0x82F6_3B78));
+    let mut crc = !0u32;
+    for &b in data {
+        crc = t[((crc ^ b as u32) & 0xff) as usize] ^ (crc >> 8);
+    }
+    crc
+}
+
+fn reflected_table32(poly: u32) -> [u32; 256] {
+    let mut t = [0u32; 256];
+    for (i, e) in t.iter_mut().enumerate() {
+        let mut c = i as u32;
+        for _ in 0..8 {
+            c = if c & 1 != 0 { poly ^ (c >> 1) } else { c >> 1 };
+        }
+        *e = c;
+    }
+    t
+}
+
+/// fio's crc64 (crc/crc64.c): reflected polynomial 0x95AC9329AC4BC9B5, start 0, no inversion.
+pub fn crc64(data: &[u8]) -> u64 {
+    static TABLE: std::sync::OnceLock<[u64; 256]> = std::sync::OnceLock::new();
     let t = TABLE.get_or_init(|| {
-        let mut t = [0u32; 256];
+        let mut t = [0u64; 256];
         for (i, e) in t.iter_mut().enumerate() {
-            let mut c = i as u32;
+            let mut c = i as u64;
             for _ in 0..8 {
                 c = if c & 1 != 0 {
-                    0x82F6_3B78 ^ (c >> 1)
+                    0x95AC_9329_AC4B_C9B5 ^ (c >> 1)
                 } else {
                     c >> 1
                 };
@@ -33,105 +118,779 @@ pub fn crc32c(data: &[u8]) -> u32 {
         }
         t
     });
-    let mut crc = !0u32;
+    let mut crc = 0u64;
     for &b in data {
-        crc = t[((crc ^ b as u32) & 0xff) as usize] ^ (crc >> 8);
+        crc = t[((crc ^ b as u64) & 0xff) as usize] ^ (crc >> 8);
     }
-    !crc
+    crc
 }
 
-/// Write the header of every `interval`-byte chunk of `buf`, which is to be written at `offset`.
-pub fn stamp(buf: &mut [u8], offset: u64, interval: usize) {
-    let interval = interval.max(HEADER_LEN + 1);
-    for (i, chunk) in buf.chunks_mut(interval).enumerate() {
-        if chunk.len() < HEADER_LEN {
-            continue;
+/// XXH32 with seed 1, as fio's xxhash verify.
+pub fn xxh32(data: &[u8], seed: u32) -> u32 {
+    const P1: u32 = 2654435761;
+    const P2: u32 = 2246822519;
+    const P3: u32 = 3266489917;
+    const P4: u32 = 668265263;
+    const P5: u32 = 374761393;
+    let rd = |p: &[u8]| u32::from_le_bytes([p[0], p[1], p[2], p[3]]);
+    let round = |v: u32, x: u32| {
+        v.wrapping_add(x.wrapping_mul(P2))
+            .rotate_left(13)
+            .wrapping_mul(P1)
+    };
+    let mut p = data;
+    let mut h = if data.len() >= 16 {
+        let mut v = [
+            seed.wrapping_add(P1).wrapping_add(P2),
+            seed.wrapping_add(P2),
+            seed,
+            seed.wrapping_sub(P1),
+        ];
+        while p.len() >= 16 {
+            for (i, vi) in v.iter_mut().enumerate() {
+                *vi = round(*vi, rd(&p[i * 4..]));
+            }
+            p = &p[16..];
         }
-        let off = offset + (i * interval) as u64;
-        let len = chunk.len() as u32;
-        let crc = crc32c(&chunk[HEADER_LEN..]);
-        chunk[0..2].copy_from_slice(&MAGIC.to_le_bytes());
-        chunk[2..4].copy_from_slice(&TYPE_CRC32C.to_le_bytes());
-        chunk[4..8].copy_from_slice(&len.to_le_bytes());
-        chunk[8..16].copy_from_slice(&off.to_le_bytes());
-        chunk[16..24].fill(0);
-        chunk[24..28].copy_from_slice(&crc.to_le_bytes());
-        let hcrc = crc32c(&chunk[0..28]);
-        chunk[28..32].copy_from_slice(&hcrc.to_le_bytes());
+        v[0].rotate_left(1)
+            .wrapping_add(v[1].rotate_left(7))
+            .wrapping_add(v[2].rotate_left(12))
+            .wrapping_add(v[3].rotate_left(18))
+    } else {
+        seed.wrapping_add(P5)
+    };
+    h = h.wrapping_add(data.len() as u32);
+    while p.len() >= 4 {
+        h = h
+            .wrapping_add(rd(p).wrapping_mul(P3))
+            .rotate_left(17)
+            .wrapping_mul(P4);
+        p = &p[4..];
+    }
+    for &b in p {
+        h = h
+            .wrapping_add((b as u32).wrapping_mul(P5))
+            .rotate_left(11)
+            .wrapping_mul(P1);
+    }
+    h ^= h >> 15;
+    h = h.wrapping_mul(P2);
+    h ^= h >> 13;
+    h = h.wrapping_mul(P3);
+    h ^ (h >> 16)
+}
+
+/// MD5 digest (fio stores the four state words little-endian: the standard digest bytes).
+pub fn md5(data: &[u8]) -> [u8; 16] {
+    const S: [u32; 64] = [
+        7, 12, 17, 22, 7, 12, 17, 22, 7, 12, 17, 22, 7, 12, 17, 22, 5, 9, 14, 20, 5, 9, 14, 20, 5,
+        9, 14, 20, 5, 9, 14, 20, 4, 11, 16, 23, 4, 11, 16, 23, 4, 11, 16, 23, 4, 11, 16, 23, 6, 10,
+        15, 21, 6, 10, 15, 21, 6, 10, 15, 21, 6, 10, 15, 21,
+    ];
+    static K: std::sync::OnceLock<[u32; 64]> = std::sync::OnceLock::new();
+    let k = K.get_or_init(|| {
+        std::array::from_fn(|i| ((i as f64 + 1.0).sin().abs() * 4294967296.0) as u32)
+    });
+    let mut h = [0x67452301u32, 0xefcdab89, 0x98badcfe, 0x10325476];
+    let block = |h: &mut [u32; 4], b: &[u8]| {
+        let m: [u32; 16] =
+            std::array::from_fn(|i| u32::from_le_bytes(b[i * 4..i * 4 + 4].try_into().expect("4")));
+        let [mut a, mut bb, mut c, mut d] = *h;
+        for i in 0..64 {
+            let (f, g) = match i / 16 {
+                0 => ((bb & c) | (!bb & d), i),
+                1 => ((d & bb) | (!d & c), (5 * i + 1) % 16),
+                2 => (bb ^ c ^ d, (3 * i + 5) % 16),
+                _ => (c ^ (bb | !d), (7 * i) % 16),
+            };
+            let t = d;
+            d = c;
+            c = bb;
+            bb = bb.wrapping_add(
+                a.wrapping_add(f)
+                    .wrapping_add(k[i])
+                    .wrapping_add(m[g])
+                    .rotate_left(S[i]),
+            );
+            a = t;
+        }
+        h[0] = h[0].wrapping_add(a);
+        h[1] = h[1].wrapping_add(bb);
+        h[2] = h[2].wrapping_add(c);
+        h[3] = h[3].wrapping_add(d);
+    };
+    let (tail, n) = md_padded(data, (data.len() as u64 * 8).to_le_bytes());
+    for b in data.chunks_exact(64).chain(tail[..n].chunks_exact(64)) {
+        block(&mut h, b);
+    }
+    let mut out = [0u8; 16];
+    for (o, w) in out.chunks_exact_mut(4).zip(h) {
+        o.copy_from_slice(&w.to_le_bytes());
+    }
+    out
+}
+
+/// The last one or two 64-byte blocks of a Merkle-Damgard hash (the data's tail, 0x80, zeros
+/// and the 8 length bytes) and how many bytes of them there are (64 or 128).
+fn md_padded(data: &[u8], len: [u8; 8]) -> ([u8; 128], usize) {
+    let rest = &data[data.len() / 64 * 64..];
+    let mut t = [0u8; 128];
+    t[..rest.len()].copy_from_slice(rest);
+    t[rest.len()] = 0x80;
+    let n = if rest.len() < 56 { 64 } else { 128 };
+    t[n - 8..n].copy_from_slice(&len);
+    (t, n)
+}
+
+fn sha256_blocks(h: &mut [u32; 8], b: &[u8]) {
+    const K: [u32; 64] = [
+        0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4,
+        0xab1c5ed5, 0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe,
+        0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f,
+        0x4a7484aa, 0x5cb0a9dc, 0x76f988da, 0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7,
+        0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc,
+        0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85, 0xa2bfe8a1, 0xa81a664b,
+        0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070, 0x19a4c116,
+        0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+        0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7,
+        0xc67178f2,
+    ];
+    let mut w = [0u32; 64];
+    for (i, c) in b.chunks_exact(4).enumerate() {
+        w[i] = u32::from_be_bytes([c[0], c[1], c[2], c[3]]);
+    }
+    for i in 16..64 {
+        let s0 = w[i - 15].rotate_right(7) ^ w[i - 15].rotate_right(18) ^ (w[i - 15] >> 3);
+        let s1 = w[i - 2].rotate_right(17) ^ w[i - 2].rotate_right(19) ^ (w[i - 2] >> 10);
+        w[i] = w[i - 16]
+            .wrapping_add(s0)
+            .wrapping_add(w[i - 7])
+            .wrapping_add(s1);
+    }
+    let mut s = *h;
+    for i in 0..64 {
+        let e = s[4];
+        let a = s[0];
+        let t1 = s[7]
+            .wrapping_add(e.rotate_right(6) ^ e.rotate_right(11) ^ e.rotate_right(25))
+            .wrapping_add((e & s[5]) ^ (!e & s[6]))
+            .wrapping_add(K[i])
+            .wrapping_add(w[i]);
+        let t2 = (a.rotate_right(2) ^ a.rotate_right(13) ^ a.rotate_right(22))
+            .wrapping_add((a & s[1]) ^ (a & s[2]) ^ (s[1] & s[2]));
+        s = [
+            t1.wrapping_add(t2),
+            a,
+            s[1],
+            s[2],
+            s[3].wrapping_add(t1),
+            s[4],
+            s[5],
+            s[6],
+        ];
+    }
+    for (x, y) in h.iter_mut().zip(s) {
+        *x = x.wrapping_add(y);
     }
 }
 
-/// Check every chunk of `buf`, read from `offset` of `file`; the error is fio's message.
-pub fn check(buf: &[u8], offset: u64, interval: usize, file: &str) -> Result<(), String> {
-    let interval = interval.max(HEADER_LEN + 1);
-    let req = format!("(requested block: offset={offset}, length={})", buf.len());
-    for (i, chunk) in buf.chunks(interval).enumerate() {
-        if chunk.len() < HEADER_LEN {
-            continue;
+/// The SHA-256 of textbook FIPS 180-4 (for the test vectors).
+pub fn sha256_standard(data: &[u8]) -> [u8; 32] {
+    let mut h = SHA256_H;
+    let (tail, n) = md_padded(data, (data.len() as u64 * 8).to_be_bytes());
+    for b in data.chunks_exact(64).chain(tail[..n].chunks_exact(64)) {
+        sha256_blocks(&mut h, b);
+    }
+    let mut out = [0u8; 32];
+    for (o, w) in out.chunks_exact_mut(4).zip(h) {
+        o.copy_from_slice(&w.to_be_bytes());
+    }
+    out
+}
+
+const SHA256_H: [u32; 8] = [
+    0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19,
+];
+
+/// The 64 bytes fio 3.33's sha256 verify stores (crc/sha256.c): its last padded block, with the
+/// bit count appended little-endian, whose first 8 bytes are replaced by the low byte of each
+/// state word (fio writes `buf[i] = state[i]` into a byte array).
+pub fn sha256_fio(data: &[u8]) -> [u8; 64] {
+    let mut h = SHA256_H;
+    let (tail, n) = md_padded(data, (data.len() as u64 * 8).to_le_bytes());
+    for b in data.chunks_exact(64).chain(tail[..n].chunks_exact(64)) {
+        sha256_blocks(&mut h, b);
+    }
+    let mut out = [0u8; 64];
+    out.copy_from_slice(&tail[n - 64..n]);
+    for (o, w) in out.iter_mut().zip(h) {
+        *o = w as u8;
+    }
+    out
+}
+
+fn sha1_words(data: &[u8]) -> [u32; 5] {
+    let mut h = [
+        0x67452301u32,
+        0xefcdab89,
+        0x98badcfe,
+        0x10325476,
+        0xc3d2e1f0,
+    ];
+    let (tail, n) = md_padded(data, (data.len() as u64 * 8).to_be_bytes());
+    let mut block = |b: &[u8]| {
+        let mut w = [0u32; 80];
+        for (i, c) in b.chunks_exact(4).enumerate() {
+            w[i] = u32::from_be_bytes([c[0], c[1], c[2], c[3]]);
         }
-        let off = offset + (i * interval) as u64;
-        let len = chunk.len();
-        let u16_at = |a: usize| u16::from_le_bytes([chunk[a], chunk[a + 1]]);
-        let u32_at = |a: usize| u32::from_le_bytes(chunk[a..a + 4].try_into().expect("4 bytes"));
-        let magic = u16_at(0);
-        if magic != MAGIC {
-            return Err(format!(
-                "verify: bad magic header {magic:x}, wanted {MAGIC:x} at file {file} offset {off}, length {len} {req}"
-            ));
+        for i in 16..80 {
+            w[i] = (w[i - 3] ^ w[i - 8] ^ w[i - 14] ^ w[i - 16]).rotate_left(1);
         }
-        if crc32c(&chunk[0..28]) != u32_at(28) {
-            return Err(format!(
-                "verify: bad header crc at file {file} offset {off}, length {len} {req}"
-            ));
+        let [mut a, mut b2, mut c, mut d, mut e] = h;
+        for (i, wi) in w.iter().enumerate() {
+            let (f, k) = match i / 20 {
+                0 => ((b2 & c) | (!b2 & d), 0x5a827999),
+                1 => (b2 ^ c ^ d, 0x6ed9eba1),
+                2 => ((b2 & c) | (b2 & d) | (c & d), 0x8f1bbcdc),
+                _ => (b2 ^ c ^ d, 0xca62c1d6),
+            };
+            let t = a
+                .rotate_left(5)
+                .wrapping_add(f)
+                .wrapping_add(e)
+                .wrapping_add(k)
+                .wrapping_add(*wi);
+            e = d;
+            d = c;
+            c = b2.rotate_left(30);
+            b2 = a;
+            a = t;
         }
-        let hoff = u64::from_le_bytes(chunk[8..16].try_into().expect("8 bytes"));
-        if hoff != off {
-            return Err(format!(
-                "verify: bad header offset {hoff}, wanted {off} at file {file} offset {off}, length {len} {req}"
-            ));
+        for (x, y) in h.iter_mut().zip([a, b2, c, d, e]) {
+            *x = x.wrapping_add(y);
         }
-        let hlen = u32_at(4) as usize;
-        if hlen != len {
-            return Err(format!(
-                "verify: bad header length {hlen}, wanted {len} at file {file} offset {off}, length {len} {req}"
-            ));
-        }
-        let want = u32_at(24);
-        let got = crc32c(&chunk[HEADER_LEN..]);
-        if want != got {
-            return Err(format!(
-                "crc32c: verify failed at file {file} offset {off}, length {len} {req}\n       Expected CRC: {want:x}\n       Received CRC: {got:x}"
-            ));
+    };
+    for b in data.chunks_exact(64).chain(tail[..n].chunks_exact(64)) {
+        block(b);
+    }
+    h
+}
+
+/// SHA-1 as fio stores it: the five state words in host (little-endian) order.
+pub fn sha1_fio(data: &[u8]) -> [u8; 20] {
+    let mut out = [0u8; 20];
+    for (o, w) in out.chunks_exact_mut(4).zip(sha1_words(data)) {
+        o.copy_from_slice(&w.to_le_bytes());
+    }
+    out
+}
+
+/// A checksum's bytes (fixed storage: no allocation per block).
+#[derive(Clone, Copy)]
+pub struct Sum {
+    bytes: [u8; 64],
+    len: usize,
+}
+
+impl Sum {
+    fn of(v: &[u8]) -> Sum {
+        let mut bytes = [0u8; 64];
+        bytes[..v.len()].copy_from_slice(v);
+        Sum {
+            bytes,
+            len: v.len(),
         }
     }
-    Ok(())
+}
+
+impl AsRef<[u8]> for Sum {
+    fn as_ref(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
+}
+
+/// The checksum bytes of `data` for kind `k` (empty for meta and pattern).
+pub fn checksum(k: VerifyKind, data: &[u8]) -> Sum {
+    match k {
+        VerifyKind::Meta | VerifyKind::Pattern | VerifyKind::PatternNoHdr => Sum::of(&[]),
+        VerifyKind::Md5 => Sum::of(&md5(data)),
+        VerifyKind::Crc64 => Sum::of(&crc64(data).to_le_bytes()),
+        VerifyKind::Crc32c | VerifyKind::Crc32cIntel => Sum::of(&crc32c(data).to_le_bytes()),
+        VerifyKind::Sha256 => Sum::of(&sha256_fio(data)),
+        VerifyKind::Xxhash => Sum::of(&xxh32(data, 1).to_le_bytes()),
+        VerifyKind::Sha1 => Sum::of(&sha1_fio(data)),
+    }
+}
+
+/// The fields of one header fio fills (the rest are fixed per job).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Stamp {
+    /// The seed the block's random content came from (0 with a pattern).
+    pub rand_seed: u64,
+    /// The write's number (fio's io_u->numberio: writes issued before it).
+    pub numberio: u16,
+    /// When the write was prepared.
+    pub time_sec: u32,
+    /// Nanoseconds part of that time.
+    pub time_nsec: u32,
+}
+
+/// The job's verify settings, fixed before the clock starts.
+#[derive(Clone, Debug)]
+pub struct Verifier {
+    /// verify=.
+    pub kind: VerifyKind,
+    /// Bytes covered by one header (fio's verify_interval, at most the write size).
+    pub interval: usize,
+    /// verify_pattern=.
+    pub pattern: Option<Pattern>,
+    /// verify_offset=: where the header is swapped to.
+    pub header_at: usize,
+    /// fio's thread number of the job (the header's `thread`).
+    pub thread: u16,
+    /// Check each header's numberio against the logged write's (fio: a write job with one
+    /// block size, not time_based).
+    pub check_numberio: bool,
+    /// verify_dump=: write the received and expected bytes of a failed block.
+    pub dump: bool,
+    /// verify_fatal=: stop at a block's first failed interval (else every failed interval
+    /// of the block is reported, as fio does).
+    pub fatal: bool,
+}
+
+/// A verify failure: fio's message, and what fio's verify_dump writes.
+#[derive(Debug)]
+pub struct Failure {
+    /// fio's message, naming file and offset.
+    pub message: String,
+    /// Offset of the failed interval in the file.
+    pub at: u64,
+    /// The interval as read.
+    pub received: Vec<u8>,
+    /// The interval as it should be (None for a header failure: fio dumps the header only).
+    pub expected: Option<Vec<u8>>,
+}
+
+impl Verifier {
+    /// Header spacing within an I/O of `len` bytes (fio's get_hdr_inc).
+    pub fn hdr_inc(&self, len: usize) -> usize {
+        if self.interval > 0 && self.interval <= len {
+            self.interval
+        } else {
+            len
+        }
+    }
+
+    /// Fill `buf` (the content is already random or the caller wants the pattern) with the
+    /// pattern if any, and stamp every interval's header and checksum (fio's
+    /// fill_pattern_headers / populate_hdr). `offset` is where the block goes.
+    pub fn populate(&self, buf: &mut [u8], offset: u64, s: Stamp) {
+        if let Some(p) = &self.pattern {
+            p.fill(buf, offset);
+        }
+        let inc = self.hdr_inc(buf.len());
+        let hs = hdr_size(self.kind);
+        if self.kind == VerifyKind::PatternNoHdr {
+            return;
+        }
+        for (num, chunk) in buf.chunks_mut(inc).enumerate() {
+            if chunk.len() <= hs {
+                continue;
+            }
+            let off = offset + (num * self.interval) as u64;
+            let mut h = [0u8; HEADER_LEN];
+            h[0..2].copy_from_slice(&MAGIC.to_le_bytes());
+            h[2..4].copy_from_slice(&type_code(self.kind).to_le_bytes());
+            h[4..8].copy_from_slice(&(inc as u32).to_le_bytes());
+            h[8..16].copy_from_slice(&s.rand_seed.to_le_bytes());
+            h[16..24].copy_from_slice(&off.to_le_bytes());
+            h[24..28].copy_from_slice(&s.time_sec.to_le_bytes());
+            h[28..32].copy_from_slice(&s.time_nsec.to_le_bytes());
+            h[32..34].copy_from_slice(&self.thread.to_le_bytes());
+            h[34..36].copy_from_slice(&s.numberio.to_le_bytes());
+            let hcrc = crc32c(&h[..36]);
+            h[36..40].copy_from_slice(&hcrc.to_le_bytes());
+            chunk[..HEADER_LEN].copy_from_slice(&h);
+            let sum = checksum(self.kind, &chunk[hs..]);
+            chunk[HEADER_LEN..hs].copy_from_slice(sum.as_ref());
+            if self.header_at > 0 && self.header_at + hs <= chunk.len() {
+                swap(chunk, self.header_at, hs);
+            }
+        }
+    }
+
+    /// Check a block read from `offset` of `file`; `numberio` is the logged write's number
+    /// (None when it is not to be checked, as for a read-only job).
+    pub fn check(
+        &self,
+        buf: &mut [u8],
+        offset: u64,
+        numberio: Option<u16>,
+        file: &str,
+    ) -> Result<(), Vec<Failure>> {
+        let mut failed = Vec::new();
+        let inc = self.hdr_inc(buf.len());
+        let hs = hdr_size(self.kind);
+        let buflen = buf.len();
+        let req = format!("(requested block: offset={offset}, length={buflen})");
+        for num in 0..buflen.div_ceil(inc) {
+            let start = num * inc;
+            let chunk = &mut buf[start..(start + inc).min(buflen)];
+            if chunk.len() <= hs || (hs == 0 && chunk.is_empty()) {
+                continue;
+            }
+            let at = offset + start as u64;
+            if self.header_at > 0 && self.header_at + hs <= chunk.len() {
+                swap(chunk, self.header_at, hs);
+            }
+            let u16_at = |a: usize| u16::from_le_bytes([chunk[a], chunk[a + 1]]);
+            let u32_at =
+                |a: usize| u32::from_le_bytes(chunk[a..a + 4].try_into().expect("4 bytes"));
+            let u64_at =
+                |a: usize| u64::from_le_bytes(chunk[a..a + 8].try_into().expect("8 bytes"));
+            let want_off = offset + (num * self.interval) as u64;
+            let no_hdr = self.kind == VerifyKind::PatternNoHdr;
+            let bad = if no_hdr {
+                None
+            } else if u16_at(0) != MAGIC {
+                Some(format!(
+                    "bad magic header {:x}, wanted {MAGIC:x}",
+                    u16_at(0)
+                ))
+            } else if u32_at(4) as usize != inc {
+                Some(format!("bad header length {}, wanted {inc}", u32_at(4)))
+            } else if u64_at(16) != want_off {
+                Some(format!("bad header offset {}, wanted {offset}", u64_at(16)))
+            } else if numberio.is_some_and(|n| n != u16_at(34)) {
+                Some(format!(
+                    "bad header numberio {}, wanted {}",
+                    u16_at(34),
+                    numberio.unwrap_or(0)
+                ))
+            } else if crc32c(&chunk[..36]) != u32_at(36) {
+                Some(format!(
+                    "bad header crc {:x}, calculated {:x}",
+                    u32_at(36),
+                    crc32c(&chunk[..36])
+                ))
+            } else {
+                None
+            };
+            if let Some(b) = bad {
+                // fio's verify_header failing ends the block's check, verify_fatal or not.
+                failed.push(Failure {
+                    message: format!("verify: {b} at file {file} offset {at}, length {inc} {req}"),
+                    at,
+                    received: chunk.to_vec(),
+                    expected: None,
+                });
+                return Err(failed);
+            }
+            let stamp = Stamp {
+                rand_seed: u64_at(8),
+                numberio: u16_at(34),
+                time_sec: u32_at(24),
+                time_nsec: u32_at(28),
+            };
+            // fio's log_verify_failure: "<name>: verify failed at ...", then the sums.
+            let fail = |name: &str, sums: String, chunk: &[u8], exp: Vec<u8>| {
+                Box::new(Failure {
+                    message: format!(
+                        "{name}: verify failed at file {file} offset {at}, length {inc} (requested block: offset={offset}, length={buflen}, flags=0){sums}"
+                    ),
+                    at,
+                    received: chunk.to_vec(),
+                    expected: Some(exp),
+                })
+            };
+            match self.kind {
+                VerifyKind::Meta | VerifyKind::Pattern | VerifyKind::PatternNoHdr => {
+                    if let Some(p) = &self.pattern {
+                        let first = start + hs.min(HEADER_LEN);
+                        let bad = chunk[hs.min(HEADER_LEN)..]
+                            .iter()
+                            .enumerate()
+                            .map(|(i, &b)| (i, b, p.byte_at(first + i, offset)))
+                            .find(|&(_, b, w)| b != w);
+                        if let Some((i, b, w)) = bad {
+                            let exp = self.expected(chunk, start, offset, stamp);
+                            let mut f = fail("pattern", String::new(), chunk, exp);
+                            f.message = format!(
+                                "fio: got pattern '{b:02x}', wanted '{w:02x}'. Bad bits {}\nfio: bad pattern block offset {i}\n{}",
+                                (b ^ w).count_ones(),
+                                f.message
+                            );
+                            failed.push(*f);
+                        }
+                    }
+                }
+                k => {
+                    let want = &chunk[HEADER_LEN..hs];
+                    let got = checksum(k, &chunk[hs..]);
+                    if want != got.as_ref() {
+                        let hex =
+                            |v: &[u8]| v.iter().map(|b| format!("{b:02x}")).collect::<String>();
+                        let sums = format!(
+                            "\n       Expected CRC: {}\n       Received CRC: {}",
+                            hex(want),
+                            hex(got.as_ref())
+                        );
+                        let exp = self.expected(chunk, start, offset, stamp);
+                        failed.push(*fail(sum_name(k), sums, chunk, exp));
+                    }
+                }
+            }
+            if self.fatal && !failed.is_empty() {
+                return Err(failed);
+            }
+        }
+        if failed.is_empty() {
+            Ok(())
+        } else {
+            Err(failed)
+        }
+    }
+
+    /// The interval at `start` of a block read at `offset` as it was written: the content from
+    /// the header's seed (random, fio's generator) or the pattern, stamped again with the
+    /// header's fields (fio's __dump_verify_buffers regenerates it likewise).
+    fn expected(&self, chunk: &[u8], start: usize, offset: u64, s: Stamp) -> Vec<u8> {
+        let mut block = vec![0u8; start + chunk.len()];
+        if self.pattern.is_none() {
+            super::rand::fio_fill_random(&mut block, s.rand_seed);
+        }
+        self.populate(&mut block, offset, s);
+        block[start..].to_vec()
+    }
+}
+
+/// fio's memswp: exchange the header with the `len` bytes at `at`.
+fn swap(chunk: &mut [u8], at: usize, len: usize) {
+    let (a, b) = chunk.split_at_mut(at);
+    a[..len].swap_with_slice(&mut b[..len]);
+}
+
+/// fio's verify_dump: `<basename>.<offset>.received` and `.expected` (or `.hdr_fail` for a
+/// header failure) in the working directory; returns fio's lines naming them.
+pub fn dump(file: &std::path::Path, f: &Failure) -> String {
+    let base = file
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut lines = String::new();
+    let mut put = |kind: &str, data: &[u8]| {
+        let name = format!("{base}.{}.{kind}", f.at);
+        match std::fs::write(&name, data) {
+            Ok(()) => lines.push_str(&format!("\n       {kind} data dumped as {name}")),
+            Err(e) => lines.push_str(&format!("\n       cannot dump {kind} data as {name}: {e}")),
+        }
+    };
+    match &f.expected {
+        Some(e) => {
+            put("received", &f.received);
+            put("expected", e);
+        }
+        None => put("hdr_fail", &f.received),
+    }
+    lines
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn crc32c_of_the_standard_check_string() {
-        assert_eq!(crc32c(b"123456789"), 0xE306_9283);
+    fn hex(v: &[u8]) -> String {
+        v.iter().map(|b| format!("{b:02x}")).collect()
     }
 
     #[test]
-    fn stamped_blocks_verify_and_damage_is_found_with_its_offset() {
-        let mut buf: Vec<u8> = (0..8192u32).map(|i| (i * 7) as u8).collect();
-        stamp(&mut buf, 40960, 4096);
-        check(&buf, 40960, 4096, "f").unwrap();
-        let mut bad = buf.clone();
-        bad[4096 + 100] ^= 1;
-        let e = check(&bad, 40960, 4096, "f").unwrap_err();
-        assert!(
-            e.starts_with("crc32c: verify failed at file f offset 45056, length 4096"),
-            "{e}"
+    fn checksums_match_their_test_vectors() {
+        // The CRC-32C check value 0xE3069283, not inverted at the end as fio's.
+        assert_eq!(crc32c(b"123456789"), !0xE306_9283);
+        assert_eq!(hex(&md5(b"")), "d41d8cd98f00b204e9800998ecf8427e");
+        assert_eq!(
+            hex(&md5(b"The quick brown fox jumps over the lazy dog")),
+            "9e107d9d372bb6826bd81d3542a419d6"
         );
-        // read from the wrong place: the header says so
-        let e = check(&buf, 0, 4096, "f").unwrap_err();
-        assert!(e.contains("bad header offset 40960, wanted 0"), "{e}");
-        let e = check(&[0u8; 4096], 0, 4096, "f").unwrap_err();
-        assert!(e.contains("bad magic header 0, wanted acca"), "{e}");
+        assert_eq!(
+            hex(&sha256_standard(b"abc")),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+        let m = [b'a'; 1000];
+        assert_eq!(
+            hex(&sha256_standard(&m[..56])),
+            "b35439a4ac6f0948b6d6f9e3c6af0f5f590ce20f1bde7090ef7970686ec6738a"
+        );
+        // sha1("abc") = a9993e36 4706816a ba3e2571 7850c26c 9cd0d89d, words stored LE.
+        assert_eq!(
+            hex(&sha1_fio(b"abc")),
+            "363e99a96a810647_71253eba6cc25078_9dd8d09c".replace('_', "")
+        );
+        // XXH32 reference values.
+        assert_eq!(xxh32(b"", 0), 0x02CC5D05);
+        assert_eq!(xxh32(b"abc", 0), 0x32D153FF);
+        // fio's crc64 table starts 0, 0x7ad870c830358979 (crc of the byte 1).
+        assert_eq!(crc64(&[1]), 0x7ad870c830358979);
+        assert_eq!(crc64(&[]), 0);
+    }
+
+    #[test]
+    fn fios_sha256_keeps_low_state_bytes_and_its_last_block() {
+        let d = vec![7u8; 100];
+        let s = sha256_fio(&d);
+        // The last block: 36 data bytes, 0x80, zeros, the bit count 800 little-endian.
+        assert_eq!(&s[8..36], &d[8..36]);
+        assert_eq!(s[36], 0x80);
+        assert_eq!(&s[56..], &800u64.to_le_bytes());
+    }
+
+    fn verifier(kind: VerifyKind, interval: usize) -> Verifier {
+        Verifier {
+            kind,
+            interval,
+            pattern: None,
+            header_at: 0,
+            thread: 1,
+            check_numberio: true,
+            dump: false,
+            fatal: true,
+        }
+    }
+
+    #[test]
+    fn header_layout_is_fios() {
+        let v = Verifier {
+            pattern: Some(crate::plan::jobfile::pattern::parse("0xaa555aa5").unwrap()),
+            ..verifier(VerifyKind::Meta, 512)
+        };
+        let mut buf = vec![0u8; 1024];
+        v.populate(
+            &mut buf,
+            0,
+            Stamp {
+                rand_seed: 0,
+                numberio: 0,
+                time_sec: 0x3275,
+                time_nsec: 0x31b1e104,
+            },
+        );
+        // Bytes as fio 3.33 wrote them for surface-scan (xxd of its data file).
+        assert_eq!(
+            hex(&buf[..44]),
+            "caac010000020000000000000000000000000000000000007532000004e1b13101000000c05fe07baa555aa5"
+        );
+        assert_eq!(&buf[..2], &[0xca, 0xac]);
+        assert_eq!(&buf[2..4], &[1, 0]);
+        assert_eq!(&buf[4..8], &512u32.to_le_bytes());
+        assert_eq!(&buf[24..32], &[0x75, 0x32, 0, 0, 0x04, 0xe1, 0xb1, 0x31]);
+        assert_eq!(&buf[32..34], &[1, 0]);
+        assert_eq!(&buf[40..44], &[0xaa, 0x55, 0x5a, 0xa5]);
+        assert_eq!(&buf[512 + 16..512 + 24], &512u64.to_le_bytes());
+        v.check(&mut buf.clone(), 0, None, "f").unwrap();
+    }
+
+    #[test]
+    fn every_kind_verifies_and_finds_damage_with_its_offset() {
+        for k in [
+            VerifyKind::Md5,
+            VerifyKind::Crc64,
+            VerifyKind::Crc32c,
+            VerifyKind::Sha256,
+            VerifyKind::Sha1,
+            VerifyKind::Xxhash,
+        ] {
+            let v = verifier(k, 4096);
+            let mut buf: Vec<u8> = (0..8192u32).map(|i| (i * 7) as u8).collect();
+            let s = Stamp {
+                numberio: 3,
+                ..Stamp::default()
+            };
+            v.populate(&mut buf, 40960, s);
+            v.check(&mut buf.clone(), 40960, Some(3), "f").unwrap();
+            let mut bad = buf.clone();
+            bad[4096 + 200] ^= 1;
+            let e = v
+                .check(&mut bad, 40960, Some(3), "f")
+                .unwrap_err()
+                .remove(0);
+            assert!(
+                e.message.starts_with(&format!(
+                    "{}: verify failed at file f offset 45056, length 4096",
+                    sum_name(k)
+                )),
+                "{}",
+                e.message
+            );
+            assert!(e.expected.is_some());
+            let e = v
+                .check(&mut buf.clone(), 40960, Some(4), "f")
+                .unwrap_err()
+                .remove(0);
+            assert!(
+                e.message.contains("bad header numberio 3, wanted 4"),
+                "{}",
+                e.message
+            );
+            let e = v
+                .check(&mut buf.clone(), 0, None, "f")
+                .unwrap_err()
+                .remove(0);
+            assert!(
+                e.message.contains("bad header offset 40960, wanted 0"),
+                "{}",
+                e.message
+            );
+        }
+        let v = verifier(VerifyKind::Crc32c, 4096);
+        let e = v
+            .check(&mut [0u8; 4096], 0, None, "f")
+            .unwrap_err()
+            .remove(0);
+        assert!(
+            e.message.contains("bad magic header 0, wanted acca"),
+            "{}",
+            e.message
+        );
+    }
+
+    #[test]
+    fn without_verify_fatal_every_bad_interval_is_reported() {
+        let mut v = verifier(VerifyKind::Crc32c, 1024);
+        let mut buf = vec![5u8; 4096];
+        v.populate(&mut buf, 0, Stamp::default());
+        buf[100] ^= 1;
+        buf[3000] ^= 1;
+        assert_eq!(
+            v.check(&mut buf.clone(), 0, None, "f").unwrap_err().len(),
+            1
+        );
+        v.fatal = false;
+        let e = v.check(&mut buf, 0, None, "f").unwrap_err();
+        assert_eq!(e.iter().map(|f| f.at).collect::<Vec<_>>(), vec![0, 2048]);
+    }
+
+    #[test]
+    fn verify_offset_moves_the_header() {
+        let v = Verifier {
+            header_at: 512,
+            ..verifier(VerifyKind::Crc32c, 4096)
+        };
+        let mut buf = vec![9u8; 4096];
+        v.populate(&mut buf, 0, Stamp::default());
+        assert_eq!(&buf[512..514], &[0xca, 0xac]);
+        v.check(&mut buf, 0, None, "f").unwrap();
+    }
+
+    #[test]
+    fn a_pattern_mismatch_names_the_byte() {
+        let v = Verifier {
+            pattern: Some(crate::plan::jobfile::pattern::parse("0x01020304").unwrap()),
+            ..verifier(VerifyKind::Pattern, 512)
+        };
+        let mut buf = vec![0u8; 512];
+        v.populate(&mut buf, 0, Stamp::default());
+        buf[100] = 0;
+        let e = v.check(&mut buf, 0, None, "f").unwrap_err().remove(0);
+        assert!(e.message.starts_with("fio: got pattern '00', wanted '01'. Bad bits 1\nfio: bad pattern block offset 60\npattern: verify failed at file f offset 0, length 512"), "{}", e.message);
     }
 }

@@ -68,6 +68,9 @@ pub struct CloneSetup<'a> {
     pub flow: Option<&'a super::pace::FlowGroup>,
     /// Where the clone publishes its progress for steady-state detection (ss_dur=).
     pub progress: Option<&'a super::steady::Progress>,
+    /// Every clone's initial write-buffer generator (fio's buf_state), by thread number - 1:
+    /// dedupe_global builds its working set from them.
+    pub buf_starts: &'a [Taus],
 }
 
 struct FileState {
@@ -84,8 +87,9 @@ struct FileState {
     lfsr: Option<Lfsr>,
     /// zipf / pareto block generator (random_distribution).
     skew: Option<rand::Skewed>,
-    /// Blocks written (verify): one bit per block of the write size.
-    written: Vec<u64>,
+    /// Blocks written and not yet verified (verify), per block of the write size: 0, or
+    /// LOGGED | the write's numberio (fio's io_piece log of the block).
+    written: Vec<u32>,
     /// Where the file offset of the fd is (sync engine: lseek only when it differs).
     fd_pos: u64,
 }
@@ -168,7 +172,14 @@ struct Planner<'a> {
     progress: Option<&'a super::steady::Progress>,
     /// Which I/Os get a per-command priority (cmdprio_*; asynchronous engines only).
     cmdprio: Option<super::prio::CmdPrio>,
+    /// verify_backlog: logged blocks (file, block) not yet verified, oldest first.
+    backlog: std::collections::VecDeque<(usize, u64)>,
+    /// verify_backlog: reads left in the current round (fio's verify_batch).
+    verify_batch: u64,
 }
+
+/// A block of `FileState::written` is logged (the low 16 bits are its numberio).
+const LOGGED: u32 = 1 << 16;
 
 /// fio's strided zones (setup_strided_zone_mode): `bytes` done in the zone starting `start`
 /// bytes into the file's region.
@@ -241,8 +252,8 @@ impl<'a> Planner<'a> {
                 }
             };
             let empty = f.size == 0;
-            let written = if job.verify && job.rw.writes() {
-                vec![0u64; (f.size / job.min_bs(WRITE)).div_ceil(64) as usize]
+            let written = if job.verify && job.do_verify && job.rw.writes() {
+                vec![0u32; (f.size / job.min_bs(WRITE)) as usize]
             } else {
                 Vec::new()
             };
@@ -306,6 +317,10 @@ impl<'a> Planner<'a> {
             zone_rand: Taus::new(seeds[rand::SEED_ZONE], false),
             progress: setup.progress,
             cmdprio: None,
+            backlog: std::collections::VecDeque::with_capacity(
+                (job.verify_backlog.max(job.verify_backlog_batch) as usize).min(1 << 16) + 1,
+            ),
+            verify_batch: 0,
             zone: zones.map(|z| ZoneState {
                 z,
                 start: 0,
@@ -632,8 +647,12 @@ impl<'a> Planner<'a> {
             }
             if !f.written.is_empty() && ddir == WRITE {
                 let b = (offset / job.min_bs(WRITE)) as usize;
-                if let Some(w) = f.written.get_mut(b / 64) {
-                    *w |= 1 << (b % 64);
+                if let Some(w) = f.written.get_mut(b) {
+                    // fio's log_io_piece: a newer write of the block replaces the older entry.
+                    if *w == 0 && self.job.verify_backlog > 0 {
+                        self.backlog.push_back((fi, b as u64));
+                    }
+                    *w = LOGGED | (self.issues[WRITE] as u16) as u32;
                 }
             }
             let bs = len;
@@ -896,14 +915,13 @@ fn run_clone_on<T: TimeSource>(
     let mut bufs: Vec<AlignedBuf> = (0..depth)
         .map(|_| AlignedBuf::new(buf_len, setup.mem_align))
         .collect();
-    let base_seed = rand::job_seeds(job, setup.thread_number)[rand::SEED_BUF];
-    let mut seed = base_seed;
+    let seeds = rand::job_seeds(job, setup.thread_number);
+    let mut content = Content::of(setup, &seeds);
     for b in &mut bufs {
-        files::fill_like_job(job, b.as_mut_slice(), &mut seed);
+        content.fill(job, b.as_mut_slice());
     }
-    // Refills start from the same seed whatever the depth, so every engine writes the same
-    // bytes at the same offsets.
-    seed = base_seed;
+    content.restart();
+    let mut vctx = VerifyCtx::of(setup, &seeds)?;
     let policy = BufferPolicy::of(job);
     // Files open before the clock starts (as fio's setup), up to openfiles.
     if !job.create_on_open {
@@ -950,7 +968,8 @@ fn run_clone_on<T: TimeSource>(
                 &mut p,
                 &mut bufs,
                 policy,
-                &mut seed,
+                &mut content,
+                &mut vctx,
                 &mut st,
                 &mut clock,
                 &mut ru0,
@@ -963,7 +982,8 @@ fn run_clone_on<T: TimeSource>(
             &mut p,
             &mut bufs[0],
             policy,
-            &mut seed,
+            &mut content,
+            &mut vctx,
             &mut st,
             &mut clock,
             &mut ru0,
@@ -971,6 +991,7 @@ fn run_clone_on<T: TimeSource>(
             clk,
         ),
     };
+    // Ok(true): fill_device filled the device (fio then ends the job without a verify pass).
     result?;
     if job.ioengine.is_sync() {
         // The sync loop did not record lat where it equals clat: it is clat's distribution.
@@ -980,9 +1001,6 @@ fn run_clone_on<T: TimeSource>(
                 d.lat = d.clat.clone();
             }
         }
-    }
-    if job.verify && job.do_verify && job.rw.writes() {
-        verify_phase(setup, &mut p, &mut bufs[0], &mut st, clk)?;
     }
     if job.end_fsync {
         for (fi, f) in p.files.iter().enumerate() {
@@ -1022,76 +1040,267 @@ fn run_clone_on<T: TimeSource>(
     Ok(st)
 }
 
-fn verify_interval(job: &JobSpec) -> usize {
-    job.verify_interval
-        .map(|b| b.0)
-        .unwrap_or(job.min_bs(WRITE)) as usize
+/// Where write buffers get their bytes: fsdelta's fast generator, or fio's own (fill_io_buffer
+/// with its buf_state and dedupe states) when the content's statistics matter
+/// (dedupe_percentage, buffer_compress_percentage).
+enum Content {
+    Plain { base: u64, seed: u64 },
+    Fio(Box<rand::BufState>),
 }
 
-/// fio's verify phase: read every written block back in offset order (fio's verify_sort) and
-/// check its headers; the reads count as the job's reads, as in fio. They are issued with
-/// pread whatever the engine (fio uses the job's engine: latencies differ, counts do not).
+impl Content {
+    fn of(setup: &CloneSetup<'_>, seeds: &[u64; rand::NR_SEEDS]) -> Content {
+        let job = setup.job;
+        let compress = job
+            .buffer_compress_percentage
+            .filter(|&p| p > 0 && p < 100)
+            .unwrap_or(0);
+        if job.dedupe_percentage == 0 && compress == 0 {
+            let base = seeds[rand::SEED_BUF];
+            return Content::Plain { base, seed: base };
+        }
+        let use64 = job.random_generator == RandomGenerator::Tausworthe64;
+        let spec = rand::BufSpec {
+            dedupe_pct: job.dedupe_percentage,
+            mode: job.dedupe_mode,
+            compress_pct: compress,
+            compress_chunk: job.buffer_compress_chunk.0 as usize,
+            use64,
+        };
+        let mut b = rand::BufState::new(&spec, seeds);
+        // fio's init_dedupe_working_set_seeds: size * dedupe_working_set_percentage / 100
+        // bytes of unique pages.
+        let size = match job.size {
+            Some(crate::plan::jobfile::SizeSpec::Bytes(b)) => b.0,
+            _ => setup.plan.files.iter().map(|f| f.size).sum(),
+        };
+        let bs = job.bs[WRITE].0.max(1);
+        let pages = size * job.dedupe_working_set_percentage as u64 / 100 / bs;
+        let me = (setup.thread_number - 1) as usize;
+        let starts = job.dedupe_global.then_some((setup.buf_starts, me));
+        b.init_working_set(pages, bs as usize, starts);
+        Content::Fio(Box::new(b))
+    }
+
+    #[inline]
+    fn fill(&mut self, job: &JobSpec, buf: &mut [u8]) {
+        match self {
+            Content::Plain { seed, .. } => files::fill_like_job(job, buf, seed),
+            Content::Fio(b) => b.fill(buf, job.bs[WRITE].0 as usize),
+        }
+    }
+
+    /// After the initial fills: fsdelta's refills start from the same seed whatever the depth
+    /// (every engine writes the same bytes at the same offsets); fio's generator goes on, as
+    /// fio's does after filling its io_u buffers.
+    fn restart(&mut self) {
+        if let Content::Plain { base, seed } = self {
+            *seed = *base;
+        }
+    }
+}
+
+/// A verify job's checker and fio's verify_state generator (the seeds of random content).
+struct VerifyCtx {
+    v: verify::Verifier,
+    rand: Taus,
+    compress: u32,
+}
+
+impl VerifyCtx {
+    fn of(
+        setup: &CloneSetup<'_>,
+        seeds: &[u64; rand::NR_SEEDS],
+    ) -> Result<Option<VerifyCtx>, WorkloadError> {
+        let job = setup.job;
+        if !job.verify {
+            return Ok(None);
+        }
+        // fio's fixup_options: the interval defaults to the write size, is at most the write
+        // size (or the read size of a job that reads) and divides the write size.
+        let (w, r) = (job.bs[WRITE].0, job.bs[READ].0);
+        let mut interval = job.verify_interval.map_or(w, |b| b.0);
+        if interval > w {
+            interval = w;
+        } else if job.rw.reads() && interval > r {
+            interval = r;
+        }
+        if interval == 0 || w % interval != 0 {
+            interval = w;
+        }
+        let hs = verify::hdr_size(job.verify_kind) as u64;
+        if interval <= hs {
+            return Err(WorkloadError::InvalidOptions(format!(
+                "job '{}': verify interval {interval} is too small for the {hs}-byte header of this verify= (raise bs= or verify_interval=)",
+                job.name
+            )));
+        }
+        if job.verify_offset.0 > 0 && job.verify_offset.0 + hs > interval {
+            return Err(WorkloadError::InvalidOptions(format!(
+                "job '{}': verify_offset={} puts the {hs}-byte header past the {interval}-byte interval",
+                job.name, job.verify_offset.0
+            )));
+        }
+        let use64 = job.random_generator == RandomGenerator::Tausworthe64;
+        Ok(Some(VerifyCtx {
+            v: verify::Verifier {
+                kind: job.verify_kind,
+                interval: interval as usize,
+                pattern: job.verify_pattern.clone(),
+                header_at: job.verify_offset.0 as usize,
+                thread: setup.thread_number as u16,
+                check_numberio: job.rw.writes() && !job.time_based,
+                dump: job.verify_dump,
+                fatal: job.verify_fatal,
+            },
+            rand: Taus::new(seeds[rand::SEED_VERIFY], use64),
+            compress: job
+                .buffer_compress_percentage
+                .filter(|&p| p < 100)
+                .unwrap_or(0),
+        }))
+    }
+
+    /// fio's populate_verify_io_u: random content from the verify generator (or the pattern),
+    /// then the headers. `numberio` is the write's number.
+    #[inline]
+    fn stamp(&mut self, data: &mut [u8], offset: u64, numberio: u64) {
+        let rand_seed = if self.v.pattern.is_none() {
+            let s = rand::next_seed(&mut self.rand);
+            rand::fio_fill_percentage(data, s, self.compress, data.len());
+            s
+        } else {
+            0
+        };
+        let now = Nanos::now().0;
+        let st = verify::Stamp {
+            rand_seed,
+            numberio: numberio as u16,
+            time_sec: (now / 1_000_000_000) as u32,
+            time_nsec: (now % 1_000_000_000) as u32,
+        };
+        self.v.populate(data, offset, st);
+    }
+
+    /// Check a block read at `offset` of file `fi`; the error is fio's message (and, with
+    /// verify_dump, the names of the dumped files).
+    fn check(
+        &self,
+        setup: &CloneSetup<'_>,
+        fi: usize,
+        data: &mut [u8],
+        offset: u64,
+        numberio: Option<u16>,
+    ) -> Result<(), WorkloadError> {
+        let path = &setup.plan.files[fi].path;
+        let name = setup.plan.files[fi].fio_name.clone();
+        let numberio = numberio.filter(|_| self.v.check_numberio);
+        self.v.check(data, offset, numberio, &name).map_err(|fs| {
+            let mut m = String::new();
+            for f in &fs {
+                if !m.is_empty() {
+                    m.push('\n');
+                }
+                m.push_str(&f.message);
+                if self.v.dump {
+                    m.push_str(&verify::dump(path, f));
+                }
+            }
+            WorkloadError::Io {
+                op: "verify",
+                path: path.clone(),
+                source: std::io::Error::other(m),
+            }
+        })
+    }
+}
+
+/// Read block `b` of file `fi` back and verify it against its logged write (fio's verify read:
+/// counted as one of the job's reads). Issued with pread whatever the engine (fio uses the
+/// job's engine: latencies differ, counts do not).
+#[allow(clippy::too_many_arguments)]
+fn verify_block<T: TimeSource>(
+    setup: &CloneSetup<'_>,
+    p: &mut Planner<'_>,
+    buf: &mut AlignedBuf,
+    st: &mut ThreadStats,
+    clk: T,
+    vc: &VerifyCtx,
+    fi: usize,
+    b: u64,
+) -> Result<(), WorkloadError> {
+    let job = setup.job;
+    let bs = job.bs[WRITE].0;
+    let logged = std::mem::take(&mut p.files[fi].written[b as usize]);
+    if logged == 0 {
+        return Ok(());
+    }
+    ensure_open(p, setup, fi)?;
+    let fd = p.files[fi].fd.as_ref().expect("opened");
+    let data = &mut buf.as_mut_slice()[..bs as usize];
+    let off = p.files[fi].base + b * bs;
+    let t0 = clk.now();
+    let mut done = 0usize;
+    while done < data.len() {
+        let n = rustix::io::pread(fd, &mut data[done..], off + done as u64)
+            .map_err(|e| io_err("read (verify)", &setup.plan.files[fi].path, e))?;
+        if n == 0 {
+            break;
+        }
+        done += n;
+    }
+    let t1 = clk.now();
+    let d = &mut st.dir[READ];
+    if !job.disable_clat {
+        d.clat.record((t1 - t0).0);
+        st.lat_buckets.mark((t1 - t0).0);
+    }
+    if !job.disable_lat {
+        d.lat.record((t1 - t0).0);
+    }
+    d.io_bytes += bs;
+    d.total_ios += 1;
+    st.depth_counts[0] += 1;
+    st.submit_counts[1] += 1;
+    st.complete_counts[1] += 1;
+    if done < data.len() {
+        return Err(io_err(
+            "read (verify)",
+            &setup.plan.files[fi].path,
+            std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                format!("short read at offset {}", off + done as u64),
+            ),
+        ));
+    }
+    vc.check(setup, fi, data, off, Some(logged as u16))
+}
+
+/// fio's verify phase, after every pass of a write job: read every logged block back in
+/// offset order (fio's io_hist_tree; random writes with a random map fio checks in issue
+/// order, the same blocks) and check its headers and checksums; the reads count as the job's
+/// reads, as in fio. A job stopped by its runtime (or by filling the device) is not verified,
+/// as fio's is not.
 fn verify_phase<T: TimeSource>(
     setup: &CloneSetup<'_>,
     p: &mut Planner<'_>,
     buf: &mut AlignedBuf,
     st: &mut ThreadStats,
     clk: T,
+    vc: &VerifyCtx,
 ) -> Result<(), WorkloadError> {
-    let job = setup.job;
-    if job.ioengine == IoEngine::Null {
+    if setup.job.ioengine == IoEngine::Null {
         return Ok(());
     }
-    let bs = job.min_bs(WRITE);
-    let interval = verify_interval(job);
     for fi in 0..p.files.len() {
-        let words = p.files[fi].written.clone();
-        let base = p.files[fi].base;
-        let name = setup.plan.files[fi].path.display().to_string();
-        for (wi, w) in words.iter().enumerate() {
-            let mut bits = *w;
-            while bits != 0 {
-                if setup.cancel.is_cancelled() {
-                    return Err(WorkloadError::Cancelled);
-                }
-                let b = wi as u64 * 64 + bits.trailing_zeros() as u64;
-                bits &= bits - 1;
-                ensure_open(p, setup, fi)?;
-                let fd = p.files[fi].fd.as_ref().expect("opened");
-                let data = &mut buf.as_mut_slice()[..bs as usize];
-                let off = base + b * bs;
-                let t0 = clk.now();
-                let mut done = 0usize;
-                while done < data.len() {
-                    let n = rustix::io::pread(fd, &mut data[done..], off + done as u64)
-                        .map_err(|e| io_err("read (verify)", &setup.plan.files[fi].path, e))?;
-                    if n == 0 {
-                        break;
-                    }
-                    done += n;
-                }
-                let t1 = clk.now();
-                let d = &mut st.dir[READ];
-                if !job.disable_clat {
-                    d.clat.record((t1 - t0).0);
-                    st.lat_buckets.mark((t1 - t0).0);
-                }
-                if !job.disable_lat {
-                    d.lat.record((t1 - t0).0);
-                }
-                d.io_bytes += bs;
-                d.total_ios += 1;
-                st.depth_counts[0] += 1;
-                st.submit_counts[1] += 1;
-                st.complete_counts[1] += 1;
-                verify::check(&data[..done], off, interval, &name).map_err(|m| {
-                    WorkloadError::Io {
-                        op: "verify",
-                        path: setup.plan.files[fi].path.clone(),
-                        source: std::io::Error::other(m),
-                    }
-                })?;
+        for b in 0..p.files[fi].written.len() {
+            if p.files[fi].written[b] == 0 {
+                continue;
             }
+            if setup.cancel.is_cancelled() {
+                return Err(WorkloadError::Cancelled);
+            }
+            verify_block(setup, p, buf, st, clk, vc, fi, b as u64)?;
         }
     }
     Ok(())
@@ -1323,15 +1532,20 @@ fn run_sync<T: TimeSource>(
     p: &mut Planner<'_>,
     buf: &mut AlignedBuf,
     policy: BufferPolicy,
-    seed: &mut u64,
+    content: &mut Content,
+    vctx: &mut Option<VerifyCtx>,
     st: &mut ThreadStats,
     clock: &mut Clock,
     ru0: &mut super::stats::Rusage,
     logs: &mut IoLogs,
     clk: T,
-) -> Result<(), WorkloadError> {
+) -> Result<bool, WorkloadError> {
     let job = setup.job;
     let mut think_count = 0u64;
+    let mut last_ddir = WRITE;
+    // A read-only verify job checks every block it reads (fio: verify on a job that does not
+    // both read and write).
+    let verify_reads = vctx.is_some() && !job.rw.writes();
     let mut target = super::pace::LatencyTarget::new(job, 1, clk.now().0);
     let lat_is_clat = sync_lat_is_clat(job, policy);
     loop {
@@ -1341,26 +1555,63 @@ fn run_sync<T: TimeSource>(
         if p.held_back() {
             std::thread::sleep(job.flow_sleep);
             if clock.out_of_time(clk.now()) {
-                return Ok(());
+                return Ok(false);
             }
             continue;
         }
+        // fio's check_get_verify: every verify_backlog logged writes, read back
+        // verify_backlog_batch (default verify_backlog) of them before the next write.
+        if let Some(vc) = vctx.as_ref().filter(|_| job.verify_backlog > 0) {
+            if !p.backlog.is_empty()
+                && (p.verify_batch > 0
+                    || (p.backlog.len() as u64 % job.verify_backlog == 0 && last_ddir != READ))
+            {
+                if p.verify_batch == 0 {
+                    p.verify_batch = if job.verify_backlog_batch > 0 {
+                        job.verify_backlog_batch
+                    } else {
+                        job.verify_backlog
+                    };
+                }
+                let (fi, b) = p.backlog.pop_front().expect("not empty");
+                p.verify_batch -= 1;
+                // fio ends a job with io_size= when its reads and writes together reach it
+                // (keep_running counts every byte done): a backlog read uses the budget.
+                if job.io_size.is_some() {
+                    p.pass_issued += job.bs[WRITE].0;
+                }
+                verify_block(setup, p, buf, st, clk, vc, fi, b)?;
+                last_ddir = READ;
+                if !after_tick(p, st, clock, ru0, clk.now()) {
+                    return Ok(false);
+                }
+                continue;
+            }
+        }
         let Some(io) = p.next_io() else {
+            // fio's thread_main: every pass (loop, or wrap of a time_based job) of a write job
+            // is verified before the next starts.
+            if let Some(vc) = vctx.as_ref().filter(|_| job.do_verify && job.rw.writes()) {
+                verify_phase(setup, p, buf, st, clk, vc)?;
+            }
             if next_pass(setup, p, clock)? {
                 continue;
             }
-            return Ok(());
+            return Ok(false);
         };
+        last_ddir = io.ddir;
         if let Some(fi) = p.sync_pending.take() {
             timed_sync(setup, p, st, fi, clk)?;
         }
         ensure_open(p, setup, io.file)?;
         let data = &mut buf.as_mut_slice()[..io.len];
         if io.ddir == WRITE && policy.refill {
-            files::fill_like_job(job, data, seed);
+            content.fill(job, data);
         }
-        if io.ddir == WRITE && job.verify {
-            verify::stamp(data, io.offset, verify_interval(job));
+        if io.ddir == WRITE {
+            if let Some(vc) = vctx.as_mut() {
+                vc.stamp(data, io.offset, p.issues[WRITE] - 1);
+            }
         }
         let start = clk.now();
         // fio stamps start before the write buffer is scrambled and issue just before the
@@ -1386,6 +1637,17 @@ fn run_sync<T: TimeSource>(
                     ));
                 }
                 Ok(n) => done += n,
+                Err(e)
+                    if job.fill_device
+                        && io.ddir == WRITE
+                        && (e == rustix::io::Errno::NOSPC || e == rustix::io::Errno::DQUOT) =>
+                {
+                    // fill_device: the device is full, the job ends (fio clears the error);
+                    // the failed write is not logged for verify.
+                    unlog(p, &io);
+                    st.dir[WRITE].total_ios += full_device_ios(if done > 0 { 1 } else { -1 });
+                    return Ok(true);
+                }
                 Err(e) => {
                     let hint = direct_hint(job, e);
                     return Err(WorkloadError::Io {
@@ -1397,6 +1659,11 @@ fn run_sync<T: TimeSource>(
             }
         }
         let end = clk.now();
+        if verify_reads && io.ddir == READ {
+            if let Some(vc) = vctx.as_ref() {
+                vc.check(setup, io.file, data, io.offset, None)?;
+            }
+        }
         let d = &mut st.dir[io.ddir];
         let clat = (end - issue).0;
         if !job.disable_clat {
@@ -1434,13 +1701,37 @@ fn run_sync<T: TimeSource>(
             }
         }
         if !after_tick(p, st, clock, ru0, end) {
-            return Ok(());
+            return Ok(false);
         }
         if let Some(l) = &mut target {
             if latency_step(l, p, st, clock, ru0, end) {
-                return Ok(());
+                return Ok(false);
             }
         }
+    }
+}
+
+/// The I/Os fio counts for a write that hit a full device (fill_device), without bytes: one
+/// for a failed write (`res` < 0), two for a short one (it and the rest, requeued, failing).
+fn full_device_ios(res: i64) -> u64 {
+    if res > 0 { 2 } else { 1 }
+}
+
+/// Take a write that failed (fill_device's ENOSPC) out of the verify log.
+fn unlog(p: &mut Planner<'_>, io: &Io) {
+    let f = &mut p.files[io.file];
+    if f.written.is_empty() {
+        return;
+    }
+    let b = ((io.offset - f.base) / io.len.max(1) as u64) as usize;
+    if let Some(w) = f.written.get_mut(b) {
+        *w = 0;
+    }
+    if p.backlog
+        .back()
+        .is_some_and(|&(fi, bb)| fi == io.file && bb == b as u64)
+    {
+        p.backlog.pop_back();
     }
 }
 
@@ -1461,15 +1752,17 @@ fn run_async<T: TimeSource>(
     p: &mut Planner<'_>,
     bufs: &mut [AlignedBuf],
     policy: BufferPolicy,
-    seed: &mut u64,
+    content: &mut Content,
+    vctx: &mut Option<VerifyCtx>,
     st: &mut ThreadStats,
     clock: &mut Clock,
     ru0: &mut super::stats::Rusage,
     logs: &mut IoLogs,
     clk: T,
-) -> Result<(), WorkloadError> {
+) -> Result<bool, WorkloadError> {
     let job = setup.job;
     let depth = bufs.len();
+    let verify_reads = vctx.is_some() && !job.rw.writes();
     let dir0 = setup
         .plan
         .files
@@ -1513,7 +1806,7 @@ fn run_async<T: TimeSource>(
                 if inflight == 0 {
                     std::thread::sleep(job.flow_sleep);
                     if clock.out_of_time(clk.now()) {
-                        return Ok(());
+                        return Ok(false);
                     }
                     continue;
                 }
@@ -1545,10 +1838,12 @@ fn run_async<T: TimeSource>(
             let si = free.pop().expect("a free slot");
             let data = &mut bufs[si].as_mut_slice()[..io.len];
             if io.ddir == WRITE && policy.refill {
-                files::fill_like_job(job, data, seed);
+                content.fill(job, data);
             }
-            if io.ddir == WRITE && job.verify {
-                verify::stamp(data, io.offset, verify_interval(job));
+            if io.ddir == WRITE {
+                if let Some(vc) = vctx.as_mut() {
+                    vc.stamp(data, io.offset, p.issues[WRITE] - 1);
+                }
             }
             let start = clk.now();
             if io.ddir == WRITE && policy.scramble {
@@ -1618,21 +1913,27 @@ fn run_async<T: TimeSource>(
         }
         if inflight == 0 {
             if stop {
-                return Ok(());
+                return Ok(false);
             }
             if stashed.is_some() {
                 continue;
             }
             if pass_over {
                 pass_over = false;
+                // Nothing in flight: the pass is verified before the next starts (fio).
+                if let Some(vc) = vctx.as_ref().filter(|_| job.do_verify && job.rw.writes()) {
+                    verify_phase(setup, p, &mut bufs[0], st, clk, vc)?;
+                }
                 if next_pass(setup, p, clock)? {
                     continue;
                 }
-                return Ok(());
+                return Ok(false);
             }
             continue;
         }
-        let mut err: Option<(usize, i64)> = None;
+        let mut err: Option<(Io, i64)> = None;
+        let mut verr: Option<WorkloadError> = None;
+        let vref = vctx.as_ref();
         let mut t = Nanos::ZERO;
         // The queue is full (or nothing is left to issue): wait for at least one completion
         // and take every one available, as fio's wait_for_completions.
@@ -1651,8 +1952,19 @@ fn run_async<T: TimeSource>(
                 let s = slots[si].take().expect("completion of a slot in flight");
                 free.push(si);
                 if res < 0 || res as usize != s.io.len {
-                    err.get_or_insert((s.io.file, res));
+                    if job.fill_device && s.io.ddir == WRITE {
+                        st.dir[WRITE].total_ios += full_device_ios(res);
+                    }
+                    err.get_or_insert((s.io, res));
                     return;
+                }
+                if verify_reads && s.io.ddir == READ && verr.is_none() {
+                    if let Some(vc) = vref {
+                        let data = &mut bufs[si].as_mut_slice()[..s.io.len];
+                        if let Err(e) = vc.check(setup, s.io.file, data, s.io.offset, None) {
+                            verr = Some(e);
+                        }
+                    }
                 }
                 let d = &mut st.dir[s.io.ddir];
                 let clat = (t - s.issue).0;
@@ -1695,7 +2007,42 @@ fn run_async<T: TimeSource>(
             .map_err(|e| io_err(engine_op, dir0, e))?;
         inflight -= reaped;
         st.complete_counts[ThreadStats::batch_index(reaped)] += 1;
-        if let Some((fi, res)) = err {
+        if let Some((io, _)) = err.filter(|&(io, res)| {
+            job.fill_device
+                && io.ddir == WRITE
+                && (res >= 0 || res == -(libc::ENOSPC as i64) || res == -(libc::EDQUOT as i64))
+        }) {
+            // fill_device: the device is full; what is in flight completes (counted as fio
+            // counts it), the job ends.
+            unlog(p, &io);
+            while inflight > 0 {
+                let n = backend
+                    .reap(1, depth, &mut |si, res| {
+                        let s = slots[si].take().expect("completion of a slot in flight");
+                        let d = &mut st.dir[s.io.ddir];
+                        if res >= 0 && res as usize == s.io.len {
+                            d.io_bytes += s.io.len as u64;
+                            d.total_ios += 1;
+                        } else {
+                            d.total_ios += full_device_ios(res);
+                        }
+                    })
+                    .map_err(|e| io_err(engine_op, dir0, e))?;
+                inflight -= n;
+            }
+            return Ok(true);
+        }
+        if let Some(e) = verr {
+            while inflight > 0 {
+                let n = backend
+                    .reap(1, depth, &mut |_, _| {})
+                    .map_err(|e| io_err(engine_op, dir0, e))?;
+                inflight -= n;
+            }
+            return Err(e);
+        }
+        if let Some((io, res)) = err {
+            let fi = io.file;
             let path = &setup.plan.files[fi].path;
             if res < 0 {
                 let e = rustix::io::Errno::from_raw_os_error(-res as i32);
@@ -1914,6 +2261,7 @@ mod distribution_tests {
             cancel: &cancel,
             flow: None,
             progress: None,
+            buf_starts: &[],
         };
         let mut p = Planner::new(&setup).unwrap();
         (0..n)
@@ -2101,6 +2449,7 @@ mod distribution_tests {
             cancel: &cancel,
             flow: None,
             progress: None,
+            buf_starts: &[],
         };
         let mut p = Planner::new(&setup).unwrap();
         let got: Vec<u64> = (0..8).map(|_| p.next_io().unwrap().offset).collect();
@@ -2138,6 +2487,7 @@ mod pareto_tests {
             cancel: &cancel,
             flow: None,
             progress: None,
+            buf_starts: &[],
         };
         let mut p = Planner::new(&setup).unwrap();
         let got: Vec<u64> = (0..6).map(|_| p.next_io().unwrap().offset).collect();
@@ -2145,5 +2495,78 @@ mod pareto_tests {
             got,
             vec![0x29f000, 0x301000, 0xb0000, 0x23000, 0x16d000, 0x2ad000]
         );
+    }
+
+    /// The bytes one clone writes, buffer by buffer, from [`Content`] as the sync loop fills
+    /// them (one buffer filled at setup, then a refill before every write).
+    fn written_bytes(text: &str, writes: usize) -> Vec<u8> {
+        let set = crate::plan::jobfile::parse_job_text(
+            text,
+            "t.fio",
+            &crate::plan::jobfile::SystemSources,
+        )
+        .unwrap();
+        let job = &set.jobs[0];
+        let seeds = rand::job_seeds(job, 1);
+        let plan = files::plan_clone(job, 0, Path::new("/nonexistent"), &seeds).unwrap();
+        let cancel = CancelToken::default();
+        let setup = CloneSetup {
+            job,
+            plan,
+            thread_number: 1,
+            mem_align: 4096,
+            cancel: &cancel,
+            flow: None,
+            progress: None,
+            buf_starts: &[],
+        };
+        let mut c = Content::of(&setup, &seeds);
+        let bs = job.bs[WRITE].0 as usize;
+        let mut buf = vec![0u8; bs];
+        c.fill(job, &mut buf);
+        c.restart();
+        let refill = BufferPolicy::of(job).refill;
+        let mut out = Vec::new();
+        for _ in 0..writes {
+            if refill {
+                c.fill(job, &mut buf);
+            }
+            out.extend_from_slice(&buf);
+        }
+        out
+    }
+
+    /// buffer_compress_percentage=50 writes fio 3.33's bytes (`fio --name=c --rw=write
+    /// --bs=4k --size=64k --buffer_compress_percentage=50`, head of c.0.0).
+    #[test]
+    fn compressible_buffers_are_fios_bytes() {
+        let b = written_bytes(
+            "[c]\nrw=write\nbs=4k\nsize=64k\nbuffer_compress_percentage=50\n",
+            1,
+        );
+        let hex = |v: &[u8]| v.iter().map(|x| format!("{x:02x}")).collect::<String>();
+        assert_eq!(hex(&b[..16]), "d08e676ada40af0ea01dcfd4b4815e1d");
+        assert_eq!(hex(&b[2048..2064]), "4ebe34632419b8d09c7c69c6483270a1");
+        assert!(b[256..512].iter().all(|&x| x == 0));
+    }
+
+    /// dedupe_mode=repeat repeats fio 3.33's buffers where fio does (`--dedupe_percentage=50
+    /// --dedupe_mode=repeat --refill_buffers --bs=4k --size=64k`: blocks 1-4, 5-7 and 11-12
+    /// are repeats).
+    #[test]
+    fn dedupe_repeats_are_fios() {
+        let b = written_bytes(
+            "[d]\nrw=write\nbs=4k\nsize=64k\ndedupe_percentage=50\ndedupe_mode=repeat\nrefill_buffers=1\n",
+            16,
+        );
+        let hex = |v: &[u8]| v.iter().map(|x| format!("{x:02x}")).collect::<String>();
+        assert_eq!(hex(&b[..16]), "d08e676ada40af0ea01dcfd4b4815e1d");
+        let blocks: Vec<&[u8]> = b.chunks(4096).collect();
+        let same: Vec<bool> = (1..16).map(|i| blocks[i] == blocks[i - 1]).collect();
+        let want = [
+            false, true, true, true, false, true, true, false, false, false, false, true, false,
+            false, false,
+        ];
+        assert_eq!(same, want);
     }
 }
