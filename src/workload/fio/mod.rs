@@ -24,6 +24,7 @@ pub mod files;
 pub mod iolog;
 pub mod pace;
 pub mod rand;
+pub mod rate;
 pub mod stats;
 pub mod steady;
 pub mod verify;
@@ -306,6 +307,12 @@ fn execute(set: &JobSet, ctx: &RunContext<'_>) -> Result<FioRun, WorkloadError> 
     let flows = pace::Flows::of(&set.jobs);
     let groups_all = group_ids(set);
     let flows = &flows;
+    // exitall / exit_what: every clone's end request, by reporting group.
+    let exits = rate::Exits::new(
+        planned.iter().map(|p| groups_all[p.job_index]).collect(),
+        set.jobs.iter().any(|j| j.exitall),
+    );
+    let exits = &exits;
     // Every job's clock, decided (and the TSC calibrated) before anything runs; a refused
     // clocksource=cpu is a warning, as the fallback is still a clock.
     for job in &set.jobs {
@@ -352,6 +359,7 @@ fn execute(set: &JobSet, ctx: &RunContext<'_>) -> Result<FioRun, WorkloadError> 
                 .enumerate()
                 .map(|(bi, pl)| {
                     let cancel = ctx.cancel;
+                    let ci = i + bi;
                     std::thread::Builder::new()
                         .name(format!("fio-{}", pl.job.name))
                         .spawn_scoped(s, move || -> Result<CloneOut, WorkloadError> {
@@ -370,6 +378,7 @@ fn execute(set: &JobSet, ctx: &RunContext<'_>) -> Result<FioRun, WorkloadError> 
                             }
                             let _left = Left(left);
                             let job = pl.job;
+                            let exit = exits.get(ci);
                             if let Some(w) = &job.wait_for {
                                 let wi = set.jobs[..pl.job_index]
                                     .iter()
@@ -380,10 +389,23 @@ fn execute(set: &JobSet, ctx: &RunContext<'_>) -> Result<FioRun, WorkloadError> 
                                     if cancel.is_cancelled() {
                                         return Err(WorkloadError::Cancelled);
                                     }
+                                    if exit.terminated() {
+                                        break;
+                                    }
                                     std::thread::sleep(std::time::Duration::from_millis(1));
                                 }
                             }
-                            sleep_cancellable(job.startdelay, cancel)?;
+                            sleep_cancellable(job.startdelay, cancel, exit)?;
+                            if exit.terminated() {
+                                // Ended by another job before it started (fio: "never got a
+                                // chance to start"): it reports nothing done.
+                                return Ok(CloneOut {
+                                    job_index: pl.job_index,
+                                    stats: stats::ThreadStats::default(),
+                                    end: Nanos::now(),
+                                });
+                            }
+                            exit.set_state(rate::RunState::SettingUp);
                             let layout_seed =
                                 rand::job_seeds(job, pl.thread_number)[rand::SEED_BUF];
                             files::layout(job, &pl.plan, layout_seed)?;
@@ -395,8 +417,11 @@ fn execute(set: &JobSet, ctx: &RunContext<'_>) -> Result<FioRun, WorkloadError> 
                                 cancel,
                                 flow: flows.group_of(job),
                                 progress: (!job.ss_dur.is_zero()).then_some(&progress[bi]),
+                                exit: Some(exit),
                             };
                             let stats = worker::run_clone(&setup)?;
+                            exit.set_state(rate::RunState::Running);
+                            exits.ended(ci, job);
                             Ok(CloneOut {
                                 job_index: pl.job_index,
                                 stats,
@@ -463,11 +488,15 @@ fn execute(set: &JobSet, ctx: &RunContext<'_>) -> Result<FioRun, WorkloadError> 
 fn sleep_cancellable(
     d: std::time::Duration,
     cancel: &crate::workload::CancelToken,
+    exit: &rate::Exit,
 ) -> Result<(), WorkloadError> {
     let end = Nanos::now() + Nanos::from(d);
     while Nanos::now() < end {
         if cancel.is_cancelled() {
             return Err(WorkloadError::Cancelled);
+        }
+        if exit.terminated() {
+            return Ok(());
         }
         let left = end - Nanos::now();
         std::thread::sleep(std::time::Duration::from_nanos(left.0.min(50_000_000)));

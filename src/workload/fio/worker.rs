@@ -24,6 +24,8 @@ use crate::workload::{CancelToken, WorkloadError};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::path::Path;
 
+mod offload;
+
 /// A buffer aligned for O_DIRECT, made without unsafe code: an over-sized vector and an offset.
 pub struct AlignedBuf {
     storage: Vec<u8>,
@@ -68,6 +70,8 @@ pub struct CloneSetup<'a> {
     pub flow: Option<&'a super::pace::FlowGroup>,
     /// Where the clone publishes its progress for steady-state detection (ss_dur=).
     pub progress: Option<&'a super::steady::Progress>,
+    /// The clone's end request from other clones (exitall) and its run state.
+    pub exit: Option<&'a super::rate::Exit>,
 }
 
 struct FileState {
@@ -155,6 +159,13 @@ struct Planner<'a> {
     zone_rand: Taus,
     /// Steady-state detection (ss_dur=): progress published, stop obeyed.
     progress: Option<&'a super::steady::Progress>,
+    /// rate= / rate_iops= / rate_min=: pacing and the minimum check.
+    rate: Option<super::rate::Rate>,
+    /// The direction the rate chose for the next I/O and the time (µs after the rate's
+    /// epoch) it may go at.
+    rate_ddir: Option<(usize, u64)>,
+    /// The clone's end request and run state (exitall).
+    exit: Option<&'a super::rate::Exit>,
 }
 
 /// fio's strided zones (setup_strided_zone_mode): `bytes` done in the zone starting `start`
@@ -281,6 +292,10 @@ impl<'a> Planner<'a> {
             flow: setup.flow.map(|g| super::pace::FlowMember::new(g, job)),
             zone_rand: Taus::new(seeds[rand::SEED_ZONE], false),
             progress: setup.progress,
+            rate: super::rate::Rate::new(job, &seed_table, Nanos::ZERO)
+                .map_err(WorkloadError::InvalidOptions)?,
+            rate_ddir: None,
+            exit: setup.exit,
             zone: zones.map(|z| ZoneState {
                 z,
                 start: 0,
@@ -409,6 +424,24 @@ impl<'a> Planner<'a> {
         Some(self.cur_file)
     }
 
+    /// fio's get_rw_ddir with rate_ddir, before the next I/O of a job with a rate: None when
+    /// it may go now, else the microseconds to wait first (the caller drains what is in
+    /// flight, sleeps, and calls next_io, which takes the direction chosen here).
+    fn rate_wait(&mut self, now: Nanos) -> Option<u64> {
+        let now_us = self.rate.as_ref()?.now_us(now);
+        if let Some((_, at)) = self.rate_ddir {
+            return (at > now_us).then(|| at - now_us);
+        }
+        let d = self.next_ddir();
+        let (d, wait) = match self.rate.as_ref()?.step(d, now) {
+            super::rate::RateStep::Go(d) => (d, 0),
+            super::rate::RateStep::Wait { ddir, us } => (ddir, us),
+        };
+        self.mix_ddir = d;
+        self.rate_ddir = Some((d, now_us + wait));
+        (wait > 0).then_some(wait)
+    }
+
     /// The next I/O, or None when the pass is complete.
     #[inline]
     fn next_io(&mut self) -> Option<Io> {
@@ -426,7 +459,13 @@ impl<'a> Planner<'a> {
             // As fio's fill_io_u, every attempt (also one that finds its file exhausted)
             // evaluates the direction again, and a random attempt draws its block first: a
             // file is found done lazily, as fio finds it.
-            let ddir = self.next_ddir();
+            let ddir = match self.rate_ddir.take() {
+                Some((d, _)) => d,
+                // Without a rate, or a retry after a file was found done: the rwmix choice
+                // (a retry does not wait again; nothing was issued since the wait).
+                None => self.next_ddir(),
+            };
+            self.mix_ddir = ddir;
             let bs = self.job.bs[ddir].0;
             let fi = self.next_file()?;
             let f = &mut self.files[fi];
@@ -554,6 +593,9 @@ impl<'a> Planner<'a> {
             self.pass_issued += bs;
             self.pass_ios += 1;
             self.issues[ddir] += 1;
+            if let Some(r) = &mut self.rate {
+                r.issued(ddir, bs);
+            }
             return Some(Io {
                 ddir,
                 file: fi,
@@ -713,7 +755,7 @@ pub fn run_clone(setup: &CloneSetup<'_>) -> Result<ThreadStats, WorkloadError> {
 }
 
 /// [`run_clone`] on the clock `clk`: every timestamp of the clone comes from it.
-fn run_clone_on<T: TimeSource>(
+fn run_clone_on<T: TimeSource + Send>(
     setup: &CloneSetup<'_>,
     clk: T,
 ) -> Result<ThreadStats, WorkloadError> {
@@ -722,7 +764,8 @@ fn run_clone_on<T: TimeSource>(
         return run_file_op(setup, clk);
     }
     let mut p = Planner::new(setup)?;
-    let depth = if job.ioengine.is_sync() {
+    // Offload: one buffer per submission worker, iodepth of them whatever the engine.
+    let depth = if job.ioengine.is_sync() && !job.io_submit_offload {
         1
     } else {
         job.iodepth as usize
@@ -754,8 +797,31 @@ fn run_clone_on<T: TimeSource>(
     };
     let mut logs = IoLogs::for_clone(job, setup.thread_number, expected_ios);
     let mut clock = Clock::new(job, clk.now());
+    if let Some(r) = &mut p.rate {
+        r.reset(clock.started);
+    }
+    if let Some(e) = setup.exit {
+        e.set_state(if clock.ramping {
+            super::rate::RunState::SettingUp
+        } else {
+            super::rate::RunState::Running
+        });
+    }
     let mut ru0 = super::stats::Rusage::thread();
+    let mut workers_ru = super::stats::Rusage::default();
     let result = match job.ioengine {
+        _ if job.io_submit_offload => offload::run(
+            setup,
+            &mut p,
+            std::mem::take(&mut bufs),
+            policy,
+            &mut seed,
+            &mut st,
+            &mut clock,
+            &mut ru0,
+            clk,
+        )
+        .map(|ru| workers_ru = ru),
         IoEngine::IoUring | IoEngine::Libaio => {
             let dir0 = setup
                 .plan
@@ -796,7 +862,7 @@ fn run_clone_on<T: TimeSource>(
         ),
     };
     result?;
-    if job.ioengine.is_sync() {
+    if job.ioengine.is_sync() && !job.io_submit_offload {
         // The sync loop did not record lat where it equals clat: it is clat's distribution.
         let same = sync_lat_is_clat(job, policy);
         for (d, same) in st.dir.iter_mut().zip(same) {
@@ -825,6 +891,7 @@ fn run_clone_on<T: TimeSource>(
     }
     st.job_runtime_ms = elapsed.0 / 1_000_000;
     st.rusage = super::stats::Rusage::thread().since(&ru0);
+    st.rusage.add(&workers_ru);
     // SAFETY: gettid(2) takes no arguments and cannot fail.
     st.tid = unsafe { libc::gettid() };
     if job.fsync_on_close {
@@ -932,6 +999,12 @@ fn after_tick(
         *st = ThreadStats::default();
         *ru0 = super::stats::Rusage::thread();
         p.ramp_reset();
+        if let Some(r) = &mut p.rate {
+            r.reset(now);
+        }
+        if let Some(e) = p.exit {
+            e.set_state(super::rate::RunState::Running);
+        }
     }
     if !p.job.disable_bw {
         clock.sampler.tick(now, &mut st.dir);
@@ -955,8 +1028,14 @@ fn next_pass(
     setup: &CloneSetup<'_>,
     p: &mut Planner<'_>,
     clock: &Clock,
+    now: Nanos,
 ) -> Result<bool, WorkloadError> {
     let more = next_pass_counted(p, clock);
+    if more && !setup.job.time_based {
+        if let Some(r) = &mut p.rate {
+            r.new_loop(now, setup.job.randrepeat);
+        }
+    }
     if more && setup.job.invalidate && !setup.job.direct {
         for (fi, f) in p.files.iter().enumerate() {
             if let Some(fd) = &f.fd {
@@ -1070,10 +1149,11 @@ fn direct_hint(job: &JobSpec, e: rustix::io::Errno) -> String {
 /// fio's thinktime: after every `thinktime_blocks` I/Os, spin `thinktime_spin`, then sleep the
 /// rest of `thinktime`.
 #[inline]
-fn think(job: &JobSpec, issued: u64) {
+fn think(job: &JobSpec, issued: u64) -> u64 {
     if job.thinktime.is_zero() || issued % job.thinktime_blocks.max(1) as u64 != 0 {
-        return;
+        return 0;
     }
+    let t0 = Nanos::now();
     let spin = job.thinktime_spin.min(job.thinktime);
     if !spin.is_zero() {
         let until = Nanos::now() + Nanos::from(spin);
@@ -1085,6 +1165,70 @@ fn think(job: &JobSpec, issued: u64) {
     if !rest.is_zero() {
         std::thread::sleep(rest);
     }
+    (Nanos::now() - t0).0 / 1000
+}
+
+/// A rated job's wait before its next I/O (fio's rate_ddir sleep): never past the runtime,
+/// cut short by an end request. False when the job must end instead of issuing (out of
+/// runtime, ended by another job, or cancelled).
+fn rate_sleep<T: TimeSource>(
+    setup: &CloneSetup<'_>,
+    p: &Planner<'_>,
+    clock: &Clock,
+    us: u64,
+    clk: T,
+) -> bool {
+    let Some(r) = p.rate.as_ref() else {
+        return true;
+    };
+    let limit = if clock.ramping {
+        None
+    } else {
+        clock.runtime.map(|ns| ns / 1000)
+    };
+    let now = r.now_us(clk.now());
+    let mut us = us;
+    if let Some(t) = limit {
+        if now + us > t {
+            if now > t {
+                return false;
+            }
+            us = t - now;
+        }
+    }
+    let stop = || setup.cancel.is_cancelled() || setup.exit.is_some_and(|e| e.terminated());
+    super::rate::sleep_us(us, &stop);
+    let now = r.now_us(clk.now());
+    !(limit.is_some_and(|t| now > t) || stop())
+}
+
+/// After an I/O of a job with rate_min / rate_iops_min (not while ramping): fio's
+/// check_min_rate; a miss ends the job with fio's message.
+fn check_min_rate(
+    setup: &CloneSetup<'_>,
+    p: &mut Planner<'_>,
+    st: &ThreadStats,
+    clock: &Clock,
+    now: Nanos,
+) -> Result<(), WorkloadError> {
+    if clock.ramping {
+        return Ok(());
+    }
+    let Some(r) = p.rate.as_mut() else {
+        return Ok(());
+    };
+    let bytes = [st.dir[READ].io_bytes, st.dir[WRITE].io_bytes];
+    let blocks = [st.dir[READ].total_ios, st.dir[WRITE].total_ios];
+    r.check_min(now, bytes, blocks)
+        .map_err(|m| rate_min_missed(setup, &m))
+}
+
+/// fio's failure of a job below its minimum rate (td_verror EIO, "check_min_rate").
+fn rate_min_missed(setup: &CloneSetup<'_>, message: &str) -> WorkloadError {
+    WorkloadError::InvalidOptions(format!(
+        "{}: {message} (fio's check_min_rate ends the job with EIO: lower rate_min / rate_iops_min, lengthen rate_cycle, or use a faster target)",
+        setup.job.name
+    ))
 }
 
 /// Count an issued write for fsync= / fdatasync=; every N writes a sync becomes owed.
@@ -1159,6 +1303,9 @@ fn run_sync<T: TimeSource>(
         if setup.cancel.is_cancelled() {
             return Err(WorkloadError::Cancelled);
         }
+        if setup.exit.is_some_and(|e| e.terminated()) {
+            return Ok(());
+        }
         if p.held_back() {
             std::thread::sleep(job.flow_sleep);
             if clock.out_of_time(clk.now()) {
@@ -1166,8 +1313,16 @@ fn run_sync<T: TimeSource>(
             }
             continue;
         }
+        while let Some(us) = p.rate_wait(clk.now()) {
+            if !rate_sleep(setup, p, clock, us, clk) {
+                if setup.cancel.is_cancelled() {
+                    return Err(WorkloadError::Cancelled);
+                }
+                return Ok(());
+            }
+        }
         let Some(io) = p.next_io() else {
-            if next_pass(setup, p, clock)? {
+            if next_pass(setup, p, clock, clk.now())? {
                 continue;
             }
             return Ok(());
@@ -1246,7 +1401,7 @@ fn run_sync<T: TimeSource>(
             note_write(job, p, io.file);
         }
         think_count += 1;
-        think(job, think_count);
+        let thought = think(job, think_count);
         if let Some(l) = &mut target {
             let ios = st.dir[0].total_ios + st.dir[1].total_ios;
             if let Err(max) = l.completed((end - start).0, end.0, ios) {
@@ -1255,6 +1410,17 @@ fn run_sync<T: TimeSource>(
         }
         if !after_tick(p, st, clock, ru0, end) {
             return Ok(());
+        }
+        if p.rate.is_some() {
+            let now = if thought > 0 {
+                if let Some(r) = &mut p.rate {
+                    r.thought(io.ddir, thought);
+                }
+                clk.now()
+            } else {
+                end
+            };
+            check_min_rate(setup, p, st, clock, now)?;
         }
         if let Some(l) = &mut target {
             if latency_step(l, p, st, clock, ru0, end) {
@@ -1307,7 +1473,12 @@ fn run_async<T: TimeSource>(
     let mut think_count = 0u64;
     let mut target = super::pace::LatencyTarget::new(job, depth as u32, clk.now().0);
     let mut late: Option<u64> = None;
+    // A rated job waits with nothing in flight (fio's io_u_quiesce before the rate's sleep).
+    let mut quiesce = false;
     loop {
+        if setup.exit.is_some_and(|e| e.terminated()) {
+            stop = true;
+        }
         if setup.cancel.is_cancelled() {
             // Let the kernel finish what it holds before the buffers go away.
             while inflight > 0 {
@@ -1334,6 +1505,19 @@ fn run_async<T: TimeSource>(
                     continue;
                 }
                 break;
+            }
+            if stashed.is_none() {
+                if let Some(us) = p.rate_wait(clk.now()) {
+                    if inflight > 0 {
+                        quiesce = true;
+                        break;
+                    }
+                    if !rate_sleep(setup, p, clock, us, clk) {
+                        stop = true;
+                        break;
+                    }
+                    continue;
+                }
             }
             let io = match stashed.take() {
                 Some(io) => io,
@@ -1404,7 +1588,10 @@ fn run_async<T: TimeSource>(
             slots[si] = Some(Slot { io, start, issue });
             inflight += 1;
             think_count += 1;
-            think(job, think_count);
+            let thought = think(job, think_count);
+            if let Some(r) = &mut p.rate {
+                r.thought(io.ddir, thought);
+            }
             st.depth_counts[ThreadStats::depth_index(inflight as u32)] += 1;
             if (p.open_limit as usize) < p.files.len() {
                 // An openfiles rotation may close a file: no I/O may be in flight then.
@@ -1420,7 +1607,7 @@ fn run_async<T: TimeSource>(
             }
             if pass_over {
                 pass_over = false;
-                if next_pass(setup, p, clock)? {
+                if next_pass(setup, p, clock, clk.now())? {
                     continue;
                 }
                 return Ok(());
@@ -1434,7 +1621,11 @@ fn run_async<T: TimeSource>(
         // fio's wait_for_completions: wait for iodepth_batch_complete_min (at least one when
         // nothing else can be done) and take at most iodepth_batch_complete_max (by default
         // the min, 1), so the queue is refilled after every completion and stays full.
-        let min_evts = (job.iodepth_batch_complete_min as usize).clamp(1, inflight);
+        let min_evts = if quiesce {
+            inflight
+        } else {
+            (job.iodepth_batch_complete_min as usize).clamp(1, inflight)
+        };
         let measured_from = clock.measured_from;
         let max_evts = (job.iodepth_batch_complete_max as usize).max(min_evts);
         let reaped = backend
@@ -1479,6 +1670,9 @@ fn run_async<T: TimeSource>(
             })
             .map_err(|e| io_err(engine_op, dir0, e))?;
         inflight -= reaped;
+        if inflight == 0 {
+            quiesce = false;
+        }
         st.complete_counts[ThreadStats::batch_index(reaped)] += 1;
         if let Some((fi, res)) = err {
             let path = &setup.plan.files[fi].path;
@@ -1508,6 +1702,7 @@ fn run_async<T: TimeSource>(
                 stop = true;
             }
         }
+        check_min_rate(setup, p, st, clock, t)?;
     }
 }
 
@@ -1691,6 +1886,7 @@ mod distribution_tests {
             cancel: &cancel,
             flow: None,
             progress: None,
+            exit: None,
         };
         let mut p = Planner::new(&setup).unwrap();
         (0..n)
@@ -1780,6 +1976,7 @@ mod distribution_tests {
             cancel: &cancel,
             flow: None,
             progress: None,
+            exit: None,
         };
         let mut p = Planner::new(&setup).unwrap();
         let got: Vec<u64> = (0..8).map(|_| p.next_io().unwrap().offset).collect();
@@ -1817,6 +2014,7 @@ mod pareto_tests {
             cancel: &cancel,
             flow: None,
             progress: None,
+            exit: None,
         };
         let mut p = Planner::new(&setup).unwrap();
         let got: Vec<u64> = (0..6).map(|_| p.next_io().unwrap().offset).collect();
