@@ -339,6 +339,23 @@ pub fn main(args: &[String]) -> i32 {
             return 2;
         }
     };
+    // A job that ended in error beside its stats (a missed rate_min): fio's two stderr lines,
+    // the report as usual, exit status 1.
+    let mut failed = false;
+    for r in &run.results {
+        if let Some(e) = &r.stats.error {
+            failed = true;
+            eprintln!("{}: {}", r.name, e.message);
+            eprintln!(
+                "fio: pid={}, err={}/file:{}, func={}, error={}",
+                r.stats.tid,
+                e.errno,
+                e.site.0,
+                e.site.1,
+                report::fio::errno_text(e.errno)
+            );
+        }
+    }
     let mut text = String::new();
     for f in &a.formats {
         text.push_str(&match f {
@@ -355,7 +372,7 @@ pub fn main(args: &[String]) -> i32 {
         }
         None => print!("{text}"),
     }
-    0
+    if failed { 1 } else { 0 }
 }
 
 #[cfg(test)]

@@ -167,6 +167,17 @@ impl Workload for FioWorkload {
 
     fn run(&self, ctx: &RunContext<'_>) -> Result<Measurements, WorkloadError> {
         let run = self.execute(ctx)?;
+        // A job that ended in error (a missed rate_min) fails the sample, naming it.
+        if let Some((r, e)) = run
+            .results
+            .iter()
+            .find_map(|r| r.stats.error.as_ref().map(|e| (r, e)))
+        {
+            return Err(WorkloadError::InvalidOptions(format!(
+                "fio job '{}': {} (fio's {} fails the job with errno {}): lower the minimum rate or use a faster target",
+                r.name, e.message, e.site.1, e.errno
+            )));
+        }
         Ok(measurements(&run))
     }
 }

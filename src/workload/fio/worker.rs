@@ -1203,32 +1203,28 @@ fn rate_sleep<T: TimeSource>(
 }
 
 /// After an I/O of a job with rate_min / rate_iops_min (not while ramping): fio's
-/// check_min_rate; a miss ends the job with fio's message.
-fn check_min_rate(
-    setup: &CloneSetup<'_>,
-    p: &mut Planner<'_>,
-    st: &ThreadStats,
-    clock: &Clock,
-    now: Nanos,
-) -> Result<(), WorkloadError> {
+/// check_min_rate. True when the job missed its minimum: it ends (after what is in flight) with
+/// fio's error, EIO from check_min_rate, beside its stats.
+fn check_min_rate(p: &mut Planner<'_>, st: &mut ThreadStats, clock: &Clock, now: Nanos) -> bool {
     if clock.ramping {
-        return Ok(());
+        return false;
     }
     let Some(r) = p.rate.as_mut() else {
-        return Ok(());
+        return false;
     };
     let bytes = [st.dir[READ].io_bytes, st.dir[WRITE].io_bytes];
     let blocks = [st.dir[READ].total_ios, st.dir[WRITE].total_ios];
-    r.check_min(now, bytes, blocks)
-        .map_err(|m| rate_min_missed(setup, &m))
-}
-
-/// fio's failure of a job below its minimum rate (td_verror EIO, "check_min_rate").
-fn rate_min_missed(setup: &CloneSetup<'_>, message: &str) -> WorkloadError {
-    WorkloadError::InvalidOptions(format!(
-        "{}: {message} (fio's check_min_rate ends the job with EIO: lower rate_min / rate_iops_min, lengthen rate_cycle, or use a faster target)",
-        setup.job.name
-    ))
+    match r.check_min(now, bytes, blocks) {
+        Ok(()) => false,
+        Err(message) => {
+            st.error = Some(super::stats::JobError {
+                errno: libc::EIO,
+                site: ("backend.c:1131", "check_min_rate"),
+                message,
+            });
+            true
+        }
+    }
 }
 
 /// Count an issued write for fsync= / fdatasync=; every N writes a sync becomes owed.
@@ -1420,7 +1416,9 @@ fn run_sync<T: TimeSource>(
             } else {
                 end
             };
-            check_min_rate(setup, p, st, clock, now)?;
+            if check_min_rate(p, st, clock, now) {
+                return Ok(());
+            }
         }
         if let Some(l) = &mut target {
             if latency_step(l, p, st, clock, ru0, end) {
@@ -1702,7 +1700,9 @@ fn run_async<T: TimeSource>(
                 stop = true;
             }
         }
-        check_min_rate(setup, p, st, clock, t)?;
+        if check_min_rate(p, st, clock, t) {
+            stop = true;
+        }
     }
 }
 

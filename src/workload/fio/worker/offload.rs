@@ -215,8 +215,7 @@ pub(super) fn run<T: TimeSource + Send>(
             if !after_tick(p, st, clock, ru0, now) {
                 break;
             }
-            if let Err(e) = check_min_rate(setup, p, st, clock, now) {
-                result = Err(e);
+            if check_min_rate(p, st, clock, now) {
                 break;
             }
         }
