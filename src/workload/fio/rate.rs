@@ -449,6 +449,31 @@ mod tests {
         ));
     }
 
+    /// The Poisson gaps equal fio 3.33's: `fio --debug=rate --name=p --ioengine=null
+    /// --rw=randread --size=16m --rate_iops=50 --rate_process=poisson --runtime=1` prints
+    /// "poisson rate iops=1000000/gap" per I/O.
+    #[test]
+    fn poisson_gaps_are_fios() {
+        let mut r =
+            rate("[p]\nrw=randread\nioengine=null\nsize=16m\nrate_iops=50\nrate_process=poisson\n");
+        let mut last = 0;
+        let mut iops = Vec::new();
+        for _ in 0..12 {
+            r.issued(READ, 4096);
+            iops.push(1_000_000 / (r.next_us[READ] - last));
+            last = r.next_us[READ];
+        }
+        assert_eq!(iops, [21, 105, 161, 47, 13, 32, 61, 157, 41, 46, 594, 56]);
+        // Below one block per second fio divides by zero; we refuse.
+        let j = job("[p]\nrw=read\nrate=300\nrate_process=poisson\n");
+        let seeds = super::super::rand::job_seeds(&j, 1);
+        assert!(
+            Rate::new(&j, &seeds, Nanos(0))
+                .unwrap_err()
+                .contains("poisson")
+        );
+    }
+
     #[test]
     fn per_direction_values_fill_as_fios_parser() {
         let j = job("[r]\nrate=1m\n");
