@@ -407,7 +407,16 @@ fn execute(set: &JobSet, ctx: &RunContext<'_>) -> Result<FioRun, WorkloadError> 
                                 }
                             }
                             sleep_cancellable(job.startdelay, cancel, exit)?;
-                            if exit.terminated() {
+                            let started = !exit.terminated();
+                            if started {
+                                exit.set_state(rate::RunState::SettingUp);
+                            }
+                            // Laid out even when it never starts: fio lays every job's files
+                            // out before the first job runs (create_serialize).
+                            let layout_seed =
+                                rand::job_seeds(job, pl.thread_number)[rand::SEED_BUF];
+                            files::layout(job, &pl.plan, layout_seed)?;
+                            if !started {
                                 // Ended by another job before it started (fio: "never got a
                                 // chance to start"): it reports nothing done.
                                 return Ok(CloneOut {
@@ -416,10 +425,6 @@ fn execute(set: &JobSet, ctx: &RunContext<'_>) -> Result<FioRun, WorkloadError> 
                                     end: Nanos::now(),
                                 });
                             }
-                            exit.set_state(rate::RunState::SettingUp);
-                            let layout_seed =
-                                rand::job_seeds(job, pl.thread_number)[rand::SEED_BUF];
-                            files::layout(job, &pl.plan, layout_seed)?;
                             let setup = worker::CloneSetup {
                                 job,
                                 plan: pl.plan.clone(),

@@ -94,7 +94,8 @@ pub(super) fn run<T: TimeSource + Send>(
     let idle: Vec<AtomicBool> = (0..n).map(|_| AtomicBool::new(true)).collect();
     let next_free = AtomicUsize::new(0);
     let done = Done::default();
-    let (back_tx, back_rx) = mpsc::channel::<Back>();
+    // Bounded channels (preallocated): nothing is allocated per I/O; at most n buffers exist.
+    let (back_tx, back_rx) = mpsc::sync_channel::<Back>(n);
     let dir0 = setup
         .plan
         .files
@@ -105,7 +106,7 @@ pub(super) fn run<T: TimeSource + Send>(
         let mut senders = Vec::with_capacity(n);
         let mut handles = Vec::with_capacity(n);
         for wi in 0..n {
-            let (tx, rx) = mpsc::channel::<Work>();
+            let (tx, rx) = mpsc::sync_channel::<Work>(n);
             senders.push(tx);
             let back = back_tx.clone();
             let (idle, next_free, done, dir0) = (&idle, &next_free, &done, &dir0);
@@ -224,6 +225,7 @@ pub(super) fn run<T: TimeSource + Send>(
             let b = back_rx.recv().expect("a worker holds a buffer");
             take_back(b, &mut free, &mut out, &mut failed);
         }
+        publish(st, &done);
         drop(senders);
         let mut rusage = Rusage::default();
         let mut first_err = None;
@@ -299,7 +301,7 @@ fn worker<T: TimeSource>(
     setup: &CloneSetup<'_>,
     wi: usize,
     rx: mpsc::Receiver<Work>,
-    back: mpsc::Sender<Back>,
+    back: mpsc::SyncSender<Back>,
     idle: &[AtomicBool],
     next_free: &AtomicUsize,
     done: &Done,
