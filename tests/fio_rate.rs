@@ -106,16 +106,16 @@ fn rate_iops_with_offloaded_submission_holds_per_direction() {
     check("fsdelta", &out);
 }
 
-/// exitall (default exit_what=group): when the quick job ends, the rated one of its group ends
-/// after its first I/O instead of reading 16 MiB at 4 KiB/s; exit_what=all also ends the job
+/// exitall (default exit_what=group): when the quick job (4 MiB) ends, the rated one of its
+/// group ends after its first I/O instead of reading 16 MiB at 4 KiB/s; exit_what=all also ends the job
 /// after the stonewall, which never starts.
 #[test]
 fn exitall_ends_the_group_and_exit_what_all_everything() {
-    let job = "[global]\nrw=read\nbs=4k\n[a]\nsize=256k\nexitall\n[b]\nsize=16m\nrate=4k\n";
+    let job = "[global]\nrw=read\nbs=4k\n[a]\nsize=4m\nexitall\n[b]\nsize=16m\nrate=4k\n";
     both(job, &|tool, out| {
         assert!(out.status.success(), "{tool}");
         let j = jobs(&out.stdout);
-        assert_eq!((j[0].1, j[1].1), (64, 1), "{tool}: {j:?}");
+        assert_eq!((j[0].1, j[1].1), (1024, 1), "{tool}: {j:?}");
     });
     let job = "[global]\nrw=read\nbs=4k\nsize=64k\n[a]\nexitall\nexit_what=all\n[b]\nrate=4k\n[c]\nstonewall\n";
     both(job, &|tool, out| {
@@ -138,9 +138,11 @@ fn a_job_below_rate_min_ends_with_fios_error() {
             err.contains("m: rate_min=8192B/s not met, got 27"),
             "{tool}: {err}"
         );
+        // fio prints this line on stdout, before its JSON; fsdelta on stderr.
+        let all = format!("{err}{}", String::from_utf8_lossy(&out.stdout));
         assert!(
-            err.contains("func=check_min_rate, error=Input/output error"),
-            "{tool}: {err}"
+            all.contains("func=check_min_rate, error=Input/output error"),
+            "{tool}: {all}"
         );
         let j = jobs(&out.stdout);
         assert_eq!(

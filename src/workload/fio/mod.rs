@@ -358,6 +358,8 @@ fn execute(set: &JobSet, ctx: &RunContext<'_>) -> Result<FioRun, WorkloadError> 
         let progress = &progress;
         let left = std::sync::atomic::AtomicUsize::new(batch.len());
         let left = &left;
+        let laid = std::sync::Barrier::new(batch.len());
+        let laid = &laid;
         let results: Vec<Result<CloneOut, WorkloadError>> = std::thread::scope(|s| {
             if batch.iter().any(|pl| !pl.job.ss_dur.is_zero()) {
                 let clones: Vec<(&JobSpec, usize)> =
@@ -390,6 +392,15 @@ fn execute(set: &JobSet, ctx: &RunContext<'_>) -> Result<FioRun, WorkloadError> 
                             let _left = Left(left);
                             let job = pl.job;
                             let exit = exits.get(ci);
+                            // fio lays every job's files out before any job starts
+                            // (create_serialize): the clones of a batch lay out first, then
+                            // start together (so a quick job's exitall meets the others at
+                            // work, as in fio).
+                            let layout_seed =
+                                rand::job_seeds(job, pl.thread_number)[rand::SEED_BUF];
+                            let laid_out = files::layout(job, &pl.plan, layout_seed);
+                            laid.wait();
+                            laid_out?;
                             if let Some(w) = &job.wait_for {
                                 let wi = set.jobs[..pl.job_index]
                                     .iter()
@@ -407,16 +418,7 @@ fn execute(set: &JobSet, ctx: &RunContext<'_>) -> Result<FioRun, WorkloadError> 
                                 }
                             }
                             sleep_cancellable(job.startdelay, cancel, exit)?;
-                            let started = !exit.terminated();
-                            if started {
-                                exit.set_state(rate::RunState::SettingUp);
-                            }
-                            // Laid out even when it never starts: fio lays every job's files
-                            // out before the first job runs (create_serialize).
-                            let layout_seed =
-                                rand::job_seeds(job, pl.thread_number)[rand::SEED_BUF];
-                            files::layout(job, &pl.plan, layout_seed)?;
-                            if !started {
+                            if exit.terminated() {
                                 // Ended by another job before it started (fio: "never got a
                                 // chance to start"): it reports nothing done.
                                 return Ok(CloneOut {
@@ -425,6 +427,7 @@ fn execute(set: &JobSet, ctx: &RunContext<'_>) -> Result<FioRun, WorkloadError> 
                                     end: Nanos::now(),
                                 });
                             }
+                            exit.set_state(rate::RunState::SettingUp);
                             let setup = worker::CloneSetup {
                                 job,
                                 plan: pl.plan.clone(),
