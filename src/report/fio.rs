@@ -768,6 +768,16 @@ pub fn normal(run: &FioRun) -> String {
     out
 }
 
+/// strerror's text of the errnos a job may end with, as fio prints them.
+pub fn errno_text(errno: i32) -> String {
+    std::io::Error::from_raw_os_error(errno)
+        .to_string()
+        .split(" (os error")
+        .next()
+        .unwrap_or("")
+        .to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -823,14 +833,4 @@ mod tests {
         assert!(out.contains("\n     | 50.00th=["), "{out}");
         assert!(out.ends_with("]\n"));
     }
-}
-
-/// strerror's text of the errnos a job may end with, as fio prints them.
-pub fn errno_text(errno: i32) -> String {
-    std::io::Error::from_raw_os_error(errno)
-        .to_string()
-        .split(" (os error")
-        .next()
-        .unwrap_or("")
-        .to_string()
 }

@@ -115,7 +115,7 @@ pub(super) fn run<T: TimeSource + Send>(
                 .spawn_scoped(s, move || {
                     worker(setup, wi, rx, back, idle, next_free, done, dir0, clk)
                 })
-                .map_err(|e| io_err("spawn a submission worker", &dir0, e))?;
+                .map_err(|e| io_err("spawn a submission worker", dir0, e))?;
             handles.push(h);
         }
         drop(back_tx);
