@@ -40,6 +40,10 @@ Where it differs from fio 3.33, on purpose:
   - rw=rw with loops > 1 may split reads and writes slightly differently after a file wraps;
   - usr_cpu/sys_cpu count from the start of the timed phase (layout excluded); disk_util
     covers the whole run (layout included);
+  - a job below rate_min prints fio's \"fio: pid=..., err=5/...\" line on stderr (fio: stdout);
+    a Poisson rate below one block per second is an error (fio divides by zero);
+    io_submit_mode=offload refuses ramp_time, verify, logs, latency_target, flow, fsync= and
+    openfiles rotation;
   - --alloc-size=KB is accepted and changes nothing (it sizes fio's shared memory for job
     processes; there are none here);
   - not supported (an error): --output-format=terse/json+ (and --minimal), --status-interval.
