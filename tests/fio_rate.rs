@@ -152,3 +152,36 @@ fn a_job_below_rate_min_ends_with_fios_error() {
         );
     });
 }
+
+/// Size-bound offload jobs end after exactly their size, for a sync engine (psync: positional
+/// I/O in each worker) and an async one with a rate (libaio, as fixed-rate-submission.fio); lat
+/// includes the time an I/O waited for its worker, so it is never below clat.
+#[test]
+fn size_bound_offload_jobs_move_their_size() {
+    for job in [
+        "[s]\nrw=write\nbs=4k\nsize=1m\nioengine=psync\niodepth=4\nio_submit_mode=offload\n",
+        "[a]\nrw=read\nbs=4k\nsize=1m\nioengine=libaio\niodepth=32\nio_submit_mode=offload\nrate_iops=2000\n",
+    ] {
+        let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+        let out = run("fsdelta", dir.path(), job);
+        assert!(
+            out.status.success(),
+            "{job}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let j = jobs(&out.stdout);
+        assert_eq!(j[0].1 + j[0].2, 256, "{job}");
+        let text = String::from_utf8_lossy(&out.stdout);
+        let v: serde_json::Value = serde_json::from_str(&text[text.find('{').unwrap()..]).unwrap();
+        let d = if job.contains("write") {
+            "write"
+        } else {
+            "read"
+        };
+        let io = &v["jobs"][0][d];
+        assert!(
+            io["lat_ns"]["mean"].as_f64().unwrap() >= io["clat_ns"]["mean"].as_f64().unwrap(),
+            "{job}: {io}"
+        );
+    }
+}
