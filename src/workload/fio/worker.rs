@@ -8,7 +8,10 @@
 //! returns or the completion is reaped. clat = completion - issue, lat = completion - start,
 //! slat = issue - start (async engines only). Stats reset when ramp_time ends; fsync=/fdatasync=
 //! latencies go to the sync stats; end_fsync runs inside the runtime but outside every latency
-//! stat. What it must never do: allocate, log or lock inside the loop (buffers, maps and
+//! stat. A rated job (rate=, rate_iops=) asks `rate` before each I/O and, when ahead, drains
+//! what is in flight and sleeps (fio's rate_ddir); a clone ended by another (exitall) stops
+//! issuing, completes what is in flight and reports; io_submit_mode=offload runs in `offload`.
+//! What it must never do: allocate, log or lock inside the loop (buffers, maps and
 //! histograms are made before the clock starts), or keep running after a cancel request.
 
 use super::aio::{AsyncBackend, NativeAio, Uring};
