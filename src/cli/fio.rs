@@ -40,6 +40,10 @@ Where it differs from fio 3.33, on purpose:
   - rw=rw with loops > 1 may split reads and writes slightly differently after a file wraps;
   - usr_cpu/sys_cpu count from the start of the timed phase (layout excluded); disk_util
     covers the whole run (layout included);
+  - a job below rate_min prints fio's \"fio: pid=..., err=5/...\" line on stderr (fio: stdout);
+    a Poisson rate below one block per second is an error (fio divides by zero);
+    io_submit_mode=offload refuses ramp_time, verify, logs, latency_target, flow, fsync= and
+    openfiles rotation;
   - --alloc-size=KB is accepted and changes nothing (it sizes fio's shared memory for job
     processes; there are none here);
   - not supported (an error): --output-format=terse/json+ (and --minimal), --status-interval.
@@ -339,6 +343,23 @@ pub fn main(args: &[String]) -> i32 {
             return 2;
         }
     };
+    // A job that ended in error beside its stats (a missed rate_min): fio's two stderr lines,
+    // the report as usual, exit status 1.
+    let mut failed = false;
+    for r in &run.results {
+        if let Some(e) = &r.stats.error {
+            failed = true;
+            eprintln!("{}: {}", r.name, e.message);
+            eprintln!(
+                "fio: pid={}, err={}/file:{}, func={}, error={}",
+                r.stats.tid,
+                e.errno,
+                e.site.0,
+                e.site.1,
+                report::fio::errno_text(e.errno)
+            );
+        }
+    }
     let mut text = String::new();
     for f in &a.formats {
         text.push_str(&match f {
@@ -355,7 +376,7 @@ pub fn main(args: &[String]) -> i32 {
         }
         None => print!("{text}"),
     }
-    0
+    if failed { 1 } else { 0 }
 }
 
 #[cfg(test)]

@@ -294,7 +294,7 @@ fn job_json(run: &FioRun, r: &JobResult, groups: &[(u32, [GroupDir; 2])]) -> J {
     let mut pairs = vec![
         ("jobname", J::Str(r.name.clone())),
         ("groupid", int(r.groupid)),
-        ("error", int(0)),
+        ("error", int(st.error.as_ref().map_or(0, |e| e.errno))),
         ("eta", int(2147483647)),
         ("elapsed", int(r.elapsed_s)),
         ("job options", options),
@@ -643,9 +643,19 @@ pub fn normal(run: &FioRun) -> String {
     for r in &run.results {
         let spec = run.spec(r);
         let st = &r.stats;
+        let err = match &st.error {
+            Some(e) => format!(
+                "{} (file:{}, func={}, error={})",
+                e.errno,
+                e.site.0,
+                e.site.1,
+                errno_text(e.errno)
+            ),
+            None => "0".to_string(),
+        };
         let _ = writeln!(
             out,
-            "{}: (groupid={}, jobs={}): err= 0: pid={}: {}",
+            "{}: (groupid={}, jobs={}): err= {err}: pid={}: {}",
             r.name, r.groupid, r.clones, st.tid, end_time
         );
         if let Some(d) = spec.description.as_ref().filter(|d| !d.is_empty()) {
@@ -814,6 +824,16 @@ pub fn normal(run: &FioRun) -> String {
         }
     }
     out
+}
+
+/// strerror's text of the errnos a job may end with, as fio prints them.
+pub fn errno_text(errno: i32) -> String {
+    std::io::Error::from_raw_os_error(errno)
+        .to_string()
+        .split(" (os error")
+        .next()
+        .unwrap_or("")
+        .to_string()
 }
 
 #[cfg(test)]

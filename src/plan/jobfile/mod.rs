@@ -423,6 +423,27 @@ pub struct JobSpec {
     pub thinktime_spin: Duration,
     /// I/Os between think times.
     pub thinktime_blocks: u32,
+    /// Bandwidth cap per direction (read, write, trim) in bytes/s; 0 = none (fio's rate).
+    pub rate: [u64; 3],
+    /// Minimum bandwidth per direction over rate_cycle; below it the job fails (rate_min).
+    pub rate_min: [u64; 3],
+    /// I/O cap per direction, per second (rate_iops).
+    pub rate_iops: [u64; 3],
+    /// Minimum IOPS per direction over rate_cycle (rate_iops_min).
+    pub rate_iops_min: [u64; 3],
+    /// Window of the minimum-rate check, ms (rate_cycle).
+    pub rate_cycle_ms: u64,
+    /// rate_process=poisson: exponentially distributed gaps (else linear).
+    pub rate_poisson: bool,
+    /// The rate counts thinktime as time the job could have issued I/O in.
+    pub rate_ignore_thinktime: bool,
+    /// io_submit_mode=offload: the job's thread only queues; iodepth workers do the I/O.
+    pub io_submit_offload: bool,
+    /// exitall: when a job ends, end the jobs `exit_what` names (fio: one job with it sets it
+    /// for every job).
+    pub exitall: bool,
+    /// What a job's end ends under exitall.
+    pub exit_what: ExitWhat,
     /// Offset modifier of a sequential rw= (fio's ddir_seq_add): `rw=read:8k` leaves an 8 KiB
     /// hole after each I/O, `rw=read:-8k` steps back 8 KiB from the end of each I/O (backwards
     /// I/O, wrapping to the end of the region); 0 when absent.
@@ -541,6 +562,29 @@ pub struct SteadyState {
     pub limit: f64,
     /// The limit is a percent of the window's mean.
     pub percent: bool,
+}
+
+/// exit_what=: what the end of a job ends when exitall is on (fio's TERMINATE_*).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExitWhat {
+    /// The jobs of its reporting group (fio's default).
+    Group,
+    /// Every job running now (not those still to start after a stonewall).
+    Stonewall,
+    /// Every job, also those not started yet.
+    All,
+}
+
+impl JobSpec {
+    /// Whether the job paces or checks its rate (fio's should_check_rate).
+    pub fn checks_rate(&self) -> bool {
+        (0..3).any(|d| {
+            self.rate[d] > 0
+                || self.rate_min[d] > 0
+                || self.rate_iops[d] > 0
+                || self.rate_iops_min[d] > 0
+        })
+    }
 }
 
 /// zonemode=.
@@ -701,6 +745,16 @@ impl Default for JobSpec {
             thinktime: Duration::ZERO,
             thinktime_spin: Duration::ZERO,
             thinktime_blocks: 1,
+            rate: [0; 3],
+            rate_min: [0; 3],
+            rate_iops: [0; 3],
+            rate_iops_min: [0; 3],
+            rate_cycle_ms: 1000,
+            rate_poisson: false,
+            rate_ignore_thinktime: false,
+            io_submit_offload: false,
+            exitall: false,
+            exit_what: ExitWhat::Group,
             rw_modifier: 0,
             stats: true,
             random_distribution: RandomDistribution::Random,
@@ -833,6 +887,74 @@ impl RawSection {
 /// Checks that involve several options. A job that can never run (size=0, a size below one
 /// block) is refused here, so `--parse-only` refuses it too.
 fn validate(job: &JobSpec, origin: &Origin) -> Result<(), JobFileError> {
+    // fio's fixup_options.
+    let sum = |v: &[u64; 3]| v.iter().sum::<u64>();
+    if (sum(&job.rate) > 0 && sum(&job.rate_iops) > 0)
+        || (sum(&job.rate_min) > 0 && sum(&job.rate_iops_min) > 0)
+    {
+        return err(
+            origin,
+            format!(
+                "job '{}': rate and rate_iops are mutually exclusive (as in fio): give the cap in bytes/s or in I/Os per second",
+                job.name
+            ),
+        );
+    }
+    if job.io_submit_offload {
+        let nfiles = job.nrfiles.max(job.filename.len() as u32);
+        let unsupported = if !job.ramp_time.is_zero() {
+            Some("ramp_time")
+        } else if job.verify {
+            Some("verify")
+        } else if job.lat_log.is_some() || job.bw_log.is_some() || job.iops_log.is_some() {
+            Some("write_lat_log / write_bw_log / write_iops_log")
+        } else if job.latency_target.is_some() {
+            Some("latency_target")
+        } else if job.flow > 0 {
+            Some("flow")
+        } else if job.fsync > 0 || job.fdatasync > 0 {
+            Some("fsync= / fdatasync=")
+        } else if job.openfiles.is_some_and(|o| o < nfiles) {
+            Some("openfiles below the number of files")
+        } else if job.cmdprio.in_use() || job.ioprio().is_some() {
+            // The workers are other threads: the job thread's ioprio_set is not theirs.
+            Some("prio / prioclass / cmdprio_*")
+        } else if !matches!(
+            job.ioengine,
+            IoEngine::Psync
+                | IoEngine::Pvsync
+                | IoEngine::Pvsync2
+                | IoEngine::Libaio
+                | IoEngine::IoUring
+                | IoEngine::Null
+        ) {
+            Some(job.ioengine.as_str())
+        } else {
+            None
+        };
+        if let Some(what) = unsupported {
+            return err(
+                origin,
+                format!(
+                    "job '{}': io_submit_mode=offload with {what} is not supported (offload runs psync, pvsync, pvsync2, libaio, io_uring and null jobs without those); use io_submit_mode=inline",
+                    job.name
+                ),
+            );
+        }
+    }
+    for d in 0..3 {
+        if (job.rate[d] > 0 && job.rate[d] < job.rate_min[d])
+            || (job.rate_iops[d] > 0 && job.rate_iops[d] < job.rate_iops_min[d])
+        {
+            return err(
+                origin,
+                format!(
+                    "job '{}': the minimum rate exceeds the rate, ddir {d} (fio's check): lower rate_min / rate_iops_min or raise the rate",
+                    job.name
+                ),
+            );
+        }
+    }
     if let Some(SizeSpec::Bytes(b)) = job.size {
         if b.0 == 0 {
             return err(
@@ -1552,9 +1674,9 @@ mod tests {
             ("[j]\nsize=1m\nrw=read:-8x\n", 3, "is not a size"),
             ("[j]\nsize=1m\nzonesize=1m\n", 1, "needs zonemode=strided"),
             (
-                "[j]\nsize=1m\nio_submit_mode=offload\n",
-                3,
-                "offload (a separate submission thread pool) is not supported",
+                "[j]\nsize=1m\nio_submit_mode=offload\nramp_time=1\n",
+                1,
+                "io_submit_mode=offload with ramp_time is not supported",
             ),
             (
                 "[j]\nsize=1m\nrandom_distribution=zoned:50/5:30/15\n",

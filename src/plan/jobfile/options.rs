@@ -1100,6 +1100,78 @@ pub static OPTIONS: &[OptDef] = &[
         }
     ),
     opt!(
+        "rate",
+        [],
+        Kind::Text,
+        "0",
+        Io,
+        "bandwidth cap in bytes/s: rate=N (every direction) or rate=READ,WRITE,TRIM",
+        |j, v, o| set_per_ddir(&mut j.rate, v, o)
+    ),
+    opt!(
+        "rate_min",
+        ["ratemin"],
+        Kind::Text,
+        "0",
+        Io,
+        "the job fails when its bandwidth over rate_cycle falls below this (bytes/s per direction)",
+        |j, v, o| set_per_ddir(&mut j.rate_min, v, o)
+    ),
+    opt!(
+        "rate_iops",
+        [],
+        Kind::Text,
+        "0",
+        Io,
+        "I/O cap per second: rate_iops=N or rate_iops=READ,WRITE,TRIM",
+        |j, v, o| set_per_ddir(&mut j.rate_iops, v, o)
+    ),
+    opt!(
+        "rate_iops_min",
+        [],
+        Kind::Text,
+        "0",
+        Io,
+        "the job fails when its IOPS over rate_cycle fall below this (per direction)",
+        |j, v, o| set_per_ddir(&mut j.rate_iops_min, v, o)
+    ),
+    opt!(
+        "rate_cycle",
+        ["ratecycle"],
+        Kind::Int { min: 0, max: U32 },
+        "1000",
+        Io,
+        "window (ms) over which rate_min / rate_iops_min are judged",
+        |j, v, _| {
+            j.rate_cycle_ms = v.n();
+            Ok(())
+        }
+    ),
+    opt!(
+        "rate_process",
+        [],
+        Kind::Choice(&["linear", "poisson"]),
+        "linear",
+        Io,
+        "linear: evenly spaced I/Os; poisson: exponential gaps with the same mean (fio's generator)",
+        |j, v, _| {
+            j.rate_poisson = v.s() == "poisson";
+            Ok(())
+        }
+    ),
+    opt!(
+        "rate_ignore_thinktime",
+        [],
+        Kind::Bool,
+        "0",
+        Io,
+        "the rate counts thinktime as time the job could have issued I/O in (it catches up after)",
+        |j, v, _| {
+            j.rate_ignore_thinktime = v.b();
+            Ok(())
+        }
+    ),
+    opt!(
         "iodepth_batch_complete_min",
         ["iodepth_batch_complete"],
         Kind::Int { min: 0, max: 65536 },
@@ -1686,14 +1758,37 @@ pub static OPTIONS: &[OptDef] = &[
         Kind::Choice(&["inline", "offload"]),
         "inline",
         Engine,
-        "inline: the job's thread submits its I/O (the only mode supported; offload is an error)",
-        |_, v, o| {
-            if v.s() == "offload" {
-                return err(
-                    &o.origin,
-                    "option 'io_submit_mode': offload (a separate submission thread pool) is not supported; use inline",
-                );
-            }
+        "inline: the job's thread submits and reaps; offload: it only queues, iodepth submission workers do the I/O (fio's workqueue)",
+        |j, v, _| {
+            j.io_submit_offload = v.s() == "offload";
+            Ok(())
+        }
+    ),
+    opt!(
+        "exitall",
+        [],
+        Kind::Flag,
+        "0",
+        General,
+        "when a job ends, end the jobs exit_what names (fio: set in any job, it holds for all)",
+        |j, v, _| {
+            j.exitall = v.b();
+            Ok(())
+        }
+    ),
+    opt!(
+        "exit_what",
+        [],
+        Kind::Choice(&["group", "stonewall", "all"]),
+        "group",
+        General,
+        "with exitall, what this job's end ends: its reporting group, every running job, or every job",
+        |j, v, _| {
+            j.exit_what = match v.s() {
+                "stonewall" => super::ExitWhat::Stonewall,
+                "all" => super::ExitWhat::All,
+                _ => super::ExitWhat::Group,
+            };
             Ok(())
         }
     ),
@@ -1946,6 +2041,40 @@ fn set_rw(j: &mut JobSpec, v: Val<'_>, o: &RawOption) -> Result<(), JobFileError
             );
         }
     };
+    Ok(())
+}
+
+/// fio's per-direction value (rate=, rate_iops=, ...): `N` sets every direction,
+/// `R,W` sets read and write and trim takes W, `R,W,T` each; an empty part leaves its
+/// direction unset (0), as fio's parser.
+fn set_per_ddir(out: &mut [u64; 3], v: Val<'_>, o: &RawOption) -> Result<(), JobFileError> {
+    let v = v.s();
+    if v.is_empty() {
+        return err(&o.origin, format!("option '{}' needs a value", o.key));
+    }
+    let parts: Vec<&str> = v.split(',').collect();
+    if parts.len() > 3 {
+        return err(
+            &o.origin,
+            format!(
+                "option '{}': '{v}': at most three values (READ,WRITE,TRIM)",
+                o.key
+            ),
+        );
+    }
+    let mut last = 0;
+    for (i, p) in parts.iter().enumerate() {
+        if p.trim().is_empty() {
+            continue;
+        }
+        last = size_value(o, p)?.0;
+        out[i] = last;
+    }
+    if !parts[parts.len() - 1].trim().is_empty() {
+        for x in out.iter_mut().skip(parts.len()) {
+            *x = last;
+        }
+    }
     Ok(())
 }
 

@@ -25,6 +25,7 @@ pub mod iolog;
 pub mod pace;
 pub mod prio;
 pub mod rand;
+pub mod rate;
 pub mod stats;
 pub mod steady;
 pub mod verify;
@@ -167,6 +168,17 @@ impl Workload for FioWorkload {
 
     fn run(&self, ctx: &RunContext<'_>) -> Result<Measurements, WorkloadError> {
         let run = self.execute(ctx)?;
+        // A job that ended in error (a missed rate_min) fails the sample, naming it.
+        if let Some((r, e)) = run
+            .results
+            .iter()
+            .find_map(|r| r.stats.error.as_ref().map(|e| (r, e)))
+        {
+            return Err(WorkloadError::InvalidOptions(format!(
+                "fio job '{}': {} (fio's {} fails the job with errno {}): lower the minimum rate or use a faster target",
+                r.name, e.message, e.site.1, e.errno
+            )));
+        }
         Ok(measurements(&run))
     }
 }
@@ -349,6 +361,12 @@ fn execute(set: &JobSet, ctx: &RunContext<'_>) -> Result<FioRun, WorkloadError> 
     let flows = pace::Flows::of(&set.jobs);
     let groups_all = group_ids(set);
     let flows = &flows;
+    // exitall / exit_what: every clone's end request, by reporting group.
+    let exits = rate::Exits::new(
+        planned.iter().map(|p| groups_all[p.job_index]).collect(),
+        set.jobs.iter().any(|j| j.exitall),
+    );
+    let exits = &exits;
     // Every job's clock, decided (and the TSC calibrated) before anything runs; a refused
     // clocksource=cpu is a warning, as the fallback is still a clock.
     for job in &set.jobs {
@@ -396,6 +414,8 @@ fn execute(set: &JobSet, ctx: &RunContext<'_>) -> Result<FioRun, WorkloadError> 
         let progress = &progress;
         let left = std::sync::atomic::AtomicUsize::new(batch.len());
         let left = &left;
+        let laid = std::sync::Barrier::new(batch.len());
+        let laid = &laid;
         let results: Vec<Result<CloneOut, WorkloadError>> = std::thread::scope(|s| {
             if batch.iter().any(|pl| !pl.job.ss_dur.is_zero()) {
                 let clones: Vec<(&JobSpec, usize)> =
@@ -408,6 +428,7 @@ fn execute(set: &JobSet, ctx: &RunContext<'_>) -> Result<FioRun, WorkloadError> 
                 .enumerate()
                 .map(|(bi, pl)| {
                     let cancel = ctx.cancel;
+                    let ci = i + bi;
                     std::thread::Builder::new()
                         .name(format!("fio-{}", pl.job.name))
                         .spawn_scoped(s, move || -> Result<CloneOut, WorkloadError> {
@@ -426,6 +447,24 @@ fn execute(set: &JobSet, ctx: &RunContext<'_>) -> Result<FioRun, WorkloadError> 
                             }
                             let _left = Left(left);
                             let job = pl.job;
+                            let exit = exits.get(ci);
+                            // fio lays every job's files out before any job starts
+                            // (create_serialize): the clones of a batch lay out first, then
+                            // start together (so a quick job's exitall meets the others at
+                            // work, as in fio).
+                            let layout_seed =
+                                rand::job_seeds(job, pl.thread_number)[rand::SEED_BUF];
+                            let laid_out = {
+                                // create_serialize=1 (fio's default): one clone lays its files
+                                // out at a time; with 0 they do so in parallel.
+                                static LAYOUT: std::sync::Mutex<()> = std::sync::Mutex::new(());
+                                let _one = job
+                                    .create_serialize
+                                    .then(|| LAYOUT.lock().unwrap_or_else(|e| e.into_inner()));
+                                files::layout(job, &pl.plan, layout_seed)
+                            };
+                            laid.wait();
+                            laid_out?;
                             if let Some(w) = &job.wait_for {
                                 let wi = set.jobs[..pl.job_index]
                                     .iter()
@@ -436,21 +475,23 @@ fn execute(set: &JobSet, ctx: &RunContext<'_>) -> Result<FioRun, WorkloadError> 
                                     if cancel.is_cancelled() {
                                         return Err(WorkloadError::Cancelled);
                                     }
+                                    if exit.terminated() {
+                                        break;
+                                    }
                                     std::thread::sleep(std::time::Duration::from_millis(1));
                                 }
                             }
-                            sleep_cancellable(job.startdelay, cancel)?;
-                            let layout_seed =
-                                rand::job_seeds(job, pl.thread_number)[rand::SEED_BUF];
-                            {
-                                // create_serialize=1 (fio's default): one clone lays its files
-                                // out at a time; with 0 they do so in parallel.
-                                static LAYOUT: std::sync::Mutex<()> = std::sync::Mutex::new(());
-                                let _one = job
-                                    .create_serialize
-                                    .then(|| LAYOUT.lock().unwrap_or_else(|e| e.into_inner()));
-                                files::layout(job, &pl.plan, layout_seed)?;
+                            sleep_cancellable(job.startdelay, cancel, exit)?;
+                            if exit.terminated() {
+                                // Ended by another job before it started (fio: "never got a
+                                // chance to start"): it reports nothing done.
+                                return Ok(CloneOut {
+                                    job_index: pl.job_index,
+                                    stats: stats::ThreadStats::default(),
+                                    end: Nanos::now(),
+                                });
                             }
+                            exit.set_state(rate::RunState::SettingUp);
                             let setup = worker::CloneSetup {
                                 job,
                                 plan: pl.plan.clone(),
@@ -460,8 +501,11 @@ fn execute(set: &JobSet, ctx: &RunContext<'_>) -> Result<FioRun, WorkloadError> 
                                 flow: flows.group_of(job),
                                 progress: (!job.ss_dur.is_zero()).then_some(&progress[bi]),
                                 buf_starts,
+                                exit: Some(exit),
                             };
                             let stats = worker::run_clone(&setup)?;
+                            exit.set_state(rate::RunState::Running);
+                            exits.ended(ci, job);
                             Ok(CloneOut {
                                 job_index: pl.job_index,
                                 stats,
@@ -566,11 +610,15 @@ fn execute(set: &JobSet, ctx: &RunContext<'_>) -> Result<FioRun, WorkloadError> 
 fn sleep_cancellable(
     d: std::time::Duration,
     cancel: &crate::workload::CancelToken,
+    exit: &rate::Exit,
 ) -> Result<(), WorkloadError> {
     let end = Nanos::now() + Nanos::from(d);
     while Nanos::now() < end {
         if cancel.is_cancelled() {
             return Err(WorkloadError::Cancelled);
+        }
+        if exit.terminated() {
+            return Ok(());
         }
         let left = end - Nanos::now();
         std::thread::sleep(std::time::Duration::from_nanos(left.0.min(50_000_000)));

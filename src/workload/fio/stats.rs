@@ -330,6 +330,19 @@ pub struct ThreadStats {
     pub clock: super::clock::ClockUse,
     /// The clone's own I/O priority value (fio's td->ioprio: prio=/prioclass=, else 0).
     pub ioprio: u32,
+    /// Why the job ended in error while its stats stand (fio's td->error: a missed rate_min).
+    pub error: Option<JobError>,
+}
+
+/// A job's error that fio reports beside its stats (`err= 5 (file:..., func=..., ...)`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JobError {
+    /// errno (fio's `error` in JSON).
+    pub errno: i32,
+    /// Where fio sets it: (file:line, function), for the normal output.
+    pub site: (&'static str, &'static str),
+    /// fio's message on stderr (without the job name).
+    pub message: String,
 }
 
 impl ThreadStats {
@@ -346,6 +359,9 @@ impl ThreadStats {
         }
         if self.latency_depth.is_none() {
             self.latency_depth = o.latency_depth;
+        }
+        if self.error.is_none() {
+            self.error = o.error.clone();
         }
         self.lat_buckets.merge(&o.lat_buckets);
         self.rusage.add(&o.rusage);

@@ -8,7 +8,10 @@
 //! returns or the completion is reaped. clat = completion - issue, lat = completion - start,
 //! slat = issue - start (async engines only). Stats reset when ramp_time ends; fsync=/fdatasync=
 //! latencies go to the sync stats; end_fsync runs inside the runtime but outside every latency
-//! stat. What it must never do: allocate, log or lock inside the loop (buffers, maps and
+//! stat. A rated job (rate=, rate_iops=) asks `rate` before each I/O and, when ahead, drains
+//! what is in flight and sleeps (fio's rate_ddir); a clone ended by another (exitall) stops
+//! issuing, completes what is in flight and reports; io_submit_mode=offload runs in `offload`.
+//! What it must never do: allocate, log or lock inside the loop (buffers, maps and
 //! histograms are made before the clock starts), or keep running after a cancel request.
 
 use super::aio::{AsyncBackend, NativeAio, Uring};
@@ -23,6 +26,8 @@ use crate::probe::clock::Nanos;
 use crate::workload::{CancelToken, WorkloadError};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::path::Path;
+
+mod offload;
 
 /// A buffer aligned for O_DIRECT, made without unsafe code: an over-sized vector and an offset.
 pub struct AlignedBuf {
@@ -71,6 +76,8 @@ pub struct CloneSetup<'a> {
     /// Every clone's initial write-buffer generator (fio's buf_state), by thread number - 1:
     /// dedupe_global builds its working set from them.
     pub buf_starts: &'a [Taus],
+    /// The clone's end request from other clones (exitall) and its run state.
+    pub exit: Option<&'a super::rate::Exit>,
 }
 
 struct FileState {
@@ -176,6 +183,13 @@ struct Planner<'a> {
     backlog: std::collections::VecDeque<(usize, u64)>,
     /// verify_backlog: reads left in the current round (fio's verify_batch).
     verify_batch: u64,
+    /// rate= / rate_iops= / rate_min=: pacing and the minimum check.
+    rate: Option<super::rate::Rate>,
+    /// The direction the rate chose for the next I/O and the time (µs after the rate's
+    /// epoch) it may go at.
+    rate_ddir: Option<(usize, u64)>,
+    /// The clone's end request and run state (exitall).
+    exit: Option<&'a super::rate::Exit>,
 }
 
 /// A block of `FileState::written` is logged (the low 16 bits are its numberio).
@@ -321,6 +335,10 @@ impl<'a> Planner<'a> {
                 (job.verify_backlog.max(job.verify_backlog_batch) as usize).min(1 << 16) + 1,
             ),
             verify_batch: 0,
+            rate: super::rate::Rate::new(job, &seed_table, Nanos::ZERO)
+                .map_err(WorkloadError::InvalidOptions)?,
+            rate_ddir: None,
+            exit: setup.exit,
             zone: zones.map(|z| ZoneState {
                 z,
                 start: 0,
@@ -457,6 +475,24 @@ impl<'a> Planner<'a> {
         Some(self.cur_file)
     }
 
+    /// fio's get_rw_ddir with rate_ddir, before the next I/O of a job with a rate: None when
+    /// it may go now, else the microseconds to wait first (the caller drains what is in
+    /// flight, sleeps, and calls next_io, which takes the direction chosen here).
+    fn rate_wait(&mut self, now: Nanos) -> Option<u64> {
+        let now_us = self.rate.as_ref()?.now_us(now);
+        if let Some((_, at)) = self.rate_ddir {
+            return (at > now_us).then(|| at - now_us);
+        }
+        let d = self.next_ddir();
+        let (d, wait) = match self.rate.as_ref()?.step(d, now) {
+            super::rate::RateStep::Go(d) => (d, 0),
+            super::rate::RateStep::Wait { ddir, us } => (ddir, us),
+        };
+        self.mix_ddir = d;
+        self.rate_ddir = Some((d, now_us + wait));
+        (wait > 0).then_some(wait)
+    }
+
     /// The next I/O, or None when the pass is complete.
     #[inline]
     fn next_io(&mut self) -> Option<Io> {
@@ -483,7 +519,13 @@ impl<'a> Planner<'a> {
             // As fio's fill_io_u, every attempt (also one that finds its file exhausted)
             // evaluates the direction again, and a random attempt draws its block first: a
             // file is found done lazily, as fio finds it.
-            let ddir = self.next_ddir();
+            let ddir = match self.rate_ddir.take() {
+                Some((d, _)) => d,
+                // Without a rate, or a retry after a file was found done: the rwmix choice
+                // (a retry does not wait again; nothing was issued since the wait).
+                None => self.next_ddir(),
+            };
+            self.mix_ddir = ddir;
             let job = self.job;
             // The direction whose block sizes apply (bs_is_seq_rand: read's to sequential
             // I/O, write's to random), and the unit random offsets are drawn in (fio's ba).
@@ -661,6 +703,9 @@ impl<'a> Planner<'a> {
             self.total_issued += bs;
             self.pass_ios += 1;
             self.issues[ddir] += 1;
+            if let Some(r) = &mut self.rate {
+                r.issued(ddir, bs);
+            }
             return Some(Io {
                 ddir,
                 file: fi,
@@ -897,7 +942,7 @@ pub fn run_clone(setup: &CloneSetup<'_>) -> Result<ThreadStats, WorkloadError> {
 }
 
 /// [`run_clone`] on the clock `clk`: every timestamp of the clone comes from it.
-fn run_clone_on<T: TimeSource>(
+fn run_clone_on<T: TimeSource + Send>(
     setup: &CloneSetup<'_>,
     clk: T,
 ) -> Result<ThreadStats, WorkloadError> {
@@ -906,7 +951,8 @@ fn run_clone_on<T: TimeSource>(
         return run_file_op(setup, clk);
     }
     let mut p = Planner::new(setup)?;
-    let depth = if job.ioengine.is_sync() {
+    // Offload: one buffer per submission worker, iodepth of them whatever the engine.
+    let depth = if job.ioengine.is_sync() && !job.io_submit_offload {
         1
     } else {
         job.iodepth as usize
@@ -948,8 +994,34 @@ fn run_clone_on<T: TimeSource>(
     };
     let mut logs = IoLogs::for_clone(job, setup.thread_number, expected_ios);
     let mut clock = Clock::new(job, clk.now());
+    if let Some(r) = &mut p.rate {
+        r.reset(clock.started);
+    }
+    if let Some(e) = setup.exit {
+        e.set_state(if clock.ramping {
+            super::rate::RunState::SettingUp
+        } else {
+            super::rate::RunState::Running
+        });
+    }
     let mut ru0 = super::stats::Rusage::thread();
+    let mut workers_ru = super::stats::Rusage::default();
     let result = match job.ioengine {
+        _ if job.io_submit_offload => offload::run(
+            setup,
+            &mut p,
+            std::mem::take(&mut bufs),
+            policy,
+            &mut content,
+            &mut st,
+            &mut clock,
+            &mut ru0,
+            clk,
+        )
+        .map(|ru| {
+            workers_ru = ru;
+            false
+        }),
         IoEngine::IoUring | IoEngine::Libaio => {
             let dir0 = setup
                 .plan
@@ -993,7 +1065,7 @@ fn run_clone_on<T: TimeSource>(
     };
     // Ok(true): fill_device filled the device (fio then ends the job without a verify pass).
     result?;
-    if job.ioengine.is_sync() {
+    if job.ioengine.is_sync() && !job.io_submit_offload {
         // The sync loop did not record lat where it equals clat: it is clat's distribution.
         let same = sync_lat_is_clat(job, policy);
         for (d, same) in st.dir.iter_mut().zip(same) {
@@ -1019,6 +1091,7 @@ fn run_clone_on<T: TimeSource>(
     }
     st.job_runtime_ms = elapsed.0 / 1_000_000;
     st.rusage = super::stats::Rusage::thread().since(&ru0);
+    st.rusage.add(&workers_ru);
     // SAFETY: gettid(2) takes no arguments and cannot fail.
     st.tid = unsafe { libc::gettid() };
     if job.fsync_on_close {
@@ -1319,6 +1392,12 @@ fn after_tick(
         st.reset();
         *ru0 = super::stats::Rusage::thread();
         p.ramp_reset();
+        if let Some(r) = &mut p.rate {
+            r.reset(now);
+        }
+        if let Some(e) = p.exit {
+            e.set_state(super::rate::RunState::Running);
+        }
     }
     if !p.job.disable_bw {
         clock.sampler.tick(now, &mut st.dir);
@@ -1342,8 +1421,14 @@ fn next_pass(
     setup: &CloneSetup<'_>,
     p: &mut Planner<'_>,
     clock: &Clock,
+    now: Nanos,
 ) -> Result<bool, WorkloadError> {
     let more = next_pass_counted(p, clock);
+    if more && !setup.job.time_based {
+        if let Some(r) = &mut p.rate {
+            r.new_loop(now, setup.job.randrepeat);
+        }
+    }
     if more && setup.job.invalidate && !setup.job.direct {
         for (fi, f) in p.files.iter().enumerate() {
             if let Some(fd) = &f.fd {
@@ -1458,10 +1543,11 @@ fn direct_hint(job: &JobSpec, e: rustix::io::Errno) -> String {
 /// fio's thinktime: after every `thinktime_blocks` I/Os, spin `thinktime_spin`, then sleep the
 /// rest of `thinktime`.
 #[inline]
-fn think(job: &JobSpec, issued: u64) {
+fn think(job: &JobSpec, issued: u64) -> u64 {
     if job.thinktime.is_zero() || issued % job.thinktime_blocks.max(1) as u64 != 0 {
-        return;
+        return 0;
     }
+    let t0 = Nanos::now();
     let spin = job.thinktime_spin.min(job.thinktime);
     if !spin.is_zero() {
         let until = Nanos::now() + Nanos::from(spin);
@@ -1472,6 +1558,66 @@ fn think(job: &JobSpec, issued: u64) {
     let rest = job.thinktime - spin;
     if !rest.is_zero() {
         std::thread::sleep(rest);
+    }
+    (Nanos::now() - t0).0 / 1000
+}
+
+/// A rated job's wait before its next I/O (fio's rate_ddir sleep): never past the runtime,
+/// cut short by an end request. False when the job must end instead of issuing (out of
+/// runtime, ended by another job, or cancelled).
+fn rate_sleep<T: TimeSource>(
+    setup: &CloneSetup<'_>,
+    p: &Planner<'_>,
+    clock: &Clock,
+    us: u64,
+    clk: T,
+) -> bool {
+    let Some(r) = p.rate.as_ref() else {
+        return true;
+    };
+    let limit = if clock.ramping {
+        None
+    } else {
+        clock.runtime.map(|ns| ns / 1000)
+    };
+    let now = r.now_us(clk.now());
+    let mut us = us;
+    if let Some(t) = limit {
+        if now + us > t {
+            if now > t {
+                return false;
+            }
+            us = t - now;
+        }
+    }
+    let stop = || setup.cancel.is_cancelled() || setup.exit.is_some_and(|e| e.terminated());
+    super::rate::sleep_us(us, &stop);
+    let now = r.now_us(clk.now());
+    !(limit.is_some_and(|t| now > t) || stop())
+}
+
+/// After an I/O of a job with rate_min / rate_iops_min (not while ramping): fio's
+/// check_min_rate. True when the job missed its minimum: it ends (after what is in flight) with
+/// fio's error, EIO from check_min_rate, beside its stats.
+fn check_min_rate(p: &mut Planner<'_>, st: &mut ThreadStats, clock: &Clock, now: Nanos) -> bool {
+    if clock.ramping {
+        return false;
+    }
+    let Some(r) = p.rate.as_mut() else {
+        return false;
+    };
+    let bytes = [st.dir[READ].io_bytes, st.dir[WRITE].io_bytes];
+    let blocks = [st.dir[READ].total_ios, st.dir[WRITE].total_ios];
+    match r.check_min(now, bytes, blocks) {
+        Ok(()) => false,
+        Err(message) => {
+            st.error = Some(super::stats::JobError {
+                errno: libc::EIO,
+                site: ("backend.c:1131", "check_min_rate"),
+                message,
+            });
+            true
+        }
     }
 }
 
@@ -1552,6 +1698,9 @@ fn run_sync<T: TimeSource>(
         if setup.cancel.is_cancelled() {
             return Err(WorkloadError::Cancelled);
         }
+        if setup.exit.is_some_and(|e| e.terminated()) {
+            return Ok(false);
+        }
         if p.held_back() {
             std::thread::sleep(job.flow_sleep);
             if clock.out_of_time(clk.now()) {
@@ -1588,13 +1737,21 @@ fn run_sync<T: TimeSource>(
                 continue;
             }
         }
+        while let Some(us) = p.rate_wait(clk.now()) {
+            if !rate_sleep(setup, p, clock, us, clk) {
+                if setup.cancel.is_cancelled() {
+                    return Err(WorkloadError::Cancelled);
+                }
+                return Ok(false);
+            }
+        }
         let Some(io) = p.next_io() else {
             // fio's thread_main: every pass (loop, or wrap of a time_based job) of a write job
             // is verified before the next starts.
             if let Some(vc) = vctx.as_ref().filter(|_| job.do_verify && job.rw.writes()) {
                 verify_phase(setup, p, buf, st, clk, vc)?;
             }
-            if next_pass(setup, p, clock)? {
+            if next_pass(setup, p, clock, clk.now())? {
                 continue;
             }
             return Ok(false);
@@ -1693,7 +1850,7 @@ fn run_sync<T: TimeSource>(
             note_write(job, p, io.file);
         }
         think_count += 1;
-        think(job, think_count);
+        let thought = think(job, think_count);
         if let Some(l) = &mut target {
             let ios = st.dir[0].total_ios + st.dir[1].total_ios;
             if let Err(max) = l.completed((end - start).0, end.0, ios) {
@@ -1702,6 +1859,19 @@ fn run_sync<T: TimeSource>(
         }
         if !after_tick(p, st, clock, ru0, end) {
             return Ok(false);
+        }
+        if p.rate.is_some() {
+            let now = if thought > 0 {
+                if let Some(r) = &mut p.rate {
+                    r.thought(io.ddir, thought);
+                }
+                clk.now()
+            } else {
+                end
+            };
+            if check_min_rate(p, st, clock, now) {
+                return Ok(false);
+            }
         }
         if let Some(l) = &mut target {
             if latency_step(l, p, st, clock, ru0, end) {
@@ -1784,7 +1954,12 @@ fn run_async<T: TimeSource>(
     let mut think_count = 0u64;
     let mut target = super::pace::LatencyTarget::new(job, depth as u32, clk.now().0);
     let mut late: Option<u64> = None;
+    // A rated job waits with nothing in flight (fio's io_u_quiesce before the rate's sleep).
+    let mut quiesce = false;
     loop {
+        if setup.exit.is_some_and(|e| e.terminated()) {
+            stop = true;
+        }
         if setup.cancel.is_cancelled() {
             // Let the kernel finish what it holds before the buffers go away.
             while inflight > 0 {
@@ -1811,6 +1986,19 @@ fn run_async<T: TimeSource>(
                     continue;
                 }
                 break;
+            }
+            if stashed.is_none() {
+                if let Some(us) = p.rate_wait(clk.now()) {
+                    if inflight > 0 {
+                        quiesce = true;
+                        break;
+                    }
+                    if !rate_sleep(setup, p, clock, us, clk) {
+                        stop = true;
+                        break;
+                    }
+                    continue;
+                }
             }
             let io = match stashed.take() {
                 Some(io) => io,
@@ -1904,7 +2092,10 @@ fn run_async<T: TimeSource>(
             });
             inflight += 1;
             think_count += 1;
-            think(job, think_count);
+            let thought = think(job, think_count);
+            if let Some(r) = &mut p.rate {
+                r.thought(io.ddir, thought);
+            }
             st.depth_counts[ThreadStats::depth_index(inflight as u32)] += 1;
             if (p.open_limit as usize) < p.files.len() {
                 // An openfiles rotation may close a file: no I/O may be in flight then.
@@ -1924,7 +2115,7 @@ fn run_async<T: TimeSource>(
                 if let Some(vc) = vctx.as_ref().filter(|_| job.do_verify && job.rw.writes()) {
                     verify_phase(setup, p, &mut bufs[0], st, clk, vc)?;
                 }
-                if next_pass(setup, p, clock)? {
+                if next_pass(setup, p, clock, clk.now())? {
                     continue;
                 }
                 return Ok(false);
@@ -1940,7 +2131,11 @@ fn run_async<T: TimeSource>(
         // fio's wait_for_completions: wait for iodepth_batch_complete_min (at least one when
         // nothing else can be done) and take at most iodepth_batch_complete_max (by default
         // the min, 1), so the queue is refilled after every completion and stays full.
-        let min_evts = (job.iodepth_batch_complete_min as usize).clamp(1, inflight);
+        let min_evts = if quiesce {
+            inflight
+        } else {
+            (job.iodepth_batch_complete_min as usize).clamp(1, inflight)
+        };
         let measured_from = clock.measured_from;
         let max_evts = (job.iodepth_batch_complete_max as usize).max(min_evts);
         let reaped = backend
@@ -2006,6 +2201,9 @@ fn run_async<T: TimeSource>(
             })
             .map_err(|e| io_err(engine_op, dir0, e))?;
         inflight -= reaped;
+        if inflight == 0 {
+            quiesce = false;
+        }
         st.complete_counts[ThreadStats::batch_index(reaped)] += 1;
         if let Some((io, _)) = err.filter(|&(io, res)| {
             job.fill_device
@@ -2069,6 +2267,9 @@ fn run_async<T: TimeSource>(
             if latency_step(l, p, st, clock, ru0, t) {
                 stop = true;
             }
+        }
+        if check_min_rate(p, st, clock, t) {
+            stop = true;
         }
     }
 }
@@ -2262,6 +2463,7 @@ mod distribution_tests {
             flow: None,
             progress: None,
             buf_starts: &[],
+            exit: None,
         };
         let mut p = Planner::new(&setup).unwrap();
         (0..n)
@@ -2450,6 +2652,7 @@ mod distribution_tests {
             flow: None,
             progress: None,
             buf_starts: &[],
+            exit: None,
         };
         let mut p = Planner::new(&setup).unwrap();
         let got: Vec<u64> = (0..8).map(|_| p.next_io().unwrap().offset).collect();
@@ -2488,6 +2691,7 @@ mod pareto_tests {
             flow: None,
             progress: None,
             buf_starts: &[],
+            exit: None,
         };
         let mut p = Planner::new(&setup).unwrap();
         let got: Vec<u64> = (0..6).map(|_| p.next_io().unwrap().offset).collect();
