@@ -295,7 +295,11 @@ fn run(cmd: &mut Command, limit: Duration) -> Result<std::process::Output, Strin
     // Output goes to files, not pipes: a child must never block on a full pipe while we wait.
     let out = tempfile::tempfile().map_err(|e| e.to_string())?;
     let err = tempfile::tempfile().map_err(|e| e.to_string())?;
+    // Its own process group, so that a timeout kills fio's job processes too (fio forks one
+    // per job; killing the parent alone left them running, orphaned).
+    use std::os::unix::process::CommandExt;
     let mut child = cmd
+        .process_group(0)
         .stdout(out.try_clone().map_err(|e| e.to_string())?)
         .stderr(err.try_clone().map_err(|e| e.to_string())?)
         .spawn()
@@ -306,7 +310,10 @@ fn run(cmd: &mut Command, limit: Duration) -> Result<std::process::Output, Strin
             break st;
         }
         if start.elapsed() > limit {
-            let _ = child.kill();
+            // SAFETY: kill(2) on the child's process group (its pid, made by process_group(0)).
+            unsafe {
+                libc::kill(-(child.id() as i32), libc::SIGKILL);
+            }
             let _ = child.wait();
             return Err(format!("did not finish within {}s", limit.as_secs()));
         }

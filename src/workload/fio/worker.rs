@@ -2723,6 +2723,7 @@ mod pareto_tests {
             flow: None,
             progress: None,
             buf_starts: &[],
+            exit: None,
         };
         let mut c = Content::of(&setup, &seeds);
         let bs = job.bs[WRITE].0 as usize;
