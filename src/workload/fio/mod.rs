@@ -28,6 +28,7 @@ pub mod stats;
 pub mod steady;
 pub mod verify;
 pub mod worker;
+pub mod zbd;
 
 use crate::model::{Direction, HistogramRecord, Metric, MetricKind, Unit};
 use crate::plan::jobfile::{self, JobFileError, JobSet, JobSpec, Sources};
@@ -268,11 +269,13 @@ fn execute(set: &JobSet, ctx: &RunContext<'_>) -> Result<FioRun, WorkloadError> 
     }
     let mut planned: Vec<Planned<'_>> = Vec::new();
     let mut thread_number = 0u64;
+    let mut zones = zbd::Registry::default();
     for (ji, job) in set.jobs.iter().enumerate() {
         for clone in 0..job.numjobs {
             thread_number += 1;
             let seeds = rand::job_seeds(job, thread_number);
-            let plan = files::plan_clone(job, clone, ctx.dir, &seeds)?;
+            let mut plan = files::plan_clone(job, clone, ctx.dir, &seeds)?;
+            zones.add(job, &mut plan)?;
             let mut mem_align = 4096;
             if job.direct {
                 let probe_dir = plan
@@ -306,6 +309,7 @@ fn execute(set: &JobSet, ctx: &RunContext<'_>) -> Result<FioRun, WorkloadError> 
     let flows = pace::Flows::of(&set.jobs);
     let groups_all = group_ids(set);
     let flows = &flows;
+    let zones = &zones;
     // Every job's clock, decided (and the TSC calibrated) before anything runs; a refused
     // clocksource=cpu is a warning, as the fallback is still a clock.
     for job in &set.jobs {
@@ -395,6 +399,7 @@ fn execute(set: &JobSet, ctx: &RunContext<'_>) -> Result<FioRun, WorkloadError> 
                                 cancel,
                                 flow: flows.group_of(job),
                                 progress: (!job.ss_dur.is_zero()).then_some(&progress[bi]),
+                                zbd: Some(zones),
                             };
                             let stats = worker::run_clone(&setup)?;
                             Ok(CloneOut {

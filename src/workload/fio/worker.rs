@@ -68,6 +68,8 @@ pub struct CloneSetup<'a> {
     pub flow: Option<&'a super::pace::FlowGroup>,
     /// Where the clone publishes its progress for steady-state detection (ss_dur=).
     pub progress: Option<&'a super::steady::Progress>,
+    /// The run's emulated zones (zonemode=zbd), None without.
+    pub zbd: Option<&'a super::zbd::Registry>,
 }
 
 struct FileState {
@@ -155,6 +157,8 @@ struct Planner<'a> {
     zone_rand: Taus,
     /// Steady-state detection (ss_dur=): progress published, stop obeyed.
     progress: Option<&'a super::steady::Progress>,
+    /// zonemode=zbd: the zones the offsets are adjusted to.
+    zbd: Option<super::zbd::ZbdClone>,
 }
 
 /// fio's strided zones (setup_strided_zone_mode): `bytes` done in the zone starting `start`
@@ -281,6 +285,7 @@ impl<'a> Planner<'a> {
             flow: setup.flow.map(|g| super::pace::FlowMember::new(g, job)),
             zone_rand: Taus::new(seeds[rand::SEED_ZONE], false),
             progress: setup.progress,
+            zbd: setup.zbd.and_then(|r| r.clone_state(job, &setup.plan)),
             zone: zones.map(|z| ZoneState {
                 z,
                 start: 0,
@@ -297,7 +302,15 @@ impl<'a> Planner<'a> {
         for f in &mut self.files {
             f.reset();
         }
+        self.zbd_file_reset();
         self.done_files = self.files.iter().filter(|f| f.done).count();
+    }
+
+    /// fio's zbd_file_reset, where fio resets the files.
+    fn zbd_file_reset(&mut self) {
+        if let Some(z) = &mut self.zbd {
+            (0..self.files.len()).for_each(|fi| z.file_reset(fi));
+        }
     }
 
     /// A new loop (fio's clear_io_state): the rwmix cycle restarts; a random job's files start
@@ -329,6 +342,7 @@ impl<'a> Planner<'a> {
                 }
             }
         }
+        self.zbd_file_reset();
         self.done_files = self.files.iter().filter(|f| f.done).count();
     }
 
@@ -427,8 +441,9 @@ impl<'a> Planner<'a> {
             // evaluates the direction again, and a random attempt draws its block first: a
             // file is found done lazily, as fio finds it.
             let ddir = self.next_ddir();
-            let bs = self.job.bs[ddir].0;
             let fi = self.next_file()?;
+            let ddir = self.zbd.as_ref().map_or(ddir, |z| z.adjust_ddir(fi, ddir));
+            let bs = self.job.bs[ddir].0;
             let f = &mut self.files[fi];
             // fio's setup_strided_zone_mode: a zone whose zonesize bytes are done gives way to
             // the next (zonerange + zoneskip on, wrapping to the start); every zonerange bytes
@@ -544,6 +559,22 @@ impl<'a> Planner<'a> {
                     f.pos[ddir] = off + bs + self.job.rw_modifier as u64;
                     off
                 };
+            // zonemode=zbd: writes go to the write pointer, reads stay below it (fio's
+            // zbd_adjust_block); a file with nothing left for the direction is done.
+            let offset = match self.zbd.as_mut().map(|z| z.adjust(fi, ddir, f.base + offset, bs)) {
+                None => offset,
+                Some(Some(abs)) => {
+                    if !random {
+                        f.pos[ddir] = abs - f.base + bs;
+                    }
+                    abs - f.base
+                }
+                Some(None) => {
+                    f.done = true;
+                    self.done_files += 1;
+                    continue;
+                }
+            };
             if !f.written.is_empty() && ddir == WRITE {
                 let b = (offset / bs) as usize;
                 if let Some(w) = f.written.get_mut(b / 64) {
@@ -1691,6 +1722,7 @@ mod distribution_tests {
             cancel: &cancel,
             flow: None,
             progress: None,
+            zbd: None,
         };
         let mut p = Planner::new(&setup).unwrap();
         (0..n)
@@ -1780,6 +1812,7 @@ mod distribution_tests {
             cancel: &cancel,
             flow: None,
             progress: None,
+            zbd: None,
         };
         let mut p = Planner::new(&setup).unwrap();
         let got: Vec<u64> = (0..8).map(|_| p.next_io().unwrap().offset).collect();
@@ -1817,6 +1850,7 @@ mod pareto_tests {
             cancel: &cancel,
             flow: None,
             progress: None,
+            zbd: None,
         };
         let mut p = Planner::new(&setup).unwrap();
         let got: Vec<u64> = (0..6).map(|_| p.next_io().unwrap().offset).collect();
