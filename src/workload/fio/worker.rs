@@ -503,6 +503,16 @@ impl<'a> Planner<'a> {
                         Some(b) => b * bs,
                         None if wraps && nblocks > 0 => {
                             // io_size beyond the region: the region is covered again.
+                            if let Some(z) = &mut self.zbd {
+                                z.file_reset(fi);
+                                if self.job.randrepeat {
+                                    // fio's next pass (clear_io_state) seeds again.
+                                    let use64 =
+                                        self.job.random_generator == RandomGenerator::Tausworthe64;
+                                    self.block_rand =
+                                        Taus::new(self.seeds[rand::SEED_BLOCK], use64);
+                                }
+                            }
                             if let Some(m) = &mut f.map {
                                 m.clear();
                             }
@@ -546,6 +556,9 @@ impl<'a> Planner<'a> {
                             // fio's get_next_seq_offset: holes or io_size beyond the end wrap
                             // to the start of the region.
                             f.pos[ddir] = 0;
+                            if let Some(z) = &mut self.zbd {
+                                z.file_reset(fi);
+                            }
                         } else if !mixed {
                             f.done = true;
                             self.done_files += 1;
