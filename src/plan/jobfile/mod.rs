@@ -1394,7 +1394,11 @@ mod tests {
                 "per-direction",
             ),
             ("[j]\nsize=1m\nzonemode=strided\n", 1, "needs zonesize="),
-            ("[j]\nsize=1m\nzonemode=zbd\n", 1, "zonemode=zbd needs zonesize="),
+            (
+                "[j]\nsize=1m\nzonemode=zbd\n",
+                1,
+                "zonemode=zbd needs zonesize=",
+            ),
             (
                 "[j]\nsize=1m\nzonemode=zbd\nzonesize=256k\njob_max_open_zones=2\n",
                 1,

@@ -275,7 +275,9 @@ fn execute(set: &JobSet, ctx: &RunContext<'_>) -> Result<FioRun, WorkloadError> 
             thread_number += 1;
             let seeds = rand::job_seeds(job, thread_number);
             let mut plan = files::plan_clone(job, clone, ctx.dir, &seeds)?;
-            zones.add(job, &mut plan)?;
+            for note in zones.add(job, &mut plan)? {
+                ctx.progress.warning(&note);
+            }
             let mut mem_align = 4096;
             if job.direct {
                 let probe_dir = plan

@@ -574,7 +574,11 @@ impl<'a> Planner<'a> {
                 };
             // zonemode=zbd: writes go to the write pointer, reads stay below it (fio's
             // zbd_adjust_block); a file with nothing left for the direction is done.
-            let offset = match self.zbd.as_mut().map(|z| z.adjust(fi, ddir, f.base + offset, bs)) {
+            let offset = match self
+                .zbd
+                .as_mut()
+                .map(|z| z.adjust(fi, ddir, f.base + offset, bs))
+            {
                 None => offset,
                 Some(Some(abs)) => {
                     if !random {

@@ -122,11 +122,16 @@ fn zoned_model(path: &Path) -> Option<String> {
 impl Registry {
     /// Take clone `plan` of `job` (zonemode=zbd) into the run: create or join its files'
     /// zones, then align its regions to zone boundaries as fio's zbd_zone_align_file_sizes
-    /// does (a writing job's start rounded up and end rounded down to zones). Errors are
-    /// fio's, saying how to fix the job.
-    pub fn add(&mut self, job: &JobSpec, plan: &mut ClonePlan) -> Result<(), WorkloadError> {
+    /// does (a writing job's start rounded up and end rounded down to zones). Returns fio's
+    /// notes on the rounding (fio prints them); errors are fio's, saying how to fix the job.
+    pub fn add(
+        &mut self,
+        job: &JobSpec,
+        plan: &mut ClonePlan,
+    ) -> Result<Vec<String>, WorkloadError> {
+        let mut notes = Vec::new();
         if job.zonemode != Some(ZoneMode::Zbd) {
-            return Ok(());
+            return Ok(notes);
         }
         let zs = job.zonesize;
         for f in &mut plan.files {
@@ -206,6 +211,12 @@ impl Registry {
                         f.path.display()
                     )));
                 }
+                notes.push(format!(
+                    "job '{}': {}: rounded up offset from {} to {new_offset} (zonemode=zbd)",
+                    job.name,
+                    f.path.display(),
+                    f.offset
+                ));
                 f.size -= new_offset - f.offset;
                 f.offset = new_offset;
             }
@@ -218,10 +229,17 @@ impl Registry {
                         f.path.display()
                     )));
                 }
+                notes.push(format!(
+                    "job '{}': {}: rounded down io_size from {} to {} (zonemode=zbd)",
+                    job.name,
+                    f.path.display(),
+                    f.size,
+                    new_end - f.offset
+                ));
                 f.size = new_end - f.offset;
             }
         }
-        Ok(())
+        Ok(notes)
     }
 
     /// The zone state one clone works with (None when the job is not zonemode=zbd).
@@ -367,17 +385,14 @@ impl ZbdClone {
         if !open_zone(&mut d, z, self.job_max_open, &mut self.td_open) {
             z = convert_to_open_zone(&mut d, f, off, len, self.job_max_open, &mut self.td_open)?;
         }
-        if self.zrf > 0.0
-            && d.with_data as f64 >= f.io_size as f64 * self.zrt
-            && {
-                d.write_cnt = d.write_cnt.saturating_sub(1);
-                let due = d.write_cnt == 0;
-                if due {
-                    d.write_cnt = (1.0 / self.zrf).min(u32::MAX as f64) as u32;
-                }
-                due
+        if self.zrf > 0.0 && d.with_data as f64 >= f.io_size as f64 * self.zrt && {
+            d.write_cnt = d.write_cnt.saturating_sub(1);
+            let due = d.write_cnt == 0;
+            if due {
+                d.write_cnt = (1.0 / self.zrf).min(u32::MAX as f64) as u32;
             }
-        {
+            due
+        } {
             d.reset_owed[z] = true;
         }
         if d.reset_owed[z] || d.full(z, len) {
@@ -519,4 +534,114 @@ fn find_zone(d: &Dev, f: &ZbdFile, random: bool, min_bytes: u64, zb: usize) -> O
         z2 -= 1;
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dev(nr: u64, max_open: u32) -> Dev {
+        let zs = 1 << 20;
+        Dev {
+            zone_size: zs,
+            nr_zones: nr,
+            wp: (0..nr).map(|i| i * zs).collect(),
+            open: vec![false; nr as usize],
+            reset_owed: vec![false; nr as usize],
+            open_zones: vec![0; MAX_OPEN],
+            num_open: 0,
+            max_open_zones: max_open,
+            with_data: 0,
+            write_cnt: u32::MAX,
+        }
+    }
+
+    fn file(d: &Dev) -> ZbdFile {
+        ZbdFile {
+            dev: Arc::new(Mutex::new(dev(d.nr_zones, d.max_open_zones))),
+            file_offset: 0,
+            io_size: d.nr_zones * d.zone_size,
+            min_zone: 0,
+            max_zone: d.nr_zones as usize,
+        }
+    }
+
+    /// zbd_find_zone: sequential reads look up only; random ones also down, nearest first.
+    #[test]
+    fn find_zone_looks_up_then_down_for_random() {
+        let mut d = dev(8, 0);
+        let f = file(&d);
+        d.wp[1] += 4096;
+        d.wp[5] += 4096;
+        assert_eq!(find_zone(&d, &f, false, 4096, 2), Some(5));
+        assert_eq!(find_zone(&d, &f, false, 4096, 5), None);
+        assert_eq!(find_zone(&d, &f, true, 4096, 2), Some(1));
+        assert_eq!(find_zone(&d, &f, true, 4096, 3), Some(5));
+        assert_eq!(find_zone(&d, &f, true, 8192, 3), None);
+    }
+
+    /// zbd_open_zone and zbd_convert_to_open_zone: past the limit a write goes to the open zone
+    /// pick_random_zone_idx names from its offset; a full zone closes and frees its slot.
+    #[test]
+    fn open_zone_limit_and_conversion_are_fios() {
+        let mut d = dev(8, 2);
+        let f = file(&d);
+        let mut td = 0;
+        assert!(open_zone(&mut d, 6, 0, &mut td));
+        assert!(open_zone(&mut d, 3, 0, &mut td));
+        assert!(!open_zone(&mut d, 1, 0, &mut td));
+        assert_eq!(td, 2);
+        // Offset in the first half of the region: open_zones[0]; in the second: [1].
+        assert_eq!(
+            convert_to_open_zone(&mut d, &f, 1 << 20, 65536, 0, &mut td),
+            Some(6)
+        );
+        assert_eq!(
+            convert_to_open_zone(&mut d, &f, 6 << 20, 65536, 0, &mut td),
+            Some(3)
+        );
+        // Zone 6 full: the next zone up that can be opened is taken instead... once a slot
+        // is free (the filling write closed zone 3).
+        d.wp[3] = d.cap_end(3);
+        d.close(3, &mut td);
+        d.wp[6] = d.cap_end(6);
+        assert_eq!(
+            convert_to_open_zone(&mut d, &f, 1 << 20, 65536, 0, &mut td),
+            Some(7)
+        );
+        assert_eq!(&d.open_zones[..d.num_open], &[6, 7]);
+    }
+
+    /// zbd_zone_align_file_sizes: a writing job's region is cut to whole zones.
+    #[test]
+    fn a_write_region_is_aligned_to_zones() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        std::fs::File::create(&path)
+            .unwrap()
+            .set_len(8 << 20)
+            .unwrap();
+        let text = "[w]\nfilename=f\nrw=write\nzonemode=zbd\nzonesize=1m\n";
+        let set = crate::plan::jobfile::parse_job_text(
+            text,
+            "t.fio",
+            &crate::plan::jobfile::SystemSources,
+        )
+        .unwrap();
+        let mut plan = ClonePlan {
+            files: vec![super::super::files::FilePlan {
+                path,
+                size: 3 << 20,
+                offset: 100 << 10,
+                fio_name: "f".into(),
+            }],
+            pass_bytes: 3 << 20,
+        };
+        let notes = Registry::default().add(&set.jobs[0], &mut plan).unwrap();
+        assert_eq!(
+            (plan.files[0].offset, plan.files[0].size),
+            (1 << 20, 2 << 20)
+        );
+        assert_eq!(notes.len(), 2);
+    }
 }
