@@ -156,3 +156,22 @@ fn zbd_refusals_say_how_to_fix_the_job() {
     let e = run("[a]\nrw=write\noffset=100k\nsize=200k\n").unwrap_err();
     assert!(e.contains("io_size must be at least one zone"), "{e}");
 }
+
+/// fio's "; N zone resets" after each write line: the second sequential writer resets the one
+/// full zone it comes to (fio 3.33: 0, then 1).
+#[test]
+fn zone_resets_are_counted_as_fios() {
+    let dir = dir_with_file();
+    let jobs = "[w1]\nrw=write\nio_size=2m\n[w2]\nstonewall\nrw=write\nio_size=1m\n";
+    let w =
+        FioWorkload::from_job_text(&format!("{GLOBAL}{jobs}"), "zbd.fio", &SystemSources).unwrap();
+    let cancel = CancelToken::new();
+    let ctx = RunContext {
+        dir: dir.path(),
+        cancel: &cancel,
+        progress: &NoProgress,
+    };
+    let run = w.execute(&ctx).unwrap();
+    let resets: Vec<u64> = run.results.iter().map(|r| r.stats.zone_resets).collect();
+    assert_eq!(resets, [0, 1]);
+}

@@ -289,11 +289,14 @@ pub struct ThreadStats {
     pub latency_depth: Option<u32>,
     /// The clock the latencies were read from (fsdelta's JSON `clocksource`).
     pub clock: super::clock::ClockUse,
+    /// Zones reset (zonemode=zbd; fio's nr_zone_resets, shown after the write line).
+    pub zone_resets: u64,
 }
 
 impl ThreadStats {
     /// Add another clone (fio's group_reporting).
     pub fn merge(&mut self, o: &ThreadStats) {
+        self.zone_resets += o.zone_resets;
         for d in 0..2 {
             self.dir[d].merge(&o.dir[d]);
         }

@@ -872,6 +872,7 @@ fn run_clone_on<T: TimeSource>(
         }
     }
     st.job_runtime_ms = elapsed.0 / 1_000_000;
+    st.zone_resets = p.zbd.as_ref().map_or(0, |z| z.resets);
     st.rusage = super::stats::Rusage::thread().since(&ru0);
     // SAFETY: gettid(2) takes no arguments and cannot fail.
     st.tid = unsafe { libc::gettid() };
