@@ -175,3 +175,18 @@ fn zone_resets_are_counted_as_fios() {
     let resets: Vec<u64> = run.results.iter().map(|r| r.stats.zone_resets).collect();
     assert_eq!(resets, [0, 1]);
 }
+
+/// A time-based read of empty zones finds nothing to read on every pass: it ends at its
+/// runtime with no I/O, as fio's does (fio 3.33: 0 reads), on sync and async engines.
+#[test]
+fn a_time_based_read_of_empty_zones_ends_at_its_runtime() {
+    for engine in ["psync", "libaio"] {
+        let jobs = format!("[r]\nrw=randread\nioengine={engine}\ntime_based\nruntime=1\n");
+        let t0 = std::time::Instant::now();
+        assert_eq!(ours(&jobs), [("r".to_string(), 0, 0)], "{engine}");
+        assert!(
+            t0.elapsed() < std::time::Duration::from_secs(10),
+            "{engine}"
+        );
+    }
+}

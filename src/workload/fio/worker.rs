@@ -354,6 +354,10 @@ impl<'a> Planner<'a> {
         self.issues = [0, 0];
         self.mix_limit = 0;
         self.passes = 0;
+        if let Some(z) = &mut self.zbd {
+            // fio's reset_io_stats at the end of ramp_time.
+            z.resets = 0;
+        }
     }
 
     /// Flow control (flow=): whether the next I/O must wait for the other members of the
@@ -1004,8 +1008,9 @@ fn next_pass(
     setup: &CloneSetup<'_>,
     p: &mut Planner<'_>,
     clock: &Clock,
+    now: Nanos,
 ) -> Result<bool, WorkloadError> {
-    let more = next_pass_counted(p, clock);
+    let more = next_pass_counted(p, clock, now);
     if more && setup.job.invalidate && !setup.job.direct {
         for (fi, f) in p.files.iter().enumerate() {
             if let Some(fd) = &f.fd {
@@ -1016,11 +1021,18 @@ fn next_pass(
     Ok(more)
 }
 
-fn next_pass_counted(p: &mut Planner<'_>, clock: &Clock) -> bool {
+fn next_pass_counted(p: &mut Planner<'_>, clock: &Clock, now: Nanos) -> bool {
     let job = p.job;
     if job.time_based {
+        // A pass that found nothing to do (zonemode=zbd reads of empty zones) comes round
+        // again at once, as fio's does, until the runtime is over.
+        let idle = p.pass_ios == 0;
         p.wrap();
-        return true;
+        let over = clock.out_of_time(now)
+            || clock
+                .runtime
+                .is_some_and(|r| (now - clock.started).0 >= clock.ramp + r);
+        return !(idle && over);
     }
     if !clock.ramping {
         p.passes += 1;
@@ -1216,7 +1228,7 @@ fn run_sync<T: TimeSource>(
             continue;
         }
         let Some(io) = p.next_io() else {
-            if next_pass(setup, p, clock)? {
+            if next_pass(setup, p, clock, clk.now())? {
                 continue;
             }
             return Ok(());
@@ -1469,7 +1481,7 @@ fn run_async<T: TimeSource>(
             }
             if pass_over {
                 pass_over = false;
-                if next_pass(setup, p, clock)? {
+                if next_pass(setup, p, clock, clk.now())? {
                     continue;
                 }
                 return Ok(());
