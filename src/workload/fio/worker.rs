@@ -9,7 +9,8 @@
 //! slat = issue - start (async engines only). Stats reset when ramp_time ends; fsync=/fdatasync=
 //! latencies go to the sync stats; end_fsync runs inside the runtime but outside every latency
 //! stat. What it must never do: allocate, log or lock inside the loop (buffers, maps and
-//! histograms are made before the clock starts), or keep running after a cancel request.
+//! histograms are made before the clock starts; zonemode=zbd alone takes its file's zone lock
+//! per I/O, as fio does, see zbd.rs), or keep running after a cancel request.
 
 use super::aio::{AsyncBackend, NativeAio, Uring};
 use super::clock::{ClockUse, JobClock, MAX_DRIFT_PPM, Monotonic, TimeOfDay, TimeSource, Tsc};
