@@ -670,12 +670,18 @@ pub fn normal(run: &FioRun) -> String {
             let iops = 1000 * ds.total_ios / ds.runtime_ms;
             let _ = writeln!(
                 out,
-                "  {dname}: IOPS={}, BW={} ({})({}/{}msec)",
+                "  {dname}: IOPS={}, BW={} ({})({}/{}msec){}",
                 num2str(iops, 4, false, ""),
                 num2str(bw_bytes, 4, true, "B/s"),
                 num2str(bw_bytes, 4, false, "B/s"),
                 num2str(ds.io_bytes, 4, true, "B"),
-                ds.runtime_ms
+                ds.runtime_ms,
+                // fio's zbd_write_status, printed for every write line.
+                if d == WRITE {
+                    format!("; {} zone resets", st.zone_resets)
+                } else {
+                    String::new()
+                }
             );
             display_lat(&mut out, "slat", &ds.slat);
             display_lat(&mut out, "clat", &ds.clat);

@@ -524,6 +524,17 @@ pub struct JobSpec {
     pub zonerange: u64,
     /// zoneskip=.
     pub zoneskip: u64,
+    /// zonemode=zbd: read_beyond_wp= (reads may go past a zone's write pointer).
+    pub read_beyond_wp: bool,
+    /// zonemode=zbd: max_open_zones= per file, shared by all jobs (0 = no limit).
+    pub max_open_zones: u32,
+    /// zonemode=zbd: job_max_open_zones= per clone (0 = no limit).
+    pub job_max_open_zones: u32,
+    /// zonemode=zbd: zone_reset_threshold= (fraction of the region with data).
+    pub zone_reset_threshold: f64,
+    /// zonemode=zbd: zone_reset_frequency= (fraction of writes that reset their zone past
+    /// the threshold; 0 = never).
+    pub zone_reset_frequency: f64,
     /// fio's latency_target: find the largest depth whose I/Os complete within this.
     pub latency_target: Option<Duration>,
     /// Window over which latency_target is judged.
@@ -594,6 +605,9 @@ pub enum ZoneMode {
     None,
     /// fio's strided zones.
     Strided,
+    /// fio's zoned block device mode, with zones emulated over a regular file or a
+    /// non-zoned block device (see workload::fio::zbd).
+    Zbd,
 }
 
 impl JobSpec {
@@ -793,6 +807,11 @@ impl Default for JobSpec {
             zonesize: 0,
             zonerange: 0,
             zoneskip: 0,
+            read_beyond_wp: false,
+            max_open_zones: 0,
+            job_max_open_zones: 0,
+            zone_reset_threshold: 0.0,
+            zone_reset_frequency: 0.0,
             latency_target: None,
             latency_window: Duration::ZERO,
             latency_percentile: 100.0,
@@ -886,6 +905,38 @@ impl RawSection {
 
 /// Checks that involve several options. A job that can never run (size=0, a size below one
 /// block) is refused here, so `--parse-only` refuses it too.
+/// zonemode=zbd: what fio 3.33 refuses (init_zone_info, zbd_setup_files) and what this engine
+/// does not emulate (zoneskip, verify), each an error saying how to fix the job.
+fn zbd_check(job: &JobSpec, origin: &Origin) -> Result<(), JobFileError> {
+    let name = &job.name;
+    let refuse = |m: String| err(origin, format!("job '{name}': zonemode=zbd {m}"));
+    if job.zonesize == 0 {
+        return refuse("needs zonesize= for a regular file or block device (as in fio)".into());
+    }
+    if job.zonesize < 512 {
+        return refuse("needs zonesize= of at least 512 bytes (as in fio)".into());
+    }
+    if job.job_max_open_zones > 0 && job.max_open_zones == 0 {
+        return refuse(
+            "with job_max_open_zones= needs max_open_zones= too (as in fio: 'job_max_open_zones' cannot be used without a global open zones limit)".into(),
+        );
+    }
+    if job.zoneskip > 0 {
+        return refuse("with zoneskip= is not supported; remove zoneskip".into());
+    }
+    if job.verify {
+        return refuse("with verify= is not supported; remove verify or zonemode".into());
+    }
+    let bs = if job.rw.writes() { job.bs[1].0 } else { 0 };
+    if bs > job.zonesize {
+        return refuse(format!(
+            "writes of bs={bs} do not fit a zone of zonesize={} (fio: I/O buflen exceeds zone size); lower bs or raise zonesize",
+            job.zonesize
+        ));
+    }
+    Ok(())
+}
+
 fn validate(job: &JobSpec, origin: &Origin) -> Result<(), JobFileError> {
     // fio's fixup_options.
     let sum = |v: &[u64; 3]| v.iter().sum::<u64>();
@@ -984,7 +1035,10 @@ fn validate(job: &JobSpec, origin: &Origin) -> Result<(), JobFileError> {
             );
         }
     }
-    if job.zonemode != Some(ZoneMode::Strided) && job.zonesize > 0 {
+    if job.zonemode == Some(ZoneMode::Zbd) {
+        zbd_check(job, origin)?;
+    }
+    if job.zonemode.is_none_or(|m| m == ZoneMode::None) && job.zonesize > 0 {
         return err(
             origin,
             format!(
@@ -1691,8 +1745,18 @@ mod tests {
             ("[j]\nsize=1m\nzonemode=strided\n", 1, "needs zonesize="),
             (
                 "[j]\nsize=1m\nzonemode=zbd\n",
-                3,
-                "zbd (zoned block devices) is not supported",
+                1,
+                "zonemode=zbd needs zonesize=",
+            ),
+            (
+                "[j]\nsize=1m\nzonemode=zbd\nzonesize=256k\njob_max_open_zones=2\n",
+                1,
+                "needs max_open_zones=",
+            ),
+            (
+                "[j]\nsize=1m\nrw=write\nzonemode=zbd\nzonesize=64k\nbs=128k\n",
+                1,
+                "do not fit a zone",
             ),
             (
                 "[j]\nsize=1m\nlog_avg_msec=500\n",

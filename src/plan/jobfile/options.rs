@@ -1609,17 +1609,12 @@ pub static OPTIONS: &[OptDef] = &[
         Kind::Choice(&["none", "strided", "zbd"]),
         "none (strided with zonesize=)",
         Io,
-        "none or strided (zones of zonerange bytes, zonesize bytes of I/O each, zoneskip between); zbd is not supported",
-        |j, v, o| {
+        "none, strided (zones of zonerange bytes, zonesize bytes of I/O each, zoneskip between) or zbd (zones of zonesize emulated over a regular file or non-zoned device, written at their write pointers)",
+        |j, v, _| {
             j.zonemode = match v.s() {
                 "none" => Some(ZoneMode::None),
                 "strided" => Some(ZoneMode::Strided),
-                _ => {
-                    return err(
-                        &o.origin,
-                        "option 'zonemode': zbd (zoned block devices) is not supported; use none or strided",
-                    );
-                }
+                _ => Some(ZoneMode::Zbd),
             };
             Ok(())
         }
@@ -1657,6 +1652,66 @@ pub static OPTIONS: &[OptDef] = &[
         "bytes skipped between zones",
         |j, v, _| {
             j.zoneskip = v.size().0;
+            Ok(())
+        }
+    ),
+    opt!(
+        "read_beyond_wp",
+        [],
+        Kind::Bool,
+        "0",
+        Io,
+        "zonemode=zbd: reads may go past a zone's write pointer",
+        |j, v, _| {
+            j.read_beyond_wp = v.b();
+            Ok(())
+        }
+    ),
+    opt!(
+        "max_open_zones",
+        [],
+        Kind::Int { min: 0, max: 4096 },
+        "0",
+        Io,
+        "zonemode=zbd: zones open for writing at once per file, over all jobs (0 = no limit)",
+        |j, v, _| {
+            j.max_open_zones = v.n() as u32;
+            Ok(())
+        }
+    ),
+    opt!(
+        "job_max_open_zones",
+        [],
+        Kind::Int { min: 0, max: 4096 },
+        "0",
+        Io,
+        "zonemode=zbd: zones one job clone keeps open at once (0 = no limit)",
+        |j, v, _| {
+            j.job_max_open_zones = v.n() as u32;
+            Ok(())
+        }
+    ),
+    opt!(
+        "zone_reset_threshold",
+        [],
+        Kind::Text,
+        "0",
+        Io,
+        "zonemode=zbd: fraction (0..1) of the region holding data above which writes reset zones",
+        |j, v, o| {
+            j.zone_reset_threshold = unit_fraction(v.s(), o)?;
+            Ok(())
+        }
+    ),
+    opt!(
+        "zone_reset_frequency",
+        [],
+        Kind::Text,
+        "0",
+        Io,
+        "zonemode=zbd: past the threshold, one write in 1/F resets its zone first (0 = never)",
+        |j, v, o| {
+            j.zone_reset_frequency = unit_fraction(v.s(), o)?;
             Ok(())
         }
     ),
@@ -2304,6 +2359,17 @@ fn set_random_distribution(j: &mut JobSpec, v: Val<'_>, o: &RawOption) -> Result
         }
     };
     Ok(())
+}
+
+/// A fraction in 0..=1 (fio's FIO_OPT_FLOAT_LIST with minfp 0, maxfp 1).
+fn unit_fraction(v: &str, o: &RawOption) -> Result<f64, JobFileError> {
+    match v.trim().parse::<f64>() {
+        Ok(f) if (0.0..=1.0).contains(&f) => Ok(f),
+        _ => err(
+            &o.origin,
+            format!("option '{}': '{v}' is not a number from 0 to 1", o.key),
+        ),
+    }
 }
 
 /// fio's zone_split_ddir and __td_zone_gen_index for `zoned:A/S:A/S...` (one split for every

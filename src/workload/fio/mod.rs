@@ -30,6 +30,7 @@ pub mod stats;
 pub mod steady;
 pub mod verify;
 pub mod worker;
+pub mod zbd;
 
 use crate::model::{Direction, HistogramRecord, Metric, MetricKind, Unit};
 use crate::plan::jobfile::{self, JobFileError, JobSet, JobSpec, Sources};
@@ -288,11 +289,12 @@ fn execute(set: &JobSet, ctx: &RunContext<'_>) -> Result<FioRun, WorkloadError> 
     }
     let mut planned: Vec<Planned<'_>> = Vec::new();
     let mut thread_number = 0u64;
+    let mut zones = zbd::Registry::default();
     for (ji, job) in set.jobs.iter().enumerate() {
         for clone in 0..job.numjobs {
             thread_number += 1;
             let seeds = rand::job_seeds(job, thread_number);
-            let plan = match files::plan_clone(job, clone, ctx.dir, &seeds) {
+            let mut plan = match files::plan_clone(job, clone, ctx.dir, &seeds) {
                 Ok(plan) => plan,
                 // A job after a stonewall may read what an earlier one writes (fio sets each
                 // job's files up when it starts): its files are planned when its batch starts.
@@ -309,6 +311,9 @@ fn execute(set: &JobSet, ctx: &RunContext<'_>) -> Result<FioRun, WorkloadError> 
                 }
                 Err(e) => return Err(e),
             };
+            for note in zones.add(job, &mut plan)? {
+                ctx.progress.warning(&note);
+            }
             let mut mem_align = 4096;
             if job.direct {
                 let probe_dir = plan
@@ -367,6 +372,7 @@ fn execute(set: &JobSet, ctx: &RunContext<'_>) -> Result<FioRun, WorkloadError> 
         set.jobs.iter().any(|j| j.exitall),
     );
     let exits = &exits;
+    let zones = &zones;
     // Every job's clock, decided (and the TSC calibrated) before anything runs; a refused
     // clocksource=cpu is a warning, as the fallback is still a clock.
     for job in &set.jobs {
@@ -502,6 +508,7 @@ fn execute(set: &JobSet, ctx: &RunContext<'_>) -> Result<FioRun, WorkloadError> 
                                 progress: (!job.ss_dur.is_zero()).then_some(&progress[bi]),
                                 buf_starts,
                                 exit: Some(exit),
+                                zbd: Some(zones),
                             };
                             let stats = worker::run_clone(&setup)?;
                             exit.set_state(rate::RunState::Running);

@@ -330,6 +330,8 @@ pub struct ThreadStats {
     pub clock: super::clock::ClockUse,
     /// The clone's own I/O priority value (fio's td->ioprio: prio=/prioclass=, else 0).
     pub ioprio: u32,
+    /// Zones reset (zonemode=zbd; fio's nr_zone_resets, shown after the write line).
+    pub zone_resets: u64,
     /// Why the job ended in error while its stats stand (fio's td->error: a missed rate_min).
     pub error: Option<JobError>,
 }
@@ -348,6 +350,7 @@ pub struct JobError {
 impl ThreadStats {
     /// Add another clone (fio's group_reporting).
     pub fn merge(&mut self, o: &ThreadStats) {
+        self.zone_resets += o.zone_resets;
         for d in 0..2 {
             self.dir[d].merge(&o.dir[d]);
         }

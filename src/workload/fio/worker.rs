@@ -12,7 +12,8 @@
 //! what is in flight and sleeps (fio's rate_ddir); a clone ended by another (exitall) stops
 //! issuing, completes what is in flight and reports; io_submit_mode=offload runs in `offload`.
 //! What it must never do: allocate, log or lock inside the loop (buffers, maps and
-//! histograms are made before the clock starts), or keep running after a cancel request.
+//! histograms are made before the clock starts; zonemode=zbd alone takes its file's zone lock
+//! per I/O, as fio does, see zbd.rs), or keep running after a cancel request.
 
 use super::aio::{AsyncBackend, NativeAio, Uring};
 use super::clock::{ClockUse, JobClock, MAX_DRIFT_PPM, Monotonic, TimeOfDay, TimeSource, Tsc};
@@ -78,6 +79,8 @@ pub struct CloneSetup<'a> {
     pub buf_starts: &'a [Taus],
     /// The clone's end request from other clones (exitall) and its run state.
     pub exit: Option<&'a super::rate::Exit>,
+    /// The run's emulated zones (zonemode=zbd), None without.
+    pub zbd: Option<&'a super::zbd::Registry>,
 }
 
 struct FileState {
@@ -190,6 +193,8 @@ struct Planner<'a> {
     rate_ddir: Option<(usize, u64)>,
     /// The clone's end request and run state (exitall).
     exit: Option<&'a super::rate::Exit>,
+    /// zonemode=zbd: the zones the offsets are adjusted to.
+    zbd: Option<super::zbd::ZbdClone>,
 }
 
 /// A block of `FileState::written` is logged (the low 16 bits are its numberio).
@@ -339,6 +344,7 @@ impl<'a> Planner<'a> {
                 .map_err(WorkloadError::InvalidOptions)?,
             rate_ddir: None,
             exit: setup.exit,
+            zbd: setup.zbd.and_then(|r| r.clone_state(job, &setup.plan)),
             zone: zones.map(|z| ZoneState {
                 z,
                 start: 0,
@@ -355,7 +361,15 @@ impl<'a> Planner<'a> {
         for f in &mut self.files {
             f.reset();
         }
+        self.zbd_file_reset();
         self.done_files = self.files.iter().filter(|f| f.done).count();
+    }
+
+    /// fio's zbd_file_reset, where fio resets the files.
+    fn zbd_file_reset(&mut self) {
+        if let Some(z) = &mut self.zbd {
+            (0..self.files.len()).for_each(|fi| z.file_reset(fi));
+        }
     }
 
     /// A new loop (fio's clear_io_state): the rwmix cycle restarts; a random job's files start
@@ -394,6 +408,7 @@ impl<'a> Planner<'a> {
                 }
             }
         }
+        self.zbd_file_reset();
         self.done_files = self.files.iter().filter(|f| f.done).count();
     }
 
@@ -406,6 +421,10 @@ impl<'a> Planner<'a> {
         self.issues = [0, 0];
         self.mix_limit = 0;
         self.passes = 0;
+        if let Some(z) = &mut self.zbd {
+            // fio's reset_io_stats at the end of ramp_time.
+            z.resets = 0;
+        }
     }
 
     /// Flow control (flow=): whether the next I/O must wait for the other members of the
@@ -525,6 +544,9 @@ impl<'a> Planner<'a> {
                 // (a retry does not wait again; nothing was issued since the wait).
                 None => self.next_ddir(),
             };
+            let fi = self.next_file()?;
+            // zonemode=zbd: a mixed job's read with nothing written yet becomes a write.
+            let ddir = self.zbd.as_ref().map_or(ddir, |z| z.adjust_ddir(fi, ddir));
             self.mix_ddir = ddir;
             let job = self.job;
             // The direction whose block sizes apply (bs_is_seq_rand: read's to sequential
@@ -537,7 +559,6 @@ impl<'a> Planner<'a> {
             let min_bs = job.min_bs(bd);
             let ba = job.ba(ddir);
             let ddir_min_bs = job.min_bs(ddir);
-            let fi = self.next_file()?;
             let f = &mut self.files[fi];
             // fio's setup_strided_zone_mode: a zone whose zonesize bytes are done gives way to
             // the next (zonerange + zoneskip on, wrapping to the start); every zonerange bytes
@@ -606,6 +627,16 @@ impl<'a> Planner<'a> {
                         Some(o) => o,
                         None if wraps && nblocks > 0 => {
                             // io_size beyond the region: the region is covered again.
+                            if let Some(z) = &mut self.zbd {
+                                z.file_reset(fi);
+                                if self.job.randrepeat {
+                                    // fio's next pass (clear_io_state) seeds again.
+                                    let use64 =
+                                        self.job.random_generator == RandomGenerator::Tausworthe64;
+                                    self.block_rand =
+                                        Taus::new(self.seeds[rand::SEED_BLOCK], use64);
+                                }
+                            }
                             if let Some(m) = &mut f.map {
                                 m.clear();
                             }
@@ -648,6 +679,9 @@ impl<'a> Planner<'a> {
                             // fio's get_next_seq_offset: holes or io_size beyond the end wrap
                             // to the start of the region.
                             f.pos[ddir] = 0;
+                            if let Some(z) = &mut self.zbd {
+                                z.file_reset(fi);
+                            }
                         } else if !mixed {
                             f.done = true;
                             self.done_files += 1;
@@ -667,12 +701,29 @@ impl<'a> Planner<'a> {
                 self.done_files += 1;
                 continue;
             }
+            // zonemode=zbd: writes go to the write pointer, reads stay below it (fio's
+            // zbd_adjust_block, after get_next_buflen); a file with nothing left for the
+            // direction is done. The random map is marked at the offset drawn, as fio's.
+            let drawn = offset;
+            let offset = match self
+                .zbd
+                .as_mut()
+                .map(|z| z.adjust(fi, ddir, f.base + offset, len))
+            {
+                None => offset,
+                Some(Some(abs)) => abs - f.base,
+                Some(None) => {
+                    f.done = true;
+                    self.done_files += 1;
+                    continue;
+                }
+            };
             if mapped {
                 // fio's mark_random_map: the blocks the I/O covers, up to the first one already
                 // done, which shortens the I/O.
                 let unit = job.min_bs(ddir);
                 if let Some(m) = &mut f.map {
-                    let set = m.mark_run((offset - zone_start) / unit, len.div_ceil(unit));
+                    let set = m.mark_run((drawn - zone_start) / unit, len.div_ceil(unit));
                     len = len.min(set * unit);
                 }
             }
@@ -1090,6 +1141,7 @@ fn run_clone_on<T: TimeSource + Send>(
         }
     }
     st.job_runtime_ms = elapsed.0 / 1_000_000;
+    st.zone_resets = p.zbd.as_ref().map_or(0, |z| z.resets);
     st.rusage = super::stats::Rusage::thread().since(&ru0);
     st.rusage.add(&workers_ru);
     // SAFETY: gettid(2) takes no arguments and cannot fail.
@@ -1423,7 +1475,7 @@ fn next_pass(
     clock: &Clock,
     now: Nanos,
 ) -> Result<bool, WorkloadError> {
-    let more = next_pass_counted(p, clock);
+    let more = next_pass_counted(p, clock, now);
     if more && !setup.job.time_based {
         if let Some(r) = &mut p.rate {
             r.new_loop(now, setup.job.randrepeat);
@@ -1439,11 +1491,18 @@ fn next_pass(
     Ok(more)
 }
 
-fn next_pass_counted(p: &mut Planner<'_>, clock: &Clock) -> bool {
+fn next_pass_counted(p: &mut Planner<'_>, clock: &Clock, now: Nanos) -> bool {
     let job = p.job;
     if job.time_based {
+        // A pass that found nothing to do (zonemode=zbd reads of empty zones) comes round
+        // again at once, as fio's does, until the runtime is over.
+        let idle = p.pass_ios == 0;
         p.wrap();
-        return true;
+        let over = clock.out_of_time(now)
+            || clock
+                .runtime
+                .is_some_and(|r| (now - clock.started).0 >= clock.ramp + r);
+        return !(idle && over);
     }
     if !clock.ramping {
         p.passes += 1;
@@ -2464,6 +2523,7 @@ mod distribution_tests {
             progress: None,
             buf_starts: &[],
             exit: None,
+            zbd: None,
         };
         let mut p = Planner::new(&setup).unwrap();
         (0..n)
@@ -2653,6 +2713,7 @@ mod distribution_tests {
             progress: None,
             buf_starts: &[],
             exit: None,
+            zbd: None,
         };
         let mut p = Planner::new(&setup).unwrap();
         let got: Vec<u64> = (0..8).map(|_| p.next_io().unwrap().offset).collect();
@@ -2692,6 +2753,7 @@ mod pareto_tests {
             progress: None,
             buf_starts: &[],
             exit: None,
+            zbd: None,
         };
         let mut p = Planner::new(&setup).unwrap();
         let got: Vec<u64> = (0..6).map(|_| p.next_io().unwrap().offset).collect();
@@ -2724,6 +2786,7 @@ mod pareto_tests {
             progress: None,
             buf_starts: &[],
             exit: None,
+            zbd: None,
         };
         let mut c = Content::of(&setup, &seeds);
         let bs = job.bs[WRITE].0 as usize;
