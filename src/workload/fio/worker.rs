@@ -1116,8 +1116,8 @@ fn after_tick(
     }
     if let Some(pr) = p.progress {
         pr.publish(
-            st.dir[0].total_ios + st.dir[1].total_ios,
-            st.dir[0].io_bytes + st.dir[1].io_bytes,
+            st.dir.iter().map(|d| d.total_ios).sum::<u64>(),
+            st.dir.iter().map(|d| d.io_bytes).sum::<u64>(),
         );
         if pr.stopped() {
             return false;
@@ -1428,7 +1428,7 @@ fn run_sync<T: TimeSource>(
         think_count += 1;
         think(job, think_count);
         if let Some(l) = &mut target {
-            let ios = st.dir[0].total_ios + st.dir[1].total_ios;
+            let ios = st.dir.iter().map(|d| d.total_ios).sum::<u64>();
             if let Err(max) = l.completed((end - start).0, end.0, ios) {
                 return Err(latency_fatal(setup, max));
             }
@@ -1675,7 +1675,7 @@ fn run_async<T: TimeSource>(
                 d.io_bytes += s.io.len as u64;
                 d.total_ios += 1;
                 if let Some(l) = &mut target {
-                    let ios = st.dir[0].total_ios + st.dir[1].total_ios;
+                    let ios = st.dir.iter().map(|d| d.total_ios).sum::<u64>();
                     if let Err(max) = l.completed((t - s.start).0, t.0, ios) {
                         late.get_or_insert(max);
                     }
@@ -1749,7 +1749,7 @@ fn latency_step(
     if clock.ramping {
         return false;
     }
-    let ios = st.dir[0].total_ios + st.dir[1].total_ios;
+    let ios = st.dir.iter().map(|d| d.total_ios).sum::<u64>();
     let done = match l.check(now.0, ios) {
         super::pace::LatencyStep::Continue => false,
         super::pace::LatencyStep::FinalRun => {
