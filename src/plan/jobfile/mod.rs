@@ -88,6 +88,14 @@ pub enum RwMode {
     ReadWrite,
     /// Random mixed reads and writes.
     RandRw,
+    /// Sequential trims (discard, hole punching).
+    Trim,
+    /// Random trims.
+    RandTrim,
+    /// Sequential: each block trimmed, then written.
+    TrimWrite,
+    /// Random: each drawn block trimmed, then written.
+    RandTrimWrite,
 }
 
 impl RwMode {
@@ -100,19 +108,47 @@ impl RwMode {
             RwMode::RandWrite => "randwrite",
             RwMode::ReadWrite => "rw",
             RwMode::RandRw => "randrw",
+            RwMode::Trim => "trim",
+            RwMode::RandTrim => "randtrim",
+            RwMode::TrimWrite => "trimwrite",
+            RwMode::RandTrimWrite => "randtrimwrite",
         }
     }
     /// Whether offsets are random.
     pub fn is_random(self) -> bool {
-        matches!(self, RwMode::RandRead | RwMode::RandWrite | RwMode::RandRw)
+        matches!(
+            self,
+            RwMode::RandRead
+                | RwMode::RandWrite
+                | RwMode::RandRw
+                | RwMode::RandTrim
+                | RwMode::RandTrimWrite
+        )
     }
     /// Whether the job reads.
     pub fn reads(self) -> bool {
-        !matches!(self, RwMode::Write | RwMode::RandWrite)
+        matches!(
+            self,
+            RwMode::Read | RwMode::RandRead | RwMode::ReadWrite | RwMode::RandRw
+        )
     }
     /// Whether the job writes.
     pub fn writes(self) -> bool {
-        !matches!(self, RwMode::Read | RwMode::RandRead)
+        !matches!(
+            self,
+            RwMode::Read | RwMode::RandRead | RwMode::Trim | RwMode::RandTrim
+        )
+    }
+    /// Whether the job trims (fio's td_trim).
+    pub fn trims(self) -> bool {
+        matches!(
+            self,
+            RwMode::Trim | RwMode::RandTrim | RwMode::TrimWrite | RwMode::RandTrimWrite
+        )
+    }
+    /// Whether each trim is followed by a write of its block (fio's td_trimwrite).
+    pub fn trim_then_write(self) -> bool {
+        matches!(self, RwMode::TrimWrite | RwMode::RandTrimWrite)
     }
 }
 
@@ -825,6 +861,39 @@ fn validate(job: &JobSpec, origin: &Origin) -> Result<(), JobFileError> {
             ),
         );
     }
+    if job.rw.trims() {
+        // Trims are issued by the synchronous engines (punch or discard) and falloc.
+        let engine_trims = matches!(
+            job.ioengine,
+            IoEngine::Psync
+                | IoEngine::Sync
+                | IoEngine::Pvsync
+                | IoEngine::Pvsync2
+                | IoEngine::Falloc
+                | IoEngine::Null
+        );
+        if !engine_trims {
+            return err(
+                origin,
+                format!(
+                    "job '{}': rw={} with ioengine={} is not supported; trims run with ioengine=psync, sync, pvsync, pvsync2, falloc or null",
+                    job.name,
+                    job.rw.as_str(),
+                    job.ioengine.as_str()
+                ),
+            );
+        }
+        if job.verify {
+            return err(
+                origin,
+                format!(
+                    "job '{}': verify with rw={} is not supported (verify a write job)",
+                    job.name,
+                    job.rw.as_str()
+                ),
+            );
+        }
+    }
     if job.verify && job.rw.reads() && job.rw.writes() {
         return err(
             origin,
@@ -1437,7 +1506,6 @@ mod tests {
             ("size=1m\n[j]\n", 1, "outside of a [section]"),
             ("[j\nsize=1m\n", 1, "malformed section header"),
             ("[]\n", 1, "empty section name"),
-            ("[j]\nsize=1m\nrw=trim\n", 3, "'trim' is not supported"),
             ("[j]\nsize=1m\nrw=randread:8\n", 3, "random offset modifier"),
             ("[j]\nsize=1m\nrw=read:-8x\n", 3, "is not a size"),
             ("[j]\nsize=1m\nzonesize=1m\n", 1, "needs zonemode=strided"),

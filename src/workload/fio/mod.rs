@@ -136,6 +136,7 @@ impl FioWorkload {
         use crate::plan::jobfile::IoEngine as E;
         self.set.jobs.iter().all(|j| {
             !j.rw.writes()
+                && !j.rw.trims()
                 && matches!(
                     j.ioengine,
                     E::Psync

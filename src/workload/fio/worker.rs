@@ -16,12 +16,12 @@ use super::clock::{ClockUse, JobClock, MAX_DRIFT_PPM, Monotonic, TimeOfDay, Time
 use super::files::{self, ClonePlan};
 use super::iolog::{Completion, IoLogs};
 use super::rand::{self, Lfsr, RandomMap, Taus};
-use super::stats::{READ, ThreadStats, WRITE};
+use super::stats::{READ, TRIM, ThreadStats, WRITE};
 use super::verify;
 use crate::plan::jobfile::{FileService, IoEngine, JobSpec, RandomDistribution, RandomGenerator};
 use crate::probe::clock::Nanos;
 use crate::workload::{CancelToken, WorkloadError};
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::path::Path;
 
 /// A buffer aligned for O_DIRECT, made without unsafe code: an over-sized vector and an offset.
@@ -75,8 +75,15 @@ struct FileState {
     /// Start of the region in the file (offset=, offset_increment).
     base: u64,
     region: u64,
-    /// Next sequential offset per direction.
-    pos: [u64; 2],
+    /// Next sequential offset per direction (read, write, trim).
+    pos: [u64; 3],
+    /// Where the last I/O of each direction started (fio's last_start; u64::MAX before the
+    /// first): trimwrite pairs a write with the trim before it.
+    last_start: [u64; 3],
+    /// Length of the last trim (randtrimwrite writes exactly that range).
+    last_trim_len: u64,
+    /// The file is a block device (a trim there is BLKDISCARD).
+    blkdev: bool,
     /// Bytes issued to this file in the current pass.
     issued: u64,
     done: bool,
@@ -92,7 +99,8 @@ struct FileState {
 
 impl FileState {
     fn reset(&mut self) {
-        self.pos = [0, 0];
+        self.pos = [0; 3];
+        self.last_start = [u64::MAX; 3];
         self.issued = 0;
         self.done = self.region == 0;
         if let Some(m) = &mut self.map {
@@ -119,11 +127,11 @@ struct Planner<'a> {
     files: Vec<FileState>,
     block_rand: Taus,
     /// fio's bsrange_state per direction: draws sizes from a bsrange or bssplit.
-    bs_rand: [Taus; 2],
+    bs_rand: [Taus; 3],
     mix_rand: Taus,
     file_rand: Taus,
     /// fio's io_issues per direction (for rwmix switching).
-    issues: [u64; 2],
+    issues: [u64; 3],
     mix_ddir: usize,
     mix_limit: u64,
     cur_file: usize,
@@ -193,9 +201,11 @@ impl<'a> Planner<'a> {
             )));
         }
         // The block the region is counted in: fio issues whole blocks only.
-        let region_bs = match (job.rw.reads(), job.rw.writes()) {
-            (true, false) => job.min_bs(READ),
-            (false, true) => job.min_bs(WRITE),
+        let region_bs = match (job.rw.reads(), job.rw.writes(), job.rw.trims()) {
+            (true, false, _) => job.min_bs(READ),
+            (false, true, false) => job.min_bs(WRITE),
+            (false, false, true) => job.min_bs(TRIM),
+            (false, true, true) => job.min_bs(WRITE).max(job.min_bs(TRIM)),
             _ => job.min_bs(READ).max(job.min_bs(WRITE)),
         };
         // fio's random map and LFSR count blocks of the smallest block size of any direction.
@@ -256,7 +266,10 @@ impl<'a> Planner<'a> {
                 } else {
                     f.size / region_bs * region_bs
                 },
-                pos: [0, 0],
+                pos: [0; 3],
+                last_start: [u64::MAX; 3],
+                last_trim_len: 0,
+                blkdev: false,
                 issued: 0,
                 done: empty,
                 map,
@@ -274,6 +287,13 @@ impl<'a> Planner<'a> {
         } else {
             setup.plan.pass_bytes
         };
+        // fio's do_io: in trimwrite mode each byte is trimmed and then written, so the job
+        // issues twice its size.
+        let pass_bytes = if job.rw.trim_then_write() {
+            pass_bytes * 2
+        } else {
+            pass_bytes
+        };
         Ok(Planner {
             job,
             files,
@@ -281,7 +301,7 @@ impl<'a> Planner<'a> {
             bs_rand: bs_generators(job, &seeds),
             mix_rand: Taus::new(seeds[rand::SEED_MIX], false),
             file_rand: Taus::new(seeds[rand::SEED_FILE], use64),
-            issues: [0, 0],
+            issues: [0; 3],
             mix_ddir: READ,
             mix_limit: 0,
             cur_file: 0,
@@ -357,7 +377,8 @@ impl<'a> Planner<'a> {
                 f.done = f.region == 0;
                 if !mixed {
                     // A one-direction pass ended at the end of the file: start it over.
-                    f.pos = [0, 0];
+                    f.pos = [0; 3];
+                    f.last_start = [u64::MAX; 3];
                 }
             }
         }
@@ -370,7 +391,7 @@ impl<'a> Planner<'a> {
         self.pass_issued = 0;
         self.total_issued = 0;
         self.pass_ios = 0;
-        self.issues = [0, 0];
+        self.issues = [0; 3];
         self.mix_limit = 0;
         self.passes = 0;
     }
@@ -386,7 +407,11 @@ impl<'a> Planner<'a> {
     #[inline]
     fn next_ddir(&mut self) -> usize {
         let job = self.job;
+        if job.rw.trims() && !job.rw.writes() {
+            return TRIM;
+        }
         if !job.rw.reads() {
+            // trimwrite: the file's last trim and write decide (next_io).
             return WRITE;
         }
         if !job.rw.writes() {
@@ -458,7 +483,11 @@ impl<'a> Planner<'a> {
         } else {
             1
         };
-        if self.job.number_ios > 0 && self.pass_ios >= self.job.number_ios * loops_in_pass {
+        // fio doubles number_ios in trimwrite mode, as the bytes.
+        let pairs = if self.job.rw.trim_then_write() { 2 } else { 1 };
+        if self.job.number_ios > 0
+            && self.pass_ios >= self.job.number_ios * loops_in_pass * pairs
+        {
             return None;
         }
         let wraps = self.wraps && budgeted;
@@ -468,8 +497,18 @@ impl<'a> Planner<'a> {
             // As fio's fill_io_u, every attempt (also one that finds its file exhausted)
             // evaluates the direction again, and a random attempt draws its block first: a
             // file is found done lazily, as fio finds it.
-            let ddir = self.next_ddir();
+            let mut ddir = self.next_ddir();
             let job = self.job;
+            let fi = self.next_file()?;
+            if job.rw.trim_then_write() {
+                // fio's set_rw_ddir: a trim, unless the file's last trim has no write yet.
+                let f = &self.files[fi];
+                ddir = if f.last_start[WRITE] == f.last_start[TRIM] {
+                    TRIM
+                } else {
+                    WRITE
+                };
+            }
             // The direction whose block sizes apply (bs_is_seq_rand: read's to sequential
             // I/O, write's to random), and the unit random offsets are drawn in (fio's ba).
             let bd = match (job.bs_is_seq_rand, random) {
@@ -480,8 +519,24 @@ impl<'a> Planner<'a> {
             let min_bs = job.min_bs(bd);
             let ba = job.ba(ddir);
             let ddir_min_bs = job.min_bs(ddir);
-            let fi = self.next_file()?;
             let f = &mut self.files[fi];
+            if random && job.rw.trim_then_write() && ddir == WRITE {
+                // fio's get_next_block / get_next_buflen for randtrimwrite: the write covers
+                // the range just trimmed; no block drawn, no size drawn, the map untouched.
+                let (offset, len) = (f.last_start[TRIM], f.last_trim_len);
+                f.last_start[WRITE] = offset;
+                f.issued += len;
+                self.pass_issued += len;
+                self.total_issued += len;
+                self.pass_ios += 1;
+                self.issues[WRITE] += 1;
+                return Some(Io {
+                    ddir,
+                    file: fi,
+                    offset: f.base + offset,
+                    len: len as usize,
+                });
+            }
             // fio's setup_strided_zone_mode: a zone whose zonesize bytes are done gives way to
             // the next (zonerange + zoneskip on, wrapping to the start); every zonerange bytes
             // the file's positions and map start over within the zone.
@@ -499,7 +554,7 @@ impl<'a> Planner<'a> {
                         f.pos[ddir] = 0;
                     }
                     if zs.bytes % zs.z.range == 0 {
-                        f.pos = [0, 0];
+                        f.pos = [0; 3];
                         if let Some(m) = &mut f.map {
                             m.clear();
                         }
@@ -598,7 +653,7 @@ impl<'a> Planner<'a> {
                         }
                         // A mixed sequential job resets the file at its end: both directions
                         // start over (fio's fio_file_reset).
-                        f.pos = [0, 0];
+                        f.pos = [0; 3];
                     }
                     f.pos[ddir]
                 };
@@ -636,6 +691,15 @@ impl<'a> Planner<'a> {
                     *w |= 1 << (b % 64);
                 }
             }
+            if job.rw.trim_then_write() && random && ddir == TRIM {
+                // fio's get_next_offset: a trim drawn where the last pair was makes the pair
+                // look unfinished, so that its write still follows.
+                if f.last_start[TRIM] == offset {
+                    f.last_start[WRITE] = f.last_start[WRITE].wrapping_sub(1);
+                }
+                f.last_trim_len = len;
+            }
+            f.last_start[ddir] = offset;
             let bs = len;
             f.issued += bs;
             self.pass_issued += bs;
@@ -654,16 +718,23 @@ impl<'a> Planner<'a> {
 
 /// fio's bsrange_state generators (td_fill_rand_seeds_internal): reads from the
 /// FIO_RAND_BS_OFF seed, writes from FIO_RAND_BS1_OFF (the read one with verify).
-fn bs_generators(job: &JobSpec, seeds: &[u64; 21]) -> [Taus; 2] {
+fn bs_generators(job: &JobSpec, seeds: &[u64; 21]) -> [Taus; 3] {
     let use64 = job.random_generator == RandomGenerator::Tausworthe64;
     let write_seed = if job.verify {
         seeds[rand::SEED_BS_READ]
     } else {
         seeds[rand::SEED_BS_WRITE]
     };
+    // trimwrite: the trims draw the writes' sizes, so each write covers its trim.
+    let trim_seed = if job.rw.trim_then_write() {
+        write_seed
+    } else {
+        seeds[rand::SEED_BS_TRIM]
+    };
     [
         Taus::new(seeds[rand::SEED_BS_READ], use64),
         Taus::new(write_seed, use64),
+        Taus::new(trim_seed, use64),
     ]
 }
 
@@ -792,6 +863,8 @@ fn ensure_open(
     // fio's default fadvise_hint: tell the kernel the access pattern (readahead follows it).
     files::access_hint(&fd, setup.job.rw.is_random(), setup.plan.files[fi].size);
     p.files[fi].fd_pos = 0;
+    p.files[fi].blkdev = rustix::fs::fstat(&fd)
+        .is_ok_and(|m| rustix::fs::FileType::from_raw_mode(m.st_mode) == rustix::fs::FileType::BlockDevice);
     p.files[fi].fd = Some(fd);
     p.open_count += 1;
     Ok(())
@@ -1176,6 +1249,13 @@ fn do_sync_io(
         return Ok(buf.len());
     }
     let fd = f.fd.as_ref().expect("file opened before I/O").as_fd();
+    if ddir == TRIM {
+        // The falloc engine punches a hole (fio's engines/falloc.c); every other engine
+        // discards a device's range or punches a file's.
+        let blkdev = f.blkdev && engine != IoEngine::Falloc;
+        trim_range(fd, blkdev, offset, buf.len() as u64)?;
+        return Ok(buf.len());
+    }
     match engine {
         IoEngine::Sync => {
             if f.fd_pos != offset {
@@ -1312,9 +1392,44 @@ fn timed_sync<T: TimeSource>(
 /// Per direction, whether every lat of the sync loop equals its clat, so that the loop records
 /// clat alone and lat is a copy of it at the end: start and issue are one clock reading unless a
 /// write buffer is scrambled between them, and both are measured.
-fn sync_lat_is_clat(job: &JobSpec, policy: BufferPolicy) -> [bool; 2] {
+fn sync_lat_is_clat(job: &JobSpec, policy: BufferPolicy) -> [bool; 3] {
     let both = !job.disable_clat && !job.disable_lat;
-    [both, both && !policy.scramble]
+    [both, both && !policy.scramble, both]
+}
+
+/// fio's io_ddir_name: what an I/O of direction `ddir` is called in errors.
+fn ddir_name(ddir: usize) -> &'static str {
+    match ddir {
+        READ => "read",
+        WRITE => "write",
+        _ => "trim",
+    }
+}
+
+/// A trim of `len` bytes at `offset`: on a block device BLKDISCARD (fio's os_trim), on a
+/// regular file a hole punched with fallocate(FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE)
+/// (fio 3.33's sync engines fail there with ENOTTY; the falloc engine punches too).
+fn trim_range(fd: BorrowedFd<'_>, blkdev: bool, offset: u64, len: u64) -> rustix::io::Result<()> {
+    if blkdev {
+        // BLKDISCARD = _IO(0x12, 119); the argument is {start, length} in bytes.
+        const BLKDISCARD: libc::c_ulong = 0x1277;
+        let range: [u64; 2] = [offset, len];
+        // SAFETY: the ioctl reads two u64 from `range`, which outlives the call.
+        let r = unsafe {
+            libc::ioctl(
+                std::os::fd::AsRawFd::as_raw_fd(&fd),
+                BLKDISCARD as _,
+                range.as_ptr(),
+            )
+        };
+        if r != 0 {
+            return Err(rustix::io::Errno::from_io_error(&std::io::Error::last_os_error())
+                .unwrap_or(rustix::io::Errno::IO));
+        }
+        return Ok(());
+    }
+    use rustix::fs::FallocateFlags as F;
+    rustix::fs::fallocate(fd, F::PUNCH_HOLE | F::KEEP_SIZE, offset, len)
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -1377,7 +1492,7 @@ fn run_sync<T: TimeSource>(
             match do_sync_io(job, f, io.ddir, &mut data[done..], io.offset + done as u64) {
                 Ok(0) => {
                     return Err(io_err(
-                        if io.ddir == READ { "read" } else { "write" },
+                        ddir_name(io.ddir),
                         &setup.plan.files[io.file].path,
                         std::io::Error::new(
                             std::io::ErrorKind::UnexpectedEof,
@@ -1389,7 +1504,7 @@ fn run_sync<T: TimeSource>(
                 Err(e) => {
                     let hint = direct_hint(job, e);
                     return Err(WorkloadError::Io {
-                        op: if io.ddir == READ { "read" } else { "write" },
+                        op: ddir_name(io.ddir),
                         path: setup.plan.files[io.file].path.clone(),
                         source: std::io::Error::other(format!("{e}{hint}")),
                     });
