@@ -1479,6 +1479,23 @@ mod tests {
     }
 
     #[test]
+    fn trim_modes_and_the_trim_block_size() {
+        let set = parse_job_text(
+            "[t]\nsize=1m\nrw=randtrim\nbs=4k,8k,16k\n[tw]\nsize=1m\nrw=trimwrite\nbs=8k\n",
+            "t.fio",
+            &MapSources::default(),
+        )
+        .unwrap();
+        let (t, tw) = (&set.jobs[0], &set.jobs[1]);
+        assert_eq!(t.rw, RwMode::RandTrim);
+        assert!(t.rw.trims() && t.rw.is_random() && !t.rw.reads() && !t.rw.writes());
+        assert_eq!((t.min_bs(0), t.min_bs(1), t.min_bs(2)), (4096, 8192, 16384));
+        assert!(tw.rw.trims() && tw.rw.writes() && tw.rw.trim_then_write());
+        assert_eq!(tw.min_bs(2), 8192, "without a third size trims take the write one");
+        assert_eq!(tw.rw.as_str(), "trimwrite");
+    }
+
+    #[test]
     fn second_job_file_starts_with_a_stonewall() {
         let mut a = parse_ini("[a]\nsize=1m\n", "a.fio", &MapSources::default()).unwrap();
         let mut b = parse_ini("[b]\nsize=1m\n", "b.fio", &MapSources::default()).unwrap();
@@ -1547,6 +1564,12 @@ mod tests {
                 1,
                 "mixed reads and writes",
             ),
+            (
+                "[j]\nsize=1m\nioengine=libaio\nrw=randtrim\n",
+                1,
+                "trims run with ioengine=psync",
+            ),
+            ("[j]\nsize=1m\nbs=4k,8k,16k,32k\n", 3, "at most three sizes"),
             (
                 "[j]\nsize=1m\nrw=randread\nrandom_distribution=zipf:1.2\n",
                 1,

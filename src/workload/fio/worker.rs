@@ -2060,6 +2060,123 @@ mod distribution_tests {
             .collect()
     }
 
+    /// (direction, offset, length) as fio's write_iolog lines read them, with trims.
+    fn fio_trim_log(v: &[(char, u64, usize)]) -> Vec<(usize, u64, usize)> {
+        v.iter()
+            .map(|&(d, o, l)| {
+                let d = match d {
+                    'R' => READ,
+                    'W' => WRITE,
+                    _ => TRIM,
+                };
+                (d, o, l)
+            })
+            .collect()
+    }
+
+    /// randtrim with bssplit: trims drawn from the random map with the trim direction's
+    /// split and its own generator (fio 3.33: `fio --name=j --ioengine=null --rw=randtrim
+    /// --bssplit=4k/50:8k/30:64k/20 --size=256k --write_iolog=FILE`, 35 trims).
+    #[test]
+    fn randtrim_offsets_and_sizes_are_fios() {
+        let job = "[j]\nioengine=null\nrw=randtrim\nbssplit=4k/50:8k/30:64k/20\nsize=256k\n";
+        assert_eq!(
+            ios(job, 12),
+            fio_trim_log(&[
+                ('T', 12288, 8192),
+                ('T', 192512, 4096),
+                ('T', 217088, 4096),
+                ('T', 122880, 65536),
+                ('T', 102400, 4096),
+                ('T', 221184, 4096),
+                ('T', 98304, 4096),
+                ('T', 90112, 8192),
+                ('T', 237568, 4096),
+                ('T', 20480, 4096),
+                ('T', 225280, 4096),
+                ('T', 188416, 4096),
+            ])
+        );
+        assert_eq!(ios(job, 1000).len(), 35);
+    }
+
+    /// bs=R,W,T: the trims take the third size; the random map counts 4k blocks (fio 3.33:
+    /// `--rw=randtrim --bs=4k,8k,16k --size=128k`, six trims).
+    #[test]
+    fn trim_block_size_is_bs_third_part() {
+        let job = "[j]\nioengine=null\nrw=randtrim\nbs=4k,8k,16k\nsize=128k\n";
+        assert_eq!(
+            ios(job, 1000),
+            fio_trim_log(&[
+                ('T', 0, 16384),
+                ('T', 81920, 16384),
+                ('T', 98304, 16384),
+                ('T', 49152, 16384),
+                ('T', 65536, 16384),
+                ('T', 114688, 16384),
+            ])
+        );
+    }
+
+    /// trimwrite: each block trimmed, then written with the same size (the trim generator
+    /// seeded as the write one), twice the size issued (fio 3.33: `--rw=trimwrite
+    /// --bssplit=4k/50:16k/50 --size=64k`).
+    #[test]
+    fn trimwrite_pairs_are_fios() {
+        let job = "[j]\nioengine=null\nrw=trimwrite\nbssplit=4k/50:16k/50\nsize=64k\n";
+        assert_eq!(
+            ios(job, 1000),
+            fio_trim_log(&[
+                ('T', 0, 4096),
+                ('W', 0, 4096),
+                ('T', 4096, 4096),
+                ('W', 4096, 4096),
+                ('T', 8192, 4096),
+                ('W', 8192, 4096),
+                ('T', 12288, 16384),
+                ('W', 12288, 16384),
+                ('T', 28672, 16384),
+                ('W', 28672, 16384),
+                ('T', 45056, 4096),
+                ('W', 45056, 4096),
+                ('T', 49152, 16384),
+                ('W', 49152, 16384),
+            ])
+        );
+    }
+
+    /// randtrimwrite: a random trim, then a write of exactly its range (fio 3.33:
+    /// `--rw=randtrimwrite --bssplit=4k/50:16k/50 --size=64k`).
+    #[test]
+    fn randtrimwrite_pairs_are_fios() {
+        let job = "[j]\nioengine=null\nrw=randtrimwrite\nbssplit=4k/50:16k/50\nsize=64k\n";
+        assert_eq!(
+            ios(job, 1000),
+            fio_trim_log(&[
+                ('T', 0, 4096),
+                ('W', 0, 4096),
+                ('T', 45056, 4096),
+                ('W', 45056, 4096),
+                ('T', 53248, 4096),
+                ('W', 53248, 4096),
+                ('T', 28672, 16384),
+                ('W', 28672, 16384),
+                ('T', 24576, 4096),
+                ('W', 24576, 4096),
+                ('T', 57344, 4096),
+                ('W', 57344, 4096),
+                ('T', 49152, 4096),
+                ('W', 49152, 4096),
+                ('T', 20480, 4096),
+                ('W', 20480, 4096),
+                ('T', 61440, 4096),
+                ('W', 61440, 4096),
+                ('T', 4096, 16384),
+                ('W', 4096, 16384),
+            ])
+        );
+    }
+
     /// bssplit with the random map: sizes drawn as fio's get_next_buflen, and an I/O cut short
     /// where the map already has a block (the 64k write at 397312 becomes 20k), as fio 3.33's
     /// `fio --name=j --ioengine=null --rw=randrw --bssplit=4k/50:8k/30:64k/20 --size=1m
