@@ -1491,7 +1491,11 @@ mod tests {
         assert!(t.rw.trims() && t.rw.is_random() && !t.rw.reads() && !t.rw.writes());
         assert_eq!((t.min_bs(0), t.min_bs(1), t.min_bs(2)), (4096, 8192, 16384));
         assert!(tw.rw.trims() && tw.rw.writes() && tw.rw.trim_then_write());
-        assert_eq!(tw.min_bs(2), 8192, "without a third size trims take the write one");
+        assert_eq!(
+            tw.min_bs(2),
+            8192,
+            "without a third size trims take the write one"
+        );
         assert_eq!(tw.rw.as_str(), "trimwrite");
     }
 

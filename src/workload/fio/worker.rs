@@ -485,9 +485,7 @@ impl<'a> Planner<'a> {
         };
         // fio doubles number_ios in trimwrite mode, as the bytes.
         let pairs = if self.job.rw.trim_then_write() { 2 } else { 1 };
-        if self.job.number_ios > 0
-            && self.pass_ios >= self.job.number_ios * loops_in_pass * pairs
-        {
+        if self.job.number_ios > 0 && self.pass_ios >= self.job.number_ios * loops_in_pass * pairs {
             return None;
         }
         let wraps = self.wraps && budgeted;
@@ -863,8 +861,9 @@ fn ensure_open(
     // fio's default fadvise_hint: tell the kernel the access pattern (readahead follows it).
     files::access_hint(&fd, setup.job.rw.is_random(), setup.plan.files[fi].size);
     p.files[fi].fd_pos = 0;
-    p.files[fi].blkdev = rustix::fs::fstat(&fd)
-        .is_ok_and(|m| rustix::fs::FileType::from_raw_mode(m.st_mode) == rustix::fs::FileType::BlockDevice);
+    p.files[fi].blkdev = rustix::fs::fstat(&fd).is_ok_and(|m| {
+        rustix::fs::FileType::from_raw_mode(m.st_mode) == rustix::fs::FileType::BlockDevice
+    });
     p.files[fi].fd = Some(fd);
     p.open_count += 1;
     Ok(())
@@ -1423,8 +1422,10 @@ fn trim_range(fd: BorrowedFd<'_>, blkdev: bool, offset: u64, len: u64) -> rustix
             )
         };
         if r != 0 {
-            return Err(rustix::io::Errno::from_io_error(&std::io::Error::last_os_error())
-                .unwrap_or(rustix::io::Errno::IO));
+            return Err(
+                rustix::io::Errno::from_io_error(&std::io::Error::last_os_error())
+                    .unwrap_or(rustix::io::Errno::IO),
+            );
         }
         return Ok(());
     }
