@@ -1597,7 +1597,6 @@ mod tests {
             ("[j]\nfilesize=0\n", 2, "at least 1 byte"),
             ("[j]\nfilesize=0:4k\n", 2, "at least 1 byte"),
             ("[j]\nsize=1m\nbs=0\n", 3, "greater than 0"),
-            ("[j]\nsize=1m\nbs=4k,4k,4k\n", 3, "trim block size"),
             ("[j]\nsize=1m\nbs\n", 3, "needs a value"),
             ("[j]\nsize=1m\nrwmixread=101\n", 3, "out of range"),
             ("[j]\nsize=1m\nnumjobs=0\n", 3, "out of range"),
