@@ -1,6 +1,6 @@
 //! End-to-end tests of the trim direction of `fsdelta fio`: rw=trim, randtrim, trimwrite and
 //! randtrimwrite with the falloc engine move fio 3.33's counts (compared with /usr/bin/fio on
-//! the same job), and the psync engine punches real holes into a regular file.
+//! the same job), and the psync and libaio engines punch real holes into a regular file.
 
 mod common;
 
@@ -79,12 +79,23 @@ fn falloc_trim_modes_count_as_fio() {
 
 #[test]
 fn psync_trim_punches_holes_into_a_file() {
+    punches_holes("psync");
+}
+
+#[test]
+fn libaio_trim_punches_holes_into_a_file() {
+    punches_holes("libaio");
+}
+
+fn punches_holes(engine: &str) {
     let dir = tempfile::tempdir().unwrap();
     // Lay the file out with data first, then trim the first half of it.
     let v = run_fsdelta(
         dir.path(),
-        "[w]\nrw=write\nbs=64k\nsize=4m\nfilename=f\nend_fsync=1\n\
-         [t]\nstonewall\nrw=trim\nbs=64k\nsize=2m\nfilename=f\n",
+        &format!(
+            "[w]\nrw=write\nbs=64k\nsize=4m\nfilename=f\nend_fsync=1\n\
+             [t]\nstonewall\nioengine={engine}\niodepth=4\nrw=trim\nbs=64k\nsize=2m\nfilename=f\n"
+        ),
     );
     let file = dir.path().join("f");
     let md = std::fs::metadata(&file).unwrap();

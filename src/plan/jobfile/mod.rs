@@ -862,13 +862,15 @@ fn validate(job: &JobSpec, origin: &Origin) -> Result<(), JobFileError> {
         );
     }
     if job.rw.trims() {
-        // Trims are issued by the synchronous engines (punch or discard) and falloc.
+        // Trims are issued by the I/O engines (punch or discard) and falloc.
         let engine_trims = matches!(
             job.ioengine,
             IoEngine::Psync
                 | IoEngine::Sync
                 | IoEngine::Pvsync
                 | IoEngine::Pvsync2
+                | IoEngine::Libaio
+                | IoEngine::IoUring
                 | IoEngine::Falloc
                 | IoEngine::Null
         );
@@ -876,7 +878,7 @@ fn validate(job: &JobSpec, origin: &Origin) -> Result<(), JobFileError> {
             return err(
                 origin,
                 format!(
-                    "job '{}': rw={} with ioengine={} is not supported; trims run with ioengine=psync, sync, pvsync, pvsync2, falloc or null",
+                    "job '{}': rw={} with ioengine={} is not supported; trims run with ioengine=psync, sync, pvsync, pvsync2, libaio, io_uring, falloc or null",
                     job.name,
                     job.rw.as_str(),
                     job.ioengine.as_str()
@@ -1569,7 +1571,7 @@ mod tests {
                 "mixed reads and writes",
             ),
             (
-                "[j]\nsize=1m\nioengine=libaio\nrw=randtrim\n",
+                "[j]\nsize=1m\nioengine=ftruncate\nrw=randtrim\n",
                 1,
                 "trims run with ioengine=psync",
             ),

@@ -1658,6 +1658,52 @@ fn run_async<T: TimeSource>(
                 note_write(job, p, io.file);
             }
             ensure_open(p, setup, io.file)?;
+            if io.ddir == TRIM {
+                // fio's libaio and io_uring engines trim at queue time (do_io_u_trim), the
+                // I/O complete when the call returns, beside what is in flight.
+                let start = clk.now();
+                let f = &p.files[io.file];
+                let fd = f.fd.as_ref().expect("open").as_fd();
+                trim_range(fd, f.blkdev, io.offset, io.len as u64).map_err(|e| {
+                    WorkloadError::Io {
+                        op: "trim",
+                        path: setup.plan.files[io.file].path.clone(),
+                        source: e.into(),
+                    }
+                })?;
+                let end = clk.now();
+                let d = &mut st.dir[TRIM];
+                let lat = (end - start).0;
+                if !job.disable_clat {
+                    d.clat.record(lat);
+                    st.lat_buckets.mark(lat);
+                }
+                if !job.disable_lat {
+                    d.lat.record(lat);
+                }
+                d.io_bytes += io.len as u64;
+                d.total_ios += 1;
+                if logs.active() {
+                    logs.completed(Completion {
+                        ddir: TRIM,
+                        bs: io.len,
+                        offset: io.offset,
+                        at: end - clock.measured_from,
+                        lat,
+                        clat: lat,
+                        prio: st.ioprio,
+                    });
+                }
+                st.submit_counts[ThreadStats::batch_index(1)] += 1;
+                st.complete_counts[ThreadStats::batch_index(1)] += 1;
+                st.depth_counts[ThreadStats::depth_index(inflight as u32 + 1)] += 1;
+                think_count += 1;
+                think(job, think_count);
+                if !after_tick(p, st, clock, ru0, end) {
+                    stop = true;
+                }
+                continue;
+            }
             let si = free.pop().expect("a free slot");
             let data = &mut bufs[si].as_mut_slice()[..io.len];
             if io.ddir == WRITE && policy.refill {
