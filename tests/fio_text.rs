@@ -60,3 +60,39 @@ fn normal_output_has_fios_lines_in_fios_order() {
     assert!(ours.contains("issued rwts: total=0,1024,0,0"), "{ours}");
     assert!(ours.contains("run="), "{ours}");
 }
+
+/// The trim direction's lines (`trim:`, its clat/lat, `issued rwts` with the trim count, the
+/// group's `TRIM:` line) where fio 3.33 prints them (tests/data/fio/trim.normal.txt: a
+/// trimwrite and a randtrim job with the falloc engine).
+#[test]
+fn trim_lines_are_fios() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/fio");
+    let job = std::fs::read_to_string(data.join("trim.fio")).unwrap();
+    let theirs = std::fs::read_to_string(data.join("trim.normal.txt")).unwrap();
+    let set = jobfile::parse_job_text(&job, "trim.fio", &SystemSources).unwrap();
+    let cancel = CancelToken::new();
+    let run = FioWorkload::new(set)
+        .execute(&RunContext {
+            dir: dir.path(),
+            cancel: &cancel,
+            progress: &NoProgress,
+        })
+        .unwrap();
+    let ours = fsdelta::report::fio::normal(&run);
+    // fio's own layout message, and sample lines of a job long enough to sample, aside.
+    let theirs_kept: String = theirs
+        .lines()
+        .filter(|l| !l.contains(": Laying out IO file"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let k_theirs = kinds(&theirs_kept);
+    let k_ours: Vec<String> = kinds(&ours)
+        .into_iter()
+        .filter(|k| !k.starts_with("   bw (") && !k.starts_with("   iops"))
+        .collect();
+    assert_eq!(k_theirs, k_ours, "fio's:\n{theirs}\nours:\n{ours}");
+    assert!(ours.contains("issued rwts: total=0,256,256,0"), "{ours}");
+    assert!(ours.contains("issued rwts: total=0,0,256,0"), "{ours}");
+    assert!(ours.contains("   TRIM: bw="), "{ours}");
+}

@@ -288,9 +288,9 @@ pub fn main(args: &[String]) -> i32 {
         eprintln!("fsdelta fio: warning: {w}");
     }
     if a.readonly {
-        if let Some(j) = set.jobs.iter().find(|j| j.rw.writes()) {
+        if let Some(j) = set.jobs.iter().find(|j| j.rw.writes() || j.rw.trims()) {
             eprintln!(
-                "fsdelta fio: job '{}' has write bit set, but --readonly was given (as fio, nothing runs)",
+                "fsdelta fio: job '{}' has write or trim bit set, but --readonly was given (as fio, nothing runs)",
                 j.name
             );
             return 2;

@@ -5,14 +5,14 @@
 //! unchanged, and people who read fio's text output should find their numbers where they look.
 //! Every renderer is a pure function from a [`FioRun`] to a `String`. It must never measure or
 //! invent a number: a field fio has and we do not measure is left out, except where a zero is
-//! the true value (trim, which the engine never issues; `short_ios` and `drop_ios`, which it
+//! the true value (`short_ios` and `drop_ios`, which it
 //! never produces) or fio itself writes a zero for "no samples" (`bw_min` with `bw_samples`
 //! 0). `disk_util` is left out when no file is on a block device (or every job is
 //! filecreate's), and `global options` when there are none, as fio does.
 
 use crate::plan::jobfile::JobSpec;
 use crate::probe::histogram::Histogram;
-use crate::workload::fio::stats::{DirStats, LAT_BOUNDS, PrioStat, READ, ThreadStats, WRITE};
+use crate::workload::fio::stats::{DirStats, LAT_BOUNDS, PrioStat, READ, TRIM, ThreadStats, WRITE};
 use crate::workload::fio::{FioRun, JobResult, cpu_percent, group_ids, rates, version_string};
 use std::fmt::Write;
 
@@ -239,17 +239,17 @@ impl GroupDir {
     }
 }
 
-fn group_stats(run: &FioRun) -> Vec<(u32, [GroupDir; 2])> {
-    let mut out: Vec<(u32, [GroupDir; 2])> = Vec::new();
+fn group_stats(run: &FioRun) -> Vec<(u32, [GroupDir; 3])> {
+    let mut out: Vec<(u32, [GroupDir; 3])> = Vec::new();
     for r in &run.results {
         let idx = match out.iter().position(|(g, _)| *g == r.groupid) {
             Some(i) => i,
             None => {
-                out.push((r.groupid, [GroupDir::default(); 2]));
+                out.push((r.groupid, [GroupDir::default(); 3]));
                 out.len() - 1
             }
         };
-        for d in [READ, WRITE] {
+        for d in [READ, WRITE, TRIM] {
             let ds = &r.stats.dir[d];
             if ds.runtime_ms == 0 {
                 continue;
@@ -270,7 +270,7 @@ fn group_stats(run: &FioRun) -> Vec<(u32, [GroupDir; 2])> {
     out
 }
 
-fn job_json(run: &FioRun, r: &JobResult, groups: &[(u32, [GroupDir; 2])]) -> J {
+fn job_json(run: &FioRun, r: &JobResult, groups: &[(u32, [GroupDir; 3])]) -> J {
     let spec = run.spec(r);
     let st = &r.stats;
     let g = groups
@@ -281,7 +281,6 @@ fn job_json(run: &FioRun, r: &JobResult, groups: &[(u32, [GroupDir; 2])]) -> J {
     let (usr, sys) = cpu_percent(st);
     let lb = &st.lat_buckets;
     let lat_total = lb.total();
-    let empty = DirStats::default();
     let options = J::Obj(
         spec.job_options
             .iter()
@@ -300,7 +299,7 @@ fn job_json(run: &FioRun, r: &JobResult, groups: &[(u32, [GroupDir; 2])]) -> J {
         ("job options", options),
         ("read", dir_json(&st.dir[READ], spec, g[READ].agg_bw())),
         ("write", dir_json(&st.dir[WRITE], spec, g[WRITE].agg_bw())),
-        ("trim", dir_json(&empty, spec, 0)),
+        ("trim", dir_json(&st.dir[TRIM], spec, g[TRIM].agg_bw())),
         (
             "sync",
             obj(vec![
@@ -661,7 +660,7 @@ pub fn normal(run: &FioRun) -> String {
         if let Some(d) = spec.description.as_ref().filter(|d| !d.is_empty()) {
             let _ = writeln!(out, "  Description  : [{d}]");
         }
-        for (d, dname) in [(READ, "read"), (WRITE, "write")] {
+        for (d, dname) in [(READ, "read"), (WRITE, "write"), (TRIM, "trim")] {
             let ds = &st.dir[d];
             if ds.runtime_ms == 0 {
                 continue;
@@ -778,8 +777,8 @@ pub fn normal(run: &FioRun) -> String {
         }
         let _ = writeln!(
             out,
-            "     issued rwts: total={},{},0,0 short=0,0,0,0 dropped=0,0,0,0",
-            st.dir[READ].total_ios, st.dir[WRITE].total_ios
+            "     issued rwts: total={},{},{},0 short=0,0,0,0 dropped=0,0,0,0",
+            st.dir[READ].total_ios, st.dir[WRITE].total_ios, st.dir[TRIM].total_ios
         );
         let _ = writeln!(
             out,
@@ -789,7 +788,7 @@ pub fn normal(run: &FioRun) -> String {
     }
     for (gid, dirs) in &groups {
         let _ = writeln!(out, "\nRun status group {gid} (all jobs):");
-        for (d, dname) in [(READ, "READ"), (WRITE, "WRITE")] {
+        for (d, dname) in [(READ, "READ"), (WRITE, "WRITE"), (TRIM, "TRIM")] {
             let g = &dirs[d];
             if g.max_run == 0 {
                 continue;

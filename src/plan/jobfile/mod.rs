@@ -89,6 +89,14 @@ pub enum RwMode {
     ReadWrite,
     /// Random mixed reads and writes.
     RandRw,
+    /// Sequential trims (discard, hole punching).
+    Trim,
+    /// Random trims.
+    RandTrim,
+    /// Sequential: each block trimmed, then written.
+    TrimWrite,
+    /// Random: each drawn block trimmed, then written.
+    RandTrimWrite,
 }
 
 impl RwMode {
@@ -101,19 +109,47 @@ impl RwMode {
             RwMode::RandWrite => "randwrite",
             RwMode::ReadWrite => "rw",
             RwMode::RandRw => "randrw",
+            RwMode::Trim => "trim",
+            RwMode::RandTrim => "randtrim",
+            RwMode::TrimWrite => "trimwrite",
+            RwMode::RandTrimWrite => "randtrimwrite",
         }
     }
     /// Whether offsets are random.
     pub fn is_random(self) -> bool {
-        matches!(self, RwMode::RandRead | RwMode::RandWrite | RwMode::RandRw)
+        matches!(
+            self,
+            RwMode::RandRead
+                | RwMode::RandWrite
+                | RwMode::RandRw
+                | RwMode::RandTrim
+                | RwMode::RandTrimWrite
+        )
     }
     /// Whether the job reads.
     pub fn reads(self) -> bool {
-        !matches!(self, RwMode::Write | RwMode::RandWrite)
+        matches!(
+            self,
+            RwMode::Read | RwMode::RandRead | RwMode::ReadWrite | RwMode::RandRw
+        )
     }
     /// Whether the job writes.
     pub fn writes(self) -> bool {
-        !matches!(self, RwMode::Read | RwMode::RandRead)
+        !matches!(
+            self,
+            RwMode::Read | RwMode::RandRead | RwMode::Trim | RwMode::RandTrim
+        )
+    }
+    /// Whether the job trims (fio's td_trim).
+    pub fn trims(self) -> bool {
+        matches!(
+            self,
+            RwMode::Trim | RwMode::RandTrim | RwMode::TrimWrite | RwMode::RandTrimWrite
+        )
+    }
+    /// Whether each trim is followed by a write of its block (fio's td_trimwrite).
+    pub fn trim_then_write(self) -> bool {
+        matches!(self, RwMode::TrimWrite | RwMode::RandTrimWrite)
     }
 }
 
@@ -951,6 +987,17 @@ fn validate(job: &JobSpec, origin: &Origin) -> Result<(), JobFileError> {
             ),
         );
     }
+    let limits = [job.rate, job.rate_min, job.rate_iops, job.rate_iops_min];
+    if job.rw.trims() && limits.iter().any(|l| l.iter().any(|&v| v > 0)) {
+        return err(
+            origin,
+            format!(
+                "job '{}': rate= / rate_min= / rate_iops= with a trim mode (rw={}) is not supported (rates pace reads and writes only); drop the rate options or use a read or write mode",
+                job.name,
+                job.rw.as_str()
+            ),
+        );
+    }
     if job.io_submit_offload {
         let nfiles = job.nrfiles.max(job.filename.len() as u32);
         let unsupported = if !job.ramp_time.is_zero() {
@@ -1078,6 +1125,41 @@ fn validate(job: &JobSpec, origin: &Origin) -> Result<(), JobFileError> {
                 job.name
             ),
         );
+    }
+    if job.rw.trims() {
+        // Trims are issued by the I/O engines (punch or discard) and falloc.
+        let engine_trims = matches!(
+            job.ioengine,
+            IoEngine::Psync
+                | IoEngine::Sync
+                | IoEngine::Pvsync
+                | IoEngine::Pvsync2
+                | IoEngine::Libaio
+                | IoEngine::IoUring
+                | IoEngine::Falloc
+                | IoEngine::Null
+        );
+        if !engine_trims {
+            return err(
+                origin,
+                format!(
+                    "job '{}': rw={} with ioengine={} is not supported; trims run with ioengine=psync, sync, pvsync, pvsync2, libaio, io_uring, falloc or null",
+                    job.name,
+                    job.rw.as_str(),
+                    job.ioengine.as_str()
+                ),
+            );
+        }
+        if job.verify {
+            return err(
+                origin,
+                format!(
+                    "job '{}': verify with rw={} is not supported (verify a write job)",
+                    job.name,
+                    job.rw.as_str()
+                ),
+            );
+        }
     }
     if job.verify && job.rw.reads() && job.rw.writes() {
         return err(
@@ -1696,6 +1778,27 @@ mod tests {
     }
 
     #[test]
+    fn trim_modes_and_the_trim_block_size() {
+        let set = parse_job_text(
+            "[t]\nsize=1m\nrw=randtrim\nbs=4k,8k,16k\n[tw]\nsize=1m\nrw=trimwrite\nbs=8k\n",
+            "t.fio",
+            &MapSources::default(),
+        )
+        .unwrap();
+        let (t, tw) = (&set.jobs[0], &set.jobs[1]);
+        assert_eq!(t.rw, RwMode::RandTrim);
+        assert!(t.rw.trims() && t.rw.is_random() && !t.rw.reads() && !t.rw.writes());
+        assert_eq!((t.min_bs(0), t.min_bs(1), t.min_bs(2)), (4096, 8192, 16384));
+        assert!(tw.rw.trims() && tw.rw.writes() && tw.rw.trim_then_write());
+        assert_eq!(
+            tw.min_bs(2),
+            8192,
+            "without a third size trims take the write one"
+        );
+        assert_eq!(tw.rw.as_str(), "trimwrite");
+    }
+
+    #[test]
     fn second_job_file_starts_with_a_stonewall() {
         let mut a = parse_ini("[a]\nsize=1m\n", "a.fio", &MapSources::default()).unwrap();
         let mut b = parse_ini("[b]\nsize=1m\n", "b.fio", &MapSources::default()).unwrap();
@@ -1723,7 +1826,6 @@ mod tests {
             ("size=1m\n[j]\n", 1, "outside of a [section]"),
             ("[j\nsize=1m\n", 1, "malformed section header"),
             ("[]\n", 1, "empty section name"),
-            ("[j]\nsize=1m\nrw=trim\n", 3, "'trim' is not supported"),
             ("[j]\nsize=1m\nrw=randread:8\n", 3, "random offset modifier"),
             ("[j]\nsize=1m\nrw=read:-8x\n", 3, "is not a size"),
             ("[j]\nsize=1m\nzonesize=1m\n", 1, "needs zonemode=strided"),
@@ -1731,6 +1833,16 @@ mod tests {
                 "[j]\nsize=1m\nio_submit_mode=offload\nramp_time=1\n",
                 1,
                 "io_submit_mode=offload with ramp_time is not supported",
+            ),
+            (
+                "[j]\nsize=1m\nrw=randtrim\nrate=1m\n",
+                1,
+                "with a trim mode (rw=randtrim) is not supported",
+            ),
+            (
+                "[j]\nsize=1m\nioengine=libaio\nio_submit_mode=offload\nprio=3\n",
+                1,
+                "io_submit_mode=offload with prio / prioclass / cmdprio_* is not supported",
             ),
             (
                 "[j]\nsize=1m\nrandom_distribution=zoned:50/5:30/15\n",
@@ -1780,6 +1892,12 @@ mod tests {
                 "mixed reads and writes",
             ),
             (
+                "[j]\nsize=1m\nioengine=ftruncate\nrw=randtrim\n",
+                1,
+                "trims run with ioengine=psync",
+            ),
+            ("[j]\nsize=1m\nbs=4k,8k,16k,32k\n", 3, "at most three sizes"),
+            (
                 "[j]\nsize=1m\nrw=randread\nrandom_distribution=zipf:1.2\n",
                 1,
                 "norandommap only",
@@ -1802,7 +1920,6 @@ mod tests {
             ("[j]\nfilesize=0\n", 2, "at least 1 byte"),
             ("[j]\nfilesize=0:4k\n", 2, "at least 1 byte"),
             ("[j]\nsize=1m\nbs=0\n", 3, "greater than 0"),
-            ("[j]\nsize=1m\nbs=4k,4k,4k\n", 3, "trim block size"),
             ("[j]\nsize=1m\nbs\n", 3, "needs a value"),
             ("[j]\nsize=1m\nrwmixread=101\n", 3, "out of range"),
             ("[j]\nsize=1m\nnumjobs=0\n", 3, "out of range"),

@@ -188,6 +188,10 @@ const RW_CHOICES: &[&str] = &[
     "rw",
     "readwrite",
     "randrw",
+    "trim",
+    "randtrim",
+    "trimwrite",
+    "randtrimwrite",
 ];
 const ENGINES: &[&str] = &[
     "psync",
@@ -272,7 +276,7 @@ pub static OPTIONS: &[OptDef] = &[
         Kind::Text,
         "4k",
         Io,
-        "block size: bs=N, or bs=READ,WRITE",
+        "block size: bs=N, or bs=READ,WRITE[,TRIM]",
         set_bs
     ),
     opt!(
@@ -2085,12 +2089,16 @@ fn set_rw(j: &mut JobSpec, v: Val<'_>, o: &RawOption) -> Result<(), JobFileError
         "randwrite" => RwMode::RandWrite,
         "rw" | "readwrite" => RwMode::ReadWrite,
         "randrw" => RwMode::RandRw,
+        "trim" => RwMode::Trim,
+        "randtrim" => RwMode::RandTrim,
+        "trimwrite" => RwMode::TrimWrite,
+        "randtrimwrite" => RwMode::RandTrimWrite,
         _ => {
             return choice_err(
                 o,
                 v,
                 &format!(
-                    "{}, each with an optional ':SIZE' hole after every I/O (sequential); trim is not supported",
+                    "{}, each with an optional ':SIZE' hole after every I/O (sequential)",
                     RW_CHOICES.join(", ")
                 ),
             );
@@ -2175,10 +2183,10 @@ fn set_bs(j: &mut JobSpec, v: Val<'_>, o: &RawOption) -> Result<(), JobFileError
         return err(&o.origin, format!("option '{}' needs a value", o.key));
     }
     let parts: Vec<&str> = v.split(',').collect();
-    if parts.len() > 2 {
+    if parts.len() > 3 {
         return err(
             &o.origin,
-            format!("option 'bs': '{v}': a trim block size is not supported (use bs=R or bs=R,W)"),
+            format!("option 'bs': '{v}': at most three sizes (bs=READ,WRITE,TRIM)"),
         );
     }
     for (i, p) in parts.iter().enumerate() {
@@ -2188,6 +2196,11 @@ fn set_bs(j: &mut JobSpec, v: Val<'_>, o: &RawOption) -> Result<(), JobFileError
         let b = size_value(o, p)?;
         if b.0 == 0 {
             return err(&o.origin, "option 'bs' must be greater than 0");
+        }
+        if i == 2 {
+            // The trim size (bs=R,W,T); without it trims take the write size (bs[1]).
+            j.bs_minmax[2] = Some((b, b));
+            continue;
         }
         j.bs[i] = b;
         if parts.len() == 1 {

@@ -456,11 +456,12 @@ pub fn layout(job: &JobSpec, plan: &ClonePlan, seed: u64) -> Result<(), Workload
             }
             continue;
         }
-        if !job.rw.reads() && job.create_on_open {
+        if !job.rw.reads() && !job.rw.trims() && job.create_on_open {
             // fio: create_on_open leaves creation to the job's open().
             continue;
         }
-        let full = job.rw.reads();
+        // A trim job's files are written in full first, as fio lays them out.
+        let full = job.rw.reads() || job.rw.trims();
         let mut flags = OFlags::WRONLY | OFlags::CREATE | OFlags::CLOEXEC;
         if full {
             flags |= OFlags::TRUNC;
@@ -516,7 +517,7 @@ pub fn fill_like_job(job: &JobSpec, buf: &mut [u8], seed: &mut u64) {
 /// way out.
 pub fn open_for_io(job: &JobSpec, path: &Path) -> Result<OwnedFd, WorkloadError> {
     let mut flags = OFlags::CLOEXEC;
-    flags |= if job.rw.writes() {
+    flags |= if job.rw.writes() || job.rw.trims() {
         OFlags::RDWR | OFlags::CREATE
     } else {
         OFlags::RDONLY

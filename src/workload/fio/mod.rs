@@ -138,6 +138,7 @@ impl FioWorkload {
         use crate::plan::jobfile::IoEngine as E;
         self.set.jobs.iter().all(|j| {
             !j.rw.writes()
+                && !j.rw.trims()
                 && matches!(
                     j.ioengine,
                     E::Psync
@@ -655,6 +656,7 @@ pub fn measurements(run: &FioRun) -> Measurements {
     }
     let reads = run.set.jobs.iter().any(|j| j.rw.reads());
     let writes = run.set.jobs.iter().any(|j| j.rw.writes());
+    let trims = run.set.jobs.iter().any(|j| j.rw.trims());
     let mut m = Measurements::default();
     // Which clock timed the latencies (one name, or several joined by ',' when jobs differ),
     // and the largest end-of-job drift of a TSC clock.
@@ -687,7 +689,11 @@ pub fn measurements(run: &FioRun) -> Measurements {
         m.metrics
             .push(if headline { metric.headline() } else { metric });
     };
-    for (di, dname, used) in [(READ, "read", reads), (WRITE, "write", writes)] {
+    for (di, dname, used) in [
+        (READ, "read", reads),
+        (WRITE, "write", writes),
+        (stats::TRIM, "trim", trims),
+    ] {
         if !used {
             continue;
         }

@@ -14,6 +14,8 @@ const SEED_SPREAD: u64 = 0x9e370001;
 pub const SEED_BS_READ: usize = 0;
 /// fio's FIO_RAND_BS1_OFF: the write block-size generator.
 pub const SEED_BS_WRITE: usize = 1;
+/// FIO_RAND_BS2_OFF: trim block sizes.
+pub const SEED_BS_TRIM: usize = 2;
 /// Index of the rwmix seed in fio's seed table.
 pub const SEED_MIX: usize = 4;
 /// Index of the file-selection seed.

@@ -12,6 +12,10 @@ use crate::probe::histogram::Histogram;
 pub const READ: usize = 0;
 /// Write direction index.
 pub const WRITE: usize = 1;
+/// Trim direction index (fio's `DDIR_TRIM`).
+pub const TRIM: usize = 2;
+/// Directions with statistics: read, write, trim.
+pub const DIRS: usize = 3;
 
 /// One direction's results.
 #[derive(Clone, Debug, Default)]
@@ -150,8 +154,8 @@ impl RunningStat {
 #[derive(Clone, Copy, Debug)]
 pub struct Sampler {
     last: crate::probe::clock::Nanos,
-    bytes: [u64; 2],
-    ios: [u64; 2],
+    bytes: [u64; DIRS],
+    ios: [u64; DIRS],
 }
 
 /// fio's default bw_avg_time / iops_avg_time.
@@ -162,14 +166,14 @@ impl Sampler {
     pub fn new(now: crate::probe::clock::Nanos) -> Sampler {
         Sampler {
             last: now,
-            bytes: [0; 2],
-            ios: [0; 2],
+            bytes: [0; DIRS],
+            ios: [0; DIRS],
         }
     }
 
     /// Take samples if an interval has passed. Cheap when it has not: one subtraction.
     #[inline]
-    pub fn tick(&mut self, now: crate::probe::clock::Nanos, dirs: &mut [DirStats; 2]) {
+    pub fn tick(&mut self, now: crate::probe::clock::Nanos, dirs: &mut [DirStats; DIRS]) {
         let spent_ns = (now - self.last).0;
         if spent_ns < SAMPLE_INTERVAL_NS {
             return;
@@ -304,8 +308,8 @@ impl Rusage {
 /// Everything one clone (or, merged, one reported group of clones) measured.
 #[derive(Clone, Debug, Default)]
 pub struct ThreadStats {
-    /// Read and write.
-    pub dir: [DirStats; 2],
+    /// Read, write and trim.
+    pub dir: [DirStats; DIRS],
     /// fsync / fdatasync latencies (fio's "sync" block; end_fsync is not counted).
     pub sync: Histogram,
     /// fsync calls (fio's sync `total_ios` counts fsync, not fdatasync).
@@ -351,7 +355,7 @@ impl ThreadStats {
     /// Add another clone (fio's group_reporting).
     pub fn merge(&mut self, o: &ThreadStats) {
         self.zone_resets += o.zone_resets;
-        for d in 0..2 {
+        for d in 0..DIRS {
             self.dir[d].merge(&o.dir[d]);
         }
         self.sync.merge(&o.sync);
@@ -499,7 +503,7 @@ mod tests {
     fn sampler_takes_a_sample_per_interval_with_io() {
         use crate::probe::clock::Nanos;
         let mut s = Sampler::new(Nanos(0));
-        let mut dirs: [DirStats; 2] = Default::default();
+        let mut dirs: [DirStats; DIRS] = Default::default();
         dirs[1].io_bytes = 1 << 20;
         dirs[1].total_ios = 256;
         s.tick(Nanos(100_000_000), &mut dirs);

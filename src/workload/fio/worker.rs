@@ -20,12 +20,12 @@ use super::clock::{ClockUse, JobClock, MAX_DRIFT_PPM, Monotonic, TimeOfDay, Time
 use super::files::{self, ClonePlan};
 use super::iolog::{Completion, IoLogs};
 use super::rand::{self, Lfsr, RandomMap, Taus};
-use super::stats::{READ, ThreadStats, WRITE};
+use super::stats::{READ, TRIM, ThreadStats, WRITE};
 use super::verify;
 use crate::plan::jobfile::{FileService, IoEngine, JobSpec, RandomDistribution, RandomGenerator};
 use crate::probe::clock::Nanos;
 use crate::workload::{CancelToken, WorkloadError};
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::path::Path;
 
 mod offload;
@@ -88,8 +88,15 @@ struct FileState {
     /// Start of the region in the file (offset=, offset_increment).
     base: u64,
     region: u64,
-    /// Next sequential offset per direction.
-    pos: [u64; 2],
+    /// Next sequential offset per direction (read, write, trim).
+    pos: [u64; 3],
+    /// Where the last I/O of each direction started (fio's last_start; u64::MAX before the
+    /// first): trimwrite pairs a write with the trim before it.
+    last_start: [u64; 3],
+    /// Length of the last trim (randtrimwrite writes exactly that range).
+    last_trim_len: u64,
+    /// The file is a block device (a trim there is BLKDISCARD).
+    blkdev: bool,
     /// Bytes issued to this file in the current pass.
     issued: u64,
     done: bool,
@@ -106,7 +113,8 @@ struct FileState {
 
 impl FileState {
     fn reset(&mut self) {
-        self.pos = [0, 0];
+        self.pos = [0; 3];
+        self.last_start = [u64::MAX; 3];
         self.issued = 0;
         self.done = self.region == 0;
         if let Some(m) = &mut self.map {
@@ -133,11 +141,11 @@ struct Planner<'a> {
     files: Vec<FileState>,
     block_rand: Taus,
     /// fio's bsrange_state per direction: draws sizes from a bsrange or bssplit.
-    bs_rand: [Taus; 2],
+    bs_rand: [Taus; 3],
     mix_rand: Taus,
     file_rand: Taus,
     /// fio's io_issues per direction (for rwmix switching).
-    issues: [u64; 2],
+    issues: [u64; 3],
     mix_ddir: usize,
     mix_limit: u64,
     cur_file: usize,
@@ -223,9 +231,11 @@ impl<'a> Planner<'a> {
             )));
         }
         // The block the region is counted in: fio issues whole blocks only.
-        let region_bs = match (job.rw.reads(), job.rw.writes()) {
-            (true, false) => job.min_bs(READ),
-            (false, true) => job.min_bs(WRITE),
+        let region_bs = match (job.rw.reads(), job.rw.writes(), job.rw.trims()) {
+            (true, false, _) => job.min_bs(READ),
+            (false, true, false) => job.min_bs(WRITE),
+            (false, false, true) => job.min_bs(TRIM),
+            (false, true, true) => job.min_bs(WRITE).max(job.min_bs(TRIM)),
             _ => job.min_bs(READ).max(job.min_bs(WRITE)),
         };
         // fio's random map and LFSR count blocks of the smallest block size of any direction.
@@ -286,7 +296,10 @@ impl<'a> Planner<'a> {
                 } else {
                     f.size / region_bs * region_bs
                 },
-                pos: [0, 0],
+                pos: [0; 3],
+                last_start: [u64::MAX; 3],
+                last_trim_len: 0,
+                blkdev: false,
                 issued: 0,
                 done: empty,
                 map,
@@ -304,6 +317,13 @@ impl<'a> Planner<'a> {
         } else {
             setup.plan.pass_bytes
         };
+        // fio's do_io: in trimwrite mode each byte is trimmed and then written, so the job
+        // issues twice its size.
+        let pass_bytes = if job.rw.trim_then_write() {
+            pass_bytes * 2
+        } else {
+            pass_bytes
+        };
         Ok(Planner {
             job,
             files,
@@ -311,7 +331,7 @@ impl<'a> Planner<'a> {
             bs_rand: bs_generators(job, &seeds),
             mix_rand: Taus::new(seeds[rand::SEED_MIX], false),
             file_rand: Taus::new(seeds[rand::SEED_FILE], use64),
-            issues: [0, 0],
+            issues: [0; 3],
             mix_ddir: READ,
             mix_limit: 0,
             cur_file: 0,
@@ -404,7 +424,8 @@ impl<'a> Planner<'a> {
                 f.done = f.region == 0;
                 if !mixed {
                     // A one-direction pass ended at the end of the file: start it over.
-                    f.pos = [0, 0];
+                    f.pos = [0; 3];
+                    f.last_start = [u64::MAX; 3];
                 }
             }
         }
@@ -418,7 +439,7 @@ impl<'a> Planner<'a> {
         self.pass_issued = 0;
         self.total_issued = 0;
         self.pass_ios = 0;
-        self.issues = [0, 0];
+        self.issues = [0; 3];
         self.mix_limit = 0;
         self.passes = 0;
         if let Some(z) = &mut self.zbd {
@@ -438,7 +459,11 @@ impl<'a> Planner<'a> {
     #[inline]
     fn next_ddir(&mut self) -> usize {
         let job = self.job;
+        if job.rw.trims() && !job.rw.writes() {
+            return TRIM;
+        }
         if !job.rw.reads() {
+            // trimwrite: the file's last trim and write decide (next_io).
             return WRITE;
         }
         if !job.rw.writes() {
@@ -528,7 +553,9 @@ impl<'a> Planner<'a> {
         } else {
             1
         };
-        if self.job.number_ios > 0 && self.pass_ios >= self.job.number_ios * loops_in_pass {
+        // fio doubles number_ios in trimwrite mode, as the bytes.
+        let pairs = if self.job.rw.trim_then_write() { 2 } else { 1 };
+        if self.job.number_ios > 0 && self.pass_ios >= self.job.number_ios * loops_in_pass * pairs {
             return None;
         }
         let wraps = self.wraps && budgeted;
@@ -538,17 +565,26 @@ impl<'a> Planner<'a> {
             // As fio's fill_io_u, every attempt (also one that finds its file exhausted)
             // evaluates the direction again, and a random attempt draws its block first: a
             // file is found done lazily, as fio finds it.
-            let ddir = match self.rate_ddir.take() {
+            let mut ddir = match self.rate_ddir.take() {
                 Some((d, _)) => d,
                 // Without a rate, or a retry after a file was found done: the rwmix choice
                 // (a retry does not wait again; nothing was issued since the wait).
                 None => self.next_ddir(),
             };
+            let job = self.job;
             let fi = self.next_file()?;
+            if job.rw.trim_then_write() {
+                // fio's set_rw_ddir: a trim, unless the file's last trim has no write yet.
+                let f = &self.files[fi];
+                ddir = if f.last_start[WRITE] == f.last_start[TRIM] {
+                    TRIM
+                } else {
+                    WRITE
+                };
+            }
             // zonemode=zbd: a mixed job's read with nothing written yet becomes a write.
             let ddir = self.zbd.as_ref().map_or(ddir, |z| z.adjust_ddir(fi, ddir));
             self.mix_ddir = ddir;
-            let job = self.job;
             // The direction whose block sizes apply (bs_is_seq_rand: read's to sequential
             // I/O, write's to random), and the unit random offsets are drawn in (fio's ba).
             let bd = match (job.bs_is_seq_rand, random) {
@@ -560,6 +596,26 @@ impl<'a> Planner<'a> {
             let ba = job.ba(ddir);
             let ddir_min_bs = job.min_bs(ddir);
             let f = &mut self.files[fi];
+            if random && job.rw.trim_then_write() && ddir == WRITE {
+                // fio's get_next_block / get_next_buflen for randtrimwrite: the write covers
+                // the range just trimmed; no block drawn, no size drawn, the map untouched.
+                let (offset, len) = (f.last_start[TRIM], f.last_trim_len);
+                f.last_start[WRITE] = offset;
+                f.issued += len;
+                self.pass_issued += len;
+                self.total_issued += len;
+                self.pass_ios += 1;
+                self.issues[WRITE] += 1;
+                if let Some(r) = &mut self.rate {
+                    r.issued(WRITE, len);
+                }
+                return Some(Io {
+                    ddir,
+                    file: fi,
+                    offset: f.base + offset,
+                    len: len as usize,
+                });
+            }
             // fio's setup_strided_zone_mode: a zone whose zonesize bytes are done gives way to
             // the next (zonerange + zoneskip on, wrapping to the start); every zonerange bytes
             // the file's positions and map start over within the zone.
@@ -577,7 +633,7 @@ impl<'a> Planner<'a> {
                         f.pos[ddir] = 0;
                     }
                     if zs.bytes % zs.z.range == 0 {
-                        f.pos = [0, 0];
+                        f.pos = [0; 3];
                         if let Some(m) = &mut f.map {
                             m.clear();
                         }
@@ -689,7 +745,7 @@ impl<'a> Planner<'a> {
                         }
                         // A mixed sequential job resets the file at its end: both directions
                         // start over (fio's fio_file_reset).
-                        f.pos = [0, 0];
+                        f.pos = [0; 3];
                     }
                     f.pos[ddir]
                 };
@@ -748,6 +804,15 @@ impl<'a> Planner<'a> {
                     *w = LOGGED | (self.issues[WRITE] as u16) as u32;
                 }
             }
+            if job.rw.trim_then_write() && random && ddir == TRIM {
+                // fio's get_next_offset: a trim drawn where the last pair was makes the pair
+                // look unfinished, so that its write still follows.
+                if f.last_start[TRIM] == offset {
+                    f.last_start[WRITE] = f.last_start[WRITE].wrapping_sub(1);
+                }
+                f.last_trim_len = len;
+            }
+            f.last_start[ddir] = offset;
             let bs = len;
             f.issued += bs;
             self.pass_issued += bs;
@@ -769,16 +834,23 @@ impl<'a> Planner<'a> {
 
 /// fio's bsrange_state generators (td_fill_rand_seeds_internal): reads from the
 /// FIO_RAND_BS_OFF seed, writes from FIO_RAND_BS1_OFF (the read one with verify).
-fn bs_generators(job: &JobSpec, seeds: &[u64; 21]) -> [Taus; 2] {
+fn bs_generators(job: &JobSpec, seeds: &[u64; 21]) -> [Taus; 3] {
     let use64 = job.random_generator == RandomGenerator::Tausworthe64;
     let write_seed = if job.verify {
         seeds[rand::SEED_BS_READ]
     } else {
         seeds[rand::SEED_BS_WRITE]
     };
+    // trimwrite: the trims draw the writes' sizes, so each write covers its trim.
+    let trim_seed = if job.rw.trim_then_write() {
+        write_seed
+    } else {
+        seeds[rand::SEED_BS_TRIM]
+    };
     [
         Taus::new(seeds[rand::SEED_BS_READ], use64),
         Taus::new(write_seed, use64),
+        Taus::new(trim_seed, use64),
     ]
 }
 
@@ -907,6 +979,9 @@ fn ensure_open(
     // fio's default fadvise_hint: tell the kernel the access pattern (readahead follows it).
     files::access_hint(&fd, setup.job.rw.is_random(), setup.plan.files[fi].size);
     p.files[fi].fd_pos = 0;
+    p.files[fi].blkdev = rustix::fs::fstat(&fd).is_ok_and(|m| {
+        rustix::fs::FileType::from_raw_mode(m.st_mode) == rustix::fs::FileType::BlockDevice
+    });
     p.files[fi].fd = Some(fd);
     p.open_count += 1;
     Ok(())
@@ -1456,8 +1531,8 @@ fn after_tick(
     }
     if let Some(pr) = p.progress {
         pr.publish(
-            st.dir[0].total_ios + st.dir[1].total_ios,
-            st.dir[0].io_bytes + st.dir[1].io_bytes,
+            st.dir.iter().map(|d| d.total_ios).sum::<u64>(),
+            st.dir.iter().map(|d| d.io_bytes).sum::<u64>(),
         );
         if pr.stopped() {
             return false;
@@ -1529,6 +1604,13 @@ fn do_sync_io(
         return Ok(buf.len());
     }
     let fd = f.fd.as_ref().expect("file opened before I/O").as_fd();
+    if ddir == TRIM {
+        // The falloc engine punches a hole (fio's engines/falloc.c); every other engine
+        // discards a device's range or punches a file's.
+        let blkdev = f.blkdev && engine != IoEngine::Falloc;
+        trim_range(fd, blkdev, offset, buf.len() as u64)?;
+        return Ok(buf.len());
+    }
     match engine {
         IoEngine::Sync => {
             if f.fd_pos != offset {
@@ -1726,9 +1808,46 @@ fn timed_sync<T: TimeSource>(
 /// Per direction, whether every lat of the sync loop equals its clat, so that the loop records
 /// clat alone and lat is a copy of it at the end: start and issue are one clock reading unless a
 /// write buffer is scrambled between them, and both are measured.
-fn sync_lat_is_clat(job: &JobSpec, policy: BufferPolicy) -> [bool; 2] {
+fn sync_lat_is_clat(job: &JobSpec, policy: BufferPolicy) -> [bool; 3] {
     let both = !job.disable_clat && !job.disable_lat;
-    [both, both && !policy.scramble]
+    [both, both && !policy.scramble, both]
+}
+
+/// fio's io_ddir_name: what an I/O of direction `ddir` is called in errors.
+fn ddir_name(ddir: usize) -> &'static str {
+    match ddir {
+        READ => "read",
+        WRITE => "write",
+        _ => "trim",
+    }
+}
+
+/// A trim of `len` bytes at `offset`: on a block device BLKDISCARD (fio's os_trim), on a
+/// regular file a hole punched with fallocate(FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE)
+/// (fio 3.33's sync engines fail there with ENOTTY; the falloc engine punches too).
+fn trim_range(fd: BorrowedFd<'_>, blkdev: bool, offset: u64, len: u64) -> rustix::io::Result<()> {
+    if blkdev {
+        // BLKDISCARD = _IO(0x12, 119); the argument is {start, length} in bytes.
+        const BLKDISCARD: libc::c_ulong = 0x1277;
+        let range: [u64; 2] = [offset, len];
+        // SAFETY: the ioctl reads two u64 from `range`, which outlives the call.
+        let r = unsafe {
+            libc::ioctl(
+                std::os::fd::AsRawFd::as_raw_fd(&fd),
+                BLKDISCARD as _,
+                range.as_ptr(),
+            )
+        };
+        if r != 0 {
+            return Err(
+                rustix::io::Errno::from_io_error(&std::io::Error::last_os_error())
+                    .unwrap_or(rustix::io::Errno::IO),
+            );
+        }
+        return Ok(());
+    }
+    use rustix::fs::FallocateFlags as F;
+    rustix::fs::fallocate(fd, F::PUNCH_HOLE | F::KEEP_SIZE, offset, len)
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -1844,7 +1963,7 @@ fn run_sync<T: TimeSource>(
             match do_sync_io(job, f, io.ddir, &mut data[done..], io.offset + done as u64) {
                 Ok(0) => {
                     return Err(io_err(
-                        if io.ddir == READ { "read" } else { "write" },
+                        ddir_name(io.ddir),
                         &setup.plan.files[io.file].path,
                         std::io::Error::new(
                             std::io::ErrorKind::UnexpectedEof,
@@ -1867,7 +1986,7 @@ fn run_sync<T: TimeSource>(
                 Err(e) => {
                     let hint = direct_hint(job, e);
                     return Err(WorkloadError::Io {
-                        op: if io.ddir == READ { "read" } else { "write" },
+                        op: ddir_name(io.ddir),
                         path: setup.plan.files[io.file].path.clone(),
                         source: std::io::Error::other(format!("{e}{hint}")),
                     });
@@ -1911,7 +2030,7 @@ fn run_sync<T: TimeSource>(
         think_count += 1;
         let thought = think(job, think_count);
         if let Some(l) = &mut target {
-            let ios = st.dir[0].total_ios + st.dir[1].total_ios;
+            let ios = st.dir.iter().map(|d| d.total_ios).sum::<u64>();
             if let Err(max) = l.completed((end - start).0, end.0, ios) {
                 return Err(latency_fatal(setup, max));
             }
@@ -2082,6 +2201,52 @@ fn run_async<T: TimeSource>(
                 note_write(job, p, io.file);
             }
             ensure_open(p, setup, io.file)?;
+            if io.ddir == TRIM {
+                // fio's libaio and io_uring engines trim at queue time (do_io_u_trim), the
+                // I/O complete when the call returns, beside what is in flight.
+                let start = clk.now();
+                let f = &p.files[io.file];
+                let fd = f.fd.as_ref().expect("open").as_fd();
+                trim_range(fd, f.blkdev, io.offset, io.len as u64).map_err(|e| {
+                    WorkloadError::Io {
+                        op: "trim",
+                        path: setup.plan.files[io.file].path.clone(),
+                        source: e.into(),
+                    }
+                })?;
+                let end = clk.now();
+                let d = &mut st.dir[TRIM];
+                let lat = (end - start).0;
+                if !job.disable_clat {
+                    d.clat.record(lat);
+                    st.lat_buckets.mark(lat);
+                }
+                if !job.disable_lat {
+                    d.lat.record(lat);
+                }
+                d.io_bytes += io.len as u64;
+                d.total_ios += 1;
+                if logs.active() {
+                    logs.completed(Completion {
+                        ddir: TRIM,
+                        bs: io.len,
+                        offset: io.offset,
+                        at: end - clock.measured_from,
+                        lat,
+                        clat: lat,
+                        prio: st.ioprio,
+                    });
+                }
+                st.submit_counts[ThreadStats::batch_index(1)] += 1;
+                st.complete_counts[ThreadStats::batch_index(1)] += 1;
+                st.depth_counts[ThreadStats::depth_index(inflight as u32 + 1)] += 1;
+                think_count += 1;
+                think(job, think_count);
+                if !after_tick(p, st, clock, ru0, end) {
+                    stop = true;
+                }
+                continue;
+            }
             let si = free.pop().expect("a free slot");
             let data = &mut bufs[si].as_mut_slice()[..io.len];
             if io.ddir == WRITE && policy.refill {
@@ -2241,7 +2406,7 @@ fn run_async<T: TimeSource>(
                 d.io_bytes += s.io.len as u64;
                 d.total_ios += 1;
                 if let Some(l) = &mut target {
-                    let ios = st.dir[0].total_ios + st.dir[1].total_ios;
+                    let ios = st.dir.iter().map(|d| d.total_ios).sum::<u64>();
                     if let Err(max) = l.completed((t - s.start).0, t.0, ios) {
                         late.get_or_insert(max);
                     }
@@ -2356,7 +2521,7 @@ fn latency_step(
     if clock.ramping {
         return false;
     }
-    let ios = st.dir[0].total_ios + st.dir[1].total_ios;
+    let ios = st.dir.iter().map(|d| d.total_ios).sum::<u64>();
     let done = match l.check(now.0, ios) {
         super::pace::LatencyStep::Continue => false,
         super::pace::LatencyStep::FinalRun => {
@@ -2553,6 +2718,123 @@ mod distribution_tests {
         v.iter()
             .map(|&(d, o, l)| (if d == 'R' { READ } else { WRITE }, o, l))
             .collect()
+    }
+
+    /// (direction, offset, length) as fio's write_iolog lines read them, with trims.
+    fn fio_trim_log(v: &[(char, u64, usize)]) -> Vec<(usize, u64, usize)> {
+        v.iter()
+            .map(|&(d, o, l)| {
+                let d = match d {
+                    'R' => READ,
+                    'W' => WRITE,
+                    _ => TRIM,
+                };
+                (d, o, l)
+            })
+            .collect()
+    }
+
+    /// randtrim with bssplit: trims drawn from the random map with the trim direction's
+    /// split and its own generator (fio 3.33: `fio --name=j --ioengine=null --rw=randtrim
+    /// --bssplit=4k/50:8k/30:64k/20 --size=256k --write_iolog=FILE`, 35 trims).
+    #[test]
+    fn randtrim_offsets_and_sizes_are_fios() {
+        let job = "[j]\nioengine=null\nrw=randtrim\nbssplit=4k/50:8k/30:64k/20\nsize=256k\n";
+        assert_eq!(
+            ios(job, 12),
+            fio_trim_log(&[
+                ('T', 12288, 8192),
+                ('T', 192512, 4096),
+                ('T', 217088, 4096),
+                ('T', 122880, 65536),
+                ('T', 102400, 4096),
+                ('T', 221184, 4096),
+                ('T', 98304, 4096),
+                ('T', 90112, 8192),
+                ('T', 237568, 4096),
+                ('T', 20480, 4096),
+                ('T', 225280, 4096),
+                ('T', 188416, 4096),
+            ])
+        );
+        assert_eq!(ios(job, 1000).len(), 35);
+    }
+
+    /// bs=R,W,T: the trims take the third size; the random map counts 4k blocks (fio 3.33:
+    /// `--rw=randtrim --bs=4k,8k,16k --size=128k`, six trims).
+    #[test]
+    fn trim_block_size_is_bs_third_part() {
+        let job = "[j]\nioengine=null\nrw=randtrim\nbs=4k,8k,16k\nsize=128k\n";
+        assert_eq!(
+            ios(job, 1000),
+            fio_trim_log(&[
+                ('T', 0, 16384),
+                ('T', 81920, 16384),
+                ('T', 98304, 16384),
+                ('T', 49152, 16384),
+                ('T', 65536, 16384),
+                ('T', 114688, 16384),
+            ])
+        );
+    }
+
+    /// trimwrite: each block trimmed, then written with the same size (the trim generator
+    /// seeded as the write one), twice the size issued (fio 3.33: `--rw=trimwrite
+    /// --bssplit=4k/50:16k/50 --size=64k`).
+    #[test]
+    fn trimwrite_pairs_are_fios() {
+        let job = "[j]\nioengine=null\nrw=trimwrite\nbssplit=4k/50:16k/50\nsize=64k\n";
+        assert_eq!(
+            ios(job, 1000),
+            fio_trim_log(&[
+                ('T', 0, 4096),
+                ('W', 0, 4096),
+                ('T', 4096, 4096),
+                ('W', 4096, 4096),
+                ('T', 8192, 4096),
+                ('W', 8192, 4096),
+                ('T', 12288, 16384),
+                ('W', 12288, 16384),
+                ('T', 28672, 16384),
+                ('W', 28672, 16384),
+                ('T', 45056, 4096),
+                ('W', 45056, 4096),
+                ('T', 49152, 16384),
+                ('W', 49152, 16384),
+            ])
+        );
+    }
+
+    /// randtrimwrite: a random trim, then a write of exactly its range (fio 3.33:
+    /// `--rw=randtrimwrite --bssplit=4k/50:16k/50 --size=64k`).
+    #[test]
+    fn randtrimwrite_pairs_are_fios() {
+        let job = "[j]\nioengine=null\nrw=randtrimwrite\nbssplit=4k/50:16k/50\nsize=64k\n";
+        assert_eq!(
+            ios(job, 1000),
+            fio_trim_log(&[
+                ('T', 0, 4096),
+                ('W', 0, 4096),
+                ('T', 45056, 4096),
+                ('W', 45056, 4096),
+                ('T', 53248, 4096),
+                ('W', 53248, 4096),
+                ('T', 28672, 16384),
+                ('W', 28672, 16384),
+                ('T', 24576, 4096),
+                ('W', 24576, 4096),
+                ('T', 57344, 4096),
+                ('W', 57344, 4096),
+                ('T', 49152, 4096),
+                ('W', 49152, 4096),
+                ('T', 20480, 4096),
+                ('W', 20480, 4096),
+                ('T', 61440, 4096),
+                ('W', 61440, 4096),
+                ('T', 4096, 16384),
+                ('W', 4096, 16384),
+            ])
+        );
     }
 
     /// bssplit with the random map: sizes drawn as fio's get_next_buflen, and an I/O cut short
