@@ -26,7 +26,7 @@
 //! verification: "bad header numberio 3, wanted 11".)
 //!
 //! Prints the score "N of M" and each failing file with its reason. It fails when the score
-//! drops below FLOOR (the score this branch reaches, so a regression fails) and says how far
+//! drops below FLOOR (issue 14's goal, 90 % of the 42: 38; this branch reaches 40) and says how far
 //! it is from the 90 % goal of issue 14.
 //! Skipped, saying why, without fio-examples or fio, unless FSDELTA_REQUIRE_ALL=1.
 
@@ -86,8 +86,10 @@ const LOCAL: &[&str] = &[
     "zipf",
 ];
 
-/// Examples this branch runs and matches; below it the test fails (a regression).
-const FLOOR: usize = 28;
+/// Below this the test fails: issue 14's goal, 90 % of the 42 (the test "fails below 90 %").
+/// This branch runs 40; the two left (enospc-pressure: continue_on_error, numa: numa_*) are
+/// refused with an error naming the option.
+const FLOOR: usize = 38;
 
 /// The bytes a shrunk job may move per file.
 const SHRUNK: u64 = 16 << 20;
@@ -554,7 +556,7 @@ fn fios_own_examples_run_and_match_fio() {
     }
     assert!(
         ok >= FLOOR,
-        "only {ok} of {m} examples pass; this branch reached {FLOOR}"
+        "only {ok} of {m} examples pass; issue 14 asks for {FLOOR} (90 %)"
     );
 }
 
