@@ -2658,6 +2658,35 @@ mod tests {
     }
 }
 
+/// Runs `f` with the first clone's setup of a one-job file and its seed table (no file is
+/// opened: the plan points at a directory that does not exist).
+#[cfg(test)]
+fn with_test_clone<R>(
+    text: &str,
+    f: impl FnOnce(&CloneSetup<'_>, &[u64; rand::NR_SEEDS]) -> R,
+) -> R {
+    let set =
+        crate::plan::jobfile::parse_job_text(text, "t.fio", &crate::plan::jobfile::SystemSources)
+            .unwrap();
+    let job = &set.jobs[0];
+    let seeds = rand::job_seeds(job, 1);
+    let plan = files::plan_clone(job, 0, Path::new("/nonexistent"), &seeds).unwrap();
+    let cancel = CancelToken::default();
+    let setup = CloneSetup {
+        job,
+        plan,
+        thread_number: 1,
+        mem_align: 4096,
+        cancel: &cancel,
+        flow: None,
+        progress: None,
+        buf_starts: &[],
+        exit: None,
+        zbd: None,
+    };
+    f(&setup, &seeds)
+}
+
 #[cfg(test)]
 mod distribution_tests {
     use super::*;
@@ -2668,32 +2697,12 @@ mod distribution_tests {
 
     /// The first `n` I/Os of the job's first clone: (direction, offset, length).
     fn ios(text: &str, n: usize) -> Vec<(usize, u64, usize)> {
-        let set = crate::plan::jobfile::parse_job_text(
-            text,
-            "t.fio",
-            &crate::plan::jobfile::SystemSources,
-        )
-        .unwrap();
-        let job = &set.jobs[0];
-        let seeds = rand::job_seeds(job, 1);
-        let plan = files::plan_clone(job, 0, Path::new("/nonexistent"), &seeds).unwrap();
-        let cancel = CancelToken::default();
-        let setup = CloneSetup {
-            job,
-            plan,
-            thread_number: 1,
-            mem_align: 4096,
-            cancel: &cancel,
-            flow: None,
-            progress: None,
-            buf_starts: &[],
-            exit: None,
-            zbd: None,
-        };
-        let mut p = Planner::new(&setup).unwrap();
-        (0..n)
-            .map_while(|_| p.next_io().map(|io| (io.ddir, io.offset, io.len)))
-            .collect()
+        with_test_clone(text, |setup, _| {
+            let mut p = Planner::new(setup).unwrap();
+            (0..n)
+                .map_while(|_| p.next_io().map(|io| (io.ddir, io.offset, io.len)))
+                .collect()
+        })
     }
 
     /// random_distribution=zoned offsets equal fio 3.33's (`fio --debug=io --name=z
@@ -2975,30 +2984,13 @@ mod distribution_tests {
     /// --random_distribution=zipf:1.2`).
     #[test]
     fn zipf_offsets_are_fios() {
-        let set = crate::plan::jobfile::parse_job_text(
+        let got: Vec<u64> = with_test_clone(
             "[z]\nioengine=null\nrw=randread\nnorandommap\nsize=4m\nbs=4k\nrandom_distribution=zipf:1.2\n",
-            "t.fio",
-            &crate::plan::jobfile::SystemSources,
-        )
-        .unwrap();
-        let job = &set.jobs[0];
-        let seeds = rand::job_seeds(job, 1);
-        let plan = files::plan_clone(job, 0, Path::new("/nonexistent"), &seeds).unwrap();
-        let cancel = CancelToken::default();
-        let setup = CloneSetup {
-            job,
-            plan,
-            thread_number: 1,
-            mem_align: 4096,
-            cancel: &cancel,
-            flow: None,
-            progress: None,
-            buf_starts: &[],
-            exit: None,
-            zbd: None,
-        };
-        let mut p = Planner::new(&setup).unwrap();
-        let got: Vec<u64> = (0..8).map(|_| p.next_io().unwrap().offset).collect();
+            |setup, _| {
+                let mut p = Planner::new(setup).unwrap();
+                (0..8).map(|_| p.next_io().unwrap().offset).collect()
+            },
+        );
         assert_eq!(
             got,
             vec![
@@ -3015,30 +3007,13 @@ mod pareto_tests {
     /// As zipf_offsets_are_fios, for `--name=p ... --random_distribution=pareto:0.3`.
     #[test]
     fn pareto_offsets_are_fios() {
-        let set = crate::plan::jobfile::parse_job_text(
+        let got: Vec<u64> = with_test_clone(
             "[p]\nioengine=null\nrw=randread\nnorandommap\nsize=4m\nbs=4k\nrandom_distribution=pareto:0.3\n",
-            "t.fio",
-            &crate::plan::jobfile::SystemSources,
-        )
-        .unwrap();
-        let job = &set.jobs[0];
-        let seeds = rand::job_seeds(job, 1);
-        let plan = files::plan_clone(job, 0, Path::new("/nonexistent"), &seeds).unwrap();
-        let cancel = CancelToken::default();
-        let setup = CloneSetup {
-            job,
-            plan,
-            thread_number: 1,
-            mem_align: 4096,
-            cancel: &cancel,
-            flow: None,
-            progress: None,
-            buf_starts: &[],
-            exit: None,
-            zbd: None,
-        };
-        let mut p = Planner::new(&setup).unwrap();
-        let got: Vec<u64> = (0..6).map(|_| p.next_io().unwrap().offset).collect();
+            |setup, _| {
+                let mut p = Planner::new(setup).unwrap();
+                (0..6).map(|_| p.next_io().unwrap().offset).collect()
+            },
+        );
         assert_eq!(
             got,
             vec![0x29f000, 0x301000, 0xb0000, 0x23000, 0x16d000, 0x2ad000]
@@ -3048,29 +3023,12 @@ mod pareto_tests {
     /// The bytes one clone writes, buffer by buffer, from [`Content`] as the sync loop fills
     /// them (one buffer filled at setup, then a refill before every write).
     fn written_bytes(text: &str, writes: usize) -> Vec<u8> {
-        let set = crate::plan::jobfile::parse_job_text(
-            text,
-            "t.fio",
-            &crate::plan::jobfile::SystemSources,
-        )
-        .unwrap();
-        let job = &set.jobs[0];
-        let seeds = rand::job_seeds(job, 1);
-        let plan = files::plan_clone(job, 0, Path::new("/nonexistent"), &seeds).unwrap();
-        let cancel = CancelToken::default();
-        let setup = CloneSetup {
-            job,
-            plan,
-            thread_number: 1,
-            mem_align: 4096,
-            cancel: &cancel,
-            flow: None,
-            progress: None,
-            buf_starts: &[],
-            exit: None,
-            zbd: None,
-        };
-        let mut c = Content::of(&setup, &seeds);
+        with_test_clone(text, |setup, seeds| written_by(setup, seeds, writes))
+    }
+
+    fn written_by(setup: &CloneSetup<'_>, seeds: &[u64; rand::NR_SEEDS], writes: usize) -> Vec<u8> {
+        let job = setup.job;
+        let mut c = Content::of(setup, seeds);
         let bs = job.bs[WRITE].0 as usize;
         let mut buf = vec![0u8; bs];
         c.fill(job, &mut buf);
