@@ -542,6 +542,10 @@ pub struct JobSpec {
     pub iops_log: Option<String>,
     /// Log lines carry the I/O's offset (fio's log_offset).
     pub log_offset: bool,
+    /// One log line per this many ms and direction, the window's average (log_avg_msec; 0: per I/O).
+    pub log_avg_msec: u64,
+    /// Averaged log lines carry the window's maximum instead (log_max_value).
+    pub log_max: bool,
     /// Log file names carry the thread number (fio's per_job_logs, default on).
     pub per_job_logs: bool,
     /// Log lines carry the I/O's full priority value, not 1/0 for real-time or not (log_prio).
@@ -834,6 +838,8 @@ impl Default for JobSpec {
             bw_log: None,
             iops_log: None,
             log_offset: false,
+            log_avg_msec: 0,
+            log_max: false,
             per_job_logs: true,
             log_prio: false,
             prio: None,
@@ -1869,11 +1875,6 @@ mod tests {
                 "[j]\nsize=1m\nrw=write\nzonemode=zbd\nzonesize=64k\nbs=128k\n",
                 1,
                 "do not fit a zone",
-            ),
-            (
-                "[j]\nsize=1m\nlog_avg_msec=500\n",
-                3,
-                "averaged log samples are not supported",
             ),
             (
                 "[j]\nsize=1m\nhipri\n",

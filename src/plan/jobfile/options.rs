@@ -1596,14 +1596,21 @@ pub static OPTIONS: &[OptDef] = &[
         Kind::Int { min: 0, max: U32 },
         "0",
         Stat,
-        "only 0 (one log line per I/O) is supported",
-        |_, v, o| {
-            if v.n() != 0 {
-                return err(
-                    &o.origin,
-                    "option 'log_avg_msec': averaged log samples are not supported; only 0 (one line per I/O)",
-                );
-            }
+        "log one line per N ms and direction, the window's average (0: one line per I/O)",
+        |j, v, _| {
+            j.log_avg_msec = v.n();
+            Ok(())
+        }
+    ),
+    opt!(
+        "log_max_value",
+        [],
+        Kind::Bool,
+        "0",
+        Stat,
+        "averaged log lines carry the window's maximum instead of its average",
+        |j, v, _| {
+            j.log_max = v.b();
             Ok(())
         }
     ),

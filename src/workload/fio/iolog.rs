@@ -10,6 +10,12 @@
 //! the I/O's priority: 1 when its class is real-time, else 0, or with log_prio=1 its whole value
 //! as `0x%04x` (`0x2000`). slat is measured for the asynchronous engines only, so a
 //! synchronous job's slat log is empty, as fio's. The files are written when the clone ends.
+//! With log_avg_msec=N (fio's add_log_sample) each log keeps one window per direction and
+//! writes a line when a window has lasted N ms: `msec, value, ddir, 0, [0,] 0` (bs, offset and
+//! prio are 0 in fio's averaged lines), msec the time the window closed, value its samples'
+//! mean rounded (log_max_value=1: their maximum); windows still open when the clone ends are
+//! closed then (finalize_logs). The averaged bw/iops logs hold rates, as fio's helper thread
+//! samples them every N ms: KiB/s and I/Os per second over the time since the last sample.
 //! Invariant: recording a sample never allocates while the capacity reserved before the clock
 //! started lasts (the job's expected I/Os, at most 2^18 per log, 8 MiB); beyond it the list
 //! grows as fio's log chunks do.
@@ -31,10 +37,95 @@ struct Sample {
     prio: u32,
 }
 
+/// One direction's open averaging window (fio's avg_window io_stat).
+#[derive(Clone, Copy, Debug, Default)]
+struct Window {
+    samples: u64,
+    sum: u128,
+    max: u64,
+}
+
 #[derive(Debug)]
 struct Log {
     path: PathBuf,
     samples: Vec<Sample>,
+    /// log_avg_msec (0: one line per sample).
+    avg_msec: u64,
+    /// log_max_value: a window's line carries its maximum, not its mean.
+    log_max: bool,
+    /// fio's inline_log: lat/slat/clat close a window exactly at avg_msec; bw/iops (sampled
+    /// by fio's helper thread) accept a window LOG_MSEC_SLACK (1 ms) short.
+    inline: bool,
+    win: [Window; 2],
+    /// Per direction, the start (ms) of the open window (fio's avg_last).
+    avg_last: [u64; 2],
+}
+
+/// fio's LOG_MSEC_SLACK.
+const LOG_MSEC_SLACK: u64 = 1;
+
+impl Log {
+    /// Add one sample (fio's add_log_sample): a line of its own without averaging, else into
+    /// the direction's window, which becomes a line once it has lasted avg_msec.
+    #[inline]
+    fn add(&mut self, s: Sample) {
+        if self.avg_msec == 0 {
+            self.samples.push(s);
+            return;
+        }
+        let d = usize::from(s.ddir & 1);
+        let w = &mut self.win[d];
+        w.samples += 1;
+        w.sum += u128::from(s.val);
+        w.max = w.max.max(s.val);
+        let last = self.avg_last[d];
+        if s.ms < last {
+            return;
+        }
+        let this_window = s.ms - last;
+        if this_window < self.avg_msec
+            && (self.inline || self.avg_msec - this_window > LOG_MSEC_SLACK)
+        {
+            return;
+        }
+        self.close(d, s.ms);
+        self.avg_last[d] = s.ms - s.ms % self.avg_msec;
+    }
+
+    /// Close direction `d`'s window at `ms` (fio's __add_stat_to_log): a line when it holds
+    /// samples, with bs, offset and prio 0 as fio writes them.
+    fn close(&mut self, d: usize, ms: u64) {
+        let w = std::mem::take(&mut self.win[d]);
+        if w.samples == 0 {
+            return;
+        }
+        let val = if self.log_max {
+            w.max
+        } else {
+            // fio's mean + 0.50, truncated.
+            ((w.sum as f64 / w.samples as f64) + 0.5) as u64
+        };
+        self.samples.push(Sample {
+            ms,
+            val,
+            ddir: d as u8,
+            bs: 0,
+            offset: 0,
+            prio: 0,
+        });
+    }
+}
+
+/// bw/iops with log_avg_msec: fio's helper thread's __add_samples, run at completions: once
+/// avg_msec has passed since the last sample, one rate per direction
+/// that moved, over the time spent (bw in KiB/s, iops in I/Os per second).
+#[derive(Clone, Copy, Debug, Default)]
+struct RateSampler {
+    last_ms: u64,
+    bytes: [u64; 2],
+    blocks: [u64; 2],
+    stat_bytes: [u64; 2],
+    stat_blocks: [u64; 2],
 }
 
 /// The logs of one clone.
@@ -47,6 +138,9 @@ pub struct IoLogs {
     iops: Option<Log>,
     offset: bool,
     log_prio: bool,
+    /// Some when the bw/iops logs are averaged (log_avg_msec > 0).
+    rate: Option<RateSampler>,
+    avg_msec: u64,
 }
 
 /// One completed I/O as the logs see it.
@@ -86,6 +180,11 @@ impl IoLogs {
             prefix.as_ref().filter(|_| on).map(|p| Log {
                 path: log_name(p, job, kind, thread_number),
                 samples: Vec::with_capacity(cap),
+                avg_msec: job.log_avg_msec,
+                log_max: job.log_max,
+                inline: !matches!(kind, "bw" | "iops"),
+                win: [Window::default(); 2],
+                avg_last: [0; 2],
             })
         };
         let reduce = job.gtod_reduce;
@@ -97,6 +196,8 @@ impl IoLogs {
             iops: mk(&job.iops_log, "iops", !reduce),
             offset: job.log_offset,
             log_prio: job.log_prio,
+            rate: (job.log_avg_msec > 0).then(RateSampler::default),
+            avg_msec: job.log_avg_msec,
         }
     }
 
@@ -123,14 +224,70 @@ impl IoLogs {
         };
         let push = |log: &mut Option<Log>, val: u64| {
             if let Some(l) = log {
-                l.samples.push(Sample { val, ..base });
+                l.add(Sample { val, ..base });
             }
         };
         push(&mut self.lat, c.lat);
         push(&mut self.clat, c.clat);
-        let bw = (c.bs as u64 * 1_000_000).checked_div(c.clat).unwrap_or(0);
-        push(&mut self.bw, bw);
-        push(&mut self.iops, 1);
+        let Some(r) = &mut self.rate else {
+            let bw = (c.bs as u64 * 1_000_000).checked_div(c.clat).unwrap_or(0);
+            push(&mut self.bw, bw);
+            push(&mut self.iops, 1);
+            return;
+        };
+        let d = c.ddir & 1;
+        r.bytes[d] += c.bs as u64;
+        r.blocks[d] += 1;
+        let spent = base.ms.saturating_sub(r.last_ms);
+        // fio's helper thread sleeps until avg_msec has passed; the first completion after
+        // that stands in for its wake-up (its LOG_MSEC_SLACK early-wake case never arises).
+        if spent < self.avg_msec {
+            return;
+        }
+        for d in 0..2 {
+            let (bytes, blocks) = (r.bytes[d] - r.stat_bytes[d], r.blocks[d] - r.stat_blocks[d]);
+            if bytes == 0 {
+                continue;
+            }
+            let (bw, iops) = match spent {
+                0 => (0, 0),
+                s => (bytes * 1000 / s / 1024, blocks * 1000 / s),
+            };
+            let line = Sample {
+                ddir: d as u8,
+                ..base
+            };
+            if let Some(l) = &mut self.bw {
+                l.add(Sample { val: bw, ..line });
+            }
+            if let Some(l) = &mut self.iops {
+                l.add(Sample { val: iops, ..line });
+            }
+            r.stat_bytes[d] = r.bytes[d];
+            r.stat_blocks[d] = r.blocks[d];
+        }
+        r.last_ms = base.ms;
+    }
+
+    /// The clone's I/O ended `at` after its clock started: close the open windows (fio's
+    /// finalize_logs).
+    pub fn finish(&mut self, at: Nanos) {
+        let ms = at.0 / 1_000_000;
+        for l in [
+            &mut self.lat,
+            &mut self.slat,
+            &mut self.clat,
+            &mut self.bw,
+            &mut self.iops,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            if l.avg_msec > 0 {
+                l.close(0, ms);
+                l.close(1, ms);
+            }
+        }
     }
 
     /// Record the submission latency of an asynchronous I/O (fio's add_slat_sample) issued
@@ -146,7 +303,7 @@ impl IoLogs {
         prio: u32,
     ) {
         if let Some(l) = &mut self.slat {
-            l.samples.push(Sample {
+            l.add(Sample {
                 ms: at.0 / 1_000_000,
                 val: slat,
                 ddir: ddir as u8,
@@ -308,5 +465,91 @@ mod tests {
             std::fs::read_to_string(d.path().join("d_iops.2.log")).unwrap(),
             "0, 1, 1, 4096, 0\n"
         );
+    }
+    fn done(ddir: usize, ms: u64, clat: u64) -> Completion {
+        Completion {
+            ddir,
+            bs: 4096,
+            offset: 8192,
+            at: Nanos(ms * 1_000_000 + 300_000),
+            lat: clat + 1000,
+            clat,
+            prio: 0x2000,
+        }
+    }
+
+    /// log_avg_msec=100 with a fake clock: one line per window and direction, at the time the
+    /// window closed, the mean rounded half up, bs/offset/prio 0; the rest at finish.
+    #[test]
+    fn windows_average_as_fio_does() {
+        let j = job("[d]\nwrite_lat_log\nlog_avg_msec=100\nlog_offset=1\n");
+        let mut l = IoLogs::for_clone(&j, 1, 16);
+        for (d, ms, clat) in [
+            (0, 10, 100),
+            (0, 60, 201),
+            (1, 70, 5000),
+            (0, 99, 300),
+            (0, 100, 999),
+            (0, 150, 10),
+            (1, 230, 7000),
+            (0, 250, 20),
+        ] {
+            l.completed(done(d, ms, clat));
+        }
+        l.finish(Nanos(260_000_000));
+        let clat = &l.clat.as_ref().unwrap().samples;
+        assert_eq!(
+            IoLogs::text(clat, true, false),
+            // (100+201+300+999)/4 = 400; write's window 70..230 has lasted 100 ms at 230; at
+            // 250 the read window (150, 250) closes, its start was 100.
+            "100, 400, 0, 0, 0, 0\n230, 6000, 1, 0, 0, 0\n250, 15, 0, 0, 0, 0\n"
+        );
+        let lat = &l.lat.as_ref().unwrap().samples;
+        assert_eq!(lat[0].val, 1400);
+        assert!(l.slat.as_ref().unwrap().samples.is_empty());
+    }
+
+    #[test]
+    fn log_max_value_logs_the_maximum_and_finish_closes_open_windows() {
+        let j = job("[d]\nwrite_lat_log\nlog_avg_msec=50\nlog_max_value=1\n");
+        let mut l = IoLogs::for_clone(&j, 1, 16);
+        for (d, ms, clat) in [(0, 1, 7), (0, 20, 90), (0, 49, 3), (1, 10, 4)] {
+            l.completed(done(d, ms, clat));
+        }
+        l.finish(Nanos(49_900_000));
+        let clat = &l.clat.as_ref().unwrap().samples;
+        assert_eq!(
+            IoLogs::text(clat, false, false),
+            "49, 90, 0, 0, 0\n49, 4, 1, 0, 0\n"
+        );
+    }
+
+    /// Averaged bw/iops: rates over the time since the last sample, sampled once avg_msec has
+    /// passed (KiB/s and I/Os per second); bw without log_avg_msec stays per I/O.
+    #[test]
+    fn averaged_bw_and_iops_are_rates() {
+        let j = job("[d]\nwrite_bw_log\nwrite_iops_log\nlog_avg_msec=100\n");
+        let mut l = IoLogs::for_clone(&j, 1, 64);
+        for ms in (5..=200).step_by(5) {
+            l.completed(done(0, ms, 1000));
+        }
+        l.finish(Nanos(201_000_000));
+        let bw = &l.bw.as_ref().unwrap().samples;
+        let iops = &l.iops.as_ref().unwrap().samples;
+        // 20 I/Os of 4 KiB in 100 ms: 800 KiB/s, 200 IOPS.
+        assert_eq!(
+            IoLogs::text(bw, false, false),
+            "100, 800, 0, 0, 0\n200, 800, 0, 0, 0\n"
+        );
+        assert_eq!(
+            IoLogs::text(iops, false, false),
+            "100, 200, 0, 0, 0\n200, 200, 0, 0, 0\n"
+        );
+        let j = job("[d]\nwrite_bw_log\n");
+        let mut l = IoLogs::for_clone(&j, 1, 4);
+        l.completed(done(0, 5, 1000));
+        l.completed(done(0, 6, 1000));
+        l.finish(Nanos(7_000_000));
+        assert_eq!(l.bw.as_ref().unwrap().samples.len(), 2);
     }
 }

@@ -1231,6 +1231,7 @@ fn run_clone_on<T: TimeSource + Send>(
         }
     }
     drop(p);
+    logs.finish(elapsed);
     logs.write()?;
     if job.unlink {
         for f in &setup.plan.files {

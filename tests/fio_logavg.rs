@@ -1,0 +1,115 @@
+//! Averaged logs (log_avg_msec, log_max_value) under `fsdelta fio` and real fio 3.33 on the
+//! same time-based job (issue 14): the same log files, one line per window and direction
+//! (runtime / log_avg_msec of them, give or take one window for where the run's edges fall),
+//! fio's columns (`msec, value, ddir, 0, [0,] 0`), window times rising by about log_avg_msec.
+//!
+//! Needs /usr/bin/fio; skips otherwise, saying why, unless FSDELTA_REQUIRE_ALL=1.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+
+const RUNTIME_MS: u64 = 1000;
+const AVG_MS: u64 = 100;
+
+/// Each .log file's lines, split into columns.
+fn logs(dir: &Path) -> BTreeMap<String, Vec<Vec<u64>>> {
+    let mut out = BTreeMap::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let n = e.unwrap().file_name().to_string_lossy().into_owned();
+        if !n.ends_with(".log") {
+            continue;
+        }
+        let text = std::fs::read_to_string(dir.join(&n)).unwrap();
+        let lines = text
+            .lines()
+            .map(|l| l.split(", ").map(|f| f.parse().unwrap()).collect())
+            .collect();
+        out.insert(n, lines);
+    }
+    out
+}
+
+fn run(tool: &str, args: &[&str], job: &str) -> BTreeMap<String, Vec<Vec<u64>>> {
+    let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    std::fs::write(d.path().join("job.fio"), job).unwrap();
+    let o = Command::new(tool)
+        .current_dir(d.path())
+        .args(args)
+        .arg("job.fio")
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "{tool}: {job}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    logs(d.path())
+}
+
+/// The checks both tools' logs must pass: columns, one line per window, rising times.
+fn check(who: &str, job: &str, logs: &BTreeMap<String, Vec<Vec<u64>>>, cols: usize) {
+    let windows = RUNTIME_MS / AVG_MS;
+    for (name, lines) in logs {
+        if name.contains("_slat.") {
+            // A synchronous engine measures no submission latency.
+            assert!(lines.is_empty(), "{who} {name}: {lines:?}");
+            continue;
+        }
+        assert!(
+            (windows - 1..=windows + 1).contains(&(lines.len() as u64)),
+            "{who} {job}: {name} has {} lines, want {windows} +- 1",
+            lines.len()
+        );
+        let mut last = 0;
+        for l in lines {
+            assert_eq!(l.len(), cols, "{who} {name}: {l:?}");
+            // Reads only; bs, offset and prio are 0 in an averaged line.
+            assert_eq!(l[2], 0, "{who} {name}: {l:?}");
+            assert!(l[3..].iter().all(|&v| v == 0), "{who} {name}: {l:?}");
+            assert!(l[1] > 0, "{who} {name}: {l:?}");
+            let step = l[0] - last;
+            assert!(
+                (AVG_MS - 5..=2 * AVG_MS).contains(&step),
+                "{who} {name}: window at {} after {last}",
+                l[0]
+            );
+            last = l[0];
+        }
+        assert!(last <= RUNTIME_MS + AVG_MS, "{who} {name}: ends at {last}");
+    }
+}
+
+#[test]
+fn averaged_logs_have_fios_names_windows_and_columns() {
+    let fio = Command::new("fio").arg("--version").output().is_ok();
+    if !common::require(fio, "fio 3.33 (/usr/bin/fio) to compare with") {
+        return;
+    }
+    let base = format!(
+        "[j]\nrw=randread\nsize=8m\ntime_based\nruntime={RUNTIME_MS}ms\nlog_avg_msec={AVG_MS}\n\
+         write_lat_log=x\nwrite_bw_log=x\nwrite_iops_log=x\n"
+    );
+    for (extra, cols) in [("", 5), ("log_offset=1\nlog_max_value=1\n", 6)] {
+        let job = format!("{base}{extra}");
+        let ours = run(env!("CARGO_BIN_EXE_fsdelta"), &["fio"], &job);
+        let theirs = run("fio", &[], &job);
+        assert_eq!(
+            ours.keys().collect::<Vec<_>>(),
+            theirs.keys().collect::<Vec<_>>(),
+            "{job}"
+        );
+        check("fsdelta", &job, &ours, cols);
+        check("fio", &job, &theirs, cols);
+        for (name, lines) in &ours {
+            let n = theirs[name].len();
+            assert!(
+                lines.len().abs_diff(n) <= 1,
+                "{job}: {name}: {} lines, fio {n}",
+                lines.len()
+            );
+        }
+    }
+}
