@@ -897,3 +897,160 @@ mod tests {
         assert!(out.ends_with("]\n"));
     }
 }
+
+/// fio's terse version 3 `;min;max;mean;stdev` of a latency in µs (integer min/max, fio's
+/// `calc_lat` zeros when there are no samples).
+fn terse_lat(out: &mut String, h: &Histogram) {
+    if h.count() == 0 {
+        out.push_str(";0;0;0.000000;0.000000");
+    } else {
+        let _ = write!(
+            out,
+            ";{};{};{:.6};{:.6}",
+            h.min() / 1000,
+            h.max() / 1000,
+            h.mean() / 1000.0,
+            h.stddev() / 1000.0
+        );
+    }
+}
+
+/// One direction of a terse line (fio's show_ddir_status_terse, version 3).
+fn terse_dir(out: &mut String, d: &DirStats, spec: &JobSpec, group_agg_bw_bytes: u64) {
+    let (bw, iops) = match d.runtime_ms {
+        0 => (0, 0),
+        runt => ((1000 * d.io_bytes / runt) / 1024, 1000 * d.total_ios / runt),
+    };
+    let _ = write!(
+        out,
+        ";{};{};{};{}",
+        d.io_bytes >> 10,
+        bw,
+        iops,
+        d.runtime_ms
+    );
+    terse_lat(out, &d.slat);
+    terse_lat(out, &d.clat);
+    // Twenty percentile slots: the list's values (0 when there are no samples), then `0%=0`.
+    let ps = spec.percentile_list.as_slice();
+    let hist = if spec.lat_percentiles {
+        Some(&d.lat)
+    } else if spec.clat_percentiles {
+        Some(&d.clat)
+    } else {
+        None
+    };
+    let vals: Vec<u64> = match hist {
+        Some(h) if h.count() > 0 => h
+            .percentiles(ps)
+            .into_iter()
+            .map(|v| v.unwrap_or(0))
+            .collect(),
+        Some(_) => vec![0; ps.len()],
+        None => Vec::new(),
+    };
+    for i in 0..TERSE_PERCENTILES {
+        match vals.get(i) {
+            Some(v) => {
+                let _ = write!(out, ";{:.6}%={}", ps[i], v / 1000);
+            }
+            None => out.push_str(";0%=0"),
+        }
+    }
+    terse_lat(out, &d.lat);
+    let b = &d.bw_samples;
+    if b.n == 0 {
+        out.push_str(";0;0;0.000000%;0.000000;0.000000");
+    } else {
+        let agg_kib = group_agg_bw_bytes / 1024;
+        let p_of_agg = if group_agg_bw_bytes > 0 {
+            (b.mean() * 100.0 / agg_kib as f64).min(100.0)
+        } else {
+            100.0
+        };
+        let _ = write!(
+            out,
+            ";{};{};{:.6}%;{:.6};{:.6}",
+            b.min,
+            b.max,
+            p_of_agg,
+            b.mean(),
+            b.stddev()
+        );
+    }
+}
+
+/// fio's percentile slots in a terse line (FIO_IO_U_LIST_MAX_LEN).
+const TERSE_PERCENTILES: usize = 20;
+
+/// The terse versions fsdelta prints (fio's `--terse-version`; 3 is fio's default).
+pub const TERSE_VERSION: u32 = 3;
+
+/// fio's `--output-format=terse` (`--minimal`), terse version 3: one `;`-separated line per
+/// job, as fio 3.33's show_thread_status_terse_all prints it (read and write blocks, no trim
+/// in version 3; the disk util fields when a file is on a block device).
+pub fn terse(run: &FioRun) -> String {
+    let groups = group_stats(run);
+    let mut out = String::new();
+    for r in &run.results {
+        let spec = run.spec(r);
+        let st = &r.stats;
+        let g = groups
+            .iter()
+            .find(|(id, _)| *id == r.groupid)
+            .map(|(_, d)| *d)
+            .unwrap_or_default();
+        let _ = write!(
+            out,
+            "{TERSE_VERSION};{};{};{};{}",
+            version_string(),
+            r.name,
+            r.groupid,
+            st.error.as_ref().map_or(0, |e| e.errno)
+        );
+        terse_dir(&mut out, &st.dir[READ], spec, g[READ].agg_bw());
+        terse_dir(&mut out, &st.dir[WRITE], spec, g[WRITE].agg_bw());
+        let (usr, sys) = cpu_percent(st);
+        let _ = write!(
+            out,
+            ";{usr:.6}%;{sys:.6}%;{};{};{}",
+            st.rusage.ctx, st.rusage.majf, st.rusage.minf
+        );
+        let depth_total: u64 = st.depth_counts.iter().sum();
+        for c in &st.depth_counts {
+            let _ = write!(out, ";{:.1}%", pct(*c, depth_total));
+        }
+        // fio folds the nanosecond buckets into the first microsecond one ("to keep the terse
+        // format unaltered").
+        let lb = &st.lat_buckets;
+        let total = lb.total();
+        let ns: u64 = lb.ns.iter().sum();
+        for (i, c) in lb.us.iter().enumerate() {
+            let extra = if i == 0 { pct(ns, total) } else { 0.0 };
+            let _ = write!(out, ";{:.2}%", pct(*c, total) + extra);
+        }
+        for c in &lb.ms {
+            let _ = write!(out, ";{:.2}%", pct(*c, total));
+        }
+        for d in &run.disk_util {
+            let _ = write!(
+                out,
+                ";{};{};{};{};{};{};{};{};{:.2}%",
+                d.name,
+                d.read_ios,
+                d.write_ios,
+                d.read_merges,
+                d.write_merges,
+                d.read_ticks,
+                d.write_ticks,
+                d.in_queue,
+                d.util
+            );
+        }
+        if let Some(desc) = spec.description.as_ref().filter(|d| !d.is_empty()) {
+            let _ = write!(out, ";{desc}");
+        }
+        out.push('\n');
+    }
+    out
+}
