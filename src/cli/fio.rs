@@ -12,7 +12,7 @@ use crate::workload::fio::FioWorkload;
 use crate::workload::{RunContext, WorkloadError};
 
 const USAGE: &str = "\
-usage: fsdelta fio [--output-format=normal|json|terse[,...]] [--minimal] [--terse-version=3]
+usage: fsdelta fio [--output-format=normal|json|json+|terse[,...]] [--minimal] [--terse-version=3]
                    [--output=FILE] [--parse-only]
                    [--section=NAME]... [--readonly] [--showcmd] [--eta=never|auto|always]
                    [--alloc-size=KB] [--opt=value ...] [JOBFILE...] [--name=JOB --opt=value ...]
@@ -27,9 +27,10 @@ A job without size= covers the whole of its existing files or block devices.
 fio's own flags: --section=NAME runs only that section (repeatable); --readonly refuses every
 job that would write; --showcmd prints each job file as a command line and runs nothing;
 --parse-only validates the jobs and runs nothing; --eta is accepted (fsdelta prints no ETA line
-whatever its value); --output-format takes a comma-separated list (normal, json, terse),
-printed in fio's order (terse, json, normal); --minimal is --output-format=terse, fio's terse
-version 3 lines (--terse-version=3, fio's default, is the only version printed).
+whatever its value); --output-format takes a comma-separated list (normal, json, json+, terse),
+printed in fio's order (terse, json, normal); json+ is the JSON with each latency's bins;
+--minimal is --output-format=terse, fio's terse version 3 lines (--terse-version=3, fio's
+default, is the only version printed).
 
 Where it differs from fio 3.33, on purpose:
   - jobs run as threads (thread is accepted; processes are never forked);
@@ -49,8 +50,7 @@ Where it differs from fio 3.33, on purpose:
     openfiles rotation;
   - --alloc-size=KB is accepted and changes nothing (it sizes fio's shared memory for job
     processes; there are none here);
-  - not supported (an error): --output-format=json+, --terse-version other than 3,
-    --status-interval.
+  - not supported (an error): --terse-version other than 3, --status-interval.
 
 Supported job options:";
 
@@ -61,6 +61,8 @@ pub enum OutputFormat {
     Terse,
     /// fio's --output-format=json.
     Json,
+    /// fio's --output-format=json+: the JSON with latency `bins` (printed once, in json's place).
+    JsonPlus,
     /// fio's text summary.
     Normal,
 }
@@ -94,10 +96,11 @@ fn parse_formats(v: &str) -> Result<Vec<OutputFormat>, String> {
         let f = match f.trim() {
             "normal" => OutputFormat::Normal,
             "json" => OutputFormat::Json,
+            "json+" => OutputFormat::JsonPlus,
             "terse" | "minimal" | "csv" => OutputFormat::Terse,
             other => {
                 return Err(format!(
-                    "--output-format={other} is not supported (use normal, json, terse or a list such as json,normal)"
+                    "--output-format={other} is not supported (use normal, json, json+, terse or a list such as json,normal)"
                 ));
             }
         };
@@ -105,7 +108,11 @@ fn parse_formats(v: &str) -> Result<Vec<OutputFormat>, String> {
             out.push(f);
         }
     }
-    // fio prints its formats in a fixed order whatever the list's: terse, json, normal.
+    // fio prints its formats in a fixed order whatever the list's: terse, json, normal; json+
+    // is json with bins, one document.
+    if out.contains(&OutputFormat::JsonPlus) {
+        out.retain(|f| *f != OutputFormat::Json);
+    }
     out.sort();
     Ok(out)
 }
@@ -388,6 +395,7 @@ pub fn main(args: &[String]) -> i32 {
         text.push_str(&match f {
             OutputFormat::Terse => report::fio::terse(&run),
             OutputFormat::Json => report::fio::json(&run),
+            OutputFormat::JsonPlus => report::fio::json_plus(&run),
             OutputFormat::Normal => report::fio::normal(&run),
         });
     }
@@ -470,6 +478,11 @@ mod tests {
                 OutputFormat::Json,
                 OutputFormat::Normal
             ]
+        );
+        let a = parse_args(&v(&["--output-format=json+,json,normal"])).unwrap();
+        assert_eq!(
+            a.formats,
+            vec![OutputFormat::JsonPlus, OutputFormat::Normal]
         );
         let a = parse_args(&v(&["--output-format=json", "--minimal"])).unwrap();
         assert_eq!(a.formats, vec![OutputFormat::Terse]);

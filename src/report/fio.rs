@@ -101,7 +101,9 @@ pub fn percentile_key(p: f64) -> String {
     format!("{p:.6}")
 }
 
-fn lat_json(h: &Histogram, percentiles: Option<&[f64]>) -> J {
+/// A latency object; with `plus` (json+) and percentiles, also its `bins`: bucket value (ns) to
+/// count for every non-empty bucket, as fio's json+ prints them.
+fn lat_json(h: &Histogram, percentiles: Option<&[f64]>, plus: bool) -> J {
     let mut pairs = vec![
         ("min", int(h.min())),
         ("max", int(h.max())),
@@ -117,11 +119,19 @@ fn lat_json(h: &Histogram, percentiles: Option<&[f64]>) -> J {
             .map(|(p, v)| (percentile_key(*p), int(v.unwrap_or(0))))
             .collect();
         pairs.push(("percentile", J::Obj(map)));
+        if plus {
+            let bins = h
+                .bins()
+                .into_iter()
+                .map(|(v, c)| (v.to_string(), int(c)))
+                .collect();
+            pairs.push(("bins", J::Obj(bins)));
+        }
     }
     obj(pairs)
 }
 
-fn dir_json(d: &DirStats, spec: &JobSpec, group_agg_bw_bytes: u64) -> J {
+fn dir_json(d: &DirStats, spec: &JobSpec, group_agg_bw_bytes: u64, plus: bool) -> J {
     let (bw_bytes, bw, iops) = rates(d);
     let ps = spec.percentile_list.as_slice();
     let bw_agg = if d.bw_samples.n > 0 && group_agg_bw_bytes > 0 {
@@ -139,14 +149,14 @@ fn dir_json(d: &DirStats, spec: &JobSpec, group_agg_bw_bytes: u64) -> J {
         ("total_ios", int(d.total_ios)),
         ("short_ios", int(0)),
         ("drop_ios", int(0)),
-        ("slat_ns", lat_json(&d.slat, None)),
+        ("slat_ns", lat_json(&d.slat, None, plus)),
         (
             "clat_ns",
-            lat_json(&d.clat, spec.clat_percentiles.then_some(ps)),
+            lat_json(&d.clat, spec.clat_percentiles.then_some(ps), plus),
         ),
         (
             "lat_ns",
-            lat_json(&d.lat, spec.lat_percentiles.then_some(ps)),
+            lat_json(&d.lat, spec.lat_percentiles.then_some(ps), plus),
         ),
         ("bw_min", int(d.bw_samples.min)),
         ("bw_max", int(d.bw_samples.max)),
@@ -173,7 +183,7 @@ fn dir_json(d: &DirStats, spec: &JobSpec, group_agg_bw_bytes: u64) -> J {
                 obj(vec![
                     ("prioclass", int(p.ioprio >> 13)),
                     ("prio", int(p.ioprio & 7)),
-                    (name, lat_json(&p.lat, pcts)),
+                    (name, lat_json(&p.lat, pcts, plus)),
                 ])
             })
             .collect();
@@ -270,7 +280,7 @@ fn group_stats(run: &FioRun) -> Vec<(u32, [GroupDir; 3])> {
     out
 }
 
-fn job_json(run: &FioRun, r: &JobResult, groups: &[(u32, [GroupDir; 3])]) -> J {
+fn job_json(run: &FioRun, r: &JobResult, groups: &[(u32, [GroupDir; 3])], plus: bool) -> J {
     let spec = run.spec(r);
     let st = &r.stats;
     let g = groups
@@ -297,14 +307,23 @@ fn job_json(run: &FioRun, r: &JobResult, groups: &[(u32, [GroupDir; 3])]) -> J {
         ("eta", int(2147483647)),
         ("elapsed", int(r.elapsed_s)),
         ("job options", options),
-        ("read", dir_json(&st.dir[READ], spec, g[READ].agg_bw())),
-        ("write", dir_json(&st.dir[WRITE], spec, g[WRITE].agg_bw())),
-        ("trim", dir_json(&st.dir[TRIM], spec, g[TRIM].agg_bw())),
+        (
+            "read",
+            dir_json(&st.dir[READ], spec, g[READ].agg_bw(), plus),
+        ),
+        (
+            "write",
+            dir_json(&st.dir[WRITE], spec, g[WRITE].agg_bw(), plus),
+        ),
+        (
+            "trim",
+            dir_json(&st.dir[TRIM], spec, g[TRIM].agg_bw(), plus),
+        ),
         (
             "sync",
             obj(vec![
                 ("total_ios", int(st.fsync_ios)),
-                ("lat_ns", lat_json(&st.sync, sync_ps)),
+                ("lat_ns", lat_json(&st.sync, sync_ps, plus)),
             ]),
         ),
         ("job_runtime", int(st.job_runtime_ms)),
@@ -402,6 +421,15 @@ fn ctime(unix_secs: u64) -> String {
 
 /// fio's `--output-format=json`.
 pub fn json(run: &FioRun) -> String {
+    json_doc(run, false)
+}
+
+/// fio's `--output-format=json+`: the JSON with each latency's `bins` where it has percentiles.
+pub fn json_plus(run: &FioRun) -> String {
+    json_doc(run, true)
+}
+
+fn json_doc(run: &FioRun, plus: bool) -> String {
     let groups = group_stats(run);
     let secs = run.started_unix_ms / 1000;
     let time = ctime(secs);
@@ -426,7 +454,7 @@ pub fn json(run: &FioRun) -> String {
         J::Arr(
             run.results
                 .iter()
-                .map(|r| job_json(run, r, &groups))
+                .map(|r| job_json(run, r, &groups, plus))
                 .collect(),
         ),
     ));
