@@ -1,9 +1,9 @@
 //! `fsdelta fio`: the native fio-compatible engine on its own.
 //!
-//! Why it exists: users bring job files they run under fio 3.33 and get fio's output (normal or
-//! JSON) without fio installed. This edge only splits the arguments, reads job files, wires
-//! SIGINT to the cancel token, runs the engine and prints what `report::fio` renders; it never
-//! measures or formats numbers itself. Exit codes: 0 ok, 2 error (bad job, I/O failure),
+//! Why it exists: users bring job files they run under fio 3.33 and get fio's output (normal,
+//! JSON, json+ or terse) without fio installed. This edge only splits the arguments, reads job
+//! files, wires SIGINT to the cancel token, runs the engine and prints what `report::fio`
+//! renders; it never measures or formats numbers itself. Exit codes: 0 ok, 2 error (bad job, I/O failure),
 //! 130 interrupted.
 
 use crate::plan::jobfile::{self, JobFileError, RawSection, SystemSources};

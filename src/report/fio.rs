@@ -1,5 +1,6 @@
-//! fio's output formats for a run of the native engine: `--output-format=json` with fio 3.33's
-//! structure, field names and number formatting, and the normal text summary in fio's layout.
+//! fio's output formats for a run of the native engine: `--output-format=json` (and json+, with
+//! latency bins) with fio 3.33's structure, field names and number formatting, the normal text
+//! summary in fio's layout, and the terse (version 3) lines with fio's fields in fio's order.
 //!
 //! Why it exists: programs that parse fio's JSON (fsperf, LKP, users' scripts) must read ours
 //! unchanged, and people who read fio's text output should find their numbers where they look.
@@ -869,63 +870,6 @@ pub fn errno_text(errno: i32) -> String {
         .to_string()
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn num2str_matches_fio_examples() {
-        // From fio 3.33's output of tests/data/fio/randrw.normal.txt.
-        assert_eq!(num2str(128_000, 4, false, ""), "128k");
-        assert_eq!(num2str(524_288_000, 4, true, "B/s"), "500MiB/s");
-        assert_eq!(num2str(524_288_000, 4, false, "B/s"), "524MB/s");
-        assert_eq!(num2str(4 << 20, 4, true, "B"), "4096KiB");
-        assert_eq!(num2str(4_194_304, 4, false, "B"), "4194kB");
-        assert_eq!(num2str(2856 * 1024, 4, true, "B"), "2856KiB");
-        assert_eq!(num2str(1072, 6, false, ""), "1072");
-        assert_eq!(num2str(85_333, 4, false, ""), "85.3k");
-    }
-
-    #[test]
-    fn percentile_keys_are_fios() {
-        assert_eq!(percentile_key(99.0), "99.000000");
-        assert_eq!(percentile_key(99.95), "99.950000");
-    }
-
-    #[test]
-    fn json_renders_with_fios_separators_and_floats() {
-        let doc = obj(vec![
-            ("a", int(1)),
-            ("b", J::Float(2.5)),
-            ("c", J::Arr(vec![J::Str("x\"y".into())])),
-        ]);
-        let mut s = String::new();
-        render(&doc, 0, &mut s);
-        assert_eq!(
-            s,
-            "{\n  \"a\" : 1,\n  \"b\" : 2.500000,\n  \"c\" : [\n    \"x\\\"y\"\n  ]\n}"
-        );
-        let v: serde_json::Value = serde_json::from_str(&s).unwrap();
-        assert_eq!(v["b"], 2.5);
-    }
-
-    #[test]
-    fn percentile_rows_follow_fios_layout() {
-        let mut h = Histogram::new();
-        for v in 1000..2000u64 {
-            h.record(v);
-        }
-        let mut out = String::new();
-        show_percentiles(&mut out, "clat", &h, &[1.0, 5.0, 10.0, 20.0, 50.0]);
-        assert!(
-            out.starts_with("    clat percentiles (nsec):\n     |  1.00th=[ 1012],"),
-            "{out}"
-        );
-        assert!(out.contains("\n     | 50.00th=["), "{out}");
-        assert!(out.ends_with("]\n"));
-    }
-}
-
 /// fio's terse version 3 `;min;max;mean;stdev` of a latency in µs (integer min/max, fio's
 /// `calc_lat` zeros when there are no samples).
 fn terse_lat(out: &mut String, h: &Histogram) {
@@ -977,13 +921,11 @@ fn terse_dir(out: &mut String, d: &DirStats, spec: &JobSpec, group_agg_bw_bytes:
         Some(_) => vec![0; ps.len()],
         None => Vec::new(),
     };
-    for i in 0..TERSE_PERCENTILES {
-        match vals.get(i) {
-            Some(v) => {
-                let _ = write!(out, ";{:.6}%={}", ps[i], v / 1000);
-            }
-            None => out.push_str(";0%=0"),
-        }
+    for (p, v) in ps.iter().zip(&vals).take(TERSE_PERCENTILES) {
+        let _ = write!(out, ";{p:.6}%={}", v / 1000);
+    }
+    for _ in vals.len().min(TERSE_PERCENTILES)..TERSE_PERCENTILES {
+        out.push_str(";0%=0");
     }
     terse_lat(out, &d.lat);
     let b = &d.bw_samples;
@@ -1081,4 +1023,61 @@ pub fn terse(run: &FioRun) -> String {
         out.push('\n');
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn num2str_matches_fio_examples() {
+        // From fio 3.33's output of tests/data/fio/randrw.normal.txt.
+        assert_eq!(num2str(128_000, 4, false, ""), "128k");
+        assert_eq!(num2str(524_288_000, 4, true, "B/s"), "500MiB/s");
+        assert_eq!(num2str(524_288_000, 4, false, "B/s"), "524MB/s");
+        assert_eq!(num2str(4 << 20, 4, true, "B"), "4096KiB");
+        assert_eq!(num2str(4_194_304, 4, false, "B"), "4194kB");
+        assert_eq!(num2str(2856 * 1024, 4, true, "B"), "2856KiB");
+        assert_eq!(num2str(1072, 6, false, ""), "1072");
+        assert_eq!(num2str(85_333, 4, false, ""), "85.3k");
+    }
+
+    #[test]
+    fn percentile_keys_are_fios() {
+        assert_eq!(percentile_key(99.0), "99.000000");
+        assert_eq!(percentile_key(99.95), "99.950000");
+    }
+
+    #[test]
+    fn json_renders_with_fios_separators_and_floats() {
+        let doc = obj(vec![
+            ("a", int(1)),
+            ("b", J::Float(2.5)),
+            ("c", J::Arr(vec![J::Str("x\"y".into())])),
+        ]);
+        let mut s = String::new();
+        render(&doc, 0, &mut s);
+        assert_eq!(
+            s,
+            "{\n  \"a\" : 1,\n  \"b\" : 2.500000,\n  \"c\" : [\n    \"x\\\"y\"\n  ]\n}"
+        );
+        let v: serde_json::Value = serde_json::from_str(&s).unwrap();
+        assert_eq!(v["b"], 2.5);
+    }
+
+    #[test]
+    fn percentile_rows_follow_fios_layout() {
+        let mut h = Histogram::new();
+        for v in 1000..2000u64 {
+            h.record(v);
+        }
+        let mut out = String::new();
+        show_percentiles(&mut out, "clat", &h, &[1.0, 5.0, 10.0, 20.0, 50.0]);
+        assert!(
+            out.starts_with("    clat percentiles (nsec):\n     |  1.00th=[ 1012],"),
+            "{out}"
+        );
+        assert!(out.contains("\n     | 50.00th=["), "{out}");
+        assert!(out.ends_with("]\n"));
+    }
 }
