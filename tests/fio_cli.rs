@@ -149,7 +149,7 @@ fn missing_job_file_and_bad_flags_exit_2() {
         .code(2)
         .stderr(predicates::str::contains("/nonexistent/job.fio"));
     fsdelta()
-        .args(["fio", "--output-format=terse", "--name=x", "--size=1m"])
+        .args(["fio", "--output-format=xml", "--name=x", "--size=1m"])
         .assert()
         .code(2);
     fsdelta().args(["fio"]).assert().code(2);

@@ -1,9 +1,9 @@
 //! `fsdelta fio`: the native fio-compatible engine on its own.
 //!
-//! Why it exists: users bring job files they run under fio 3.33 and get fio's output (normal or
-//! JSON) without fio installed. This edge only splits the arguments, reads job files, wires
-//! SIGINT to the cancel token, runs the engine and prints what `report::fio` renders; it never
-//! measures or formats numbers itself. Exit codes: 0 ok, 2 error (bad job, I/O failure),
+//! Why it exists: users bring job files they run under fio 3.33 and get fio's output (normal,
+//! JSON, json+ or terse) without fio installed. This edge only splits the arguments, reads job
+//! files, wires SIGINT to the cancel token, runs the engine and prints what `report::fio`
+//! renders; it never measures or formats numbers itself. Exit codes: 0 ok, 2 error (bad job, I/O failure),
 //! 130 interrupted.
 
 use crate::plan::jobfile::{self, JobFileError, RawSection, SystemSources};
@@ -12,7 +12,8 @@ use crate::workload::fio::FioWorkload;
 use crate::workload::{RunContext, WorkloadError};
 
 const USAGE: &str = "\
-usage: fsdelta fio [--output-format=normal|json[,normal]] [--output=FILE] [--parse-only]
+usage: fsdelta fio [--output-format=normal|json|json+|terse[,...]] [--minimal] [--terse-version=3]
+                   [--output=FILE] [--parse-only]
                    [--section=NAME]... [--readonly] [--showcmd] [--eta=never|auto|always]
                    [--alloc-size=KB] [--opt=value ...] [JOBFILE...] [--name=JOB --opt=value ...]
 
@@ -26,7 +27,10 @@ A job without size= covers the whole of its existing files or block devices.
 fio's own flags: --section=NAME runs only that section (repeatable); --readonly refuses every
 job that would write; --showcmd prints each job file as a command line and runs nothing;
 --parse-only validates the jobs and runs nothing; --eta is accepted (fsdelta prints no ETA line
-whatever its value); --output-format takes a comma-separated list (normal, json).
+whatever its value); --output-format takes a comma-separated list (normal, json, json+, terse),
+printed in fio's order (terse, json, normal); json+ is the JSON with each latency's bins;
+--minimal is --output-format=terse, fio's terse version 3 lines (--terse-version=3, fio's
+default, is the only version printed).
 
 Where it differs from fio 3.33, on purpose:
   - jobs run as threads (thread is accepted; processes are never forked);
@@ -46,17 +50,21 @@ Where it differs from fio 3.33, on purpose:
     openfiles rotation;
   - --alloc-size=KB is accepted and changes nothing (it sizes fio's shared memory for job
     processes; there are none here);
-  - not supported (an error): --output-format=terse/json+ (and --minimal), --status-interval.
+  - not supported (an error): --terse-version other than 3, --status-interval.
 
 Supported job options:";
 
-/// How to print results.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// How to print results, in the order fio prints them (terse, json, normal).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum OutputFormat {
-    /// fio's text summary.
-    Normal,
+    /// fio's terse (`--minimal`) lines, terse version 3.
+    Terse,
     /// fio's --output-format=json.
     Json,
+    /// fio's --output-format=json+: the JSON with latency `bins` (printed once, in json's place).
+    JsonPlus,
+    /// fio's text summary.
+    Normal,
 }
 
 /// The parsed command line.
@@ -88,9 +96,11 @@ fn parse_formats(v: &str) -> Result<Vec<OutputFormat>, String> {
         let f = match f.trim() {
             "normal" => OutputFormat::Normal,
             "json" => OutputFormat::Json,
+            "json+" => OutputFormat::JsonPlus,
+            "terse" | "minimal" | "csv" => OutputFormat::Terse,
             other => {
                 return Err(format!(
-                    "--output-format={other} is not supported (use normal, json or a list such as json,normal)"
+                    "--output-format={other} is not supported (use normal, json, json+, terse or a list such as json,normal)"
                 ));
             }
         };
@@ -98,6 +108,12 @@ fn parse_formats(v: &str) -> Result<Vec<OutputFormat>, String> {
             out.push(f);
         }
     }
+    // fio prints its formats in a fixed order whatever the list's: terse, json, normal; json+
+    // is json with bins, one document.
+    if out.contains(&OutputFormat::JsonPlus) {
+        out.retain(|f| *f != OutputFormat::Json);
+    }
+    out.sort();
     Ok(out)
 }
 
@@ -136,10 +152,24 @@ pub fn parse_args(args: &[String]) -> Result<FioArgs, String> {
             "--readonly" => a.readonly = true,
             "--showcmd" => a.showcmd = true,
             "--output-format" => a.formats = parse_formats(&take_value(&mut i)?)?,
-            "--minimal" => {
-                return Err(
-                    "--minimal (terse output) is not supported; use --output-format=json".into(),
-                );
+            "--minimal" => a.formats = vec![OutputFormat::Terse],
+            "--terse-version" => {
+                let v = take_value(&mut i)?;
+                match v.trim().parse::<u32>() {
+                    Ok(report::fio::TERSE_VERSION) => {}
+                    Ok(2..=5) => {
+                        return Err(format!(
+                            "--terse-version={v} is not supported: fsdelta prints terse version {} (fio's default)",
+                            report::fio::TERSE_VERSION
+                        ));
+                    }
+                    _ => {
+                        return Err(format!(
+                            "--terse-version={v}: bad terse version (fio knows 2 to 5; fsdelta prints {})",
+                            report::fio::TERSE_VERSION
+                        ));
+                    }
+                }
             }
             "--status-interval" => {
                 return Err(
@@ -363,7 +393,9 @@ pub fn main(args: &[String]) -> i32 {
     let mut text = String::new();
     for f in &a.formats {
         text.push_str(&match f {
+            OutputFormat::Terse => report::fio::terse(&run),
             OutputFormat::Json => report::fio::json(&run),
+            OutputFormat::JsonPlus => report::fio::json_plus(&run),
             OutputFormat::Normal => report::fio::normal(&run),
         });
     }
@@ -404,7 +436,7 @@ mod tests {
         assert_eq!(a.formats, vec![OutputFormat::Json]);
         assert_eq!(a.output.as_deref(), Some("out.json"));
         assert_eq!(a.job_args, v(&["--name=x", "--bs", "8k", "--time_based"]));
-        assert!(parse_args(&v(&["--output-format=terse"])).is_err());
+        assert!(parse_args(&v(&["--output-format=xml"])).is_err());
         assert!(parse_args(&v(&["-x"])).is_err());
         assert!(parse_args(&v(&["--help"])).unwrap().help);
     }
@@ -438,7 +470,26 @@ mod tests {
     fn output_formats_are_a_list() {
         let a = parse_args(&v(&["--output-format=json,normal"])).unwrap();
         assert_eq!(a.formats, vec![OutputFormat::Json, OutputFormat::Normal]);
-        assert!(parse_args(&v(&["--minimal"])).is_err());
+        let a = parse_args(&v(&["--output-format=normal,terse,json"])).unwrap();
+        assert_eq!(
+            a.formats,
+            vec![
+                OutputFormat::Terse,
+                OutputFormat::Json,
+                OutputFormat::Normal
+            ]
+        );
+        let a = parse_args(&v(&["--output-format=json+,json,normal"])).unwrap();
+        assert_eq!(
+            a.formats,
+            vec![OutputFormat::JsonPlus, OutputFormat::Normal]
+        );
+        let a = parse_args(&v(&["--output-format=json", "--minimal"])).unwrap();
+        assert_eq!(a.formats, vec![OutputFormat::Terse]);
+        assert!(parse_args(&v(&["--terse-version=3"])).is_ok());
+        let e = parse_args(&v(&["--terse-version=4"])).unwrap_err();
+        assert!(e.contains("terse version 3"), "{e}");
+        assert!(parse_args(&v(&["--terse-version=9"])).is_err());
         assert!(parse_args(&v(&["--eta=sometimes"])).is_err());
         assert!(parse_args(&v(&["--eta=never"])).is_ok());
     }

@@ -1,5 +1,6 @@
-//! fio's output formats for a run of the native engine: `--output-format=json` with fio 3.33's
-//! structure, field names and number formatting, and the normal text summary in fio's layout.
+//! fio's output formats for a run of the native engine: `--output-format=json` (and json+, with
+//! latency bins) with fio 3.33's structure, field names and number formatting, the normal text
+//! summary in fio's layout, and the terse (version 3) lines with fio's fields in fio's order.
 //!
 //! Why it exists: programs that parse fio's JSON (fsperf, LKP, users' scripts) must read ours
 //! unchanged, and people who read fio's text output should find their numbers where they look.
@@ -101,7 +102,9 @@ pub fn percentile_key(p: f64) -> String {
     format!("{p:.6}")
 }
 
-fn lat_json(h: &Histogram, percentiles: Option<&[f64]>) -> J {
+/// A latency object; with `plus` (json+) and percentiles, also its `bins`: bucket value (ns) to
+/// count for every non-empty bucket, as fio's json+ prints them.
+fn lat_json(h: &Histogram, percentiles: Option<&[f64]>, plus: bool) -> J {
     let mut pairs = vec![
         ("min", int(h.min())),
         ("max", int(h.max())),
@@ -117,11 +120,19 @@ fn lat_json(h: &Histogram, percentiles: Option<&[f64]>) -> J {
             .map(|(p, v)| (percentile_key(*p), int(v.unwrap_or(0))))
             .collect();
         pairs.push(("percentile", J::Obj(map)));
+        if plus {
+            let bins = h
+                .bins()
+                .into_iter()
+                .map(|(v, c)| (v.to_string(), int(c)))
+                .collect();
+            pairs.push(("bins", J::Obj(bins)));
+        }
     }
     obj(pairs)
 }
 
-fn dir_json(d: &DirStats, spec: &JobSpec, group_agg_bw_bytes: u64) -> J {
+fn dir_json(d: &DirStats, spec: &JobSpec, group_agg_bw_bytes: u64, plus: bool) -> J {
     let (bw_bytes, bw, iops) = rates(d);
     let ps = spec.percentile_list.as_slice();
     let bw_agg = if d.bw_samples.n > 0 && group_agg_bw_bytes > 0 {
@@ -139,14 +150,14 @@ fn dir_json(d: &DirStats, spec: &JobSpec, group_agg_bw_bytes: u64) -> J {
         ("total_ios", int(d.total_ios)),
         ("short_ios", int(0)),
         ("drop_ios", int(0)),
-        ("slat_ns", lat_json(&d.slat, None)),
+        ("slat_ns", lat_json(&d.slat, None, plus)),
         (
             "clat_ns",
-            lat_json(&d.clat, spec.clat_percentiles.then_some(ps)),
+            lat_json(&d.clat, spec.clat_percentiles.then_some(ps), plus),
         ),
         (
             "lat_ns",
-            lat_json(&d.lat, spec.lat_percentiles.then_some(ps)),
+            lat_json(&d.lat, spec.lat_percentiles.then_some(ps), plus),
         ),
         ("bw_min", int(d.bw_samples.min)),
         ("bw_max", int(d.bw_samples.max)),
@@ -173,7 +184,7 @@ fn dir_json(d: &DirStats, spec: &JobSpec, group_agg_bw_bytes: u64) -> J {
                 obj(vec![
                     ("prioclass", int(p.ioprio >> 13)),
                     ("prio", int(p.ioprio & 7)),
-                    (name, lat_json(&p.lat, pcts)),
+                    (name, lat_json(&p.lat, pcts, plus)),
                 ])
             })
             .collect();
@@ -270,7 +281,7 @@ fn group_stats(run: &FioRun) -> Vec<(u32, [GroupDir; 3])> {
     out
 }
 
-fn job_json(run: &FioRun, r: &JobResult, groups: &[(u32, [GroupDir; 3])]) -> J {
+fn job_json(run: &FioRun, r: &JobResult, groups: &[(u32, [GroupDir; 3])], plus: bool) -> J {
     let spec = run.spec(r);
     let st = &r.stats;
     let g = groups
@@ -297,14 +308,23 @@ fn job_json(run: &FioRun, r: &JobResult, groups: &[(u32, [GroupDir; 3])]) -> J {
         ("eta", int(2147483647)),
         ("elapsed", int(r.elapsed_s)),
         ("job options", options),
-        ("read", dir_json(&st.dir[READ], spec, g[READ].agg_bw())),
-        ("write", dir_json(&st.dir[WRITE], spec, g[WRITE].agg_bw())),
-        ("trim", dir_json(&st.dir[TRIM], spec, g[TRIM].agg_bw())),
+        (
+            "read",
+            dir_json(&st.dir[READ], spec, g[READ].agg_bw(), plus),
+        ),
+        (
+            "write",
+            dir_json(&st.dir[WRITE], spec, g[WRITE].agg_bw(), plus),
+        ),
+        (
+            "trim",
+            dir_json(&st.dir[TRIM], spec, g[TRIM].agg_bw(), plus),
+        ),
         (
             "sync",
             obj(vec![
                 ("total_ios", int(st.fsync_ios)),
-                ("lat_ns", lat_json(&st.sync, sync_ps)),
+                ("lat_ns", lat_json(&st.sync, sync_ps, plus)),
             ]),
         ),
         ("job_runtime", int(st.job_runtime_ms)),
@@ -402,6 +422,15 @@ fn ctime(unix_secs: u64) -> String {
 
 /// fio's `--output-format=json`.
 pub fn json(run: &FioRun) -> String {
+    json_doc(run, false)
+}
+
+/// fio's `--output-format=json+`: the JSON with each latency's `bins` where it has percentiles.
+pub fn json_plus(run: &FioRun) -> String {
+    json_doc(run, true)
+}
+
+fn json_doc(run: &FioRun, plus: bool) -> String {
     let groups = group_stats(run);
     let secs = run.started_unix_ms / 1000;
     let time = ctime(secs);
@@ -426,7 +455,7 @@ pub fn json(run: &FioRun) -> String {
         J::Arr(
             run.results
                 .iter()
-                .map(|r| job_json(run, r, &groups))
+                .map(|r| job_json(run, r, &groups, plus))
                 .collect(),
         ),
     ));
@@ -839,6 +868,161 @@ pub fn errno_text(errno: i32) -> String {
         .next()
         .unwrap_or("")
         .to_string()
+}
+
+/// fio's terse version 3 `;min;max;mean;stdev` of a latency in µs (integer min/max, fio's
+/// `calc_lat` zeros when there are no samples).
+fn terse_lat(out: &mut String, h: &Histogram) {
+    if h.count() == 0 {
+        out.push_str(";0;0;0.000000;0.000000");
+    } else {
+        let _ = write!(
+            out,
+            ";{};{};{:.6};{:.6}",
+            h.min() / 1000,
+            h.max() / 1000,
+            h.mean() / 1000.0,
+            h.stddev() / 1000.0
+        );
+    }
+}
+
+/// One direction of a terse line (fio's show_ddir_status_terse, version 3).
+fn terse_dir(out: &mut String, d: &DirStats, spec: &JobSpec, group_agg_bw_bytes: u64) {
+    let (bw, iops) = match d.runtime_ms {
+        0 => (0, 0),
+        runt => ((1000 * d.io_bytes / runt) / 1024, 1000 * d.total_ios / runt),
+    };
+    let _ = write!(
+        out,
+        ";{};{};{};{}",
+        d.io_bytes >> 10,
+        bw,
+        iops,
+        d.runtime_ms
+    );
+    terse_lat(out, &d.slat);
+    terse_lat(out, &d.clat);
+    // Twenty percentile slots: the list's values (0 when there are no samples), then `0%=0`.
+    let ps = spec.percentile_list.as_slice();
+    let hist = if spec.lat_percentiles {
+        Some(&d.lat)
+    } else if spec.clat_percentiles {
+        Some(&d.clat)
+    } else {
+        None
+    };
+    let vals: Vec<u64> = match hist {
+        Some(h) if h.count() > 0 => h
+            .percentiles(ps)
+            .into_iter()
+            .map(|v| v.unwrap_or(0))
+            .collect(),
+        Some(_) => vec![0; ps.len()],
+        None => Vec::new(),
+    };
+    for (p, v) in ps.iter().zip(&vals).take(TERSE_PERCENTILES) {
+        let _ = write!(out, ";{p:.6}%={}", v / 1000);
+    }
+    for _ in vals.len().min(TERSE_PERCENTILES)..TERSE_PERCENTILES {
+        out.push_str(";0%=0");
+    }
+    terse_lat(out, &d.lat);
+    let b = &d.bw_samples;
+    if b.n == 0 {
+        out.push_str(";0;0;0.000000%;0.000000;0.000000");
+    } else {
+        let agg_kib = group_agg_bw_bytes / 1024;
+        let p_of_agg = if group_agg_bw_bytes > 0 {
+            (b.mean() * 100.0 / agg_kib as f64).min(100.0)
+        } else {
+            100.0
+        };
+        let _ = write!(
+            out,
+            ";{};{};{:.6}%;{:.6};{:.6}",
+            b.min,
+            b.max,
+            p_of_agg,
+            b.mean(),
+            b.stddev()
+        );
+    }
+}
+
+/// fio's percentile slots in a terse line (FIO_IO_U_LIST_MAX_LEN).
+const TERSE_PERCENTILES: usize = 20;
+
+/// The terse versions fsdelta prints (fio's `--terse-version`; 3 is fio's default).
+pub const TERSE_VERSION: u32 = 3;
+
+/// fio's `--output-format=terse` (`--minimal`), terse version 3: one `;`-separated line per
+/// job, as fio 3.33's show_thread_status_terse_all prints it (read and write blocks, no trim
+/// in version 3; the disk util fields when a file is on a block device).
+pub fn terse(run: &FioRun) -> String {
+    let groups = group_stats(run);
+    let mut out = String::new();
+    for r in &run.results {
+        let spec = run.spec(r);
+        let st = &r.stats;
+        let g = groups
+            .iter()
+            .find(|(id, _)| *id == r.groupid)
+            .map(|(_, d)| *d)
+            .unwrap_or_default();
+        let _ = write!(
+            out,
+            "{TERSE_VERSION};{};{};{};{}",
+            version_string(),
+            r.name,
+            r.groupid,
+            st.error.as_ref().map_or(0, |e| e.errno)
+        );
+        terse_dir(&mut out, &st.dir[READ], spec, g[READ].agg_bw());
+        terse_dir(&mut out, &st.dir[WRITE], spec, g[WRITE].agg_bw());
+        let (usr, sys) = cpu_percent(st);
+        let _ = write!(
+            out,
+            ";{usr:.6}%;{sys:.6}%;{};{};{}",
+            st.rusage.ctx, st.rusage.majf, st.rusage.minf
+        );
+        let depth_total: u64 = st.depth_counts.iter().sum();
+        for c in &st.depth_counts {
+            let _ = write!(out, ";{:.1}%", pct(*c, depth_total));
+        }
+        // fio folds the nanosecond buckets into the first microsecond one ("to keep the terse
+        // format unaltered").
+        let lb = &st.lat_buckets;
+        let total = lb.total();
+        let ns: u64 = lb.ns.iter().sum();
+        for (i, c) in lb.us.iter().enumerate() {
+            let extra = if i == 0 { pct(ns, total) } else { 0.0 };
+            let _ = write!(out, ";{:.2}%", pct(*c, total) + extra);
+        }
+        for c in &lb.ms {
+            let _ = write!(out, ";{:.2}%", pct(*c, total));
+        }
+        for d in &run.disk_util {
+            let _ = write!(
+                out,
+                ";{};{};{};{};{};{};{};{};{:.2}%",
+                d.name,
+                d.read_ios,
+                d.write_ios,
+                d.read_merges,
+                d.write_merges,
+                d.read_ticks,
+                d.write_ticks,
+                d.in_queue,
+                d.util
+            );
+        }
+        if let Some(desc) = spec.description.as_ref().filter(|d| !d.is_empty()) {
+            let _ = write!(out, ";{desc}");
+        }
+        out.push('\n');
+    }
+    out
 }
 
 #[cfg(test)]
