@@ -107,21 +107,26 @@ fn rate_iops_with_offloaded_submission_holds_per_direction() {
 }
 
 /// exitall (default exit_what=group): when the quick job (4 MiB) ends, the rated one of its
-/// group ends after its first I/O instead of reading 16 MiB at 4 KiB/s; exit_what=all also ends the job
-/// after the stonewall, which never starts.
+/// group ends instead of reading 16 MiB at 4 KiB/s; exit_what=all also ends the job after the
+/// stonewall, which never starts. The rated job gets one I/O in if it starts before the quick
+/// one ends (fio: 1 on a quiet machine), none if the quick one is faster than its start (seen
+/// under CI load, in either tool): at most 1 is the property, the exact figure is the
+/// scheduler's.
 #[test]
 fn exitall_ends_the_group_and_exit_what_all_everything() {
     let job = "[global]\nrw=read\nbs=4k\n[a]\nsize=4m\nexitall\n[b]\nsize=16m\nrate=4k\n";
     both(job, &|tool, out| {
         assert!(out.status.success(), "{tool}");
         let j = jobs(&out.stdout);
-        assert_eq!((j[0].1, j[1].1), (1024, 1), "{tool}: {j:?}");
+        assert_eq!(j[0].1, 1024, "{tool}: {j:?}");
+        assert!(j[1].1 <= 1, "{tool}: {j:?}");
     });
     let job = "[global]\nrw=read\nbs=4k\nsize=64k\n[a]\nexitall\nexit_what=all\n[b]\nrate=4k\n[c]\nstonewall\n";
     both(job, &|tool, out| {
         assert!(out.status.success(), "{tool}");
         let n: Vec<u64> = jobs(&out.stdout).iter().map(|j| j.1).collect();
-        assert_eq!(n, [16, 1, 0], "{tool}");
+        assert_eq!((n.len(), n[0], n[2]), (3, 16, 0), "{tool}: {n:?}");
+        assert!(n[1] <= 1, "{tool}: {n:?}");
     });
 }
 
