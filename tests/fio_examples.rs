@@ -317,6 +317,11 @@ fn run(cmd: &mut Command, limit: Duration) -> Result<std::process::Output, Strin
                 libc::kill(-(child.id() as i32), libc::SIGKILL);
             }
             let _ = child.wait();
+            // fio's job processes call setsid(): they leave the group and outlive the kill
+            // above. Every one of them works in the run's own directory, so kill by cwd.
+            if let Some(dir) = cmd.get_current_dir() {
+                kill_in_dir(dir);
+            }
             return Err(format!("did not finish within {}s", limit.as_secs()));
         }
         std::thread::sleep(Duration::from_millis(20));
@@ -333,6 +338,31 @@ fn run(cmd: &mut Command, limit: Duration) -> Result<std::process::Output, Strin
         stdout: read(out),
         stderr: read(err),
     })
+}
+
+/// SIGKILL every process whose working directory is `dir` (the run's own temporary
+/// directory, so nothing outside this test is touched), until none is left.
+fn kill_in_dir(dir: &Path) {
+    let Ok(dir) = dir.canonicalize() else { return };
+    for _ in 0..50 {
+        let mut found = false;
+        for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+            let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+                continue;
+            };
+            if std::fs::read_link(e.path().join("cwd")).is_ok_and(|c| c == dir) {
+                found = true;
+                // SAFETY: kill(2) of a pid read from /proc; at worst it has exited already.
+                unsafe {
+                    libc::kill(pid, libc::SIGKILL);
+                }
+            }
+        }
+        if !found {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 fn first_line(b: &[u8]) -> String {
