@@ -10,7 +10,7 @@
 
 use crate::compare::changepoint::{self, Options};
 use crate::compare::verdict::{self, MetricClass};
-use crate::compare::{self, SeriesKey, stats};
+use crate::compare::{self, SeriesKey};
 use crate::model::{RunId, RunInfo, RunStatus, SampleRecord, SampleStatus, TargetFacts, Unit};
 use crate::probe::histogram::Histogram;
 use crate::report::html::{
@@ -419,8 +419,7 @@ fn attach_histories(
     runs.sort_by_key(|r| r.id);
     let keys: Vec<&(String, String, String)> = wanted.keys().collect();
     // config -> test -> metric -> index into `keys`: looked up with the borrowed names of a
-    // row, so no string is made per metric row (1.17 million of them for 500 runs of a
-    // 468-metric suite).
+    // row, so no string is made per row (a run's medians: 468 rows a run of the quick suite).
     let mut lookup: HashMap<&str, HashMap<&str, HashMap<&str, usize>>> = HashMap::new();
     for (i, (config, test, metric)) in keys.iter().enumerate() {
         lookup
@@ -444,60 +443,28 @@ fn attach_histories(
         })
         .collect();
     let mut points: Vec<Vec<HistoryPoint>> = vec![Vec::new(); keys.len()];
-    // One run's values per key; rows come in run order, so a run ends when the next begins.
-    let mut acc: Vec<Vec<f64>> = vec![Vec::new(); keys.len()];
-    let mut touched: Vec<usize> = Vec::new();
-    let mut flush = |run: RunId, acc: &mut Vec<Vec<f64>>, touched: &mut Vec<usize>| {
-        let Some((label, role)) = about.get(&run) else {
-            touched.clear();
-            return;
-        };
-        for &k in touched.iter() {
-            let values = &mut acc[k];
-            if let Some(median) = stats::median(values) {
-                points[k].push(HistoryPoint {
-                    run_id: run,
-                    label: label.clone(),
-                    median,
-                    n: values.len(),
-                    role: *role,
-                });
-            }
-            values.clear();
-        }
-        touched.clear();
-    };
     let ids: Vec<RunId> = runs.iter().map(|r| r.id).collect();
-    let mut current: Option<RunId> = None;
-    // The (configuration, test) of the previous row and its metrics: a sample's rows follow
-    // each other, so this is one string comparison a row instead of two lookups.
-    let mut last: (String, String, Option<&HashMap<&str, usize>>) =
-        (String::new(), String::new(), None);
-    store.metric_values(&ids, &mut |run, config, test, metric, value| {
-        if current != Some(run) {
-            if let Some(done) = current {
-                flush(done, &mut acc, &mut touched);
-            }
-            current = Some(run);
-        }
-        if last.0 != config || last.1 != test {
-            last.0.clear();
-            last.0.push_str(config);
-            last.1.clear();
-            last.1.push_str(test);
-            last.2 = lookup.get(config).and_then(|t| t.get(test));
-        }
-        let Some(&k) = last.2.and_then(|m| m.get(metric)) else {
+    // One row per run, configuration, test and metric, in run order: each run's median of
+    // its repetitions, as the store keeps it.
+    store.run_medians(&ids, &mut |m| {
+        let Some(&k) = lookup
+            .get(m.config)
+            .and_then(|t| t.get(m.test))
+            .and_then(|t| t.get(m.metric))
+        else {
             return;
         };
-        if acc[k].is_empty() {
-            touched.push(k);
-        }
-        acc[k].push(value);
+        let Some((label, role)) = about.get(&m.run) else {
+            return;
+        };
+        points[k].push(HistoryPoint {
+            run_id: m.run,
+            label: label.clone(),
+            median: m.median,
+            n: m.n,
+            role: *role,
+        });
     })?;
-    if let Some(done) = current {
-        flush(done, &mut acc, &mut touched);
-    }
     let points = keys.iter().zip(points);
     for (key, pts) in points {
         if pts.len() < MIN_HISTORY {

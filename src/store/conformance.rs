@@ -371,40 +371,58 @@ fn sample_metrics_are_the_ok_samples_of_the_runs_asked(b: &dyn Backend) {
         assert!(g.sample.histograms.is_empty());
     }
     assert!(s.sample_metrics(&[]).unwrap().is_empty());
-    // metric_values: the same values, flattened, in the same order.
+    // run_medians: per run, configuration, test and metric, the median and count of the
+    // successful samples' values (the failed repetition's 99 left out), in run order.
+    s.add_sample(a, &sample("emptyfiles", 3, 14.0)).unwrap();
     let mut seen = Vec::new();
-    s.metric_values(&[c, a, c], &mut |run, config, test, name, value| {
+    s.run_medians(&[c, a, c, skipped], &mut |m| {
         seen.push((
-            run,
-            config.to_string(),
-            test.to_string(),
-            name.to_string(),
-            value,
+            m.run,
+            m.config.to_string(),
+            m.test.to_string(),
+            m.metric.to_string(),
+            m.median,
+            m.n,
         ))
     })
     .unwrap();
-    let flat: Vec<_> = got
-        .iter()
-        .flat_map(|g| {
+    let mut want = Vec::new();
+    for r in [a, skipped, c] {
+        let recs = s.sample_metrics(&[r]).unwrap();
+        let rows = recs.iter().flat_map(|g| {
             g.sample.metrics.iter().map(|m| {
                 (
-                    g.run_id,
-                    g.sample.config.clone(),
-                    g.sample.test.clone(),
-                    m.name.clone(),
+                    g.sample.config.as_str(),
+                    g.sample.test.as_str(),
+                    m.name.as_str(),
                     m.value,
                 )
             })
-        })
-        .collect();
-    assert!(!flat.is_empty());
-    // In run order; within a run in any order.
+        });
+        for ((config, test, metric), (median, n)) in super::medians_of(rows) {
+            want.push((r, config.into(), test.into(), metric.into(), median, n));
+        }
+    }
     assert!(seen.windows(2).all(|w| w[0].0 <= w[1].0), "{seen:?}");
-    let sorted = |mut v: Vec<(RunId, String, String, String, f64)>| {
+    let sorted = |mut v: Vec<(RunId, String, String, String, f64, usize)>| {
         v.sort_by(|a, b| a.partial_cmp(b).unwrap());
         v
     };
-    assert_eq!(sorted(seen), sorted(flat));
+    assert_eq!(sorted(seen.clone()), sorted(want));
+    // The two emptyfiles repetitions of `a` that succeeded: one median of both, n = 2.
+    let ef: Vec<_> = seen
+        .iter()
+        .filter(|r| r.0 == a && r.2 == "emptyfiles")
+        .collect();
+    assert!(!ef.is_empty());
+    assert!(ef.iter().all(|r| r.5 == 2), "{ef:?}");
+    assert!(
+        ef.iter().any(|r| r.3 == "files_per_sec" && r.4 == 12.0),
+        "median of 10 and 14: {ef:?}"
+    );
+    let mut none = 0;
+    s.run_medians(&[], &mut |_| none += 1).unwrap();
+    assert_eq!(none, 0);
 }
 
 /// `samples_of_runs` answers each run asked, in the order asked (twice when asked twice),

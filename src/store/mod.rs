@@ -20,7 +20,21 @@ pub use selector::Selector;
 use crate::model::{MetricPoint, RunStatus};
 pub use crate::model::{NewRun, NewSample, RunId, RunInfo, SampleId, SampleRecord, StoredProfile};
 use chrono::{DateTime, Utc};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+
+/// One run's median of a metric: what [`Store::run_medians`] visits.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RunMedian<'a> {
+    pub run: RunId,
+    pub config: &'a str,
+    pub test: &'a str,
+    pub metric: &'a str,
+    /// The median of the metric's values in the run's successful samples of this test.
+    pub median: f64,
+    /// How many values (repetitions) the median is of.
+    pub n: usize,
+}
 
 /// Filter for listing runs.
 #[derive(Clone, Debug, Default)]
@@ -176,19 +190,43 @@ pub trait Store: Send {
         Ok(out)
     }
 
-    /// Every metric value of the successful samples of `runs`, one call of `visit` each as
-    /// (run, configuration, test, metric name, value), in run order (within a run, in any
-    /// order): what a report's histories over hundreds of runs read, without a
-    /// record, a string or a unit parsed per row. This default reads [`Store::sample_metrics`].
-    fn metric_values(
+    /// Per run, configuration, test and metric of the successful samples of `runs`: the
+    /// median of the metric's values and how many there are, one call of `visit` each, in run order (within a run, in
+    /// any order). What a report's histories over hundreds of runs draw: SQLite keeps these
+    /// medians in a table written with each sample (schema 8), so the history of 500 runs
+    /// reads one row a run and metric instead of every repetition's. This default computes
+    /// them from [`Store::sample_metrics`], with [`medians_of`].
+    fn run_medians(
         &self,
         runs: &[RunId],
-        visit: &mut dyn FnMut(RunId, &str, &str, &str, f64),
+        visit: &mut dyn FnMut(RunMedian<'_>),
     ) -> Result<(), StoreError> {
-        for s in self.sample_metrics(runs)? {
-            for m in &s.sample.metrics {
-                visit(s.run_id, &s.sample.config, &s.sample.test, &m.name, m.value);
+        let samples = self.sample_metrics(runs)?;
+        let mut at = 0;
+        while at < samples.len() {
+            let run = samples[at].run_id;
+            let end = at + samples[at..].partition_point(|s| s.run_id == run);
+            let rows = samples[at..end].iter().flat_map(|s| {
+                s.sample.metrics.iter().map(|m| {
+                    (
+                        s.sample.config.as_str(),
+                        s.sample.test.as_str(),
+                        m.name.as_str(),
+                        m.value,
+                    )
+                })
+            });
+            for ((config, test, metric), (median, n)) in medians_of(rows) {
+                visit(RunMedian {
+                    run,
+                    config,
+                    test,
+                    metric,
+                    median,
+                    n,
+                });
             }
+            at = end;
         }
         Ok(())
     }
@@ -262,6 +300,25 @@ pub trait Store: Send {
         }
         Ok(found)
     }
+}
+
+/// The median ([`crate::compare::stats::median`]) and count of each (configuration, test,
+/// metric)'s values among `rows`, keyed in name order: the one definition of a run's medians,
+/// for every backend's [`Store::run_medians`] and SQLite's table of them.
+pub(crate) fn medians_of<'a>(
+    rows: impl IntoIterator<Item = (&'a str, &'a str, &'a str, f64)>,
+) -> BTreeMap<(&'a str, &'a str, &'a str), (f64, usize)> {
+    let mut values: BTreeMap<(&str, &str, &str), Vec<f64>> = BTreeMap::new();
+    for (config, test, metric, value) in rows {
+        values
+            .entry((config, test, metric))
+            .or_default()
+            .push(value);
+    }
+    values
+        .into_iter()
+        .filter_map(|(k, v)| crate::compare::stats::median(&v).map(|m| (k, (m, v.len()))))
+        .collect()
 }
 
 /// A new random (version 4) UUID for a run, in its usual text form.

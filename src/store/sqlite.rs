@@ -142,7 +142,23 @@ const MIGRATIONS: &[&str] = &[
         data BLOB NOT NULL,
         PRIMARY KEY (sample_id, name)
     ) WITHOUT ROWID;",
+    // 8: each run's medians (issue 17): per configuration, test and metric, the median of its
+    // successful samples' values and their count, rewritten with each sample (`refresh_medians`)
+    // and filled for the runs already stored by `backfill_medians`. A report's histories read
+    // these instead of every repetition's metric rows.
+    "CREATE TABLE run_medians (
+        run_id INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+        config TEXT NOT NULL,
+        test TEXT NOT NULL,
+        metric TEXT NOT NULL,
+        median REAL NOT NULL,
+        n INTEGER NOT NULL,
+        PRIMARY KEY (run_id, config, test, metric)
+    ) WITHOUT ROWID;",
 ];
+
+/// The migration after which the runs already stored get their medians computed.
+const MEDIANS_MIGRATION: usize = 7;
 
 /// The newest schema version this build writes.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -446,6 +462,9 @@ impl SqliteStore {
         }
         for (i, sql) in MIGRATIONS.iter().enumerate().skip(version as usize) {
             tx.execute_batch(sql).map_err(backend)?;
+            if i == MEDIANS_MIGRATION {
+                backfill_medians(&tx)?;
+            }
             tx.execute_batch(&format!("PRAGMA user_version = {}", i + 1))
                 .map_err(backend)?;
         }
@@ -518,8 +537,93 @@ fn check_finite(sample: &NewSample) -> Result<(), StoreError> {
     Ok(())
 }
 
-/// Write one sample of `run` in `tx`: its row, metrics, histograms and attachments. The caller
-/// checks the metrics are finite and commits.
+/// Rewrite the medians of one (run, configuration, test) from its successful samples: called
+/// in the transaction that adds a sample, so the table never disagrees with the metrics.
+fn refresh_medians(
+    tx: &rusqlite::Transaction<'_>,
+    run: RunId,
+    config: &str,
+    test: &str,
+) -> Result<(), StoreError> {
+    tx.prepare_cached("DELETE FROM run_medians WHERE run_id = ?1 AND config = ?2 AND test = ?3")
+        .and_then(|mut d| d.execute(params![run, config, test]))
+        .map_err(backend)?;
+    let mut stmt = tx
+        .prepare_cached(
+            "SELECT m.name, m.value FROM samples s JOIN metrics m ON m.sample_id = s.id
+             WHERE s.run_id = ?1 AND s.config = ?2 AND s.test = ?3 AND s.status = 'ok'",
+        )
+        .map_err(backend)?;
+    let values: Vec<(String, f64)> = stmt
+        .query_map(params![run, config, test], |r| Ok((r.get(0)?, r.get(1)?)))
+        .map_err(backend)?
+        .collect::<Result<_, _>>()
+        .map_err(backend)?;
+    let medians = super::medians_of(values.iter().map(|(n, v)| (config, test, n.as_str(), *v)));
+    insert_medians(tx, run, &medians)
+}
+
+fn insert_medians(
+    tx: &rusqlite::Transaction<'_>,
+    run: RunId,
+    medians: &BTreeMap<(&str, &str, &str), (f64, usize)>,
+) -> Result<(), StoreError> {
+    let mut ins = tx
+        .prepare_cached(
+            "INSERT INTO run_medians (run_id, config, test, metric, median, n)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        )
+        .map_err(backend)?;
+    for ((config, test, metric), (median, n)) in medians {
+        ins.execute(params![run, config, test, metric, median, *n as i64])
+            .map_err(backend)?;
+    }
+    Ok(())
+}
+
+/// Migration 8: the medians of every run already stored, one run at a time.
+fn backfill_medians(tx: &rusqlite::Transaction<'_>) -> Result<(), StoreError> {
+    let mut stmt = tx
+        .prepare(
+            "SELECT s.run_id, s.config, s.test, m.name, m.value
+             FROM samples s JOIN metrics m ON m.sample_id = s.id
+             WHERE s.status = 'ok' ORDER BY s.run_id",
+        )
+        .map_err(backend)?;
+    let mut rows = stmt.query([]).map_err(backend)?;
+    let mut run: Option<RunId> = None;
+    let mut acc: Vec<(String, String, String, f64)> = Vec::new();
+    let flush = |run: RunId, acc: &mut Vec<(String, String, String, f64)>| {
+        let medians = super::medians_of(
+            acc.iter()
+                .map(|(c, t, m, v)| (c.as_str(), t.as_str(), m.as_str(), *v)),
+        );
+        let r = insert_medians(tx, run, &medians);
+        acc.clear();
+        r
+    };
+    while let Some(r) = rows.next().map_err(backend)? {
+        let id: RunId = r.get(0).map_err(backend)?;
+        if run.is_some_and(|done| done != id) {
+            flush(run.unwrap_or(id), &mut acc)?;
+        }
+        run = Some(id);
+        acc.push((
+            r.get(1).map_err(backend)?,
+            r.get(2).map_err(backend)?,
+            r.get(3).map_err(backend)?,
+            r.get(4).map_err(backend)?,
+        ));
+    }
+    if let Some(done) = run {
+        flush(done, &mut acc)?;
+    }
+    Ok(())
+}
+
+/// Write one sample of `run` in `tx`: its row, metrics, histograms, attachments and,
+/// for a successful sample, its run's medians. The caller checks the metrics are finite and
+/// commits.
 fn insert_sample(
     tx: &rusqlite::Transaction<'_>,
     run: RunId,
@@ -607,6 +711,9 @@ fn insert_sample(
             a.execute(params![id, att.name, att.format, att.data])
                 .map_err(|e| StoreError::Backend(format!("attachment '{}': {e}", att.name)))?;
         }
+    }
+    if sample.status == SampleStatus::Ok {
+        refresh_medians(tx, run, &sample.config, &sample.test)?;
     }
     Ok(id)
 }
@@ -1122,10 +1229,10 @@ impl Store for SqliteStore {
         Ok(out)
     }
 
-    fn metric_values(
+    fn run_medians(
         &self,
         runs: &[RunId],
-        visit: &mut dyn FnMut(RunId, &str, &str, &str, f64),
+        visit: &mut dyn FnMut(super::RunMedian<'_>),
     ) -> Result<(), StoreError> {
         let mut ids = runs.to_vec();
         ids.sort_unstable();
@@ -1135,12 +1242,8 @@ impl Store for SqliteStore {
             let mut stmt = self
                 .conn
                 .prepare(&format!(
-                    // Ordered by run only: sorting each sample's metrics too cost SQLite a
-                    // temporary B-tree (0.64 s against 0.42 s for 1.17 million rows here).
-                    "SELECT s.run_id, s.config, s.test, m.name, m.value
-                     FROM samples s JOIN metrics m ON m.sample_id = s.id
-                     WHERE s.run_id IN ({marks}) AND s.status = 'ok'
-                     ORDER BY s.run_id"
+                    "SELECT run_id, config, test, metric, median, n FROM run_medians
+                     WHERE run_id IN ({marks}) ORDER BY run_id"
                 ))
                 .map_err(backend)?;
             let mut rows = stmt
@@ -1150,13 +1253,15 @@ impl Store for SqliteStore {
                 let text = |i: usize| -> Result<&str, StoreError> {
                     r.get_ref(i).map_err(backend)?.as_str().map_err(corrupt)
                 };
-                visit(
-                    r.get(0).map_err(backend)?,
-                    text(1)?,
-                    text(2)?,
-                    text(3)?,
-                    r.get(4).map_err(backend)?,
-                );
+                let n: i64 = r.get(5).map_err(backend)?;
+                visit(super::RunMedian {
+                    run: r.get(0).map_err(backend)?,
+                    config: text(1)?,
+                    test: text(2)?,
+                    metric: text(3)?,
+                    median: r.get(4).map_err(backend)?,
+                    n: usize::try_from(n).map_err(corrupt)?,
+                });
             }
         }
         Ok(())
@@ -1434,6 +1539,54 @@ mod tests {
     }
 
     #[test]
+    fn upgrading_to_schema_8_computes_the_medians_of_the_runs_already_stored() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("m.sqlite");
+        let medians = |s: &SqliteStore, runs: &[RunId]| {
+            let mut v = Vec::new();
+            s.run_medians(runs, &mut |m| {
+                v.push((
+                    m.run,
+                    m.config.to_string(),
+                    m.test.to_string(),
+                    m.metric.to_string(),
+                    m.median,
+                    m.n,
+                ))
+            })
+            .unwrap();
+            v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+            v
+        };
+        let (runs, before) = {
+            let mut s = SqliteStore::open(&path).unwrap();
+            let a = s.create_run(&new_run("a")).unwrap();
+            for (rep, v) in [(1, 10.0), (2, 30.0), (3, 20.0)] {
+                s.add_sample(a, &sample("emptyfiles", rep, v)).unwrap();
+            }
+            let b = s.create_run(&new_run("b")).unwrap();
+            s.add_sample(b, &sample("emptyfiles", 1, 5.0)).unwrap();
+            let runs = [a, b];
+            let before = medians(&s, &runs);
+            assert!(
+                before
+                    .iter()
+                    .any(|r| r.0 == a && r.3 == "files_per_sec" && r.4 == 20.0 && r.5 == 3),
+                "{before:?}"
+            );
+            (runs, before)
+        };
+        // The same file as a schema-7 store left it: no table of medians.
+        Connection::open(&path)
+            .unwrap()
+            .execute_batch("DROP TABLE run_medians; PRAGMA user_version = 7;")
+            .unwrap();
+        let s = SqliteStore::open(&path).unwrap();
+        assert_eq!(s.version, SCHEMA_VERSION);
+        assert_eq!(medians(&s, &runs), before);
+    }
+
+    #[test]
     fn a_reader_does_not_wait_behind_a_writer() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("r.sqlite");
@@ -1561,7 +1714,7 @@ mod tests {
             .query_row("PRAGMA user_version", [], |r| r.get(0))
             .unwrap();
         assert_eq!(version, SCHEMA_VERSION);
-        assert_eq!(SCHEMA_VERSION, 7);
+        assert_eq!(SCHEMA_VERSION, 8);
         let old = s.runs(&RunFilter::default()).unwrap();
         assert_eq!(old.len(), 1);
         // Migration 6 gave the old run a version-4 UUID.
