@@ -461,6 +461,15 @@ struct PartitionedLoop {
 impl Drop for PartitionedLoop {
     fn drop(&mut self) {
         let _ = Command::new("losetup").args(["-d", &self.device]).status();
+        // A device still open (udev probing the partition after the unmount) is only marked
+        // autoclear by `losetup -d`; the kernel detaches it at the last close. Wait for that,
+        // bounded, so the leftover check sees the detach rather than racing udev.
+        let name = self.device.trim_start_matches("/dev/");
+        let backing = format!("/sys/block/{name}/loop/backing_file");
+        let start = std::time::Instant::now();
+        while Path::new(&backing).exists() && start.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 }
 
