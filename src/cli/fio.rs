@@ -12,7 +12,7 @@ use crate::workload::fio::FioWorkload;
 use crate::workload::{RunContext, WorkloadError};
 
 const USAGE: &str = "\
-usage: fsdelta fio [--output-format=normal|json|json+|terse[,...]] [--minimal] [--terse-version=3]
+usage: fsdelta fio [--output-format=normal|json|json+|terse[,...]] [--minimal] [--terse-version=2|3|4|5]
                    [--output=FILE] [--parse-only]
                    [--section=NAME]... [--readonly] [--showcmd] [--eta=never|auto|always]
                    [--alloc-size=KB] [--opt=value ...] [JOBFILE...] [--name=JOB --opt=value ...]
@@ -29,8 +29,8 @@ job that would write; --showcmd prints each job file as a command line and runs 
 --parse-only validates the jobs and runs nothing; --eta is accepted (fsdelta prints no ETA line
 whatever its value); --output-format takes a comma-separated list (normal, json, json+, terse),
 printed in fio's order (terse, json, normal); json+ is the JSON with each latency's bins;
---minimal is --output-format=terse, fio's terse version 3 lines (--terse-version=3, fio's
-default, is the only version printed).
+--minimal is --output-format=terse; --terse-version=2|3|4|5 picks fio's terse line format
+(3, fio's default; 2 and 4 add the trim block, 5 also the bw and iops sample fields).
 
 Where it differs from fio 3.33, on purpose:
   - jobs run as threads (thread is accepted; processes are never forked);
@@ -50,7 +50,7 @@ Where it differs from fio 3.33, on purpose:
     openfiles rotation;
   - --alloc-size=KB is accepted and changes nothing (it sizes fio's shared memory for job
     processes; there are none here);
-  - not supported (an error): --terse-version other than 3, --status-interval.
+  - not supported (an error): --status-interval.
 
 Supported job options:";
 
@@ -88,6 +88,8 @@ pub struct FioArgs {
     pub readonly: bool,
     /// --showcmd: print job files as command lines.
     pub showcmd: bool,
+    /// --terse-version: the terse lines' format (fio's default 3).
+    pub terse_version: report::fio::TerseVersion,
 }
 
 fn parse_formats(v: &str) -> Result<Vec<OutputFormat>, String> {
@@ -129,6 +131,7 @@ pub fn parse_args(args: &[String]) -> Result<FioArgs, String> {
         sections: Vec::new(),
         readonly: false,
         showcmd: false,
+        terse_version: report::fio::TerseVersion::DEFAULT,
     };
     let mut i = 0;
     while i < args.len() {
@@ -155,21 +158,14 @@ pub fn parse_args(args: &[String]) -> Result<FioArgs, String> {
             "--minimal" => a.formats = vec![OutputFormat::Terse],
             "--terse-version" => {
                 let v = take_value(&mut i)?;
-                match v.trim().parse::<u32>() {
-                    Ok(report::fio::TERSE_VERSION) => {}
-                    Ok(2..=5) => {
-                        return Err(format!(
-                            "--terse-version={v} is not supported: fsdelta prints terse version {} (fio's default)",
-                            report::fio::TERSE_VERSION
-                        ));
-                    }
-                    _ => {
-                        return Err(format!(
-                            "--terse-version={v}: bad terse version (fio knows 2 to 5; fsdelta prints {})",
-                            report::fio::TERSE_VERSION
-                        ));
-                    }
-                }
+                a.terse_version = v
+                    .trim()
+                    .parse::<u32>()
+                    .ok()
+                    .and_then(report::fio::TerseVersion::new)
+                    .ok_or_else(|| {
+                        format!("--terse-version={v}: bad terse version (fio knows 2, 3, 4 and 5)")
+                    })?;
             }
             "--status-interval" => {
                 return Err(
@@ -393,7 +389,7 @@ pub fn main(args: &[String]) -> i32 {
     let mut text = String::new();
     for f in &a.formats {
         text.push_str(&match f {
-            OutputFormat::Terse => report::fio::terse(&run),
+            OutputFormat::Terse => report::fio::terse(&run, a.terse_version),
             OutputFormat::Json => report::fio::json(&run),
             OutputFormat::JsonPlus => report::fio::json_plus(&run),
             OutputFormat::Normal => report::fio::normal(&run),
@@ -486,10 +482,18 @@ mod tests {
         );
         let a = parse_args(&v(&["--output-format=json", "--minimal"])).unwrap();
         assert_eq!(a.formats, vec![OutputFormat::Terse]);
-        assert!(parse_args(&v(&["--terse-version=3"])).is_ok());
-        let e = parse_args(&v(&["--terse-version=4"])).unwrap_err();
-        assert!(e.contains("terse version 3"), "{e}");
-        assert!(parse_args(&v(&["--terse-version=9"])).is_err());
+        for t in 2..=5 {
+            let a = parse_args(&v(&[&format!("--terse-version={t}")])).unwrap();
+            assert_eq!(Some(a.terse_version), report::fio::TerseVersion::new(t));
+        }
+        assert_eq!(
+            parse_args(&v(&[])).unwrap().terse_version,
+            report::fio::TerseVersion::DEFAULT
+        );
+        for bad in ["1", "6", "x"] {
+            let e = parse_args(&v(&[&format!("--terse-version={bad}")])).unwrap_err();
+            assert!(e.contains("2, 3, 4 and 5"), "{e}");
+        }
         assert!(parse_args(&v(&["--eta=sometimes"])).is_err());
         assert!(parse_args(&v(&["--eta=never"])).is_ok());
     }
