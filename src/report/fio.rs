@@ -432,7 +432,10 @@ pub fn json_plus(run: &FioRun) -> String {
 
 fn json_doc(run: &FioRun, plus: bool) -> String {
     let groups = group_stats(run);
-    let secs = run.started_unix_ms / 1000;
+    // fio stamps a report with the time it prints it (the end of the run, or the moment of a
+    // --status-interval report).
+    let report_ms = run.started_unix_ms + run.elapsed.0 / 1_000_000;
+    let secs = report_ms / 1000;
     let time = ctime(secs);
     let globals: Vec<(String, J)> = run
         .set
@@ -444,7 +447,7 @@ fn json_doc(run: &FioRun, plus: bool) -> String {
     let mut top = vec![
         ("fio version", J::Str(version_string())),
         ("timestamp", int(secs)),
-        ("timestamp_ms", int(run.started_unix_ms)),
+        ("timestamp_ms", int(report_ms)),
         ("time", J::Str(time)),
     ];
     if !globals.is_empty() {
@@ -638,10 +641,19 @@ fn bs_range(job: &crate::plan::jobfile::JobSpec, d: usize) -> String {
 
 /// fio's normal (text) output.
 pub fn normal(run: &FioRun) -> String {
+    let mut out = normal_header(&run.set);
+    out.push_str(&normal_block(run));
+    out
+}
+
+/// The lines fio prints before its jobs start (each job's rw, bs, engine and depth, fio's
+/// version, "Starting N threads"): the head of [`normal`], printed once when
+/// `--status-interval` reports follow.
+pub fn normal_header(set: &crate::plan::jobfile::JobSet) -> String {
     let mut out = String::new();
-    let gids = group_ids(&run.set);
+    let gids = group_ids(set);
     let mut threads = 0u32;
-    for (i, job) in run.set.jobs.iter().enumerate() {
+    for (i, job) in set.jobs.iter().enumerate() {
         let _ = writeln!(
             out,
             "{}: (g={}): rw={}, bs=(R) {}, (W) {}, (T) {}, ioengine={}, iodepth={}",
@@ -662,9 +674,17 @@ pub fn normal(run: &FioRun) -> String {
     let _ = writeln!(out, "{}", version_string());
     let _ = writeln!(
         out,
-        "Starting {threads} thread{}\n",
+        "Starting {threads} thread{}",
         if threads == 1 { "" } else { "s" }
     );
+    out
+}
+
+/// One report of fio's normal output (a blank line, every job's block, the groups' run
+/// status and the disk stats): the body of [`normal`], and what each `--status-interval`
+/// report prints.
+pub fn normal_block(run: &FioRun) -> String {
+    let mut out = String::from("\n");
     let groups = group_stats(run);
     let end_ms = run.started_unix_ms + run.elapsed.0 / 1_000_000;
     let end_time = ctime(end_ms / 1000);
