@@ -592,6 +592,15 @@ mod tests {
             parse_args(&v(&[])).unwrap().terse_version,
             report::fio::TerseVersion::DEFAULT
         );
+        let every = |t: &str| {
+            parse_args(&v(&[&format!("--status-interval={t}")])).map(|a| a.status_interval.unwrap())
+        };
+        assert_eq!(every("2"), Ok(std::time::Duration::from_secs(2)));
+        assert_eq!(every("500ms"), Ok(std::time::Duration::from_millis(500)));
+        assert_eq!(every("1500us"), Ok(std::time::Duration::from_millis(1)));
+        assert!(every("999us").unwrap_err().contains("too small"));
+        assert!(every("2x").is_err());
+        assert_eq!(parse_args(&v(&[])).unwrap().status_interval, None);
         for bad in ["1", "6", "x"] {
             let e = parse_args(&v(&[&format!("--terse-version={bad}")])).unwrap_err();
             assert!(e.contains("2, 3, 4 and 5"), "{e}");

@@ -1580,6 +1580,13 @@ fn running_stats(
     snap.rusage = super::stats::Rusage::thread().since(ru0);
     // SAFETY: gettid(2) takes no arguments and cannot fail.
     snap.tid = unsafe { libc::gettid() };
+    // The job's clock (chosen, and the TSC calibrated, before the clone started: this only
+    // reads the decision) and its drift so far.
+    let (jc, _) = JobClock::choose(job.clocksource);
+    snap.clock = ClockUse {
+        source: Some(jc.source()),
+        drift_ppm: jc.drift_ppm(),
+    };
     snap
 }
 
