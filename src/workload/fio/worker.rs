@@ -1563,7 +1563,8 @@ fn running_stats(
 ) -> ThreadStats {
     let mut snap = st.clone();
     let elapsed = now - clock.measured_from;
-    if job.ioengine.is_sync() && !job.io_submit_offload {
+    let file_op = job.ioengine.is_file_op();
+    if job.ioengine.is_sync() && !job.io_submit_offload && !file_op {
         let same = sync_lat_is_clat(job, BufferPolicy::of(job));
         for (d, same) in snap.dir.iter_mut().zip(same) {
             if same {
@@ -1572,7 +1573,8 @@ fn running_stats(
         }
     }
     for d in &mut snap.dir {
-        if d.io_bytes > 0 {
+        // A file engine's "I/O" may move no bytes: it counts by operations (as at its end).
+        if d.io_bytes > 0 || (file_op && d.total_ios > 0) {
             d.runtime_ms = elapsed.0.div_ceil(1_000_000);
         }
     }
@@ -2648,6 +2650,9 @@ fn run_file_op<T: TimeSource>(
                 ru0 = super::stats::Rusage::thread();
             }
             clock.sampler.tick(t1, &mut st.dir);
+            if let Some(slot) = setup.status.filter(|s| s.wanted()) {
+                slot.answer(running_stats(job, &st, &clock, &ru0, t1), Nanos::now());
+            }
             if clock.out_of_time(t1) {
                 break 'outer;
             }
