@@ -7,7 +7,8 @@
 //! latencies are the same number. Semantics live in `worker` (the timed loop), `files` (layout,
 //! alignment), `rand` (fio's generators); this module runs jobs in fio's order (all concurrently
 //! except across `stonewall`), one thread per clone (`numjobs`; fio's `thread` is always on),
-//! assigns reporting groups, and turns the stats into metrics.
+//! assigns reporting groups, and turns the stats into metrics. With `--status-interval`, a
+//! monitor thread (`status`) collects every clone's stats so far and reports them as it goes.
 //!
 //! What it must never do: print (results go to `report::fio` or the store), or run a job
 //! differently from its file. Deliberate differences from fio are documented where they are made
@@ -429,7 +430,15 @@ fn execute(
                 )
             });
         }
-        let r = run_batches(
+        // The monitor ends when the batches do, even by a panic.
+        struct Finished<'f>(&'f std::sync::atomic::AtomicBool);
+        impl Drop for Finished<'_> {
+            fn drop(&mut self) {
+                self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+            }
+        }
+        let _finished = Finished(&finished);
+        run_batches(
             set,
             ctx,
             &mut planned,
@@ -440,9 +449,7 @@ fn execute(
             exits,
             zones,
             &groups_all,
-        );
-        finished.store(true, std::sync::atomic::Ordering::SeqCst);
-        r
+        )
     });
     ran?;
     let results = assemble(set, outs, t0);
