@@ -1,6 +1,7 @@
-//! fio's terse output (`--minimal`, `--output-format=terse`, terse version 3): our line per job
-//! must have fio 3.33's fields in fio's order, so that scripts that split fio's terse lines on
-//! `;` and pick fields by position read ours unchanged. Runs Debian's fio on the same job.
+//! fio's terse output (`--minimal`, `--output-format=terse`, `--terse-version=2|3|4|5`): our
+//! line per job must have fio 3.33's fields in fio's order for each version, so that scripts
+//! that split fio's terse lines on `;` and pick fields by position read ours unchanged. Runs
+//! Debian's fio on the same job.
 
 mod common;
 
@@ -42,69 +43,132 @@ fn shape(f: &str) -> String {
     format!("str:{f}")
 }
 
+/// The lines of a terse output, each split on `;`. Version 2 prints a job's description on a
+/// line of its own (starting with `;`): it is joined to its job's line.
 fn lines(out: &[u8]) -> Vec<Vec<String>> {
-    String::from_utf8_lossy(out)
-        .lines()
+    let mut joined: Vec<String> = Vec::new();
+    for l in String::from_utf8_lossy(out).lines() {
+        match joined.last_mut() {
+            Some(prev) if l.starts_with(';') => prev.push_str(l),
+            _ => joined.push(l.to_string()),
+        }
+    }
+    joined
+        .iter()
         .map(|l| l.split(';').map(str::to_string).collect())
         .collect()
 }
 
-/// Header (5 fields), then read and write blocks of 41: io KiB, bw, iops, runtime, slat
-/// (4), clat (4), 20 percentiles, lat (4), bw min/max/%/mean/dev.
-const DIR_LEN: usize = 41;
-const CPU_AT: usize = 5 + 2 * DIR_LEN;
+/// Where a version's fields are: the header's length, a direction block's length (io KiB,
+/// bw, iops, runtime, slat (4), clat (4), 20 percentiles, lat (4), bw min/max/%/mean/dev;
+/// version 5 adds bw samples and iops min/max/mean/dev/samples) and how many directions
+/// (read, write; trim in versions 2, 4 and 5).
+fn layout(version: u32) -> (usize, usize, usize) {
+    let header = if version == 2 { 4 } else { 5 };
+    let dir_len = if version == 5 { 47 } else { 41 };
+    let dirs = if version == 3 { 2 } else { 3 };
+    (header, dir_len, dirs)
+}
 
-#[test]
-fn terse_lines_have_fios_fields() {
-    if !common::require(Path::new("/usr/bin/fio").exists(), "/usr/bin/fio") {
-        return;
-    }
+fn run_both(version: u32) -> (Vec<Vec<String>>, Vec<Vec<String>>) {
     let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     std::fs::write(a.path().join("job.fio"), JOB).unwrap();
     std::fs::write(b.path().join("job.fio"), JOB).unwrap();
+    let flag = format!("--terse-version={version}");
     let theirs = std::process::Command::new("/usr/bin/fio")
-        .args(["--minimal", "job.fio"])
+        .args(["--minimal", &flag, "job.fio"])
         .current_dir(a.path())
         .output()
         .unwrap();
     assert!(theirs.status.success(), "{theirs:?}");
     let ours = Command::cargo_bin("fsdelta")
         .unwrap()
-        .args([
-            "fio",
-            "--output-format=terse",
-            "--terse-version=3",
-            "job.fio",
-        ])
+        .args(["fio", "--output-format=terse", &flag, "job.fio"])
         .current_dir(b.path())
         .output()
         .unwrap();
     assert!(ours.status.success(), "{ours:?}");
-    let (t, o) = (lines(&theirs.stdout), lines(&ours.stdout));
-    assert_eq!(t.len(), 2, "{t:?}");
-    assert_eq!(o.len(), 2, "{o:?}");
-    for (t, o) in t.iter().zip(&o) {
-        assert_eq!(t.len(), o.len(), "field count\nfio's: {t:?}\nours:  {o:?}");
-        assert_eq!(o[0], "3");
-        // name, groupid, error
-        assert_eq!(t[2..5], o[2..5]);
-        for (i, (tf, of)) in t.iter().zip(o).enumerate().skip(5) {
-            assert_eq!(shape(tf), shape(of), "field {i}: fio's {tf}, ours {of}");
-        }
-        for d in 0..2 {
-            let at = 5 + d * DIR_LEN;
-            // io KiB is the job's size; a direction without I/O is all zeros in both.
-            assert_eq!(t[at], o[at], "io KiB of direction {d}");
-            if t[at] == "0" {
-                assert_eq!(t[at..at + DIR_LEN], o[at..at + DIR_LEN]);
+    (lines(&theirs.stdout), lines(&ours.stdout))
+}
+
+#[test]
+fn terse_lines_have_fios_fields_in_every_version() {
+    if !common::require(Path::new("/usr/bin/fio").exists(), "/usr/bin/fio") {
+        return;
+    }
+    for version in 2..=5u32 {
+        let (t, o) = run_both(version);
+        let (header, dir_len, dirs) = layout(version);
+        let cpu_at = header + dirs * dir_len;
+        assert_eq!(t.len(), 2, "version {version}: {t:?}");
+        assert_eq!(o.len(), 2, "version {version}: {o:?}");
+        for (t, o) in t.iter().zip(&o) {
+            assert_eq!(
+                t.len(),
+                o.len(),
+                "version {version} field count\nfio's: {t:?}\nours:  {o:?}"
+            );
+            // version, then (from version 3 on) the version string (ours names fsdelta);
+            // name, groupid, error.
+            assert_eq!(o[0], version.to_string());
+            assert_eq!(t[0], o[0]);
+            assert_eq!(
+                t[header - 3..header],
+                o[header - 3..header],
+                "version {version}"
+            );
+            for (i, (tf, of)) in t.iter().zip(o).enumerate().skip(header) {
+                assert_eq!(
+                    shape(tf),
+                    shape(of),
+                    "version {version} field {i}: fio's {tf}, ours {of}"
+                );
+            }
+            for d in 0..dirs {
+                let at = header + d * dir_len;
+                // io KiB is the job's size; a direction without I/O is all zeros in both.
+                assert_eq!(t[at], o[at], "version {version}: io KiB of direction {d}");
+                if t[at] == "0" {
+                    assert_eq!(t[at..at + dir_len], o[at..at + dir_len]);
+                }
+            }
+            // usr, sys, ctx, majf, minf, then the IO depth distribution: the share of I/Os
+            // per depth level.
+            assert_eq!(
+                t[cpu_at + 5..cpu_at + 12],
+                o[cpu_at + 5..cpu_at + 12],
+                "version {version} io depths"
+            );
+            // After the 10 µs and 12 ms latency buckets: the disk util (9 fields a device,
+            // version 3 on) and the description. Version 2 has no disk util.
+            let tail = cpu_at + 12 + 10 + 12;
+            if version == 2 {
+                assert!(o.len() <= tail + 1, "version 2 has no disk util: {o:?}");
             }
         }
-        // IO depth distribution: the count of I/Os per depth level.
-        assert_eq!(t[CPU_AT + 5..CPU_AT + 12], o[CPU_AT + 5..CPU_AT + 12]);
+        // The description, last, only on the job that has one.
+        assert_eq!(o[0].last().unwrap(), "sequential writer");
+        assert_eq!(t[0].last(), o[0].last());
     }
-    // The description, last, only on the job that has one.
-    assert_eq!(o[0].last().unwrap(), "sequential writer");
-    assert_eq!(t[0].last(), o[0].last());
+}
+
+#[test]
+fn terse_version_2_prints_the_description_on_its_own_line() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("job.fio"), JOB).unwrap();
+    let out = Command::cargo_bin("fsdelta")
+        .unwrap()
+        .args(["fio", "--minimal", "--terse-version=2", "job.fio"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let l: Vec<&str> = text.lines().collect();
+    assert_eq!(l.len(), 3, "{text}");
+    assert!(l[0].starts_with("2;w;0;0;"), "{text}");
+    assert_eq!(l[1], ";sequential writer");
+    assert!(l[2].starts_with("2;r;0;0;"), "{text}");
 }
 
 #[test]
@@ -128,10 +192,10 @@ fn terse_prints_before_json_as_in_fio() {
     assert!(json.contains("\"jobs\""), "{text}");
     let bad = Command::cargo_bin("fsdelta")
         .unwrap()
-        .args(["fio", "--terse-version=2", "job.fio"])
+        .args(["fio", "--terse-version=6", "job.fio"])
         .current_dir(dir.path())
         .output()
         .unwrap();
     assert_eq!(bad.status.code(), Some(2), "{bad:?}");
-    assert!(String::from_utf8_lossy(&bad.stderr).contains("terse version 3"));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("bad terse version"));
 }

@@ -8,12 +8,12 @@
 
 use crate::plan::jobfile::{self, JobFileError, RawSection, SystemSources};
 use crate::report;
-use crate::workload::fio::FioWorkload;
+use crate::workload::fio::{FioRun, FioWorkload, StatusReport};
 use crate::workload::{RunContext, WorkloadError};
 
 const USAGE: &str = "\
-usage: fsdelta fio [--output-format=normal|json|json+|terse[,...]] [--minimal] [--terse-version=3]
-                   [--output=FILE] [--parse-only]
+usage: fsdelta fio [--output-format=normal|json|json+|terse[,...]] [--minimal] [--terse-version=2|3|4|5]
+                   [--output=FILE] [--parse-only] [--status-interval=TIME]
                    [--section=NAME]... [--readonly] [--showcmd] [--eta=never|auto|always]
                    [--alloc-size=KB] [--opt=value ...] [JOBFILE...] [--name=JOB --opt=value ...]
 
@@ -29,8 +29,11 @@ job that would write; --showcmd prints each job file as a command line and runs 
 --parse-only validates the jobs and runs nothing; --eta is accepted (fsdelta prints no ETA line
 whatever its value); --output-format takes a comma-separated list (normal, json, json+, terse),
 printed in fio's order (terse, json, normal); json+ is the JSON with each latency's bins;
---minimal is --output-format=terse, fio's terse version 3 lines (--terse-version=3, fio's
-default, is the only version printed).
+--minimal is --output-format=terse; --terse-version=2|3|4|5 picks fio's terse line format
+(3, fio's default; 2 and 4 add the trim block, 5 also the bw and iops sample fields);
+--status-interval=TIME (fio's time suffixes, seconds by default, at least 1ms) prints every
+job's cumulative stats that often while the jobs run, in every chosen format (a full JSON
+document, terse lines, or the normal block per report), then the final report.
 
 Where it differs from fio 3.33, on purpose:
   - jobs run as threads (thread is accepted; processes are never forked);
@@ -50,7 +53,8 @@ Where it differs from fio 3.33, on purpose:
     openfiles rotation;
   - --alloc-size=KB is accepted and changes nothing (it sizes fio's shared memory for job
     processes; there are none here);
-  - not supported (an error): --terse-version other than 3, --status-interval.
+  - --status-interval: a job answers at its next I/O; one that does not answer within an
+    interval (a long thinktime, a verify pass) is reported with its last answer.
 
 Supported job options:";
 
@@ -88,6 +92,10 @@ pub struct FioArgs {
     pub readonly: bool,
     /// --showcmd: print job files as command lines.
     pub showcmd: bool,
+    /// --terse-version: the terse lines' format (fio's default 3).
+    pub terse_version: report::fio::TerseVersion,
+    /// --status-interval: print the stats so far this often while the jobs run.
+    pub status_interval: Option<std::time::Duration>,
 }
 
 fn parse_formats(v: &str) -> Result<Vec<OutputFormat>, String> {
@@ -129,6 +137,8 @@ pub fn parse_args(args: &[String]) -> Result<FioArgs, String> {
         sections: Vec::new(),
         readonly: false,
         showcmd: false,
+        terse_version: report::fio::TerseVersion::DEFAULT,
+        status_interval: None,
     };
     let mut i = 0;
     while i < args.len() {
@@ -155,27 +165,26 @@ pub fn parse_args(args: &[String]) -> Result<FioArgs, String> {
             "--minimal" => a.formats = vec![OutputFormat::Terse],
             "--terse-version" => {
                 let v = take_value(&mut i)?;
-                match v.trim().parse::<u32>() {
-                    Ok(report::fio::TERSE_VERSION) => {}
-                    Ok(2..=5) => {
-                        return Err(format!(
-                            "--terse-version={v} is not supported: fsdelta prints terse version {} (fio's default)",
-                            report::fio::TERSE_VERSION
-                        ));
-                    }
-                    _ => {
-                        return Err(format!(
-                            "--terse-version={v}: bad terse version (fio knows 2 to 5; fsdelta prints {})",
-                            report::fio::TERSE_VERSION
-                        ));
-                    }
-                }
+                a.terse_version = v
+                    .trim()
+                    .parse::<u32>()
+                    .ok()
+                    .and_then(report::fio::TerseVersion::new)
+                    .ok_or_else(|| {
+                        format!("--terse-version={v}: bad terse version (fio knows 2, 3, 4 and 5)")
+                    })?;
             }
             "--status-interval" => {
-                return Err(
-                    "--status-interval is not supported: fsdelta prints results once, at the end"
-                        .into(),
-                );
+                let v = take_value(&mut i)?;
+                let t = jobfile::expr::parse_time(&v)
+                    .map_err(|e| format!("--status-interval={v}: {e}"))?;
+                // fio keeps whole milliseconds and refuses less than one.
+                if t.as_micros() < 1000 {
+                    return Err(format!(
+                        "--status-interval={v}: status interval too small (at least 1ms, as fio)"
+                    ));
+                }
+                a.status_interval = Some(std::time::Duration::from_millis(t.as_millis() as u64));
             }
             "--output" => a.output = Some(take_value(&mut i)?),
             "--section" => a.sections.push(take_value(&mut i)?),
@@ -278,6 +287,64 @@ fn check_output(path: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// One report in the chosen formats, in fio's order; `header`: the normal output begins with
+/// fio's job lines (not when they were printed before the run, with --status-interval).
+fn render(a: &FioArgs, run: &FioRun, header: bool) -> String {
+    let mut text = String::new();
+    for f in &a.formats {
+        text.push_str(&match f {
+            OutputFormat::Terse => report::fio::terse(run, a.terse_version),
+            OutputFormat::Json => report::fio::json(run),
+            OutputFormat::JsonPlus => report::fio::json_plus(run),
+            OutputFormat::Normal if header => report::fio::normal(run),
+            OutputFormat::Normal => report::fio::normal_block(run),
+        });
+    }
+    text
+}
+
+/// Where --status-interval's reports go as they come: stdout or the --output file; the first
+/// write error is kept for the exit status.
+struct Sink {
+    out: Box<dyn std::io::Write + Send>,
+    what: String,
+    error: Option<String>,
+}
+
+impl Sink {
+    fn open(path: Option<&str>) -> Result<Sink, String> {
+        Ok(match path {
+            Some(p) => Sink {
+                out: Box::new(std::fs::File::create(p).map_err(|e| format!("--output={p}: {e}"))?),
+                what: format!("write {p}"),
+                error: None,
+            },
+            None => Sink {
+                out: Box::new(std::io::stdout()),
+                what: "write stdout".into(),
+                error: None,
+            },
+        })
+    }
+
+    fn write(&mut self, text: &str) {
+        if self.error.is_some() {
+            return;
+        }
+        if let Err(e) = self
+            .out
+            .write_all(text.as_bytes())
+            .and_then(|()| self.out.flush())
+        {
+            self.error = Some(format!("{}: {e}", self.what));
+        }
+    }
+}
+
+fn lock(s: &std::sync::Mutex<Sink>) -> std::sync::MutexGuard<'_, Sink> {
+    s.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// Run `fsdelta fio ARGS`; returns the exit code.
 pub fn main(args: &[String]) -> i32 {
     let a = match parse_args(args) {
@@ -349,6 +416,23 @@ pub fn main(args: &[String]) -> i32 {
             return 2;
         }
     };
+    // --status-interval: the output opens now, fio's header lines first (as fio prints them
+    // before the jobs start), every report is written as it comes.
+    let sink: Option<std::sync::Mutex<Sink>> = match a.status_interval {
+        None => None,
+        Some(_) => match Sink::open(a.output.as_deref()) {
+            Ok(s) => Some(std::sync::Mutex::new(s)),
+            Err(e) => {
+                eprintln!("fsdelta fio: {e}");
+                return 2;
+            }
+        },
+    };
+    if let Some(sink) = &sink {
+        if a.formats.contains(&OutputFormat::Normal) {
+            lock(sink).write(&report::fio::normal_header(&set));
+        }
+    }
     let workload = FioWorkload::new(set);
     // Warnings of the run (a refused clocksource=cpu) go to stderr, as fio's.
     struct Warnings;
@@ -357,11 +441,24 @@ pub fn main(args: &[String]) -> i32 {
             eprintln!("fsdelta fio: warning: {what}");
         }
     }
-    let run = workload.execute(&RunContext {
+    let ctx = RunContext {
         dir: &dir,
         cancel: &cancel,
         progress: &Warnings,
-    });
+    };
+    let run = match (&sink, a.status_interval) {
+        (Some(sink), Some(every)) => {
+            let report = |run: &FioRun| lock(sink).write(&render(&a, run, false));
+            workload.execute_with_status(
+                &ctx,
+                &StatusReport {
+                    every,
+                    report: &report,
+                },
+            )
+        }
+        _ => workload.execute(&ctx),
+    };
     let run = match run {
         Ok(r) => r,
         Err(WorkloadError::Cancelled) => {
@@ -390,15 +487,16 @@ pub fn main(args: &[String]) -> i32 {
             );
         }
     }
-    let mut text = String::new();
-    for f in &a.formats {
-        text.push_str(&match f {
-            OutputFormat::Terse => report::fio::terse(&run),
-            OutputFormat::Json => report::fio::json(&run),
-            OutputFormat::JsonPlus => report::fio::json_plus(&run),
-            OutputFormat::Normal => report::fio::normal(&run),
-        });
+    if let Some(sink) = &sink {
+        let mut sink = lock(sink);
+        sink.write(&render(&a, &run, false));
+        if let Some(e) = sink.error.take() {
+            eprintln!("fsdelta fio: {e}");
+            return 2;
+        }
+        return if failed { 1 } else { 0 };
     }
+    let text = render(&a, &run, true);
     match &a.output {
         Some(path) => {
             if let Err(e) = std::fs::write(path, text) {
@@ -486,10 +584,27 @@ mod tests {
         );
         let a = parse_args(&v(&["--output-format=json", "--minimal"])).unwrap();
         assert_eq!(a.formats, vec![OutputFormat::Terse]);
-        assert!(parse_args(&v(&["--terse-version=3"])).is_ok());
-        let e = parse_args(&v(&["--terse-version=4"])).unwrap_err();
-        assert!(e.contains("terse version 3"), "{e}");
-        assert!(parse_args(&v(&["--terse-version=9"])).is_err());
+        for t in 2..=5 {
+            let a = parse_args(&v(&[&format!("--terse-version={t}")])).unwrap();
+            assert_eq!(Some(a.terse_version), report::fio::TerseVersion::new(t));
+        }
+        assert_eq!(
+            parse_args(&v(&[])).unwrap().terse_version,
+            report::fio::TerseVersion::DEFAULT
+        );
+        let every = |t: &str| {
+            parse_args(&v(&[&format!("--status-interval={t}")])).map(|a| a.status_interval.unwrap())
+        };
+        assert_eq!(every("2"), Ok(std::time::Duration::from_secs(2)));
+        assert_eq!(every("500ms"), Ok(std::time::Duration::from_millis(500)));
+        assert_eq!(every("1500us"), Ok(std::time::Duration::from_millis(1)));
+        assert!(every("999us").unwrap_err().contains("too small"));
+        assert!(every("2x").is_err());
+        assert_eq!(parse_args(&v(&[])).unwrap().status_interval, None);
+        for bad in ["1", "6", "x"] {
+            let e = parse_args(&v(&[&format!("--terse-version={bad}")])).unwrap_err();
+            assert!(e.contains("2, 3, 4 and 5"), "{e}");
+        }
         assert!(parse_args(&v(&["--eta=sometimes"])).is_err());
         assert!(parse_args(&v(&["--eta=never"])).is_ok());
     }

@@ -432,7 +432,10 @@ pub fn json_plus(run: &FioRun) -> String {
 
 fn json_doc(run: &FioRun, plus: bool) -> String {
     let groups = group_stats(run);
-    let secs = run.started_unix_ms / 1000;
+    // fio stamps a report with the time it prints it (the end of the run, or the moment of a
+    // --status-interval report).
+    let report_ms = run.started_unix_ms + run.elapsed.0 / 1_000_000;
+    let secs = report_ms / 1000;
     let time = ctime(secs);
     let globals: Vec<(String, J)> = run
         .set
@@ -444,7 +447,7 @@ fn json_doc(run: &FioRun, plus: bool) -> String {
     let mut top = vec![
         ("fio version", J::Str(version_string())),
         ("timestamp", int(secs)),
-        ("timestamp_ms", int(run.started_unix_ms)),
+        ("timestamp_ms", int(report_ms)),
         ("time", J::Str(time)),
     ];
     if !globals.is_empty() {
@@ -638,10 +641,19 @@ fn bs_range(job: &crate::plan::jobfile::JobSpec, d: usize) -> String {
 
 /// fio's normal (text) output.
 pub fn normal(run: &FioRun) -> String {
+    let mut out = normal_header(&run.set);
+    out.push_str(&normal_block(run));
+    out
+}
+
+/// The lines fio prints before its jobs start (each job's rw, bs, engine and depth, fio's
+/// version, "Starting N threads"): the head of [`normal`], printed once when
+/// `--status-interval` reports follow.
+pub fn normal_header(set: &crate::plan::jobfile::JobSet) -> String {
     let mut out = String::new();
-    let gids = group_ids(&run.set);
+    let gids = group_ids(set);
     let mut threads = 0u32;
-    for (i, job) in run.set.jobs.iter().enumerate() {
+    for (i, job) in set.jobs.iter().enumerate() {
         let _ = writeln!(
             out,
             "{}: (g={}): rw={}, bs=(R) {}, (W) {}, (T) {}, ioengine={}, iodepth={}",
@@ -662,9 +674,17 @@ pub fn normal(run: &FioRun) -> String {
     let _ = writeln!(out, "{}", version_string());
     let _ = writeln!(
         out,
-        "Starting {threads} thread{}\n",
+        "Starting {threads} thread{}",
         if threads == 1 { "" } else { "s" }
     );
+    out
+}
+
+/// One report of fio's normal output (a blank line, every job's block, the groups' run
+/// status and the disk stats): the body of [`normal`], and what each `--status-interval`
+/// report prints.
+pub fn normal_block(run: &FioRun) -> String {
+    let mut out = String::from("\n");
     let groups = group_stats(run);
     let end_ms = run.started_unix_ms + run.elapsed.0 / 1_000_000;
     let end_time = ctime(end_ms / 1000);
@@ -888,7 +908,13 @@ fn terse_lat(out: &mut String, h: &Histogram) {
 }
 
 /// One direction of a terse line (fio's show_ddir_status_terse, version 3).
-fn terse_dir(out: &mut String, d: &DirStats, spec: &JobSpec, group_agg_bw_bytes: u64) {
+fn terse_dir(
+    out: &mut String,
+    d: &DirStats,
+    spec: &JobSpec,
+    group_agg_bw_bytes: u64,
+    version: TerseVersion,
+) {
     let (bw, iops) = match d.runtime_ms {
         0 => (0, 0),
         runt => ((1000 * d.io_bytes / runt) / 1024, 1000 * d.total_ios / runt),
@@ -948,18 +974,57 @@ fn terse_dir(out: &mut String, d: &DirStats, spec: &JobSpec, group_agg_bw_bytes:
             b.stddev()
         );
     }
+    // Version 5 adds the bw sample count and the iops samples' min;max;mean;dev;count.
+    if version.0 == 5 {
+        let _ = write!(out, ";{}", b.n);
+        let i = &d.iops_samples;
+        if i.n == 0 {
+            out.push_str(";0;0;0.000000;0.000000;0");
+        } else {
+            let _ = write!(
+                out,
+                ";{};{};{:.6};{:.6};{}",
+                i.min,
+                i.max,
+                i.mean(),
+                i.stddev(),
+                i.n
+            );
+        }
+    }
 }
 
 /// fio's percentile slots in a terse line (FIO_IO_U_LIST_MAX_LEN).
 const TERSE_PERCENTILES: usize = 20;
 
-/// The terse versions fsdelta prints (fio's `--terse-version`; 3 is fio's default).
-pub const TERSE_VERSION: u32 = 3;
+/// A terse format version fio 3.33 prints (`--terse-version`, 2 to 5; 3 is fio's default).
+/// Version 2 has no fio version field, a trim block and no disk utilization; 3 drops the trim
+/// block and adds the fio version and disk utilization; 4 is 3 with the trim block back; 5 is 4
+/// with each direction's bw sample count and iops samples (min, max, mean, dev, count).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TerseVersion(u32);
 
-/// fio's `--output-format=terse` (`--minimal`), terse version 3: one `;`-separated line per
-/// job, as fio 3.33's show_thread_status_terse_all prints it (read and write blocks, no trim
-/// in version 3; the disk util fields when a file is on a block device).
-pub fn terse(run: &FioRun) -> String {
+impl TerseVersion {
+    /// fio's default terse version.
+    pub const DEFAULT: TerseVersion = TerseVersion(3);
+
+    /// The version `v`, when fio 3.33 knows it (2 to 5).
+    pub fn new(v: u32) -> Option<TerseVersion> {
+        (2..=5).contains(&v).then_some(TerseVersion(v))
+    }
+}
+
+impl Default for TerseVersion {
+    fn default() -> Self {
+        Self::DEFAULT
+    }
+}
+
+/// fio's `--output-format=terse` (`--minimal`) in terse version `version`: one `;`-separated
+/// line per job, as fio 3.33's show_thread_status_terse_all prints it (read and write blocks,
+/// the trim block in versions 2, 4 and 5; the disk util fields from version 3 on, when a file
+/// is on a block device; version 2 puts the description on a line of its own, as fio does).
+pub fn terse(run: &FioRun, version: TerseVersion) -> String {
     let groups = group_stats(run);
     let mut out = String::new();
     for r in &run.results {
@@ -970,16 +1035,24 @@ pub fn terse(run: &FioRun) -> String {
             .find(|(id, _)| *id == r.groupid)
             .map(|(_, d)| *d)
             .unwrap_or_default();
-        let _ = write!(
-            out,
-            "{TERSE_VERSION};{};{};{};{}",
-            version_string(),
-            r.name,
-            r.groupid,
-            st.error.as_ref().map_or(0, |e| e.errno)
-        );
-        terse_dir(&mut out, &st.dir[READ], spec, g[READ].agg_bw());
-        terse_dir(&mut out, &st.dir[WRITE], spec, g[WRITE].agg_bw());
+        let errno = st.error.as_ref().map_or(0, |e| e.errno);
+        let v = version.0;
+        if v == 2 {
+            let _ = write!(out, "2;{};{};{errno}", r.name, r.groupid);
+        } else {
+            let _ = write!(
+                out,
+                "{v};{};{};{};{errno}",
+                version_string(),
+                r.name,
+                r.groupid
+            );
+        }
+        terse_dir(&mut out, &st.dir[READ], spec, g[READ].agg_bw(), version);
+        terse_dir(&mut out, &st.dir[WRITE], spec, g[WRITE].agg_bw(), version);
+        if v != 3 {
+            terse_dir(&mut out, &st.dir[TRIM], spec, g[TRIM].agg_bw(), version);
+        }
         let (usr, sys) = cpu_percent(st);
         let _ = write!(
             out,
@@ -1002,7 +1075,7 @@ pub fn terse(run: &FioRun) -> String {
         for c in &lb.ms {
             let _ = write!(out, ";{:.2}%", pct(*c, total));
         }
-        for d in &run.disk_util {
+        for d in run.disk_util.iter().filter(|_| v >= 3) {
             let _ = write!(
                 out,
                 ";{};{};{};{};{};{};{};{};{:.2}%",
@@ -1018,6 +1091,9 @@ pub fn terse(run: &FioRun) -> String {
             );
         }
         if let Some(desc) = spec.description.as_ref().filter(|d| !d.is_empty()) {
+            if v == 2 {
+                out.push('\n');
+            }
             let _ = write!(out, ";{desc}");
         }
         out.push('\n');

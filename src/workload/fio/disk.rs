@@ -117,13 +117,18 @@ impl DiskWatch {
 
     /// The counts since `start`.
     pub fn finish(self) -> Vec<DiskUtil> {
+        self.peek()
+    }
+
+    /// The counts since `start`, the watch going on (--status-interval's reports).
+    pub fn peek(&self) -> Vec<DiskUtil> {
         let ms = ((Nanos::now() - self.t0).0 / 1_000_000).max(1);
         self.devices
-            .into_iter()
+            .iter()
             .filter_map(|(name, stat, a)| {
-                let b = parse_stat(&std::fs::read_to_string(&stat).ok()?)?;
+                let b = parse_stat(&std::fs::read_to_string(stat).ok()?)?;
                 Some(DiskUtil {
-                    name,
+                    name: name.clone(),
                     read_ios: b.read_ios.saturating_sub(a.read_ios),
                     write_ios: b.write_ios.saturating_sub(a.write_ios),
                     read_merges: b.read_merges.saturating_sub(a.read_merges),

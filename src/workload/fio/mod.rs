@@ -7,7 +7,8 @@
 //! latencies are the same number. Semantics live in `worker` (the timed loop), `files` (layout,
 //! alignment), `rand` (fio's generators); this module runs jobs in fio's order (all concurrently
 //! except across `stonewall`), one thread per clone (`numjobs`; fio's `thread` is always on),
-//! assigns reporting groups, and turns the stats into metrics.
+//! assigns reporting groups, and turns the stats into metrics. With `--status-interval`, a
+//! monitor thread (`status`) collects every clone's stats so far and reports them as it goes.
 //!
 //! What it must never do: print (results go to `report::fio` or the store), or run a job
 //! differently from its file. Deliberate differences from fio are documented where they are made
@@ -27,6 +28,7 @@ pub mod prio;
 pub mod rand;
 pub mod rate;
 pub mod stats;
+pub mod status;
 pub mod steady;
 pub mod verify;
 pub mod worker;
@@ -85,6 +87,15 @@ impl FioRun {
     pub fn spec(&self, r: &JobResult) -> &JobSpec {
         &self.set.jobs[r.job_index]
     }
+}
+
+/// fio's `--status-interval`: where the cumulative stats go while the jobs run.
+pub struct StatusReport<'a> {
+    /// How often (fio's status_interval; at least a millisecond).
+    pub every: std::time::Duration,
+    /// Gets every job's stats so far (a finished job's final ones, zeros for a job not
+    /// started), with the runtimes up to now.
+    pub report: &'a (dyn Fn(&FioRun) + Sync),
 }
 
 /// A fio job set bound to run as a [`Workload`].
@@ -159,7 +170,17 @@ impl FioWorkload {
     /// Run every job in `ctx.dir` (relative `directory=`/`filename=` resolve against it) and
     /// return fio's full results.
     pub fn execute(&self, ctx: &RunContext<'_>) -> Result<FioRun, WorkloadError> {
-        execute(&self.set, ctx)
+        execute(&self.set, ctx, None)
+    }
+
+    /// [`execute`](Self::execute), handing the run so far to `status.report` every
+    /// `status.every` while the jobs run (fio's `--status-interval`).
+    pub fn execute_with_status(
+        &self,
+        ctx: &RunContext<'_>,
+        status: &StatusReport<'_>,
+    ) -> Result<FioRun, WorkloadError> {
+        execute(&self.set, ctx, Some(status))
     }
 }
 
@@ -261,6 +282,17 @@ fn steady_monitor(
     }
 }
 
+/// One clone, planned before anything runs.
+struct Planned<'a> {
+    job_index: usize,
+    job: &'a JobSpec,
+    plan: files::ClonePlan,
+    /// The clone whose files are planned when its batch starts.
+    deferred: Option<u32>,
+    thread_number: u64,
+    mem_align: usize,
+}
+
 struct CloneOut {
     job_index: usize,
     stats: ThreadStats,
@@ -272,22 +304,17 @@ fn behind_stonewall(set: &JobSet, ji: usize) -> bool {
     (1..=ji).any(|k| set.jobs[k].stonewall)
 }
 
-fn execute(set: &JobSet, ctx: &RunContext<'_>) -> Result<FioRun, WorkloadError> {
+fn execute(
+    set: &JobSet,
+    ctx: &RunContext<'_>,
+    status: Option<&StatusReport<'_>>,
+) -> Result<FioRun, WorkloadError> {
     let t0 = Nanos::now();
     let started_unix_ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)
         .unwrap_or(0);
     // Plan every clone (and check O_DIRECT alignment) before anything runs.
-    struct Planned<'a> {
-        job_index: usize,
-        job: &'a JobSpec,
-        plan: files::ClonePlan,
-        /// The clone whose files are planned when its batch starts.
-        deferred: Option<u32>,
-        thread_number: u64,
-        mem_align: usize,
-    }
     let mut planned: Vec<Planned<'_>> = Vec::new();
     let mut thread_number = 0u64;
     let mut zones = zbd::Registry::default();
@@ -381,8 +408,124 @@ fn execute(set: &JobSet, ctx: &RunContext<'_>) -> Result<FioRun, WorkloadError> 
             ctx.progress.warning(&format!("job '{}': {w}", job.name));
         }
     }
-    // Run in stonewall batches.
+    // --status-interval: every clone's slot, and the monitor that reports them.
+    let board = status.map(|_| status::Board::new(planned.len()));
+    let board = board.as_ref();
+    let clone_jobs: Vec<usize> = planned.iter().map(|p| p.job_index).collect();
+    let finished = std::sync::atomic::AtomicBool::new(false);
     let mut outs: Vec<CloneOut> = Vec::with_capacity(planned.len());
+    let ran = std::thread::scope(|outer| {
+        if let (Some(sr), Some(board)) = (status, board) {
+            let (clone_jobs, finished, watch) = (&clone_jobs, &finished, &watch);
+            let cancel = ctx.cancel;
+            outer.spawn(move || {
+                status_monitor(
+                    set,
+                    clone_jobs,
+                    board,
+                    watch,
+                    (t0, started_unix_ms),
+                    sr,
+                    &|| finished.load(std::sync::atomic::Ordering::SeqCst) || cancel.is_cancelled(),
+                )
+            });
+        }
+        // The monitor ends when the batches do, even by a panic.
+        struct Finished<'f>(&'f std::sync::atomic::AtomicBool);
+        impl Drop for Finished<'_> {
+            fn drop(&mut self) {
+                self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+            }
+        }
+        let _finished = Finished(&finished);
+        run_batches(
+            set,
+            ctx,
+            &mut planned,
+            &mut outs,
+            board,
+            buf_starts,
+            flows,
+            exits,
+            zones,
+            &groups_all,
+        )
+    });
+    ran?;
+    let results = assemble(set, outs, t0);
+    Ok(FioRun {
+        set: set.clone(),
+        results,
+        started_unix_ms,
+        elapsed: Nanos::now() - t0,
+        disk_util: watch.finish(),
+    })
+}
+
+/// fio's helper thread for `--status-interval`: every `sr.every`, the stats of every clone
+/// so far, assembled as the final report is, handed to `sr.report`; ends when `stop` says so
+/// (the final report follows).
+fn status_monitor(
+    set: &JobSet,
+    clone_jobs: &[usize],
+    board: &status::Board,
+    watch: &disk::DiskWatch,
+    (t0, started_unix_ms): (Nanos, u64),
+    sr: &StatusReport<'_>,
+    stop: &dyn Fn() -> bool,
+) {
+    let start = std::time::Instant::now();
+    for k in 1u32.. {
+        let due = start + sr.every * k;
+        loop {
+            if stop() {
+                return;
+            }
+            let now = std::time::Instant::now();
+            if now >= due {
+                break;
+            }
+            std::thread::sleep((due - now).min(std::time::Duration::from_millis(10)));
+        }
+        let snaps = board.collect(sr.every, stop);
+        if stop() {
+            return;
+        }
+        let outs = clone_jobs
+            .iter()
+            .zip(snaps)
+            .map(|(&job_index, (stats, end))| CloneOut {
+                job_index,
+                stats,
+                end,
+            })
+            .collect();
+        let run = FioRun {
+            set: set.clone(),
+            results: assemble(set, outs, t0),
+            started_unix_ms,
+            elapsed: Nanos::now() - t0,
+            disk_util: watch.peek(),
+        };
+        (sr.report)(&run);
+    }
+}
+
+/// Run the clones in stonewall batches (all clones of a batch at once), their results into
+/// `outs` in clone order.
+#[allow(clippy::too_many_arguments)]
+fn run_batches<'p>(
+    set: &JobSet,
+    ctx: &RunContext<'_>,
+    planned: &mut [Planned<'p>],
+    outs: &mut Vec<CloneOut>,
+    board: Option<&status::Board>,
+    buf_starts: &[rand::Taus],
+    flows: &pace::Flows,
+    exits: &rate::Exits,
+    zones: &zbd::Registry,
+    groups_all: &[u32],
+) -> Result<(), WorkloadError> {
     let mut i = 0;
     while i < planned.len() {
         let mut j = i + 1;
@@ -453,6 +596,17 @@ fn execute(set: &JobSet, ctx: &RunContext<'_>) -> Result<FioRun, WorkloadError> 
                                 }
                             }
                             let _left = Left(left);
+                            // The status monitor stops waiting for a clone that ended.
+                            struct Ended<'d>(Option<&'d status::Slot>);
+                            impl Drop for Ended<'_> {
+                                fn drop(&mut self) {
+                                    if let Some(s) = self.0 {
+                                        s.ended();
+                                    }
+                                }
+                            }
+                            let slot = board.map(|b| b.slot(ci));
+                            let _ended = Ended(slot);
                             let job = pl.job;
                             let exit = exits.get(ci);
                             // fio lays every job's files out before any job starts
@@ -510,8 +664,15 @@ fn execute(set: &JobSet, ctx: &RunContext<'_>) -> Result<FioRun, WorkloadError> 
                                 buf_starts,
                                 exit: Some(exit),
                                 zbd: Some(zones),
+                                status: slot,
                             };
+                            if let Some(s) = slot {
+                                s.started();
+                            }
                             let stats = worker::run_clone(&setup)?;
+                            if let Some(s) = slot {
+                                s.done(stats.clone(), Nanos::now());
+                            }
                             exit.set_state(rate::RunState::Running);
                             exits.ended(ci, job);
                             Ok(CloneOut {
@@ -540,6 +701,12 @@ fn execute(set: &JobSet, ctx: &RunContext<'_>) -> Result<FioRun, WorkloadError> 
         ctx.progress.fraction(j as f64 / planned.len() as f64);
         i = j;
     }
+    Ok(())
+}
+
+/// The reported entries of a run's clones (`outs` in clone order), as fio's __show_run_stats
+/// builds them: group_reporting merges, per-priority stats, each entry's elapsed time.
+fn assemble(set: &JobSet, outs: Vec<CloneOut>, t0: Nanos) -> Vec<JobResult> {
     let groups = group_ids(set);
     // The reported entry of each clone (None: stats=0, the job ran and fio reports nothing of
     // it). fio's rule: a clone of a group_reporting job joins the entry before it when that
@@ -606,13 +773,7 @@ fn execute(set: &JobSet, ctx: &RunContext<'_>) -> Result<FioRun, WorkloadError> 
             elapsed_s,
         });
     }
-    Ok(FioRun {
-        set: set.clone(),
-        results,
-        started_unix_ms,
-        elapsed: Nanos::now() - t0,
-        disk_util: watch.finish(),
-    })
+    results
 }
 
 fn sleep_cancellable(

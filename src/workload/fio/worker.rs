@@ -74,6 +74,8 @@ pub struct CloneSetup<'a> {
     pub flow: Option<&'a super::pace::FlowGroup>,
     /// Where the clone publishes its progress for steady-state detection (ss_dur=).
     pub progress: Option<&'a super::steady::Progress>,
+    /// Where the clone answers the --status-interval monitor's requests for its stats.
+    pub status: Option<&'a super::status::Slot>,
     /// Every clone's initial write-buffer generator (fio's buf_state), by thread number - 1:
     /// dedupe_global builds its working set from them.
     pub buf_starts: &'a [Taus],
@@ -188,6 +190,8 @@ struct Planner<'a> {
     zone_rand: Taus,
     /// Steady-state detection (ss_dur=): progress published, stop obeyed.
     progress: Option<&'a super::steady::Progress>,
+    /// --status-interval: requests for the stats so far, answered between I/Os.
+    status: Option<&'a super::status::Slot>,
     /// Which I/Os get a per-command priority (cmdprio_*; asynchronous engines only).
     cmdprio: Option<super::prio::CmdPrio>,
     /// verify_backlog: logged blocks (file, block) not yet verified, oldest first.
@@ -355,6 +359,7 @@ impl<'a> Planner<'a> {
             flow: setup.flow.map(|g| super::pace::FlowMember::new(g, job)),
             zone_rand: Taus::new(seeds[rand::SEED_ZONE], false),
             progress: setup.progress,
+            status: setup.status,
             cmdprio: None,
             backlog: std::collections::VecDeque::with_capacity(
                 (job.verify_backlog.max(job.verify_backlog_batch) as usize).min(1 << 16) + 1,
@@ -1530,6 +1535,9 @@ fn after_tick(
     if !p.job.disable_bw {
         clock.sampler.tick(now, &mut st.dir);
     }
+    if let Some(slot) = p.status.filter(|s| s.wanted()) {
+        slot.answer(running_stats(p.job, st, clock, ru0, now), Nanos::now());
+    }
     if let Some(pr) = p.progress {
         pr.publish(
             st.dir.iter().map(|d| d.total_ios).sum::<u64>(),
@@ -1540,6 +1548,48 @@ fn after_tick(
         }
     }
     !clock.out_of_time(now)
+}
+
+/// The clone's stats as `--status-interval` reports them at `now` (fio's
+/// `__show_running_run_stats`): every direction that moved bytes has run until now, the CPU
+/// counts until now, and the sync loop's lat is its clat (as at the end).
+#[cold]
+fn running_stats(
+    job: &JobSpec,
+    st: &ThreadStats,
+    clock: &Clock,
+    ru0: &super::stats::Rusage,
+    now: Nanos,
+) -> ThreadStats {
+    let mut snap = st.clone();
+    let elapsed = now - clock.measured_from;
+    let file_op = job.ioengine.is_file_op();
+    if job.ioengine.is_sync() && !job.io_submit_offload && !file_op {
+        let same = sync_lat_is_clat(job, BufferPolicy::of(job));
+        for (d, same) in snap.dir.iter_mut().zip(same) {
+            if same {
+                d.lat = d.clat.clone();
+            }
+        }
+    }
+    for d in &mut snap.dir {
+        // A file engine's "I/O" may move no bytes: it counts by operations (as at its end).
+        if d.io_bytes > 0 || (file_op && d.total_ios > 0) {
+            d.runtime_ms = elapsed.0.div_ceil(1_000_000);
+        }
+    }
+    snap.job_runtime_ms = elapsed.0 / 1_000_000;
+    snap.rusage = super::stats::Rusage::thread().since(ru0);
+    // SAFETY: gettid(2) takes no arguments and cannot fail.
+    snap.tid = unsafe { libc::gettid() };
+    // The job's clock (chosen, and the TSC calibrated, before the clone started: this only
+    // reads the decision) and its drift so far.
+    let (jc, _) = JobClock::choose(job.clocksource);
+    snap.clock = ClockUse {
+        source: Some(jc.source()),
+        drift_ppm: jc.drift_ppm(),
+    };
+    snap
 }
 
 /// Whether another pass should start after one ended. A new pass drops the files' cached
@@ -2600,6 +2650,9 @@ fn run_file_op<T: TimeSource>(
                 ru0 = super::stats::Rusage::thread();
             }
             clock.sampler.tick(t1, &mut st.dir);
+            if let Some(slot) = setup.status.filter(|s| s.wanted()) {
+                slot.answer(running_stats(job, &st, &clock, &ru0, t1), Nanos::now());
+            }
             if clock.out_of_time(t1) {
                 break 'outer;
             }
@@ -2681,6 +2734,7 @@ fn with_test_clone<R>(
         cancel: &cancel,
         flow: None,
         progress: None,
+        status: None,
         buf_starts: &[],
         exit: None,
         zbd: None,
