@@ -303,6 +303,21 @@ pub enum RandomDistribution {
         /// (start, end) percent per draw.
         index: Box<[(u8, u8); 100]>,
     },
+    /// fio's normal (gauss): `normal:DEV[:CENTER]`, DEV the deviation in percent of the
+    /// file (0 = none: the mean of fio's 12 uniform draws).
+    Normal {
+        /// Deviation, percent, 0..100.
+        dev: f64,
+        /// As for zipf.
+        center: Option<f64>,
+    },
+    /// fio's zoned_abs: `zoned_abs:A/SIZE:A/SIZE...`, A percent of the I/Os go to the next
+    /// SIZE bytes. Stored as fio's zone_state_index: for each draw v in 1..=100, the byte range
+    /// [start, end) of entry v-1.
+    ZonedAbs {
+        /// (start, end) bytes per draw.
+        index: Box<[(u64, u64); 100]>,
+    },
 }
 
 /// `file_service_type=`: which file the next I/O goes to.
@@ -1109,13 +1124,15 @@ fn validate(job: &JobSpec, origin: &Origin) -> Result<(), JobFileError> {
             ),
         );
     }
-    if matches!(job.random_distribution, RandomDistribution::Zoned { .. })
-        && job.random_generator == RandomGenerator::Lfsr
+    if matches!(
+        job.random_distribution,
+        RandomDistribution::Zoned { .. } | RandomDistribution::ZonedAbs { .. }
+    ) && job.random_generator == RandomGenerator::Lfsr
     {
         return err(
             origin,
             format!(
-                "job '{}': random_distribution=zoned with random_generator=lfsr is not supported",
+                "job '{}': random_distribution=zoned or zoned_abs with random_generator=lfsr is not supported (use random_generator=tausworthe)",
                 job.name
             ),
         );
@@ -1859,6 +1876,21 @@ mod tests {
                 "[j]\nsize=1m\nrandom_distribution=zoned:50/5,50/5\n",
                 3,
                 "per-direction",
+            ),
+            (
+                "[j]\nsize=1m\nrandom_distribution=zoned_abs:50/1m:40/1m\n",
+                3,
+                "access percentages add up to 90",
+            ),
+            (
+                "[j]\nsize=1m\nrandom_distribution=normal:120\n",
+                3,
+                "normal deviation out of range",
+            ),
+            (
+                "[j]\nsize=1m\nrandom_distribution=zoned_abs:100/1m\nrandom_generator=lfsr\n",
+                1,
+                "use random_generator=tausworthe",
             ),
             ("[j]\nsize=1m\nzonemode=strided\n", 1, "needs zonesize="),
             (

@@ -2367,14 +2367,29 @@ fn set_random_distribution(j: &mut JobSpec, v: Val<'_>, o: &RawOption) -> Result
             let center = center_ok(num(f64::NAN)?)?;
             RandomDistribution::Pareto { h, center }
         }
+        "normal" => {
+            // fio's default deviation for normal is 0.0
+            let dev = num(0.0)?.unwrap_or(0.0);
+            if !(0.0..100.0).contains(&dev) {
+                return err(
+                    &o.origin,
+                    "option 'random_distribution': normal deviation out of range (0 <= input < 100.0)",
+                );
+            }
+            let center = center_ok(num(f64::NAN)?)?;
+            RandomDistribution::Normal { dev, center }
+        }
         "zoned" => RandomDistribution::Zoned {
             index: Box::new(zoned_index(v, o)?),
+        },
+        "zoned_abs" => RandomDistribution::ZonedAbs {
+            index: Box::new(zoned_abs_index(v, o)?),
         },
         _ => {
             return choice_err(
                 o,
                 v,
-                "random, zipf[:THETA[:CENTER]], pareto[:H[:CENTER]], zoned:A/S[:A/S...]; normal and zoned_abs are not supported",
+                "random, zipf[:THETA[:CENTER]], pareto[:H[:CENTER]], normal[:DEV[:CENTER]], zoned:A/S[:A/S...], zoned_abs:A/SIZE[:A/SIZE...]",
             );
         }
     };
@@ -2444,6 +2459,63 @@ fn zoned_index(v: &str, o: &RawOption) -> Result<[(u8, u8); 100], JobFileError> 
         }
         aprev += a as usize;
         sprev += s;
+    }
+    Ok(index)
+}
+
+/// fio's zone_split_ddir with `absolute` and __td_zone_gen_index for
+/// `zoned_abs:A/SIZE:A/SIZE...` (one split for every direction): access percentages must add
+/// up to 100; a missing size is 0 bytes, as in fio.
+fn zoned_abs_index(v: &str, o: &RawOption) -> Result<[(u64, u64); 100], JobFileError> {
+    let bad = |why: &str| {
+        err(
+            &o.origin,
+            format!("option 'random_distribution': '{v}': {why}"),
+        )
+    };
+    let spec = v.strip_prefix("zoned_abs:").unwrap_or("");
+    if spec.is_empty() {
+        return bad("zoned_abs needs ACCESS%/SIZE entries, e.g. zoned_abs:60/1g:40/9g");
+    }
+    if spec.contains(',') {
+        return bad("per-direction zoned_abs splits (',') are not supported");
+    }
+    let mut entries: Vec<(u32, u64)> = Vec::new();
+    // fio's split_parse_ddir stops at the first empty entry.
+    for part in spec.split(':').take_while(|p| !p.is_empty()) {
+        let (a, s) = match part.split_once('/') {
+            Some((a, s)) => (a, Some(s)),
+            None => (part, None),
+        };
+        let a = match a.trim().trim_end_matches('%').parse::<u32>() {
+            Ok(a) if a <= 100 => a,
+            _ => return bad(&format!("'{part}': '{a}' is not an access percentage")),
+        };
+        let size = match s {
+            None => 0,
+            Some(s) => match parse_size(s) {
+                Ok(SizeValue::Bytes(b)) => b.0,
+                _ => return bad(&format!("'{part}': '{s}' is not a size in bytes")),
+            },
+        };
+        entries.push((a, size));
+    }
+    let access: u32 = entries.iter().map(|e| e.0).sum();
+    if access > 100 {
+        return bad("percentages add to more than 100%");
+    }
+    if access < 100 {
+        return bad(&format!("access percentages add up to {access}, not 100"));
+    }
+    let mut index = [(0u64, 0u64); 100];
+    let (mut aprev, mut sprev) = (0usize, 0u64);
+    for (a, size) in entries {
+        let a = a as usize;
+        for slot in index.iter_mut().skip(aprev).take(a) {
+            *slot = (sprev, sprev + size);
+        }
+        aprev += a;
+        sprev += size;
     }
     Ok(index)
 }
@@ -2636,6 +2708,14 @@ mod tests {
         assert!(idx[80..].iter().all(|e| *e == (20, 100)));
         assert!(zoned_index("zoned:60/10:50/10", &o).is_err());
         assert!(zoned_index("zoned:", &o).is_err());
+        // zoned_abs: byte ranges, a missing size is 0 bytes, as fio's.
+        let idx = zoned_abs_index("zoned_abs:60/1m:30/2m:10", &o).unwrap();
+        assert!(idx[..60].iter().all(|e| *e == (0, 1 << 20)));
+        assert!(idx[60..90].iter().all(|e| *e == (1 << 20, 3 << 20)));
+        assert!(idx[90..].iter().all(|e| *e == (3 << 20, 3 << 20)));
+        assert!(zoned_abs_index("zoned_abs:50/1m:40/1m", &o).is_err());
+        assert!(zoned_abs_index("zoned_abs:50/1m,50/1m", &o).is_err());
+        assert!(zoned_abs_index("zoned_abs:", &o).is_err());
     }
 
     #[test]

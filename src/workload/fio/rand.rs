@@ -938,9 +938,23 @@ pub struct Skewed {
 
 #[derive(Clone, Copy, Debug)]
 enum SkewKind {
-    Zipf { theta: f64, zeta2: f64, zetan: f64 },
-    Pareto { pow: f64 },
+    Zipf {
+        theta: f64,
+        zeta2: f64,
+        zetan: f64,
+    },
+    Pareto {
+        pow: f64,
+    },
+    /// fio's gauss_state (lib/gauss.c): `stddev` in ranges, its `rand_off` is a C
+    /// `unsigned int` (kept in `Skewed::rand_off`).
+    Gauss {
+        stddev: u32,
+    },
 }
+
+/// fio's GAUSS_ITERS: the sum of this many uniform draws approximates a normal one.
+const GAUSS_ITERS: u64 = 12;
 
 impl Skewed {
     fn shared(nranges: u64, center: Option<f64>, seed: u32) -> (Taus, u64) {
@@ -985,10 +999,61 @@ impl Skewed {
         }
     }
 
-    /// The next block (fio's zipf_next / pareto_next).
+    /// fio's gauss_init: `dev` is the deviation in percent of the ranges (0 = a plain sum of
+    /// uniform draws); `center` moves the peak, as a fraction of the file (None = the middle).
+    pub fn gauss(nranges: u64, dev: f64, center: Option<f64>, seed: u32) -> Skewed {
+        let rand = Taus::new(seed as u64, false);
+        let mut stddev = 0u32;
+        if dev != 0.0 {
+            stddev = (nranges as f64 * dev / 100.0).ceil() as u32;
+            if stddev as u64 > nranges / 2 {
+                stddev = (nranges / 2) as u32;
+            }
+        }
+        // fio stores `nranges * (center - 0.5)` in an unsigned int: gcc's conversion of a
+        // negative double keeps the low 32 bits of the 64-bit integer, and fio then adds
+        // that (zero-extended) to a 64-bit sum, so a center below the middle is 2^32 - k, not
+        // -k. Reproduced as is, because it decides which blocks are hot.
+        let rand_off = center.map_or(0, |c| (nranges as f64 * (c - 0.5)) as i64 as u32) as u64;
+        Skewed {
+            rand,
+            nranges,
+            rand_off,
+            kind: SkewKind::Gauss { stddev },
+        }
+    }
+
+    /// fio's gauss_next: the mean of 12 draws over 0..=nranges, moved by a uniform deviation
+    /// (halved until it stays below nranges), hashed over the file and offset by the center.
+    fn gauss_next(&mut self, stddev: u32) -> u64 {
+        let n = self.nranges;
+        let mut sum = 0u64;
+        for _ in 0..GAUSS_ITERS {
+            sum = sum.wrapping_add(self.rand.next_raw() % (n + 1));
+        }
+        sum = (sum + GAUSS_ITERS - 1) / GAUSS_ITERS;
+        if stddev != 0 {
+            // gauss_dev: an int, computed in unsigned arithmetic as C does.
+            let r = self.rand.next_raw() as f64;
+            let vr = (stddev as f64 * (r / (FRAND32_MAX + 1.0))) as i32;
+            let mut dev = (vr as u32).wrapping_sub(stddev / 2) as i32;
+            // The int is widened to 64 bits with its sign, so a negative one that passes the
+            // sum wraps high and is halved too. (fio loops for ever when the sum is nranges
+            // and dev 0; that needs all 12 draws to be nranges, and here it stops.)
+            while (dev as i64 as u64).wrapping_add(sum) >= n && dev != 0 {
+                dev /= 2;
+            }
+            sum = sum.wrapping_add(dev as i64 as u64);
+        }
+        sum.wrapping_mul(GOLDEN_RATIO_64)
+            .wrapping_add(self.rand_off)
+            % n.max(1)
+    }
+
+    /// The next block (fio's zipf_next / pareto_next / gauss_next).
     pub fn next_block(&mut self) -> u64 {
         let n = self.nranges.max(1);
-        let rand_uni = self.rand.next_raw() as f64 / FRAND32_MAX;
+        let mut rand_uni = || self.rand.next_raw() as f64 / FRAND32_MAX;
         let val = match self.kind {
             SkewKind::Zipf {
                 theta,
@@ -997,6 +1062,7 @@ impl Skewed {
             } => {
                 let alpha = 1.0 / (1.0 - theta);
                 let eta = (1.0 - (2.0 / n as f64).powf(1.0 - theta)) / (1.0 - zeta2 / zetan);
+                let rand_uni = rand_uni();
                 let rand_z = rand_uni * zetan;
                 let v: u64 = if rand_z < 1.0 {
                     1
@@ -1007,7 +1073,8 @@ impl Skewed {
                 };
                 v.wrapping_sub(1)
             }
-            SkewKind::Pareto { pow } => ((n - 1) as f64 * rand_uni.powf(pow)) as u64,
+            SkewKind::Pareto { pow } => ((n - 1) as f64 * rand_uni().powf(pow)) as u64,
+            SkewKind::Gauss { stddev } => return self.gauss_next(stddev),
         };
         val.wrapping_mul(GOLDEN_RATIO_64)
             .wrapping_add(self.rand_off)

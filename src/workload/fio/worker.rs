@@ -276,14 +276,33 @@ impl<'a> Planner<'a> {
             };
             let skew = match job.random_distribution {
                 _ if !random => None,
-                RandomDistribution::Random | RandomDistribution::Zoned { .. } => None,
+                RandomDistribution::Random
+                | RandomDistribution::Zoned { .. }
+                | RandomDistribution::ZonedAbs { .. } => None,
                 RandomDistribution::Zipf { theta, center } => {
                     Some(rand::Skewed::zipf(nranges, theta, center, seed))
                 }
                 RandomDistribution::Pareto { h, center } => {
                     Some(rand::Skewed::pareto(nranges, h, center, seed))
                 }
+                RandomDistribution::Normal { dev, center } => {
+                    Some(rand::Skewed::gauss(nranges, dev, center, seed))
+                }
             };
+            if let RandomDistribution::ZonedAbs { index } = &job.random_distribution {
+                // fio checks this at each draw ("zoned_abs sizes exceed file size") and ends
+                // the job without an error at the first draw of a zone past the end; refused
+                // here before any I/O, so that a job never silently stops short.
+                let end = index.iter().map(|z| z.1).max().unwrap_or(0);
+                if random && end > f.size {
+                    return Err(WorkloadError::InvalidOptions(format!(
+                        "job '{}': random_distribution=zoned_abs zones end at {end} bytes, past the end of {} ({} bytes); make the zones fit in size=",
+                        job.name,
+                        f.path.display(),
+                        f.size
+                    )));
+                }
+            }
             let empty = f.size == 0;
             let written = if job.verify && job.do_verify && job.rw.writes() {
                 vec![0u32; (f.size / job.min_bs(WRITE)) as usize]
@@ -670,6 +689,18 @@ impl<'a> Planner<'a> {
                         let first = start as u64 * nblocks / 100;
                         let span = nblocks * (end - start) as u64 / 100;
                         Some(first + self.block_rand.block(span.max(1)))
+                    } else if let RandomDistribution::ZonedAbs { index } = &job.random_distribution
+                    {
+                        // fio's __get_next_rand_offset_zoned_abs: the zone's bytes in blocks of
+                        // ba; a zone past the last block ends the file.
+                        let v = self.zone_rand.between(1, 100) as usize;
+                        let (start, end) = index[v - 1];
+                        let (first, last) = (start / ba, end / ba);
+                        if last > nblocks {
+                            None
+                        } else {
+                            Some(first + self.block_rand.block((last - first).max(1)))
+                        }
                     } else if let Some(l) = &mut f.lfsr {
                         l.next_block()
                     } else {
@@ -3131,5 +3162,76 @@ mod pareto_tests {
             false, false,
         ];
         assert_eq!(same, want);
+    }
+}
+
+#[cfg(test)]
+mod normal_zoned_abs_tests {
+    use super::*;
+
+    fn first_offsets(dist: &str, n: usize) -> Vec<u64> {
+        with_test_clone(
+            &format!(
+                "[z]\nioengine=null\nrw=randread\nnorandommap\nsize=4m\nbs=4k\nrandom_distribution={dist}\n"
+            ),
+            |setup, _| {
+                let mut p = Planner::new(setup).unwrap();
+                (0..n).map(|_| p.next_io().unwrap().offset).collect()
+            },
+        )
+    }
+
+    /// The first offsets of normal and zoned_abs jobs equal fio 3.33's (`fio --debug=io
+    /// --name=z --ioengine=null --rw=randread --norandommap --size=4m --bs=4k
+    /// --random_distribution=D --number_ios=8`, the `off=` of each queued io_u).
+    #[test]
+    fn normal_and_zoned_abs_offsets_are_fios() {
+        let cases: [(&str, [u64; 8]); 5] = [
+            (
+                "normal",
+                [
+                    0x39a000, 0x6b000, 0x163000, 0x3a4000, 0xff000, 0x2a8000, 0x302000, 0x345000,
+                ],
+            ),
+            (
+                "normal:10",
+                [
+                    0x2e2000, 0x2c000, 0x3cf000, 0x11e000, 0x9000, 0x18000, 0x2ec000, 0x61000,
+                ],
+            ),
+            (
+                "normal:10:0.2",
+                [
+                    0x1af000, 0x2f9000, 0x29c000, 0x3eb000, 0x2d6000, 0x2e5000, 0x1b9000, 0x32e000,
+                ],
+            ),
+            (
+                "normal:5:0.7",
+                [
+                    0x20a000, 0x3bd000, 0x143000, 0x3e2000, 0x2e2000, 0x288000, 0x8a000, 0x181000,
+                ],
+            ),
+            (
+                "zoned_abs:60/1m:30/2m:10/1m",
+                [
+                    0xf000, 0xbd000, 0xd7000, 0x378000, 0x1cd000, 0xd7000, 0x1c2000, 0x5a000,
+                ],
+            ),
+        ];
+        for (dist, want) in cases {
+            assert_eq!(first_offsets(dist, 8), want.to_vec(), "{dist}");
+        }
+    }
+
+    /// Zones past the end of the file: fio ends the job at the first such draw without an
+    /// error ("zoned_abs sizes exceed file size"); we refuse the job before any I/O.
+    #[test]
+    fn zoned_abs_past_the_file_is_refused() {
+        let err = with_test_clone(
+            "[z]\nioengine=null\nrw=randread\nnorandommap\nsize=4m\nbs=4k\nrandom_distribution=zoned_abs:50/8m:50/1m\n",
+            |setup, _| Planner::new(setup).err().map(|e| e.to_string()),
+        )
+        .expect("zones past the file were accepted");
+        assert!(err.contains("past the end of"), "{err}");
     }
 }
