@@ -1031,7 +1031,7 @@ impl Skewed {
         for _ in 0..GAUSS_ITERS {
             sum = sum.wrapping_add(self.rand.next_raw() % (n + 1));
         }
-        sum = (sum + GAUSS_ITERS - 1) / GAUSS_ITERS;
+        sum = sum.div_ceil(GAUSS_ITERS);
         if stddev != 0 {
             // gauss_dev: an int, computed in unsigned arithmetic as C does.
             let r = self.rand.next_raw() as f64;
