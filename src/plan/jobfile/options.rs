@@ -2407,23 +2407,50 @@ fn unit_fraction(v: &str, o: &RawOption) -> Result<f64, JobFileError> {
     }
 }
 
+/// An error in the zone split `v` of random_distribution.
+fn zone_split_err<T>(v: &str, o: &RawOption, why: &str) -> Result<T, JobFileError> {
+    err(
+        &o.origin,
+        format!("option 'random_distribution': '{v}': {why}"),
+    )
+}
+
+/// The entries after `KIND:` of a zoned / zoned_abs split: not empty, one split for every
+/// direction (`,` lists are refused).
+fn zone_split_spec<'v>(
+    v: &'v str,
+    o: &RawOption,
+    kind: &str,
+    entry: &str,
+    example: &str,
+) -> Result<&'v str, JobFileError> {
+    let spec = v
+        .strip_prefix(kind)
+        .and_then(|r| r.strip_prefix(':'))
+        .unwrap_or("");
+    if spec.is_empty() {
+        return zone_split_err(
+            v,
+            o,
+            &format!("{kind} needs {entry} entries, e.g. {kind}:{example}"),
+        );
+    }
+    if spec.contains(',') {
+        return zone_split_err(
+            v,
+            o,
+            &format!("per-direction {kind} splits (',') are not supported"),
+        );
+    }
+    Ok(spec)
+}
+
 /// fio's zone_split_ddir and __td_zone_gen_index for `zoned:A/S:A/S...` (one split for every
 /// direction): access percentages must add up to 100, a missing size percentage gets an equal
 /// part of what the others leave.
 fn zoned_index(v: &str, o: &RawOption) -> Result<[(u8, u8); 100], JobFileError> {
-    let bad = |why: &str| {
-        err(
-            &o.origin,
-            format!("option 'random_distribution': '{v}': {why}"),
-        )
-    };
-    let spec = v.strip_prefix("zoned:").unwrap_or("");
-    if spec.is_empty() {
-        return bad("zoned needs ACCESS%/SIZE% entries, e.g. zoned:60/10:30/20:10/70");
-    }
-    if spec.contains(',') {
-        return bad("per-direction zoned splits (',') are not supported");
-    }
+    let bad = |why: &str| zone_split_err(v, o, why);
+    let spec = zone_split_spec(v, o, "zoned", "ACCESS%/SIZE%", "60/10:30/20:10/70")?;
     let mut entries: Vec<(u32, Option<u32>)> = Vec::new();
     for part in spec.split(':') {
         let (a, s) = part.split_once('/').unwrap_or((part, ""));
@@ -2467,19 +2494,8 @@ fn zoned_index(v: &str, o: &RawOption) -> Result<[(u8, u8); 100], JobFileError> 
 /// `zoned_abs:A/SIZE:A/SIZE...` (one split for every direction): access percentages must add
 /// up to 100; a missing size is 0 bytes, as in fio.
 fn zoned_abs_index(v: &str, o: &RawOption) -> Result<[(u64, u64); 100], JobFileError> {
-    let bad = |why: &str| {
-        err(
-            &o.origin,
-            format!("option 'random_distribution': '{v}': {why}"),
-        )
-    };
-    let spec = v.strip_prefix("zoned_abs:").unwrap_or("");
-    if spec.is_empty() {
-        return bad("zoned_abs needs ACCESS%/SIZE entries, e.g. zoned_abs:60/1g:40/9g");
-    }
-    if spec.contains(',') {
-        return bad("per-direction zoned_abs splits (',') are not supported");
-    }
+    let bad = |why: &str| zone_split_err(v, o, why);
+    let spec = zone_split_spec(v, o, "zoned_abs", "ACCESS%/SIZE", "60/1g:40/9g")?;
     let mut entries: Vec<(u32, u64)> = Vec::new();
     // fio's split_parse_ddir stops at the first empty entry.
     for part in spec.split(':').take_while(|p| !p.is_empty()) {
