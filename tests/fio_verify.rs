@@ -12,12 +12,21 @@ use std::process::Command;
 const KINDS: &[&str] = &[
     "md5",
     "crc64",
+    "crc32",
     "crc32c",
     "crc32c-intel",
+    "crc16",
+    "crc7",
     "sha256",
+    "sha512",
+    "sha3-224",
+    "sha3-256",
+    "sha3-384",
+    "sha3-512",
     "sha1",
     "xxhash",
     "meta",
+    "null",
     "pattern\nverify_pattern=0xdeadbeef%o\"ab\"-3",
     "meta\nverify_pattern=0xaa555aa5\nverify_interval=512",
     "crc32c\nverify_offset=512",
@@ -99,6 +108,120 @@ fn a_damaged_block_fails_with_fios_message_and_dump() {
     // The expected block is the block as fio wrote it: only the damaged byte differs.
     let diff: Vec<usize> = (0..4096).filter(|&i| received[i] != expected[i]).collect();
     assert_eq!(diff, vec![1000]);
+}
+
+/// The checksum kinds fio 3.33 has beyond the first ones fsdelta supported: each is written by
+/// both tools with the same bytes, and a damaged block fails under both with fio's message.
+const SUMS: &[&str] = &[
+    "crc32", "crc16", "crc7", "sha512", "sha3-224", "sha3-256", "sha3-384", "sha3-512", "md5",
+    "crc64", "crc32c", "sha256", "sha1", "xxhash",
+];
+
+/// Both tools write the same file for every kind: fio's random content from the same seeds,
+/// the same headers and sums; only each header's time (bytes 24..32) and so the header's
+/// crc32c (36..40) differ.
+#[test]
+fn both_tools_write_the_same_bytes_but_the_time() {
+    let fio = Command::new("fio").arg("--version").output().is_ok();
+    if !common::require(fio, "fio 3.33 (/usr/bin/fio) to compare with") {
+        return;
+    }
+    for kind in SUMS.iter().chain(&["meta", "crc7\nverify_interval=1024"]) {
+        let (w, _) = jobs(kind);
+        let mut files = Vec::new();
+        for tool in ["fio", "fsdelta"] {
+            let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+            let o = run(tool, d.path(), &w);
+            assert!(
+                o.status.success(),
+                "{tool} {kind}: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+            files.push(std::fs::read(d.path().join("f")).unwrap());
+        }
+        let interval = if kind.contains("verify_interval=1024") {
+            1024
+        } else {
+            4096
+        };
+        assert_eq!(files[0].len(), files[1].len(), "{kind}");
+        let differ: Vec<usize> = (0..files[0].len())
+            .filter(|&i| files[0][i] != files[1][i])
+            .filter(|&i| !matches!(i % interval, 24..32 | 36..40))
+            .collect();
+        assert!(
+            differ.is_empty(),
+            "{kind}: bytes differ at {:?}",
+            &differ[..differ.len().min(8)]
+        );
+        // The header names the kind by fio's number.
+        assert_eq!(files[0][2..4], files[1][2..4], "{kind}");
+    }
+}
+
+/// A byte damaged in the block at 8192 fails the read-back under fio and fsdelta alike,
+/// whichever tool wrote the file, with fio's "<kind>: verify failed at file f offset 8192".
+/// The damaged byte is the block's last: fio's sha512 checks only the data's tail and start.
+#[test]
+fn a_damaged_block_fails_under_both_for_every_kind() {
+    let fio = Command::new("fio").arg("--version").output().is_ok();
+    if !common::require(fio, "fio 3.33 (/usr/bin/fio) to compare with") {
+        return;
+    }
+    for kind in SUMS {
+        let (w, r) = jobs(kind);
+        for writer in ["fio", "fsdelta"] {
+            let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+            assert!(
+                run(writer, d.path(), &w).status.success(),
+                "{writer} {kind}"
+            );
+            let mut data = std::fs::read(d.path().join("f")).unwrap();
+            data[8192 + 4095] ^= 0x10;
+            std::fs::write(d.path().join("f"), &data).unwrap();
+            let line = format!("{kind}: verify failed at file f offset 8192, length 4096");
+            for reader in ["fio", "fsdelta"] {
+                let o = run(reader, d.path(), &r);
+                let e = String::from_utf8_lossy(&o.stderr);
+                assert!(
+                    !o.status.success(),
+                    "{reader} passed {writer}'s damaged {kind}"
+                );
+                assert!(e.contains(&line), "{reader} on {writer}'s {kind}: {e}");
+            }
+        }
+    }
+}
+
+/// fio's sha512 stores its hash's input buffer, not a digest: damage in the middle of the
+/// data goes unseen by fio, and so by fsdelta (a file fio passes, fsdelta passes).
+#[test]
+fn fios_sha512_misses_what_fio_misses() {
+    let fio = Command::new("fio").arg("--version").output().is_ok();
+    if !common::require(fio, "fio 3.33 (/usr/bin/fio) to compare with") {
+        return;
+    }
+    let (w, r) = jobs("sha512");
+    let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    assert!(run("fio", d.path(), &w).status.success());
+    let mut data = std::fs::read(d.path().join("f")).unwrap();
+    data[8192 + 2000] ^= 0x10;
+    std::fs::write(d.path().join("f"), &data).unwrap();
+    for reader in ["fio", "fsdelta"] {
+        let o = run(reader, d.path(), &r);
+        assert!(
+            o.status.success(),
+            "{reader}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    // Too little data after the 168-byte header for fio's 128-byte buffer: refused.
+    let o = run("fsdelta", d.path(), &w.replace("bs=4k", "bs=256"));
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !o.status.success() && e.contains("verify=sha512 needs at least 128 bytes"),
+        "{e}"
+    );
 }
 
 /// Per job: [write total_ios, write io_bytes, read total_ios].

@@ -241,12 +241,28 @@ pub enum VerifyKind {
     Md5,
     /// fio's crc64.
     Crc64,
+    /// fio's crc32 (MSB-first 0x04C11DB7, no inversion).
+    Crc32,
     /// CRC-32C.
     Crc32c,
     /// CRC-32C (fio's hardware-assisted name; the same sums).
     Crc32cIntel,
+    /// fio's crc16 (CRC-16/ARC).
+    Crc16,
+    /// fio's crc7 (CRC-7/MMC).
+    Crc7,
     /// fio's sha256.
     Sha256,
+    /// fio's sha512 (its last input block, not a digest: see the verify module).
+    Sha512,
+    /// SHA3-224.
+    Sha3_224,
+    /// SHA3-256.
+    Sha3_256,
+    /// SHA3-384.
+    Sha3_384,
+    /// SHA3-512.
+    Sha3_512,
     /// XXH32.
     Xxhash,
     /// SHA-1.
@@ -255,6 +271,8 @@ pub enum VerifyKind {
     Pattern,
     /// The verify_pattern= bytes alone, no header (fio's verify=pattern).
     PatternNoHdr,
+    /// Nothing written or checked; the written blocks are still read back (fio's verify=null).
+    Null,
 }
 
 /// `dedupe_mode=`.
@@ -1915,7 +1933,7 @@ mod tests {
             ),
             ("[j]\nsize=1m\nioengine=mmap\n", 3, "choose one of"),
             (
-                "[j]\nsize=1m\nrw=write\nverify=sha512\n",
+                "[j]\nsize=1m\nrw=write\nverify=sha384\n",
                 4,
                 "choose one of",
             ),

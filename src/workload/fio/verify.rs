@@ -11,9 +11,13 @@
 //!
 //! fio's own checksum code is reproduced where it is not the textbook algorithm: its sha256
 //! appends the bit count little-endian and keeps the low byte of each state word plus the tail
-//! of its last block (64 bytes in the header); its sha1 words are stored in host (little-endian)
+//! of its last block (64 bytes in the header); its sha512 never finishes the hash and stores
+//! the hash's input buffer (the data's tail and part of its first 128 bytes: only those bytes
+//! are checked, by fio and so by fsdelta); its sha1 words are stored in host (little-endian)
 //! order; its crc64 has no initial or final inversion; its crc32c (also the header's) is not
-//! inverted at the end. verify=pattern is fio's headerless pattern; verify_pattern= without
+//! inverted at the end; its crc32 is MSB-first, from 0, not inverted; crc16 is CRC-16/ARC,
+//! crc7 CRC-7/MMC, the sha3 kinds FIPS 202. verify=null writes and checks nothing (the blocks
+//! are still read back). verify=pattern is fio's headerless pattern; verify_pattern= without
 //! verify= writes a header (type pattern) and the pattern after it. The header's rand_seed is
 //! not checked: fio takes it from the header itself unless a job both reads and writes, which
 //! fsdelta refuses with verify.
@@ -32,31 +36,48 @@ pub fn type_code(k: VerifyKind) -> u16 {
         VerifyKind::Meta => 1,
         VerifyKind::Md5 => 2,
         VerifyKind::Crc64 => 3,
-        VerifyKind::Crc32c => 5,
-        VerifyKind::Crc32cIntel => 6,
+        VerifyKind::Crc32 => 4,
+        // fio 3.33's option table maps crc32c-intel to VERIFY_CRC32C: its headers say 5.
+        VerifyKind::Crc32c | VerifyKind::Crc32cIntel => 5,
+        VerifyKind::Crc16 => 7,
+        VerifyKind::Crc7 => 8,
         VerifyKind::Sha256 => 9,
+        VerifyKind::Sha512 => 10,
+        VerifyKind::Sha3_224 => 11,
+        VerifyKind::Sha3_256 => 12,
+        VerifyKind::Sha3_384 => 13,
+        VerifyKind::Sha3_512 => 14,
         VerifyKind::Xxhash => 15,
         VerifyKind::Sha1 => 16,
         VerifyKind::Pattern => 17,
         VerifyKind::PatternNoHdr => 18,
+        VerifyKind::Null => 19,
     }
 }
 
 /// The checksum bytes after the header (fio's vhdr_* sizes).
 pub fn sum_len(k: VerifyKind) -> usize {
     match k {
-        VerifyKind::Meta | VerifyKind::Pattern | VerifyKind::PatternNoHdr => 0,
+        VerifyKind::Meta | VerifyKind::Pattern | VerifyKind::PatternNoHdr | VerifyKind::Null => 0,
         VerifyKind::Md5 => 16,
         VerifyKind::Crc64 => 8,
-        VerifyKind::Crc32c | VerifyKind::Crc32cIntel | VerifyKind::Xxhash => 4,
+        VerifyKind::Crc32 | VerifyKind::Crc32c | VerifyKind::Crc32cIntel | VerifyKind::Xxhash => 4,
+        VerifyKind::Crc16 => 2,
+        VerifyKind::Crc7 => 1,
         VerifyKind::Sha256 => 64,
+        VerifyKind::Sha512 => 128,
+        VerifyKind::Sha3_224 => 28,
+        VerifyKind::Sha3_256 => 32,
+        VerifyKind::Sha3_384 => 48,
+        VerifyKind::Sha3_512 => 64,
         VerifyKind::Sha1 => 20,
     }
 }
 
-/// Header plus checksum (fio's __hdr_size; nothing for verify=pattern).
+/// Header plus checksum (fio's __hdr_size; nothing for verify=pattern and verify=null, which
+/// write no header).
 pub fn hdr_size(k: VerifyKind) -> usize {
-    if k == VerifyKind::PatternNoHdr {
+    if matches!(k, VerifyKind::PatternNoHdr | VerifyKind::Null) {
         return 0;
     }
     HEADER_LEN + sum_len(k)
@@ -68,11 +89,20 @@ fn sum_name(k: VerifyKind) -> &'static str {
         VerifyKind::Meta => "meta",
         VerifyKind::Md5 => "md5",
         VerifyKind::Crc64 => "crc64",
+        VerifyKind::Crc32 => "crc32",
         VerifyKind::Crc32c | VerifyKind::Crc32cIntel => "crc32c",
+        VerifyKind::Crc16 => "crc16",
+        VerifyKind::Crc7 => "crc7",
         VerifyKind::Sha256 => "sha256",
+        VerifyKind::Sha512 => "sha512",
+        VerifyKind::Sha3_224 => "sha3-224",
+        VerifyKind::Sha3_256 => "sha3-256",
+        VerifyKind::Sha3_384 => "sha3-384",
+        VerifyKind::Sha3_512 => "sha3-512",
         VerifyKind::Xxhash => "xxhash",
         VerifyKind::Sha1 => "sha1",
         VerifyKind::Pattern | VerifyKind::PatternNoHdr => "pattern",
+        VerifyKind::Null => "null",
     }
 }
 
@@ -99,6 +129,181 @@ fn reflected_table32(poly: u32) -> [u32; 256] {
     }
     t
 }
+
+/// fio's crc32 (crc/crc32.c, from GNU cksum): CRC-32 most significant bit first with
+/// polynomial 0x04C11DB7, started at 0, not inverted and, unlike cksum, without the length.
+pub fn crc32(data: &[u8]) -> u32 {
+    static TABLE: std::sync::OnceLock<[u32; 256]> = std::sync::OnceLock::new();
+    let t = TABLE.get_or_init(|| {
+        std::array::from_fn(|i| {
+            let mut c = (i as u32) << 24;
+            for _ in 0..8 {
+                c = if c & 0x8000_0000 != 0 {
+                    (c << 1) ^ 0x04C1_1DB7
+                } else {
+                    c << 1
+                };
+            }
+            c
+        })
+    });
+    let mut crc = 0u32;
+    for &b in data {
+        crc = (crc << 8) ^ t[((crc >> 24) ^ b as u32) as usize & 0xff];
+    }
+    crc
+}
+
+/// fio's crc16 (crc/crc16.c): reflected polynomial 0xA001 (0x8005), started at 0, not
+/// inverted (CRC-16/ARC).
+pub fn crc16(data: &[u8]) -> u16 {
+    static TABLE: std::sync::OnceLock<[u16; 256]> = std::sync::OnceLock::new();
+    let t = TABLE.get_or_init(|| {
+        std::array::from_fn(|i| {
+            let mut c = i as u16;
+            for _ in 0..8 {
+                c = if c & 1 != 0 {
+                    0xA001 ^ (c >> 1)
+                } else {
+                    c >> 1
+                };
+            }
+            c
+        })
+    });
+    let mut crc = 0u16;
+    for &b in data {
+        crc = (crc >> 8) ^ t[((crc ^ b as u16) & 0xff) as usize];
+    }
+    crc
+}
+
+/// fio's crc7 (crc/crc7.c, Linux's old crc7): x^7 + x^3 + 1, most significant bit first,
+/// started at 0, the 7-bit value in the low bits (CRC-7/MMC). Its table entry `i` is
+/// `i * x^7 mod P`, looked up with `(crc << 1) ^ byte`.
+pub fn crc7(data: &[u8]) -> u8 {
+    static TABLE: std::sync::OnceLock<[u8; 256]> = std::sync::OnceLock::new();
+    let t = TABLE.get_or_init(|| {
+        std::array::from_fn(|i| {
+            let mut v = (i as u32) << 7;
+            for bit in (7..15).rev() {
+                if v & (1 << bit) != 0 {
+                    v ^= 0x89 << (bit - 7);
+                }
+            }
+            v as u8
+        })
+    });
+    let mut crc = 0u8;
+    for &b in data {
+        crc = t[((crc << 1) ^ b) as usize];
+    }
+    crc
+}
+
+/// Keccak-f[1600] (FIPS 202), as fio's crc/sha3.c.
+fn keccakf(st: &mut [u64; 25]) {
+    const RC: [u64; 24] = [
+        0x0000000000000001,
+        0x0000000000008082,
+        0x800000000000808a,
+        0x8000000080008000,
+        0x000000000000808b,
+        0x0000000080000001,
+        0x8000000080008081,
+        0x8000000000008009,
+        0x000000000000008a,
+        0x0000000000000088,
+        0x0000000080008009,
+        0x000000008000000a,
+        0x000000008000808b,
+        0x800000000000008b,
+        0x8000000000008089,
+        0x8000000000008003,
+        0x8000000000008002,
+        0x8000000000000080,
+        0x000000000000800a,
+        0x800000008000000a,
+        0x8000000080008081,
+        0x8000000000008080,
+        0x0000000080000001,
+        0x8000000080008008,
+    ];
+    const ROTC: [u32; 24] = [
+        1, 3, 6, 10, 15, 21, 28, 36, 45, 55, 2, 14, 27, 41, 56, 8, 25, 43, 62, 18, 39, 61, 20, 44,
+    ];
+    const PILN: [usize; 24] = [
+        10, 7, 11, 17, 18, 3, 5, 16, 8, 21, 24, 4, 15, 23, 19, 13, 12, 2, 20, 14, 22, 9, 6, 1,
+    ];
+    for rc in RC {
+        let bc: [u64; 5] =
+            std::array::from_fn(|i| st[i] ^ st[i + 5] ^ st[i + 10] ^ st[i + 15] ^ st[i + 20]);
+        for i in 0..5 {
+            let t = bc[(i + 4) % 5] ^ bc[(i + 1) % 5].rotate_left(1);
+            for j in (0..25).step_by(5) {
+                st[j + i] ^= t;
+            }
+        }
+        let mut t = st[1];
+        for (&j, &r) in PILN.iter().zip(&ROTC) {
+            let next = st[j];
+            st[j] = t.rotate_left(r);
+            t = next;
+        }
+        for j in (0..25).step_by(5) {
+            let row: [u64; 5] = std::array::from_fn(|i| st[j + i]);
+            for i in 0..5 {
+                st[j + i] ^= !row[(i + 1) % 5] & row[(i + 2) % 5];
+            }
+        }
+        st[0] ^= rc;
+    }
+}
+
+/// SHA3-`md_len * 8` of `data` (fio's crc/sha3.c: the standard FIPS 202 digest).
+pub fn sha3(data: &[u8], md_len: usize) -> Sum {
+    let rsiz = 200 - 2 * md_len;
+    let mut st = [0u64; 25];
+    let absorb = |st: &mut [u64; 25], block: &[u8]| {
+        for (w, c) in st.iter_mut().zip(block.chunks_exact(8)) {
+            *w ^= u64::from_le_bytes(c.try_into().expect("8 bytes"));
+        }
+        keccakf(st);
+    };
+    let mut blocks = data.chunks_exact(rsiz);
+    for b in &mut blocks {
+        absorb(&mut st, b);
+    }
+    let rest = blocks.remainder();
+    let mut last = [0u8; 144];
+    last[..rest.len()].copy_from_slice(rest);
+    last[rest.len()] = 0x06;
+    last[rsiz - 1] |= 0x80;
+    absorb(&mut st, &last[..rsiz]);
+    let mut out = [0u8; 200];
+    for (o, w) in out.chunks_exact_mut(8).zip(st) {
+        o.copy_from_slice(&w.to_le_bytes());
+    }
+    Sum::of(&out[..md_len])
+}
+
+/// The 128 bytes fio 3.33's sha512 verify stores (crc/sha512.c and verify.c's fill_sha512):
+/// fio calls fio_sha512_update and no final step, and keeps the context's input buffer, not
+/// the state. So the "sum" of `data` (at least 128 bytes) is its tail after the last whole
+/// 128-byte block, followed by the rest of the first block from that length on.
+/// Only those bytes are checked, as in fio. Shorter data would leave bytes fio never writes
+/// (its verify compares them with an uninitialised buffer): the caller refuses it.
+pub fn sha512_fio(data: &[u8]) -> [u8; 128] {
+    debug_assert!(data.len() >= 128, "fio's sha512 needs 128 bytes of data");
+    let rem = data.len() % 128;
+    let mut out = [0u8; 128];
+    out[..rem].copy_from_slice(&data[data.len() - rem..]);
+    out[rem..].copy_from_slice(&data[rem..128]);
+    out
+}
+
+/// Bytes of data after the header fio's sha512 needs (see [`sha512_fio`]).
+pub const SHA512_MIN_DATA: usize = 128;
 
 /// fio's crc64 (crc/crc64.c): reflected polynomial 0x95AC9329AC4BC9B5, start 0, no inversion.
 pub fn crc64(data: &[u8]) -> u64 {
@@ -388,13 +593,13 @@ pub fn sha1_fio(data: &[u8]) -> [u8; 20] {
 /// A checksum's bytes (fixed storage: no allocation per block).
 #[derive(Clone, Copy)]
 pub struct Sum {
-    bytes: [u8; 64],
+    bytes: [u8; 128],
     len: usize,
 }
 
 impl Sum {
     fn of(v: &[u8]) -> Sum {
-        let mut bytes = [0u8; 64];
+        let mut bytes = [0u8; 128];
         bytes[..v.len()].copy_from_slice(v);
         Sum {
             bytes,
@@ -412,11 +617,21 @@ impl AsRef<[u8]> for Sum {
 /// The checksum bytes of `data` for kind `k` (empty for meta and pattern).
 pub fn checksum(k: VerifyKind, data: &[u8]) -> Sum {
     match k {
-        VerifyKind::Meta | VerifyKind::Pattern | VerifyKind::PatternNoHdr => Sum::of(&[]),
+        VerifyKind::Meta | VerifyKind::Pattern | VerifyKind::PatternNoHdr | VerifyKind::Null => {
+            Sum::of(&[])
+        }
         VerifyKind::Md5 => Sum::of(&md5(data)),
         VerifyKind::Crc64 => Sum::of(&crc64(data).to_le_bytes()),
+        VerifyKind::Crc32 => Sum::of(&crc32(data).to_le_bytes()),
         VerifyKind::Crc32c | VerifyKind::Crc32cIntel => Sum::of(&crc32c(data).to_le_bytes()),
+        VerifyKind::Crc16 => Sum::of(&crc16(data).to_le_bytes()),
+        VerifyKind::Crc7 => Sum::of(&[crc7(data)]),
         VerifyKind::Sha256 => Sum::of(&sha256_fio(data)),
+        VerifyKind::Sha512 => Sum::of(&sha512_fio(data)),
+        VerifyKind::Sha3_224 => sha3(data, 28),
+        VerifyKind::Sha3_256 => sha3(data, 32),
+        VerifyKind::Sha3_384 => sha3(data, 48),
+        VerifyKind::Sha3_512 => sha3(data, 64),
         VerifyKind::Xxhash => Sum::of(&xxh32(data, 1).to_le_bytes()),
         VerifyKind::Sha1 => Sum::of(&sha1_fio(data)),
     }
@@ -485,6 +700,10 @@ impl Verifier {
     /// pattern if any, and stamp every interval's header and checksum (fio's
     /// fill_pattern_headers / populate_hdr). `offset` is where the block goes.
     pub fn populate(&self, buf: &mut [u8], offset: u64, s: Stamp) {
+        if self.kind == VerifyKind::Null {
+            // fio's populate_verify_io_u: verify=null leaves the buffer as it is.
+            return;
+        }
         if let Some(p) = &self.pattern {
             p.fill(buf, offset);
         }
@@ -528,6 +747,10 @@ impl Verifier {
         numberio: Option<u16>,
         file: &str,
     ) -> Result<(), Vec<Failure>> {
+        if self.kind == VerifyKind::Null {
+            // fio's verify_io_u: verify=null pretends.
+            return Ok(());
+        }
         let mut failed = Vec::new();
         let inc = self.hdr_inc(buf.len());
         let hs = hdr_size(self.kind);
@@ -604,7 +827,10 @@ impl Verifier {
                 })
             };
             match self.kind {
-                VerifyKind::Meta | VerifyKind::Pattern | VerifyKind::PatternNoHdr => {
+                VerifyKind::Meta
+                | VerifyKind::Pattern
+                | VerifyKind::PatternNoHdr
+                | VerifyKind::Null => {
                     if let Some(p) = &self.pattern {
                         let first = start + hs.min(HEADER_LEN);
                         let bad = chunk[hs.min(HEADER_LEN)..]
@@ -735,6 +961,71 @@ mod tests {
     }
 
     #[test]
+    fn the_crcs_match_their_catalogue_check_values() {
+        // Check values for "123456789": CRC-32/POSIX without its length and final inversion,
+        // CRC-16/ARC, CRC-7/MMC.
+        assert_eq!(crc32(b"123456789"), !0x765E_7680);
+        assert_eq!(crc16(b"123456789"), 0xBB3D);
+        assert_eq!(crc7(b"123456789"), 0x75);
+        // Entries of fio's tables (crc/crc7.c, crc/crc16.c, crc/crc32.c): the CRC of one byte.
+        assert_eq!(
+            [crc7(&[1]), crc7(&[0x10]), crc7(&[0x28]), crc7(&[0xff])],
+            [0x09, 0x19, 0x7a, 0x79]
+        );
+        assert_eq!([crc16(&[1]), crc16(&[0xff])], [0xC0C1, 0x4040]);
+        assert_eq!([crc32(&[1]), crc32(&[0xff])], [0x04C11DB7, 0xB1F740B4]);
+    }
+
+    #[test]
+    fn sha3_matches_fips_202() {
+        let cases: [(usize, &str); 4] = [
+            (
+                28,
+                "e642824c3f8cf24ad09234ee7d3c766fc9a3a5168d0c94ad73b46fdf",
+            ),
+            (
+                32,
+                "3a985da74fe225b2045c172d6bd390bd855f086e3e9d525b46bfe24511431532",
+            ),
+            (
+                48,
+                "ec01498288516fc926459f58e2c6ad8df9b473cb0fc08c2596da7cf0e49be4b298d88cea927ac7f539f1edf228376d25",
+            ),
+            (
+                64,
+                "b751850b1a57168a5693cd924b6b096e08f621827444f70d884f5d0240d2712e10e116e9192af3c91a7ec57647e3934057340b4cf408d5a56592f8274eec53f0",
+            ),
+        ];
+        for (n, want) in cases {
+            assert_eq!(hex(sha3(b"abc", n).as_ref()), want, "sha3-{}", n * 8);
+        }
+        // More than one 136-byte block, and a message of exactly one block.
+        assert_eq!(
+            hex(sha3(&[b'a'; 200], 32).as_ref()),
+            "cce34485baf2bf2aca99b94833892a4f52896d3d153f7b840cc4f9fe695f1387"
+        );
+        assert_eq!(
+            hex(sha3(&[b'a'; 136], 32).as_ref()),
+            "3fc5559f14db8e453a0a3091edbd2bc25e11528d81c66fa570a4efdcc2695ee1"
+        );
+        assert_eq!(
+            hex(sha3(b"", 32).as_ref()),
+            "a7ffc6f8bf1ed76651c14756a061d662f580ff4de43b49fa82d80a4b80f8434a"
+        );
+    }
+
+    #[test]
+    fn fios_sha512_keeps_its_input_buffer() {
+        let d: Vec<u8> = (0..3928u32).map(|i| (i * 13 + i / 256) as u8).collect();
+        let s = sha512_fio(&d);
+        // 3928 = 30 * 128 + 88: the 88 tail bytes, then bytes 88..128 of the first block.
+        assert_eq!(&s[..88], &d[3840..]);
+        assert_eq!(&s[88..], &d[88..128]);
+        // A whole number of blocks: the buffer still holds the first block.
+        assert_eq!(&sha512_fio(&d[..256])[..], &d[..128]);
+    }
+
+    #[test]
     fn fios_sha256_keeps_low_state_bytes_and_its_last_block() {
         let d = vec![7u8; 100];
         let s = sha256_fio(&d);
@@ -794,8 +1085,16 @@ mod tests {
         for k in [
             VerifyKind::Md5,
             VerifyKind::Crc64,
+            VerifyKind::Crc32,
             VerifyKind::Crc32c,
+            VerifyKind::Crc16,
+            VerifyKind::Crc7,
             VerifyKind::Sha256,
+            VerifyKind::Sha512,
+            VerifyKind::Sha3_224,
+            VerifyKind::Sha3_256,
+            VerifyKind::Sha3_384,
+            VerifyKind::Sha3_512,
             VerifyKind::Sha1,
             VerifyKind::Xxhash,
         ] {
@@ -808,7 +1107,9 @@ mod tests {
             v.populate(&mut buf, 40960, s);
             v.check(&mut buf.clone(), 40960, Some(3), "f").unwrap();
             let mut bad = buf.clone();
-            bad[4096 + 200] ^= 1;
+            // The last byte: inside what every kind checks (fio's sha512 keeps only the tail and
+            // the start of the data).
+            bad[4096 + 4095] ^= 1;
             let e = v
                 .check(&mut bad, 40960, Some(3), "f")
                 .unwrap_err()

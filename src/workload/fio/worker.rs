@@ -22,7 +22,9 @@ use super::iolog::{Completion, IoLogs};
 use super::rand::{self, Lfsr, RandomMap, Taus};
 use super::stats::{READ, TRIM, ThreadStats, WRITE};
 use super::verify;
-use crate::plan::jobfile::{FileService, IoEngine, JobSpec, RandomDistribution, RandomGenerator};
+use crate::plan::jobfile::{
+    FileService, IoEngine, JobSpec, RandomDistribution, RandomGenerator, VerifyKind,
+};
 use crate::probe::clock::Nanos;
 use crate::workload::{CancelToken, WorkloadError};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
@@ -1372,6 +1374,16 @@ impl VerifyCtx {
                 job.name
             )));
         }
+        if job.verify_kind == VerifyKind::Sha512 && interval < hs + verify::SHA512_MIN_DATA as u64 {
+            // fio's sha512 keeps 128 bytes of its input buffer: with less data after the
+            // header some of them are never written, and fio compares them with garbage.
+            return Err(WorkloadError::InvalidOptions(format!(
+                "job '{}': verify=sha512 needs at least {} bytes of data after its {hs}-byte header, the interval is {interval} (raise bs= or verify_interval= to {} or more)",
+                job.name,
+                verify::SHA512_MIN_DATA,
+                hs + verify::SHA512_MIN_DATA as u64
+            )));
+        }
         if job.verify_offset.0 > 0 && job.verify_offset.0 + hs > interval {
             return Err(WorkloadError::InvalidOptions(format!(
                 "job '{}': verify_offset={} puts the {hs}-byte header past the {interval}-byte interval",
@@ -1402,6 +1414,10 @@ impl VerifyCtx {
     /// then the headers. `numberio` is the write's number.
     #[inline]
     fn stamp(&mut self, data: &mut [u8], offset: u64, numberio: u64) {
+        if self.v.kind == VerifyKind::Null {
+            // fio's populate_verify_io_u: verify=null leaves the write buffer alone.
+            return;
+        }
         let rand_seed = if self.v.pattern.is_none() {
             let s = rand::next_seed(&mut self.rand);
             rand::fio_fill_percentage(data, s, self.compress, data.len());
