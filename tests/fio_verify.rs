@@ -288,3 +288,165 @@ fn fill_device_ends_at_enospc_with_fios_counts() {
         assert_eq!(got[1], got[0], "fsdelta vs fio: {job}");
     }
 }
+
+fn json_run(tool: &str, dir: &Path, job: &str) -> std::process::Output {
+    std::fs::write(dir.join("job.fio"), job).unwrap();
+    let mut c = if tool == "fio" {
+        Command::new("fio")
+    } else {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_fsdelta"));
+        c.arg("fio");
+        c
+    };
+    c.current_dir(dir)
+        .arg("--output-format=json")
+        .arg("job.fio")
+        .output()
+        .unwrap()
+}
+
+/// Per job: [read total_ios, read io_bytes, write total_ios, write io_bytes, write runtime].
+fn verify_only_counts(out: &[u8]) -> [u64; 5] {
+    let text = String::from_utf8_lossy(out);
+    let v: serde_json::Value = serde_json::from_str(&text[text.find('{').unwrap()..]).unwrap();
+    let j = &v["jobs"][0];
+    let n = |d: &str, k: &str| j[d][k].as_u64().unwrap();
+    [
+        n("read", "total_ios"),
+        n("read", "io_bytes"),
+        n("write", "total_ios"),
+        n("write", "io_bytes"),
+        n("write", "runtime"),
+    ]
+}
+
+/// verify_only: a random write job that wrote 20 of 64 blocks (io_size=) under one tool is
+/// verified by the same job with verify_only under the other: the same offsets and blocks are
+/// read back, no write is issued, and the counts are fio's (the writes counted as done, in no
+/// runtime; a read of every logged block). A damaged block fails in both with fio's message.
+#[test]
+fn verify_only_reads_back_what_the_same_job_wrote() {
+    let fio = Command::new("fio").arg("--version").output().is_ok();
+    if !common::require(fio, "fio 3.33 (/usr/bin/fio) to compare with") {
+        return;
+    }
+    let w =
+        "[w]\nrw=randwrite\nbs=4k\nsize=256k\nio_size=80k\nfilename=f\nverify=crc16\ndo_verify=0\n";
+    let vo = w.replace("do_verify=0", "verify_only=1");
+    for (writer, reader) in [("fio", "fsdelta"), ("fsdelta", "fio")] {
+        let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+        assert!(run(writer, d.path(), w).status.success(), "{writer}");
+        let before = std::fs::read(d.path().join("f")).unwrap();
+        let mut got = Vec::new();
+        for tool in [reader, writer] {
+            let o = json_run(tool, d.path(), &vo);
+            assert!(
+                o.status.success(),
+                "{tool} verify_only on {writer}'s file: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+            got.push(verify_only_counts(&o.stdout));
+        }
+        assert_eq!(got[0], got[1], "{reader} vs {writer}");
+        assert_eq!(got[0], [20, 20 * 4096, 20, 20 * 4096, 0]);
+        // Nothing was written.
+        assert_eq!(std::fs::read(d.path().join("f")).unwrap(), before);
+        // Damage the first written block: both fail at its offset.
+        let at = (0..64)
+            .map(|b| b * 4096)
+            .find(|&o| before[o..o + 2] == [0xca, 0xac])
+            .unwrap();
+        let mut data = before.clone();
+        data[at + 4000] ^= 1;
+        std::fs::write(d.path().join("f"), &data).unwrap();
+        let line = format!("crc16: verify failed at file f offset {at}, length 4096");
+        for tool in ["fio", "fsdelta"] {
+            let o = run(tool, d.path(), &vo);
+            let e = String::from_utf8_lossy(&o.stderr);
+            assert!(!o.status.success() && e.contains(&line), "{tool}: {e}");
+        }
+    }
+}
+
+/// verify_only with loops=2 verifies after each dry pass, as fio: twice the reads.
+#[test]
+fn verify_only_verifies_every_pass() {
+    let fio = Command::new("fio").arg("--version").output().is_ok();
+    if !common::require(fio, "fio 3.33 (/usr/bin/fio) to compare with") {
+        return;
+    }
+    let w = "[w]\nrw=write\nbs=4k\nsize=64k\nfilename=f\nverify=sha3-512\ndo_verify=0\n";
+    let vo = w.replace("do_verify=0", "verify_only=1\nloops=2");
+    let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    assert!(run("fio", d.path(), w).status.success());
+    let counts: Vec<[u64; 5]> = ["fio", "fsdelta"]
+        .iter()
+        .map(|tool| {
+            let o = json_run(tool, d.path(), &vo);
+            assert!(
+                o.status.success(),
+                "{tool}: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+            verify_only_counts(&o.stdout)
+        })
+        .collect();
+    assert_eq!(counts[1], counts[0]);
+    assert_eq!(counts[0], [32, 32 * 4096, 32, 32 * 4096, 0]);
+}
+
+/// verify_async=N checks on N threads and changes nothing else: the counts of a clean
+/// write+verify job (and of a verify_only job) are those of verify_async=0 and of fio with
+/// verify_async=3; with two damaged blocks the error is the synchronous one, word for word
+/// (the first damaged block in read order), and fio names the same block.
+#[test]
+fn verify_async_gives_the_synchronous_results() {
+    let fio = Command::new("fio").arg("--version").output().is_ok();
+    if !common::require(fio, "fio 3.33 (/usr/bin/fio) to compare with") {
+        return;
+    }
+    let job = "[w]\nrw=randwrite\nbs=4k\nsize=1m\nfilename=f\nverify=sha3-256\n";
+    let mut got = Vec::new();
+    for (tool, n) in [("fio", 3), ("fsdelta", 0), ("fsdelta", 3)] {
+        let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+        let o = json_run(tool, d.path(), &format!("{job}verify_async={n}\n"));
+        assert!(
+            o.status.success(),
+            "{tool} {n}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        got.push(verify_only_counts(&o.stdout));
+    }
+    assert_eq!(got[0][..4], [256, 1 << 20, 256, 1 << 20]);
+    assert_eq!(got[1][..4], got[0][..4]);
+    assert_eq!(got[2][..4], got[0][..4]);
+
+    let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let w = "[w]\nrw=write\nbs=4k\nsize=1m\nfilename=f\nverify=crc32\ndo_verify=0\n";
+    assert!(run("fio", d.path(), w).status.success());
+    let clean: Vec<[u64; 5]> = [0, 3]
+        .iter()
+        .map(|n| {
+            let vo = w.replace("do_verify=0", &format!("verify_only=1\nverify_async={n}"));
+            let o = json_run("fsdelta", d.path(), &vo);
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+            verify_only_counts(&o.stdout)
+        })
+        .collect();
+    assert_eq!(clean[0], [256, 1 << 20, 256, 1 << 20, 0]);
+    assert_eq!(clean[1], clean[0]);
+    let mut data = std::fs::read(d.path().join("f")).unwrap();
+    data[100 * 4096 + 500] ^= 1;
+    data[200 * 4096 + 7] ^= 4;
+    std::fs::write(d.path().join("f"), &data).unwrap();
+    let line = "crc32: verify failed at file f offset 409600, length 4096";
+    let mut errs = Vec::new();
+    for (tool, n) in [("fsdelta", 0), ("fsdelta", 3), ("fio", 3)] {
+        let vo = w.replace("do_verify=0", &format!("verify_only=1\nverify_async={n}"));
+        let o = run(tool, d.path(), &vo);
+        let e = String::from_utf8_lossy(&o.stderr).into_owned();
+        assert!(!o.status.success() && e.contains(line), "{tool} {n}: {e}");
+        errs.push(e);
+    }
+    assert_eq!(errs[1], errs[0]);
+}

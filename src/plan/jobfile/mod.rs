@@ -541,6 +541,11 @@ pub struct JobSpec {
     pub verify_backlog_batch: u64,
     /// verify_dump=: write the received and expected bytes of a failed block.
     pub verify_dump: bool,
+    /// verify_only: a write job plans and logs its writes without issuing them, then reads
+    /// back and verifies what an earlier run of the same job wrote (fio's do_dry_run).
+    pub verify_only: bool,
+    /// verify_async=: threads that check the verify phase's blocks (0: the job's own).
+    pub verify_async: u32,
     /// verify_fatal=: stop at the first failed interval of a block (otherwise, as fio, every
     /// failed interval of the block is reported; either way the job fails).
     pub verify_fatal: bool,
@@ -856,6 +861,8 @@ impl Default for JobSpec {
             verify_backlog_batch: 0,
             verify_dump: false,
             verify_fatal: false,
+            verify_only: false,
+            verify_async: 0,
             fill_device: false,
             create_serialize: true,
             dedupe_percentage: 0,
@@ -1207,6 +1214,15 @@ fn validate(job: &JobSpec, origin: &Origin) -> Result<(), JobFileError> {
             origin,
             format!(
                 "job '{}': verify with mixed reads and writes is not supported (verify a write job, then read it back with do_verify)",
+                job.name
+            ),
+        );
+    }
+    if job.verify_only && job.verify && job.rw.writes() && job.time_based {
+        return err(
+            origin,
+            format!(
+                "job '{}': verify_only with time_based is not supported (fio 3.33's dry run of a time_based job never ends); drop time_based",
                 job.name
             ),
         );
@@ -1941,6 +1957,16 @@ mod tests {
                 "[j]\nsize=1m\nrw=randrw\nverify=crc32c\n",
                 1,
                 "mixed reads and writes",
+            ),
+            (
+                "[j]\nsize=1m\nrw=write\nverify=crc7\nverify_only\ntime_based\nruntime=1\n",
+                1,
+                "verify_only with time_based",
+            ),
+            (
+                "[j]\nsize=1m\nverify=crc7\nverify_async=2\nverify_async_cpus=0\n",
+                5,
+                "option 'verify_async_cpus' is not supported",
             ),
             (
                 "[j]\nsize=1m\nioengine=ftruncate\nrw=randtrim\n",

@@ -1472,6 +1472,42 @@ pub static OPTIONS: &[OptDef] = &[
         }
     ),
     opt!(
+        "verify_only",
+        [],
+        Kind::Flag,
+        "0",
+        Time,
+        "do not write: read back and verify what an earlier run of this write job wrote",
+        |j, v, _| {
+            j.verify_only = v.b();
+            Ok(())
+        }
+    ),
+    opt!(
+        "verify_async",
+        [],
+        Kind::Int { min: 0, max: U32 },
+        "0",
+        Io,
+        "check the verify phase's blocks on this many threads (same results as without)",
+        |j, v, _| {
+            j.verify_async = v.n() as u32;
+            Ok(())
+        }
+    ),
+    opt!(
+        "verify_async_cpus",
+        [],
+        Kind::Text,
+        "",
+        Io,
+        "not supported: fsdelta pins no thread to CPUs",
+        |_, _, o| err(
+            &o.origin,
+            "option 'verify_async_cpus' is not supported: fsdelta pins no thread to CPUs (nor does it support cpus_allowed); remove it"
+        )
+    ),
+    opt!(
         "verify_state_save",
         [],
         Kind::Bool,

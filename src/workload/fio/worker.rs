@@ -1171,6 +1171,11 @@ fn run_clone_on<T: TimeSource + Send>(
     let mut ru0 = super::stats::Rusage::thread();
     let mut workers_ru = super::stats::Rusage::default();
     let result = match job.ioengine {
+        // verify_only on a write job issues no write, whatever the engine: the verify reads
+        // are preads, as every engine's verify phase.
+        _ if job.verify_only && job.rw.writes() => {
+            run_dry(setup, &mut p, &mut bufs[0], &vctx, &mut st, &mut clock, clk)
+        }
         _ if job.io_submit_offload => offload::run(
             setup,
             &mut p,
@@ -1248,8 +1253,9 @@ fn run_clone_on<T: TimeSource + Send>(
     }
     let end = clk.now();
     let elapsed = end - clock.measured_from;
-    for d in &mut st.dir {
-        if d.io_bytes > 0 {
+    for (ddir, d) in st.dir.iter_mut().enumerate() {
+        // fio's update_runtime: verify_only's writes, never issued, take no time.
+        if d.io_bytes > 0 && !(ddir == WRITE && job.verify_only) {
             d.runtime_ms = elapsed.0.div_ceil(1_000_000);
         }
     }
@@ -1398,7 +1404,8 @@ impl VerifyCtx {
                 pattern: job.verify_pattern.clone(),
                 header_at: job.verify_offset.0 as usize,
                 thread: setup.thread_number as u16,
-                check_numberio: job.rw.writes() && !job.time_based,
+                // fio's verify_header: not with verify_only (the writes were another run's).
+                check_numberio: job.rw.writes() && !job.time_based && !job.verify_only,
                 dump: job.verify_dump,
                 fatal: job.verify_fatal,
             },
@@ -1445,32 +1452,116 @@ impl VerifyCtx {
         offset: u64,
         numberio: Option<u16>,
     ) -> Result<(), WorkloadError> {
-        let path = &setup.plan.files[fi].path;
-        let name = setup.plan.files[fi].fio_name.clone();
+        let name = &setup.plan.files[fi].fio_name;
         let numberio = numberio.filter(|_| self.v.check_numberio);
-        self.v.check(data, offset, numberio, &name).map_err(|fs| {
-            let mut m = String::new();
-            for f in &fs {
-                if !m.is_empty() {
-                    m.push('\n');
-                }
-                m.push_str(&f.message);
-                if self.v.dump {
-                    m.push_str(&verify::dump(path, f));
-                }
+        self.v
+            .check(data, offset, numberio, name)
+            .map_err(|fs| self.report(setup, fi, &fs))
+    }
+
+    /// The job's error for the failures of a block of file `fi`: fio's messages (and, with
+    /// verify_dump, the dumps, written here).
+    fn report(&self, setup: &CloneSetup<'_>, fi: usize, fs: &[verify::Failure]) -> WorkloadError {
+        let path = &setup.plan.files[fi].path;
+        let mut m = String::new();
+        for f in fs {
+            if !m.is_empty() {
+                m.push('\n');
             }
-            WorkloadError::Io {
-                op: "verify",
-                path: path.clone(),
-                source: std::io::Error::other(m),
+            m.push_str(&f.message);
+            if self.v.dump {
+                m.push_str(&verify::dump(path, f));
             }
-        })
+        }
+        WorkloadError::Io {
+            op: "verify",
+            path: path.clone(),
+            source: std::io::Error::other(m),
+        }
     }
 }
 
+/// A verify read done: where, the logged write's number, how long it took, bytes read.
+struct VerifyRead {
+    off: u64,
+    numberio: u16,
+    took: u64,
+    done: usize,
+}
+
+/// Read logged block `b` of file `fi` into `data` (None when the block is not logged: nothing
+/// is read). Issued with pread whatever the engine (fio uses the job's engine: latencies
+/// differ, counts do not). The block leaves the log.
+fn read_logged<T: TimeSource>(
+    setup: &CloneSetup<'_>,
+    p: &mut Planner<'_>,
+    data: &mut [u8],
+    clk: T,
+    fi: usize,
+    b: u64,
+) -> Result<Option<VerifyRead>, WorkloadError> {
+    let logged = std::mem::take(&mut p.files[fi].written[b as usize]);
+    if logged == 0 {
+        return Ok(None);
+    }
+    ensure_open(p, setup, fi)?;
+    let fd = p.files[fi].fd.as_ref().expect("opened");
+    let off = p.files[fi].base + b * data.len() as u64;
+    let t0 = clk.now();
+    let mut done = 0usize;
+    while done < data.len() {
+        let n = rustix::io::pread(fd, &mut data[done..], off + done as u64)
+            .map_err(|e| io_err("read (verify)", &setup.plan.files[fi].path, e))?;
+        if n == 0 {
+            break;
+        }
+        done += n;
+    }
+    Ok(Some(VerifyRead {
+        off,
+        numberio: logged as u16,
+        took: (clk.now() - t0).0,
+        done,
+    }))
+}
+
+/// Count a verify read as one of the job's reads; a short one is then the job's error.
+fn count_verify_read(
+    setup: &CloneSetup<'_>,
+    st: &mut ThreadStats,
+    fi: usize,
+    r: &VerifyRead,
+) -> Result<(), WorkloadError> {
+    let job = setup.job;
+    let bs = job.bs[WRITE].0;
+    let d = &mut st.dir[READ];
+    if !job.disable_clat {
+        d.clat.record(r.took);
+        st.lat_buckets.mark(r.took);
+    }
+    if !job.disable_lat {
+        d.lat.record(r.took);
+    }
+    d.io_bytes += bs;
+    d.total_ios += 1;
+    st.depth_counts[0] += 1;
+    st.submit_counts[1] += 1;
+    st.complete_counts[1] += 1;
+    if (r.done as u64) < bs {
+        return Err(io_err(
+            "read (verify)",
+            &setup.plan.files[fi].path,
+            std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                format!("short read at offset {}", r.off + r.done as u64),
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// Read block `b` of file `fi` back and verify it against its logged write (fio's verify read:
-/// counted as one of the job's reads). Issued with pread whatever the engine (fio uses the
-/// job's engine: latencies differ, counts do not).
+/// counted as one of the job's reads).
 #[allow(clippy::too_many_arguments)]
 fn verify_block<T: TimeSource>(
     setup: &CloneSetup<'_>,
@@ -1482,58 +1573,19 @@ fn verify_block<T: TimeSource>(
     fi: usize,
     b: u64,
 ) -> Result<(), WorkloadError> {
-    let job = setup.job;
-    let bs = job.bs[WRITE].0;
-    let logged = std::mem::take(&mut p.files[fi].written[b as usize]);
-    if logged == 0 {
+    let data = &mut buf.as_mut_slice()[..setup.job.bs[WRITE].0 as usize];
+    let Some(r) = read_logged(setup, p, data, clk, fi, b)? else {
         return Ok(());
-    }
-    ensure_open(p, setup, fi)?;
-    let fd = p.files[fi].fd.as_ref().expect("opened");
-    let data = &mut buf.as_mut_slice()[..bs as usize];
-    let off = p.files[fi].base + b * bs;
-    let t0 = clk.now();
-    let mut done = 0usize;
-    while done < data.len() {
-        let n = rustix::io::pread(fd, &mut data[done..], off + done as u64)
-            .map_err(|e| io_err("read (verify)", &setup.plan.files[fi].path, e))?;
-        if n == 0 {
-            break;
-        }
-        done += n;
-    }
-    let t1 = clk.now();
-    let d = &mut st.dir[READ];
-    if !job.disable_clat {
-        d.clat.record((t1 - t0).0);
-        st.lat_buckets.mark((t1 - t0).0);
-    }
-    if !job.disable_lat {
-        d.lat.record((t1 - t0).0);
-    }
-    d.io_bytes += bs;
-    d.total_ios += 1;
-    st.depth_counts[0] += 1;
-    st.submit_counts[1] += 1;
-    st.complete_counts[1] += 1;
-    if done < data.len() {
-        return Err(io_err(
-            "read (verify)",
-            &setup.plan.files[fi].path,
-            std::io::Error::new(
-                std::io::ErrorKind::UnexpectedEof,
-                format!("short read at offset {}", off + done as u64),
-            ),
-        ));
-    }
-    vc.check(setup, fi, data, off, Some(logged as u16))
+    };
+    count_verify_read(setup, st, fi, &r)?;
+    vc.check(setup, fi, data, r.off, Some(r.numberio))
 }
 
 /// fio's verify phase, after every pass of a write job: read every logged block back in
 /// offset order (fio's io_hist_tree; random writes with a random map fio checks in issue
 /// order, the same blocks) and check its headers and checksums; the reads count as the job's
 /// reads, as in fio. A job stopped by its runtime (or by filling the device) is not verified,
-/// as fio's is not.
+/// as fio's is not. With verify_async=N the checks run on N threads (verify_phase_async).
 fn verify_phase<T: TimeSource>(
     setup: &CloneSetup<'_>,
     p: &mut Planner<'_>,
@@ -1544,6 +1596,9 @@ fn verify_phase<T: TimeSource>(
 ) -> Result<(), WorkloadError> {
     if setup.job.ioengine == IoEngine::Null {
         return Ok(());
+    }
+    if setup.job.verify_async > 0 {
+        return verify_phase_async(setup, p, st, clk, vc);
     }
     for fi in 0..p.files.len() {
         for b in 0..p.files[fi].written.len() {
@@ -1557,6 +1612,202 @@ fn verify_phase<T: TimeSource>(
         }
     }
     Ok(())
+}
+
+/// What became of the verify read numbered `seq` of a phase.
+enum Checked {
+    /// Read whole and checked (the failures, if any).
+    Done(VerifyRead, Result<(), Vec<verify::Failure>>),
+    /// Read short: counted, then the job's error.
+    Short(VerifyRead),
+    /// The read failed: not counted, the job's error.
+    Failed(WorkloadError),
+}
+
+/// The verify phase with verify_async=N (fio's verify_async offload threads): this thread
+/// reads the logged blocks in the same order as the synchronous phase and N threads check
+/// them. The outcome is the synchronous one, read for read: results are taken in read order,
+/// each read is counted when its turn comes, and the first failed read or check ends the
+/// phase with that error; reads issued ahead of it are not counted (fio's own offload goes on
+/// reading after a failure; fsdelta keeps the counts and errors of verify_async=0).
+fn verify_phase_async<T: TimeSource>(
+    setup: &CloneSetup<'_>,
+    p: &mut Planner<'_>,
+    st: &mut ThreadStats,
+    clk: T,
+    vc: &VerifyCtx,
+) -> Result<(), WorkloadError> {
+    use std::collections::BTreeMap;
+    use std::sync::{Mutex, mpsc};
+    type Work = (usize, u64, Option<u16>, usize, AlignedBuf);
+    let bs = setup.job.bs[WRITE].0 as usize;
+    let threads = setup.job.verify_async as usize;
+    let names: Vec<&str> = setup
+        .plan
+        .files
+        .iter()
+        .map(|f| f.fio_name.as_str())
+        .collect();
+    let v = &vc.v;
+    let (work_tx, work_rx) = mpsc::channel::<Work>();
+    let work_rx = Mutex::new(work_rx);
+    let (done_tx, done_rx) = mpsc::channel();
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            let (rx, tx, names) = (&work_rx, done_tx.clone(), &names);
+            s.spawn(move || {
+                loop {
+                    let next = rx.lock().map(|r| r.recv());
+                    let Ok(Ok((seq, off, numberio, fi, mut buf))) = next else {
+                        return;
+                    };
+                    let r = v.check(&mut buf.as_mut_slice()[..bs], off, numberio, names[fi]);
+                    if tx.send((seq, r, buf)).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+        drop(done_tx);
+        let mut free: Vec<AlignedBuf> = (0..2 * threads)
+            .map(|_| AlignedBuf::new(bs, setup.mem_align))
+            .collect();
+        // Reads by number, their files, and what became of them.
+        let mut reads: BTreeMap<usize, (usize, VerifyRead)> = BTreeMap::new();
+        let mut outcomes: BTreeMap<usize, (usize, Checked)> = BTreeMap::new();
+        let (mut issued, mut committed) = (0usize, 0usize);
+        let mut in_flight = 0usize;
+        let mut end: Option<Result<(), WorkloadError>> = None;
+        // Take the outcomes that are next in read order: count, and stop at an error.
+        let commit = |outcomes: &mut BTreeMap<usize, (usize, Checked)>,
+                      committed: &mut usize,
+                      st: &mut ThreadStats|
+         -> Option<WorkloadError> {
+            while let Some((fi, c)) = outcomes.remove(committed) {
+                *committed += 1;
+                let e = match c {
+                    Checked::Done(r, res) => count_verify_read(setup, st, fi, &r)
+                        .err()
+                        .or_else(|| res.err().map(|f| vc.report(setup, fi, &f))),
+                    Checked::Short(r) => count_verify_read(setup, st, fi, &r).err(),
+                    Checked::Failed(e) => Some(e),
+                };
+                if e.is_some() {
+                    return e;
+                }
+            }
+            None
+        };
+        let blocks = (0..p.files.len())
+            .flat_map(|fi| (0..p.files[fi].written.len() as u64).map(move |b| (fi, b)))
+            .collect::<Vec<_>>();
+        for (fi, b) in blocks {
+            if p.files[fi].written[b as usize] == 0 {
+                continue;
+            }
+            if setup.cancel.is_cancelled() {
+                end = Some(Err(WorkloadError::Cancelled));
+                break;
+            }
+            // Take the checks done; wait for one when every buffer is out.
+            loop {
+                let got = if free.is_empty() {
+                    Some(done_rx.recv().expect("checkers hold the channel"))
+                } else {
+                    done_rx.try_recv().ok()
+                };
+                let Some((seq, res, buf)) = got else { break };
+                in_flight -= 1;
+                free.push(buf);
+                let (fi, r) = reads.remove(&seq).expect("read before checked");
+                outcomes.insert(seq, (fi, Checked::Done(r, res)));
+            }
+            if let Some(e) = commit(&mut outcomes, &mut committed, st) {
+                end = Some(Err(e));
+                break;
+            }
+            let mut buf = free.pop().expect("a free buffer");
+            let seq = issued;
+            match read_logged(setup, p, &mut buf.as_mut_slice()[..bs], clk, fi, b) {
+                Ok(None) => free.push(buf),
+                Ok(Some(r)) if r.done < bs => {
+                    issued += 1;
+                    free.push(buf);
+                    outcomes.insert(seq, (fi, Checked::Short(r)));
+                    break;
+                }
+                Ok(Some(r)) => {
+                    issued += 1;
+                    let numberio = Some(r.numberio).filter(|_| v.check_numberio);
+                    work_tx
+                        .send((seq, r.off, numberio, fi, buf))
+                        .expect("checkers wait for work");
+                    reads.insert(seq, (fi, r));
+                    in_flight += 1;
+                }
+                Err(e) => {
+                    issued += 1;
+                    free.push(buf);
+                    outcomes.insert(seq, (fi, Checked::Failed(e)));
+                    break;
+                }
+            }
+        }
+        drop(work_tx);
+        if end.is_none() {
+            // Every read issued: take the rest of the checks, in read order.
+            while in_flight > 0 {
+                let (seq, res, _buf) = done_rx.recv().expect("checkers hold the channel");
+                in_flight -= 1;
+                let (fi, r) = reads.remove(&seq).expect("read before checked");
+                outcomes.insert(seq, (fi, Checked::Done(r, res)));
+            }
+            if let Some(e) = commit(&mut outcomes, &mut committed, st) {
+                end = Some(Err(e));
+            }
+            debug_assert!(end.is_some() || committed == issued);
+        }
+        end.unwrap_or(Ok(()))
+    })
+}
+
+/// fio's do_dry_run, for verify_only on a write job: every write of the pass is planned,
+/// logged for verify and counted (fio counts them as done, in no time: they take no runtime
+/// and, unlike fio's, which times them from a start never set, record no latency), none is
+/// issued, and no fsync either; then the pass is read back and verified as after real writes.
+fn run_dry<T: TimeSource>(
+    setup: &CloneSetup<'_>,
+    p: &mut Planner<'_>,
+    buf: &mut AlignedBuf,
+    vctx: &Option<VerifyCtx>,
+    st: &mut ThreadStats,
+    clock: &mut Clock,
+    clk: T,
+) -> Result<bool, WorkloadError> {
+    let job = setup.job;
+    loop {
+        if setup.cancel.is_cancelled() {
+            return Err(WorkloadError::Cancelled);
+        }
+        if setup.exit.is_some_and(|e| e.terminated()) {
+            return Ok(false);
+        }
+        let Some(io) = p.next_io() else {
+            if let Some(vc) = vctx.as_ref().filter(|_| job.do_verify) {
+                verify_phase(setup, p, buf, st, clk, vc)?;
+            }
+            if next_pass(setup, p, clock, clk.now())? {
+                continue;
+            }
+            return Ok(false);
+        };
+        let d = &mut st.dir[io.ddir];
+        d.io_bytes += io.len as u64;
+        d.total_ios += 1;
+        st.depth_counts[0] += 1;
+        st.submit_counts[1] += 1;
+        st.complete_counts[1] += 1;
+    }
 }
 
 /// What the loop does after an I/O or a check: go on, or stop.
