@@ -1,7 +1,9 @@
-//! fio's verify format, end to end against real fio 3.33: for every verify= kind fsdelta
-//! supports, a file written by fio verifies under `fsdelta fio`, a file written by fsdelta
-//! verifies under fio, and a damaged block fails in both with fio's message naming file and
-//! offset; verify_dump writes fio's .received/.expected files.
+//! fio's verify format, end to end against real fio 3.33: for every verify= kind of fio 3.33,
+//! a file written by fio verifies under `fsdelta fio`, a file written by fsdelta verifies
+//! under fio, both write the same bytes but the time, and a damaged block fails in both with
+//! fio's message naming file and offset; verify_dump writes fio's .received/.expected files;
+//! verify_only reads back another run's writes with fio's counts; verify_async changes no
+//! count and no error.
 //! Skipped, saying why, without fio, unless FSDELTA_REQUIRE_ALL=1.
 
 mod common;
@@ -449,4 +451,40 @@ fn verify_async_gives_the_synchronous_results() {
         errs.push(e);
     }
     assert_eq!(errs[1], errs[0]);
+}
+
+/// verify=null writes no header and checks nothing, but the written blocks are still read
+/// back, as fio counts them; a file of zeros "verifies".
+#[test]
+fn verify_null_reads_back_and_checks_nothing() {
+    let fio = Command::new("fio").arg("--version").output().is_ok();
+    if !common::require(fio, "fio 3.33 (/usr/bin/fio) to compare with") {
+        return;
+    }
+    let job = "[w]\nrw=randwrite\nbs=4k\nsize=256k\nfilename=f\nverify=null\n";
+    let mut got = Vec::new();
+    for tool in ["fio", "fsdelta"] {
+        let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+        let o = json_run(tool, d.path(), job);
+        assert!(
+            o.status.success(),
+            "{tool}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        got.push(verify_only_counts(&o.stdout)[..4].to_vec());
+        let data = std::fs::read(d.path().join("f")).unwrap();
+        assert!(
+            (0..64).all(|b| data[b * 4096..b * 4096 + 2] != [0xca, 0xac]),
+            "{tool} wrote a header"
+        );
+        std::fs::write(d.path().join("f"), vec![0u8; 256 << 10]).unwrap();
+        let o = run(tool, d.path(), &job.replace("randwrite", "read"));
+        assert!(
+            o.status.success(),
+            "{tool}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    assert_eq!(got[0], [64, 256 << 10, 64, 256 << 10]);
+    assert_eq!(got[1], got[0]);
 }
