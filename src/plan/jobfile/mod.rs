@@ -253,7 +253,7 @@ pub enum VerifyKind {
     Crc7,
     /// fio's sha256.
     Sha256,
-    /// fio's sha512 (its last input block, not a digest: see the verify module).
+    /// fio's sha512 (its input buffer, not a digest: see the verify module).
     Sha512,
     /// SHA3-224.
     Sha3_224,
