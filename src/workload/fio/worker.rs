@@ -1698,10 +1698,18 @@ fn verify_phase_async<T: TimeSource>(
             }
             None
         };
-        let blocks = (0..p.files.len())
-            .flat_map(|fi| (0..p.files[fi].written.len() as u64).map(move |b| (fi, b)))
-            .collect::<Vec<_>>();
-        for (fi, b) in blocks {
+        // The logged blocks in the synchronous phase's order: by file, then by offset.
+        let (mut fi, mut next) = (0usize, 0u64);
+        loop {
+            while fi < p.files.len() && next as usize >= p.files[fi].written.len() {
+                fi += 1;
+                next = 0;
+            }
+            if fi == p.files.len() {
+                break;
+            }
+            let b = next;
+            next += 1;
             if p.files[fi].written[b as usize] == 0 {
                 continue;
             }
@@ -1719,8 +1727,8 @@ fn verify_phase_async<T: TimeSource>(
                 let Some((seq, res, buf)) = got else { break };
                 in_flight -= 1;
                 free.push(buf);
-                let (fi, r) = reads.remove(&seq).expect("read before checked");
-                outcomes.insert(seq, (fi, Checked::Done(r, res)));
+                let (rfi, r) = reads.remove(&seq).expect("read before checked");
+                outcomes.insert(seq, (rfi, Checked::Done(r, res)));
             }
             if let Some(e) = commit(&mut outcomes, &mut committed, st) {
                 end = Some(Err(e));
@@ -1759,8 +1767,8 @@ fn verify_phase_async<T: TimeSource>(
             while in_flight > 0 {
                 let (seq, res, _buf) = done_rx.recv().expect("checkers hold the channel");
                 in_flight -= 1;
-                let (fi, r) = reads.remove(&seq).expect("read before checked");
-                outcomes.insert(seq, (fi, Checked::Done(r, res)));
+                let (rfi, r) = reads.remove(&seq).expect("read before checked");
+                outcomes.insert(seq, (rfi, Checked::Done(r, res)));
             }
             if let Some(e) = commit(&mut outcomes, &mut committed, st) {
                 end = Some(Err(e));
