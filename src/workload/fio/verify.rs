@@ -6,7 +6,8 @@
 //!
 //! Why it exists: fio job files that check data integrity must fail when the data read back is
 //! not what was written, and say where, in fio's words ("crc32c: verify failed at file F offset
-//! N, length L"). What it must never do: pass a block it did not check, or report a failure
+//! N, length L"). What it must never do: pass a block it did not check (as far as fio's sum
+//! covers it: fio's sha512 covers part of the data, verify=null nothing), or report a failure
 //! without its file and offset.
 //!
 //! fio's own checksum code is reproduced where it is not the textbook algorithm: its sha256
