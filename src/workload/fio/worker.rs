@@ -22,7 +22,9 @@ use super::iolog::{Completion, IoLogs};
 use super::rand::{self, Lfsr, RandomMap, Taus};
 use super::stats::{READ, TRIM, ThreadStats, WRITE};
 use super::verify;
-use crate::plan::jobfile::{FileService, IoEngine, JobSpec, RandomDistribution, RandomGenerator};
+use crate::plan::jobfile::{
+    FileService, IoEngine, JobSpec, RandomDistribution, RandomGenerator, RwSequencer,
+};
 use crate::probe::clock::Nanos;
 use crate::workload::{CancelToken, WorkloadError};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
@@ -172,13 +174,14 @@ struct Planner<'a> {
     passes: u32,
     /// I/Os issued this pass (for number_ios).
     pass_ios: u64,
-    /// A pass may go round a file more than once (io_size beyond the region, or holes from
-    /// an rw=...:SIZE modifier): files wrap instead of ending the pass.
+    /// A pass may go round a file more than once (io_size beyond the region): files wrap
+    /// instead of ending the pass. (Holes of rw=...:SIZE wrap by themselves.)
     wraps: bool,
     /// The loops run as one pass of loops x the bytes, with no new seeds: fio's do_io counts
     /// the bytes of a pass only for queued (async) I/O, so a synchronous engine's random job
-    /// that never finds its files done (no random map, no LFSR) issues every loop's bytes in
-    /// its first pass.
+    /// that does not find its files done (no random map, no LFSR, or rw=rand...:N) issues
+    /// every loop's bytes in its first pass; one that finds them done first goes on in the
+    /// next loop.
     merged_loops: bool,
     /// fio's seed table, to re-seed at each loop (randrepeat).
     seeds: [u64; 21],
@@ -188,6 +191,9 @@ struct Planner<'a> {
     zone: Option<ZoneState>,
     /// fio's zone_state: draws the zone of random_distribution=zoned.
     zone_rand: Taus,
+    /// fio's td->ddir_seq_nr: offset attempts left until the next random one (rw=rand...:N);
+    /// 1 at the start, so that the first I/O is random. Loops do not reset it (nor do fio's).
+    seq_nr_left: u32,
     /// Steady-state detection (ss_dur=): progress published, stop obeyed.
     progress: Option<&'a super::steady::Progress>,
     /// --status-interval: requests for the stats so far, answered between I/Os.
@@ -332,9 +338,11 @@ impl<'a> Planner<'a> {
         }
         let nfiles = files.len() as u32;
         let done_files = files.iter().filter(|f| f.done).count();
+        // rw=rand...:N: only every Nth I/O takes a block from the map or LFSR, so a pass
+        // of the job's size leaves the files unfinished too.
         let merged_loops = random
             && job.ioengine.is_sync()
-            && files.iter().all(|f| f.map.is_none() && f.lfsr.is_none());
+            && (job.rw_seq_nr > 1 || files.iter().all(|f| f.map.is_none() && f.lfsr.is_none()));
         let pass_bytes = if merged_loops {
             setup.plan.pass_bytes * job.loops.max(1) as u64
         } else {
@@ -370,13 +378,13 @@ impl<'a> Planner<'a> {
             open_limit: job.openfiles.unwrap_or(nfiles).max(1),
             passes: 0,
             pass_ios: 0,
-            wraps: job.rw_modifier != 0
-                || job
-                    .io_size
-                    .is_some_and(|b| b.0 > setup.plan.files.iter().map(|f| f.size).sum()),
+            wraps: job
+                .io_size
+                .is_some_and(|b| b.0 > setup.plan.files.iter().map(|f| f.size).sum()),
             seeds: seed_table,
             flow: setup.flow.map(|g| super::pace::FlowMember::new(g, job)),
             zone_rand: Taus::new(seeds[rand::SEED_ZONE], false),
+            seq_nr_left: 1,
             progress: setup.progress,
             status: setup.status,
             cmdprio: None,
@@ -609,9 +617,17 @@ impl<'a> Planner<'a> {
             // zonemode=zbd: a mixed job's read with nothing written yet becomes a write.
             let ddir = self.zbd.as_ref().map_or(ddir, |z| z.adjust_ddir(fi, ddir));
             self.mix_ddir = ddir;
+            // fio's get_next_offset: with rw=rand...:N every Nth attempt draws a random offset
+            // (rw_seq_hit), the others follow rw_sequencer.
+            self.seq_nr_left -= 1;
+            let hit = self.seq_nr_left == 0;
+            if hit {
+                self.seq_nr_left = job.rw_seq_nr;
+            }
+            let random_io = random && hit;
             // The direction whose block sizes apply (bs_is_seq_rand: read's to sequential
             // I/O, write's to random), and the unit random offsets are drawn in (fio's ba).
-            let bd = match (job.bs_is_seq_rand, random) {
+            let bd = match (job.bs_is_seq_rand, random_io) {
                 (false, _) => ddir,
                 (true, true) => WRITE,
                 (true, false) => READ,
@@ -619,6 +635,7 @@ impl<'a> Planner<'a> {
             let min_bs = job.min_bs(bd);
             let ba = job.ba(ddir);
             let ddir_min_bs = job.min_bs(ddir);
+            let single_file = self.files.len() == 1;
             let f = &mut self.files[fi];
             if random && job.rw.trim_then_write() && ddir == WRITE {
                 // fio's get_next_block / get_next_buflen for randtrimwrite: the write covers
@@ -669,122 +686,161 @@ impl<'a> Planner<'a> {
                 }
                 None => (0, f.region),
             };
-            // A random block was drawn from the random map (fio then marks what the I/O
-            // covers, in units of the direction's smallest block size).
-            let mut mapped = false;
-            let offset = zone_start
-                + if random {
-                    // fio's last_block: the blocks of ba a random offset can start at.
-                    let max_size = region - ddir_min_bs.saturating_sub(ba).min(region);
-                    let nblocks = max_size / ba;
-                    let b = if nblocks == 0 {
-                        None
-                    } else if let Some(z) = &mut f.skew {
-                        Some(z.next_block() % nblocks)
-                    } else if let RandomDistribution::Zoned { index } = &job.random_distribution {
-                        // fio's __get_next_rand_offset_zoned: a draw in 1..=100 picks the
-                        // zone, a block is drawn within it.
-                        let v = self.zone_rand.between(1, 100) as usize;
-                        let (start, end) = index[v - 1];
-                        let first = start as u64 * nblocks / 100;
-                        let span = nblocks * (end - start) as u64 / 100;
-                        Some(first + self.block_rand.block(span.max(1)))
-                    } else if let RandomDistribution::ZonedAbs { index } = &job.random_distribution
-                    {
-                        // fio's __get_next_rand_offset_zoned_abs: the zone's bytes in blocks of
-                        // ba; a zone past the last block ends the file.
-                        let v = self.zone_rand.between(1, 100) as usize;
-                        let (start, end) = index[v - 1];
-                        let (first, last) = (start / ba, end / ba);
-                        if last > nblocks {
-                            None
-                        } else {
-                            Some(first + self.block_rand.block((last - first).max(1)))
-                        }
-                    } else if let Some(l) = &mut f.lfsr {
-                        l.next_block()
-                    } else {
-                        let b = self.block_rand.block(nblocks);
-                        match &mut f.map {
-                            Some(m) => {
-                                mapped = true;
-                                m.free_at_or_after(b)
-                            }
-                            None => Some(b),
-                        }
-                    };
-                    // fio's get_next_offset: a block past the region (a map counted in a
-                    // smaller block size than this direction's) ends the file too.
-                    match b.map(|b| b * ba).filter(|o| zone_start + o < f.region) {
-                        Some(o) => o,
-                        None if wraps && nblocks > 0 => {
-                            // io_size beyond the region: the region is covered again.
-                            if let Some(z) = &mut self.zbd {
-                                z.file_reset(fi);
-                                if self.job.randrepeat {
-                                    // fio's next pass (clear_io_state) seeds again.
-                                    let use64 =
-                                        self.job.random_generator == RandomGenerator::Tausworthe64;
-                                    self.block_rand =
-                                        Taus::new(self.seeds[rand::SEED_BLOCK], use64);
-                                }
-                            }
-                            if let Some(m) = &mut f.map {
-                                m.clear();
-                            }
-                            if let Some(l) = &mut f.lfsr {
-                                l.reset();
-                            }
-                            continue;
-                        }
-                        None => {
-                            f.done = true;
-                            self.done_files += 1;
-                            continue;
-                        }
-                    }
-                } else if job.rw_modifier < 0 {
-                    // fio's get_next_seq_offset with a negative ddir_seq_add: pos is where the
-                    // previous I/O ended (0 before the first); each I/O starts that far back from
-                    // it, and one that would start before the region or past its end starts at the
-                    // end of the region, stepped back.
-                    let add = job.rw_modifier;
-                    let region = region as i64;
-                    let end = f.pos[ddir] as i64;
-                    let mut off = match end {
-                        0 if f.base == 0 => 0,
-                        0 => region + add,
-                        e => e + add,
-                    };
-                    if off < 0 || off >= region {
-                        off = region + add;
-                    }
-                    if off < 0 || off + min_bs as i64 > region {
-                        f.done = true;
-                        self.done_files += 1;
-                        continue;
-                    }
-                    off as u64
-                } else {
-                    if f.pos[ddir] + min_bs > region {
-                        if wraps && region >= min_bs {
-                            // fio's get_next_seq_offset: holes or io_size beyond the end wrap
-                            // to the start of the region.
+            // An I/O of rw=rand...:N between two random offsets (fio's get_next_block without
+            // rw_seq): where the direction's last I/O ended (sequential; a random block once
+            // that is past the file) or started (identical). None: a random block is drawn.
+            let follow = if random && !hit {
+                match job.rw_sequencer {
+                    RwSequencer::Sequential => {
+                        // fio's get_next_seq_offset (no ddir_seq_add for a random job): a
+                        // time_based job of one file starts over at the end.
+                        if job.time_based && single_file && f.pos[ddir] >= f.region {
                             f.pos[ddir] = 0;
-                            if let Some(z) = &mut self.zbd {
-                                z.file_reset(fi);
+                        }
+                        let at = zone_start + f.pos[ddir];
+                        (at < f.region).then_some(at)
+                    }
+                    RwSequencer::Identical => Some(match f.last_start[ddir] {
+                        u64::MAX => 0,
+                        s => s,
+                    }),
+                }
+            } else {
+                None
+            };
+            // A random block was drawn from the random map (fio then marks what the I/O
+            // covers, in units of the direction's smallest block size; not for a block drawn
+            // in place of a sequential one, which fio flags IO_U_F_BUSY_OK).
+            let mut mapped = false;
+            let offset = if let Some(at) = follow {
+                at
+            } else {
+                zone_start
+                    + if random {
+                        // fio's last_block: the blocks of ba a random offset can start at.
+                        let max_size = region - ddir_min_bs.saturating_sub(ba).min(region);
+                        let nblocks = max_size / ba;
+                        let b = if nblocks == 0 {
+                            None
+                        } else if let Some(z) = &mut f.skew {
+                            Some(z.next_block() % nblocks)
+                        } else if let RandomDistribution::Zoned { index } = &job.random_distribution
+                        {
+                            // fio's __get_next_rand_offset_zoned: a draw in 1..=100 picks the
+                            // zone, a block is drawn within it.
+                            let v = self.zone_rand.between(1, 100) as usize;
+                            let (start, end) = index[v - 1];
+                            let first = start as u64 * nblocks / 100;
+                            let span = nblocks * (end - start) as u64 / 100;
+                            Some(first + self.block_rand.block(span.max(1)))
+                        } else if let RandomDistribution::ZonedAbs { index } =
+                            &job.random_distribution
+                        {
+                            // fio's __get_next_rand_offset_zoned_abs: the zone's bytes in blocks of
+                            // ba; a zone past the last block ends the file.
+                            let v = self.zone_rand.between(1, 100) as usize;
+                            let (start, end) = index[v - 1];
+                            let (first, last) = (start / ba, end / ba);
+                            if last > nblocks {
+                                None
+                            } else {
+                                Some(first + self.block_rand.block((last - first).max(1)))
                             }
-                        } else if !mixed {
+                        } else if let Some(l) = &mut f.lfsr {
+                            l.next_block()
+                        } else {
+                            let b = self.block_rand.block(nblocks);
+                            match &mut f.map {
+                                Some(m) => {
+                                    mapped = hit;
+                                    m.free_at_or_after(b)
+                                }
+                                None => Some(b),
+                            }
+                        };
+                        // fio's get_next_offset: a block past the region (a map counted in a
+                        // smaller block size than this direction's) ends the file too.
+                        match b.map(|b| b * ba).filter(|o| zone_start + o < f.region) {
+                            Some(o) => o,
+                            None if wraps && nblocks > 0 => {
+                                // io_size beyond the region: the region is covered again.
+                                if let Some(z) = &mut self.zbd {
+                                    z.file_reset(fi);
+                                    if self.job.randrepeat {
+                                        // fio's next pass (clear_io_state) seeds again.
+                                        let use64 = self.job.random_generator
+                                            == RandomGenerator::Tausworthe64;
+                                        self.block_rand =
+                                            Taus::new(self.seeds[rand::SEED_BLOCK], use64);
+                                    }
+                                }
+                                if let Some(m) = &mut f.map {
+                                    m.clear();
+                                }
+                                if let Some(l) = &mut f.lfsr {
+                                    l.reset();
+                                }
+                                continue;
+                            }
+                            None => {
+                                f.done = true;
+                                self.done_files += 1;
+                                continue;
+                            }
+                        }
+                    } else if job.rw_modifier < 0 {
+                        // fio's get_next_seq_offset with a negative ddir_seq_add: pos is where the
+                        // previous I/O ended (0 before the first); each I/O starts that far back from
+                        // it, and one that would start before the region or past its end starts at the
+                        // end of the region, stepped back.
+                        let add = job.rw_modifier;
+                        let region = region as i64;
+                        let end = f.pos[ddir] as i64;
+                        let mut off = match end {
+                            0 if f.base == 0 => 0,
+                            0 => region + add,
+                            e => e + add,
+                        };
+                        if off < 0 || off >= region {
+                            off = region + add;
+                        }
+                        if off < 0 || off + min_bs as i64 > region {
                             f.done = true;
                             self.done_files += 1;
                             continue;
                         }
-                        // A mixed sequential job resets the file at its end: both directions
-                        // start over (fio's fio_file_reset).
-                        f.pos = [0; 3];
+                        off as u64
+                    } else {
+                        if f.pos[ddir] + min_bs > region {
+                            if wraps && region >= min_bs {
+                                // io_size beyond the end: the region is covered again.
+                                f.pos[ddir] = 0;
+                                if let Some(z) = &mut self.zbd {
+                                    z.file_reset(fi);
+                                }
+                            } else if !mixed {
+                                f.done = true;
+                                self.done_files += 1;
+                                continue;
+                            }
+                            // A mixed sequential job resets the file at its end: both directions
+                            // start over (fio's fio_file_reset).
+                            f.pos = [0; 3];
+                        }
+                        // fio's get_next_seq_offset with a hole (ddir_seq_add > 0): after where
+                        // the last I/O ended, unless that is the start; a hole reaching past the
+                        // file wraps to fio's file_offset, taken as relative (so 0 without
+                        // offset=, and past the region's end, which ends the file, with one).
+                        match (f.pos[ddir], job.rw_modifier) {
+                            (0, _) => 0,
+                            (last, add) if add > 0 => match last + add as u64 {
+                                p if p >= f.base + f.region => f.base,
+                                p => p,
+                            },
+                            (last, _) => last,
+                        }
                     }
-                    f.pos[ddir]
-                };
+            };
             // fio's get_next_buflen: a size from the bsrange or bssplit that fits before the
             // end of the region (io_u_fits), or none, which ends the file.
             let mut len = next_buflen(job, bd, &mut self.bs_rand[bd], offset, f.region);
@@ -819,13 +875,12 @@ impl<'a> Planner<'a> {
                     len = len.min(set * unit);
                 }
             }
-            if !random {
-                let rel = offset - zone_start;
-                f.pos[ddir] = if job.rw_modifier < 0 {
-                    rel + len
-                } else {
-                    rel + len + job.rw_modifier as u64
-                };
+            // fio's last_pos, also of a random I/O (where rw=rand...:N goes on from).
+            {
+                // (An identical offset from before a strided zone moved on counts from the
+                // zone's start.)
+                let rel = offset.saturating_sub(zone_start);
+                f.pos[ddir] = rel + len;
             }
             if let Some(zs) = &mut self.zone {
                 zs.bytes += len;
@@ -1664,10 +1719,16 @@ fn next_pass_counted(p: &mut Planner<'_>, clock: &Clock, now: Nanos) -> bool {
     if !clock.ramping {
         p.passes += 1;
     }
-    let loops = if p.merged_loops { 1 } else { job.loops };
-    let more = clock.ramping || p.passes < loops;
+    // A merged pass (the bytes of every loop) that found its files done first goes on in a
+    // new loop with the bytes left, as fio's cumulative io_issue_bytes limit does.
+    let merged_left = p.merged_loops && p.pass_issued < p.pass_bytes;
+    let more = clock.ramping || (p.passes < job.loops && (!p.merged_loops || merged_left));
     if more {
+        let carried = p.pass_issued;
         p.new_loop();
+        if merged_left && !clock.ramping {
+            p.pass_issued = carried;
+        }
     }
     more
 }
@@ -3233,5 +3294,317 @@ mod normal_zoned_abs_tests {
         )
         .expect("zones past the file were accepted");
         assert!(err.contains("past the end of"), "{err}");
+    }
+}
+
+#[cfg(test)]
+mod rw_modifier_tests {
+    use super::*;
+
+    /// (offset, direction) of the first `n` I/Os of a null-engine job of `opts` (one option
+    /// a line) over 4 MiB in 4 KiB blocks.
+    fn first_ios(opts: &str, n: usize) -> Vec<(u64, usize)> {
+        with_test_clone(
+            &format!("[x]\nioengine=null\nsize=4m\nbs=4k\n{opts}\n"),
+            |setup, _| {
+                let mut p = Planner::new(setup).unwrap();
+                (0..n)
+                    .map(|_| {
+                        let io = p.next_io().unwrap();
+                        (io.offset, io.ddir)
+                    })
+                    .collect()
+            },
+        )
+    }
+
+    /// The first 16 I/Os of rw= offset modifiers equal fio 3.33's (`fio --debug=io
+    /// --ioengine=null --size=4m --bs=4k --number_ios=16 --name=x OPTS`, the `off=` and
+    /// `ddir=` of each queued io_u).
+    #[test]
+    fn rw_modifier_offsets_are_fios() {
+        let cases: &[(&str, [(u64, usize); 16])] = &[
+            (
+                "rw=read:8k",
+                [
+                    (0x0, 0),
+                    (0x3000, 0),
+                    (0x6000, 0),
+                    (0x9000, 0),
+                    (0xc000, 0),
+                    (0xf000, 0),
+                    (0x12000, 0),
+                    (0x15000, 0),
+                    (0x18000, 0),
+                    (0x1b000, 0),
+                    (0x1e000, 0),
+                    (0x21000, 0),
+                    (0x24000, 0),
+                    (0x27000, 0),
+                    (0x2a000, 0),
+                    (0x2d000, 0),
+                ],
+            ),
+            (
+                "rw=write:4k",
+                [
+                    (0x0, 1),
+                    (0x2000, 1),
+                    (0x4000, 1),
+                    (0x6000, 1),
+                    (0x8000, 1),
+                    (0xa000, 1),
+                    (0xc000, 1),
+                    (0xe000, 1),
+                    (0x10000, 1),
+                    (0x12000, 1),
+                    (0x14000, 1),
+                    (0x16000, 1),
+                    (0x18000, 1),
+                    (0x1a000, 1),
+                    (0x1c000, 1),
+                    (0x1e000, 1),
+                ],
+            ),
+            (
+                "rw=rw:4k",
+                [
+                    (0x0, 0),
+                    (0x2000, 0),
+                    (0x4000, 0),
+                    (0x0, 1),
+                    (0x6000, 0),
+                    (0x8000, 0),
+                    (0x2000, 1),
+                    (0x4000, 1),
+                    (0x6000, 1),
+                    (0xa000, 0),
+                    (0x8000, 1),
+                    (0xc000, 0),
+                    (0xa000, 1),
+                    (0xe000, 0),
+                    (0x10000, 0),
+                    (0x12000, 0),
+                ],
+            ),
+            (
+                "rw=randread:4",
+                [
+                    (0x3d000, 0),
+                    (0x3e000, 0),
+                    (0x3f000, 0),
+                    (0x40000, 0),
+                    (0x2f6000, 0),
+                    (0x2f7000, 0),
+                    (0x2f8000, 0),
+                    (0x2f9000, 0),
+                    (0x35f000, 0),
+                    (0x360000, 0),
+                    (0x361000, 0),
+                    (0x362000, 0),
+                    (0x1e1000, 0),
+                    (0x1e2000, 0),
+                    (0x1e3000, 0),
+                    (0x1e4000, 0),
+                ],
+            ),
+            (
+                "rw=randread:4\nrw_sequencer=identical",
+                [
+                    (0x3d000, 0),
+                    (0x3d000, 0),
+                    (0x3d000, 0),
+                    (0x3d000, 0),
+                    (0x2f6000, 0),
+                    (0x2f6000, 0),
+                    (0x2f6000, 0),
+                    (0x2f6000, 0),
+                    (0x35f000, 0),
+                    (0x35f000, 0),
+                    (0x35f000, 0),
+                    (0x35f000, 0),
+                    (0x1e1000, 0),
+                    (0x1e1000, 0),
+                    (0x1e1000, 0),
+                    (0x1e1000, 0),
+                ],
+            ),
+            (
+                "rw=randrw:2",
+                [
+                    (0x3d000, 0),
+                    (0x3e000, 0),
+                    (0x2f6000, 0),
+                    (0x0, 1),
+                    (0x35f000, 0),
+                    (0x360000, 0),
+                    (0x1e1000, 1),
+                    (0x1e2000, 1),
+                    (0x19b000, 1),
+                    (0x361000, 0),
+                    (0x35c000, 1),
+                    (0x362000, 0),
+                    (0x185000, 1),
+                    (0x363000, 0),
+                    (0x16a000, 0),
+                    (0x16b000, 0),
+                ],
+            ),
+            (
+                "rw=randrw:3\nrw_sequencer=identical",
+                [
+                    (0x3d000, 0),
+                    (0x3d000, 0),
+                    (0x3d000, 0),
+                    (0x2f6000, 1),
+                    (0x3d000, 0),
+                    (0x3d000, 0),
+                    (0x35f000, 1),
+                    (0x35f000, 1),
+                    (0x35f000, 1),
+                    (0x1e1000, 0),
+                    (0x35f000, 1),
+                    (0x1e1000, 0),
+                    (0x19b000, 1),
+                    (0x1e1000, 0),
+                    (0x1e1000, 0),
+                    (0x35c000, 0),
+                ],
+            ),
+            (
+                "rw=randread:4\nrandrepeat=0\nrandseed=77",
+                [
+                    (0x231000, 0),
+                    (0x232000, 0),
+                    (0x233000, 0),
+                    (0x234000, 0),
+                    (0x2d4000, 0),
+                    (0x2d5000, 0),
+                    (0x2d6000, 0),
+                    (0x2d7000, 0),
+                    (0x195000, 0),
+                    (0x196000, 0),
+                    (0x197000, 0),
+                    (0x198000, 0),
+                    (0xd5000, 0),
+                    (0xd6000, 0),
+                    (0xd7000, 0),
+                    (0xd8000, 0),
+                ],
+            ),
+            (
+                // bs_is_seq_rand: the random I/Os take write's sizes, the sequential read's.
+                "rw=randwrite:5\nbs_is_seq_rand=1\nbsrange=4k-16k",
+                [
+                    (0x3d000, 1),
+                    (0x3e000, 1),
+                    (0x3f000, 1),
+                    (0x42000, 1),
+                    (0x46000, 1),
+                    (0x2f6000, 1),
+                    (0x2f7000, 1),
+                    (0x2fb000, 1),
+                    (0x2fc000, 1),
+                    (0x300000, 1),
+                    (0x35f000, 1),
+                    (0x361000, 1),
+                    (0x362000, 1),
+                    (0x363000, 1),
+                    (0x364000, 1),
+                    (0x1e1000, 1),
+                ],
+            ),
+            (
+                "rw=randread:3\nnorandommap",
+                [
+                    (0x3d000, 0),
+                    (0x3e000, 0),
+                    (0x3f000, 0),
+                    (0x2f6000, 0),
+                    (0x2f7000, 0),
+                    (0x2f8000, 0),
+                    (0x35f000, 0),
+                    (0x360000, 0),
+                    (0x361000, 0),
+                    (0x1e1000, 0),
+                    (0x1e2000, 0),
+                    (0x1e3000, 0),
+                    (0x19b000, 0),
+                    (0x19c000, 0),
+                    (0x19d000, 0),
+                    (0x35c000, 0),
+                ],
+            ),
+        ];
+        for (opts, want) in cases {
+            assert_eq!(first_ios(opts, 16), want.to_vec(), "{opts}");
+        }
+    }
+
+    /// Every I/O of a size-based rw=rand...:N job over 32 KiB, with loops: the sequential
+    /// I/Os do not mark the random map (a pass of the size leaves it unfinished, so the loops
+    /// run on as one), and one that would start past the file takes a random block instead;
+    /// equal fio 3.33's (`--size=32k --rw=...` with the options above, every queued io_u).
+    #[test]
+    fn rw_seq_ends_and_loops_are_fios() {
+        let cases: &[(&str, &[u64])] = &[
+            (
+                "rw=randread:3",
+                &[0x0, 0x1000, 0x2000, 0x5000, 0x6000, 0x7000, 0x6000, 0x7000],
+            ),
+            (
+                "rw=randread:3\nloops=2",
+                &[
+                    0x0, 0x1000, 0x2000, 0x5000, 0x6000, 0x7000, 0x6000, 0x7000, 0x3000, 0x3000,
+                    0x4000, 0x5000, 0x7000, 0x4000, 0x5000, 0x2000,
+                ],
+            ),
+            (
+                "rw=randrw:2\nrw_sequencer=identical",
+                &[0x0, 0x0, 0x5000, 0x0, 0x6000, 0x6000, 0x3000, 0x3000],
+            ),
+        ];
+        for (opts, want) in cases {
+            let got = with_test_clone(
+                &format!("[x]\nioengine=null\nsize=32k\nbs=4k\n{opts}\n"),
+                |setup, _| {
+                    let mut p = Planner::new(setup).unwrap();
+                    let clock = Clock::new(setup.job, Nanos::ZERO);
+                    let mut got = Vec::new();
+                    loop {
+                        while let Some(io) = p.next_io() {
+                            got.push(io.offset);
+                        }
+                        if !next_pass_counted(&mut p, &clock, Nanos::ZERO) {
+                            return got;
+                        }
+                    }
+                },
+            );
+            assert_eq!(got, want.to_vec(), "{opts}");
+        }
+    }
+
+    #[test]
+    fn rw_modifiers_parse_as_fio() {
+        let job = |text: &str| {
+            crate::plan::jobfile::parse_job_text(
+                &format!("[x]\nsize=1m\n{text}\n"),
+                "t.fio",
+                &crate::plan::jobfile::SystemSources,
+            )
+            .unwrap()
+            .jobs
+            .remove(0)
+        };
+        let j = job("rw=randrw:8\nrw_sequencer=identical");
+        assert_eq!((j.rw_seq_nr, j.rw_modifier), (8, 0));
+        assert_eq!(j.rw_sequencer, RwSequencer::Identical);
+        // A later rw= starts from no modifier (fio's str_rw_cb).
+        let j = job("rw=randread:8\nrw=read:4k");
+        assert_eq!((j.rw_seq_nr, j.rw_modifier), (1, 4096));
+        let j = job("rw=read:8k\nrw=randread");
+        assert_eq!((j.rw_seq_nr, j.rw_modifier), (1, 0));
+        assert_eq!(job("rw=read").rw_sequencer, RwSequencer::Sequential);
     }
 }
