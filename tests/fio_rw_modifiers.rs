@@ -22,6 +22,7 @@ fn size_based_modifier_jobs_count_as_fio() {
         "rw=read:8k",
         "rw=read:4k\noffset=256k",
         "rw=read:8k\nio_size=2m",
+        "rw=write:112k\nbs=16k\nio_size=4m",
         "rw=write:-8k",
         "rw=rw:4k\nrwmixread=70",
         "rw=randread:4",

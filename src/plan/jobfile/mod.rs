@@ -24,6 +24,7 @@
 pub mod cmdprio;
 pub mod expr;
 pub mod lexer;
+pub mod numa;
 pub mod options;
 pub mod pattern;
 pub mod split;
@@ -505,6 +506,10 @@ pub struct JobSpec {
     pub rw_seq_nr: u32,
     /// rw_sequencer=: where the I/Os between two random offsets of `rw=rand...:N` go.
     pub rw_sequencer: RwSequencer,
+    /// numa_cpu_nodes=: the job's threads run on the CPUs of these nodes.
+    pub numa_cpu_nodes: Option<numa::NodeList>,
+    /// numa_mem_policy=: the memory policy of the job's threads.
+    pub numa_mem_policy: Option<numa::MemPolicy>,
     /// Report this job (fio's stats=1, the default).
     pub stats: bool,
     /// How random offsets are drawn.
@@ -843,6 +848,8 @@ impl Default for JobSpec {
             rw_modifier: 0,
             rw_seq_nr: 1,
             rw_sequencer: RwSequencer::Sequential,
+            numa_cpu_nodes: None,
+            numa_mem_policy: None,
             stats: true,
             random_distribution: RandomDistribution::Random,
             verify: false,

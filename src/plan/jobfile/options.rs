@@ -247,6 +247,36 @@ pub static OPTIONS: &[OptDef] = &[
         set_rw
     ),
     opt!(
+        "numa_cpu_nodes",
+        [],
+        Kind::Text,
+        "",
+        General,
+        "run the job's threads on the CPUs of these NUMA nodes (0, 0-1, 0,2, all, !N, +N)",
+        |j, v, o| {
+            j.numa_cpu_nodes = Some(
+                super::numa::NodeList::parse(v.s(), &o.origin)
+                    .or_else(|e| err(&o.origin, format!("option 'numa_cpu_nodes': {e}")))?,
+            );
+            Ok(())
+        }
+    ),
+    opt!(
+        "numa_mem_policy",
+        [],
+        Kind::Text,
+        "",
+        General,
+        "memory policy of the job's threads: default, prefer:N, bind:NODES, interleave[:NODES], local",
+        |j, v, o| {
+            j.numa_mem_policy = Some(
+                super::numa::MemPolicy::parse(v.s(), &o.origin)
+                    .or_else(|e| err(&o.origin, format!("option 'numa_mem_policy': {e}")))?,
+            );
+            Ok(())
+        }
+    ),
+    opt!(
         "rw_sequencer",
         [],
         Kind::Choice(&["sequential", "identical"]),

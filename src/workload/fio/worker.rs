@@ -811,7 +811,20 @@ impl<'a> Planner<'a> {
                         }
                         off as u64
                     } else {
-                        if f.pos[ddir] + min_bs > region {
+                        // fio's get_next_seq_offset with a hole (ddir_seq_add > 0): where the
+                        // last I/O ended plus the hole, unless at the start; a hole reaching
+                        // past the file wraps to fio's file_offset, taken as relative (0
+                        // without offset=; with one, it is past the region, which ends it).
+                        let last = f.pos[ddir];
+                        let next = match (last, job.rw_modifier) {
+                            (0, _) => 0,
+                            (last, add) if add > 0 => match last + add as u64 {
+                                p if p >= f.base + f.region => f.base,
+                                p => p,
+                            },
+                            (last, _) => last,
+                        };
+                        if last + min_bs > region || next + min_bs > region {
                             if wraps && region >= min_bs {
                                 // io_size beyond the end: the region is covered again.
                                 f.pos[ddir] = 0;
@@ -826,18 +839,9 @@ impl<'a> Planner<'a> {
                             // A mixed sequential job resets the file at its end: both directions
                             // start over (fio's fio_file_reset).
                             f.pos = [0; 3];
-                        }
-                        // fio's get_next_seq_offset with a hole (ddir_seq_add > 0): after where
-                        // the last I/O ended, unless that is the start; a hole reaching past the
-                        // file wraps to fio's file_offset, taken as relative (so 0 without
-                        // offset=, and past the region's end, which ends the file, with one).
-                        match (f.pos[ddir], job.rw_modifier) {
-                            (0, _) => 0,
-                            (last, add) if add > 0 => match last + add as u64 {
-                                p if p >= f.base + f.region => f.base,
-                                p => p,
-                            },
-                            (last, _) => last,
+                            0
+                        } else {
+                            next
                         }
                     }
             };
@@ -1126,6 +1130,9 @@ pub fn run_clone(setup: &CloneSetup<'_>) -> Result<ThreadStats, WorkloadError> {
     // The job's clock (the TSC is calibrated here, once per process, before the clock starts);
     // the warning of a refused clocksource=cpu is the caller's to show.
     let (jc, _) = JobClock::choose(setup.job.clocksource);
+    // fio's thread_main: the NUMA placement first (before the buffers are allocated), then
+    // prio=/prioclass= on the job's thread before the engine starts.
+    super::numa::apply(setup.job).map_err(|e| WorkloadError::InvalidOptions(e.to_string()))?;
     // fio's backend sets prio=/prioclass= on the job's thread before the engine starts.
     if let Some(v) = setup.job.ioprio() {
         super::prio::set_thread_ioprio(v).map_err(|e| {
