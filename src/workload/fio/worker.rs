@@ -3542,6 +3542,28 @@ mod rw_modifier_tests {
                     (0x35c000, 0),
                 ],
             ),
+            (
+                // randseed= with randrepeat (fio 3.33 keeps the block seed, not the mix one).
+                "rw=randrw:2\nrandrepeat=1\nrandseed=99\nrw_sequencer=identical",
+                [
+                    (0x3d000, 1),
+                    (0x0, 0),
+                    (0x2f6000, 1),
+                    (0x0, 0),
+                    (0x35f000, 1),
+                    (0x35f000, 1),
+                    (0x1e1000, 1),
+                    (0x1e1000, 1),
+                    (0x19b000, 1),
+                    (0x0, 0),
+                    (0x35c000, 0),
+                    (0x35c000, 0),
+                    (0x185000, 0),
+                    (0x185000, 0),
+                    (0x16a000, 1),
+                    (0x16a000, 1),
+                ],
+            ),
         ];
         for (opts, want) in cases {
             assert_eq!(first_ios(opts, 16), want.to_vec(), "{opts}");
