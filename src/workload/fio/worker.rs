@@ -687,8 +687,9 @@ impl<'a> Planner<'a> {
                 None => (0, f.region),
             };
             // An I/O of rw=rand...:N between two random offsets (fio's get_next_block without
-            // rw_seq): where the direction's last I/O ended (sequential; a random block once
-            // that is past the file) or started (identical). None: a random block is drawn.
+            // rw_seq), relative to the zone: where the direction's last I/O ended (sequential;
+            // a random block once that is past the file) or started (identical). None: a
+            // random block is drawn.
             let follow = if random && !hit {
                 match job.rw_sequencer {
                     RwSequencer::Sequential => {
@@ -697,12 +698,11 @@ impl<'a> Planner<'a> {
                         if job.time_based && single_file && f.pos[ddir] >= f.region {
                             f.pos[ddir] = 0;
                         }
-                        let at = zone_start + f.pos[ddir];
-                        (at < f.region).then_some(at)
+                        (zone_start + f.pos[ddir] < f.region).then_some(f.pos[ddir])
                     }
                     RwSequencer::Identical => Some(match f.last_start[ddir] {
                         u64::MAX => 0,
-                        s => s,
+                        s => s.saturating_sub(zone_start),
                     }),
                 }
             } else {
@@ -712,139 +712,135 @@ impl<'a> Planner<'a> {
             // covers, in units of the direction's smallest block size; not for a block drawn
             // in place of a sequential one, which fio flags IO_U_F_BUSY_OK).
             let mut mapped = false;
-            let offset = if let Some(at) = follow {
-                at
-            } else {
-                zone_start
-                    + if random {
-                        // fio's last_block: the blocks of ba a random offset can start at.
-                        let max_size = region - ddir_min_bs.saturating_sub(ba).min(region);
-                        let nblocks = max_size / ba;
-                        let b = if nblocks == 0 {
+            let offset = zone_start
+                + if let Some(rel) = follow {
+                    rel
+                } else if random {
+                    // fio's last_block: the blocks of ba a random offset can start at.
+                    let max_size = region - ddir_min_bs.saturating_sub(ba).min(region);
+                    let nblocks = max_size / ba;
+                    let b = if nblocks == 0 {
+                        None
+                    } else if let Some(z) = &mut f.skew {
+                        Some(z.next_block() % nblocks)
+                    } else if let RandomDistribution::Zoned { index } = &job.random_distribution {
+                        // fio's __get_next_rand_offset_zoned: a draw in 1..=100 picks the
+                        // zone, a block is drawn within it.
+                        let v = self.zone_rand.between(1, 100) as usize;
+                        let (start, end) = index[v - 1];
+                        let first = start as u64 * nblocks / 100;
+                        let span = nblocks * (end - start) as u64 / 100;
+                        Some(first + self.block_rand.block(span.max(1)))
+                    } else if let RandomDistribution::ZonedAbs { index } = &job.random_distribution
+                    {
+                        // fio's __get_next_rand_offset_zoned_abs: the zone's bytes in blocks of
+                        // ba; a zone past the last block ends the file.
+                        let v = self.zone_rand.between(1, 100) as usize;
+                        let (start, end) = index[v - 1];
+                        let (first, last) = (start / ba, end / ba);
+                        if last > nblocks {
                             None
-                        } else if let Some(z) = &mut f.skew {
-                            Some(z.next_block() % nblocks)
-                        } else if let RandomDistribution::Zoned { index } = &job.random_distribution
-                        {
-                            // fio's __get_next_rand_offset_zoned: a draw in 1..=100 picks the
-                            // zone, a block is drawn within it.
-                            let v = self.zone_rand.between(1, 100) as usize;
-                            let (start, end) = index[v - 1];
-                            let first = start as u64 * nblocks / 100;
-                            let span = nblocks * (end - start) as u64 / 100;
-                            Some(first + self.block_rand.block(span.max(1)))
-                        } else if let RandomDistribution::ZonedAbs { index } =
-                            &job.random_distribution
-                        {
-                            // fio's __get_next_rand_offset_zoned_abs: the zone's bytes in blocks of
-                            // ba; a zone past the last block ends the file.
-                            let v = self.zone_rand.between(1, 100) as usize;
-                            let (start, end) = index[v - 1];
-                            let (first, last) = (start / ba, end / ba);
-                            if last > nblocks {
-                                None
-                            } else {
-                                Some(first + self.block_rand.block((last - first).max(1)))
-                            }
-                        } else if let Some(l) = &mut f.lfsr {
-                            l.next_block()
                         } else {
-                            let b = self.block_rand.block(nblocks);
-                            match &mut f.map {
-                                Some(m) => {
-                                    mapped = hit;
-                                    m.free_at_or_after(b)
-                                }
-                                None => Some(b),
-                            }
-                        };
-                        // fio's get_next_offset: a block past the region (a map counted in a
-                        // smaller block size than this direction's) ends the file too.
-                        match b.map(|b| b * ba).filter(|o| zone_start + o < f.region) {
-                            Some(o) => o,
-                            None if wraps && nblocks > 0 => {
-                                // io_size beyond the region: the region is covered again.
-                                if let Some(z) = &mut self.zbd {
-                                    z.file_reset(fi);
-                                    if self.job.randrepeat {
-                                        // fio's next pass (clear_io_state) seeds again.
-                                        let use64 = self.job.random_generator
-                                            == RandomGenerator::Tausworthe64;
-                                        self.block_rand =
-                                            Taus::new(self.seeds[rand::SEED_BLOCK], use64);
-                                    }
-                                }
-                                if let Some(m) = &mut f.map {
-                                    m.clear();
-                                }
-                                if let Some(l) = &mut f.lfsr {
-                                    l.reset();
-                                }
-                                continue;
-                            }
-                            None => {
-                                f.done = true;
-                                self.done_files += 1;
-                                continue;
-                            }
+                            Some(first + self.block_rand.block((last - first).max(1)))
                         }
-                    } else if job.rw_modifier < 0 {
-                        // fio's get_next_seq_offset with a negative ddir_seq_add: pos is where the
-                        // previous I/O ended (0 before the first); each I/O starts that far back from
-                        // it, and one that would start before the region or past its end starts at the
-                        // end of the region, stepped back.
-                        let add = job.rw_modifier;
-                        let region = region as i64;
-                        let end = f.pos[ddir] as i64;
-                        let mut off = match end {
-                            0 if f.base == 0 => 0,
-                            0 => region + add,
-                            e => e + add,
-                        };
-                        if off < 0 || off >= region {
-                            off = region + add;
+                    } else if let Some(l) = &mut f.lfsr {
+                        l.next_block()
+                    } else {
+                        let b = self.block_rand.block(nblocks);
+                        match &mut f.map {
+                            Some(m) => {
+                                mapped = hit;
+                                m.free_at_or_after(b)
+                            }
+                            None => Some(b),
                         }
-                        if off < 0 || off + min_bs as i64 > region {
+                    };
+                    // fio's get_next_offset: a block past the region (a map counted in a
+                    // smaller block size than this direction's) ends the file too.
+                    match b.map(|b| b * ba).filter(|o| zone_start + o < f.region) {
+                        Some(o) => o,
+                        None if wraps && nblocks > 0 => {
+                            // io_size beyond the region: the region is covered again.
+                            if let Some(z) = &mut self.zbd {
+                                z.file_reset(fi);
+                                if self.job.randrepeat {
+                                    // fio's next pass (clear_io_state) seeds again.
+                                    let use64 =
+                                        self.job.random_generator == RandomGenerator::Tausworthe64;
+                                    self.block_rand =
+                                        Taus::new(self.seeds[rand::SEED_BLOCK], use64);
+                                }
+                            }
+                            if let Some(m) = &mut f.map {
+                                m.clear();
+                            }
+                            if let Some(l) = &mut f.lfsr {
+                                l.reset();
+                            }
+                            continue;
+                        }
+                        None => {
                             f.done = true;
                             self.done_files += 1;
                             continue;
                         }
-                        off as u64
-                    } else {
-                        // fio's get_next_seq_offset with a hole (ddir_seq_add > 0): where the
-                        // last I/O ended plus the hole, unless at the start; a hole reaching
-                        // past the file wraps to fio's file_offset, taken as relative (0
-                        // without offset=; with one, it is past the region, which ends it).
-                        let last = f.pos[ddir];
-                        let next = match (last, job.rw_modifier) {
-                            (0, _) => 0,
-                            (last, add) if add > 0 => match last + add as u64 {
-                                p if p >= f.base + f.region => f.base,
-                                p => p,
-                            },
-                            (last, _) => last,
-                        };
-                        if last + min_bs > region || next + min_bs > region {
-                            if wraps && region >= min_bs {
-                                // io_size beyond the end: the region is covered again.
-                                f.pos[ddir] = 0;
-                                if let Some(z) = &mut self.zbd {
-                                    z.file_reset(fi);
-                                }
-                            } else if !mixed {
-                                f.done = true;
-                                self.done_files += 1;
-                                continue;
-                            }
-                            // A mixed sequential job resets the file at its end: both directions
-                            // start over (fio's fio_file_reset).
-                            f.pos = [0; 3];
-                            0
-                        } else {
-                            next
-                        }
                     }
-            };
+                } else if job.rw_modifier < 0 {
+                    // fio's get_next_seq_offset with a negative ddir_seq_add: pos is where the
+                    // previous I/O ended (0 before the first); each I/O starts that far back from
+                    // it, and one that would start before the region or past its end starts at the
+                    // end of the region, stepped back.
+                    let add = job.rw_modifier;
+                    let region = region as i64;
+                    let end = f.pos[ddir] as i64;
+                    let mut off = match end {
+                        0 if f.base == 0 => 0,
+                        0 => region + add,
+                        e => e + add,
+                    };
+                    if off < 0 || off >= region {
+                        off = region + add;
+                    }
+                    if off < 0 || off + min_bs as i64 > region {
+                        f.done = true;
+                        self.done_files += 1;
+                        continue;
+                    }
+                    off as u64
+                } else {
+                    // fio's get_next_seq_offset with a hole (ddir_seq_add > 0): where the
+                    // last I/O ended plus the hole, unless at the start; a hole reaching
+                    // past the file wraps to fio's file_offset, taken as relative (0
+                    // without offset=; with one, it is past the region, which ends it).
+                    let last = f.pos[ddir];
+                    let next = match (last, job.rw_modifier) {
+                        (0, _) => 0,
+                        (last, add) if add > 0 => match last + add as u64 {
+                            p if p >= f.base + f.region => f.base,
+                            p => p,
+                        },
+                        (last, _) => last,
+                    };
+                    if last + min_bs > region || next + min_bs > region {
+                        if wraps && region >= min_bs {
+                            // io_size beyond the end: the region is covered again.
+                            f.pos[ddir] = 0;
+                            if let Some(z) = &mut self.zbd {
+                                z.file_reset(fi);
+                            }
+                        } else if !mixed {
+                            f.done = true;
+                            self.done_files += 1;
+                            continue;
+                        }
+                        // A mixed sequential job resets the file at its end: both directions
+                        // start over (fio's fio_file_reset).
+                        f.pos = [0; 3];
+                        0
+                    } else {
+                        next
+                    }
+                };
             // fio's get_next_buflen: a size from the bsrange or bssplit that fits before the
             // end of the region (io_u_fits), or none, which ends the file.
             let mut len = next_buflen(job, bd, &mut self.bs_rand[bd], offset, f.region);
