@@ -14,11 +14,6 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::Command;
 
-fn json_of(stdout: &[u8]) -> Value {
-    let s = String::from_utf8_lossy(stdout);
-    serde_json::from_str(&s[s.find('{').expect("a JSON object")..]).unwrap()
-}
-
 fn key_paths(v: &Value, prefix: &str, out: &mut BTreeSet<String>) {
     match v {
         Value::Object(m) => {
@@ -126,7 +121,13 @@ fn run_both(
         String::from_utf8_lossy(&f.stderr)
     );
     let p = ours.path().to_path_buf();
-    (json_of(&o.stdout), json_of(&f.stdout), p, ours, theirs)
+    (
+        common::json_of(&o.stdout),
+        common::json_of(&f.stdout),
+        p,
+        ours,
+        theirs,
+    )
 }
 
 fn can_run() -> bool {

@@ -4,45 +4,8 @@
 
 mod common;
 
-use assert_cmd::Command;
-use serde_json::Value;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
-
-fn json_of(stdout: &[u8]) -> Value {
-    let s = String::from_utf8_lossy(stdout);
-    serde_json::from_str(&s[s.find('{').expect("a JSON object")..]).unwrap()
-}
-
-/// (total_ios, io_bytes) of read, write and trim of the first job.
-fn counts(v: &Value) -> Vec<(u64, u64)> {
-    ["read", "write", "trim"]
-        .iter()
-        .map(|d| {
-            let x = &v["jobs"][0][d];
-            (
-                x["total_ios"].as_u64().unwrap(),
-                x["io_bytes"].as_u64().unwrap(),
-            )
-        })
-        .collect()
-}
-
-fn run_fsdelta(dir: &Path, job: &str) -> Value {
-    std::fs::write(dir.join("job.fio"), job).unwrap();
-    let out = Command::cargo_bin("fsdelta")
-        .unwrap()
-        .current_dir(dir)
-        .args(["fio", "--output-format=json", "job.fio"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    json_of(&out.stdout)
-}
 
 #[test]
 fn falloc_trim_modes_count_as_fio() {
@@ -58,15 +21,8 @@ fn falloc_trim_modes_count_as_fio() {
         );
         let ours = tempfile::tempdir().unwrap();
         let theirs = tempfile::tempdir().unwrap();
-        let mine = counts(&run_fsdelta(ours.path(), &job));
-        std::fs::write(theirs.path().join("job.fio"), &job).unwrap();
-        let out = std::process::Command::new("fio")
-            .current_dir(theirs.path())
-            .args(["--output-format=json", "job.fio"])
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "fio failed on rw={rw}");
-        let fio = counts(&json_of(&out.stdout));
+        let mine = common::fio_counts(&common::run_fsdelta_fio(ours.path(), &job), 0);
+        let fio = common::fio_counts(&common::run_real_fio(theirs.path(), &job), 0);
         assert_eq!(mine, fio, "rw={rw}: (ios, bytes) of read, write, trim");
         assert!(mine[2].0 > 0, "rw={rw} trims");
         let (a, b) = (
@@ -90,7 +46,7 @@ fn libaio_trim_punches_holes_into_a_file() {
 fn punches_holes(engine: &str) {
     let dir = tempfile::tempdir().unwrap();
     // Lay the file out with data first, then trim the first half of it.
-    let v = run_fsdelta(
+    let v = common::run_fsdelta_fio(
         dir.path(),
         &format!(
             "[w]\nrw=write\nbs=64k\nsize=4m\nfilename=f\nend_fsync=1\n\

@@ -393,6 +393,13 @@ pub fn main(args: &[String]) -> i32 {
             return 2;
         }
     }
+    // fio refuses a node list naming a node the machine lacks when it reads the job file.
+    for j in &set.jobs {
+        if let Err(e) = crate::workload::fio::numa::check(j) {
+            eprintln!("fsdelta fio: {e}");
+            return 2;
+        }
+    }
     if a.parse_only {
         return 0;
     }

@@ -423,7 +423,8 @@ pub fn online_cpus() -> Result<Vec<i32>, EventError> {
     })
 }
 
-fn parse_cpu_list(s: &str) -> Option<Vec<i32>> {
+/// A kernel CPU or node list (`0-3,6`, as in sysfs and /proc/self/status), ascending as written.
+pub fn parse_cpu_list(s: &str) -> Option<Vec<i32>> {
     let mut v = Vec::new();
     for part in s.split(',').filter(|p| !p.is_empty()) {
         match part.split_once('-') {

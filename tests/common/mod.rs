@@ -114,3 +114,58 @@ pub fn qemu_of(parent: u32) -> Vec<u32> {
     }
     out
 }
+
+/// The JSON object in the output of `fio --output-format=json` or `fsdelta fio` (whatever
+/// is printed before it skipped).
+pub fn json_of(stdout: &[u8]) -> serde_json::Value {
+    let s = String::from_utf8_lossy(stdout);
+    serde_json::from_str(&s[s.find('{').expect("a JSON object")..]).unwrap()
+}
+
+/// (total_ios, io_bytes) of read, write and trim of job `i` of a fio JSON report.
+pub fn fio_counts(v: &serde_json::Value, i: usize) -> Vec<(u64, u64)> {
+    ["read", "write", "trim"]
+        .iter()
+        .map(|d| {
+            let x = &v["jobs"][i][d];
+            (
+                x["total_ios"].as_u64().unwrap(),
+                x["io_bytes"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// Run `job` (a job file's text, written to `dir`/job.fio) with `fsdelta fio
+/// --output-format=json` in `dir`; its JSON report, or a panic with its stderr.
+pub fn run_fsdelta_fio(dir: &Path, job: &str) -> serde_json::Value {
+    std::fs::write(dir.join("job.fio"), job).unwrap();
+    let out = Command::cargo_bin("fsdelta")
+        .unwrap()
+        .current_dir(dir)
+        .args(["fio", "--output-format=json", "job.fio"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    json_of(&out.stdout)
+}
+
+/// Run `job` with the real fio (/usr/bin/fio) in `dir`, as run_fsdelta_fio.
+pub fn run_real_fio(dir: &Path, job: &str) -> serde_json::Value {
+    std::fs::write(dir.join("job.fio"), job).unwrap();
+    let out = std::process::Command::new("fio")
+        .current_dir(dir)
+        .args(["--output-format=json", "job.fio"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "fio failed on\n{job}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    json_of(&out.stdout)
+}

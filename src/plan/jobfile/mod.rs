@@ -24,6 +24,7 @@
 pub mod cmdprio;
 pub mod expr;
 pub mod lexer;
+pub mod numa;
 pub mod options;
 pub mod pattern;
 pub mod split;
@@ -517,6 +518,16 @@ pub struct JobSpec {
     /// hole after each I/O, `rw=read:-8k` steps back 8 KiB from the end of each I/O (backwards
     /// I/O, wrapping to the end of the region); 0 when absent.
     pub rw_modifier: i64,
+    /// I/Os per new random offset of a random rw= (fio's ddir_seq_nr): `rw=randread:8` draws
+    /// a random offset for the first I/O and then every 8th; the I/Os between follow
+    /// `rw_sequencer`. 1 (every I/O random) when absent.
+    pub rw_seq_nr: u32,
+    /// rw_sequencer=: where the I/Os between two random offsets of `rw=rand...:N` go.
+    pub rw_sequencer: RwSequencer,
+    /// numa_cpu_nodes=: the job's threads run on the CPUs of these nodes.
+    pub numa_cpu_nodes: Option<numa::NodeList>,
+    /// numa_mem_policy=: the memory policy of the job's threads.
+    pub numa_mem_policy: Option<numa::MemPolicy>,
     /// Report this job (fio's stats=1, the default).
     pub stats: bool,
     /// How random offsets are drawn.
@@ -651,6 +662,16 @@ pub struct SteadyState {
     pub limit: f64,
     /// The limit is a percent of the window's mean.
     pub percent: bool,
+}
+
+/// rw_sequencer=: the offset of an I/O of `rw=rand...:N` that gets no new random offset
+/// (fio's rw_seq).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RwSequencer {
+    /// Where the last I/O of the direction ended (fio's default): runs of N sequential I/Os.
+    Sequential,
+    /// Where the last I/O of the direction started: each random offset is used N times.
+    Identical,
 }
 
 /// exit_what=: what the end of a job ends when exitall is on (fio's TERMINATE_*).
@@ -848,6 +869,10 @@ impl Default for JobSpec {
             exitall: false,
             exit_what: ExitWhat::Group,
             rw_modifier: 0,
+            rw_seq_nr: 1,
+            rw_sequencer: RwSequencer::Sequential,
+            numa_cpu_nodes: None,
+            numa_mem_policy: None,
             stats: true,
             random_distribution: RandomDistribution::Random,
             verify: false,
@@ -1883,7 +1908,19 @@ mod tests {
             ("size=1m\n[j]\n", 1, "outside of a [section]"),
             ("[j\nsize=1m\n", 1, "malformed section header"),
             ("[]\n", 1, "empty section name"),
-            ("[j]\nsize=1m\nrw=randread:8\n", 3, "random offset modifier"),
+            (
+                "[j]\nsize=1m\nrw=randread:8k\n",
+                3,
+                "is not a count of I/Os",
+            ),
+            ("[j]\nsize=1m\nrw=randrw:0\n", 3, "is not a count of I/Os"),
+            (
+                "[j]\nsize=1m\nrw=randread:-2\n",
+                3,
+                "is not a count of I/Os",
+            ),
+            ("[j]\nsize=1m\nrw=randread:x\n", 3, "is not a count of I/Os"),
+            ("[j]\nsize=1m\nrw_sequencer=backwards\n", 3, "rw_sequencer"),
             ("[j]\nsize=1m\nrw=read:-8x\n", 3, "is not a size"),
             ("[j]\nsize=1m\nzonesize=1m\n", 1, "needs zonemode=strided"),
             (

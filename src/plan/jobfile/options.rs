@@ -11,8 +11,8 @@
 use super::expr::{self, SizeValue, parse_size, parse_time_unit};
 use super::{
     Bytes, DedupeMode, Fallocate, FileService, IoEngine, JobFileError, JobSpec, RandomDistribution,
-    RandomGenerator, RawOption, RwMode, SizeRange, SizeSpec, SteadyKind, SteadyState, VerifyKind,
-    ZoneMode, err,
+    RandomGenerator, RawOption, RwMode, RwSequencer, SizeRange, SizeSpec, SteadyKind, SteadyState,
+    VerifyKind, ZoneMode, err,
 };
 use std::time::Duration;
 
@@ -245,6 +245,51 @@ pub static OPTIONS: &[OptDef] = &[
         Io,
         "read, write, randread, randwrite, rw (readwrite), randrw",
         set_rw
+    ),
+    opt!(
+        "numa_cpu_nodes",
+        [],
+        Kind::Text,
+        "",
+        General,
+        "run the job's threads on the CPUs of these NUMA nodes (0, 0-1, 0,2, all, !N, +N)",
+        |j, v, o| {
+            j.numa_cpu_nodes = Some(
+                super::numa::NodeList::parse(v.s(), &o.origin)
+                    .or_else(|e| err(&o.origin, format!("option 'numa_cpu_nodes': {e}")))?,
+            );
+            Ok(())
+        }
+    ),
+    opt!(
+        "numa_mem_policy",
+        [],
+        Kind::Text,
+        "",
+        General,
+        "memory policy of the job's threads: default, prefer:N, bind:NODES, interleave[:NODES], local",
+        |j, v, o| {
+            j.numa_mem_policy = Some(
+                super::numa::MemPolicy::parse(v.s(), &o.origin)
+                    .or_else(|e| err(&o.origin, format!("option 'numa_mem_policy': {e}")))?,
+            );
+            Ok(())
+        }
+    ),
+    opt!(
+        "rw_sequencer",
+        [],
+        Kind::Choice(&["sequential", "identical"]),
+        "sequential",
+        Io,
+        "I/Os of rw=rand...:N between two random offsets: sequential (after the last) or identical (the last again)",
+        |j, v, _| {
+            j.rw_sequencer = match v.s() {
+                "identical" => RwSequencer::Identical,
+                _ => RwSequencer::Sequential,
+            };
+            Ok(())
+        }
     ),
     opt!(
         "rwmixread",
@@ -2118,15 +2163,26 @@ fn set_rw(j: &mut JobSpec, v: Val<'_>, o: &RawOption) -> Result<(), JobFileError
         Some((m, n)) => (m, Some(n.trim())),
         None => (whole, None),
     };
+    // fio's str_rw_cb: every rw= starts from no modifier.
     j.rw_modifier = 0;
+    j.rw_seq_nr = 1;
     if let Some(n) = modifier {
         if v.starts_with("rand") {
-            return err(
-                &o.origin,
-                format!(
-                    "option 'rw': '{whole}': the random offset modifier (':N' I/Os per random offset) is not supported"
-                ),
-            );
+            // fio 3.33 reads the count with atoi: "8k" is 8 there and 8192 in later fio, and
+            // 0 or garbage silently makes every I/O sequential; only a plain count is taken.
+            j.rw_seq_nr = match n.parse::<u32>() {
+                Ok(c) if c > 0 && n.bytes().all(|b| b.is_ascii_digit()) => c,
+                _ => {
+                    return err(
+                        &o.origin,
+                        format!(
+                            "option 'rw': '{whole}': '{n}' is not a count of I/Os per random offset; write a whole number from 1 to {} (e.g. '{v}:8')",
+                            u32::MAX
+                        ),
+                    );
+                }
+            };
+            return set_rw_mode(j, v, o);
         }
         let (neg, digits) = match n.strip_prefix('-') {
             Some(d) => (true, d.trim()),
@@ -2143,6 +2199,11 @@ fn set_rw(j: &mut JobSpec, v: Val<'_>, o: &RawOption) -> Result<(), JobFileError
         };
         j.rw_modifier = if neg { -b } else { b };
     }
+    set_rw_mode(j, v, o)
+}
+
+/// The direction part of rw= (before any ':' modifier).
+fn set_rw_mode(j: &mut JobSpec, v: &str, o: &RawOption) -> Result<(), JobFileError> {
     j.rw = match v {
         "read" => RwMode::Read,
         "write" => RwMode::Write,
@@ -2159,7 +2220,7 @@ fn set_rw(j: &mut JobSpec, v: Val<'_>, o: &RawOption) -> Result<(), JobFileError
                 o,
                 v,
                 &format!(
-                    "{}, each with an optional ':SIZE' hole after every I/O (sequential)",
+                    "{}, each with an optional ':SIZE' hole after every I/O (sequential) or ':N' I/Os per random offset (random)",
                     RW_CHOICES.join(", ")
                 ),
             );

@@ -23,6 +23,7 @@ pub mod clock;
 pub mod disk;
 pub mod files;
 pub mod iolog;
+pub mod numa;
 pub mod pace;
 pub mod prio;
 pub mod rand;

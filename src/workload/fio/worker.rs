@@ -23,7 +23,7 @@ use super::rand::{self, Lfsr, RandomMap, Taus};
 use super::stats::{READ, TRIM, ThreadStats, WRITE};
 use super::verify;
 use crate::plan::jobfile::{
-    FileService, IoEngine, JobSpec, RandomDistribution, RandomGenerator, VerifyKind,
+    FileService, IoEngine, JobSpec, RandomDistribution, RandomGenerator, RwSequencer, VerifyKind,
 };
 use crate::probe::clock::Nanos;
 use crate::workload::{CancelToken, WorkloadError};
@@ -174,13 +174,14 @@ struct Planner<'a> {
     passes: u32,
     /// I/Os issued this pass (for number_ios).
     pass_ios: u64,
-    /// A pass may go round a file more than once (io_size beyond the region, or holes from
-    /// an rw=...:SIZE modifier): files wrap instead of ending the pass.
+    /// A pass may go round a file more than once (io_size beyond the region): files wrap
+    /// instead of ending the pass. (Holes of rw=...:SIZE wrap by themselves.)
     wraps: bool,
     /// The loops run as one pass of loops x the bytes, with no new seeds: fio's do_io counts
     /// the bytes of a pass only for queued (async) I/O, so a synchronous engine's random job
-    /// that never finds its files done (no random map, no LFSR) issues every loop's bytes in
-    /// its first pass.
+    /// that does not find its files done (no random map, no LFSR, or rw=rand...:N) issues
+    /// every loop's bytes in its first pass; one that finds them done first goes on in the
+    /// next loop.
     merged_loops: bool,
     /// fio's seed table, to re-seed at each loop (randrepeat).
     seeds: [u64; 21],
@@ -190,6 +191,9 @@ struct Planner<'a> {
     zone: Option<ZoneState>,
     /// fio's zone_state: draws the zone of random_distribution=zoned.
     zone_rand: Taus,
+    /// fio's td->ddir_seq_nr: offset attempts left until the next random one (rw=rand...:N);
+    /// 1 at the start, so that the first I/O is random. Loops do not reset it (nor do fio's).
+    seq_nr_left: u32,
     /// Steady-state detection (ss_dur=): progress published, stop obeyed.
     progress: Option<&'a super::steady::Progress>,
     /// --status-interval: requests for the stats so far, answered between I/Os.
@@ -334,9 +338,11 @@ impl<'a> Planner<'a> {
         }
         let nfiles = files.len() as u32;
         let done_files = files.iter().filter(|f| f.done).count();
+        // rw=rand...:N: only every Nth I/O takes a block from the map or LFSR, so a pass
+        // of the job's size leaves the files unfinished too.
         let merged_loops = random
             && job.ioengine.is_sync()
-            && files.iter().all(|f| f.map.is_none() && f.lfsr.is_none());
+            && (job.rw_seq_nr > 1 || files.iter().all(|f| f.map.is_none() && f.lfsr.is_none()));
         let pass_bytes = if merged_loops {
             setup.plan.pass_bytes * job.loops.max(1) as u64
         } else {
@@ -372,13 +378,13 @@ impl<'a> Planner<'a> {
             open_limit: job.openfiles.unwrap_or(nfiles).max(1),
             passes: 0,
             pass_ios: 0,
-            wraps: job.rw_modifier != 0
-                || job
-                    .io_size
-                    .is_some_and(|b| b.0 > setup.plan.files.iter().map(|f| f.size).sum()),
+            wraps: job
+                .io_size
+                .is_some_and(|b| b.0 > setup.plan.files.iter().map(|f| f.size).sum()),
             seeds: seed_table,
             flow: setup.flow.map(|g| super::pace::FlowMember::new(g, job)),
             zone_rand: Taus::new(seeds[rand::SEED_ZONE], false),
+            seq_nr_left: 1,
             progress: setup.progress,
             status: setup.status,
             cmdprio: None,
@@ -611,9 +617,17 @@ impl<'a> Planner<'a> {
             // zonemode=zbd: a mixed job's read with nothing written yet becomes a write.
             let ddir = self.zbd.as_ref().map_or(ddir, |z| z.adjust_ddir(fi, ddir));
             self.mix_ddir = ddir;
+            // fio's get_next_offset: with rw=rand...:N every Nth attempt draws a random offset
+            // (rw_seq_hit), the others follow rw_sequencer.
+            self.seq_nr_left -= 1;
+            let hit = self.seq_nr_left == 0;
+            if hit {
+                self.seq_nr_left = job.rw_seq_nr;
+            }
+            let random_io = random && hit;
             // The direction whose block sizes apply (bs_is_seq_rand: read's to sequential
             // I/O, write's to random), and the unit random offsets are drawn in (fio's ba).
-            let bd = match (job.bs_is_seq_rand, random) {
+            let bd = match (job.bs_is_seq_rand, random_io) {
                 (false, _) => ddir,
                 (true, true) => WRITE,
                 (true, false) => READ,
@@ -621,6 +635,7 @@ impl<'a> Planner<'a> {
             let min_bs = job.min_bs(bd);
             let ba = job.ba(ddir);
             let ddir_min_bs = job.min_bs(ddir);
+            let single_file = self.files.len() == 1;
             let f = &mut self.files[fi];
             if random && job.rw.trim_then_write() && ddir == WRITE {
                 // fio's get_next_block / get_next_buflen for randtrimwrite: the write covers
@@ -671,11 +686,36 @@ impl<'a> Planner<'a> {
                 }
                 None => (0, f.region),
             };
+            // An I/O of rw=rand...:N between two random offsets (fio's get_next_block without
+            // rw_seq), relative to the zone: where the direction's last I/O ended (sequential;
+            // a random block once that is past the file) or started (identical). None: a
+            // random block is drawn.
+            let follow = if random && !hit {
+                match job.rw_sequencer {
+                    RwSequencer::Sequential => {
+                        // fio's get_next_seq_offset (no ddir_seq_add for a random job): a
+                        // time_based job of one file starts over at the end.
+                        if job.time_based && single_file && f.pos[ddir] >= f.region {
+                            f.pos[ddir] = 0;
+                        }
+                        (zone_start + f.pos[ddir] < f.region).then_some(f.pos[ddir])
+                    }
+                    RwSequencer::Identical => Some(match f.last_start[ddir] {
+                        u64::MAX => 0,
+                        s => s.saturating_sub(zone_start),
+                    }),
+                }
+            } else {
+                None
+            };
             // A random block was drawn from the random map (fio then marks what the I/O
-            // covers, in units of the direction's smallest block size).
+            // covers, in units of the direction's smallest block size; not for a block drawn
+            // in place of a sequential one, which fio flags IO_U_F_BUSY_OK).
             let mut mapped = false;
             let offset = zone_start
-                + if random {
+                + if let Some(rel) = follow {
+                    rel
+                } else if random {
                     // fio's last_block: the blocks of ba a random offset can start at.
                     let max_size = region - ddir_min_bs.saturating_sub(ba).min(region);
                     let nblocks = max_size / ba;
@@ -709,7 +749,7 @@ impl<'a> Planner<'a> {
                         let b = self.block_rand.block(nblocks);
                         match &mut f.map {
                             Some(m) => {
-                                mapped = true;
+                                mapped = hit;
                                 m.free_at_or_after(b)
                             }
                             None => Some(b),
@@ -768,10 +808,22 @@ impl<'a> Planner<'a> {
                     }
                     off as u64
                 } else {
-                    if f.pos[ddir] + min_bs > region {
+                    // fio's get_next_seq_offset with a hole (ddir_seq_add > 0): where the
+                    // last I/O ended plus the hole, unless at the start; a hole reaching
+                    // past the file wraps to fio's file_offset, taken as relative (0
+                    // without offset=; with one, it is past the region, which ends it).
+                    let last = f.pos[ddir];
+                    let next = match (last, job.rw_modifier) {
+                        (0, _) => 0,
+                        (last, add) if add > 0 => match last + add as u64 {
+                            p if p >= f.base + f.region => f.base,
+                            p => p,
+                        },
+                        (last, _) => last,
+                    };
+                    if last + min_bs > region || next + min_bs > region {
                         if wraps && region >= min_bs {
-                            // fio's get_next_seq_offset: holes or io_size beyond the end wrap
-                            // to the start of the region.
+                            // io_size beyond the end: the region is covered again.
                             f.pos[ddir] = 0;
                             if let Some(z) = &mut self.zbd {
                                 z.file_reset(fi);
@@ -784,8 +836,10 @@ impl<'a> Planner<'a> {
                         // A mixed sequential job resets the file at its end: both directions
                         // start over (fio's fio_file_reset).
                         f.pos = [0; 3];
+                        0
+                    } else {
+                        next
                     }
-                    f.pos[ddir]
                 };
             // fio's get_next_buflen: a size from the bsrange or bssplit that fits before the
             // end of the region (io_u_fits), or none, which ends the file.
@@ -821,13 +875,12 @@ impl<'a> Planner<'a> {
                     len = len.min(set * unit);
                 }
             }
-            if !random {
-                let rel = offset - zone_start;
-                f.pos[ddir] = if job.rw_modifier < 0 {
-                    rel + len
-                } else {
-                    rel + len + job.rw_modifier as u64
-                };
+            // fio's last_pos, also of a random I/O (where rw=rand...:N goes on from).
+            {
+                // (An identical offset from before a strided zone moved on counts from the
+                // zone's start.)
+                let rel = offset.saturating_sub(zone_start);
+                f.pos[ddir] = rel + len;
             }
             if let Some(zs) = &mut self.zone {
                 zs.bytes += len;
@@ -1073,6 +1126,9 @@ pub fn run_clone(setup: &CloneSetup<'_>) -> Result<ThreadStats, WorkloadError> {
     // The job's clock (the TSC is calibrated here, once per process, before the clock starts);
     // the warning of a refused clocksource=cpu is the caller's to show.
     let (jc, _) = JobClock::choose(setup.job.clocksource);
+    // fio's thread_main: the NUMA placement first (before the buffers are allocated), then
+    // prio=/prioclass= on the job's thread before the engine starts.
+    super::numa::apply(setup.job).map_err(|e| WorkloadError::InvalidOptions(e.to_string()))?;
     // fio's backend sets prio=/prioclass= on the job's thread before the engine starts.
     if let Some(v) = setup.job.ioprio() {
         super::prio::set_thread_ioprio(v).map_err(|e| {
@@ -1939,10 +1995,16 @@ fn next_pass_counted(p: &mut Planner<'_>, clock: &Clock, now: Nanos) -> bool {
     if !clock.ramping {
         p.passes += 1;
     }
-    let loops = if p.merged_loops { 1 } else { job.loops };
-    let more = clock.ramping || p.passes < loops;
+    // A merged pass (the bytes of every loop) that found its files done first goes on in a
+    // new loop with the bytes left, as fio's cumulative io_issue_bytes limit does.
+    let merged_left = p.merged_loops && p.pass_issued < p.pass_bytes;
+    let more = clock.ramping || (p.passes < job.loops && (!p.merged_loops || merged_left));
     if more {
+        let carried = p.pass_issued;
         p.new_loop();
+        if merged_left && !clock.ramping {
+            p.pass_issued = carried;
+        }
     }
     more
 }
@@ -3508,5 +3570,339 @@ mod normal_zoned_abs_tests {
         )
         .expect("zones past the file were accepted");
         assert!(err.contains("past the end of"), "{err}");
+    }
+}
+
+#[cfg(test)]
+mod rw_modifier_tests {
+    use super::*;
+
+    /// (offset, direction) of the first `n` I/Os of a null-engine job of `opts` (one option
+    /// a line) over 4 MiB in 4 KiB blocks.
+    fn first_ios(opts: &str, n: usize) -> Vec<(u64, usize)> {
+        with_test_clone(
+            &format!("[x]\nioengine=null\nsize=4m\nbs=4k\n{opts}\n"),
+            |setup, _| {
+                let mut p = Planner::new(setup).unwrap();
+                (0..n)
+                    .map(|_| {
+                        let io = p.next_io().unwrap();
+                        (io.offset, io.ddir)
+                    })
+                    .collect()
+            },
+        )
+    }
+
+    /// The first 16 I/Os of rw= offset modifiers equal fio 3.33's (`fio --debug=io
+    /// --ioengine=null --size=4m --bs=4k --number_ios=16 --name=x OPTS`, the `off=` and
+    /// `ddir=` of each queued io_u).
+    #[test]
+    fn rw_modifier_offsets_are_fios() {
+        let cases: &[(&str, [(u64, usize); 16])] = &[
+            (
+                "rw=read:8k",
+                [
+                    (0x0, 0),
+                    (0x3000, 0),
+                    (0x6000, 0),
+                    (0x9000, 0),
+                    (0xc000, 0),
+                    (0xf000, 0),
+                    (0x12000, 0),
+                    (0x15000, 0),
+                    (0x18000, 0),
+                    (0x1b000, 0),
+                    (0x1e000, 0),
+                    (0x21000, 0),
+                    (0x24000, 0),
+                    (0x27000, 0),
+                    (0x2a000, 0),
+                    (0x2d000, 0),
+                ],
+            ),
+            (
+                "rw=write:4k",
+                [
+                    (0x0, 1),
+                    (0x2000, 1),
+                    (0x4000, 1),
+                    (0x6000, 1),
+                    (0x8000, 1),
+                    (0xa000, 1),
+                    (0xc000, 1),
+                    (0xe000, 1),
+                    (0x10000, 1),
+                    (0x12000, 1),
+                    (0x14000, 1),
+                    (0x16000, 1),
+                    (0x18000, 1),
+                    (0x1a000, 1),
+                    (0x1c000, 1),
+                    (0x1e000, 1),
+                ],
+            ),
+            (
+                "rw=rw:4k",
+                [
+                    (0x0, 0),
+                    (0x2000, 0),
+                    (0x4000, 0),
+                    (0x0, 1),
+                    (0x6000, 0),
+                    (0x8000, 0),
+                    (0x2000, 1),
+                    (0x4000, 1),
+                    (0x6000, 1),
+                    (0xa000, 0),
+                    (0x8000, 1),
+                    (0xc000, 0),
+                    (0xa000, 1),
+                    (0xe000, 0),
+                    (0x10000, 0),
+                    (0x12000, 0),
+                ],
+            ),
+            (
+                "rw=randread:4",
+                [
+                    (0x3d000, 0),
+                    (0x3e000, 0),
+                    (0x3f000, 0),
+                    (0x40000, 0),
+                    (0x2f6000, 0),
+                    (0x2f7000, 0),
+                    (0x2f8000, 0),
+                    (0x2f9000, 0),
+                    (0x35f000, 0),
+                    (0x360000, 0),
+                    (0x361000, 0),
+                    (0x362000, 0),
+                    (0x1e1000, 0),
+                    (0x1e2000, 0),
+                    (0x1e3000, 0),
+                    (0x1e4000, 0),
+                ],
+            ),
+            (
+                "rw=randread:4\nrw_sequencer=identical",
+                [
+                    (0x3d000, 0),
+                    (0x3d000, 0),
+                    (0x3d000, 0),
+                    (0x3d000, 0),
+                    (0x2f6000, 0),
+                    (0x2f6000, 0),
+                    (0x2f6000, 0),
+                    (0x2f6000, 0),
+                    (0x35f000, 0),
+                    (0x35f000, 0),
+                    (0x35f000, 0),
+                    (0x35f000, 0),
+                    (0x1e1000, 0),
+                    (0x1e1000, 0),
+                    (0x1e1000, 0),
+                    (0x1e1000, 0),
+                ],
+            ),
+            (
+                "rw=randrw:2",
+                [
+                    (0x3d000, 0),
+                    (0x3e000, 0),
+                    (0x2f6000, 0),
+                    (0x0, 1),
+                    (0x35f000, 0),
+                    (0x360000, 0),
+                    (0x1e1000, 1),
+                    (0x1e2000, 1),
+                    (0x19b000, 1),
+                    (0x361000, 0),
+                    (0x35c000, 1),
+                    (0x362000, 0),
+                    (0x185000, 1),
+                    (0x363000, 0),
+                    (0x16a000, 0),
+                    (0x16b000, 0),
+                ],
+            ),
+            (
+                "rw=randrw:3\nrw_sequencer=identical",
+                [
+                    (0x3d000, 0),
+                    (0x3d000, 0),
+                    (0x3d000, 0),
+                    (0x2f6000, 1),
+                    (0x3d000, 0),
+                    (0x3d000, 0),
+                    (0x35f000, 1),
+                    (0x35f000, 1),
+                    (0x35f000, 1),
+                    (0x1e1000, 0),
+                    (0x35f000, 1),
+                    (0x1e1000, 0),
+                    (0x19b000, 1),
+                    (0x1e1000, 0),
+                    (0x1e1000, 0),
+                    (0x35c000, 0),
+                ],
+            ),
+            (
+                "rw=randread:4\nrandrepeat=0\nrandseed=77",
+                [
+                    (0x231000, 0),
+                    (0x232000, 0),
+                    (0x233000, 0),
+                    (0x234000, 0),
+                    (0x2d4000, 0),
+                    (0x2d5000, 0),
+                    (0x2d6000, 0),
+                    (0x2d7000, 0),
+                    (0x195000, 0),
+                    (0x196000, 0),
+                    (0x197000, 0),
+                    (0x198000, 0),
+                    (0xd5000, 0),
+                    (0xd6000, 0),
+                    (0xd7000, 0),
+                    (0xd8000, 0),
+                ],
+            ),
+            (
+                // bs_is_seq_rand: the random I/Os take write's sizes, the sequential read's.
+                "rw=randwrite:5\nbs_is_seq_rand=1\nbsrange=4k-16k",
+                [
+                    (0x3d000, 1),
+                    (0x3e000, 1),
+                    (0x3f000, 1),
+                    (0x42000, 1),
+                    (0x46000, 1),
+                    (0x2f6000, 1),
+                    (0x2f7000, 1),
+                    (0x2fb000, 1),
+                    (0x2fc000, 1),
+                    (0x300000, 1),
+                    (0x35f000, 1),
+                    (0x361000, 1),
+                    (0x362000, 1),
+                    (0x363000, 1),
+                    (0x364000, 1),
+                    (0x1e1000, 1),
+                ],
+            ),
+            (
+                "rw=randread:3\nnorandommap",
+                [
+                    (0x3d000, 0),
+                    (0x3e000, 0),
+                    (0x3f000, 0),
+                    (0x2f6000, 0),
+                    (0x2f7000, 0),
+                    (0x2f8000, 0),
+                    (0x35f000, 0),
+                    (0x360000, 0),
+                    (0x361000, 0),
+                    (0x1e1000, 0),
+                    (0x1e2000, 0),
+                    (0x1e3000, 0),
+                    (0x19b000, 0),
+                    (0x19c000, 0),
+                    (0x19d000, 0),
+                    (0x35c000, 0),
+                ],
+            ),
+            (
+                // randseed= with randrepeat (fio 3.33 keeps the block seed, not the mix one).
+                "rw=randrw:2\nrandrepeat=1\nrandseed=99\nrw_sequencer=identical",
+                [
+                    (0x3d000, 1),
+                    (0x0, 0),
+                    (0x2f6000, 1),
+                    (0x0, 0),
+                    (0x35f000, 1),
+                    (0x35f000, 1),
+                    (0x1e1000, 1),
+                    (0x1e1000, 1),
+                    (0x19b000, 1),
+                    (0x0, 0),
+                    (0x35c000, 0),
+                    (0x35c000, 0),
+                    (0x185000, 0),
+                    (0x185000, 0),
+                    (0x16a000, 1),
+                    (0x16a000, 1),
+                ],
+            ),
+        ];
+        for (opts, want) in cases {
+            assert_eq!(first_ios(opts, 16), want.to_vec(), "{opts}");
+        }
+    }
+
+    /// Every I/O of a size-based rw=rand...:N job over 32 KiB, with loops: the sequential
+    /// I/Os do not mark the random map (a pass of the size leaves it unfinished, so the loops
+    /// run on as one), and one that would start past the file takes a random block instead;
+    /// equal fio 3.33's (`--size=32k --rw=...` with the options above, every queued io_u).
+    #[test]
+    fn rw_seq_ends_and_loops_are_fios() {
+        let cases: &[(&str, &[u64])] = &[
+            (
+                "rw=randread:3",
+                &[0x0, 0x1000, 0x2000, 0x5000, 0x6000, 0x7000, 0x6000, 0x7000],
+            ),
+            (
+                "rw=randread:3\nloops=2",
+                &[
+                    0x0, 0x1000, 0x2000, 0x5000, 0x6000, 0x7000, 0x6000, 0x7000, 0x3000, 0x3000,
+                    0x4000, 0x5000, 0x7000, 0x4000, 0x5000, 0x2000,
+                ],
+            ),
+            (
+                "rw=randrw:2\nrw_sequencer=identical",
+                &[0x0, 0x0, 0x5000, 0x0, 0x6000, 0x6000, 0x3000, 0x3000],
+            ),
+        ];
+        for (opts, want) in cases {
+            let got = with_test_clone(
+                &format!("[x]\nioengine=null\nsize=32k\nbs=4k\n{opts}\n"),
+                |setup, _| {
+                    let mut p = Planner::new(setup).unwrap();
+                    let clock = Clock::new(setup.job, Nanos::ZERO);
+                    let mut got = Vec::new();
+                    loop {
+                        while let Some(io) = p.next_io() {
+                            got.push(io.offset);
+                        }
+                        if !next_pass_counted(&mut p, &clock, Nanos::ZERO) {
+                            return got;
+                        }
+                    }
+                },
+            );
+            assert_eq!(got, want.to_vec(), "{opts}");
+        }
+    }
+
+    #[test]
+    fn rw_modifiers_parse_as_fio() {
+        let job = |text: &str| {
+            crate::plan::jobfile::parse_job_text(
+                &format!("[x]\nsize=1m\n{text}\n"),
+                "t.fio",
+                &crate::plan::jobfile::SystemSources,
+            )
+            .unwrap()
+            .jobs
+            .remove(0)
+        };
+        let j = job("rw=randrw:8\nrw_sequencer=identical");
+        assert_eq!((j.rw_seq_nr, j.rw_modifier), (8, 0));
+        assert_eq!(j.rw_sequencer, RwSequencer::Identical);
+        // A later rw= starts from no modifier (fio's str_rw_cb).
+        let j = job("rw=randread:8\nrw=read:4k");
+        assert_eq!((j.rw_seq_nr, j.rw_modifier), (1, 4096));
+        let j = job("rw=read:8k\nrw=randread");
+        assert_eq!((j.rw_seq_nr, j.rw_modifier), (1, 0));
+        assert_eq!(job("rw=read").rw_sequencer, RwSequencer::Sequential);
     }
 }
