@@ -127,6 +127,7 @@ fn comparison_input() -> ReportInput {
         flamegraphs: vec![],
         machine_warnings: vec![],
         iterations: vec![],
+        fio_logs: vec![],
         generator: "fsdelta test".into(),
         baseline: Some(SideInput {
             description: "1 (run 1, label base)".into(),

@@ -310,6 +310,16 @@ impl IoLogs {
         }
     }
 
+    /// The files [`write`](Self::write) writes, in its order.
+    pub fn paths(&self) -> Vec<PathBuf> {
+        [&self.lat, &self.slat, &self.clat, &self.bw, &self.iops]
+            .into_iter()
+            .flatten()
+            .map(|l| l.path.clone())
+            .chain(self.hist.as_ref().map(|h| h.path.clone()))
+            .collect()
+    }
+
     /// Whether any log is kept (the loops skip the call otherwise).
     #[inline]
     pub fn active(&self) -> bool {
@@ -494,6 +504,7 @@ mod tests {
         );
         let j = job("[disk]\nwrite_bw_log=x\nper_job_logs=0\n");
         let l = IoLogs::for_clone(&j, 3, 0);
+        assert_eq!(l.paths(), [PathBuf::from("x_bw.log")]);
         assert_eq!(l.bw.unwrap().path, PathBuf::from("x_bw.log"));
         // disable_* drop their logs, as fio sets them up only for what is measured.
         let j = job("[d]\nwrite_lat_log\ndisable_slat=1\n");

@@ -164,6 +164,7 @@ impl FioWorkload {
                 && j.lat_log.is_none()
                 && j.bw_log.is_none()
                 && j.iops_log.is_none()
+                && j.hist_log.is_none()
         })
     }
 
@@ -190,7 +191,8 @@ impl Workload for FioWorkload {
     }
 
     fn run(&self, ctx: &RunContext<'_>) -> Result<Measurements, WorkloadError> {
-        let run = self.execute(ctx)?;
+        let set = logs_into(&self.set, ctx.dir);
+        let run = execute(&set, ctx, None)?;
         // A job that ended in error (a missed rate_min) fails the sample, naming it.
         if let Some((r, e)) = run
             .results
@@ -202,8 +204,77 @@ impl Workload for FioWorkload {
                 r.name, e.message, e.site.1, e.errno
             )));
         }
-        Ok(measurements(&run))
+        let mut m = measurements(&run);
+        m.attachments = log_attachments(&set, ctx)?;
+        Ok(m)
     }
+}
+
+/// The name of a kept fio log is this and its file name (`fio_log:x_clat.1.log`).
+pub const FIO_LOG_ATTACHMENT: &str = "fio_log:";
+
+/// `set` with every relative log prefix (write_lat_log, write_bw_log, write_iops_log,
+/// write_hist_log; none given means the job's name) under `dir`, so that a suite's sample
+/// writes its logs into its own work directory, not wherever fsdelta was started.
+fn logs_into(set: &JobSet, dir: &Path) -> JobSet {
+    let mut set = set.clone();
+    for j in &mut set.jobs {
+        let name = j.name.clone();
+        for p in [
+            &mut j.lat_log,
+            &mut j.bw_log,
+            &mut j.iops_log,
+            &mut j.hist_log,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            let pre = if p.is_empty() {
+                name.as_str()
+            } else {
+                p.as_str()
+            };
+            if Path::new(pre).is_relative() {
+                *p = dir.join(pre).to_string_lossy().into_owned();
+            }
+        }
+    }
+    set
+}
+
+/// The logs the jobs of `set` wrote, each kept as a `text-gz` attachment named
+/// [`FIO_LOG_ATTACHMENT`] and its file name (cut at the attachments' size limit, which the
+/// reader notices). Thread numbers count the clones in job order, as `execute` numbers them.
+/// A log that was not written (a job that never started) is a warning, not a failure.
+fn log_attachments(
+    set: &JobSet,
+    ctx: &RunContext<'_>,
+) -> Result<Vec<crate::model::Attachment>, WorkloadError> {
+    let mut out: Vec<crate::model::Attachment> = Vec::new();
+    let mut thread_number = 0u64;
+    for job in &set.jobs {
+        for _ in 0..job.numjobs {
+            thread_number += 1;
+            for path in iolog::IoLogs::for_clone(job, thread_number, 0).paths() {
+                let name = format!(
+                    "{FIO_LOG_ATTACHMENT}{}",
+                    path.file_name().unwrap_or_default().to_string_lossy()
+                );
+                // per_job_logs=0: the clones share a file.
+                if out.iter().any(|a| a.name == name) {
+                    continue;
+                }
+                match std::fs::read(&path) {
+                    Ok(text) => out.push(crate::model::Attachment::text_gz(&name, &text)),
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => ctx
+                        .progress
+                        .warning(&format!("fio log {} was not written", path.display())),
+                    Err(e) => return Err(WorkloadError::io("read log", path, e)),
+                }
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// fio's reporting groups: a job with `stonewall` or `new_group` (other than the first)
