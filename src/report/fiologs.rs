@@ -21,6 +21,10 @@ use crate::workload::fio::FIO_LOG_ATTACHMENT;
 /// The most points a series is drawn with.
 pub const MAX_POINTS: usize = 240;
 
+/// The narrowest bucket a per-I/O iops log is counted in: a rate over fewer I/Os is mostly
+/// the scheduler's noise (fio's own iops_avg_time is 500 ms).
+pub const IOPS_BUCKET_MS: u64 = 50;
+
 /// The note `Attachment::text_gz` ends a cut text with.
 const CUT_NOTE: &str = "[fsdelta: ";
 
@@ -85,17 +89,27 @@ pub fn kind_of(file: &str) -> Option<FioLogKind> {
 }
 
 /// Parse a log as fio 3.33 writes it (iolog.c's flush_samples): 5 columns, or 6 with
-/// log_offset=1, the last (prio) decimal or `0x` hex. Blank lines are skipped; a last line with
-/// fsdelta's cut note marks the log cut.
+/// log_offset=1, the last (prio) decimal or `0x` hex. Blank lines are skipped. A log cut at the
+/// attachment limit (`Attachment::text_gz` ends it with a note) is marked cut, and its last,
+/// partial line dropped.
 pub fn parse_log(text: &str) -> Result<ParsedLog, LogError> {
     let mut out = ParsedLog::default();
+    let text = match text.rfind(&format!("\n{CUT_NOTE}")) {
+        Some(i) => {
+            out.cut = true;
+            let kept = &text[..i];
+            // The cut falls anywhere: keep whole lines only.
+            match kept.rfind('\n') {
+                _ if kept.ends_with('\n') => kept,
+                Some(j) => &kept[..=j],
+                None => "",
+            }
+        }
+        None => text,
+    };
     for (i, raw) in text.lines().enumerate() {
         let l = raw.trim();
         if l.is_empty() {
-            continue;
-        }
-        if l.starts_with(CUT_NOTE) {
-            out.cut = true;
             continue;
         }
         let bad = || LogError::Line {
@@ -130,7 +144,8 @@ pub fn parse_log(text: &str) -> Result<ParsedLog, LogError> {
 }
 
 /// One direction's lines as points: each line when there are at most `max` and the log is not a
-/// per-I/O iops log, else `max` buckets of equal width over the lines' time.
+/// per-I/O iops log, else at most `max` buckets of equal width over the lines' time (for a
+/// per-I/O iops log at least [`IOPS_BUCKET_MS`] wide).
 pub fn points(kind: FioLogKind, lines: &[LogLine], max: usize) -> Vec<FioLogPoint> {
     let per_io_iops = kind == FioLogKind::Iops && lines.iter().any(|l| l.bs > 0);
     if lines.is_empty() || max == 0 {
@@ -151,7 +166,10 @@ pub fn points(kind: FioLogKind, lines: &[LogLine], max: usize) -> Vec<FioLogPoin
     }
     let t0 = lines.iter().map(|l| l.ms).min().unwrap_or(0);
     let t1 = lines.iter().map(|l| l.ms).max().unwrap_or(0);
-    let width = (t1 - t0 + 1).div_ceil(max as u64).max(1);
+    let width =
+        (t1 - t0 + 1)
+            .div_ceil(max as u64)
+            .max(if per_io_iops { IOPS_BUCKET_MS } else { 1 });
     let buckets = ((t1 - t0) / width + 1) as usize;
     // (count, sum, min, max) per bucket.
     let mut acc = vec![(0u64, 0u128, u64::MAX, 0u64); buckets];
@@ -196,7 +214,7 @@ fn is_fio(s: &SampleRecord) -> bool {
 /// file the samples of `base` and `cur` kept, in the order of the report's sections, then by
 /// file name; each chart's series baseline before current, by run, repetition and direction.
 /// A log that cannot be read is left out with a message on stderr (the rest of the report
-/// stands).
+/// stands); so is a log without lines.
 pub fn charts(
     store: &dyn Store,
     base: &[SampleRecord],
@@ -284,6 +302,8 @@ pub fn charts(
             }
         }
     }
+    // An empty log (a synchronous engine's slat) has nothing to draw.
+    out.retain(|c| !c.series.is_empty());
     for c in &mut out {
         c.series.sort_by_key(|s| {
             (
@@ -350,6 +370,12 @@ mod tests {
         ))
         .unwrap();
         assert!(p.cut && p.lines.len() == 3);
+        // Cut in the middle of a line: that line is dropped.
+        let p = parse_log(&format!(
+            "{CLAT}12, 45\n[fsdelta: 123 more bytes of fio_log:x_clat.1.log were not kept]\n"
+        ))
+        .unwrap();
+        assert!(p.cut && p.lines.len() == 3);
         assert_eq!(parse_log("").unwrap(), ParsedLog::default());
         for bad in [
             "1, 2, 3\n",
@@ -364,6 +390,23 @@ mod tests {
                 "{bad}"
             );
         }
+    }
+
+    /// A per-I/O log longer than an attachment keeps: stored and read back, it is marked cut
+    /// and holds the whole lines that were kept.
+    #[test]
+    fn a_log_cut_by_its_attachment_keeps_its_whole_lines() {
+        let line = "1234, 219076, 0, 4096, 0\n";
+        let text = line.repeat(60_000);
+        let a = crate::model::Attachment::text_gz("fio_log:x_clat.1.log", text.as_bytes());
+        let p = parse_log(&a.text().unwrap()).unwrap();
+        assert!(p.cut);
+        assert_eq!(
+            p.lines.len(),
+            crate::model::ATTACHMENT_TEXT_LIMIT / line.len()
+        );
+        assert!(p.lines.iter().all(|l| l.value == 219076 && l.ms == 1234));
+        assert!(!parse_log(line).unwrap().cut);
     }
 
     #[test]
@@ -403,8 +446,9 @@ mod tests {
             assert_eq!((p.n, p.min, p.max), (100, 0, 99));
             assert_eq!(p.value, 49.5);
         }
-        // A per-I/O iops log (each line 1): I/Os per second, even when short.
-        let iops: Vec<LogLine> = [0, 0, 1, 3, 3, 3]
+        // A per-I/O iops log (each line 1): I/Os per second, even when short, over buckets
+        // of at least 50 ms (the last one as long as the lines go).
+        let iops: Vec<LogLine> = [0, 0, 1, 3, 3, 3, 70, 149, 149]
             .iter()
             .map(|&ms| LogLine {
                 ms,
@@ -413,12 +457,12 @@ mod tests {
                 bs: 4096,
             })
             .collect();
-        let pts = points(FioLogKind::Iops, &iops, 2);
+        let pts = points(FioLogKind::Iops, &iops, 240);
         assert_eq!(
             pts.iter()
-                .map(|p| (p.from_ms, p.to_ms, p.value))
+                .map(|p| (p.from_ms, p.to_ms, p.n, p.value))
                 .collect::<Vec<_>>(),
-            [(0, 1, 1500.0), (2, 3, 1500.0)]
+            [(0, 49, 6, 120.0), (50, 99, 1, 20.0), (100, 149, 2, 40.0)]
         );
     }
 

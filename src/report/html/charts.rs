@@ -898,9 +898,7 @@ pub(super) fn fio_log_chart(c: &FioLogChart, two_sides: bool) -> String {
         s.text(w / 2.0, h / 2.0, "middle", "small", "the log has no lines");
         return s.finish();
     }
-    let hi = if hi > 0.0 { hi * 1.05 } else { 1.0 };
     let t_hi = if t_hi > 0.0 { t_hi } else { 0.001 };
-    let y = Linear::new(0.0, hi, h - b, top);
     let x = Linear::new(0.0, t_hi, l, w - r);
     s.line(l, top, l, h - b, "axis");
     s.line(l, h - b, w - r, h - b, "axis");
@@ -911,13 +909,42 @@ pub(super) fn fio_log_chart(c: &FioLogChart, two_sides: bool) -> String {
             axis_value(v)
         }
     };
-    for tv in nice_ticks(0.0, hi, 4) {
-        let ty = y.map(tv);
+    // Latencies span decades (a 10 µs write beside a 1 ms read): a log axis; rates a linear
+    // one from 0.
+    enum Y {
+        Lin(Linear),
+        Log(Log10),
+    }
+    let (y, ticks) = if c.kind.is_latency() {
+        let lo = points()
+            .map(|p| p.value)
+            .filter(|v| *v > 0.0)
+            .fold(f64::INFINITY, f64::min);
+        let (lo, hi) = if lo.is_finite() && hi > lo {
+            (lo / 1.2, hi * 1.2)
+        } else {
+            (1.0, hi.max(1.0) * 10.0)
+        };
+        (Y::Log(Log10::new(lo, hi, h - b, top)), log_ticks(lo, hi))
+    } else {
+        let hi = if hi > 0.0 { hi * 1.05 } else { 1.0 };
+        (
+            Y::Lin(Linear::new(0.0, hi, h - b, top)),
+            nice_ticks(0.0, hi, 4),
+        )
+    };
+    let ymap = |v: f64| match &y {
+        Y::Lin(s) => s.map(v),
+        Y::Log(s) => s.map(v),
+    };
+    for tv in ticks {
+        let ty = ymap(tv);
         s.line(l, ty, w - r, ty, "grid-l");
         s.text(l - 4.0, ty + 4.0, "end", "small", &label(tv));
     }
     for tv in nice_ticks(0.0, t_hi, 6) {
-        s.text(x.map(tv), h - b + 13.0, "middle", "small", &axis_value(tv));
+        // nice_ticks rounds to the step: 0.2, 1.5, 10.
+        s.text(x.map(tv), h - b + 13.0, "middle", "small", &format!("{tv}"));
     }
     s.text(
         (l + w - r) / 2.0,
@@ -953,7 +980,7 @@ pub(super) fn fio_log_chart(c: &FioLogChart, two_sides: bool) -> String {
             .iter()
             .map(|p| {
                 let mid = (p.from_ms + p.to_ms) as f64 / 2000.0;
-                (x.map(mid), y.map(p.value))
+                (x.map(mid), ymap(p.value))
             })
             .collect();
         if pts.len() > 1 {

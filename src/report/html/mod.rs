@@ -254,7 +254,7 @@ fn fio_logs_section(out: &mut String, input: &ReportInput, config: &str, test: &
          write_iops_log), as stored with each sample (<code>fsdelta show --raw</code>), over the \
          job's time. Read: {}; write: {}; trim: {}{}. A line per I/O is drawn as the mean of each \
          time bucket (a per-I/O iops log as I/Os per second); averaged logs (log_avg_msec) a \
-         point per line. Hover a marker for its numbers.{}</p><div class=\"grid\">",
+         point per line. Latencies on a log axis. Hover a marker for its numbers.{}</p><div class=\"grid\">",
         if input.baseline.is_some() {
             "pink, the baseline's dark"
         } else {

@@ -1057,6 +1057,60 @@ mod tests {
         assert!(!ro("[m]\nrw=randrw\nsize=1m\n"));
         assert!(!ro("[c]\nioengine=filecreate\nnrfiles=4\nfilesize=4k\n"));
         assert!(!ro("[l]\nrw=read\nsize=1m\nwrite_lat_log=x\n"));
+        assert!(!ro("[l]\nrw=read\nsize=1m\nwrite_hist_log=x\n"));
+    }
+
+    /// A suite's sample writes its logs into its work directory and keeps them: relative
+    /// prefixes (and none, the job's name) go under it, absolute ones stay; each log becomes a
+    /// `fio_log:` attachment (once when per_job_logs=0 makes clones share a file).
+    #[test]
+    fn a_samples_logs_go_into_its_directory_and_are_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let abs = dir.path().join("abs");
+        let w = FioWorkload::from_job_text(
+            &format!(
+                "[j]\nrw=write\nsize=64k\nnumjobs=2\nwrite_lat_log=x\nwrite_bw_log\n\
+                 write_iops_log={}\nwrite_hist_log=h\nlog_hist_msec=1\nper_job_logs=0\n",
+                abs.display()
+            ),
+            "t.fio",
+            &SystemSources,
+        )
+        .unwrap();
+        let work = dir.path().join("work");
+        std::fs::create_dir(&work).unwrap();
+        let set = logs_into(w.jobs(), &work);
+        let j = &set.jobs[0];
+        let under = |p: &Option<String>, name: &str| {
+            assert_eq!(p.as_deref(), Some(work.join(name).to_str().unwrap()));
+        };
+        under(&j.lat_log, "x");
+        under(&j.bw_log, "j");
+        under(&j.hist_log, "h");
+        assert_eq!(j.iops_log.as_deref(), abs.to_str());
+        let cancel = CancelToken::new();
+        let m = w
+            .run(&RunContext {
+                dir: &work,
+                cancel: &cancel,
+                progress: &NoProgress,
+            })
+            .unwrap();
+        let names: Vec<&str> = m.attachments.iter().map(|a| a.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "fio_log:x_lat.log",
+                "fio_log:x_slat.log",
+                "fio_log:x_clat.log",
+                "fio_log:j_bw.log",
+                "fio_log:abs_iops.log",
+                "fio_log:h_clat_hist.log",
+            ]
+        );
+        assert!(work.join("x_clat.log").exists() && dir.path().join("abs_iops.log").exists());
+        let clat = m.attachments[2].text().unwrap();
+        assert_eq!(clat.lines().count(), 16, "{clat}");
     }
 
     fn run_text(text: &str, dir: &Path) -> Result<FioRun, WorkloadError> {
