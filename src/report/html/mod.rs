@@ -252,7 +252,7 @@ fn fio_logs_section(out: &mut String, input: &ReportInput, config: &str, test: &
         out,
         "<h3>fio logs</h3><p class=\"note\">The logs the job wrote (write_lat_log, write_bw_log, \
          write_iops_log), as stored with each sample (<code>fsdelta show --raw</code>), over the \
-         job's time. Read: {}; write: {}; trim: {}{}. A line per I/O is drawn as the mean of each \
+         job's time. Read: {}; write: blue; trim: orange{}. A line per I/O is drawn as the mean of each \
          time bucket (a per-I/O iops log as I/Os per second); averaged logs (log_avg_msec) a \
          point per line. Latencies on a log axis. Hover a marker for its numbers.{}</p><div class=\"grid\">",
         if input.baseline.is_some() {
@@ -260,8 +260,6 @@ fn fio_logs_section(out: &mut String, input: &ReportInput, config: &str, test: &
         } else {
             "pink"
         },
-        "blue",
-        "orange",
         if input.baseline.is_some() {
             "; the baseline's lines dashed"
         } else {
