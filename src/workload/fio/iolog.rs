@@ -2,7 +2,8 @@
 //!
 //! Why it exists: plots of fio runs (fio_generate_plots, fiologparser) read these files, so
 //! their names and lines are fio 3.33's: `PREFIX_TYPE.N.log` (N the clone's thread number, 1-based
-//! over the run; without `.N` when per_job_logs=0), PREFIX the option's value or the job name,
+//! over the run; without `.N` when per_job_logs=0, when the clones append to one file, as fio
+//! does), PREFIX the option's value or the job name,
 //! TYPE `lat`, `slat`, `clat` (write_lat_log makes the three), `bw` or `iops`. One line per
 //! completed I/O (log_avg_msec=0, the default): `msec, value, ddir, bs, prio` or, with
 //! log_offset=1, `msec, value, ddir, bs, offset, prio`; msec since the clone's clock started,
@@ -239,6 +240,9 @@ pub struct IoLogs {
     bw: Option<Log>,
     iops: Option<Log>,
     hist: Option<HistLog>,
+    /// per_job_logs=0: the clones share each file and append to it (fio's flush_log with
+    /// do_append), so it holds every clone's lines, and whatever it held before.
+    append: bool,
     offset: bool,
     log_prio: bool,
     /// Some when the bw/iops logs are averaged (log_avg_msec > 0).
@@ -303,6 +307,7 @@ impl IoLogs {
                 .as_ref()
                 .filter(|_| !job.disable_clat)
                 .map(|p| HistLog::new(log_name(p, job, "clat_hist", thread_number), job)),
+            append: !job.per_job_logs,
             offset: job.log_offset,
             log_prio: job.log_prio,
             rate: (job.log_avg_msec > 0).then(RateSampler::default),
@@ -461,14 +466,28 @@ impl IoLogs {
             .into_iter()
             .flatten()
         {
-            std::fs::write(&l.path, Self::text(&l.samples, self.offset, self.log_prio))
-                .map_err(|e| WorkloadError::io("write log", &l.path, e))?;
+            self.put(&l.path, &Self::text(&l.samples, self.offset, self.log_prio))?;
         }
         if let Some(h) = &self.hist {
-            std::fs::write(&h.path, h.text())
-                .map_err(|e| WorkloadError::io("write log", &h.path, e))?;
+            self.put(&h.path, &h.text())?;
         }
         Ok(())
+    }
+
+    /// Write one file: replaced, or appended to when the clones share it (one write(2) each,
+    /// so concurrent clones' texts do not interleave).
+    fn put(&self, path: &std::path::Path, text: &str) -> Result<(), WorkloadError> {
+        use std::io::Write as _;
+        let r = if self.append {
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .and_then(|mut f| f.write_all(text.as_bytes()))
+        } else {
+            std::fs::write(path, text)
+        };
+        r.map_err(|e| WorkloadError::io("write log", path, e))
     }
 }
 
@@ -594,6 +613,24 @@ mod tests {
             "0, 1, 1, 4096, 0\n"
         );
     }
+    /// per_job_logs=0: every clone appends to the one file, and so does a later run (fio 3.33
+    /// run twice with numjobs=2 leaves 32 and then 64 lines of a 16-I/O job).
+    #[test]
+    fn shared_logs_are_appended_to() {
+        let d = tempfile::tempdir().unwrap();
+        let j = job("[d]\nwrite_iops_log\nper_job_logs=0\n");
+        for n in 1..=3 {
+            let mut l = IoLogs::for_clone(&j, n, 1);
+            l.iops.as_mut().unwrap().path = d.path().join("d_iops.log");
+            l.completed(done(0, n, 10));
+            l.write().unwrap();
+        }
+        assert_eq!(
+            std::fs::read_to_string(d.path().join("d_iops.log")).unwrap(),
+            "1, 1, 0, 4096, 1\n2, 1, 0, 4096, 1\n3, 1, 0, 4096, 1\n"
+        );
+    }
+
     fn done(ddir: usize, ms: u64, clat: u64) -> Completion {
         Completion {
             ddir,

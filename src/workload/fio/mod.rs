@@ -192,6 +192,18 @@ impl Workload for FioWorkload {
 
     fn run(&self, ctx: &RunContext<'_>) -> Result<Measurements, WorkloadError> {
         let set = logs_into(&self.set, ctx.dir);
+        // A log the clones append to (per_job_logs=0) starts empty in the sample's directory,
+        // so the sample keeps its own lines only.
+        for path in log_paths(&set) {
+            if path.starts_with(ctx.dir) {
+                match std::fs::remove_file(&path) {
+                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                        return Err(WorkloadError::io("remove old log", path, e));
+                    }
+                    _ => {}
+                }
+            }
+        }
         let run = execute(&set, ctx, None)?;
         // A job that ended in error (a missed rate_min) fails the sample, naming it.
         if let Some((r, e)) = run
@@ -244,37 +256,49 @@ fn logs_into(set: &JobSet, dir: &Path) -> JobSet {
 
 /// The logs the jobs of `set` wrote, each kept as a `text-gz` attachment named
 /// [`FIO_LOG_ATTACHMENT`] and its file name (cut at the attachments' size limit, which the
-/// reader notices). Thread numbers count the clones in job order, as `execute` numbers them.
-/// A log that was not written (a job that never started) is a warning, not a failure.
+/// reader notices). A log that was not written (a job that never started) is a warning, not a
+/// failure.
 fn log_attachments(
     set: &JobSet,
     ctx: &RunContext<'_>,
 ) -> Result<Vec<crate::model::Attachment>, WorkloadError> {
     let mut out: Vec<crate::model::Attachment> = Vec::new();
+    for path in log_paths(set) {
+        let name = format!(
+            "{FIO_LOG_ATTACHMENT}{}",
+            path.file_name().unwrap_or_default().to_string_lossy()
+        );
+        if out.iter().any(|a| a.name == name) {
+            continue;
+        }
+        match std::fs::read(&path) {
+            Ok(text) => out.push(crate::model::Attachment::text_gz(&name, &text)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => ctx
+                .progress
+                .warning(&format!("fio log {} was not written", path.display())),
+            Err(e) => return Err(WorkloadError::io("read log", path, e)),
+        }
+    }
+    Ok(out)
+}
+
+/// Every log file the clones of `set` write, once each (per_job_logs=0: the clones share
+/// one), in job and clone order. Thread numbers count the clones in job order, as `execute`
+/// numbers them.
+fn log_paths(set: &JobSet) -> Vec<std::path::PathBuf> {
+    let mut out: Vec<std::path::PathBuf> = Vec::new();
     let mut thread_number = 0u64;
     for job in &set.jobs {
         for _ in 0..job.numjobs {
             thread_number += 1;
             for path in iolog::IoLogs::for_clone(job, thread_number, 0).paths() {
-                let name = format!(
-                    "{FIO_LOG_ATTACHMENT}{}",
-                    path.file_name().unwrap_or_default().to_string_lossy()
-                );
-                // per_job_logs=0: the clones share a file.
-                if out.iter().any(|a| a.name == name) {
-                    continue;
-                }
-                match std::fs::read(&path) {
-                    Ok(text) => out.push(crate::model::Attachment::text_gz(&name, &text)),
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => ctx
-                        .progress
-                        .warning(&format!("fio log {} was not written", path.display())),
-                    Err(e) => return Err(WorkloadError::io("read log", path, e)),
+                if !out.contains(&path) {
+                    out.push(path);
                 }
             }
         }
     }
-    Ok(out)
+    out
 }
 
 /// fio's reporting groups: a job with `stonewall` or `new_group` (other than the first)
@@ -1062,7 +1086,7 @@ mod tests {
 
     /// A suite's sample writes its logs into its work directory and keeps them: relative
     /// prefixes (and none, the job's name) go under it, absolute ones stay; each log becomes a
-    /// `fio_log:` attachment (once when per_job_logs=0 makes clones share a file).
+    /// `fio_log:` attachment (once when per_job_logs=0 makes the clones append to one file).
     #[test]
     fn a_samples_logs_go_into_its_directory_and_are_kept() {
         let dir = tempfile::tempdir().unwrap();
@@ -1109,8 +1133,17 @@ mod tests {
             ]
         );
         assert!(work.join("x_clat.log").exists() && dir.path().join("abs_iops.log").exists());
+        // Both clones' lines (fio appends with per_job_logs=0), none from before the sample.
         let clat = m.attachments[2].text().unwrap();
-        assert_eq!(clat.lines().count(), 16, "{clat}");
+        assert_eq!(clat.lines().count(), 32, "{clat}");
+        let again = w
+            .run(&RunContext {
+                dir: &work,
+                cancel: &cancel,
+                progress: &NoProgress,
+            })
+            .unwrap();
+        assert_eq!(again.attachments[2].text().unwrap().lines().count(), 32);
     }
 
     fn run_text(text: &str, dir: &Path) -> Result<FioRun, WorkloadError> {
