@@ -190,3 +190,20 @@ fn histogram_logs_have_fios_names_lines_and_columns() {
         );
     }
 }
+
+/// Without clat (disable_clat, gtod_reduce) fio 3.33 still writes the file, empty; so do we.
+#[test]
+fn histogram_logs_without_clat_are_empty_files() {
+    let fio = Command::new("fio").arg("--version").output().is_ok();
+    if !common::require(fio, "fio 3.33 (/usr/bin/fio) to compare with") {
+        return;
+    }
+    for opt in ["disable_clat=1", "gtod_reduce=1"] {
+        let job = format!("[j]\nrw=read\nsize=256k\nwrite_hist_log=h\nlog_hist_msec=1\n{opt}\n");
+        let (_d, ours) = run(env!("CARGO_BIN_EXE_fsdelta"), &["fio"], &job);
+        let (_e, theirs) = run("fio", &[], &job);
+        assert_eq!(ours, theirs, "{job}");
+        assert_eq!(ours.keys().collect::<Vec<_>>(), ["h_clat_hist.1.log"]);
+        assert!(ours["h_clat_hist.1.log"].is_empty());
+    }
+}

@@ -25,7 +25,8 @@
 //! clat counts in fio's 1856 buckets (`probe::histogram`'s layout), each 2^log_hist_coarseness
 //! neighbours summed (1856 >> c of them). Counts are kept only with clat_percentiles (fio's
 //! io_u_plat), so without it the lines hold zeros; what is left of a window at the end is
-//! dropped, as fio does. Without log_hist_msec the file is written empty.
+//! dropped, as fio does. Without log_hist_msec, or without clat (disable_clat, gtod_reduce),
+//! the file is written empty, as fio's.
 //! Invariant: recording a sample never allocates while the capacity reserved before the clock
 //! started lasts (the job's expected I/Os, at most 2^18 per log, 8 MiB; for the histogram log,
 //! runtime / log_hist_msec lines per direction, at most 8 MiB); beyond it the list grows as
@@ -174,7 +175,13 @@ impl HistLog {
         let cap = (lines as usize * (cols + 3)).min(1 << 20);
         HistLog {
             path,
-            msec: job.log_hist_msec,
+            // fio adds histogram samples where it measures clat (add_clat_sample), but
+            // writes the file all the same: empty without clat (disable_clat, gtod_reduce).
+            msec: if job.disable_clat {
+                0
+            } else {
+                job.log_hist_msec
+            },
             coarseness: job.log_hist_coarseness,
             count: job.clat_percentiles,
             win: vec![[0; PLAT_NR]; HIST_DIRS]
@@ -301,11 +308,9 @@ impl IoLogs {
             clat: mk(&job.lat_log, "clat", !job.disable_clat),
             bw: mk(&job.bw_log, "bw", !job.disable_bw),
             iops: mk(&job.iops_log, "iops", !reduce),
-            // fio adds clat histogram samples only where it measures clat.
             hist: job
                 .hist_log
                 .as_ref()
-                .filter(|_| !job.disable_clat)
                 .map(|p| HistLog::new(log_name(p, job, "clat_hist", thread_number), job)),
             append: !job.per_job_logs,
             offset: job.log_offset,
@@ -775,7 +780,7 @@ mod tests {
         // written.
         assert!(text.ends_with(", 0\n"));
         // Coarseness 0 keeps every bucket; clat_percentiles=0 writes zeros; no
-        // log_hist_msec: an empty file; disable_clat: no log.
+        // log_hist_msec: an empty file.
         let j = job("[d]\nwrite_hist_log\nlog_hist_msec=10\nclat_percentiles=0\n");
         let mut l = IoLogs::for_clone(&j, 1, 4);
         l.completed(done(1, 1, 9));
@@ -793,8 +798,14 @@ mod tests {
         let mut l = IoLogs::for_clone(&j, 1, 4);
         l.completed(done(0, 500, 9));
         assert_eq!(l.hist.as_ref().unwrap().text(), "");
-        let j = job("[d]\nwrite_hist_log\nlog_hist_msec=10\ndisable_clat=1\n");
-        assert!(IoLogs::for_clone(&j, 1, 4).hist.is_none());
+        // Without clat (disable_clat, gtod_reduce) fio 3.33 writes the file empty.
+        for opt in ["disable_clat=1", "gtod_reduce=1"] {
+            let j = job(&format!("[d]\nwrite_hist_log\nlog_hist_msec=10\n{opt}\n"));
+            let mut l = IoLogs::for_clone(&j, 1, 4);
+            l.completed(done(0, 5, 9));
+            l.completed(done(0, 50, 9));
+            assert_eq!(l.hist.as_ref().unwrap().text(), "", "{opt}");
+        }
         // fio's option range.
         let e = crate::plan::jobfile::parse_job_text(
             "[d]\nlog_hist_coarseness=7\n",
