@@ -6,7 +6,9 @@
 //! the I/Os our bins hold.
 //!
 //! Needs /usr/bin/fio; skips otherwise, saying why, unless FSDELTA_REQUIRE_ALL=1. The script
-//! part needs python3 and the script as well (it uses Python's standard library only).
+//! part needs python3 and the script as well (it uses Python's standard library only); the
+//! `fiologparser_hist.py` part (also Debian's) a Python with numpy and pandas, `python3` or the
+//! one FSDELTA_TEST_PYTHON names; each part is skipped with a printed reason without them.
 
 mod common;
 
@@ -18,6 +20,7 @@ use std::process::Command;
 const RUNTIME_MS: u64 = 1000;
 const HIST_MS: u64 = 100;
 const SCRIPT: &str = "/usr/share/doc/fio/fio-histo-log-pctiles.py.gz";
+const PARSER: &str = "/usr/share/doc/fio/fiologparser_hist.py.gz";
 
 type Logs = BTreeMap<String, Vec<Vec<u64>>>;
 
@@ -100,21 +103,31 @@ fn check(who: &str, job: &str, logs: &Logs, cols: usize) {
     }
 }
 
-/// fio's fio-histo-log-pctiles.py, unpacked into `dir`, when it and python3 are here.
-fn script(dir: &Path) -> Result<PathBuf, String> {
-    let gz = std::fs::read(SCRIPT).map_err(|e| format!("{SCRIPT} ({e})"))?;
-    let ok = Command::new("python3")
-        .arg("--version")
+/// The Python the script parts run.
+fn python() -> String {
+    std::env::var("FSDELTA_TEST_PYTHON").unwrap_or_else(|_| "python3".into())
+}
+
+/// One of fio's gzipped Python tools, unpacked into `dir`, when it is installed and the Python
+/// imports `modules`.
+fn script(gz_path: &str, dir: &Path, modules: &str) -> Result<PathBuf, String> {
+    let gz = std::fs::read(gz_path).map_err(|e| format!("{gz_path} ({e})"))?;
+    let ok = Command::new(python())
+        .args(["-c", &format!("import sys{modules}")])
         .output()
         .is_ok_and(|o| o.status.success());
     if !ok {
-        return Err("python3 to run fio-histo-log-pctiles.py".into());
+        return Err(format!(
+            "{} with the modules sys{modules} (FSDELTA_TEST_PYTHON names another)",
+            python()
+        ));
     }
     let mut text = String::new();
     flate2::read::GzDecoder::new(&gz[..])
         .read_to_string(&mut text)
         .unwrap();
-    let p = dir.join("fio-histo-log-pctiles.py");
+    let name = Path::new(gz_path).file_stem().unwrap();
+    let p = dir.join(name);
     std::fs::write(&p, text).unwrap();
     Ok(p)
 }
@@ -132,7 +145,7 @@ fn histogram_logs_have_fios_names_lines_and_columns() {
     for (extra, cols) in [("log_hist_coarseness=2\n", 3 + 464), ("", 3 + 1856)] {
         let job = format!("{base}{extra}");
         let (ours_dir, ours) = run(env!("CARGO_BIN_EXE_fsdelta"), &["fio"], &job);
-        let (_theirs_dir, theirs) = run("fio", &[], &job);
+        let (theirs_dir, theirs) = run("fio", &[], &job);
         assert_eq!(
             ours.keys().collect::<Vec<_>>(),
             ["h_clat_hist.1.log", "h_clat_hist.2.log"],
@@ -156,39 +169,89 @@ fn histogram_logs_have_fios_names_lines_and_columns() {
         if cols != 3 + 1856 {
             continue;
         }
-        let py = match script(ours_dir.path()) {
-            Ok(p) => p,
-            Err(what) => {
-                eprintln!("SKIPPED (the fio-histo-log-pctiles.py part): this test needs {what}");
-                continue;
-            }
-        };
+        let held =
+            |name: &str| -> u64 { ours[name].iter().map(|l| l[3..].iter().sum::<u64>()).sum() };
         let name = "h_clat_hist.1.log";
-        let o = Command::new("python3")
-            .current_dir(ours_dir.path())
-            .arg(&py)
-            .args(["--log-hist-msec", &HIST_MS.to_string(), name])
-            .output()
-            .unwrap();
-        let out = String::from_utf8_lossy(&o.stdout);
-        assert!(o.status.success() && !out.contains("ERROR"), "{out}");
-        let mut rows = out
-            .lines()
-            .skip_while(|l| !l.starts_with("msec-since-start, samples,"))
-            .skip(1)
-            .peekable();
-        assert!(rows.peek().is_some(), "{out}");
-        // Its per-second sample counts add up to the I/Os our bins hold (it spreads each line
-        // over the seconds it covers, in floating point).
-        let counted: f64 = rows
-            .map(|r| r.split(',').nth(1).unwrap().trim().parse::<f64>().unwrap())
-            .sum();
-        let held: u64 = ours[name].iter().map(|l| l[3..].iter().sum::<u64>()).sum();
-        assert!(
-            (counted - held as f64).abs() <= 1.0 + held as f64 / 1000.0,
-            "the script counted {counted}, our bins hold {held}: {out}"
-        );
+        match script(SCRIPT, ours_dir.path(), "") {
+            Err(what) => {
+                eprintln!("SKIPPED (the fio-histo-log-pctiles.py part): this test needs {what}")
+            }
+            Ok(py) => {
+                let o = Command::new(python())
+                    .current_dir(ours_dir.path())
+                    .arg(&py)
+                    .args(["--log-hist-msec", &HIST_MS.to_string(), name])
+                    .output()
+                    .unwrap();
+                let out = String::from_utf8_lossy(&o.stdout);
+                assert!(o.status.success() && !out.contains("ERROR"), "{out}");
+                // Its per-second sample counts add up to the I/Os our bins hold (it spreads
+                // each line over the seconds it covers, in floating point).
+                let counted = column_sum(&out, "msec-since-start, samples,");
+                let held = held(name);
+                assert!(
+                    (counted - held as f64).abs() <= 1.0 + held as f64 / 1000.0,
+                    "the script counted {counted}, our bins hold {held}: {out}"
+                );
+            }
+        }
+        match script(PARSER, ours_dir.path(), ", numpy, pandas") {
+            Err(what) => {
+                eprintln!("SKIPPED (the fiologparser_hist.py part): this test needs {what}")
+            }
+            Ok(py) => {
+                // It reads ours as it reads fio's: as many 250 ms rows (give or take one), each
+                // with samples, over the same columns.
+                let parse = |dir: &Path| {
+                    let o = Command::new(python())
+                        .current_dir(dir)
+                        .arg(&py)
+                        .args(["--interval", "250", name])
+                        .output()
+                        .unwrap();
+                    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+                    assert!(
+                        o.status.success(),
+                        "{out}{}",
+                        String::from_utf8_lossy(&o.stderr)
+                    );
+                    let rows: Vec<Vec<String>> = out
+                        .lines()
+                        .skip_while(|l| !l.starts_with("end-time, samples,"))
+                        .skip(1)
+                        .filter(|l| !l.trim().is_empty())
+                        .map(|l| l.split(',').map(|f| f.trim().to_string()).collect())
+                        .collect();
+                    (out, rows)
+                };
+                let (out, ours_rows) = parse(ours_dir.path());
+                let (fio_out, fio_rows) = parse(theirs_dir.path());
+                assert!(!ours_rows.is_empty(), "{out}");
+                assert!(
+                    ours_rows.len().abs_diff(fio_rows.len()) <= 1,
+                    "ours:\n{out}\nfio's:\n{fio_out}"
+                );
+                for r in &ours_rows {
+                    assert_eq!(r.len(), fio_rows[0].len(), "{out}");
+                    assert!(r[1].parse::<f64>().unwrap() > 0.0, "{out}");
+                }
+            }
+        }
     }
+}
+
+/// The sum of the second column of the CSV rows after the header line starting `header`.
+fn column_sum(out: &str, header: &str) -> f64 {
+    let rows: Vec<&str> = out
+        .lines()
+        .skip_while(|l| !l.starts_with(header))
+        .skip(1)
+        .filter(|l| !l.trim().is_empty())
+        .collect();
+    assert!(!rows.is_empty(), "no rows after {header:?}: {out}");
+    rows.iter()
+        .map(|r| r.split(',').nth(1).unwrap().trim().parse::<f64>().unwrap())
+        .sum()
 }
 
 /// Without clat (disable_clat, gtod_reduce) fio 3.33 still writes the file, empty; so do we.
