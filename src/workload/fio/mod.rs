@@ -9,6 +9,8 @@
 //! except across `stonewall`), one thread per clone (`numjobs`; fio's `thread` is always on),
 //! assigns reporting groups, and turns the stats into metrics. With `--status-interval`, a
 //! monitor thread (`status`) collects every clone's stats so far and reports them as it goes.
+//! Run as a suite's workload, the jobs write their logs (write_lat_log, ...) into the sample's
+//! directory, and the sample keeps them as `fio_log:` attachments for the report.
 //!
 //! What it must never do: print (results go to `report::fio` or the store), or run a job
 //! differently from its file. Deliberate differences from fio are documented where they are made
