@@ -140,6 +140,13 @@ pub fn comparison(
             &|c| naming.name(c),
             &metrics,
         ),
+        fio_logs: report::fiologs::charts(
+            store,
+            &b.samples,
+            &c.samples,
+            &|c| naming.name(c),
+            &metrics,
+        ),
         baseline: Some(SideInput {
             description: b.description,
             runs: b.runs,
@@ -213,6 +220,7 @@ pub fn single(
         },
         flamegraphs: flamegraphs(store, &[], &l.samples, &naming, &metrics),
         iterations: report::iterations::tables(store, &[], &l.samples, &|c| c.into(), &metrics),
+        fio_logs: report::fiologs::charts(store, &[], &l.samples, &|c| c.into(), &metrics),
         metrics,
         summary: None,
         text_table,

@@ -9,6 +9,7 @@ pub mod compare;
 pub mod dbench;
 pub mod export;
 pub mod fio;
+pub mod fiologs;
 pub mod fsmark;
 pub mod gather;
 pub mod history;

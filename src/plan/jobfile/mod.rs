@@ -589,6 +589,12 @@ pub struct JobSpec {
     pub bw_log: Option<String>,
     /// write_iops_log: as `lat_log`, for the IOPS log.
     pub iops_log: Option<String>,
+    /// write_hist_log: as `lat_log`, for the clat histogram log PREFIX_clat_hist.N.log.
+    pub hist_log: Option<String>,
+    /// One histogram line per this many ms and direction (log_hist_msec; 0: none).
+    pub log_hist_msec: u64,
+    /// Histogram lines merge 2^this neighbouring buckets (log_hist_coarseness, 0..=6).
+    pub log_hist_coarseness: u32,
     /// Log lines carry the I/O's offset (fio's log_offset).
     pub log_offset: bool,
     /// One log line per this many ms and direction, the window's average (log_avg_msec; 0: per I/O).
@@ -901,6 +907,9 @@ impl Default for JobSpec {
             flow_sleep: Duration::ZERO,
             lat_log: None,
             bw_log: None,
+            hist_log: None,
+            log_hist_msec: 0,
+            log_hist_coarseness: 0,
             iops_log: None,
             log_offset: false,
             log_avg_msec: 0,
@@ -1075,8 +1084,12 @@ fn validate(job: &JobSpec, origin: &Origin) -> Result<(), JobFileError> {
             Some("ramp_time")
         } else if job.verify {
             Some("verify")
-        } else if job.lat_log.is_some() || job.bw_log.is_some() || job.iops_log.is_some() {
-            Some("write_lat_log / write_bw_log / write_iops_log")
+        } else if job.lat_log.is_some()
+            || job.bw_log.is_some()
+            || job.iops_log.is_some()
+            || job.hist_log.is_some()
+        {
+            Some("write_lat_log / write_bw_log / write_iops_log / write_hist_log")
         } else if job.latency_target.is_some() {
             Some("latency_target")
         } else if job.flow > 0 {

@@ -1666,6 +1666,42 @@ pub static OPTIONS: &[OptDef] = &[
         }
     ),
     opt!(
+        "write_hist_log",
+        [],
+        Kind::Text,
+        "",
+        Stat,
+        "clat histogram log PREFIX_clat_hist.N.log, one line per log_hist_msec and direction (no value: the job name)",
+        |j, v, _| {
+            j.hist_log = Some(v.s().to_string());
+            Ok(())
+        }
+    ),
+    opt!(
+        "log_hist_msec",
+        [],
+        Kind::Int { min: 0, max: U32 },
+        "0",
+        Stat,
+        "write_hist_log writes the clat histogram of the last N ms, per direction, every N ms (0: no lines)",
+        |j, v, _| {
+            j.log_hist_msec = v.n();
+            Ok(())
+        }
+    ),
+    opt!(
+        "log_hist_coarseness",
+        [],
+        Kind::Int { min: 0, max: 6 },
+        "0",
+        Stat,
+        "histogram log lines merge 2^N neighbouring buckets: 1856 >> N bins (0..6)",
+        |j, v, _| {
+            j.log_hist_coarseness = v.n() as u32;
+            Ok(())
+        }
+    ),
+    opt!(
         "log_offset",
         [],
         Kind::Bool,

@@ -1,11 +1,15 @@
 //! The report's charts, each one SVG string: the per-test diff chart (bar = diff %, whisker = 95 %
 //! interval, colour and marker shape = verdict, repetitions as dots), the spread chart of a
-//! single-selection report, latency percentile curves, and history sparklines with change points.
+//! single-selection report, latency percentile curves, history sparklines with change points,
+//! fs_mark's iterations and fio's logs over time.
 //!
 //! Like the rest of the renderer it only draws what it is given: every position comes from a
 //! stored value or a statistic computed by `compare`, never from a default or a placeholder.
 
-use super::{Curve, IterationTables, MetricInput, PercentileCurves, ReportInput, Role, look, pct};
+use super::{
+    Curve, FioLogChart, IterationTables, MetricInput, PercentileCurves, ReportInput, Role, look,
+    pct,
+};
 use crate::compare::changepoint::Scale;
 use crate::compare::verdict::Verdict;
 use crate::model::{Direction, Unit};
@@ -858,6 +862,160 @@ pub(super) fn iterations_chart(t: &IterationTables, two_sides: bool) -> String {
                 smp.run_id, smp.repetition, smp.sample_id, r.iteration, r.files_per_sec
             ));
             s.circle(*px, *py, 3.2, dot);
+            s.close();
+        }
+    }
+    s.finish()
+}
+
+/// fio's direction names, by ddir.
+const DDIRS: [&str; 3] = ["read", "write", "trim"];
+
+/// One fio log over the job's time: a line per sample and direction (read pink, write blue,
+/// trim orange; a comparison's baseline lines dashed, its reads dark), a marker per point whose
+/// tooltip gives the time span, the lines behind it and their mean, minimum and maximum.
+pub(super) fn fio_log_chart(c: &FioLogChart, two_sides: bool) -> String {
+    let (w, h) = (560.0, 220.0);
+    let (l, r, top, b) = (70.0, 14.0, 24.0, 38.0);
+    let what = match c.kind {
+        super::FioLogKind::Lat => "total latency",
+        super::FioLogKind::Slat => "submission latency",
+        super::FioLogKind::Clat => "completion latency",
+        super::FioLogKind::Bw => "bandwidth, KiB/s",
+        super::FioLogKind::Iops => "I/Os per second",
+    };
+    let mut s = Svg::new(
+        w,
+        h,
+        "card chart fiolog",
+        &format!("fio log {} ({what}) of {} on {}", c.file, c.test, c.config),
+    );
+    s.text(6.0, 14.0, "start", "title", &format!("{} ({what})", c.file));
+    let points = || c.series.iter().flat_map(|x| x.points.iter());
+    let hi = points().map(|p| p.value).fold(0.0, f64::max);
+    let t_hi = points().map(|p| p.to_ms).max().unwrap_or(0) as f64 / 1000.0;
+    if points().next().is_none() {
+        s.text(w / 2.0, h / 2.0, "middle", "small", "the log has no lines");
+        return s.finish();
+    }
+    let t_hi = if t_hi > 0.0 { t_hi } else { 0.001 };
+    let x = Linear::new(0.0, t_hi, l, w - r);
+    s.line(l, top, l, h - b, "axis");
+    s.line(l, h - b, w - r, h - b, "axis");
+    let label = |v: f64| {
+        if c.kind.is_latency() {
+            time_label(v, Unit::Nanoseconds)
+        } else {
+            axis_value(v)
+        }
+    };
+    // Latencies span decades (a 10 µs write beside a 1 ms read): a log axis; rates a linear
+    // one from 0.
+    enum Y {
+        Lin(Linear),
+        Log(Log10),
+    }
+    let (y, ticks) = if c.kind.is_latency() {
+        let lo = points()
+            .map(|p| p.value)
+            .filter(|v| *v > 0.0)
+            .fold(f64::INFINITY, f64::min);
+        let (lo, hi) = if lo.is_finite() && hi > lo {
+            (lo / 1.2, hi * 1.2)
+        } else {
+            (1.0, hi.max(1.0) * 10.0)
+        };
+        (Y::Log(Log10::new(lo, hi, h - b, top)), log_ticks(lo, hi))
+    } else {
+        let hi = if hi > 0.0 { hi * 1.05 } else { 1.0 };
+        (
+            Y::Lin(Linear::new(0.0, hi, h - b, top)),
+            nice_ticks(0.0, hi, 4),
+        )
+    };
+    let ymap = |v: f64| match &y {
+        Y::Lin(s) => s.map(v),
+        Y::Log(s) => s.map(v),
+    };
+    for tv in ticks {
+        let ty = ymap(tv);
+        s.line(l, ty, w - r, ty, "grid-l");
+        s.text(l - 4.0, ty + 4.0, "end", "small", &label(tv));
+    }
+    for tv in nice_ticks(0.0, t_hi, 6) {
+        // nice_ticks rounds to the step: 0.2, 1.5, 10.
+        s.text(x.map(tv), h - b + 13.0, "middle", "small", &format!("{tv}"));
+    }
+    s.text(
+        (l + w - r) / 2.0,
+        h - 6.0,
+        "middle",
+        "axt",
+        "seconds since the job started",
+    );
+    s.vtext(
+        12.0,
+        (top + h - b) / 2.0,
+        "axt",
+        if c.kind.is_latency() {
+            c.kind.name()
+        } else if c.kind == super::FioLogKind::Bw {
+            "KiB/s"
+        } else {
+            "IOPS"
+        },
+    );
+    for x_s in &c.series {
+        let base = two_sides && x_s.role == Role::Baseline;
+        let (line, dot) = match (x_s.ddir, base) {
+            (0, true) => ("cb", "dot-b"),
+            (0, false) => ("cc", "dot-c"),
+            (1, true) => ("fl-wb", "dot-w"),
+            (1, false) => ("fl-w", "dot-w"),
+            (_, true) => ("fl-tb", "dot-t"),
+            (_, false) => ("fl-t", "dot-t"),
+        };
+        let pts: Vec<(f64, f64)> = x_s
+            .points
+            .iter()
+            .map(|p| {
+                let mid = (p.from_ms + p.to_ms) as f64 / 2000.0;
+                (x.map(mid), ymap(p.value))
+            })
+            .collect();
+        if pts.len() > 1 {
+            s.polyline(&pts, line);
+        }
+        let side = match (two_sides, base) {
+            (false, _) => "",
+            (true, true) => "baseline, ",
+            (true, false) => "current, ",
+        };
+        let dir = DDIRS.get(x_s.ddir as usize).copied().unwrap_or("trim");
+        for (p, (px, py)) in x_s.points.iter().zip(&pts) {
+            let span = if p.from_ms == p.to_ms {
+                format!("{} ms", p.from_ms)
+            } else {
+                format!("{}..{} ms", p.from_ms, p.to_ms)
+            };
+            let lines = if p.n == 1 {
+                String::new()
+            } else {
+                format!(
+                    " ({} lines, min {}, max {})",
+                    p.n,
+                    label(p.min as f64),
+                    label(p.max as f64)
+                )
+            };
+            s.open_tip(&format!(
+                "{side}run {}, repetition {} (sample {}), {dir}, {span}: {}{lines}",
+                x_s.run_id,
+                x_s.repetition,
+                x_s.sample_id,
+                label(p.value)
+            ));
+            s.circle(*px, *py, 2.2, dot);
             s.close();
         }
     }

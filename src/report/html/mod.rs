@@ -53,6 +53,96 @@ pub struct ReportInput {
     pub machine_warnings: Vec<String>,
     /// fs_mark's per-iteration rows (one per `-L` loop) of the samples that kept them.
     pub iterations: Vec<IterationTables>,
+    /// The fio logs (write_lat_log, write_bw_log, write_iops_log) the samples kept, one chart
+    /// per log file of a test.
+    pub fio_logs: Vec<FioLogChart>,
+}
+
+/// What a fio log's values are, from its file name (`PREFIX_KIND.N.log`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FioLogKind {
+    /// Total latency (`_lat`), nanoseconds.
+    Lat,
+    /// Submission latency (`_slat`), nanoseconds.
+    Slat,
+    /// Completion latency (`_clat`), nanoseconds.
+    Clat,
+    /// Bandwidth (`_bw`), KiB/s.
+    Bw,
+    /// I/Os per second (`_iops`).
+    Iops,
+}
+
+impl FioLogKind {
+    /// fio's name of the log (the file name's KIND).
+    pub fn name(self) -> &'static str {
+        match self {
+            FioLogKind::Lat => "lat",
+            FioLogKind::Slat => "slat",
+            FioLogKind::Clat => "clat",
+            FioLogKind::Bw => "bw",
+            FioLogKind::Iops => "iops",
+        }
+    }
+
+    /// Whether the values are latencies in nanoseconds.
+    pub fn is_latency(self) -> bool {
+        matches!(self, FioLogKind::Lat | FioLogKind::Slat | FioLogKind::Clat)
+    }
+}
+
+/// One fio log file of a test, as every sample of either side kept it.
+#[derive(Clone, Debug)]
+pub struct FioLogChart {
+    /// Configuration name as shown in the report.
+    pub config: String,
+    /// Test name.
+    pub test: String,
+    /// The log's file name (`x_clat.1.log`).
+    pub file: String,
+    /// What its values are.
+    pub kind: FioLogKind,
+    /// Per sample and direction, baseline samples first, by run and repetition.
+    pub series: Vec<FioLogSeries>,
+}
+
+/// One direction of one sample's log, reduced to at most a few hundred points.
+#[derive(Clone, Debug)]
+pub struct FioLogSeries {
+    /// Which side the sample belongs to.
+    pub role: Role,
+    /// Its run.
+    pub run_id: i64,
+    /// Its repetition.
+    pub repetition: u32,
+    /// The sample id.
+    pub sample_id: i64,
+    /// fio's ddir: 0 read, 1 write, 2 trim.
+    pub ddir: u8,
+    /// Log lines behind the points.
+    pub lines: u64,
+    /// Whether the stored log was cut at the attachment size limit (the points cover its start).
+    pub cut: bool,
+    /// In time order.
+    pub points: Vec<FioLogPoint>,
+}
+
+/// One point of a log series: a log line, or the lines of one time bucket.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FioLogPoint {
+    /// First ms the point covers (the line's time when it stands for one line).
+    pub from_ms: u64,
+    /// Last ms it covers.
+    pub to_ms: u64,
+    /// The value drawn: the lines' mean, or for a per-I/O iops log the I/Os per second over
+    /// the bucket.
+    pub value: f64,
+    /// Lines it stands for.
+    pub n: u64,
+    /// Their smallest value.
+    pub min: u64,
+    /// Their largest value.
+    pub max: u64,
 }
 
 /// fs_mark's per-iteration rows of one test: every sample of either side that kept them.
@@ -145,6 +235,47 @@ fn flamegraph_section(out: &mut String, input: &ReportInput, config: &str, test:
             );
         }
     }
+}
+
+/// The fio logs of one test: a chart per log file (one line per sample and direction).
+fn fio_logs_section(out: &mut String, input: &ReportInput, config: &str, test: &str) {
+    let charts: Vec<&FioLogChart> = input
+        .fio_logs
+        .iter()
+        .filter(|c| c.config == config && c.test == test)
+        .collect();
+    if charts.is_empty() {
+        return;
+    }
+    let cut = charts.iter().any(|c| c.series.iter().any(|s| s.cut));
+    let _ = write!(
+        out,
+        "<h3>fio logs</h3><p class=\"note\">The logs the job wrote (write_lat_log, write_bw_log, \
+         write_iops_log), as stored with each sample (<code>fsdelta show --raw</code>), over the \
+         job's time. Read: {}; write: blue; trim: orange{}. A line per I/O is drawn as the mean of each \
+         time bucket (a per-I/O iops log as I/Os per second); averaged logs (log_avg_msec) a \
+         point per line. Latencies on a log axis. Hover a marker for its numbers.{}</p><div class=\"grid\">",
+        if input.baseline.is_some() {
+            "pink, the baseline's dark"
+        } else {
+            "pink"
+        },
+        if input.baseline.is_some() {
+            "; the baseline's lines dashed"
+        } else {
+            ""
+        },
+        if cut {
+            " Some logs were longer than fsdelta keeps (1 MiB of text): their charts show the \
+             start of the run; log_avg_msec keeps whole runs short."
+        } else {
+            ""
+        }
+    );
+    for c in charts {
+        out.push_str(&charts::fio_log_chart(c, input.baseline.is_some()));
+    }
+    out.push_str("</div>\n");
 }
 
 /// fs_mark's per-iteration rows of one test: a plot of Files/sec by iteration (one line per
@@ -726,6 +857,7 @@ fn test_section(out: &mut String, input: &ReportInput, i: usize, config: &str, t
         out.push_str("</div>\n");
     }
     iterations_section(out, input, config, test);
+    fio_logs_section(out, input, config, test);
     flamegraph_section(out, input, config, test);
     let with_history: Vec<&&MetricInput> = lead.iter().filter(|m| m.history.is_some()).collect();
     let other_history: Vec<&&MetricInput> = rest.iter().filter(|m| m.history.is_some()).collect();
@@ -794,6 +926,8 @@ svg .mk{stroke:#fff;stroke-width:1}
 svg .dot-b{fill:#fff;stroke:var(--base);stroke-width:1.4}svg .dot-c{fill:var(--cur);stroke:#6b2c52;stroke-width:.8}
 svg .med-b{stroke:var(--base);stroke-width:2}svg .med-c{stroke:#6b2c52;stroke-width:2}
 svg .cb{fill:none;stroke:var(--base);stroke-width:1.8;stroke-dasharray:6 3}svg .cc{fill:none;stroke:var(--cur);stroke-width:2.2}
+svg .fl-w{fill:none;stroke:var(--imp);stroke-width:1.8}svg .fl-wb{fill:none;stroke:var(--imp);stroke-width:1.6;stroke-dasharray:6 3}svg .fl-t{fill:none;stroke:var(--inc);stroke-width:1.8}svg .fl-tb{fill:none;stroke:var(--inc);stroke-width:1.6;stroke-dasharray:6 3}
+svg .dot-w{fill:var(--imp);stroke:#fff;stroke-width:.6}svg .dot-t{fill:var(--inc);stroke:#fff;stroke-width:.6}
 svg .hl{fill:none;stroke:#9a9a9a;stroke-width:1.2}svg .hp{fill:#9a9a9a}svg .seg{stroke:#56B4E9;stroke-width:2}svg .cp{stroke:#000;stroke-width:1.2;stroke-dasharray:3 2}
 "#;
 

@@ -127,6 +127,7 @@ fn comparison_input() -> ReportInput {
         flamegraphs: vec![],
         machine_warnings: vec![],
         iterations: vec![],
+        fio_logs: vec![],
         generator: "fsdelta test".into(),
         baseline: Some(SideInput {
             description: "1 (run 1, label base)".into(),
@@ -520,4 +521,89 @@ fn a_long_history_dots_only_the_compared_runs() {
     assert_eq!(svg.matches("class=\"dot-c\"").count(), 1);
     assert_eq!(svg.matches("<polyline").count(), 1);
     assert!(svg.contains("200 runs"));
+}
+
+fn log_series(role: Role, sample_id: i64, ddir: u8, values: &[(u64, f64)]) -> FioLogSeries {
+    FioLogSeries {
+        role,
+        run_id: sample_id / 10,
+        repetition: 1,
+        sample_id,
+        ddir,
+        lines: values.len() as u64,
+        cut: false,
+        points: values
+            .iter()
+            .map(|&(ms, v)| FioLogPoint {
+                from_ms: ms,
+                to_ms: ms,
+                value: v,
+                n: 1,
+                min: v as u64,
+                max: v as u64,
+            })
+            .collect(),
+    }
+}
+
+#[test]
+fn fio_logs_are_a_chart_per_log_with_a_line_per_sample_and_direction() {
+    let mut input = comparison_input();
+    input.fio_logs = vec![
+        FioLogChart {
+            config: CFG.into(),
+            test: "smallfiles".into(),
+            file: "x_clat.1.log".into(),
+            kind: FioLogKind::Clat,
+            series: vec![
+                log_series(Role::Baseline, 11, 0, &[(100, 90_000.0), (200, 80_000.0)]),
+                log_series(Role::Current, 21, 0, &[(100, 70_000.0), (200, 75_000.0)]),
+                log_series(Role::Current, 21, 1, &[(100, 9_000.0), (200, 12_000.0)]),
+            ],
+        },
+        FioLogChart {
+            config: CFG.into(),
+            test: "smallfiles".into(),
+            file: "x_bw.1.log".into(),
+            kind: FioLogKind::Bw,
+            series: vec![log_series(
+                Role::Current,
+                21,
+                1,
+                &[(0, 50_000.0), (500, 61_000.0), (1000, 0.0)],
+            )],
+        },
+    ];
+    let html = render(&input);
+    check_self_contained(&html);
+    let start = html.find("<h3>fio logs</h3>").expect("a fio logs section");
+    assert!(start > html.find("id=\"t0\"").unwrap());
+    let charts: Vec<&str> = svgs(&html[start..])
+        .into_iter()
+        .filter(|s| s.contains("class=\"card chart fiolog\""))
+        .collect();
+    assert_eq!(charts.len(), 2);
+    let clat = charts[0];
+    assert!(clat.contains("x_clat.1.log (completion latency)"));
+    // One line per sample and direction: the baseline's read dashed (cb), the current read
+    // pink (cc), the current write blue (fl-w); a marker per point.
+    assert_eq!(clat.matches("<polyline").count(), 3);
+    for class in ["class=\"cb\"", "class=\"cc\"", "class=\"fl-w\""] {
+        assert!(clat.contains(class), "{class}");
+    }
+    assert_eq!(clat.matches("<circle").count(), 6);
+    assert!(clat.contains("baseline, run 1, repetition 1 (sample 11), read, 200 ms: 80 \u{b5}s"));
+    assert!(clat.contains("current, run 2, repetition 1 (sample 21), write, 100 ms: 9 \u{b5}s"));
+    // Latencies on a log axis: decade ticks.
+    assert!(clat.contains(">10 \u{b5}s</text>") && clat.contains(">100 \u{b5}s</text>"));
+    let bw = charts[1];
+    assert!(bw.contains("KiB/s"));
+    assert!(bw.contains("current, run 2, repetition 1 (sample 21), write, 500 ms: 61k"));
+    // A cut log says so in the section's note.
+    assert!(!html.contains("longer than fsdelta keeps"));
+    input.fio_logs[1].series[0].cut = true;
+    assert!(render(&input).contains("longer than fsdelta keeps"));
+    // No logs: no section.
+    input.fio_logs.clear();
+    assert!(!render(&input).contains("fio logs"));
 }

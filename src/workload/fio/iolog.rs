@@ -2,7 +2,8 @@
 //!
 //! Why it exists: plots of fio runs (fio_generate_plots, fiologparser) read these files, so
 //! their names and lines are fio 3.33's: `PREFIX_TYPE.N.log` (N the clone's thread number, 1-based
-//! over the run; without `.N` when per_job_logs=0), PREFIX the option's value or the job name,
+//! over the run; without `.N` when per_job_logs=0, when the clones append to one file, as fio
+//! does), PREFIX the option's value or the job name,
 //! TYPE `lat`, `slat`, `clat` (write_lat_log makes the three), `bw` or `iops`. One line per
 //! completed I/O (log_avg_msec=0, the default): `msec, value, ddir, bs, prio` or, with
 //! log_offset=1, `msec, value, ddir, bs, offset, prio`; msec since the clone's clock started,
@@ -16,13 +17,25 @@
 //! mean rounded (log_max_value=1: their maximum); windows still open when the clone ends are
 //! closed then (finalize_logs). The averaged bw/iops logs hold rates, as fio's helper thread
 //! samples them every N ms: KiB/s and I/Os per second over the time since the last sample.
+//! write_hist_log with log_hist_msec=N (fio's clat_hist_log, add_clat_sample and
+//! flush_hist_samples): `PREFIX_clat_hist.N.log`, per direction one line once N ms have passed
+//! since the direction's window opened (its first completion at 1 ms or later opens it; each
+//! window then starts N ms after the last one, as fio's hist_last), written at that
+//! completion: `msec, ddir, bs, b0, b1, ...`, bs the completing I/O's, the b's the window's
+//! clat counts in fio's 1856 buckets (`probe::histogram`'s layout), each 2^log_hist_coarseness
+//! neighbours summed (1856 >> c of them). Counts are kept only with clat_percentiles (fio's
+//! io_u_plat), so without it the lines hold zeros; what is left of a window at the end is
+//! dropped, as fio does. Without log_hist_msec, or without clat (disable_clat, gtod_reduce),
+//! the file is written empty, as fio's.
 //! Invariant: recording a sample never allocates while the capacity reserved before the clock
-//! started lasts (the job's expected I/Os, at most 2^18 per log, 8 MiB); beyond it the list
-//! grows as fio's log chunks do.
+//! started lasts (the job's expected I/Os, at most 2^18 per log, 8 MiB; for the histogram log,
+//! runtime / log_hist_msec lines per direction, at most 8 MiB); beyond it the list grows as
+//! fio's log chunks do.
 
 use crate::plan::jobfile::JobSpec;
 use crate::plan::jobfile::cmdprio::{CLASS_RT, CLASS_SHIFT};
 use crate::probe::clock::Nanos;
+use crate::probe::histogram::{PLAT_NR, value_to_index};
 use crate::workload::WorkloadError;
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -128,6 +141,103 @@ struct RateSampler {
     stat_blocks: [u64; 2],
 }
 
+/// fio's DDIR_RWDIR_CNT: read, write, trim.
+const HIST_DIRS: usize = 3;
+
+/// The clat histogram log (fio's clat_hist_log).
+#[derive(Debug)]
+struct HistLog {
+    path: PathBuf,
+    /// log_hist_msec (0: no lines).
+    msec: u64,
+    /// log_hist_coarseness: 2^c buckets a column.
+    coarseness: u32,
+    /// fio's ts.clat_percentiles: buckets are counted only then.
+    count: bool,
+    /// Per direction, the clat counts since its last line (fio's io_u_plat minus the copy
+    /// taken at that line).
+    win: Box<[[u64; PLAT_NR]; HIST_DIRS]>,
+    /// Per direction, the start (ms) of the open window; 0 until a completion at 1 ms or
+    /// later (fio's hist_last).
+    last: [u64; HIST_DIRS],
+    /// The lines, each `msec, ddir, bs` and then the columns, flat.
+    rows: Vec<u64>,
+}
+
+impl HistLog {
+    fn new(path: PathBuf, job: &JobSpec) -> HistLog {
+        let cols = PLAT_NR >> job.log_hist_coarseness;
+        let lines = match (job.log_hist_msec, job.runtime) {
+            (0, _) => 0,
+            (m, Some(r)) => (r.as_millis() as u64 / m + 1) * HIST_DIRS as u64,
+            (_, None) => 64,
+        };
+        let cap = (lines as usize * (cols + 3)).min(1 << 20);
+        HistLog {
+            path,
+            // fio adds histogram samples where it measures clat (add_clat_sample), but
+            // writes the file all the same: empty without clat (disable_clat, gtod_reduce).
+            msec: if job.disable_clat {
+                0
+            } else {
+                job.log_hist_msec
+            },
+            coarseness: job.log_hist_coarseness,
+            count: job.clat_percentiles,
+            win: vec![[0; PLAT_NR]; HIST_DIRS]
+                .into_boxed_slice()
+                .try_into()
+                .expect("HIST_DIRS rows"),
+            last: [0; HIST_DIRS],
+            rows: Vec::with_capacity(cap),
+        }
+    }
+
+    /// Columns a line carries after `msec, ddir, bs`.
+    fn cols(&self) -> usize {
+        PLAT_NR >> self.coarseness
+    }
+
+    /// One completion's clat (fio's add_clat_sample, its hist_msec part).
+    #[inline]
+    fn add(&mut self, ddir: usize, ms: u64, bs: u64, clat: u64) {
+        if self.msec == 0 || ddir >= HIST_DIRS {
+            return;
+        }
+        if self.count {
+            self.win[ddir][value_to_index(clat)] += 1;
+        }
+        if self.last[ddir] == 0 {
+            self.last[ddir] = ms;
+        }
+        let this_window = ms.saturating_sub(self.last[ddir]);
+        if this_window < self.msec {
+            return;
+        }
+        let stride = 1usize << self.coarseness;
+        self.rows.extend_from_slice(&[ms, ddir as u64, bs]);
+        let win = &mut self.win[ddir];
+        self.rows
+            .extend(win.chunks_exact(stride).map(|c| c.iter().sum::<u64>()));
+        win.fill(0);
+        // fio: the window's start moves on by msec, keeping the drift.
+        self.last[ddir] = ms - (this_window - self.msec);
+    }
+
+    /// The file's text (fio's flush_hist_samples).
+    fn text(&self) -> String {
+        let width = self.cols() + 3;
+        let mut out = String::with_capacity(self.rows.len() * 3);
+        for row in self.rows.chunks_exact(width) {
+            for (i, v) in row.iter().enumerate() {
+                let sep = if i + 1 == width { "\n" } else { ", " };
+                let _ = write!(out, "{v}{sep}");
+            }
+        }
+        out
+    }
+}
+
 /// The logs of one clone.
 #[derive(Debug, Default)]
 pub struct IoLogs {
@@ -136,6 +246,10 @@ pub struct IoLogs {
     clat: Option<Log>,
     bw: Option<Log>,
     iops: Option<Log>,
+    hist: Option<HistLog>,
+    /// per_job_logs=0: the clones share each file and append to it (fio's flush_log with
+    /// do_append), so it holds every clone's lines, and whatever it held before.
+    append: bool,
     offset: bool,
     log_prio: bool,
     /// Some when the bw/iops logs are averaged (log_avg_msec > 0).
@@ -194,11 +308,26 @@ impl IoLogs {
             clat: mk(&job.lat_log, "clat", !job.disable_clat),
             bw: mk(&job.bw_log, "bw", !job.disable_bw),
             iops: mk(&job.iops_log, "iops", !reduce),
+            hist: job
+                .hist_log
+                .as_ref()
+                .map(|p| HistLog::new(log_name(p, job, "clat_hist", thread_number), job)),
+            append: !job.per_job_logs,
             offset: job.log_offset,
             log_prio: job.log_prio,
             rate: (job.log_avg_msec > 0).then(RateSampler::default),
             avg_msec: job.log_avg_msec,
         }
+    }
+
+    /// The files [`write`](Self::write) writes, in its order.
+    pub fn paths(&self) -> Vec<PathBuf> {
+        [&self.lat, &self.slat, &self.clat, &self.bw, &self.iops]
+            .into_iter()
+            .flatten()
+            .map(|l| l.path.clone())
+            .chain(self.hist.as_ref().map(|h| h.path.clone()))
+            .collect()
     }
 
     /// Whether any log is kept (the loops skip the call otherwise).
@@ -209,6 +338,7 @@ impl IoLogs {
             || self.clat.is_some()
             || self.bw.is_some()
             || self.iops.is_some()
+            || self.hist.is_some()
     }
 
     /// Record one completed I/O (fio's account_io_completion, per-I/O samples).
@@ -229,6 +359,9 @@ impl IoLogs {
         };
         push(&mut self.lat, c.lat);
         push(&mut self.clat, c.clat);
+        if let Some(h) = &mut self.hist {
+            h.add(c.ddir, base.ms, c.bs as u64, c.clat);
+        }
         let Some(r) = &mut self.rate else {
             let bw = (c.bs as u64 * 1_000_000).checked_div(c.clat).unwrap_or(0);
             push(&mut self.bw, bw);
@@ -338,10 +471,28 @@ impl IoLogs {
             .into_iter()
             .flatten()
         {
-            std::fs::write(&l.path, Self::text(&l.samples, self.offset, self.log_prio))
-                .map_err(|e| WorkloadError::io("write log", &l.path, e))?;
+            self.put(&l.path, &Self::text(&l.samples, self.offset, self.log_prio))?;
+        }
+        if let Some(h) = &self.hist {
+            self.put(&h.path, &h.text())?;
         }
         Ok(())
+    }
+
+    /// Write one file: replaced, or appended to when the clones share it (one write(2) each,
+    /// so concurrent clones' texts do not interleave).
+    fn put(&self, path: &std::path::Path, text: &str) -> Result<(), WorkloadError> {
+        use std::io::Write as _;
+        let r = if self.append {
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .and_then(|mut f| f.write_all(text.as_bytes()))
+        } else {
+            std::fs::write(path, text)
+        };
+        r.map_err(|e| WorkloadError::io("write log", path, e))
     }
 }
 
@@ -377,6 +528,7 @@ mod tests {
         );
         let j = job("[disk]\nwrite_bw_log=x\nper_job_logs=0\n");
         let l = IoLogs::for_clone(&j, 3, 0);
+        assert_eq!(l.paths(), [PathBuf::from("x_bw.log")]);
         assert_eq!(l.bw.unwrap().path, PathBuf::from("x_bw.log"));
         // disable_* drop their logs, as fio sets them up only for what is measured.
         let j = job("[d]\nwrite_lat_log\ndisable_slat=1\n");
@@ -466,6 +618,24 @@ mod tests {
             "0, 1, 1, 4096, 0\n"
         );
     }
+    /// per_job_logs=0: every clone appends to the one file, and so does a later run (fio 3.33
+    /// run twice with numjobs=2 leaves 32 and then 64 lines of a 16-I/O job).
+    #[test]
+    fn shared_logs_are_appended_to() {
+        let d = tempfile::tempdir().unwrap();
+        let j = job("[d]\nwrite_iops_log\nper_job_logs=0\n");
+        for n in 1..=3 {
+            let mut l = IoLogs::for_clone(&j, n, 1);
+            l.iops.as_mut().unwrap().path = d.path().join("d_iops.log");
+            l.completed(done(0, n, 10));
+            l.write().unwrap();
+        }
+        assert_eq!(
+            std::fs::read_to_string(d.path().join("d_iops.log")).unwrap(),
+            "1, 1, 0, 4096, 1\n2, 1, 0, 4096, 1\n3, 1, 0, 4096, 1\n"
+        );
+    }
+
     fn done(ddir: usize, ms: u64, clat: u64) -> Completion {
         Completion {
             ddir,
@@ -551,5 +721,98 @@ mod tests {
         l.completed(done(0, 6, 1000));
         l.finish(Nanos(7_000_000));
         assert_eq!(l.bw.as_ref().unwrap().samples.len(), 2);
+    }
+
+    /// The clat histogram log: fio's name, a line per direction once log_hist_msec has passed
+    /// since its window opened (the first completion at 1 ms or later opens it), drift kept,
+    /// `msec, ddir, bs` and 1856 >> c columns of summed neighbouring buckets, the window
+    /// emptied at each line, nothing written for what is left at the end.
+    #[test]
+    fn the_histogram_log_is_fios() {
+        let j = job("[d]\nwrite_hist_log=h\nlog_hist_msec=100\nlog_hist_coarseness=2\n");
+        let mut l = IoLogs::for_clone(&j, 2, 16);
+        assert_eq!(
+            l.hist.as_ref().unwrap().path,
+            PathBuf::from("h_clat_hist.2.log")
+        );
+        // (ddir, ms, clat): 0 ms does not open the read window, 5 ms does; 105 closes it
+        // (100 ms), the next opens at 105 and 230 closes it (125 ms, the drift kept: 205).
+        for (d, ms, clat) in [
+            (0, 0, 3),
+            (0, 5, 5),
+            (1, 7, 200),
+            (0, 50, 130),
+            (0, 105, 4),
+            (0, 230, 7),
+            (0, 240, 7),
+        ] {
+            let mut c = done(d, ms, clat);
+            c.at = Nanos(ms * 1_000_000 + 300_000);
+            l.completed(c);
+        }
+        l.finish(Nanos(300_000_000));
+        let h = l.hist.as_ref().unwrap();
+        assert_eq!(h.cols(), 464);
+        assert_eq!(h.last[0], 205);
+        let text = h.text();
+        let lines: Vec<Vec<u64>> = text
+            .lines()
+            .map(|l| l.split(", ").map(|v| v.parse().unwrap()).collect())
+            .collect();
+        assert_eq!(lines.len(), 2, "{text}");
+        for l in &lines {
+            assert_eq!(l.len(), 467);
+        }
+        assert_eq!(&lines[0][..3], &[105, 0, 4096]);
+        assert_eq!(&lines[1][..3], &[230, 0, 4096]);
+        // Window one: 3, 5, 4 (buckets 0..=7 in column 0 and 1), 130 (bucket 129 -> column 32).
+        let mut want = vec![0u64; 464];
+        want[value_to_index(3) >> 2] += 1;
+        want[value_to_index(5) >> 2] += 1;
+        want[value_to_index(4) >> 2] += 1;
+        want[value_to_index(130) >> 2] += 1;
+        assert_eq!(&lines[0][3..], &want[..]);
+        assert_eq!(want[0] + want[1], 3);
+        let mut want = vec![0u64; 464];
+        want[value_to_index(7) >> 2] = 1;
+        assert_eq!(&lines[1][3..], &want[..]);
+        // The write direction never lasted 100 ms: no line. The trailing 240 ms read is not
+        // written.
+        assert!(text.ends_with(", 0\n"));
+        // Coarseness 0 keeps every bucket; clat_percentiles=0 writes zeros; no
+        // log_hist_msec: an empty file.
+        let j = job("[d]\nwrite_hist_log\nlog_hist_msec=10\nclat_percentiles=0\n");
+        let mut l = IoLogs::for_clone(&j, 1, 4);
+        l.completed(done(1, 1, 9));
+        l.completed(done(1, 11, 9));
+        let h = l.hist.as_ref().unwrap();
+        assert_eq!(h.path, PathBuf::from("d_clat_hist.1.log"));
+        let line = h.text();
+        assert_eq!(line.matches(", ").count(), 1858, "{line}");
+        assert!(line.starts_with("11, 1, 4096, 0, 0,"));
+        assert!(
+            line.trim_end().split(", ").skip(3).all(|v| v == "0"),
+            "{line}"
+        );
+        let j = job("[d]\nwrite_hist_log\n");
+        let mut l = IoLogs::for_clone(&j, 1, 4);
+        l.completed(done(0, 500, 9));
+        assert_eq!(l.hist.as_ref().unwrap().text(), "");
+        // Without clat (disable_clat, gtod_reduce) fio 3.33 writes the file empty.
+        for opt in ["disable_clat=1", "gtod_reduce=1"] {
+            let j = job(&format!("[d]\nwrite_hist_log\nlog_hist_msec=10\n{opt}\n"));
+            let mut l = IoLogs::for_clone(&j, 1, 4);
+            l.completed(done(0, 5, 9));
+            l.completed(done(0, 50, 9));
+            assert_eq!(l.hist.as_ref().unwrap().text(), "", "{opt}");
+        }
+        // fio's option range.
+        let e = crate::plan::jobfile::parse_job_text(
+            "[d]\nlog_hist_coarseness=7\n",
+            "t.fio",
+            &crate::plan::jobfile::SystemSources,
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("log_hist_coarseness"), "{e}");
     }
 }

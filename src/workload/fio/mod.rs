@@ -9,6 +9,8 @@
 //! except across `stonewall`), one thread per clone (`numjobs`; fio's `thread` is always on),
 //! assigns reporting groups, and turns the stats into metrics. With `--status-interval`, a
 //! monitor thread (`status`) collects every clone's stats so far and reports them as it goes.
+//! Run as a suite's workload, the jobs write their logs (write_lat_log, ...) into the sample's
+//! directory, and the sample keeps them as `fio_log:` attachments for the report.
 //!
 //! What it must never do: print (results go to `report::fio` or the store), or run a job
 //! differently from its file. Deliberate differences from fio are documented where they are made
@@ -165,6 +167,7 @@ impl FioWorkload {
                 && j.lat_log.is_none()
                 && j.bw_log.is_none()
                 && j.iops_log.is_none()
+                && j.hist_log.is_none()
         })
     }
 
@@ -191,7 +194,20 @@ impl Workload for FioWorkload {
     }
 
     fn run(&self, ctx: &RunContext<'_>) -> Result<Measurements, WorkloadError> {
-        let run = self.execute(ctx)?;
+        let set = logs_into(&self.set, ctx.dir);
+        // A log the clones append to (per_job_logs=0) starts empty in the sample's directory,
+        // so the sample keeps its own lines only.
+        for path in log_paths(&set) {
+            if path.starts_with(ctx.dir) {
+                match std::fs::remove_file(&path) {
+                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                        return Err(WorkloadError::io("remove old log", path, e));
+                    }
+                    _ => {}
+                }
+            }
+        }
+        let run = execute(&set, ctx, None)?;
         // A job that ended in error (a missed rate_min) fails the sample, naming it.
         if let Some((r, e)) = run
             .results
@@ -203,8 +219,89 @@ impl Workload for FioWorkload {
                 r.name, e.message, e.site.1, e.errno
             )));
         }
-        Ok(measurements(&run))
+        let mut m = measurements(&run);
+        m.attachments = log_attachments(&set, ctx)?;
+        Ok(m)
     }
+}
+
+/// The name of a kept fio log is this and its file name (`fio_log:x_clat.1.log`).
+pub const FIO_LOG_ATTACHMENT: &str = "fio_log:";
+
+/// `set` with every relative log prefix (write_lat_log, write_bw_log, write_iops_log,
+/// write_hist_log; none given means the job's name) under `dir`, so that a suite's sample
+/// writes its logs into its own work directory, not wherever fsdelta was started.
+fn logs_into(set: &JobSet, dir: &Path) -> JobSet {
+    let mut set = set.clone();
+    for j in &mut set.jobs {
+        let name = j.name.clone();
+        for p in [
+            &mut j.lat_log,
+            &mut j.bw_log,
+            &mut j.iops_log,
+            &mut j.hist_log,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            let pre = if p.is_empty() {
+                name.as_str()
+            } else {
+                p.as_str()
+            };
+            if Path::new(pre).is_relative() {
+                *p = dir.join(pre).to_string_lossy().into_owned();
+            }
+        }
+    }
+    set
+}
+
+/// The logs the jobs of `set` wrote, each kept as a `text-gz` attachment named
+/// [`FIO_LOG_ATTACHMENT`] and its file name (cut at the attachments' size limit, which the
+/// reader notices). A log that was not written (a job that never started) is a warning, not a
+/// failure.
+fn log_attachments(
+    set: &JobSet,
+    ctx: &RunContext<'_>,
+) -> Result<Vec<crate::model::Attachment>, WorkloadError> {
+    let mut out: Vec<crate::model::Attachment> = Vec::new();
+    for path in log_paths(set) {
+        let name = format!(
+            "{FIO_LOG_ATTACHMENT}{}",
+            path.file_name().unwrap_or_default().to_string_lossy()
+        );
+        if out.iter().any(|a| a.name == name) {
+            continue;
+        }
+        match std::fs::read(&path) {
+            Ok(text) => out.push(crate::model::Attachment::text_gz(&name, &text)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => ctx
+                .progress
+                .warning(&format!("fio log {} was not written", path.display())),
+            Err(e) => return Err(WorkloadError::io("read log", path, e)),
+        }
+    }
+    Ok(out)
+}
+
+/// Every log file the clones of `set` write, once each (per_job_logs=0: the clones share
+/// one), in job and clone order. Thread numbers count the clones in job order, as `execute`
+/// numbers them.
+fn log_paths(set: &JobSet) -> Vec<std::path::PathBuf> {
+    let mut out: Vec<std::path::PathBuf> = Vec::new();
+    let mut thread_number = 0u64;
+    for job in &set.jobs {
+        for _ in 0..job.numjobs {
+            thread_number += 1;
+            for path in iolog::IoLogs::for_clone(job, thread_number, 0).paths() {
+                if !out.contains(&path) {
+                    out.push(path);
+                }
+            }
+        }
+    }
+    out
 }
 
 /// fio's reporting groups: a job with `stonewall` or `new_group` (other than the first)
@@ -987,6 +1084,69 @@ mod tests {
         assert!(!ro("[m]\nrw=randrw\nsize=1m\n"));
         assert!(!ro("[c]\nioengine=filecreate\nnrfiles=4\nfilesize=4k\n"));
         assert!(!ro("[l]\nrw=read\nsize=1m\nwrite_lat_log=x\n"));
+        assert!(!ro("[l]\nrw=read\nsize=1m\nwrite_hist_log=x\n"));
+    }
+
+    /// A suite's sample writes its logs into its work directory and keeps them: relative
+    /// prefixes (and none, the job's name) go under it, absolute ones stay; each log becomes a
+    /// `fio_log:` attachment (once when per_job_logs=0 makes the clones append to one file).
+    #[test]
+    fn a_samples_logs_go_into_its_directory_and_are_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let abs = dir.path().join("abs");
+        let w = FioWorkload::from_job_text(
+            &format!(
+                "[j]\nrw=write\nsize=64k\nnumjobs=2\nwrite_lat_log=x\nwrite_bw_log\n\
+                 write_iops_log={}\nwrite_hist_log=h\nlog_hist_msec=1\nper_job_logs=0\n",
+                abs.display()
+            ),
+            "t.fio",
+            &SystemSources,
+        )
+        .unwrap();
+        let work = dir.path().join("work");
+        std::fs::create_dir(&work).unwrap();
+        let set = logs_into(w.jobs(), &work);
+        let j = &set.jobs[0];
+        let under = |p: &Option<String>, name: &str| {
+            assert_eq!(p.as_deref(), Some(work.join(name).to_str().unwrap()));
+        };
+        under(&j.lat_log, "x");
+        under(&j.bw_log, "j");
+        under(&j.hist_log, "h");
+        assert_eq!(j.iops_log.as_deref(), abs.to_str());
+        let cancel = CancelToken::new();
+        let m = w
+            .run(&RunContext {
+                dir: &work,
+                cancel: &cancel,
+                progress: &NoProgress,
+            })
+            .unwrap();
+        let names: Vec<&str> = m.attachments.iter().map(|a| a.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "fio_log:x_lat.log",
+                "fio_log:x_slat.log",
+                "fio_log:x_clat.log",
+                "fio_log:j_bw.log",
+                "fio_log:abs_iops.log",
+                "fio_log:h_clat_hist.log",
+            ]
+        );
+        assert!(work.join("x_clat.log").exists() && dir.path().join("abs_iops.log").exists());
+        // Both clones' lines (fio appends with per_job_logs=0), none from before the sample.
+        let clat = m.attachments[2].text().unwrap();
+        assert_eq!(clat.lines().count(), 32, "{clat}");
+        let again = w
+            .run(&RunContext {
+                dir: &work,
+                cancel: &cancel,
+                progress: &NoProgress,
+            })
+            .unwrap();
+        assert_eq!(again.attachments[2].text().unwrap().lines().count(), 32);
     }
 
     fn run_text(text: &str, dir: &Path) -> Result<FioRun, WorkloadError> {
