@@ -191,15 +191,26 @@ impl Workload for FioWorkload {
 
     fn run(&self, ctx: &RunContext<'_>) -> Result<Measurements, WorkloadError> {
         let run = self.execute(ctx)?;
-        // A job that ended in error (a missed rate_min) fails the sample, naming it.
+        // A job that ended in error (a missed rate_min, an I/O error continue_on_error does
+        // not continue on) fails the sample, naming it.
         if let Some((r, e)) = run
             .results
             .iter()
             .find_map(|r| r.stats.error.as_ref().map(|e| (r, e)))
         {
+            let hint = if e.errno == libc::EIO && e.verror.contains("check_min_rate") {
+                "lower the minimum rate or use a faster target"
+            } else {
+                "fix the target, or let continue_on_error= and ignore_error= continue on this errno"
+            };
+            let what = if e.message.is_empty() {
+                crate::report::fio::errno_text(e.errno)
+            } else {
+                e.message.clone()
+            };
             return Err(WorkloadError::InvalidOptions(format!(
-                "fio job '{}': {} (fio's {} fails the job with errno {}): lower the minimum rate or use a faster target",
-                r.name, e.message, e.site.1, e.errno
+                "fio job '{}': {what} (fio fails the job with errno {}, {}): {hint}",
+                r.name, e.errno, e.verror
             )));
         }
         Ok(measurements(&run))

@@ -1100,6 +1100,7 @@ pub fn run_clone(setup: &CloneSetup<'_>) -> Result<ThreadStats, WorkloadError> {
         source: Some(jc.source()),
         drift_ppm,
     };
+    st.finish_errors();
     Ok(st)
 }
 
@@ -1834,11 +1835,11 @@ fn check_min_rate(p: &mut Planner<'_>, st: &mut ThreadStats, clock: &Clock, now:
     match r.check_min(now, bytes, blocks) {
         Ok(()) => false,
         Err(message) => {
-            st.error = Some(super::stats::JobError {
-                errno: libc::EIO,
-                site: ("backend.c:1131", "check_min_rate"),
+            st.error = Some(super::stats::JobError::at(
+                libc::EIO,
+                ("backend.c:1131", "check_min_rate"),
                 message,
-            });
+            ));
             true
         }
     }
@@ -2041,6 +2042,7 @@ fn run_sync<T: TimeSource>(
         };
         let f = &mut p.files[io.file];
         let mut done = 0usize;
+        let mut failed = None;
         while done < io.len {
             match do_sync_io(job, f, io.ddir, &mut data[done..], io.offset + done as u64) {
                 Ok(0) => {
@@ -2066,14 +2068,31 @@ fn run_sync<T: TimeSource>(
                     return Ok(true);
                 }
                 Err(e) => {
-                    let hint = direct_hint(job, e);
-                    return Err(WorkloadError::Io {
-                        op: ddir_name(io.ddir),
-                        path: setup.plan.files[io.file].path.clone(),
-                        source: std::io::Error::other(format!("{e}{hint}")),
-                    });
+                    failed = Some(e);
+                    break;
                 }
             }
+        }
+        if let Some(e) = failed {
+            // fio counts the failed I/O (and a short one before it, requeued) in total_ios,
+            // moves no bytes and records no latency for it; a verify read-back skips it.
+            if io.ddir == WRITE {
+                unlog(p, &io);
+            }
+            st.dir[io.ddir].total_ios += full_device_ios(if done > 0 { 1 } else { -1 });
+            st.depth_counts[0] += 1;
+            st.submit_counts[1] += 1;
+            st.complete_counts[1] += 1;
+            let via = match (io.ddir, job.ioengine) {
+                (TRIM, _) | (_, IoEngine::Falloc | IoEngine::Ftruncate) => FailedVia::Queue,
+                _ => FailedVia::SyncXfer,
+            };
+            if io_failed(setup, st, &io, e, via)? == AfterError::End
+                || !after_tick(p, st, clock, ru0, clk.now())
+            {
+                return Ok(false);
+            }
+            continue;
         }
         let end = clk.now();
         if verify_reads && io.ddir == READ {
@@ -2147,7 +2166,8 @@ fn full_device_ios(res: i64) -> u64 {
     if res > 0 { 2 } else { 1 }
 }
 
-/// Take a write that failed (fill_device's ENOSPC) out of the verify log.
+/// Take a write that failed (fill_device's ENOSPC, an error continue_on_error goes on after)
+/// out of the verify log.
 fn unlog(p: &mut Planner<'_>, io: &Io) {
     let f = &mut p.files[io.file];
     if f.written.is_empty() {
@@ -2163,6 +2183,91 @@ fn unlog(p: &mut Planner<'_>, io: &Io) {
     {
         p.backlog.pop_back();
     }
+}
+
+/// How fio's engine returned a failed I/O, which decides what fio prints, where its verror
+/// points and whether a fatal error is counted.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum FailedVia {
+    /// A read or write of a sync engine (engines/sync.c's fio_io_end: io_u_log_error, then
+    /// td_verror "xfer"; break_on_this_error counts a fatal error of a continued class).
+    SyncXfer,
+    /// Completed at queue time without the engine's log (a trim, the falloc and ftruncate
+    /// engines: td_io_queue's td_verror; counted as SyncXfer).
+    Queue,
+    /// Reaped from an async engine (io_completed: io_u_log_error; a fatal error is not
+    /// counted).
+    Reaped,
+}
+
+/// What the job does after a failed I/O: go on (the error was continued and counted), or end
+/// with its stats and `st.error` set.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum AfterError {
+    Continue,
+    End,
+}
+
+/// fio's path of a failed I/O of a job with continue_on_error (io_u_log_error, td_verror,
+/// td_non_fatal_error, update_error_count, break_on_this_error): print fio's line unless the
+/// error is continued without error_dump, keep the job's first verror, count a continued
+/// error (and a fatal one of a continued class a sync engine returned), and on a fatal error
+/// set the job's error. The I/O counts in total_ios (fio counts it when queued), never in
+/// io_bytes or the latencies: the caller's. Without continue_on_error the run fails, as
+/// before, with `Err` naming the file. Off the hot path: only failed I/Os come here.
+#[cold]
+fn io_failed(
+    setup: &CloneSetup<'_>,
+    st: &mut ThreadStats,
+    io: &Io,
+    e: rustix::io::Errno,
+    via: FailedVia,
+) -> Result<AfterError, WorkloadError> {
+    use crate::plan::jobfile::ErrorClass;
+    let job = setup.job;
+    let path = &setup.plan.files[io.file].path;
+    if job.continue_on_error == 0 {
+        let hint = direct_hint(job, e);
+        return Err(WorkloadError::Io {
+            op: ddir_name(io.ddir),
+            path: path.clone(),
+            source: std::io::Error::other(format!("{e}{hint}")),
+        });
+    }
+    let errno = e.raw_os_error();
+    let class = ErrorClass::of(io.ddir == READ, errno);
+    let continued = job.error_continues(class, errno);
+    if via != FailedVia::Queue && (!continued || job.error_dump) {
+        eprintln!(
+            "fio: io_u error on file {}: {}: {} offset={}, buflen={}",
+            setup.plan.files[io.file].fio_name,
+            crate::report::fio::errno_text(errno),
+            ddir_name(io.ddir),
+            io.offset,
+            io.len
+        );
+        st.errors.set_verror(errno, ("io_u.c:1876", "io_u error"));
+    }
+    match via {
+        FailedVia::SyncXfer => st.errors.set_verror(errno, ("engines/sync.c:126", "xfer")),
+        FailedVia::Queue => st
+            .errors
+            .set_verror(errno, ("ioengines.c:399", "td_io_queue")),
+        FailedVia::Reaped => {}
+    }
+    if continued {
+        st.errors.count(errno);
+        return Ok(AfterError::Continue);
+    }
+    if via != FailedVia::Reaped && job.continues_class(class) {
+        st.errors.count(errno);
+    }
+    st.error = Some(super::stats::JobError {
+        errno,
+        verror: st.errors.verror.clone().unwrap_or_default(),
+        message: String::new(),
+    });
+    Ok(AfterError::End)
 }
 
 struct Slot {
