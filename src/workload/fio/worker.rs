@@ -1237,7 +1237,8 @@ fn run_clone_on<T: TimeSource + Send>(
             }
         }
     }
-    if job.end_fsync {
+    // fio's do_io: a job that ended in error skips end_fsync.
+    if job.end_fsync && st.error.is_none() {
         for (fi, f) in p.files.iter().enumerate() {
             if let Some(fd) = &f.fd {
                 rustix::fs::fsync(fd)
@@ -2394,13 +2395,21 @@ fn run_async<T: TimeSource>(
                 let start = clk.now();
                 let f = &p.files[io.file];
                 let fd = f.fd.as_ref().expect("open").as_fd();
-                trim_range(fd, f.blkdev, io.offset, io.len as u64).map_err(|e| {
-                    WorkloadError::Io {
-                        op: "trim",
-                        path: setup.plan.files[io.file].path.clone(),
-                        source: e.into(),
+                if let Err(e) = trim_range(fd, f.blkdev, io.offset, io.len as u64) {
+                    if job.continue_on_error == 0 {
+                        return Err(WorkloadError::Io {
+                            op: "trim",
+                            path: setup.plan.files[io.file].path.clone(),
+                            source: e.into(),
+                        });
                     }
-                })?;
+                    // Completed at queue time, as fio's: counted, no bytes, no latency.
+                    st.dir[TRIM].total_ios += 1;
+                    if io_failed(setup, st, &io, e, FailedVia::Queue)? == AfterError::End {
+                        stop = true;
+                    }
+                    continue;
+                }
                 let end = clk.now();
                 let d = &mut st.dir[TRIM];
                 let lat = (end - start).0;
@@ -2535,6 +2544,8 @@ fn run_async<T: TimeSource>(
         }
         let mut err: Option<(Io, i64)> = None;
         let mut verr: Option<WorkloadError> = None;
+        // An I/O error continue_on_error does not continue on ended the job (st.error).
+        let mut ended = false;
         let vref = vctx.as_ref();
         let mut t = Nanos::ZERO;
         // The queue is full (or nothing is left to issue): wait for at least one completion
@@ -2557,6 +2568,25 @@ fn run_async<T: TimeSource>(
                 }
                 let s = slots[si].take().expect("completion of a slot in flight");
                 free.push(si);
+                if res < 0 && job.continue_on_error != 0 && !(job.fill_device && s.io.ddir == WRITE)
+                {
+                    // fio's io_completed: the failed I/O counts (it was queued), moves no
+                    // bytes, records no latency, leaves the verify log; continued, the job
+                    // goes on.
+                    st.dir[s.io.ddir].total_ios += 1;
+                    if s.io.ddir == WRITE {
+                        unlog(p, &s.io);
+                    }
+                    let e = rustix::io::Errno::from_raw_os_error(-res as i32);
+                    match io_failed(setup, st, &s.io, e, FailedVia::Reaped) {
+                        Ok(AfterError::Continue) => {}
+                        Ok(AfterError::End) => ended = true,
+                        Err(e) => {
+                            verr.get_or_insert(e);
+                        }
+                    }
+                    return;
+                }
                 if res < 0 || res as usize != s.io.len {
                     if job.fill_device && s.io.ddir == WRITE {
                         st.dir[WRITE].total_ios += full_device_ios(res);
@@ -2616,14 +2646,17 @@ fn run_async<T: TimeSource>(
             quiesce = false;
         }
         st.complete_counts[ThreadStats::batch_index(reaped)] += 1;
-        if let Some((io, _)) = err.filter(|&(io, res)| {
+        let full = err.filter(|&(io, res)| {
             job.fill_device
                 && io.ddir == WRITE
                 && (res >= 0 || res == -(libc::ENOSPC as i64) || res == -(libc::EDQUOT as i64))
-        }) {
-            // fill_device: the device is full; what is in flight completes (counted as fio
-            // counts it), the job ends.
-            unlog(p, &io);
+        });
+        if full.is_some() || (ended && verr.is_none()) {
+            // fill_device: the device is full; or a fatal error ended the job: what is in
+            // flight completes (counted as fio counts it), the job ends.
+            if let Some((io, _)) = full {
+                unlog(p, &io);
+            }
             while inflight > 0 {
                 let n = backend
                     .reap(1, depth, &mut |si, res| {
