@@ -631,36 +631,6 @@ fn shrinking_caps_a_rate_bound_file_and_the_stride() {
     assert!(!unrepeatable("[a]\nrandrepeat=1\n"));
 }
 
-/// Every key path of a JSON document; list items are `[]`; `disk_util` is not descended into
-/// (its entries depend on the machine's devices).
-fn key_paths(v: &serde_json::Value, prefix: &str, out: &mut std::collections::BTreeSet<String>) {
-    match v {
-        serde_json::Value::Object(m) => {
-            for (k, x) in m {
-                let p = format!("{prefix}.{k}");
-                out.insert(p.clone());
-                if k != "disk_util" {
-                    key_paths(x, &p, out);
-                }
-            }
-        }
-        serde_json::Value::Array(items) => {
-            for x in items {
-                key_paths(x, &format!("{prefix}[]"), out);
-            }
-        }
-        _ => {}
-    }
-}
-
-fn json_keys(out: &[u8]) -> std::collections::BTreeSet<String> {
-    let text = String::from_utf8_lossy(out);
-    let v: serde_json::Value = serde_json::from_str(&text[text.find('{').unwrap()..]).unwrap();
-    let mut s = std::collections::BTreeSet::new();
-    key_paths(&v, "", &mut s);
-    s
-}
-
 /// io_uring, libaio, group_reporting and verify jobs: our JSON has exactly real fio 3.33's
 /// keys, run live on the same filesystem; the verify job's read-back counts equal fio's.
 #[test]
@@ -708,7 +678,7 @@ fn json_keys_equal_real_fios_for_async_and_grouped_jobs() {
                 "{job}"
             );
         }
-        let (ok, fk) = (json_keys(&o.stdout), json_keys(&f.stdout));
+        let (ok, fk) = (common::json_keys(&o.stdout), common::json_keys(&f.stdout));
         let missing: Vec<&String> = fk.difference(&ok).collect();
         // fsdelta's own two keys (which clock timed the job) are the only ones fio lacks.
         let ours_only = [".jobs[].clocksource", ".jobs[].clocksource_drift_ppm"];

@@ -114,3 +114,33 @@ pub fn qemu_of(parent: u32) -> Vec<u32> {
     }
     out
 }
+
+/// Every key path of a JSON document; list items are `[]`; `disk_util` is not descended into
+/// (its entries depend on the machine's devices).
+pub fn key_paths(v: &serde_json::Value, prefix: &str, out: &mut std::collections::BTreeSet<String>) {
+    match v {
+        serde_json::Value::Object(m) => {
+            for (k, x) in m {
+                let p = format!("{prefix}.{k}");
+                out.insert(p.clone());
+                if k != "disk_util" {
+                    key_paths(x, &p, out);
+                }
+            }
+        }
+        serde_json::Value::Array(items) => {
+            for x in items {
+                key_paths(x, &format!("{prefix}[]"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+pub fn json_keys(out: &[u8]) -> std::collections::BTreeSet<String> {
+    let text = String::from_utf8_lossy(out);
+    let v: serde_json::Value = serde_json::from_str(&text[text.find('{').unwrap()..]).unwrap();
+    let mut s = std::collections::BTreeSet::new();
+    key_paths(&v, "", &mut s);
+    s
+}

@@ -1,0 +1,162 @@
+//! continue_on_error=, ignore_error= and error_dump= against real fio 3.33, on a filesystem
+//! that runs out of space at a known block: a 1 MiB tmpfs (256 pages of 4 KiB), written past
+//! its end. Which writes fail is fixed by the sizes alone (a page either fits or not), so the
+//! counts are deterministic: for each job both tools must agree on the exit status, `error`,
+//! `total_err`, `first_error`, the write counts and bytes, the JSON key set and the number of
+//! "fio: io_u error" lines on stderr. Among the jobs is fio's enospc-pressure example's
+//! [global] section with its randwrite job, shrunk to the tmpfs (buffered: tmpfs has no
+//! O_DIRECT). Needs root (the mount) and fio; skipped saying why otherwise, unless
+//! FSDELTA_REQUIRE_ALL=1.
+
+mod common;
+
+use std::process::Command;
+
+/// What is compared of one run.
+#[derive(Debug, PartialEq)]
+struct Outcome {
+    exit: Option<i32>,
+    /// Per job: error, total_err, first_error (-1 when absent), write total_ios, io_bytes.
+    jobs: Vec<[i64; 5]>,
+    /// "fio: io_u error on file ..." lines on stderr.
+    dumped: usize,
+    /// The normal output's "errors    :" line, when asked for.
+    errors_line: Option<String>,
+}
+
+fn outcome(o: &std::process::Output, json: bool) -> Outcome {
+    let text = String::from_utf8_lossy(&o.stdout);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    let dumped = stderr
+        .lines()
+        .filter(|l| l.starts_with("fio: io_u error on file "))
+        .count();
+    if !json {
+        return Outcome {
+            exit: o.status.code(),
+            jobs: Vec::new(),
+            dumped,
+            errors_line: text
+                .lines()
+                .find(|l| l.starts_with("     errors    :"))
+                .map(str::to_string),
+        };
+    }
+    let v: serde_json::Value = serde_json::from_str(&text[text.find('{').unwrap()..])
+        .unwrap_or_else(|e| panic!("bad JSON ({e}): {text}"));
+    let jobs = v["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| {
+            let n = |v: &serde_json::Value| v.as_i64().unwrap_or(-1);
+            [
+                n(&j["error"]),
+                n(&j["total_err"]),
+                n(&j["first_error"]),
+                n(&j["write"]["total_ios"]),
+                n(&j["write"]["io_bytes"]),
+            ]
+        })
+        .collect();
+    Outcome {
+        exit: o.status.code(),
+        jobs,
+        dumped,
+        errors_line: None,
+    }
+}
+
+/// Run `job` with `tool` in a fresh 1 MiB tmpfs; the job file and the output stay outside it.
+fn run(tool: &str, job: &str, format: &str) -> std::process::Output {
+    let fs = common::Tmpfs::mount("1m");
+    let jobdir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let jf = jobdir.path().join("job.fio");
+    std::fs::write(&jf, job).unwrap();
+    let mut c = if tool == "fio" {
+        Command::new("fio")
+    } else {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_fsdelta"));
+        c.arg("fio");
+        c
+    };
+    c.current_dir(fs.path())
+        .arg(format!("--output-format={format}"))
+        .arg(&jf)
+        .output()
+        .unwrap()
+}
+
+const W: &str = "[w]\nrw=write\nbs=4k\nsize=1040k\nfilename=f\n";
+
+#[test]
+fn continued_and_fatal_enospc_count_as_fios() {
+    let fio = Command::new("fio").arg("--version").output().is_ok();
+    if !common::require(fio, "fio 3.33 (/usr/bin/fio) to compare with")
+        || !common::require(common::is_root(), "root (to mount a small tmpfs)")
+    {
+        return;
+    }
+    let jobs = [
+        // Continued: the 4 writes past the 256 pages are counted, the job exits 0 with
+        // error=28 in its JSON.
+        format!("{W}continue_on_error=write\nignore_error=,ENOSPC\n"),
+        format!("{W}continue_on_error=write\nignore_error=,ENOSPC\nerror_dump=1\n"),
+        // ignore_error= alone turns its class on.
+        format!("{W}ignore_error=,ENOSPC\nioengine=libaio\n"),
+        format!("{W}ignore_error=,ENOSPC\nioengine=io_uring\niodepth=8\n"),
+        // Fatal: ENOSPC is not in the write list. psync counts it, libaio does not (fio's
+        // break_on_this_error against io_completed); both exit 1.
+        format!("{W}continue_on_error=write\nignore_error=,EIO\n"),
+        format!("{W}continue_on_error=write\nignore_error=,EIO\nioengine=libaio\n"),
+        // Reads continued, not writes: fatal and uncounted.
+        format!("{W}continue_on_error=read\n"),
+        // fio's enospc-pressure example, shrunk: its [global] and the randwrite job.
+        "[global]\nioengine=libaio\nfilesize=2m\nsize=2m\niodepth=128\ncontinue_on_error=write\n\
+         ignore_error=,ENOSPC\nerror_dump=0\nfallocate=none\n[dio-raicer]\nbs=128k\n\
+         rw=randwrite\nfilename=raicer\n"
+            .to_string(),
+    ];
+    for job in &jobs {
+        let f = run("fio", job, "json");
+        let o = run("fsdelta", job, "json");
+        let (fo, oo) = (outcome(&f, true), outcome(&o, true));
+        assert_eq!(
+            oo,
+            fo,
+            "fsdelta vs fio: {job}\nfsdelta's stderr: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert!(
+            fo.jobs.iter().all(|j| j[0] == 28),
+            "the job hits ENOSPC: {job}: {fo:?}"
+        );
+        let (fk, ok) = (common::json_keys(&f.stdout), common::json_keys(&o.stdout));
+        let ours_only = [".jobs[].clocksource", ".jobs[].clocksource_drift_ppm"];
+        let missing: Vec<&String> = fk.difference(&ok).collect();
+        let extra: Vec<&String> = ok
+            .difference(&fk)
+            .filter(|k| !ours_only.contains(&k.as_str()))
+            .collect();
+        assert!(
+            missing.is_empty() && extra.is_empty(),
+            "{job}: keys fio has and we lack: {missing:?}; keys we have and fio lacks: {extra:?}"
+        );
+    }
+    // The normal output's errors line, and the terse fields after the latency buckets.
+    let job = &jobs[0];
+    let (f, o) = (run("fio", job, "normal"), run("fsdelta", job, "normal"));
+    let (fo, oo) = (outcome(&f, false), outcome(&o, false));
+    assert_eq!(
+        fo.errors_line.as_deref(),
+        Some("     errors    : total=4, first_error=28/<No space left on device>")
+    );
+    assert_eq!(oo, fo);
+    let tail = |o: &std::process::Output| {
+        let t = String::from_utf8_lossy(&o.stdout).trim_end().to_string();
+        t.rsplit(';').take(2).map(str::to_string).collect::<Vec<_>>()
+    };
+    let (f, o) = (run("fio", job, "terse"), run("fsdelta", job, "terse"));
+    assert_eq!(tail(&f), vec!["28", "4"]);
+    assert_eq!(tail(&o), tail(&f));
+}
