@@ -154,7 +154,10 @@ fn continued_and_fatal_enospc_count_as_fios() {
     assert_eq!(oo, fo);
     let tail = |o: &std::process::Output| {
         let t = String::from_utf8_lossy(&o.stdout).trim_end().to_string();
-        t.rsplit(';').take(2).map(str::to_string).collect::<Vec<_>>()
+        t.rsplit(';')
+            .take(2)
+            .map(str::to_string)
+            .collect::<Vec<_>>()
     };
     let (f, o) = (run("fio", job, "terse"), run("fsdelta", job, "terse"));
     assert_eq!(tail(&f), vec!["28", "4"]);

@@ -117,7 +117,11 @@ pub fn qemu_of(parent: u32) -> Vec<u32> {
 
 /// Every key path of a JSON document; list items are `[]`; `disk_util` is not descended into
 /// (its entries depend on the machine's devices).
-pub fn key_paths(v: &serde_json::Value, prefix: &str, out: &mut std::collections::BTreeSet<String>) {
+pub fn key_paths(
+    v: &serde_json::Value,
+    prefix: &str,
+    out: &mut std::collections::BTreeSet<String>,
+) {
     match v {
         serde_json::Value::Object(m) => {
             for (k, x) in m {

@@ -1467,12 +1467,12 @@ fn verify_block<T: TimeSource>(
     vc: &VerifyCtx,
     fi: usize,
     b: u64,
-) -> Result<(), WorkloadError> {
+) -> Result<AfterError, WorkloadError> {
     let job = setup.job;
     let bs = job.bs[WRITE].0;
     let logged = std::mem::take(&mut p.files[fi].written[b as usize]);
     if logged == 0 {
-        return Ok(());
+        return Ok(AfterError::Continue);
     }
     ensure_open(p, setup, fi)?;
     let fd = p.files[fi].fd.as_ref().expect("opened");
@@ -1512,7 +1512,10 @@ fn verify_block<T: TimeSource>(
             ),
         ));
     }
-    vc.check(setup, fi, data, off, Some(logged as u16))
+    match vc.check(setup, fi, data, off, Some(logged as u16)) {
+        Ok(()) => Ok(AfterError::Continue),
+        Err(e) => verify_failed(setup, st, e, job.ioengine.is_sync()),
+    }
 }
 
 /// fio's verify phase, after every pass of a write job: read every logged block back in
@@ -1527,9 +1530,9 @@ fn verify_phase<T: TimeSource>(
     st: &mut ThreadStats,
     clk: T,
     vc: &VerifyCtx,
-) -> Result<(), WorkloadError> {
+) -> Result<AfterError, WorkloadError> {
     if setup.job.ioengine == IoEngine::Null {
-        return Ok(());
+        return Ok(AfterError::Continue);
     }
     for fi in 0..p.files.len() {
         for b in 0..p.files[fi].written.len() {
@@ -1539,10 +1542,59 @@ fn verify_phase<T: TimeSource>(
             if setup.cancel.is_cancelled() {
                 return Err(WorkloadError::Cancelled);
             }
-            verify_block(setup, p, buf, st, clk, vc, fi, b as u64)?;
+            if verify_block(setup, p, buf, st, clk, vc, fi, b as u64)? == AfterError::End {
+                return Ok(AfterError::End);
+            }
         }
     }
-    Ok(())
+    Ok(AfterError::Continue)
+}
+
+/// fio's path of a failed verify (EILSEQ returned by verify_io_u, in io_completed) of a job
+/// with continue_on_error: fio's verify messages were printed; a continued error is counted;
+/// a fatal one ends the job with fio's verror (io_u_sync_complete or io_u_queued_complete),
+/// and on a sync engine break_on_this_error then counts errno 1 (the -1 io_u_sync_complete
+/// returned) if continue_on_error takes reads, as fio 3.33 does. Without continue_on_error the
+/// run fails with `e`, as before.
+#[cold]
+fn verify_failed(
+    setup: &CloneSetup<'_>,
+    st: &mut ThreadStats,
+    e: WorkloadError,
+    sync: bool,
+) -> Result<AfterError, WorkloadError> {
+    use crate::plan::jobfile::ErrorClass;
+    let job = setup.job;
+    if job.continue_on_error == 0 {
+        return Err(e);
+    }
+    match &e {
+        WorkloadError::Io { source, .. } => eprintln!("{source}"),
+        other => eprintln!("{other}"),
+    }
+    let errno = libc::EILSEQ;
+    if job.error_continues(ErrorClass::Verify, errno) {
+        st.errors.count(errno);
+        return Ok(AfterError::Continue);
+    }
+    let site = if sync {
+        ("io_u.c:2152", "io_u_sync_complete")
+    } else {
+        ("io_u.c:2190", "io_u_queued_complete")
+    };
+    st.errors.set_verror(errno, site);
+    if sync && job.continues_class(ErrorClass::Read) {
+        st.errors.count(1);
+        if job.error_continues(ErrorClass::Read, 1) {
+            return Ok(AfterError::Continue);
+        }
+    }
+    st.error = Some(super::stats::JobError {
+        errno,
+        verror: st.errors.verror.clone().unwrap_or_default(),
+        message: String::new(),
+    });
+    Ok(AfterError::End)
 }
 
 /// What the loop does after an I/O or a check: go on, or stop.
@@ -1991,7 +2043,9 @@ fn run_sync<T: TimeSource>(
                 if job.io_size.is_some() {
                     p.pass_issued += job.bs[WRITE].0;
                 }
-                verify_block(setup, p, buf, st, clk, vc, fi, b)?;
+                if verify_block(setup, p, buf, st, clk, vc, fi, b)? == AfterError::End {
+                    return Ok(false);
+                }
                 last_ddir = READ;
                 if !after_tick(p, st, clock, ru0, clk.now()) {
                     return Ok(false);
@@ -2011,7 +2065,9 @@ fn run_sync<T: TimeSource>(
             // fio's thread_main: every pass (loop, or wrap of a time_based job) of a write job
             // is verified before the next starts.
             if let Some(vc) = vctx.as_ref().filter(|_| job.do_verify && job.rw.writes()) {
-                verify_phase(setup, p, buf, st, clk, vc)?;
+                if verify_phase(setup, p, buf, st, clk, vc)? == AfterError::End {
+                    return Ok(false);
+                }
             }
             if next_pass(setup, p, clock, clk.now())? {
                 continue;
@@ -2096,11 +2152,11 @@ fn run_sync<T: TimeSource>(
             continue;
         }
         let end = clk.now();
-        if verify_reads && io.ddir == READ {
-            if let Some(vc) = vctx.as_ref() {
-                vc.check(setup, io.file, data, io.offset, None)?;
-            }
-        }
+        // fio accounts the read, then verifies it (its end_io).
+        let bad = match vctx.as_ref().filter(|_| verify_reads && io.ddir == READ) {
+            Some(vc) => vc.check(setup, io.file, data, io.offset, None).err(),
+            None => None,
+        };
         let d = &mut st.dir[io.ddir];
         let clat = (end - issue).0;
         if !job.disable_clat {
@@ -2126,6 +2182,11 @@ fn run_sync<T: TimeSource>(
         st.depth_counts[0] += 1;
         st.submit_counts[1] += 1;
         st.complete_counts[1] += 1;
+        if let Some(e) = bad {
+            if verify_failed(setup, st, e, true)? == AfterError::End {
+                return Ok(false);
+            }
+        }
         if io.ddir == WRITE {
             note_write(job, p, io.file);
         }
@@ -2533,7 +2594,9 @@ fn run_async<T: TimeSource>(
                 pass_over = false;
                 // Nothing in flight: the pass is verified before the next starts (fio).
                 if let Some(vc) = vctx.as_ref().filter(|_| job.do_verify && job.rw.writes()) {
-                    verify_phase(setup, p, &mut bufs[0], st, clk, vc)?;
+                    if verify_phase(setup, p, &mut bufs[0], st, clk, vc)? == AfterError::End {
+                        return Ok(false);
+                    }
                 }
                 if next_pass(setup, p, clock, clk.now())? {
                     continue;
@@ -2594,12 +2657,11 @@ fn run_async<T: TimeSource>(
                     err.get_or_insert((s.io, res));
                     return;
                 }
-                if verify_reads && s.io.ddir == READ && verr.is_none() {
+                let mut bad = None;
+                if verify_reads && s.io.ddir == READ && verr.is_none() && !ended {
                     if let Some(vc) = vref {
                         let data = &mut bufs[si].as_mut_slice()[..s.io.len];
-                        if let Err(e) = vc.check(setup, s.io.file, data, s.io.offset, None) {
-                            verr = Some(e);
-                        }
+                        bad = vc.check(setup, s.io.file, data, s.io.offset, None).err();
                     }
                 }
                 let d = &mut st.dir[s.io.ddir];
@@ -2622,6 +2684,16 @@ fn run_async<T: TimeSource>(
                 }
                 d.io_bytes += s.io.len as u64;
                 d.total_ios += 1;
+                // fio accounts the read, then verifies it (its end_io).
+                if let Some(e) = bad {
+                    match verify_failed(setup, st, e, false) {
+                        Ok(AfterError::Continue) => {}
+                        Ok(AfterError::End) => ended = true,
+                        Err(e) => {
+                            verr.get_or_insert(e);
+                        }
+                    }
+                }
                 if let Some(l) = &mut target {
                     let ios = st.dir.iter().map(|d| d.total_ios).sum::<u64>();
                     if let Err(max) = l.completed((t - s.start).0, t.0, ios) {
