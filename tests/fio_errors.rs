@@ -5,7 +5,8 @@
 //! `total_err`, `first_error`, the write counts and bytes, the JSON key set and the number of
 //! "fio: io_u error" lines on stderr. Among the jobs is fio's enospc-pressure example's
 //! [global] section with its randwrite job, shrunk to the tmpfs (buffered: tmpfs has no
-//! O_DIRECT). Needs root (the mount) and fio; skipped saying why otherwise, unless
+//! O_DIRECT). Verify failures (EILSEQ) are compared on a file of zeros read with verify=.
+//! The tmpfs test needs root (the mount); both need fio; skipped saying why otherwise, unless
 //! FSDELTA_REQUIRE_ALL=1.
 
 mod common;
@@ -16,9 +17,10 @@ use std::process::Command;
 #[derive(Debug, PartialEq)]
 struct Outcome {
     exit: Option<i32>,
-    /// Per job: error, total_err, first_error (-1 when absent), write total_ios, io_bytes.
-    jobs: Vec<[i64; 5]>,
-    /// "fio: io_u error on file ..." lines on stderr.
+    /// Per job: error, total_err, first_error (-1 when absent), read total_ios, io_bytes,
+    /// write total_ios, io_bytes.
+    jobs: Vec<[i64; 7]>,
+    /// "fio: io_u error on file ..." and "verify: ..." lines on stderr.
     dumped: usize,
     /// The normal output's "errors    :" line, when asked for.
     errors_line: Option<String>,
@@ -29,7 +31,7 @@ fn outcome(o: &std::process::Output, json: bool) -> Outcome {
     let stderr = String::from_utf8_lossy(&o.stderr);
     let dumped = stderr
         .lines()
-        .filter(|l| l.starts_with("fio: io_u error on file "))
+        .filter(|l| l.starts_with("fio: io_u error on file ") || l.starts_with("verify: "))
         .count();
     if !json {
         return Outcome {
@@ -54,6 +56,8 @@ fn outcome(o: &std::process::Output, json: bool) -> Outcome {
                 n(&j["error"]),
                 n(&j["total_err"]),
                 n(&j["first_error"]),
+                n(&j["read"]["total_ios"]),
+                n(&j["read"]["io_bytes"]),
                 n(&j["write"]["total_ios"]),
                 n(&j["write"]["io_bytes"]),
             ]
@@ -70,6 +74,11 @@ fn outcome(o: &std::process::Output, json: bool) -> Outcome {
 /// Run `job` with `tool` in a fresh 1 MiB tmpfs; the job file and the output stay outside it.
 fn run(tool: &str, job: &str, format: &str) -> std::process::Output {
     let fs = common::Tmpfs::mount("1m");
+    run_in(&fs.path(), tool, job, format)
+}
+
+/// Run `job` with `tool` in `dir`.
+fn run_in(dir: &std::path::Path, tool: &str, job: &str, format: &str) -> std::process::Output {
     let jobdir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let jf = jobdir.path().join("job.fio");
     std::fs::write(&jf, job).unwrap();
@@ -80,7 +89,7 @@ fn run(tool: &str, job: &str, format: &str) -> std::process::Output {
         c.arg("fio");
         c
     };
-    c.current_dir(fs.path())
+    c.current_dir(dir)
         .arg(format!("--output-format={format}"))
         .arg(&jf)
         .output()
@@ -88,6 +97,21 @@ fn run(tool: &str, job: &str, format: &str) -> std::process::Output {
 }
 
 const W: &str = "[w]\nrw=write\nbs=4k\nsize=1040k\nfilename=f\n";
+
+/// Our JSON has fio's keys (and fsdelta's two clock keys).
+fn same_keys(job: &str, f: &std::process::Output, o: &std::process::Output) {
+    let (fk, ok) = (common::json_keys(&f.stdout), common::json_keys(&o.stdout));
+    let ours_only = [".jobs[].clocksource", ".jobs[].clocksource_drift_ppm"];
+    let missing: Vec<&String> = fk.difference(&ok).collect();
+    let extra: Vec<&String> = ok
+        .difference(&fk)
+        .filter(|k| !ours_only.contains(&k.as_str()))
+        .collect();
+    assert!(
+        missing.is_empty() && extra.is_empty(),
+        "{job}: keys fio has and we lack: {missing:?}; keys we have and fio lacks: {extra:?}"
+    );
+}
 
 #[test]
 fn continued_and_fatal_enospc_count_as_fios() {
@@ -131,17 +155,7 @@ fn continued_and_fatal_enospc_count_as_fios() {
             fo.jobs.iter().all(|j| j[0] == 28),
             "the job hits ENOSPC: {job}: {fo:?}"
         );
-        let (fk, ok) = (common::json_keys(&f.stdout), common::json_keys(&o.stdout));
-        let ours_only = [".jobs[].clocksource", ".jobs[].clocksource_drift_ppm"];
-        let missing: Vec<&String> = fk.difference(&ok).collect();
-        let extra: Vec<&String> = ok
-            .difference(&fk)
-            .filter(|k| !ours_only.contains(&k.as_str()))
-            .collect();
-        assert!(
-            missing.is_empty() && extra.is_empty(),
-            "{job}: keys fio has and we lack: {missing:?}; keys we have and fio lacks: {extra:?}"
-        );
+        same_keys(job, &f, &o);
     }
     // The normal output's errors line, and the terse fields after the latency buckets.
     let job = &jobs[0];
@@ -162,4 +176,51 @@ fn continued_and_fatal_enospc_count_as_fios() {
     let (f, o) = (run("fio", job, "terse"), run("fsdelta", job, "terse"));
     assert_eq!(tail(&f), vec!["28", "4"]);
     assert_eq!(tail(&o), tail(&f));
+}
+
+/// A verify read job over 16 KiB of zeros: every block fails its header check (EILSEQ).
+/// continue_on_error=verify counts the four and exits 0; a VERIFY list without EILSEQ makes the
+/// first fatal, where fio's sync path also counts errno 1 (break_on_this_error reads the -1
+/// io_u_sync_complete returned as an errno) and libaio counts nothing.
+#[test]
+fn continued_and_fatal_verify_failures_count_as_fios() {
+    let fio = Command::new("fio").arg("--version").output().is_ok();
+    if !common::require(fio, "fio 3.33 (/usr/bin/fio) to compare with") {
+        return;
+    }
+    let base = "[v]\nrw=read\nbs=4k\nsize=16k\nfilename=z\nverify=crc32c\n";
+    let jobs = [
+        format!("{base}continue_on_error=verify\n"),
+        format!("{base}continue_on_error=verify\nioengine=libaio\niodepth=4\n"),
+        format!("{base}continue_on_error=all\nignore_error=,,5\n"),
+        format!("{base}continue_on_error=all\nignore_error=,,5\nioengine=libaio\n"),
+        format!("{base}continue_on_error=read\n"),
+    ];
+    let mut got = Vec::new();
+    for job in &jobs {
+        let mut outs = Vec::new();
+        for tool in ["fio", "fsdelta"] {
+            let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+            std::fs::File::create(dir.path().join("z"))
+                .unwrap()
+                .set_len(16 << 10)
+                .unwrap();
+            outs.push(run_in(dir.path(), tool, job, "json"));
+        }
+        let (fo, oo) = (outcome(&outs[0], true), outcome(&outs[1], true));
+        assert_eq!(
+            oo,
+            fo,
+            "fsdelta vs fio: {job}\nfsdelta's stderr: {}",
+            String::from_utf8_lossy(&outs[1].stderr)
+        );
+        same_keys(job, &outs[0], &outs[1]);
+        got.push(fo);
+    }
+    // What fio 3.33 does, so that a change of either tool shows.
+    assert_eq!(got[0].exit, Some(0));
+    assert_eq!(got[0].jobs[0][..3], [84, 4, 84]);
+    assert_eq!(got[2].exit, Some(1));
+    assert_eq!(got[2].jobs[0][..3], [84, 1, 1]);
+    assert_eq!(got[3].jobs[0][..3], [84, 0, 0]);
 }
