@@ -24,6 +24,8 @@ struct Outcome {
     dumped: usize,
     /// The normal output's "errors    :" line, when asked for.
     errors_line: Option<String>,
+    /// The normal output's job line up to its pid (`err=28 (file:..., func=..., error=...)`).
+    err_line: Option<String>,
 }
 
 fn outcome(o: &std::process::Output, json: bool) -> Outcome {
@@ -41,6 +43,11 @@ fn outcome(o: &std::process::Output, json: bool) -> Outcome {
             errors_line: text
                 .lines()
                 .find(|l| l.starts_with("     errors    :"))
+                .map(str::to_string),
+            err_line: text
+                .lines()
+                .find(|l| l.contains("(groupid="))
+                .and_then(|l| l.split(": pid=").next())
                 .map(str::to_string),
         };
     }
@@ -68,6 +75,7 @@ fn outcome(o: &std::process::Output, json: bool) -> Outcome {
         jobs,
         dumped,
         errors_line: None,
+        err_line: None,
     }
 }
 
@@ -157,15 +165,39 @@ fn continued_and_fatal_enospc_count_as_fios() {
         );
         same_keys(job, &f, &o);
     }
-    // The normal output's errors line, and the terse fields after the latency buckets.
+    // The normal output's errors line and job line (fio's verror: the engine's xfer, empty
+    // for libaio's continued errors, io_u_log_error's with error_dump or a fatal error).
+    for (i, verror) in [
+        (
+            0,
+            "file:engines/sync.c:126, func=xfer, error=No space left on device",
+        ),
+        (
+            1,
+            "file:io_u.c:1876, func=io_u error, error=No space left on device",
+        ),
+        (2, ""),
+        (
+            4,
+            "file:io_u.c:1876, func=io_u error, error=No space left on device",
+        ),
+    ] {
+        let job = &jobs[i];
+        let (f, o) = (run("fio", job, "normal"), run("fsdelta", job, "normal"));
+        let (fo, oo) = (outcome(&f, false), outcome(&o, false));
+        assert_eq!(
+            fo.err_line,
+            Some(format!("w: (groupid=0, jobs=1): err=28 ({verror})")),
+            "{job}"
+        );
+        assert_eq!(oo, fo, "{job}");
+    }
     let job = &jobs[0];
-    let (f, o) = (run("fio", job, "normal"), run("fsdelta", job, "normal"));
-    let (fo, oo) = (outcome(&f, false), outcome(&o, false));
+    let f = run("fio", job, "normal");
     assert_eq!(
-        fo.errors_line.as_deref(),
+        outcome(&f, false).errors_line.as_deref(),
         Some("     errors    : total=4, first_error=28/<No space left on device>")
     );
-    assert_eq!(oo, fo);
     let tail = |o: &std::process::Output| {
         let t = String::from_utf8_lossy(&o.stdout).trim_end().to_string();
         t.rsplit(';')
