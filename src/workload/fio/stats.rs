@@ -527,6 +527,47 @@ impl ThreadStats {
 mod tests {
     use super::*;
 
+    /// fio's update_error_count, __td_verror and sum_thread_stats: the count and the first
+    /// errno, the verror of the first error only, and in a group the counts summed, the last
+    /// clone's first_error, the first clone's reported error.
+    #[test]
+    fn errors_count_and_merge_as_fios() {
+        let mut a = ThreadStats::default();
+        a.errors
+            .set_verror(libc::ENOSPC, ("engines/sync.c:126", "xfer"));
+        a.errors.count(libc::ENOSPC);
+        a.errors
+            .set_verror(libc::EIO, ("io_u.c:1876", "io_u error"));
+        a.errors.count(libc::EIO);
+        assert_eq!((a.errors.total, a.errors.first), (2, libc::ENOSPC));
+        let first = "file:engines/sync.c:126, func=xfer, error=No space left on device";
+        assert_eq!(a.errors.verror.as_deref(), Some(first));
+        a.finish_errors();
+        assert_eq!(a.errors.reported, Some((libc::ENOSPC, first.to_string())));
+        // A fatal error wins over the counted ones (fio's td->error).
+        let mut f = a.clone();
+        f.error = Some(JobError {
+            errno: libc::EIO,
+            verror: first.to_string(),
+            message: String::new(),
+        });
+        f.finish_errors();
+        assert_eq!(f.errors.reported.as_ref().map(|r| r.0), Some(libc::EIO));
+        // Nothing counted: nothing reported.
+        let mut b = ThreadStats::default();
+        b.finish_errors();
+        assert_eq!(b.errors.reported, None);
+        let mut g = a.clone();
+        g.merge(&b);
+        assert_eq!(g.errors.total, 2);
+        assert_eq!(g.errors.first, 0);
+        assert_eq!(g.errors.reported, a.errors.reported);
+        let mut g = b.clone();
+        g.merge(&a);
+        assert_eq!((g.errors.total, g.errors.first), (2, libc::ENOSPC));
+        assert_eq!(g.errors.reported, a.errors.reported);
+    }
+
     #[test]
     fn latency_buckets_follow_fios_ranges() {
         let mut b = LatBuckets::default();

@@ -1674,6 +1674,8 @@ fn running_stats(
         source: Some(jc.source()),
         drift_ppm: jc.drift_ppm(),
     };
+    // A report while the job runs shows its error as the final one does.
+    snap.finish_errors();
     snap
 }
 
