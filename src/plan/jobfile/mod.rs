@@ -1078,6 +1078,16 @@ fn validate(job: &JobSpec, origin: &Origin) -> Result<(), JobFileError> {
             ),
         );
     }
+    if job.continue_on_error != 0 && job.ioengine.is_file_op() {
+        return err(
+            origin,
+            format!(
+                "job '{}': continue_on_error / ignore_error with ioengine={} is not supported (fsdelta continues after the errors of the read, write and trim engines only); drop them or use another engine",
+                job.name,
+                job.ioengine.as_str()
+            ),
+        );
+    }
     if job.io_submit_offload {
         let nfiles = job.nrfiles.max(job.filename.len() as u32);
         let unsupported = if !job.ramp_time.is_zero() {
@@ -1097,6 +1107,8 @@ fn validate(job: &JobSpec, origin: &Origin) -> Result<(), JobFileError> {
         } else if job.cmdprio.in_use() || job.ioprio().is_some() {
             // The workers are other threads: the job thread's ioprio_set is not theirs.
             Some("prio / prioclass / cmdprio_*")
+        } else if job.continue_on_error != 0 {
+            Some("continue_on_error / ignore_error")
         } else if !matches!(
             job.ioengine,
             IoEngine::Psync

@@ -2898,6 +2898,14 @@ mod tests {
             let e = job(&format!("{bad}\n")).unwrap_err().to_string();
             assert!(e.contains(says) && e.contains("t.fio:2"), "{bad}: {e}");
         }
+        // Where fsdelta does not continue: refused, naming the option.
+        for bad in [
+            "continue_on_error=all\nioengine=filecreate\n",
+            "ignore_error=EIO\nio_submit_mode=offload\n",
+        ] {
+            let e = job(bad).unwrap_err().to_string();
+            assert!(e.contains("continue_on_error / ignore_error"), "{bad}: {e}");
+        }
     }
 
     /// fio's zone_state_index for the rand-zones example's split.

@@ -2115,13 +2115,11 @@ fn run_sync<T: TimeSource>(
                     ));
                 }
                 Ok(n) => done += n,
-                Err(e)
-                    if job.fill_device
-                        && io.ddir == WRITE
-                        && (e == rustix::io::Errno::NOSPC || e == rustix::io::Errno::DQUOT) =>
-                {
-                    // fill_device: the device is full, the job ends (fio clears the error);
-                    // the failed write is not logged for verify.
+                Err(e) if fills_device(job, io.ddir, e) => {
+                    // fill_device: the device is full, the job ends (fio clears the error,
+                    // after its engine logged it); the failed write is not logged for verify.
+                    let at = io.offset + done as u64;
+                    log_io_error(setup, WRITE, io.file, at, io.len - done, e.raw_os_error());
                     unlog(p, &io);
                     st.dir[WRITE].total_ios += full_device_ios(if done > 0 { 1 } else { -1 });
                     return Ok(true);
@@ -2224,6 +2222,55 @@ fn run_sync<T: TimeSource>(
     }
 }
 
+/// fio's io_u_log_error line on stderr: `fio: io_u error on file F: TEXT: DDIR offset=O,
+/// buflen=L`.
+#[cold]
+fn log_io_error(
+    setup: &CloneSetup<'_>,
+    ddir: usize,
+    file: usize,
+    offset: u64,
+    len: usize,
+    errno: i32,
+) {
+    eprintln!(
+        "fio: io_u error on file {}: {}: {} offset={offset}, buflen={len}",
+        setup.plan.files[file].fio_name,
+        crate::report::fio::errno_text(errno),
+        ddir_name(ddir),
+    );
+}
+
+/// fio's line for a write of a fill_device job that failed (`res` < 0) or came back short
+/// (the rest, requeued, fails with ENOSPC).
+#[cold]
+fn log_full_device(setup: &CloneSetup<'_>, io: &Io, res: i64) {
+    if res < 0 {
+        log_io_error(setup, io.ddir, io.file, io.offset, io.len, -res as i32);
+    } else {
+        let done = res as usize;
+        log_io_error(
+            setup,
+            io.ddir,
+            io.file,
+            io.offset + done as u64,
+            io.len - done,
+            libc::ENOSPC,
+        );
+    }
+}
+
+/// Whether a failed I/O is fill_device's end: a write's ENOSPC or EDQUOT that
+/// continue_on_error does not continue on (fio's break_on_this_error asks td_non_fatal_error
+/// first).
+fn fills_device(job: &JobSpec, ddir: usize, e: rustix::io::Errno) -> bool {
+    use crate::plan::jobfile::ErrorClass;
+    job.fill_device
+        && ddir == WRITE
+        && (e == rustix::io::Errno::NOSPC || e == rustix::io::Errno::DQUOT)
+        && !job.error_continues(ErrorClass::Write, e.raw_os_error())
+}
+
 /// The I/Os fio counts for a write that hit a full device (fill_device), without bytes: one
 /// for a failed write (`res` < 0), two for a short one (it and the rest, requeued, failing).
 fn full_device_ios(res: i64) -> u64 {
@@ -2302,14 +2349,7 @@ fn io_failed(
     let class = ErrorClass::of(io.ddir == READ, errno);
     let continued = job.error_continues(class, errno);
     if via != FailedVia::Queue && (!continued || job.error_dump) {
-        eprintln!(
-            "fio: io_u error on file {}: {}: {} offset={}, buflen={}",
-            setup.plan.files[io.file].fio_name,
-            crate::report::fio::errno_text(errno),
-            ddir_name(io.ddir),
-            io.offset,
-            io.len
-        );
+        log_io_error(setup, io.ddir, io.file, io.offset, io.len, errno);
         st.errors.set_verror(errno, ("io_u.c:1876", "io_u error"));
     }
     match via {
@@ -2633,7 +2673,13 @@ fn run_async<T: TimeSource>(
                 }
                 let s = slots[si].take().expect("completion of a slot in flight");
                 free.push(si);
-                if res < 0 && job.continue_on_error != 0 && !(job.fill_device && s.io.ddir == WRITE)
+                if res < 0
+                    && job.continue_on_error != 0
+                    && !fills_device(
+                        job,
+                        s.io.ddir,
+                        rustix::io::Errno::from_raw_os_error(-res as i32),
+                    )
                 {
                     // fio's io_completed: the failed I/O counts (it was queued), moves no
                     // bytes, records no latency, leaves the verify log; continued, the job
@@ -2655,6 +2701,7 @@ fn run_async<T: TimeSource>(
                 if res < 0 || res as usize != s.io.len {
                     if job.fill_device && s.io.ddir == WRITE {
                         st.dir[WRITE].total_ios += full_device_ios(res);
+                        log_full_device(setup, &s.io, res);
                     }
                     err.get_or_insert((s.io, res));
                     return;
@@ -2731,6 +2778,7 @@ fn run_async<T: TimeSource>(
             if let Some((io, _)) = full {
                 unlog(p, &io);
             }
+            let filled = full.is_some();
             while inflight > 0 {
                 let n = backend
                     .reap(1, depth, &mut |si, res| {
@@ -2741,6 +2789,9 @@ fn run_async<T: TimeSource>(
                             d.total_ios += 1;
                         } else {
                             d.total_ios += full_device_ios(res);
+                            if filled && s.io.ddir == WRITE {
+                                log_full_device(setup, &s.io, res);
+                            }
                         }
                     })
                     .map_err(|e| io_err(engine_op, dir0, e))?;
