@@ -143,6 +143,9 @@ fn continued_and_fatal_enospc_count_as_fios() {
         format!("{W}continue_on_error=write\nignore_error=,EIO\nioengine=libaio\n"),
         // Reads continued, not writes: fatal and uncounted.
         format!("{W}continue_on_error=read\n"),
+        // A continued ENOSPC does not end a fill_device job (fio asks td_non_fatal_error
+        // first).
+        format!("{W}fill_device=1\ncontinue_on_error=write\nignore_error=,ENOSPC\n"),
         // fio's enospc-pressure example, shrunk: its [global] and the randwrite job.
         "[global]\nioengine=libaio\nfilesize=2m\nsize=2m\niodepth=128\ncontinue_on_error=write\n\
          ignore_error=,ENOSPC\nerror_dump=0\nfallocate=none\n[dio-raicer]\nbs=128k\n\
