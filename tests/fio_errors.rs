@@ -143,6 +143,10 @@ fn continued_and_fatal_enospc_count_as_fios() {
         format!("{W}continue_on_error=write\nignore_error=,EIO\nioengine=libaio\n"),
         // Reads continued, not writes: fatal and uncounted.
         format!("{W}continue_on_error=read\n"),
+        // No continue_on_error: the job ends with its stats and error 28, exit status 1, no
+        // total_err keys; libaio logs every failed write it reaps.
+        W.to_string(),
+        format!("{W}ioengine=libaio\niodepth=4\n"),
         // A continued ENOSPC does not end a fill_device job (fio asks td_non_fatal_error
         // first).
         format!("{W}fill_device=1\ncontinue_on_error=write\nignore_error=,ENOSPC\n"),
@@ -213,7 +217,8 @@ fn continued_and_fatal_enospc_count_as_fios() {
     assert_eq!(tail(&o), tail(&f));
 }
 
-/// A verify read job over 16 KiB of zeros: every block fails its header check (EILSEQ).
+/// A verify read job over 16 KiB of zeros: every block fails its header check (EILSEQ);
+/// without continue_on_error the first ends the job (exit status 1).
 /// continue_on_error=verify counts the four and exits 0; a VERIFY list without EILSEQ makes the
 /// first fatal, where fio's sync path also counts errno 1 (break_on_this_error reads the -1
 /// io_u_sync_complete returned as an errno) and libaio counts nothing.
@@ -230,6 +235,7 @@ fn continued_and_fatal_verify_failures_count_as_fios() {
         format!("{base}continue_on_error=all\nignore_error=,,5\n"),
         format!("{base}continue_on_error=all\nignore_error=,,5\nioengine=libaio\n"),
         format!("{base}continue_on_error=read\n"),
+        base.to_string(),
     ];
     let mut got = Vec::new();
     for job in &jobs {
@@ -258,4 +264,6 @@ fn continued_and_fatal_verify_failures_count_as_fios() {
     assert_eq!(got[2].exit, Some(1));
     assert_eq!(got[2].jobs[0][..3], [84, 1, 1]);
     assert_eq!(got[3].jobs[0][..3], [84, 0, 0]);
+    assert_eq!(got[5].exit, Some(1));
+    assert_eq!(got[5].jobs[0][..3], [84, -1, -1]);
 }

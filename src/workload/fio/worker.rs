@@ -1514,7 +1514,7 @@ fn verify_block<T: TimeSource>(
     }
     match vc.check(setup, fi, data, off, Some(logged as u16)) {
         Ok(()) => Ok(AfterError::Continue),
-        Err(e) => verify_failed(setup, st, e, job.ioengine.is_sync()),
+        Err(e) => Ok(verify_failed(setup, st, &e, job.ioengine.is_sync())),
     }
 }
 
@@ -1550,32 +1550,28 @@ fn verify_phase<T: TimeSource>(
     Ok(AfterError::Continue)
 }
 
-/// fio's path of a failed verify (EILSEQ returned by verify_io_u, in io_completed) of a job
-/// with continue_on_error: fio's verify messages were printed; a continued error is counted;
+/// fio's path of a failed verify (EILSEQ returned by verify_io_u, in io_completed): fio's
+/// verify messages are printed; a continued error is counted;
 /// a fatal one ends the job with fio's verror (io_u_sync_complete or io_u_queued_complete),
 /// and on a sync engine break_on_this_error then counts errno 1 (the -1 io_u_sync_complete
-/// returned) if continue_on_error takes reads, as fio 3.33 does. Without continue_on_error the
-/// run fails with `e`, as before.
+/// returned) if continue_on_error takes reads, as fio 3.33 does.
 #[cold]
 fn verify_failed(
     setup: &CloneSetup<'_>,
     st: &mut ThreadStats,
-    e: WorkloadError,
+    e: &WorkloadError,
     sync: bool,
-) -> Result<AfterError, WorkloadError> {
+) -> AfterError {
     use crate::plan::jobfile::ErrorClass;
     let job = setup.job;
-    if job.continue_on_error == 0 {
-        return Err(e);
-    }
-    match &e {
+    match e {
         WorkloadError::Io { source, .. } => eprintln!("{source}"),
         other => eprintln!("{other}"),
     }
     let errno = libc::EILSEQ;
     if job.error_continues(ErrorClass::Verify, errno) {
         st.errors.count(errno);
-        return Ok(AfterError::Continue);
+        return AfterError::Continue;
     }
     let site = if sync {
         ("io_u.c:2152", "io_u_sync_complete")
@@ -1586,15 +1582,17 @@ fn verify_failed(
     if sync && job.continues_class(ErrorClass::Read) {
         st.errors.count(1);
         if job.error_continues(ErrorClass::Read, 1) {
-            return Ok(AfterError::Continue);
+            return AfterError::Continue;
         }
     }
-    st.error = Some(super::stats::JobError {
-        errno,
-        verror: st.errors.verror.clone().unwrap_or_default(),
-        message: String::new(),
-    });
-    Ok(AfterError::End)
+    if st.error.is_none() {
+        st.error = Some(super::stats::JobError {
+            errno,
+            verror: st.errors.verror.clone().unwrap_or_default(),
+            message: String::new(),
+        });
+    }
+    AfterError::End
 }
 
 /// What the loop does after an I/O or a check: go on, or stop.
@@ -2144,7 +2142,7 @@ fn run_sync<T: TimeSource>(
                 (TRIM, _) | (_, IoEngine::Falloc | IoEngine::Ftruncate) => FailedVia::Queue,
                 _ => FailedVia::SyncXfer,
             };
-            if io_failed(setup, st, &io, e, via)? == AfterError::End
+            if io_failed(setup, st, &io, e, via) == AfterError::End
                 || !after_tick(p, st, clock, ru0, clk.now())
             {
                 return Ok(false);
@@ -2183,7 +2181,7 @@ fn run_sync<T: TimeSource>(
         st.submit_counts[1] += 1;
         st.complete_counts[1] += 1;
         if let Some(e) = bad {
-            if verify_failed(setup, st, e, true)? == AfterError::End {
+            if verify_failed(setup, st, &e, true) == AfterError::End {
                 return Ok(false);
             }
         }
@@ -2319,13 +2317,13 @@ enum AfterError {
     End,
 }
 
-/// fio's path of a failed I/O of a job with continue_on_error (io_u_log_error, td_verror,
-/// td_non_fatal_error, update_error_count, break_on_this_error): print fio's line unless the
-/// error is continued without error_dump, keep the job's first verror, count a continued
-/// error (and a fatal one of a continued class a sync engine returned), and on a fatal error
-/// set the job's error. The I/O counts in total_ios (fio counts it when queued), never in
-/// io_bytes or the latencies: the caller's. Without continue_on_error the run fails, as
-/// before, with `Err` naming the file. Off the hot path: only failed I/Os come here.
+/// fio's path of a failed I/O (io_u_log_error, td_verror, td_non_fatal_error,
+/// update_error_count, break_on_this_error): print fio's line unless the error is continued
+/// without error_dump, keep the job's first verror, count a continued error (and a fatal one
+/// of a continued class a sync engine returned), and on a fatal error set the job's error: the
+/// job ends with its stats, the others go on, fio exits 1. The I/O counts in total_ios (fio
+/// counts it when queued), never in io_bytes or the latencies: the caller's. Off the hot
+/// path: only failed I/Os come here.
 #[cold]
 fn io_failed(
     setup: &CloneSetup<'_>,
@@ -2333,17 +2331,18 @@ fn io_failed(
     io: &Io,
     e: rustix::io::Errno,
     via: FailedVia,
-) -> Result<AfterError, WorkloadError> {
+) -> AfterError {
     use crate::plan::jobfile::ErrorClass;
     let job = setup.job;
-    let path = &setup.plan.files[io.file].path;
-    if job.continue_on_error == 0 {
-        let hint = direct_hint(job, e);
-        return Err(WorkloadError::Io {
-            op: ddir_name(io.ddir),
-            path: path.clone(),
-            source: std::io::Error::other(format!("{e}{hint}")),
-        });
+    if via == FailedVia::SyncXfer
+        && e == rustix::io::Errno::INVAL
+        && job.direct
+        && st.dir[io.ddir].total_ios == 1
+    {
+        // fio's td_io_queue, when the first I/O of the direction came back EINVAL.
+        eprintln!(
+            "fio: first direct IO errored. File system may not support direct IO, or iomem_align= is bad, or invalid block size. Try setting direct=0."
+        );
     }
     let errno = e.raw_os_error();
     let class = ErrorClass::of(io.ddir == READ, errno);
@@ -2361,17 +2360,21 @@ fn io_failed(
     }
     if continued {
         st.errors.count(errno);
-        return Ok(AfterError::Continue);
+        return AfterError::Continue;
     }
     if via != FailedVia::Reaped && job.continues_class(class) {
         st.errors.count(errno);
     }
-    st.error = Some(super::stats::JobError {
-        errno,
-        verror: st.errors.verror.clone().unwrap_or_default(),
-        message: String::new(),
-    });
-    Ok(AfterError::End)
+    // fio's __td_verror: the job keeps its first fatal error (another in the same batch of
+    // completions does not replace it).
+    if st.error.is_none() {
+        st.error = Some(super::stats::JobError {
+            errno,
+            verror: st.errors.verror.clone().unwrap_or_default(),
+            message: String::new(),
+        });
+    }
+    AfterError::End
 }
 
 struct Slot {
@@ -2499,16 +2502,9 @@ fn run_async<T: TimeSource>(
                 let f = &p.files[io.file];
                 let fd = f.fd.as_ref().expect("open").as_fd();
                 if let Err(e) = trim_range(fd, f.blkdev, io.offset, io.len as u64) {
-                    if job.continue_on_error == 0 {
-                        return Err(WorkloadError::Io {
-                            op: "trim",
-                            path: setup.plan.files[io.file].path.clone(),
-                            source: e.into(),
-                        });
-                    }
                     // Completed at queue time, as fio's: counted, no bytes, no latency.
                     st.dir[TRIM].total_ios += 1;
-                    if io_failed(setup, st, &io, e, FailedVia::Queue)? == AfterError::End {
+                    if io_failed(setup, st, &io, e, FailedVia::Queue) == AfterError::End {
                         stop = true;
                     }
                     continue;
@@ -2648,7 +2644,6 @@ fn run_async<T: TimeSource>(
             continue;
         }
         let mut err: Option<(Io, i64)> = None;
-        let mut verr: Option<WorkloadError> = None;
         // An I/O error continue_on_error does not continue on ended the job (st.error).
         let mut ended = false;
         let vref = vctx.as_ref();
@@ -2674,7 +2669,6 @@ fn run_async<T: TimeSource>(
                 let s = slots[si].take().expect("completion of a slot in flight");
                 free.push(si);
                 if res < 0
-                    && job.continue_on_error != 0
                     && !fills_device(
                         job,
                         s.io.ddir,
@@ -2689,12 +2683,8 @@ fn run_async<T: TimeSource>(
                         unlog(p, &s.io);
                     }
                     let e = rustix::io::Errno::from_raw_os_error(-res as i32);
-                    match io_failed(setup, st, &s.io, e, FailedVia::Reaped) {
-                        Ok(AfterError::Continue) => {}
-                        Ok(AfterError::End) => ended = true,
-                        Err(e) => {
-                            verr.get_or_insert(e);
-                        }
+                    if io_failed(setup, st, &s.io, e, FailedVia::Reaped) == AfterError::End {
+                        ended = true;
                     }
                     return;
                 }
@@ -2707,7 +2697,7 @@ fn run_async<T: TimeSource>(
                     return;
                 }
                 let mut bad = None;
-                if verify_reads && s.io.ddir == READ && verr.is_none() && !ended {
+                if verify_reads && s.io.ddir == READ && !ended {
                     if let Some(vc) = vref {
                         let data = &mut bufs[si].as_mut_slice()[..s.io.len];
                         bad = vc.check(setup, s.io.file, data, s.io.offset, None).err();
@@ -2735,12 +2725,8 @@ fn run_async<T: TimeSource>(
                 d.total_ios += 1;
                 // fio accounts the read, then verifies it (its end_io).
                 if let Some(e) = bad {
-                    match verify_failed(setup, st, e, false) {
-                        Ok(AfterError::Continue) => {}
-                        Ok(AfterError::End) => ended = true,
-                        Err(e) => {
-                            verr.get_or_insert(e);
-                        }
+                    if verify_failed(setup, st, &e, false) == AfterError::End {
+                        ended = true;
                     }
                 }
                 if let Some(l) = &mut target {
@@ -2772,7 +2758,7 @@ fn run_async<T: TimeSource>(
                 && io.ddir == WRITE
                 && (res >= 0 || res == -(libc::ENOSPC as i64) || res == -(libc::EDQUOT as i64))
         });
-        if full.is_some() || (ended && verr.is_none()) {
+        if full.is_some() || ended {
             // fill_device: the device is full; or a fatal error ended the job: what is in
             // flight completes (counted as fio counts it), the job ends.
             if let Some((io, _)) = full {
@@ -2791,6 +2777,22 @@ fn run_async<T: TimeSource>(
                             d.total_ios += full_device_ios(res);
                             if filled && s.io.ddir == WRITE {
                                 log_full_device(setup, &s.io, res);
+                            } else if res < 0 {
+                                // After a fatal error fio's io_completed still logs each
+                                // failed I/O it reaps.
+                                let errno = -res as i32;
+                                let class =
+                                    crate::plan::jobfile::ErrorClass::of(s.io.ddir == READ, errno);
+                                if !job.error_continues(class, errno) || job.error_dump {
+                                    log_io_error(
+                                        setup,
+                                        s.io.ddir,
+                                        s.io.file,
+                                        s.io.offset,
+                                        s.io.len,
+                                        errno,
+                                    );
+                                }
                             }
                         }
                     })
@@ -2799,27 +2801,10 @@ fn run_async<T: TimeSource>(
             }
             return Ok(true);
         }
-        if let Some(e) = verr {
-            while inflight > 0 {
-                let n = backend
-                    .reap(1, depth, &mut |_, _| {})
-                    .map_err(|e| io_err(engine_op, dir0, e))?;
-                inflight -= n;
-            }
-            return Err(e);
-        }
-        if let Some((io, res)) = err {
-            let fi = io.file;
-            let path = &setup.plan.files[fi].path;
-            if res < 0 {
-                let e = rustix::io::Errno::from_raw_os_error(-res as i32);
-                let hint = direct_hint(job, e);
-                return Err(WorkloadError::Io {
-                    op: "asynchronous I/O",
-                    path: path.clone(),
-                    source: std::io::Error::other(format!("{e}{hint}")),
-                });
-            }
+        // A failed I/O went through io_failed (or ended a fill_device job): what is left is a
+        // short transfer.
+        if let Some((io, _)) = err {
+            let path = &setup.plan.files[io.file].path;
             return Err(io_err(
                 "asynchronous I/O",
                 path,
