@@ -477,7 +477,7 @@ pub fn main(args: &[String]) -> i32 {
     for r in &run.results {
         if let Some(e) = &r.stats.error {
             failed = true;
-            if !e.message.is_empty() {
+            if !e.told {
                 eprintln!("{}: {}", r.name, e.message);
             }
             eprintln!("fio: pid={}, err={}/{}", r.stats.tid, e.errno, e.verror);

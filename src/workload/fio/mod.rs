@@ -203,14 +203,9 @@ impl Workload for FioWorkload {
             } else {
                 "fix the target, or let continue_on_error= and ignore_error= continue on this errno"
             };
-            let what = if e.message.is_empty() {
-                crate::report::fio::errno_text(e.errno)
-            } else {
-                e.message.clone()
-            };
             return Err(WorkloadError::InvalidOptions(format!(
-                "fio job '{}': {what} (fio fails the job with errno {}, {}): {hint}",
-                r.name, e.errno, e.verror
+                "fio job '{}': {} (fio fails the job with errno {}, {}): {hint}",
+                r.name, e.message, e.errno, e.verror
             )));
         }
         Ok(measurements(&run))
@@ -1220,6 +1215,43 @@ mod tests {
         // Random bytes, plus fio's scramble stamps (offsets and times, mostly zero high bytes)
         // that accumulate in the reused buffer: well under a fifth zeros.
         assert!(zeros < 0.2, "default buffers are random: {zeros}");
+    }
+
+    /// A failed verify ends its job with its stats (fio's error 84, the read counted), the
+    /// other job goes on, and a sample of it fails naming the file and offset in fio's words.
+    #[test]
+    fn a_failed_verify_ends_its_job_and_the_sample_names_the_block() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::File::create(dir.path().join("z"))
+            .unwrap()
+            .set_len(16 << 10)
+            .unwrap();
+        let text =
+            "[v]\nrw=read\nbs=4k\nsize=16k\nfilename=z\nverify=crc32c\n[w]\nrw=write\nsize=64k\n";
+        let run = run_text(text, dir.path()).unwrap();
+        let v = &run.results[0].stats;
+        let e = v.error.as_ref().expect("the verify job's error");
+        assert_eq!(e.errno, libc::EILSEQ);
+        assert!(e.verror.contains("func=io_u_sync_complete"), "{}", e.verror);
+        assert_eq!(v.dir[READ].total_ios, 1);
+        assert_eq!(v.errors.reported.as_ref().map(|r| r.0), Some(libc::EILSEQ));
+        let w = &run.results[1].stats;
+        assert!(w.error.is_none());
+        assert_eq!(w.dir[WRITE].io_bytes, 64 << 10);
+        let wl = FioWorkload::from_job_text(text, "t.fio", &SystemSources).unwrap();
+        let cancel = CancelToken::new();
+        let err = wl
+            .run(&RunContext {
+                dir: dir.path(),
+                cancel: &cancel,
+                progress: &NoProgress,
+            })
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("fio job 'v'") && err.contains("at file z offset 0"),
+            "{err}"
+        );
     }
 
     #[test]

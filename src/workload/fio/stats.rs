@@ -351,8 +351,12 @@ pub struct JobError {
     /// fio's td->verror: `file:FILE:LINE, func=F, error=TEXT` of the first error set, or
     /// empty when none set it (a continued error of an async engine without error_dump).
     pub verror: String,
-    /// fio's message on stderr (without the job name); empty when it was printed already.
+    /// What failed, in fio's words (without the job name): for the sample's error and, unless
+    /// `told`, the stderr line before fio's `fio: pid=...` one.
     pub message: String,
+    /// The message was printed when the error happened (fio's io_u and verify lines), or fio
+    /// prints none: the end of the run prints only the `fio: pid=...` line.
+    pub told: bool,
 }
 
 impl JobError {
@@ -362,6 +366,7 @@ impl JobError {
             errno,
             verror: verror(errno, site),
             message,
+            told: false,
         }
     }
 }
@@ -550,6 +555,7 @@ mod tests {
             errno: libc::EIO,
             verror: first.to_string(),
             message: String::new(),
+            told: true,
         });
         f.finish_errors();
         assert_eq!(f.errors.reported.as_ref().map(|r| r.0), Some(libc::EIO));

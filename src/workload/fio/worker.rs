@@ -1564,10 +1564,11 @@ fn verify_failed(
 ) -> AfterError {
     use crate::plan::jobfile::ErrorClass;
     let job = setup.job;
-    match e {
-        WorkloadError::Io { source, .. } => eprintln!("{source}"),
-        other => eprintln!("{other}"),
-    }
+    let message = match e {
+        WorkloadError::Io { source, .. } => source.to_string(),
+        other => other.to_string(),
+    };
+    eprintln!("{message}");
     let errno = libc::EILSEQ;
     if job.error_continues(ErrorClass::Verify, errno) {
         st.errors.count(errno);
@@ -1589,7 +1590,8 @@ fn verify_failed(
         st.error = Some(super::stats::JobError {
             errno,
             verror: st.errors.verror.clone().unwrap_or_default(),
-            message: String::new(),
+            message,
+            told: true,
         });
     }
     AfterError::End
@@ -2231,12 +2233,24 @@ fn log_io_error(
     len: usize,
     errno: i32,
 ) {
-    eprintln!(
+    eprintln!("{}", io_error_line(setup, ddir, file, offset, len, errno));
+}
+
+/// The text of fio's io_u_log_error line.
+fn io_error_line(
+    setup: &CloneSetup<'_>,
+    ddir: usize,
+    file: usize,
+    offset: u64,
+    len: usize,
+    errno: i32,
+) -> String {
+    format!(
         "fio: io_u error on file {}: {}: {} offset={offset}, buflen={len}",
         setup.plan.files[file].fio_name,
         crate::report::fio::errno_text(errno),
         ddir_name(ddir),
-    );
+    )
 }
 
 /// fio's line for a write of a fill_device job that failed (`res` < 0) or came back short
@@ -2371,7 +2385,8 @@ fn io_failed(
         st.error = Some(super::stats::JobError {
             errno,
             verror: st.errors.verror.clone().unwrap_or_default(),
-            message: String::new(),
+            message: io_error_line(setup, io.ddir, io.file, io.offset, io.len, errno),
+            told: true,
         });
     }
     AfterError::End
