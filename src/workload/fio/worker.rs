@@ -11,9 +11,12 @@
 //! stat. A rated job (rate=, rate_iops=) asks `rate` before each I/O and, when ahead, drains
 //! what is in flight and sleeps (fio's rate_ddir); a clone ended by another (exitall) stops
 //! issuing, completes what is in flight and reports; io_submit_mode=offload runs in `offload`.
+//! A failed I/O or verify goes fio's error path (io_failed, verify_failed): continue_on_error
+//! counts the errors it continues on, any other ends the job with its stats and fio's error.
 //! What it must never do: allocate, log or lock inside the loop (buffers, maps and
 //! histograms are made before the clock starts; zonemode=zbd alone takes its file's zone lock
-//! per I/O, as fio does, see zbd.rs), or keep running after a cancel request.
+//! per I/O, as fio does, see zbd.rs; only a failed I/O prints fio's line, off the hot path), or
+//! keep running after a cancel request.
 
 use super::aio::{AsyncBackend, NativeAio, Uring};
 use super::clock::{ClockUse, JobClock, MAX_DRIFT_PPM, Monotonic, TimeOfDay, TimeSource, Tsc};
