@@ -90,8 +90,10 @@ const LOCAL: &[&str] = &[
 ];
 
 /// Below this the test fails: issue 14's goal, 90 % of the 42 (the test "fails below 90 %").
-/// This branch runs 41; the one left (enospc-pressure: continue_on_error) is refused with an
-/// error naming the option.
+/// This branch runs 41; the one left is refused with an error naming the option:
+/// enospc-pressure (its continue_on_error, ignore_error, error_dump and verify_async are
+/// supported, see tests/fio_errors.rs and tests/fio_verify.rs; its aio-dio-verifier job's
+/// verify with rw=randrw is not).
 const FLOOR: usize = 38;
 
 /// The bytes a shrunk job may move per file.
@@ -674,36 +676,6 @@ fn shrinking_caps_a_rate_bound_file_and_the_stride() {
     assert!(!unrepeatable("[a]\nrandrepeat=1\n"));
 }
 
-/// Every key path of a JSON document; list items are `[]`; `disk_util` is not descended into
-/// (its entries depend on the machine's devices).
-fn key_paths(v: &serde_json::Value, prefix: &str, out: &mut std::collections::BTreeSet<String>) {
-    match v {
-        serde_json::Value::Object(m) => {
-            for (k, x) in m {
-                let p = format!("{prefix}.{k}");
-                out.insert(p.clone());
-                if k != "disk_util" {
-                    key_paths(x, &p, out);
-                }
-            }
-        }
-        serde_json::Value::Array(items) => {
-            for x in items {
-                key_paths(x, &format!("{prefix}[]"), out);
-            }
-        }
-        _ => {}
-    }
-}
-
-fn json_keys(out: &[u8]) -> std::collections::BTreeSet<String> {
-    let text = String::from_utf8_lossy(out);
-    let v: serde_json::Value = serde_json::from_str(&text[text.find('{').unwrap()..]).unwrap();
-    let mut s = std::collections::BTreeSet::new();
-    key_paths(&v, "", &mut s);
-    s
-}
-
 /// io_uring, libaio, group_reporting and verify jobs: our JSON has exactly real fio 3.33's
 /// keys, run live on the same filesystem; the verify job's read-back counts equal fio's.
 #[test]
@@ -751,7 +723,7 @@ fn json_keys_equal_real_fios_for_async_and_grouped_jobs() {
                 "{job}"
             );
         }
-        let (ok, fk) = (json_keys(&o.stdout), json_keys(&f.stdout));
+        let (ok, fk) = (common::json_keys(&o.stdout), common::json_keys(&f.stdout));
         let missing: Vec<&String> = fk.difference(&ok).collect();
         // fsdelta's own two keys (which clock timed the job) are the only ones fio lacks.
         let ours_only = [".jobs[].clocksource", ".jobs[].clocksource_drift_ppm"];

@@ -477,21 +477,17 @@ pub fn main(args: &[String]) -> i32 {
             return 2;
         }
     };
-    // A job that ended in error beside its stats (a missed rate_min): fio's two stderr lines,
+    // A job that ended in error beside its stats (a missed rate_min, an I/O error not
+    // continued on): fio's stderr lines (an I/O error's own was printed when it happened),
     // the report as usual, exit status 1.
     let mut failed = false;
     for r in &run.results {
         if let Some(e) = &r.stats.error {
             failed = true;
-            eprintln!("{}: {}", r.name, e.message);
-            eprintln!(
-                "fio: pid={}, err={}/file:{}, func={}, error={}",
-                r.stats.tid,
-                e.errno,
-                e.site.0,
-                e.site.1,
-                report::fio::errno_text(e.errno)
-            );
+            if !e.told {
+                eprintln!("{}: {}", r.name, e.message);
+            }
+            eprintln!("fio: pid={}, err={}/{}", r.stats.tid, e.errno, e.verror);
         }
     }
     if let Some(sink) = &sink {

@@ -304,7 +304,7 @@ fn job_json(run: &FioRun, r: &JobResult, groups: &[(u32, [GroupDir; 3])], plus: 
     let mut pairs = vec![
         ("jobname", J::Str(r.name.clone())),
         ("groupid", int(r.groupid)),
-        ("error", int(st.error.as_ref().map_or(0, |e| e.errno))),
+        ("error", int(st.errors.reported.as_ref().map_or(0, |e| e.0))),
         ("eta", int(2147483647)),
         ("elapsed", int(r.elapsed_s)),
         ("job options", options),
@@ -386,6 +386,16 @@ fn job_json(run: &FioRun, r: &JobResult, groups: &[(u32, [GroupDir; 3])], plus: 
         ),
         ("clocksource_drift_ppm", J::Float(st.clock.drift_ppm)),
     ];
+    // fio's show_thread_status_json: with continue_on_error, the count and the first error
+    // after the latency buckets.
+    if spec.continue_on_error != 0 {
+        let at = pairs
+            .iter()
+            .position(|(k, _)| *k == "latency_depth")
+            .unwrap_or(pairs.len());
+        pairs.insert(at, ("first_error", int(st.errors.first)));
+        pairs.insert(at, ("total_err", int(st.errors.total)));
+    }
     if let Some(d) = spec.description.as_ref().filter(|d| !d.is_empty()) {
         pairs.push(("desc", J::Str(d.clone())));
     }
@@ -691,19 +701,14 @@ pub fn normal_block(run: &FioRun) -> String {
     for r in &run.results {
         let spec = run.spec(r);
         let st = &r.stats;
-        let err = match &st.error {
-            Some(e) => format!(
-                "{} (file:{}, func={}, error={})",
-                e.errno,
-                e.site.0,
-                e.site.1,
-                errno_text(e.errno)
-            ),
-            None => "0".to_string(),
+        // fio's "err=%2d (%s)", the verror as fio kept it (empty when nothing set it).
+        let err = match &st.errors.reported {
+            Some((errno, verror)) => format!("{errno:2} ({verror})"),
+            None => " 0".to_string(),
         };
         let _ = writeln!(
             out,
-            "{}: (groupid={}, jobs={}): err= {err}: pid={}: {}",
+            "{}: (groupid={}, jobs={}): err={err}: pid={}: {}",
             r.name, r.groupid, r.clones, st.tid, end_time
         );
         if let Some(d) = spec.description.as_ref().filter(|d| !d.is_empty()) {
@@ -829,6 +834,15 @@ pub fn normal_block(run: &FioRun) -> String {
             "     issued rwts: total={},{},{},0 short=0,0,0,0 dropped=0,0,0,0",
             st.dir[READ].total_ios, st.dir[WRITE].total_ios, st.dir[TRIM].total_ios
         );
+        if spec.continue_on_error != 0 {
+            let _ = writeln!(
+                out,
+                "     errors    : total={}, first_error={}/<{}>",
+                st.errors.total,
+                st.errors.first,
+                errno_text(st.errors.first)
+            );
+        }
         let _ = writeln!(
             out,
             "     latency   : target=0, window=0, percentile=100.00%, depth={}",
@@ -1035,7 +1049,7 @@ pub fn terse(run: &FioRun, version: TerseVersion) -> String {
             .find(|(id, _)| *id == r.groupid)
             .map(|(_, d)| *d)
             .unwrap_or_default();
-        let errno = st.error.as_ref().map_or(0, |e| e.errno);
+        let errno = st.errors.reported.as_ref().map_or(0, |e| e.0);
         let v = version.0;
         if v == 2 {
             let _ = write!(out, "2;{};{};{errno}", r.name, r.groupid);
@@ -1089,6 +1103,10 @@ pub fn terse(run: &FioRun, version: TerseVersion) -> String {
                 d.in_queue,
                 d.util
             );
+        }
+        // fio's "additional output if continue_on_error set".
+        if spec.continue_on_error != 0 {
+            let _ = write!(out, ";{};{}", st.errors.total, st.errors.first);
         }
         if let Some(desc) = spec.description.as_ref().filter(|d| !d.is_empty()) {
             if v == 2 {

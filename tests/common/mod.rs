@@ -169,3 +169,37 @@ pub fn run_real_fio(dir: &Path, job: &str) -> serde_json::Value {
     );
     json_of(&out.stdout)
 }
+
+/// Every key path of a JSON document; list items are `[]`; `disk_util` is not descended into
+/// (its entries depend on the machine's devices).
+pub fn key_paths(
+    v: &serde_json::Value,
+    prefix: &str,
+    out: &mut std::collections::BTreeSet<String>,
+) {
+    match v {
+        serde_json::Value::Object(m) => {
+            for (k, x) in m {
+                let p = format!("{prefix}.{k}");
+                out.insert(p.clone());
+                if k != "disk_util" {
+                    key_paths(x, &p, out);
+                }
+            }
+        }
+        serde_json::Value::Array(items) => {
+            for x in items {
+                key_paths(x, &format!("{prefix}[]"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The key paths of the JSON document in a fio (or `fsdelta fio`) output.
+pub fn json_keys(out: &[u8]) -> std::collections::BTreeSet<String> {
+    let v = json_of(out);
+    let mut s = std::collections::BTreeSet::new();
+    key_paths(&v, "", &mut s);
+    s
+}

@@ -276,6 +276,53 @@ pub enum VerifyKind {
     Null,
 }
 
+/// fio's error classes (td_error.h's error_type_bit): which list of ignore_error= an error
+/// is looked up in, and which bit of continue_on_error= lets it continue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ErrorClass {
+    /// A failed read.
+    Read = 0,
+    /// A failed write, trim or sync.
+    Write = 1,
+    /// EILSEQ, a failed verify, whatever the direction.
+    Verify = 2,
+}
+
+impl ErrorClass {
+    /// fio's td_error_type: EILSEQ is a verify error; otherwise a read's is a read error and
+    /// every other direction's a write error.
+    pub fn of(is_read: bool, errno: i32) -> ErrorClass {
+        if errno == libc::EILSEQ {
+            ErrorClass::Verify
+        } else if is_read {
+            ErrorClass::Read
+        } else {
+            ErrorClass::Write
+        }
+    }
+}
+
+impl JobSpec {
+    /// fio's td_non_fatal_error: the job continues on `errno` of `class` (counted as an
+    /// error) when continue_on_error= takes the class and its ignore_error= list (by default
+    /// EIO and EILSEQ) names the errno.
+    pub fn error_continues(&self, class: ErrorClass, errno: i32) -> bool {
+        if self.continue_on_error & (1 << class as u32) == 0 {
+            return false;
+        }
+        match &self.ignore_error[class as usize] {
+            Some(list) => list.contains(&errno),
+            None => errno == libc::EIO || errno == libc::EILSEQ,
+        }
+    }
+
+    /// Whether continue_on_error= takes `class` (fio then counts even a fatal error of it
+    /// that its synchronous engines return).
+    pub fn continues_class(&self, class: ErrorClass) -> bool {
+        self.continue_on_error & (1 << class as u32) != 0
+    }
+}
+
 /// `dedupe_mode=`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DedupeMode {
@@ -562,6 +609,15 @@ pub struct JobSpec {
     pub verify_fatal: bool,
     /// fill_device=: write until the filesystem is full (ENOSPC ends the job, not an error).
     pub fill_device: bool,
+    /// continue_on_error= (and every non-empty ignore_error= list): the error classes
+    /// ([`ErrorClass`] bits) whose listed errnos are counted and do not end the job.
+    pub continue_on_error: u32,
+    /// ignore_error=READ,WRITE,VERIFY: the errnos each class continues on; None is fio's
+    /// default, EIO and EILSEQ.
+    pub ignore_error: [Option<Vec<i32>>; 3],
+    /// error_dump=: print every error, also the continued ones (fio: only the fatal ones
+    /// otherwise).
+    pub error_dump: bool,
     /// create_serialize=.
     pub create_serialize: bool,
     /// dedupe_percentage=: percent of write buffers that repeat an earlier one.
@@ -895,6 +951,9 @@ impl Default for JobSpec {
             verify_only: false,
             verify_async: 0,
             fill_device: false,
+            continue_on_error: 0,
+            ignore_error: [None, None, None],
+            error_dump: false,
             create_serialize: true,
             dedupe_percentage: 0,
             dedupe_mode: DedupeMode::Repeat,
@@ -1078,6 +1137,16 @@ fn validate(job: &JobSpec, origin: &Origin) -> Result<(), JobFileError> {
             ),
         );
     }
+    if job.continue_on_error != 0 && job.ioengine.is_file_op() {
+        return err(
+            origin,
+            format!(
+                "job '{}': continue_on_error / ignore_error with ioengine={} is not supported (fsdelta continues after the errors of the read, write and trim engines only); drop them or use another engine",
+                job.name,
+                job.ioengine.as_str()
+            ),
+        );
+    }
     if job.io_submit_offload {
         let nfiles = job.nrfiles.max(job.filename.len() as u32);
         let unsupported = if !job.ramp_time.is_zero() {
@@ -1101,6 +1170,8 @@ fn validate(job: &JobSpec, origin: &Origin) -> Result<(), JobFileError> {
         } else if job.cmdprio.in_use() || job.ioprio().is_some() {
             // The workers are other threads: the job thread's ioprio_set is not theirs.
             Some("prio / prioclass / cmdprio_*")
+        } else if job.continue_on_error != 0 {
+            Some("continue_on_error / ignore_error")
         } else if !matches!(
             job.ioengine,
             IoEngine::Psync

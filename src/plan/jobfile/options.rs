@@ -10,9 +10,9 @@
 
 use super::expr::{self, SizeValue, parse_size, parse_time_unit};
 use super::{
-    Bytes, DedupeMode, Fallocate, FileService, IoEngine, JobFileError, JobSpec, RandomDistribution,
-    RandomGenerator, RawOption, RwMode, RwSequencer, SizeRange, SizeSpec, SteadyKind, SteadyState,
-    VerifyKind, ZoneMode, err,
+    Bytes, DedupeMode, ErrorClass, Fallocate, FileService, IoEngine, JobFileError, JobSpec,
+    RandomDistribution, RandomGenerator, RawOption, RwMode, RwSequencer, SizeRange, SizeSpec,
+    SteadyKind, SteadyState, VerifyKind, ZoneMode, err,
 };
 use std::time::Duration;
 
@@ -1994,6 +1994,57 @@ pub static OPTIONS: &[OptDef] = &[
         }
     ),
     opt!(
+        "continue_on_error",
+        [],
+        Kind::Choice(&["none", "read", "write", "io", "verify", "all", "0", "1"]),
+        "none",
+        General,
+        "error classes that do not end the job (none, read, write, io, verify, all): their errnos in ignore_error= are counted and the job goes on",
+        |j, v, _| {
+            j.continue_on_error = match v.s() {
+                "read" => 1 << ErrorClass::Read as u32,
+                "write" => 1 << ErrorClass::Write as u32,
+                "io" => (1 << ErrorClass::Read as u32) | (1 << ErrorClass::Write as u32),
+                "verify" => 1 << ErrorClass::Verify as u32,
+                // fio's ERROR_TYPE_ANY.
+                "all" | "1" => 0xffff,
+                _ => 0,
+            };
+            Ok(())
+        }
+    ),
+    opt!(
+        "ignore_error",
+        [],
+        Kind::Text,
+        "EIO:EILSEQ per class",
+        General,
+        "errnos continued on, per class READ,WRITE,VERIFY: ':'-separated names (EPERM..ERANGE) or numbers; a non-empty list turns its class on in continue_on_error",
+        |j, v, o| {
+            let lists = parse_ignore_error(v.s())
+                .or_else(|m| err(&o.origin, format!("ignore_error={}: {m}", v.s())))?;
+            for (class, list) in lists.into_iter().enumerate() {
+                if let Some(list) = list {
+                    j.continue_on_error |= 1 << class;
+                    j.ignore_error[class] = Some(list);
+                }
+            }
+            Ok(())
+        }
+    ),
+    opt!(
+        "error_dump",
+        [],
+        Kind::Bool,
+        "0",
+        General,
+        "print every I/O error, also those continue_on_error counts and goes on after",
+        |j, v, _| {
+            j.error_dump = v.b();
+            Ok(())
+        }
+    ),
+    opt!(
         "threads",
         [],
         Kind::Int { min: 0, max: U32 },
@@ -2003,6 +2054,72 @@ pub static OPTIONS: &[OptDef] = &[
         |_, _, _| Ok(())
     ),
 ];
+
+/// The errno names fio 3.33's ignore_error= knows (options.c's str2error): EPERM is 1 and each
+/// next name the next errno, to ERANGE, 34.
+const ERRNO_NAMES: [&str; 34] = [
+    "EPERM", "ENOENT", "ESRCH", "EINTR", "EIO", "ENXIO", "E2BIG", "ENOEXEC", "EBADF", "ECHILD",
+    "EAGAIN", "ENOMEM", "EACCES", "EFAULT", "ENOTBLK", "EBUSY", "EEXIST", "EXDEV", "ENODEV",
+    "ENOTDIR", "EISDIR", "EINVAL", "ENFILE", "EMFILE", "ENOTTY", "ETXTBSY", "EFBIG", "ENOSPC",
+    "ESPIPE", "EROFS", "EMLINK", "EPIPE", "EDOM", "ERANGE",
+];
+
+/// fio's str_ignore_error_cb: up to three ','-separated lists (READ, WRITE, VERIFY), each of
+/// ':'-separated errnos, a name starting with 'E' or a number (C's atoi, sign dropped). A
+/// list ends at its first empty entry; an empty list is None (that class keeps what it had).
+/// Errors are fio's words.
+pub fn parse_ignore_error(text: &str) -> Result<[Option<Vec<i32>>; 3], String> {
+    let mut out: [Option<Vec<i32>>; 3] = [None, None, None];
+    for (class, list) in text.split(',').enumerate() {
+        if class >= out.len() {
+            return Err(
+                "Illegal error type (give at most three lists: READ,WRITE,VERIFY)".to_string(),
+            );
+        }
+        let mut errnos = Vec::new();
+        for name in list.split(':') {
+            if name.is_empty() {
+                break;
+            }
+            let errno = if name.starts_with('E') {
+                ERRNO_NAMES
+                    .iter()
+                    .position(|n| *n == name)
+                    .map_or(0, |i| i as i32 + 1)
+            } else {
+                atoi(name).unsigned_abs() as i32
+            };
+            if errno == 0 {
+                return Err(format!(
+                    "Unknown error {name}, please use number value (fio names only EPERM to ERANGE, errnos 1 to 34: give others as numbers, e.g. 84 for EILSEQ)"
+                ));
+            }
+            errnos.push(errno);
+        }
+        if !errnos.is_empty() {
+            out[class] = Some(errnos);
+        }
+    }
+    Ok(out)
+}
+
+/// C's atoi: leading blanks, an optional sign, the digits up to the first other character
+/// (0 when there are none).
+fn atoi(s: &str) -> i64 {
+    let t = s.trim_start();
+    let (neg, digits) = match t.as_bytes().first() {
+        Some(b'-') => (true, &t[1..]),
+        Some(b'+') => (false, &t[1..]),
+        _ => (false, t),
+    };
+    let n = digits
+        .bytes()
+        .take_while(u8::is_ascii_digit)
+        .fold(0i64, |n, d| {
+            n.saturating_mul(10).saturating_add((d - b'0') as i64)
+        });
+    if neg { -n } else { n }
+}
 
 /// The row of `key` (canonical name or alias).
 pub fn lookup(key: &str) -> Option<&'static OptDef> {
@@ -2855,6 +2972,90 @@ mod tests {
                 .is_err(),
                 "{bad}"
             );
+        }
+    }
+
+    /// continue_on_error=, ignore_error= and error_dump= as fio 3.33's options.c reads them.
+    #[test]
+    fn error_options_parse_as_fios() {
+        use crate::plan::jobfile::{ErrorClass, SystemSources, parse_job_text};
+        let job = |text: &str| {
+            parse_job_text(&format!("[e]\n{text}"), "t.fio", &SystemSources)
+                .map(|mut s| s.jobs.remove(0))
+        };
+        let j = job("").unwrap();
+        assert_eq!(j.continue_on_error, 0);
+        assert!(!j.error_dump);
+        // Without ignore_error= a continued class goes on after EIO and EILSEQ only.
+        let j = job("continue_on_error=io\n").unwrap();
+        assert!(j.error_continues(ErrorClass::Read, libc::EIO));
+        assert!(j.error_continues(ErrorClass::Write, libc::EILSEQ));
+        assert!(!j.error_continues(ErrorClass::Write, libc::ENOSPC));
+        assert!(!j.error_continues(ErrorClass::Verify, libc::EILSEQ));
+        for (word, mask) in [
+            ("none", 0),
+            ("0", 0),
+            ("read", 1),
+            ("write", 2),
+            ("io", 3),
+            ("verify", 4),
+            ("all", 0xffff),
+            ("1", 0xffff),
+        ] {
+            let j = job(&format!("continue_on_error={word}\n")).unwrap();
+            assert_eq!(j.continue_on_error, mask, "{word}");
+        }
+        assert!(job("continue_on_error=sometimes\n").is_err());
+        // The enospc-pressure example: the WRITE list alone, which also turns writes on.
+        let j = job("ignore_error=,ENOSPC\nerror_dump=0\n").unwrap();
+        assert_eq!(j.continue_on_error, 2);
+        assert_eq!(j.ignore_error, [None, Some(vec![libc::ENOSPC]), None]);
+        assert!(j.error_continues(ErrorClass::Write, libc::ENOSPC));
+        assert!(!j.error_continues(ErrorClass::Write, libc::EIO));
+        assert!(!j.error_continues(ErrorClass::Read, libc::EIO));
+        // Names and numbers (sign dropped, as atoi's), three lists; a list ends at an empty
+        // entry; continue_on_error= after it sets the classes anew.
+        let j = job("ignore_error=EIO:5:-28,ENOSPC::EIO,84\n").unwrap();
+        assert_eq!(
+            j.ignore_error,
+            [
+                Some(vec![libc::EIO, 5, libc::ENOSPC]),
+                Some(vec![libc::ENOSPC]),
+                Some(vec![libc::EILSEQ])
+            ]
+        );
+        assert_eq!(j.continue_on_error, 7);
+        let j = job("ignore_error=EIO\ncontinue_on_error=write\nerror_dump\n").unwrap();
+        assert_eq!(j.continue_on_error, 2);
+        assert!(j.error_dump);
+        assert!(!j.error_continues(ErrorClass::Read, libc::EIO));
+        // fio's errors: a name it does not know (EILSEQ included: give 84), a word, a fourth
+        // list.
+        for (bad, says) in [
+            (
+                "ignore_error=EFOO",
+                "Unknown error EFOO, please use number value",
+            ),
+            (
+                "ignore_error=,EILSEQ",
+                "Unknown error EILSEQ, please use number value",
+            ),
+            (
+                "ignore_error=abc",
+                "Unknown error abc, please use number value",
+            ),
+            ("ignore_error=,,,EIO", "Illegal error type"),
+        ] {
+            let e = job(&format!("{bad}\n")).unwrap_err().to_string();
+            assert!(e.contains(says) && e.contains("t.fio:2"), "{bad}: {e}");
+        }
+        // Where fsdelta does not continue: refused, naming the option.
+        for bad in [
+            "continue_on_error=all\nioengine=filecreate\n",
+            "ignore_error=EIO\nio_submit_mode=offload\n",
+        ] {
+            let e = job(bad).unwrap_err().to_string();
+            assert!(e.contains("continue_on_error / ignore_error"), "{bad}: {e}");
         }
     }
 

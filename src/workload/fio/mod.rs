@@ -208,15 +208,21 @@ impl Workload for FioWorkload {
             }
         }
         let run = execute(&set, ctx, None)?;
-        // A job that ended in error (a missed rate_min) fails the sample, naming it.
+        // A job that ended in error (a missed rate_min, an I/O error continue_on_error does
+        // not continue on) fails the sample, naming it.
         if let Some((r, e)) = run
             .results
             .iter()
             .find_map(|r| r.stats.error.as_ref().map(|e| (r, e)))
         {
+            let hint = if e.errno == libc::EIO && e.verror.contains("check_min_rate") {
+                "lower the minimum rate or use a faster target"
+            } else {
+                "fix the target, or let continue_on_error= and ignore_error= continue on this errno"
+            };
             return Err(WorkloadError::InvalidOptions(format!(
-                "fio job '{}': {} (fio's {} fails the job with errno {}): lower the minimum rate or use a faster target",
-                r.name, e.message, e.site.1, e.errno
+                "fio job '{}': {} (fio fails the job with errno {}, {}): {hint}",
+                r.name, e.message, e.errno, e.verror
             )));
         }
         let mut m = measurements(&run);
@@ -1370,6 +1376,43 @@ mod tests {
         // Random bytes, plus fio's scramble stamps (offsets and times, mostly zero high bytes)
         // that accumulate in the reused buffer: well under a fifth zeros.
         assert!(zeros < 0.2, "default buffers are random: {zeros}");
+    }
+
+    /// A failed verify ends its job with its stats (fio's error 84, the read counted), the
+    /// other job goes on, and a sample of it fails naming the file and offset in fio's words.
+    #[test]
+    fn a_failed_verify_ends_its_job_and_the_sample_names_the_block() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::File::create(dir.path().join("z"))
+            .unwrap()
+            .set_len(16 << 10)
+            .unwrap();
+        let text =
+            "[v]\nrw=read\nbs=4k\nsize=16k\nfilename=z\nverify=crc32c\n[w]\nrw=write\nsize=64k\n";
+        let run = run_text(text, dir.path()).unwrap();
+        let v = &run.results[0].stats;
+        let e = v.error.as_ref().expect("the verify job's error");
+        assert_eq!(e.errno, libc::EILSEQ);
+        assert!(e.verror.contains("func=io_u_sync_complete"), "{}", e.verror);
+        assert_eq!(v.dir[READ].total_ios, 1);
+        assert_eq!(v.errors.reported.as_ref().map(|r| r.0), Some(libc::EILSEQ));
+        let w = &run.results[1].stats;
+        assert!(w.error.is_none());
+        assert_eq!(w.dir[WRITE].io_bytes, 64 << 10);
+        let wl = FioWorkload::from_job_text(text, "t.fio", &SystemSources).unwrap();
+        let cancel = CancelToken::new();
+        let err = wl
+            .run(&RunContext {
+                dir: dir.path(),
+                cancel: &cancel,
+                progress: &NoProgress,
+            })
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("fio job 'v'") && err.contains("at file z offset 0"),
+            "{err}"
+        );
     }
 
     #[test]

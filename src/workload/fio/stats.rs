@@ -336,8 +336,11 @@ pub struct ThreadStats {
     pub ioprio: u32,
     /// Zones reset (zonemode=zbd; fio's nr_zone_resets, shown after the write line).
     pub zone_resets: u64,
-    /// Why the job ended in error while its stats stand (fio's td->error: a missed rate_min).
+    /// Why the job ended in error while its stats stand (fio's td->error: a missed rate_min,
+    /// an I/O error continue_on_error does not continue on).
     pub error: Option<JobError>,
+    /// The errors continue_on_error counted, and the one the job reports.
+    pub errors: ErrorCount,
 }
 
 /// A job's error that fio reports beside its stats (`err= 5 (file:..., func=..., ...)`).
@@ -345,13 +348,86 @@ pub struct ThreadStats {
 pub struct JobError {
     /// errno (fio's `error` in JSON).
     pub errno: i32,
-    /// Where fio sets it: (file:line, function), for the normal output.
-    pub site: (&'static str, &'static str),
-    /// fio's message on stderr (without the job name).
+    /// fio's td->verror: `file:FILE:LINE, func=F, error=TEXT` of the first error set, or
+    /// empty when none set it (a continued error of an async engine without error_dump).
+    pub verror: String,
+    /// What failed, in fio's words (without the job name): for the sample's error and, unless
+    /// `told`, the stderr line before fio's `fio: pid=...` one.
     pub message: String,
+    /// The message was printed when the error happened (fio's io_u and verify lines), or fio
+    /// prints none: the end of the run prints only the `fio: pid=...` line.
+    pub told: bool,
+}
+
+impl JobError {
+    /// The error `errno` fio sets at `site` (file:line, function).
+    pub fn at(errno: i32, site: (&str, &str), message: String) -> JobError {
+        JobError {
+            errno,
+            verror: verror(errno, site),
+            message,
+            told: false,
+        }
+    }
+}
+
+/// fio's td_verror text: `file:FILE:LINE, func=F, error=strerror`.
+pub fn verror(errno: i32, site: (&str, &str)) -> String {
+    format!(
+        "file:{}, func={}, error={}",
+        site.0,
+        site.1,
+        crate::report::fio::errno_text(errno)
+    )
+}
+
+/// fio's error count (td_error.c's update_error_count) and what the job reports.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ErrorCount {
+    /// Errors counted (fio's total_err_count; JSON total_err).
+    pub total: u64,
+    /// errno of the first counted (fio's first_error); 0 when none.
+    pub first: i32,
+    /// fio's td->verror of the first error, set once, when no error was counted yet (see
+    /// [`JobError::verror`]).
+    pub verror: Option<String>,
+    /// The error the job reports (JSON `error`, `err=` of the normal output) and its verror:
+    /// fio's ts->error, the job's fatal error, else with continue_on_error its first error
+    /// (the job then exits 0). Set by [`ThreadStats::finish_errors`].
+    pub reported: Option<(i32, String)>,
+}
+
+impl ErrorCount {
+    /// One more error counted (fio's update_error_count).
+    pub fn count(&mut self, errno: i32) {
+        self.total += 1;
+        if self.total == 1 {
+            self.first = errno;
+        }
+    }
+
+    /// fio's __td_verror: the text is kept only for the first error of the job.
+    pub fn set_verror(&mut self, errno: i32, site: (&str, &str)) {
+        if self.first == 0 && self.verror.is_none() {
+            self.verror = Some(verror(errno, site));
+        }
+    }
 }
 
 impl ThreadStats {
+    /// At the end of a clone: the error it reports (fio's ts->error and ts->verror), its fatal
+    /// error, else the first counted one.
+    pub fn finish_errors(&mut self) {
+        self.errors.reported = match &self.error {
+            Some(e) => Some((e.errno, e.verror.clone())),
+            None if self.errors.first != 0 => Some((
+                self.errors.first,
+                self.errors.verror.clone().unwrap_or_default(),
+            )),
+            None => None,
+        };
+    }
+
     /// Add another clone (fio's group_reporting).
     pub fn merge(&mut self, o: &ThreadStats) {
         self.zone_resets += o.zone_resets;
@@ -369,6 +445,13 @@ impl ThreadStats {
         }
         if self.error.is_none() {
             self.error = o.error.clone();
+        }
+        // fio's sum_thread_stats: the counts add up, first_error is the last clone's, the
+        // reported error the first clone's that has one.
+        self.errors.total += o.errors.total;
+        self.errors.first = o.errors.first;
+        if self.errors.reported.is_none() {
+            self.errors.reported = o.errors.reported.clone();
         }
         self.lat_buckets.merge(&o.lat_buckets);
         self.rusage.add(&o.rusage);
@@ -448,6 +531,48 @@ impl ThreadStats {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// fio's update_error_count, __td_verror and sum_thread_stats: the count and the first
+    /// errno, the verror of the first error only, and in a group the counts summed, the last
+    /// clone's first_error, the first clone's reported error.
+    #[test]
+    fn errors_count_and_merge_as_fios() {
+        let mut a = ThreadStats::default();
+        a.errors
+            .set_verror(libc::ENOSPC, ("engines/sync.c:126", "xfer"));
+        a.errors.count(libc::ENOSPC);
+        a.errors
+            .set_verror(libc::EIO, ("io_u.c:1876", "io_u error"));
+        a.errors.count(libc::EIO);
+        assert_eq!((a.errors.total, a.errors.first), (2, libc::ENOSPC));
+        let first = "file:engines/sync.c:126, func=xfer, error=No space left on device";
+        assert_eq!(a.errors.verror.as_deref(), Some(first));
+        a.finish_errors();
+        assert_eq!(a.errors.reported, Some((libc::ENOSPC, first.to_string())));
+        // A fatal error wins over the counted ones (fio's td->error).
+        let mut f = a.clone();
+        f.error = Some(JobError {
+            errno: libc::EIO,
+            verror: first.to_string(),
+            message: String::new(),
+            told: true,
+        });
+        f.finish_errors();
+        assert_eq!(f.errors.reported.as_ref().map(|r| r.0), Some(libc::EIO));
+        // Nothing counted: nothing reported.
+        let mut b = ThreadStats::default();
+        b.finish_errors();
+        assert_eq!(b.errors.reported, None);
+        let mut g = a.clone();
+        g.merge(&b);
+        assert_eq!(g.errors.total, 2);
+        assert_eq!(g.errors.first, 0);
+        assert_eq!(g.errors.reported, a.errors.reported);
+        let mut g = b.clone();
+        g.merge(&a);
+        assert_eq!((g.errors.total, g.errors.first), (2, libc::ENOSPC));
+        assert_eq!(g.errors.reported, a.errors.reported);
+    }
 
     #[test]
     fn latency_buckets_follow_fios_ranges() {

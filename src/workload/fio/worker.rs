@@ -11,9 +11,12 @@
 //! stat. A rated job (rate=, rate_iops=) asks `rate` before each I/O and, when ahead, drains
 //! what is in flight and sleeps (fio's rate_ddir); a clone ended by another (exitall) stops
 //! issuing, completes what is in flight and reports; io_submit_mode=offload runs in `offload`.
+//! A failed I/O or verify goes fio's error path (io_failed, verify_failed): continue_on_error
+//! counts the errors it continues on, any other ends the job with its stats and fio's error.
 //! What it must never do: allocate, log or lock inside the loop (buffers, maps and
 //! histograms are made before the clock starts; zonemode=zbd alone takes its file's zone lock
-//! per I/O, as fio does, see zbd.rs), or keep running after a cancel request.
+//! per I/O, as fio does, see zbd.rs; only a failed I/O prints fio's line, off the hot path), or
+//! keep running after a cancel request.
 
 use super::aio::{AsyncBackend, NativeAio, Uring};
 use super::clock::{ClockUse, JobClock, MAX_DRIFT_PPM, Monotonic, TimeOfDay, TimeSource, Tsc};
@@ -1158,6 +1161,7 @@ pub fn run_clone(setup: &CloneSetup<'_>) -> Result<ThreadStats, WorkloadError> {
         source: Some(jc.source()),
         drift_ppm,
     };
+    st.finish_errors();
     Ok(st)
 }
 
@@ -1299,7 +1303,8 @@ fn run_clone_on<T: TimeSource + Send>(
             }
         }
     }
-    if job.end_fsync {
+    // fio's do_io: a job that ended in error skips end_fsync.
+    if job.end_fsync && st.error.is_none() {
         for (fi, f) in p.files.iter().enumerate() {
             if let Some(fd) = &f.fd {
                 rustix::fs::fsync(fd)
@@ -1628,13 +1633,16 @@ fn verify_block<T: TimeSource>(
     vc: &VerifyCtx,
     fi: usize,
     b: u64,
-) -> Result<(), WorkloadError> {
+) -> Result<AfterError, WorkloadError> {
     let data = &mut buf.as_mut_slice()[..setup.job.bs[WRITE].0 as usize];
     let Some(r) = read_logged(setup, p, data, clk, fi, b)? else {
-        return Ok(());
+        return Ok(AfterError::Continue);
     };
     count_verify_read(setup, st, fi, &r)?;
-    vc.check(setup, fi, data, r.off, Some(r.numberio))
+    match vc.check(setup, fi, data, r.off, Some(r.numberio)) {
+        Ok(()) => Ok(AfterError::Continue),
+        Err(e) => Ok(verify_failed(setup, st, &e, setup.job.ioengine.is_sync())),
+    }
 }
 
 /// fio's verify phase, after every pass of a write job: read every logged block back in
@@ -1649,9 +1657,9 @@ fn verify_phase<T: TimeSource>(
     st: &mut ThreadStats,
     clk: T,
     vc: &VerifyCtx,
-) -> Result<(), WorkloadError> {
+) -> Result<AfterError, WorkloadError> {
     if setup.job.ioengine == IoEngine::Null {
-        return Ok(());
+        return Ok(AfterError::Continue);
     }
     if setup.job.verify_async > 0 {
         return verify_phase_async(setup, p, st, clk, vc);
@@ -1664,10 +1672,59 @@ fn verify_phase<T: TimeSource>(
             if setup.cancel.is_cancelled() {
                 return Err(WorkloadError::Cancelled);
             }
-            verify_block(setup, p, buf, st, clk, vc, fi, b as u64)?;
+            if verify_block(setup, p, buf, st, clk, vc, fi, b as u64)? == AfterError::End {
+                return Ok(AfterError::End);
+            }
         }
     }
-    Ok(())
+    Ok(AfterError::Continue)
+}
+
+/// fio's path of a failed verify (EILSEQ returned by verify_io_u, in io_completed): fio's
+/// verify messages are printed; a continued error is counted;
+/// a fatal one ends the job with fio's verror (io_u_sync_complete or io_u_queued_complete),
+/// and on a sync engine break_on_this_error then counts errno 1 (the -1 io_u_sync_complete
+/// returned) if continue_on_error takes reads, as fio 3.33 does.
+#[cold]
+fn verify_failed(
+    setup: &CloneSetup<'_>,
+    st: &mut ThreadStats,
+    e: &WorkloadError,
+    sync: bool,
+) -> AfterError {
+    use crate::plan::jobfile::ErrorClass;
+    let job = setup.job;
+    let message = match e {
+        WorkloadError::Io { source, .. } => source.to_string(),
+        other => other.to_string(),
+    };
+    eprintln!("{message}");
+    let errno = libc::EILSEQ;
+    if job.error_continues(ErrorClass::Verify, errno) {
+        st.errors.count(errno);
+        return AfterError::Continue;
+    }
+    let site = if sync {
+        ("io_u.c:2152", "io_u_sync_complete")
+    } else {
+        ("io_u.c:2190", "io_u_queued_complete")
+    };
+    st.errors.set_verror(errno, site);
+    if sync && job.continues_class(ErrorClass::Read) {
+        st.errors.count(1);
+        if job.error_continues(ErrorClass::Read, 1) {
+            return AfterError::Continue;
+        }
+    }
+    if st.error.is_none() {
+        st.error = Some(super::stats::JobError {
+            errno,
+            verror: st.errors.verror.clone().unwrap_or_default(),
+            message,
+            told: true,
+        });
+    }
+    AfterError::End
 }
 
 /// What became of the verify read numbered `seq` of a phase.
@@ -1692,7 +1749,7 @@ fn verify_phase_async<T: TimeSource>(
     st: &mut ThreadStats,
     clk: T,
     vc: &VerifyCtx,
-) -> Result<(), WorkloadError> {
+) -> Result<AfterError, WorkloadError> {
     use std::collections::BTreeMap;
     use std::sync::{Mutex, mpsc};
     type Work = (usize, u64, Option<u16>, usize, AlignedBuf);
@@ -1733,23 +1790,35 @@ fn verify_phase_async<T: TimeSource>(
         let mut outcomes: BTreeMap<usize, (usize, Checked)> = BTreeMap::new();
         let (mut issued, mut committed) = (0usize, 0usize);
         let mut in_flight = 0usize;
-        let mut end: Option<Result<(), WorkloadError>> = None;
-        // Take the outcomes that are next in read order: count, and stop at an error.
+        let mut end: Option<Result<AfterError, WorkloadError>> = None;
+        // Take the outcomes that are next in read order: count, and stop at an error that
+        // ends the job (a failed check continue_on_error continues on is counted, as in the
+        // synchronous phase).
+        let sync = setup.job.ioengine.is_sync();
         let commit = |outcomes: &mut BTreeMap<usize, (usize, Checked)>,
                       committed: &mut usize,
                       st: &mut ThreadStats|
-         -> Option<WorkloadError> {
+         -> Option<Result<AfterError, WorkloadError>> {
             while let Some((fi, c)) = outcomes.remove(committed) {
                 *committed += 1;
-                let e = match c {
-                    Checked::Done(r, res) => count_verify_read(setup, st, fi, &r)
-                        .err()
-                        .or_else(|| res.err().map(|f| vc.report(setup, fi, &f))),
-                    Checked::Short(r) => count_verify_read(setup, st, fi, &r).err(),
-                    Checked::Failed(e) => Some(e),
-                };
-                if e.is_some() {
-                    return e;
+                match c {
+                    Checked::Done(r, res) => {
+                        if let Err(e) = count_verify_read(setup, st, fi, &r) {
+                            return Some(Err(e));
+                        }
+                        if let Err(f) = res {
+                            let e = vc.report(setup, fi, &f);
+                            if verify_failed(setup, st, &e, sync) == AfterError::End {
+                                return Some(Ok(AfterError::End));
+                            }
+                        }
+                    }
+                    Checked::Short(r) => {
+                        if let Err(e) = count_verify_read(setup, st, fi, &r) {
+                            return Some(Err(e));
+                        }
+                    }
+                    Checked::Failed(e) => return Some(Err(e)),
                 }
             }
             None
@@ -1787,7 +1856,7 @@ fn verify_phase_async<T: TimeSource>(
                 outcomes.insert(seq, (rfi, Checked::Done(r, res)));
             }
             if let Some(e) = commit(&mut outcomes, &mut committed, st) {
-                end = Some(Err(e));
+                end = Some(e);
                 break;
             }
             let mut buf = free.pop().expect("a free buffer");
@@ -1827,11 +1896,11 @@ fn verify_phase_async<T: TimeSource>(
                 outcomes.insert(seq, (rfi, Checked::Done(r, res)));
             }
             if let Some(e) = commit(&mut outcomes, &mut committed, st) {
-                end = Some(Err(e));
+                end = Some(e);
             }
             debug_assert!(end.is_some() || committed == issued);
         }
-        end.unwrap_or(Ok(()))
+        end.unwrap_or(Ok(AfterError::Continue))
     })
 }
 
@@ -1858,7 +1927,9 @@ fn run_dry<T: TimeSource>(
         }
         let Some(io) = p.next_io() else {
             if let Some(vc) = vctx.as_ref().filter(|_| job.do_verify) {
-                verify_phase(setup, p, buf, st, clk, vc)?;
+                if verify_phase(setup, p, buf, st, clk, vc)? == AfterError::End {
+                    return Ok(false);
+                }
             }
             if next_pass(setup, p, clock, clk.now())? {
                 continue;
@@ -1951,6 +2022,8 @@ fn running_stats(
         source: Some(jc.source()),
         drift_ppm: jc.drift_ppm(),
     };
+    // A report while the job runs shows its error as the final one does.
+    snap.finish_errors();
     snap
 }
 
@@ -2171,11 +2244,11 @@ fn check_min_rate(p: &mut Planner<'_>, st: &mut ThreadStats, clock: &Clock, now:
     match r.check_min(now, bytes, blocks) {
         Ok(()) => false,
         Err(message) => {
-            st.error = Some(super::stats::JobError {
-                errno: libc::EIO,
-                site: ("backend.c:1131", "check_min_rate"),
+            st.error = Some(super::stats::JobError::at(
+                libc::EIO,
+                ("backend.c:1131", "check_min_rate"),
                 message,
-            });
+            ));
             true
         }
     }
@@ -2326,7 +2399,9 @@ fn run_sync<T: TimeSource>(
                 if job.io_size.is_some() {
                     p.pass_issued += job.bs[WRITE].0;
                 }
-                verify_block(setup, p, buf, st, clk, vc, fi, b)?;
+                if verify_block(setup, p, buf, st, clk, vc, fi, b)? == AfterError::End {
+                    return Ok(false);
+                }
                 last_ddir = READ;
                 if !after_tick(p, st, clock, ru0, clk.now()) {
                     return Ok(false);
@@ -2346,7 +2421,9 @@ fn run_sync<T: TimeSource>(
             // fio's thread_main: every pass (loop, or wrap of a time_based job) of a write job
             // is verified before the next starts.
             if let Some(vc) = vctx.as_ref().filter(|_| job.do_verify && job.rw.writes()) {
-                verify_phase(setup, p, buf, st, clk, vc)?;
+                if verify_phase(setup, p, buf, st, clk, vc)? == AfterError::End {
+                    return Ok(false);
+                }
             }
             if next_pass(setup, p, clock, clk.now())? {
                 continue;
@@ -2378,6 +2455,7 @@ fn run_sync<T: TimeSource>(
         };
         let f = &mut p.files[io.file];
         let mut done = 0usize;
+        let mut failed = None;
         while done < io.len {
             match do_sync_io(job, f, io.ddir, &mut data[done..], io.offset + done as u64) {
                 Ok(0) => {
@@ -2391,33 +2469,48 @@ fn run_sync<T: TimeSource>(
                     ));
                 }
                 Ok(n) => done += n,
-                Err(e)
-                    if job.fill_device
-                        && io.ddir == WRITE
-                        && (e == rustix::io::Errno::NOSPC || e == rustix::io::Errno::DQUOT) =>
-                {
-                    // fill_device: the device is full, the job ends (fio clears the error);
-                    // the failed write is not logged for verify.
+                Err(e) if fills_device(job, io.ddir, e) => {
+                    // fill_device: the device is full, the job ends (fio clears the error,
+                    // after its engine logged it); the failed write is not logged for verify.
+                    let at = io.offset + done as u64;
+                    log_io_error(setup, WRITE, io.file, at, io.len - done, e.raw_os_error());
                     unlog(p, &io);
                     st.dir[WRITE].total_ios += full_device_ios(if done > 0 { 1 } else { -1 });
                     return Ok(true);
                 }
                 Err(e) => {
-                    let hint = direct_hint(job, e);
-                    return Err(WorkloadError::Io {
-                        op: ddir_name(io.ddir),
-                        path: setup.plan.files[io.file].path.clone(),
-                        source: std::io::Error::other(format!("{e}{hint}")),
-                    });
+                    failed = Some(e);
+                    break;
                 }
             }
         }
-        let end = clk.now();
-        if verify_reads && io.ddir == READ {
-            if let Some(vc) = vctx.as_ref() {
-                vc.check(setup, io.file, data, io.offset, None)?;
+        if let Some(e) = failed {
+            // fio counts the failed I/O (and a short one before it, requeued) in total_ios,
+            // moves no bytes and records no latency for it; a verify read-back skips it.
+            if io.ddir == WRITE {
+                unlog(p, &io);
             }
+            st.dir[io.ddir].total_ios += full_device_ios(if done > 0 { 1 } else { -1 });
+            st.depth_counts[0] += 1;
+            st.submit_counts[1] += 1;
+            st.complete_counts[1] += 1;
+            let via = match (io.ddir, job.ioengine) {
+                (TRIM, _) | (_, IoEngine::Falloc | IoEngine::Ftruncate) => FailedVia::Queue,
+                _ => FailedVia::SyncXfer,
+            };
+            if io_failed(setup, st, &io, e, via) == AfterError::End
+                || !after_tick(p, st, clock, ru0, clk.now())
+            {
+                return Ok(false);
+            }
+            continue;
         }
+        let end = clk.now();
+        // fio accounts the read, then verifies it (its end_io).
+        let bad = match vctx.as_ref().filter(|_| verify_reads && io.ddir == READ) {
+            Some(vc) => vc.check(setup, io.file, data, io.offset, None).err(),
+            None => None,
+        };
         let d = &mut st.dir[io.ddir];
         let clat = (end - issue).0;
         if !job.disable_clat {
@@ -2443,6 +2536,11 @@ fn run_sync<T: TimeSource>(
         st.depth_counts[0] += 1;
         st.submit_counts[1] += 1;
         st.complete_counts[1] += 1;
+        if let Some(e) = bad {
+            if verify_failed(setup, st, &e, true) == AfterError::End {
+                return Ok(false);
+            }
+        }
         if io.ddir == WRITE {
             note_write(job, p, io.file);
         }
@@ -2478,13 +2576,75 @@ fn run_sync<T: TimeSource>(
     }
 }
 
+/// fio's io_u_log_error line on stderr: `fio: io_u error on file F: TEXT: DDIR offset=O,
+/// buflen=L`.
+#[cold]
+fn log_io_error(
+    setup: &CloneSetup<'_>,
+    ddir: usize,
+    file: usize,
+    offset: u64,
+    len: usize,
+    errno: i32,
+) {
+    eprintln!("{}", io_error_line(setup, ddir, file, offset, len, errno));
+}
+
+/// The text of fio's io_u_log_error line.
+fn io_error_line(
+    setup: &CloneSetup<'_>,
+    ddir: usize,
+    file: usize,
+    offset: u64,
+    len: usize,
+    errno: i32,
+) -> String {
+    format!(
+        "fio: io_u error on file {}: {}: {} offset={offset}, buflen={len}",
+        setup.plan.files[file].fio_name,
+        crate::report::fio::errno_text(errno),
+        ddir_name(ddir),
+    )
+}
+
+/// fio's line for a write of a fill_device job that failed (`res` < 0) or came back short
+/// (the rest, requeued, fails with ENOSPC).
+#[cold]
+fn log_full_device(setup: &CloneSetup<'_>, io: &Io, res: i64) {
+    if res < 0 {
+        log_io_error(setup, io.ddir, io.file, io.offset, io.len, -res as i32);
+    } else {
+        let done = res as usize;
+        log_io_error(
+            setup,
+            io.ddir,
+            io.file,
+            io.offset + done as u64,
+            io.len - done,
+            libc::ENOSPC,
+        );
+    }
+}
+
+/// Whether a failed I/O is fill_device's end: a write's ENOSPC or EDQUOT that
+/// continue_on_error does not continue on (fio's break_on_this_error asks td_non_fatal_error
+/// first).
+fn fills_device(job: &JobSpec, ddir: usize, e: rustix::io::Errno) -> bool {
+    use crate::plan::jobfile::ErrorClass;
+    job.fill_device
+        && ddir == WRITE
+        && (e == rustix::io::Errno::NOSPC || e == rustix::io::Errno::DQUOT)
+        && !job.error_continues(ErrorClass::Write, e.raw_os_error())
+}
+
 /// The I/Os fio counts for a write that hit a full device (fill_device), without bytes: one
 /// for a failed write (`res` < 0), two for a short one (it and the rest, requeued, failing).
 fn full_device_ios(res: i64) -> u64 {
     if res > 0 { 2 } else { 1 }
 }
 
-/// Take a write that failed (fill_device's ENOSPC) out of the verify log.
+/// Take a write that failed (fill_device's ENOSPC, an error continue_on_error goes on after)
+/// out of the verify log.
 fn unlog(p: &mut Planner<'_>, io: &Io) {
     let f = &mut p.files[io.file];
     if f.written.is_empty() {
@@ -2500,6 +2660,91 @@ fn unlog(p: &mut Planner<'_>, io: &Io) {
     {
         p.backlog.pop_back();
     }
+}
+
+/// How fio's engine returned a failed I/O, which decides what fio prints, where its verror
+/// points and whether a fatal error is counted.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum FailedVia {
+    /// A read or write of a sync engine (engines/sync.c's fio_io_end: io_u_log_error, then
+    /// td_verror "xfer"; break_on_this_error counts a fatal error of a continued class).
+    SyncXfer,
+    /// Completed at queue time without the engine's log (a trim, the falloc and ftruncate
+    /// engines: td_io_queue's td_verror; counted as SyncXfer).
+    Queue,
+    /// Reaped from an async engine (io_completed: io_u_log_error; a fatal error is not
+    /// counted).
+    Reaped,
+}
+
+/// What the job does after a failed I/O: go on (the error was continued and counted), or end
+/// with its stats and `st.error` set.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[must_use]
+enum AfterError {
+    Continue,
+    End,
+}
+
+/// fio's path of a failed I/O (io_u_log_error, td_verror, td_non_fatal_error,
+/// update_error_count, break_on_this_error): print fio's line unless the error is continued
+/// without error_dump, keep the job's first verror, count a continued error (and a fatal one
+/// of a continued class a sync engine returned), and on a fatal error set the job's error: the
+/// job ends with its stats, the others go on, fio exits 1. The I/O counts in total_ios (fio
+/// counts it when queued), never in io_bytes or the latencies: the caller's. Off the hot
+/// path: only failed I/Os come here.
+#[cold]
+fn io_failed(
+    setup: &CloneSetup<'_>,
+    st: &mut ThreadStats,
+    io: &Io,
+    e: rustix::io::Errno,
+    via: FailedVia,
+) -> AfterError {
+    use crate::plan::jobfile::ErrorClass;
+    let job = setup.job;
+    if via == FailedVia::SyncXfer
+        && e == rustix::io::Errno::INVAL
+        && job.direct
+        && st.dir[io.ddir].total_ios == 1
+    {
+        // fio's td_io_queue, when the first I/O of the direction came back EINVAL.
+        eprintln!(
+            "fio: first direct IO errored. File system may not support direct IO, or iomem_align= is bad, or invalid block size. Try setting direct=0."
+        );
+    }
+    let errno = e.raw_os_error();
+    let class = ErrorClass::of(io.ddir == READ, errno);
+    let continued = job.error_continues(class, errno);
+    if via != FailedVia::Queue && (!continued || job.error_dump) {
+        log_io_error(setup, io.ddir, io.file, io.offset, io.len, errno);
+        st.errors.set_verror(errno, ("io_u.c:1876", "io_u error"));
+    }
+    match via {
+        FailedVia::SyncXfer => st.errors.set_verror(errno, ("engines/sync.c:126", "xfer")),
+        FailedVia::Queue => st
+            .errors
+            .set_verror(errno, ("ioengines.c:399", "td_io_queue")),
+        FailedVia::Reaped => {}
+    }
+    if continued {
+        st.errors.count(errno);
+        return AfterError::Continue;
+    }
+    if via != FailedVia::Reaped && job.continues_class(class) {
+        st.errors.count(errno);
+    }
+    // fio's __td_verror: the job keeps its first fatal error (another in the same batch of
+    // completions does not replace it).
+    if st.error.is_none() {
+        st.error = Some(super::stats::JobError {
+            errno,
+            verror: st.errors.verror.clone().unwrap_or_default(),
+            message: io_error_line(setup, io.ddir, io.file, io.offset, io.len, errno),
+            told: true,
+        });
+    }
+    AfterError::End
 }
 
 struct Slot {
@@ -2626,13 +2871,14 @@ fn run_async<T: TimeSource>(
                 let start = clk.now();
                 let f = &p.files[io.file];
                 let fd = f.fd.as_ref().expect("open").as_fd();
-                trim_range(fd, f.blkdev, io.offset, io.len as u64).map_err(|e| {
-                    WorkloadError::Io {
-                        op: "trim",
-                        path: setup.plan.files[io.file].path.clone(),
-                        source: e.into(),
+                if let Err(e) = trim_range(fd, f.blkdev, io.offset, io.len as u64) {
+                    // Completed at queue time, as fio's: counted, no bytes, no latency.
+                    st.dir[TRIM].total_ios += 1;
+                    if io_failed(setup, st, &io, e, FailedVia::Queue) == AfterError::End {
+                        stop = true;
                     }
-                })?;
+                    continue;
+                }
                 let end = clk.now();
                 let d = &mut st.dir[TRIM];
                 let lat = (end - start).0;
@@ -2756,7 +3002,9 @@ fn run_async<T: TimeSource>(
                 pass_over = false;
                 // Nothing in flight: the pass is verified before the next starts (fio).
                 if let Some(vc) = vctx.as_ref().filter(|_| job.do_verify && job.rw.writes()) {
-                    verify_phase(setup, p, &mut bufs[0], st, clk, vc)?;
+                    if verify_phase(setup, p, &mut bufs[0], st, clk, vc)? == AfterError::End {
+                        return Ok(false);
+                    }
                 }
                 if next_pass(setup, p, clock, clk.now())? {
                     continue;
@@ -2766,7 +3014,8 @@ fn run_async<T: TimeSource>(
             continue;
         }
         let mut err: Option<(Io, i64)> = None;
-        let mut verr: Option<WorkloadError> = None;
+        // An I/O error continue_on_error does not continue on ended the job (st.error).
+        let mut ended = false;
         let vref = vctx.as_ref();
         let mut t = Nanos::ZERO;
         // The queue is full (or nothing is left to issue): wait for at least one completion
@@ -2789,19 +3038,39 @@ fn run_async<T: TimeSource>(
                 }
                 let s = slots[si].take().expect("completion of a slot in flight");
                 free.push(si);
+                if res < 0
+                    && !fills_device(
+                        job,
+                        s.io.ddir,
+                        rustix::io::Errno::from_raw_os_error(-res as i32),
+                    )
+                {
+                    // fio's io_completed: the failed I/O counts (it was queued), moves no
+                    // bytes, records no latency, leaves the verify log; continued, the job
+                    // goes on.
+                    st.dir[s.io.ddir].total_ios += 1;
+                    if s.io.ddir == WRITE {
+                        unlog(p, &s.io);
+                    }
+                    let e = rustix::io::Errno::from_raw_os_error(-res as i32);
+                    if io_failed(setup, st, &s.io, e, FailedVia::Reaped) == AfterError::End {
+                        ended = true;
+                    }
+                    return;
+                }
                 if res < 0 || res as usize != s.io.len {
                     if job.fill_device && s.io.ddir == WRITE {
                         st.dir[WRITE].total_ios += full_device_ios(res);
+                        log_full_device(setup, &s.io, res);
                     }
                     err.get_or_insert((s.io, res));
                     return;
                 }
-                if verify_reads && s.io.ddir == READ && verr.is_none() {
+                let mut bad = None;
+                if verify_reads && s.io.ddir == READ && !ended {
                     if let Some(vc) = vref {
                         let data = &mut bufs[si].as_mut_slice()[..s.io.len];
-                        if let Err(e) = vc.check(setup, s.io.file, data, s.io.offset, None) {
-                            verr = Some(e);
-                        }
+                        bad = vc.check(setup, s.io.file, data, s.io.offset, None).err();
                     }
                 }
                 let d = &mut st.dir[s.io.ddir];
@@ -2824,6 +3093,12 @@ fn run_async<T: TimeSource>(
                 }
                 d.io_bytes += s.io.len as u64;
                 d.total_ios += 1;
+                // fio accounts the read, then verifies it (its end_io).
+                if let Some(e) = bad {
+                    if verify_failed(setup, st, &e, false) == AfterError::End {
+                        ended = true;
+                    }
+                }
                 if let Some(l) = &mut target {
                     let ios = st.dir.iter().map(|d| d.total_ios).sum::<u64>();
                     if let Err(max) = l.completed((t - s.start).0, t.0, ios) {
@@ -2848,14 +3123,18 @@ fn run_async<T: TimeSource>(
             quiesce = false;
         }
         st.complete_counts[ThreadStats::batch_index(reaped)] += 1;
-        if let Some((io, _)) = err.filter(|&(io, res)| {
+        let full = err.filter(|&(io, res)| {
             job.fill_device
                 && io.ddir == WRITE
                 && (res >= 0 || res == -(libc::ENOSPC as i64) || res == -(libc::EDQUOT as i64))
-        }) {
-            // fill_device: the device is full; what is in flight completes (counted as fio
-            // counts it), the job ends.
-            unlog(p, &io);
+        });
+        if full.is_some() || ended {
+            // fill_device: the device is full; or a fatal error ended the job: what is in
+            // flight completes (counted as fio counts it), the job ends.
+            if let Some((io, _)) = full {
+                unlog(p, &io);
+            }
+            let filled = full.is_some();
             while inflight > 0 {
                 let n = backend
                     .reap(1, depth, &mut |si, res| {
@@ -2866,6 +3145,25 @@ fn run_async<T: TimeSource>(
                             d.total_ios += 1;
                         } else {
                             d.total_ios += full_device_ios(res);
+                            if filled && s.io.ddir == WRITE {
+                                log_full_device(setup, &s.io, res);
+                            } else if res < 0 {
+                                // After a fatal error fio's io_completed still logs each
+                                // failed I/O it reaps.
+                                let errno = -res as i32;
+                                let class =
+                                    crate::plan::jobfile::ErrorClass::of(s.io.ddir == READ, errno);
+                                if !job.error_continues(class, errno) || job.error_dump {
+                                    log_io_error(
+                                        setup,
+                                        s.io.ddir,
+                                        s.io.file,
+                                        s.io.offset,
+                                        s.io.len,
+                                        errno,
+                                    );
+                                }
+                            }
                         }
                     })
                     .map_err(|e| io_err(engine_op, dir0, e))?;
@@ -2873,27 +3171,10 @@ fn run_async<T: TimeSource>(
             }
             return Ok(true);
         }
-        if let Some(e) = verr {
-            while inflight > 0 {
-                let n = backend
-                    .reap(1, depth, &mut |_, _| {})
-                    .map_err(|e| io_err(engine_op, dir0, e))?;
-                inflight -= n;
-            }
-            return Err(e);
-        }
-        if let Some((io, res)) = err {
-            let fi = io.file;
-            let path = &setup.plan.files[fi].path;
-            if res < 0 {
-                let e = rustix::io::Errno::from_raw_os_error(-res as i32);
-                let hint = direct_hint(job, e);
-                return Err(WorkloadError::Io {
-                    op: "asynchronous I/O",
-                    path: path.clone(),
-                    source: std::io::Error::other(format!("{e}{hint}")),
-                });
-            }
+        // A failed I/O went through io_failed (or ended a fill_device job): what is left is a
+        // short transfer.
+        if let Some((io, _)) = err {
+            let path = &setup.plan.files[io.file].path;
             return Err(io_err(
                 "asynchronous I/O",
                 path,
