@@ -267,3 +267,45 @@ fn continued_and_fatal_verify_failures_count_as_fios() {
     assert_eq!(got[5].exit, Some(1));
     assert_eq!(got[5].jobs[0][..3], [84, -1, -1]);
 }
+
+/// The verify phase (here verify_only's, on a file fio wrote, two blocks then damaged) takes
+/// the same error path with and without verify_async: continued failures are counted as fio
+/// counts them (fio 3.33: error 84, total_err 2, every block read), fatal ones end the job.
+#[test]
+fn verify_phase_failures_count_as_fios_with_and_without_verify_async() {
+    let fio = Command::new("fio").arg("--version").output().is_ok();
+    if !common::require(fio, "fio 3.33 (/usr/bin/fio) to compare with") {
+        return;
+    }
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let w = "[w]\nrw=write\nbs=4k\nsize=256k\nfilename=f\nverify=crc32c\n";
+    let o = run_in(dir.path(), "fio", &format!("{w}do_verify=0\n"), "json");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let f = dir.path().join("f");
+    let mut data = std::fs::read(&f).unwrap();
+    data[10 * 4096 + 100] ^= 1;
+    data[20 * 4096 + 7] ^= 2;
+    std::fs::write(&f, &data).unwrap();
+    let mut got = Vec::new();
+    for coe in ["continue_on_error=verify\n", ""] {
+        for n in [0, 2] {
+            let job = format!("{w}verify_only=1\nverify_async={n}\n{coe}");
+            let outs: Vec<_> = ["fio", "fsdelta"]
+                .iter()
+                .map(|t| run_in(dir.path(), t, &job, "json"))
+                .collect();
+            let (fo, oo) = (outcome(&outs[0], true), outcome(&outs[1], true));
+            assert_eq!(
+                (oo.exit, &oo.jobs),
+                (fo.exit, &fo.jobs),
+                "fsdelta vs fio: {job}\nfsdelta's stderr: {}",
+                String::from_utf8_lossy(&outs[1].stderr)
+            );
+            got.push(fo);
+        }
+    }
+    assert_eq!(got[0].exit, Some(0));
+    assert_eq!(got[0].jobs[0][..5], [84, 2, 84, 64, 256 << 10]);
+    assert_eq!(got[1].jobs, got[0].jobs);
+    assert_eq!(got[2].exit, Some(1));
+}
