@@ -91,9 +91,9 @@ const LOCAL: &[&str] = &[
 
 /// Below this the test fails: issue 14's goal, 90 % of the 42 (the test "fails below 90 %").
 /// This branch runs 41; the one left is refused with an error naming the option:
-/// enospc-pressure (its continue_on_error, ignore_error, error_dump and verify_async are
-/// supported, see tests/fio_errors.rs and tests/fio_verify.rs; its aio-dio-verifier job's
-/// verify with rw=randrw is not).
+/// enospc-pressure (its continue_on_error, ignore_error, error_dump, verify_async and verify
+/// with rw=randrw are supported, see tests/fio_errors.rs and tests/fio_verify.rs; its
+/// aio-dio-verifier job's verify_backlog with ioengine=libaio is not).
 const FLOOR: usize = 38;
 
 /// The bytes a shrunk job may move per file.

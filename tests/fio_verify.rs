@@ -496,3 +496,42 @@ fn verify_null_reads_back_and_checks_nothing() {
     assert_eq!(got[0], [64, 256 << 10, 64, 256 << 10]);
     assert_eq!(got[1], got[0]);
 }
+
+/// A mixed job with verify= (rw, randrw) verifies as fio's: its own reads are not checked,
+/// and after the pass every block it wrote is read back and checked; the read and write
+/// counts (the read-back included) equal fio 3.33's for psync, libaio, io_uring and
+/// verify_backlog jobs.
+#[test]
+fn mixed_jobs_verify_what_they_wrote_as_fio() {
+    let fio = Command::new("fio").arg("--version").output().is_ok();
+    if !common::require(fio, "fio 3.33 (/usr/bin/fio) to compare with") {
+        return;
+    }
+    let base = "[j]\nbs=4k\nsize=1m\nfilename=f\n";
+    let jobs = [
+        "rw=randrw\nverify=crc32c\n",
+        "rw=rw\nverify=md5\n",
+        "rw=randrw\nverify=crc32c\nioengine=libaio\niodepth=8\ndirect=1\n",
+        "rw=randrw\nverify=crc32c\nverify_backlog=16\n",
+        "rw=randrw\nverify=sha256\nrwmixread=70\nrandseed=5\nioengine=io_uring\niodepth=4\n",
+    ];
+    for extra in jobs {
+        let job = format!("{base}{extra}");
+        let mut got = Vec::new();
+        for tool in ["fio", "fsdelta"] {
+            let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+            let o = json_run(tool, d.path(), &job);
+            assert!(
+                o.status.success(),
+                "{tool}: {job}\n{}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+            let v = common::json_of(&o.stdout);
+            got.push(common::fio_counts(&v, 0));
+        }
+        assert_eq!(got[1], got[0], "fsdelta vs fio: {job}");
+        // The reads are the job's own plus one read-back per block written.
+        let (reads, writes) = (got[0][0].0, got[0][1].0);
+        assert!(writes > 0 && reads > writes, "{job}: {:?}", got[0]);
+    }
+}

@@ -1318,15 +1318,6 @@ fn validate(job: &JobSpec, origin: &Origin) -> Result<(), JobFileError> {
             );
         }
     }
-    if job.verify && job.rw.reads() && job.rw.writes() {
-        return err(
-            origin,
-            format!(
-                "job '{}': verify with mixed reads and writes is not supported (verify a write job, then read it back with do_verify)",
-                job.name
-            ),
-        );
-    }
     if job.verify_only && job.verify && job.rw.writes() && job.time_based {
         return err(
             origin,
@@ -2073,11 +2064,6 @@ mod tests {
                 "[j]\nsize=1m\nrw=write\nverify=sha384\n",
                 4,
                 "choose one of",
-            ),
-            (
-                "[j]\nsize=1m\nrw=randrw\nverify=crc32c\n",
-                1,
-                "mixed reads and writes",
             ),
             (
                 "[j]\nsize=1m\nrw=write\nverify=crc7\nverify_only\ntime_based\nruntime=1\n",
