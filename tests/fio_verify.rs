@@ -535,3 +535,37 @@ fn mixed_jobs_verify_what_they_wrote_as_fio() {
         assert!(writes > 0 && reads > writes, "{job}: {:?}", got[0]);
     }
 }
+
+/// verify_backlog on libaio and io_uring (fio's check_get_verify: the backlog reads are
+/// queued beside the job's own I/O; a block whose write is still in flight waits): the read
+/// and write counts equal fio 3.33's, with verify_backlog_batch, verify_async, a mixed job
+/// and loops.
+#[test]
+fn async_verify_backlog_counts_as_fio() {
+    let fio = Command::new("fio").arg("--version").output().is_ok();
+    if !common::require(fio, "fio 3.33 (/usr/bin/fio) to compare with") {
+        return;
+    }
+    let base = "[j]\nbs=4k\nsize=1m\nfilename=f\nverify=crc32c\n";
+    let jobs = [
+        "rw=randwrite\nverify_backlog=16\nioengine=libaio\niodepth=8\ndirect=1\n",
+        "rw=randrw\nverify_backlog=16\nioengine=libaio\niodepth=8\ndirect=1\nverify_async=4\n",
+        "rw=write\nverify_backlog=7\nverify_backlog_batch=3\nioengine=io_uring\niodepth=16\n",
+        "rw=randwrite\nverify_backlog=64\nioengine=libaio\niodepth=8\nloops=2\n",
+    ];
+    for extra in jobs {
+        let job = format!("{base}{extra}");
+        let mut got = Vec::new();
+        for tool in ["fio", "fsdelta"] {
+            let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+            let o = json_run(tool, d.path(), &job);
+            assert!(
+                o.status.success(),
+                "{tool}: {job}\n{}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+            got.push(common::fio_counts(&common::json_of(&o.stdout), 0));
+        }
+        assert_eq!(got[1], got[0], "fsdelta vs fio: {job}");
+    }
+}

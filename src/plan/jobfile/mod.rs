@@ -1327,15 +1327,6 @@ fn validate(job: &JobSpec, origin: &Origin) -> Result<(), JobFileError> {
             ),
         );
     }
-    if job.verify_backlog > 0 && job.verify && !job.ioengine.is_sync() {
-        return err(
-            origin,
-            format!(
-                "job '{}': verify_backlog is supported with the synchronous engines only (use ioengine=psync, or drop verify_backlog)",
-                job.name
-            ),
-        );
-    }
     if job.verify
         && matches!(
             job.verify_kind,

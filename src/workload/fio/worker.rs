@@ -2381,24 +2381,7 @@ fn run_sync<T: TimeSource>(
         // fio's check_get_verify: every verify_backlog logged writes, read back
         // verify_backlog_batch (default verify_backlog) of them before the next write.
         if let Some(vc) = vctx.as_ref().filter(|_| job.verify_backlog > 0) {
-            if !p.backlog.is_empty()
-                && (p.verify_batch > 0
-                    || (p.backlog.len() as u64 % job.verify_backlog == 0 && last_ddir != READ))
-            {
-                if p.verify_batch == 0 {
-                    p.verify_batch = if job.verify_backlog_batch > 0 {
-                        job.verify_backlog_batch
-                    } else {
-                        job.verify_backlog
-                    };
-                }
-                let (fi, b) = p.backlog.pop_front().expect("not empty");
-                p.verify_batch -= 1;
-                // fio ends a job with io_size= when its reads and writes together reach it
-                // (keep_running counts every byte done): a backlog read uses the budget.
-                if job.io_size.is_some() {
-                    p.pass_issued += job.bs[WRITE].0;
-                }
+            if let Some((fi, b)) = backlog_next(p, last_ddir, |_, _| false) {
                 if verify_block(setup, p, buf, st, clk, vc, fi, b)? == AfterError::End {
                     return Ok(false);
                 }
@@ -2643,6 +2626,41 @@ fn full_device_ios(res: i64) -> u64 {
     if res > 0 { 2 } else { 1 }
 }
 
+/// fio's check_get_verify and get_next_verify: every verify_backlog logged writes (counted
+/// when the last I/O was not a read), read back verify_backlog_batch (default
+/// verify_backlog) of them, oldest first, before the next I/O; the block to read, or None.
+/// A round once started goes on at the next call. The oldest logged block whose write is
+/// still in flight (`in_flight`, async engines) is not read yet: nothing is taken this time,
+/// as fio's IP_F_IN_FLIGHT check. A read taken uses the io_size= budget (fio's keep_running
+/// counts every byte done).
+fn backlog_next(
+    p: &mut Planner<'_>,
+    last_ddir: usize,
+    in_flight: impl Fn(usize, u64) -> bool,
+) -> Option<(usize, u64)> {
+    let job = p.job;
+    let &(fi, b) = p.backlog.front()?;
+    if p.verify_batch == 0 {
+        if p.backlog.len() as u64 % job.verify_backlog != 0 || last_ddir == READ {
+            return None;
+        }
+        p.verify_batch = if job.verify_backlog_batch > 0 {
+            job.verify_backlog_batch
+        } else {
+            job.verify_backlog
+        };
+    }
+    if in_flight(fi, b) {
+        return None;
+    }
+    p.backlog.pop_front();
+    p.verify_batch -= 1;
+    if job.io_size.is_some() {
+        p.pass_issued += job.bs[WRITE].0;
+    }
+    Some((fi, b))
+}
+
 /// Take a write that failed (fill_device's ENOSPC, an error continue_on_error goes on after)
 /// out of the verify log.
 fn unlog(p: &mut Planner<'_>, io: &Io) {
@@ -2755,6 +2773,8 @@ struct Slot {
     /// direction's per-priority stats (io_u->clat_prio_index).
     prio: u32,
     prio_index: u16,
+    /// A verify_backlog read: the numberio its block's logged write had.
+    verify: Option<u16>,
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -2798,6 +2818,8 @@ fn run_async<T: TimeSource>(
     let mut late: Option<u64> = None;
     // A rated job waits with nothing in flight (fio's io_u_quiesce before the rate's sleep).
     let mut quiesce = false;
+    // fio's last_ddir, for verify_backlog's rounds.
+    let mut last_ddir = WRITE;
     loop {
         if setup.exit.is_some_and(|e| e.terminated()) {
             stop = true;
@@ -2842,7 +2864,43 @@ fn run_async<T: TimeSource>(
                     continue;
                 }
             }
-            let io = match stashed.take() {
+            // fio's verify_backlog (check_get_verify): a logged block read back and checked
+            // on completion, queued as any read; not while a sync is owed.
+            let mut verify_tag = None;
+            let backlog = if vctx.is_some()
+                && job.verify_backlog > 0
+                && stashed.is_none()
+                && p.sync_pending.is_none()
+            {
+                let bs = job.bs[WRITE].0;
+                // The blocks whose writes are in flight (a verify block is one write's bs).
+                let busy: Vec<(usize, u64)> = slots
+                    .iter()
+                    .flatten()
+                    .filter(|s| s.io.ddir == WRITE)
+                    .map(|s| (s.io.file, (s.io.offset - p.files[s.io.file].base) / bs))
+                    .collect();
+                match backlog_next(p, last_ddir, |fi, b| busy.contains(&(fi, b))) {
+                    Some((fi, b)) => {
+                        let logged = std::mem::take(&mut p.files[fi].written[b as usize]);
+                        if logged == 0 {
+                            // Unlogged since (its write failed): nothing to read.
+                            continue;
+                        }
+                        verify_tag = Some(logged as u16);
+                        Some(Io {
+                            ddir: READ,
+                            file: fi,
+                            offset: p.files[fi].base + b * bs,
+                            len: bs as usize,
+                        })
+                    }
+                    None => None,
+                }
+            } else {
+                None
+            };
+            let io = match stashed.take().or(backlog) {
                 Some(io) => io,
                 None => match p.next_io() {
                     Some(io) => io,
@@ -2978,7 +3036,9 @@ fn run_async<T: TimeSource>(
                 issue,
                 prio,
                 prio_index,
+                verify: verify_tag,
             });
+            last_ddir = io.ddir;
             inflight += 1;
             think_count += 1;
             let thought = think(job, think_count);
@@ -3067,10 +3127,12 @@ fn run_async<T: TimeSource>(
                     return;
                 }
                 let mut bad = None;
-                if verify_reads && s.io.ddir == READ && !ended {
+                if (s.verify.is_some() || (verify_reads && s.io.ddir == READ)) && !ended {
                     if let Some(vc) = vref {
                         let data = &mut bufs[si].as_mut_slice()[..s.io.len];
-                        bad = vc.check(setup, s.io.file, data, s.io.offset, None).err();
+                        bad = vc
+                            .check(setup, s.io.file, data, s.io.offset, s.verify)
+                            .err();
                     }
                 }
                 let d = &mut st.dir[s.io.ddir];
