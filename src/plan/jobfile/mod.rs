@@ -571,6 +571,12 @@ pub struct JobSpec {
     pub rw_seq_nr: u32,
     /// rw_sequencer=: where the I/Os between two random offsets of `rw=rand...:N` go.
     pub rw_sequencer: RwSequencer,
+    /// cpumask= / cpus_allowed=: the CPUs the job's threads may run on (sorted, none twice).
+    pub cpumask: Option<Vec<usize>>,
+    /// cpus_allowed_policy=split: each clone runs on one CPU of `cpumask`, by thread number.
+    pub cpus_split: bool,
+    /// verify_async_cpus=: the CPUs of the verify_async threads.
+    pub verify_cpumask: Option<Vec<usize>>,
     /// numa_cpu_nodes=: the job's threads run on the CPUs of these nodes.
     pub numa_cpu_nodes: Option<numa::NodeList>,
     /// numa_mem_policy=: the memory policy of the job's threads.
@@ -933,6 +939,9 @@ impl Default for JobSpec {
             rw_modifier: 0,
             rw_seq_nr: 1,
             rw_sequencer: RwSequencer::Sequential,
+            cpumask: None,
+            cpus_split: false,
+            verify_cpumask: None,
             numa_cpu_nodes: None,
             numa_mem_policy: None,
             stats: true,

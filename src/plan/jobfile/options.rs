@@ -247,6 +247,54 @@ pub static OPTIONS: &[OptDef] = &[
         set_rw
     ),
     opt!(
+        "cpumask",
+        [],
+        Kind::Text,
+        "",
+        General,
+        "the CPUs the job may run on, as a bit mask (bit N: CPU N)",
+        |j, v, o| {
+            let t = v.s().trim();
+            let mask = match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+                Some(h) => u64::from_str_radix(h, 16),
+                None => t.parse::<u64>(),
+            }
+            .or_else(|_| {
+                err(
+                    &o.origin,
+                    format!("option 'cpumask={t}': not a number (a bit mask: 3 is CPUs 0 and 1)"),
+                )
+            })?;
+            let cpus: Vec<usize> = (0..64).filter(|i| mask & (1u64 << i) != 0).collect();
+            j.cpumask = Some(cpu_set(cpus, "cpumask", t, o)?);
+            Ok(())
+        }
+    ),
+    opt!(
+        "cpus_allowed",
+        [],
+        Kind::Text,
+        "",
+        General,
+        "the CPUs the job may run on: a list of N and N-M (0-1,3)",
+        |j, v, o| {
+            j.cpumask = Some(cpu_list(v.s(), "cpus_allowed", o)?);
+            Ok(())
+        }
+    ),
+    opt!(
+        "cpus_allowed_policy",
+        [],
+        Kind::Choice(&["shared", "split"]),
+        "shared",
+        General,
+        "shared: every clone may use every CPU of the set; split: each clone one CPU of it",
+        |j, v, _| {
+            j.cpus_split = v.s() == "split";
+            Ok(())
+        }
+    ),
+    opt!(
         "numa_cpu_nodes",
         [],
         Kind::Text,
@@ -1546,11 +1594,11 @@ pub static OPTIONS: &[OptDef] = &[
         Kind::Text,
         "",
         Io,
-        "not supported: fsdelta pins no thread to CPUs",
-        |_, _, o| err(
-            &o.origin,
-            "option 'verify_async_cpus' is not supported: fsdelta pins no thread to CPUs (nor does it support cpus_allowed); remove it"
-        )
+        "the CPUs of the verify_async threads: a list of N and N-M, as cpus_allowed",
+        |j, v, o| {
+            j.verify_cpumask = Some(cpu_list(v.s(), "verify_async_cpus", o)?);
+            Ok(())
+        }
     ),
     opt!(
         "verify_state_save",
@@ -2293,6 +2341,68 @@ pub fn apply(job: &mut JobSpec, opt: &RawOption) -> Result<&'static OptDef, JobF
     Ok(def)
 }
 
+/// The CPUs this machine has configured (fio's cpus_configured, sysconf(_SC_NPROCESSORS_CONF)).
+fn cpus_configured() -> usize {
+    // SAFETY: sysconf reads a system value and has no other effect.
+    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_CONF) };
+    n.max(1) as usize
+}
+
+/// A CPU set as fio checks it (str_cpumask_cb, set_cpus_allowed): a CPU past the machine's is
+/// fio's "CPU N too large (max=M)"; an empty set, which fio accepts and then fails the job
+/// with EINVAL from sched_setaffinity, is refused here.
+fn cpu_set(
+    mut cpus: Vec<usize>,
+    option: &str,
+    value: &str,
+    o: &RawOption,
+) -> Result<Vec<usize>, JobFileError> {
+    let max = cpus_configured();
+    if let Some(&c) = cpus.iter().find(|&&c| c >= max) {
+        return err(
+            &o.origin,
+            format!(
+                "option '{option}={value}': CPU {c} too large (max={}) (fio: \"failed parsing {option}={value}\"; this machine has CPUs 0-{})",
+                max - 1,
+                max - 1
+            ),
+        );
+    }
+    cpus.sort_unstable();
+    cpus.dedup();
+    if cpus.is_empty() {
+        return err(
+            &o.origin,
+            format!(
+                "option '{option}={value}': selects no CPU (fio would fail the job with EINVAL from sched_setaffinity); name at least one CPU"
+            ),
+        );
+    }
+    Ok(cpus)
+}
+
+/// fio's CPU list (set_cpus_allowed): comma-separated N or N-M.
+fn cpu_list(v: &str, option: &str, o: &RawOption) -> Result<Vec<usize>, JobFileError> {
+    let bad = |part: &str| {
+        err(
+            &o.origin,
+            format!("option '{option}={v}': '{part}' is not a CPU or a range N-M (example: 0-1,3)"),
+        )
+    };
+    let mut cpus = Vec::new();
+    for part in v.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (a, b) = part.split_once('-').unwrap_or((part, part));
+        let (Ok(a), Ok(b)) = (a.trim().parse::<usize>(), b.trim().parse::<usize>()) else {
+            return bad(part);
+        };
+        if b < a {
+            return bad(part);
+        }
+        cpus.extend(a..=b.min(a + 65536));
+    }
+    cpu_set(cpus, option, v, o)
+}
+
 fn colon_list(v: &str, o: &RawOption, what: &str) -> Result<Vec<String>, JobFileError> {
     if v.is_empty() {
         return err(&o.origin, format!("option '{}' needs a value", o.key));
@@ -2976,6 +3086,48 @@ mod tests {
     }
 
     /// continue_on_error=, ignore_error= and error_dump= as fio 3.33's options.c reads them.
+    #[test]
+    fn cpu_options_parse_as_fios() {
+        use crate::plan::jobfile::{SystemSources, parse_job_text};
+        let job = |text: &str| {
+            parse_job_text(&format!("[c]\n{text}"), "t.fio", &SystemSources)
+                .map(|mut s| s.jobs.remove(0))
+                .map_err(|e| e.to_string())
+        };
+        let j = job("").unwrap();
+        assert_eq!(
+            (j.cpumask, j.cpus_split, j.verify_cpumask),
+            (None, false, None)
+        );
+        let j = job("cpus_allowed=0,0-0\ncpus_allowed_policy=split\n").unwrap();
+        assert_eq!((j.cpumask, j.cpus_split), (Some(vec![0]), true));
+        assert_eq!(job("cpumask=0x1\n").unwrap().cpumask, Some(vec![0]));
+        assert_eq!(job("cpumask=1\n").unwrap().cpumask, Some(vec![0]));
+        assert_eq!(
+            job("verify_async_cpus=0\n").unwrap().verify_cpumask,
+            Some(vec![0])
+        );
+        // fio's words for a CPU past the machine's; the rest refused with what to write.
+        let e = job("cpus_allowed=0,4096\n").unwrap_err();
+        assert!(
+            e.contains("t.fio:2") && e.contains("CPU 4096 too large (max="),
+            "{e}"
+        );
+        let e = job("cpumask=0x8000000000000000\n").unwrap_err();
+        assert!(e.contains("CPU 63 too large"), "{e}");
+        for (text, want) in [
+            ("cpumask=0\n", "selects no CPU"),
+            ("cpumask=z\n", "not a number"),
+            ("cpus_allowed=1-0\n", "'1-0' is not a CPU or a range"),
+            ("cpus_allowed=a\n", "'a' is not a CPU"),
+            ("cpus_allowed=\n", "selects no CPU"),
+            ("cpus_allowed_policy=spread\n", "choose one of"),
+        ] {
+            let e = job(text).unwrap_err();
+            assert!(e.contains(want), "{text}: {e}");
+        }
+    }
+
     #[test]
     fn error_options_parse_as_fios() {
         use crate::plan::jobfile::{ErrorClass, SystemSources, parse_job_text};

@@ -235,7 +235,8 @@ pub fn apply(job: &JobSpec) -> Result<(), NumaError> {
     Ok(())
 }
 
-fn set_affinity(cpus: &[usize]) -> std::io::Result<()> {
+/// Pin the calling thread to these CPUs (sched_setaffinity of pid 0).
+pub fn set_affinity(cpus: &[usize]) -> std::io::Result<()> {
     // SAFETY: cpu_set_t is a plain bit array; all zeroes is the empty set.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
     for &c in cpus {

@@ -1124,13 +1124,34 @@ impl Clock {
     }
 }
 
+/// The CPUs a clone runs on (cpumask= / cpus_allowed=): the whole set, or with
+/// cpus_allowed_policy=split the one fio's fio_cpus_split picks, the set's
+/// (thread_number - 1) % size-th CPU.
+fn job_cpus(job: &JobSpec, thread_number: u64) -> Option<Vec<usize>> {
+    let cpus = job.cpumask.as_ref()?;
+    if job.cpus_split {
+        let i = ((thread_number.max(1) - 1) % cpus.len() as u64) as usize;
+        return Some(vec![cpus[i]]);
+    }
+    Some(cpus.clone())
+}
+
 /// Run one clone after layout; returns its stats.
 pub fn run_clone(setup: &CloneSetup<'_>) -> Result<ThreadStats, WorkloadError> {
     // The job's clock (the TSC is calibrated here, once per process, before the clock starts);
     // the warning of a refused clocksource=cpu is the caller's to show.
     let (jc, _) = JobClock::choose(setup.job.clocksource);
-    // fio's thread_main: the NUMA placement first (before the buffers are allocated), then
-    // prio=/prioclass= on the job's thread before the engine starts.
+    // fio's thread_main: cpumask= / cpus_allowed= first, then the NUMA placement (before the
+    // buffers are allocated), then prio=/prioclass= on the job's thread before the engine
+    // starts.
+    if let Some(cpus) = job_cpus(setup.job, setup.thread_number) {
+        super::numa::set_affinity(&cpus).map_err(|e| {
+            WorkloadError::InvalidOptions(format!(
+                "job '{}': sched_setaffinity to CPUs {cpus:?} failed: {e} (fio: cpu_set_affinity; the CPUs must be ones this process may use, see taskset -p $$)",
+                setup.job.name
+            ))
+        })?;
+    }
     super::numa::apply(setup.job).map_err(|e| WorkloadError::InvalidOptions(e.to_string()))?;
     // fio's backend sets prio=/prioclass= on the job's thread before the engine starts.
     if let Some(v) = setup.job.ioprio() {
@@ -1766,9 +1787,17 @@ fn verify_phase_async<T: TimeSource>(
     let work_rx = Mutex::new(work_rx);
     let (done_tx, done_rx) = mpsc::channel();
     std::thread::scope(|s| {
+        // verify_async_cpus=: each checker pins itself first and says whether it could.
+        let vcpus = setup.job.verify_cpumask.as_deref();
+        let (pin_tx, pin_rx) = mpsc::channel::<std::io::Result<()>>();
         for _ in 0..threads {
-            let (rx, tx, names) = (&work_rx, done_tx.clone(), &names);
+            let (rx, tx, names, pin_tx) = (&work_rx, done_tx.clone(), &names, pin_tx.clone());
             s.spawn(move || {
+                let pinned = vcpus.map_or(Ok(()), super::numa::set_affinity);
+                let ok = pinned.is_ok();
+                if pin_tx.send(pinned).is_err() || !ok {
+                    return;
+                }
                 loop {
                     let next = rx.lock().map(|r| r.recv());
                     let Ok(Ok((seq, off, numberio, fi, mut buf))) = next else {
@@ -1780,6 +1809,16 @@ fn verify_phase_async<T: TimeSource>(
                     }
                 }
             });
+        }
+        drop(pin_tx);
+        // Each checker sends once, first: take exactly one answer from each.
+        if let Some(e) = pin_rx.iter().take(threads).find_map(Result::err) {
+            drop(work_tx);
+            return Err(WorkloadError::InvalidOptions(format!(
+                "job '{}': sched_setaffinity of a verify_async thread to CPUs {:?} failed: {e} (fio: \"verify thread affinity\"; the CPUs must be ones this process may use, see taskset -p $$)",
+                setup.job.name,
+                vcpus.unwrap_or_default()
+            )));
         }
         drop(done_tx);
         let mut free: Vec<AlignedBuf> = (0..2 * threads)
@@ -4247,5 +4286,23 @@ mod rw_modifier_tests {
         let j = job("rw=read:8k\nrw=randread");
         assert_eq!((j.rw_seq_nr, j.rw_modifier), (1, 0));
         assert_eq!(job("rw=read").rw_sequencer, RwSequencer::Sequential);
+    }
+}
+
+#[cfg(test)]
+mod cpu_tests {
+    use super::job_cpus;
+    use crate::plan::jobfile::JobSpec;
+
+    /// fio's fio_cpus_split: clone k (thread_number k) gets the set's ((k - 1) % size)-th CPU.
+    #[test]
+    fn split_gives_each_clone_one_cpu_as_fio() {
+        let mut j = JobSpec::default();
+        assert_eq!(job_cpus(&j, 1), None);
+        j.cpumask = Some(vec![1, 3, 5]);
+        assert_eq!(job_cpus(&j, 2), Some(vec![1, 3, 5]));
+        j.cpus_split = true;
+        let got: Vec<_> = (1..=5).map(|t| job_cpus(&j, t).unwrap()).collect();
+        assert_eq!(got, [vec![1], vec![3], vec![5], vec![1], vec![3]]);
     }
 }
