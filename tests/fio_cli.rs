@@ -580,3 +580,62 @@ fn job_files_as_users_have_them() {
     assert_eq!(jobs[0]["read"]["total_ios"], 4);
     assert_eq!(jobs[0]["read"]["io_bytes"], 256 << 10);
 }
+
+/// filename_format= names the files as fio 3.33 does ($jobname, $jobnum, $filenum, an empty
+/// $clientuid, other `$` text kept; a fixed name shared by the files of a job is one file):
+/// the same files left behind and the same counts.
+#[test]
+fn filename_format_names_files_as_fio() {
+    if !real_fio() {
+        return;
+    }
+    let job = "[abc]\nsize=8k\nnrfiles=2\nnumjobs=2\nfilename_format=x.$jobname.$jobnum.$filenum.$clientuid.$foo\n[fx]\nsize=8k\nnrfiles=2\nfilename_format=fixed\n";
+    let mut listings = Vec::new();
+    let mut counts = Vec::new();
+    for tool in ["fio", "fsdelta"] {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("job.fio"), job).unwrap();
+        let out = if tool == "fio" {
+            std::process::Command::new("/usr/bin/fio")
+                .current_dir(d.path())
+                .args(["--output-format=json", "job.fio"])
+                .output()
+                .unwrap()
+        } else {
+            fsdelta()
+                .current_dir(d.path())
+                .args(["fio", "--output-format=json", "job.fio"])
+                .output()
+                .unwrap()
+        };
+        assert!(
+            out.status.success(),
+            "{tool}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v = json_of(&out.stdout);
+        counts.push(
+            v["jobs"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|j| (j["jobname"].clone(), j["read"]["total_ios"].clone()))
+                .collect::<Vec<_>>(),
+        );
+        let mut names: Vec<String> = std::fs::read_dir(d.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n != "job.fio")
+            .collect();
+        names.sort();
+        listings.push(names);
+    }
+    assert_eq!(listings[1], listings[0]);
+    assert_eq!(counts[1], counts[0]);
+    assert!(
+        listings[0].contains(&"x.abc.1.0..$foo".to_string()),
+        "{:?}",
+        listings[0]
+    );
+    assert!(listings[0].contains(&"fixed".to_string()));
+}

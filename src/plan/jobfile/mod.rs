@@ -416,6 +416,9 @@ pub struct JobSpec {
     pub filesize: Option<SizeRange>,
     /// Files per clone.
     pub nrfiles: u32,
+    /// filename_format=: how files without filename= are named (fio's default
+    /// `$jobname.$jobnum.$filenum`).
+    pub filename_format: Option<String>,
     /// Explicit file names (`:` list); empty = `$job.$clone.$file`.
     pub filename: Vec<String>,
     /// Directories (`:` list); files are spread across them round robin.
@@ -867,6 +870,7 @@ impl Default for JobSpec {
             size: None,
             filesize: None,
             nrfiles: 1,
+            filename_format: None,
             filename: Vec::new(),
             directory: Vec::new(),
             numjobs: 1,

@@ -442,6 +442,24 @@ pub static OPTIONS: &[OptDef] = &[
         }
     ),
     opt!(
+        "filename_format",
+        [],
+        Kind::Text,
+        "$jobname.$jobnum.$filenum",
+        File,
+        "names of files without filename=: $jobname, $jobnum (clone), $filenum, $clientuid (empty)",
+        |j, v, o| {
+            if v.s().is_empty() {
+                return err(
+                    &o.origin,
+                    "option 'filename_format' needs a value (fio's default: $jobname.$jobnum.$filenum)",
+                );
+            }
+            j.filename_format = Some(v.s().to_string());
+            Ok(())
+        }
+    ),
+    opt!(
         "filename",
         [],
         Kind::Text,

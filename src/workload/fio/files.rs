@@ -47,6 +47,39 @@ fn invalid(msg: String) -> WorkloadError {
     WorkloadError::InvalidOptions(msg)
 }
 
+/// The name fio gives file `i` of clone `clone` when the job names none (filename_format,
+/// fio's make_filename: `$jobname`, `$jobnum` and `$filenum` replaced wherever they occur,
+/// `$clientuid` empty outside client/server mode, any other `$` text kept as written).
+fn generated_name(job: &JobSpec, clone: u32, i: usize) -> String {
+    let Some(fmt) = &job.filename_format else {
+        return format!("{}.{}.{}", job.name, clone, i);
+    };
+    let mut out = String::with_capacity(fmt.len() + job.name.len());
+    let mut rest = fmt.as_str();
+    while let Some(at) = rest.find('$') {
+        out.push_str(&rest[..at]);
+        rest = &rest[at..];
+        let fields: [(&str, String); 4] = [
+            ("$jobname", job.name.clone()),
+            ("$clientuid", String::new()),
+            ("$jobnum", clone.to_string()),
+            ("$filenum", i.to_string()),
+        ];
+        match fields.iter().find(|(k, _)| rest.starts_with(k)) {
+            Some((k, v)) => {
+                out.push_str(v);
+                rest = &rest[k.len()..];
+            }
+            None => {
+                out.push('$');
+                rest = &rest[1..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
 /// Name and size the files of clone `clone` of `job`, with `base` the directory relative
 /// paths are resolved against. `size=N%` reads the existing files' sizes.
 pub fn plan_clone(
@@ -77,7 +110,7 @@ pub fn plan_clone(
         .map(|i| {
             let dir = &dirs[i % dirs.len()];
             if job.filename.is_empty() {
-                dir.join(format!("{}.{}.{}", job.name, clone, i))
+                dir.join(generated_name(job, clone, i))
             } else {
                 let f = Path::new(&job.filename[i]);
                 if f.is_absolute() {
@@ -91,7 +124,7 @@ pub fn plan_clone(
     let fio_names: Vec<String> = (0..nfiles)
         .map(|i| {
             let name = if job.filename.is_empty() {
-                format!("{}.{}.{}", job.name, clone, i)
+                generated_name(job, clone, i)
             } else {
                 job.filename[i].clone()
             };
