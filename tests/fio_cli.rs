@@ -639,3 +639,69 @@ fn filename_format_names_files_as_fio() {
     );
     assert!(listings[0].contains(&"fixed".to_string()));
 }
+
+/// file_append=1 puts the job's region at the end of an existing regular file, in place of
+/// offset= (fio's setup_files): the file grows as under fio 3.33 (a write job, a random write
+/// job with offset=, a read job, which lays the file out anew as fio's extend_file does, and a
+/// new file), the counts are fio's, and the write jobs leave the bytes that were there alone.
+#[test]
+fn file_append_writes_after_the_end_as_fio() {
+    if !real_fio() {
+        return;
+    }
+    let old: Vec<u8> = (0..8192u32).map(|i| (i * 7 % 251) as u8).collect();
+    let steps = [
+        "[a]\nfilename=f\nrw=write\nbs=4k\nsize=8k\nfile_append=1\n",
+        "[a]\nfilename=f\nrw=randwrite\nbs=4k\nsize=8k\noffset=4k\nfile_append=1\n",
+        "[a]\nfilename=f\nrw=read\nbs=4k\nsize=8k\nfile_append=1\n",
+        "[a]\nfilename=g\nrw=write\nbs=4k\nsize=8k\nfile_append=1\n",
+    ];
+    let mut got = Vec::new();
+    for tool in ["fio", "fsdelta"] {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("f"), &old).unwrap();
+        let mut seen = Vec::new();
+        for (k, job) in steps.iter().enumerate() {
+            std::fs::write(d.path().join("job.fio"), job).unwrap();
+            let out = if tool == "fio" {
+                std::process::Command::new("/usr/bin/fio")
+                    .current_dir(d.path())
+                    .args(["--output-format=json", "job.fio"])
+                    .output()
+                    .unwrap()
+            } else {
+                fsdelta()
+                    .current_dir(d.path())
+                    .args(["fio", "--output-format=json", "job.fio"])
+                    .output()
+                    .unwrap()
+            };
+            assert!(
+                out.status.success(),
+                "{tool}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let v = json_of(&out.stdout);
+            let j = &v["jobs"][0];
+            let sizes: Vec<u64> = ["f", "g"]
+                .iter()
+                .map(|n| std::fs::metadata(d.path().join(n)).map_or(0, |m| m.len()))
+                .collect();
+            if k == 1 {
+                let now = std::fs::read(d.path().join("f")).unwrap();
+                assert!(
+                    now[..8192] == old[..],
+                    "{tool}: the appending writes changed the bytes before the end"
+                );
+            }
+            seen.push((
+                j["read"]["total_ios"].as_u64(),
+                j["write"]["total_ios"].as_u64(),
+                sizes,
+            ));
+        }
+        got.push(seen);
+    }
+    assert_eq!(got[1], got[0]);
+    assert_eq!(got[0][2].2, vec![32768, 0]);
+}

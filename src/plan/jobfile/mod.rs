@@ -453,6 +453,9 @@ pub struct JobSpec {
     pub create_on_open: bool,
     /// Delete the files when the job ends.
     pub unlink: bool,
+    /// file_append=: I/O starts at the end of an existing regular file (fio: its offset is
+    /// the file's size, in place of offset= and offset_increment=).
+    pub file_append: bool,
     /// fsync a file when it is closed (inside the runtime, outside the latency stats).
     pub fsync_on_close: bool,
     /// Block sizes drawn from a bsrange or bssplit are not rounded down to the smallest one.
@@ -888,6 +891,7 @@ impl Default for JobSpec {
             fallocate: Fallocate::Native,
             create_on_open: false,
             unlink: false,
+            file_append: false,
             fsync_on_close: false,
             blocksize_unaligned: false,
             bs_minmax: [None; 3],

@@ -684,6 +684,18 @@ pub static OPTIONS: &[OptDef] = &[
         }
     ),
     opt!(
+        "file_append",
+        [],
+        Kind::Bool,
+        "0",
+        File,
+        "I/O after the end of the file: the offset is the existing file's size (regular files)",
+        |j, v, _| {
+            j.file_append = v.b();
+            Ok(())
+        }
+    ),
+    opt!(
         "unlink",
         [],
         Kind::Bool,

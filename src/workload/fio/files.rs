@@ -140,6 +140,21 @@ pub fn plan_clone(
     let min_bs_all = job.min_bs(0).min(job.min_bs(1)).max(1);
     let mut offsets = Vec::with_capacity(nfiles);
     for path in &paths {
+        // fio's setup_files: file_append puts a regular file's region at its end (a file
+        // not there yet is empty), in place of offset= and offset_increment=.
+        if job.file_append {
+            match std::fs::metadata(path) {
+                Ok(m) if m.is_file() => {
+                    offsets.push(m.len());
+                    continue;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    offsets.push(0);
+                    continue;
+                }
+                _ => {}
+            }
+        }
         let base_off = match job.offset {
             SizeSpec::Bytes(b) => b.0,
             SizeSpec::Percent(0) => 0,
