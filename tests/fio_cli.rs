@@ -705,3 +705,67 @@ fn file_append_writes_after_the_end_as_fio() {
     assert_eq!(got[1], got[0]);
     assert_eq!(got[0][2].2, vec![32768, 0]);
 }
+
+/// buffer_pattern= writes fio 3.33's bytes: the pattern anew in every write buffer and every
+/// layout block of max_bs, refilled for jobs that also read, before zero_buffers; the files
+/// both tools leave are identical byte for byte.
+#[test]
+fn buffer_pattern_writes_fios_bytes() {
+    if !real_fio() {
+        return;
+    }
+    let jobs = [
+        "[w]\nrw=write\nbs=4k\nsize=64k\nfilename=f\nbuffer_pattern=0xdeadbeef\n",
+        "[w]\nrw=randwrite\nbs=4k\nsize=64k\nfilename=f\nbuffer_pattern=\"abc\"\n",
+        "[w]\nrw=randrw\nbs=4k\nsize=64k\nfilename=f\nbuffer_pattern=0x01020304050607\n",
+        "[r]\nrw=read\nbs=4k\nsize=64k\nfilename=f\nbuffer_pattern=0x55\n",
+        "[w]\nrw=write\nbs=4k\nsize=64k\nfilename=f\nbuffer_pattern=\"ab\"\nzero_buffers\n",
+        "[w]\nrw=randrw\nbs=3k\nsize=63k\nfilename=f\nbuffer_pattern=0x0102030405\n",
+        "[w]\nrw=write\nbsrange=1k-8k\nsize=64k\nfilename=f\nbuffer_pattern=\"xyzzy\"\nrandseed=3\n",
+    ];
+    for job in jobs {
+        let mut files = Vec::new();
+        for tool in ["fio", "fsdelta"] {
+            let d = tempfile::tempdir().unwrap();
+            std::fs::write(d.path().join("job.fio"), job).unwrap();
+            let out = if tool == "fio" {
+                std::process::Command::new("/usr/bin/fio")
+                    .current_dir(d.path())
+                    .args(["--output-format=json", "job.fio"])
+                    .output()
+                    .unwrap()
+            } else {
+                fsdelta()
+                    .current_dir(d.path())
+                    .args(["fio", "--output-format=json", "job.fio"])
+                    .output()
+                    .unwrap()
+            };
+            assert!(
+                out.status.success(),
+                "{tool}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            files.push(std::fs::read(d.path().join("f")).unwrap());
+        }
+        assert!(files[1] == files[0], "the files differ: {job}");
+        assert!(files[0].len() >= 63 << 10, "{job}");
+    }
+    // With compression or dedupe fio fills the compressible part with the pattern: refused.
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join("job.fio"),
+        "[w]\nrw=write\nsize=64k\nbuffer_pattern=0xaa\nbuffer_compress_percentage=50\n",
+    )
+    .unwrap();
+    let out = fsdelta()
+        .current_dir(d.path())
+        .args(["fio", "job.fio"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("buffer_pattern with buffer_compress_percentage")
+    );
+}

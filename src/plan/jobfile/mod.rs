@@ -498,6 +498,8 @@ pub struct JobSpec {
     pub thread: bool,
     /// Write buffers of zeros.
     pub zero_buffers: bool,
+    /// buffer_pattern=: write buffers (and the layout) filled with these bytes, repeated.
+    pub buffer_pattern: Option<Vec<u8>>,
     /// Refill write buffers with new data before every write; None = not set (fio then
     /// refills when buffer_compress_percentage is set).
     pub refill_buffers: Option<bool>,
@@ -911,6 +913,7 @@ impl Default for JobSpec {
             new_group: false,
             thread: false,
             zero_buffers: false,
+            buffer_pattern: None,
             refill_buffers: None,
             scramble_buffers: true,
             buffer_compress_percentage: None,
@@ -1130,6 +1133,17 @@ fn zbd_check(job: &JobSpec, origin: &Origin) -> Result<(), JobFileError> {
 }
 
 fn validate(job: &JobSpec, origin: &Origin) -> Result<(), JobFileError> {
+    if job.buffer_pattern.is_some()
+        && (job.buffer_compress_percentage.is_some_and(|p| p > 0) || job.dedupe_percentage > 0)
+    {
+        return err(
+            origin,
+            format!(
+                "job '{}': buffer_pattern with buffer_compress_percentage or dedupe_percentage is not supported (fio fills the compressible part with the pattern; fsdelta does not yet): drop one of them",
+                job.name
+            ),
+        );
+    }
     // fio's fixup_options.
     let sum = |v: &[u64; 3]| v.iter().sum::<u64>();
     if (sum(&job.rate) > 0 && sum(&job.rate_iops) > 0)

@@ -880,6 +880,31 @@ pub static OPTIONS: &[OptDef] = &[
         }
     ),
     opt!(
+        "buffer_pattern",
+        [],
+        Kind::Text,
+        "",
+        Buffer,
+        "write buffers filled with a pattern: 0xHEX, decimal, \"string\" (no %o)",
+        |j, v, o| {
+            let p = match super::pattern::parse(v.s()) {
+                Ok(p) => p,
+                Err(e) => return err(&o.origin, format!("option 'buffer_pattern': {e}")),
+            };
+            if !p.offsets_at.is_empty() {
+                return err(
+                    &o.origin,
+                    "option 'buffer_pattern': %o is not allowed here (fio 3.33 fills no formats into buffer_pattern; use it in verify_pattern)",
+                );
+            }
+            // fio's str_buffer_pattern_cb: the pattern turns scrambling and zero buffers off.
+            j.buffer_pattern = Some(p.bytes);
+            j.scramble_buffers = false;
+            j.zero_buffers = false;
+            Ok(())
+        }
+    ),
+    opt!(
         "refill_buffers",
         [],
         Kind::Flag,

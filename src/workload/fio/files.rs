@@ -519,13 +519,21 @@ pub fn layout(job: &JobSpec, plan: &ClonePlan, seed: u64) -> Result<(), Workload
         preallocate(job, &fd, f)?;
         if full {
             rustix::fs::ftruncate(&fd, want).map_err(|e| io_err("ftruncate", &f.path, e))?;
-            if buf.is_empty() {
-                buf = vec![0u8; LAYOUT_CHUNK];
+            // A pattern starts anew every max_bs, as fio's layout writes: whole blocks a chunk.
+            let chunk = match job.buffer_pattern {
+                Some(_) => {
+                    let bs = job.max_bs(1).max(1) as usize;
+                    (LAYOUT_CHUNK / bs).max(1) * bs
+                }
+                None => LAYOUT_CHUNK,
+            };
+            if buf.len() < chunk {
+                buf = vec![0u8; chunk];
             }
             let mut left = want;
             let mut off = 0u64;
             while left > 0 {
-                let n = (left as usize).min(LAYOUT_CHUNK);
+                let n = (left as usize).min(chunk);
                 fill_like_job(job, &mut buf[..n], &mut seed);
                 let mut done = 0;
                 while done < n {
@@ -555,6 +563,18 @@ pub fn fill_like_job(job: &JobSpec, buf: &mut [u8], seed: &mut u64) {
         Some(100) => buf.fill(0),
         Some(p) if p > 0 => {
             rand::fill_compressible(buf, p, job.buffer_compress_chunk.0 as usize, seed)
+        }
+        // fio's fill_io_buffer: the pattern before zero_buffers.
+        _ if job.buffer_pattern.is_some() => {
+            // fio's fill_buffer_pattern: the pattern repeated over each write buffer of
+            // max_bs (the layout writes max_bs at a time, each filled anew).
+            let p = job.buffer_pattern.as_deref().unwrap_or_default();
+            let period = job.max_bs(1).max(1) as usize;
+            for block in buf.chunks_mut(period) {
+                for (dst, src) in block.iter_mut().zip(p.iter().cycle()) {
+                    *dst = *src;
+                }
+            }
         }
         _ if job.zero_buffers => buf.fill(0),
         _ => rand::fill_random(buf, seed),

@@ -1011,7 +1011,10 @@ impl BufferPolicy {
         let compress = job
             .buffer_compress_percentage
             .is_some_and(|p| p > 0 && p < 100);
-        let refill = job.refill_buffers.unwrap_or(compress);
+        // fio's str_buffer_pattern_cb: a job that reads refills its pattern before every write
+        // (its buffers may hold what it read).
+        let pattern_reads = job.buffer_pattern.is_some() && job.rw.reads();
+        let refill = job.refill_buffers.unwrap_or(compress || pattern_reads);
         BufferPolicy {
             refill,
             // A verify header covers the data: nothing may change the bytes after stamping.
