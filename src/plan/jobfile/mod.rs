@@ -181,6 +181,8 @@ pub enum IoEngine {
     Ftruncate,
     /// preadv2/pwritev2 (RWF_HIPRI with hipri=1).
     Pvsync2,
+    /// POSIX AIO through the C library (aio_read/aio_write, aio_suspend).
+    Posixaio,
 }
 
 impl IoEngine {
@@ -199,6 +201,7 @@ impl IoEngine {
             IoEngine::Falloc => "falloc",
             IoEngine::Ftruncate => "ftruncate",
             IoEngine::Pvsync2 => "pvsync2",
+            IoEngine::Posixaio => "posixaio",
         }
     }
     /// Whether each "I/O" is an operation on a whole file (create, stat, delete).
@@ -214,7 +217,10 @@ impl IoEngine {
     }
     /// Whether the engine completes each I/O inside its system call (no slat, iodepth 1).
     pub fn is_sync(self) -> bool {
-        !matches!(self, IoEngine::IoUring | IoEngine::Libaio)
+        !matches!(
+            self,
+            IoEngine::IoUring | IoEngine::Libaio | IoEngine::Posixaio
+        )
     }
 }
 

@@ -150,6 +150,8 @@ pub struct OptDef {
 const U32: u64 = u32::MAX as u64;
 const SEC: u64 = 1_000_000;
 const URING_AIO: &[IoEngine] = &[IoEngine::IoUring, IoEngine::Libaio];
+/// The engines that keep several I/Os in flight.
+const ASYNC: &[IoEngine] = &[IoEngine::IoUring, IoEngine::Libaio, IoEngine::Posixaio];
 #[allow(dead_code)]
 const URING: &[IoEngine] = &[IoEngine::IoUring];
 
@@ -206,6 +208,7 @@ const ENGINES: &[&str] = &[
     "falloc",
     "ftruncate",
     "pvsync2",
+    "posixaio",
 ];
 
 /// The table. Order: fio's (general first), which is also the order of `--help`.
@@ -1329,7 +1332,7 @@ pub static OPTIONS: &[OptDef] = &[
         Kind::Int { min: 0, max: 65536 },
         "1",
         Engine,
-        engines URING_AIO,
+        engines ASYNC,
         "completions waited for at once",
         |j, v, _| {
             j.iodepth_batch_complete_min = v.n() as u32;
@@ -1342,7 +1345,7 @@ pub static OPTIONS: &[OptDef] = &[
         Kind::Int { min: 0, max: 65536 },
         "iodepth_batch_complete_min",
         Engine,
-        engines URING_AIO,
+        engines ASYNC,
         "completions taken at once at most",
         |j, v, _| {
             j.iodepth_batch_complete_max = v.n() as u32;
@@ -2594,6 +2597,7 @@ fn set_engine(j: &mut JobSpec, v: Val<'_>, _o: &RawOption) -> Result<(), JobFile
         "falloc" => IoEngine::Falloc,
         "ftruncate" => IoEngine::Ftruncate,
         "pvsync2" => IoEngine::Pvsync2,
+        "posixaio" => IoEngine::Posixaio,
         _ => IoEngine::FileCreate,
     };
     Ok(())

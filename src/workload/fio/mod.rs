@@ -27,6 +27,7 @@ pub mod files;
 pub mod iolog;
 pub mod numa;
 pub mod pace;
+pub mod posixaio;
 pub mod prio;
 pub mod rand;
 pub mod rate;

@@ -1275,17 +1275,19 @@ fn run_clone_on<T: TimeSource + Send>(
             workers_ru = ru;
             false
         }),
-        IoEngine::IoUring | IoEngine::Libaio => {
+        IoEngine::IoUring | IoEngine::Libaio | IoEngine::Posixaio => {
             let dir0 = setup
                 .plan
                 .files
                 .first()
                 .map(|f| f.path.clone())
                 .unwrap_or_default();
-            let mut backend: Box<dyn AsyncBackend> = if job.ioengine == IoEngine::Libaio {
-                Box::new(NativeAio::new(depth).map_err(|e| io_err("io_setup", &dir0, e))?)
-            } else {
-                Box::new(Uring::new(depth).map_err(|e| io_err("io_uring_setup", &dir0, e))?)
+            let mut backend: Box<dyn AsyncBackend> = match job.ioengine {
+                IoEngine::Libaio => {
+                    Box::new(NativeAio::new(depth).map_err(|e| io_err("io_setup", &dir0, e))?)
+                }
+                IoEngine::Posixaio => Box::new(super::posixaio::PosixAio::new(depth)),
+                _ => Box::new(Uring::new(depth).map_err(|e| io_err("io_uring_setup", &dir0, e))?),
             };
             run_async(
                 setup,
@@ -2843,10 +2845,10 @@ fn run_async<T: TimeSource>(
         .first()
         .map(|f| f.path.as_path())
         .unwrap_or(Path::new("."));
-    let engine_op = if job.ioengine == IoEngine::Libaio {
-        "io_submit/io_getevents"
-    } else {
-        "io_uring_enter"
+    let engine_op = match job.ioengine {
+        IoEngine::Libaio => "io_submit/io_getevents",
+        IoEngine::Posixaio => "aio_suspend",
+        _ => "io_uring_enter",
     };
     let mut slots: Vec<Option<Slot>> = (0..depth).map(|_| None).collect();
     let mut free: Vec<usize> = (0..depth).rev().collect();
