@@ -769,3 +769,85 @@ fn buffer_pattern_writes_fios_bytes() {
             .contains("buffer_pattern with buffer_compress_percentage")
     );
 }
+
+/// unlink_each_loop=1 deletes the files before every loop after the first and the loop's writes
+/// create them anew (fio 3.33's thread_main): the counts, and the files left with their sizes,
+/// are fio's for sequential, random, several files and libaio; a job that reads is refused.
+#[test]
+fn unlink_each_loop_recreates_the_files_as_fio() {
+    if !real_fio() {
+        return;
+    }
+    let jobs = [
+        "[j]\nfilename=f\nrw=write\nbs=4k\nsize=64k\nloops=3\nunlink_each_loop=1\n",
+        "[j]\nfilename=f\nrw=randwrite\nbs=4k\nsize=64k\nloops=2\nunlink_each_loop=1\n",
+        "[j]\nrw=write\nbs=4k\nsize=64k\nnrfiles=2\nloops=2\nunlink_each_loop=1\n",
+        "[j]\nfilename=f\nrw=write\nbs=4k\nsize=64k\nloops=2\nunlink_each_loop=1\nioengine=libaio\niodepth=4\n",
+    ];
+    for job in jobs {
+        let mut got = Vec::new();
+        for tool in ["fio", "fsdelta"] {
+            let d = tempfile::tempdir().unwrap();
+            // A longer file there before: only deleting it leaves it shorter.
+            std::fs::write(d.path().join("f"), vec![7u8; 128 << 10]).unwrap();
+            let jf = tempfile::NamedTempFile::new().unwrap();
+            std::fs::write(jf.path(), job).unwrap();
+            let out = if tool == "fio" {
+                std::process::Command::new("/usr/bin/fio")
+                    .current_dir(d.path())
+                    .arg("--output-format=json")
+                    .arg(jf.path())
+                    .output()
+                    .unwrap()
+            } else {
+                fsdelta()
+                    .current_dir(d.path())
+                    .args(["fio", "--output-format=json"])
+                    .arg(jf.path())
+                    .output()
+                    .unwrap()
+            };
+            assert!(
+                out.status.success(),
+                "{tool}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let v = json_of(&out.stdout);
+            let mut files: Vec<(String, u64)> = std::fs::read_dir(d.path())
+                .unwrap()
+                .map(|e| {
+                    let e = e.unwrap();
+                    (
+                        e.file_name().to_string_lossy().into_owned(),
+                        e.metadata().unwrap().len(),
+                    )
+                })
+                .collect();
+            files.sort();
+            got.push((
+                v["jobs"][0]["write"]["total_ios"].as_u64(),
+                v["jobs"][0]["write"]["io_bytes"].as_u64(),
+                files,
+            ));
+        }
+        assert_eq!(got[1], got[0], "{job}");
+        if job.contains("filename=f") {
+            assert_eq!(got[0].2, [("f".to_string(), 64 << 10)], "{job}");
+        }
+    }
+    let d = tempfile::tempdir().unwrap();
+    let out = fsdelta()
+        .current_dir(d.path())
+        .args([
+            "fio",
+            "--name=j",
+            "--rw=randrw",
+            "--size=64k",
+            "--loops=2",
+            "--unlink_each_loop=1",
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unlink_each_loop with rw=randrw"));
+}

@@ -459,6 +459,9 @@ pub struct JobSpec {
     pub create_on_open: bool,
     /// Delete the files when the job ends.
     pub unlink: bool,
+    /// unlink_each_loop=: the files are deleted before every loop after the first (fio's
+    /// thread_main), and the loop's writes create them anew.
+    pub unlink_each_loop: bool,
     /// file_append=: I/O starts at the end of an existing regular file (fio: its offset is
     /// the file's size, in place of offset= and offset_increment=).
     pub file_append: bool,
@@ -900,6 +903,7 @@ impl Default for JobSpec {
             create_on_open: false,
             unlink: false,
             file_append: false,
+            unlink_each_loop: false,
             fsync_on_close: false,
             blocksize_unaligned: false,
             bs_minmax: [None; 3],
@@ -1139,6 +1143,16 @@ fn zbd_check(job: &JobSpec, origin: &Origin) -> Result<(), JobFileError> {
 }
 
 fn validate(job: &JobSpec, origin: &Origin) -> Result<(), JobFileError> {
+    if job.unlink_each_loop && (!job.rw.writes() || job.rw.reads()) {
+        return err(
+            origin,
+            format!(
+                "job '{}': unlink_each_loop with rw={} is not supported: the files are deleted before the next loop, which then reads short (fio 3.33 fails such a job with EIO or reads nothing); use it with a job that only writes",
+                job.name,
+                job.rw.as_str()
+            ),
+        );
+    }
     if job.buffer_pattern.is_some()
         && (job.buffer_compress_percentage.is_some_and(|p| p > 0) || job.dedupe_percentage > 0)
     {

@@ -687,6 +687,18 @@ pub static OPTIONS: &[OptDef] = &[
         }
     ),
     opt!(
+        "unlink_each_loop",
+        [],
+        Kind::Bool,
+        "0",
+        File,
+        "delete the files before every loop after the first (the loop's writes create them anew)",
+        |j, v, _| {
+            j.unlink_each_loop = v.b();
+            Ok(())
+        }
+    ),
+    opt!(
         "file_append",
         [],
         Kind::Bool,

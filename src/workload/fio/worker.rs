@@ -2086,6 +2086,24 @@ fn next_pass(
             r.new_loop(now, setup.job.randrepeat);
         }
     }
+    if more && setup.job.unlink_each_loop && !setup.job.time_based {
+        // fio's thread_main: clear_io_state closes the files, unlink_all_files deletes the
+        // regular ones; the next loop's open creates them.
+        for (fi, f) in p.files.iter_mut().enumerate() {
+            let path = &setup.plan.files[fi].path;
+            if let Some(fd) = f.fd.take() {
+                if setup.job.fsync_on_close {
+                    rustix::fs::fsync(&fd)
+                        .map_err(|e| io_err("fsync (fsync_on_close)", path, e))?;
+                }
+                p.open_count -= 1;
+            }
+            if std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file()) {
+                std::fs::remove_file(path)
+                    .map_err(|e| WorkloadError::io("unlink (unlink_each_loop)", path.clone(), e))?;
+            }
+        }
+    }
     if more && setup.job.invalidate && !setup.job.direct {
         for (fi, f) in p.files.iter().enumerate() {
             if let Some(fd) = &f.fd {
