@@ -2113,9 +2113,9 @@ mod tests {
                 "verify_only with time_based",
             ),
             (
-                "[j]\nsize=1m\nverify=crc7\nverify_async=2\nverify_async_cpus=0\n",
+                "[j]\nsize=1m\nverify=crc7\nverify_async=2\nverify_async_cpus=0-\n",
                 5,
-                "option 'verify_async_cpus' is not supported",
+                "'0-' is not a CPU or a range",
             ),
             (
                 "[j]\nsize=1m\nioengine=ftruncate\nrw=randtrim\n",
