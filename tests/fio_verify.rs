@@ -400,7 +400,7 @@ fn verify_only_verifies_every_pass() {
 /// verify_async=N checks on N threads and changes nothing else: the counts of a clean
 /// write+verify job (and of a verify_only job) are those of verify_async=0 and of fio with
 /// verify_async=3; with two damaged blocks the error is the synchronous one, word for word
-/// (the first damaged block in read order), and fio names the same block.
+/// (the first damaged block in read order), and fio (run synchronously) names the same block.
 #[test]
 fn verify_async_gives_the_synchronous_results() {
     let fio = Command::new("fio").arg("--version").output().is_ok();
@@ -443,7 +443,9 @@ fn verify_async_gives_the_synchronous_results() {
     std::fs::write(d.path().join("f"), &data).unwrap();
     let line = "crc32: verify failed at file f offset 409600, length 4096";
     let mut errs = Vec::new();
-    for (tool, n) in [("fsdelta", 0), ("fsdelta", 3), ("fio", 3)] {
+    // fio 3.33's own verify_async run can hang after a fatal failure (its offload threads
+    // wait on each other), so fio runs that one synchronously.
+    for (tool, n) in [("fsdelta", 0), ("fsdelta", 3), ("fio", 0)] {
         let vo = w.replace("do_verify=0", &format!("verify_only=1\nverify_async={n}"));
         let o = run(tool, d.path(), &vo);
         let e = String::from_utf8_lossy(&o.stderr).into_owned();
