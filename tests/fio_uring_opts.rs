@@ -41,8 +41,7 @@ fn matrix(opts: &str) -> (String, usize) {
 
 #[test]
 fn counts_equal_real_fio_with_each_option() {
-    if !common::require(have_fio(), "/usr/bin/fio") || !common::require(have_uring(), "io_uring")
-    {
+    if !common::require(have_fio(), "/usr/bin/fio") || !common::require(have_uring(), "io_uring") {
         return;
     }
     for opts in [
@@ -63,7 +62,10 @@ fn counts_equal_real_fio_with_each_option() {
             let counts = common::fio_counts(&a, i);
             assert_eq!(counts, common::fio_counts(&b, i), "{opts} {name}");
             // 1 MiB of 4 KiB I/Os in the job's direction.
-            assert!(counts.contains(&(256, 1 << 20)), "{opts} {name}: {counts:?}");
+            assert!(
+                counts.contains(&(256, 1 << 20)),
+                "{opts} {name}: {counts:?}"
+            );
         }
     }
 }
@@ -131,7 +133,10 @@ fn the_kernel_sees_the_registered_files_buffers_and_sq_thread() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let (info, comms) = observe(dir.path(), "sqthread_poll\nfixedbufs\nsqthread_poll_cpu=0\n");
+    let (info, comms) = observe(
+        dir.path(),
+        "sqthread_poll\nfixedbufs\nsqthread_poll_cpu=0\n",
+    );
     // sqthread_poll registers the files (fio forces registerfiles), fixedbufs one buffer per
     // iodepth slot, and the SQ thread is pinned to CPU 0.
     assert_eq!(field(&info, "UserFiles:"), "2", "{info}");
@@ -148,7 +153,10 @@ fn the_kernel_sees_the_registered_files_buffers_and_sq_thread() {
     assert_eq!(field(&info, "UserFiles:"), "2", "{info}");
     assert_eq!(field(&info, "UserBufs:"), "0", "{info}");
     assert_eq!(field(&info, "SqThread:"), "-1", "{info}");
-    assert!(!comms.iter().any(|c| c.starts_with("iou-sqp-")), "{comms:?}");
+    assert!(
+        !comms.iter().any(|c| c.starts_with("iou-sqp-")),
+        "{comms:?}"
+    );
 
     let (info, _) = observe(dir.path(), "");
     assert_eq!(field(&info, "UserFiles:"), "0", "{info}");
@@ -198,7 +206,11 @@ fn memlocked(program: &Path, dir: &Path) -> std::process::Output {
         .args(["--memlock=65536", "setpriv", "--inh-caps=-ipc_lock"])
         .arg("--bounding-set=-ipc_lock")
         .arg(program)
-        .args(["fio", "job.fio"].iter().skip(usize::from(program == Path::new("fio"))))
+        .args(
+            ["fio", "job.fio"]
+                .iter()
+                .skip(usize::from(program == Path::new("fio"))),
+        )
         .output()
         .unwrap()
 }

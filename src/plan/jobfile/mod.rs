@@ -421,7 +421,10 @@ impl UringOptions {
 
     /// Whether any option is set.
     pub fn in_use(&self) -> bool {
-        self.registerfiles || self.fixedbufs || self.sqthread_poll || self.sqthread_poll_cpu.is_some()
+        self.registerfiles
+            || self.fixedbufs
+            || self.sqthread_poll
+            || self.sqthread_poll_cpu.is_some()
     }
 }
 
@@ -1616,6 +1619,23 @@ mod tests {
     }
 
     #[test]
+    fn io_uring_ring_options_parse() {
+        let j =
+            one("[j]\nsize=1m\nioengine=io_uring\nfixedbufs\nsqthread_poll\nsqthread_poll_cpu=1\n");
+        assert_eq!(
+            j.uring,
+            UringOptions {
+                registerfiles: false,
+                fixedbufs: true,
+                sqthread_poll: true,
+                sqthread_poll_cpu: Some(1),
+            }
+        );
+        assert!(j.uring.registers_files());
+        assert!(!one("[j]\nsize=1m\nioengine=io_uring\n").uring.in_use());
+    }
+
+    #[test]
     fn sizes_are_base_1024_with_fios_suffixes() {
         let b = |s: &str| match parse_size(s).unwrap() {
             SizeValue::Bytes(b) => b.0,
@@ -2105,6 +2125,21 @@ mod tests {
                 "[j]\nsize=1m\nhipri\n",
                 3,
                 "applies to ioengine=pvsync2 only",
+            ),
+            (
+                "[j]\nsize=1m\nsqthread_poll\n",
+                3,
+                "applies to ioengine=io_uring only",
+            ),
+            (
+                "[j]\nsize=1m\nioengine=io_uring\nio_submit_mode=offload\nfixedbufs\n",
+                1,
+                "io_submit_mode=offload with registerfiles / fixedbufs",
+            ),
+            (
+                "[j]\nsize=1m\nioengine=io_uring\nnrfiles=2\nopenfiles=1\nregisterfiles\n",
+                1,
+                "registered files require nr_files to be identical to open_files",
             ),
             ("[j]\nsize=1m\nioengine=mmap\n", 3, "choose one of"),
             (

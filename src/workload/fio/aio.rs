@@ -438,7 +438,18 @@ mod tests {
         }
         assert_eq!(got, vec![(0, 8192)]);
         // SAFETY: as above.
-        unsafe { b.queue(1, false, 0, f.as_raw_fd(), r.as_mut_ptr(), 8192, 4096, 0x6000) };
+        unsafe {
+            b.queue(
+                1,
+                false,
+                0,
+                f.as_raw_fd(),
+                r.as_mut_ptr(),
+                8192,
+                4096,
+                0x6000,
+            )
+        };
         b.submit().unwrap();
         got.clear();
         while got.is_empty() {
