@@ -194,13 +194,17 @@ impl AsyncBackend for Uring {
             sqe!(types::Fd(fd))
         }
         .user_data(slot as u64);
-        // SAFETY: the caller guarantees the buffer and fd outlive the I/O; the ring has room
-        // for `depth` entries and at most `depth` slots exist.
-        unsafe {
-            self.ring
-                .submission()
-                .push(&entry)
-                .expect("the ring holds iodepth entries");
+        loop {
+            // SAFETY: the caller guarantees the buffer and fd outlive the I/O.
+            if unsafe { self.ring.submission().push(&entry) }.is_ok() {
+                return;
+            }
+            // Without sqthread_poll the kernel consumes every SQE in io_uring_enter, and at
+            // most `depth` slots exist: the ring always has room. The SQ thread publishes
+            // its ring head only after a whole batch, whose I/Os may already have completed
+            // (and their slots been reused): wait for it, as fio's FIO_Q_BUSY retry.
+            assert!(self.sqpoll, "the ring holds iodepth entries");
+            std::hint::spin_loop();
         }
     }
 
