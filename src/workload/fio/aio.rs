@@ -4,8 +4,9 @@
 //!
 //! Why it exists: the worker's asynchronous loop is one piece of code (fio's semantics for slat,
 //! clat, depth and reaping); only queueing, submitting and reaping differ per engine, and those
-//! differences live here behind [`AsyncBackend`]. Nothing here may allocate after construction:
-//! every method runs in the timed loop.
+//! differences live here behind [`AsyncBackend`], with io_uring's ring options (registerfiles,
+//! fixedbufs, sqthread_poll). Nothing here may allocate after construction and registration:
+//! every trait method runs in the timed loop.
 
 use crate::plan::jobfile::UringOptions;
 use std::io;
