@@ -68,6 +68,8 @@ fn the_timed_loop_does_not_allocate_per_io() {
         "ioengine=libaio\niodepth=8\nrw=randread\n",
         "ioengine=libaio\niodepth=8\nrw=randrw\nprioclass=2\ncmdprio_percentage=30\ncmdprio_class=3\n",
         "ioengine=io_uring\niodepth=8\nrw=randread\ncmdprio_bssplit=4k/20/3/1:4k/30/2/0\n",
+        "ioengine=io_uring\niodepth=8\nrw=randrw\nnrfiles=2\nfixedbufs\nsqthread_poll\n",
+        "ioengine=io_uring\niodepth=4\nrw=randread\nregisterfiles\n",
         "ioengine=psync\nrw=randwrite\nnrfiles=4\nopenfiles=2\nrefill_buffers=1\n",
     ];
     for e in engines {

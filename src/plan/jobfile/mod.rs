@@ -403,6 +403,37 @@ pub enum FileService {
     Random(u32),
 }
 
+/// fio's io_uring engine options that change how the ring is set up (engines/io_uring.c).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct UringOptions {
+    /// `registerfiles`: IORING_REGISTER_FILES the job's files; SQEs carry IOSQE_FIXED_FILE
+    /// and the file's index.
+    pub registerfiles: bool,
+    /// `fixedbufs`: IORING_REGISTER_BUFFERS the I/O buffers; reads and writes are
+    /// IORING_OP_READ_FIXED / WRITE_FIXED with the buffer's index.
+    pub fixedbufs: bool,
+    /// `sqthread_poll`: IORING_SETUP_SQPOLL, a kernel thread submits (implies registerfiles,
+    /// as fio forces it).
+    pub sqthread_poll: bool,
+    /// `sqthread_poll_cpu`: IORING_SETUP_SQ_AFF, the SQ thread's CPU (with sqthread_poll).
+    pub sqthread_poll_cpu: Option<u32>,
+}
+
+impl UringOptions {
+    /// Whether files are registered: asked for, or forced by sqthread_poll (fio's init).
+    pub fn registers_files(&self) -> bool {
+        self.registerfiles || self.sqthread_poll
+    }
+
+    /// Whether any option is set.
+    pub fn in_use(&self) -> bool {
+        self.registerfiles
+            || self.fixedbufs
+            || self.sqthread_poll
+            || self.sqthread_poll_cpu.is_some()
+    }
+}
+
 /// One job (before `numjobs` cloning), every option typed and validated.
 #[derive(Clone, Debug, PartialEq)]
 pub struct JobSpec {
@@ -541,6 +572,8 @@ pub struct JobSpec {
     pub clocksource: Option<crate::probe::clock::ClockSource>,
     /// RWF_HIPRI (pvsync2) / IORING_SETUP_IOPOLL (io_uring): polled completions.
     pub hipri: bool,
+    /// io_uring's registerfiles, fixedbufs, sqthread_poll and sqthread_poll_cpu.
+    pub uring: UringOptions,
     /// Start only after the job of this name has finished (fio's wait_for).
     pub wait_for: Option<String>,
     /// Offset of the I/O region in each file (bytes, or percent of the file).
@@ -939,6 +972,7 @@ impl Default for JobSpec {
             disable_bw: false,
             clocksource: None,
             hipri: false,
+            uring: UringOptions::default(),
             wait_for: None,
             offset: SizeSpec::Bytes(Bytes(0)),
             offset_increment: Bytes(0),
@@ -1223,6 +1257,8 @@ fn validate(job: &JobSpec, origin: &Origin) -> Result<(), JobFileError> {
             Some("prio / prioclass / cmdprio_*")
         } else if job.continue_on_error != 0 {
             Some("continue_on_error / ignore_error")
+        } else if job.uring.in_use() {
+            Some("registerfiles / fixedbufs / sqthread_poll / sqthread_poll_cpu")
         } else if !matches!(
             job.ioengine,
             IoEngine::Psync
@@ -1406,6 +1442,20 @@ fn validate(job: &JobSpec, origin: &Origin) -> Result<(), JobFileError> {
                 format!(
                     "job '{}': dedupe_percentage={} cannot be reached with {}% of size reserved to the working set (lower one of them)",
                     job.name, job.dedupe_percentage, job.dedupe_working_set_percentage
+                ),
+            );
+        }
+    }
+    if job.ioengine == IoEngine::IoUring && job.uring.registers_files() {
+        let nfiles = job.nrfiles.max(job.filename.len() as u32);
+        if job.openfiles.is_some_and(|o| o != nfiles) {
+            // fio's fio_ioring_init: every file is registered (so open) for the whole job.
+            return err(
+                origin,
+                format!(
+                    "job '{}': io_uring registered files require nr_files to be identical to open_files (registerfiles / sqthread_poll with openfiles={} of {nfiles} files): drop openfiles= or registerfiles / sqthread_poll",
+                    job.name,
+                    job.openfiles.unwrap_or(nfiles)
                 ),
             );
         }
@@ -1608,6 +1658,23 @@ mod tests {
         let set = parse(text).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(set.jobs.len(), 1);
         set.jobs.into_iter().next().unwrap()
+    }
+
+    #[test]
+    fn io_uring_ring_options_parse() {
+        let j =
+            one("[j]\nsize=1m\nioengine=io_uring\nfixedbufs\nsqthread_poll\nsqthread_poll_cpu=1\n");
+        assert_eq!(
+            j.uring,
+            UringOptions {
+                registerfiles: false,
+                fixedbufs: true,
+                sqthread_poll: true,
+                sqthread_poll_cpu: Some(1),
+            }
+        );
+        assert!(j.uring.registers_files());
+        assert!(!one("[j]\nsize=1m\nioengine=io_uring\n").uring.in_use());
     }
 
     #[test]
@@ -2100,6 +2167,21 @@ mod tests {
                 "[j]\nsize=1m\nhipri\n",
                 3,
                 "applies to ioengine=pvsync2 only",
+            ),
+            (
+                "[j]\nsize=1m\nsqthread_poll\n",
+                3,
+                "applies to ioengine=io_uring only",
+            ),
+            (
+                "[j]\nsize=1m\nioengine=io_uring\nio_submit_mode=offload\nfixedbufs\n",
+                1,
+                "io_submit_mode=offload with registerfiles / fixedbufs",
+            ),
+            (
+                "[j]\nsize=1m\nioengine=io_uring\nnrfiles=2\nopenfiles=1\nregisterfiles\n",
+                1,
+                "registered files require nr_files to be identical to open_files",
             ),
             ("[j]\nsize=1m\nioengine=mmap\n", 3, "choose one of"),
             (

@@ -1152,6 +1152,58 @@ pub static OPTIONS: &[OptDef] = &[
         }
     ),
     opt!(
+        "registerfiles",
+        [],
+        Kind::Flag,
+        "0",
+        Engine,
+        engines URING,
+        "register the job's files with the ring (IORING_REGISTER_FILES, IOSQE_FIXED_FILE)",
+        |j, v, _| {
+            j.uring.registerfiles = v.b();
+            Ok(())
+        }
+    ),
+    opt!(
+        "fixedbufs",
+        [],
+        Kind::Flag,
+        "0",
+        Engine,
+        engines URING,
+        "register the I/O buffers with the ring (IORING_REGISTER_BUFFERS, READ_FIXED/WRITE_FIXED)",
+        |j, v, _| {
+            j.uring.fixedbufs = v.b();
+            Ok(())
+        }
+    ),
+    opt!(
+        "sqthread_poll",
+        [],
+        Kind::Flag,
+        "0",
+        Engine,
+        engines URING,
+        "a kernel thread polls the submission queue (IORING_SETUP_SQPOLL; implies registerfiles)",
+        |j, v, _| {
+            j.uring.sqthread_poll = v.b();
+            Ok(())
+        }
+    ),
+    opt!(
+        "sqthread_poll_cpu",
+        [],
+        Kind::Int { min: 0, max: U32 },
+        "",
+        Engine,
+        engines URING,
+        "the CPU of sqthread_poll's kernel thread (IORING_SETUP_SQ_AFF)",
+        |j, v, _| {
+            j.uring.sqthread_poll_cpu = Some(v.n() as u32);
+            Ok(())
+        }
+    ),
+    opt!(
         "wait_for",
         [],
         Kind::Text,
@@ -3325,6 +3377,6 @@ mod tests {
                 assert!(ENGINES.contains(&e.as_str()), "{}: {}", o.name, e.as_str());
             }
         }
-        let _ = (URING, URING_AIO);
+        let _ = URING_AIO;
     }
 }

@@ -4,9 +4,11 @@
 //!
 //! Why it exists: the worker's asynchronous loop is one piece of code (fio's semantics for slat,
 //! clat, depth and reaping); only queueing, submitting and reaping differ per engine, and those
-//! differences live here behind [`AsyncBackend`]. Nothing here may allocate after construction:
-//! every method runs in the timed loop.
+//! differences live here behind [`AsyncBackend`], with io_uring's ring options (registerfiles,
+//! fixedbufs, sqthread_poll). Nothing here may allocate after construction and registration:
+//! every trait method runs in the timed loop.
 
+use crate::plan::jobfile::UringOptions;
 use std::io;
 use std::os::fd::RawFd;
 
@@ -20,12 +22,13 @@ pub trait AsyncBackend {
     ///
     /// # Safety
     /// `ptr..ptr+len` must stay valid (and not be touched) until the slot's completion is
-    /// reaped, and `fd` must stay open until then.
+    /// reaped, and `fd` (the job's file number `file`) must stay open until then.
     #[allow(clippy::too_many_arguments)]
     unsafe fn queue(
         &mut self,
         slot: usize,
         write: bool,
+        file: usize,
         fd: RawFd,
         ptr: *mut u8,
         len: usize,
@@ -49,13 +52,23 @@ pub trait AsyncBackend {
 /// io_uring through the io-uring crate.
 pub struct Uring {
     ring: io_uring::IoUring,
+    /// registerfiles: the descriptors registered, by the job's file number (the SQE carries
+    /// the number and IOSQE_FIXED_FILE).
+    files: Option<Box<[RawFd]>>,
+    /// fixedbufs: slot `i`'s buffer is registered buffer `i` (READ_FIXED / WRITE_FIXED).
+    fixedbufs: bool,
+    /// sqthread_poll: the kernel's SQ thread submits and nobody waits in io_uring_enter.
+    sqpoll: bool,
 }
 
 impl Uring {
     /// A ring for `depth` I/Os in flight, set up as fio 3.33 does: completion queue as deep as
     /// the submission queue, COOP_TASKRUN, SINGLE_ISSUER + DEFER_TASKRUN (the worker thread is
-    /// the only user and reaps itself), each dropped in fio's order where the kernel refuses it.
-    pub fn new(depth: usize) -> io::Result<Uring> {
+    /// the only user and reaps itself), each dropped in fio's order where the kernel refuses it;
+    /// with `opts.sqthread_poll` SQPOLL (the kernel's default idle time, as fio) and, with
+    /// `sqthread_poll_cpu`, SQ_AFF. Buffers and files are registered after, by
+    /// [`Uring::register_buffers`] and [`Uring::register_files`].
+    pub fn new(depth: usize, opts: &UringOptions) -> io::Result<Uring> {
         let entries = depth.next_power_of_two() as u32;
         let attempts: [(bool, bool, bool); 4] = [
             (true, true, true),
@@ -66,6 +79,12 @@ impl Uring {
         let mut last = None;
         for (cqsize, coop, defer) in attempts {
             let mut b = io_uring::IoUring::builder();
+            if opts.sqthread_poll {
+                b.setup_sqpoll(0);
+                if let Some(cpu) = opts.sqthread_poll_cpu {
+                    b.setup_sqpoll_cpu(cpu);
+                }
+            }
             if cqsize {
                 b.setup_cqsize(entries);
             }
@@ -76,12 +95,45 @@ impl Uring {
                 b.setup_single_issuer().setup_defer_taskrun();
             }
             match b.build(entries) {
-                Ok(ring) => return Ok(Uring { ring }),
+                Ok(ring) => {
+                    return Ok(Uring {
+                        ring,
+                        files: None,
+                        fixedbufs: false,
+                        sqpoll: opts.sqthread_poll,
+                    });
+                }
                 Err(e) if e.raw_os_error() == Some(libc::EINVAL) => last = Some(e),
                 Err(e) => return Err(e),
             }
         }
         Err(last.unwrap_or_else(|| io::Error::from_raw_os_error(libc::EINVAL)))
+    }
+
+    /// fixedbufs: IORING_REGISTER_BUFFERS the slots' buffers, buffer `i` for slot `i`.
+    ///
+    /// # Safety
+    /// Each `ptr..ptr+len` must stay valid until the ring is dropped, and every later
+    /// [`AsyncBackend::queue`] of slot `i` must pass a range inside buffer `i`.
+    pub unsafe fn register_buffers(&mut self, bufs: &[(*mut u8, usize)]) -> io::Result<()> {
+        let iovecs: Vec<libc::iovec> = bufs
+            .iter()
+            .map(|&(ptr, len)| libc::iovec {
+                iov_base: ptr.cast(),
+                iov_len: len,
+            })
+            .collect();
+        // SAFETY: the caller keeps the buffers alive as long as the ring.
+        unsafe { self.ring.submitter().register_buffers(&iovecs)? };
+        self.fixedbufs = true;
+        Ok(())
+    }
+
+    /// registerfiles: IORING_REGISTER_FILES the job's files, file number `i` as index `i`.
+    pub fn register_files(&mut self, fds: &[RawFd]) -> io::Result<()> {
+        self.ring.submitter().register_files(fds)?;
+        self.files = Some(fds.into());
+        Ok(())
     }
 }
 
@@ -90,6 +142,7 @@ impl AsyncBackend for Uring {
         &mut self,
         slot: usize,
         write: bool,
+        file: usize,
         fd: RawFd,
         ptr: *mut u8,
         len: usize,
@@ -97,30 +150,68 @@ impl AsyncBackend for Uring {
         ioprio: u16,
     ) {
         use io_uring::{opcode, types};
-        let fd = types::Fd(fd);
-        let entry = if write {
-            opcode::Write::new(fd, ptr, len as u32)
-                .offset(offset)
-                .ioprio(ioprio)
-                .build()
+        if let Some(files) = self.files.as_mut() {
+            if files[file] != fd {
+                // The file was opened again under another descriptor: update its entry (fio
+                // keeps its registered descriptors open instead; this never runs in fio's
+                // case, where openfiles equals the number of files).
+                if self
+                    .ring
+                    .submitter()
+                    .register_files_update(file as u32, &[fd])
+                    .is_ok()
+                {
+                    files[file] = fd;
+                }
+            }
+        }
+        // One SQE for each (file target, buffer kind, direction): the crate's opcode types
+        // take the target's type as a parameter, so each combination is written out.
+        macro_rules! sqe {
+            ($target:expr) => {
+                match (self.fixedbufs, write) {
+                    (true, true) => opcode::WriteFixed::new($target, ptr, len as u32, slot as u16)
+                        .offset(offset)
+                        .ioprio(ioprio)
+                        .build(),
+                    (true, false) => opcode::ReadFixed::new($target, ptr, len as u32, slot as u16)
+                        .offset(offset)
+                        .ioprio(ioprio)
+                        .build(),
+                    (false, true) => opcode::Write::new($target, ptr, len as u32)
+                        .offset(offset)
+                        .ioprio(ioprio)
+                        .build(),
+                    (false, false) => opcode::Read::new($target, ptr, len as u32)
+                        .offset(offset)
+                        .ioprio(ioprio)
+                        .build(),
+                }
+            };
+        }
+        let entry = if self.files.is_some() {
+            sqe!(types::Fixed(file as u32))
         } else {
-            opcode::Read::new(fd, ptr, len as u32)
-                .offset(offset)
-                .ioprio(ioprio)
-                .build()
+            sqe!(types::Fd(fd))
         }
         .user_data(slot as u64);
-        // SAFETY: the caller guarantees the buffer and fd outlive the I/O; the ring has room
-        // for `depth` entries and at most `depth` slots exist.
-        unsafe {
-            self.ring
-                .submission()
-                .push(&entry)
-                .expect("the ring holds iodepth entries");
+        loop {
+            // SAFETY: the caller guarantees the buffer and fd outlive the I/O.
+            if unsafe { self.ring.submission().push(&entry) }.is_ok() {
+                return;
+            }
+            // Without sqthread_poll the kernel consumes every SQE in io_uring_enter, and at
+            // most `depth` slots exist: the ring always has room. The SQ thread publishes
+            // its ring head only after a whole batch, whose I/Os may already have completed
+            // (and their slots been reused): wait for it, as fio's FIO_Q_BUSY retry.
+            assert!(self.sqpoll, "the ring holds iodepth entries");
+            std::hint::spin_loop();
         }
     }
 
     fn submit(&mut self) -> io::Result<()> {
+        // With sqthread_poll the crate enters only when the SQ thread sleeps
+        // (IORING_SQ_NEED_WAKEUP, then with IORING_ENTER_SQ_WAKEUP), as fio's commit.
         self.ring.submit().map(|_| ())
     }
 
@@ -131,7 +222,15 @@ impl AsyncBackend for Uring {
         done: &mut dyn FnMut(usize, i64),
     ) -> io::Result<usize> {
         if min > 0 && self.ring.completion().len() < min {
-            self.ring.submit_and_wait(min)?;
+            if self.sqpoll {
+                // fio's fio_ioring_getevents with sqthread_poll: no io_uring_enter, the
+                // completion ring is polled until enough have arrived.
+                while self.ring.completion().len() < min {
+                    std::hint::spin_loop();
+                }
+            } else {
+                self.ring.submit_and_wait(min)?;
+            }
         }
         let mut n = 0;
         let mut cq = self.ring.completion();
@@ -218,6 +317,7 @@ impl AsyncBackend for NativeAio {
         &mut self,
         slot: usize,
         write: bool,
+        _file: usize,
         fd: RawFd,
         ptr: *mut u8,
         len: usize,
@@ -335,7 +435,7 @@ mod tests {
         let mut w = vec![7u8; 8192];
         let mut r = vec![0u8; 8192];
         // SAFETY: both buffers outlive the reaps below.
-        unsafe { b.queue(0, true, f.as_raw_fd(), w.as_mut_ptr(), 8192, 4096, 0) };
+        unsafe { b.queue(0, true, 0, f.as_raw_fd(), w.as_mut_ptr(), 8192, 4096, 0) };
         b.submit().unwrap();
         let mut got = Vec::new();
         while got.is_empty() {
@@ -343,7 +443,18 @@ mod tests {
         }
         assert_eq!(got, vec![(0, 8192)]);
         // SAFETY: as above.
-        unsafe { b.queue(1, false, f.as_raw_fd(), r.as_mut_ptr(), 8192, 4096, 0x6000) };
+        unsafe {
+            b.queue(
+                1,
+                false,
+                0,
+                f.as_raw_fd(),
+                r.as_mut_ptr(),
+                8192,
+                4096,
+                0x6000,
+            )
+        };
         b.submit().unwrap();
         got.clear();
         while got.is_empty() {
@@ -363,7 +474,7 @@ mod tests {
 
     #[test]
     fn io_uring_writes_and_reads_back() {
-        match Uring::new(4) {
+        match Uring::new(4, &UringOptions::default()) {
             Ok(mut u) => round_trip(&mut u),
             Err(e) => eprintln!("skipping: io_uring unavailable here: {e}"),
         }

@@ -48,6 +48,7 @@ impl AsyncBackend for PosixAio {
         &mut self,
         slot: usize,
         write: bool,
+        _file: usize,
         fd: RawFd,
         ptr: *mut u8,
         len: usize,
@@ -178,6 +179,7 @@ mod tests {
                 aio.queue(
                     s,
                     true,
+                    0,
                     f.as_raw_fd(),
                     b.as_mut_ptr(),
                     4096,
@@ -197,13 +199,35 @@ mod tests {
         assert!(data[4096..8192].iter().all(|&c| c == b'b'));
         let mut rd = vec![0u8; 4096];
         // SAFETY: as above.
-        unsafe { aio.queue(0, false, f.as_raw_fd(), rd.as_mut_ptr(), 4096, 3 * 4096, 0) };
+        unsafe {
+            aio.queue(
+                0,
+                false,
+                0,
+                f.as_raw_fd(),
+                rd.as_mut_ptr(),
+                4096,
+                3 * 4096,
+                0,
+            )
+        };
         let mut back = Vec::new();
         aio.reap(1, 1, &mut |s, r| back.push((s, r))).unwrap();
         assert_eq!(back, [(0, 4096)]);
         assert!(rd.iter().all(|&c| c == b'd'));
         // SAFETY: as above.
-        unsafe { aio.queue(1, false, f.as_raw_fd(), rd.as_mut_ptr(), 4096, 8 * 4096, 0) };
+        unsafe {
+            aio.queue(
+                1,
+                false,
+                0,
+                f.as_raw_fd(),
+                rd.as_mut_ptr(),
+                4096,
+                8 * 4096,
+                0,
+            )
+        };
         back.clear();
         aio.reap(1, 1, &mut |s, r| back.push((s, r))).unwrap();
         assert_eq!(back, [(1, 0)]);
@@ -215,7 +239,7 @@ mod tests {
         let mut aio = PosixAio::new(1);
         let mut b = vec![0u8; 512];
         // SAFETY: the buffer outlives the reap; fd -1 is never valid.
-        unsafe { aio.queue(0, false, -1, b.as_mut_ptr(), 512, 0, 0) };
+        unsafe { aio.queue(0, false, 0, -1, b.as_mut_ptr(), 512, 0, 0) };
         let mut got = Vec::new();
         aio.reap(1, 1, &mut |s, r| got.push((s, r))).unwrap();
         assert_eq!(got, [(0, -(libc::EBADF as i64))]);

@@ -1043,6 +1043,56 @@ fn scramble(buf: &mut [u8], offset: u64, now: Nanos) {
     }
 }
 
+/// The io_uring ring of a clone, set up as fio's fio_ioring_post_init: the ring (sqthread_poll),
+/// then fixedbufs' buffers (a refusal is fio's `io_queue_init` error: the kernel pins them
+/// against RLIMIT_MEMLOCK), then registerfiles' files, every one opened first (fio's
+/// fio_ioring_register_files), sqthread_poll implying registerfiles.
+fn uring_for(
+    setup: &CloneSetup<'_>,
+    p: &mut Planner<'_>,
+    bufs: &mut [AlignedBuf],
+    dir0: &Path,
+) -> Result<Uring, WorkloadError> {
+    let opts = &setup.job.uring;
+    let mut ring = Uring::new(bufs.len(), opts).map_err(|e| io_err("io_uring_setup", dir0, e))?;
+    if opts.fixedbufs {
+        let regions: Vec<(*mut u8, usize)> = bufs
+            .iter_mut()
+            .map(|b| {
+                let s = b.as_mut_slice();
+                (s.as_mut_ptr(), s.len())
+            })
+            .collect();
+        // SAFETY: the buffers outlive the ring (both live until the clone's loop returns, the
+        // ring dropped first), and slot i only ever uses buffer i.
+        unsafe { ring.register_buffers(&regions) }.map_err(|e| {
+            let hint = if e.raw_os_error() == Some(libc::ENOMEM) {
+                " (fixedbufs pins iodepth x bs of buffers against RLIMIT_MEMLOCK: raise `ulimit -l`, or lower iodepth / bs, or drop fixedbufs)"
+            } else {
+                ""
+            };
+            WorkloadError::io(
+                "io_queue_init",
+                dir0,
+                std::io::Error::new(e.kind(), format!("{e}{hint}")),
+            )
+        })?;
+    }
+    if opts.registers_files() {
+        for fi in 0..p.files.len() {
+            ensure_open(p, setup, fi)?;
+        }
+        let fds: Vec<std::os::fd::RawFd> = p
+            .files
+            .iter()
+            .map(|f| f.fd.as_ref().expect("opened above").as_raw_fd())
+            .collect();
+        ring.register_files(&fds)
+            .map_err(|e| io_err("ioring_register_files", dir0, e))?;
+    }
+    Ok(ring)
+}
+
 fn io_err(op: &'static str, path: &Path, e: impl Into<std::io::Error>) -> WorkloadError {
     WorkloadError::io(op, path, e.into())
 }
@@ -1287,7 +1337,7 @@ fn run_clone_on<T: TimeSource + Send>(
                     Box::new(NativeAio::new(depth).map_err(|e| io_err("io_setup", &dir0, e))?)
                 }
                 IoEngine::Posixaio => Box::new(super::posixaio::PosixAio::new(depth)),
-                _ => Box::new(Uring::new(depth).map_err(|e| io_err("io_uring_setup", &dir0, e))?),
+                _ => Box::new(uring_for(setup, &mut p, &mut bufs, &dir0)?),
             };
             run_async(
                 setup,
@@ -3067,6 +3117,7 @@ fn run_async<T: TimeSource>(
                 backend.queue(
                     si,
                     io.ddir == WRITE,
+                    io.file,
                     fd,
                     data.as_mut_ptr(),
                     io.len,

@@ -314,7 +314,7 @@ fn worker<T: TimeSource>(
             NativeAio::new(1).map_err(|e| io_err("io_setup", dir0, e))?,
         )),
         IoEngine::IoUring => Some(Box::new(
-            Uring::new(1).map_err(|e| io_err("io_uring_setup", dir0, e))?,
+            Uring::new(1, &job.uring).map_err(|e| io_err("io_uring_setup", dir0, e))?,
         )),
         _ => None,
     };
@@ -346,6 +346,8 @@ fn worker<T: TimeSource>(
                     b.queue(
                         0,
                         io.ddir == WRITE,
+                        // registerfiles is refused with offload at parse: no file numbers.
+                        0,
                         w.fd,
                         data.as_mut_ptr(),
                         io.len,
