@@ -4,6 +4,8 @@
 //! Tests that need /usr/bin/fio skip with a printed reason, unless FSDELTA_REQUIRE_ALL=1, where
 //! a missing fio fails them.
 
+mod common;
+
 use assert_cmd::Command;
 use serde_json::Value;
 use std::path::Path;
@@ -594,20 +596,7 @@ fn filename_format_names_files_as_fio() {
     let mut counts = Vec::new();
     for tool in ["fio", "fsdelta"] {
         let d = tempfile::tempdir().unwrap();
-        std::fs::write(d.path().join("job.fio"), job).unwrap();
-        let out = if tool == "fio" {
-            std::process::Command::new("/usr/bin/fio")
-                .current_dir(d.path())
-                .args(["--output-format=json", "job.fio"])
-                .output()
-                .unwrap()
-        } else {
-            fsdelta()
-                .current_dir(d.path())
-                .args(["fio", "--output-format=json", "job.fio"])
-                .output()
-                .unwrap()
-        };
+        let out = common::tool_json(tool, d.path(), job);
         assert!(
             out.status.success(),
             "{tool}: {}",
@@ -662,20 +651,7 @@ fn file_append_writes_after_the_end_as_fio() {
         std::fs::write(d.path().join("f"), &old).unwrap();
         let mut seen = Vec::new();
         for (k, job) in steps.iter().enumerate() {
-            std::fs::write(d.path().join("job.fio"), job).unwrap();
-            let out = if tool == "fio" {
-                std::process::Command::new("/usr/bin/fio")
-                    .current_dir(d.path())
-                    .args(["--output-format=json", "job.fio"])
-                    .output()
-                    .unwrap()
-            } else {
-                fsdelta()
-                    .current_dir(d.path())
-                    .args(["fio", "--output-format=json", "job.fio"])
-                    .output()
-                    .unwrap()
-            };
+            let out = common::tool_json(tool, d.path(), job);
             assert!(
                 out.status.success(),
                 "{tool}: {}",
@@ -727,20 +703,7 @@ fn buffer_pattern_writes_fios_bytes() {
         let mut files = Vec::new();
         for tool in ["fio", "fsdelta"] {
             let d = tempfile::tempdir().unwrap();
-            std::fs::write(d.path().join("job.fio"), job).unwrap();
-            let out = if tool == "fio" {
-                std::process::Command::new("/usr/bin/fio")
-                    .current_dir(d.path())
-                    .args(["--output-format=json", "job.fio"])
-                    .output()
-                    .unwrap()
-            } else {
-                fsdelta()
-                    .current_dir(d.path())
-                    .args(["fio", "--output-format=json", "job.fio"])
-                    .output()
-                    .unwrap()
-            };
+            let out = common::tool_json(tool, d.path(), job);
             assert!(
                 out.status.success(),
                 "{tool}: {}",

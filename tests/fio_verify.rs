@@ -292,19 +292,7 @@ fn fill_device_ends_at_enospc_with_fios_counts() {
 }
 
 fn json_run(tool: &str, dir: &Path, job: &str) -> std::process::Output {
-    std::fs::write(dir.join("job.fio"), job).unwrap();
-    let mut c = if tool == "fio" {
-        Command::new("fio")
-    } else {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_fsdelta"));
-        c.arg("fio");
-        c
-    };
-    c.current_dir(dir)
-        .arg("--output-format=json")
-        .arg("job.fio")
-        .output()
-        .unwrap()
+    common::tool_json(tool, dir, job)
 }
 
 /// Per job: [read total_ios, read io_bytes, write total_ios, write io_bytes, write runtime].
@@ -519,23 +507,29 @@ fn mixed_jobs_verify_what_they_wrote_as_fio() {
     ];
     for extra in jobs {
         let job = format!("{base}{extra}");
-        let mut got = Vec::new();
-        for tool in ["fio", "fsdelta"] {
-            let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-            let o = json_run(tool, d.path(), &job);
-            assert!(
-                o.status.success(),
-                "{tool}: {job}\n{}",
-                String::from_utf8_lossy(&o.stderr)
-            );
-            let v = common::json_of(&o.stdout);
-            got.push(common::fio_counts(&v, 0));
-        }
-        assert_eq!(got[1], got[0], "fsdelta vs fio: {job}");
+        let got = counts_as_fio(&job);
         // The reads are the job's own plus one read-back per block written.
-        let (reads, writes) = (got[0][0].0, got[0][1].0);
-        assert!(writes > 0 && reads > writes, "{job}: {:?}", got[0]);
+        let (reads, writes) = (got[0].0, got[1].0);
+        assert!(writes > 0 && reads > writes, "{job}: {got:?}");
     }
+}
+
+/// Run `job` under fio and fsdelta, each in a fresh directory; both succeed and their
+/// (total_ios, io_bytes) per direction are equal: fio's.
+fn counts_as_fio(job: &str) -> Vec<(u64, u64)> {
+    let mut got = Vec::new();
+    for tool in ["fio", "fsdelta"] {
+        let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+        let o = json_run(tool, d.path(), job);
+        assert!(
+            o.status.success(),
+            "{tool}: {job}\n{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        got.push(common::fio_counts(&common::json_of(&o.stdout), 0));
+    }
+    assert_eq!(got[1], got[0], "fsdelta vs fio: {job}");
+    got.swap_remove(0)
 }
 
 /// verify_backlog on libaio and io_uring (fio's check_get_verify: the backlog reads are
@@ -556,18 +550,6 @@ fn async_verify_backlog_counts_as_fio() {
         "rw=randwrite\nverify_backlog=64\nioengine=libaio\niodepth=8\nloops=2\n",
     ];
     for extra in jobs {
-        let job = format!("{base}{extra}");
-        let mut got = Vec::new();
-        for tool in ["fio", "fsdelta"] {
-            let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-            let o = json_run(tool, d.path(), &job);
-            assert!(
-                o.status.success(),
-                "{tool}: {job}\n{}",
-                String::from_utf8_lossy(&o.stderr)
-            );
-            got.push(common::fio_counts(&common::json_of(&o.stdout), 0));
-        }
-        assert_eq!(got[1], got[0], "fsdelta vs fio: {job}");
+        counts_as_fio(&format!("{base}{extra}"));
     }
 }

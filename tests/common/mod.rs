@@ -154,6 +154,23 @@ pub fn run_fsdelta_fio(dir: &Path, job: &str) -> serde_json::Value {
     json_of(&out.stdout)
 }
 
+/// Write `job` to `dir`/job.fio and run it in `dir` with `tool` ("fio": the real fio, else
+/// `fsdelta fio`) and `--output-format=json`; the process's output, whatever its status.
+pub fn tool_json(tool: &str, dir: &Path, job: &str) -> std::process::Output {
+    std::fs::write(dir.join("job.fio"), job).unwrap();
+    let mut c = if tool == "fio" {
+        std::process::Command::new("fio")
+    } else {
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_fsdelta"));
+        c.arg("fio");
+        c
+    };
+    c.current_dir(dir)
+        .args(["--output-format=json", "job.fio"])
+        .output()
+        .unwrap()
+}
+
 /// Run `job` with the real fio (/usr/bin/fio) in `dir`, as run_fsdelta_fio.
 pub fn run_real_fio(dir: &Path, job: &str) -> serde_json::Value {
     std::fs::write(dir.join("job.fio"), job).unwrap();
