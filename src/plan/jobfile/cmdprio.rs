@@ -9,7 +9,7 @@
 //! one place, so that `--parse-only` refuses what fio would refuse at start. It must never
 //! guess: an entry fio refuses is an error naming it.
 
-use super::expr::{SizeValue, parse_size};
+use super::split;
 
 /// fio's IOPRIO_CLASS_SHIFT: a priority value is `class << 13 | level`.
 pub const CLASS_SHIFT: u32 = 13;
@@ -22,7 +22,7 @@ pub const MAX_CLASS: u32 = 3;
 /// The largest level (the lowest priority within a class).
 pub const MAX_LEVEL: u32 = 7;
 /// fio's BSSPLIT_MAX: entries per direction.
-pub const MAX_ENTRIES: usize = 64;
+pub const MAX_ENTRIES: usize = split::SPLIT_MAX;
 
 /// fio's ioprio_value: the kernel's priority value of `class` and `level`; class 0 (none) is
 /// best-effort.
@@ -127,41 +127,31 @@ fn scan_u32(s: &str) -> Option<(u32, &str)> {
     Some((v as u32, &t[end..]))
 }
 
-/// One entry, as fio's parse_cmdprio_bssplit_entry: `bs/` or `bs/perc` (the priority of
-/// cmdprio_class / cmdprio) or `bs/perc/class/level`; percent above 100 is 100, class and
-/// level are capped at 3 and 7.
-fn parse_entry(s: &str) -> Result<SplitPrio, String> {
-    let (bs_text, rest) = match s.split_once('/') {
-        Some((b, r)) => (b, Some(r)),
-        None => (s, None),
-    };
-    if bs_text.is_empty() {
+/// One entry, as fio's parse_cmdprio_bssplit_entry, given split at `/` ([`split::entries`]):
+/// `bs/` or `bs/perc` (the priority of cmdprio_class / cmdprio) or `bs/perc/class/level`;
+/// percent above 100 is 100, class and level are capped at 3 and 7.
+fn parse_entry(fields: &[&str]) -> Result<SplitPrio, String> {
+    let s = fields.join("/");
+    if fields[0].is_empty() {
         return Err(format!(
             "'{s}': an entry starts with its block size (bs/perc)"
         ));
     }
-    let bs = match parse_size(bs_text) {
-        Ok(SizeValue::Bytes(b)) => b.0,
-        _ => return Err(format!("'{s}': '{bs_text}' is not a block size")),
-    };
-    // sscanf's matches: the fields read before the first that does not parse.
-    let mut fields = Vec::with_capacity(3);
-    let mut rest = rest;
-    while let Some(r) = rest {
-        let Some((v, after)) = scan_u32(r) else { break };
-        fields.push(v);
-        if fields.len() == 3 {
+    let bs = split::size_of(fields[0]).map_err(|e| format!("'{s}': {e}"))?;
+    // sscanf's `%u/%u/%u` matches: the fields read before the first that does not parse (a
+    // field followed by anything but its `/` ends the matches after it).
+    let mut nums = Vec::with_capacity(3);
+    for f in fields[1..].iter().take(3) {
+        let Some((v, after)) = scan_u32(f) else { break };
+        nums.push(v);
+        if !after.is_empty() {
             break;
         }
-        rest = after.strip_prefix('/');
     }
-    let perc = fields.first().copied().unwrap_or(0).min(100);
-    let prio = match fields.len() {
+    let perc = nums.first().copied().unwrap_or(0).min(100);
+    let prio = match nums.len() {
         0 | 1 => None,
-        3 => Some(ioprio_value(
-            fields[1].min(MAX_CLASS),
-            fields[2].min(MAX_LEVEL),
-        )),
+        3 => Some(ioprio_value(nums[1].min(MAX_CLASS), nums[2].min(MAX_LEVEL))),
         _ => {
             return Err(format!(
                 "'{s}': give bs/perc or bs/perc/class/level (a class needs its level)"
@@ -171,20 +161,21 @@ fn parse_entry(s: &str) -> Result<SplitPrio, String> {
     Ok(SplitPrio { bs, perc, prio })
 }
 
-/// One direction's list (fio's split_parse_prio_ddir): `:`-separated entries up to the first
-/// empty one, zero-percent entries dropped, sorted by block size (a stable sort, as glibc's
-/// qsort of these small arrays is, so equal sizes keep their order).
+/// One direction's list (fio's split_parse_prio_ddir): the entries of fio's split syntax
+/// ([`split::entries`]: up to the first empty one), more than [`MAX_ENTRIES`] refused as fio
+/// refuses them (bssplit drops them instead), zero-percent entries dropped, sorted by block
+/// size (a stable sort, as glibc's qsort of these small arrays is, so equal sizes keep their
+/// order).
 fn parse_dir(s: &str) -> Result<Vec<SplitPrio>, String> {
-    let items: Vec<&str> = s.split(':').take_while(|e| !e.is_empty()).collect();
-    if items.len() > MAX_ENTRIES {
+    let (items, dropped) = split::entries(s);
+    if dropped {
         return Err(format!(
-            "too many cmdprio_bssplit entries ({}; fio takes at most {MAX_ENTRIES} per direction)",
-            items.len()
+            "too many cmdprio_bssplit entries (fio takes at most {MAX_ENTRIES} per direction)"
         ));
     }
     let mut out = Vec::with_capacity(items.len());
-    for e in items {
-        let entry = parse_entry(e)?;
+    for fields in &items {
+        let entry = parse_entry(fields)?;
         if entry.perc > 0 {
             out.push(entry);
         }
@@ -193,19 +184,13 @@ fn parse_dir(s: &str) -> Result<Vec<SplitPrio>, String> {
     Ok(out)
 }
 
-/// `cmdprio_bssplit=READ[,WRITE[,TRIM]]` as fio's str_split_parse: one list for every
-/// direction, or per direction separated by commas (trim's is read, and unused: the engine
-/// issues no trims). Returns (read, write).
+/// `cmdprio_bssplit=READ[,WRITE[,TRIM]]` as fio's str_split_parse ([`split::per_direction`]):
+/// one list for every direction, or per direction separated by commas. Trim's list is parsed
+/// (fio fails on its errors) and dropped: the engine issues no trims with it. Returns (read,
+/// write).
 pub fn parse_bssplit(text: &str) -> Result<[Vec<SplitPrio>; 2], String> {
-    let t = text.trim();
-    let (read, write) = match t.split_once(',') {
-        Some((r, rest)) => (r, rest.split_once(',').map_or(rest, |(w, _)| w)),
-        None => (t, t),
-    };
-    // fio parses trim's list too (and fails on its errors) before it drops it.
-    if let Some((_, rest)) = t.split_once(',') {
-        parse_dir(rest.split_once(',').map_or(rest, |(_, tr)| tr))?;
-    }
+    let [read, write, trim] = split::per_direction(text.trim());
+    parse_dir(trim)?;
     Ok([parse_dir(read)?, parse_dir(write)?])
 }
 
