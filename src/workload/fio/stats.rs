@@ -480,6 +480,24 @@ impl ThreadStats {
         *self = fresh;
     }
 
+    /// A job that ended inside its ramp_time: fio accounts no completion then (its
+    /// should_account), so the latencies, latency buckets and bandwidth samples are empty,
+    /// while the bytes, I/O counts, depths and runtime stand as counted.
+    pub fn forget_ramp(&mut self) {
+        for d in &mut self.dir {
+            d.slat = Histogram::default();
+            d.clat = Histogram::default();
+            d.lat = Histogram::default();
+            d.bw_samples = RunningStat::default();
+            d.iops_samples = RunningStat::default();
+            for p in &mut d.prios {
+                *p = PrioStat::new(p.ioprio);
+            }
+        }
+        self.sync = Histogram::default();
+        self.lat_buckets = LatBuckets::default();
+    }
+
     /// fio's sum_clat_prio_stats: add clone `src`'s per-priority latencies to a reported
     /// entry that keeps them. A clone with one priority adds its clat (lat with
     /// `src_lat_percentiles`) under its own priority; one with several adds each (copied as

@@ -470,13 +470,13 @@ impl<'a> Planner<'a> {
 
     /// ramp_time ended (fio's reset_all_stats): the byte budget and issue counters restart;
     /// files and generators go on.
+    /// fio's reset_all_stats / reset_io_counters at the end of ramp_time: the issue counts
+    /// (number_ios, rwmix) start again; the bytes issued and the passes made do not (fio's
+    /// io_issue_bytes and loops), so a size-based job's passes are not lengthened by its ramp.
     fn ramp_reset(&mut self) {
-        self.pass_issued = 0;
-        self.total_issued = 0;
         self.pass_ios = 0;
         self.issues = [0; 3];
         self.mix_limit = 0;
-        self.passes = 0;
         if let Some(z) = &mut self.zbd {
             // fio's reset_io_stats at the end of ramp_time.
             z.resets = 0;
@@ -1388,6 +1388,9 @@ fn run_clone_on<T: TimeSource + Send>(
             }
         }
     }
+    if clock.ramping {
+        st.forget_ramp();
+    }
     let end = clk.now();
     let elapsed = end - clock.measured_from;
     for (ddir, d) in st.dir.iter_mut().enumerate() {
@@ -2177,17 +2180,18 @@ fn next_pass_counted(p: &mut Planner<'_>, clock: &Clock, now: Nanos) -> bool {
                 .is_some_and(|r| (now - clock.started).0 >= clock.ramp + r);
         return !(idle && over);
     }
-    if !clock.ramping {
-        p.passes += 1;
-    }
+    // A pass made during ramp_time counts as one of the job's loops, as fio's keep_running
+    // counts it: a size-based job that ends inside its ramp ends there, with no latencies
+    // (`forget_ramp`).
+    p.passes += 1;
     // A merged pass (the bytes of every loop) that found its files done first goes on in a
     // new loop with the bytes left, as fio's cumulative io_issue_bytes limit does.
     let merged_left = p.merged_loops && p.pass_issued < p.pass_bytes;
-    let more = clock.ramping || (p.passes < job.loops && (!p.merged_loops || merged_left));
+    let more = p.passes < job.loops && (!p.merged_loops || merged_left);
     if more {
         let carried = p.pass_issued;
         p.new_loop();
-        if merged_left && !clock.ramping {
+        if merged_left {
             p.pass_issued = carried;
         }
     }
@@ -3481,14 +3485,15 @@ fn run_file_op<T: TimeSource>(
                 break 'outer;
             }
         }
-        if !clock.ramping {
-            passes += 1;
-        }
-        if !(clock.ramping || job.time_based || passes < job.loops) {
+        passes += 1;
+        if !(job.time_based || passes < job.loops) {
             break;
         }
     }
     drop(open);
+    if clock.ramping {
+        st.forget_ramp();
+    }
     let elapsed = clk.now() - clock.measured_from;
     for d in &mut st.dir {
         if d.total_ios > 0 {
