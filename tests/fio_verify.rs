@@ -553,3 +553,35 @@ fn async_verify_backlog_counts_as_fio() {
         counts_as_fio(&format!("{base}{extra}"));
     }
 }
+
+#[test]
+fn a_verify_offset_inside_the_header_is_an_error_not_a_panic() {
+    // Below fio's 40-byte header fio refuses it too; from 40 up to the header with its
+    // checksum fio accepts it and fails its own verify (its swap overlaps the header).
+    let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    for (offset, kind, want) in [
+        (16, "crc32c", "min value out of range: 16 (40 min)"),
+        (39, "md5", "min value out of range: 39 (40 min)"),
+        (40, "md5", "inside the 56-byte header"),
+        (43, "crc32c", "inside the 44-byte header"),
+    ] {
+        let job = format!(
+            "[w]\nrw=randwrite\nbs=4k\nsize=64k\nfilename=f\nverify={kind}\nverify_offset={offset}\n"
+        );
+        let o = run("fsdelta", d.path(), &job);
+        let e = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success() && e.contains(want), "{offset}: {e}");
+        assert!(!e.contains("panicked"), "{e}");
+        if offset < 40 {
+            // refused as the job file is read, as fio does
+            assert!(
+                !d.path().join("f").exists(),
+                "{offset}: the file was laid out"
+            );
+        }
+    }
+    // 44 is the end of crc32c's header: accepted, and verifies.
+    let job = "[w]\nrw=randwrite\nbs=4k\nsize=64k\nfilename=f\nverify=crc32c\nverify_offset=44\n";
+    let o = run("fsdelta", d.path(), job);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}

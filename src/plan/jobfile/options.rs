@@ -1627,7 +1627,17 @@ pub static OPTIONS: &[OptDef] = &[
         "0",
         Io,
         "swap the verify header with the bytes this far into the interval",
-        |j, v, _| {
+        |j, v, o| {
+            // fio's minval: the size of its verify header.
+            if v.size().0 < 40 {
+                return err(
+                    &o.origin,
+                    format!(
+                        "option 'verify_offset': min value out of range: {} (40 min), as fio refuses it; give 40 or more",
+                        v.size().0
+                    ),
+                );
+            }
             j.verify_offset = v.size();
             Ok(())
         }

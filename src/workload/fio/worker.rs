@@ -1530,6 +1530,14 @@ impl VerifyCtx {
                 hs + verify::SHA512_MIN_DATA as u64
             )));
         }
+        if job.verify_offset.0 > 0 && job.verify_offset.0 < hs {
+            // fio accepts it and swaps overlapping ranges (its memswp), which garbles the
+            // header it then fails to verify: refused instead.
+            return Err(WorkloadError::InvalidOptions(format!(
+                "job '{}': verify_offset={} is inside the {hs}-byte header of this verify= (fio 3.33 accepts it and then fails its own verify); give verify_offset={hs} or more",
+                job.name, job.verify_offset.0
+            )));
+        }
         if job.verify_offset.0 > 0 && job.verify_offset.0 + hs > interval {
             return Err(WorkloadError::InvalidOptions(format!(
                 "job '{}': verify_offset={} puts the {hs}-byte header past the {interval}-byte interval",
