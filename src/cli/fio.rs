@@ -373,7 +373,7 @@ pub fn main(args: &[String]) -> i32 {
         print!("{}", showcmd(&sections));
         return 0;
     }
-    let set = match jobfile::build_jobs(&sections) {
+    let mut set = match jobfile::build_jobs(&sections) {
         Ok(set) => set,
         Err(e) => {
             let e: JobFileError = e;
@@ -392,6 +392,7 @@ pub fn main(args: &[String]) -> i32 {
             );
             return 2;
         }
+        set.read_only = true;
     }
     // fio refuses a node list naming a node the machine lacks when it reads the job file.
     for j in &set.jobs {

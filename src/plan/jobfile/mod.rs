@@ -1075,6 +1075,9 @@ pub struct JobSet {
     pub global_options: Vec<(String, String)>,
     /// Warnings for the user (fio prints such lines and runs the job anyway).
     pub warnings: Vec<String>,
+    /// fio's `--readonly`: no job writes or trims (refused before the run), and no file is
+    /// created or extended to lay it out.
+    pub read_only: bool,
 }
 
 /// Where an option was written.

@@ -472,7 +472,16 @@ fn preallocate(job: &JobSpec, fd: &OwnedFd, f: &FilePlan) -> Result<(), Workload
 /// Lay out one clone's files, untimed: a file that already holds `size` bytes is left alone; a
 /// job that reads gets its files written in full (random data, as fio); a write-only job gets
 /// them created and preallocated. Then fsync (fio's create_fsync).
-pub fn layout(job: &JobSpec, plan: &ClonePlan, seed: u64) -> Result<(), WorkloadError> {
+///
+/// With `read_only` (fio's `--readonly`) nothing is written: a file that would need laying out
+/// is fio's "refusing extend of file due to read-only", an error here (fio goes on to fail the
+/// job's open or reads).
+pub fn layout(
+    job: &JobSpec,
+    plan: &ClonePlan,
+    seed: u64,
+    read_only: bool,
+) -> Result<(), WorkloadError> {
     if matches!(job.ioengine, IoEngine::FileCreate | IoEngine::Null) {
         // filecreate creates the files as its I/O; null touches no file.
         return Ok(());
@@ -496,6 +505,16 @@ pub fn layout(job: &JobSpec, plan: &ClonePlan, seed: u64) -> Result<(), Workload
         let want = f.offset + f.size;
         if existing.is_some_and(|len| len >= want) {
             continue;
+        }
+        if read_only {
+            let what = match existing {
+                Some(len) => format!("holds {len} bytes where the job needs {want}"),
+                None => "does not exist".to_string(),
+            };
+            return Err(WorkloadError::InvalidOptions(format!(
+                "refusing extend of file due to read-only (as fio): {} {what}, and --readonly lays out no file; create it first (run the job once without --readonly) or drop --readonly",
+                f.path.display()
+            )));
         }
         if f.size == 0 {
             // A drawn size of nothing: fio still creates the (empty) file of a write job.
@@ -715,17 +734,17 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let r = job("[r]\nsize=256k\nrw=read\n");
         let p = plan_clone(&r, 0, dir.path(), &[0; 21]).unwrap();
-        layout(&r, &p, 1).unwrap();
+        layout(&r, &p, 1, false).unwrap();
         let data = std::fs::read(&p.files[0].path).unwrap();
         assert_eq!(data.len(), 256 << 10);
         assert!(data.iter().any(|&b| b != 0));
         let w = job("[w]\nsize=256k\nrw=write\nfallocate=none\n");
         let p = plan_clone(&w, 0, dir.path(), &[0; 21]).unwrap();
-        layout(&w, &p, 1).unwrap();
+        layout(&w, &p, 1, false).unwrap();
         assert_eq!(std::fs::metadata(&p.files[0].path).unwrap().len(), 0);
         let t = job("[t]\nsize=256k\nrw=write\nfallocate=truncate\n");
         let p = plan_clone(&t, 0, dir.path(), &[0; 21]).unwrap();
-        layout(&t, &p, 1).unwrap();
+        layout(&t, &p, 1, false).unwrap();
         assert_eq!(
             std::fs::metadata(&p.files[0].path).unwrap().len(),
             256 << 10

@@ -727,7 +727,7 @@ fn run_batches<'p>(
                                 let _one = job
                                     .create_serialize
                                     .then(|| LAYOUT.lock().unwrap_or_else(|e| e.into_inner()));
-                                files::layout(job, &pl.plan, layout_seed)
+                                files::layout(job, &pl.plan, layout_seed, set.read_only)
                             };
                             laid.wait();
                             laid_out?;
@@ -1520,7 +1520,7 @@ mod tests {
                 ..JobSpec::default()
             };
             let plan = files::plan_clone(&job, 0, dir.path(), &[0; 21]).unwrap();
-            files::layout(&job, &plan, 1).unwrap();
+            files::layout(&job, &plan, 1, false).unwrap();
             let got = std::fs::metadata(&plan.files[0].path).unwrap().len();
             assert_eq!(got, len, "fallocate={mode}");
         }
