@@ -183,6 +183,10 @@ pub enum IoEngine {
     Pvsync2,
     /// POSIX AIO through the C library (aio_read/aio_write, aio_suspend).
     Posixaio,
+    /// lseek + readv/writev, contiguous I/Os gathered into one vector (fio's vsync).
+    Vsync,
+    /// memcpy to and from the file mapped with mmap(2) (fio's mmap).
+    Mmap,
 }
 
 impl IoEngine {
@@ -202,6 +206,8 @@ impl IoEngine {
             IoEngine::Ftruncate => "ftruncate",
             IoEngine::Pvsync2 => "pvsync2",
             IoEngine::Posixaio => "posixaio",
+            IoEngine::Vsync => "vsync",
+            IoEngine::Mmap => "mmap",
         }
     }
     /// Whether each "I/O" is an operation on a whole file (create, stat, delete).
@@ -219,7 +225,7 @@ impl IoEngine {
     pub fn is_sync(self) -> bool {
         !matches!(
             self,
-            IoEngine::IoUring | IoEngine::Libaio | IoEngine::Posixaio
+            IoEngine::IoUring | IoEngine::Libaio | IoEngine::Posixaio | IoEngine::Vsync
         )
     }
 }
@@ -1235,6 +1241,19 @@ fn validate(job: &JobSpec, origin: &Origin) -> Result<(), JobFileError> {
             ),
         );
     }
+    // fio's fio_mmapio_init: msync works on whole pages.
+    if job.ioengine == IoEngine::Mmap
+        && (0..3).any(|d| job.min_bs(d) % 4096 != 0)
+        && (job.direct || job.fsync > 0 || job.fdatasync > 0)
+    {
+        return err(
+            origin,
+            format!(
+                "job '{}': mmap options dictate a minimum block size of 4096 bytes (as fio: with direct=1, fsync= or fdatasync= every block size must be whole pages)",
+                job.name
+            ),
+        );
+    }
     if job.io_submit_offload {
         let nfiles = job.nrfiles.max(job.filename.len() as u32);
         let unsupported = if !job.ramp_time.is_zero() {
@@ -2186,7 +2205,12 @@ mod tests {
                 1,
                 "registered files require nr_files to be identical to open_files",
             ),
-            ("[j]\nsize=1m\nioengine=mmap\n", 3, "choose one of"),
+            ("[j]\nsize=1m\nioengine=splice\n", 3, "choose one of"),
+            (
+                "[j]\nsize=1m\nioengine=mmap\nbs=512\nfsync=4\n",
+                1,
+                "minimum block size of 4096",
+            ),
             (
                 "[j]\nsize=1m\nrw=write\nverify=sha384\n",
                 4,

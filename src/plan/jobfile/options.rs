@@ -151,7 +151,12 @@ const U32: u64 = u32::MAX as u64;
 const SEC: u64 = 1_000_000;
 const URING_AIO: &[IoEngine] = &[IoEngine::IoUring, IoEngine::Libaio];
 /// The engines that keep several I/Os in flight.
-const ASYNC: &[IoEngine] = &[IoEngine::IoUring, IoEngine::Libaio, IoEngine::Posixaio];
+const ASYNC: &[IoEngine] = &[
+    IoEngine::IoUring,
+    IoEngine::Libaio,
+    IoEngine::Posixaio,
+    IoEngine::Vsync,
+];
 #[allow(dead_code)]
 const URING: &[IoEngine] = &[IoEngine::IoUring];
 
@@ -209,6 +214,8 @@ const ENGINES: &[&str] = &[
     "ftruncate",
     "pvsync2",
     "posixaio",
+    "vsync",
+    "mmap",
 ];
 
 /// The table. Order: fio's (general first), which is also the order of `--help`.
@@ -2672,6 +2679,8 @@ fn set_engine(j: &mut JobSpec, v: Val<'_>, _o: &RawOption) -> Result<(), JobFile
         "ftruncate" => IoEngine::Ftruncate,
         "pvsync2" => IoEngine::Pvsync2,
         "posixaio" => IoEngine::Posixaio,
+        "vsync" => IoEngine::Vsync,
+        "mmap" => IoEngine::Mmap,
         _ => IoEngine::FileCreate,
     };
     Ok(())

@@ -523,12 +523,13 @@ pub fn layout(
             }
             continue;
         }
-        if !job.rw.reads() && !job.rw.trims() && job.create_on_open {
+        // A trim job's files are written in full first, as fio lays them out, and so are an
+        // mmap job's (fio's FIO_NOEXTEND: its writes cannot grow the file).
+        let full = job.rw.reads() || job.rw.trims() || job.ioengine == IoEngine::Mmap;
+        if !full && job.create_on_open {
             // fio: create_on_open leaves creation to the job's open().
             continue;
         }
-        // A trim job's files are written in full first, as fio lays them out.
-        let full = job.rw.reads() || job.rw.trims();
         let mut flags = OFlags::WRONLY | OFlags::CREATE | OFlags::CLOEXEC;
         if full {
             flags |= OFlags::TRUNC;

@@ -25,6 +25,7 @@ pub mod clock;
 pub mod disk;
 pub mod files;
 pub mod iolog;
+pub mod mmap;
 pub mod numa;
 pub mod pace;
 pub mod posixaio;
@@ -35,6 +36,7 @@ pub mod stats;
 pub mod status;
 pub mod steady;
 pub mod verify;
+pub mod vsync;
 pub mod worker;
 pub mod zbd;
 

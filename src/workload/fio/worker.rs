@@ -116,6 +116,8 @@ struct FileState {
     written: Vec<u32>,
     /// Where the file offset of the fd is (sync engine: lseek only when it differs).
     fd_pos: u64,
+    /// ioengine=mmap: the file's mapping, made at its first I/O, gone with its descriptor.
+    mapping: Option<super::mmap::Mapping>,
 }
 
 impl FileState {
@@ -166,11 +168,10 @@ struct Planner<'a> {
     /// last block-size draw ran past the end).
     total_issued: u64,
     pass_bytes: u64,
-    /// Writes issued since the last fsync/fdatasync (all files).
-    writes_since_sync: u32,
-    /// A sync owed (fsync=N reached) to this file, done before the next I/O as fio does:
-    /// when the job has no next I/O, no sync.
-    sync_pending: Option<usize>,
+    /// The last I/O to complete was a sync (fio's last_was_sync): cleared by every read,
+    /// write or trim that completes, so a sync owed by the write count is owed again after
+    /// each of them until the next write ([`Planner::sync_due`]).
+    last_was_sync: bool,
     open_count: u32,
     open_limit: u32,
     /// Completed passes (loops) after ramp.
@@ -337,6 +338,7 @@ impl<'a> Planner<'a> {
                 map,
                 lfsr,
                 fd_pos: 0,
+                mapping: None,
             });
         }
         let nfiles = files.len() as u32;
@@ -375,8 +377,7 @@ impl<'a> Planner<'a> {
             total_issued: 0,
             pass_bytes,
             merged_loops,
-            writes_since_sync: 0,
-            sync_pending: None,
+            last_was_sync: false,
             open_count: 0,
             open_limit: job.openfiles.unwrap_or(nfiles).max(1),
             passes: 0,
@@ -481,6 +482,25 @@ impl<'a> Planner<'a> {
             // fio's reset_io_stats at the end of ramp_time.
             z.resets = 0;
         }
+    }
+
+    /// Whether the next I/O is a sync (fsync= / fdatasync=), as fio's get_rw_ddir decides
+    /// before it draws the next I/O: the job writes, the last completion was not a sync, and
+    /// the writes issued are a multiple of N. In a job that also reads, that stays true after
+    /// each read until the next write, so fio syncs before every one of those I/Os, and so
+    /// does this. Asked before the next I/O is drawn; the sync is made only if there is one.
+    fn sync_due(&self) -> bool {
+        let job = self.job;
+        let every = if job.fsync > 0 {
+            job.fsync
+        } else {
+            job.fdatasync
+        } as u64;
+        every > 0
+            && job.rw.writes()
+            && !self.last_was_sync
+            && self.issues[WRITE] > 0
+            && self.issues[WRITE] % every == 0
     }
 
     /// Flow control (flow=): whether the next I/O must wait for the other members of the
@@ -1108,6 +1128,7 @@ fn ensure_open(
     }
     if p.open_count >= p.open_limit {
         if let Some((oi, other)) = p.files.iter_mut().enumerate().find(|(_, f)| f.fd.is_some()) {
+            other.mapping = None;
             if let Some(fd) = other.fd.take() {
                 if setup.job.fsync_on_close {
                     rustix::fs::fsync(&fd).map_err(|e| {
@@ -1325,7 +1346,7 @@ fn run_clone_on<T: TimeSource + Send>(
             workers_ru = ru;
             false
         }),
-        IoEngine::IoUring | IoEngine::Libaio | IoEngine::Posixaio => {
+        IoEngine::IoUring | IoEngine::Libaio | IoEngine::Posixaio | IoEngine::Vsync => {
             let dir0 = setup
                 .plan
                 .files
@@ -1337,6 +1358,7 @@ fn run_clone_on<T: TimeSource + Send>(
                     Box::new(NativeAio::new(depth).map_err(|e| io_err("io_setup", &dir0, e))?)
                 }
                 IoEngine::Posixaio => Box::new(super::posixaio::PosixAio::new(depth)),
+                IoEngine::Vsync => Box::new(super::vsync::Vsync::new(depth)),
                 _ => Box::new(uring_for(setup, &mut p, &mut bufs, &dir0)?),
             };
             run_async(
@@ -2152,6 +2174,7 @@ fn next_pass(
         // regular ones; the next loop's open creates them.
         for (fi, f) in p.files.iter_mut().enumerate() {
             let path = &setup.plan.files[fi].path;
+            f.mapping = None;
             if let Some(fd) = f.fd.take() {
                 if setup.job.fsync_on_close {
                     rustix::fs::fsync(&fd)
@@ -2270,6 +2293,20 @@ fn do_sync_io(
             rustix::fs::fallocate(fd, mode, offset, buf.len() as u64)?;
             Ok(buf.len())
         }
+        IoEngine::Mmap => {
+            let m = f.mapping.as_ref().expect("mapped before the I/O");
+            if ddir == READ {
+                m.read(offset, buf);
+            } else {
+                m.write(offset, buf);
+            }
+            if job.direct {
+                m.drop_pages(offset, buf.len()).map_err(|e| {
+                    rustix::io::Errno::from_io_error(&e).unwrap_or(rustix::io::Errno::IO)
+                })?;
+            }
+            Ok(buf.len())
+        }
         IoEngine::Ftruncate => {
             // fio's ftruncate engine: a write truncates the file to its offset; nothing else
             // is an I/O it can do.
@@ -2378,22 +2415,26 @@ fn check_min_rate(p: &mut Planner<'_>, st: &mut ThreadStats, clock: &Clock, now:
     }
 }
 
-/// Count an issued write for fsync= / fdatasync=; every N writes a sync becomes owed.
-#[inline]
-fn note_write(job: &JobSpec, p: &mut Planner<'_>, fi: usize) {
-    let every = if job.fsync > 0 {
-        job.fsync
-    } else {
-        job.fdatasync
+/// ioengine=mmap: map the I/O's part of its file before the clock starts (fio's
+/// fio_mmapio_prep runs before the I/O is timed).
+fn mmap_prep(setup: &CloneSetup<'_>, p: &mut Planner<'_>, io: &Io) -> Result<(), WorkloadError> {
+    let job = setup.job;
+    let plan = &setup.plan.files[io.file];
+    let spec = super::mmap::MapSpec {
+        write: job.rw.writes() && !job.verify_only,
+        read: job.rw.reads() || job.verify || job.verify_only,
+        // fio's default fadvise_hint=1, as files::access_hint gives the descriptor.
+        hint: true,
+        random: job.rw.is_random(),
+        base: plan.offset,
+        region: plan.size,
+        nrfiles: setup.plan.files.len() as u64,
     };
-    if every == 0 {
-        return;
-    }
-    p.writes_since_sync += 1;
-    if p.writes_since_sync >= every {
-        p.writes_since_sync = 0;
-        p.sync_pending = Some(fi);
-    }
+    let f = &mut p.files[io.file];
+    let fd = f.fd.as_ref().expect("opened before the I/O").as_fd();
+    super::mmap::Mapping::prep(&mut f.mapping, fd, io.offset, io.len, &spec)
+        .map(|_| ())
+        .map_err(|e| io_err("mmap", &plan.path, e))
 }
 
 /// One fsync (fsync=) or fdatasync (fdatasync=) of file `fi`, recorded in the sync stats.
@@ -2407,7 +2448,14 @@ fn timed_sync<T: TimeSource>(
     let job = setup.job;
     let fd = p.files[fi].fd.as_ref().expect("open");
     let t0 = clk.now();
-    let r = if job.fsync > 0 {
+    let r = if job.ioengine == IoEngine::Mmap {
+        // fio's mmap engine syncs the mapping (msync MS_SYNC), whichever sync was asked;
+        // a file not mapped yet has nothing to sync.
+        p.files[fi].mapping.as_ref().map_or(Ok(()), |m| {
+            m.sync()
+                .map_err(|e| rustix::io::Errno::from_io_error(&e).unwrap_or(rustix::io::Errno::IO))
+        })
+    } else if job.fsync > 0 {
         rustix::fs::fsync(fd)
     } else {
         rustix::fs::fdatasync(fd)
@@ -2524,6 +2572,7 @@ fn run_sync<T: TimeSource>(
                 return Ok(false);
             }
         }
+        let sync_owed = p.sync_due();
         let Some(io) = p.next_io() else {
             // fio's thread_main: every pass (loop, or wrap of a time_based job) of a write job
             // is verified before the next starts.
@@ -2538,10 +2587,14 @@ fn run_sync<T: TimeSource>(
             return Ok(false);
         };
         last_ddir = io.ddir;
-        if let Some(fi) = p.sync_pending.take() {
-            timed_sync(setup, p, st, fi, clk)?;
-        }
         ensure_open(p, setup, io.file)?;
+        if sync_owed {
+            timed_sync(setup, p, st, io.file, clk)?;
+            p.last_was_sync = true;
+        }
+        if job.ioengine == IoEngine::Mmap && io.ddir != TRIM {
+            mmap_prep(setup, p, &io)?;
+        }
         let data = &mut buf.as_mut_slice()[..io.len];
         if io.ddir == WRITE && policy.refill {
             content.fill(job, data);
@@ -2591,6 +2644,8 @@ fn run_sync<T: TimeSource>(
                 }
             }
         }
+        // fio's io_completed: any read, write or trim that completes, failed or not.
+        p.last_was_sync = false;
         if let Some(e) = failed {
             // fio counts the failed I/O (and a short one before it, requeued) in total_ios,
             // moves no bytes and records no latency for it; a verify read-back skips it.
@@ -2647,9 +2702,6 @@ fn run_sync<T: TimeSource>(
             if verify_failed(setup, st, &e, true) == AfterError::End {
                 return Ok(false);
             }
-        }
-        if io.ddir == WRITE {
-            note_write(job, p, io.file);
         }
         think_count += 1;
         let thought = think(job, think_count);
@@ -2928,6 +2980,7 @@ fn run_async<T: TimeSource>(
     let engine_op = match job.ioengine {
         IoEngine::Libaio => "io_submit/io_getevents",
         IoEngine::Posixaio => "aio_suspend",
+        IoEngine::Vsync => "xfer vsync",
         _ => "io_uring_enter",
     };
     let mut slots: Vec<Option<Slot>> = (0..depth).map(|_| None).collect();
@@ -2937,6 +2990,9 @@ fn run_async<T: TimeSource>(
     let mut stop = false;
     // An I/O taken from the planner while a sync was owed and I/O was in flight.
     let mut stashed: Option<Io> = None;
+    // The stashed I/O was drawn when a sync was owed (fio decides before it draws): the
+    // sync comes first once the queue has drained.
+    let mut stash_owes_sync = false;
     let mut think_count = 0u64;
     let mut target = super::pace::LatencyTarget::new(job, depth as u32, clk.now().0);
     let mut late: Option<u64> = None;
@@ -2988,42 +3044,40 @@ fn run_async<T: TimeSource>(
                     continue;
                 }
             }
+            let sync_owed = stash_owes_sync || (stashed.is_none() && p.sync_due());
             // fio's verify_backlog (check_get_verify): a logged block read back and checked
             // on completion, queued as any read; not while a sync is owed.
             let mut verify_tag = None;
-            let backlog = if vctx.is_some()
-                && job.verify_backlog > 0
-                && stashed.is_none()
-                && p.sync_pending.is_none()
-            {
-                let bs = job.bs[WRITE].0;
-                // The blocks whose writes are in flight (a verify block is one write's bs).
-                let busy: Vec<(usize, u64)> = slots
-                    .iter()
-                    .flatten()
-                    .filter(|s| s.io.ddir == WRITE)
-                    .map(|s| (s.io.file, (s.io.offset - p.files[s.io.file].base) / bs))
-                    .collect();
-                match backlog_next(p, last_ddir, |fi, b| busy.contains(&(fi, b))) {
-                    Some((fi, b)) => {
-                        let logged = std::mem::take(&mut p.files[fi].written[b as usize]);
-                        if logged == 0 {
-                            // Unlogged since (its write failed): nothing to read.
-                            continue;
+            let backlog =
+                if vctx.is_some() && job.verify_backlog > 0 && stashed.is_none() && !sync_owed {
+                    let bs = job.bs[WRITE].0;
+                    // The blocks whose writes are in flight (a verify block is one write's bs).
+                    let busy: Vec<(usize, u64)> = slots
+                        .iter()
+                        .flatten()
+                        .filter(|s| s.io.ddir == WRITE)
+                        .map(|s| (s.io.file, (s.io.offset - p.files[s.io.file].base) / bs))
+                        .collect();
+                    match backlog_next(p, last_ddir, |fi, b| busy.contains(&(fi, b))) {
+                        Some((fi, b)) => {
+                            let logged = std::mem::take(&mut p.files[fi].written[b as usize]);
+                            if logged == 0 {
+                                // Unlogged since (its write failed): nothing to read.
+                                continue;
+                            }
+                            verify_tag = Some(logged as u16);
+                            Some(Io {
+                                ddir: READ,
+                                file: fi,
+                                offset: p.files[fi].base + b * bs,
+                                len: bs as usize,
+                            })
                         }
-                        verify_tag = Some(logged as u16);
-                        Some(Io {
-                            ddir: READ,
-                            file: fi,
-                            offset: p.files[fi].base + b * bs,
-                            len: bs as usize,
-                        })
+                        None => None,
                     }
-                    None => None,
-                }
-            } else {
-                None
-            };
+                } else {
+                    None
+                };
             let io = match stashed.take().or(backlog) {
                 Some(io) => io,
                 None => match p.next_io() {
@@ -3034,19 +3088,23 @@ fn run_async<T: TimeSource>(
                     }
                 },
             };
-            if let Some(fi) = p.sync_pending {
+            stash_owes_sync = false;
+            ensure_open(p, setup, io.file)?;
+            if sync_owed {
                 if inflight > 0 {
                     // The owed sync must follow the writes it covers: drain first.
                     stashed = Some(io);
+                    stash_owes_sync = true;
                     break;
                 }
-                p.sync_pending = None;
-                timed_sync(setup, p, st, fi, clk)?;
+                timed_sync(setup, p, st, io.file, clk)?;
             }
-            if io.ddir == WRITE {
-                note_write(job, p, io.file);
-            }
-            ensure_open(p, setup, io.file)?;
+            // fio clears last_was_sync when a read, write or trim completes; with several in
+            // flight when that happens depends on timing (fio's sync count at iodepth 8 varies
+            // from run to run), so here it is cleared when the I/O is queued: at iodepth 1
+            // the same, and deeper a sync every N writes, with syncs before the reads that
+            // follow until the next write, as at iodepth 1.
+            p.last_was_sync = false;
             if io.ddir == TRIM {
                 // fio's libaio and io_uring engines trim at queue time (do_io_u_trim), the
                 // I/O complete when the call returns, beside what is in flight.
