@@ -154,9 +154,18 @@ pub fn run_fsdelta_fio(dir: &Path, job: &str) -> serde_json::Value {
     json_of(&out.stdout)
 }
 
-/// Write `job` to `dir`/job.fio and run it in `dir` with `tool` ("fio": the real fio, else
-/// `fsdelta fio`) and `--output-format=json`; the process's output, whatever its status.
-pub fn tool_json(tool: &str, dir: &Path, job: &str) -> std::process::Output {
+/// Whether the real fio (fio 3.33, /usr/bin/fio) runs here to compare with; as `require`.
+pub fn require_fio() -> bool {
+    let fio = std::process::Command::new("fio")
+        .arg("--version")
+        .output()
+        .is_ok();
+    require(fio, "fio 3.33 (/usr/bin/fio) to compare with")
+}
+
+/// Write `job` to `dir`/job.fio and run `tool` ("fio": the real fio, else `fsdelta fio`) in
+/// `dir` with `opts` and job.fio; the process's output, whatever its status.
+pub fn tool_run(tool: &str, dir: &Path, job: &str, opts: &[&str]) -> std::process::Output {
     std::fs::write(dir.join("job.fio"), job).unwrap();
     let mut c = if tool == "fio" {
         std::process::Command::new("fio")
@@ -166,9 +175,64 @@ pub fn tool_json(tool: &str, dir: &Path, job: &str) -> std::process::Output {
         c
     };
     c.current_dir(dir)
-        .args(["--output-format=json", "job.fio"])
+        .args(opts)
+        .arg("job.fio")
         .output()
         .unwrap()
+}
+
+/// Write `job` to `dir`/job.fio and run it in `dir` with `tool` ("fio": the real fio, else
+/// `fsdelta fio`) and `--output-format=json`; the process's output, whatever its status.
+pub fn tool_json(tool: &str, dir: &Path, job: &str) -> std::process::Output {
+    tool_run(tool, dir, job, &["--output-format=json"])
+}
+
+/// Run `job` with `tool` (as `tool_run`) in `dir` and `--output-format=<format>`, the job file
+/// written to a fresh directory outside `dir` (for a `dir` the job fills up).
+pub fn tool_run_outside(dir: &Path, tool: &str, job: &str, format: &str) -> std::process::Output {
+    let jobdir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let jf = jobdir.path().join("job.fio");
+    std::fs::write(&jf, job).unwrap();
+    let mut c = if tool == "fio" {
+        std::process::Command::new("fio")
+    } else {
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_fsdelta"));
+        c.arg("fio");
+        c
+    };
+    c.current_dir(dir)
+        .arg(format!("--output-format={format}"))
+        .arg(&jf)
+        .output()
+        .unwrap()
+}
+
+/// Run `job` with `fsdelta fio` and with the real fio, `--output-format=json`, each in a fresh
+/// directory under CARGO_TARGET_TMPDIR, and panic with its stderr if either fails; (our
+/// directory, our output, fio's directory, fio's output).
+pub fn run_ours_and_fio(
+    job: &str,
+) -> (
+    tempfile::TempDir,
+    std::process::Output,
+    tempfile::TempDir,
+    std::process::Output,
+) {
+    let ours = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let theirs = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let o = tool_json("fsdelta", ours.path(), job);
+    assert!(
+        o.status.success(),
+        "{job}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let f = tool_json("fio", theirs.path(), job);
+    assert!(
+        f.status.success(),
+        "fio: {job}: {}",
+        String::from_utf8_lossy(&f.stderr)
+    );
+    (ours, o, theirs, f)
 }
 
 /// Run `job` with the real fio (/usr/bin/fio) in `dir`, as run_fsdelta_fio.
@@ -213,10 +277,76 @@ pub fn key_paths(
     }
 }
 
+/// The key paths (`key_paths`) of a JSON document.
+pub fn key_set(v: &serde_json::Value) -> std::collections::BTreeSet<String> {
+    let mut s = std::collections::BTreeSet::new();
+    key_paths(v, "", &mut s);
+    s
+}
+
 /// The key paths of the JSON document in a fio (or `fsdelta fio`) output.
 pub fn json_keys(out: &[u8]) -> std::collections::BTreeSet<String> {
-    let v = json_of(out);
-    let mut s = std::collections::BTreeSet::new();
-    key_paths(&v, "", &mut s);
-    s
+    key_set(&json_of(out))
+}
+
+/// fsdelta's own keys in its fio JSON (which clock timed the job), which fio lacks.
+pub const OURS_ONLY_KEYS: [&str; 2] = [".jobs[].clocksource", ".jobs[].clocksource_drift_ppm"];
+
+/// Our JSON's key paths are fio's, but for OURS_ONLY_KEYS; else a panic naming `job` and the
+/// keys each lacks.
+pub fn assert_keys_as_fios(
+    job: &str,
+    ours: &std::collections::BTreeSet<String>,
+    fio: &std::collections::BTreeSet<String>,
+) {
+    let missing: Vec<&String> = fio.difference(ours).collect();
+    let extra: Vec<&String> = ours
+        .difference(fio)
+        .filter(|k| !OURS_ONLY_KEYS.contains(&k.as_str()))
+        .collect();
+    assert!(
+        missing.is_empty() && extra.is_empty(),
+        "{job}: keys fio has and we lack: {missing:#?}; keys we have and fio lacks: {extra:#?}"
+    );
+}
+
+/// Each .log file of a directory with its lines split into columns (fio's `a, b, c` logs).
+pub type FioLogs = std::collections::BTreeMap<String, Vec<Vec<u64>>>;
+
+/// The .log files in `dir`, as FioLogs.
+pub fn fio_logs(dir: &Path) -> FioLogs {
+    let mut out = std::collections::BTreeMap::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let n = e.unwrap().file_name().to_string_lossy().into_owned();
+        if !n.ends_with(".log") {
+            continue;
+        }
+        let text = std::fs::read_to_string(dir.join(&n)).unwrap();
+        let lines = text
+            .lines()
+            .map(|l| l.split(", ").map(|f| f.parse().unwrap()).collect())
+            .collect();
+        out.insert(n, lines);
+    }
+    out
+}
+
+/// Run `tool` with `args` and job.fio (holding `job`) in a fresh directory under
+/// CARGO_TARGET_TMPDIR, panicking with its stderr if it fails; the directory and its logs.
+pub fn run_for_logs(tool: &str, args: &[&str], job: &str) -> (tempfile::TempDir, FioLogs) {
+    let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    std::fs::write(d.path().join("job.fio"), job).unwrap();
+    let o = std::process::Command::new(tool)
+        .current_dir(d.path())
+        .args(args)
+        .arg("job.fio")
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "{tool}: {job}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let l = fio_logs(d.path());
+    (d, l)
 }
