@@ -5,6 +5,25 @@
 use assert_cmd::Command;
 use std::path::{Path, PathBuf};
 
+/// A suite of one small fs_mark test, "writes" (300 files of 16 KiB).
+pub const TINY_SUITE: &str = r#"
+name = "tiny"
+
+[[test]]
+name = "writes"
+workload = "fsmark"
+args = "-s 16384 -n 300 -t 1 -S 0"
+"#;
+
+/// A suite of one fs_mark test, "files100" (100 empty files).
+pub const TINY_FILES100: &str = r#"
+name = "tiny"
+[[test]]
+name = "files100"
+workload = "fsmark"
+args = "-s 0 -n 100 -t 1 -S 0"
+"#;
+
 /// Whether a test that needs `what` may run. Without it, print why the test is skipped, or
 /// panic when FSDELTA_REQUIRE_ALL=1 (CI), so that a green CI means everything ran.
 pub fn require(available: bool, what: &str) -> bool {
@@ -83,6 +102,28 @@ impl Env {
         let mut c = fsdelta(&self.path("r.sqlite"));
         c.env("FSDELTA_STATE_FILE", self.path("state.json"));
         c
+    }
+    /// config.toml here: `configs` (`[[config]]` tables) with the scratch location `scratch`
+    /// here.
+    pub fn config(&self, configs: &str) -> PathBuf {
+        self.write(
+            "config.toml",
+            &format!(
+                "scratch = \"{}\"\n{configs}",
+                self.path("scratch").display()
+            ),
+        )
+    }
+    /// `run -n <n> --quiet --label <label> --suite <suite> --target <target>`, which must not
+    /// end with a usage error (2).
+    pub fn run_label(&self, n: &str, label: &str, suite: &Path, target: &Path) {
+        self.cmd()
+            .args(["run", "-n", n, "--quiet", "--label", label, "--suite"])
+            .arg(suite)
+            .arg("--target")
+            .arg(target)
+            .assert()
+            .code(predicates::ord::ne(2));
     }
 }
 
@@ -349,4 +390,217 @@ pub fn run_for_logs(tool: &str, args: &[&str], job: &str) -> (tempfile::TempDir,
     );
     let l = fio_logs(d.path());
     (d, l)
+}
+
+/// `export latest` as JSON, run by `cmd` (an fsdelta command with its database and
+/// environment): the document, or a panic with the error and fsdelta's stderr.
+pub fn export_latest(mut cmd: Command) -> serde_json::Value {
+    let out = cmd.args(["export", "latest"]).output().unwrap();
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "export latest: {e}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+/// `fsdelta run -n 1 --quiet <flags> --suite <suite> --target <target>` on the database `db`,
+/// to be run by the caller.
+pub fn run_suite(db: &Path, flags: &[&str], suite: &Path, target: &Path) -> Command {
+    let mut c = fsdelta(db);
+    c.args(["run", "-n", "1", "--quiet"])
+        .args(flags)
+        .arg("--suite")
+        .arg(suite)
+        .arg("--target")
+        .arg(target);
+    c
+}
+
+/// The output of `show latest --raw` on the database `db`, which must succeed.
+pub fn show_raw(db: &Path) -> String {
+    let out = fsdelta(db)
+        .args(["show", "latest", "--raw"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// What follows the "fs_mark iterations:" heading of `show --raw`'s text, or a panic with it.
+pub fn fs_mark_table(text: &str) -> &str {
+    text.split("fs_mark iterations:\n")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no fs_mark table: {text}"))
+}
+
+/// A child process that said it was ready (a stdout line ending in "ready"); killed and reaped
+/// on drop.
+pub struct ReadyChild(pub std::process::Child);
+
+impl ReadyChild {
+    /// Spawn `cmd` with its stdout piped and wait for its "ready" line; a panic naming `what` if
+    /// its stdout ends before.
+    pub fn spawn(cmd: &mut std::process::Command, what: &str) -> ReadyChild {
+        use std::io::BufRead;
+        let mut c = cmd.stdout(std::process::Stdio::piped()).spawn().unwrap();
+        let mut r = std::io::BufReader::new(c.stdout.take().unwrap());
+        let child = ReadyChild(c);
+        loop {
+            let mut line = String::new();
+            assert!(
+                r.read_line(&mut line).unwrap() > 0,
+                "{what} did not get ready"
+            );
+            if line.trim().ends_with("ready") {
+                break;
+            }
+        }
+        // Keep the pipe open (the child may print more); it is closed when the child is reaped.
+        std::mem::forget(r);
+        child
+    }
+}
+
+impl Drop for ReadyChild {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The body of a test that holds a device only when `hold_device` runs this test binary again:
+/// with the environment variable `var` naming a device, hold it open with O_EXCL, say "ready"
+/// and wait to be killed (120 s at most); without `var`, nothing.
+pub fn hold_device_when_asked(var: &str) {
+    let Some(dev) = std::env::var_os(var) else {
+        return;
+    };
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let _f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_EXCL)
+        .open(&dev)
+        .unwrap();
+    println!("ready");
+    std::io::stdout().flush().unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(120));
+}
+
+/// This test binary again, running only its test `holder` (which calls
+/// `hold_device_when_asked(var)`) with `var` set to `dev`: `dev` is held open exclusively once
+/// this returns, until the child is dropped.
+pub fn hold_device(holder: &str, var: &str, dev: &Path) -> ReadyChild {
+    ReadyChild::spawn(
+        std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", holder, "--nocapture", "--test-threads=1"])
+            .env(var, dev)
+            .stderr(std::process::Stdio::inherit()),
+        "the holder",
+    )
+}
+
+/// The Debian kernel package the VM tests boot for `which` ("A": 6.1.0-47, "B": 6.1.0-50):
+/// FSDELTA_VM_KERNEL_<which>, else its .deb in /var/cache/fsdelta-ci/kernels (see .ci/run).
+pub fn vm_kernel(which: &str) -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os(format!("FSDELTA_VM_KERNEL_{which}")) {
+        return Some(PathBuf::from(p));
+    }
+    let release = if which == "A" {
+        "6.1.0-47-amd64"
+    } else {
+        "6.1.0-50-amd64"
+    };
+    std::fs::read_dir("/var/cache/fsdelta-ci/kernels")
+        .ok()?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .find(|p| {
+            p.file_name().is_some_and(|n| {
+                n.to_string_lossy()
+                    .starts_with(&format!("linux-image-{release}_"))
+            })
+        })
+}
+
+/// Whether guests can boot here: qemu-system-x86_64 and a static busybox; as `require`.
+pub fn require_qemu() -> bool {
+    require(
+        ::fsdelta::vm::qemu::find_qemu().is_ok(),
+        "qemu-system-x86_64 (apt-get install qemu-system-x86)",
+    ) && require(
+        ::fsdelta::vm::initramfs::check_busybox().is_ok(),
+        "a static /bin/busybox (apt-get install busybox-static)",
+    )
+}
+
+/// The VM tests' suite: a tiny fs_mark test ("files") and a tiny fio test ("randwrite").
+pub const VM_SUITE: &str = r#"
+[[test]]
+name = "files"
+workload = "fsmark"
+args = "-s 4096 -n 300 -t 1 -S 1"
+
+[[test]]
+name = "randwrite"
+workload = "fio"
+job = """
+[rw]
+rw=randwrite
+bs=4k
+size=8m
+fsync=32
+"""
+"#;
+
+/// A temporary directory with a configuration file, a suite file, a database (db.sqlite) and
+/// a state file (state.json).
+pub struct Setup {
+    pub dir: tempfile::TempDir,
+}
+
+impl Setup {
+    /// In `dir`: `config_file` holding `configs` with the scratch location `scratch` here, and
+    /// `suite_file` holding `suite`.
+    pub fn in_dir(
+        dir: tempfile::TempDir,
+        config_file: &str,
+        configs: &str,
+        suite_file: &str,
+        suite: &str,
+    ) -> Setup {
+        let scratch = dir.path().join("scratch");
+        std::fs::write(
+            dir.path().join(config_file),
+            format!("scratch = \"{}\"\n{configs}", scratch.display()),
+        )
+        .unwrap();
+        std::fs::write(dir.path().join(suite_file), suite).unwrap();
+        Setup { dir }
+    }
+    pub fn p(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+    /// fsdelta with this database and state file.
+    pub fn cmd(&self) -> Command {
+        let mut c = fsdelta(&self.p("db.sqlite"));
+        c.env("FSDELTA_STATE_FILE", self.p("state.json"));
+        c
+    }
+    /// Nothing is left under the scratch location.
+    pub fn assert_scratch_empty(&self) {
+        let left: Vec<_> = std::fs::read_dir(self.p("scratch"))
+            .map(|rd| rd.filter_map(Result::ok).map(|e| e.path()).collect())
+            .unwrap_or_default();
+        assert!(left.is_empty(), "left behind: {left:?}");
+    }
+    /// The state file names nothing left to clean up.
+    pub fn assert_state_empty(&self) {
+        let state = std::fs::read_to_string(self.p("state.json")).unwrap_or_default();
+        assert!(
+            !state.contains("\"kind\""),
+            "state file still names: {state}"
+        );
+    }
 }
