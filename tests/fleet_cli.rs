@@ -11,13 +11,7 @@ use predicates::prelude::*;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-const TINY: &str = r#"
-name = "tiny"
-[[test]]
-name = "files100"
-workload = "fsmark"
-args = "-s 0 -n 100 -t 1 -S 0"
-"#;
+use common::TINY_FILES100 as TINY;
 
 fn scratch() -> Option<ScratchDatabase> {
     let url = std::env::var("FSDELTA_TEST_PG")

@@ -20,13 +20,7 @@ use std::time::{Duration, Instant};
 const JOBS: usize = 200;
 const AGENTS: usize = 8;
 
-const TINY: &str = r#"
-name = "tiny"
-[[test]]
-name = "files100"
-workload = "fsmark"
-args = "-s 0 -n 100 -t 1 -S 0"
-"#;
+use common::TINY_FILES100 as TINY;
 
 fn gated(gate: &std::path::Path) -> String {
     format!(

@@ -12,13 +12,7 @@ use fsdelta::store::postgres::ScratchDatabase;
 use predicates::prelude::*;
 use std::path::Path;
 
-const TINY: &str = r#"
-name = "tiny"
-[[test]]
-name = "files100"
-workload = "fsmark"
-args = "-s 0 -n 100 -t 1 -S 0"
-"#;
+use common::TINY_FILES100 as TINY;
 
 /// fsdelta with `db` as its store and a private state file.
 fn fsdelta(db: &str, work: &Path) -> Command {
