@@ -12,7 +12,7 @@ mod common;
 mod pg;
 
 use fsdelta::model::RunStatus;
-use fsdelta::queue::{JobState, NewJob, Placement, Queue};
+use fsdelta::queue::{JobState, Queue};
 use fsdelta::store::RunFilter;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -36,20 +36,7 @@ timeout = 300
     )
 }
 
-fn job(label: &str, suite: &str, text: String) -> NewJob {
-    NewJob {
-        label: label.into(),
-        suite_name: suite.into(),
-        suite_text: Some(text),
-        config_name: None,
-        config_text: None,
-        tests: vec![],
-        repeat: 1,
-        placement: Placement::Any,
-        baseline: None,
-        max_attempts: 3,
-    }
-}
+use common::suite_job as job;
 
 struct Agents(Vec<(String, Child)>);
 

@@ -204,17 +204,22 @@ pub fn require_fio() -> bool {
     require(fio, "fio 3.33 (/usr/bin/fio) to compare with")
 }
 
-/// Write `job` to `dir`/job.fio and run `tool` ("fio": the real fio, else `fsdelta fio`) in
-/// `dir` with `opts` and job.fio; the process's output, whatever its status.
-pub fn tool_run(tool: &str, dir: &Path, job: &str, opts: &[&str]) -> std::process::Output {
-    std::fs::write(dir.join("job.fio"), job).unwrap();
-    let mut c = if tool == "fio" {
+/// The real fio for `tool` "fio", else `fsdelta fio`.
+pub fn fio_command(tool: &str) -> std::process::Command {
+    if tool == "fio" {
         std::process::Command::new("fio")
     } else {
         let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_fsdelta"));
         c.arg("fio");
         c
-    };
+    }
+}
+
+/// Write `job` to `dir`/job.fio and run `tool` ("fio": the real fio, else `fsdelta fio`) in
+/// `dir` with `opts` and job.fio; the process's output, whatever its status.
+pub fn tool_run(tool: &str, dir: &Path, job: &str, opts: &[&str]) -> std::process::Output {
+    std::fs::write(dir.join("job.fio"), job).unwrap();
+    let mut c = fio_command(tool);
     c.current_dir(dir)
         .args(opts)
         .arg("job.fio")
@@ -234,13 +239,7 @@ pub fn tool_run_outside(dir: &Path, tool: &str, job: &str, format: &str) -> std:
     let jobdir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let jf = jobdir.path().join("job.fio");
     std::fs::write(&jf, job).unwrap();
-    let mut c = if tool == "fio" {
-        std::process::Command::new("fio")
-    } else {
-        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_fsdelta"));
-        c.arg("fio");
-        c
-    };
+    let mut c = fio_command(tool);
     c.current_dir(dir)
         .arg(format!("--output-format={format}"))
         .arg(&jf)
@@ -602,5 +601,63 @@ impl Setup {
             !state.contains("\"kind\""),
             "state file still names: {state}"
         );
+    }
+}
+
+/// A queue job of one repetition of the suite `suite` (its text `text`), placed anywhere, with
+/// no configuration, baseline or test filter and three attempts.
+pub fn suite_job(label: &str, suite: &str, text: String) -> ::fsdelta::queue::NewJob {
+    ::fsdelta::queue::NewJob {
+        label: label.into(),
+        suite_name: suite.into(),
+        suite_text: Some(text),
+        config_name: None,
+        config_text: None,
+        tests: vec![],
+        repeat: 1,
+        placement: ::fsdelta::queue::Placement::Any,
+        baseline: None,
+        max_attempts: 3,
+    }
+}
+
+/// Every `<svg>...</svg>` of an HTML page (the report never nests them).
+pub fn svgs(html: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut rest = html;
+    while let Some(i) = rest.find("<svg") {
+        let j = rest[i..].find("</svg>").expect("every <svg> is closed") + i + 6;
+        out.push(&rest[i..j]);
+        rest = &rest[j..];
+    }
+    out
+}
+
+/// For each of `labels`, `run -n 2 --quiet --no-drop-caches --label <label> --suite <suite>
+/// --target <target>` with a command from `fsdelta` (the binary with its database), which must
+/// succeed.
+pub fn run_labelled_twice(
+    fsdelta: impl Fn() -> Command,
+    labels: &[&str],
+    suite: &Path,
+    target: &Path,
+) {
+    for label in labels {
+        fsdelta()
+            .args([
+                "run",
+                "-n",
+                "2",
+                "--quiet",
+                "--no-drop-caches",
+                "--label",
+                label,
+            ])
+            .arg("--suite")
+            .arg(suite)
+            .arg("--target")
+            .arg(target)
+            .assert()
+            .success();
     }
 }
