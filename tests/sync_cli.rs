@@ -30,24 +30,7 @@ fn laptop(work: &Path) -> String {
     std::fs::write(&suite, TINY).unwrap();
     let target = work.join("target");
     std::fs::create_dir_all(&target).unwrap();
-    for label in ["base", "cur"] {
-        fsdelta(&db, work)
-            .args([
-                "run",
-                "-n",
-                "2",
-                "--quiet",
-                "--no-drop-caches",
-                "--label",
-                label,
-            ])
-            .arg("--suite")
-            .arg(&suite)
-            .arg("--target")
-            .arg(&target)
-            .assert()
-            .success();
-    }
+    common::run_labelled_twice(|| fsdelta(&db, work), &["base", "cur"], &suite, &target);
     db
 }
 
