@@ -391,16 +391,74 @@ pub fn run_for_logs(tool: &str, args: &[&str], job: &str) -> (tempfile::TempDir,
     (d, l)
 }
 
+/// Run `job` under `fsdelta fio` and fio (as `run_for_logs`): both write the same log files,
+/// each with as many lines give or take one; (our directory, our logs, fio's directory, fio's
+/// logs).
+pub fn logs_of_both(job: &str) -> (tempfile::TempDir, FioLogs, tempfile::TempDir, FioLogs) {
+    let (ours_dir, ours) = run_for_logs(env!("CARGO_BIN_EXE_fsdelta"), &["fio"], job);
+    let (theirs_dir, theirs) = run_for_logs("fio", &[], job);
+    assert_eq!(
+        ours.keys().collect::<Vec<_>>(),
+        theirs.keys().collect::<Vec<_>>(),
+        "{job}"
+    );
+    for (name, lines) in &ours {
+        let n = theirs[name].len();
+        assert!(
+            lines.len().abs_diff(n) <= 1,
+            "{job}: {name}: {} lines, fio {n}",
+            lines.len()
+        );
+    }
+    (ours_dir, ours, theirs_dir, theirs)
+}
+
 /// `export latest` as JSON, run by `cmd` (an fsdelta command with its database and
-/// environment): the document, or a panic with the error and fsdelta's stderr.
-pub fn export_latest(mut cmd: Command) -> serde_json::Value {
-    let out = cmd.args(["export", "latest"]).output().unwrap();
+/// environment), which must succeed: the document.
+pub fn export_latest(cmd: Command) -> serde_json::Value {
+    export_latest_with(cmd, &[])
+}
+
+/// `export latest <extra>`, as `export_latest`.
+pub fn export_latest_with(mut cmd: Command, extra: &[&str]) -> serde_json::Value {
+    let out = cmd.args(["export", "latest"]).args(extra).output().unwrap();
+    assert!(
+        out.status.success(),
+        "export latest: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
         panic!(
             "export latest: {e}: {}",
-            String::from_utf8_lossy(&out.stderr)
+            String::from_utf8_lossy(&out.stdout)
         )
     })
+}
+
+/// Mounts and loop devices (by their backing files) under `root`, one line each.
+pub fn mounts_and_loops_under(root: &Path) -> Vec<String> {
+    let mut out: Vec<String> = std::fs::read_to_string("/proc/self/mounts")
+        .unwrap()
+        .lines()
+        .filter(|l| {
+            l.split(' ')
+                .nth(1)
+                .is_some_and(|t| Path::new(t).starts_with(root))
+        })
+        .map(|l| format!("mount: {l}"))
+        .collect();
+    for e in std::fs::read_dir("/sys/block").unwrap().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if !name.starts_with("loop") {
+            continue;
+        }
+        let backing =
+            std::fs::read_to_string(e.path().join("loop/backing_file")).unwrap_or_default();
+        if Path::new(backing.trim()).starts_with(root) {
+            out.push(format!("loop: /dev/{name} -> {}", backing.trim()));
+        }
+    }
+    out
 }
 
 /// `fsdelta run -n 1 --quiet <flags> --suite <suite> --target <target>` on the database `db`,
@@ -660,4 +718,21 @@ pub fn run_labelled_twice(
             .assert()
             .success();
     }
+}
+
+/// `report <args> -o <out>` on the database `db`, which must succeed; its output.
+pub fn report(db: &Path, args: &[&str], out: &Path) -> std::process::Output {
+    let o = fsdelta(db)
+        .arg("report")
+        .args(args)
+        .arg("-o")
+        .arg(out)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "fsdelta report failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    o
 }
