@@ -55,17 +55,7 @@ impl Setup {
             .unwrap()
     }
     fn samples(&self) -> Vec<serde_json::Value> {
-        let out = self
-            .cmd()
-            .args(["export", "latest", "--format", "json"])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let doc = common::export_latest_with(self.cmd(), &["--format", "json"]);
         doc["runs"][0]["samples"].as_array().unwrap().clone()
     }
     /// No mount, no loop device and no file of ours under the scratch location, and no state
