@@ -4,8 +4,6 @@
 
 mod common;
 
-use common::fsdelta;
-
 use common::svgs;
 
 /// The tooltips of an SVG.
@@ -57,16 +55,7 @@ fn a_suites_fio_logs_are_kept_and_drawn_in_the_report() {
     assert_eq!(std::fs::read_dir(&cwd).unwrap().count(), 0);
 
     let out = tmp.path().join("report.html");
-    let o = fsdelta(&db)
-        .args(["report", "latest", "-o"])
-        .arg(&out)
-        .output()
-        .unwrap();
-    assert!(
-        o.status.success(),
-        "fsdelta report failed: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    let o = common::report(&db, &["latest"], &out);
     assert!(
         o.stderr.is_empty(),
         "{}",

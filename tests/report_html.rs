@@ -43,18 +43,7 @@ fn run(db: &Path, target: &Path, label: &str) {
 }
 
 fn report(db: &Path, args: &[&str], out: &Path) -> String {
-    let o = fsdelta(db)
-        .arg("report")
-        .args(args)
-        .arg("-o")
-        .arg(out)
-        .output()
-        .unwrap();
-    assert!(
-        o.status.success(),
-        "fsdelta report failed: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    let o = common::report(db, args, out);
     assert!(String::from_utf8_lossy(&o.stdout).starts_with("wrote "));
     std::fs::read_to_string(out).unwrap()
 }
