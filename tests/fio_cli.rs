@@ -719,8 +719,23 @@ fn unlink_each_loop_recreates_the_files_as_fio() {
             let d = tempfile::tempdir().unwrap();
             // A longer file there before: only deleting it leaves it shorter.
             std::fs::write(d.path().join("f"), vec![7u8; 128 << 10]).unwrap();
-            // The job file outside the directory listed below.
-            let out = common::tool_run_outside(d.path(), tool, job, "json");
+            let jf = tempfile::NamedTempFile::new().unwrap();
+            std::fs::write(jf.path(), job).unwrap();
+            let out = if tool == "fio" {
+                std::process::Command::new("/usr/bin/fio")
+                    .current_dir(d.path())
+                    .arg("--output-format=json")
+                    .arg(jf.path())
+                    .output()
+                    .unwrap()
+            } else {
+                fsdelta()
+                    .current_dir(d.path())
+                    .args(["fio", "--output-format=json"])
+                    .arg(jf.path())
+                    .output()
+                    .unwrap()
+            };
             assert!(
                 out.status.success(),
                 "{tool}: {}",
