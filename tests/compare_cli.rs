@@ -7,23 +7,9 @@ mod common;
 
 use common::{Env, is_root, require};
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-const TINY_SUITE: &str = r#"
-name = "tiny"
-
-[[test]]
-name = "writes"
-workload = "fsmark"
-args = "-s 16384 -n 300 -t 1 -S 0"
-"#;
-
-fn matrix(env: &Env, configs: &str) -> PathBuf {
-    env.write(
-        "config.toml",
-        &format!("scratch = \"{}\"\n{configs}", env.path("scratch").display()),
-    )
-}
+use common::TINY_SUITE;
 
 fn can_mount() -> bool {
     require(is_root(), "root (mkfs, mount, loop devices)")
@@ -37,8 +23,7 @@ fn the_sync_mount_option_regresses_buffered_writes_and_identical_configs_do_not(
     }
     let env = Env::new();
     let suite = env.write("tiny.toml", TINY_SUITE);
-    let cfg = matrix(
-        &env,
+    let cfg = env.config(
         r#"
 [[config]]
 name = "ext4"
@@ -183,13 +168,7 @@ fn bisect_skips_when_one_run_a_side_cannot_decide_and_history_lists_runs() {
     let target = env.path("t");
     fs::create_dir(&target).unwrap();
     for label in ["a", "b", "c"] {
-        env.cmd()
-            .args(["run", "-n", "1", "--quiet", "--label", label, "--suite"])
-            .arg(&suite)
-            .arg("--target")
-            .arg(&target)
-            .assert()
-            .code(predicates::ord::ne(2));
+        env.run_label("1", label, &suite, &target);
     }
     // One run a side: no variance, inconclusive: git bisect's "skip".
     env.cmd()
@@ -289,8 +268,7 @@ command = "echo 'disk on fire' >&2; exit 3"
         .code(2)
         .stdout(predicates::str::contains("FAILED broken"))
         .stdout(predicates::str::contains("disk on fire"));
-    let out = env.cmd().args(["export", "latest"]).output().unwrap();
-    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let doc = common::export_latest(env.cmd());
     assert_eq!(doc["runs"][0]["suite"], "cmd");
     let samples = doc["runs"][0]["samples"].as_array().unwrap();
     let launch = samples.iter().find(|s| s["test"] == "launch").unwrap();
@@ -368,8 +346,7 @@ direction = "higher"
         .arg(&target)
         .assert()
         .success();
-    let out = env.cmd().args(["export", "latest"]).output().unwrap();
-    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let doc = common::export_latest(env.cmd());
     let samples = doc["runs"][0]["samples"].as_array().unwrap();
     let count = |t: &str| samples.iter().filter(|s| s["test"] == t).count();
     // Identical values: resolved after the first two repetitions.

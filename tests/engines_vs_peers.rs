@@ -53,6 +53,15 @@ fn sync_and_drop() -> bool {
     rustix::process::geteuid().is_root() && std::fs::write("/proc/sys/vm/drop_caches", b"3").is_ok()
 }
 
+/// Which of two tools goes first in round `r` (`true`: ours): they take turns.
+fn alternating(r: usize) -> [bool; 2] {
+    if r % 2 == 0 {
+        [true, false]
+    } else {
+        [false, true]
+    }
+}
+
 #[test]
 #[ignore = "benchmark: minutes long, needs GNU tar"]
 fn untar_vs_gnu_tar() {
@@ -68,11 +77,7 @@ fn untar_vs_gnu_tar() {
     .unwrap();
     let (mut ours, mut tar) = (Vec::new(), Vec::new());
     for r in 0..rounds {
-        let order = if r % 2 == 0 {
-            [true, false]
-        } else {
-            [false, true]
-        };
+        let order = alternating(r);
         for native in order {
             let dir = base.path().join("x");
             std::fs::create_dir(&dir).unwrap();
@@ -154,11 +159,7 @@ fn stream_vs_dd() {
     let mut dds: [Vec<f64>; 3] = Default::default();
     let mut dropped = false;
     for r in 0..rounds {
-        let order = if r % 2 == 0 {
-            [true, false]
-        } else {
-            [false, true]
-        };
+        let order = alternating(r);
         for native in order {
             sync_and_drop();
             if native {

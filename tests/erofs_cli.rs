@@ -6,7 +6,7 @@
 mod common;
 
 use common::{fsdelta, is_root, require};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 fn erofs_usable() -> bool {
     let has_mkfs = std::process::Command::new("mkfs.erofs")
@@ -24,6 +24,36 @@ fn erofs_usable() -> bool {
     )
 }
 
+/// `tmp`/c.toml: the erofs configuration `name`, an image of `src` with the `key = "value"` line
+/// `extra`, on the scratch location `tmp`/scratch; (scratch, configuration file).
+fn erofs_config(tmp: &Path, name: &str, src: &Path, extra: &str) -> (PathBuf, PathBuf) {
+    let scratch = tmp.join("scratch");
+    let cfg = tmp.join("c.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "scratch = \"{}\"\n[[config]]\nname = \"{name}\"\nfs = \"erofs\"\nsource = \"{}\"\n{extra}\n",
+            scratch.display(),
+            src.display()
+        ),
+    )
+    .unwrap();
+    (scratch, cfg)
+}
+
+/// `run -n <n> --quiet --config <cfg> --suite <suite>` on `db`, which must succeed; the run as
+/// `export latest` shows it.
+fn run_and_export(db: &Path, n: &str, cfg: &Path, suite: &Path) -> serde_json::Value {
+    fsdelta(db)
+        .args(["run", "-n", n, "--quiet", "--config"])
+        .arg(cfg)
+        .arg("--suite")
+        .arg(suite)
+        .assert()
+        .success();
+    common::export_latest(fsdelta(db))
+}
+
 #[test]
 fn an_erofs_image_is_built_from_a_tree_mounted_read_only_and_read() {
     if !erofs_usable() {
@@ -38,17 +68,7 @@ fn an_erofs_image_is_built_from_a_tree_mounted_read_only_and_read() {
         total += body.len();
         std::fs::write(src.join("lib").join(format!("f{i}.txt")), body).unwrap();
     }
-    let scratch = tmp.path().join("scratch");
-    let cfg = tmp.path().join("c.toml");
-    std::fs::write(
-        &cfg,
-        format!(
-            "scratch = \"{}\"\n[[config]]\nname = \"lz4hc\"\nfs = \"erofs\"\nsource = \"{}\"\nmkfs = \"-zlz4hc\"\n",
-            scratch.display(),
-            src.display()
-        ),
-    )
-    .unwrap();
+    let (scratch, cfg) = erofs_config(tmp.path(), "lz4hc", &src, "mkfs = \"-zlz4hc\"");
     let suite = tmp.path().join("s.toml");
     std::fs::write(
         &suite,
@@ -58,15 +78,7 @@ fn an_erofs_image_is_built_from_a_tree_mounted_read_only_and_read() {
     )
     .unwrap();
     let db = tmp.path().join("r.sqlite");
-    fsdelta(&db)
-        .args(["run", "-n", "2", "--quiet", "--config"])
-        .arg(&cfg)
-        .arg("--suite")
-        .arg(&suite)
-        .assert()
-        .success();
-    let out = fsdelta(&db).args(["export", "latest"]).output().unwrap();
-    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let doc = run_and_export(&db, "2", &cfg, &suite);
     let samples = doc["runs"][0]["samples"].as_array().unwrap();
     assert_eq!(samples.len(), 2);
     for s in samples {
@@ -99,11 +111,7 @@ fn an_erofs_image_is_built_from_a_tree_mounted_read_only_and_read() {
         );
     }
     // The command saw a read-only filesystem (its raw output is kept).
-    let raw = fsdelta(&db)
-        .args(["show", "latest", "--raw"])
-        .output()
-        .unwrap();
-    let raw = String::from_utf8(raw.stdout).unwrap();
+    let raw = common::show_raw(&db);
     assert!(
         raw.contains(&format!("stdout:\n{total}\nreadonly\n")),
         "{raw}"
@@ -151,17 +159,7 @@ fn fio_jobs_that_only_read_run_on_an_erofs_image_and_a_writing_job_is_refused() 
         .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
         .collect();
     std::fs::write(src.join("data.bin"), &body).unwrap();
-    let scratch = tmp.path().join("scratch");
-    let cfg = tmp.path().join("c.toml");
-    std::fs::write(
-        &cfg,
-        format!(
-            "scratch = \"{}\"\n[[config]]\nname = \"plain\"\nfs = \"erofs\"\nsource = \"{}\"\nfresh = \"sample\"\n",
-            scratch.display(),
-            src.display()
-        ),
-    )
-    .unwrap();
+    let (scratch, cfg) = erofs_config(tmp.path(), "plain", &src, "fresh = \"sample\"");
     // No size=: each job covers the existing file (1 MiB), as fio does.
     let suite = tmp.path().join("s.toml");
     std::fs::write(
@@ -173,15 +171,7 @@ fn fio_jobs_that_only_read_run_on_an_erofs_image_and_a_writing_job_is_refused() 
     )
     .unwrap();
     let db = tmp.path().join("r.sqlite");
-    fsdelta(&db)
-        .args(["run", "-n", "1", "--quiet", "--config"])
-        .arg(&cfg)
-        .arg("--suite")
-        .arg(&suite)
-        .assert()
-        .success();
-    let out = fsdelta(&db).args(["export", "latest"]).output().unwrap();
-    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let doc = run_and_export(&db, "1", &cfg, &suite);
     let samples = doc["runs"][0]["samples"].as_array().unwrap();
     assert_eq!(samples.len(), 2);
     for s in samples {

@@ -83,13 +83,7 @@ impl Drop for Ext4Loop {
 
 /// The event metrics of every sample of the latest run: (test, repetition, name, value).
 fn event_metrics(db: &Path) -> Vec<(String, u64, String, f64)> {
-    let out = fsdelta(db).args(["export", "latest"]).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = common::export_latest(fsdelta(db));
     let mut got = Vec::new();
     for s in v["runs"][0]["samples"].as_array().unwrap() {
         assert_eq!(s["status"], "ok", "{s}");

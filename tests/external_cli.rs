@@ -58,21 +58,10 @@ size=8m
     .unwrap();
     let target = tmp.path().join("t");
     std::fs::create_dir(&target).unwrap();
-    fsdelta(&db)
-        .args(["run", "-n", "1", "--quiet", "--label", "ext", "--suite"])
-        .arg(&suite)
-        .arg("--target")
-        .arg(&target)
+    common::run_suite(&db, &["--label", "ext"], &suite, &target)
         .assert()
         .success();
-    let doc: serde_json::Value = serde_json::from_slice(
-        &fsdelta(&db)
-            .args(["export", "latest"])
-            .output()
-            .unwrap()
-            .stdout,
-    )
-    .unwrap();
+    let doc = common::export_latest(fsdelta(&db));
     let samples = doc["runs"][0]["samples"].as_array().unwrap();
     for s in samples {
         assert!(
@@ -96,14 +85,7 @@ size=8m
         .arg(&target)
         .assert()
         .success();
-    let doc: serde_json::Value = serde_json::from_slice(
-        &fsdelta(&db)
-            .args(["export", "latest"])
-            .output()
-            .unwrap()
-            .stdout,
-    )
-    .unwrap();
+    let doc = common::export_latest(fsdelta(&db));
     let s = &doc["runs"][0]["samples"][0];
     assert!(
         s["workload"].as_str().unwrap().starts_with("fs_mark"),
@@ -131,32 +113,16 @@ fn the_real_fs_marks_rows_and_output_are_kept_and_shown() {
     .unwrap();
     let target = tmp.path().join("t");
     std::fs::create_dir(&target).unwrap();
-    fsdelta(&db)
-        .args([
-            "run",
-            "-n",
-            "1",
-            "--quiet",
-            "--no-drop-caches",
-            "--engine",
-            "external",
-            "--suite",
-        ])
-        .arg(&suite)
-        .arg("--target")
-        .arg(&target)
-        .assert()
-        .success();
-    let out = fsdelta(&db)
-        .args(["show", "latest", "--raw"])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{out:?}");
-    let text = String::from_utf8(out.stdout).unwrap();
-    let table = text
-        .split("fs_mark iterations:\n")
-        .nth(1)
-        .unwrap_or_else(|| panic!("no fs_mark table: {text}"));
+    common::run_suite(
+        &db,
+        &["--no-drop-caches", "--engine", "external"],
+        &suite,
+        &target,
+    )
+    .assert()
+    .success();
+    let text = common::show_raw(&db);
+    let table = common::fs_mark_table(&text);
     let rows: Vec<&str> = table
         .lines()
         .skip(1)
@@ -179,14 +145,7 @@ fn the_real_fs_marks_rows_and_output_are_kept_and_shown() {
     assert!(text.contains("\nstderr:"), "{text}");
 
     // It was the real tool that ran.
-    let doc: serde_json::Value = serde_json::from_slice(
-        &fsdelta(&db)
-            .args(["export", "latest"])
-            .output()
-            .unwrap()
-            .stdout,
-    )
-    .unwrap();
+    let doc = common::export_latest(fsdelta(&db));
     let s = &doc["runs"][0]["samples"][0];
     assert!(s["workload"].as_str().unwrap().contains("real tool"), "{s}");
 }
@@ -203,14 +162,7 @@ fn fio_json_is_imported_and_compares_with_a_native_run() {
         .assert()
         .success()
         .stderr(predicates::str::contains("imported 1 fio job(s)"));
-    let doc: serde_json::Value = serde_json::from_slice(
-        &fsdelta(&db)
-            .args(["export", "latest"])
-            .output()
-            .unwrap()
-            .stdout,
-    )
-    .unwrap();
+    let doc = common::export_latest(fsdelta(&db));
     assert_eq!(doc["runs"][0]["label"], "from-fio");
     assert_eq!(doc["runs"][0]["suite"], "import:fio-json");
     let s = &doc["runs"][0]["samples"][0];

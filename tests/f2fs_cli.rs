@@ -11,8 +11,8 @@
 
 mod common;
 
-use common::{fsdelta, is_root, require};
-use std::path::{Path, PathBuf};
+use common::{is_root, require};
+use std::path::Path;
 
 fn host_has_f2fs() -> bool {
     let listed = || {
@@ -35,9 +35,7 @@ fn has_mkfs_f2fs() -> bool {
     fsdelta::target::mkfs::Mkfs::find(fsdelta::plan::config::FsKind::F2fs).is_ok()
 }
 
-struct Setup {
-    dir: tempfile::TempDir,
-}
+use common::Setup;
 
 impl Setup {
     fn new(configs: &str, suite: &str) -> Setup {
@@ -45,22 +43,7 @@ impl Setup {
             .prefix("fsdelta-f2fs-")
             .tempdir_in("/var/tmp")
             .unwrap();
-        let scratch = dir.path().join("scratch");
-        std::fs::write(
-            dir.path().join("c.toml"),
-            format!("scratch = \"{}\"\n{configs}", scratch.display()),
-        )
-        .unwrap();
-        std::fs::write(dir.path().join("s.toml"), suite).unwrap();
-        Setup { dir }
-    }
-    fn p(&self, name: &str) -> PathBuf {
-        self.dir.path().join(name)
-    }
-    fn cmd(&self) -> assert_cmd::Command {
-        let mut c = fsdelta(&self.p("db.sqlite"));
-        c.env("FSDELTA_STATE_FILE", self.p("state.json"));
-        c
+        Setup::in_dir(dir, "c.toml", configs, "s.toml", suite)
     }
     fn run(&self) -> std::process::Output {
         self.cmd()
@@ -72,27 +55,13 @@ impl Setup {
             .unwrap()
     }
     fn samples(&self) -> Vec<serde_json::Value> {
-        let out = self
-            .cmd()
-            .args(["export", "latest", "--format", "json"])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let doc = common::export_latest_with(self.cmd(), &["--format", "json"]);
         doc["runs"][0]["samples"].as_array().unwrap().clone()
     }
     /// No mount, no loop device and no file of ours under the scratch location, and no state
     /// entry.
     fn assert_clean(&self) {
-        let scratch = self.p("scratch");
-        let left: Vec<_> = std::fs::read_dir(&scratch)
-            .map(|rd| rd.filter_map(Result::ok).map(|e| e.path()).collect())
-            .unwrap_or_default();
-        assert!(left.is_empty(), "left behind: {left:?}");
+        self.assert_scratch_empty();
         let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap();
         assert!(
             !mounts.contains(&self.dir.path().display().to_string()),
@@ -109,11 +78,7 @@ impl Setup {
             })
             .collect();
         assert!(loops.is_empty(), "loop devices left: {loops:?}");
-        let state = std::fs::read_to_string(self.p("state.json")).unwrap_or_default();
-        assert!(
-            !state.contains("\"kind\""),
-            "state file still names: {state}"
-        );
+        self.assert_state_empty();
     }
 }
 
@@ -177,42 +142,19 @@ fn an_f2fs_loop_config_on_a_host_kernel_without_f2fs_is_refused_before_anything_
     );
 }
 
-fn kernel_a() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("FSDELTA_VM_KERNEL_A") {
-        return Some(PathBuf::from(p));
-    }
-    std::fs::read_dir("/var/cache/fsdelta-ci/kernels")
-        .ok()?
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .find(|p| {
-            p.file_name().is_some_and(|n| {
-                n.to_string_lossy()
-                    .starts_with("linux-image-6.1.0-47-amd64_")
-            })
-        })
-}
-
 #[test]
 fn f2fs_with_lz4_compression_runs_in_a_debian_guest_and_records_its_mkfs() {
     if !(require(is_root(), "root")
         && require(has_mkfs_f2fs(), "mkfs.f2fs (apt-get install f2fs-tools)")
+        && common::require_qemu()
         && require(
-            fsdelta::vm::qemu::find_qemu().is_ok(),
-            "qemu-system-x86_64 (apt-get install qemu-system-x86)",
-        )
-        && require(
-            fsdelta::vm::initramfs::check_busybox().is_ok(),
-            "a static /bin/busybox (apt-get install busybox-static)",
-        )
-        && require(
-            kernel_a().is_some(),
+            common::vm_kernel("A").is_some(),
             "the linux-image-6.1.0-47 .deb in /var/cache/fsdelta-ci/kernels (see .ci/run)",
         ))
     {
         return;
     }
-    let kernel = kernel_a().unwrap();
+    let kernel = common::vm_kernel("A").unwrap();
     let s = Setup::new(
         &format!(
             "[[config]]\nname = \"f2fs-lz4\"\nfs = \"f2fs\"\ndevice = \"loop:512M\"\n\

@@ -15,10 +15,7 @@ fn fsdelta() -> Command {
     Command::cargo_bin("fsdelta").unwrap()
 }
 
-fn json_of(stdout: &[u8]) -> Value {
-    let s = String::from_utf8_lossy(stdout);
-    serde_json::from_str(&s[s.find('{').expect("a JSON object")..]).unwrap()
-}
+use common::json_of;
 
 /// Whether real fio can be used; prints why not, or panics under FSDELTA_REQUIRE_ALL=1.
 fn real_fio() -> bool {
@@ -210,16 +207,13 @@ fn sigint_stops_a_time_based_job_with_exit_130() {
     assert_eq!(status.code(), Some(130));
 }
 
-/// Run `job` (text) under both real fio and fsdelta in separate directories; returns both JSONs.
-fn both(job: &str) -> (Value, Value) {
-    let fio_dir = tempfile::tempdir().unwrap();
-    let our_dir = tempfile::tempdir().unwrap();
-    for d in [fio_dir.path(), our_dir.path()] {
-        std::fs::write(d.join("job.fio"), job).unwrap();
-    }
+/// Run fio's `args` (after `--output-format=json`) under real fio in `fio_dir` and under
+/// fsdelta in `our_dir`; both must succeed; returns both JSONs.
+fn run_both_in(fio_dir: &Path, our_dir: &Path, args: &[&str]) -> (Value, Value) {
     let theirs = std::process::Command::new("/usr/bin/fio")
-        .current_dir(fio_dir.path())
-        .args(["--output-format=json", "job.fio"])
+        .current_dir(fio_dir)
+        .arg("--output-format=json")
+        .args(args)
         .output()
         .unwrap();
     assert!(
@@ -228,8 +222,9 @@ fn both(job: &str) -> (Value, Value) {
         String::from_utf8_lossy(&theirs.stderr)
     );
     let ours = fsdelta()
-        .current_dir(our_dir.path())
-        .args(["fio", "--output-format=json", "job.fio"])
+        .current_dir(our_dir)
+        .args(["fio", "--output-format=json"])
+        .args(args)
         .output()
         .unwrap();
     assert!(
@@ -238,6 +233,28 @@ fn both(job: &str) -> (Value, Value) {
         String::from_utf8_lossy(&ours.stderr)
     );
     (json_of(&theirs.stdout), json_of(&ours.stdout))
+}
+
+/// Run `job` (text) under both real fio and fsdelta in separate directories; returns both JSONs.
+fn both(job: &str) -> (Value, Value) {
+    let fio_dir = tempfile::tempdir().unwrap();
+    let our_dir = tempfile::tempdir().unwrap();
+    for d in [fio_dir.path(), our_dir.path()] {
+        std::fs::write(d.join("job.fio"), job).unwrap();
+    }
+    run_both_in(fio_dir.path(), our_dir.path(), &["job.fio"])
+}
+
+/// The first job's io_bytes and total_ios per direction are fio's; `what` names the job.
+fn same_io_counts(theirs: &Value, ours: &Value, what: &str) {
+    for d in ["read", "write"] {
+        for k in ["io_bytes", "total_ios"] {
+            assert_eq!(
+                theirs["jobs"][0][d][k], ours["jobs"][0][d][k],
+                "{what}: {d}.{k}"
+            );
+        }
+    }
 }
 
 #[test]
@@ -269,6 +286,17 @@ fn real_fio_and_fsdelta_move_the_same_bytes_for_the_same_job() {
     assert_eq!(tj[1]["read"]["total_ios"], oj[1]["read"]["total_ios"]);
 }
 
+/// `job` run by `tool` in `dir` as `common::tool_json`; it must succeed.
+fn tool_ok(tool: &str, dir: &Path, job: &str) -> std::process::Output {
+    let out = common::tool_json(tool, dir, job);
+    assert!(
+        out.status.success(),
+        "{tool}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
 /// Job shapes whose I/O counts per direction must equal fio's exactly: same seeds, same rwmix
 /// rule, same random map, same file selection, whole blocks only, fdatasync not in sync's
 /// total_ios. (Known difference, not listed: rw=rw with loops > 1 splits directions slightly
@@ -292,14 +320,7 @@ fn real_fio_and_fsdelta_agree_on_io_counts_across_job_shapes() {
     ];
     for shape in shapes {
         let (theirs, ours) = both(&format!("[j]\n{shape}"));
-        for d in ["read", "write"] {
-            for k in ["io_bytes", "total_ios"] {
-                assert_eq!(
-                    theirs["jobs"][0][d][k], ours["jobs"][0][d][k],
-                    "{shape:?}: {d}.{k}"
-                );
-            }
-        }
+        same_io_counts(&theirs, &ours, &format!("{shape:?}"));
         assert_eq!(
             theirs["jobs"][0]["sync"]["total_ios"], ours["jobs"][0]["sync"]["total_ios"],
             "{shape:?}"
@@ -335,14 +356,7 @@ fn real_fio_and_fsdelta_agree_on_io_counts_with_drawn_block_sizes() {
     ];
     for shape in shapes {
         let (theirs, ours) = both(&format!("[j]\n{shape}"));
-        for d in ["read", "write"] {
-            for k in ["io_bytes", "total_ios"] {
-                assert_eq!(
-                    theirs["jobs"][0][d][k], ours["jobs"][0][d][k],
-                    "{shape:?}: {d}.{k}"
-                );
-            }
-        }
+        same_io_counts(&theirs, &ours, &format!("{shape:?}"));
     }
 }
 
@@ -350,35 +364,14 @@ fn real_fio_and_fsdelta_agree_on_io_counts_with_drawn_block_sizes() {
 fn both_args(args: &[&str]) -> (Value, Value) {
     let fio_dir = tempfile::tempdir().unwrap();
     let our_dir = tempfile::tempdir().unwrap();
-    let theirs = std::process::Command::new("/usr/bin/fio")
-        .current_dir(fio_dir.path())
-        .arg("--output-format=json")
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        theirs.status.success(),
-        "{}",
-        String::from_utf8_lossy(&theirs.stderr)
-    );
-    let ours = fsdelta()
-        .current_dir(our_dir.path())
-        .args(["fio", "--output-format=json"])
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        ours.status.success(),
-        "{}",
-        String::from_utf8_lossy(&ours.stderr)
-    );
+    let both = run_both_in(fio_dir.path(), our_dir.path(), args);
     let count = |d: &Path| std::fs::read_dir(d).unwrap().count();
     assert_eq!(
         count(fio_dir.path()),
         count(our_dir.path()),
         "{args:?}: files created"
     );
-    (json_of(&theirs.stdout), json_of(&ours.stdout))
+    both
 }
 
 /// fsperf's fio command lines (josefbacik/fsperf tests/*.py, with the options its FioTest
@@ -402,13 +395,8 @@ fn fsperf_command_lines_run_like_fio() {
         let line = format!("{common} {t}");
         let args: Vec<&str> = line.split_whitespace().collect();
         let (theirs, ours) = both_args(&args);
+        same_io_counts(&theirs, &ours, t);
         for d in ["read", "write"] {
-            for k in ["io_bytes", "total_ios"] {
-                assert_eq!(
-                    theirs["jobs"][0][d][k], ours["jobs"][0][d][k],
-                    "{t}: {d}.{k}"
-                );
-            }
             assert_eq!(
                 theirs["jobs"][0][d]["clat_ns"]["N"], ours["jobs"][0][d]["clat_ns"]["N"],
                 "{t}: {d} clat N"
@@ -444,14 +432,7 @@ fn fsperf_direct_jobs_run_like_fio() {
         let line = format!("{common} {t}");
         let args: Vec<&str> = line.split_whitespace().collect();
         let (theirs, ours) = both_args(&args);
-        for d in ["read", "write"] {
-            for k in ["io_bytes", "total_ios"] {
-                assert_eq!(
-                    theirs["jobs"][0][d][k], ours["jobs"][0][d][k],
-                    "{t}: {d}.{k}"
-                );
-            }
-        }
+        same_io_counts(&theirs, &ours, t);
     }
 }
 
@@ -596,12 +577,7 @@ fn filename_format_names_files_as_fio() {
     let mut counts = Vec::new();
     for tool in ["fio", "fsdelta"] {
         let d = tempfile::tempdir().unwrap();
-        let out = common::tool_json(tool, d.path(), job);
-        assert!(
-            out.status.success(),
-            "{tool}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let out = tool_ok(tool, d.path(), job);
         let v = json_of(&out.stdout);
         counts.push(
             v["jobs"]
@@ -651,12 +627,7 @@ fn file_append_writes_after_the_end_as_fio() {
         std::fs::write(d.path().join("f"), &old).unwrap();
         let mut seen = Vec::new();
         for (k, job) in steps.iter().enumerate() {
-            let out = common::tool_json(tool, d.path(), job);
-            assert!(
-                out.status.success(),
-                "{tool}: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
+            let out = tool_ok(tool, d.path(), job);
             let v = json_of(&out.stdout);
             let j = &v["jobs"][0];
             let sizes: Vec<u64> = ["f", "g"]
@@ -703,12 +674,7 @@ fn buffer_pattern_writes_fios_bytes() {
         let mut files = Vec::new();
         for tool in ["fio", "fsdelta"] {
             let d = tempfile::tempdir().unwrap();
-            let out = common::tool_json(tool, d.path(), job);
-            assert!(
-                out.status.success(),
-                "{tool}: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
+            tool_ok(tool, d.path(), job);
             files.push(std::fs::read(d.path().join("f")).unwrap());
         }
         assert!(files[1] == files[0], "the files differ: {job}");

@@ -11,8 +11,6 @@
 
 mod common;
 
-use std::process::Command;
-
 /// What is compared of one run.
 #[derive(Debug, PartialEq)]
 struct Outcome {
@@ -82,26 +80,7 @@ fn outcome(o: &std::process::Output, json: bool) -> Outcome {
 /// Run `job` with `tool` in a fresh 1 MiB tmpfs; the job file and the output stay outside it.
 fn run(tool: &str, job: &str, format: &str) -> std::process::Output {
     let fs = common::Tmpfs::mount("1m");
-    run_in(&fs.path(), tool, job, format)
-}
-
-/// Run `job` with `tool` in `dir`.
-fn run_in(dir: &std::path::Path, tool: &str, job: &str, format: &str) -> std::process::Output {
-    let jobdir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let jf = jobdir.path().join("job.fio");
-    std::fs::write(&jf, job).unwrap();
-    let mut c = if tool == "fio" {
-        Command::new("fio")
-    } else {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_fsdelta"));
-        c.arg("fio");
-        c
-    };
-    c.current_dir(dir)
-        .arg(format!("--output-format={format}"))
-        .arg(&jf)
-        .output()
-        .unwrap()
+    common::tool_run_outside(&fs.path(), tool, job, format)
 }
 
 const W: &str = "[w]\nrw=write\nbs=4k\nsize=1040k\nfilename=f\n";
@@ -109,22 +88,12 @@ const W: &str = "[w]\nrw=write\nbs=4k\nsize=1040k\nfilename=f\n";
 /// Our JSON has fio's keys (and fsdelta's two clock keys).
 fn same_keys(job: &str, f: &std::process::Output, o: &std::process::Output) {
     let (fk, ok) = (common::json_keys(&f.stdout), common::json_keys(&o.stdout));
-    let ours_only = [".jobs[].clocksource", ".jobs[].clocksource_drift_ppm"];
-    let missing: Vec<&String> = fk.difference(&ok).collect();
-    let extra: Vec<&String> = ok
-        .difference(&fk)
-        .filter(|k| !ours_only.contains(&k.as_str()))
-        .collect();
-    assert!(
-        missing.is_empty() && extra.is_empty(),
-        "{job}: keys fio has and we lack: {missing:?}; keys we have and fio lacks: {extra:?}"
-    );
+    common::assert_keys_as_fios(job, &ok, &fk);
 }
 
 #[test]
 fn continued_and_fatal_enospc_count_as_fios() {
-    let fio = Command::new("fio").arg("--version").output().is_ok();
-    if !common::require(fio, "fio 3.33 (/usr/bin/fio) to compare with")
+    if !common::require_fio()
         || !common::require(common::is_root(), "root (to mount a small tmpfs)")
     {
         return;
@@ -224,8 +193,7 @@ fn continued_and_fatal_enospc_count_as_fios() {
 /// io_u_sync_complete returned as an errno) and libaio counts nothing.
 #[test]
 fn continued_and_fatal_verify_failures_count_as_fios() {
-    let fio = Command::new("fio").arg("--version").output().is_ok();
-    if !common::require(fio, "fio 3.33 (/usr/bin/fio) to compare with") {
+    if !common::require_fio() {
         return;
     }
     let base = "[v]\nrw=read\nbs=4k\nsize=16k\nfilename=z\nverify=crc32c\n";
@@ -246,7 +214,7 @@ fn continued_and_fatal_verify_failures_count_as_fios() {
                 .unwrap()
                 .set_len(16 << 10)
                 .unwrap();
-            outs.push(run_in(dir.path(), tool, job, "json"));
+            outs.push(common::tool_run_outside(dir.path(), tool, job, "json"));
         }
         let (fo, oo) = (outcome(&outs[0], true), outcome(&outs[1], true));
         assert_eq!(
@@ -274,13 +242,12 @@ fn continued_and_fatal_verify_failures_count_as_fios() {
 /// fio's synchronous verify ends it (fio's own fatal verify_async run may hang).
 #[test]
 fn verify_phase_failures_count_as_fios_with_and_without_verify_async() {
-    let fio = Command::new("fio").arg("--version").output().is_ok();
-    if !common::require(fio, "fio 3.33 (/usr/bin/fio) to compare with") {
+    if !common::require_fio() {
         return;
     }
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let w = "[w]\nrw=write\nbs=4k\nsize=256k\nfilename=f\nverify=crc32c\n";
-    let o = run_in(dir.path(), "fio", &format!("{w}do_verify=0\n"), "json");
+    let o = common::tool_run_outside(dir.path(), "fio", &format!("{w}do_verify=0\n"), "json");
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let f = dir.path().join("f");
     let mut data = std::fs::read(&f).unwrap();
@@ -300,8 +267,8 @@ fn verify_phase_failures_count_as_fios_with_and_without_verify_async() {
                 job.clone()
             };
             let outs = [
-                run_in(dir.path(), "fio", &fio_job, "json"),
-                run_in(dir.path(), "fsdelta", &job, "json"),
+                common::tool_run_outside(dir.path(), "fio", &fio_job, "json"),
+                common::tool_run_outside(dir.path(), "fsdelta", &job, "json"),
             ];
             let (fo, oo) = (outcome(&outs[0], true), outcome(&outs[1], true));
             assert_eq!(

@@ -601,13 +601,12 @@ fn fios_own_examples_run_and_match_fio() {
     ) {
         return;
     }
-    let fio = Command::new("fio").arg("--version").output().is_ok();
-    if !common::require(fio, "fio 3.33 (/usr/bin/fio) to compare with") {
+    if !common::require_fio() {
         return;
     }
     let mut results: BTreeMap<&str, Result<String, String>> = BTreeMap::new();
     for name in LOCAL {
-        results.insert(name, check(name, fio));
+        results.insert(name, check(name, true));
     }
     let ok = results.values().filter(|r| r.is_ok()).count();
     let m = LOCAL.len();
@@ -683,8 +682,7 @@ fn shrinking_caps_a_rate_bound_file_and_the_stride() {
 /// keys, run live on the same filesystem; the verify job's read-back counts equal fio's.
 #[test]
 fn json_keys_equal_real_fios_for_async_and_grouped_jobs() {
-    let fio = Command::new("fio").arg("--version").output().is_ok();
-    if !common::require(fio, "fio 3.33 (/usr/bin/fio) to compare with") {
+    if !common::require_fio() {
         return;
     }
     let jobs = [
@@ -694,31 +692,7 @@ fn json_keys_equal_real_fios_for_async_and_grouped_jobs() {
         "[v]\nioengine=libaio\niodepth=16\nrw=randwrite\nsize=4m\ndirect=1\nverify=crc32c\n",
     ];
     for job in jobs {
-        let ours = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-        let theirs = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-        for d in [&ours, &theirs] {
-            std::fs::write(d.path().join("job.fio"), job).unwrap();
-        }
-        let o = Command::new(env!("CARGO_BIN_EXE_fsdelta"))
-            .current_dir(ours.path())
-            .args(["fio", "--output-format=json", "job.fio"])
-            .output()
-            .unwrap();
-        assert!(
-            o.status.success(),
-            "{job}: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
-        let f = Command::new("fio")
-            .current_dir(theirs.path())
-            .args(["--output-format=json", "job.fio"])
-            .output()
-            .unwrap();
-        assert!(
-            f.status.success(),
-            "fio: {job}: {}",
-            String::from_utf8_lossy(&f.stderr)
-        );
+        let (_ours, o, _theirs, f) = common::run_ours_and_fio(job);
         if job.contains("verify") {
             assert_eq!(
                 jobs_of(&o.stdout).unwrap(),
@@ -727,19 +701,10 @@ fn json_keys_equal_real_fios_for_async_and_grouped_jobs() {
             );
         }
         let (ok, fk) = (common::json_keys(&o.stdout), common::json_keys(&f.stdout));
-        let missing: Vec<&String> = fk.difference(&ok).collect();
         // fsdelta's own two keys (which clock timed the job) are the only ones fio lacks.
-        let ours_only = [".jobs[].clocksource", ".jobs[].clocksource_drift_ppm"];
-        for k in ours_only {
+        for k in common::OURS_ONLY_KEYS {
             assert!(ok.contains(k), "{job}: no {k}");
         }
-        let extra: Vec<&String> = ok
-            .difference(&fk)
-            .filter(|k| !ours_only.contains(&k.as_str()))
-            .collect();
-        assert!(
-            missing.is_empty() && extra.is_empty(),
-            "{job}: keys fio has and we lack: {missing:#?}; keys we have and fio lacks: {extra:#?}"
-        );
+        common::assert_keys_as_fios(job, &ok, &fk);
     }
 }

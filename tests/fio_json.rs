@@ -5,6 +5,8 @@
 //! (tests/data/fio/*.json, from the job files beside them) and on ours for the same job files,
 //! and the key structure of the two is compared.
 
+mod common;
+
 use fsdelta::plan::jobfile::{self, SystemSources};
 use fsdelta::workload::fio::FioWorkload;
 use fsdelta::workload::{CancelToken, NoProgress, RunContext};
@@ -171,28 +173,6 @@ fn read_fio_json(text: &str) -> Result<(String, Vec<JobSummary>), String> {
     Ok((version, out))
 }
 
-/// Every key path of a JSON document; list items are `[]`; `disk_util` items are not
-/// descended into (we report no disks).
-fn key_paths(v: &Value, prefix: &str, out: &mut BTreeSet<String>) {
-    match v {
-        Value::Object(m) => {
-            for (k, x) in m {
-                let p = format!("{prefix}.{k}");
-                out.insert(p.clone());
-                if k != "disk_util" {
-                    key_paths(x, &p, out);
-                }
-            }
-        }
-        Value::Array(items) => {
-            for x in items {
-                key_paths(x, &format!("{prefix}[]"), out);
-            }
-        }
-        _ => {}
-    }
-}
-
 fn data(name: &str) -> String {
     let p = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/data/fio")
@@ -215,10 +195,7 @@ fn our_json(job_file: &str, dir: &Path) -> String {
 }
 
 fn paths_of(text: &str) -> BTreeSet<String> {
-    let v: Value = serde_json::from_str(&text[text.find('{').unwrap()..]).unwrap();
-    let mut s = BTreeSet::new();
-    key_paths(&v, "", &mut s);
-    s
+    common::json_keys(text.as_bytes())
 }
 
 #[test]
@@ -280,7 +257,7 @@ fn our_json_has_every_key_real_fio_has_for_the_same_job() {
             "{job}: keys fio has and we lack: {missing:#?}"
         );
         // fsdelta's own keys (documented in the README): which clock timed the job.
-        let ours_only = [".jobs[].clocksource", ".jobs[].clocksource_drift_ppm"];
+        let ours_only = common::OURS_ONLY_KEYS;
         for k in ours_only {
             assert!(our_keys.contains(k), "{job}: {k} missing");
         }

@@ -34,20 +34,7 @@ fn posixaio_jobs_count_as_fio() {
             common::fio_counts(&fio, 0),
             "{job}"
         );
-        let mut fk = std::collections::BTreeSet::new();
-        let mut ok = std::collections::BTreeSet::new();
-        common::key_paths(&fio, "", &mut fk);
-        common::key_paths(&ours, "", &mut ok);
-        let ours_only = [".jobs[].clocksource", ".jobs[].clocksource_drift_ppm"];
-        let missing: Vec<_> = fk.difference(&ok).collect();
-        let extra: Vec<_> = ok
-            .difference(&fk)
-            .filter(|k| !ours_only.contains(&k.as_str()))
-            .collect();
-        assert!(
-            missing.is_empty() && extra.is_empty(),
-            "{job}: fio's keys we lack {missing:?}, ours fio lacks {extra:?}"
-        );
+        common::assert_keys_as_fios(&job, &common::key_set(&ours), &common::key_set(&fio));
         // A queued engine: every I/O has a submission latency, in fio and here.
         for d in ["read", "write"] {
             let n = fio["jobs"][0][d]["total_ios"].as_u64().unwrap();

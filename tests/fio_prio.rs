@@ -10,29 +10,7 @@
 mod common;
 
 use serde_json::Value;
-use std::collections::BTreeSet;
 use std::path::Path;
-use std::process::Command;
-
-fn key_paths(v: &Value, prefix: &str, out: &mut BTreeSet<String>) {
-    match v {
-        Value::Object(m) => {
-            for (k, x) in m {
-                let p = format!("{prefix}.{k}");
-                out.insert(p.clone());
-                if k != "disk_util" {
-                    key_paths(x, &p, out);
-                }
-            }
-        }
-        Value::Array(items) => {
-            for x in items {
-                key_paths(x, &format!("{prefix}[]"), out);
-            }
-        }
-        _ => {}
-    }
-}
 
 /// Per job and direction: (prioclass, prio, N) of each `prios` entry.
 fn prios(v: &Value) -> Vec<Vec<(u64, u64, u64)>> {
@@ -86,6 +64,8 @@ fn logs(dir: &Path) -> Vec<(String, Vec<String>)> {
     out
 }
 
+/// `job` under fsdelta and fio: (our JSON, fio's JSON, our directory, and the two
+/// directories, kept until dropped).
 fn run_both(
     job: &str,
 ) -> (
@@ -95,31 +75,7 @@ fn run_both(
     tempfile::TempDir,
     tempfile::TempDir,
 ) {
-    let ours = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let theirs = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    for d in [&ours, &theirs] {
-        std::fs::write(d.path().join("job.fio"), job).unwrap();
-    }
-    let o = Command::new(env!("CARGO_BIN_EXE_fsdelta"))
-        .current_dir(ours.path())
-        .args(["fio", "--output-format=json", "job.fio"])
-        .output()
-        .unwrap();
-    assert!(
-        o.status.success(),
-        "{job}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let f = Command::new("fio")
-        .current_dir(theirs.path())
-        .args(["--output-format=json", "job.fio"])
-        .output()
-        .unwrap();
-    assert!(
-        f.status.success(),
-        "fio: {job}: {}",
-        String::from_utf8_lossy(&f.stderr)
-    );
+    let (ours, o, theirs, f) = common::run_ours_and_fio(job);
     let p = ours.path().to_path_buf();
     (
         common::json_of(&o.stdout),
@@ -131,9 +87,7 @@ fn run_both(
 }
 
 fn can_run() -> bool {
-    let fio = Command::new("fio").arg("--version").output().is_ok();
-    common::require(fio, "fio 3.33 (/usr/bin/fio) to compare with")
-        && common::require(common::is_root(), "root (the real-time I/O class)")
+    common::require_fio() && common::require(common::is_root(), "root (the real-time I/O class)")
 }
 
 #[test]
@@ -164,19 +118,7 @@ fn prioritized_ios_logs_and_json_equal_real_fios() {
     ];
     for job in jobs {
         let (ours, fio, dir_ours, _o, theirs) = run_both(job);
-        let (mut ok, mut fk) = (BTreeSet::new(), BTreeSet::new());
-        key_paths(&ours, "", &mut ok);
-        key_paths(&fio, "", &mut fk);
-        let ours_only = [".jobs[].clocksource", ".jobs[].clocksource_drift_ppm"];
-        let missing: Vec<&String> = fk.difference(&ok).collect();
-        let extra: Vec<&String> = ok
-            .difference(&fk)
-            .filter(|k| !ours_only.contains(&k.as_str()))
-            .collect();
-        assert!(
-            missing.is_empty() && extra.is_empty(),
-            "{job}: keys fio has and we lack: {missing:#?}; keys we have and fio lacks: {extra:#?}"
-        );
+        common::assert_keys_as_fios(job, &common::key_set(&ours), &common::key_set(&fio));
         assert_eq!(prios(&ours), prios(&fio), "{job}");
         assert_eq!(logs(&dir_ours), logs(theirs.path()), "{job}");
     }

@@ -7,13 +7,11 @@
 
 mod common;
 
-use std::path::Path;
 use std::process::Command;
 
 /// (jobname, read ios, write ios, error) per reported job.
 fn jobs(out: &[u8]) -> Vec<(String, u64, u64, u64)> {
-    let text = String::from_utf8_lossy(out);
-    let v: serde_json::Value = serde_json::from_str(&text[text.find('{').unwrap()..]).unwrap();
+    let v = common::json_of(out);
     v["jobs"]
         .as_array()
         .unwrap()
@@ -27,21 +25,6 @@ fn jobs(out: &[u8]) -> Vec<(String, u64, u64, u64)> {
             )
         })
         .collect()
-}
-
-fn run(tool: &str, dir: &Path, job: &str) -> std::process::Output {
-    std::fs::write(dir.join("job.fio"), job).unwrap();
-    let mut c = if tool == "fio" {
-        Command::new("fio")
-    } else {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_fsdelta"));
-        c.arg("fio");
-        c
-    };
-    c.current_dir(dir)
-        .args(["--output-format=json", "job.fio"])
-        .output()
-        .unwrap()
 }
 
 fn have_fio() -> bool {
@@ -58,7 +41,7 @@ fn both(job: &str, check: &dyn Fn(&str, &std::process::Output)) {
     };
     for tool in tools {
         let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-        check(tool, &run(tool, dir.path(), job));
+        check(tool, &common::tool_json(tool, dir.path(), job));
     }
 }
 
@@ -91,7 +74,7 @@ fn a_linear_rate_moves_rate_times_runtime() {
 fn rate_iops_with_offloaded_submission_holds_per_direction() {
     let job = "[o]\nrw=randrw\nbs=4k\nsize=4m\nioengine=libaio\niodepth=8\nio_submit_mode=offload\nrate_iops=100\ntime_based\nruntime=2\n";
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let out = run("fsdelta", dir.path(), job);
+    let out = common::tool_json("fsdelta", dir.path(), job);
     let check = |tool: &str, out: &std::process::Output| {
         assert!(
             out.status.success(),
@@ -168,7 +151,7 @@ fn size_bound_offload_jobs_move_their_size() {
         "[a]\nrw=read\nbs=4k\nsize=1m\nioengine=libaio\niodepth=32\nio_submit_mode=offload\nrate_iops=2000\n",
     ] {
         let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-        let out = run("fsdelta", dir.path(), job);
+        let out = common::tool_json("fsdelta", dir.path(), job);
         assert!(
             out.status.success(),
             "{job}: {}",

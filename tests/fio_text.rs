@@ -31,13 +31,14 @@ fn kinds(text: &str) -> Vec<String> {
         .collect()
 }
 
-#[test]
-fn normal_output_has_fios_lines_in_fios_order() {
+/// fio's normal output captured for tests/data/fio/`name`.fio (`name`.normal.txt) and ours
+/// for the same job file, run in a temporary directory.
+fn fio_and_ours(name: &str) -> (String, String) {
     let dir = tempfile::tempdir().unwrap();
     let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/fio");
-    let job = std::fs::read_to_string(data.join("randrw.fio")).unwrap();
-    let theirs = std::fs::read_to_string(data.join("randrw.normal.txt")).unwrap();
-    let set = jobfile::parse_job_text(&job, "randrw.fio", &SystemSources).unwrap();
+    let job = std::fs::read_to_string(data.join(format!("{name}.fio"))).unwrap();
+    let theirs = std::fs::read_to_string(data.join(format!("{name}.normal.txt"))).unwrap();
+    let set = jobfile::parse_job_text(&job, &format!("{name}.fio"), &SystemSources).unwrap();
     let cancel = CancelToken::new();
     let run = FioWorkload::new(set)
         .execute(&RunContext {
@@ -46,7 +47,12 @@ fn normal_output_has_fios_lines_in_fios_order() {
             progress: &NoProgress,
         })
         .unwrap();
-    let ours = fsdelta::report::fio::normal(&run);
+    (theirs, fsdelta::report::fio::normal(&run))
+}
+
+#[test]
+fn normal_output_has_fios_lines_in_fios_order() {
+    let (theirs, ours) = fio_and_ours("randrw");
     let (k_theirs, k_ours) = (kinds(&theirs), kinds(&ours));
     // fio prints bw/iops sample lines only when a job ran long enough to sample; this job is
     // too short for both.
@@ -66,20 +72,7 @@ fn normal_output_has_fios_lines_in_fios_order() {
 /// trimwrite and a randtrim job with the falloc engine).
 #[test]
 fn trim_lines_are_fios() {
-    let dir = tempfile::tempdir().unwrap();
-    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/fio");
-    let job = std::fs::read_to_string(data.join("trim.fio")).unwrap();
-    let theirs = std::fs::read_to_string(data.join("trim.normal.txt")).unwrap();
-    let set = jobfile::parse_job_text(&job, "trim.fio", &SystemSources).unwrap();
-    let cancel = CancelToken::new();
-    let run = FioWorkload::new(set)
-        .execute(&RunContext {
-            dir: dir.path(),
-            cancel: &cancel,
-            progress: &NoProgress,
-        })
-        .unwrap();
-    let ours = fsdelta::report::fio::normal(&run);
+    let (theirs, ours) = fio_and_ours("trim");
     // fio's own layout message, and sample lines of a job long enough to sample, aside.
     let theirs_kept: String = theirs
         .lines()

@@ -9,7 +9,6 @@
 mod common;
 
 use std::path::Path;
-use std::process::Command;
 
 const KINDS: &[&str] = &[
     "md5",
@@ -42,21 +41,21 @@ fn jobs(kind: &str) -> (String, String) {
 }
 
 fn run(tool: &str, dir: &Path, job: &str) -> std::process::Output {
-    std::fs::write(dir.join("job.fio"), job).unwrap();
-    let mut c = if tool == "fio" {
-        Command::new("fio")
-    } else {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_fsdelta"));
-        c.arg("fio");
-        c
-    };
-    c.current_dir(dir).arg("job.fio").output().unwrap()
+    common::tool_run(tool, dir, job, &[])
+}
+
+/// Panic with `what` and the process's stderr unless it succeeded.
+fn assert_ok(o: &std::process::Output, what: &str) {
+    assert!(
+        o.status.success(),
+        "{what}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
 }
 
 #[test]
 fn files_written_by_one_tool_verify_under_the_other() {
-    let fio = Command::new("fio").arg("--version").output().is_ok();
-    if !common::require(fio, "fio 3.33 (/usr/bin/fio) to compare with") {
+    if !common::require_fio() {
         return;
     }
     for kind in KINDS {
@@ -64,25 +63,16 @@ fn files_written_by_one_tool_verify_under_the_other() {
         for (writer, reader) in [("fio", "fsdelta"), ("fsdelta", "fio")] {
             let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
             let o = run(writer, d.path(), &w);
-            assert!(
-                o.status.success(),
-                "{writer} {kind}: {}",
-                String::from_utf8_lossy(&o.stderr)
-            );
+            assert_ok(&o, &format!("{writer} {kind}"));
             let o = run(reader, d.path(), &r);
-            assert!(
-                o.status.success(),
-                "{reader} reading {writer}'s {kind}: {}",
-                String::from_utf8_lossy(&o.stderr)
-            );
+            assert_ok(&o, &format!("{reader} reading {writer}'s {kind}"));
         }
     }
 }
 
 #[test]
 fn a_damaged_block_fails_with_fios_message_and_dump() {
-    let fio = Command::new("fio").arg("--version").output().is_ok();
-    if !common::require(fio, "fio 3.33 (/usr/bin/fio) to compare with") {
+    if !common::require_fio() {
         return;
     }
     let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
@@ -124,8 +114,7 @@ const SUMS: &[&str] = &[
 /// crc32c (36..40) differ.
 #[test]
 fn both_tools_write_the_same_bytes_but_the_time() {
-    let fio = Command::new("fio").arg("--version").output().is_ok();
-    if !common::require(fio, "fio 3.33 (/usr/bin/fio) to compare with") {
+    if !common::require_fio() {
         return;
     }
     for kind in SUMS.iter().chain(&["meta", "crc7\nverify_interval=1024"]) {
@@ -134,11 +123,7 @@ fn both_tools_write_the_same_bytes_but_the_time() {
         for tool in ["fio", "fsdelta"] {
             let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
             let o = run(tool, d.path(), &w);
-            assert!(
-                o.status.success(),
-                "{tool} {kind}: {}",
-                String::from_utf8_lossy(&o.stderr)
-            );
+            assert_ok(&o, &format!("{tool} {kind}"));
             files.push(std::fs::read(d.path().join("f")).unwrap());
         }
         let interval = if kind.contains("verify_interval=1024") {
@@ -166,8 +151,7 @@ fn both_tools_write_the_same_bytes_but_the_time() {
 /// The damaged byte is the block's last: fio's sha512 checks only the data's tail and start.
 #[test]
 fn a_damaged_block_fails_under_both_for_every_kind() {
-    let fio = Command::new("fio").arg("--version").output().is_ok();
-    if !common::require(fio, "fio 3.33 (/usr/bin/fio) to compare with") {
+    if !common::require_fio() {
         return;
     }
     for kind in SUMS {
@@ -199,8 +183,7 @@ fn a_damaged_block_fails_under_both_for_every_kind() {
 /// data goes unseen by fio, and so by fsdelta (a file fio passes, fsdelta passes).
 #[test]
 fn fios_sha512_misses_what_fio_misses() {
-    let fio = Command::new("fio").arg("--version").output().is_ok();
-    if !common::require(fio, "fio 3.33 (/usr/bin/fio) to compare with") {
+    if !common::require_fio() {
         return;
     }
     let (w, r) = jobs("sha512");
@@ -211,11 +194,7 @@ fn fios_sha512_misses_what_fio_misses() {
     std::fs::write(d.path().join("f"), &data).unwrap();
     for reader in ["fio", "fsdelta"] {
         let o = run(reader, d.path(), &r);
-        assert!(
-            o.status.success(),
-            "{reader}: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
+        assert_ok(&o, reader);
     }
     // Too little data after the 168-byte header for fio's 128-byte buffer: refused.
     let o = run("fsdelta", d.path(), &w.replace("bs=4k", "bs=256"));
@@ -228,8 +207,7 @@ fn fios_sha512_misses_what_fio_misses() {
 
 /// Per job: [write total_ios, write io_bytes, read total_ios].
 fn counts(out: &[u8]) -> Vec<[u64; 3]> {
-    let text = String::from_utf8_lossy(out);
-    let v: serde_json::Value = serde_json::from_str(&text[text.find('{').unwrap()..]).unwrap();
+    let v = common::json_of(out);
     v["jobs"]
         .as_array()
         .unwrap()
@@ -248,8 +226,7 @@ fn counts(out: &[u8]) -> Vec<[u64; 3]> {
 /// (and short) writes alike, and do not verify a job that filled the device.
 #[test]
 fn fill_device_ends_at_enospc_with_fios_counts() {
-    let fio = Command::new("fio").arg("--version").output().is_ok();
-    if !common::require(fio, "fio 3.33 (/usr/bin/fio) to compare with")
+    if !common::require_fio()
         || !common::require(common::is_root(), "root (to mount a small tmpfs)")
     {
         return;
@@ -264,41 +241,17 @@ fn fill_device_ends_at_enospc_with_fios_counts() {
         for tool in ["fio", "fsdelta"] {
             let fs = common::Tmpfs::mount("4m");
             // The job file and the output live outside the filesystem that fills up.
-            let jobdir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-            let jf = jobdir.path().join("job.fio");
-            std::fs::write(&jf, job).unwrap();
-            let mut c = if tool == "fio" {
-                Command::new("fio")
-            } else {
-                let mut c = Command::new(env!("CARGO_BIN_EXE_fsdelta"));
-                c.arg("fio");
-                c
-            };
-            let o = c
-                .current_dir(fs.path())
-                .arg("--output-format=json")
-                .arg(&jf)
-                .output()
-                .unwrap();
-            assert!(
-                o.status.success(),
-                "{tool} {job}: {}",
-                String::from_utf8_lossy(&o.stderr)
-            );
+            let o = common::tool_run_outside(&fs.path(), tool, job, "json");
+            assert_ok(&o, &format!("{tool} {job}"));
             got.push(counts(&o.stdout));
         }
         assert_eq!(got[1], got[0], "fsdelta vs fio: {job}");
     }
 }
 
-fn json_run(tool: &str, dir: &Path, job: &str) -> std::process::Output {
-    common::tool_json(tool, dir, job)
-}
-
 /// Per job: [read total_ios, read io_bytes, write total_ios, write io_bytes, write runtime].
 fn verify_only_counts(out: &[u8]) -> [u64; 5] {
-    let text = String::from_utf8_lossy(out);
-    let v: serde_json::Value = serde_json::from_str(&text[text.find('{').unwrap()..]).unwrap();
+    let v = common::json_of(out);
     let j = &v["jobs"][0];
     let n = |d: &str, k: &str| j[d][k].as_u64().unwrap();
     [
@@ -316,8 +269,7 @@ fn verify_only_counts(out: &[u8]) -> [u64; 5] {
 /// runtime; a read of every logged block). A damaged block fails in both with fio's message.
 #[test]
 fn verify_only_reads_back_what_the_same_job_wrote() {
-    let fio = Command::new("fio").arg("--version").output().is_ok();
-    if !common::require(fio, "fio 3.33 (/usr/bin/fio) to compare with") {
+    if !common::require_fio() {
         return;
     }
     let w =
@@ -329,12 +281,8 @@ fn verify_only_reads_back_what_the_same_job_wrote() {
         let before = std::fs::read(d.path().join("f")).unwrap();
         let mut got = Vec::new();
         for tool in [reader, writer] {
-            let o = json_run(tool, d.path(), &vo);
-            assert!(
-                o.status.success(),
-                "{tool} verify_only on {writer}'s file: {}",
-                String::from_utf8_lossy(&o.stderr)
-            );
+            let o = common::tool_json(tool, d.path(), &vo);
+            assert_ok(&o, &format!("{tool} verify_only on {writer}'s file"));
             got.push(verify_only_counts(&o.stdout));
         }
         assert_eq!(got[0], got[1], "{reader} vs {writer}");
@@ -361,8 +309,7 @@ fn verify_only_reads_back_what_the_same_job_wrote() {
 /// verify_only with loops=2 verifies after each dry pass, as fio: twice the reads.
 #[test]
 fn verify_only_verifies_every_pass() {
-    let fio = Command::new("fio").arg("--version").output().is_ok();
-    if !common::require(fio, "fio 3.33 (/usr/bin/fio) to compare with") {
+    if !common::require_fio() {
         return;
     }
     let w = "[w]\nrw=write\nbs=4k\nsize=64k\nfilename=f\nverify=sha3-512\ndo_verify=0\n";
@@ -372,12 +319,8 @@ fn verify_only_verifies_every_pass() {
     let counts: Vec<[u64; 5]> = ["fio", "fsdelta"]
         .iter()
         .map(|tool| {
-            let o = json_run(tool, d.path(), &vo);
-            assert!(
-                o.status.success(),
-                "{tool}: {}",
-                String::from_utf8_lossy(&o.stderr)
-            );
+            let o = common::tool_json(tool, d.path(), &vo);
+            assert_ok(&o, tool);
             verify_only_counts(&o.stdout)
         })
         .collect();
@@ -391,20 +334,15 @@ fn verify_only_verifies_every_pass() {
 /// (the first damaged block in read order), and fio (run synchronously) names the same block.
 #[test]
 fn verify_async_gives_the_synchronous_results() {
-    let fio = Command::new("fio").arg("--version").output().is_ok();
-    if !common::require(fio, "fio 3.33 (/usr/bin/fio) to compare with") {
+    if !common::require_fio() {
         return;
     }
     let job = "[w]\nrw=randwrite\nbs=4k\nsize=1m\nfilename=f\nverify=sha3-256\n";
     let mut got = Vec::new();
     for (tool, n) in [("fio", 3), ("fsdelta", 0), ("fsdelta", 3)] {
         let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-        let o = json_run(tool, d.path(), &format!("{job}verify_async={n}\n"));
-        assert!(
-            o.status.success(),
-            "{tool} {n}: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
+        let o = common::tool_json(tool, d.path(), &format!("{job}verify_async={n}\n"));
+        assert_ok(&o, &format!("{tool} {n}"));
         got.push(verify_only_counts(&o.stdout));
     }
     assert_eq!(got[0][..4], [256, 1 << 20, 256, 1 << 20]);
@@ -418,8 +356,8 @@ fn verify_async_gives_the_synchronous_results() {
         .iter()
         .map(|n| {
             let vo = w.replace("do_verify=0", &format!("verify_only=1\nverify_async={n}"));
-            let o = json_run("fsdelta", d.path(), &vo);
-            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+            let o = common::tool_json("fsdelta", d.path(), &vo);
+            assert_ok(&o, "fsdelta");
             verify_only_counts(&o.stdout)
         })
         .collect();
@@ -455,20 +393,15 @@ fn verify_async_gives_the_synchronous_results() {
 /// back, as fio counts them; a file of zeros "verifies".
 #[test]
 fn verify_null_reads_back_and_checks_nothing() {
-    let fio = Command::new("fio").arg("--version").output().is_ok();
-    if !common::require(fio, "fio 3.33 (/usr/bin/fio) to compare with") {
+    if !common::require_fio() {
         return;
     }
     let job = "[w]\nrw=randwrite\nbs=4k\nsize=256k\nfilename=f\nverify=null\n";
     let mut got = Vec::new();
     for tool in ["fio", "fsdelta"] {
         let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-        let o = json_run(tool, d.path(), job);
-        assert!(
-            o.status.success(),
-            "{tool}: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
+        let o = common::tool_json(tool, d.path(), job);
+        assert_ok(&o, tool);
         got.push(verify_only_counts(&o.stdout)[..4].to_vec());
         let data = std::fs::read(d.path().join("f")).unwrap();
         assert!(
@@ -477,11 +410,7 @@ fn verify_null_reads_back_and_checks_nothing() {
         );
         std::fs::write(d.path().join("f"), vec![0u8; 256 << 10]).unwrap();
         let o = run(tool, d.path(), &job.replace("randwrite", "read"));
-        assert!(
-            o.status.success(),
-            "{tool}: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
+        assert_ok(&o, tool);
     }
     assert_eq!(got[0], [64, 256 << 10, 64, 256 << 10]);
     assert_eq!(got[1], got[0]);
@@ -493,8 +422,7 @@ fn verify_null_reads_back_and_checks_nothing() {
 /// verify_backlog jobs.
 #[test]
 fn mixed_jobs_verify_what_they_wrote_as_fio() {
-    let fio = Command::new("fio").arg("--version").output().is_ok();
-    if !common::require(fio, "fio 3.33 (/usr/bin/fio) to compare with") {
+    if !common::require_fio() {
         return;
     }
     let base = "[j]\nbs=4k\nsize=1m\nfilename=f\n";
@@ -520,12 +448,8 @@ fn counts_as_fio(job: &str) -> Vec<(u64, u64)> {
     let mut got = Vec::new();
     for tool in ["fio", "fsdelta"] {
         let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-        let o = json_run(tool, d.path(), job);
-        assert!(
-            o.status.success(),
-            "{tool}: {job}\n{}",
-            String::from_utf8_lossy(&o.stderr)
-        );
+        let o = common::tool_json(tool, d.path(), job);
+        assert_ok(&o, &format!("{tool}: {job}"));
         got.push(common::fio_counts(&common::json_of(&o.stdout), 0));
     }
     assert_eq!(got[1], got[0], "fsdelta vs fio: {job}");
@@ -538,8 +462,7 @@ fn counts_as_fio(job: &str) -> Vec<(u64, u64)> {
 /// and loops.
 #[test]
 fn async_verify_backlog_counts_as_fio() {
-    let fio = Command::new("fio").arg("--version").output().is_ok();
-    if !common::require(fio, "fio 3.33 (/usr/bin/fio) to compare with") {
+    if !common::require_fio() {
         return;
     }
     let base = "[j]\nbs=4k\nsize=1m\nfilename=f\nverify=crc32c\n";

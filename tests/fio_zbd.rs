@@ -72,7 +72,8 @@ fn dir_with_file() -> tempfile::TempDir {
     dir
 }
 
-fn ours(jobs: &str) -> Vec<(String, u64, u64)> {
+/// Run GLOBAL and `jobs` under fsdelta on a fresh file.
+fn execute(jobs: &str) -> fsdelta::workload::fio::FioRun {
     let dir = dir_with_file();
     let w =
         FioWorkload::from_job_text(&format!("{GLOBAL}{jobs}"), "zbd.fio", &SystemSources).unwrap();
@@ -82,7 +83,11 @@ fn ours(jobs: &str) -> Vec<(String, u64, u64)> {
         cancel: &cancel,
         progress: &NoProgress,
     };
-    counts(&w.execute(&ctx).unwrap())
+    w.execute(&ctx).unwrap()
+}
+
+fn ours(jobs: &str) -> Vec<(String, u64, u64)> {
+    counts(&execute(jobs))
 }
 
 #[test]
@@ -111,10 +116,8 @@ fn zbd_counts_equal_real_fios() {
             .output()
             .unwrap();
         assert!(out.status.success(), "fio failed on {jobs}");
-        let text = String::from_utf8_lossy(&out.stdout);
         // fio's notes (rounded offsets) come before the JSON.
-        let json: serde_json::Value =
-            serde_json::from_str(&text[text.find('{').unwrap()..]).unwrap();
+        let json = common::json_of(&out.stdout);
         let theirs: Vec<(String, u64, u64)> = json["jobs"]
             .as_array()
             .unwrap()
@@ -161,17 +164,7 @@ fn zbd_refusals_say_how_to_fix_the_job() {
 /// full zone it comes to (fio 3.33: 0, then 1).
 #[test]
 fn zone_resets_are_counted_as_fios() {
-    let dir = dir_with_file();
-    let jobs = "[w1]\nrw=write\nio_size=2m\n[w2]\nstonewall\nrw=write\nio_size=1m\n";
-    let w =
-        FioWorkload::from_job_text(&format!("{GLOBAL}{jobs}"), "zbd.fio", &SystemSources).unwrap();
-    let cancel = CancelToken::new();
-    let ctx = RunContext {
-        dir: dir.path(),
-        cancel: &cancel,
-        progress: &NoProgress,
-    };
-    let run = w.execute(&ctx).unwrap();
+    let run = execute("[w1]\nrw=write\nio_size=2m\n[w2]\nstonewall\nrw=write\nio_size=1m\n");
     let resets: Vec<u64> = run.results.iter().map(|r| r.stats.zone_resets).collect();
     assert_eq!(resets, [0, 1]);
 }

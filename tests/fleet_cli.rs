@@ -5,19 +5,13 @@
 mod common;
 
 use assert_cmd::Command;
-use fsdelta::queue::{JobState, NewJob, Placement, Queue};
+use fsdelta::queue::{JobState, Queue};
 use fsdelta::store::postgres::ScratchDatabase;
 use predicates::prelude::*;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-const TINY: &str = r#"
-name = "tiny"
-[[test]]
-name = "files100"
-workload = "fsmark"
-args = "-s 0 -n 100 -t 1 -S 0"
-"#;
+use common::TINY_FILES100 as TINY;
 
 fn scratch() -> Option<ScratchDatabase> {
     let url = std::env::var("FSDELTA_TEST_PG")
@@ -47,35 +41,24 @@ fn agent(url: &str, work: &Path, extra: &[&str]) -> Command {
     c
 }
 
+/// `submit --suite <suite> --label <label> -n <n>` in `work`.
+fn submit(url: &str, work: &Path, suite: &str, label: &str, n: &str) -> Command {
+    let mut c = fsdelta(url, work);
+    c.args(["submit", "--suite", suite, "--label", label, "-n", n]);
+    c
+}
+
 #[test]
 fn submit_run_by_an_agent_and_find_the_run_by_host() {
     let Some(db) = scratch() else { return };
     let work = tempfile::tempdir().unwrap();
     std::fs::write(work.path().join("tiny.toml"), TINY).unwrap();
     let url = db.url.as_str();
-    fsdelta(url, work.path())
-        .args([
-            "submit",
-            "--suite",
-            "tiny.toml",
-            "--label",
-            "base",
-            "-n",
-            "2",
-        ])
+    submit(url, work.path(), "tiny.toml", "base", "2")
         .assert()
         .success()
         .stdout("1\n");
-    fsdelta(url, work.path())
-        .args([
-            "submit",
-            "--suite",
-            "tiny.toml",
-            "--label",
-            "cur",
-            "-n",
-            "2",
-        ])
+    submit(url, work.path(), "tiny.toml", "cur", "2")
         .args(["--baseline", "label:base", "--class", "nvme"])
         .assert()
         .success()
@@ -160,18 +143,7 @@ fn a_job_with_a_bad_suite_fails_with_the_parse_error_and_does_not_block_the_queu
     let Some(db) = scratch() else { return };
     let work = tempfile::tempdir().unwrap();
     let mut q = Queue::open(&db.url).unwrap();
-    let job = |label: &str, text: &str| NewJob {
-        label: label.into(),
-        suite_name: "s.toml".into(),
-        suite_text: Some(text.into()),
-        config_name: None,
-        config_text: None,
-        tests: vec![],
-        repeat: 1,
-        placement: Placement::Any,
-        baseline: None,
-        max_attempts: 3,
-    };
+    let job = |label: &str, text: &str| common::suite_job(label, "s.toml", text.into());
     let bad = q
         .submit(&job(
             "bad",
@@ -211,28 +183,10 @@ fn cancelling_a_running_job_stops_its_sample_and_marks_it_aborted() {
     )
     .unwrap();
     let url = db.url.as_str();
-    fsdelta(url, work.path())
-        .args([
-            "submit",
-            "--suite",
-            "slow.toml",
-            "--label",
-            "slow",
-            "-n",
-            "1",
-        ])
+    submit(url, work.path(), "slow.toml", "slow", "1")
         .assert()
         .success();
-    fsdelta(url, work.path())
-        .args([
-            "submit",
-            "--suite",
-            "slow.toml",
-            "--label",
-            "never",
-            "-n",
-            "1",
-        ])
+    submit(url, work.path(), "slow.toml", "never", "1")
         .assert()
         .success();
     // The queued one is dequeued.
@@ -299,8 +253,9 @@ fn every_class_submits_one_job_per_registered_agent() {
     let Some(db) = scratch() else { return };
     let work = tempfile::tempdir().unwrap();
     let url = db.url.as_str();
-    fsdelta(url, work.path())
-        .args([
+    let submit_every_nvme = || {
+        let mut c = fsdelta(url, work.path());
+        c.args([
             "submit",
             "--label",
             "x",
@@ -308,7 +263,10 @@ fn every_class_submits_one_job_per_registered_agent() {
             "nvme",
             "--test",
             "emptyfiles",
-        ])
+        ]);
+        c
+    };
+    submit_every_nvme()
         .assert()
         .code(2)
         .stderr(predicate::str::contains("no agent of class 'nvme'"));
@@ -321,19 +279,7 @@ fn every_class_submits_one_job_per_registered_agent() {
         .assert()
         .success();
     }
-    fsdelta(url, work.path())
-        .args([
-            "submit",
-            "--label",
-            "x",
-            "--every-class",
-            "nvme",
-            "--test",
-            "emptyfiles",
-        ])
-        .assert()
-        .success()
-        .stdout("1\n2\n");
+    submit_every_nvme().assert().success().stdout("1\n2\n");
     fsdelta(url, work.path())
         .arg("jobs")
         .assert()

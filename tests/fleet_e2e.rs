@@ -12,7 +12,7 @@ mod common;
 mod pg;
 
 use fsdelta::model::RunStatus;
-use fsdelta::queue::{JobState, NewJob, Placement, Queue};
+use fsdelta::queue::{JobState, Queue};
 use fsdelta::store::RunFilter;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -20,13 +20,7 @@ use std::time::{Duration, Instant};
 const JOBS: usize = 200;
 const AGENTS: usize = 8;
 
-const TINY: &str = r#"
-name = "tiny"
-[[test]]
-name = "files100"
-workload = "fsmark"
-args = "-s 0 -n 100 -t 1 -S 0"
-"#;
+use common::TINY_FILES100 as TINY;
 
 fn gated(gate: &std::path::Path) -> String {
     format!(
@@ -42,20 +36,7 @@ timeout = 300
     )
 }
 
-fn job(label: &str, suite: &str, text: String) -> NewJob {
-    NewJob {
-        label: label.into(),
-        suite_name: suite.into(),
-        suite_text: Some(text),
-        config_name: None,
-        config_text: None,
-        tests: vec![],
-        repeat: 1,
-        placement: Placement::Any,
-        baseline: None,
-        max_attempts: 3,
-    }
-}
+use common::suite_job as job;
 
 struct Agents(Vec<(String, Child)>);
 

@@ -77,38 +77,10 @@ impl Env {
     }
     /// Mounts and loop devices under the scratch location.
     fn leftovers(&self) -> Vec<String> {
-        let root = self.scratch();
-        let mut out: Vec<String> = fs::read_to_string("/proc/self/mounts")
-            .unwrap()
-            .lines()
-            .filter(|l| {
-                l.split(' ')
-                    .nth(1)
-                    .is_some_and(|t| Path::new(t).starts_with(&root))
-            })
-            .map(|l| format!("mount: {l}"))
-            .collect();
-        for e in fs::read_dir("/sys/block").unwrap().flatten() {
-            let name = e.file_name().to_string_lossy().into_owned();
-            if !name.starts_with("loop") {
-                continue;
-            }
-            let backing =
-                fs::read_to_string(e.path().join("loop/backing_file")).unwrap_or_default();
-            if Path::new(backing.trim()).starts_with(&root) {
-                out.push(format!("loop: /dev/{name} -> {}", backing.trim()));
-            }
-        }
-        out
+        common::mounts_and_loops_under(&self.scratch())
     }
     fn export(&self) -> serde_json::Value {
-        let out = self.cmd().args(["export", "latest"]).output().unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        serde_json::from_slice(&out.stdout).unwrap()
+        common::export_latest(self.cmd())
     }
 }
 

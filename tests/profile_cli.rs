@@ -39,6 +39,16 @@ fn stored_profiles(db: &Path) -> Vec<(u32, Option<Profile>)> {
         .collect()
 }
 
+/// `run --test emptyfiles -n <n> <flags> --target <target>` on the database `db`.
+fn run_emptyfiles(db: &Path, n: &str, flags: &[&str], target: &Path) -> assert_cmd::Command {
+    let mut c = fsdelta(db);
+    c.args(["run", "--test", "emptyfiles", "-n", n])
+        .args(flags)
+        .arg("--target")
+        .arg(target);
+    c
+}
+
 #[test]
 fn a_profiled_run_stores_stacks_and_profile_lists_kernel_symbols() {
     if !perf_usable() {
@@ -48,17 +58,7 @@ fn a_profiled_run_stores_stacks_and_profile_lists_kernel_symbols() {
     let db = tmp.path().join("r.sqlite");
     let perf_tmp = tmp.path().join("perf-tmp");
     std::fs::create_dir(&perf_tmp).unwrap();
-    fsdelta(&db)
-        .args([
-            "run",
-            "--test",
-            "emptyfiles",
-            "-n",
-            "1",
-            "--profile",
-            "--target",
-        ])
-        .arg(tmp.path())
+    run_emptyfiles(&db, "1", &["--profile"], tmp.path())
         .env("TMPDIR", &perf_tmp)
         .assert()
         .success()
@@ -106,18 +106,7 @@ fn profile_first_records_only_the_first_repetition() {
     }
     let tmp = tempfile::tempdir().unwrap();
     let db = tmp.path().join("r.sqlite");
-    fsdelta(&db)
-        .args([
-            "run",
-            "--test",
-            "emptyfiles",
-            "-n",
-            "2",
-            "--profile=first",
-            "-q",
-        ])
-        .arg("--target")
-        .arg(tmp.path())
+    run_emptyfiles(&db, "2", &["--profile=first", "-q"], tmp.path())
         .assert()
         .success();
     let stored = stored_profiles(&db);
@@ -130,17 +119,7 @@ fn profile_first_records_only_the_first_repetition() {
 fn without_perf_profile_fails_with_the_package_name_and_optional_goes_on() {
     let tmp = tempfile::tempdir().unwrap();
     let db = tmp.path().join("r.sqlite");
-    fsdelta(&db)
-        .args([
-            "run",
-            "--test",
-            "emptyfiles",
-            "-n",
-            "1",
-            "--profile",
-            "--target",
-        ])
-        .arg(tmp.path())
+    run_emptyfiles(&db, "1", &["--profile"], tmp.path())
         .env(PERF_ENV, tmp.path().join("no-such-perf"))
         .assert()
         .code(2)
@@ -153,17 +132,7 @@ fn without_perf_profile_fails_with_the_package_name_and_optional_goes_on() {
         .success()
         .stderr(predicate::str::contains("no runs"));
 
-    let out = fsdelta(&db)
-        .args([
-            "run",
-            "--test",
-            "emptyfiles",
-            "-n",
-            "2",
-            "--profile=optional",
-        ])
-        .arg("--target")
-        .arg(tmp.path())
+    let out = run_emptyfiles(&db, "2", &["--profile=optional"], tmp.path())
         .env(PERF_ENV, tmp.path().join("no-such-perf"))
         .output()
         .unwrap();
@@ -383,18 +352,7 @@ fn kill_9_during_a_profiled_sample_leaves_no_perf_and_the_next_run_sweeps_its_da
     }
     // Its data directory stays until the next profiled run sweeps it.
     assert!(std::fs::read_dir(&perf_tmp).unwrap().count() > 0);
-    fsdelta(&db)
-        .args([
-            "run",
-            "--test",
-            "emptyfiles",
-            "-n",
-            "1",
-            "--profile=first",
-            "-q",
-        ])
-        .arg("--target")
-        .arg(tmp.path())
+    run_emptyfiles(&db, "1", &["--profile=first", "-q"], tmp.path())
         .env("TMPDIR", &perf_tmp)
         .assert()
         .success();
@@ -429,20 +387,14 @@ fn the_default_profile_scope_leaves_out_a_cpu_hog_beside_the_workload() {
         let db = tmp.path().join(format!("{scope}.sqlite"));
         let target = tmp.path().join(format!("t-{scope}"));
         std::fs::create_dir(&target).unwrap();
-        fsdelta(&db)
-            .args([
-                "run",
-                "--test",
-                "emptyfiles",
-                "-n",
-                "1",
-                "--quiet",
-                "--profile",
-            ])
-            .args(["--profile-scope", scope, "--target"])
-            .arg(&target)
-            .assert()
-            .success();
+        run_emptyfiles(
+            &db,
+            "1",
+            &["--quiet", "--profile", "--profile-scope", scope],
+            &target,
+        )
+        .assert()
+        .success();
         let stored = stored_profiles(&db);
         let p = stored[0].1.clone().expect("a profile");
         let mut r: Vec<String> = p

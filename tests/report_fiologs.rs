@@ -4,19 +4,7 @@
 
 mod common;
 
-use common::fsdelta;
-
-/// Every `<svg>...</svg>` of the page (the report never nests them).
-fn svgs(html: &str) -> Vec<&str> {
-    let mut out = Vec::new();
-    let mut rest = html;
-    while let Some(i) = rest.find("<svg") {
-        let j = rest[i..].find("</svg>").expect("every <svg> is closed") + i + 6;
-        out.push(&rest[i..j]);
-        rest = &rest[j..];
-    }
-    out
-}
+use common::svgs;
 
 /// The tooltips of an SVG.
 fn titles(svg: &str) -> Vec<String> {
@@ -59,29 +47,15 @@ fn a_suites_fio_logs_are_kept_and_drawn_in_the_report() {
     let cwd = tmp.path().join("cwd");
     std::fs::create_dir(&target).unwrap();
     std::fs::create_dir(&cwd).unwrap();
-    fsdelta(&db)
+    common::run_suite(&db, &["--no-drop-caches"], &suite, &target)
         .current_dir(&cwd)
-        .args(["run", "-n", "1", "--quiet", "--no-drop-caches"])
-        .arg("--suite")
-        .arg(&suite)
-        .arg("--target")
-        .arg(&target)
         .assert()
         .success();
     // The logs went into the sample's work directory, not the current one.
     assert_eq!(std::fs::read_dir(&cwd).unwrap().count(), 0);
 
     let out = tmp.path().join("report.html");
-    let o = fsdelta(&db)
-        .args(["report", "latest", "-o"])
-        .arg(&out)
-        .output()
-        .unwrap();
-    assert!(
-        o.status.success(),
-        "fsdelta report failed: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    let o = common::report(&db, &["latest"], &out);
     assert!(
         o.stderr.is_empty(),
         "{}",

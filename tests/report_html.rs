@@ -43,33 +43,12 @@ fn run(db: &Path, target: &Path, label: &str) {
 }
 
 fn report(db: &Path, args: &[&str], out: &Path) -> String {
-    let o = fsdelta(db)
-        .arg("report")
-        .args(args)
-        .arg("-o")
-        .arg(out)
-        .output()
-        .unwrap();
-    assert!(
-        o.status.success(),
-        "fsdelta report failed: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    let o = common::report(db, args, out);
     assert!(String::from_utf8_lossy(&o.stdout).starts_with("wrote "));
     std::fs::read_to_string(out).unwrap()
 }
 
-/// Every `<svg>...</svg>` of the page (the report never nests them).
-fn svgs(html: &str) -> Vec<&str> {
-    let mut out = Vec::new();
-    let mut rest = html;
-    while let Some(i) = rest.find("<svg") {
-        let j = rest[i..].find("</svg>").expect("every <svg> is closed") + i + 6;
-        out.push(&rest[i..j]);
-        rest = &rest[j..];
-    }
-    out
-}
+use common::svgs;
 
 /// Self-contained: no URL but the SVG namespace, no external script or stylesheet; every SVG
 /// parses as XML.
@@ -435,24 +414,7 @@ fn fs_mark_iterations_of_the_covered_samples_are_in_the_report() {
     .unwrap();
     let target = tmp.path().join("target");
     std::fs::create_dir(&target).unwrap();
-    for label in ["base", "cur"] {
-        fsdelta(&db)
-            .args([
-                "run",
-                "-n",
-                "2",
-                "--quiet",
-                "--no-drop-caches",
-                "--label",
-                label,
-            ])
-            .arg("--suite")
-            .arg(&suite)
-            .arg("--target")
-            .arg(&target)
-            .assert()
-            .success();
-    }
+    common::run_labelled_twice(|| fsdelta(&db), &["base", "cur"], &suite, &target);
     let (raw1, raw2) = (raw_rows(&db, "1"), raw_rows(&db, "2"));
     // Per run: 2 repetitions of 2 fs_mark tests.
     assert_eq!(raw1.len(), 4, "{raw1:?}");

@@ -170,8 +170,7 @@ fn a_full_disk_fails_one_sample_and_keeps_the_others() {
         .stderr(predicate::str::contains("1 failed sample"));
     // Nothing is left on the small filesystem.
     assert_eq!(std::fs::read_dir(fs.path()).unwrap().count(), 0);
-    let out = fsdelta(&db).args(["export", "latest"]).output().unwrap();
-    let doc = json(&out.stdout);
+    let doc = common::export_latest(fsdelta(&db));
     assert_eq!(doc["runs"][0]["status"], "failed");
     let samples = doc["runs"][0]["samples"].as_array().unwrap();
     assert_eq!(samples.len(), 2);
@@ -250,8 +249,7 @@ fn interrupt_and_check(signals: usize) {
         0,
         "scratch left behind"
     );
-    let out = fsdelta(&db).args(["export", "latest"]).output().unwrap();
-    let doc = json(&out.stdout);
+    let doc = common::export_latest(fsdelta(&db));
     assert_eq!(doc["runs"][0]["status"], "aborted");
     let samples = doc["runs"][0]["samples"].as_array().unwrap();
     assert!(!samples.is_empty());
@@ -356,13 +354,7 @@ fn an_o_direct_test_on_tmpfs_runs_or_is_skipped_with_the_reason_never_fails() {
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}");
-    let doc = json(
-        &fsdelta(&db)
-            .args(["export", "latest"])
-            .output()
-            .unwrap()
-            .stdout,
-    );
+    let doc = common::export_latest(fsdelta(&db));
     assert_eq!(doc["runs"][0]["status"], "complete");
     let samples = doc["runs"][0]["samples"].as_array().unwrap();
     if samples.is_empty() {
@@ -384,13 +376,7 @@ fn the_fsperf_suite_runs_at_a_small_scale_and_records_the_scale() {
         .arg(tmp.path())
         .assert()
         .success();
-    let doc = json(
-        &fsdelta(&db)
-            .args(["export", "latest"])
-            .output()
-            .unwrap()
-            .stdout,
-    );
+    let doc = common::export_latest(fsdelta(&db));
     assert_eq!(doc["runs"][0]["suite"], "fsperf:scale=0.002");
     let samples = doc["runs"][0]["samples"].as_array().unwrap();
     let names: Vec<&str> = samples
@@ -439,11 +425,7 @@ fn copy_and_stream_of_a_users_file_keep_the_file_and_record_it() {
     .unwrap();
     let scratch = tmp.path().join("scratch");
     std::fs::create_dir(&scratch).unwrap();
-    fsdelta(&db)
-        .args(["run", "-n", "1", "--quiet", "--no-drop-caches", "--suite"])
-        .arg(&suite)
-        .arg("--target")
-        .arg(&scratch)
+    common::run_suite(&db, &["--no-drop-caches"], &suite, &scratch)
         .assert()
         .success();
     assert_eq!(
@@ -456,13 +438,7 @@ fn copy_and_stream_of_a_users_file_keep_the_file_and_record_it() {
         0,
         "no copy left behind"
     );
-    let doc = json(
-        &fsdelta(&db)
-            .args(["export", "latest"])
-            .output()
-            .unwrap()
-            .stdout,
-    );
+    let doc = common::export_latest(fsdelta(&db));
     let samples = doc["runs"][0]["samples"].as_array().unwrap();
     assert!(samples.iter().all(|s| s["status"] == "ok"), "{samples:?}");
     let workloads: Vec<&str> = samples
@@ -480,11 +456,7 @@ fn copy_and_stream_of_a_users_file_keep_the_file_and_record_it() {
         "[[test]]\nname = \"cp\"\nworkload = \"copy\"\nsource = \"/dev/zero\"\n",
     )
     .unwrap();
-    fsdelta(&db)
-        .args(["run", "-n", "1", "--quiet", "--suite"])
-        .arg(&suite)
-        .arg("--target")
-        .arg(&scratch)
+    common::run_suite(&db, &[], &suite, &scratch)
         .assert()
         .code(2)
         .stderr(
@@ -507,27 +479,15 @@ fn show_raw_prints_a_commands_output_and_fs_marks_rows_kept_with_the_sample() {
     .unwrap();
     let scratch = tmp.path().join("scratch");
     std::fs::create_dir(&scratch).unwrap();
-    fsdelta(&db)
-        .args(["run", "-n", "1", "--quiet", "--no-drop-caches", "--suite"])
-        .arg(&suite)
-        .arg("--target")
-        .arg(&scratch)
+    common::run_suite(&db, &["--no-drop-caches"], &suite, &scratch)
         .assert()
         .success();
-    let out = fsdelta(&db)
-        .args(["show", "latest", "--raw"])
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let text = String::from_utf8(out.stdout).unwrap();
+    let text = common::show_raw(&db);
     assert!(
         text.contains("stdout:\nlaunch took 42 ms\n") && text.contains("stderr:\na warning\n"),
         "{text}"
     );
-    let table = text
-        .split("fs_mark iterations:\n")
-        .nth(1)
-        .unwrap_or_else(|| panic!("no fs_mark table: {text}"));
+    let table = common::fs_mark_table(&text);
     let rows: Vec<&str> = table
         .lines()
         .skip(1)
@@ -568,11 +528,7 @@ fn a_command_metric_that_misses_is_missing_with_a_warning_and_required_still_fai
          [[test.metric]]\nname = \"bw\"\njson = \"jobs.0.bw\"\nunit = \"KiB/s\"\ndirection = \"higher\"\n",
     )
     .unwrap();
-    let o = fsdelta(&db)
-        .args(["run", "-n", "1", "--quiet", "--no-drop-caches", "--suite"])
-        .arg(&suite)
-        .arg("--target")
-        .arg(&scratch)
+    let o = common::run_suite(&db, &["--no-drop-caches"], &suite, &scratch)
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&o.stderr);
@@ -589,13 +545,7 @@ fn a_command_metric_that_misses_is_missing_with_a_warning_and_required_still_fai
     assert!(warned("rate", "1.3 GB/s"), "{stderr}");
     assert!(warned("bw", "iops"), "{stderr}");
     assert!(!stderr.contains("metric 'copied'") && !stderr.contains("metric 'iops'"));
-    let doc = json(
-        &fsdelta(&db)
-            .args(["export", "latest"])
-            .output()
-            .unwrap()
-            .stdout,
-    );
+    let doc = common::export_latest(fsdelta(&db));
     let samples = doc["runs"][0]["samples"].as_array().unwrap();
     let metrics = |test: &str| -> Vec<(String, f64)> {
         let s = samples.iter().find(|s| s["test"] == test).unwrap();
@@ -629,21 +579,11 @@ fn a_command_metric_that_misses_is_missing_with_a_warning_and_required_still_fai
     );
     assert_eq!(text.matches("required = true").count(), 1);
     std::fs::write(&suite, text).unwrap();
-    let o = fsdelta(&db)
-        .args(["run", "-n", "1", "--quiet", "--no-drop-caches", "--suite"])
-        .arg(&suite)
-        .arg("--target")
-        .arg(&scratch)
+    let o = common::run_suite(&db, &["--no-drop-caches"], &suite, &scratch)
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
-    let doc = json(
-        &fsdelta(&db)
-            .args(["export", "latest"])
-            .output()
-            .unwrap()
-            .stdout,
-    );
+    let doc = common::export_latest(fsdelta(&db));
     let samples = doc["runs"][0]["samples"].as_array().unwrap();
     let dd = samples.iter().find(|s| s["test"] == "dd").unwrap();
     assert_eq!(dd["status"], "failed", "{dd}");

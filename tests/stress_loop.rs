@@ -53,35 +53,32 @@ fn config(env: &Env, extra: &str) -> std::path::PathBuf {
 
 /// Mounts and loop devices under the test's directory.
 fn leftovers(env: &Env) -> Vec<String> {
-    let root = env.path("");
-    let mut out: Vec<String> = fs::read_to_string("/proc/self/mounts")
-        .unwrap()
-        .lines()
-        .filter(|l| {
-            l.split(' ')
-                .nth(1)
-                .is_some_and(|t| Path::new(t).starts_with(&root))
-        })
-        .map(|l| format!("mount: {l}"))
-        .collect();
-    for e in fs::read_dir("/sys/block").unwrap().flatten() {
-        let backing = fs::read_to_string(e.path().join("loop/backing_file")).unwrap_or_default();
-        if Path::new(backing.trim()).starts_with(&root) {
-            out.push(format!("loop: {:?} -> {}", e.file_name(), backing.trim()));
-        }
-    }
-    out
+    common::mounts_and_loops_under(&env.path(""))
 }
 
 fn samples(env: &Env) -> Vec<serde_json::Value> {
-    let out = env.cmd().args(["export", "latest"]).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let doc = common::export_latest(env.cmd());
     doc["runs"][0]["samples"].as_array().unwrap().clone()
+}
+
+/// `run -n <n> --quiet --no-drop-caches --label <label> --suite <suite> --config <cfg>`.
+fn run(env: &Env, n: &str, label: &str, suite: &Path, cfg: &Path) -> std::process::Output {
+    env.cmd()
+        .args([
+            "run",
+            "-n",
+            n,
+            "--quiet",
+            "--no-drop-caches",
+            "--label",
+            label,
+        ])
+        .arg("--suite")
+        .arg(suite)
+        .arg("--config")
+        .arg(cfg)
+        .output()
+        .unwrap()
 }
 
 fn has_metric(sample: &serde_json::Value, name: &str) -> bool {
@@ -98,23 +95,7 @@ fn forty_fresh_btrfs_samples_in_a_row_on_a_reused_loop_device_all_pass() {
     let env = Env::new();
     let suite = env.write("suite.toml", SUITE);
     let cfg = config(&env, "");
-    let out = env
-        .cmd()
-        .args([
-            "run",
-            "-n",
-            "40",
-            "--quiet",
-            "--no-drop-caches",
-            "--label",
-            "stress",
-        ])
-        .arg("--suite")
-        .arg(&suite)
-        .arg("--config")
-        .arg(&cfg)
-        .output()
-        .unwrap();
+    let out = run(&env, "40", "stress", &suite, &cfg);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     assert!(!stderr.contains("busy"), "{stderr}");
@@ -149,23 +130,7 @@ fn a_holder_fails_only_its_own_sample_and_is_named() {
         &env,
         "after = 'if [ \"$FSDELTA_SAMPLE\" = 1 ]; then (exec sleep 3 &); fi'",
     );
-    let out = env
-        .cmd()
-        .args([
-            "run",
-            "-n",
-            "4",
-            "--quiet",
-            "--no-drop-caches",
-            "--label",
-            "held",
-        ])
-        .arg("--suite")
-        .arg(&suite)
-        .arg("--config")
-        .arg(&cfg)
-        .output()
-        .unwrap();
+    let out = run(&env, "4", "held", &suite, &cfg);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_ne!(out.status.code(), Some(0), "{stderr}");
     assert_eq!(leftovers(&env), Vec::<String>::new());

@@ -12,13 +12,7 @@ use fsdelta::store::postgres::ScratchDatabase;
 use predicates::prelude::*;
 use std::path::Path;
 
-const TINY: &str = r#"
-name = "tiny"
-[[test]]
-name = "files100"
-workload = "fsmark"
-args = "-s 0 -n 100 -t 1 -S 0"
-"#;
+use common::TINY_FILES100 as TINY;
 
 /// fsdelta with `db` as its store and a private state file.
 fn fsdelta(db: &str, work: &Path) -> Command {
@@ -36,24 +30,7 @@ fn laptop(work: &Path) -> String {
     std::fs::write(&suite, TINY).unwrap();
     let target = work.join("target");
     std::fs::create_dir_all(&target).unwrap();
-    for label in ["base", "cur"] {
-        fsdelta(&db, work)
-            .args([
-                "run",
-                "-n",
-                "2",
-                "--quiet",
-                "--no-drop-caches",
-                "--label",
-                label,
-            ])
-            .arg("--suite")
-            .arg(&suite)
-            .arg("--target")
-            .arg(&target)
-            .assert()
-            .success();
-    }
+    common::run_labelled_twice(|| fsdelta(&db, work), &["base", "cur"], &suite, &target);
     db
 }
 

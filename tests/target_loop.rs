@@ -5,6 +5,8 @@
 //! Needs root, /dev/loop-control and the mkfs programs. Each test that cannot run says why and
 //! passes, unless FSDELTA_REQUIRE_ALL=1, which turns every skip into a failure (CI sets it).
 
+mod common;
+
 use fsdelta::model::Direction;
 use fsdelta::plan::config::{TargetConfig, parse};
 use fsdelta::target::blockstat::drop_caches;
@@ -685,54 +687,7 @@ const HOLD_ENV: &str = "FSDELTA_TEST_HOLD_LOOP";
 /// binary again), hold that device open with O_EXCL, say "ready", and wait to be killed.
 #[test]
 fn loop_holder() {
-    let Some(dev) = std::env::var_os(HOLD_ENV) else {
-        return;
-    };
-    use std::os::unix::fs::OpenOptionsExt;
-    let _f = fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_EXCL)
-        .open(&dev)
-        .unwrap();
-    println!("ready");
-    std::io::stdout().flush().unwrap();
-    std::thread::sleep(Duration::from_secs(120));
-}
-
-/// A child process holding a device (killed and reaped on drop).
-struct LoopHolder(std::process::Child);
-
-impl LoopHolder {
-    fn hold(dev: &Path) -> LoopHolder {
-        let mut c = Command::new(std::env::current_exe().unwrap())
-            .args(["--exact", "loop_holder", "--nocapture", "--test-threads=1"])
-            .env(HOLD_ENV, dev)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
-        let mut r = BufReader::new(c.stdout.take().unwrap());
-        let holder = LoopHolder(c);
-        loop {
-            let mut line = String::new();
-            assert!(
-                r.read_line(&mut line).unwrap() > 0,
-                "the holder did not get ready"
-            );
-            if line.trim().ends_with("ready") {
-                break;
-            }
-        }
-        std::mem::forget(r);
-        holder
-    }
-}
-
-impl Drop for LoopHolder {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
+    common::hold_device_when_asked(HOLD_ENV);
 }
 
 /// Issue 13 item 10: a loop device fsdelta attached that stays busy after the wait is given up
@@ -751,7 +706,7 @@ fn a_loop_device_held_by_someone_else_is_replaced_by_a_fresh_one_with_a_warning(
         .unwrap()
         .expect("a loop config has a loop device");
     let first_n = loopdev::number_of(&first).unwrap();
-    let hold = LoopHolder::hold(&first);
+    let hold = common::hold_device("loop_holder", HOLD_ENV, &first);
     let holder_pid = hold.0.id();
     let began = std::time::Instant::now();
     let p = t.prepare().unwrap();

@@ -17,9 +17,9 @@ use fsdelta::target::state::recover;
 use fsdelta::target::{StateFile, Target};
 use std::fs;
 use std::hash::{Hash, Hasher};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 
 fn usable(fs: Option<FsKind>) -> bool {
     let root = common::is_root();
@@ -95,41 +95,6 @@ fn config(body: &str) -> TargetConfig {
         .unwrap()
         .configs
         .remove(0)
-}
-
-/// A child that printed `ready`; killed and reaped on drop.
-struct Holder(Child);
-
-impl Holder {
-    fn spawn(program: &str, args: &[&str]) -> Holder {
-        let mut c = Command::new(program)
-            .args(args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
-        let mut r = BufReader::new(c.stdout.take().unwrap());
-        loop {
-            let mut line = String::new();
-            assert!(
-                r.read_line(&mut line).unwrap() > 0,
-                "{program} did not get ready"
-            );
-            if line.trim().ends_with("ready") {
-                break;
-            }
-        }
-        // Keep the pipe open (the child may print more); it is closed when the child is reaped.
-        std::mem::forget(r);
-        Holder(c)
-    }
-}
-
-impl Drop for Holder {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 #[test]
@@ -233,9 +198,11 @@ fn a_device_mounted_in_another_mount_namespace_is_refused_naming_it() {
         v.display(),
         mnt.display()
     );
-    let holder = Holder::spawn(
+    let holder = common::ReadyChild::spawn(
+        Command::new("unshare")
+            .args(["--mount", "--propagation", "private", "sh", "-c", &script])
+            .stderr(Stdio::inherit()),
         "unshare",
-        &["--mount", "--propagation", "private", "sh", "-c", &script],
     );
     let e = check_can_format(&v, &lab.scratch())
         .unwrap_err()
@@ -254,18 +221,7 @@ const HOLD_ENV: &str = "FSDELTA_TEST_HOLD_DEVICE";
 /// binary again), hold that device open with O_EXCL and wait to be killed.
 #[test]
 fn exclusive_holder() {
-    let Some(dev) = std::env::var_os(HOLD_ENV) else {
-        return;
-    };
-    use std::os::unix::fs::OpenOptionsExt;
-    let _f = fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_EXCL)
-        .open(&dev)
-        .unwrap();
-    println!("ready");
-    std::io::stdout().flush().unwrap();
-    std::thread::sleep(std::time::Duration::from_secs(120));
+    common::hold_device_when_asked(HOLD_ENV);
 }
 
 #[test]
@@ -277,34 +233,7 @@ fn a_device_held_open_exclusively_is_refused_naming_the_process() {
     let v = lab.victim();
     let before = first_mib(&v);
     // This test binary itself, running only `exclusive_holder` with the device to hold.
-    let me = std::env::current_exe().unwrap();
-    let holder = {
-        let mut c = Command::new(&me)
-            .args([
-                "--exact",
-                "exclusive_holder",
-                "--nocapture",
-                "--test-threads=1",
-            ])
-            .env(HOLD_ENV, &v)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
-        let mut r = BufReader::new(c.stdout.take().unwrap());
-        loop {
-            let mut line = String::new();
-            assert!(
-                r.read_line(&mut line).unwrap() > 0,
-                "the holder did not get ready"
-            );
-            if line.trim().ends_with("ready") {
-                break;
-            }
-        }
-        std::mem::forget(r);
-        Holder(c)
-    };
+    let holder = common::hold_device("exclusive_holder", HOLD_ENV, &v);
     let pid = holder.0.id();
     let e = check_can_format(&v, &lab.scratch())
         .unwrap_err()
@@ -374,19 +303,12 @@ fn a_lazily_detached_filesystem_keeps_the_device_busy_and_its_holder_is_named() 
         c"",
     )
     .unwrap();
-    let holder = {
-        let mut c = Command::new("sh")
+    let holder = common::ReadyChild::spawn(
+        Command::new("sh")
             .args(["-c", "echo ready; exec sleep 30"])
-            .current_dir(&mnt)
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(c.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        Holder(c)
-    };
+            .current_dir(&mnt),
+        "sh",
+    );
     rustix::mount::unmount(&mnt, rustix::mount::UnmountFlags::DETACH).unwrap();
     let pid = holder.0.id();
     let e = check_can_format(&v, &lab.scratch())

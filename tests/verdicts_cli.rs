@@ -18,21 +18,17 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-const TINY_SUITE: &str = r#"
-name = "tiny"
+use common::TINY_SUITE;
 
-[[test]]
-name = "writes"
-workload = "fsmark"
-args = "-s 16384 -n 300 -t 1 -S 0"
-"#;
-
-fn text(o: &std::process::Output) -> String {
-    format!(
+/// The output of fsdelta with `args` in `env`, and its stdout and stderr as one text.
+fn output_text(env: &Env, args: &[&str]) -> (std::process::Output, String) {
+    let o = env.cmd().args(args).output().unwrap();
+    let t = format!(
         "{}{}",
         String::from_utf8_lossy(&o.stdout),
         String::from_utf8_lossy(&o.stderr)
-    )
+    );
+    (o, t)
 }
 
 #[test]
@@ -43,12 +39,8 @@ fn identical_tmpfs_configurations_in_rotated_order_do_not_regress() {
     }
     let env = Env::new();
     let suite = env.write("tiny.toml", TINY_SUITE);
-    let cfg = env.write(
-        "config.toml",
-        &format!(
-            "scratch = \"{}\"\n{}",
-            env.path("scratch").display(),
-            r#"
+    let cfg = env.config(
+        r#"
 [[config]]
 name = "ram-a"
 fs = "tmpfs"
@@ -58,8 +50,7 @@ size = "256M"
 name = "ram-b"
 fs = "tmpfs"
 size = "256M"
-"#
-        ),
+"#,
     );
     env.cmd()
         .args(["run", "-n", "3", "--quiet", "--order", "rotate", "--suite"])
@@ -68,12 +59,7 @@ size = "256M"
         .arg(&cfg)
         .assert()
         .success();
-    let out = env
-        .cmd()
-        .args(["compare", "latest@ram-a", "latest@ram-b", "--all"])
-        .output()
-        .unwrap();
-    let t = text(&out);
+    let (out, t) = output_text(&env, &["compare", "latest@ram-a", "latest@ram-b", "--all"]);
     assert_eq!(out.status.code(), Some(0), "{t}");
     // no headline metric regressed: the only REGRESSED words may be secondary ones
     let headline_block = t
@@ -94,20 +80,9 @@ fn three_sides_compare_each_against_the_first() {
     let target = env.path("t");
     fs::create_dir(&target).unwrap();
     for label in ["a", "b", "c"] {
-        env.cmd()
-            .args(["run", "-n", "2", "--quiet", "--label", label, "--suite"])
-            .arg(&suite)
-            .arg("--target")
-            .arg(&target)
-            .assert()
-            .code(predicates::ord::ne(2));
+        env.run_label("2", label, &suite, &target);
     }
-    let out = env
-        .cmd()
-        .args(["compare", "label:a", "label:b", "label:c"])
-        .output()
-        .unwrap();
-    let t = text(&out);
+    let (out, t) = output_text(&env, &["compare", "label:a", "label:b", "label:c"]);
     assert_ne!(out.status.code(), Some(2), "{t}");
     assert!(t.contains("side 1:    label:b"), "{t}");
     assert!(t.contains("side 2:    label:c"), "{t}");
@@ -213,15 +188,7 @@ args = "-s 16384 -n 3000 -t 1 -S 0"
     );
     let target = env.path("t");
     fs::create_dir(&target).unwrap();
-    let run = |label: &str| {
-        env.cmd()
-            .args(["run", "-n", "2", "--quiet", "--label", label, "--suite"])
-            .arg(&suite)
-            .arg("--target")
-            .arg(&target)
-            .assert()
-            .code(predicates::ord::ne(2));
-    };
+    let run = |label: &str| env.run_label("2", label, &suite, &target);
     run("quiet");
     let quiet = mean_bg(&env, "label:quiet");
     {
@@ -241,12 +208,7 @@ args = "-s 16384 -n 3000 -t 1 -S 0"
     ) {
         return;
     }
-    let out = env
-        .cmd()
-        .args(["compare", "label:quiet", "label:busy"])
-        .output()
-        .unwrap();
-    let t = text(&out);
+    let (_, t) = output_text(&env, &["compare", "label:quiet", "label:busy"]);
     let warning = t
         .lines()
         .position(|l| l.contains("WARNING current side: other processes used"))

@@ -18,27 +18,7 @@ use fsdelta::workload::CancelToken;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-/// The kernel package for `which` ("A": 6.1.0-47, "B": 6.1.0-50).
-pub fn kernel(which: &str) -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os(format!("FSDELTA_VM_KERNEL_{which}")) {
-        return Some(PathBuf::from(p));
-    }
-    let release = if which == "A" {
-        "6.1.0-47-amd64"
-    } else {
-        "6.1.0-50-amd64"
-    };
-    std::fs::read_dir("/var/cache/fsdelta-ci/kernels")
-        .ok()?
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .find(|p| {
-            p.file_name().is_some_and(|n| {
-                n.to_string_lossy()
-                    .starts_with(&format!("linux-image-{release}_"))
-            })
-        })
-}
+use common::vm_kernel as kernel;
 
 /// The tests of this file boot one guest at a time: they check for leftover qemu children of
 /// this process, and two guests at once would only slow each other down.
@@ -50,37 +30,14 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
 
 fn ready() -> bool {
     common::require(common::is_root(), "root (mkfs, state file)")
-        && common::require(
-            fsdelta::vm::qemu::find_qemu().is_ok(),
-            "qemu-system-x86_64 (apt-get install qemu-system-x86)",
-        )
-        && common::require(
-            fsdelta::vm::initramfs::check_busybox().is_ok(),
-            "a static /bin/busybox (apt-get install busybox-static)",
-        )
+        && common::require_qemu()
         && common::require(
             kernel("A").is_some() && kernel("B").is_some(),
             "linux-image-6.1.0-47-amd64 and -50 .debs in /var/cache/fsdelta-ci/kernels (see .ci/run)",
         )
 }
 
-const SUITE: &str = r#"
-[[test]]
-name = "files"
-workload = "fsmark"
-args = "-s 4096 -n 300 -t 1 -S 1"
-
-[[test]]
-name = "randwrite"
-workload = "fio"
-job = """
-[rw]
-rw=randwrite
-bs=4k
-size=8m
-fsync=32
-"""
-"#;
+use common::VM_SUITE as SUITE;
 
 fn config_for(kernel: &Path, extra: &str) -> config::TargetConfig {
     let text = format!(
@@ -88,6 +45,14 @@ fn config_for(kernel: &Path, extra: &str) -> config::TargetConfig {
         kernel.display()
     );
     config::parse(&text, "t.toml").unwrap().configs.remove(0)
+}
+
+/// A temporary directory with the scratch location and the state file in it.
+fn workdir() -> (tempfile::TempDir, PathBuf, StateFile) {
+    let dir = tempfile::tempdir().unwrap();
+    let scratch = dir.path().join("scratch");
+    let state = StateFile::new(dir.path().join("state.json"));
+    (dir, scratch, state)
 }
 
 fn qemu_children() -> Vec<u32> {
@@ -110,9 +75,7 @@ fn a_tiny_repetition_runs_in_a_guest_of_each_kernel() {
         return;
     }
     let suite = suitefile::parse(SUITE, "tiny.toml").unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let scratch = dir.path().join("scratch");
-    let state = StateFile::new(dir.path().join("state.json"));
+    let (_dir, scratch, state) = workdir();
     for (which, release) in [("A", "6.1.0-47-amd64"), ("B", "6.1.0-50-amd64")] {
         let t0 = Instant::now();
         let mut t = VmTarget::new(
@@ -205,9 +168,7 @@ fn a_hung_guest_is_killed_and_its_samples_fail_with_the_console_tail() {
         "hang.toml",
     )
     .unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let scratch = dir.path().join("scratch");
-    let state = StateFile::new(dir.path().join("state.json"));
+    let (_dir, scratch, state) = workdir();
     let mut t = target(&kernel("A").unwrap(), "", &scratch, &state).unwrap();
     let opts = RepetitionOptions {
         total_timeout: Duration::from_secs(15),
@@ -239,9 +200,7 @@ fn a_guest_panic_fails_the_samples_with_the_panic_message() {
         return;
     }
     let suite = suitefile::parse(SUITE, "tiny.toml").unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let scratch = dir.path().join("scratch");
-    let state = StateFile::new(dir.path().join("state.json"));
+    let (_dir, scratch, state) = workdir();
     // No init: the kernel panics ("No working init found" or "Unable to mount root fs").
     let mut t = target(
         &kernel("B").unwrap(),
@@ -287,9 +246,7 @@ fn ctrl_c_mid_boot_kills_qemu_and_removes_every_file() {
         return;
     }
     let suite = suitefile::parse(SUITE, "tiny.toml").unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let scratch = dir.path().join("scratch");
-    let state = StateFile::new(dir.path().join("state.json"));
+    let (_dir, scratch, state) = workdir();
     let mut t = target(&kernel("A").unwrap(), "", &scratch, &state).unwrap();
     let cancel = CancelToken::new();
     let c = cancel.clone();
@@ -318,9 +275,7 @@ fn bad_kernels_and_shapes_are_refused_before_anything_boots() {
     if !ready() {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let scratch = dir.path().join("scratch");
-    let state = StateFile::new(dir.path().join("state.json"));
+    let (dir, scratch, state) = workdir();
     // A kernel without the filesystem's driver: a module tree that has none (but says what
     // is built in).
     let empty = dir.path().join("modules");

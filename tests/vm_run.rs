@@ -9,41 +9,15 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-fn kernel(which: &str) -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os(format!("FSDELTA_VM_KERNEL_{which}")) {
-        return Some(PathBuf::from(p));
-    }
-    let release = if which == "A" {
-        "6.1.0-47-amd64"
-    } else {
-        "6.1.0-50-amd64"
-    };
-    std::fs::read_dir("/var/cache/fsdelta-ci/kernels")
-        .ok()?
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .find(|p| {
-            p.file_name().is_some_and(|n| {
-                n.to_string_lossy()
-                    .starts_with(&format!("linux-image-{release}_"))
-            })
-        })
-}
+use common::vm_kernel as kernel;
 
 fn ready() -> bool {
     common::require(common::is_root(), "root")
-        && common::require(
-            fsdelta::vm::qemu::find_qemu().is_ok(),
-            "qemu-system-x86_64 (apt-get install qemu-system-x86)",
-        )
-        && common::require(
-            fsdelta::vm::initramfs::check_busybox().is_ok(),
-            "a static /bin/busybox (apt-get install busybox-static)",
-        )
+        && common::require_qemu()
         && common::require(
             kernel("A").is_some() && kernel("B").is_some(),
             "the linux-image-6.1.0-47/-50 .debs in /var/cache/fsdelta-ci/kernels (see .ci/run)",
@@ -53,47 +27,14 @@ fn ready() -> bool {
 /// One test at a time boots: they look for qemu processes of the fsdelta they started.
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-const SUITE: &str = r#"
-[[test]]
-name = "files"
-workload = "fsmark"
-args = "-s 4096 -n 300 -t 1 -S 1"
+use common::VM_SUITE as SUITE;
 
-[[test]]
-name = "randwrite"
-workload = "fio"
-job = """
-[rw]
-rw=randwrite
-bs=4k
-size=8m
-fsync=32
-"""
-"#;
-
-struct Setup {
-    dir: tempfile::TempDir,
-}
+use common::Setup;
 
 impl Setup {
     fn new(configs: &str) -> Setup {
         let dir = tempfile::tempdir().unwrap();
-        let scratch = dir.path().join("scratch");
-        std::fs::write(
-            dir.path().join("ab.toml"),
-            format!("scratch = \"{}\"\n{configs}", scratch.display()),
-        )
-        .unwrap();
-        std::fs::write(dir.path().join("tiny.toml"), SUITE).unwrap();
-        Setup { dir }
-    }
-    fn p(&self, name: &str) -> PathBuf {
-        self.dir.path().join(name)
-    }
-    fn cmd(&self) -> assert_cmd::Command {
-        let mut c = common::fsdelta(&self.p("db.sqlite"));
-        c.env("FSDELTA_STATE_FILE", self.p("state.json"));
-        c
+        Setup::in_dir(dir, "ab.toml", configs, "tiny.toml", SUITE)
     }
     fn run_args(&self) -> Vec<String> {
         vec![
@@ -107,16 +48,8 @@ impl Setup {
         ]
     }
     fn assert_clean(&self) {
-        let scratch = self.p("scratch");
-        let left: Vec<_> = std::fs::read_dir(&scratch)
-            .map(|rd| rd.filter_map(Result::ok).map(|e| e.path()).collect())
-            .unwrap_or_default();
-        assert!(left.is_empty(), "left behind: {left:?}");
-        let state = std::fs::read_to_string(self.p("state.json")).unwrap_or_default();
-        assert!(
-            !state.contains("\"kind\""),
-            "state file still names: {state}"
-        );
+        self.assert_scratch_empty();
+        self.assert_state_empty();
     }
 }
 

@@ -5,6 +5,25 @@
 use assert_cmd::Command;
 use std::path::{Path, PathBuf};
 
+/// A suite of one small fs_mark test, "writes" (300 files of 16 KiB).
+pub const TINY_SUITE: &str = r#"
+name = "tiny"
+
+[[test]]
+name = "writes"
+workload = "fsmark"
+args = "-s 16384 -n 300 -t 1 -S 0"
+"#;
+
+/// A suite of one fs_mark test, "files100" (100 empty files).
+pub const TINY_FILES100: &str = r#"
+name = "tiny"
+[[test]]
+name = "files100"
+workload = "fsmark"
+args = "-s 0 -n 100 -t 1 -S 0"
+"#;
+
 /// Whether a test that needs `what` may run. Without it, print why the test is skipped, or
 /// panic when FSDELTA_REQUIRE_ALL=1 (CI), so that a green CI means everything ran.
 pub fn require(available: bool, what: &str) -> bool {
@@ -84,6 +103,28 @@ impl Env {
         c.env("FSDELTA_STATE_FILE", self.path("state.json"));
         c
     }
+    /// config.toml here: `configs` (`[[config]]` tables) with the scratch location `scratch`
+    /// here.
+    pub fn config(&self, configs: &str) -> PathBuf {
+        self.write(
+            "config.toml",
+            &format!(
+                "scratch = \"{}\"\n{configs}",
+                self.path("scratch").display()
+            ),
+        )
+    }
+    /// `run -n <n> --quiet --label <label> --suite <suite> --target <target>`, which must not
+    /// end with a usage error (2).
+    pub fn run_label(&self, n: &str, label: &str, suite: &Path, target: &Path) {
+        self.cmd()
+            .args(["run", "-n", n, "--quiet", "--label", label, "--suite"])
+            .arg(suite)
+            .arg("--target")
+            .arg(target)
+            .assert()
+            .code(predicates::ord::ne(2));
+    }
 }
 
 impl Drop for Env {
@@ -154,21 +195,84 @@ pub fn run_fsdelta_fio(dir: &Path, job: &str) -> serde_json::Value {
     json_of(&out.stdout)
 }
 
-/// Write `job` to `dir`/job.fio and run it in `dir` with `tool` ("fio": the real fio, else
-/// `fsdelta fio`) and `--output-format=json`; the process's output, whatever its status.
-pub fn tool_json(tool: &str, dir: &Path, job: &str) -> std::process::Output {
-    std::fs::write(dir.join("job.fio"), job).unwrap();
-    let mut c = if tool == "fio" {
+/// Whether the real fio (fio 3.33, /usr/bin/fio) runs here to compare with; as `require`.
+pub fn require_fio() -> bool {
+    let fio = std::process::Command::new("fio")
+        .arg("--version")
+        .output()
+        .is_ok();
+    require(fio, "fio 3.33 (/usr/bin/fio) to compare with")
+}
+
+/// The real fio for `tool` "fio", else `fsdelta fio`.
+pub fn fio_command(tool: &str) -> std::process::Command {
+    if tool == "fio" {
         std::process::Command::new("fio")
     } else {
         let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_fsdelta"));
         c.arg("fio");
         c
-    };
+    }
+}
+
+/// Write `job` to `dir`/job.fio and run `tool` ("fio": the real fio, else `fsdelta fio`) in
+/// `dir` with `opts` and job.fio; the process's output, whatever its status.
+pub fn tool_run(tool: &str, dir: &Path, job: &str, opts: &[&str]) -> std::process::Output {
+    std::fs::write(dir.join("job.fio"), job).unwrap();
+    let mut c = fio_command(tool);
     c.current_dir(dir)
-        .args(["--output-format=json", "job.fio"])
+        .args(opts)
+        .arg("job.fio")
         .output()
         .unwrap()
+}
+
+/// Write `job` to `dir`/job.fio and run it in `dir` with `tool` ("fio": the real fio, else
+/// `fsdelta fio`) and `--output-format=json`; the process's output, whatever its status.
+pub fn tool_json(tool: &str, dir: &Path, job: &str) -> std::process::Output {
+    tool_run(tool, dir, job, &["--output-format=json"])
+}
+
+/// Run `job` with `tool` (as `tool_run`) in `dir` and `--output-format=<format>`, the job file
+/// written to a fresh directory outside `dir` (for a `dir` the job fills up).
+pub fn tool_run_outside(dir: &Path, tool: &str, job: &str, format: &str) -> std::process::Output {
+    let jobdir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let jf = jobdir.path().join("job.fio");
+    std::fs::write(&jf, job).unwrap();
+    let mut c = fio_command(tool);
+    c.current_dir(dir)
+        .arg(format!("--output-format={format}"))
+        .arg(&jf)
+        .output()
+        .unwrap()
+}
+
+/// Run `job` with `fsdelta fio` and with the real fio, `--output-format=json`, each in a fresh
+/// directory under CARGO_TARGET_TMPDIR, and panic with its stderr if either fails; (our
+/// directory, our output, fio's directory, fio's output).
+pub fn run_ours_and_fio(
+    job: &str,
+) -> (
+    tempfile::TempDir,
+    std::process::Output,
+    tempfile::TempDir,
+    std::process::Output,
+) {
+    let ours = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let theirs = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let o = tool_json("fsdelta", ours.path(), job);
+    assert!(
+        o.status.success(),
+        "{job}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let f = tool_json("fio", theirs.path(), job);
+    assert!(
+        f.status.success(),
+        "fio: {job}: {}",
+        String::from_utf8_lossy(&f.stderr)
+    );
+    (ours, o, theirs, f)
 }
 
 /// Run `job` with the real fio (/usr/bin/fio) in `dir`, as run_fsdelta_fio.
@@ -213,10 +317,422 @@ pub fn key_paths(
     }
 }
 
+/// The key paths (`key_paths`) of a JSON document.
+pub fn key_set(v: &serde_json::Value) -> std::collections::BTreeSet<String> {
+    let mut s = std::collections::BTreeSet::new();
+    key_paths(v, "", &mut s);
+    s
+}
+
 /// The key paths of the JSON document in a fio (or `fsdelta fio`) output.
 pub fn json_keys(out: &[u8]) -> std::collections::BTreeSet<String> {
-    let v = json_of(out);
-    let mut s = std::collections::BTreeSet::new();
-    key_paths(&v, "", &mut s);
-    s
+    key_set(&json_of(out))
+}
+
+/// fsdelta's own keys in its fio JSON (which clock timed the job), which fio lacks.
+pub const OURS_ONLY_KEYS: [&str; 2] = [".jobs[].clocksource", ".jobs[].clocksource_drift_ppm"];
+
+/// Our JSON's key paths are fio's, but for OURS_ONLY_KEYS; else a panic naming `job` and the
+/// keys each lacks.
+pub fn assert_keys_as_fios(
+    job: &str,
+    ours: &std::collections::BTreeSet<String>,
+    fio: &std::collections::BTreeSet<String>,
+) {
+    let missing: Vec<&String> = fio.difference(ours).collect();
+    let extra: Vec<&String> = ours
+        .difference(fio)
+        .filter(|k| !OURS_ONLY_KEYS.contains(&k.as_str()))
+        .collect();
+    assert!(
+        missing.is_empty() && extra.is_empty(),
+        "{job}: keys fio has and we lack: {missing:#?}; keys we have and fio lacks: {extra:#?}"
+    );
+}
+
+/// Each .log file of a directory with its lines split into columns (fio's `a, b, c` logs).
+pub type FioLogs = std::collections::BTreeMap<String, Vec<Vec<u64>>>;
+
+/// The .log files in `dir`, as FioLogs.
+pub fn fio_logs(dir: &Path) -> FioLogs {
+    let mut out = std::collections::BTreeMap::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let n = e.unwrap().file_name().to_string_lossy().into_owned();
+        if !n.ends_with(".log") {
+            continue;
+        }
+        let text = std::fs::read_to_string(dir.join(&n)).unwrap();
+        let lines = text
+            .lines()
+            .map(|l| l.split(", ").map(|f| f.parse().unwrap()).collect())
+            .collect();
+        out.insert(n, lines);
+    }
+    out
+}
+
+/// Run `tool` with `args` and job.fio (holding `job`) in a fresh directory under
+/// CARGO_TARGET_TMPDIR, panicking with its stderr if it fails; the directory and its logs.
+pub fn run_for_logs(tool: &str, args: &[&str], job: &str) -> (tempfile::TempDir, FioLogs) {
+    let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    std::fs::write(d.path().join("job.fio"), job).unwrap();
+    let o = std::process::Command::new(tool)
+        .current_dir(d.path())
+        .args(args)
+        .arg("job.fio")
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "{tool}: {job}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let l = fio_logs(d.path());
+    (d, l)
+}
+
+/// Run `job` under `fsdelta fio` and fio (as `run_for_logs`): both write the same log files,
+/// each with as many lines give or take one; (our directory, our logs, fio's directory, fio's
+/// logs).
+pub fn logs_of_both(job: &str) -> (tempfile::TempDir, FioLogs, tempfile::TempDir, FioLogs) {
+    let (ours_dir, ours) = run_for_logs(env!("CARGO_BIN_EXE_fsdelta"), &["fio"], job);
+    let (theirs_dir, theirs) = run_for_logs("fio", &[], job);
+    assert_eq!(
+        ours.keys().collect::<Vec<_>>(),
+        theirs.keys().collect::<Vec<_>>(),
+        "{job}"
+    );
+    for (name, lines) in &ours {
+        let n = theirs[name].len();
+        assert!(
+            lines.len().abs_diff(n) <= 1,
+            "{job}: {name}: {} lines, fio {n}",
+            lines.len()
+        );
+    }
+    (ours_dir, ours, theirs_dir, theirs)
+}
+
+/// `export latest` as JSON, run by `cmd` (an fsdelta command with its database and
+/// environment), which must succeed: the document.
+pub fn export_latest(cmd: Command) -> serde_json::Value {
+    export_latest_with(cmd, &[])
+}
+
+/// `export latest <extra>`, as `export_latest`.
+pub fn export_latest_with(mut cmd: Command, extra: &[&str]) -> serde_json::Value {
+    let out = cmd.args(["export", "latest"]).args(extra).output().unwrap();
+    assert!(
+        out.status.success(),
+        "export latest: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "export latest: {e}: {}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    })
+}
+
+/// Mounts and loop devices (by their backing files) under `root`, one line each.
+pub fn mounts_and_loops_under(root: &Path) -> Vec<String> {
+    let mut out: Vec<String> = std::fs::read_to_string("/proc/self/mounts")
+        .unwrap()
+        .lines()
+        .filter(|l| {
+            l.split(' ')
+                .nth(1)
+                .is_some_and(|t| Path::new(t).starts_with(root))
+        })
+        .map(|l| format!("mount: {l}"))
+        .collect();
+    for e in std::fs::read_dir("/sys/block").unwrap().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if !name.starts_with("loop") {
+            continue;
+        }
+        let backing =
+            std::fs::read_to_string(e.path().join("loop/backing_file")).unwrap_or_default();
+        if Path::new(backing.trim()).starts_with(root) {
+            out.push(format!("loop: /dev/{name} -> {}", backing.trim()));
+        }
+    }
+    out
+}
+
+/// `fsdelta run -n 1 --quiet <flags> --suite <suite> --target <target>` on the database `db`,
+/// to be run by the caller.
+pub fn run_suite(db: &Path, flags: &[&str], suite: &Path, target: &Path) -> Command {
+    let mut c = fsdelta(db);
+    c.args(["run", "-n", "1", "--quiet"])
+        .args(flags)
+        .arg("--suite")
+        .arg(suite)
+        .arg("--target")
+        .arg(target);
+    c
+}
+
+/// The output of `show latest --raw` on the database `db`, which must succeed.
+pub fn show_raw(db: &Path) -> String {
+    let out = fsdelta(db)
+        .args(["show", "latest", "--raw"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// What follows the "fs_mark iterations:" heading of `show --raw`'s text, or a panic with it.
+pub fn fs_mark_table(text: &str) -> &str {
+    text.split("fs_mark iterations:\n")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no fs_mark table: {text}"))
+}
+
+/// A child process that said it was ready (a stdout line ending in "ready"); killed and reaped
+/// on drop.
+pub struct ReadyChild(pub std::process::Child);
+
+impl ReadyChild {
+    /// Spawn `cmd` with its stdout piped and wait for its "ready" line; a panic naming `what` if
+    /// its stdout ends before.
+    pub fn spawn(cmd: &mut std::process::Command, what: &str) -> ReadyChild {
+        use std::io::BufRead;
+        let mut c = cmd.stdout(std::process::Stdio::piped()).spawn().unwrap();
+        let mut r = std::io::BufReader::new(c.stdout.take().unwrap());
+        let child = ReadyChild(c);
+        loop {
+            let mut line = String::new();
+            assert!(
+                r.read_line(&mut line).unwrap() > 0,
+                "{what} did not get ready"
+            );
+            if line.trim().ends_with("ready") {
+                break;
+            }
+        }
+        // Keep the pipe open (the child may print more); it is closed when the child is reaped.
+        std::mem::forget(r);
+        child
+    }
+}
+
+impl Drop for ReadyChild {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The body of a test that holds a device only when `hold_device` runs this test binary again:
+/// with the environment variable `var` naming a device, hold it open with O_EXCL, say "ready"
+/// and wait to be killed (120 s at most); without `var`, nothing.
+pub fn hold_device_when_asked(var: &str) {
+    let Some(dev) = std::env::var_os(var) else {
+        return;
+    };
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let _f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_EXCL)
+        .open(&dev)
+        .unwrap();
+    println!("ready");
+    std::io::stdout().flush().unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(120));
+}
+
+/// This test binary again, running only its test `holder` (which calls
+/// `hold_device_when_asked(var)`) with `var` set to `dev`: `dev` is held open exclusively once
+/// this returns, until the child is dropped.
+pub fn hold_device(holder: &str, var: &str, dev: &Path) -> ReadyChild {
+    ReadyChild::spawn(
+        std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", holder, "--nocapture", "--test-threads=1"])
+            .env(var, dev)
+            .stderr(std::process::Stdio::inherit()),
+        "the holder",
+    )
+}
+
+/// The Debian kernel package the VM tests boot for `which` ("A": 6.1.0-47, "B": 6.1.0-50):
+/// FSDELTA_VM_KERNEL_<which>, else its .deb in /var/cache/fsdelta-ci/kernels (see .ci/run).
+pub fn vm_kernel(which: &str) -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os(format!("FSDELTA_VM_KERNEL_{which}")) {
+        return Some(PathBuf::from(p));
+    }
+    let release = if which == "A" {
+        "6.1.0-47-amd64"
+    } else {
+        "6.1.0-50-amd64"
+    };
+    std::fs::read_dir("/var/cache/fsdelta-ci/kernels")
+        .ok()?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .find(|p| {
+            p.file_name().is_some_and(|n| {
+                n.to_string_lossy()
+                    .starts_with(&format!("linux-image-{release}_"))
+            })
+        })
+}
+
+/// Whether guests can boot here: qemu-system-x86_64 and a static busybox; as `require`.
+pub fn require_qemu() -> bool {
+    require(
+        ::fsdelta::vm::qemu::find_qemu().is_ok(),
+        "qemu-system-x86_64 (apt-get install qemu-system-x86)",
+    ) && require(
+        ::fsdelta::vm::initramfs::check_busybox().is_ok(),
+        "a static /bin/busybox (apt-get install busybox-static)",
+    )
+}
+
+/// The VM tests' suite: a tiny fs_mark test ("files") and a tiny fio test ("randwrite").
+pub const VM_SUITE: &str = r#"
+[[test]]
+name = "files"
+workload = "fsmark"
+args = "-s 4096 -n 300 -t 1 -S 1"
+
+[[test]]
+name = "randwrite"
+workload = "fio"
+job = """
+[rw]
+rw=randwrite
+bs=4k
+size=8m
+fsync=32
+"""
+"#;
+
+/// A temporary directory with a configuration file, a suite file, a database (db.sqlite) and
+/// a state file (state.json).
+pub struct Setup {
+    pub dir: tempfile::TempDir,
+}
+
+impl Setup {
+    /// In `dir`: `config_file` holding `configs` with the scratch location `scratch` here, and
+    /// `suite_file` holding `suite`.
+    pub fn in_dir(
+        dir: tempfile::TempDir,
+        config_file: &str,
+        configs: &str,
+        suite_file: &str,
+        suite: &str,
+    ) -> Setup {
+        let scratch = dir.path().join("scratch");
+        std::fs::write(
+            dir.path().join(config_file),
+            format!("scratch = \"{}\"\n{configs}", scratch.display()),
+        )
+        .unwrap();
+        std::fs::write(dir.path().join(suite_file), suite).unwrap();
+        Setup { dir }
+    }
+    pub fn p(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+    /// fsdelta with this database and state file.
+    pub fn cmd(&self) -> Command {
+        let mut c = fsdelta(&self.p("db.sqlite"));
+        c.env("FSDELTA_STATE_FILE", self.p("state.json"));
+        c
+    }
+    /// Nothing is left under the scratch location.
+    pub fn assert_scratch_empty(&self) {
+        let left: Vec<_> = std::fs::read_dir(self.p("scratch"))
+            .map(|rd| rd.filter_map(Result::ok).map(|e| e.path()).collect())
+            .unwrap_or_default();
+        assert!(left.is_empty(), "left behind: {left:?}");
+    }
+    /// The state file names nothing left to clean up.
+    pub fn assert_state_empty(&self) {
+        let state = std::fs::read_to_string(self.p("state.json")).unwrap_or_default();
+        assert!(
+            !state.contains("\"kind\""),
+            "state file still names: {state}"
+        );
+    }
+}
+
+/// A queue job of one repetition of the suite `suite` (its text `text`), placed anywhere, with
+/// no configuration, baseline or test filter and three attempts.
+pub fn suite_job(label: &str, suite: &str, text: String) -> ::fsdelta::queue::NewJob {
+    ::fsdelta::queue::NewJob {
+        label: label.into(),
+        suite_name: suite.into(),
+        suite_text: Some(text),
+        config_name: None,
+        config_text: None,
+        tests: vec![],
+        repeat: 1,
+        placement: ::fsdelta::queue::Placement::Any,
+        baseline: None,
+        max_attempts: 3,
+    }
+}
+
+/// Every `<svg>...</svg>` of an HTML page (the report never nests them).
+pub fn svgs(html: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut rest = html;
+    while let Some(i) = rest.find("<svg") {
+        let j = rest[i..].find("</svg>").expect("every <svg> is closed") + i + 6;
+        out.push(&rest[i..j]);
+        rest = &rest[j..];
+    }
+    out
+}
+
+/// For each of `labels`, `run -n 2 --quiet --no-drop-caches --label <label> --suite <suite>
+/// --target <target>` with a command from `fsdelta` (the binary with its database), which must
+/// succeed.
+pub fn run_labelled_twice(
+    fsdelta: impl Fn() -> Command,
+    labels: &[&str],
+    suite: &Path,
+    target: &Path,
+) {
+    for label in labels {
+        fsdelta()
+            .args([
+                "run",
+                "-n",
+                "2",
+                "--quiet",
+                "--no-drop-caches",
+                "--label",
+                label,
+            ])
+            .arg("--suite")
+            .arg(suite)
+            .arg("--target")
+            .arg(target)
+            .assert()
+            .success();
+    }
+}
+
+/// `report <args> -o <out>` on the database `db`, which must succeed; its output.
+pub fn report(db: &Path, args: &[&str], out: &Path) -> std::process::Output {
+    let o = fsdelta(db)
+        .arg("report")
+        .args(args)
+        .arg("-o")
+        .arg(out)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "fsdelta report failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    o
 }
