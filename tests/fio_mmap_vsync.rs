@@ -4,14 +4,7 @@
 //! so the sync counts of mixed jobs equal fio's on every engine at iodepth 1.
 mod common;
 
-use common::{fio_counts, require, run_fsdelta_fio, run_real_fio};
-
-fn have_fio() -> bool {
-    std::process::Command::new("fio")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
+use common::{fio_counts, require_fio, run_fsdelta_fio, run_real_fio};
 
 fn syncs(v: &serde_json::Value) -> u64 {
     v["jobs"][0]["sync"]["total_ios"].as_u64().unwrap()
@@ -19,7 +12,7 @@ fn syncs(v: &serde_json::Value) -> u64 {
 
 #[test]
 fn mmap_and_vsync_move_fios_counts_in_every_mode() {
-    if !require(have_fio(), "fio (apt-get install fio)") {
+    if !require_fio() {
         return;
     }
     for engine in ["mmap", "vsync"] {
@@ -64,7 +57,7 @@ fn an_mmap_write_job_leaves_the_bytes_it_wrote() {
 
 #[test]
 fn fsync_in_a_mixed_job_counts_as_fios_on_every_engine() {
-    if !require(have_fio(), "fio (apt-get install fio)") {
+    if !require_fio() {
         return;
     }
     for engine in [

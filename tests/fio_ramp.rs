@@ -6,15 +6,8 @@
 //! bring.
 mod common;
 
-use common::{fio_counts, json_of, require};
+use common::{fio_counts, json_of, require_fio};
 use std::time::Duration;
-
-fn have_fio() -> bool {
-    std::process::Command::new("fio")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
 
 /// `job` under `fsdelta fio --output-format=json`, ended after 60 s if it hangs.
 fn ours(dir: &std::path::Path, job: &str) -> serde_json::Value {
@@ -41,7 +34,7 @@ fn clat_n(v: &serde_json::Value, dir: &str) -> u64 {
 
 #[test]
 fn a_size_based_job_done_inside_its_ramp_ends_with_fios_counts_and_no_latencies() {
-    if !require(have_fio(), "fio (apt-get install fio)") {
+    if !require_fio() {
         return;
     }
     // Each is done long before a 30 s ramp could end.
@@ -81,7 +74,7 @@ fn a_size_based_job_done_inside_its_ramp_ends_with_fios_counts_and_no_latencies(
 
 #[test]
 fn a_ramp_that_ends_mid_pass_leaves_the_rest_of_the_pass_measured() {
-    if !require(have_fio(), "fio (apt-get install fio)") {
+    if !require_fio() {
         return;
     }
     // 2048 blocks at 2000 IOPS take at least a second; the ramp ends after 300 ms, inside the

@@ -4,7 +4,7 @@
 //! job over an existing file runs with fio's counts and leaves the file's bytes alone.
 mod common;
 
-use common::{fio_counts, json_of, require};
+use common::{fio_counts, json_of, require_fio};
 use std::process::Command;
 
 fn fsdelta_fio(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
@@ -49,10 +49,7 @@ fn readonly_lays_out_no_file_and_refuses_writers() {
 
 #[test]
 fn readonly_reads_an_existing_file_as_fio_and_leaves_it_alone() {
-    if !require(
-        Command::new("fio").arg("--version").output().is_ok(),
-        "fio (apt-get install fio)",
-    ) {
+    if !require_fio() {
         return;
     }
     let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
