@@ -173,3 +173,37 @@ fn size_bound_offload_jobs_move_their_size() {
         );
     }
 }
+
+/// Trims are paced on their own direction (fio's third rate value, `rate=,,T`; and with
+/// trimwrite, trims and writes each at their own rate_iops): 256 KiB/s of 4 KiB hole punches
+/// for 2 s is 128 trims; 50 + 50 a second for 2 s is 100 of each. One either way at the
+/// boundary, as above.
+#[test]
+fn trims_are_paced_by_their_own_rate() {
+    for (job, want) in [
+        (
+            "[t]\nrw=randtrim\nbs=4k\nsize=4m\nioengine=falloc\nrate=,,256k\ntime_based\nruntime=2\n",
+            (128, 0),
+        ),
+        (
+            "[t]\nrw=randtrimwrite\nbs=4k\nsize=4m\nioengine=falloc\nrate_iops=,50,50\ntime_based\nruntime=2\n",
+            (100, 100),
+        ),
+    ] {
+        both(job, &|tool, out| {
+            assert!(
+                out.status.success(),
+                "{tool}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let v = common::json_of(&out.stdout);
+            let n = |d: &str| v["jobs"][0][d]["total_ios"].as_u64().unwrap();
+            assert!(
+                n("trim").abs_diff(want.0) <= 1 && n("write").abs_diff(want.1) <= 1,
+                "{tool}: {} trims, {} writes, expected {want:?} +-1\n{job}",
+                n("trim"),
+                n("write")
+            );
+        });
+    }
+}

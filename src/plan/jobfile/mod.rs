@@ -1220,17 +1220,6 @@ fn validate(job: &JobSpec, origin: &Origin) -> Result<(), JobFileError> {
             ),
         );
     }
-    let limits = [job.rate, job.rate_min, job.rate_iops, job.rate_iops_min];
-    if job.rw.trims() && limits.iter().any(|l| l.iter().any(|&v| v > 0)) {
-        return err(
-            origin,
-            format!(
-                "job '{}': rate= / rate_min= / rate_iops= with a trim mode (rw={}) is not supported (rates pace reads and writes only); drop the rate options or use a read or write mode",
-                job.name,
-                job.rw.as_str()
-            ),
-        );
-    }
     if job.continue_on_error != 0 && job.ioengine.is_file_op() {
         return err(
             origin,
@@ -2133,11 +2122,6 @@ mod tests {
                 "[j]\nsize=1m\nio_submit_mode=offload\nramp_time=1\n",
                 1,
                 "io_submit_mode=offload with ramp_time is not supported",
-            ),
-            (
-                "[j]\nsize=1m\nrw=randtrim\nrate=1m\n",
-                1,
-                "with a trim mode (rw=randtrim) is not supported",
             ),
             (
                 "[j]\nsize=1m\nioengine=libaio\nio_submit_mode=offload\nprio=3\n",

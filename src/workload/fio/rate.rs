@@ -19,13 +19,16 @@
 //! are ahead, the job waits for the nearer one.
 
 use super::rand::Taus;
-use super::stats::{READ, WRITE};
+use super::stats::{READ, TRIM, WRITE};
 use crate::plan::jobfile::{ExitWhat, JobSpec};
 use crate::probe::clock::Nanos;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
-/// fio's FIO_RAND_POISSON_OFF and FIO_RAND_POISSON2_OFF (read, write).
-const SEED_POISSON: [usize; 2] = [15, 17];
+/// fio's FIO_RAND_POISSON_OFF, FIO_RAND_POISSON2_OFF and FIO_RAND_POISSON3_OFF (read, write,
+/// trim).
+const SEED_POISSON: [usize; 3] = [15, 17, 18];
+/// The three directions (fio's for_each_rw_ddir).
+const DIRS: [usize; 3] = [READ, WRITE, TRIM];
 
 /// What the rate says about the next I/O.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -45,26 +48,26 @@ pub enum RateStep {
 /// poisson_state and the last_rate_check_* of the minimum check).
 #[derive(Clone, Debug)]
 pub struct Rate {
-    bps: [u64; 2],
-    min_bs: [u64; 2],
+    bps: [u64; 3],
+    min_bs: [u64; 3],
     /// rwmix share per direction (fio's o.rwmix[]), 0 for a direction the job does not do.
-    mix: [u32; 2],
+    mix: [u32; 3],
     mixed: bool,
-    poisson: Option<[Taus; 2]>,
-    seeds: [u64; 2],
-    next_us: [u64; 2],
-    issue_bytes: [u64; 2],
-    last_usec: [u64; 2],
+    poisson: Option<[Taus; 3]>,
+    seeds: [u64; 3],
+    next_us: [u64; 3],
+    issue_bytes: [u64; 3],
+    last_usec: [u64; 3],
     epoch: Nanos,
     ignore_think: bool,
-    min_bytes: [u64; 2],
-    min_iops: [u64; 2],
+    min_bytes: [u64; 3],
+    min_iops: [u64; 3],
     cycle_ms: u64,
     /// fio's td->start: set at each loop and at the end of ramp_time.
     start: Nanos,
-    last_bytes: [u64; 2],
-    last_blocks: [u64; 2],
-    last_time: [Nanos; 2],
+    last_bytes: [u64; 3],
+    last_blocks: [u64; 3],
+    last_time: [Nanos; 3],
 }
 
 impl Rate {
@@ -75,54 +78,54 @@ impl Rate {
         if !job.checks_rate() {
             return Ok(None);
         }
-        let min_bs = [job.bs[READ].0.max(1), job.bs[WRITE].0.max(1)];
-        let mut bps = [0u64; 2];
-        for d in [READ, WRITE] {
+        // fio: rate_iops x o.min_bs, per direction.
+        let min_bs = DIRS.map(|d| job.min_bs(d).max(1));
+        let mut bps = [0u64; 3];
+        for d in DIRS {
             bps[d] = if job.rate[d] > 0 {
                 job.rate[d]
             } else {
                 job.rate_iops[d] * min_bs[d]
             };
         }
-        let used = [job.rw.reads(), job.rw.writes()];
+        let used = [job.rw.reads(), job.rw.writes(), job.rw.trims()];
         if job.rate_poisson {
-            for d in [READ, WRITE] {
+            for d in DIRS {
                 if used[d] && bps[d] / min_bs[d] == 0 {
                     return Err(format!(
                         "job '{}': rate_process=poisson needs a rate of at least one block per second in every direction the job does ({} bytes/s for {} blocks of {}; fio 3.33 divides by zero here): raise rate= or use rate_iops=",
                         job.name,
                         bps[d],
-                        if d == READ { "read" } else { "write" },
+                        ["read", "write", "trim"][d],
                         min_bs[d]
                     ));
                 }
             }
         }
-        let seeds = [seeds[SEED_POISSON[READ]], seeds[SEED_POISSON[WRITE]]];
+        let seeds = SEED_POISSON.map(|i| seeds[i]);
         Ok(Some(Rate {
             bps,
             min_bs,
             mix: [
                 if used[READ] { job.rwmixread } else { 0 },
                 if used[WRITE] { 100 - job.rwmixread } else { 0 },
+                0,
             ],
             mixed: used[READ] && used[WRITE],
-            poisson: job
-                .rate_poisson
-                .then(|| [Taus::new(seeds[0], false), Taus::new(seeds[1], false)]),
+            poisson: job.rate_poisson.then(|| seeds.map(|s| Taus::new(s, false))),
             seeds,
-            next_us: [0; 2],
-            issue_bytes: [0; 2],
-            last_usec: [0; 2],
+            next_us: [0; 3],
+            issue_bytes: [0; 3],
+            last_usec: [0; 3],
             epoch: now,
             ignore_think: job.rate_ignore_thinktime,
-            min_bytes: [job.rate_min[READ], job.rate_min[WRITE]],
-            min_iops: [job.rate_iops_min[READ], job.rate_iops_min[WRITE]],
+            min_bytes: job.rate_min,
+            min_iops: job.rate_iops_min,
             cycle_ms: job.rate_cycle_ms,
             start: now,
-            last_bytes: [0; 2],
-            last_blocks: [0; 2],
-            last_time: [now; 2],
+            last_bytes: [0; 3],
+            last_blocks: [0; 3],
+            last_time: [now; 3],
         }))
     }
 
@@ -136,11 +139,12 @@ impl Rate {
     /// a mixed job, or how long must the job wait and for which.
     pub fn step(&self, ddir: usize, now: Nanos) -> RateStep {
         let now = self.now_us(now);
-        let odir = ddir ^ 1;
         if self.next_us[ddir] <= now {
             return RateStep::Go(ddir);
         }
-        if self.mixed && self.mix[odir] > 0 {
+        // A mixed job reads and writes (fio's td_rw); a trim has no other direction.
+        let odir = ddir ^ 1;
+        if self.mixed && ddir != TRIM && self.mix[odir] > 0 {
             if self.next_us[odir] <= now {
                 return RateStep::Go(odir);
             }
@@ -208,14 +212,14 @@ impl Rate {
 
     /// ramp_time ended (fio's reset_all_stats): counters start over from `now`.
     pub fn reset(&mut self, now: Nanos) {
-        self.next_us = [0; 2];
-        self.issue_bytes = [0; 2];
-        self.last_usec = [0; 2];
-        self.last_bytes = [0; 2];
-        self.last_blocks = [0; 2];
+        self.next_us = [0; 3];
+        self.issue_bytes = [0; 3];
+        self.last_usec = [0; 3];
+        self.last_bytes = [0; 3];
+        self.last_blocks = [0; 3];
         self.epoch = now;
         self.start = now;
-        self.last_time = [now; 2];
+        self.last_time = [now; 3];
     }
 
     /// A new loop starts at `now` (fio's thread_main sets td->start; with randrepeat its
@@ -224,10 +228,7 @@ impl Rate {
         self.start = now;
         if randrepeat {
             if let Some(p) = &mut self.poisson {
-                *p = [
-                    Taus::new(self.seeds[0], false),
-                    Taus::new(self.seeds[1], false),
-                ];
+                *p = self.seeds.map(|s| Taus::new(s, false));
             }
         }
     }
@@ -238,10 +239,10 @@ impl Rate {
     pub fn check_min(
         &mut self,
         now: Nanos,
-        bytes: [u64; 2],
-        blocks: [u64; 2],
+        bytes: [u64; 3],
+        blocks: [u64; 3],
     ) -> Result<(), String> {
-        for d in [READ, WRITE] {
+        for d in DIRS {
             if bytes[d] == 0 || (self.min_bytes[d] == 0 && self.min_iops[d] == 0) {
                 continue;
             }
@@ -495,14 +496,14 @@ mod tests {
         let mut r = rate("[r]\nrw=read\nbs=4k\nrate=1250\nratemin=1024\n");
         let s = |x: u64| Nanos(x * 1_000_000_000);
         // Settling: never judged.
-        assert!(r.check_min(s(1), [4096, 0], [1, 0]).is_ok());
+        assert!(r.check_min(s(1), [4096, 0, 0], [1, 0, 0]).is_ok());
         // First judged call only records.
-        assert!(r.check_min(s(3), [4096, 0], [1, 0]).is_ok());
+        assert!(r.check_min(s(3), [4096, 0, 0], [1, 0, 0]).is_ok());
         // 4 KiB more over 3 s: 1365 B/s, met.
-        assert!(r.check_min(s(6), [8192, 0], [2, 0]).is_ok());
+        assert!(r.check_min(s(6), [8192, 0, 0], [2, 0, 0]).is_ok());
         // Nothing over 2 s: fio's message.
         assert_eq!(
-            r.check_min(s(8), [8192, 0], [2, 0]).unwrap_err(),
+            r.check_min(s(8), [8192, 0, 0], [2, 0, 0]).unwrap_err(),
             "rate_min=1024B/s not met, got 0B/s"
         );
     }

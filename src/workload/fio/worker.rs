@@ -2400,8 +2400,8 @@ fn check_min_rate(p: &mut Planner<'_>, st: &mut ThreadStats, clock: &Clock, now:
     let Some(r) = p.rate.as_mut() else {
         return false;
     };
-    let bytes = [st.dir[READ].io_bytes, st.dir[WRITE].io_bytes];
-    let blocks = [st.dir[READ].total_ios, st.dir[WRITE].total_ios];
+    let bytes = st.dir.each_ref().map(|d| d.io_bytes);
+    let blocks = st.dir.each_ref().map(|d| d.total_ios);
     match r.check_min(now, bytes, blocks) {
         Ok(()) => false,
         Err(message) => {
