@@ -184,7 +184,8 @@ fn sync_job_lines_are_fios() {
     let total = total.split_whitespace().next().unwrap();
     let n: Vec<u64> = total.split(',').map(|x| x.parse().unwrap()).collect();
     assert_eq!((n[0], n[2]), (0, 0), "{issued}");
-    assert_eq!(n[3], n[1] / 4, "{issued}");
+    // (A run that ends right after a fourth write may not have issued its fsync yet.)
+    assert!(n[3] == n[1] / 4 || n[3] + 1 == n[1] / 4, "{issued}");
     let depths = ours.lines().find(|l| l.starts_with("  IO depths")).unwrap();
     let one: f64 = fields(depths)[0].1.parse().unwrap();
     let want = 100.0 * (n[1] + n[3]) as f64 / n[1] as f64;
