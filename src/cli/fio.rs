@@ -287,18 +287,37 @@ fn check_output(path: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// One report in the chosen formats, in fio's order; `header`: the normal output begins with
-/// fio's job lines (not when they were printed before the run, with --status-interval).
+/// One report in the chosen formats, in fio's order; `header`: the output begins as fio's
+/// does before its jobs run (not when that was printed before the run, with
+/// --status-interval): with the normal format fio's job lines, then on stdout the notes fio's
+/// jobs print as they start; the reports follow (so with json,normal: header, JSON, then the
+/// normal report, as fio prints them).
 fn render(a: &FioArgs, run: &FioRun, header: bool) -> String {
-    let mut text = String::new();
+    let mut text = if header {
+        run_header(a, &run.set)
+    } else {
+        String::new()
+    };
     for f in &a.formats {
         text.push_str(&match f {
             OutputFormat::Terse => report::fio::terse(run, a.terse_version),
             OutputFormat::Json => report::fio::json(run),
             OutputFormat::JsonPlus => report::fio::json_plus(run),
-            OutputFormat::Normal if header => report::fio::normal(run),
             OutputFormat::Normal => report::fio::normal_block(run),
         });
+    }
+    text
+}
+
+/// What fio prints before the reports: its job lines (normal format only), then on stdout
+/// (not into an --output file) its jobs' start-up notes.
+fn run_header(a: &FioArgs, set: &jobfile::JobSet) -> String {
+    let mut text = String::new();
+    if a.formats.contains(&OutputFormat::Normal) {
+        text.push_str(&report::fio::normal_header(set));
+    }
+    if a.output.is_none() {
+        text.push_str(&report::fio::sync_depth_notes(set));
     }
     text
 }
@@ -437,9 +456,7 @@ pub fn main(args: &[String]) -> i32 {
         },
     };
     if let Some(sink) = &sink {
-        if a.formats.contains(&OutputFormat::Normal) {
-            lock(sink).write(&report::fio::normal_header(&set));
-        }
+        lock(sink).write(&run_header(&a, &set));
     }
     let workload = FioWorkload::new(set);
     // Warnings of the run (a refused clocksource=cpu) go to stderr, as fio's.

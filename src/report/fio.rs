@@ -6,8 +6,8 @@
 //! unchanged, and people who read fio's text output should find their numbers where they look.
 //! Every renderer is a pure function from a [`FioRun`] to a `String`. It must never measure or
 //! invent a number: a field fio has and we do not measure is left out, except where a zero is
-//! the true value (`short_ios` and `drop_ios`, which it
-//! never produces) or fio itself writes a zero for "no samples" (`bw_min` with `bw_samples`
+//! the true value (`drop_ios`, which it never produces; `short_ios`, zero but for the read
+//! direction's, where fio 3.33 counts fdatasyncs) or fio itself writes a zero for "no samples" (`bw_min` with `bw_samples`
 //! 0). `disk_util` is left out when no file is on a block device (or every job is
 //! filecreate's), and `global options` when there are none, as fio does.
 
@@ -132,7 +132,8 @@ fn lat_json(h: &Histogram, percentiles: Option<&[f64]>, plus: bool) -> J {
     obj(pairs)
 }
 
-fn dir_json(d: &DirStats, spec: &JobSpec, group_agg_bw_bytes: u64, plus: bool) -> J {
+/// One direction's object; `short`: fio's short_io_u of the direction (see issued rwts).
+fn dir_json(d: &DirStats, spec: &JobSpec, group_agg_bw_bytes: u64, short: u64, plus: bool) -> J {
     let (bw_bytes, bw, iops) = rates(d);
     let ps = spec.percentile_list.as_slice();
     let bw_agg = if d.bw_samples.n > 0 && group_agg_bw_bytes > 0 {
@@ -148,7 +149,7 @@ fn dir_json(d: &DirStats, spec: &JobSpec, group_agg_bw_bytes: u64, plus: bool) -
         ("iops", J::Float(iops)),
         ("runtime", int(d.runtime_ms)),
         ("total_ios", int(d.total_ios)),
-        ("short_ios", int(0)),
+        ("short_ios", int(short)),
         ("drop_ios", int(0)),
         ("slat_ns", lat_json(&d.slat, None, plus)),
         (
@@ -212,11 +213,38 @@ fn pct(part: u64, total: u64) -> f64 {
     }
 }
 
+/// fio's stat_calc_dist: a count's percent of `total`, where a nonzero count under 0.1 %
+/// shows as 0.1 (IO depths, submit, complete; text, JSON and terse alike).
+fn dist_pct(count: u64, total: u64) -> f64 {
+    floored(count, total, 0.1)
+}
+
+/// fio's stat_calc_lat: a latency bucket's percent of `total`, where a nonzero count under
+/// 0.01 % shows as 0.01 (the `lat (unit)` lines, JSON latency_ns/us/ms, terse).
+fn lat_pct(count: u64, total: u64) -> f64 {
+    floored(count, total, 0.01)
+}
+
+fn floored(count: u64, total: u64, floor: f64) -> f64 {
+    let p = pct(count, total);
+    if total > 0 && count > 0 && p < floor {
+        floor
+    } else {
+        p
+    }
+}
+
+/// fio's ddir_rw_sum(total_io_u): the read, write and trim I/Os issued, the total the depth and
+/// latency distributions are percentages of (syncs are counted in the depths, not here).
+fn rw_issued(st: &ThreadStats) -> u64 {
+    st.dir.iter().map(|d| d.total_ios).sum()
+}
+
 fn dist(keys: &[&str], counts: &[u64], total: u64) -> J {
     J::Obj(
         keys.iter()
             .zip(counts)
-            .map(|(k, c)| (k.to_string(), J::Float(pct(*c, total))))
+            .map(|(k, c)| (k.to_string(), J::Float(dist_pct(*c, total))))
             .collect(),
     )
 }
@@ -291,7 +319,7 @@ fn job_json(run: &FioRun, r: &JobResult, groups: &[(u32, [GroupDir; 3])], plus: 
         .unwrap_or_default();
     let (usr, sys) = cpu_percent(st);
     let lb = &st.lat_buckets;
-    let lat_total = lb.total();
+    let rw_total = rw_issued(st);
     let options = J::Obj(
         spec.job_options
             .iter()
@@ -310,15 +338,15 @@ fn job_json(run: &FioRun, r: &JobResult, groups: &[(u32, [GroupDir; 3])], plus: 
         ("job options", options),
         (
             "read",
-            dir_json(&st.dir[READ], spec, g[READ].agg_bw(), plus),
+            dir_json(&st.dir[READ], spec, g[READ].agg_bw(), st.datasync_ios, plus),
         ),
         (
             "write",
-            dir_json(&st.dir[WRITE], spec, g[WRITE].agg_bw(), plus),
+            dir_json(&st.dir[WRITE], spec, g[WRITE].agg_bw(), 0, plus),
         ),
         (
             "trim",
-            dir_json(&st.dir[TRIM], spec, g[TRIM].agg_bw(), plus),
+            dir_json(&st.dir[TRIM], spec, g[TRIM].agg_bw(), 0, plus),
         ),
         (
             "sync",
@@ -335,7 +363,7 @@ fn job_json(run: &FioRun, r: &JobResult, groups: &[(u32, [GroupDir; 3])], plus: 
         ("minf", int(st.rusage.minf)),
         (
             "iodepth_level",
-            dist(&DEPTH_KEYS, &st.depth_counts, st.depth_counts.iter().sum()),
+            dist(&DEPTH_KEYS, &st.depth_counts, rw_total),
         ),
         (
             "iodepth_submit",
@@ -355,20 +383,17 @@ fn job_json(run: &FioRun, r: &JobResult, groups: &[(u32, [GroupDir; 3])], plus: 
         ),
         (
             "latency_ns",
-            dist_owned(&lat_keys(10, false), &lb.ns, lat_total),
+            lat_dist(&lat_keys(10, false), &lb.ns, rw_total),
         ),
         (
             "latency_us",
-            dist_owned(&lat_keys(10, false), &lb.us, lat_total),
+            lat_dist(&lat_keys(10, false), &lb.us, rw_total),
         ),
         (
             "latency_ms",
-            dist_owned(&lat_keys(11, true), &lb.ms, lat_total),
+            lat_dist(&lat_keys(11, true), &lb.ms, rw_total),
         ),
-        (
-            "latency_depth",
-            int(st.latency_depth.unwrap_or(effective_depth(spec))),
-        ),
+        ("latency_depth", int(latency_depth(st, spec))),
         (
             "latency_target",
             int(spec.latency_target.map_or(0, |t| t.as_nanos() as u64)),
@@ -402,21 +427,20 @@ fn job_json(run: &FioRun, r: &JobResult, groups: &[(u32, [GroupDir; 3])], plus: 
     obj(pairs)
 }
 
-fn dist_owned(keys: &[String], counts: &[u64], total: u64) -> J {
+fn lat_dist(keys: &[String], counts: &[u64], total: u64) -> J {
     J::Obj(
         keys.iter()
             .zip(counts)
-            .map(|(k, c)| (k.clone(), J::Float(pct(*c, total))))
+            .map(|(k, c)| (k.clone(), J::Float(lat_pct(*c, total))))
             .collect(),
     )
 }
 
-fn effective_depth(spec: &JobSpec) -> u32 {
-    if spec.ioengine.is_sync() {
-        1
-    } else {
-        spec.iodepth
-    }
+/// fio's latency_depth: td->latency_qd, the depth latency_target settled on, else the job's
+/// iodepth as set (a synchronous engine's too: fio notes that it runs at depth 1, and still
+/// reports the iodepth).
+fn latency_depth(st: &ThreadStats, spec: &JobSpec) -> u32 {
+    st.latency_depth.unwrap_or(spec.iodepth)
 }
 
 /// Local time as C's ctime prints it, without the newline: `Wed Dec  2 10:21:54 2026`.
@@ -616,11 +640,11 @@ fn show_percentiles(out: &mut String, name: &str, h: &Histogram, ps: &[f64]) {
     }
 }
 
+/// fio's show_latencies: the `lat (nsec)`, `lat (usec)` and `lat (msec)` bucket lines, each
+/// bucket's share of the read, write and trim I/Os (stat_calc_lat, 0.01 at least when nonzero),
+/// empty buckets left out, a new line every five buckets (show_lat).
 fn lat_bucket_lines(out: &mut String, st: &ThreadStats) {
-    let total = st.lat_buckets.total();
-    if total == 0 {
-        return;
-    }
+    let total = rw_issued(st);
     let scales: [(&str, &[u64], usize); 3] = [
         ("nsec", &st.lat_buckets.ns, 10),
         ("usec", &st.lat_buckets.us, 10),
@@ -631,13 +655,47 @@ fn lat_bucket_lines(out: &mut String, st: &ThreadStats) {
         let parts: Vec<String> = keys
             .iter()
             .zip(counts.iter())
-            .filter(|(_, c)| **c > 0 && pct(**c, total) >= 0.01)
-            .map(|(k, c)| format!("{k}={:.2}%", pct(*c, total)))
+            .map(|(k, c)| (k, lat_pct(*c, total)))
+            .filter(|(_, p)| *p > 0.0)
+            .map(|(k, p)| format!("{k}={p:3.2}%"))
             .collect();
-        if !parts.is_empty() {
-            let _ = writeln!(out, "  lat ({unit})   : {}", parts.join(", "));
+        for line in parts.chunks(5) {
+            let _ = writeln!(out, "  lat ({unit})   : {}", line.join(", "));
         }
     }
+}
+
+/// fio's bw line of show_ddir_status: KiB/s, or MiB/s (min, max, mean and stdev divided by
+/// 1024, min and max truncated) when the mean is above 1024 KiB/s squared; `per` is the mean's
+/// share of the group's aggregate, from the mean in KiB/s.
+fn bw_line(out: &mut String, b: &crate::workload::fio::stats::RunningStat, per: f64) {
+    let (mut min, mut max, mut mean, mut dev) = (b.min, b.max, b.mean(), b.stddev());
+    let mut unit = "KiB";
+    if mean > 1024.0 * 1024.0 {
+        min = (min as f64 / 1024.0) as u64;
+        max = (max as f64 / 1024.0) as u64;
+        mean /= 1024.0;
+        dev /= 1024.0;
+        unit = "MiB";
+    }
+    let _ = writeln!(
+        out,
+        "   bw ({unit:>5}/s): min={min:5}, max={max:5}, per={per:3.2}%, avg={mean:5.02}, stdev={dev:5.02}, samples={}",
+        b.n
+    );
+}
+
+/// fio's iops line of show_ddir_status.
+fn iops_line(out: &mut String, i: &crate::workload::fio::stats::RunningStat) {
+    let _ = writeln!(
+        out,
+        "   iops        : min={:5}, max={:5}, avg={:5.02}, stdev={:5.02}, samples={}",
+        i.min,
+        i.max,
+        i.mean(),
+        i.stddev(),
+        i.n
+    );
 }
 
 /// fio's `bs=(R) 4096B-4096B` part: min and max block size through num2str (4 digits).
@@ -687,6 +745,26 @@ pub fn normal_header(set: &crate::plan::jobfile::JobSet) -> String {
         "Starting {threads} thread{}",
         if threads == 1 { "" } else { "s" }
     );
+    out
+}
+
+/// fio's note for a job of a synchronous engine (every engine but io_uring, libaio, posixaio,
+/// vsync and null, which lack FIO_SYNCIO) with iodepth above 1: backend.c's thread_main writes it
+/// with log_info, to stdout, once per clone as it starts, whatever the output format (and not
+/// into an --output file). The depth stays the job's iodepth in the report.
+pub fn sync_depth_notes(set: &crate::plan::jobfile::JobSet) -> String {
+    use crate::plan::jobfile::IoEngine;
+    let mut out = String::new();
+    for job in &set.jobs {
+        if job.ioengine.is_sync() && job.ioengine != IoEngine::Null && job.iodepth > 1 {
+            for _ in 0..job.numjobs {
+                out.push_str(
+                    "note: both iodepth >= 1 and synchronous I/O engine are selected, queue \
+                     depth will be capped at 1\n",
+                );
+            }
+        }
+    }
     out
 }
 
@@ -778,43 +856,30 @@ pub fn normal_block(run: &FioRun) -> String {
                 } else {
                     0.0
                 };
-                let _ = writeln!(
-                    out,
-                    "   bw (  KiB/s): min={}, max={}, per={agg:.2}%, avg={:.2}, stdev={:.2}, samples={}",
-                    ds.bw_samples.min,
-                    ds.bw_samples.max,
-                    ds.bw_samples.mean(),
-                    ds.bw_samples.stddev(),
-                    ds.bw_samples.n
-                );
-                let _ = writeln!(
-                    out,
-                    "   iops        : min={}, max={}, avg={:.2}, stdev={:.2}, samples={}",
-                    ds.iops_samples.min,
-                    ds.iops_samples.max,
-                    ds.iops_samples.mean(),
-                    ds.iops_samples.stddev(),
-                    ds.iops_samples.n
-                );
+                bw_line(&mut out, &ds.bw_samples, agg);
+                iops_line(&mut out, &ds.iops_samples);
             }
         }
+        // fio's show_thread_status_normal: the latency buckets, then the sync block.
+        lat_bucket_lines(&mut out, st);
         if st.sync.count() > 0 {
             out.push_str("  fsync/fdatasync/sync_file_range:\n");
             display_lat(&mut out, "sync", &st.sync);
             show_percentiles(&mut out, "sync", &st.sync, &spec.percentile_list);
         }
-        lat_bucket_lines(&mut out, st);
         let (usr, sys) = cpu_percent(st);
         let _ = writeln!(
             out,
             "  cpu          : usr={usr:.2}%, sys={sys:.2}%, ctx={}, majf={}, minf={}",
             st.rusage.ctx, st.rusage.majf, st.rusage.minf
         );
-        let dsum: u64 = st.depth_counts.iter().sum();
+        // Percentages of the read, write and trim I/Os; syncs are among the depth counts (fio's
+        // io_u_map), so the levels may add up to more than 100 %.
+        let rw_total = rw_issued(st);
         let depth: Vec<String> = DEPTH_KEYS
             .iter()
             .zip(st.depth_counts)
-            .map(|(k, c)| format!("{k}={:.1}%", pct(c, dsum)))
+            .map(|(k, c)| format!("{k}={:3.1}%", dist_pct(c, rw_total)))
             .collect();
         let _ = writeln!(out, "  IO depths    : {}", depth.join(", "));
         for (label, counts) in [
@@ -825,14 +890,21 @@ pub fn normal_block(run: &FioRun) -> String {
             let parts: Vec<String> = BATCH_KEYS
                 .iter()
                 .zip(counts.iter())
-                .map(|(k, c)| format!("{k}={:.1}%", pct(*c, total)))
+                .map(|(k, c)| format!("{k}={:3.1}%", dist_pct(*c, total)))
                 .collect();
             let _ = writeln!(out, "     {label:<10}: {}", parts.join(", "));
         }
+        // fio's total_io_u: read, write, trim and fsync (DDIR_SYNC). fio 3.33 counts an
+        // fdatasync in total_io_u[DDIR_DATASYNC], one past that array's end, where short_io_u[0]
+        // is: its fdatasyncs show as the first `short` count.
         let _ = writeln!(
             out,
-            "     issued rwts: total={},{},{},0 short=0,0,0,0 dropped=0,0,0,0",
-            st.dir[READ].total_ios, st.dir[WRITE].total_ios, st.dir[TRIM].total_ios
+            "     issued rwts: total={},{},{},{} short={},0,0,0 dropped=0,0,0,0",
+            st.dir[READ].total_ios,
+            st.dir[WRITE].total_ios,
+            st.dir[TRIM].total_ios,
+            st.fsync_ios,
+            st.datasync_ios
         );
         if spec.continue_on_error != 0 {
             let _ = writeln!(
@@ -843,11 +915,17 @@ pub fn normal_block(run: &FioRun) -> String {
                 errno_text(st.errors.first)
             );
         }
-        let _ = writeln!(
-            out,
-            "     latency   : target=0, window=0, percentile=100.00%, depth={}",
-            effective_depth(spec)
-        );
+        // fio's latency line: target in ns, window in us, as the JSON has them.
+        let depth = latency_depth(st, spec);
+        if depth > 0 {
+            let _ = writeln!(
+                out,
+                "     latency   : target={}, window={}, percentile={:.2}%, depth={depth}",
+                spec.latency_target.map_or(0, |t| t.as_nanos()),
+                spec.latency_window.as_micros(),
+                spec.latency_percentile
+            );
+        }
     }
     for (gid, dirs) in &groups {
         let _ = writeln!(out, "\nRun status group {gid} (all jobs):");
@@ -1073,21 +1151,21 @@ pub fn terse(run: &FioRun, version: TerseVersion) -> String {
             ";{usr:.6}%;{sys:.6}%;{};{};{}",
             st.rusage.ctx, st.rusage.majf, st.rusage.minf
         );
-        let depth_total: u64 = st.depth_counts.iter().sum();
+        let rw_total = rw_issued(st);
         for c in &st.depth_counts {
-            let _ = write!(out, ";{:.1}%", pct(*c, depth_total));
+            let _ = write!(out, ";{:.1}%", dist_pct(*c, rw_total));
         }
         // fio folds the nanosecond buckets into the first microsecond one ("to keep the terse
         // format unaltered").
+        // (stat_calc_lat_nu: the first µs bucket's floored share plus the ns buckets' share.)
         let lb = &st.lat_buckets;
-        let total = lb.total();
         let ns: u64 = lb.ns.iter().sum();
         for (i, c) in lb.us.iter().enumerate() {
-            let extra = if i == 0 { pct(ns, total) } else { 0.0 };
-            let _ = write!(out, ";{:.2}%", pct(*c, total) + extra);
+            let extra = if i == 0 { pct(ns, rw_total) } else { 0.0 };
+            let _ = write!(out, ";{:.2}%", lat_pct(*c, rw_total) + extra);
         }
         for c in &lb.ms {
-            let _ = write!(out, ";{:.2}%", pct(*c, total));
+            let _ = write!(out, ";{:.2}%", lat_pct(*c, rw_total));
         }
         for d in run.disk_util.iter().filter(|_| v >= 3) {
             let _ = write!(
@@ -1173,5 +1251,226 @@ mod tests {
         );
         assert!(out.contains("\n     | 50.00th=["), "{out}");
         assert!(out.ends_with("]\n"));
+    }
+
+    /// A one-job run of `job` (a job file's text) that measured `st`.
+    fn run_of(job: &str, st: ThreadStats) -> FioRun {
+        use crate::plan::jobfile::{SystemSources, parse_job_text};
+        let set = parse_job_text(job, "t.fio", &SystemSources).unwrap();
+        FioRun {
+            results: vec![JobResult {
+                job_index: 0,
+                name: set.jobs[0].name.clone(),
+                groupid: 0,
+                clones: 1,
+                stats: st,
+                elapsed_s: 1,
+            }],
+            set,
+            started_unix_ms: 0,
+            elapsed: crate::probe::clock::Nanos(0),
+            disk_util: Vec::new(),
+        }
+    }
+
+    /// Lines of `text` from the first one starting with `from` to the first after it
+    /// starting with `to`, both kept.
+    fn lines_between<'a>(text: &'a str, from: &str, to: &str) -> Vec<&'a str> {
+        let mut out = Vec::new();
+        for l in text.lines().skip_while(|l| !l.starts_with(from)) {
+            out.push(l);
+            if l.starts_with(to) {
+                break;
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn lat_buckets_wrap_every_five_and_floor_at_001() {
+        // fio 3.33, randread bs=512 size=16m libaio iodepth=4 (32768 I/Os):
+        let fio = "  lat (usec)   : 2=0.01%, 4=0.01%, 10=76.17%, 20=0.66%, 50=7.61%\n\
+                   \x20 lat (usec)   : 100=8.09%, 250=4.54%, 500=0.37%, 750=1.74%, 1000=0.08%\n\
+                   \x20 lat (msec)   : 2=0.61%, 4=0.08%, 10=0.05%\n";
+        let mut st = ThreadStats::default();
+        st.dir[READ].total_ios = 32768;
+        st.lat_buckets.us = [1, 1, 24959, 216, 2494, 2651, 1488, 121, 571, 26];
+        st.lat_buckets.ms[..3].copy_from_slice(&[200, 26, 16]);
+        let mut out = String::new();
+        lat_bucket_lines(&mut out, &st);
+        assert_eq!(out, fio);
+        // Its JSON: "latency_us" : { "2" : 0.010000, ...
+        let j = lat_dist(&lat_keys(10, false), &st.lat_buckets.us, 32768);
+        let mut s = String::new();
+        render(&j, 0, &mut s);
+        assert!(
+            s.starts_with("{\n  \"2\" : 0.010000,\n  \"4\" : 0.010000,"),
+            "{s}"
+        );
+    }
+
+    #[test]
+    fn depth_levels_floor_at_01() {
+        // fio 3.33, the same job: "IO depths    : 1=0.1%, 2=0.1%, 4=100.0%, 8=0.0%, ..." and
+        // JSON iodepth_level "1" : 0.100000.
+        assert_eq!(format!("{:3.1}", dist_pct(4, 32768)), "0.1");
+        assert_eq!(format!("{:3.1}", dist_pct(32760, 32768)), "100.0");
+        assert_eq!(format!("{:3.1}", dist_pct(0, 32768)), "0.0");
+        assert_eq!(dist_pct(3, 0), 0.0);
+        let j = dist(&DEPTH_KEYS, &[4, 4, 32760, 0, 0, 0, 0], 32768);
+        let mut s = String::new();
+        render(&j, 0, &mut s);
+        assert!(
+            s.starts_with("{\n  \"1\" : 0.100000,\n  \"2\" : 0.100000,"),
+            "{s}"
+        );
+    }
+
+    #[test]
+    fn bw_and_iops_lines_are_padded_and_scaled_as_fios() {
+        // fio 3.33, psync write bs=4k size=8m fsync=4: two samples.
+        let mut bw = crate::workload::fio::stats::RunningStat::default();
+        bw.add(4352);
+        bw.add(6592);
+        let mut iops = crate::workload::fio::stats::RunningStat::default();
+        iops.add(1088);
+        iops.add(1648);
+        let mut out = String::new();
+        bw_line(&mut out, &bw, 97.39);
+        iops_line(&mut out, &iops);
+        assert_eq!(
+            out,
+            "   bw (  KiB/s): min= 4352, max= 6592, per=97.39%, avg=5472.00, stdev=1583.92, samples=2\n\
+             \x20  iops        : min= 1088, max= 1648, avg=1368.00, stdev=395.98, samples=2\n"
+        );
+        // fio 3.33, psync read bs=1m time_based runtime=1: a mean above 1 GiB/s in MiB/s.
+        let mut bw = crate::workload::fio::stats::RunningStat::default();
+        bw.add(1898 * 1024);
+        let mut out = String::new();
+        bw_line(&mut out, &bw, 96.44);
+        assert_eq!(
+            out,
+            "   bw (  MiB/s): min= 1898, max= 1898, per=96.44%, avg=1898.00, stdev= 0.00, samples=1\n"
+        );
+    }
+
+    #[test]
+    fn sync_block_follows_lat_buckets_and_syncs_are_issued_and_in_depths() {
+        // fio 3.33 on this job (fs.out): the lat buckets, then the sync block, then cpu; the
+        // 511 fsyncs in `issued rwts` and in the depth levels (2559 of 2048 I/Os).
+        let job = "[fs]\nrw=write\nbs=4k\nsize=8m\nioengine=psync\nfsync=4\niodepth=8\n";
+        let mut st = ThreadStats::default();
+        let w = &mut st.dir[WRITE];
+        w.total_ios = 2048;
+        w.io_bytes = 8 << 20;
+        w.runtime_ms = 1458;
+        st.lat_buckets.us[..5].copy_from_slice(&[367, 1149, 426, 95, 7]);
+        st.lat_buckets.us[6] = 1;
+        st.lat_buckets.ms[1] = 1;
+        st.lat_buckets.ms[2] = 2;
+        for v in [160_000, 2_442_000, 47_773_000] {
+            st.sync.record(v);
+        }
+        st.fsync_ios = 511;
+        st.depth_counts[0] = 2048 + 511;
+        st.submit_counts[1] = 2048 + 511;
+        st.complete_counts[1] = 2048 + 511;
+        let out = normal_block(&run_of(job, st));
+        let got = lines_between(&out, "  lat (usec)", "     latency");
+        let cut = |l: &str| -> String {
+            if l.starts_with("    sync (") || l.starts_with("  cpu ") {
+                l[..l.find(':').unwrap()].to_string()
+            } else {
+                l.to_string()
+            }
+        };
+        let got: Vec<String> = got
+            .into_iter()
+            .filter(|l| !l.starts_with("    sync percentiles") && !l.starts_with("     |"))
+            .map(cut)
+            .collect();
+        let fio = [
+            "  lat (usec)   : 2=17.92%, 4=56.10%, 10=20.80%, 20=4.64%, 50=0.34%",
+            "  lat (usec)   : 250=0.05%",
+            "  lat (msec)   : 4=0.05%, 10=0.10%",
+            "  fsync/fdatasync/sync_file_range:",
+            "    sync (usec)",
+            "  cpu          ",
+            "  IO depths    : 1=125.0%, 2=0.0%, 4=0.0%, 8=0.0%, 16=0.0%, 32=0.0%, >=64=0.0%",
+            "     submit    : 0=0.0%, 4=100.0%, 8=0.0%, 16=0.0%, 32=0.0%, 64=0.0%, >=64=0.0%",
+            "     complete  : 0=0.0%, 4=100.0%, 8=0.0%, 16=0.0%, 32=0.0%, 64=0.0%, >=64=0.0%",
+            "     issued rwts: total=0,2048,0,511 short=0,0,0,0 dropped=0,0,0,0",
+            "     latency   : target=0, window=0, percentile=100.00%, depth=8",
+        ];
+        assert_eq!(got, fio, "{out}");
+    }
+
+    #[test]
+    fn fdatasyncs_show_as_read_short_ios() {
+        // fio 3.33, psync write bs=4k size=4m fdatasync=8: "issued rwts: total=0,1024,0,0
+        // short=127,0,0,0" and JSON read "short_ios" : 127, sync "total_ios" : 0.
+        let job = "[fds]\nrw=write\nbs=4k\nsize=4m\nfdatasync=8\n";
+        let mut st = ThreadStats::default();
+        st.dir[WRITE].total_ios = 1024;
+        st.dir[WRITE].runtime_ms = 10;
+        st.datasync_ios = 127;
+        let run = run_of(job, st);
+        let out = normal_block(&run);
+        assert!(
+            out.contains("     issued rwts: total=0,1024,0,0 short=127,0,0,0 dropped=0,0,0,0\n"),
+            "{out}"
+        );
+        let v: serde_json::Value = serde_json::from_str(&json(&run)).unwrap();
+        assert_eq!(v["jobs"][0]["read"]["short_ios"], 127);
+        assert_eq!(v["jobs"][0]["write"]["short_ios"], 0);
+        assert_eq!(v["jobs"][0]["sync"]["total_ios"], 0);
+    }
+
+    #[test]
+    fn latency_line_has_the_target_window_and_percentile() {
+        // fio 3.33, libaio iodepth=4 latency_target=10ms latency_window=100ms
+        // latency_percentile=90 (the depth it settled on: 2).
+        let job = "[lt]\nrw=randread\nbs=4k\nsize=8m\nioengine=libaio\niodepth=4\n\
+                   latency_target=10ms\nlatency_window=100ms\nlatency_percentile=90\n";
+        let mut st = ThreadStats::default();
+        st.dir[READ].total_ios = 100;
+        st.dir[READ].runtime_ms = 10;
+        st.latency_depth = Some(2);
+        let out = normal_block(&run_of(job, st));
+        assert!(
+            out.contains(
+                "\n     latency   : target=10000000, window=100000, percentile=90.00%, depth=2\n"
+            ),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn sync_engine_reports_its_iodepth() {
+        // fio 3.33, psync iodepth=8: "latency   : ... depth=8", JSON "latency_depth" : 8.
+        let job = "[s]\nrw=read\nbs=4k\nsize=4m\nioengine=psync\niodepth=8\n";
+        let mut st = ThreadStats::default();
+        st.dir[READ].total_ios = 1024;
+        st.dir[READ].runtime_ms = 10;
+        let run = run_of(job, st);
+        assert!(normal_block(&run).contains("percentile=100.00%, depth=8\n"));
+        let v: serde_json::Value = serde_json::from_str(&json(&run)).unwrap();
+        assert_eq!(v["jobs"][0]["latency_depth"], 8);
+    }
+
+    #[test]
+    fn sync_engines_with_depth_note_it_once_per_clone() {
+        use crate::plan::jobfile::{SystemSources, parse_job_text};
+        // fio 3.33, `--numjobs=2` of a psync job with iodepth=2: two of these lines; none for
+        // libaio, null or iodepth=1.
+        let line = "note: both iodepth >= 1 and synchronous I/O engine are selected, queue depth \
+                    will be capped at 1\n";
+        let job = "[a]\nioengine=psync\niodepth=2\nnumjobs=2\nsize=4m\n\
+                   [b]\nioengine=libaio\niodepth=2\nsize=4m\n\
+                   [c]\nioengine=null\niodepth=2\nsize=4m\n\
+                   [d]\nioengine=filecreate\niodepth=4\nnrfiles=3\nfilesize=4k\n\
+                   [e]\nioengine=psync\nsize=4m\n";
+        let set = parse_job_text(job, "t.fio", &SystemSources).unwrap();
+        assert_eq!(sync_depth_notes(&set), line.repeat(3));
     }
 }

@@ -314,6 +314,9 @@ pub struct ThreadStats {
     pub sync: Histogram,
     /// fsync calls (fio's sync `total_ios` counts fsync, not fdatasync).
     pub fsync_ios: u64,
+    /// fdatasync calls (fio 3.33 counts them in total_io_u[DDIR_DATASYNC], past the array's
+    /// end, and so prints them as the read direction's short I/Os).
+    pub datasync_ios: u64,
     /// clat distribution buckets over both directions.
     pub lat_buckets: LatBuckets,
     /// CPU used after ramp_time.
@@ -436,6 +439,7 @@ impl ThreadStats {
         }
         self.sync.merge(&o.sync);
         self.fsync_ios += o.fsync_ios;
+        self.datasync_ios += o.datasync_ios;
         self.clock.merge(&o.clock);
         if self.tid == 0 {
             self.tid = o.tid;
