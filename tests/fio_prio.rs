@@ -123,3 +123,81 @@ fn prioritized_ios_logs_and_json_equal_real_fios() {
         assert_eq!(logs(&dir_ours), logs(theirs.path()), "{job}");
     }
 }
+
+/// With io_submit_mode=offload the job's thread chooses each I/O's priority (the same draws,
+/// in the same order) and its submission workers issue it: the sample counts per priority
+/// equal fio's inline run of the job (fio 3.33's own offload hangs at the end of size-bound
+/// jobs here, so its inline run is the reference).
+#[test]
+fn offloaded_submission_keeps_each_ios_priority() {
+    if !can_run() {
+        return;
+    }
+    let jobs = [
+        "[randread]\nfilename=f.dat\nsize=2m\nrw=randread\nbs=16k\nioengine=libaio\niodepth=8\n\
+         prioclass=3\ncmdprio_percentage=20\ncmdprio_class=1\n",
+        "[m]\nfilename=m.dat\nsize=2m\nrw=randrw\nioengine=io_uring\niodepth=4\n\
+         cmdprio_percentage=30,60\ncmdprio_class=1,3\ncmdprio=2,5\n",
+        "[b]\nfilename=b.dat\nsize=2m\nrw=randrw\nioengine=libaio\niodepth=4\nprioclass=2\nprio=7\n\
+         cmdprio_bssplit=4k/25/1/1:4k/40/3/0:4k/10,4k/50\ncmdprio=3\n",
+    ];
+    for job in jobs {
+        let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+        let fio = common::run_real_fio(d.path(), job);
+        let ours = common::run_fsdelta_fio(d.path(), &format!("{job}io_submit_mode=offload\n"));
+        assert_eq!(prios(&ours), prios(&fio), "{job}");
+        assert_eq!(
+            common::fio_counts(&ours, 0),
+            common::fio_counts(&fio, 0),
+            "{job}"
+        );
+    }
+}
+
+/// prio= / prioclass= with offload: the submission workers run at the job's priority (they
+/// are started by the job's thread after its ioprio_set, and a new thread keeps its creator's
+/// I/O priority), read here with ioprio_get on each worker thread while the job runs.
+#[test]
+fn offload_workers_run_at_the_jobs_priority() {
+    if !common::require(
+        common::is_root(),
+        "root (to read other threads' I/O priority)",
+    ) {
+        return;
+    }
+    let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    std::fs::write(
+        d.path().join("job.fio"),
+        "[pw]\nfilename=p.dat\nsize=1m\nrw=randread\nioengine=psync\niodepth=2\n\
+         io_submit_mode=offload\nprioclass=3\nprio=0\ntime_based\nruntime=3\n",
+    )
+    .unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_fsdelta"))
+        .args(["fio", "--output-format=json", "job.fio"])
+        .current_dir(d.path())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let task_dir = format!("/proc/{}/task", child.id());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let mut seen = Vec::new();
+    while seen.len() < 2 && std::time::Instant::now() < deadline {
+        for t in std::fs::read_dir(&task_dir).into_iter().flatten().flatten() {
+            let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
+            if comm.trim_end().starts_with("fio-pw-sw") {
+                let tid: i32 = t.file_name().to_string_lossy().parse().unwrap();
+                // SAFETY: ioprio_get(IOPRIO_WHO_PROCESS = 1, tid) only reads.
+                let v = unsafe { libc::syscall(libc::SYS_ioprio_get, 1, tid) };
+                if v >= 0 && !seen.iter().any(|&(t, _)| t == tid) {
+                    seen.push((tid, v));
+                }
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    assert_eq!(seen.len(), 2, "two submission workers seen: {seen:?}");
+    // class 3 (idle) << 13 | level 0
+    assert!(seen.iter().all(|&(_, v)| v == 3 << 13), "{seen:?}");
+}

@@ -1263,9 +1263,6 @@ fn validate(job: &JobSpec, origin: &Origin) -> Result<(), JobFileError> {
             Some("fsync= / fdatasync=")
         } else if job.openfiles.is_some_and(|o| o < nfiles) {
             Some("openfiles below the number of files")
-        } else if job.cmdprio.in_use() || job.ioprio().is_some() {
-            // The workers are other threads: the job thread's ioprio_set is not theirs.
-            Some("prio / prioclass / cmdprio_*")
         } else if job.continue_on_error != 0 {
             Some("continue_on_error / ignore_error")
         } else if job.uring.in_use() {
@@ -2122,11 +2119,6 @@ mod tests {
                 "[j]\nsize=1m\nio_submit_mode=offload\nramp_time=1\n",
                 1,
                 "io_submit_mode=offload with ramp_time is not supported",
-            ),
-            (
-                "[j]\nsize=1m\nioengine=libaio\nio_submit_mode=offload\nprio=3\n",
-                1,
-                "io_submit_mode=offload with prio / prioclass / cmdprio_* is not supported",
             ),
             (
                 "[j]\nsize=1m\nrandom_distribution=zoned:50/5:30/15\n",

@@ -38,6 +38,10 @@ struct Work {
     fd: RawFd,
     buf: AlignedBuf,
     start: Nanos,
+    /// The priority the engine puts on the I/O (cmdprio's, io_uring's job priority; 0: the
+    /// submitting thread's applies) and its index among the direction's per-priority stats.
+    prio: u16,
+    prio_index: u16,
 }
 
 /// A buffer back from a worker, with the error of its I/O if it failed.
@@ -93,6 +97,11 @@ pub(super) fn run<T: TimeSource + Send>(
     let idle: Vec<AtomicBool> = (0..n).map(|_| AtomicBool::new(true)).collect();
     let next_free = AtomicUsize::new(0);
     let done = Done::default();
+    // The per-priority stats each worker keeps (the job's, set up with cmdprio).
+    let prios: [Vec<u32>; 3] = st
+        .dir
+        .each_ref()
+        .map(|d| d.prios.iter().map(|p| p.ioprio).collect());
     // Bounded channels (preallocated): nothing is allocated per I/O; at most n buffers exist.
     let (back_tx, back_rx) = mpsc::sync_channel::<Back>(n);
     let dir0 = setup
@@ -108,11 +117,14 @@ pub(super) fn run<T: TimeSource + Send>(
             let (tx, rx) = mpsc::sync_channel::<Work>(n);
             senders.push(tx);
             let back = back_tx.clone();
-            let (idle, next_free, done, dir0) = (&idle, &next_free, &done, &dir0);
+            let (idle, next_free, done, dir0, prios) = (&idle, &next_free, &done, &dir0, &prios);
+            // Spawned by the job's thread after its ioprio_set (prio= / prioclass=): a new
+            // thread starts with its creator's I/O priority (the kernel's copy_io), as fio's
+            // workqueue threads do.
             let h = std::thread::Builder::new()
                 .name(format!("fio-{}-sw{wi}", job.name))
                 .spawn_scoped(s, move || {
-                    worker(setup, wi, rx, back, idle, next_free, done, dir0, clk)
+                    worker(setup, wi, rx, back, idle, next_free, done, dir0, prios, clk)
                 })
                 .map_err(|e| io_err("spawn a submission worker", dir0, e))?;
             handles.push(h);
@@ -193,12 +205,32 @@ pub(super) fn run<T: TimeSource + Send>(
                 // The null engine opens nothing.
                 None => -1,
             };
+            // As the inline loop's engines: cmdprio may give the I/O its own priority;
+            // io_uring carries the job's otherwise, libaio and the sync engines none.
+            let chosen = p
+                .cmdprio
+                .as_mut()
+                .and_then(|c| c.choose(io.ddir, io.len as u64));
+            let prio_index = chosen.map_or(0, |c| c.index);
+            let prio = match (chosen, job.ioengine) {
+                (Some(c), _) => c.ioprio,
+                (None, IoEngine::IoUring) => st.ioprio,
+                (None, _) => 0,
+            } as u16;
             let w = pick(&idle, &seq, &next_free);
             work_seq += 1;
             seq[w] = work_seq;
             idle[w].store(false, Ordering::Release);
             out += 1;
-            if senders[w].send(Work { io, fd, buf, start }).is_err() {
+            let work = Work {
+                io,
+                fd,
+                buf,
+                start,
+                prio,
+                prio_index,
+            };
+            if senders[w].send(work).is_err() {
                 out -= 1;
                 break;
             }
@@ -280,6 +312,9 @@ fn merge(st: &mut ThreadStats, w: &ThreadStats) {
         t.slat.merge(&w.dir[d].slat);
         t.clat.merge(&w.dir[d].clat);
         t.lat.merge(&w.dir[d].lat);
+        for (a, b) in t.prios.iter_mut().zip(&w.dir[d].prios) {
+            a.lat.merge(&b.lat);
+        }
     }
     st.lat_buckets.merge(&w.lat_buckets);
     for (a, b) in st.depth_counts.iter_mut().zip(w.depth_counts) {
@@ -305,6 +340,7 @@ fn worker<T: TimeSource>(
     next_free: &AtomicUsize,
     done: &Done,
     dir0: &std::path::Path,
+    prios: &[Vec<u32>; 3],
     clk: T,
 ) -> Result<WorkerOut, WorkloadError> {
     let job = setup.job;
@@ -318,7 +354,16 @@ fn worker<T: TimeSource>(
         )),
         _ => None,
     };
-    let mut st = ThreadStats::default();
+    let mut st = ThreadStats {
+        ioprio: job.ioprio().unwrap_or(0),
+        ..ThreadStats::default()
+    };
+    for (d, v) in st.dir.iter_mut().zip(prios) {
+        d.prios = v
+            .iter()
+            .map(|&p| super::super::stats::PrioStat::new(p))
+            .collect();
+    }
     loop {
         let mut w = match rx.try_recv() {
             Ok(w) => w,
@@ -352,8 +397,7 @@ fn worker<T: TimeSource>(
                         data.as_mut_ptr(),
                         io.len,
                         io.offset,
-                        // prio / prioclass / cmdprio_* are refused with offload at parse.
-                        0,
+                        w.prio,
                     );
                 }
                 let submitted = b.submit();
@@ -399,6 +443,14 @@ fn worker<T: TimeSource>(
             }
             if backend.is_some() && !job.disable_slat {
                 d.slat.record((issue - w.start).0);
+            }
+            // fio's per-priority sample: clat, or lat with lat_percentiles=1.
+            if let Some(ps) = d.prios.get_mut(w.prio_index as usize) {
+                if job.lat_percentiles && !job.disable_lat {
+                    ps.lat.record((end - w.start).0);
+                } else if !job.lat_percentiles && !job.disable_clat {
+                    ps.lat.record(clat);
+                }
             }
             d.io_bytes += io.len as u64;
             d.total_ios += 1;
