@@ -172,7 +172,7 @@ fn offload_workers_run_at_the_jobs_priority() {
          io_submit_mode=offload\nprioclass=3\nprio=0\ntime_based\nruntime=3\n",
     )
     .unwrap();
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_fsdelta"))
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_fsdelta"))
         .args(["fio", "--output-format=json", "job.fio"])
         .current_dir(d.path())
         .stdout(std::process::Stdio::piped())
