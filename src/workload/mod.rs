@@ -64,6 +64,9 @@ pub trait ProgressSink: Sync {
     /// Something the user should know that does not fail the sample (a metric missing from a
     /// command's output).
     fn warning(&self, _what: &str) {}
+    /// A line the peer tool prints while it runs, for a front end that shows the peer's own
+    /// output (fio's "Laying out IO file" lines); a suite run ignores it.
+    fn peer_line(&self, _line: &str) {}
 }
 
 /// A progress sink that ignores everything.

@@ -476,15 +476,19 @@ fn preallocate(job: &JobSpec, fd: &OwnedFd, f: &FilePlan) -> Result<(), Workload
 /// With `read_only` (fio's `--readonly`) nothing is written: a file that would need laying out
 /// is fio's "refusing extend of file due to read-only", an error here (fio goes on to fail the
 /// job's open or reads).
+///
+/// Returns the files it created or extended and the bytes they cover (offset + size each),
+/// for fio's "Laying out IO file" line.
 pub fn layout(
     job: &JobSpec,
     plan: &ClonePlan,
     seed: u64,
     read_only: bool,
-) -> Result<(), WorkloadError> {
+) -> Result<LaidOut, WorkloadError> {
+    let mut laid = LaidOut::default();
     if matches!(job.ioengine, IoEngine::FileCreate | IoEngine::Null) {
         // filecreate creates the files as its I/O; null touches no file.
-        return Ok(());
+        return Ok(laid);
     }
     let _guard = LAYOUT_LOCK.lock().unwrap_or_else(|p| p.into_inner());
     let mut buf: Vec<u8> = Vec::new();
@@ -530,6 +534,8 @@ pub fn layout(
             // fio: create_on_open leaves creation to the job's open().
             continue;
         }
+        laid.files += 1;
+        laid.bytes += want;
         let mut flags = OFlags::WRONLY | OFlags::CREATE | OFlags::CLOEXEC;
         if full {
             flags |= OFlags::TRUNC;
@@ -574,7 +580,33 @@ pub fn layout(
         }
         rustix::fs::fsync(&fd).map_err(|e| io_err("fsync (layout)", &f.path, e))?;
     }
-    Ok(())
+    Ok(laid)
+}
+
+/// What [`layout`] laid out: files created or extended, and the bytes they cover.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LaidOut {
+    /// Files.
+    pub files: u32,
+    /// Their offset + size, summed.
+    pub bytes: u64,
+}
+
+impl LaidOut {
+    /// fio's setup_files line for job `name`, or None when nothing was laid out.
+    pub fn fio_line(&self, name: &str) -> Option<String> {
+        let many = self.files > 1;
+        (self.files > 0).then(|| {
+            format!(
+                "{name}: Laying out IO file{} ({} file{} / {}{}MiB)",
+                if many { "s" } else { "" },
+                self.files,
+                if many { "s" } else { "" },
+                if many { "total " } else { "" },
+                self.bytes >> 20
+            )
+        })
+    }
 }
 
 /// Fill a buffer as the job's write buffers are filled (zeros, compressible, or random).
@@ -735,7 +767,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let r = job("[r]\nsize=256k\nrw=read\n");
         let p = plan_clone(&r, 0, dir.path(), &[0; 21]).unwrap();
-        layout(&r, &p, 1, false).unwrap();
+        let laid = layout(&r, &p, 1, false).unwrap();
+        assert_eq!(
+            laid.fio_line("r").as_deref(),
+            Some("r: Laying out IO file (1 file / 0MiB)")
+        );
+        // laid out already: nothing to say the second time
+        assert_eq!(layout(&r, &p, 1, false).unwrap().fio_line("r"), None);
         let data = std::fs::read(&p.files[0].path).unwrap();
         assert_eq!(data.len(), 256 << 10);
         assert!(data.iter().any(|&b| b != 0));
@@ -749,6 +787,28 @@ mod tests {
         assert_eq!(
             std::fs::metadata(&p.files[0].path).unwrap().len(),
             256 << 10
+        );
+    }
+
+    /// fio 3.33's lines for `[w] rw=write size=8m nrfiles=2` and `[r] rw=read size=4m
+    /// offset=1m` in an empty directory.
+    #[test]
+    fn laying_out_lines_are_fios() {
+        let two = LaidOut {
+            files: 2,
+            bytes: 8 << 20,
+        };
+        assert_eq!(
+            two.fio_line("w").unwrap(),
+            "w: Laying out IO files (2 files / total 8MiB)"
+        );
+        let one = LaidOut {
+            files: 1,
+            bytes: 5 << 20,
+        };
+        assert_eq!(
+            one.fio_line("r").unwrap(),
+            "r: Laying out IO file (1 file / 5MiB)"
         );
     }
 

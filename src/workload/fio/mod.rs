@@ -23,6 +23,7 @@
 pub mod aio;
 pub mod clock;
 pub mod disk;
+pub mod eta;
 pub mod files;
 pub mod iolog;
 pub mod mmap;
@@ -104,6 +105,13 @@ pub struct StatusReport<'a> {
     pub report: &'a (dyn Fn(&FioRun) + Sync),
 }
 
+/// fio's ETA line (`--eta=always`): handed to `print` about every second while the jobs run
+/// ([`eta::line`]), each ending in `\r` as fio's.
+pub struct EtaReport<'a> {
+    /// Gets each line.
+    pub print: &'a (dyn Fn(&str) + Sync),
+}
+
 /// A fio job set bound to run as a [`Workload`].
 #[derive(Clone, Debug)]
 pub struct FioWorkload {
@@ -177,7 +185,18 @@ impl FioWorkload {
     /// Run every job in `ctx.dir` (relative `directory=`/`filename=` resolve against it) and
     /// return fio's full results.
     pub fn execute(&self, ctx: &RunContext<'_>) -> Result<FioRun, WorkloadError> {
-        execute(&self.set, ctx, None)
+        execute(&self.set, ctx, None, None)
+    }
+
+    /// [`execute`](Self::execute) with fio's `--status-interval` reports and its ETA line,
+    /// either or both.
+    pub fn execute_with(
+        &self,
+        ctx: &RunContext<'_>,
+        status: Option<&StatusReport<'_>>,
+        eta: Option<&EtaReport<'_>>,
+    ) -> Result<FioRun, WorkloadError> {
+        execute(&self.set, ctx, status, eta)
     }
 
     /// [`execute`](Self::execute), handing the run so far to `status.report` every
@@ -187,7 +206,7 @@ impl FioWorkload {
         ctx: &RunContext<'_>,
         status: &StatusReport<'_>,
     ) -> Result<FioRun, WorkloadError> {
-        execute(&self.set, ctx, Some(status))
+        execute(&self.set, ctx, Some(status), None)
     }
 }
 
@@ -210,7 +229,7 @@ impl Workload for FioWorkload {
                 }
             }
         }
-        let run = execute(&set, ctx, None)?;
+        let run = execute(&set, ctx, None, None)?;
         // A job that ended in error (a missed rate_min, an I/O error continue_on_error does
         // not continue on) fails the sample, naming it.
         if let Some((r, e)) = run
@@ -415,6 +434,7 @@ fn execute(
     set: &JobSet,
     ctx: &RunContext<'_>,
     status: Option<&StatusReport<'_>>,
+    eta: Option<&EtaReport<'_>>,
 ) -> Result<FioRun, WorkloadError> {
     let t0 = Nanos::now();
     let started_unix_ms = std::time::SystemTime::now()
@@ -516,9 +536,14 @@ fn execute(
         }
     }
     // --status-interval: every clone's slot, and the monitor that reports them.
-    let board = status.map(|_| status::Board::new(planned.len()));
+    let board = (status.is_some() || eta.is_some()).then(|| status::Board::new(planned.len()));
     let board = board.as_ref();
     let clone_jobs: Vec<usize> = planned.iter().map(|p| p.job_index).collect();
+    // fio's total_io_size of each clone, for its ETA.
+    let clone_bytes: Vec<u64> = planned
+        .iter()
+        .map(|p| p.plan.pass_bytes * p.job.loops.max(1) as u64)
+        .collect();
     let finished = std::sync::atomic::AtomicBool::new(false);
     let mut outs: Vec<CloneOut> = Vec::with_capacity(planned.len());
     let ran = std::thread::scope(|outer| {
@@ -537,7 +562,16 @@ fn execute(
                 )
             });
         }
-        // The monitor ends when the batches do, even by a panic.
+        if let (Some(er), Some(board)) = (eta, board) {
+            let (clone_jobs, clone_bytes, finished) = (&clone_jobs, &clone_bytes, &finished);
+            let cancel = ctx.cancel;
+            outer.spawn(move || {
+                eta_monitor(set, (clone_jobs, clone_bytes), board, t0, er, &|| {
+                    finished.load(std::sync::atomic::Ordering::SeqCst) || cancel.is_cancelled()
+                })
+            });
+        }
+        // The monitors end when the batches do, even by a panic.
         struct Finished<'f>(&'f std::sync::atomic::AtomicBool);
         impl Drop for Finished<'_> {
             fn drop(&mut self) {
@@ -615,6 +649,53 @@ fn status_monitor(
             disk_util: watch.peek(),
         };
         (sr.report)(&run);
+    }
+}
+
+/// fio's ETA display: about every second (fio's eta_interval), every clone's phase and stats
+/// so far make one line ([`eta::line`]) for `er.print`; ends when `stop` says so.
+fn eta_monitor(
+    set: &JobSet,
+    (clone_jobs, clone_bytes): (&[usize], &[u64]),
+    board: &status::Board,
+    t0: Nanos,
+    er: &EtaReport<'_>,
+    stop: &dyn Fn() -> bool,
+) {
+    let every = std::time::Duration::from_secs(1);
+    let start = std::time::Instant::now();
+    let mut state = eta::EtaState::new(t0);
+    for k in 1u32.. {
+        let due = start + every * k;
+        loop {
+            if stop() {
+                return;
+            }
+            let now = std::time::Instant::now();
+            if now >= due {
+                break;
+            }
+            std::thread::sleep((due - now).min(std::time::Duration::from_millis(10)));
+        }
+        let snaps = board.collect(every, stop);
+        let phases = board.phases();
+        if stop() {
+            return;
+        }
+        let clones: Vec<eta::CloneEta<'_>> = clone_jobs
+            .iter()
+            .zip(clone_bytes)
+            .zip(snaps.iter().zip(phases))
+            .map(|((&ji, &total_bytes), ((stats, _), phase))| eta::CloneEta {
+                job: &set.jobs[ji],
+                total_bytes,
+                phase,
+                stats,
+            })
+            .collect();
+        if let Some(l) = eta::line(&clones, Nanos::now(), t0, &mut state) {
+            (er.print)(&l);
+        }
     }
 }
 
@@ -720,6 +801,9 @@ fn run_batches<'p>(
                             // (create_serialize): the clones of a batch lay out first, then
                             // start together (so a quick job's exitall meets the others at
                             // work, as in fio).
+                            if let Some(s) = slot {
+                                s.set_phase(status::Phase::SettingUp);
+                            }
                             let layout_seed =
                                 rand::job_seeds(job, pl.thread_number)[rand::SEED_BUF];
                             let laid_out = {
@@ -732,7 +816,9 @@ fn run_batches<'p>(
                                 files::layout(job, &pl.plan, layout_seed, set.read_only)
                             };
                             laid.wait();
-                            laid_out?;
+                            if let Some(l) = laid_out?.fio_line(&job.name) {
+                                ctx.progress.peer_line(&l);
+                            }
                             if let Some(w) = &job.wait_for {
                                 let wi = set.jobs[..pl.job_index]
                                     .iter()
@@ -774,7 +860,7 @@ fn run_batches<'p>(
                                 status: slot,
                             };
                             if let Some(s) = slot {
-                                s.started();
+                                s.started(!job.ramp_time.is_zero());
                             }
                             let stats = worker::run_clone(&setup)?;
                             if let Some(s) = slot {

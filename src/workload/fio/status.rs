@@ -13,7 +13,7 @@
 use super::stats::ThreadStats;
 use crate::probe::clock::Nanos;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, AtomicU64, Ordering};
 use std::time::Duration;
 
 /// Where a clone stands, for the monitor.
@@ -28,11 +28,48 @@ enum State {
     Done(ThreadStats, Nanos),
 }
 
+/// What a clone is doing, as fio's ETA line shows it (its run_str letter).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum Phase {
+    /// Not started: waiting for its stonewall batch, wait_for or startdelay (fio's
+    /// TD_NOT_CREATED, 'P').
+    NotStarted = 0,
+    /// Laying out its files (fio's TD_SETTING_UP, 'I').
+    SettingUp = 1,
+    /// In ramp_time (fio's TD_RAMP, '/').
+    Ramp = 2,
+    /// Doing measured I/O (fio's TD_RUNNING: 'r', 'R', 'w', 'W', 'm', 'M', 'd', 'D').
+    Running = 3,
+    /// Ended (fio's TD_REAPED, '_').
+    Done = 4,
+    /// Ended by an error (fio's 'X').
+    Failed = 5,
+}
+
+/// A clone's phase, open files and start, as the ETA monitor reads them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PhaseSnap {
+    /// What it is doing.
+    pub phase: Phase,
+    /// Files it holds open (fio's nr_open_files).
+    pub open_files: u32,
+    /// When its I/O started (fio's epoch), once it has.
+    pub started: Option<Nanos>,
+    /// When it ended, once it has.
+    pub ended: Option<Nanos>,
+}
+
 /// One clone's side of the handshake.
 #[derive(Debug, Default)]
 pub struct Slot {
     want: AtomicBool,
     state: Mutex<State>,
+    phase: AtomicU8,
+    open_files: AtomicU32,
+    /// Nanos of the start and the end (0: not yet).
+    started_ns: AtomicU64,
+    ended_ns: AtomicU64,
 }
 
 impl Slot {
@@ -51,16 +88,59 @@ impl Slot {
         self.want.store(false, Ordering::Release);
     }
 
-    /// The clone entered its timed loop.
-    pub fn started(&self) {
+    /// The clone entered its timed loop (in its ramp when `ramping`).
+    pub fn started(&self, ramping: bool) {
         let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
         if matches!(*s, State::Pending) {
             *s = State::Running(None);
+        }
+        self.started_ns
+            .store(Nanos::now().0.max(1), Ordering::Release);
+        self.set_phase(if ramping { Phase::Ramp } else { Phase::Running });
+    }
+
+    /// The clone is now in `phase` (set where it changes: before the layout, at the end of
+    /// ramp_time, at the end).
+    pub fn set_phase(&self, phase: Phase) {
+        self.phase.store(phase as u8, Ordering::Release);
+    }
+
+    /// The clone holds `n` files open now.
+    pub fn set_open_files(&self, n: u32) {
+        self.open_files.store(n, Ordering::Relaxed);
+    }
+
+    /// The clone's phase, open files, start and end.
+    pub fn phase(&self) -> PhaseSnap {
+        let at = |a: &AtomicU64| {
+            Some(a.load(Ordering::Acquire))
+                .filter(|&n| n > 0)
+                .map(Nanos)
+        };
+        PhaseSnap {
+            phase: match self.phase.load(Ordering::Acquire) {
+                0 => Phase::NotStarted,
+                1 => Phase::SettingUp,
+                2 => Phase::Ramp,
+                3 => Phase::Running,
+                4 => Phase::Done,
+                _ => Phase::Failed,
+            },
+            open_files: self.open_files.load(Ordering::Relaxed),
+            started: at(&self.started_ns),
+            ended: at(&self.ended_ns),
         }
     }
 
     /// The clone ended with `stats` at `end`.
     pub fn done(&self, stats: ThreadStats, end: Nanos) {
+        self.ended_ns.store(end.0.max(1), Ordering::Release);
+        self.set_open_files(0);
+        self.set_phase(if stats.error.is_some() {
+            Phase::Failed
+        } else {
+            Phase::Done
+        });
         *self.state.lock().unwrap_or_else(|e| e.into_inner()) = State::Done(stats, end);
         self.want.store(false, Ordering::Release);
     }
@@ -70,6 +150,11 @@ impl Slot {
     pub fn ended(&self) {
         let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
         let now = Nanos::now();
+        if self.ended_ns.load(Ordering::Acquire) == 0 {
+            self.ended_ns.store(now.0.max(1), Ordering::Release);
+            self.set_open_files(0);
+            self.set_phase(Phase::Done);
+        }
         let stats = match std::mem::take(&mut *s) {
             State::Done(st, end) => {
                 *s = State::Done(st, end);
@@ -100,6 +185,11 @@ impl Board {
     /// Clone `i`'s slot.
     pub fn slot(&self, i: usize) -> &Slot {
         &self.slots[i]
+    }
+
+    /// Every clone's phase, open files, start and end (no handshake).
+    pub fn phases(&self) -> Vec<PhaseSnap> {
+        self.slots.iter().map(Slot::phase).collect()
     }
 
     /// Ask every running clone for its stats and wait for the answers (at most `cap`, or
@@ -141,8 +231,8 @@ mod tests {
     #[test]
     fn a_running_clone_is_waited_for_and_a_pending_one_reports_zeros() {
         let board = Board::new(3);
-        board.slot(0).started();
-        board.slot(2).started();
+        board.slot(0).started(false);
+        board.slot(2).started(false);
         let mut fin = ThreadStats::default();
         fin.dir[0].total_ios = 7;
         board.slot(2).done(fin, Nanos(5));
@@ -170,7 +260,7 @@ mod tests {
     fn a_clone_that_ends_without_stats_keeps_its_last_answer() {
         let board = Board::new(1);
         let slot = board.slot(0);
-        slot.started();
+        slot.started(false);
         let mut st = ThreadStats::default();
         st.dir[0].io_bytes = 4096;
         slot.answer(st, Nanos(1));

@@ -1152,6 +1152,9 @@ fn ensure_open(
     });
     p.files[fi].fd = Some(fd);
     p.open_count += 1;
+    if let Some(s) = p.status {
+        s.set_open_files(p.open_count);
+    }
     Ok(())
 }
 
@@ -2085,6 +2088,9 @@ fn after_tick(
         st.reset();
         *ru0 = super::stats::Rusage::thread();
         p.ramp_reset();
+        if let Some(s) = p.status {
+            s.set_phase(super::status::Phase::Running);
+        }
         if let Some(r) = &mut p.rate {
             r.reset(now);
         }
@@ -3551,6 +3557,9 @@ fn run_file_op<T: TimeSource>(
             if clock.ramp_ends(t1) {
                 st.reset();
                 ru0 = super::stats::Rusage::thread();
+                if let Some(s) = setup.status {
+                    s.set_phase(super::status::Phase::Running);
+                }
             }
             clock.sampler.tick(t1, &mut st.dir);
             if let Some(slot) = setup.status.filter(|s| s.wanted()) {
