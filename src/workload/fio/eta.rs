@@ -184,11 +184,9 @@ fn thread_eta(c: &CloneEta<'_>, now: Nanos, done_secs: u64) -> u64 {
                     rate += job.rate[d];
                 }
             }
-            let r_eta = if rate > 0 {
-                total / rate + job.startdelay.as_secs()
-            } else {
-                0
-            };
+            let r_eta = total
+                .checked_div(rate)
+                .map_or(0, |t| t + job.startdelay.as_secs());
             match (r_eta, t_eta) {
                 (0, t) => t,
                 (r, 0) => r,
@@ -275,10 +273,8 @@ pub fn line(clones: &[CloneEta<'_>], now: Nanos, t0: Nanos, st: &mut EtaState) -
     for d in [READ, WRITE, TRIM] {
         let db = bytes[d].saturating_sub(st.prev_bytes[d]);
         let di = ios[d].saturating_sub(st.prev_ios[d]);
-        if disp_ms > 0 {
-            rate[d] = (1000 * db / disp_ms) / 1024;
-            iops[d] = di * 1000 / disp_ms;
-        }
+        rate[d] = (1000 * db).checked_div(disp_ms).unwrap_or(0) / 1024;
+        iops[d] = (di * 1000).checked_div(disp_ms).unwrap_or(0);
     }
     st.prev_bytes = bytes;
     st.prev_ios = ios;
