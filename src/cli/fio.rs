@@ -8,7 +8,7 @@
 
 use crate::plan::jobfile::{self, JobFileError, RawSection, SystemSources};
 use crate::report;
-use crate::workload::fio::{FioRun, FioWorkload, StatusReport};
+use crate::workload::fio::{EtaReport, FioRun, FioWorkload, StatusReport};
 use crate::workload::{RunContext, WorkloadError};
 
 const USAGE: &str = "\
@@ -26,8 +26,11 @@ A job without size= covers the whole of its existing files or block devices.
 
 fio's own flags: --section=NAME runs only that section (repeatable); --readonly refuses every
 job that would write; --showcmd prints each job file as a command line and runs nothing;
---parse-only validates the jobs and runs nothing; --eta is accepted (fsdelta prints no ETA line
-whatever its value); --output-format takes a comma-separated list (normal, json, json+, terse),
+--parse-only validates the jobs and runs nothing; --eta=always prints fio's ETA line
+(\"Jobs: 1 (f=1): [r(1)][50.0%][r=15.6MiB/s][r=4002 IOPS][eta 00m:03s]\", each ended by a
+carriage return) on stdout every second while the jobs run, --eta=auto (the default) only when
+stdout is a terminal, --eta=never never, and none when stdout gets only JSON or terse;
+--output-format takes a comma-separated list (normal, json, json+, terse),
 printed in fio's order (terse, json, normal); json+ is the JSON with each latency's bins;
 --minimal is --output-format=terse; --terse-version=2|3|4|5 picks fio's terse line format
 (3, fio's default; 2 and 4 add the trim block, 5 also the bw and iops sample fields);
@@ -96,6 +99,19 @@ pub struct FioArgs {
     pub terse_version: report::fio::TerseVersion,
     /// --status-interval: print the stats so far this often while the jobs run.
     pub status_interval: Option<std::time::Duration>,
+    /// --eta: when fio's ETA line is printed.
+    pub eta: Eta,
+}
+
+/// fio's --eta.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Eta {
+    /// Never.
+    Never,
+    /// When stdout is a terminal (fio's default).
+    Auto,
+    /// Always, a terminal or not.
+    Always,
 }
 
 fn parse_formats(v: &str) -> Result<Vec<OutputFormat>, String> {
@@ -139,6 +155,7 @@ pub fn parse_args(args: &[String]) -> Result<FioArgs, String> {
         showcmd: false,
         terse_version: report::fio::TerseVersion::DEFAULT,
         status_interval: None,
+        eta: Eta::Auto,
     };
     let mut i = 0;
     while i < args.len() {
@@ -190,9 +207,12 @@ pub fn parse_args(args: &[String]) -> Result<FioArgs, String> {
             "--section" => a.sections.push(take_value(&mut i)?),
             "--eta" => {
                 let v = take_value(&mut i)?;
-                if !matches!(v.as_str(), "never" | "auto" | "always") {
-                    return Err(format!("--eta={v}: use never, auto or always"));
-                }
+                a.eta = match v.as_str() {
+                    "never" => Eta::Never,
+                    "auto" => Eta::Auto,
+                    "always" => Eta::Always,
+                    _ => return Err(format!("--eta={v}: use never, auto or always")),
+                };
             }
             // fio's shared-memory pool size for its job processes (fsperf passes it): workers
             // here are threads, so there is no pool to size. Accepted, and said in --help.
@@ -360,7 +380,15 @@ impl Sink {
     }
 }
 
-fn lock(s: &std::sync::Mutex<Sink>) -> std::sync::MutexGuard<'_, Sink> {
+/// Write `text` to stdout now; a closed pipe (`fsdelta fio ... | head`) ends nothing here
+/// (the run goes on and its exit status stands).
+fn out(text: &str) {
+    use std::io::Write;
+    let mut o = std::io::stdout().lock();
+    let _ = o.write_all(text.as_bytes()).and_then(|()| o.flush());
+}
+
+fn lock<T>(s: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     s.lock().unwrap_or_else(|e| e.into_inner())
 }
 
@@ -455,35 +483,92 @@ pub fn main(args: &[String]) -> i32 {
             }
         },
     };
+    // fio's ETA line (calc_thread_status): not when stdout gets only JSON or terse, not with
+    // --eta=never, and with auto only on a terminal. It goes to stdout, whatever --output.
+    use std::io::IsTerminal;
+    let eta_on = match a.eta {
+        Eta::Never => false,
+        Eta::Auto => std::io::stdout().is_terminal(),
+        Eta::Always => true,
+    } && (a.formats.contains(&OutputFormat::Normal) || a.output.is_some());
+    // With the ETA on stdout, fio's header lines come first there, before the run; with
+    // --status-interval they open the reports' sink. Otherwise they come with the report.
+    let early = sink.is_some() || (eta_on && a.output.is_none());
     if let Some(sink) = &sink {
         lock(sink).write(&run_header(&a, &set));
+    } else if early {
+        out(&run_header(&a, &set));
     }
     let workload = FioWorkload::new(set);
-    // Warnings of the run (a refused clocksource=cpu) go to stderr, as fio's.
-    struct Warnings;
-    impl crate::workload::ProgressSink for Warnings {
+    // Warnings of the run (a refused clocksource=cpu) go to stderr, as fio's; its "Laying out
+    // IO file" lines (normal output only) where its header went, as they come.
+    struct Lines<'s> {
+        normal: bool,
+        early: bool,
+        sink: Option<&'s std::sync::Mutex<Sink>>,
+        held: std::sync::Mutex<String>,
+        /// An ETA line is on stdout, ended by its carriage return only.
+        eta_open: &'s std::sync::atomic::AtomicBool,
+    }
+    impl crate::workload::ProgressSink for Lines<'_> {
         fn warning(&self, what: &str) {
             eprintln!("fsdelta fio: warning: {what}");
         }
+        fn peer_line(&self, line: &str) {
+            if !self.normal {
+                return;
+            }
+            let mut line = format!("{line}\n");
+            if self.early
+                && self
+                    .eta_open
+                    .swap(false, std::sync::atomic::Ordering::Relaxed)
+            {
+                // Keep the ETA line whole: the note goes below it.
+                line.insert(0, '\n');
+            }
+            match (self.sink, self.early) {
+                (Some(sink), _) => lock(sink).write(&line),
+                (None, true) => out(&line),
+                (None, false) => lock(&self.held).push_str(&line),
+            }
+        }
     }
+    let eta_line_open = std::sync::atomic::AtomicBool::new(false);
+    let lines = Lines {
+        normal: a.formats.contains(&OutputFormat::Normal),
+        early,
+        sink: sink.as_ref(),
+        held: std::sync::Mutex::new(String::new()),
+        eta_open: &eta_line_open,
+    };
     let ctx = RunContext {
         dir: &dir,
         cancel: &cancel,
-        progress: &Warnings,
+        progress: &lines,
     };
-    let run = match (&sink, a.status_interval) {
-        (Some(sink), Some(every)) => {
-            let report = |run: &FioRun| lock(sink).write(&render(&a, run, false));
-            workload.execute_with_status(
-                &ctx,
-                &StatusReport {
-                    every,
-                    report: &report,
-                },
-            )
+    let print_eta = |l: &str| {
+        out(l);
+        eta_line_open.store(true, std::sync::atomic::Ordering::Relaxed);
+    };
+    let eta = eta_on.then_some(EtaReport { print: &print_eta });
+    let report = |run: &FioRun| {
+        if let Some(sink) = &sink {
+            lock(sink).write(&render(&a, run, false));
         }
-        _ => workload.execute(&ctx),
     };
+    let status = a.status_interval.map(|every| StatusReport {
+        every,
+        report: &report,
+    });
+    let run = workload.execute_with(&ctx, status.as_ref(), eta.as_ref());
+    // fio ends its last ETA line with the newline that otherwise opens the normal report.
+    let mut eta_open = eta_line_open.load(std::sync::atomic::Ordering::Relaxed);
+    if eta_open && (run.is_err() || sink.is_some()) {
+        // Interrupted, failed, or reports already interleaved: the ETA line ends here.
+        out("\n");
+        eta_open = false;
+    }
     let run = match run {
         Ok(r) => r,
         Err(WorkloadError::Cancelled) => {
@@ -517,7 +602,24 @@ pub fn main(args: &[String]) -> i32 {
         }
         return if failed { 1 } else { 0 };
     }
-    let text = render(&a, &run, true);
+    // fio's order: its job lines, the files laid out, the jobs' start-up notes, the reports.
+    let mut text = String::new();
+    if !early {
+        if a.formats.contains(&OutputFormat::Normal) {
+            text.push_str(&report::fio::normal_header(&run.set));
+        }
+        text.push_str(&lock(&lines.held));
+        if a.output.is_none() {
+            text.push_str(&report::fio::sync_depth_notes(&run.set));
+        }
+    }
+    text.push_str(&render(&a, &run, false));
+    if eta_open && a.output.is_none() && text.starts_with('\n') {
+        eta_open = false;
+    }
+    if eta_open {
+        out("\n");
+    }
     match &a.output {
         Some(path) => {
             if let Err(e) = std::fs::write(path, text) {
@@ -525,7 +627,7 @@ pub fn main(args: &[String]) -> i32 {
                 return 2;
             }
         }
-        None => print!("{text}"),
+        None => out(&text),
     }
     if failed { 1 } else { 0 }
 }

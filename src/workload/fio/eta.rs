@@ -59,10 +59,11 @@ fn letter(job: &JobSpec, phase: Phase) -> char {
     match phase {
         Phase::NotStarted => 'P',
         Phase::SettingUp => 'I',
-        Phase::Ramp => '/',
         Phase::Done => '_',
         Phase::Failed => 'X',
-        Phase::Running => {
+        // fio's runstate stays TD_RUNNING through ramp_time (TD_RAMP is set only as the ramp
+        // ends, for a moment): a ramping clone shows as running.
+        Phase::Ramp | Phase::Running => {
             if job.rw.reads() && job.rw.writes() {
                 match job.rwmixread {
                     100 => pick('R', 'r'),
@@ -139,7 +140,7 @@ fn thread_eta(c: &CloneEta<'_>, now: Nanos, done_secs: u64) -> u64 {
         }
     }
     match c.phase.phase {
-        Phase::Running => {
+        Phase::Ramp | Phase::Running => {
             let done: u64 = c.stats.dir.iter().map(|d| d.io_bytes).sum();
             let mut perc = if total > 0 {
                 (done as f64 / total as f64).min(1.0)
@@ -163,17 +164,12 @@ fn thread_eta(c: &CloneEta<'_>, now: Nanos, done_secs: u64) -> u64 {
             }
             eta
         }
-        Phase::NotStarted | Phase::SettingUp | Phase::Ramp => {
+        Phase::NotStarted | Phase::SettingUp => {
             let mut t_eta = 0u64;
             if timeout > 0 {
                 let mut t = timeout * 1_000_000 + job.startdelay.as_micros() as u64;
-                if c.phase.phase != Phase::Running {
-                    t += job.ramp_time.as_micros() as u64;
-                }
+                t += job.ramp_time.as_micros() as u64;
                 t_eta = t / 1_000_000;
-                if c.phase.phase == Phase::Ramp && elapsed <= t_eta {
-                    t_eta -= elapsed;
-                }
             }
             let mut rate = 0;
             for (d, on) in [job.rw.reads(), job.rw.writes(), job.rw.trims()]
@@ -201,7 +197,7 @@ fn thread_eta(c: &CloneEta<'_>, now: Nanos, done_secs: u64) -> u64 {
 /// fio prints nothing (no job running and none to come).
 pub fn line(clones: &[CloneEta<'_>], now: Nanos, t0: Nanos, st: &mut EtaState) -> Option<String> {
     let elapsed_sec = ((now - t0).0 / 1_000_000).div_ceil(1000);
-    let (mut nr_running, mut nr_ramp, mut nr_setting_up, mut nr_pending) = (0, 0, 0, 0);
+    let (mut nr_running, mut nr_setting_up, mut nr_pending) = (0, 0, 0);
     let mut files_open = 0u32;
     let (mut t_rate, mut m_rate, mut t_iops, mut m_iops) = (0u64, 0u64, 0u64, 0u64);
     let mut letters = String::new();
@@ -216,7 +212,7 @@ pub fn line(clones: &[CloneEta<'_>], now: Nanos, t0: Nanos, st: &mut EtaState) -
     for c in clones {
         let job = c.job;
         match c.phase.phase {
-            Phase::Running => {
+            Phase::Ramp | Phase::Running => {
                 nr_running += 1;
                 for (d, on) in [job.rw.reads(), job.rw.writes(), job.rw.trims()]
                     .into_iter()
@@ -230,10 +226,6 @@ pub fn line(clones: &[CloneEta<'_>], now: Nanos, t0: Nanos, st: &mut EtaState) -
                     }
                 }
                 files_open += c.phase.open_files;
-            }
-            Phase::Ramp => {
-                nr_running += 1;
-                nr_ramp += 1;
             }
             Phase::SettingUp => nr_setting_up += 1,
             Phase::NotStarted => nr_pending += 1,
@@ -290,7 +282,7 @@ pub fn line(clones: &[CloneEta<'_>], now: Nanos, t0: Nanos, st: &mut EtaState) -
         out.push_str(&format!(", {m_iops}-{t_iops} IOPS"));
     }
     if let Some(eta) = eta_sec.filter(|_| nr_running > 0) {
-        let perc_str = if (eta == 0 && !st.eta_good) || nr_ramp == nr_running {
+        let perc_str = if eta == 0 && !st.eta_good {
             "-.-%".to_string()
         } else {
             let mut mult = 100.0;

@@ -105,6 +105,13 @@ impl Slot {
         self.phase.store(phase as u8, Ordering::Release);
     }
 
+    /// ramp_time ended: the clone's epoch starts again (fio's reset_all_stats), now measured.
+    pub fn ramp_ended(&self) {
+        self.started_ns
+            .store(Nanos::now().0.max(1), Ordering::Release);
+        self.set_phase(Phase::Running);
+    }
+
     /// The clone holds `n` files open now.
     pub fn set_open_files(&self, n: u32) {
         self.open_files.store(n, Ordering::Relaxed);

@@ -2089,7 +2089,7 @@ fn after_tick(
         *ru0 = super::stats::Rusage::thread();
         p.ramp_reset();
         if let Some(s) = p.status {
-            s.set_phase(super::status::Phase::Running);
+            s.ramp_ended();
         }
         if let Some(r) = &mut p.rate {
             r.reset(now);
@@ -3558,7 +3558,7 @@ fn run_file_op<T: TimeSource>(
                 st.reset();
                 ru0 = super::stats::Rusage::thread();
                 if let Some(s) = setup.status {
-                    s.set_phase(super::status::Phase::Running);
+                    s.ramp_ended();
                 }
             }
             clock.sampler.tick(t1, &mut st.dir);
