@@ -780,3 +780,99 @@ fn unlink_each_loop_recreates_the_files_as_fio() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("unlink_each_loop with rw=randrw"));
 }
+
+/// Run `args` in `dir` under real fio (`tool` "fio") or fsdelta, with FOO=rand; stdout.
+fn tool_stdout(tool: &str, dir: &Path, args: &[&str]) -> String {
+    let mut cmd = if tool == "fio" {
+        std::process::Command::new("/usr/bin/fio")
+    } else {
+        let mut c = std::process::Command::new(assert_cmd::cargo::cargo_bin("fsdelta"));
+        c.arg("fio");
+        c
+    };
+    let out = cmd
+        .current_dir(dir)
+        .env("FOO", "rand")
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{tool} {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Every `"job options"` / `"global options"` block of a JSON report, as its text lines (a
+/// JSON object would fold fio's repeated keys), and whether each job has one.
+fn option_blocks(json: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut lines = json.lines();
+    while let Some(l) = lines.next() {
+        let t = l.trim();
+        if t.starts_with("\"jobname\"") {
+            out.push(t.to_string());
+        }
+        if t == "\"job options\" : {" || t == "\"global options\" : {" {
+            out.push(t.to_string());
+            for l in lines.by_ref() {
+                let t = l.trim();
+                out.push(t.to_string());
+                if t.starts_with('}') {
+                    break;
+                }
+            }
+        }
+    }
+    out
+}
+
+/// fio lists options by their canonical names (not the alias written), values as parsed
+/// (`${VAR}` and bc's result for keyword arithmetic), in its parse order (lockfile first,
+/// filename last, engine options after the others), `name` for a command-line job, and no
+/// "job options" for a section that sets none; --showcmd prints one line per job file.
+#[test]
+fn job_options_and_showcmd_list_options_as_fio() {
+    if !real_fio() {
+        return;
+    }
+    let a = "[global]\nreadwrite=read\nioengine=psync\nsize=64k\n\
+             [j1]\nfilename=j1.dat\nblocksize=4k\nnr_files=1\nio_limit=32k\ntimeout=10\n\
+             lockfile=none\nsize=4*1024*$ncpus\nrw=${FOO}read\n\
+             [j2]\n\
+             [j3]\nioengine=io_uring\nregisterfiles\nbs=4k\nbs=8k\niodepth=2*$ncpus/2\nnorandommap\n";
+    let b = "[x]\nbs=8k\nsize=64k\ndescription=two words\n";
+    let mut seen: Vec<Vec<String>> = Vec::new();
+    for tool in ["fio", "fsdelta"] {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.fio"), a).unwrap();
+        std::fs::write(dir.path().join("b.fio"), b).unwrap();
+        let mut v = vec![tool_stdout(
+            tool,
+            dir.path(),
+            &["--showcmd", "a.fio", "b.fio"],
+        )];
+        v.extend(option_blocks(&tool_stdout(
+            tool,
+            dir.path(),
+            &["--output-format=json", "a.fio"],
+        )));
+        v.extend(option_blocks(&tool_stdout(
+            tool,
+            dir.path(),
+            &[
+                "--output-format=json",
+                "--size=64k",
+                "--readwrite=read",
+                "--name=x",
+                "--blocksize=8k",
+                "--name=y",
+            ],
+        )));
+        seen.push(v);
+    }
+    assert_eq!(seen[1], seen[0]);
+    // The line per file, with fio's trailing space.
+    assert_eq!(seen[0][0].lines().count(), 2, "{}", seen[0][0]);
+}

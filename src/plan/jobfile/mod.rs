@@ -1149,6 +1149,11 @@ impl RawSection {
     pub fn is_global(&self) -> bool {
         self.name == "global"
     }
+
+    /// Whether the section came from fio's command-line job form (`--name=...`).
+    pub fn from_command_line(&self) -> bool {
+        self.origin.file == lexer::COMMAND_LINE
+    }
 }
 
 /// Checks that involve several options. A job that can never run (size=0, a size below one
@@ -1511,6 +1516,21 @@ fn validate(job: &JobSpec, origin: &Origin) -> Result<(), JobFileError> {
     Ok(())
 }
 
+/// A section's options as fio lists them (`job options`, `global options`): canonical names,
+/// values as parsed, in fio's order (see [`options::listing_order`]); a bare flag's value is
+/// empty (fio's JSON leaves it out).
+pub fn shown_options(section: &RawSection) -> Vec<(String, String)> {
+    options::listing_order(&section.options, !section.from_command_line())
+        .into_iter()
+        .map(|o| {
+            (
+                options::shown_name(&o.key).to_string(),
+                o.value.clone().unwrap_or_default(),
+            )
+        })
+        .collect()
+}
+
 /// Validate raw sections (from one or more files, or the command line) into jobs.
 pub fn build_jobs(sections: &[RawSection]) -> Result<JobSet, JobFileError> {
     let mut globals: Vec<RawOption> = Vec::new();
@@ -1521,10 +1541,9 @@ pub fn build_jobs(sections: &[RawSection]) -> Result<JobSet, JobFileError> {
             for opt in &section.options {
                 // Validate now so the error points at the [global] line.
                 options::apply(&mut JobSpec::default(), opt)?;
-                set.global_options
-                    .push((opt.key.clone(), opt.value.clone().unwrap_or_default()));
                 globals.push(opt.clone());
             }
+            set.global_options.extend(shown_options(section));
             continue;
         }
         let mut job = JobSpec {
@@ -1581,11 +1600,7 @@ pub fn build_jobs(sections: &[RawSection]) -> Result<JobSet, JobFileError> {
             ));
             job.norandommap = true;
         }
-        job.job_options = section
-            .options
-            .iter()
-            .map(|o| (o.key.clone(), o.value.clone().unwrap_or_default()))
-            .collect();
+        job.job_options = shown_options(section);
         validate(&job, &section.origin)?;
         if let Some(w) = &job.wait_for {
             // As in fio, the job waited for is one defined before (no wait can be circular).

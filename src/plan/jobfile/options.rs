@@ -293,6 +293,15 @@ pub static OPTIONS: &[OptDef] = &[
         }
     ),
     opt!(
+        "lockfile",
+        [],
+        Kind::Choice(&["none"]),
+        "none",
+        File,
+        "file locking between jobs: none (fio's default; exclusive and readwrite are not supported)",
+        |_, _, _| Ok(())
+    ),
+    opt!(
         "cpus_allowed_policy",
         [],
         Kind::Choice(&["shared", "split"]),
@@ -2313,6 +2322,44 @@ pub fn lookup(key: &str) -> Option<&'static OptDef> {
     OPTIONS
         .iter()
         .find(|o| o.name == key || o.aliases.contains(&key))
+}
+
+/// fio's parse priority of an option (`.prio` in its options.c): a job file's options are
+/// parsed, and listed in `job options` and `--showcmd`, highest first (a stable sort).
+pub fn fio_prio(def: &OptDef) -> i32 {
+    match def.name {
+        "lockfile" | "cpus_allowed_policy" | "kb_base" | "unit_base" => 1,
+        "filename" | "filename_format" => -1,
+        _ => 0,
+    }
+}
+
+/// Whether the option is one of fio's engine options (an engine's own table, `io_ops->options`,
+/// parsed after the general ones once the engine is loaded). The table's `engines` restriction
+/// is kept for exactly these: fio's general options apply to every engine.
+pub fn is_engine_option(def: &OptDef) -> bool {
+    !def.engines.is_empty()
+}
+
+/// An option as fio lists it in `job options`, `global options` and `--showcmd`: the row's
+/// canonical name (not the alias written) and the value as parsed (after `${VAR}` and bc).
+/// A key the table does not know keeps its spelling.
+pub fn shown_name(key: &str) -> &str {
+    lookup(key).map_or(key, |d| d.name)
+}
+
+/// A section's options in fio's listing order: as written on the command line; from a job
+/// file, fio's `sort_options` order (priority, highest first) with its engine options after
+/// the general ones, as fio's two passes of `fio_options_parse` add them.
+pub fn listing_order(opts: &[RawOption], job_file: bool) -> Vec<&RawOption> {
+    let mut v: Vec<&RawOption> = opts.iter().collect();
+    if job_file {
+        v.sort_by_key(|o| match lookup(&o.key) {
+            Some(d) => (is_engine_option(d), -fio_prio(d)),
+            None => (false, 0),
+        });
+    }
+    v
 }
 
 /// Whether `key` is a set-only option (never takes the next command-line word).
