@@ -423,6 +423,10 @@ pub struct UringOptions {
     pub sqthread_poll: bool,
     /// `sqthread_poll_cpu`: IORING_SETUP_SQ_AFF, the SQ thread's CPU (with sqthread_poll).
     pub sqthread_poll_cpu: Option<u32>,
+    /// `hipri`: IORING_SETUP_IOPOLL, completions are polled for (fio's io_uring hipri). Only
+    /// files whose driver polls (O_DIRECT on a block device with poll queues) accept I/O on
+    /// such a ring; others fail each I/O with EOPNOTSUPP, as under fio.
+    pub iopoll: bool,
 }
 
 impl UringOptions {
@@ -1694,10 +1698,21 @@ mod tests {
                 fixedbufs: true,
                 sqthread_poll: true,
                 sqthread_poll_cpu: Some(1),
+                iopoll: false,
             }
         );
         assert!(j.uring.registers_files());
         assert!(!one("[j]\nsize=1m\nioengine=io_uring\n").uring.in_use());
+        // fio's io_uring hipri: IORING_SETUP_IOPOLL; hipri=0 leaves the ring as it is.
+        assert!(one("[j]\nsize=1m\nioengine=io_uring\nhipri\n").uring.iopoll);
+        assert!(
+            !one("[j]\nsize=1m\nioengine=io_uring\nhipri=0\n")
+                .uring
+                .iopoll
+        );
+        // fio's general options, with engines that take no use of them.
+        let j = one("[global]\niodepth_batch_complete_min=2\n[j]\nsize=1m\nioengine=psync\n");
+        assert_eq!(j.iodepth_batch_complete_min, 2);
     }
 
     #[test]
@@ -2179,7 +2194,7 @@ mod tests {
             (
                 "[j]\nsize=1m\nhipri\n",
                 3,
-                "applies to ioengine=pvsync2 only",
+                "applies to ioengine=pvsync2,io_uring only",
             ),
             (
                 "[j]\nsize=1m\nsqthread_poll\n",

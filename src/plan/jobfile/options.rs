@@ -150,13 +150,6 @@ pub struct OptDef {
 const U32: u64 = u32::MAX as u64;
 const SEC: u64 = 1_000_000;
 const URING_AIO: &[IoEngine] = &[IoEngine::IoUring, IoEngine::Libaio];
-/// The engines that keep several I/Os in flight.
-const ASYNC: &[IoEngine] = &[
-    IoEngine::IoUring,
-    IoEngine::Libaio,
-    IoEngine::Posixaio,
-    IoEngine::Vsync,
-];
 #[allow(dead_code)]
 const URING: &[IoEngine] = &[IoEngine::IoUring];
 
@@ -1160,10 +1153,11 @@ pub static OPTIONS: &[OptDef] = &[
         Kind::Flag,
         "0",
         Engine,
-        engines & [IoEngine::Pvsync2],
-        "polled completions (RWF_HIPRI)",
+        engines & [IoEngine::Pvsync2, IoEngine::IoUring],
+        "polled completions (pvsync2: RWF_HIPRI; io_uring: IORING_SETUP_IOPOLL, EOPNOTSUPP unless the file's driver polls)",
         |j, v, _| {
             j.hipri = v.b();
+            j.uring.iopoll = v.b();
             Ok(())
         }
     ),
@@ -1412,8 +1406,7 @@ pub static OPTIONS: &[OptDef] = &[
         Kind::Int { min: 0, max: 65536 },
         "1",
         Engine,
-        engines ASYNC,
-        "completions waited for at once",
+        "completions waited for at once (io_uring, libaio, posixaio; the other engines complete each I/O in its call, so it changes nothing, as in fio)",
         |j, v, _| {
             j.iodepth_batch_complete_min = v.n() as u32;
             Ok(())
@@ -1425,7 +1418,6 @@ pub static OPTIONS: &[OptDef] = &[
         Kind::Int { min: 0, max: 65536 },
         "iodepth_batch_complete_min",
         Engine,
-        engines ASYNC,
         "completions taken at once at most",
         |j, v, _| {
             j.iodepth_batch_complete_max = v.n() as u32;
@@ -3444,5 +3436,52 @@ mod tests {
             }
         }
         let _ = URING_AIO;
+    }
+
+    /// The `engines` restriction is for fio's engine options only (an engine's own table in
+    /// fio 3.33's engines/*.c): fio's general options are accepted with every engine, and
+    /// `job options` lists engine options after the general ones.
+    #[test]
+    fn engine_limited_rows_are_fios_engine_options() {
+        let limited: Vec<&str> = OPTIONS
+            .iter()
+            .filter(|o| is_engine_option(o))
+            .map(|o| o.name)
+            .collect();
+        assert_eq!(
+            limited,
+            [
+                "hipri",
+                "registerfiles",
+                "fixedbufs",
+                "sqthread_poll",
+                "sqthread_poll_cpu",
+                "cmdprio_percentage",
+                "cmdprio_class",
+                "cmdprio",
+                "cmdprio_bssplit",
+            ]
+        );
+        // The order fio parses (and lists) a job file's options in.
+        let opts: Vec<RawOption> = ["filename", "hipri", "bs", "kb_base_unknown", "lockfile"]
+            .iter()
+            .map(|k| RawOption {
+                key: k.to_string(),
+                value: Some("1".into()),
+                origin: super::super::Origin {
+                    file: "t.fio".into(),
+                    line: 1,
+                },
+            })
+            .collect();
+        let keys = |v: Vec<&RawOption>| v.iter().map(|o| o.key.clone()).collect::<Vec<_>>();
+        assert_eq!(
+            keys(listing_order(&opts, true)),
+            ["lockfile", "bs", "kb_base_unknown", "filename", "hipri"]
+        );
+        assert_eq!(
+            keys(listing_order(&opts, false)),
+            ["filename", "hipri", "bs", "kb_base_unknown", "lockfile"]
+        );
     }
 }
