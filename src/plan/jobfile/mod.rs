@@ -444,6 +444,56 @@ impl UringOptions {
     }
 }
 
+/// The options fio 3.33 lets be written in zones (`offset=1z`): the count of zones each was
+/// given as (fio's `*_nz`; 0 = not in zones).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ZoneUnits {
+    /// size=Nz.
+    pub size: u32,
+    /// io_size=Nz.
+    pub io_size: u32,
+    /// offset=Nz.
+    pub offset: u32,
+    /// offset_increment=Nz.
+    pub offset_increment: u32,
+    /// zoneskip=Nz.
+    pub zoneskip: u32,
+}
+
+impl JobSpec {
+    /// fio's zbd_recalc_options_with_zone_granularity: a value given in zones becomes that many
+    /// zones of the job's zone size (zonesize= with zonemode=strided or zbd, whose zones over a
+    /// regular file or a non-zoned device are zonesize). Without a zone size, or for `0z`, the
+    /// value stays as the `z` left it (size and io_size not given, offset and the rest 0), as
+    /// in fio.
+    pub fn resolve_zone_units(&mut self) {
+        let zone = match self.zonemode {
+            Some(ZoneMode::Strided | ZoneMode::Zbd) => self.zonesize,
+            _ => 0,
+        };
+        if zone == 0 {
+            return;
+        }
+        let z = self.zone_units;
+        let bytes = |n: u32| Bytes(u64::from(n) * zone);
+        if z.size > 0 {
+            self.size = Some(SizeSpec::Bytes(bytes(z.size)));
+        }
+        if z.io_size > 0 {
+            self.io_size = Some(bytes(z.io_size));
+        }
+        if z.offset > 0 {
+            self.offset = SizeSpec::Bytes(bytes(z.offset));
+        }
+        if z.offset_increment > 0 {
+            self.offset_increment = bytes(z.offset_increment);
+        }
+        if z.zoneskip > 0 {
+            self.zoneskip = bytes(z.zoneskip).0;
+        }
+    }
+}
+
 /// One job (before `numjobs` cloning), every option typed and validated.
 #[derive(Clone, Debug, PartialEq)]
 pub struct JobSpec {
@@ -733,6 +783,9 @@ pub struct JobSpec {
     pub prioclass: Option<u32>,
     /// The libaio / io_uring per-command priority options (cmdprio_*).
     pub cmdprio: cmdprio::CmdPrioOptions,
+    /// Values given in zones (fio's `Nz`, FIO_OPT_STR_VAL_ZONE): size, io_size, offset,
+    /// offset_increment, zoneskip; made bytes by [`JobSpec::resolve_zone_units`].
+    pub zone_units: ZoneUnits,
     /// zonemode= as written (None: not given, which is fio's default none).
     pub zonemode: Option<ZoneMode>,
     /// zonesize= (0 = not given).
@@ -1052,6 +1105,7 @@ impl Default for JobSpec {
             prio: None,
             prioclass: None,
             cmdprio: cmdprio::CmdPrioOptions::default(),
+            zone_units: ZoneUnits::default(),
             zonemode: None,
             zonesize: 0,
             zonerange: 0,
@@ -1585,6 +1639,7 @@ pub fn build_jobs(sections: &[RawSection]) -> Result<JobSet, JobFileError> {
                 );
             }
         }
+        job.resolve_zone_units();
         if section.file_boundary {
             job.stonewall = true;
         }
@@ -1713,6 +1768,24 @@ mod tests {
         // fio's general options, with engines that take no use of them.
         let j = one("[global]\niodepth_batch_complete_min=2\n[j]\nsize=1m\nioengine=psync\n");
         assert_eq!(j.iodepth_batch_complete_min, 2);
+    }
+
+    #[test]
+    fn zone_values_are_counted_in_zonesize() {
+        let j = one(
+            "[j]\nzonemode=strided\nsize=2z\nio_size=3z\noffset=1z\noffset_increment=2z\nzoneskip=1z\nzonesize=256k\n",
+        );
+        assert_eq!(j.size, Some(SizeSpec::Bytes(Bytes(512 << 10))));
+        assert_eq!(j.io_size, Some(Bytes(768 << 10)));
+        assert_eq!(j.offset, SizeSpec::Bytes(Bytes(256 << 10)));
+        assert_eq!(j.offset_increment, Bytes(512 << 10));
+        assert_eq!(j.zoneskip, 256 << 10);
+        // No zone size: size stays unset (fio's size_nz with zone_size 0).
+        assert_eq!(one("[j]\nsize=2z\n").size, None);
+        for bad in ["size=1.5z", "offset=z", "io_size=k2z", "bs=1z"] {
+            let e = parse(&format!("[j]\nzonemode=strided\nzonesize=1m\n{bad}\n")).unwrap_err();
+            assert!(e.message.contains(&bad[..bad.find('=').unwrap()]), "{e}");
+        }
     }
 
     #[test]

@@ -1234,8 +1234,13 @@ pub static OPTIONS: &[OptDef] = &[
         Kind::Text,
         "0",
         Io,
-        "start of the I/O region in each file (bytes, or N% of the file)",
+        "start of the I/O region in each file (bytes, N% of the file, or Nz: N zones)",
         |j, v, o| {
+            if let Some(n) = zone_count(v.s(), o)? {
+                j.offset = SizeSpec::Bytes(Bytes(0));
+                j.zone_units.offset = n;
+                return Ok(());
+            }
             j.offset = match parse_size(v.s()) {
                 Ok(SizeValue::Bytes(b)) => SizeSpec::Bytes(b),
                 Ok(SizeValue::Percent(p)) if p <= 100 => SizeSpec::Percent(p as u32),
@@ -1253,27 +1258,38 @@ pub static OPTIONS: &[OptDef] = &[
     opt!(
         "offset_increment",
         [],
-        Kind::Size,
+        Kind::Text,
         "0",
         Io,
-        "added to offset for each clone (clone n starts at offset + n * increment)",
-        |j, v, _| {
-            j.offset_increment = v.size();
+        "added to offset for each clone (clone n starts at offset + n * increment; Nz: N zones)",
+        |j, v, o| {
+            if let Some(n) = zone_count(v.s(), o)? {
+                j.offset_increment = Bytes(0);
+                j.zone_units.offset_increment = n;
+                return Ok(());
+            }
+            j.offset_increment = size_value(o, value_of(o)?)?;
             Ok(())
         }
     ),
     opt!(
         "io_size",
         ["io_limit"],
-        Kind::Size,
+        Kind::Text,
         "size",
         Io,
-        "bytes of I/O per pass, when not the region's size",
+        "bytes of I/O per pass, when not the region's size (Nz: N zones)",
         |j, v, o| {
-            if v.size().0 == 0 {
+            if let Some(n) = zone_count(v.s(), o)? {
+                j.io_size = None;
+                j.zone_units.io_size = n;
+                return Ok(());
+            }
+            let b = size_value(o, value_of(o)?)?;
+            if b.0 == 0 {
                 return err(&o.origin, "option 'io_size' must be greater than 0");
             }
-            j.io_size = Some(v.size());
+            j.io_size = Some(b);
             Ok(())
         }
     ),
@@ -1980,12 +1996,17 @@ pub static OPTIONS: &[OptDef] = &[
     opt!(
         "zoneskip",
         [],
-        Kind::Size,
+        Kind::Text,
         "0",
         Io,
-        "bytes skipped between zones",
-        |j, v, _| {
-            j.zoneskip = v.size().0;
+        "bytes skipped between zones (Nz: N zones)",
+        |j, v, o| {
+            if let Some(n) = zone_count(v.s(), o)? {
+                j.zoneskip = 0;
+                j.zone_units.zoneskip = n;
+                return Ok(());
+            }
+            j.zoneskip = size_value(o, value_of(o)?)?.0;
             Ok(())
         }
     ),
@@ -3129,10 +3150,36 @@ fn set_steadystate(j: &mut JobSpec, v: Val<'_>, o: &RawOption) -> Result<(), Job
     Ok(())
 }
 
+/// fio's FIO_OPT_STR_VAL_ZONE: a value ending in `z` is a count of zones (strtoul's digits
+/// right before the `z`, kept as a 32-bit count as fio's cast); other text before it is fio's
+/// "unexpected zone value". `None`: not a zone value.
+pub(super) fn zone_count(v: &str, o: &RawOption) -> Result<Option<u32>, JobFileError> {
+    let t = v.trim();
+    let Some(num) = t.strip_suffix('z') else {
+        return Ok(None);
+    };
+    match num.parse::<u64>() {
+        Ok(n) if !num.starts_with('+') => Ok(Some(n as u32)),
+        _ => err(
+            &o.origin,
+            format!(
+                "option '{}': unexpected zone value '{t}' (N z: N zones of zonesize)",
+                o.key
+            ),
+        ),
+    }
+}
+
 fn set_size(j: &mut JobSpec, v: Val<'_>, o: &RawOption) -> Result<(), JobFileError> {
     let v = v.s();
     if v.is_empty() {
         return err(&o.origin, format!("option '{}' needs a value", o.key));
+    }
+    if let Some(n) = zone_count(v, o)? {
+        // fio's str_size_cb: size 0 (not given) until the zones are counted.
+        j.size = None;
+        j.zone_units.size = n;
+        return Ok(());
     }
     j.size = Some(match parse_size(v) {
         Ok(SizeValue::Bytes(b)) => SizeSpec::Bytes(b),
