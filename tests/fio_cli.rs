@@ -876,3 +876,125 @@ fn job_options_and_showcmd_list_options_as_fio() {
     // The line per file, with fio's trailing space.
     assert_eq!(seen[0][0].lines().count(), 2, "{}", seen[0][0]);
 }
+
+/// The file system calls of `job` on its file `s.dat` under `tool`, seen by strace: each
+/// open's sync flag, each fadvise advice but DONTNEED (invalidate), each fsync; sorted.
+fn file_calls(tool: &str, job: &str) -> Vec<String> {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("s.fio"), job).unwrap();
+    let mut cmd = std::process::Command::new("strace");
+    cmd.args(["-f", "-qq", "-e", "trace=open,openat,fadvise64,fsync"]);
+    if tool == "fio" {
+        cmd.arg("/usr/bin/fio");
+    } else {
+        cmd.arg(assert_cmd::cargo::cargo_bin("fsdelta")).arg("fio");
+    }
+    let out = cmd.arg("s.fio").current_dir(dir.path()).output().unwrap();
+    assert!(out.status.success(), "{tool}: {job}");
+    let mut calls: Vec<String> = String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .filter_map(|l| {
+            let l = l.split_once("] ").map_or(l, |(_, r)| r);
+            if (l.starts_with("open(") || l.starts_with("openat(")) && l.contains("s.dat\"") {
+                Some(if l.contains("O_DSYNC") {
+                    "open dsync"
+                } else if l.contains("O_SYNC") {
+                    "open sync"
+                } else {
+                    "open"
+                })
+            } else if l.starts_with("fadvise64(") && !l.contains("DONTNEED") {
+                Some(if l.contains("RANDOM") {
+                    "fadvise random"
+                } else {
+                    "fadvise sequential"
+                })
+            } else if l.starts_with("fsync(") {
+                Some("fsync")
+            } else {
+                None
+            }
+        })
+        .map(str::to_string)
+        .collect();
+    calls.sort();
+    calls
+}
+
+/// sync=, fadvise_hint= and create_fsync= reach the kernel as under fio 3.33 (the same opens,
+/// advice and fsyncs, by strace).
+#[test]
+fn sync_fadvise_hint_and_create_fsync_make_fios_calls() {
+    if !real_fio() || !common::require(Path::new("/usr/bin/strace").exists(), "strace") {
+        return;
+    }
+    for extra in [
+        "",
+        "sync=1\n",
+        "sync=dsync\nfadvise_hint=sequential\n",
+        "sync=none\nfadvise_hint=0\ncreate_fsync=0\n",
+        "rw=read\nfadvise_hint=random\n",
+        "rw=randread\nfadvise_hint=1\ncreate_fsync=1\n",
+        "rw=read\nfadvise_hint=1\n",
+    ] {
+        let job = format!("[s]\nrw=randwrite\nbs=4k\nsize=64k\nfilename=s.dat\n{extra}");
+        assert_eq!(
+            file_calls("fsdelta", &job),
+            file_calls("fio", &job),
+            "{job}"
+        );
+    }
+}
+
+/// fio options accepted with their default value, and refused otherwise with the option, file
+/// and line named; iodepth_batch / iodepth_low where they change nothing.
+#[test]
+fn default_only_options_are_accepted_or_refused_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |text: &str| {
+        std::fs::write(dir.path().join("o.fio"), text).unwrap();
+        fsdelta()
+            .current_dir(dir.path())
+            .args(["fio", "--parse-only", "o.fio"])
+            .output()
+            .unwrap()
+    };
+    let ok = "[j]\nsize=64k\nkb_base=1024\nunit_base=8\nsignificant_figures=4\nallow_file_create=1\n\
+              create_only=0\npre_read=0\noverwrite=0\nexitall_on_error=0\nthinktime_blocks_type=complete\n\
+              log_unix_epoch=0\nbwavgtime=500\niopsavgtime=500\ndisk_util=1\nmem=malloc\nlockfile=none\n\
+              iodepth=4\niodepth_batch_submit=8\niodepth_low=0\n\
+              [a]\nsize=64k\nioengine=io_uring\niodepth=8\niodepth_batch=1\niodepth_low=8\n";
+    let out = run(ok);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for (bad, line, what) in [
+        ("kb_base=1000", 3, "kb_base=1000"),
+        ("unit_base=1", 3, "unit_base=1"),
+        ("create_only=1", 3, "create_only=1"),
+        ("exitall_on_error", 3, "exitall_on_error=1"),
+        (
+            "thinktime_blocks_type=issue",
+            3,
+            "thinktime_blocks_type=issue",
+        ),
+        (
+            "ioengine=libaio\niodepth=8\niodepth_batch=4",
+            5,
+            "iodepth_batch=4",
+        ),
+        (
+            "ioengine=io_uring\niodepth=8\niodepth_low=2",
+            5,
+            "iodepth_low=2",
+        ),
+    ] {
+        let out = run(&format!("[j]\nsize=64k\n{bad}\n"));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{bad}");
+        assert!(err.contains(&format!("o.fio:{line}:")), "{bad}: {err}");
+        assert!(err.contains(what), "{bad}: {err}");
+    }
+}

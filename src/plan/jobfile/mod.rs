@@ -230,6 +230,30 @@ impl IoEngine {
     }
 }
 
+/// `fadvise_hint=`: the advice fio gives each file when it opens it (posix_fadvise).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FadviseHint {
+    /// 0: none.
+    None,
+    /// 1 (default): POSIX_FADV_RANDOM for a random job, SEQUENTIAL otherwise.
+    Workload,
+    /// POSIX_FADV_SEQUENTIAL.
+    Sequential,
+    /// POSIX_FADV_RANDOM.
+    Random,
+}
+
+/// `sync=`: the synchronous-I/O open flag of the job's files.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SyncIo {
+    /// none / 0 (default).
+    None,
+    /// sync / 1: O_SYNC.
+    Sync,
+    /// dsync: O_DSYNC.
+    Dsync,
+}
+
 /// `fallocate=`: how files are preallocated at layout.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Fallocate {
@@ -526,6 +550,18 @@ pub struct JobSpec {
     pub ioengine: IoEngine,
     /// I/Os in flight (async engines).
     pub iodepth: u32,
+    /// iodepth_batch (iodepth_batch_submit): I/Os submitted at once (fio's default 1; 0 or
+    /// more than iodepth: iodepth). Validated: only what makes 1 with a queueing engine.
+    pub iodepth_batch: u32,
+    /// iodepth_low: reap down to this depth when the queue is full (0: iodepth). Validated:
+    /// only what makes iodepth with a queueing engine.
+    pub iodepth_low: u32,
+    /// fadvise_hint: the posix_fadvise advice given when a file is opened.
+    pub fadvise_hint: FadviseHint,
+    /// create_fsync: fsync each file after laying it out (fio's default 1).
+    pub create_fsync: bool,
+    /// sync=: O_SYNC / O_DSYNC on the job's files.
+    pub sync_io: SyncIo,
     /// O_DIRECT.
     pub direct: bool,
     /// fsync every N writes (0 = never).
@@ -986,6 +1022,11 @@ impl Default for JobSpec {
             numjobs: 1,
             ioengine: IoEngine::Psync,
             iodepth: 1,
+            iodepth_batch: 1,
+            iodepth_low: 0,
+            fadvise_hint: FadviseHint::Workload,
+            create_fsync: true,
+            sync_io: SyncIo::None,
             direct: false,
             fsync: 0,
             fdatasync: 0,
@@ -1574,6 +1615,56 @@ fn validate(job: &JobSpec, origin: &Origin) -> Result<(), JobFileError> {
     Ok(())
 }
 
+/// iodepth_batch and iodepth_low as fio's fixup_options makes them (0 or more than iodepth:
+/// iodepth): this engine submits each I/O on its own and refills the queue as each completion
+/// frees a slot, which is fio's iodepth_batch=1 and iodepth_low=iodepth. Other values are
+/// refused for the engines that queue (io_uring, libaio, posixaio, and null, which queues in
+/// fio); the synchronous engines complete each I/O in its call, where neither changes anything.
+fn queue_options_check(
+    job: &JobSpec,
+    globals: &[RawOption],
+    section: &RawSection,
+) -> Result<(), JobFileError> {
+    if job.ioengine.is_sync() && job.ioengine != IoEngine::Null {
+        return Ok(());
+    }
+    let effective = |v: u32| {
+        if v == 0 || v > job.iodepth {
+            job.iodepth
+        } else {
+            v
+        }
+    };
+    let origin_of = |names: &[&str]| {
+        globals
+            .iter()
+            .chain(&section.options)
+            .rfind(|o| names.contains(&o.key.as_str()))
+            .map_or(section.origin.clone(), |o| o.origin.clone())
+    };
+    let batch = effective(job.iodepth_batch);
+    if batch != 1 {
+        return err(
+            &origin_of(&["iodepth_batch", "iodepth_batch_submit"]),
+            format!(
+                "job '{}': iodepth_batch={} with iodepth={} submits {batch} I/Os at once, which fsdelta's fio engine does not support (it submits each I/O on its own: fio's default iodepth_batch=1)",
+                job.name, job.iodepth_batch, job.iodepth
+            ),
+        );
+    }
+    let low = effective(job.iodepth_low);
+    if low != job.iodepth {
+        return err(
+            &origin_of(&["iodepth_low"]),
+            format!(
+                "job '{}': iodepth_low={} below iodepth={} is not supported by fsdelta's fio engine (it refills the queue as each I/O completes: fio's default iodepth_low=iodepth)",
+                job.name, job.iodepth_low, job.iodepth
+            ),
+        );
+    }
+    Ok(())
+}
+
 /// A section's options as fio lists them (`job options`, `global options`): canonical names,
 /// values as parsed, in fio's order (see [`options::listing_order`]); a bare flag's value is
 /// empty (fio's JSON leaves it out).
@@ -1640,6 +1731,7 @@ pub fn build_jobs(sections: &[RawSection]) -> Result<JobSet, JobFileError> {
             }
         }
         job.resolve_zone_units();
+        queue_options_check(&job, &globals, section)?;
         if section.file_boundary {
             job.stonewall = true;
         }
@@ -1768,6 +1860,36 @@ mod tests {
         // fio's general options, with engines that take no use of them.
         let j = one("[global]\niodepth_batch_complete_min=2\n[j]\nsize=1m\nioengine=psync\n");
         assert_eq!(j.iodepth_batch_complete_min, 2);
+    }
+
+    #[test]
+    fn fios_file_and_queue_options_parse() {
+        let j = one(
+            "[j]\nsize=1m\nfadvise_hint=random\ncreate_fsync=0\nsync=dsync\niodepth_batch_submit=4\niodepth_low=2\n",
+        );
+        assert_eq!(j.fadvise_hint, FadviseHint::Random);
+        assert!(!j.create_fsync);
+        assert_eq!(j.sync_io, SyncIo::Dsync);
+        assert_eq!((j.iodepth_batch, j.iodepth_low), (4, 2));
+        // Listed under fio's canonical name.
+        assert_eq!(j.job_options[4], ("iodepth_batch".into(), "4".into()));
+        let d = one("[j]\nsize=1m\n");
+        assert_eq!(
+            (d.fadvise_hint, d.create_fsync, d.sync_io),
+            (FadviseHint::Workload, true, SyncIo::None)
+        );
+        assert_eq!(one("[j]\nsize=1m\nsync=1\n").sync_io, SyncIo::Sync);
+        assert_eq!(
+            one("[j]\nsize=1m\nfadvise_hint=0\n").fadvise_hint,
+            FadviseHint::None
+        );
+        // iodepth_batch / iodepth_low that fio makes 1 / iodepth with a queueing engine.
+        one("[j]\nsize=1m\nioengine=libaio\niodepth=4\niodepth_batch=1\niodepth_low=9\n");
+        one("[j]\nsize=1m\nioengine=libaio\niodepth=1\niodepth_batch=4\n");
+        for bad in ["iodepth_batch=0", "iodepth_batch=2", "iodepth_low=3"] {
+            let e = parse(&format!("[j]\nsize=1m\nioengine=null\niodepth=4\n{bad}\n")).unwrap_err();
+            assert_eq!(e.origin.line, 5, "{e}");
+        }
     }
 
     #[test]
@@ -2197,6 +2319,11 @@ mod tests {
             ),
             (
                 "[j]\nsize=1m\ntrim_percentage=5\n",
+                3,
+                "option 'trim_percentage=5' is not supported by fsdelta's fio engine (verified blocks are not trimmed; accepted: 0)",
+            ),
+            (
+                "[j]\nsize=1m\ntrim_verify_zero=1\n",
                 3,
                 "supported options: name, description",
             ),

@@ -1144,8 +1144,8 @@ fn ensure_open(
     if setup.job.invalidate {
         files::invalidate(&fd, path)?;
     }
-    // fio's default fadvise_hint: tell the kernel the access pattern (readahead follows it).
-    files::access_hint(&fd, setup.job.rw.is_random(), setup.plan.files[fi].size);
+    // fio's fadvise_hint: tell the kernel the access pattern (readahead follows it).
+    files::access_hint(&fd, setup.job, setup.plan.files[fi].size);
     p.files[fi].fd_pos = 0;
     p.files[fi].blkdev = rustix::fs::fstat(&fd).is_ok_and(|m| {
         rustix::fs::FileType::from_raw_mode(m.st_mode) == rustix::fs::FileType::BlockDevice
