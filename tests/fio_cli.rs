@@ -998,3 +998,47 @@ fn default_only_options_are_accepted_or_refused_by_name() {
         assert!(err.contains(what), "{bad}: {err}");
     }
 }
+
+/// log_unix_epoch=1: every log line's time is Unix-epoch milliseconds within the run, as under
+/// fio 3.33, with as many lines (per-I/O lat logs and averaged bw logs).
+#[test]
+fn log_unix_epoch_stamps_log_lines_as_fio() {
+    if !real_fio() {
+        return;
+    }
+    let now_ms = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as u64
+    };
+    let job = "[e]\nrw=randwrite\nbs=4k\nsize=512k\nfilename=e.dat\nwrite_lat_log=e\n\
+               write_bw_log=e\nlog_avg_msec=1\nlog_unix_epoch=1\n";
+    let mut seen = Vec::new();
+    for tool in ["fio", "fsdelta"] {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("e.fio"), job).unwrap();
+        let t0 = now_ms();
+        tool_stdout(tool, dir.path(), &["e.fio"]);
+        let t1 = now_ms();
+        let mut lines = Vec::new();
+        for log in ["e_clat.1.log", "e_lat.1.log"] {
+            let text = std::fs::read_to_string(dir.path().join(log)).unwrap();
+            for l in text.lines() {
+                let ms: u64 = l.split(',').next().unwrap().trim().parse().unwrap();
+                assert!(
+                    (t0..=t1).contains(&ms),
+                    "{tool} {log}: {l} not in {t0}..={t1}"
+                );
+            }
+            lines.push(text.lines().count());
+        }
+        let bw = std::fs::read_to_string(dir.path().join("e_bw.1.log")).unwrap();
+        for l in bw.lines() {
+            let ms: u64 = l.split(',').next().unwrap().trim().parse().unwrap();
+            assert!((t0..=t1).contains(&ms), "{tool} bw: {l} not in {t0}..={t1}");
+        }
+        seen.push(lines);
+    }
+    assert_eq!(seen[1], seen[0]);
+}

@@ -805,6 +805,9 @@ pub struct JobSpec {
     pub log_hist_coarseness: u32,
     /// Log lines carry the I/O's offset (fio's log_offset).
     pub log_offset: bool,
+    /// log_unix_epoch: log times are Unix-epoch milliseconds (fio's alternate_epoch, taken
+    /// when the job's measured time starts), not milliseconds since then.
+    pub log_unix_epoch: bool,
     /// One log line per this many ms and direction, the window's average (log_avg_msec; 0: per I/O).
     pub log_avg_msec: u64,
     /// Averaged log lines carry the window's maximum instead (log_max_value).
@@ -1139,6 +1142,7 @@ impl Default for JobSpec {
             log_hist_coarseness: 0,
             iops_log: None,
             log_offset: false,
+            log_unix_epoch: false,
             log_avg_msec: 0,
             log_max: false,
             per_job_logs: true,
@@ -1610,6 +1614,17 @@ fn validate(job: &JobSpec, origin: &Origin) -> Result<(), JobFileError> {
     job.cmdprio
         .check([job.rw.reads(), job.rw.writes()])
         .or_else(|e| err(origin, format!("job '{}': {e}", job.name)))?;
+    if job.log_unix_epoch && job.latency_target.is_some() {
+        // The latency target's final run restarts the measured time: fio stamps the lines
+        // before it with the old epoch; ours are stamped with one epoch when written.
+        return err(
+            origin,
+            format!(
+                "job '{}': log_unix_epoch=1 with latency_target is not supported (use log_unix_epoch=0)",
+                job.name
+            ),
+        );
+    }
     // iodepth > 1 with a sync engine is accepted, as fio does; the engine runs at depth 1 and
     // the report says so.
     Ok(())
@@ -1879,6 +1894,8 @@ mod tests {
             (FadviseHint::Workload, true, SyncIo::None)
         );
         assert_eq!(one("[j]\nsize=1m\nsync=1\n").sync_io, SyncIo::Sync);
+        assert!(one("[j]\nsize=1m\nlog_unix_epoch=1\n").log_unix_epoch);
+        assert!(parse("[j]\nsize=1m\nlog_unix_epoch=1\nlatency_target=10ms\n").is_err());
         assert_eq!(
             one("[j]\nsize=1m\nfadvise_hint=0\n").fadvise_hint,
             FadviseHint::None

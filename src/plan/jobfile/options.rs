@@ -2354,8 +2354,11 @@ pub static OPTIONS: &[OptDef] = &[
         Kind::Bool,
         "0",
         Stat,
-        "log times since the Unix epoch: 0 only (fio's default: since the job started)",
-        |_, v, o| fio_bool_only(o, v.b(), false, "log times are since the job started")
+        "log times as Unix-epoch milliseconds (else since the job started)",
+        |j, v, _| {
+            j.log_unix_epoch = v.b();
+            Ok(())
+        }
     ),
     opt!(
         "log_alternate_epoch",

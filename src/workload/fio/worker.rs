@@ -1156,10 +1156,20 @@ fn ensure_open(
 }
 
 /// Timing phase of a clone: ramp, then measured.
+/// The Unix time in milliseconds (CLOCK_REALTIME, as fio's set_epoch_time).
+fn unix_ms_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
 struct Clock {
     sampler: super::stats::Sampler,
     started: Nanos,
     measured_from: Nanos,
+    /// The Unix time (ms) when measured_from was last set (fio's alternate_epoch, reset
+    /// with td->epoch), for log_unix_epoch.
+    measured_from_unix_ms: u64,
     ramping: bool,
     ramp: u64,
     runtime: Option<u64>,
@@ -1171,6 +1181,7 @@ impl Clock {
             sampler: super::stats::Sampler::new(now),
             started: now,
             measured_from: now,
+            measured_from_unix_ms: unix_ms_now(),
             ramping: !job.ramp_time.is_zero(),
             ramp: job.ramp_time.as_nanos() as u64,
             runtime: job.runtime.map(|d| d.as_nanos() as u64),
@@ -1183,6 +1194,7 @@ impl Clock {
         if self.ramping && (now - self.started).0 >= self.ramp {
             self.ramping = false;
             self.measured_from = now;
+            self.measured_from_unix_ms = unix_ms_now();
             self.sampler = super::stats::Sampler::new(now);
             return true;
         }
@@ -1437,6 +1449,9 @@ fn run_clone_on<T: TimeSource + Send>(
         }
     }
     drop(p);
+    if job.log_unix_epoch {
+        logs.set_epoch_ms(clock.measured_from_unix_ms);
+    }
     logs.finish(elapsed);
     logs.write()?;
     if job.unlink {
@@ -3483,6 +3498,7 @@ fn latency_step(
             *ru0 = super::stats::Rusage::thread();
             p.ramp_reset();
             clock.measured_from = now;
+            clock.measured_from_unix_ms = unix_ms_now();
             clock.sampler = super::stats::Sampler::new(now);
             false
         }
