@@ -1633,8 +1633,9 @@ fn validate(job: &JobSpec, origin: &Origin) -> Result<(), JobFileError> {
 /// iodepth_batch and iodepth_low as fio's fixup_options makes them (0 or more than iodepth:
 /// iodepth): this engine submits each I/O on its own and refills the queue as each completion
 /// frees a slot, which is fio's iodepth_batch=1 and iodepth_low=iodepth. Other values are
-/// refused for the engines that queue (io_uring, libaio, posixaio, and null, which queues in
-/// fio); the synchronous engines complete each I/O in its call, where neither changes anything.
+/// refused for the engines that queue (io_uring, libaio, posixaio, vsync, and null, which
+/// queues in fio); the synchronous engines complete each I/O in its call, where neither changes
+/// anything.
 fn queue_options_check(
     job: &JobSpec,
     globals: &[RawOption],

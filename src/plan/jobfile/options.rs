@@ -1422,7 +1422,7 @@ pub static OPTIONS: &[OptDef] = &[
         Kind::Int { min: 0, max: 65536 },
         "1",
         Engine,
-        "completions waited for at once (io_uring, libaio, posixaio; the other engines complete each I/O in its call, so it changes nothing, as in fio)",
+        "completions waited for at once (io_uring, libaio, posixaio, vsync; the other engines complete each I/O in its call, so it changes nothing, as in fio)",
         |j, v, _| {
             j.iodepth_batch_complete_min = v.n() as u32;
             Ok(())
