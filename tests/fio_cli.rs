@@ -780,3 +780,265 @@ fn unlink_each_loop_recreates_the_files_as_fio() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("unlink_each_loop with rw=randrw"));
 }
+
+/// Run `args` in `dir` under real fio (`tool` "fio") or fsdelta, with FOO=rand; stdout.
+fn tool_stdout(tool: &str, dir: &Path, args: &[&str]) -> String {
+    let mut cmd = if tool == "fio" {
+        std::process::Command::new("/usr/bin/fio")
+    } else {
+        let mut c = std::process::Command::new(assert_cmd::cargo::cargo_bin("fsdelta"));
+        c.arg("fio");
+        c
+    };
+    let out = cmd
+        .current_dir(dir)
+        .env("FOO", "rand")
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{tool} {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Every `"job options"` / `"global options"` block of a JSON report, as its text lines (a
+/// JSON object would fold fio's repeated keys), and whether each job has one.
+fn option_blocks(json: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut lines = json.lines();
+    while let Some(l) = lines.next() {
+        let t = l.trim();
+        if t.starts_with("\"jobname\"") {
+            out.push(t.to_string());
+        }
+        if t == "\"job options\" : {" || t == "\"global options\" : {" {
+            out.push(t.to_string());
+            for l in lines.by_ref() {
+                let t = l.trim();
+                out.push(t.to_string());
+                if t.starts_with('}') {
+                    break;
+                }
+            }
+        }
+    }
+    out
+}
+
+/// fio lists options by their canonical names (not the alias written), values as parsed
+/// (`${VAR}` and bc's result for keyword arithmetic), in its parse order (lockfile first,
+/// filename last, engine options after the others), `name` for a command-line job, and no
+/// "job options" for a section that sets none; --showcmd prints one line per job file.
+#[test]
+fn job_options_and_showcmd_list_options_as_fio() {
+    if !real_fio() {
+        return;
+    }
+    let a = "[global]\nreadwrite=read\nioengine=psync\nsize=64k\n\
+             [j1]\nfilename=j1.dat\nblocksize=4k\nnr_files=1\nio_limit=32k\ntimeout=10\n\
+             lockfile=none\nsize=4*1024*$ncpus\nrw=${FOO}read\n\
+             [j2]\n\
+             [j3]\nioengine=io_uring\nregisterfiles\nbs=4k\nbs=8k\niodepth=2*$ncpus/2\nnorandommap\n";
+    let b = "[x]\nbs=8k\nsize=64k\ndescription=two words\n";
+    let mut seen: Vec<Vec<String>> = Vec::new();
+    for tool in ["fio", "fsdelta"] {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.fio"), a).unwrap();
+        std::fs::write(dir.path().join("b.fio"), b).unwrap();
+        let mut v = vec![tool_stdout(
+            tool,
+            dir.path(),
+            &["--showcmd", "a.fio", "b.fio"],
+        )];
+        v.extend(option_blocks(&tool_stdout(
+            tool,
+            dir.path(),
+            &["--output-format=json", "a.fio"],
+        )));
+        v.extend(option_blocks(&tool_stdout(
+            tool,
+            dir.path(),
+            &[
+                "--output-format=json",
+                "--size=64k",
+                "--readwrite=read",
+                "--name=x",
+                "--blocksize=8k",
+                "--name=y",
+            ],
+        )));
+        seen.push(v);
+    }
+    assert_eq!(seen[1], seen[0]);
+    // The line per file, with fio's trailing space.
+    assert_eq!(seen[0][0].lines().count(), 2, "{}", seen[0][0]);
+}
+
+/// The file system calls of `job` on its file `s.dat` under `tool`, seen by strace: each
+/// open's sync flag, each fadvise advice but DONTNEED (invalidate), each fsync; sorted.
+fn file_calls(tool: &str, job: &str) -> Vec<String> {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("s.fio"), job).unwrap();
+    let mut cmd = std::process::Command::new("strace");
+    cmd.args(["-f", "-qq", "-e", "trace=open,openat,fadvise64,fsync"]);
+    if tool == "fio" {
+        cmd.arg("/usr/bin/fio");
+    } else {
+        cmd.arg(assert_cmd::cargo::cargo_bin("fsdelta")).arg("fio");
+    }
+    let out = cmd.arg("s.fio").current_dir(dir.path()).output().unwrap();
+    assert!(out.status.success(), "{tool}: {job}");
+    let mut calls: Vec<String> = String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .filter_map(|l| {
+            let l = l.split_once("] ").map_or(l, |(_, r)| r);
+            if (l.starts_with("open(") || l.starts_with("openat(")) && l.contains("s.dat\"") {
+                Some(if l.contains("O_DSYNC") {
+                    "open dsync"
+                } else if l.contains("O_SYNC") {
+                    "open sync"
+                } else {
+                    "open"
+                })
+            } else if l.starts_with("fadvise64(") && !l.contains("DONTNEED") {
+                Some(if l.contains("RANDOM") {
+                    "fadvise random"
+                } else {
+                    "fadvise sequential"
+                })
+            } else if l.starts_with("fsync(") {
+                Some("fsync")
+            } else {
+                None
+            }
+        })
+        .map(str::to_string)
+        .collect();
+    calls.sort();
+    calls
+}
+
+/// sync=, fadvise_hint= and create_fsync= reach the kernel as under fio 3.33 (the same opens,
+/// advice and fsyncs, by strace).
+#[test]
+fn sync_fadvise_hint_and_create_fsync_make_fios_calls() {
+    if !real_fio() || !common::require(Path::new("/usr/bin/strace").exists(), "strace") {
+        return;
+    }
+    for extra in [
+        "",
+        "sync=1\n",
+        "sync=dsync\nfadvise_hint=sequential\n",
+        "sync=none\nfadvise_hint=0\ncreate_fsync=0\n",
+        "rw=read\nfadvise_hint=random\n",
+        "rw=randread\nfadvise_hint=1\ncreate_fsync=1\n",
+        "rw=read\nfadvise_hint=1\n",
+    ] {
+        let job = format!("[s]\nrw=randwrite\nbs=4k\nsize=64k\nfilename=s.dat\n{extra}");
+        assert_eq!(
+            file_calls("fsdelta", &job),
+            file_calls("fio", &job),
+            "{job}"
+        );
+    }
+}
+
+/// fio options accepted with their default value, and refused otherwise with the option, file
+/// and line named; iodepth_batch / iodepth_low where they change nothing.
+#[test]
+fn default_only_options_are_accepted_or_refused_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |text: &str| {
+        std::fs::write(dir.path().join("o.fio"), text).unwrap();
+        fsdelta()
+            .current_dir(dir.path())
+            .args(["fio", "--parse-only", "o.fio"])
+            .output()
+            .unwrap()
+    };
+    let ok = "[j]\nsize=64k\nkb_base=1024\nunit_base=8\nsignificant_figures=4\nallow_file_create=1\n\
+              create_only=0\npre_read=0\noverwrite=0\nexitall_on_error=0\nthinktime_blocks_type=complete\n\
+              log_unix_epoch=0\nbwavgtime=500\niopsavgtime=500\ndisk_util=1\nmem=malloc\nlockfile=none\n\
+              iodepth=4\niodepth_batch_submit=8\niodepth_low=0\n\
+              [a]\nsize=64k\nioengine=io_uring\niodepth=8\niodepth_batch=1\niodepth_low=8\n";
+    let out = run(ok);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for (bad, line, what) in [
+        ("kb_base=1000", 3, "kb_base=1000"),
+        ("unit_base=1", 3, "unit_base=1"),
+        ("create_only=1", 3, "create_only=1"),
+        ("exitall_on_error", 3, "exitall_on_error=1"),
+        (
+            "thinktime_blocks_type=issue",
+            3,
+            "thinktime_blocks_type=issue",
+        ),
+        (
+            "ioengine=libaio\niodepth=8\niodepth_batch=4",
+            5,
+            "iodepth_batch=4",
+        ),
+        (
+            "ioengine=io_uring\niodepth=8\niodepth_low=2",
+            5,
+            "iodepth_low=2",
+        ),
+    ] {
+        let out = run(&format!("[j]\nsize=64k\n{bad}\n"));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{bad}");
+        assert!(err.contains(&format!("o.fio:{line}:")), "{bad}: {err}");
+        assert!(err.contains(what), "{bad}: {err}");
+    }
+}
+
+/// log_unix_epoch=1: every log line's time is Unix-epoch milliseconds within the run, as under
+/// fio 3.33, with as many lines (per-I/O lat logs and averaged bw logs).
+#[test]
+fn log_unix_epoch_stamps_log_lines_as_fio() {
+    if !real_fio() {
+        return;
+    }
+    let now_ms = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as u64
+    };
+    let job = "[e]\nrw=randwrite\nbs=4k\nsize=512k\nfilename=e.dat\nwrite_lat_log=e\n\
+               write_bw_log=e\nlog_avg_msec=1\nlog_unix_epoch=1\n";
+    let mut seen = Vec::new();
+    for tool in ["fio", "fsdelta"] {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("e.fio"), job).unwrap();
+        let t0 = now_ms();
+        tool_stdout(tool, dir.path(), &["e.fio"]);
+        let t1 = now_ms();
+        let mut lines = Vec::new();
+        for log in ["e_clat.1.log", "e_lat.1.log"] {
+            let text = std::fs::read_to_string(dir.path().join(log)).unwrap();
+            for l in text.lines() {
+                let ms: u64 = l.split(',').next().unwrap().trim().parse().unwrap();
+                assert!(
+                    (t0..=t1).contains(&ms),
+                    "{tool} {log}: {l} not in {t0}..={t1}"
+                );
+            }
+            lines.push(text.lines().count());
+        }
+        let bw = std::fs::read_to_string(dir.path().join("e_bw.1.log")).unwrap();
+        for l in bw.lines() {
+            let ms: u64 = l.split(',').next().unwrap().trim().parse().unwrap();
+            assert!((t0..=t1).contains(&ms), "{tool} bw: {l} not in {t0}..={t1}");
+        }
+        seen.push(lines);
+    }
+    assert_eq!(seen[1], seen[0]);
+}

@@ -249,3 +249,38 @@ fn fixedbufs_beyond_memlock_fails_as_fio() {
         "{ferr}"
     );
 }
+
+/// fio's io_uring `hipri` is IORING_SETUP_IOPOLL: hipri=0 runs as without it, and hipri=1
+/// polls, so I/O to a file whose driver does not poll (ext4 or tmpfs files, a block device
+/// without poll queues) fails with EOPNOTSUPP: under both tools the same job error, exit status
+/// and I/O counts, buffered and direct. Also iodepth_batch_complete_min/max, general options
+/// in fio, are accepted with psync and null and change nothing, as in fio.
+#[test]
+fn hipri_polls_and_batch_options_are_general_as_in_fio() {
+    if !common::require(have_fio(), "/usr/bin/fio") || !common::require(have_uring(), "io_uring") {
+        return;
+    }
+    let jobs = [
+        "[j]\nioengine=io_uring\nrw=randread\nsize=256k\nhipri=0\niodepth=4\n",
+        "[j]\nioengine=io_uring\nrw=randread\nsize=256k\nhipri=1\n",
+        "[j]\nioengine=io_uring\nrw=write\nsize=256k\nhipri\ndirect=1\niodepth=4\n",
+        "[global]\niodepth_batch_complete_min=2\niodepth_batch_complete_max=4\n[j]\nioengine=psync\nrw=randwrite\nsize=256k\niodepth=4\n",
+        "[global]\niodepth_batch_complete_min=4\n[j]\nioengine=null\nrw=read\nsize=1m\niodepth=8\n",
+    ];
+    for job in jobs {
+        let mut seen = Vec::new();
+        for tool in ["fio", "fsdelta"] {
+            let dir = tempfile::tempdir().unwrap();
+            let out = common::tool_json(tool, dir.path(), job);
+            let v = common::json_of(&out.stdout);
+            let j = &v["jobs"][0];
+            seen.push((
+                out.status.code(),
+                j["error"].clone(),
+                common::fio_counts(&v, 0),
+                j["iodepth_level"].clone(),
+            ));
+        }
+        assert_eq!(seen[1], seen[0], "{job}");
+    }
+}

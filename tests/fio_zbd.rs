@@ -183,3 +183,59 @@ fn a_time_based_read_of_empty_zones_ends_at_its_runtime() {
         );
     }
 }
+
+/// fio's `z` suffix (FIO_OPT_STR_VAL_ZONE): size, io_size, offset, offset_increment and
+/// zoneskip may be counted in zones of zonesize, with zonemode=zbd or strided; without a zone
+/// size `size=2z` leaves size unset (the job covers the existing file), as fio. The same bytes
+/// and I/Os as under real fio, and the same files left; `1.5z` is refused by both.
+#[test]
+fn zone_suffix_counts_in_zones_as_fio() {
+    if !common::require(
+        Command::new("fio").arg("--version").output().is_ok(),
+        "/usr/bin/fio",
+    ) {
+        return;
+    }
+    let cases = [
+        "zonemode=zbd\nzonesize=1m\nsize=2z\n",
+        "zonemode=zbd\nzonesize=512k\nsize=3z\nrw=randwrite\n",
+        "zonemode=strided\nzonesize=1m\nzonerange=2m\nsize=2z\noffset=1z\n",
+        "zonemode=strided\nzonesize=256k\nzoneskip=1z\nsize=2m\nio_size=2z\n",
+        "zonemode=strided\nzonesize=256k\nsize=1m\noffset_increment=1z\nio_size=256k\nnumjobs=2\n",
+        "size=2z\n",
+    ];
+    for extra in cases {
+        let job = format!("[z]\nrw=write\nbs=64k\nfilename=z.dat\n{extra}");
+        let mut seen = Vec::new();
+        for tool in ["fio", "fsdelta"] {
+            let dir = tempfile::tempdir().unwrap();
+            let f = std::fs::File::create(dir.path().join("z.dat")).unwrap();
+            f.set_len(4 << 20).unwrap();
+            let out = common::tool_json(tool, dir.path(), &job);
+            assert!(
+                out.status.success(),
+                "{tool}: {job}\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let v = common::json_of(&out.stdout);
+            let n = v["jobs"].as_array().unwrap().len();
+            let counts: Vec<_> = (0..n).map(|i| common::fio_counts(&v, i)).collect();
+            let len = std::fs::metadata(dir.path().join("z.dat")).unwrap().len();
+            seen.push((counts, len));
+        }
+        assert_eq!(seen[1], seen[0], "{job}");
+    }
+    for tool in ["fio", "fsdelta"] {
+        let dir = tempfile::tempdir().unwrap();
+        let out = common::tool_json(
+            tool,
+            dir.path(),
+            "[z]\nrw=write\nfilename=z.dat\nsize=1.5z\n",
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("unexpected zone value '1.5z'"),
+            "{tool}: {err}"
+        );
+    }
+}

@@ -273,22 +273,45 @@ pub fn load_sections(a: &FioArgs) -> Result<Vec<RawSection>, String> {
     Ok(sections)
 }
 
-/// fio's --showcmd: each job file as the command line that runs the same jobs.
-pub fn showcmd(sections: &[RawSection]) -> String {
-    let mut out = String::from("fio");
-    for s in sections {
-        if !s.is_global() {
-            out.push_str(&format!(" --name={}", s.name));
+/// fio's --showcmd for one job file's sections: `fio `, then per section `--name=NAME ` (not
+/// for [global]) and its options as fio lists them (canonical names, values as parsed, fio's
+/// order): `--key=value ` or, for a bare flag, `--key ` (`--description="..." ` quoted), and a
+/// newline. Each option is checked as a run would (an unknown option is an error naming it).
+pub fn showcmd(sections: &[RawSection]) -> Result<String, JobFileError> {
+    let mut out = String::new();
+    for (n, s) in sections.iter().enumerate() {
+        if n == 0 {
+            out.push_str("fio ");
         }
-        for o in &s.options {
+        if !s.is_global() {
+            out.push_str(&format!("--name={} ", s.name));
+        }
+        for o in jobfile::options::listing_order(&s.options, true) {
+            jobfile::options::apply(&mut jobfile::JobSpec::default(), o)?;
+            let name = jobfile::options::shown_name(&o.key);
+            let q = if name == "description" { "\"" } else { "" };
             match &o.value {
-                Some(v) => out.push_str(&format!(" --{}={v}", o.key)),
-                None => out.push_str(&format!(" --{}", o.key)),
+                Some(v) => out.push_str(&format!("--{name}={q}{v}{q} ")),
+                None => out.push_str(&format!("--{name} ")),
             }
         }
     }
     out.push('\n');
-    out
+    Ok(out)
+}
+
+/// --showcmd: one line per job file, as fio (the command line's own jobs are not shown).
+fn showcmd_files(a: &FioArgs) -> Result<String, String> {
+    let mut out = String::new();
+    for f in &a.job_files {
+        let text = jobfile::read_job_source(std::path::Path::new(f))?;
+        let mut s = jobfile::parse_ini(&text, f, &SystemSources).map_err(|e| e.to_string())?;
+        if !a.sections.is_empty() {
+            s.retain(|x| x.is_global() || a.sections.contains(&x.name));
+        }
+        out.push_str(&showcmd(&s).map_err(|e| e.to_string())?);
+    }
+    Ok(out)
 }
 
 /// Check before running that `--output` can be written (issue: a run must not be lost because
@@ -417,8 +440,16 @@ pub fn main(args: &[String]) -> i32 {
         }
     };
     if a.showcmd {
-        print!("{}", showcmd(&sections));
-        return 0;
+        match showcmd_files(&a) {
+            Ok(text) => {
+                print!("{text}");
+                return 0;
+            }
+            Err(e) => {
+                eprintln!("fsdelta fio: {e}");
+                return 2;
+            }
+        }
     }
     let mut set = match jobfile::build_jobs(&sections) {
         Ok(set) => set,
@@ -741,9 +772,23 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            showcmd(&secs),
-            "fio --bs=8k --name=a --size=1m --time_based\n"
+            showcmd(&secs).unwrap(),
+            "fio --bs=8k --name=a --size=1m --time_based \n"
         );
+        // fio's canonical names, its order (lockfile first, filename last, engine options
+        // after the rest) and the value as parsed.
+        let secs = jobfile::parse_ini(
+            "[j]\nfilename=/tmp/x\nioengine=io_uring\nregisterfiles\nreadwrite=read\nblocksize=4k\nnr_files=1\nio_limit=64k\ntimeout=1\nlockfile=none\nsize=4*1024*2*$pagesize/4096\ndescription=a b\n",
+            "t.fio",
+            &SystemSources,
+        )
+        .unwrap();
+        assert_eq!(
+            showcmd(&secs).unwrap(),
+            "fio --name=j --lockfile=none --ioengine=io_uring --rw=read --bs=4k --nrfiles=1 --io_size=64k --runtime=1 --size=8192 --description=\"a b\" --filename=/tmp/x --registerfiles \n"
+        );
+        let bad = jobfile::parse_ini("[j]\nno_such=1\n", "t.fio", &SystemSources).unwrap();
+        assert!(showcmd(&bad).unwrap_err().to_string().contains("no_such"));
     }
 
     #[test]

@@ -335,7 +335,12 @@ fn job_json(run: &FioRun, r: &JobResult, groups: &[(u32, [GroupDir; 3])], plus: 
         ("error", int(st.errors.reported.as_ref().map_or(0, |e| e.0))),
         ("eta", int(2147483647)),
         ("elapsed", int(r.elapsed_s)),
-        ("job options", options),
+    ];
+    // fio leaves "job options" out for a job whose section set none (json_add_job_opts).
+    if !spec.job_options.is_empty() {
+        pairs.push(("job options", options));
+    }
+    pairs.extend([
         (
             "read",
             dir_json(&st.dir[READ], spec, g[READ].agg_bw(), st.datasync_ios, plus),
@@ -410,7 +415,7 @@ fn job_json(run: &FioRun, r: &JobResult, groups: &[(u32, [GroupDir; 3])], plus: 
             J::Str(st.clock.source.unwrap_or_default().fio_name().to_string()),
         ),
         ("clocksource_drift_ppm", J::Float(st.clock.drift_ppm)),
-    ];
+    ]);
     // fio's show_thread_status_json: with continue_on_error, the count and the first error
     // after the latency buckets.
     if spec.continue_on_error != 0 {

@@ -316,6 +316,116 @@ impl ExprParser<'_> {
     }
 }
 
+/// fio's `bc_calc`: a value that held `$mb_memory`, `$pagesize` or `$ncpus` and has `+ - * /`
+/// (and no `'`) is piped through `bc`, whose result (a whole number: bc's default scale is 0,
+/// so every `/` truncates) replaces the value, in the job and in fio's `job options`.
+/// `None` when bc would not print a number (a suffix such as `4k`, a division by zero, text).
+pub fn bc_calc(value: &str) -> Option<i128> {
+    let v = value.trim();
+    if !v.contains(['+', '-', '*', '/']) || v.contains('\'') {
+        return None;
+    }
+    let mut b = Bc {
+        s: v.as_bytes(),
+        pos: 0,
+    };
+    let n = b.sum()?;
+    b.skip();
+    (b.pos == b.s.len()).then_some(n)
+}
+
+/// bc's integer grammar: `+ -` below `* / %` below `^` (right-assoc.) below unary minus.
+struct Bc<'a> {
+    s: &'a [u8],
+    pos: usize,
+}
+
+impl Bc<'_> {
+    fn skip(&mut self) {
+        while self
+            .s
+            .get(self.pos)
+            .is_some_and(|c| c.is_ascii_whitespace())
+        {
+            self.pos += 1;
+        }
+    }
+    fn peek(&mut self) -> Option<u8> {
+        self.skip();
+        self.s.get(self.pos).copied()
+    }
+    fn sum(&mut self) -> Option<i128> {
+        let mut v = self.product()?;
+        while let Some(c @ (b'+' | b'-')) = self.peek() {
+            self.pos += 1;
+            let r = self.product()?;
+            v = if c == b'+' {
+                v.checked_add(r)?
+            } else {
+                v.checked_sub(r)?
+            };
+        }
+        Some(v)
+    }
+    fn product(&mut self) -> Option<i128> {
+        let mut v = self.power()?;
+        while let Some(c @ (b'*' | b'/' | b'%')) = self.peek() {
+            self.pos += 1;
+            let r = self.power()?;
+            v = match c {
+                b'*' => v.checked_mul(r)?,
+                b'/' => v.checked_div(r)?,
+                _ => v.checked_rem(r)?,
+            };
+        }
+        Some(v)
+    }
+    fn power(&mut self) -> Option<i128> {
+        let base = self.unary()?;
+        if self.peek() == Some(b'^') {
+            self.pos += 1;
+            let e = self.power()?;
+            return match u32::try_from(e) {
+                Ok(e) => base.checked_pow(e),
+                // bc: a negative exponent at scale 0 is 0 (1 for a base of 1 or -1).
+                Err(_) if e < 0 => Some(match base {
+                    1 => 1,
+                    -1 if e % 2 == 0 => 1,
+                    -1 => -1,
+                    _ => 0,
+                }),
+                Err(_) => None,
+            };
+        }
+        Some(base)
+    }
+    fn unary(&mut self) -> Option<i128> {
+        match self.peek()? {
+            b'-' => {
+                self.pos += 1;
+                self.unary()?.checked_neg()
+            }
+            b'(' => {
+                self.pos += 1;
+                let v = self.sum()?;
+                (self.peek() == Some(b')')).then(|| self.pos += 1)?;
+                Some(v)
+            }
+            c if c.is_ascii_digit() => {
+                let start = self.pos;
+                while self.s.get(self.pos).is_some_and(u8::is_ascii_digit) {
+                    self.pos += 1;
+                }
+                std::str::from_utf8(&self.s[start..self.pos])
+                    .ok()?
+                    .parse()
+                    .ok()
+            }
+            _ => None,
+        }
+    }
+}
+
 /// Whether a value holds fio's arithmetic outside parentheses (`5*1024*64/8`): fio evaluates
 /// such a value after substituting `$mb_memory`, `$pagesize` or `$ncpus`.
 pub fn wrap_arithmetic(value: &str) -> String {
@@ -374,6 +484,23 @@ mod tests {
         assert_eq!(parse_number("2k").unwrap(), 2048);
         assert!(parse_number("two").is_err());
         assert!(parse_number("").is_err());
+    }
+
+    #[test]
+    fn bc_calc_is_bcs_integer_arithmetic() {
+        assert_eq!(bc_calc("4*1024*2"), Some(8192));
+        // scale 0: each division truncates, as bc's.
+        assert_eq!(bc_calc("5*1024*3/8"), Some(1920));
+        assert_eq!(bc_calc("7/2*2"), Some(6));
+        assert_eq!(bc_calc("2^3^2+0"), Some(512));
+        assert_eq!(bc_calc("(1+2)*3 - 10 % 4"), Some(7));
+        assert_eq!(bc_calc("2-5"), Some(-3));
+        // Not bc's: suffixes, division by zero, no arithmetic, quotes.
+        assert_eq!(bc_calc("4k*2"), None);
+        assert_eq!(bc_calc("4/0"), None);
+        assert_eq!(bc_calc("4096"), None);
+        assert_eq!(bc_calc("'1+1'"), None);
+        assert_eq!(bc_calc("(1+2"), None);
     }
 
     #[test]

@@ -10,6 +10,9 @@
 use super::{JobFileError, Origin, RawOption, RawSection, err, expr, options};
 use std::io::Read;
 
+/// The origin's file name of options from fio's command-line job form.
+pub const COMMAND_LINE: &str = "command line";
+
 /// The largest job or include file read (a job file is text; /dev/zero is not one).
 pub const MAX_JOB_FILE: u64 = 64 << 20;
 
@@ -140,7 +143,9 @@ fn expand_env(
 const KEYWORDS: [&str; 3] = ["$pagesize", "$mb_memory", "$ncpus"];
 
 /// Replace fio's keywords in an option's value; a value that then holds arithmetic is
-/// evaluated as fio's bc_calc does (it is wrapped in parentheses for [`expr`]).
+/// evaluated as fio's bc_calc does: the value becomes bc's whole number (so the job and its
+/// `job options` hold `8192` for `4*1024*$ncpus`, as fio's). Arithmetic bc cannot read (`4k*$ncpus`,
+/// which fio refuses) is kept for [`expr`], wrapped in parentheses.
 fn substitute_keywords(
     value: &str,
     sources: &dyn Sources,
@@ -157,7 +162,11 @@ fn substitute_keywords(
             any = true;
         }
     }
-    Ok(if any { expr::wrap_arithmetic(&v) } else { v })
+    Ok(match (any, expr::bc_calc(&v)) {
+        (true, Some(n)) => n.to_string(),
+        (true, None) => expr::wrap_arithmetic(&v),
+        (false, _) => v,
+    })
 }
 
 /// Cut a line at the first `;` or `#` (fio strips inline comments) and trim it.
@@ -295,7 +304,7 @@ pub fn parse_cmdline(
     let mut sections = vec![RawSection {
         name: "global".to_string(),
         origin: Origin {
-            file: "command line".to_string(),
+            file: COMMAND_LINE.to_string(),
             line: 0,
         },
         options: Vec::new(),
@@ -306,7 +315,7 @@ pub fn parse_cmdline(
     let mut warnings = Vec::new();
     while i < args.len() {
         let origin = Origin {
-            file: "command line".to_string(),
+            file: COMMAND_LINE.to_string(),
             line: i + 1,
         };
         let arg = expand_env(&args[i], sources, &origin, &mut warnings);
@@ -330,10 +339,15 @@ pub fn parse_cmdline(
             let Some(name) = value.clone().filter(|v| !v.is_empty()) else {
                 return err(&origin, "--name needs a value");
             };
+            // fio parses --name as an option of the job it starts: its `job options` list it.
             sections.push(RawSection {
                 name,
                 origin: origin.clone(),
-                options: Vec::new(),
+                options: vec![RawOption {
+                    key,
+                    value,
+                    origin: origin.clone(),
+                }],
                 file_boundary: false,
                 warnings: Vec::new(),
             });

@@ -230,6 +230,30 @@ impl IoEngine {
     }
 }
 
+/// `fadvise_hint=`: the advice fio gives each file when it opens it (posix_fadvise).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FadviseHint {
+    /// 0: none.
+    None,
+    /// 1 (default): POSIX_FADV_RANDOM for a random job, SEQUENTIAL otherwise.
+    Workload,
+    /// POSIX_FADV_SEQUENTIAL.
+    Sequential,
+    /// POSIX_FADV_RANDOM.
+    Random,
+}
+
+/// `sync=`: the synchronous-I/O open flag of the job's files.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SyncIo {
+    /// none / 0 (default).
+    None,
+    /// sync / 1: O_SYNC.
+    Sync,
+    /// dsync: O_DSYNC.
+    Dsync,
+}
+
 /// `fallocate=`: how files are preallocated at layout.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Fallocate {
@@ -423,6 +447,10 @@ pub struct UringOptions {
     pub sqthread_poll: bool,
     /// `sqthread_poll_cpu`: IORING_SETUP_SQ_AFF, the SQ thread's CPU (with sqthread_poll).
     pub sqthread_poll_cpu: Option<u32>,
+    /// `hipri`: IORING_SETUP_IOPOLL, completions are polled for (fio's io_uring hipri). Only
+    /// files whose driver polls (O_DIRECT on a block device with poll queues) accept I/O on
+    /// such a ring; others fail each I/O with EOPNOTSUPP, as under fio.
+    pub iopoll: bool,
 }
 
 impl UringOptions {
@@ -437,6 +465,56 @@ impl UringOptions {
             || self.fixedbufs
             || self.sqthread_poll
             || self.sqthread_poll_cpu.is_some()
+    }
+}
+
+/// The options fio 3.33 lets be written in zones (`offset=1z`): the count of zones each was
+/// given as (fio's `*_nz`; 0 = not in zones).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ZoneUnits {
+    /// size=Nz.
+    pub size: u32,
+    /// io_size=Nz.
+    pub io_size: u32,
+    /// offset=Nz.
+    pub offset: u32,
+    /// offset_increment=Nz.
+    pub offset_increment: u32,
+    /// zoneskip=Nz.
+    pub zoneskip: u32,
+}
+
+impl JobSpec {
+    /// fio's zbd_recalc_options_with_zone_granularity: a value given in zones becomes that many
+    /// zones of the job's zone size (zonesize= with zonemode=strided or zbd, whose zones over a
+    /// regular file or a non-zoned device are zonesize). Without a zone size, or for `0z`, the
+    /// value stays as the `z` left it (size and io_size not given, offset and the rest 0), as
+    /// in fio.
+    pub fn resolve_zone_units(&mut self) {
+        let zone = match self.zonemode {
+            Some(ZoneMode::Strided | ZoneMode::Zbd) => self.zonesize,
+            _ => 0,
+        };
+        if zone == 0 {
+            return;
+        }
+        let z = self.zone_units;
+        let bytes = |n: u32| Bytes(u64::from(n) * zone);
+        if z.size > 0 {
+            self.size = Some(SizeSpec::Bytes(bytes(z.size)));
+        }
+        if z.io_size > 0 {
+            self.io_size = Some(bytes(z.io_size));
+        }
+        if z.offset > 0 {
+            self.offset = SizeSpec::Bytes(bytes(z.offset));
+        }
+        if z.offset_increment > 0 {
+            self.offset_increment = bytes(z.offset_increment);
+        }
+        if z.zoneskip > 0 {
+            self.zoneskip = bytes(z.zoneskip).0;
+        }
     }
 }
 
@@ -472,6 +550,18 @@ pub struct JobSpec {
     pub ioengine: IoEngine,
     /// I/Os in flight (async engines).
     pub iodepth: u32,
+    /// iodepth_batch (iodepth_batch_submit): I/Os submitted at once (fio's default 1; 0 or
+    /// more than iodepth: iodepth). Validated: only what makes 1 with a queueing engine.
+    pub iodepth_batch: u32,
+    /// iodepth_low: reap down to this depth when the queue is full (0: iodepth). Validated:
+    /// only what makes iodepth with a queueing engine.
+    pub iodepth_low: u32,
+    /// fadvise_hint: the posix_fadvise advice given when a file is opened.
+    pub fadvise_hint: FadviseHint,
+    /// create_fsync: fsync each file after laying it out (fio's default 1).
+    pub create_fsync: bool,
+    /// sync=: O_SYNC / O_DSYNC on the job's files.
+    pub sync_io: SyncIo,
     /// O_DIRECT.
     pub direct: bool,
     /// fsync every N writes (0 = never).
@@ -715,6 +805,9 @@ pub struct JobSpec {
     pub log_hist_coarseness: u32,
     /// Log lines carry the I/O's offset (fio's log_offset).
     pub log_offset: bool,
+    /// log_unix_epoch: log times are Unix-epoch milliseconds (fio's alternate_epoch, taken
+    /// when the job's measured time starts), not milliseconds since then.
+    pub log_unix_epoch: bool,
     /// One log line per this many ms and direction, the window's average (log_avg_msec; 0: per I/O).
     pub log_avg_msec: u64,
     /// Averaged log lines carry the window's maximum instead (log_max_value).
@@ -729,6 +822,9 @@ pub struct JobSpec {
     pub prioclass: Option<u32>,
     /// The libaio / io_uring per-command priority options (cmdprio_*).
     pub cmdprio: cmdprio::CmdPrioOptions,
+    /// Values given in zones (fio's `Nz`, FIO_OPT_STR_VAL_ZONE): size, io_size, offset,
+    /// offset_increment, zoneskip; made bytes by [`JobSpec::resolve_zone_units`].
+    pub zone_units: ZoneUnits,
     /// zonemode= as written (None: not given, which is fio's default none).
     pub zonemode: Option<ZoneMode>,
     /// zonesize= (0 = not given).
@@ -929,6 +1025,11 @@ impl Default for JobSpec {
             numjobs: 1,
             ioengine: IoEngine::Psync,
             iodepth: 1,
+            iodepth_batch: 1,
+            iodepth_low: 0,
+            fadvise_hint: FadviseHint::Workload,
+            create_fsync: true,
+            sync_io: SyncIo::None,
             direct: false,
             fsync: 0,
             fdatasync: 0,
@@ -1041,6 +1142,7 @@ impl Default for JobSpec {
             log_hist_coarseness: 0,
             iops_log: None,
             log_offset: false,
+            log_unix_epoch: false,
             log_avg_msec: 0,
             log_max: false,
             per_job_logs: true,
@@ -1048,6 +1150,7 @@ impl Default for JobSpec {
             prio: None,
             prioclass: None,
             cmdprio: cmdprio::CmdPrioOptions::default(),
+            zone_units: ZoneUnits::default(),
             zonemode: None,
             zonesize: 0,
             zonerange: 0,
@@ -1148,6 +1251,11 @@ impl RawSection {
     /// Whether this is a `[global]` section.
     pub fn is_global(&self) -> bool {
         self.name == "global"
+    }
+
+    /// Whether the section came from fio's command-line job form (`--name=...`).
+    pub fn from_command_line(&self) -> bool {
+        self.origin.file == lexer::COMMAND_LINE
     }
 }
 
@@ -1506,9 +1614,86 @@ fn validate(job: &JobSpec, origin: &Origin) -> Result<(), JobFileError> {
     job.cmdprio
         .check([job.rw.reads(), job.rw.writes()])
         .or_else(|e| err(origin, format!("job '{}': {e}", job.name)))?;
+    if job.log_unix_epoch && job.latency_target.is_some() {
+        // The latency target's final run restarts the measured time: fio stamps the lines
+        // before it with the old epoch; ours are stamped with one epoch when written.
+        return err(
+            origin,
+            format!(
+                "job '{}': log_unix_epoch=1 with latency_target is not supported (use log_unix_epoch=0)",
+                job.name
+            ),
+        );
+    }
     // iodepth > 1 with a sync engine is accepted, as fio does; the engine runs at depth 1 and
     // the report says so.
     Ok(())
+}
+
+/// iodepth_batch and iodepth_low as fio's fixup_options makes them (0 or more than iodepth:
+/// iodepth): this engine submits each I/O on its own and refills the queue as each completion
+/// frees a slot, which is fio's iodepth_batch=1 and iodepth_low=iodepth. Other values are
+/// refused for the engines that queue (io_uring, libaio, posixaio, vsync, and null, which
+/// queues in fio); the synchronous engines complete each I/O in its call, where neither changes
+/// anything.
+fn queue_options_check(
+    job: &JobSpec,
+    globals: &[RawOption],
+    section: &RawSection,
+) -> Result<(), JobFileError> {
+    if job.ioengine.is_sync() && job.ioengine != IoEngine::Null {
+        return Ok(());
+    }
+    let effective = |v: u32| {
+        if v == 0 || v > job.iodepth {
+            job.iodepth
+        } else {
+            v
+        }
+    };
+    let origin_of = |names: &[&str]| {
+        globals
+            .iter()
+            .chain(&section.options)
+            .rfind(|o| names.contains(&o.key.as_str()))
+            .map_or(section.origin.clone(), |o| o.origin.clone())
+    };
+    let batch = effective(job.iodepth_batch);
+    if batch != 1 {
+        return err(
+            &origin_of(&["iodepth_batch", "iodepth_batch_submit"]),
+            format!(
+                "job '{}': iodepth_batch={} with iodepth={} submits {batch} I/Os at once, which fsdelta's fio engine does not support (it submits each I/O on its own: fio's default iodepth_batch=1)",
+                job.name, job.iodepth_batch, job.iodepth
+            ),
+        );
+    }
+    let low = effective(job.iodepth_low);
+    if low != job.iodepth {
+        return err(
+            &origin_of(&["iodepth_low"]),
+            format!(
+                "job '{}': iodepth_low={} below iodepth={} is not supported by fsdelta's fio engine (it refills the queue as each I/O completes: fio's default iodepth_low=iodepth)",
+                job.name, job.iodepth_low, job.iodepth
+            ),
+        );
+    }
+    Ok(())
+}
+
+/// A section's options as fio lists them (`job options`, `global options`): canonical names,
+/// values as parsed, in fio's order (see [`options::listing_order`]); a bare flag's value is
+/// empty (fio's JSON leaves it out).
+pub fn shown_options(section: &RawSection) -> Vec<(String, String)> {
+    options::listing_order(&section.options, !section.from_command_line())
+        .into_iter()
+        .map(|o| {
+            (
+                options::shown_name(&o.key).to_string(),
+                o.value.clone().unwrap_or_default(),
+            )
+        })
+        .collect()
 }
 
 /// Validate raw sections (from one or more files, or the command line) into jobs.
@@ -1521,10 +1706,9 @@ pub fn build_jobs(sections: &[RawSection]) -> Result<JobSet, JobFileError> {
             for opt in &section.options {
                 // Validate now so the error points at the [global] line.
                 options::apply(&mut JobSpec::default(), opt)?;
-                set.global_options
-                    .push((opt.key.clone(), opt.value.clone().unwrap_or_default()));
                 globals.push(opt.clone());
             }
+            set.global_options.extend(shown_options(section));
             continue;
         }
         let mut job = JobSpec {
@@ -1562,6 +1746,8 @@ pub fn build_jobs(sections: &[RawSection]) -> Result<JobSet, JobFileError> {
                 );
             }
         }
+        job.resolve_zone_units();
+        queue_options_check(&job, &globals, section)?;
         if section.file_boundary {
             job.stonewall = true;
         }
@@ -1581,11 +1767,7 @@ pub fn build_jobs(sections: &[RawSection]) -> Result<JobSet, JobFileError> {
             ));
             job.norandommap = true;
         }
-        job.job_options = section
-            .options
-            .iter()
-            .map(|o| (o.key.clone(), o.value.clone().unwrap_or_default()))
-            .collect();
+        job.job_options = shown_options(section);
         validate(&job, &section.origin)?;
         if let Some(w) = &job.wait_for {
             // As in fio, the job waited for is one defined before (no wait can be circular).
@@ -1679,10 +1861,71 @@ mod tests {
                 fixedbufs: true,
                 sqthread_poll: true,
                 sqthread_poll_cpu: Some(1),
+                iopoll: false,
             }
         );
         assert!(j.uring.registers_files());
         assert!(!one("[j]\nsize=1m\nioengine=io_uring\n").uring.in_use());
+        // fio's io_uring hipri: IORING_SETUP_IOPOLL; hipri=0 leaves the ring as it is.
+        assert!(one("[j]\nsize=1m\nioengine=io_uring\nhipri\n").uring.iopoll);
+        assert!(
+            !one("[j]\nsize=1m\nioengine=io_uring\nhipri=0\n")
+                .uring
+                .iopoll
+        );
+        // fio's general options, with engines that take no use of them.
+        let j = one("[global]\niodepth_batch_complete_min=2\n[j]\nsize=1m\nioengine=psync\n");
+        assert_eq!(j.iodepth_batch_complete_min, 2);
+    }
+
+    #[test]
+    fn fios_file_and_queue_options_parse() {
+        let j = one(
+            "[j]\nsize=1m\nfadvise_hint=random\ncreate_fsync=0\nsync=dsync\niodepth_batch_submit=4\niodepth_low=2\n",
+        );
+        assert_eq!(j.fadvise_hint, FadviseHint::Random);
+        assert!(!j.create_fsync);
+        assert_eq!(j.sync_io, SyncIo::Dsync);
+        assert_eq!((j.iodepth_batch, j.iodepth_low), (4, 2));
+        // Listed under fio's canonical name.
+        assert_eq!(j.job_options[4], ("iodepth_batch".into(), "4".into()));
+        let d = one("[j]\nsize=1m\n");
+        assert_eq!(
+            (d.fadvise_hint, d.create_fsync, d.sync_io),
+            (FadviseHint::Workload, true, SyncIo::None)
+        );
+        assert_eq!(one("[j]\nsize=1m\nsync=1\n").sync_io, SyncIo::Sync);
+        assert!(one("[j]\nsize=1m\nlog_unix_epoch=1\n").log_unix_epoch);
+        assert!(parse("[j]\nsize=1m\nlog_unix_epoch=1\nlatency_target=10ms\n").is_err());
+        assert_eq!(
+            one("[j]\nsize=1m\nfadvise_hint=0\n").fadvise_hint,
+            FadviseHint::None
+        );
+        // iodepth_batch / iodepth_low that fio makes 1 / iodepth with a queueing engine.
+        one("[j]\nsize=1m\nioengine=libaio\niodepth=4\niodepth_batch=1\niodepth_low=9\n");
+        one("[j]\nsize=1m\nioengine=libaio\niodepth=1\niodepth_batch=4\n");
+        for bad in ["iodepth_batch=0", "iodepth_batch=2", "iodepth_low=3"] {
+            let e = parse(&format!("[j]\nsize=1m\nioengine=null\niodepth=4\n{bad}\n")).unwrap_err();
+            assert_eq!(e.origin.line, 5, "{e}");
+        }
+    }
+
+    #[test]
+    fn zone_values_are_counted_in_zonesize() {
+        let j = one(
+            "[j]\nzonemode=strided\nsize=2z\nio_size=3z\noffset=1z\noffset_increment=2z\nzoneskip=1z\nzonesize=256k\n",
+        );
+        assert_eq!(j.size, Some(SizeSpec::Bytes(Bytes(512 << 10))));
+        assert_eq!(j.io_size, Some(Bytes(768 << 10)));
+        assert_eq!(j.offset, SizeSpec::Bytes(Bytes(256 << 10)));
+        assert_eq!(j.offset_increment, Bytes(512 << 10));
+        assert_eq!(j.zoneskip, 256 << 10);
+        // No zone size: size stays unset (fio's size_nz with zone_size 0).
+        assert_eq!(one("[j]\nsize=2z\n").size, None);
+        for bad in ["size=1.5z", "offset=z", "io_size=k2z", "bs=1z"] {
+            let e = parse(&format!("[j]\nzonemode=strided\nzonesize=1m\n{bad}\n")).unwrap_err();
+            assert!(e.message.contains(&bad[..bad.find('=').unwrap()]), "{e}");
+        }
     }
 
     #[test]
@@ -2095,6 +2338,11 @@ mod tests {
             (
                 "[j]\nsize=1m\ntrim_percentage=5\n",
                 3,
+                "option 'trim_percentage=5' is not supported by fsdelta's fio engine (verified blocks are not trimmed; accepted: 0)",
+            ),
+            (
+                "[j]\nsize=1m\ntrim_verify_zero=1\n",
+                3,
                 "supported options: name, description",
             ),
             ("size=1m\n[j]\n", 1, "outside of a [section]"),
@@ -2164,7 +2412,7 @@ mod tests {
             (
                 "[j]\nsize=1m\nhipri\n",
                 3,
-                "applies to ioengine=pvsync2 only",
+                "applies to ioengine=pvsync2,io_uring only",
             ),
             (
                 "[j]\nsize=1m\nsqthread_poll\n",

@@ -10,9 +10,9 @@
 
 use super::expr::{self, SizeValue, parse_size, parse_time_unit};
 use super::{
-    Bytes, DedupeMode, ErrorClass, Fallocate, FileService, IoEngine, JobFileError, JobSpec,
-    RandomDistribution, RandomGenerator, RawOption, RwMode, RwSequencer, SizeRange, SizeSpec,
-    SteadyKind, SteadyState, VerifyKind, ZoneMode, err,
+    Bytes, DedupeMode, ErrorClass, FadviseHint, Fallocate, FileService, IoEngine, JobFileError,
+    JobSpec, RandomDistribution, RandomGenerator, RawOption, RwMode, RwSequencer, SizeRange,
+    SizeSpec, SteadyKind, SteadyState, SyncIo, VerifyKind, ZoneMode, err,
 };
 use std::time::Duration;
 
@@ -150,13 +150,6 @@ pub struct OptDef {
 const U32: u64 = u32::MAX as u64;
 const SEC: u64 = 1_000_000;
 const URING_AIO: &[IoEngine] = &[IoEngine::IoUring, IoEngine::Libaio];
-/// The engines that keep several I/Os in flight.
-const ASYNC: &[IoEngine] = &[
-    IoEngine::IoUring,
-    IoEngine::Libaio,
-    IoEngine::Posixaio,
-    IoEngine::Vsync,
-];
 #[allow(dead_code)]
 const URING: &[IoEngine] = &[IoEngine::IoUring];
 
@@ -291,6 +284,15 @@ pub static OPTIONS: &[OptDef] = &[
             j.cpumask = Some(cpu_list(v.s(), "cpus_allowed", o)?);
             Ok(())
         }
+    ),
+    opt!(
+        "lockfile",
+        [],
+        Kind::Choice(&["none"]),
+        "none",
+        File,
+        "file locking between jobs: none (fio's default; exclusive and readwrite are not supported)",
+        |_, _, _| Ok(())
     ),
     opt!(
         "cpus_allowed_policy",
@@ -1151,10 +1153,11 @@ pub static OPTIONS: &[OptDef] = &[
         Kind::Flag,
         "0",
         Engine,
-        engines & [IoEngine::Pvsync2],
-        "polled completions (RWF_HIPRI)",
+        engines & [IoEngine::Pvsync2, IoEngine::IoUring],
+        "polled completions (pvsync2: RWF_HIPRI; io_uring: IORING_SETUP_IOPOLL, EOPNOTSUPP unless the file's driver polls)",
         |j, v, _| {
             j.hipri = v.b();
+            j.uring.iopoll = v.b();
             Ok(())
         }
     ),
@@ -1231,8 +1234,13 @@ pub static OPTIONS: &[OptDef] = &[
         Kind::Text,
         "0",
         Io,
-        "start of the I/O region in each file (bytes, or N% of the file)",
+        "start of the I/O region in each file (bytes, N% of the file, or Nz: N zones)",
         |j, v, o| {
+            if let Some(n) = zone_count(v.s(), o)? {
+                j.offset = SizeSpec::Bytes(Bytes(0));
+                j.zone_units.offset = n;
+                return Ok(());
+            }
             j.offset = match parse_size(v.s()) {
                 Ok(SizeValue::Bytes(b)) => SizeSpec::Bytes(b),
                 Ok(SizeValue::Percent(p)) if p <= 100 => SizeSpec::Percent(p as u32),
@@ -1250,27 +1258,38 @@ pub static OPTIONS: &[OptDef] = &[
     opt!(
         "offset_increment",
         [],
-        Kind::Size,
+        Kind::Text,
         "0",
         Io,
-        "added to offset for each clone (clone n starts at offset + n * increment)",
-        |j, v, _| {
-            j.offset_increment = v.size();
+        "added to offset for each clone (clone n starts at offset + n * increment; Nz: N zones)",
+        |j, v, o| {
+            if let Some(n) = zone_count(v.s(), o)? {
+                j.offset_increment = Bytes(0);
+                j.zone_units.offset_increment = n;
+                return Ok(());
+            }
+            j.offset_increment = size_value(o, value_of(o)?)?;
             Ok(())
         }
     ),
     opt!(
         "io_size",
         ["io_limit"],
-        Kind::Size,
+        Kind::Text,
         "size",
         Io,
-        "bytes of I/O per pass, when not the region's size",
+        "bytes of I/O per pass, when not the region's size (Nz: N zones)",
         |j, v, o| {
-            if v.size().0 == 0 {
+            if let Some(n) = zone_count(v.s(), o)? {
+                j.io_size = None;
+                j.zone_units.io_size = n;
+                return Ok(());
+            }
+            let b = size_value(o, value_of(o)?)?;
+            if b.0 == 0 {
                 return err(&o.origin, "option 'io_size' must be greater than 0");
             }
-            j.io_size = Some(v.size());
+            j.io_size = Some(b);
             Ok(())
         }
     ),
@@ -1403,8 +1422,7 @@ pub static OPTIONS: &[OptDef] = &[
         Kind::Int { min: 0, max: 65536 },
         "1",
         Engine,
-        engines ASYNC,
-        "completions waited for at once",
+        "completions waited for at once (io_uring, libaio, posixaio, vsync; the other engines complete each I/O in its call, so it changes nothing, as in fio)",
         |j, v, _| {
             j.iodepth_batch_complete_min = v.n() as u32;
             Ok(())
@@ -1416,7 +1434,6 @@ pub static OPTIONS: &[OptDef] = &[
         Kind::Int { min: 0, max: 65536 },
         "iodepth_batch_complete_min",
         Engine,
-        engines ASYNC,
         "completions taken at once at most",
         |j, v, _| {
             j.iodepth_batch_complete_max = v.n() as u32;
@@ -1979,12 +1996,17 @@ pub static OPTIONS: &[OptDef] = &[
     opt!(
         "zoneskip",
         [],
-        Kind::Size,
+        Kind::Text,
         "0",
         Io,
-        "bytes skipped between zones",
-        |j, v, _| {
-            j.zoneskip = v.size().0;
+        "bytes skipped between zones (Nz: N zones)",
+        |j, v, o| {
+            if let Some(n) = zone_count(v.s(), o)? {
+                j.zoneskip = 0;
+                j.zone_units.zoneskip = n;
+                return Ok(());
+            }
+            j.zoneskip = size_value(o, value_of(o)?)?.0;
             Ok(())
         }
     ),
@@ -2240,6 +2262,328 @@ pub static OPTIONS: &[OptDef] = &[
         "fio's tiobench profile option: outside --profile=tiobench it changes nothing, as in fio",
         |_, _, _| Ok(())
     ),
+    // fio options accepted with fio's default value only, where that value is what this
+    // engine does; any other value is an error naming what is not supported (a row each, so
+    // `--help` and the listing know them).
+    opt!(
+        "kb_base",
+        [],
+        Kind::Text,
+        "1024",
+        Stat,
+        "units of the output: 1024 only (fio's default; kb_base=1000, SI units, is not supported)",
+        |_, v, o| fio_default_only(
+            o,
+            v.s(),
+            &["1024"],
+            "the output is printed in base 1024 units"
+        )
+    ),
+    opt!(
+        "unit_base",
+        [],
+        Kind::Text,
+        "0",
+        Stat,
+        "bandwidth units of the output: 0 (auto) or 8, bytes (1, bits, is not supported)",
+        |_, v, o| fio_default_only(o, v.s(), &["0", "8"], "bandwidth is printed in bytes")
+    ),
+    opt!(
+        "significant_figures",
+        [],
+        Kind::Int { min: 1, max: 10 },
+        "4",
+        Stat,
+        "significant figures of the normal output: 4 only (fio's default)",
+        |_, v, o| fio_default_only(o, &v.n().to_string(), &["4"], "the normal output has 4")
+    ),
+    opt!(
+        "bwavgtime",
+        [],
+        Kind::Int { min: 0, max: U32 },
+        "500",
+        Stat,
+        "bandwidth sampling period, ms: 500 only (fio's default)",
+        |_, v, o| fio_default_only(
+            o,
+            &v.n().to_string(),
+            &["500"],
+            "bandwidth is sampled every 500 ms"
+        )
+    ),
+    opt!(
+        "iopsavgtime",
+        [],
+        Kind::Int { min: 0, max: U32 },
+        "500",
+        Stat,
+        "IOPS sampling period, ms: 500 only (fio's default)",
+        |_, v, o| fio_default_only(
+            o,
+            &v.n().to_string(),
+            &["500"],
+            "IOPS are sampled every 500 ms"
+        )
+    ),
+    opt!(
+        "disk_util",
+        [],
+        Kind::Bool,
+        "1",
+        Stat,
+        "disk utilisation statistics: 1 only (fio's default)",
+        |_, v, o| fio_bool_only(o, v.b(), true, "disk statistics are always reported")
+    ),
+    opt!(
+        "unified_rw_reporting",
+        [],
+        Kind::Text,
+        "none",
+        Stat,
+        "per-direction statistics: none (or 0) only (fio's default; mixed and both are not supported)",
+        |_, v, o| fio_default_only(
+            o,
+            v.s(),
+            &["none", "0"],
+            "statistics are reported per direction"
+        )
+    ),
+    opt!(
+        "log_unix_epoch",
+        [],
+        Kind::Bool,
+        "0",
+        Stat,
+        "log times as Unix-epoch milliseconds (else since the job started)",
+        |j, v, _| {
+            j.log_unix_epoch = v.b();
+            Ok(())
+        }
+    ),
+    opt!(
+        "log_alternate_epoch",
+        [],
+        Kind::Bool,
+        "0",
+        Stat,
+        "log times since another clock's epoch: 0 only (fio's default)",
+        |_, v, o| fio_bool_only(o, v.b(), false, "log times are since the job started")
+    ),
+    opt!(
+        "allow_file_create",
+        [],
+        Kind::Bool,
+        "1",
+        File,
+        "files the job needs may be created: 1 only (fio's default)",
+        |_, v, o| fio_bool_only(o, v.b(), true, "missing files are created")
+    ),
+    opt!(
+        "create_only",
+        [],
+        Kind::Bool,
+        "0",
+        File,
+        "lay the files out and do no I/O: 0 only (fio's default)",
+        |_, v, o| fio_bool_only(o, v.b(), false, "the job's I/O runs after the layout")
+    ),
+    opt!(
+        "pre_read",
+        [],
+        Kind::Bool,
+        "0",
+        File,
+        "read the files into the page cache before the job: 0 only (fio's default)",
+        |_, v, o| fio_bool_only(o, v.b(), false, "files are not read in beforehand")
+    ),
+    opt!(
+        "overwrite",
+        [],
+        Kind::Bool,
+        "0",
+        File,
+        "lay a written file out in full first: 0 only (fio's default)",
+        |_, v, o| fio_bool_only(o, v.b(), false, "files are laid out as fio's default does")
+    ),
+    opt!(
+        "exitall_on_error",
+        [],
+        Kind::Flag,
+        "0",
+        General,
+        "end every job when one fails: 0 only (fio's default)",
+        |_, v, o| fio_bool_only(o, v.b(), false, "a failing job ends only itself")
+    ),
+    opt!(
+        "serialize_overlap",
+        [],
+        Kind::Bool,
+        "0",
+        Io,
+        "keep overlapping I/Os from being in flight together: 0 only (fio's default)",
+        |_, v, o| fio_bool_only(
+            o,
+            v.b(),
+            false,
+            "in-flight I/Os are not checked for overlap"
+        )
+    ),
+    opt!(
+        "thinktime_blocks_type",
+        [],
+        Kind::Text,
+        "complete",
+        Time,
+        "what thinktime_blocks counts: complete only (fio's default; issue is not supported)",
+        |_, v, o| fio_default_only(
+            o,
+            v.s(),
+            &["complete"],
+            "thinktime_blocks counts completed I/Os"
+        )
+    ),
+    opt!(
+        "thinktime_iotime",
+        [],
+        Kind::Time { default_us: SEC },
+        "0",
+        Time,
+        "I/O time between thinktimes: 0 only (fio's default)",
+        |_, v, o| fio_default_only(
+            o,
+            if v.time().is_zero() { "0" } else { "not 0" },
+            &["0"],
+            "thinktime follows thinktime_blocks"
+        )
+    ),
+    opt!(
+        "softrandommap",
+        [],
+        Kind::Bool,
+        "0",
+        Io,
+        "go on without the random map when it cannot be had: 0 only (fio's default)",
+        |_, v, o| fio_bool_only(o, v.b(), false, "the random map is always allocated")
+    ),
+    opt!(
+        "write_barrier",
+        [],
+        Kind::Int { min: 0, max: U32 },
+        "0",
+        Io,
+        "make every Nth write a barrier write: 0 only (fio's default)",
+        |_, v, o| fio_default_only(o, &v.n().to_string(), &["0"], "no write is a barrier")
+    ),
+    opt!(
+        "mem",
+        ["iomem"],
+        Kind::Text,
+        "malloc",
+        Buffer,
+        "where I/O buffers come from: malloc only (fio's default: the heap)",
+        |_, v, o| fio_default_only(o, v.s(), &["malloc"], "buffers are heap memory")
+    ),
+    opt!(
+        "experimental_verify",
+        [],
+        Kind::Bool,
+        "0",
+        Io,
+        "verify by replaying the written offsets: 0 only (fio's default)",
+        |_, v, o| fio_bool_only(o, v.b(), false, "verify reads back the logged writes")
+    ),
+    opt!(
+        "verify_state_load",
+        [],
+        Kind::Bool,
+        "0",
+        Io,
+        "load a saved verify state: 0 only (fio's default)",
+        |_, v, o| fio_bool_only(o, v.b(), false, "no verify state is loaded")
+    ),
+    opt!(
+        "trim_percentage",
+        [],
+        Kind::Int { min: 0, max: 100 },
+        "0",
+        Io,
+        "percent of verified blocks trimmed: 0 only (fio's default)",
+        |_, v, o| fio_default_only(
+            o,
+            &v.n().to_string(),
+            &["0"],
+            "verified blocks are not trimmed"
+        )
+    ),
+    opt!(
+        "iodepth_batch",
+        ["iodepth_batch_submit"],
+        Kind::Int { min: 0, max: 65536 },
+        "1",
+        Engine,
+        "I/Os submitted at once: 1 (fio's default), or any value that fio makes 1 (iodepth=1); the synchronous engines complete each I/O in its call",
+        |j, v, _| {
+            j.iodepth_batch = v.n() as u32;
+            Ok(())
+        }
+    ),
+    opt!(
+        "iodepth_low",
+        [],
+        Kind::Int { min: 0, max: 65536 },
+        "iodepth",
+        Engine,
+        "refill the queue when it drains to this depth: iodepth (fio's default; 0 or more is iodepth too)",
+        |j, v, _| {
+            j.iodepth_low = v.n() as u32;
+            Ok(())
+        }
+    ),
+    opt!(
+        "fadvise_hint",
+        [],
+        Kind::Choice(&["0", "1", "random", "sequential"]),
+        "1",
+        File,
+        "posix_fadvise of each file: 0 none, 1 RANDOM or SEQUENTIAL as the job, random, sequential",
+        |j, v, _| {
+            j.fadvise_hint = match v.s() {
+                "0" => FadviseHint::None,
+                "random" => FadviseHint::Random,
+                "sequential" => FadviseHint::Sequential,
+                _ => FadviseHint::Workload,
+            };
+            Ok(())
+        }
+    ),
+    opt!(
+        "create_fsync",
+        [],
+        Kind::Bool,
+        "1",
+        File,
+        "fsync a file after laying it out",
+        |j, v, _| {
+            j.create_fsync = v.b();
+            Ok(())
+        }
+    ),
+    opt!(
+        "sync",
+        [],
+        Kind::Choice(&["none", "0", "sync", "1", "dsync"]),
+        "none",
+        Io,
+        "open the job's files with O_SYNC (sync, 1) or O_DSYNC (dsync)",
+        |j, v, _| {
+            j.sync_io = match v.s() {
+                "sync" | "1" => SyncIo::Sync,
+                "dsync" => SyncIo::Dsync,
+                _ => SyncIo::None,
+            };
+            Ok(())
+        }
+    ),
 ];
 
 /// The errno names fio 3.33's ignore_error= knows (options.c's str2error): EPERM is 1 and each
@@ -2313,6 +2657,44 @@ pub fn lookup(key: &str) -> Option<&'static OptDef> {
     OPTIONS
         .iter()
         .find(|o| o.name == key || o.aliases.contains(&key))
+}
+
+/// fio's parse priority of an option (`.prio` in its options.c): a job file's options are
+/// parsed, and listed in `job options` and `--showcmd`, highest first (a stable sort).
+pub fn fio_prio(def: &OptDef) -> i32 {
+    match def.name {
+        "lockfile" | "cpus_allowed_policy" | "kb_base" | "unit_base" => 1,
+        "filename" | "filename_format" => -1,
+        _ => 0,
+    }
+}
+
+/// Whether the option is one of fio's engine options (an engine's own table, `io_ops->options`,
+/// parsed after the general ones once the engine is loaded). The table's `engines` restriction
+/// is kept for exactly these: fio's general options apply to every engine.
+pub fn is_engine_option(def: &OptDef) -> bool {
+    !def.engines.is_empty()
+}
+
+/// An option as fio lists it in `job options`, `global options` and `--showcmd`: the row's
+/// canonical name (not the alias written) and the value as parsed (after `${VAR}` and bc).
+/// A key the table does not know keeps its spelling.
+pub fn shown_name(key: &str) -> &str {
+    lookup(key).map_or(key, |d| d.name)
+}
+
+/// A section's options in fio's listing order: as written on the command line; from a job
+/// file, fio's `sort_options` order (priority, highest first) with its engine options after
+/// the general ones, as fio's two passes of `fio_options_parse` add them.
+pub fn listing_order(opts: &[RawOption], job_file: bool) -> Vec<&RawOption> {
+    let mut v: Vec<&RawOption> = opts.iter().collect();
+    if job_file {
+        v.sort_by_key(|o| match lookup(&o.key) {
+            Some(d) => (is_engine_option(d), -fio_prio(d)),
+            None => (false, 0),
+        });
+    }
+    v
 }
 
 /// Whether `key` is a set-only option (never takes the next command-line word).
@@ -2443,6 +2825,34 @@ fn choice_err<T>(opt: &RawOption, v: &str, choices: &str) -> Result<T, JobFileEr
             opt.key
         ),
     )
+}
+
+/// A row accepting fio's default only: `v` must be one of `accepted`; otherwise an error naming
+/// the option and value, and `what` this engine does instead.
+fn fio_default_only(
+    o: &RawOption,
+    v: &str,
+    accepted: &[&str],
+    what: &str,
+) -> Result<(), JobFileError> {
+    if accepted.contains(&v.trim()) {
+        return Ok(());
+    }
+    err(
+        &o.origin,
+        format!(
+            "option '{}={}' is not supported by fsdelta's fio engine ({what}; accepted: {})",
+            o.key,
+            o.value.as_deref().unwrap_or("1"),
+            accepted.join(", ")
+        ),
+    )
+}
+
+/// [`fio_default_only`] for a boolean row: only `accepted`.
+fn fio_bool_only(o: &RawOption, v: bool, accepted: bool, what: &str) -> Result<(), JobFileError> {
+    let shown = if v { "1" } else { "0" };
+    fio_default_only(o, shown, &[if accepted { "1" } else { "0" }], what)
 }
 
 /// The error for an option that is not in the table.
@@ -3090,10 +3500,36 @@ fn set_steadystate(j: &mut JobSpec, v: Val<'_>, o: &RawOption) -> Result<(), Job
     Ok(())
 }
 
+/// fio's FIO_OPT_STR_VAL_ZONE: a value ending in `z` is a count of zones (strtoul's digits
+/// right before the `z`, kept as a 32-bit count as fio's cast); other text before it is fio's
+/// "unexpected zone value". `None`: not a zone value.
+pub(super) fn zone_count(v: &str, o: &RawOption) -> Result<Option<u32>, JobFileError> {
+    let t = v.trim();
+    let Some(num) = t.strip_suffix('z') else {
+        return Ok(None);
+    };
+    match num.parse::<u64>() {
+        Ok(n) if !num.starts_with('+') => Ok(Some(n as u32)),
+        _ => err(
+            &o.origin,
+            format!(
+                "option '{}': unexpected zone value '{t}' (N z: N zones of zonesize)",
+                o.key
+            ),
+        ),
+    }
+}
+
 fn set_size(j: &mut JobSpec, v: Val<'_>, o: &RawOption) -> Result<(), JobFileError> {
     let v = v.s();
     if v.is_empty() {
         return err(&o.origin, format!("option '{}' needs a value", o.key));
+    }
+    if let Some(n) = zone_count(v, o)? {
+        // fio's str_size_cb: size 0 (not given) until the zones are counted.
+        j.size = None;
+        j.zone_units.size = n;
+        return Ok(());
     }
     j.size = Some(match parse_size(v) {
         Ok(SizeValue::Bytes(b)) => SizeSpec::Bytes(b),
@@ -3397,5 +3833,52 @@ mod tests {
             }
         }
         let _ = URING_AIO;
+    }
+
+    /// The `engines` restriction is for fio's engine options only (an engine's own table in
+    /// fio 3.33's engines/*.c): fio's general options are accepted with every engine, and
+    /// `job options` lists engine options after the general ones.
+    #[test]
+    fn engine_limited_rows_are_fios_engine_options() {
+        let limited: Vec<&str> = OPTIONS
+            .iter()
+            .filter(|o| is_engine_option(o))
+            .map(|o| o.name)
+            .collect();
+        assert_eq!(
+            limited,
+            [
+                "hipri",
+                "registerfiles",
+                "fixedbufs",
+                "sqthread_poll",
+                "sqthread_poll_cpu",
+                "cmdprio_percentage",
+                "cmdprio_class",
+                "cmdprio",
+                "cmdprio_bssplit",
+            ]
+        );
+        // The order fio parses (and lists) a job file's options in.
+        let opts: Vec<RawOption> = ["filename", "hipri", "bs", "kb_base_unknown", "lockfile"]
+            .iter()
+            .map(|k| RawOption {
+                key: k.to_string(),
+                value: Some("1".into()),
+                origin: super::super::Origin {
+                    file: "t.fio".into(),
+                    line: 1,
+                },
+            })
+            .collect();
+        let keys = |v: Vec<&RawOption>| v.iter().map(|o| o.key.clone()).collect::<Vec<_>>();
+        assert_eq!(
+            keys(listing_order(&opts, true)),
+            ["lockfile", "bs", "kb_base_unknown", "filename", "hipri"]
+        );
+        assert_eq!(
+            keys(listing_order(&opts, false)),
+            ["filename", "hipri", "bs", "kb_base_unknown", "lockfile"]
+        );
     }
 }

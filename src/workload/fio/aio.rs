@@ -59,6 +59,8 @@ pub struct Uring {
     fixedbufs: bool,
     /// sqthread_poll: the kernel's SQ thread submits and nobody waits in io_uring_enter.
     sqpoll: bool,
+    /// hipri: IORING_SETUP_IOPOLL; completions appear only when polled for.
+    iopoll: bool,
 }
 
 impl Uring {
@@ -66,7 +68,7 @@ impl Uring {
     /// the submission queue, COOP_TASKRUN, SINGLE_ISSUER + DEFER_TASKRUN (the worker thread is
     /// the only user and reaps itself), each dropped in fio's order where the kernel refuses it;
     /// with `opts.sqthread_poll` SQPOLL (the kernel's default idle time, as fio) and, with
-    /// `sqthread_poll_cpu`, SQ_AFF. Buffers and files are registered after, by
+    /// `sqthread_poll_cpu`, SQ_AFF; with `opts.iopoll` (hipri) IOPOLL. Buffers and files are registered after, by
     /// [`Uring::register_buffers`] and [`Uring::register_files`].
     pub fn new(depth: usize, opts: &UringOptions) -> io::Result<Uring> {
         let entries = depth.next_power_of_two() as u32;
@@ -79,6 +81,9 @@ impl Uring {
         let mut last = None;
         for (cqsize, coop, defer) in attempts {
             let mut b = io_uring::IoUring::builder();
+            if opts.iopoll {
+                b.setup_iopoll();
+            }
             if opts.sqthread_poll {
                 b.setup_sqpoll(0);
                 if let Some(cpu) = opts.sqthread_poll_cpu {
@@ -101,6 +106,7 @@ impl Uring {
                         files: None,
                         fixedbufs: false,
                         sqpoll: opts.sqthread_poll,
+                        iopoll: opts.iopoll,
                     });
                 }
                 Err(e) if e.raw_os_error() == Some(libc::EINVAL) => last = Some(e),
@@ -221,6 +227,11 @@ impl AsyncBackend for Uring {
         max: usize,
         done: &mut dyn FnMut(usize, i64),
     ) -> io::Result<usize> {
+        if min == 0 && self.iopoll && !self.sqpoll && self.ring.completion().is_empty() {
+            // fio's fio_ioring_getevents enters with GETEVENTS even when it needs none: on an
+            // IOPOLL ring that is what polls the device for completions.
+            self.ring.submit()?;
+        }
         if min > 0 && self.ring.completion().len() < min {
             if self.sqpoll {
                 // fio's fio_ioring_getevents with sqthread_poll: no io_uring_enter, the

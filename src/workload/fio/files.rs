@@ -471,7 +471,7 @@ fn preallocate(job: &JobSpec, fd: &OwnedFd, f: &FilePlan) -> Result<(), Workload
 
 /// Lay out one clone's files, untimed: a file that already holds `size` bytes is left alone; a
 /// job that reads gets its files written in full (random data, as fio); a write-only job gets
-/// them created and preallocated. Then fsync (fio's create_fsync).
+/// them created and preallocated. A file written out is then fsynced (fio's create_fsync).
 ///
 /// With `read_only` (fio's `--readonly`) nothing is written: a file that would need laying out
 /// is fio's "refusing extend of file due to read-only", an error here (fio goes on to fail the
@@ -578,7 +578,11 @@ pub fn layout(
                 left -= n as u64;
             }
         }
-        rustix::fs::fsync(&fd).map_err(|e| io_err("fsync (layout)", &f.path, e))?;
+        // fio's extend_file: only a file it wrote out (new_layout) is fsynced, with
+        // create_fsync=1 (the default); a write job's created file is not.
+        if full && job.create_fsync {
+            rustix::fs::fsync(&fd).map_err(|e| io_err("fsync (layout)", &f.path, e))?;
+        }
     }
     Ok(laid)
 }
@@ -645,6 +649,13 @@ pub fn open_for_io(job: &JobSpec, path: &Path) -> Result<OwnedFd, WorkloadError>
     if job.direct {
         flags |= OFlags::DIRECT;
     }
+    // fio's sync=: the job's files are opened with O_SYNC or O_DSYNC.
+    flags |= match job.sync_io {
+        crate::plan::jobfile::SyncIo::None => OFlags::empty(),
+        crate::plan::jobfile::SyncIo::Sync => OFlags::SYNC,
+        // rustix 1.1's OFlags::DSYNC is O_SYNC: the kernel's O_DSYNC bit itself.
+        crate::plan::jobfile::SyncIo::Dsync => OFlags::from_bits_retain(libc::O_DSYNC as _),
+    };
     rustix::fs::open(path, flags, Mode::from_raw_mode(0o644)).map_err(|e| {
         if job.direct && e == rustix::io::Errno::INVAL {
             invalid(format!(
@@ -678,13 +689,17 @@ pub fn probe_direct(dir: &Path) -> Result<(), String> {
     }
 }
 
-/// fio's default `fadvise_hint`: POSIX_FADV_RANDOM for random jobs, SEQUENTIAL otherwise, over
-/// the file's I/O range. Advice only: like fio, a failure is not an error.
-pub fn access_hint(fd: impl AsFd, random: bool, len: u64) {
-    let advice = if random {
-        rustix::fs::Advice::Random
-    } else {
-        rustix::fs::Advice::Sequential
+/// fio's `fadvise_hint` (td_io_open_file): with 1, the default, POSIX_FADV_RANDOM for random
+/// jobs, SEQUENTIAL otherwise; `random` / `sequential` that advice; 0 none; over the file's I/O
+/// range. Advice only: like fio, a failure is not an error.
+pub fn access_hint(fd: impl AsFd, job: &JobSpec, len: u64) {
+    use crate::plan::jobfile::FadviseHint;
+    let advice = match job.fadvise_hint {
+        FadviseHint::None => return,
+        FadviseHint::Random => rustix::fs::Advice::Random,
+        FadviseHint::Sequential => rustix::fs::Advice::Sequential,
+        FadviseHint::Workload if job.rw.is_random() => rustix::fs::Advice::Random,
+        FadviseHint::Workload => rustix::fs::Advice::Sequential,
     };
     let _ = rustix::fs::fadvise(fd, 0, std::num::NonZeroU64::new(len), advice);
 }

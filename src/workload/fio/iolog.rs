@@ -225,12 +225,14 @@ impl HistLog {
     }
 
     /// The file's text (fio's flush_hist_samples).
-    fn text(&self) -> String {
+    fn text(&self, epoch_ms: u64) -> String {
         let width = self.cols() + 3;
         let mut out = String::with_capacity(self.rows.len() * 3);
         for row in self.rows.chunks_exact(width) {
             for (i, v) in row.iter().enumerate() {
                 let sep = if i + 1 == width { "\n" } else { ", " };
+                // The first column is the time.
+                let v = if i == 0 { v + epoch_ms } else { *v };
                 let _ = write!(out, "{v}{sep}");
             }
         }
@@ -255,6 +257,8 @@ pub struct IoLogs {
     /// Some when the bw/iops logs are averaged (log_avg_msec > 0).
     rate: Option<RateSampler>,
     avg_msec: u64,
+    /// log_unix_epoch: added to every line's time when written (fio's alternate_epoch).
+    epoch_ms: u64,
 }
 
 /// One completed I/O as the logs see it.
@@ -317,7 +321,14 @@ impl IoLogs {
             log_prio: job.log_prio,
             rate: (job.log_avg_msec > 0).then(RateSampler::default),
             avg_msec: job.log_avg_msec,
+            epoch_ms: 0,
         }
+    }
+
+    /// log_unix_epoch: the Unix time (ms) at which the clone's measured time started, added
+    /// to each line's time when the logs are written, as fio stores `t + alternate_epoch`.
+    pub fn set_epoch_ms(&mut self, ms: u64) {
+        self.epoch_ms = ms;
     }
 
     /// The files [`write`](Self::write) writes, in its order.
@@ -448,10 +459,17 @@ impl IoLogs {
     }
 
     /// The text of one log, in fio's line format (flush_samples).
-    fn text(samples: &[Sample], offset: bool, log_prio: bool) -> String {
+    fn text(samples: &[Sample], offset: bool, log_prio: bool, epoch_ms: u64) -> String {
         let mut out = String::with_capacity(samples.len() * 24);
         for s in samples {
-            let _ = write!(out, "{}, {}, {}, {}, ", s.ms, s.val, s.ddir, s.bs);
+            let _ = write!(
+                out,
+                "{}, {}, {}, {}, ",
+                s.ms + epoch_ms,
+                s.val,
+                s.ddir,
+                s.bs
+            );
             if offset {
                 let _ = write!(out, "{}, ", s.offset);
             }
@@ -471,10 +489,11 @@ impl IoLogs {
             .into_iter()
             .flatten()
         {
-            self.put(&l.path, &Self::text(&l.samples, self.offset, self.log_prio))?;
+            let text = Self::text(&l.samples, self.offset, self.log_prio, self.epoch_ms);
+            self.put(&l.path, &text)?;
         }
         if let Some(h) = &self.hist {
-            self.put(&h.path, &h.text())?;
+            self.put(&h.path, &h.text(self.epoch_ms))?;
         }
         Ok(())
     }
@@ -552,17 +571,28 @@ mod tests {
             prio: 0,
         });
         let bw = &l.bw.as_ref().unwrap().samples;
-        assert_eq!(IoLogs::text(bw, false, false), "7, 752655, 0, 65536, 0\n");
         assert_eq!(
-            IoLogs::text(bw, true, false),
+            IoLogs::text(bw, false, false, 0),
+            "7, 752655, 0, 65536, 0\n"
+        );
+        assert_eq!(
+            IoLogs::text(bw, true, false, 0),
             "7, 752655, 0, 65536, 65536, 0\n"
         );
         let lat = &l.lat.as_ref().unwrap().samples;
-        assert_eq!(IoLogs::text(lat, false, false), "7, 90000, 0, 65536, 0\n");
+        assert_eq!(
+            IoLogs::text(lat, false, false, 0),
+            "7, 90000, 0, 65536, 0\n"
+        );
+        // log_unix_epoch: the epoch's milliseconds are added to the time.
+        assert_eq!(
+            IoLogs::text(lat, false, false, 1_000_000),
+            "1000007, 90000, 0, 65536, 0\n"
+        );
         assert!(l.slat.as_ref().unwrap().samples.is_empty());
         l.submitted(1, 4096, 0, Nanos(1_000_000), 1234, 0x2000);
         let slat = &l.slat.as_ref().unwrap().samples;
-        assert_eq!(IoLogs::text(slat, false, false), "1, 1234, 1, 4096, 1\n");
+        assert_eq!(IoLogs::text(slat, false, false, 0), "1, 1234, 1, 4096, 1\n");
     }
 
     /// The prio column as fio 3.33 writes it: 1 for a real-time I/O and 0 otherwise, or with
@@ -584,15 +614,15 @@ mod tests {
         }
         let clat = &l.clat.as_ref().unwrap().samples;
         assert_eq!(
-            IoLogs::text(clat, false, false),
+            IoLogs::text(clat, false, false, 0),
             "3, 9, 0, 4096, 0\n3, 9, 0, 4096, 1\n3, 9, 0, 4096, 1\n3, 9, 0, 4096, 0\n"
         );
         assert_eq!(
-            IoLogs::text(&clat[..2], false, true),
+            IoLogs::text(&clat[..2], false, true, 0),
             "3, 9, 0, 4096, 0x6000\n3, 9, 0, 4096, 0x2000\n"
         );
         assert_eq!(
-            IoLogs::text(&clat[3..], true, true),
+            IoLogs::text(&clat[3..], true, true, 0),
             "3, 9, 0, 4096, 8192, 0x0000\n"
         );
     }
@@ -669,7 +699,7 @@ mod tests {
         l.finish(Nanos(260_000_000));
         let clat = &l.clat.as_ref().unwrap().samples;
         assert_eq!(
-            IoLogs::text(clat, true, false),
+            IoLogs::text(clat, true, false, 0),
             // (100+201+300+999)/4 = 400; write's window 70..230 has lasted 100 ms at 230; at
             // 250 the read window (150, 250) closes, its start was 100.
             "100, 400, 0, 0, 0, 0\n230, 6000, 1, 0, 0, 0\n250, 15, 0, 0, 0, 0\n"
@@ -689,7 +719,7 @@ mod tests {
         l.finish(Nanos(49_900_000));
         let clat = &l.clat.as_ref().unwrap().samples;
         assert_eq!(
-            IoLogs::text(clat, false, false),
+            IoLogs::text(clat, false, false, 0),
             "49, 90, 0, 0, 0\n49, 4, 1, 0, 0\n"
         );
     }
@@ -708,11 +738,11 @@ mod tests {
         let iops = &l.iops.as_ref().unwrap().samples;
         // 20 I/Os of 4 KiB in 100 ms: 800 KiB/s, 200 IOPS.
         assert_eq!(
-            IoLogs::text(bw, false, false),
+            IoLogs::text(bw, false, false, 0),
             "100, 800, 0, 0, 0\n200, 800, 0, 0, 0\n"
         );
         assert_eq!(
-            IoLogs::text(iops, false, false),
+            IoLogs::text(iops, false, false, 0),
             "100, 200, 0, 0, 0\n200, 200, 0, 0, 0\n"
         );
         let j = job("[d]\nwrite_bw_log\n");
@@ -754,7 +784,7 @@ mod tests {
         let h = l.hist.as_ref().unwrap();
         assert_eq!(h.cols(), 464);
         assert_eq!(h.last[0], 205);
-        let text = h.text();
+        let text = h.text(0);
         let lines: Vec<Vec<u64>> = text
             .lines()
             .map(|l| l.split(", ").map(|v| v.parse().unwrap()).collect())
@@ -787,7 +817,7 @@ mod tests {
         l.completed(done(1, 11, 9));
         let h = l.hist.as_ref().unwrap();
         assert_eq!(h.path, PathBuf::from("d_clat_hist.1.log"));
-        let line = h.text();
+        let line = h.text(0);
         assert_eq!(line.matches(", ").count(), 1858, "{line}");
         assert!(line.starts_with("11, 1, 4096, 0, 0,"));
         assert!(
@@ -797,14 +827,14 @@ mod tests {
         let j = job("[d]\nwrite_hist_log\n");
         let mut l = IoLogs::for_clone(&j, 1, 4);
         l.completed(done(0, 500, 9));
-        assert_eq!(l.hist.as_ref().unwrap().text(), "");
+        assert_eq!(l.hist.as_ref().unwrap().text(0), "");
         // Without clat (disable_clat, gtod_reduce) fio 3.33 writes the file empty.
         for opt in ["disable_clat=1", "gtod_reduce=1"] {
             let j = job(&format!("[d]\nwrite_hist_log\nlog_hist_msec=10\n{opt}\n"));
             let mut l = IoLogs::for_clone(&j, 1, 4);
             l.completed(done(0, 5, 9));
             l.completed(done(0, 50, 9));
-            assert_eq!(l.hist.as_ref().unwrap().text(), "", "{opt}");
+            assert_eq!(l.hist.as_ref().unwrap().text(0), "", "{opt}");
         }
         // fio's option range.
         let e = crate::plan::jobfile::parse_job_text(

@@ -1144,8 +1144,8 @@ fn ensure_open(
     if setup.job.invalidate {
         files::invalidate(&fd, path)?;
     }
-    // fio's default fadvise_hint: tell the kernel the access pattern (readahead follows it).
-    files::access_hint(&fd, setup.job.rw.is_random(), setup.plan.files[fi].size);
+    // fio's fadvise_hint: tell the kernel the access pattern (readahead follows it).
+    files::access_hint(&fd, setup.job, setup.plan.files[fi].size);
     p.files[fi].fd_pos = 0;
     p.files[fi].blkdev = rustix::fs::fstat(&fd).is_ok_and(|m| {
         rustix::fs::FileType::from_raw_mode(m.st_mode) == rustix::fs::FileType::BlockDevice
@@ -1159,10 +1159,20 @@ fn ensure_open(
 }
 
 /// Timing phase of a clone: ramp, then measured.
+/// The Unix time in milliseconds (CLOCK_REALTIME, as fio's set_epoch_time).
+fn unix_ms_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
 struct Clock {
     sampler: super::stats::Sampler,
     started: Nanos,
     measured_from: Nanos,
+    /// The Unix time (ms) when measured_from was last set (fio's alternate_epoch, reset
+    /// with td->epoch), for log_unix_epoch.
+    measured_from_unix_ms: u64,
     ramping: bool,
     ramp: u64,
     runtime: Option<u64>,
@@ -1174,6 +1184,7 @@ impl Clock {
             sampler: super::stats::Sampler::new(now),
             started: now,
             measured_from: now,
+            measured_from_unix_ms: unix_ms_now(),
             ramping: !job.ramp_time.is_zero(),
             ramp: job.ramp_time.as_nanos() as u64,
             runtime: job.runtime.map(|d| d.as_nanos() as u64),
@@ -1186,6 +1197,7 @@ impl Clock {
         if self.ramping && (now - self.started).0 >= self.ramp {
             self.ramping = false;
             self.measured_from = now;
+            self.measured_from_unix_ms = unix_ms_now();
             self.sampler = super::stats::Sampler::new(now);
             return true;
         }
@@ -1440,6 +1452,9 @@ fn run_clone_on<T: TimeSource + Send>(
         }
     }
     drop(p);
+    if job.log_unix_epoch {
+        logs.set_epoch_ms(clock.measured_from_unix_ms);
+    }
     logs.finish(elapsed);
     logs.write()?;
     if job.unlink {
@@ -3489,6 +3504,7 @@ fn latency_step(
             *ru0 = super::stats::Rusage::thread();
             p.ramp_reset();
             clock.measured_from = now;
+            clock.measured_from_unix_ms = unix_ms_now();
             clock.sampler = super::stats::Sampler::new(now);
             false
         }
