@@ -76,4 +76,11 @@ fn fsync_in_a_mixed_job_counts_as_fios_on_every_engine() {
             assert_eq!(syncs(&ours), syncs(&fio), "sync count of\n{job}");
         }
     }
+    // verify_backlog's read-backs count as completions too.
+    let job = "[v]\nrw=randwrite\nbs=4k\nsize=2m\nverify=crc32c\nverify_backlog=8\nfsync=4\n";
+    let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let ours = run_fsdelta_fio(d.path(), job);
+    let fio = run_real_fio(d.path(), job);
+    assert_eq!(fio_counts(&ours, 0), fio_counts(&fio, 0), "{job}");
+    assert_eq!(syncs(&ours), syncs(&fio), "sync count of\n{job}");
 }

@@ -2444,8 +2444,9 @@ fn mmap_prep(setup: &CloneSetup<'_>, p: &mut Planner<'_>, io: &Io) -> Result<(),
     let spec = super::mmap::MapSpec {
         write: job.rw.writes() && !job.verify_only,
         read: job.rw.reads() || job.verify || job.verify_only,
-        // fio's default fadvise_hint=1, as files::access_hint gives the descriptor.
-        hint: true,
+        // fio's fio_madvise_file: no advice with fadvise_hint=0, else by the job's
+        // randomness (fadvise_hint=random|sequential change only the descriptor's advice).
+        hint: job.fadvise_hint != crate::plan::jobfile::FadviseHint::None,
         random: job.rw.is_random(),
         base: plan.offset,
         region: plan.size,
@@ -2580,7 +2581,10 @@ fn run_sync<T: TimeSource>(
         // verify_backlog_batch (default verify_backlog) of them before the next write.
         if let Some(vc) = vctx.as_ref().filter(|_| job.verify_backlog > 0) {
             if let Some((fi, b)) = backlog_next(p, last_ddir, |_, _| false) {
-                if verify_block(setup, p, buf, st, clk, vc, fi, b)? == AfterError::End {
+                let verified = verify_block(setup, p, buf, st, clk, vc, fi, b)?;
+                // A read that completes, as any (fio's io_completed).
+                p.last_was_sync = false;
+                if verified == AfterError::End {
                     return Ok(false);
                 }
                 last_ddir = READ;
