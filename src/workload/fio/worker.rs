@@ -1118,6 +1118,7 @@ fn io_err(op: &'static str, path: &Path, e: impl Into<std::io::Error>) -> Worklo
 }
 
 /// Open the file an I/O needs, closing another first when `openfiles` are already open.
+#[inline]
 fn ensure_open(
     p: &mut Planner<'_>,
     setup: &CloneSetup<'_>,
@@ -1126,6 +1127,14 @@ fn ensure_open(
     if p.files[fi].fd.is_some() || setup.job.ioengine == IoEngine::Null {
         return Ok(());
     }
+    open_file(p, setup, fi)
+}
+
+/// [`ensure_open`]'s slow path, out of the I/O loop: open file `fi` (closing another first
+/// when openfiles= is reached).
+#[cold]
+#[inline(never)]
+fn open_file(p: &mut Planner<'_>, setup: &CloneSetup<'_>, fi: usize) -> Result<(), WorkloadError> {
     if p.open_count >= p.open_limit {
         if let Some((oi, other)) = p.files.iter_mut().enumerate().find(|(_, f)| f.fd.is_some()) {
             other.mapping = None;
@@ -2594,7 +2603,12 @@ fn run_sync<T: TimeSource>(
                 continue;
             }
         }
-        while let Some(us) = p.rate_wait(clk.now()) {
+        // Only a rated job reads the clock here: elsewhere it would be a third reading per I/O.
+        while let Some(us) = if p.rate.is_some() {
+            p.rate_wait(clk.now())
+        } else {
+            None
+        } {
             if !rate_sleep(setup, p, clock, us, clk) {
                 if setup.cancel.is_cancelled() {
                     return Err(WorkloadError::Cancelled);
@@ -3065,7 +3079,7 @@ fn run_async<T: TimeSource>(
                 }
                 break;
             }
-            if stashed.is_none() {
+            if stashed.is_none() && p.rate.is_some() {
                 if let Some(us) = p.rate_wait(clk.now()) {
                     if inflight > 0 {
                         quiesce = true;
