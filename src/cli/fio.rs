@@ -42,7 +42,7 @@ Where it differs from fio 3.33, on purpose:
   - jobs run as threads (thread is accepted; processes are never forked);
   - an unknown option, an unknown size or time suffix, or a value range (bs=4k-16k) is an
     error naming file and line, never ignored or guessed; an unset ${VAR} expands to nothing
-    with a warning, as in fio;
+    with a warning (fio 3.33 expands it silently);
   - write buffers hold fsdelta's own pseudo-random bytes (same compressibility rules, not
     fio's exact bytes); layout writes 1 MiB at a time;
   - io_uring and libaio drain in-flight I/O before an fsync=/fdatasync= sync and before an
