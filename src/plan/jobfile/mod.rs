@@ -846,6 +846,9 @@ pub struct JobSpec {
     pub zone_reset_frequency: f64,
     /// fio's latency_target: find the largest depth whose I/Os complete within this.
     pub latency_target: Option<Duration>,
+    /// max_latency= per direction (read, write, trim), in ns; 0: none. An I/O whose latency
+    /// exceeds it ends the job with ETIMEDOUT (fio's lat_fatal).
+    pub max_latency: [u64; 3],
     /// Window over which latency_target is judged.
     pub latency_window: Duration,
     /// Percent of a window's I/Os that must meet latency_target.
@@ -1027,6 +1030,7 @@ impl Default for JobSpec {
             iodepth: 1,
             iodepth_batch: 1,
             iodepth_low: 0,
+            max_latency: [0; 3],
             fadvise_hint: FadviseHint::Workload,
             create_fsync: true,
             sync_io: SyncIo::None,
@@ -1328,6 +1332,16 @@ fn validate(job: &JobSpec, origin: &Origin) -> Result<(), JobFileError> {
             ),
         );
     }
+    if job.max_latency.iter().any(|&m| m > 0) && job.ioengine.is_file_op() {
+        return err(
+            origin,
+            format!(
+                "job '{}': max_latency with ioengine={} is not supported (fsdelta checks it for the read, write and trim engines); drop it or use another engine",
+                job.name,
+                job.ioengine.as_str()
+            ),
+        );
+    }
     if job.continue_on_error != 0 && job.ioengine.is_file_op() {
         return err(
             origin,
@@ -1373,6 +1387,8 @@ fn validate(job: &JobSpec, origin: &Origin) -> Result<(), JobFileError> {
             Some("openfiles below the number of files")
         } else if job.continue_on_error != 0 {
             Some("continue_on_error / ignore_error")
+        } else if job.max_latency.iter().any(|&m| m > 0) {
+            Some("max_latency")
         } else if job.uring.in_use() {
             Some("registerfiles / fixedbufs / sqthread_poll / sqthread_poll_cpu")
         } else if !matches!(

@@ -2071,6 +2071,24 @@ pub static OPTIONS: &[OptDef] = &[
         }
     ),
     opt!(
+        "max_latency",
+        [],
+        Kind::Text,
+        "0",
+        Io,
+        "end the job with ETIMEDOUT when an I/O's latency exceeds this (per direction; bare number: microseconds)",
+        |j, v, o| set_per_ddir_with(&mut j.max_latency, v, o, |p| {
+            let t = time_value(
+                &RawOption {
+                    value: Some(p.to_string()),
+                    ..o.clone()
+                },
+                1,
+            )?;
+            Ok(t.as_nanos() as u64)
+        })
+    ),
+    opt!(
         "latency_target",
         [],
         Kind::Time { default_us: 1 },
@@ -3045,6 +3063,18 @@ fn set_rw_mode(j: &mut JobSpec, v: &str, o: &RawOption) -> Result<(), JobFileErr
 /// `R,W` sets read and write and trim takes W, `R,W,T` each; an empty part leaves its
 /// direction unset (0), as fio's parser.
 fn set_per_ddir(out: &mut [u64; 3], v: Val<'_>, o: &RawOption) -> Result<(), JobFileError> {
+    set_per_ddir_with(out, v, o, |p| Ok(size_value(o, p)?.0))
+}
+
+/// A per-direction option (`N` for all three, `R,W,T` each; an empty part leaves that
+/// direction, and the last value given also sets the directions after it), each part read by
+/// `value`.
+fn set_per_ddir_with(
+    out: &mut [u64; 3],
+    v: Val<'_>,
+    o: &RawOption,
+    value: impl Fn(&str) -> Result<u64, JobFileError>,
+) -> Result<(), JobFileError> {
     let v = v.s();
     if v.is_empty() {
         return err(&o.origin, format!("option '{}' needs a value", o.key));
@@ -3064,7 +3094,7 @@ fn set_per_ddir(out: &mut [u64; 3], v: Val<'_>, o: &RawOption) -> Result<(), Job
         if p.trim().is_empty() {
             continue;
         }
-        last = size_value(o, p)?.0;
+        last = value(p)?;
         out[i] = last;
     }
     if !parts[parts.len() - 1].trim().is_empty() {

@@ -2746,6 +2746,9 @@ fn run_sync<T: TimeSource>(
         st.depth_counts[0] += 1;
         st.submit_counts[1] += 1;
         st.complete_counts[1] += 1;
+        if !job.disable_lat && max_latency_exceeded(setup, st, &io, (end - start).0) {
+            return Ok(false);
+        }
         if let Some(e) = bad {
             if verify_failed(setup, st, &e, true) == AfterError::End {
                 return Ok(false);
@@ -3386,6 +3389,9 @@ fn run_async<T: TimeSource>(
                 }
                 d.io_bytes += s.io.len as u64;
                 d.total_ios += 1;
+                if !job.disable_lat && max_latency_exceeded(setup, st, &s.io, lat) {
+                    ended = true;
+                }
                 // fio accounts the read, then verifies it (its end_io).
                 if let Some(e) = bad {
                     if verify_failed(setup, st, &e, false) == AfterError::End {
@@ -3492,6 +3498,46 @@ fn run_async<T: TimeSource>(
 }
 
 /// fio's lat_fatal: latency_target missed at depth 1 with latency_percentile=100.
+/// max_latency= (fio's lat_fatal from account_io_completion): an I/O whose latency `lat_ns`
+/// exceeds its direction's maximum ends the job with ETIMEDOUT beside its stats (the I/O is
+/// counted), after fio's stderr line naming it. True when the job must end.
+#[inline]
+fn max_latency_exceeded(
+    setup: &CloneSetup<'_>,
+    st: &mut ThreadStats,
+    io: &Io,
+    lat_ns: u64,
+) -> bool {
+    let max = setup.job.max_latency[io.ddir];
+    if max == 0 || lat_ns <= max {
+        return false;
+    }
+    max_latency_fatal(setup, st, io, lat_ns, max);
+    true
+}
+
+#[cold]
+fn max_latency_fatal(setup: &CloneSetup<'_>, st: &mut ThreadStats, io: &Io, lat_ns: u64, max: u64) {
+    if st.error.is_some() {
+        return;
+    }
+    let message = format!(
+        "fio: latency of {lat_ns} nsec exceeds specified max ({max} nsec): {} {} {} {}",
+        setup.plan.files[io.file].fio_name,
+        ddir_name(io.ddir),
+        io.offset,
+        io.len
+    );
+    eprintln!("{message}");
+    let mut e = super::stats::JobError::at(
+        libc::ETIMEDOUT,
+        ("io_u.c:1432", "max latency exceeded"),
+        message,
+    );
+    e.told = true;
+    st.error = Some(e);
+}
+
 fn latency_fatal(setup: &CloneSetup<'_>, max_ns: u64) -> WorkloadError {
     WorkloadError::InvalidOptions(format!(
         "job '{}': an I/O's latency exceeded latency_target ({} usec) at depth 1 (fio's lat_fatal; lower the target or the latency_percentile)",
