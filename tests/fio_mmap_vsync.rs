@@ -84,3 +84,43 @@ fn fsync_in_a_mixed_job_counts_as_fios_on_every_engine() {
     assert_eq!(fio_counts(&ours, 0), fio_counts(&fio, 0), "{job}");
     assert_eq!(syncs(&ours), syncs(&fio), "sync count of\n{job}");
 }
+
+/// ioengine=mmap on a block device (a loop device over a file of this test's): its size comes
+/// from BLKGETSIZE64 (fstat says 0), and the counts equal fio's.
+#[test]
+fn mmap_maps_a_block_device() {
+    if !require_fio() || !common::require(common::is_root(), "root (a loop device)") {
+        return;
+    }
+    let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let img = d.path().join("lo.img");
+    std::fs::File::create(&img)
+        .unwrap()
+        .set_len(16 << 20)
+        .unwrap();
+    let out = std::process::Command::new("losetup")
+        .args(["-f", "--show"])
+        .arg(&img)
+        .output()
+        .unwrap();
+    if !common::require(out.status.success(), "a free loop device (losetup -f)") {
+        return;
+    }
+    struct Detach(String);
+    impl Drop for Detach {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("losetup")
+                .args(["-d", &self.0])
+                .status();
+        }
+    }
+    let dev = Detach(String::from_utf8(out.stdout).unwrap().trim().to_string());
+    let job = format!(
+        "[b]\nioengine=mmap\nrw=randrw\nbs=4k\nfilename={}\nsize=8m\nfsync=8\n",
+        dev.0
+    );
+    let ours = run_fsdelta_fio(d.path(), &job);
+    let fio = run_real_fio(d.path(), &job);
+    assert_eq!(fio_counts(&ours, 0), fio_counts(&fio, 0), "{job}");
+    assert_eq!(syncs(&ours), syncs(&fio), "{job}");
+}

@@ -278,6 +278,25 @@ pub fn plan_clone(
     })
 }
 
+/// The size of the block device open as `fd` (BLKGETSIZE64).
+pub fn blkdev_size(fd: std::os::fd::BorrowedFd<'_>) -> std::io::Result<u64> {
+    let mut size: u64 = 0;
+    // BLKGETSIZE64 = _IOR(0x12, 114, size_t)
+    const BLKGETSIZE64: libc::c_ulong = 0x8008_1272;
+    // SAFETY: the ioctl writes one u64 into `size`, which outlives the call.
+    let r = unsafe {
+        libc::ioctl(
+            std::os::fd::AsRawFd::as_raw_fd(&fd),
+            BLKGETSIZE64 as _,
+            &mut size as *mut u64,
+        )
+    };
+    if r != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(size)
+}
+
 /// The size of an existing regular file, or of a block device (BLKGETSIZE64), as fio reads it
 /// when a job gives no size.
 pub fn existing_size(path: &Path) -> Result<u64, String> {
@@ -285,24 +304,8 @@ pub fn existing_size(path: &Path) -> Result<u64, String> {
     let md = std::fs::metadata(path).map_err(|e| format!("it cannot be read: {e}"))?;
     if md.file_type().is_block_device() {
         let f = std::fs::File::open(path).map_err(|e| format!("it cannot be opened: {e}"))?;
-        let mut size: u64 = 0;
-        // BLKGETSIZE64 = _IOR(0x12, 114, size_t)
-        const BLKGETSIZE64: libc::c_ulong = 0x8008_1272;
-        // SAFETY: the ioctl writes one u64 into `size`, which outlives the call.
-        let r = unsafe {
-            libc::ioctl(
-                std::os::fd::AsRawFd::as_raw_fd(&f),
-                BLKGETSIZE64 as _,
-                &mut size as *mut u64,
-            )
-        };
-        if r != 0 {
-            return Err(format!(
-                "BLKGETSIZE64 failed: {}",
-                std::io::Error::last_os_error()
-            ));
-        }
-        return Ok(size);
+        return blkdev_size(std::os::fd::AsFd::as_fd(&f))
+            .map_err(|e| format!("BLKGETSIZE64 failed: {e}"));
     }
     if !md.is_file() {
         return Err("it is neither a regular file nor a block device".to_string());

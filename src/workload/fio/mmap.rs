@@ -10,8 +10,9 @@
 //! MADV_DONTNEED. One deviation: fio maps a file from its start but indexes the mapping from
 //! the region's (`offset=`), so with an offset it touches other bytes than the I/O names;
 //! here the mapping starts at the region. What it must never do: map past the end of the
-//! file (a memcpy there is SIGBUS, not an error): a mapping is refused when the file is
-//! shorter than the bytes it would cover.
+//! file (a memcpy there is SIGBUS, not an error): a mapping is refused when the file (or block
+//! device, BLKGETSIZE64) is shorter than the bytes it would cover; a file truncated by someone
+//! else while mapped is the one case no check here can catch.
 
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd};
@@ -119,7 +120,14 @@ impl Mapping {
         let holds = |m: &Mapping| offset >= m.off && offset + len as u64 <= m.off + m.len as u64;
         if !cur.as_ref().is_some_and(holds) {
             *cur = None;
-            let size = rustix::fs::fstat(fd)?.st_size as u64;
+            let st = rustix::fs::fstat(fd)?;
+            let size = if rustix::fs::FileType::from_raw_mode(st.st_mode)
+                == rustix::fs::FileType::BlockDevice
+            {
+                super::files::blkdev_size(fd)?
+            } else {
+                st.st_size as u64
+            };
             let end = spec.base + spec.region;
             if end > size {
                 return Err(io::Error::other(format!(
