@@ -330,17 +330,12 @@ fn check_output(path: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// One report in the chosen formats, in fio's order; `header`: the output begins as fio's
-/// does before its jobs run (not when that was printed before the run, with
-/// --status-interval): with the normal format fio's job lines, then on stdout the notes fio's
-/// jobs print as they start; the reports follow (so with json,normal: header, JSON, then the
-/// normal report, as fio prints them).
-fn render(a: &FioArgs, run: &FioRun, header: bool) -> String {
-    let mut text = if header {
-        run_header(a, &run.set)
-    } else {
-        String::new()
-    };
+/// One report in the chosen formats, in fio's order (with json,normal: JSON, then the normal
+/// report, as fio prints them). What precedes the reports ([`run_header`], the layout lines)
+/// is put in place by the caller: before the run when anything is printed during it, else in
+/// front of the final report.
+fn render(a: &FioArgs, run: &FioRun) -> String {
+    let mut text = String::new();
     for f in &a.formats {
         text.push_str(&match f {
             OutputFormat::Terse => report::fio::terse(run, a.terse_version),
@@ -538,8 +533,9 @@ pub fn main(args: &[String]) -> i32 {
         early: bool,
         sink: Option<&'s std::sync::Mutex<Sink>>,
         held: std::sync::Mutex<String>,
-        /// An ETA line is on stdout, ended by its carriage return only.
-        eta_open: &'s std::sync::atomic::AtomicBool,
+        /// An ETA line is on stdout, ended by its carriage return only; held while anything
+        /// is written to stdout during the run, so lines never run into each other.
+        eta_open: &'s std::sync::Mutex<bool>,
     }
     impl crate::workload::ProgressSink for Lines<'_> {
         fn warning(&self, what: &str) {
@@ -550,11 +546,8 @@ pub fn main(args: &[String]) -> i32 {
                 return;
             }
             let mut line = format!("{line}\n");
-            if self.early
-                && self
-                    .eta_open
-                    .swap(false, std::sync::atomic::Ordering::Relaxed)
-            {
+            let mut open = lock(self.eta_open);
+            if self.early && std::mem::take(&mut *open) {
                 // Keep the ETA line whole: the note goes below it.
                 line.insert(0, '\n');
             }
@@ -565,7 +558,7 @@ pub fn main(args: &[String]) -> i32 {
             }
         }
     }
-    let eta_line_open = std::sync::atomic::AtomicBool::new(false);
+    let eta_line_open = std::sync::Mutex::new(false);
     let lines = Lines {
         normal: a.formats.contains(&OutputFormat::Normal),
         early,
@@ -579,13 +572,20 @@ pub fn main(args: &[String]) -> i32 {
         progress: &lines,
     };
     let print_eta = |l: &str| {
+        let mut open = lock(&eta_line_open);
         out(l);
-        eta_line_open.store(true, std::sync::atomic::Ordering::Relaxed);
+        *open = true;
     };
     let eta = eta_on.then_some(EtaReport { print: &print_eta });
     let report = |run: &FioRun| {
         if let Some(sink) = &sink {
-            lock(sink).write(&render(&a, run, false));
+            let mut text = render(&a, run);
+            let mut open = lock(&eta_line_open);
+            if a.output.is_none() && std::mem::take(&mut *open) {
+                // A report on stdout starts below the ETA line.
+                text.insert(0, '\n');
+            }
+            lock(sink).write(&text);
         }
     };
     let status = a.status_interval.map(|every| StatusReport {
@@ -594,7 +594,7 @@ pub fn main(args: &[String]) -> i32 {
     });
     let run = workload.execute_with(&ctx, status.as_ref(), eta.as_ref());
     // fio ends its last ETA line with the newline that otherwise opens the normal report.
-    let mut eta_open = eta_line_open.load(std::sync::atomic::Ordering::Relaxed);
+    let mut eta_open = *lock(&eta_line_open);
     if eta_open && (run.is_err() || sink.is_some()) {
         // Interrupted, failed, or reports already interleaved: the ETA line ends here.
         out("\n");
@@ -626,7 +626,7 @@ pub fn main(args: &[String]) -> i32 {
     }
     if let Some(sink) = &sink {
         let mut sink = lock(sink);
-        sink.write(&render(&a, &run, false));
+        sink.write(&render(&a, &run));
         if let Some(e) = sink.error.take() {
             eprintln!("fsdelta fio: {e}");
             return 2;
@@ -644,7 +644,7 @@ pub fn main(args: &[String]) -> i32 {
             text.push_str(&report::fio::sync_depth_notes(&run.set));
         }
     }
-    text.push_str(&render(&a, &run, false));
+    text.push_str(&render(&a, &run));
     if eta_open && a.output.is_none() && text.starts_with('\n') {
         eta_open = false;
     }

@@ -753,15 +753,17 @@ pub fn normal_header(set: &crate::plan::jobfile::JobSet) -> String {
     out
 }
 
-/// fio's note for a job of a synchronous engine (every engine but io_uring, libaio, posixaio,
-/// vsync and null, which lack FIO_SYNCIO) with iodepth above 1: backend.c's thread_main writes it
+/// fio's note for a job of a synchronous engine (every engine with fio's FIO_SYNCIO: all but
+/// io_uring, libaio, posixaio and null; vsync has it though it queues) with iodepth above 1: backend.c's thread_main writes it
 /// with log_info, to stdout, once per clone as it starts, whatever the output format (and not
 /// into an --output file). The depth stays the job's iodepth in the report.
 pub fn sync_depth_notes(set: &crate::plan::jobfile::JobSet) -> String {
     use crate::plan::jobfile::IoEngine;
     let mut out = String::new();
     for job in &set.jobs {
-        if job.ioengine.is_sync() && job.ioengine != IoEngine::Null && job.iodepth > 1 {
+        let syncio = (job.ioengine.is_sync() && job.ioengine != IoEngine::Null)
+            || job.ioengine == IoEngine::Vsync;
+        if syncio && job.iodepth > 1 {
             for _ in 0..job.numjobs {
                 out.push_str(
                     "note: both iodepth >= 1 and synchronous I/O engine are selected, queue \

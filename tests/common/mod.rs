@@ -181,10 +181,12 @@ pub fn fio_counts(v: &serde_json::Value, i: usize) -> Vec<(u64, u64)> {
 /// --output-format=json` in `dir`; its JSON report, or a panic with its stderr.
 pub fn run_fsdelta_fio(dir: &Path, job: &str) -> serde_json::Value {
     std::fs::write(dir.join("job.fio"), job).unwrap();
+    // A job that hangs fails the test after 5 minutes instead of holding CI.
     let out = Command::cargo_bin("fsdelta")
         .unwrap()
         .current_dir(dir)
         .args(["fio", "--output-format=json", "job.fio"])
+        .timeout(std::time::Duration::from_secs(300))
         .output()
         .unwrap();
     assert!(

@@ -328,6 +328,7 @@ pub fn bc_calc(value: &str) -> Option<i128> {
     let mut b = Bc {
         s: v.as_bytes(),
         pos: 0,
+        depth: 0,
     };
     let n = b.sum()?;
     b.skip();
@@ -338,7 +339,13 @@ pub fn bc_calc(value: &str) -> Option<i128> {
 struct Bc<'a> {
     s: &'a [u8],
     pos: usize,
+    /// Nesting so far (parentheses, unary minus, `^`): beyond [`BC_MAX_DEPTH`] the value is
+    /// not arithmetic fsdelta evaluates (a job file cannot overflow the stack).
+    depth: u32,
 }
+
+/// How deep bc expressions may nest here.
+const BC_MAX_DEPTH: u32 = 256;
 
 impl Bc<'_> {
     fn skip(&mut self) {
@@ -384,7 +391,13 @@ impl Bc<'_> {
         let base = self.unary()?;
         if self.peek() == Some(b'^') {
             self.pos += 1;
-            let e = self.power()?;
+            self.depth += 1;
+            if self.depth > BC_MAX_DEPTH {
+                return None;
+            }
+            let e = self.power();
+            self.depth -= 1;
+            let e = e?;
             return match u32::try_from(e) {
                 Ok(e) => base.checked_pow(e),
                 // bc: a negative exponent at scale 0 is 0 (1 for a base of 1 or -1).
@@ -400,6 +413,15 @@ impl Bc<'_> {
         Some(base)
     }
     fn unary(&mut self) -> Option<i128> {
+        self.depth += 1;
+        if self.depth > BC_MAX_DEPTH {
+            return None;
+        }
+        let v = self.unary_inner();
+        self.depth -= 1;
+        v
+    }
+    fn unary_inner(&mut self) -> Option<i128> {
         match self.peek()? {
             b'-' => {
                 self.pos += 1;
@@ -484,6 +506,17 @@ mod tests {
         assert_eq!(parse_number("2k").unwrap(), 2048);
         assert!(parse_number("two").is_err());
         assert!(parse_number("").is_err());
+    }
+
+    #[test]
+    fn bc_calc_refuses_nesting_deeper_than_it_evaluates() {
+        // A job file cannot overflow the stack: too deep is "not arithmetic", an error later.
+        let deep = format!("{}1{}*2", "(".repeat(100_000), ")".repeat(100_000));
+        assert_eq!(bc_calc(&deep), None);
+        assert_eq!(bc_calc(&format!("{}1*2", "-".repeat(100_000))), None);
+        assert_eq!(bc_calc(&format!("2{}*1", "^2".repeat(100_000))), None);
+        let fine = format!("{}1{}*2", "(".repeat(100), ")".repeat(100));
+        assert_eq!(bc_calc(&fine), Some(2));
     }
 
     #[test]

@@ -1352,6 +1352,15 @@ fn validate(job: &JobSpec, origin: &Origin) -> Result<(), JobFileError> {
             ),
         );
     }
+    if job.ioengine == IoEngine::Mmap && job.fill_device {
+        return err(
+            origin,
+            format!(
+                "job '{}': fill_device with ioengine=mmap is not supported (a write to a mapping on a full filesystem is SIGBUS, which would end every job's report); use a write engine such as psync",
+                job.name
+            ),
+        );
+    }
     // fio's fio_mmapio_init: msync works on whole pages.
     if job.ioengine == IoEngine::Mmap
         && (0..3).any(|d| job.min_bs(d) % 4096 != 0)

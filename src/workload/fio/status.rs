@@ -37,7 +37,8 @@ pub enum Phase {
     NotStarted = 0,
     /// Laying out its files (fio's TD_SETTING_UP, 'I').
     SettingUp = 1,
-    /// In ramp_time (fio's TD_RAMP, '/').
+    /// In ramp_time. fio's runstate stays TD_RUNNING there (TD_RAMP only marks the ramp's
+    /// end), so the ETA line shows it as running.
     Ramp = 2,
     /// Doing measured I/O (fio's TD_RUNNING: 'r', 'R', 'w', 'W', 'm', 'M', 'd', 'D').
     Running = 3,
@@ -179,6 +180,8 @@ impl Slot {
 #[derive(Debug)]
 pub struct Board {
     slots: Vec<Slot>,
+    /// One collection at a time (the status and ETA monitors share the request flags).
+    collecting: Mutex<()>,
 }
 
 impl Board {
@@ -186,6 +189,7 @@ impl Board {
     pub fn new(n: usize) -> Board {
         Board {
             slots: (0..n).map(|_| Slot::default()).collect(),
+            collecting: Mutex::new(()),
         }
     }
 
@@ -203,6 +207,7 @@ impl Board {
     /// until `stop` says the run is over); then each clone's stats and when they were taken
     /// (now for a clone that has none).
     pub fn collect(&self, cap: Duration, stop: &dyn Fn() -> bool) -> Vec<(ThreadStats, Nanos)> {
+        let _one = self.collecting.lock().unwrap_or_else(|e| e.into_inner());
         for s in &self.slots {
             let st = s.state.lock().unwrap_or_else(|e| e.into_inner());
             if matches!(*st, State::Running(_)) {

@@ -10,6 +10,12 @@
 //! transfer handing each I/O its part of the bytes in order (fio_vsyncio_end) and an error
 //! failing all of them. What it must never do: allocate after construction (every method runs
 //! in the timed loop), or touch a buffer after its completion was handed up.
+//!
+//! Note: fsdelta's queueing loop submits every I/O on its own (fio's iodepth_batch_submit=1,
+//! the only value it takes), so a run holds one I/O when submitted and vsync does one readv or
+//! writev per I/O, as fio's own loop does with its default batch; the gathering of contiguous
+//! I/Os is kept for fio's semantics and tested here, and takes effect only if the loop queues
+//! several I/Os before a submit.
 
 use super::aio::AsyncBackend;
 use std::io;

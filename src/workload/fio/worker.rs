@@ -1,5 +1,6 @@
-//! One fio job clone: the timed loop, for the synchronous engines (psync, sync, pvsync), the
-//! asynchronous ones (io_uring, libaio) and filecreate.
+//! One fio job clone: the timed loop, for the synchronous engines (psync, sync, pvsync,
+//! pvsync2, mmap, falloc, ftruncate, null), the queueing ones (io_uring, libaio, posixaio,
+//! vsync) and the file engines (filecreate, filestat, filedelete).
 //!
 //! Why it exists: this is where fio's semantics become I/O. Per I/O, as fio defines them:
 //! `start` is taken when the I/O is prepared, `issue` just before the system call (sync engines)
@@ -2468,6 +2469,50 @@ fn mmap_prep(setup: &CloneSetup<'_>, p: &mut Planner<'_>, io: &Io) -> Result<(),
         .map_err(|e| io_err("mmap", &plan.path, e))
 }
 
+/// The priority an asynchronous I/O goes with.
+struct IoPrio {
+    /// What its stats and logs say (cmdprio's, else the job's).
+    prio: u32,
+    /// Its index among the direction's per-priority stats.
+    index: u16,
+    /// What the engine puts on it: cmdprio's; io_uring the job's otherwise (its workers do
+    /// not inherit the thread's); libaio and the sync engines none (0: the submitting
+    /// thread's applies).
+    engine: u16,
+}
+
+/// fio's engines with cmdprio: the priority of `io` (cmdprio's draw, made here, in I/O order)
+/// for a job whose own priority is `job_prio`.
+fn io_priority(p: &mut Planner<'_>, job: &JobSpec, io: &Io, job_prio: u32) -> IoPrio {
+    let chosen = p
+        .cmdprio
+        .as_mut()
+        .and_then(|c| c.choose(io.ddir, io.len as u64));
+    let (prio, index) = chosen.map_or((job_prio, 0), |c| (c.ioprio, c.index));
+    let engine = match (chosen, job.ioengine) {
+        (Some(c), _) => c.ioprio,
+        (None, IoEngine::IoUring) => job_prio,
+        (None, _) => 0,
+    } as u16;
+    IoPrio {
+        prio,
+        index,
+        engine,
+    }
+}
+
+/// fio's per-priority sample of a completed I/O: clat, or lat with lat_percentiles=1.
+#[inline]
+fn record_prio(d: &mut super::stats::DirStats, job: &JobSpec, index: u16, lat: u64, clat: u64) {
+    if let Some(ps) = d.prios.get_mut(index as usize) {
+        if job.lat_percentiles && !job.disable_lat {
+            ps.lat.record(lat);
+        } else if !job.lat_percentiles && !job.disable_clat {
+            ps.lat.record(clat);
+        }
+    }
+}
+
 /// One fsync (fsync=) or fdatasync (fdatasync=) of file `fi`, recorded in the sync stats.
 fn timed_sync<T: TimeSource>(
     setup: &CloneSetup<'_>,
@@ -2746,7 +2791,10 @@ fn run_sync<T: TimeSource>(
         st.depth_counts[0] += 1;
         st.submit_counts[1] += 1;
         st.complete_counts[1] += 1;
-        if !job.disable_lat && max_latency_exceeded(setup, st, &io, (end - start).0) {
+        if !job.disable_lat
+            && !clock.ramping
+            && max_latency_exceeded(setup, st, &io, (end - start).0)
+        {
             return Ok(false);
         }
         if let Some(e) = bad {
@@ -3218,19 +3266,11 @@ fn run_async<T: TimeSource>(
                 scramble(data, io.offset, start);
             }
             let fd = p.files[io.file].fd.as_ref().expect("open").as_raw_fd();
-            // fio's engines: cmdprio may give the I/O its own priority; io_uring carries the
-            // job's otherwise (its workers do not inherit the thread's), libaio none (the
-            // submitting thread's applies).
-            let chosen = p
-                .cmdprio
-                .as_mut()
-                .and_then(|c| c.choose(io.ddir, io.len as u64));
-            let (prio, prio_index) = chosen.map_or((st.ioprio, 0), |c| (c.ioprio, c.index));
-            let sqe_prio = match (chosen, job.ioengine) {
-                (Some(c), _) => c.ioprio,
-                (None, IoEngine::IoUring) => st.ioprio,
-                (None, _) => 0,
-            } as u16;
+            let IoPrio {
+                prio,
+                index: prio_index,
+                engine: sqe_prio,
+            } = io_priority(p, job, &io, st.ioprio);
             // SAFETY: the buffer belongs to slot `si`, which stays out of the free list (and
             // the buffers stay alive) until its completion is reaped; files are closed only
             // with no I/O in flight (openfiles rotation drains, below).
@@ -3323,6 +3363,8 @@ fn run_async<T: TimeSource>(
             (job.iodepth_batch_complete_min as usize).clamp(1, inflight)
         };
         let measured_from = clock.measured_from;
+        // fio accounts no completion in ramp_time (should_account): no max_latency either.
+        let ramping = clock.ramping;
         let max_evts = (job.iodepth_batch_complete_max as usize).max(min_evts);
         let reaped = backend
             .reap(min_evts, max_evts, &mut |si, res| {
@@ -3379,17 +3421,10 @@ fn run_async<T: TimeSource>(
                 if !job.disable_lat {
                     d.lat.record(lat);
                 }
-                // fio's per-priority sample: clat, or lat with lat_percentiles=1.
-                if let Some(ps) = d.prios.get_mut(s.prio_index as usize) {
-                    if job.lat_percentiles && !job.disable_lat {
-                        ps.lat.record(lat);
-                    } else if !job.lat_percentiles && !job.disable_clat {
-                        ps.lat.record(clat);
-                    }
-                }
+                record_prio(d, job, s.prio_index, lat, clat);
                 d.io_bytes += s.io.len as u64;
                 d.total_ios += 1;
-                if !job.disable_lat && max_latency_exceeded(setup, st, &s.io, lat) {
+                if !job.disable_lat && !ramping && max_latency_exceeded(setup, st, &s.io, lat) {
                     ended = true;
                 }
                 // fio accounts the read, then verifies it (its end_io).
@@ -3509,7 +3544,7 @@ fn max_latency_exceeded(
     lat_ns: u64,
 ) -> bool {
     let max = setup.job.max_latency[io.ddir];
-    if max == 0 || lat_ns <= max {
+    if max == 0 || lat_ns <= max || !setup.job.stats {
         return false;
     }
     max_latency_fatal(setup, st, io, lat_ns, max);

@@ -16,7 +16,8 @@
 //! What it must never do: close a file or drop a buffer while a worker may use it (the job's
 //! thread keeps every file open and gets every buffer back before it returns), or run an
 //! option it does not honour here (parse-time checks refuse ramp_time, verify, logs,
-//! latency_target, flow, fsync=, openfiles rotation and the engines without positional I/O).
+//! latency_target, flow, fsync=, max_latency, continue_on_error, openfiles rotation, the
+//! io_uring ring options and the engines without positional I/O).
 
 use super::super::aio::{AsyncBackend, NativeAio, Uring};
 use super::super::clock::TimeSource;
@@ -205,18 +206,12 @@ pub(super) fn run<T: TimeSource + Send>(
                 // The null engine opens nothing.
                 None => -1,
             };
-            // As the inline loop's engines: cmdprio may give the I/O its own priority;
-            // io_uring carries the job's otherwise, libaio and the sync engines none.
-            let chosen = p
-                .cmdprio
-                .as_mut()
-                .and_then(|c| c.choose(io.ddir, io.len as u64));
-            let prio_index = chosen.map_or(0, |c| c.index);
-            let prio = match (chosen, job.ioengine) {
-                (Some(c), _) => c.ioprio,
-                (None, IoEngine::IoUring) => st.ioprio,
-                (None, _) => 0,
-            } as u16;
+            // As the inline loop's engines.
+            let super::IoPrio {
+                index: prio_index,
+                engine: prio,
+                ..
+            } = super::io_priority(p, job, &io, st.ioprio);
             let w = pick(&idle, &seq, &next_free);
             work_seq += 1;
             seq[w] = work_seq;
@@ -444,14 +439,7 @@ fn worker<T: TimeSource>(
             if backend.is_some() && !job.disable_slat {
                 d.slat.record((issue - w.start).0);
             }
-            // fio's per-priority sample: clat, or lat with lat_percentiles=1.
-            if let Some(ps) = d.prios.get_mut(w.prio_index as usize) {
-                if job.lat_percentiles && !job.disable_lat {
-                    ps.lat.record((end - w.start).0);
-                } else if !job.lat_percentiles && !job.disable_clat {
-                    ps.lat.record(clat);
-                }
-            }
+            super::record_prio(d, job, w.prio_index, (end - w.start).0, clat);
             d.io_bytes += io.len as u64;
             d.total_ios += 1;
             st.depth_counts[ThreadStats::depth_index(1)] += 1;
