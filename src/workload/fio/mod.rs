@@ -603,6 +603,20 @@ fn execute(
     })
 }
 
+/// Sleep until `due` in steps of at most 10 ms; false when `stop` said so first.
+fn sleep_until(due: std::time::Instant, stop: &dyn Fn() -> bool) -> bool {
+    loop {
+        if stop() {
+            return false;
+        }
+        let now = std::time::Instant::now();
+        if now >= due {
+            return true;
+        }
+        std::thread::sleep((due - now).min(std::time::Duration::from_millis(10)));
+    }
+}
+
 /// fio's helper thread for `--status-interval`: every `sr.every`, the stats of every clone
 /// so far, assembled as the final report is, handed to `sr.report`; ends when `stop` says so
 /// (the final report follows).
@@ -618,15 +632,8 @@ fn status_monitor(
     let start = std::time::Instant::now();
     for k in 1u32.. {
         let due = start + sr.every * k;
-        loop {
-            if stop() {
-                return;
-            }
-            let now = std::time::Instant::now();
-            if now >= due {
-                break;
-            }
-            std::thread::sleep((due - now).min(std::time::Duration::from_millis(10)));
+        if !sleep_until(due, stop) {
+            return;
         }
         let snaps = board.collect(sr.every, stop);
         if stop() {
@@ -667,15 +674,8 @@ fn eta_monitor(
     let mut state = eta::EtaState::new(t0);
     for k in 1u32.. {
         let due = start + every * k;
-        loop {
-            if stop() {
-                return;
-            }
-            let now = std::time::Instant::now();
-            if now >= due {
-                break;
-            }
-            std::thread::sleep((due - now).min(std::time::Duration::from_millis(10)));
+        if !sleep_until(due, stop) {
+            return;
         }
         let snaps = board.collect(every, stop);
         let phases = board.phases();
