@@ -577,9 +577,13 @@ impl<'a> Planner<'a> {
 
     /// fio's get_rw_ddir with rate_ddir, before the next I/O of a job with a rate: None when
     /// it may go now, else the microseconds to wait first (the caller drains what is in
-    /// flight, sleeps, and calls next_io, which takes the direction chosen here).
-    fn rate_wait(&mut self, now: Nanos) -> Option<u64> {
-        let now_us = self.rate.as_ref()?.now_us(now);
+    /// flight, sleeps, and calls next_io, which takes the direction chosen here). The clock
+    /// is read only for a job with a rate: for the others it would be a third reading per I/O.
+    #[inline]
+    fn rate_wait<T: TimeSource>(&mut self, clk: T) -> Option<u64> {
+        let rate = self.rate.as_ref()?;
+        let now = clk.now();
+        let now_us = rate.now_us(now);
         if let Some((_, at)) = self.rate_ddir {
             return (at > now_us).then(|| at - now_us);
         }
@@ -2648,12 +2652,7 @@ fn run_sync<T: TimeSource>(
                 continue;
             }
         }
-        // Only a rated job reads the clock here: elsewhere it would be a third reading per I/O.
-        while let Some(us) = if p.rate.is_some() {
-            p.rate_wait(clk.now())
-        } else {
-            None
-        } {
+        while let Some(us) = p.rate_wait(clk) {
             if !rate_sleep(setup, p, clock, us, clk) {
                 if setup.cancel.is_cancelled() {
                     return Err(WorkloadError::Cancelled);
@@ -3130,8 +3129,8 @@ fn run_async<T: TimeSource>(
                 }
                 break;
             }
-            if stashed.is_none() && p.rate.is_some() {
-                if let Some(us) = p.rate_wait(clk.now()) {
+            if stashed.is_none() {
+                if let Some(us) = p.rate_wait(clk) {
                     if inflight > 0 {
                         quiesce = true;
                         break;

@@ -156,7 +156,7 @@ pub(super) fn run<T: TimeSource + Send>(
             if setup.exit.is_some_and(|e| e.terminated()) {
                 break;
             }
-            while let Some(us) = p.rate_wait(clk.now()) {
+            while let Some(us) = p.rate_wait(clk) {
                 if !rate_sleep(setup, p, clock, us, clk) {
                     break 'run;
                 }
