@@ -52,8 +52,8 @@ Where it differs from fio 3.33, on purpose:
     covers the whole run (layout included);
   - a job below rate_min prints fio's \"fio: pid=..., err=5/...\" line on stderr (fio: stdout);
     a Poisson rate below one block per second is an error (fio divides by zero);
-    io_submit_mode=offload refuses ramp_time, verify, logs, latency_target, flow, fsync= and
-    openfiles rotation;
+    io_submit_mode=offload refuses ramp_time, verify, logs, latency_target, flow, fsync=,
+    max_latency and openfiles rotation;
   - --alloc-size=KB is accepted and changes nothing (it sizes fio's shared memory for job
     processes; there are none here);
   - --status-interval: a job answers at its next I/O; one that does not answer within an
