@@ -71,23 +71,38 @@ fn counts_equal_real_fio_with_each_option() {
 }
 
 /// `key:\tvalue` of the first io_uring fdinfo of `pid` that has `SqThread:`, with the
-/// process's thread names, once the ring is up; None if the process ended first.
+/// process's thread names, once the ring is up; None if the process ended first. Every
+/// thread's table is looked at: a job's descriptors live in its thread's own table (fsdelta
+/// unshares it, as a fio job process has its own), not in the main thread's.
 fn ring_of(pid: u32) -> Option<(String, Vec<String>)> {
     loop {
-        let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fdinfo")) else {
+        // A process that exited (a zombie until it is waited for) has no tasks with tables.
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        if stat
+            .rsplit(')')
+            .next()?
+            .trim_start()
+            .starts_with(['Z', 'X'])
+        {
             return None;
-        };
-        for fd in fds.flatten() {
+        }
+        let tasks: Vec<_> = std::fs::read_dir(format!("/proc/{pid}/task"))
+            .ok()?
+            .flatten()
+            .map(|t| t.path())
+            .collect();
+        for fd in tasks
+            .iter()
+            .filter_map(|t| std::fs::read_dir(t.join("fdinfo")).ok())
+            .flat_map(|d| d.flatten())
+        {
             if let Ok(info) = std::fs::read_to_string(fd.path()) {
                 if info.contains("SqThread:") && info.contains("UserBufs:") {
-                    let comms = std::fs::read_dir(format!("/proc/{pid}/task"))
-                        .map(|ts| {
-                            ts.flatten()
-                                .filter_map(|t| std::fs::read_to_string(t.path().join("comm")).ok())
-                                .map(|c| c.trim().to_string())
-                                .collect()
-                        })
-                        .unwrap_or_default();
+                    let comms = tasks
+                        .iter()
+                        .filter_map(|t| std::fs::read_to_string(t.join("comm")).ok())
+                        .map(|c| c.trim().to_string())
+                        .collect();
                     return Some((info, comms));
                 }
             }

@@ -86,20 +86,81 @@ fn comm(pid: u32) -> String {
         .unwrap_or_default()
 }
 
-/// The fds of `pid` (fsdelta's own threads share its table): (number, link target).
-fn fds(pid: u32) -> Vec<(String, String)> {
-    let Ok(d) = fs::read_dir(format!("/proc/{pid}/fd")) else {
-        return Vec::new();
+/// One open descriptor as /proc shows it.
+struct Fd {
+    /// How a holder names it: `fd N`, or `fd N of thread TID` when it is in a thread's own
+    /// table.
+    label: String,
+    /// Its /proc symlink (to stat what it opens).
+    proc_path: String,
+    /// The symlink's target.
+    target: String,
+}
+
+/// Whether thread `tid` of `pid` uses the same descriptor table as `pid` (kcmp(2)
+/// KCMP_FILES); when the kernel cannot tell, it is taken as not sharing, so its table is read.
+fn shares_table(pid: u32, tid: u32) -> bool {
+    const KCMP_FILES: libc::c_long = 2;
+    // SAFETY: kcmp only compares two tasks' kernel objects; it reads no memory of ours.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_kcmp,
+            pid as libc::c_long,
+            tid as libc::c_long,
+            KCMP_FILES,
+            0 as libc::c_long,
+            0 as libc::c_long,
+        )
     };
-    let mut v: Vec<(String, String)> = d
-        .flatten()
-        .filter_map(|e| {
-            let n = e.file_name().to_str()?.to_string();
-            let t = fs::read_link(e.path()).ok()?;
-            Some((n, t.to_string_lossy().into_owned()))
-        })
-        .collect();
-    v.sort_by_key(|(n, _)| n.parse::<u64>().unwrap_or(u64::MAX));
+    r == 0
+}
+
+/// The fds of `pid`: its main thread's table, then the tables of threads that have their own
+/// (after unshare(CLONE_FILES), as fsdelta's fio job threads do, so a job's files show up
+/// only under /proc/PID/task/TID/fd).
+fn fds(pid: u32) -> Vec<Fd> {
+    let mut tables = vec![(None, format!("/proc/{pid}/fd"))];
+    if let Ok(tasks) = fs::read_dir(format!("/proc/{pid}/task")) {
+        let mut tids: Vec<u32> = tasks
+            .flatten()
+            .filter_map(|t| t.file_name().to_str()?.parse().ok())
+            .filter(|&t| t != pid && !shares_table(pid, t))
+            .collect();
+        tids.sort_unstable();
+        tables.extend(
+            tids.into_iter()
+                .map(|t| (Some(t), format!("/proc/{pid}/task/{t}/fd"))),
+        );
+    }
+    let mut v = Vec::new();
+    for (tid, dir) in tables {
+        let Ok(d) = fs::read_dir(&dir) else {
+            continue;
+        };
+        let mut table: Vec<(u64, Fd)> = d
+            .flatten()
+            .filter_map(|e| {
+                let n = e.file_name().to_str()?.to_string();
+                let target = fs::read_link(e.path()).ok()?.to_string_lossy().into_owned();
+                let label = match tid {
+                    None => format!("fd {n}"),
+                    Some(t) => format!("fd {n} of thread {t}"),
+                };
+                let key = n.parse::<u64>().unwrap_or(u64::MAX);
+                let proc_path = format!("{dir}/{n}");
+                Some((
+                    key,
+                    Fd {
+                        label,
+                        proc_path,
+                        target,
+                    },
+                ))
+            })
+            .collect();
+        table.sort_by_key(|(k, _)| *k);
+        v.extend(table.into_iter().map(|(_, f)| f));
+    }
     v
 }
 
@@ -125,9 +186,9 @@ pub fn of_mount(mnt: &Path) -> Vec<Holder> {
                 }
             }
         }
-        for (n, t) in fds(pid) {
-            if is_under(&t, mnt) {
-                push(format!("fd {n} {t}"));
+        for fd in fds(pid) {
+            if is_under(&fd.target, mnt) {
+                push(format!("{} {}", fd.label, fd.target));
             }
         }
         if let Ok(maps) = fs::read_to_string(format!("/proc/{pid}/maps")) {
@@ -146,8 +207,8 @@ pub fn of_device(devnum: (u32, u32)) -> Vec<Holder> {
     let mut out = Vec::new();
     let me = std::process::id();
     for pid in pids().into_iter().filter(|&p| p != me) {
-        for (n, _) in fds(pid) {
-            let Ok(m) = fs::metadata(format!("/proc/{pid}/fd/{n}")) else {
+        for fd in fds(pid) {
+            let Ok(m) = fs::metadata(&fd.proc_path) else {
                 continue;
             };
             if m.file_type().is_block_device()
@@ -156,7 +217,7 @@ pub fn of_device(devnum: (u32, u32)) -> Vec<Holder> {
                 out.push(Holder {
                     pid,
                     comm: comm(pid),
-                    how: format!("fd {n} (the device itself)"),
+                    how: format!("{} (the device itself)", fd.label),
                 });
             }
         }
@@ -200,9 +261,9 @@ pub fn of_detached_mounts() -> Vec<Holder> {
                 Some((w.to_string(), p, t))
             })
             .collect();
-        for (n, t) in fds(pid) {
-            if t.starts_with('/') {
-                candidates.push((format!("fd {n}"), format!("/proc/{pid}/fd/{n}"), t));
+        for fd in fds(pid) {
+            if fd.target.starts_with('/') {
+                candidates.push((fd.label, fd.proc_path, fd.target));
             }
         }
         for (what, proc_path, target) in candidates {
@@ -281,8 +342,49 @@ mod tests {
         assert!(ours.how.ends_with("/open-file"), "{ours}");
         assert!(ours.to_string().contains("fsdelta itself"), "{ours}");
         drop(file);
+        // A test running beside this one that gave its thread a private descriptor table
+        // meanwhile holds a copy of the file there, and is rightly named too.
         let text = describe(&found, 1);
-        assert!(text.contains("and 1 more"), "{text}");
+        assert!(
+            text.contains(&format!("and {} more", found.len() - 1)),
+            "{text}"
+        );
         assert!(describe(&[], 3).starts_with("no process"));
+    }
+
+    #[test]
+    fn a_file_open_in_a_threads_own_table_is_named_with_the_thread() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = fs::canonicalize(dir.path()).unwrap();
+        let (opened_tx, opened_rx) = std::sync::mpsc::channel();
+        let (seen_tx, seen_rx) = std::sync::mpsc::channel::<()>();
+        let path = root.join("job-file");
+        let path = &path;
+        std::thread::scope(|s| {
+            s.spawn(move || {
+                let fds = crate::workload::fdtable::PrivateFdTable::enter(true);
+                assert!(fds.is_private());
+                let f = fs::File::create(&path).unwrap();
+                // SAFETY: gettid(2) takes no arguments and cannot fail.
+                opened_tx.send(unsafe { libc::gettid() }).unwrap();
+                seen_rx.recv().unwrap();
+                drop(f);
+                drop(fds);
+            });
+            let tid = opened_rx.recv().unwrap();
+            let found = of_mount(&root);
+            seen_tx.send(()).unwrap();
+            let ours: Vec<&Holder> = found
+                .iter()
+                .filter(|h| h.pid == std::process::id())
+                .collect();
+            assert_eq!(ours.len(), 1, "{found:?}");
+            assert!(
+                ours[0].how.contains(&format!(" of thread {tid} "))
+                    && ours[0].how.ends_with("/job-file"),
+                "{}",
+                ours[0]
+            );
+        });
     }
 }

@@ -9,6 +9,7 @@ pub mod command;
 pub mod copy;
 pub mod dbench;
 pub mod external;
+pub mod fdtable;
 pub mod fio;
 pub mod fsmark;
 pub mod null;

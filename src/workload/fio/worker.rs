@@ -1241,6 +1241,12 @@ fn job_cpus(job: &JobSpec, thread_number: u64) -> Option<Vec<usize>> {
 
 /// Run one clone after layout; returns its stats.
 pub fn run_clone(setup: &CloneSetup<'_>) -> Result<ThreadStats, WorkloadError> {
+    // The clone's descriptors in a table of its own, as a fio job process has (the kernel's
+    // cheap fdget path on every I/O); dropped last, after every file the clone opened is
+    // closed. Not for posixaio: glibc's helper threads serve every thread of the process and
+    // must see the descriptors in the shared table.
+    let _fds =
+        crate::workload::fdtable::PrivateFdTable::enter(setup.job.ioengine != IoEngine::Posixaio);
     // The job's clock (the TSC is calibrated here, once per process, before the clock starts);
     // the warning of a refused clocksource=cpu is the caller's to show.
     let (jc, _) = JobClock::choose(setup.job.clocksource);
