@@ -364,7 +364,7 @@ mod tests {
             s.spawn(move || {
                 let fds = crate::workload::fdtable::PrivateFdTable::enter(true);
                 assert!(fds.is_private());
-                let f = fs::File::create(&path).unwrap();
+                let f = fs::File::create(path).unwrap();
                 // SAFETY: gettid(2) takes no arguments and cannot fail.
                 opened_tx.send(unsafe { libc::gettid() }).unwrap();
                 seen_rx.recv().unwrap();
