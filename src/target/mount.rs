@@ -289,7 +289,7 @@ mod tests {
         let (mut m, _) = Mounted::mount(&state, "fsdelta-test", &mnt, "tmpfs", "size=1m").unwrap();
         // fs_mark and dbench tests running beside this one copy the process's fd table into
         // their threads; none may copy `held`, or the mount stays busy after it is dropped.
-        let no_copies = crate::workload::fsmark::sys::no_fd_table_copies();
+        let no_copies = crate::workload::fdtable::no_fd_table_copies();
         let held = std::fs::File::create(mnt.join("held")).unwrap();
         let e = m.try_unmount().unwrap_err().to_string();
         assert!(

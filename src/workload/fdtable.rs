@@ -1,15 +1,16 @@
 //! A worker thread's own file-descriptor table, as a forked process has.
 //!
-//! Why this exists: fio runs each job in a process of its own, we run it in a thread. Every
-//! system call that takes a descriptor (pread, pwrite, fsync, ...) looks it up with the
-//! kernel's `fdget`, which takes and drops a reference on the open file (two atomic operations
-//! on a shared cache line) whenever the descriptor table is shared with another thread, and
-//! skips both when the caller is alone with its table. A job thread in a process with other
-//! threads therefore paid for something fio's job process never does: on a page-cached 4 KiB
-//! psync read (about 0.7 µs) `fdget` and `fput` took 3 % of the samples in our job thread and
-//! 1 % in a bare single-threaded pread loop (perf, `benches/psync-clock.sh`). A thread that
-//! calls `unshare(CLONE_FILES)` gets a private copy of the table and the cheap path back; what
-//! it measures is the same system call on the same open file.
+//! Why this exists: fio, fs_mark and dbench run each job, worker or client in a process of its
+//! own; we run them in threads. Every system call that takes a descriptor (pread, pwrite,
+//! fsync, ...) looks it up with the kernel's `fdget`, which takes and drops a reference on the
+//! open file (two atomic operations on a shared cache line) whenever the descriptor table is
+//! shared with another thread, and skips both when the caller is alone with its table; every
+//! open and close takes the table's lock against the other threads. A job thread therefore
+//! paid for something the peer's process never does: on a page-cached 4 KiB psync read (about
+//! 0.7 µs) `fdget` and `fput` took 3 % of the samples in our job thread and 1 % in a bare
+//! single-threaded pread loop (perf, `benches/psync-clock.sh`). A thread that calls
+//! `unshare(CLONE_FILES)` gets a private copy of the table and the cheap path back; what it
+//! measures is the same system call on the same open file.
 //!
 //! What it must never do: close a descriptor of the process's shared table. [`PrivateFdTable`]
 //! closes, when dropped, every descriptor above the standard three *in the private copy* (so no
@@ -34,9 +35,13 @@ impl PrivateFdTable {
     /// kernel refuses (it should not: `CLONE_FILES` needs no privilege), the thread keeps the
     /// shared table, which is slower but measures the same I/O.
     pub fn enter(wanted: bool) -> Self {
-        // SAFETY: unshare(2) with CLONE_FILES only changes which table the calling thread
-        // uses; every descriptor it had stays valid in the copy.
-        let private = wanted && unsafe { libc::unshare(libc::CLONE_FILES) } == 0;
+        let private = wanted && {
+            // Not while a test holds a file that must really close (no_fd_table_copies).
+            let _no_holder_in_between = FD_TABLE_COPIES.read().unwrap_or_else(|p| p.into_inner());
+            // SAFETY: unshare(2) with CLONE_FILES only changes which table the calling thread
+            // uses; every descriptor it had stays valid in the copy.
+            unsafe { libc::unshare(libc::CLONE_FILES) == 0 }
+        };
         PrivateFdTable {
             private,
             _not_send: std::marker::PhantomData,
@@ -47,6 +52,16 @@ impl PrivateFdTable {
     pub fn is_private(&self) -> bool {
         self.private
     }
+}
+
+static FD_TABLE_COPIES: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+/// While the guard lives no thread copies the process's descriptor table
+/// ([`PrivateFdTable::enter`]), so a descriptor opened and closed under it has no copy in
+/// another thread's table that keeps its file open (a test that holds a file on a mount, then
+/// unmounts, while engine tests run beside it).
+pub fn no_fd_table_copies() -> std::sync::RwLockWriteGuard<'static, ()> {
+    FD_TABLE_COPIES.write().unwrap_or_else(|p| p.into_inner())
 }
 
 impl Drop for PrivateFdTable {

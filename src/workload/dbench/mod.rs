@@ -373,9 +373,10 @@ impl Dbench {
                     // write and lock takes a reference on its file and every open and close
                     // takes the table's lock against the other clients (the kernel's fast
                     // path is for a table with one user). Every fd this thread's clients open
-                    // is opened, used and closed here. Best effort: on failure the shared
-                    // table still works, only slower.
-                    crate::workload::fsmark::sys::private_fd_table();
+                    // is opened, used and closed here, before the guard (declared first,
+                    // dropped last) closes the table's copies. Best effort: on failure the
+                    // shared table still works, only slower.
+                    let _fds = crate::workload::fdtable::PrivateFdTable::enter(true);
                     // Whatever happens in this thread (even a panic), its clients end up
                     // finished and the run failed-or-done, so the ticker never waits forever.
                     struct Finish<'s>(&'s [ClientShared], &'s AtomicBool);

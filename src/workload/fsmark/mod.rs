@@ -259,7 +259,9 @@ pub(crate) fn run_engine<S: Syscalls>(
                 let spawned = std::thread::Builder::new()
                     .name(format!("fsmark-{i}"))
                     .spawn_scoped(s, move || {
-                        sys::private_fd_table();
+                        // A descriptor table of the worker's own, as fs_mark's forked
+                        // workers have (see fdtable); given back after its files are closed.
+                        let _fds = crate::workload::fdtable::PrivateFdTable::enter(true);
                         let mut sys = make_sys(i);
                         worker::run(&mut sys, shared, dir, seed)
                     });

@@ -30,31 +30,6 @@ pub trait Syscalls: Send {
     fn unlink(&mut self, path: &CStr) -> io::Result<()>;
 }
 
-/// Give the calling thread a private copy of the file-descriptor table, as fs_mark's forked
-/// workers have. Without it every thread shares one table, so the kernel takes a reference on
-/// the file at each write/fsync/close (a single-owner table skips that) and all workers contend
-/// on one lock in open/close: costs fs_mark's processes do not pay. Best effort: if the kernel
-/// refuses (seccomp), the shared table is only slower. Returns whether it worked.
-///
-/// The copy holds every fd the process had open at that moment until the thread exits; code
-/// that needs an fd of its to be closed for real when it closes it (a test that holds a file on
-/// a mount, then unmounts) takes [`no_fd_table_copies`] around the fd's life. (The dbench
-/// engine's client threads use this too.)
-pub fn private_fd_table() -> bool {
-    let _no_holder_in_between = FD_TABLE_COPIES.read().unwrap_or_else(|p| p.into_inner());
-    // SAFETY: unshare(CLONE_FILES) only affects the calling thread's fd table; the fds other
-    // threads use stay valid in theirs, and this thread's copies are closed when it exits.
-    unsafe { libc::unshare(libc::CLONE_FILES) == 0 }
-}
-
-static FD_TABLE_COPIES: std::sync::RwLock<()> = std::sync::RwLock::new(());
-
-/// While the guard lives no thread copies the process's fd table ([`private_fd_table`]), so an
-/// fd opened and closed under it has no copy elsewhere that keeps its file open.
-pub fn no_fd_table_copies() -> std::sync::RwLockWriteGuard<'static, ()> {
-    FD_TABLE_COPIES.write().unwrap_or_else(|p| p.into_inner())
-}
-
 /// The real system calls.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Libc;
