@@ -113,6 +113,30 @@ fn exitall_ends_the_group_and_exit_what_all_everything() {
     });
 }
 
+/// exitall ends a file-engine job as any other: a filecreate job with 30 s to go stops when
+/// the quick null job of its group ends (fsdelta's file-engine loop once did not look, and ran
+/// its whole runtime). Its runtime, not a wall clock, is the evidence.
+#[test]
+fn exitall_ends_a_file_engine_job_too() {
+    let job = "[a]\nioengine=null\nsize=64k\nexitall\n\
+               [c]\nioengine=filecreate\nnrfiles=64\nfilesize=4k\nopenfiles=1\ntime_based\nruntime=30\n";
+    both(job, &|tool, out| {
+        assert!(
+            out.status.success(),
+            "{tool}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v = common::json_of(&out.stdout);
+        let c = &v["jobs"][1];
+        assert_eq!(c["jobname"], "c", "{tool}");
+        let ms = c["job_runtime"].as_u64().unwrap();
+        assert!(
+            ms < 20_000,
+            "{tool}: job c ran {ms} ms, exitall did not end it"
+        );
+    });
+}
+
 /// Two reads 1.5 s apart fall below rate_min=8k over the cycle after the 2 s settling: the job
 /// ends after its third read with fio's message and error 5; the other job goes on; exit 1.
 #[test]

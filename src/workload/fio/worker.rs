@@ -1193,6 +1193,20 @@ struct Clock {
 }
 
 impl Clock {
+    /// The clone's clock, started at `now`; until its ramp_time is over the clone is setting
+    /// up, as exit_what=stonewall sees it (fio's TD_RAMP), then running.
+    fn start(setup: &CloneSetup<'_>, now: Nanos) -> Clock {
+        let clock = Clock::new(setup.job, now);
+        if let Some(e) = setup.exit {
+            e.set_state(if clock.ramping {
+                super::rate::RunState::SettingUp
+            } else {
+                super::rate::RunState::Running
+            });
+        }
+        clock
+    }
+
     fn new(job: &JobSpec, now: Nanos) -> Clock {
         Clock {
             sampler: super::stats::Sampler::new(now),
@@ -1205,17 +1219,21 @@ impl Clock {
         }
     }
 
-    /// Whether ramp_time ended at `now` (the caller resets stats then).
+    /// Whether ramp_time ended at `now` (the caller opens a new window then: [`fresh_window`]).
     #[inline]
     fn ramp_ends(&mut self, now: Nanos) -> bool {
         if self.ramping && (now - self.started).0 >= self.ramp {
             self.ramping = false;
-            self.measured_from = now;
-            self.measured_from_unix_ms = unix_ms_now();
-            self.sampler = super::stats::Sampler::new(now);
             return true;
         }
         false
+    }
+
+    /// Measure from `now`: the runtime, the bandwidth samples and log_unix_epoch's epoch.
+    fn measure_from(&mut self, now: Nanos) {
+        self.measured_from = now;
+        self.measured_from_unix_ms = unix_ms_now();
+        self.sampler = super::stats::Sampler::new(now);
     }
 
     #[inline]
@@ -1347,16 +1365,9 @@ fn run_clone_on<T: TimeSource + Send>(
         setup.plan.pass_bytes / job.rw_min_bs() * job.loops as u64
     };
     let mut logs = IoLogs::for_clone(job, setup.thread_number, expected_ios);
-    let mut clock = Clock::new(job, clk.now());
+    let mut clock = Clock::start(setup, clk.now());
     if let Some(r) = &mut p.rate {
         r.reset(clock.started);
-    }
-    if let Some(e) = setup.exit {
-        e.set_state(if clock.ramping {
-            super::rate::RunState::SettingUp
-        } else {
-            super::rate::RunState::Running
-        });
     }
     let mut ru0 = super::stats::Rusage::thread();
     let mut workers_ru = super::stats::Rusage::default();
@@ -1450,18 +1461,9 @@ fn run_clone_on<T: TimeSource + Send>(
     }
     let end = clk.now();
     let elapsed = end - clock.measured_from;
-    for (ddir, d) in st.dir.iter_mut().enumerate() {
-        // fio's update_runtime: verify_only's writes, never issued, take no time.
-        if d.io_bytes > 0 && !(ddir == WRITE && job.verify_only) {
-            d.runtime_ms = elapsed.0.div_ceil(1_000_000);
-        }
-    }
-    st.job_runtime_ms = elapsed.0 / 1_000_000;
+    close_window(job, &mut st, &clock, &ru0, end);
     st.zone_resets = p.zbd.as_ref().map_or(0, |z| z.resets);
-    st.rusage = super::stats::Rusage::thread().since(&ru0);
     st.rusage.add(&workers_ru);
-    // SAFETY: gettid(2) takes no arguments and cannot fail.
-    st.tid = unsafe { libc::gettid() };
     if job.fsync_on_close {
         // fio closes the files after the runtime is taken: outside runtime and stats.
         for (fi, f) in p.files.iter().enumerate() {
@@ -2119,26 +2121,13 @@ fn after_tick(
     ru0: &mut super::stats::Rusage,
     now: Nanos,
 ) -> bool {
-    if clock.ramp_ends(now) {
-        st.reset();
-        *ru0 = super::stats::Rusage::thread();
+    let (job, status, exit) = (p.job, p.status, p.exit);
+    tick(job, status, exit, st, clock, ru0, now, || {
         p.ramp_reset();
-        if let Some(s) = p.status {
-            s.ramp_ended();
-        }
         if let Some(r) = &mut p.rate {
             r.reset(now);
         }
-        if let Some(e) = p.exit {
-            e.set_state(super::rate::RunState::Running);
-        }
-    }
-    if !p.job.disable_bw {
-        clock.sampler.tick(now, &mut st.dir);
-    }
-    if let Some(slot) = p.status.filter(|s| s.wanted()) {
-        slot.answer(running_stats(p.job, st, clock, ru0, now), Nanos::now());
-    }
+    });
     if let Some(pr) = p.progress {
         pr.publish(
             st.dir.iter().map(|d| d.total_ios).sum::<u64>(),
@@ -2149,6 +2138,84 @@ fn after_tick(
         }
     }
     !clock.out_of_time(now)
+}
+
+/// The bookkeeping after every I/O that the block loops and the file-engine loop share: the
+/// end of ramp_time (a fresh window; `on_ramp_end` resets the loop's own state, and the clone
+/// counts as running for exit_what=stonewall and the status board), a bandwidth sample, a
+/// status report that was asked for.
+#[allow(clippy::too_many_arguments)]
+#[inline]
+fn tick(
+    job: &JobSpec,
+    status: Option<&super::status::Slot>,
+    exit: Option<&super::rate::Exit>,
+    st: &mut ThreadStats,
+    clock: &mut Clock,
+    ru0: &mut super::stats::Rusage,
+    now: Nanos,
+    on_ramp_end: impl FnOnce(),
+) {
+    if clock.ramp_ends(now) {
+        fresh_window(st, ru0, clock, now);
+        on_ramp_end();
+        if let Some(s) = status {
+            s.ramp_ended();
+        }
+        if let Some(e) = exit {
+            e.set_state(super::rate::RunState::Running);
+        }
+    }
+    if !job.disable_bw {
+        clock.sampler.tick(now, &mut st.dir);
+    }
+    if let Some(slot) = status.filter(|s| s.wanted()) {
+        slot.answer(running_stats(job, st, clock, ru0, now), Nanos::now());
+    }
+}
+
+/// A new measuring window from `now` (fio's reset_all_stats: ramp_time's end, a
+/// latency_target's final run): fresh stats and CPU counts, the clock measuring from `now`.
+#[cold]
+fn fresh_window(
+    st: &mut ThreadStats,
+    ru0: &mut super::stats::Rusage,
+    clock: &mut Clock,
+    now: Nanos,
+) {
+    st.reset();
+    *ru0 = super::stats::Rusage::thread();
+    clock.measure_from(now);
+}
+
+/// Close the measuring window at `now` (at the end, or for a status report): each direction
+/// that did something has run for the window, the job for the window, the CPU counts since
+/// `ru0`, and the thread's id.
+fn close_window(
+    job: &JobSpec,
+    st: &mut ThreadStats,
+    clock: &Clock,
+    ru0: &super::stats::Rusage,
+    now: Nanos,
+) {
+    let elapsed = now - clock.measured_from;
+    let file_op = job.ioengine.is_file_op();
+    for (ddir, d) in st.dir.iter_mut().enumerate() {
+        // A file engine's "I/O" may move no bytes: it counts by operations. fio's
+        // update_runtime: verify_only's writes, never issued, take no time.
+        let ran = if file_op {
+            d.total_ios > 0
+        } else {
+            d.io_bytes > 0 && !(ddir == WRITE && job.verify_only)
+        };
+        if ran {
+            d.runtime_ms = elapsed.0.div_ceil(1_000_000);
+        }
+    }
+    st.job_runtime_ms = elapsed.0 / 1_000_000;
+    st.rusage = super::stats::Rusage::thread().since(ru0);
+    // SAFETY: gettid(2) takes no arguments and cannot fail.
+    st.tid = unsafe { libc::gettid() };
 }
 
 /// The clone's stats as `--status-interval` reports them at `now` (fio's
@@ -2163,9 +2230,7 @@ fn running_stats(
     now: Nanos,
 ) -> ThreadStats {
     let mut snap = st.clone();
-    let elapsed = now - clock.measured_from;
-    let file_op = job.ioengine.is_file_op();
-    if job.ioengine.is_sync() && !job.io_submit_offload && !file_op {
+    if job.ioengine.is_sync() && !job.io_submit_offload && !job.ioengine.is_file_op() {
         let same = sync_lat_is_clat(job, BufferPolicy::of(job));
         for (d, same) in snap.dir.iter_mut().zip(same) {
             if same {
@@ -2173,16 +2238,7 @@ fn running_stats(
             }
         }
     }
-    for d in &mut snap.dir {
-        // A file engine's "I/O" may move no bytes: it counts by operations (as at its end).
-        if d.io_bytes > 0 || (file_op && d.total_ios > 0) {
-            d.runtime_ms = elapsed.0.div_ceil(1_000_000);
-        }
-    }
-    snap.job_runtime_ms = elapsed.0 / 1_000_000;
-    snap.rusage = super::stats::Rusage::thread().since(ru0);
-    // SAFETY: gettid(2) takes no arguments and cannot fail.
-    snap.tid = unsafe { libc::gettid() };
+    close_window(job, &mut snap, clock, ru0, now);
     // The job's clock (chosen, and the TSC calibrated, before the clone started: this only
     // reads the decision) and its drift so far.
     let (jc, _) = JobClock::choose(job.clocksource);
@@ -3604,12 +3660,8 @@ fn latency_step(
     let done = match l.check(now.0, ios) {
         super::pace::LatencyStep::Continue => false,
         super::pace::LatencyStep::FinalRun => {
-            st.reset();
-            *ru0 = super::stats::Rusage::thread();
+            fresh_window(st, ru0, clock, now);
             p.ramp_reset();
-            clock.measured_from = now;
-            clock.measured_from_unix_ms = unix_ms_now();
-            clock.sampler = super::stats::Sampler::new(now);
             false
         }
         super::pace::LatencyStep::Done => true,
@@ -3632,7 +3684,7 @@ fn run_file_op<T: TimeSource>(
         ioprio: job.ioprio().unwrap_or(0),
         ..ThreadStats::default()
     };
-    let mut clock = Clock::new(job, clk.now());
+    let mut clock = Clock::start(setup, clk.now());
     let mut ru0 = super::stats::Rusage::thread();
     let limit = (job.openfiles.unwrap_or(u32::MAX).max(1) as usize).min(setup.plan.files.len());
     let mut open: std::collections::VecDeque<OwnedFd> =
@@ -3642,6 +3694,11 @@ fn run_file_op<T: TimeSource>(
         for f in &setup.plan.files {
             if setup.cancel.is_cancelled() {
                 return Err(WorkloadError::Cancelled);
+            }
+            // Ended by another job (exitall, exit_what): it reports what it did, as the block
+            // loops do.
+            if setup.exit.is_some_and(|e| e.terminated()) {
+                break 'outer;
             }
             if open.len() >= limit {
                 open.pop_front();
@@ -3674,17 +3731,16 @@ fn run_file_op<T: TimeSource>(
             st.depth_counts[0] += 1;
             st.submit_counts[1] += 1;
             st.complete_counts[1] += 1;
-            if clock.ramp_ends(t1) {
-                st.reset();
-                ru0 = super::stats::Rusage::thread();
-                if let Some(s) = setup.status {
-                    s.ramp_ended();
-                }
-            }
-            clock.sampler.tick(t1, &mut st.dir);
-            if let Some(slot) = setup.status.filter(|s| s.wanted()) {
-                slot.answer(running_stats(job, &st, &clock, &ru0, t1), Nanos::now());
-            }
+            tick(
+                job,
+                setup.status,
+                setup.exit,
+                &mut st,
+                &mut clock,
+                &mut ru0,
+                t1,
+                || {},
+            );
             if clock.out_of_time(t1) {
                 break 'outer;
             }
@@ -3698,16 +3754,7 @@ fn run_file_op<T: TimeSource>(
     if clock.ramping {
         st.forget_ramp();
     }
-    let elapsed = clk.now() - clock.measured_from;
-    for d in &mut st.dir {
-        if d.total_ios > 0 {
-            d.runtime_ms = elapsed.0.div_ceil(1_000_000);
-        }
-    }
-    st.job_runtime_ms = elapsed.0 / 1_000_000;
-    st.rusage = super::stats::Rusage::thread().since(&ru0);
-    // SAFETY: gettid(2) takes no arguments and cannot fail.
-    st.tid = unsafe { libc::gettid() };
+    close_window(job, &mut st, &clock, &ru0, clk.now());
     if job.unlink && job.ioengine != IoEngine::FileDelete {
         for f in &setup.plan.files {
             std::fs::remove_file(&f.path).map_err(|e| io_err("unlink", &f.path, e))?;
