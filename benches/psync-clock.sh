@@ -2,6 +2,8 @@
 # psync-clock.sh: what the clock costs a psync job (issue 17 item 1). One 4 KiB random-read job
 # from a page-cached file, run side by side by
 #   bare      a bare pread loop (the system call alone: no clock, no stats; fio-vs-peer.sh's)
+#   baretsc   the same loop timing each pread with two TSC readings into a 1,024-bucket
+#             histogram: the ceiling of any loop that measures each I/O's latency as fio does
 #   cgt       fsdelta fio with clocksource=clock_gettime (two clock_gettime calls per I/O)
 #   cpu       fsdelta fio with clocksource=cpu (the calibrated TSC; fio's default where the
 #             TSC is invariant)
@@ -32,7 +34,7 @@ while [ $# -gt 0 ]; do
         --runtime) RUNTIME="$2"; shift 2 ;;
         --size) SIZE="$2"; shift 2 ;;
         --dir) DIR="$2"; shift 2 ;;
-        -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
         *) echo "unknown argument: $1" >&2; exit 2 ;;
     esac
 done
@@ -54,6 +56,23 @@ sed -n '/^cat > "\$WORK\/bare.rs" <<.EOF.$/,/^EOF$/p' "$ROOT/benches/fio-vs-peer
     | sed '1d;$d' > "$WORK/bare.rs"
 [ -s "$WORK/bare.rs" ] || { echo "bare loop not found in benches/fio-vs-peer.sh" >&2; exit 2; }
 rustc -O -o "$WORK/bare" "$WORK/bare.rs"
+# The bare loop plus what timing each I/O costs at the least: two TSC readings around the call
+# and one histogram increment (x86_64; elsewhere the case is left out).
+if [ "$(uname -m)" = x86_64 ]; then
+    awk '
+        /let mut x: u64/ { print; print "    let mut hist = vec![0u64; 1024];"; next }
+        /f.read_at\(/ {
+            print "            let t0 = unsafe { core::arch::x86_64::_rdtsc() };"
+            print
+            print "            let t1 = unsafe { core::arch::x86_64::_rdtsc() };"
+            print "            hist[((t1.wrapping_sub(t0)) >> 6).min(1023) as usize] += 1;"
+            next
+        }
+        /println!/ { print "    eprintln!(\"{}\", hist.iter().sum::<u64>());"; print; next }
+        { print }
+    ' "$WORK/bare.rs" > "$WORK/baretsc.rs"
+    rustc -O -o "$WORK/baretsc" "$WORK/baretsc.rs"
+fi
 
 job() { # CLOCKSOURCE-LINE
     printf '[psync-clock]\nfilename=%s\nrw=randread\nbs=4k\nsize=%s\ninvalidate=0\nioengine=psync\ntime_based\nruntime=%s\n%s' \
@@ -71,7 +90,8 @@ run() { # TOOL -> "iops ios_per_cpu_s [clocksource drift_ppm]"
     cat "$FILE" > /dev/null
     # Only the tool is timed (user + system of it and its children), not jq.
     case "$1" in
-        bare) cpu="$( { time "$WORK/bare" "$FILE" "$RUNTIME" > "$WORK/out"; } 2>&1 )"
+        bare|baretsc)
+              cpu="$( { time "$WORK/$1" "$FILE" "$RUNTIME" > "$WORK/out" 2>/dev/null; } 2>&1 )"
               out="$(awk -v t="$RUNTIME" '{print $1, $1 * t}' "$WORK/out")" ;;
         fio) cpu="$( { time "$FIO" --output-format=json "$WORK/fio.fio" > "$WORK/out"; } 2>&1 )"
              json="$(cat "$WORK/out")"
@@ -89,11 +109,13 @@ run() { # TOOL -> "iops ios_per_cpu_s [clocksource drift_ppm]"
 median() { sort -g | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
 
 TOOLS=(bare cgt cpu fio)
+[ -x "$WORK/baretsc" ] && TOOLS=(bare baretsc cgt cpu fio)
+N=${#TOOLS[@]}
 declare -A IOPS RATIO CPUR
 for r in $(seq 1 "$ROUNDS"); do
     # Rotate the order by one position per round.
     order=()
-    for k in 0 1 2 3; do order+=("${TOOLS[$(((k + r) % 4))]}"); done
+    for ((k = 0; k < N; k++)); do order+=("${TOOLS[$(((k + r) % N))]}"); done
     declare -A got=() gotc=()
     for t in "${order[@]}"; do
         read -r iops percpu src drift < <(run "$t")
