@@ -1141,16 +1141,8 @@ fn ensure_open(
 #[inline(never)]
 fn open_file(p: &mut Planner<'_>, setup: &CloneSetup<'_>, fi: usize) -> Result<(), WorkloadError> {
     if p.open_count >= p.open_limit {
-        if let Some((oi, other)) = p.files.iter_mut().enumerate().find(|(_, f)| f.fd.is_some()) {
-            other.mapping = None;
-            if let Some(fd) = other.fd.take() {
-                if setup.job.fsync_on_close {
-                    rustix::fs::fsync(&fd).map_err(|e| {
-                        io_err("fsync (fsync_on_close)", &setup.plan.files[oi].path, e)
-                    })?;
-                }
-            }
-            p.open_count -= 1;
+        if let Some(oi) = p.files.iter().position(|f| f.fd.is_some()) {
+            close_file(p, setup, oi)?;
         }
     }
     let path = &setup.plan.files[fi].path;
@@ -1168,6 +1160,25 @@ fn open_file(p: &mut Planner<'_>, setup: &CloneSetup<'_>, fi: usize) -> Result<(
     p.open_count += 1;
     if let Some(s) = p.status {
         s.set_open_files(p.open_count);
+    }
+    Ok(())
+}
+
+/// Close file `fi` if it is open (fio's td_io_close_file): its mapping goes, fsync_on_close
+/// syncs it first.
+fn close_file(p: &mut Planner<'_>, setup: &CloneSetup<'_>, fi: usize) -> Result<(), WorkloadError> {
+    let f = &mut p.files[fi];
+    f.mapping = None;
+    let Some(fd) = f.fd.take() else {
+        return Ok(());
+    };
+    p.open_count -= 1;
+    if let Some(s) = p.status {
+        s.set_open_files(p.open_count);
+    }
+    if setup.job.fsync_on_close {
+        rustix::fs::fsync(&fd)
+            .map_err(|e| io_err("fsync (fsync_on_close)", &setup.plan.files[fi].path, e))?;
     }
     Ok(())
 }
@@ -1464,14 +1475,9 @@ fn run_clone_on<T: TimeSource + Send>(
     close_window(job, &mut st, &clock, &ru0, end);
     st.zone_resets = p.zbd.as_ref().map_or(0, |z| z.resets);
     st.rusage.add(&workers_ru);
-    if job.fsync_on_close {
-        // fio closes the files after the runtime is taken: outside runtime and stats.
-        for (fi, f) in p.files.iter().enumerate() {
-            if let Some(fd) = &f.fd {
-                rustix::fs::fsync(fd)
-                    .map_err(|e| io_err("fsync (fsync_on_close)", &setup.plan.files[fi].path, e))?;
-            }
-        }
+    // fio closes the files after the runtime is taken: outside runtime and stats.
+    for fi in 0..p.files.len() {
+        close_file(&mut p, setup, fi)?;
     }
     drop(p);
     if job.log_unix_epoch {
@@ -2269,16 +2275,9 @@ fn next_pass(
     if more && setup.job.unlink_each_loop && !setup.job.time_based {
         // fio's thread_main: clear_io_state closes the files, unlink_all_files deletes the
         // regular ones; the next loop's open creates them.
-        for (fi, f) in p.files.iter_mut().enumerate() {
+        for fi in 0..p.files.len() {
+            close_file(p, setup, fi)?;
             let path = &setup.plan.files[fi].path;
-            f.mapping = None;
-            if let Some(fd) = f.fd.take() {
-                if setup.job.fsync_on_close {
-                    rustix::fs::fsync(&fd)
-                        .map_err(|e| io_err("fsync (fsync_on_close)", path, e))?;
-                }
-                p.open_count -= 1;
-            }
             if std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file()) {
                 std::fs::remove_file(path)
                     .map_err(|e| WorkloadError::io("unlink (unlink_each_loop)", path.clone(), e))?;
