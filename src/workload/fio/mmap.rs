@@ -179,28 +179,34 @@ impl Mapping {
         };
     }
 
-    /// fio's sync: msync(MS_SYNC) of the whole mapping.
-    pub fn sync(&self) -> io::Result<()> {
-        // SAFETY: the whole live mapping.
-        if unsafe { libc::msync(self.ptr.cast(), self.len, libc::MS_SYNC) } != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(())
+    /// fio's sync: msync(MS_SYNC) of the whole mapping. Errors are errnos, as the other
+    /// engines' system calls give them to the I/O loop.
+    pub fn sync(&self) -> rustix::io::Result<()> {
+        self.sync_range(self.ptr, self.len)
     }
 
     /// direct=1 ("not really direct, but should drop the pages from the cache"): msync the
     /// I/O's bytes and drop their pages. The range starts on a page (fio's mmap init asks a
     /// page-sized minimum block with direct=1).
-    pub fn drop_pages(&self, offset: u64, len: usize) -> io::Result<()> {
+    pub fn drop_pages(&self, offset: u64, len: usize) -> rustix::io::Result<()> {
         let p = self.at(offset, len);
+        self.sync_range(p, len)?;
         // SAFETY: inside the live mapping.
-        if unsafe { libc::msync(p.cast(), len, libc::MS_SYNC) } != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: as above.
         let r = unsafe { libc::posix_madvise(p.cast(), len, libc::POSIX_MADV_DONTNEED) };
         if r != 0 {
-            return Err(io::Error::from_raw_os_error(r));
+            return Err(rustix::io::Errno::from_raw_os_error(r));
+        }
+        Ok(())
+    }
+
+    /// msync(MS_SYNC) of `len` bytes at `p`, inside the mapping.
+    fn sync_range(&self, p: *mut u8, len: usize) -> rustix::io::Result<()> {
+        // SAFETY: the caller's range is inside the live mapping.
+        if unsafe { libc::msync(p.cast(), len, libc::MS_SYNC) } != 0 {
+            return Err(
+                rustix::io::Errno::from_io_error(&io::Error::last_os_error())
+                    .unwrap_or(rustix::io::Errno::IO),
+            );
         }
         Ok(())
     }

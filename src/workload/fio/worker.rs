@@ -2397,9 +2397,7 @@ fn do_sync_io(
                 m.write(offset, buf);
             }
             if job.direct {
-                m.drop_pages(offset, buf.len()).map_err(|e| {
-                    rustix::io::Errno::from_io_error(&e).unwrap_or(rustix::io::Errno::IO)
-                })?;
+                m.drop_pages(offset, buf.len())?;
             }
             Ok(buf.len())
         }
@@ -2592,10 +2590,7 @@ fn timed_sync<T: TimeSource>(
     let r = if job.ioengine == IoEngine::Mmap {
         // fio's mmap engine syncs the mapping (msync MS_SYNC), whichever sync was asked;
         // a file not mapped yet has nothing to sync.
-        p.files[fi].mapping.as_ref().map_or(Ok(()), |m| {
-            m.sync()
-                .map_err(|e| rustix::io::Errno::from_io_error(&e).unwrap_or(rustix::io::Errno::IO))
-        })
+        p.files[fi].mapping.as_ref().map_or(Ok(()), |m| m.sync())
     } else if job.fsync > 0 {
         rustix::fs::fsync(fd)
     } else {
