@@ -566,9 +566,15 @@ fn execute(
             let (clone_jobs, clone_bytes, finished) = (&clone_jobs, &clone_bytes, &finished);
             let cancel = ctx.cancel;
             outer.spawn(move || {
-                eta_monitor(set, (clone_jobs, clone_bytes), board, t0, er, &|| {
-                    finished.load(std::sync::atomic::Ordering::SeqCst) || cancel.is_cancelled()
-                })
+                eta_monitor(
+                    set,
+                    (clone_jobs, clone_bytes),
+                    board,
+                    exits,
+                    t0,
+                    er,
+                    &|| finished.load(std::sync::atomic::Ordering::SeqCst) || cancel.is_cancelled(),
+                )
             });
         }
         // The monitors end when the batches do, even by a panic.
@@ -665,6 +671,7 @@ fn eta_monitor(
     set: &JobSet,
     (clone_jobs, clone_bytes): (&[usize], &[u64]),
     board: &status::Board,
+    exits: &rate::Exits,
     t0: Nanos,
     er: &EtaReport<'_>,
     stop: &dyn Fn() -> bool,
@@ -678,7 +685,7 @@ fn eta_monitor(
             return;
         }
         let snaps = board.collect(every, stop);
-        let phases = board.phases();
+        let phases = board.phases(|i| exits.get(i).phase());
         if stop() {
             return;
         }
@@ -784,26 +791,27 @@ fn run_batches<'p>(
                                 }
                             }
                             let _left = Left(left);
-                            // The status monitor stops waiting for a clone that ended.
-                            struct Ended<'d>(Option<&'d status::Slot>);
+                            // The status monitor stops waiting for a clone that ended; a clone
+                            // that ended without stats (an error, or before it started) is
+                            // done as far as the ETA line and exitall are concerned.
+                            struct Ended<'d>(Option<&'d status::Slot>, &'d rate::Exit);
                             impl Drop for Ended<'_> {
                                 fn drop(&mut self) {
                                     if let Some(s) = self.0 {
                                         s.ended();
                                     }
+                                    self.1.set_phase(status::Phase::Done);
                                 }
                             }
                             let slot = board.map(|b| b.slot(ci));
-                            let _ended = Ended(slot);
                             let job = pl.job;
                             let exit = exits.get(ci);
+                            let _ended = Ended(slot, exit);
                             // fio lays every job's files out before any job starts
                             // (create_serialize): the clones of a batch lay out first, then
                             // start together (so a quick job's exitall meets the others at
                             // work, as in fio).
-                            if let Some(s) = slot {
-                                s.set_phase(status::Phase::SettingUp);
-                            }
+                            exit.set_phase(status::Phase::SettingUp);
                             let layout_seed =
                                 rand::job_seeds(job, pl.thread_number)[rand::SEED_BUF];
                             let laid_out = {
@@ -845,7 +853,6 @@ fn run_batches<'p>(
                                     end: Nanos::now(),
                                 });
                             }
-                            exit.set_state(rate::RunState::SettingUp);
                             let setup = worker::CloneSetup {
                                 job,
                                 plan: pl.plan.clone(),
@@ -860,13 +867,17 @@ fn run_batches<'p>(
                                 status: slot,
                             };
                             if let Some(s) = slot {
-                                s.started(!job.ramp_time.is_zero());
+                                s.started();
                             }
                             let stats = worker::run_clone(&setup)?;
                             if let Some(s) = slot {
                                 s.done(stats.clone(), Nanos::now());
                             }
-                            exit.set_state(rate::RunState::Running);
+                            exit.set_phase(if stats.error.is_some() {
+                                status::Phase::Failed
+                            } else {
+                                status::Phase::Done
+                            });
                             exits.ended(ci, job);
                             Ok(CloneOut {
                                 job_index: pl.job_index,

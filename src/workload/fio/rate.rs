@@ -20,6 +20,7 @@
 
 use super::rand::Taus;
 use super::stats::{READ, TRIM, WRITE};
+use super::status::Phase;
 use crate::plan::jobfile::{ExitWhat, JobSpec};
 use crate::probe::clock::Nanos;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
@@ -300,25 +301,12 @@ pub fn sleep_us(us: u64, stop: &dyn Fn() -> bool) -> u64 {
     }
 }
 
-/// Where a clone is in its life, as far as exit_what=stonewall asks (fio's runstate: only a
-/// clone at TD_RUNNING or later is "running"; one still waiting to start, laying out its files
-/// or in ramp_time is not).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-#[repr(u8)]
-pub enum RunState {
-    /// Not started (waiting for its stonewall batch, wait_for or startdelay).
-    NotCreated = 0,
-    /// Laying out its files or in ramp_time.
-    SettingUp = 1,
-    /// Doing measured I/O, or past it.
-    Running = 2,
-}
-
-/// One clone's end request and run state, shared with every other clone of the run.
+/// One clone's end request and phase, shared with every other clone of the run (exitall)
+/// and with the ETA line: the one record of where the clone is in its life.
 #[derive(Debug, Default)]
 pub struct Exit {
     terminate: AtomicBool,
-    state: AtomicU8,
+    phase: AtomicU8,
 }
 
 impl Exit {
@@ -334,13 +322,20 @@ impl Exit {
         self.terminate.store(true, Ordering::Relaxed);
     }
 
-    /// The clone reached `s`.
-    pub fn set_state(&self, s: RunState) {
-        self.state.fetch_max(s as u8, Ordering::Relaxed);
+    /// The clone reached `phase` (phases only move forward).
+    pub fn set_phase(&self, phase: Phase) {
+        self.phase.fetch_max(phase as u8, Ordering::Release);
     }
 
+    /// Where the clone is now.
+    pub fn phase(&self) -> Phase {
+        Phase::from_u8(self.phase.load(Ordering::Acquire))
+    }
+
+    /// Whether exit_what=stonewall counts the clone as running (fio's runstate: TD_RUNNING
+    /// or later; one waiting to start, laying out its files or in ramp_time is not).
     fn running(&self) -> bool {
-        self.state.load(Ordering::Relaxed) >= RunState::Running as u8
+        self.phase() >= Phase::Running
     }
 }
 
@@ -511,8 +506,8 @@ mod tests {
     #[test]
     fn exit_what_picks_fios_victims() {
         let ex = Exits::new(vec![0, 1, 1, 2], true);
-        ex.get(1).set_state(RunState::Running);
-        ex.get(2).set_state(RunState::SettingUp);
+        ex.get(1).set_phase(Phase::Running);
+        ex.get(2).set_phase(Phase::Ramp);
         ex.terminate(0, ExitWhat::Stonewall);
         let t: Vec<bool> = (0..4).map(|i| ex.get(i).terminated()).collect();
         assert_eq!(t, [false, true, false, false]);

@@ -13,7 +13,7 @@
 use super::stats::ThreadStats;
 use crate::probe::clock::Nanos;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::time::Duration;
 
 /// Where a clone stands, for the monitor.
@@ -28,7 +28,8 @@ enum State {
     Done(ThreadStats, Nanos),
 }
 
-/// What a clone is doing, as fio's ETA line shows it (its run_str letter).
+/// What a clone is doing, as fio's ETA line shows it (its run_str letter) and exit_what=
+/// stonewall asks; kept in the clone's [`super::rate::Exit`]. Phases only move forward.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 #[repr(u8)]
 pub enum Phase {
@@ -46,6 +47,20 @@ pub enum Phase {
     Done = 4,
     /// Ended by an error (fio's 'X').
     Failed = 5,
+}
+
+impl Phase {
+    /// The phase stored as `v`.
+    pub fn from_u8(v: u8) -> Phase {
+        match v {
+            0 => Phase::NotStarted,
+            1 => Phase::SettingUp,
+            2 => Phase::Ramp,
+            3 => Phase::Running,
+            4 => Phase::Done,
+            _ => Phase::Failed,
+        }
+    }
 }
 
 /// A clone's phase, open files and start, as the ETA monitor reads them.
@@ -66,7 +81,6 @@ pub struct PhaseSnap {
 pub struct Slot {
     want: AtomicBool,
     state: Mutex<State>,
-    phase: AtomicU8,
     open_files: AtomicU32,
     /// Nanos of the start and the end (0: not yet).
     started_ns: AtomicU64,
@@ -89,28 +103,20 @@ impl Slot {
         self.want.store(false, Ordering::Release);
     }
 
-    /// The clone entered its timed loop (in its ramp when `ramping`).
-    pub fn started(&self, ramping: bool) {
+    /// The clone is about to enter its timed loop.
+    pub fn started(&self) {
         let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
         if matches!(*s, State::Pending) {
             *s = State::Running(None);
         }
         self.started_ns
             .store(Nanos::now().0.max(1), Ordering::Release);
-        self.set_phase(if ramping { Phase::Ramp } else { Phase::Running });
-    }
-
-    /// The clone is now in `phase` (set where it changes: before the layout, at the end of
-    /// ramp_time, at the end).
-    pub fn set_phase(&self, phase: Phase) {
-        self.phase.store(phase as u8, Ordering::Release);
     }
 
     /// ramp_time ended: the clone's epoch starts again (fio's reset_all_stats), now measured.
     pub fn ramp_ended(&self) {
         self.started_ns
             .store(Nanos::now().0.max(1), Ordering::Release);
-        self.set_phase(Phase::Running);
     }
 
     /// The clone holds `n` files open now.
@@ -118,22 +124,15 @@ impl Slot {
         self.open_files.store(n, Ordering::Relaxed);
     }
 
-    /// The clone's phase, open files, start and end.
-    pub fn phase(&self) -> PhaseSnap {
+    /// The clone's open files, start and end, in `phase`.
+    pub fn snap(&self, phase: Phase) -> PhaseSnap {
         let at = |a: &AtomicU64| {
             Some(a.load(Ordering::Acquire))
                 .filter(|&n| n > 0)
                 .map(Nanos)
         };
         PhaseSnap {
-            phase: match self.phase.load(Ordering::Acquire) {
-                0 => Phase::NotStarted,
-                1 => Phase::SettingUp,
-                2 => Phase::Ramp,
-                3 => Phase::Running,
-                4 => Phase::Done,
-                _ => Phase::Failed,
-            },
+            phase,
             open_files: self.open_files.load(Ordering::Relaxed),
             started: at(&self.started_ns),
             ended: at(&self.ended_ns),
@@ -144,11 +143,6 @@ impl Slot {
     pub fn done(&self, stats: ThreadStats, end: Nanos) {
         self.ended_ns.store(end.0.max(1), Ordering::Release);
         self.set_open_files(0);
-        self.set_phase(if stats.error.is_some() {
-            Phase::Failed
-        } else {
-            Phase::Done
-        });
         *self.state.lock().unwrap_or_else(|e| e.into_inner()) = State::Done(stats, end);
         self.want.store(false, Ordering::Release);
     }
@@ -161,7 +155,6 @@ impl Slot {
         if self.ended_ns.load(Ordering::Acquire) == 0 {
             self.ended_ns.store(now.0.max(1), Ordering::Release);
             self.set_open_files(0);
-            self.set_phase(Phase::Done);
         }
         let stats = match std::mem::take(&mut *s) {
             State::Done(st, end) => {
@@ -198,9 +191,14 @@ impl Board {
         &self.slots[i]
     }
 
-    /// Every clone's phase, open files, start and end (no handshake).
-    pub fn phases(&self) -> Vec<PhaseSnap> {
-        self.slots.iter().map(Slot::phase).collect()
+    /// Every clone's phase (clone `i`'s is `phase_of(i)`), open files, start and end (no
+    /// handshake).
+    pub fn phases(&self, phase_of: impl Fn(usize) -> Phase) -> Vec<PhaseSnap> {
+        self.slots
+            .iter()
+            .enumerate()
+            .map(|(i, s)| s.snap(phase_of(i)))
+            .collect()
     }
 
     /// Ask every running clone for its stats and wait for the answers (at most `cap`, or
@@ -243,8 +241,8 @@ mod tests {
     #[test]
     fn a_running_clone_is_waited_for_and_a_pending_one_reports_zeros() {
         let board = Board::new(3);
-        board.slot(0).started(false);
-        board.slot(2).started(false);
+        board.slot(0).started();
+        board.slot(2).started();
         let mut fin = ThreadStats::default();
         fin.dir[0].total_ios = 7;
         board.slot(2).done(fin, Nanos(5));
@@ -272,7 +270,7 @@ mod tests {
     fn a_clone_that_ends_without_stats_keeps_its_last_answer() {
         let board = Board::new(1);
         let slot = board.slot(0);
-        slot.started(false);
+        slot.started();
         let mut st = ThreadStats::default();
         st.dir[0].io_bytes = 4096;
         slot.answer(st, Nanos(1));

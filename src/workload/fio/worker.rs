@@ -1204,15 +1204,15 @@ struct Clock {
 }
 
 impl Clock {
-    /// The clone's clock, started at `now`; until its ramp_time is over the clone is setting
-    /// up, as exit_what=stonewall sees it (fio's TD_RAMP), then running.
+    /// The clone's clock, started at `now`: the clone is in its ramp_time (not yet running
+    /// for exit_what=stonewall), or running.
     fn start(setup: &CloneSetup<'_>, now: Nanos) -> Clock {
         let clock = Clock::new(setup.job, now);
         if let Some(e) = setup.exit {
-            e.set_state(if clock.ramping {
-                super::rate::RunState::SettingUp
+            e.set_phase(if clock.ramping {
+                super::status::Phase::Ramp
             } else {
-                super::rate::RunState::Running
+                super::status::Phase::Running
             });
         }
         clock
@@ -2169,7 +2169,7 @@ fn tick(
             s.ramp_ended();
         }
         if let Some(e) = exit {
-            e.set_state(super::rate::RunState::Running);
+            e.set_phase(super::status::Phase::Running);
         }
     }
     if !job.disable_bw {
