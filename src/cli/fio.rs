@@ -347,13 +347,15 @@ fn render(a: &FioArgs, run: &FioRun) -> String {
     text
 }
 
-/// What fio prints before the reports: its job lines (normal format only), then on stdout
-/// (not into an --output file) its jobs' start-up notes.
-fn run_header(a: &FioArgs, set: &jobfile::JobSet) -> String {
+/// What fio prints before the reports, in its order: its job lines (normal format only), the
+/// files laid out (`laid_out`: the lines held during the run, none when this is printed before
+/// it), then on stdout (not into an --output file) its jobs' start-up notes.
+fn run_header(a: &FioArgs, set: &jobfile::JobSet, laid_out: &str) -> String {
     let mut text = String::new();
     if a.formats.contains(&OutputFormat::Normal) {
         text.push_str(&report::fio::normal_header(set));
     }
+    text.push_str(laid_out);
     if a.output.is_none() {
         text.push_str(&report::fio::sync_depth_notes(set));
     }
@@ -521,9 +523,9 @@ pub fn main(args: &[String]) -> i32 {
     // --status-interval they open the reports' sink. Otherwise they come with the report.
     let early = sink.is_some() || (eta_on && a.output.is_none());
     if let Some(sink) = &sink {
-        lock(sink).write(&run_header(&a, &set));
+        lock(sink).write(&run_header(&a, &set, ""));
     } else if early {
-        out(&run_header(&a, &set));
+        out(&run_header(&a, &set, ""));
     }
     let workload = FioWorkload::new(set);
     // Warnings of the run (a refused clocksource=cpu) go to stderr, as fio's; its "Laying out
@@ -633,16 +635,9 @@ pub fn main(args: &[String]) -> i32 {
         }
         return if failed { 1 } else { 0 };
     }
-    // fio's order: its job lines, the files laid out, the jobs' start-up notes, the reports.
     let mut text = String::new();
     if !early {
-        if a.formats.contains(&OutputFormat::Normal) {
-            text.push_str(&report::fio::normal_header(&run.set));
-        }
-        text.push_str(&lock(&lines.held));
-        if a.output.is_none() {
-            text.push_str(&report::fio::sync_depth_notes(&run.set));
-        }
+        text.push_str(&run_header(&a, &run.set, &lock(&lines.held)));
     }
     text.push_str(&render(&a, &run));
     if eta_open && a.output.is_none() && text.starts_with('\n') {
