@@ -76,18 +76,19 @@ fn io_err(path: &Path, what: &str, e: std::io::Error) -> StoreError {
     StoreError::Backend(format!("journal {}: {what}: {e}", path.display()))
 }
 
-fn lock(path: &Path) -> Result<fs::File, StoreError> {
+/// The journal's lock (an flock on `<journal>.lock`), held until the value is dropped.
+fn lock(path: &Path) -> Result<crate::workload::fdtable::FlockedFile, StoreError> {
     let mut l = path.as_os_str().to_owned();
     l.push(".lock");
-    let f = fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(PathBuf::from(l))
-        .map_err(|e| io_err(path, "lock", e))?;
-    rustix::fs::flock(&f, rustix::fs::FlockOperation::LockExclusive)
-        .map_err(|e| io_err(path, "lock", e.into()))?;
-    Ok(f)
+    let open = || {
+        fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(PathBuf::from(l))
+            .map_err(|e| io_err(path, "lock", e))
+    };
+    crate::workload::fdtable::flocked(open, |e| io_err(path, "lock", e.into()))
 }
 
 fn read_entries(path: &Path) -> Result<Vec<Entry>, StoreError> {

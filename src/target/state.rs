@@ -393,7 +393,8 @@ impl StateFile {
         Ok(())
     }
 
-    fn lock(&self) -> Result<fs::File, TargetError> {
+    /// The state's lock (an flock on its lock file), held until the value is dropped.
+    fn lock(&self) -> Result<crate::workload::fdtable::FlockedFile, TargetError> {
         use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
         if let Some((_, why)) = &self.refused {
             return Err(self.err(why.clone()));
@@ -412,26 +413,27 @@ impl StateFile {
             self.check_dir(dir)?;
         }
         let lock_path = self.lock_path();
-        let f = fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(&lock_path)
-            .map_err(|e| {
-                self.err(format!(
-                    "cannot open the lock file {}: {e}; set FSDELTA_STATE_FILE to a writable path (symlinks are never followed)",
-                    lock_path.display()
-                ))
-            })?;
-        let m = f
-            .metadata()
-            .map_err(|e| self.err(format!("cannot inspect the lock file: {e}")))?;
-        self.check_meta(&lock_path, &m)?;
-        rustix::fs::flock(&f, rustix::fs::FlockOperation::LockExclusive)
-            .map_err(|e| self.err(format!("cannot lock: {e}")))?;
-        Ok(f)
+        let open = || {
+            let f = fs::OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .mode(0o600)
+                .custom_flags(libc::O_NOFOLLOW)
+                .open(&lock_path)
+                .map_err(|e| {
+                    self.err(format!(
+                        "cannot open the lock file {}: {e}; set FSDELTA_STATE_FILE to a writable path (symlinks are never followed)",
+                        lock_path.display()
+                    ))
+                })?;
+            let m = f
+                .metadata()
+                .map_err(|e| self.err(format!("cannot inspect the lock file: {e}")))?;
+            self.check_meta(&lock_path, &m)?;
+            Ok(f)
+        };
+        crate::workload::fdtable::flocked(open, |e| self.err(format!("cannot lock: {e}")))
     }
 
     fn read(&self) -> Result<Document, TargetError> {

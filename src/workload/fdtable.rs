@@ -37,7 +37,9 @@ impl PrivateFdTable {
     pub fn enter(wanted: bool) -> Self {
         let private = wanted && {
             // Not while a test holds a file that must really close (no_fd_table_copies).
-            let _no_holder_in_between = FD_TABLE_COPIES.read().unwrap_or_else(|p| p.into_inner());
+            // (A thread that holds that itself copies nothing else meanwhile.)
+            let _no_holder_in_between = (NO_COPIES_DEPTH.get() == 0)
+                .then(|| FD_TABLE_COPIES.read().unwrap_or_else(|p| p.into_inner()));
             // SAFETY: unshare(2) with CLONE_FILES only changes which table the calling thread
             // uses; every descriptor it had stays valid in the copy.
             unsafe { libc::unshare(libc::CLONE_FILES) == 0 }
@@ -56,12 +58,57 @@ impl PrivateFdTable {
 
 static FD_TABLE_COPIES: std::sync::RwLock<()> = std::sync::RwLock::new(());
 
+thread_local! {
+    /// How many [`NoCopies`] this thread holds (they nest: the write lock is taken once).
+    static NO_COPIES_DEPTH: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// While it lives, no thread copies the process's descriptor table; see
+/// [`no_fd_table_copies`].
+pub struct NoCopies {
+    _guard: Option<std::sync::RwLockWriteGuard<'static, ()>>,
+}
+
+impl Drop for NoCopies {
+    fn drop(&mut self) {
+        NO_COPIES_DEPTH.set(NO_COPIES_DEPTH.get() - 1);
+    }
+}
+
+/// A file held under an `flock`, with no thread copying the descriptor table meanwhile: a copy
+/// would keep the open file, and with it the lock, held until that thread is done. Dropping it
+/// closes the file (releasing the lock), then lets copies happen again.
+pub struct FlockedFile {
+    _file: std::fs::File,
+    _no_copies: NoCopies,
+}
+
+/// Open a lock file with `open` and take its exclusive `flock`, so that no other thread copies
+/// the descriptor table while it is held ([`FlockedFile`]). `open` and the flock's error go
+/// back to the caller as `E`.
+pub fn flocked<E>(
+    open: impl FnOnce() -> Result<std::fs::File, E>,
+    lock_err: impl FnOnce(rustix::io::Errno) -> E,
+) -> Result<FlockedFile, E> {
+    let no_copies = no_fd_table_copies();
+    let file = open()?;
+    rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive).map_err(lock_err)?;
+    Ok(FlockedFile {
+        _file: file,
+        _no_copies: no_copies,
+    })
+}
+
 /// While the guard lives no thread copies the process's descriptor table
 /// ([`PrivateFdTable::enter`]), so a descriptor opened and closed under it has no copy in
 /// another thread's table that keeps its file open (a test that holds a file on a mount, then
 /// unmounts, while engine tests run beside it).
-pub fn no_fd_table_copies() -> std::sync::RwLockWriteGuard<'static, ()> {
-    FD_TABLE_COPIES.write().unwrap_or_else(|p| p.into_inner())
+/// Guards nest within a thread (a state-file lock taken under a test's guard).
+pub fn no_fd_table_copies() -> NoCopies {
+    let depth = NO_COPIES_DEPTH.get();
+    let guard = (depth == 0).then(|| FD_TABLE_COPIES.write().unwrap_or_else(|p| p.into_inner()));
+    NO_COPIES_DEPTH.set(depth + 1);
+    NoCopies { _guard: guard }
 }
 
 impl Drop for PrivateFdTable {
@@ -151,6 +198,31 @@ mod tests {
             assert_ne!(names(fd), Some(id));
             checked_tx.send(()).unwrap();
         });
+    }
+
+    #[test]
+    fn guards_nest_in_a_thread_and_an_flock_is_held_until_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.lock");
+        let open = || std::fs::File::create(&path);
+        let try_lock = || {
+            let f = std::fs::File::open(&path).unwrap();
+            rustix::fs::flock(&f, rustix::fs::FlockOperation::NonBlockingLockExclusive)
+        };
+        // A test's guard, then a lock taken under it (the state file's), in one thread.
+        let outer = no_fd_table_copies();
+        let held = flocked(open, std::io::Error::from).unwrap();
+        assert_eq!(try_lock(), Err(rustix::io::Errno::WOULDBLOCK));
+        drop(held);
+        assert_eq!(try_lock(), Ok(()));
+        // The thread that excludes copies may take a private table itself (no deadlock on
+        // its own lock). Nothing of this thread is open now: the guard's drop closes the
+        // private table's descriptors above 2.
+        let own = PrivateFdTable::enter(true);
+        assert!(own.is_private());
+        drop(own);
+        drop(outer);
+        assert_eq!(NO_COPIES_DEPTH.get(), 0);
     }
 
     #[test]
