@@ -113,3 +113,67 @@ fn eta_always_prints_fios_lines_and_never_does_not() {
         assert!(!out.contains("Laying out"), "{args:?}");
     }
 }
+
+/// The lines before the report (up to the first blank line), with the version line and the
+/// "Starting N process(es)/thread(s)" line, which differ by design, made neutral.
+fn header_lines(out: &str) -> Vec<String> {
+    out.lines()
+        .take_while(|l| !l.is_empty())
+        .map(|l| {
+            if l.starts_with("fio-") || l.starts_with("fsdelta-fio-") {
+                "VERSION".to_string()
+            } else if l.starts_with("Starting ") {
+                "STARTING".to_string()
+            } else {
+                l.to_string()
+            }
+        })
+        .collect()
+}
+
+/// fio's start-up note of a synchronous engine with iodepth > 1 comes as the clone starts,
+/// after its file is laid out, with or without the ETA line (it printed before the run, above
+/// the layout line, when the ETA was on); with --output it appears nowhere, as fio's.
+#[test]
+fn start_up_notes_follow_the_layout_as_fios() {
+    if !common::require_fio() {
+        return;
+    }
+    let job = "[n]\nrw=read\nbs=4k\nsize=1m\nioengine=psync\niodepth=4\n";
+    let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    std::fs::write(d.path().join("n.fio"), job).unwrap();
+    for args in [
+        &["--eta=always", "n.fio"][..],
+        &["--eta=never", "n.fio"][..],
+    ] {
+        let mut got = Vec::new();
+        for tool in ["fio", "fsdelta"] {
+            let _ = std::fs::remove_file(d.path().join("n.0.0"));
+            got.push(header_lines(&run(tool, d.path(), args)));
+        }
+        assert!(
+            got[0].iter().any(|l| l.starts_with("n: Laying out"))
+                && got[0].iter().any(|l| l.starts_with("note: both iodepth")),
+            "{args:?}: {:?}",
+            got[0]
+        );
+        assert_eq!(got[1], got[0], "{args:?}: fsdelta, then fio");
+    }
+    let mut files = Vec::new();
+    for tool in ["fio", "fsdelta"] {
+        let _ = std::fs::remove_file(d.path().join("n.0.0"));
+        let out = run(tool, d.path(), &["--output=o.txt", "n.fio"]);
+        assert_eq!(out, "", "{tool}: stdout with --output");
+        files.push(header_lines(
+            &std::fs::read_to_string(d.path().join("o.txt")).unwrap(),
+        ));
+    }
+    assert!(
+        !files[0].iter().any(|l| l.starts_with("note:")),
+        "{files:?}"
+    );
+    assert_eq!(
+        files[1], files[0],
+        "the --output file's header: fsdelta, then fio"
+    );
+}

@@ -347,18 +347,15 @@ fn render(a: &FioArgs, run: &FioRun) -> String {
     text
 }
 
-/// What fio prints before the reports, in its order: its job lines (normal format only), the
-/// files laid out (`laid_out`: the lines held during the run, none when this is printed before
-/// it), then on stdout (not into an --output file) its jobs' start-up notes.
-fn run_header(a: &FioArgs, set: &jobfile::JobSet, laid_out: &str) -> String {
+/// What fio prints before the reports, in its order: its job lines (normal format only), then
+/// what its jobs printed as they were set up (`held`: files laid out, start-up notes; none
+/// when this is printed before the run, as those lines then come as they happen).
+fn run_header(a: &FioArgs, set: &jobfile::JobSet, held: &str) -> String {
     let mut text = String::new();
     if a.formats.contains(&OutputFormat::Normal) {
         text.push_str(&report::fio::normal_header(set));
     }
-    text.push_str(laid_out);
-    if a.output.is_none() {
-        text.push_str(&report::fio::sync_depth_notes(set));
-    }
+    text.push_str(held);
     text
 }
 
@@ -532,6 +529,8 @@ pub fn main(args: &[String]) -> i32 {
     // IO file" lines (normal output only) where its header went, as they come.
     struct Lines<'s> {
         normal: bool,
+        /// The report goes to an --output file.
+        to_file: bool,
         early: bool,
         sink: Option<&'s std::sync::Mutex<Sink>>,
         held: std::sync::Mutex<String>,
@@ -544,13 +543,26 @@ pub fn main(args: &[String]) -> i32 {
             eprintln!("fsdelta fio: warning: {what}");
         }
         fn peer_line(&self, line: &str) {
-            if !self.normal {
-                return;
+            if self.normal {
+                self.emit(line);
             }
+        }
+        fn peer_note(&self, line: &str) {
+            // fio 3.33 with --output prints its jobs' start-up notes nowhere (neither the
+            // file nor stdout); without, they go where its header goes.
+            if !self.to_file {
+                self.emit(line);
+            }
+        }
+    }
+    impl Lines<'_> {
+        /// A line where fio's header goes (the --output file or stdout), now or held for the
+        /// end.
+        fn emit(&self, line: &str) {
             let mut line = format!("{line}\n");
             let mut open = lock(self.eta_open);
             if self.early && std::mem::take(&mut *open) {
-                // Keep the ETA line whole: the note goes below it.
+                // Keep the ETA line whole: the line goes below it.
                 line.insert(0, '\n');
             }
             match (self.sink, self.early) {
@@ -563,6 +575,7 @@ pub fn main(args: &[String]) -> i32 {
     let eta_line_open = std::sync::Mutex::new(false);
     let lines = Lines {
         normal: a.formats.contains(&OutputFormat::Normal),
+        to_file: a.output.is_some(),
         early,
         sink: sink.as_ref(),
         held: std::sync::Mutex::new(String::new()),

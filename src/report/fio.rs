@@ -753,28 +753,6 @@ pub fn normal_header(set: &crate::plan::jobfile::JobSet) -> String {
     out
 }
 
-/// fio's note for a job of a synchronous engine (every engine with fio's FIO_SYNCIO: all but
-/// io_uring, libaio, posixaio and null; vsync has it though it queues) with iodepth above 1: backend.c's thread_main writes it
-/// with log_info, to stdout, once per clone as it starts, whatever the output format (and not
-/// into an --output file). The depth stays the job's iodepth in the report.
-pub fn sync_depth_notes(set: &crate::plan::jobfile::JobSet) -> String {
-    use crate::plan::jobfile::IoEngine;
-    let mut out = String::new();
-    for job in &set.jobs {
-        let syncio = (job.ioengine.is_sync() && job.ioengine != IoEngine::Null)
-            || job.ioengine == IoEngine::Vsync;
-        if syncio && job.iodepth > 1 {
-            for _ in 0..job.numjobs {
-                out.push_str(
-                    "note: both iodepth >= 1 and synchronous I/O engine are selected, queue \
-                     depth will be capped at 1\n",
-                );
-            }
-        }
-    }
-    out
-}
-
 /// One report of fio's normal output (a blank line, every job's block, the groups' run
 /// status and the disk stats): the body of [`normal`], and what each `--status-interval`
 /// report prints.
@@ -1463,21 +1441,5 @@ mod tests {
         assert!(normal_block(&run).contains("percentile=100.00%, depth=8\n"));
         let v: serde_json::Value = serde_json::from_str(&json(&run)).unwrap();
         assert_eq!(v["jobs"][0]["latency_depth"], 8);
-    }
-
-    #[test]
-    fn sync_engines_with_depth_note_it_once_per_clone() {
-        use crate::plan::jobfile::{SystemSources, parse_job_text};
-        // fio 3.33, `--numjobs=2` of a psync job with iodepth=2: two of these lines; none for
-        // libaio, null or iodepth=1.
-        let line = "note: both iodepth >= 1 and synchronous I/O engine are selected, queue depth \
-                    will be capped at 1\n";
-        let job = "[a]\nioengine=psync\niodepth=2\nnumjobs=2\nsize=4m\n\
-                   [b]\nioengine=libaio\niodepth=2\nsize=4m\n\
-                   [c]\nioengine=null\niodepth=2\nsize=4m\n\
-                   [d]\nioengine=filecreate\niodepth=4\nnrfiles=3\nfilesize=4k\n\
-                   [e]\nioengine=psync\nsize=4m\n";
-        let set = parse_job_text(job, "t.fio", &SystemSources).unwrap();
-        assert_eq!(sync_depth_notes(&set), line.repeat(3));
     }
 }

@@ -68,6 +68,10 @@ pub trait ProgressSink: Sync {
     /// A line the peer tool prints while it runs, for a front end that shows the peer's own
     /// output (fio's "Laying out IO file" lines); a suite run ignores it.
     fn peer_line(&self, _line: &str) {}
+    /// A note the peer writes to its standard output as it happens, whatever its output
+    /// format and never into an output file (fio's start-up note of a clone); a suite run
+    /// ignores it.
+    fn peer_note(&self, _line: &str) {}
 }
 
 /// A progress sink that ignores everything.

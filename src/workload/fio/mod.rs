@@ -42,7 +42,7 @@ pub mod worker;
 pub mod zbd;
 
 use crate::model::{Direction, HistogramRecord, Metric, MetricKind, Unit};
-use crate::plan::jobfile::{self, JobFileError, JobSet, JobSpec, Sources};
+use crate::plan::jobfile::{self, IoEngine, JobFileError, JobSet, JobSpec, Sources};
 use crate::probe::clock::Nanos;
 use crate::workload::{Measurements, RunContext, Workload, WorkloadError};
 use stats::{READ, ThreadStats, WRITE};
@@ -866,6 +866,9 @@ fn run_batches<'p>(
                                 zbd: Some(zones),
                                 status: slot,
                             };
+                            if let Some(n) = sync_depth_note(job) {
+                                ctx.progress.peer_note(n);
+                            }
                             if let Some(s) = slot {
                                 s.started();
                             }
@@ -978,6 +981,20 @@ fn assemble(set: &JobSet, outs: Vec<CloneOut>, t0: Nanos) -> Vec<JobResult> {
         });
     }
     results
+}
+
+/// fio's note for a clone of a synchronous engine (every engine with fio's FIO_SYNCIO: all but
+/// io_uring, libaio, posixaio and null; vsync has it though it queues) with iodepth above 1:
+/// backend.c's thread_main writes it with log_info as the clone starts (after the files are
+/// laid out), to stdout, whatever the output format. The depth stays the job's iodepth in the
+/// report.
+pub fn sync_depth_note(job: &JobSpec) -> Option<&'static str> {
+    let syncio = (job.ioengine.is_sync() && job.ioengine != IoEngine::Null)
+        || job.ioengine == IoEngine::Vsync;
+    (syncio && job.iodepth > 1).then_some(
+        "note: both iodepth >= 1 and synchronous I/O engine are selected, queue depth will be \
+         capped at 1",
+    )
 }
 
 fn sleep_cancellable(
@@ -1174,6 +1191,30 @@ mod tests {
     use super::*;
     use crate::plan::jobfile::SystemSources;
     use crate::workload::{CancelToken, NoProgress};
+
+    #[test]
+    fn sync_engines_with_depth_have_fios_note() {
+        // fio 3.33: a psync job with iodepth=2 prints it (once per clone, as it starts), so do
+        // filecreate and vsync with a depth; libaio, null and iodepth=1 do not.
+        let job = "[a]\nioengine=psync\niodepth=2\nnumjobs=2\nsize=4m\n\
+                   [b]\nioengine=libaio\niodepth=2\nsize=4m\n\
+                   [c]\nioengine=null\niodepth=2\nsize=4m\n\
+                   [d]\nioengine=filecreate\niodepth=4\nnrfiles=3\nfilesize=4k\n\
+                   [e]\nioengine=psync\nsize=4m\n\
+                   [f]\nioengine=vsync\niodepth=4\nsize=4m\n";
+        let set = jobfile::parse_job_text(job, "t.fio", &SystemSources).unwrap();
+        let notes: Vec<bool> = set
+            .jobs
+            .iter()
+            .map(|j| sync_depth_note(j).is_some())
+            .collect();
+        assert_eq!(notes, [true, false, false, true, false, true]);
+        assert_eq!(
+            sync_depth_note(&set.jobs[0]).unwrap(),
+            "note: both iodepth >= 1 and synchronous I/O engine are selected, queue depth will \
+             be capped at 1"
+        );
+    }
 
     #[test]
     fn only_jobs_that_read_existing_files_and_write_nothing_may_run_read_only() {
