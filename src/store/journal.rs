@@ -85,7 +85,7 @@ fn lock(path: &Path) -> Result<crate::workload::fdtable::FlockedFile, StoreError
             .create(true)
             .truncate(false)
             .write(true)
-            .open(PathBuf::from(l))
+            .open(PathBuf::from(&l))
             .map_err(|e| io_err(path, "lock", e))
     };
     crate::workload::fdtable::flocked(open, |e| io_err(path, "lock", e.into()))

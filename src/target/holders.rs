@@ -98,7 +98,8 @@ struct Fd {
 }
 
 /// Whether thread `tid` of `pid` uses the same descriptor table as `pid` (kcmp(2)
-/// KCMP_FILES); when the kernel cannot tell, it is taken as not sharing, so its table is read.
+/// KCMP_FILES); when the kernel cannot tell (no CONFIG_KCMP, a seccomp profile), it is taken
+/// as not sharing, so its table is read, and [`fds`] drops what the main table has too.
 fn shares_table(pid: u32, tid: u32) -> bool {
     const KCMP_FILES: libc::c_long = 2;
     // SAFETY: kcmp only compares two tasks' kernel objects; it reads no memory of ours.
@@ -133,6 +134,9 @@ fn fds(pid: u32) -> Vec<Fd> {
         );
     }
     let mut v = Vec::new();
+    // (number, target) of the main table: a thread's entry that is the same descriptor is
+    // the same holder (a thread sharing the table when kcmp could not tell, or a copy).
+    let mut main: BTreeSet<(u64, String)> = BTreeSet::new();
     for (tid, dir) in tables {
         let Ok(d) = fs::read_dir(&dir) else {
             continue;
@@ -142,11 +146,14 @@ fn fds(pid: u32) -> Vec<Fd> {
             .filter_map(|e| {
                 let n = e.file_name().to_str()?.to_string();
                 let target = fs::read_link(e.path()).ok()?.to_string_lossy().into_owned();
+                let key = n.parse::<u64>().unwrap_or(u64::MAX);
+                if tid.is_some() && main.contains(&(key, target.clone())) {
+                    return None;
+                }
                 let label = match tid {
                     None => format!("fd {n}"),
                     Some(t) => format!("fd {n} of thread {t}"),
                 };
-                let key = n.parse::<u64>().unwrap_or(u64::MAX);
                 let proc_path = format!("{dir}/{n}");
                 Some((
                     key,
@@ -159,6 +166,9 @@ fn fds(pid: u32) -> Vec<Fd> {
             })
             .collect();
         table.sort_by_key(|(k, _)| *k);
+        if tid.is_none() {
+            main = table.iter().map(|(k, f)| (*k, f.target.clone())).collect();
+        }
         v.extend(table.into_iter().map(|(_, f)| f));
     }
     v
@@ -353,6 +363,9 @@ mod tests {
 
     #[test]
     fn a_file_open_in_a_threads_own_table_is_named_with_the_thread() {
+        if !crate::workload::fdtable::tests::unshare_allowed() {
+            return;
+        }
         let dir = tempfile::tempdir().unwrap();
         let root = fs::canonicalize(dir.path()).unwrap();
         let (opened_tx, opened_rx) = std::sync::mpsc::channel();
