@@ -27,6 +27,15 @@ fn jobs(out: &[u8]) -> Vec<(String, u64, u64, u64)> {
         .collect()
 }
 
+/// Fails the test, with the tool's stderr, unless it exited 0.
+fn succeeded(tool: &str, out: &std::process::Output) {
+    assert!(
+        out.status.success(),
+        "{tool}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 fn have_fio() -> bool {
     Command::new("fio").arg("--version").output().is_ok()
 }
@@ -51,11 +60,7 @@ fn both(job: &str, check: &dyn Fn(&str, &std::process::Output)) {
 fn a_linear_rate_moves_rate_times_runtime() {
     let job = "[r]\nrw=read\nbs=4k\nsize=4m\nrate=256k\ntime_based\nruntime=2\n";
     both(job, &|tool, out| {
-        assert!(
-            out.status.success(),
-            "{tool}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        succeeded(tool, out);
         let j = jobs(&out.stdout);
         let expected = 256 * 1024 * 2 / 4096;
         assert!(
@@ -76,11 +81,7 @@ fn rate_iops_with_offloaded_submission_holds_per_direction() {
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let out = common::tool_json("fsdelta", dir.path(), job);
     let check = |tool: &str, out: &std::process::Output| {
-        assert!(
-            out.status.success(),
-            "{tool}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        succeeded(tool, out);
         let j = jobs(&out.stdout);
         for (what, n) in [("reads", j[0].1), ("writes", j[0].2)] {
             assert!(n.abs_diff(200) <= 1, "{tool}: {n} {what}, expected 200 +-1");
@@ -121,11 +122,7 @@ fn exitall_ends_a_file_engine_job_too() {
     let job = "[a]\nioengine=null\nsize=64k\nexitall\n\
                [c]\nioengine=filecreate\nnrfiles=64\nfilesize=4k\nopenfiles=1\ntime_based\nruntime=30\n";
     both(job, &|tool, out| {
-        assert!(
-            out.status.success(),
-            "{tool}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        succeeded(tool, out);
         let v = common::json_of(&out.stdout);
         let c = &v["jobs"][1];
         assert_eq!(c["jobname"], "c", "{tool}");
@@ -215,11 +212,7 @@ fn trims_are_paced_by_their_own_rate() {
         ),
     ] {
         both(job, &|tool, out| {
-            assert!(
-                out.status.success(),
-                "{tool}: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
+            succeeded(tool, out);
             let v = common::json_of(&out.stdout);
             let n = |d: &str| v["jobs"][0][d]["total_ios"].as_u64().unwrap();
             assert!(
