@@ -7,6 +7,8 @@
 #   cgt       fsdelta fio with clocksource=clock_gettime (two clock_gettime calls per I/O)
 #   cpu       fsdelta fio with clocksource=cpu (the calibrated TSC; fio's default where the
 #             TSC is invariant)
+#   reduce    fsdelta fio with gtod_reduce=1 (no latency measured; the clock read once every
+#             64 I/Os, as fio's ts_cache): the engine's cost without timing, against `bare`
 #   fio       fio 3.33 (its default clock)
 # in rounds whose order rotates (each tool takes every position), the file read once, untimed,
 # before every run; prints per-round IOPS and the median of the per-round ratios to the bare
@@ -34,7 +36,7 @@ while [ $# -gt 0 ]; do
         --runtime) RUNTIME="$2"; shift 2 ;;
         --size) SIZE="$2"; shift 2 ;;
         --dir) DIR="$2"; shift 2 ;;
-        -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
         *) echo "unknown argument: $1" >&2; exit 2 ;;
     esac
 done
@@ -81,6 +83,7 @@ job() { # CLOCKSOURCE-LINE
 job "" > "$WORK/fio.fio"
 job $'clocksource=clock_gettime\n' > "$WORK/cgt.fio"
 job $'clocksource=cpu\n' > "$WORK/cpu.fio"
+job $'gtod_reduce=1\n' > "$WORK/reduce.fio"
 
 # Lay the file out once (fio writes it), then warm it.
 "$FIO" --output-format=json "$WORK/fio.fio" > /dev/null
@@ -108,8 +111,8 @@ run() { # TOOL -> "iops ios_per_cpu_s [clocksource drift_ppm]"
 
 median() { sort -g | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
 
-TOOLS=(bare cgt cpu fio)
-[ -x "$WORK/baretsc" ] && TOOLS=(bare baretsc cgt cpu fio)
+TOOLS=(bare cgt cpu reduce fio)
+[ -x "$WORK/baretsc" ] && TOOLS=(bare baretsc cgt cpu reduce fio)
 N=${#TOOLS[@]}
 declare -A IOPS RATIO CPUR
 for r in $(seq 1 "$ROUNDS"); do

@@ -71,6 +71,59 @@ impl TimeSource for Tsc {
     }
 }
 
+/// When a synchronous loop reads the clock around its I/Os. A job that measures latency reads
+/// it before and after every I/O. A job that measures nothing per I/O (fio's `gtod_reduce(td)`:
+/// no lat, no clat, no bandwidth samples, and no log, rate or latency target that needs a
+/// timestamp) reads it once per I/O, for the runtime and ramp checks, and with `gtod_reduce=1`
+/// once every [`GTOD_REDUCE_EVERY`] I/Os: fio's `ts_cache` (`ts_cache_mask = 63`), "about
+/// 0.4 % of the gettimeofday calls", at the price of a runtime that may run that many I/Os
+/// long. Between readings the last one stands for now.
+#[derive(Clone, Copy, Debug)]
+pub struct IoClock {
+    timed: bool,
+    every: u32,
+    left: u32,
+    last: Nanos,
+}
+
+/// How many I/Os a `gtod_reduce=1` job does per clock reading (fio's `ts_cache_mask + 1`).
+pub const GTOD_REDUCE_EVERY: u32 = 64;
+
+impl IoClock {
+    /// A loop's clock from `now`: `timed` when something is measured per I/O, else reading
+    /// once every `reduce_to` I/Os (1 without gtod_reduce).
+    pub fn new(timed: bool, gtod_reduce: bool, now: Nanos) -> IoClock {
+        let every = if gtod_reduce { GTOD_REDUCE_EVERY } else { 1 };
+        IoClock {
+            timed,
+            every,
+            left: every,
+            last: now,
+        }
+    }
+
+    /// An I/O's start: the clock when timed, else the last reading.
+    #[inline]
+    pub fn start<T: TimeSource>(&self, clk: T) -> Nanos {
+        if self.timed { clk.now() } else { self.last }
+    }
+
+    /// An I/O's end: the clock when timed; untimed, a fresh reading every `every` I/Os and
+    /// the last one in between.
+    #[inline]
+    pub fn end<T: TimeSource>(&mut self, clk: T) -> Nanos {
+        if self.timed {
+            return clk.now();
+        }
+        self.left -= 1;
+        if self.left == 0 {
+            self.left = self.every;
+            self.last = clk.now();
+        }
+        self.last
+    }
+}
+
 /// The clock a job runs on, decided before its clock starts.
 #[derive(Clone, Copy, Debug)]
 pub enum JobClock {
@@ -252,5 +305,55 @@ mod tests {
         for s in ["gettimeofday", "clock_gettime", "cpu"] {
             assert_eq!(ClockSource::from_fio_name(s).unwrap().fio_name(), s);
         }
+    }
+
+    /// A clock that counts its readings and advances 1 us per reading.
+    #[derive(Clone, Copy)]
+    struct Counted<'a>(&'a Cell<u64>);
+
+    impl TimeSource for Counted<'_> {
+        fn now(&self) -> Nanos {
+            self.0.set(self.0.get() + 1);
+            Nanos(self.0.get() * 1_000)
+        }
+    }
+
+    #[test]
+    fn io_clock_reads_per_io_only_what_the_job_measures() {
+        let reads = Cell::new(0);
+        let clk = Counted(&reads);
+        // Timed: two readings per I/O, each fresh.
+        let mut c = IoClock::new(true, false, Nanos(0));
+        for _ in 0..100 {
+            let (s, e) = (c.start(clk), c.end(clk));
+            assert!(e > s);
+        }
+        assert_eq!(reads.get(), 200);
+        // Untimed: the end only, once per I/O; the start is the previous end.
+        reads.set(0);
+        let mut c = IoClock::new(false, false, Nanos(0));
+        let mut prev = Nanos(0);
+        for _ in 0..100 {
+            assert_eq!(c.start(clk), prev);
+            prev = c.end(clk);
+        }
+        assert_eq!(reads.get(), 100);
+        // gtod_reduce: once every 64 I/Os (fio's ts_cache_mask 63), the reading standing
+        // for now in between; the first after 64 I/Os.
+        reads.set(0);
+        let mut c = IoClock::new(false, true, Nanos(7));
+        let ends: Vec<Nanos> = (0..640).map(|_| c.end(clk)).collect();
+        assert_eq!(reads.get(), 10);
+        assert!(ends[..63].iter().all(|&e| e == Nanos(7)));
+        assert_eq!(ends[63], Nanos(1_000));
+        assert!(ends[64..127].iter().all(|&e| e == Nanos(1_000)));
+        // Even timed, gtod_reduce changes nothing (a log or a rate needs every reading).
+        reads.set(0);
+        let mut c = IoClock::new(true, true, Nanos(0));
+        for _ in 0..10 {
+            c.start(clk);
+            c.end(clk);
+        }
+        assert_eq!(reads.get(), 20);
     }
 }

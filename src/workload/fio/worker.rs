@@ -2677,6 +2677,13 @@ fn run_sync<T: TimeSource>(
     let verify_reads = vctx.is_some() && !job.rw.writes();
     let mut target = super::pace::LatencyTarget::new(job, 1, clk.now().0);
     let lat_is_clat = sync_lat_is_clat(job, policy);
+    // fio's gtod_reduce(td): with nothing measured per I/O the clock is read once per I/O,
+    // or once every 64 with gtod_reduce=1 (its ts_cache).
+    let timed = !(job.disable_lat && job.disable_clat && job.disable_bw)
+        || logs.active()
+        || target.is_some()
+        || p.rate.is_some();
+    let mut times = super::clock::IoClock::new(timed, job.gtod_reduce, clk.now());
     loop {
         if setup.cancel.is_cancelled() {
             return Err(WorkloadError::Cancelled);
@@ -2752,12 +2759,12 @@ fn run_sync<T: TimeSource>(
                 vc.stamp(data, io.offset, p.issues[WRITE] - 1);
             }
         }
-        let start = clk.now();
+        let start = times.start(clk);
         // fio stamps start before the write buffer is scrambled and issue just before the
         // call; for a read nothing happens in between, so one clock reading serves both.
         let issue = if io.ddir == WRITE && policy.scramble {
             scramble(data, io.offset, start);
-            clk.now()
+            times.start(clk)
         } else {
             start
         };
@@ -2815,7 +2822,7 @@ fn run_sync<T: TimeSource>(
             }
             continue;
         }
-        let end = clk.now();
+        let end = times.end(clk);
         // fio accounts the read, then verifies it (its end_io).
         let bad = match vctx.as_ref().filter(|_| verify_reads && io.ddir == READ) {
             Some(vc) => vc.check(setup, io.file, data, io.offset, None).err(),
@@ -4628,5 +4635,51 @@ mod cpu_tests {
         j.cpus_split = true;
         let got: Vec<_> = (1..=5).map(|t| job_cpus(&j, t).unwrap()).collect();
         assert_eq!(got, [vec![1], vec![3], vec![5], vec![1], vec![3]]);
+    }
+}
+
+#[cfg(test)]
+mod clock_read_tests {
+    use super::*;
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    /// A clock that counts its readings (1 us apart).
+    #[derive(Clone, Copy)]
+    struct Counted<'a>(&'a AtomicU64);
+
+    impl TimeSource for Counted<'_> {
+        fn now(&self) -> Nanos {
+            Nanos((self.0.fetch_add(1, Ordering::Relaxed) + 1) * 1_000)
+        }
+    }
+
+    /// Readings of the clock by a whole clone of the null engine doing 256 4 KiB reads, and
+    /// the I/Os it completed.
+    fn reads_of(extra: &str) -> (u64, u64) {
+        let text = format!("[j]\nioengine=null\nrw=randread\nbs=4k\nsize=1m\n{extra}");
+        with_test_clone(&text, |setup, _| {
+            let n = AtomicU64::new(0);
+            let st = run_clone_on(setup, Counted(&n)).unwrap();
+            (n.load(Ordering::Relaxed), st.dir[READ].total_ios)
+        })
+    }
+
+    /// A job that measures latency reads the clock around every I/O; one that measures
+    /// nothing per I/O reads it once per I/O, and with gtod_reduce=1 once every 64 (fio's
+    /// ts_cache); a log still needs every reading.
+    #[test]
+    fn the_sync_loop_reads_the_clock_as_fios_gtod_reduce() {
+        let (timed, ios) = reads_of("");
+        assert_eq!(ios, 256);
+        assert!((512..540).contains(&timed), "{timed}");
+        let (once, ios) = reads_of("disable_lat=1\ndisable_clat=1\ndisable_bw_measurement=1\n");
+        assert_eq!(ios, 256);
+        assert!((256..284).contains(&once), "{once}");
+        let (reduced, ios) = reads_of("gtod_reduce=1\n");
+        assert_eq!(ios, 256);
+        assert!((4..32).contains(&reduced), "{reduced}");
+        // The few readings outside the loop are the same in all three.
+        assert_eq!(timed - 512, once - 256);
+        assert_eq!(once - 256, reduced - 4);
     }
 }
