@@ -562,11 +562,11 @@ impl<'a> Planner<'a> {
         if switch {
             let start = match self.job.file_service_type {
                 FileService::Random(_) => self.file_rand.between(0, n as u64 - 1) as usize,
-                _ => (self.cur_file + 1) % n,
+                _ => wrapping_next(self.cur_file, n),
             };
             let mut i = start;
             while self.files[i].done {
-                i = (i + 1) % n;
+                i = wrapping_next(i, n);
             }
             self.cur_file = i;
             self.ios_on_file = 0;
@@ -949,6 +949,12 @@ impl<'a> Planner<'a> {
             });
         }
     }
+}
+
+/// `(i + 1) % n` without the division (a round-robin job takes it before every I/O).
+#[inline]
+fn wrapping_next(i: usize, n: usize) -> usize {
+    if i + 1 >= n { 0 } else { i + 1 }
 }
 
 /// fio's bsrange_state generators (td_fill_rand_seeds_internal): reads from the
@@ -2430,9 +2436,18 @@ fn direct_hint(job: &JobSpec, e: rustix::io::Errno) -> String {
 
 /// fio's thinktime: after every `thinktime_blocks` I/Os, spin `thinktime_spin`, then sleep the
 /// rest of `thinktime`.
-#[inline]
+#[inline(always)]
 fn think(job: &JobSpec, issued: u64) -> u64 {
-    if job.thinktime.is_zero() || issued % job.thinktime_blocks.max(1) as u64 != 0 {
+    if job.thinktime.is_zero() {
+        return 0;
+    }
+    think_some(job, issued)
+}
+
+/// [`think`] of a job with a thinktime, out of the I/O loop.
+#[inline(never)]
+fn think_some(job: &JobSpec, issued: u64) -> u64 {
+    if issued % job.thinktime_blocks.max(1) as u64 != 0 {
         return 0;
     }
     let t0 = Nanos::now();
