@@ -12,7 +12,8 @@
 #   fio       fio 3.33 (its default clock)
 # in rounds whose order rotates (each tool takes every position), the file read once, untimed,
 # before every run; prints per-round IOPS and the median of the per-round ratios to the bare
-# loop, and the clock each fsdelta run reports in its JSON (`clocksource`,
+# loop with the middle half of the rounds' ratios (how far one round is from the next on this
+# machine), and the clock each fsdelta run reports in its JSON (`clocksource`,
 # `clocksource_drift_ppm`). Beside IOPS it prints I/Os per CPU second of the whole process
 # (user + system, bash's `time`): on a machine shared with other work a run's wall-clock IOPS
 # depend on how much CPU it got, its I/Os per CPU second much less, so that ratio is the
@@ -36,7 +37,7 @@ while [ $# -gt 0 ]; do
         --runtime) RUNTIME="$2"; shift 2 ;;
         --size) SIZE="$2"; shift 2 ;;
         --dir) DIR="$2"; shift 2 ;;
-        -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
         *) echo "unknown argument: $1" >&2; exit 2 ;;
     esac
 done
@@ -110,6 +111,8 @@ run() { # TOOL -> "iops ios_per_cpu_s [clocksource drift_ppm]"
 }
 
 median() { sort -g | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
+# The middle half of the values: "Q1-Q3" (nearest-rank quartiles).
+quartiles() { sort -g | awk '{a[NR]=$1} END {q1=int((NR+3)/4); q3=int((3*NR+3)/4); printf "%.3f-%.3f", a[q1], a[q3]}'; }
 
 TOOLS=(bare cgt cpu reduce fio)
 [ -x "$WORK/baretsc" ] && TOOLS=(bare baretsc cgt cpu reduce fio)
@@ -138,11 +141,12 @@ echo
 echo "psync 4k randread, page-cached $SIZE file, ${RUNTIME} s per run, $ROUNDS rounds (rotating order)"
 echo "$(date -u '+%Y-%m-%d %H:%M UTC'), $(uname -r), $(nproc) CPUs, load average $(cut -d' ' -f1 /proc/loadavg)"
 echo
-echo "| run | median IOPS | IOPS / bare loop (median of rounds) | I/Os per CPU s / bare loop's (median of rounds) |"
-echo "|---|---:|---:|---:|"
+echo "| run | median IOPS | IOPS / bare loop (median of rounds) | middle half of rounds | I/Os per CPU s / bare loop's (median of rounds) |"
+echo "|---|---:|---:|---:|---:|"
 for t in "${TOOLS[@]}"; do
     mi="$(printf '%s\n' ${IOPS[$t]} | median)"
     mr="$(printf '%s\n' ${RATIO[$t]} | median)"
+    mq="$(printf '%s\n' ${RATIO[$t]} | quartiles)"
     mc="$(printf '%s\n' ${CPUR[$t]} | median)"
-    printf '| %s | %.0f | %.3f | %.3f |\n' "$t" "$mi" "$mr" "$mc"
+    printf '| %s | %.0f | %.3f | %s | %.3f |\n' "$t" "$mi" "$mr" "$mq" "$mc"
 done
