@@ -71,13 +71,15 @@ impl TimeSource for Tsc {
     }
 }
 
-/// When a synchronous loop reads the clock around its I/Os. A job that measures latency reads
-/// it before and after every I/O. A job that measures nothing per I/O (fio's `gtod_reduce(td)`:
-/// no lat, no clat, no bandwidth samples, and no log, rate or latency target that needs a
-/// timestamp) reads it once per I/O, for the runtime and ramp checks, and with `gtod_reduce=1`
-/// once every [`GTOD_REDUCE_EVERY`] I/Os: fio's `ts_cache` (`ts_cache_mask = 63`), "about
-/// 0.4 % of the gettimeofday calls", at the price of a runtime that may run that many I/Os
-/// long. Between readings the last one stands for now.
+/// When an I/O loop reads the clock. A job that measures latency reads it when each I/O starts
+/// (and is issued) and when it completes: [`IoClock::start`] and [`IoClock::end`] are the clock.
+/// A job that measures nothing per I/O (fio's `gtod_reduce(td)`: no lat, clat, slat or
+/// bandwidth samples, and no log, rate or latency target that needs a timestamp) reads it only
+/// at [`IoClock::end`] (once per I/O in the synchronous loop, once per batch of completions in
+/// the asynchronous one), for the runtime and ramp checks, and with `gtod_reduce=1` at one
+/// `end` in [`GTOD_REDUCE_EVERY`]: fio's `ts_cache` (`ts_cache_mask = 63`), "about 0.4 % of
+/// the gettimeofday calls", at the price of a runtime that may run that many I/Os (or
+/// batches) long. Between readings the last one stands for now.
 #[derive(Clone, Copy, Debug)]
 pub struct IoClock {
     timed: bool,
@@ -90,8 +92,8 @@ pub struct IoClock {
 pub const GTOD_REDUCE_EVERY: u32 = 64;
 
 impl IoClock {
-    /// A loop's clock from `now`: `timed` when something is measured per I/O, else reading
-    /// once every `reduce_to` I/Os (1 without gtod_reduce).
+    /// A loop's clock from `now`: `timed` when something is measured per I/O; untimed, it
+    /// reads at every `end`, or at one in [`GTOD_REDUCE_EVERY`] with `gtod_reduce`.
     pub fn new(timed: bool, gtod_reduce: bool, now: Nanos) -> IoClock {
         let every = if gtod_reduce { GTOD_REDUCE_EVERY } else { 1 };
         IoClock {

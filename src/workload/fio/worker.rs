@@ -3171,6 +3171,14 @@ fn run_async<T: TimeSource>(
     let mut stash_owes_sync = false;
     let mut think_count = 0u64;
     let mut target = super::pace::LatencyTarget::new(job, depth as u32, clk.now().0);
+    // fio's fio_fill_issue_time and gtod_reduce(td): with nothing measured per I/O no
+    // submission is timed and the clock is read once per batch of completions, or once
+    // every 64 batches with gtod_reduce=1.
+    let timed = !(job.disable_lat && job.disable_clat && job.disable_slat && job.disable_bw)
+        || logs.active()
+        || target.is_some()
+        || p.rate.is_some();
+    let mut times = super::clock::IoClock::new(timed, job.gtod_reduce, clk.now());
     let mut late: Option<u64> = None;
     // A rated job waits with nothing in flight (fio's io_u_quiesce before the rate's sleep).
     let mut quiesce = false;
@@ -3338,7 +3346,7 @@ fn run_async<T: TimeSource>(
                     vc.stamp(data, io.offset, p.issues[WRITE] - 1);
                 }
             }
-            let start = clk.now();
+            let start = times.start(clk);
             if io.ddir == WRITE && policy.scramble {
                 scramble(data, io.offset, start);
             }
@@ -3366,7 +3374,7 @@ fn run_async<T: TimeSource>(
             // fio's default iodepth_batch_submit=1: every I/O is submitted on its own, and
             // its issue time is read right after that submission (slat = issue - start).
             backend.submit().map_err(|e| io_err(engine_op, dir0, e))?;
-            let issue = clk.now();
+            let issue = times.start(clk);
             st.submit_counts[ThreadStats::batch_index(1)] += 1;
             if !job.disable_slat {
                 st.dir[io.ddir].slat.record((issue - start).0);
@@ -3447,7 +3455,7 @@ fn run_async<T: TimeSource>(
             .reap(min_evts, max_evts, &mut |si, res| {
                 if t == Nanos::ZERO {
                     // fio reads the clock once per batch of completions.
-                    t = clk.now();
+                    t = times.end(clk);
                 }
                 let s = slots[si].take().expect("completion of a slot in flight");
                 free.push(si);
@@ -4679,9 +4687,57 @@ mod clock_read_tests {
         })
     }
 
+    /// The asynchronous loop: 256 reads of a 1 MiB file by libaio at iodepth 1 (one
+    /// completion per batch). None where io_setup is refused.
+    fn async_reads_of(extra: &str) -> Option<(u64, u64)> {
+        if let Err(e) = NativeAio::new(1) {
+            crate::target::skip_test(&format!("io_setup is refused here: {e}"));
+            return None;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        std::fs::File::create(&path)
+            .unwrap()
+            .set_len(1 << 20)
+            .unwrap();
+        let text = format!(
+            "[j]\nfilename={}\nioengine=libaio\niodepth=1\nrw=randread\nbs=4k\nsize=1m\n{extra}",
+            path.display()
+        );
+        Some(with_test_clone(&text, |setup, _| {
+            let n = AtomicU64::new(0);
+            let st = run_clone_on(setup, Counted(&n)).unwrap();
+            (n.load(Ordering::Relaxed), st.dir[READ].total_ios)
+        }))
+    }
+
+    /// As the synchronous loop: start, issue and completion timed; with nothing measured
+    /// per I/O one reading per batch of completions; with gtod_reduce=1 one per 64.
+    #[test]
+    fn the_async_loop_reads_the_clock_as_fios_gtod_reduce() {
+        let Some((timed, ios)) = async_reads_of("") else {
+            return;
+        };
+        assert_eq!(ios, 256);
+        assert!((768..800).contains(&timed), "{timed}");
+        let (once, ios) = async_reads_of(
+            "disable_lat=1\ndisable_clat=1\ndisable_slat=1\ndisable_bw_measurement=1\n",
+        )
+        .unwrap();
+        assert_eq!(ios, 256);
+        assert_eq!(once - 256, timed - 768, "{once} {timed}");
+        let (reduced, ios) = async_reads_of("gtod_reduce=1\n").unwrap();
+        assert_eq!(ios, 256);
+        assert_eq!(reduced - 4, timed - 768, "{reduced} {timed}");
+        // slat alone still times every submission.
+        let (slat, _) =
+            async_reads_of("disable_lat=1\ndisable_clat=1\ndisable_bw_measurement=1\n").unwrap();
+        assert_eq!(slat, timed);
+    }
+
     /// A job that measures latency reads the clock around every I/O; one that measures
     /// nothing per I/O reads it once per I/O, and with gtod_reduce=1 once every 64 (fio's
-    /// ts_cache); a log still needs every reading.
+    /// ts_cache).
     #[test]
     fn the_sync_loop_reads_the_clock_as_fios_gtod_reduce() {
         let (timed, ios) = reads_of("");
