@@ -75,11 +75,13 @@ impl TimeSource for Tsc {
 /// (and is issued) and when it completes: [`IoClock::start`] and [`IoClock::end`] are the clock.
 /// A job that measures nothing per I/O (fio's `gtod_reduce(td)`: no lat, clat, slat or
 /// bandwidth samples, and no log, rate or latency target that needs a timestamp) reads it only
-/// at [`IoClock::end`] (once per I/O in the synchronous loop, once per batch of completions in
-/// the asynchronous one), for the runtime and ramp checks, and with `gtod_reduce=1` at one
-/// `end` in [`GTOD_REDUCE_EVERY`]: fio's `ts_cache` (`ts_cache_mask = 63`), "about 0.4 % of
-/// the gettimeofday calls", at the price of a runtime that may run that many I/Os (or
-/// batches) long. Between readings the last one stands for now.
+/// at [`IoClock::end`] (after each I/O in the synchronous loop, after each batch of
+/// completions in the asynchronous one), for the runtime checks, and with `gtod_reduce=1`
+/// only once [`GTOD_REDUCE_EVERY`] I/Os were issued since the last reading: fio's `ts_cache`
+/// (`ts_cache_mask = 63`, refreshed every 64 submissions), "about 0.4 % of the gettimeofday
+/// calls", at the price of a runtime that may run that many I/Os long. While ramp_time runs
+/// every `end` reads the clock (fio's `ramp_time_over` reads it at each completion). Between
+/// readings the last one stands for now.
 #[derive(Clone, Copy, Debug)]
 pub struct IoClock {
     timed: bool,
@@ -93,7 +95,8 @@ pub const GTOD_REDUCE_EVERY: u32 = 64;
 
 impl IoClock {
     /// A loop's clock from `now`: `timed` when something is measured per I/O; untimed, it
-    /// reads at every `end`, or at one in [`GTOD_REDUCE_EVERY`] with `gtod_reduce`.
+    /// reads at an `end` after each I/O issued, or after [`GTOD_REDUCE_EVERY`] of them with
+    /// `gtod_reduce`.
     pub fn new(timed: bool, gtod_reduce: bool, now: Nanos) -> IoClock {
         let every = if gtod_reduce { GTOD_REDUCE_EVERY } else { 1 };
         IoClock {
@@ -110,16 +113,26 @@ impl IoClock {
         if self.timed { clk.now() } else { self.last }
     }
 
-    /// An I/O's end: the clock when timed; untimed, a fresh reading every `every` I/Os and
-    /// the last one in between.
+    /// One I/O issued (counted towards the next reading when untimed).
     #[inline]
-    pub fn end<T: TimeSource>(&mut self, clk: T) -> Nanos {
+    pub fn issued(&mut self) {
+        if !self.timed {
+            self.left = self.left.saturating_sub(1);
+        }
+    }
+
+    /// An I/O's (or a batch's) end: the clock when timed; untimed, a fresh reading once
+    /// enough I/Os were issued since the last one, or whenever `fresh` (ramp_time running),
+    /// else the last reading.
+    #[inline]
+    pub fn end<T: TimeSource>(&mut self, clk: T, fresh: bool) -> Nanos {
         if self.timed {
             return clk.now();
         }
-        self.left -= 1;
         if self.left == 0 {
             self.left = self.every;
+            self.last = clk.now();
+        } else if fresh {
             self.last = clk.now();
         }
         self.last
@@ -327,8 +340,9 @@ mod tests {
         // Timed: two readings per I/O, each fresh.
         let mut c = IoClock::new(true, false, Nanos(0));
         for _ in 0..100 {
-            let (s, e) = (c.start(clk), c.end(clk));
-            assert!(e > s);
+            let s = c.start(clk);
+            c.issued();
+            assert!(c.end(clk, false) > s);
         }
         assert_eq!(reads.get(), 200);
         // Untimed: the end only, once per I/O; the start is the previous end.
@@ -337,24 +351,50 @@ mod tests {
         let mut prev = Nanos(0);
         for _ in 0..100 {
             assert_eq!(c.start(clk), prev);
-            prev = c.end(clk);
+            c.issued();
+            prev = c.end(clk, false);
         }
         assert_eq!(reads.get(), 100);
-        // gtod_reduce: once every 64 I/Os (fio's ts_cache_mask 63), the reading standing
-        // for now in between; the first after 64 I/Os.
+        // An end with nothing issued since the last reading (a batch that completed I/Os
+        // issued before it) reads nothing.
+        assert_eq!(c.end(clk, false), prev);
+        assert_eq!(reads.get(), 100);
+        // gtod_reduce: once every 64 I/Os issued (fio's ts_cache_mask 63), the reading
+        // standing for now in between.
         reads.set(0);
         let mut c = IoClock::new(false, true, Nanos(7));
-        let ends: Vec<Nanos> = (0..640).map(|_| c.end(clk)).collect();
+        let ends: Vec<Nanos> = (0..640)
+            .map(|_| {
+                c.issued();
+                c.end(clk, false)
+            })
+            .collect();
         assert_eq!(reads.get(), 10);
         assert!(ends[..63].iter().all(|&e| e == Nanos(7)));
         assert_eq!(ends[63], Nanos(1_000));
         assert!(ends[64..127].iter().all(|&e| e == Nanos(1_000)));
-        // Even timed, gtod_reduce changes nothing (a log or a rate needs every reading).
+        // Counted by I/Os, not by ends: 32 I/Os per batch read the clock every 2 batches.
+        reads.set(0);
+        let mut c = IoClock::new(false, true, Nanos(7));
+        for _ in 0..20 {
+            (0..32).for_each(|_| c.issued());
+            c.end(clk, false);
+        }
+        assert_eq!(reads.get(), 10);
+        // While ramping (fresh) every end reads.
+        reads.set(0);
+        for _ in 0..5 {
+            c.issued();
+            c.end(clk, true);
+        }
+        assert_eq!(reads.get(), 5);
+        // Timed, gtod_reduce changes nothing (a log or a rate needs every reading).
         reads.set(0);
         let mut c = IoClock::new(true, true, Nanos(0));
         for _ in 0..10 {
             c.start(clk);
-            c.end(clk);
+            c.issued();
+            c.end(clk, false);
         }
         assert_eq!(reads.get(), 20);
     }

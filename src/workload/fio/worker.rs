@@ -2126,15 +2126,16 @@ fn run_dry<T: TimeSource>(
 
 /// What the loop does after an I/O or a check: go on, or stop.
 #[inline]
-fn after_tick(
+fn after_tick<T: TimeSource>(
     p: &mut Planner<'_>,
     st: &mut ThreadStats,
     clock: &mut Clock,
     ru0: &mut super::stats::Rusage,
     now: Nanos,
+    clk: T,
 ) -> bool {
     let (job, status, exit) = (p.job, p.status, p.exit);
-    tick(job, status, exit, st, clock, ru0, now, || {
+    tick(job, status, exit, st, clock, ru0, now, clk, || {
         p.ramp_reset();
         if let Some(r) = &mut p.rate {
             r.reset(now);
@@ -2155,10 +2156,11 @@ fn after_tick(
 /// The bookkeeping after every I/O that the block loops and the file-engine loop share: the
 /// end of ramp_time (a fresh window; `on_ramp_end` resets the loop's own state, and the clone
 /// counts as running for exit_what=stonewall and the status board), a bandwidth sample, a
-/// status report that was asked for.
+/// status report that was asked for (at a fresh reading of `clk`: `now` may be a gtod_reduce
+/// job's last reading).
 #[allow(clippy::too_many_arguments)]
 #[inline]
-fn tick(
+fn tick<T: TimeSource>(
     job: &JobSpec,
     status: Option<&super::status::Slot>,
     exit: Option<&super::rate::Exit>,
@@ -2166,6 +2168,7 @@ fn tick(
     clock: &mut Clock,
     ru0: &mut super::stats::Rusage,
     now: Nanos,
+    clk: T,
     on_ramp_end: impl FnOnce(),
 ) {
     if clock.ramp_ends(now) {
@@ -2182,7 +2185,7 @@ fn tick(
         clock.sampler.tick(now, &mut st.dir);
     }
     if let Some(slot) = status.filter(|s| s.wanted()) {
-        slot.answer(running_stats(job, st, clock, ru0, now), Nanos::now());
+        slot.answer(running_stats(job, st, clock, ru0, clk.now()), Nanos::now());
     }
 }
 
@@ -2724,7 +2727,7 @@ fn run_sync<T: TimeSource>(
                     return Ok(false);
                 }
                 last_ddir = READ;
-                if !after_tick(p, st, clock, ru0, clk.now()) {
+                if !after_tick(p, st, clock, ru0, clk.now(), clk) {
                     return Ok(false);
                 }
                 continue;
@@ -2774,6 +2777,7 @@ fn run_sync<T: TimeSource>(
                 vc.stamp(data, io.offset, p.issues[WRITE] - 1);
             }
         }
+        times.issued();
         let start = times.start(clk);
         // fio stamps start before the write buffer is scrambled and issue just before the
         // call; for a read nothing happens in between, so one clock reading serves both.
@@ -2831,13 +2835,13 @@ fn run_sync<T: TimeSource>(
                 _ => FailedVia::SyncXfer,
             };
             if io_failed(setup, st, &io, e, via) == AfterError::End
-                || !after_tick(p, st, clock, ru0, clk.now())
+                || !after_tick(p, st, clock, ru0, clk.now(), clk)
             {
                 return Ok(false);
             }
             continue;
         }
-        let end = times.end(clk);
+        let end = times.end(clk, clock.ramping);
         // fio accounts the read, then verifies it (its end_io).
         let bad = match vctx.as_ref().filter(|_| verify_reads && io.ddir == READ) {
             Some(vc) => vc.check(setup, io.file, data, io.offset, None).err(),
@@ -2887,7 +2891,7 @@ fn run_sync<T: TimeSource>(
                 return Err(latency_fatal(setup, max));
             }
         }
-        if !after_tick(p, st, clock, ru0, end) {
+        if !after_tick(p, st, clock, ru0, end, clk) {
             return Ok(false);
         }
         if p.rate.is_some() {
@@ -3331,7 +3335,7 @@ fn run_async<T: TimeSource>(
                 st.depth_counts[ThreadStats::depth_index(inflight as u32 + 1)] += 1;
                 think_count += 1;
                 think(job, think_count);
-                if !after_tick(p, st, clock, ru0, end) {
+                if !after_tick(p, st, clock, ru0, end, clk) {
                     stop = true;
                 }
                 continue;
@@ -3375,6 +3379,7 @@ fn run_async<T: TimeSource>(
             // its issue time is read right after that submission (slat = issue - start).
             backend.submit().map_err(|e| io_err(engine_op, dir0, e))?;
             let issue = times.start(clk);
+            times.issued();
             st.submit_counts[ThreadStats::batch_index(1)] += 1;
             if !job.disable_slat {
                 st.dir[io.ddir].slat.record((issue - start).0);
@@ -3455,7 +3460,7 @@ fn run_async<T: TimeSource>(
             .reap(min_evts, max_evts, &mut |si, res| {
                 if t == Nanos::ZERO {
                     // fio reads the clock once per batch of completions.
-                    t = times.end(clk);
+                    t = times.end(clk, ramping);
                 }
                 let s = slots[si].take().expect("completion of a slot in flight");
                 free.push(si);
@@ -3603,7 +3608,7 @@ fn run_async<T: TimeSource>(
         if let Some(max) = late {
             return Err(latency_fatal(setup, max));
         }
-        if !after_tick(p, st, clock, ru0, t) {
+        if !after_tick(p, st, clock, ru0, t, clk) {
             stop = true;
         }
         if let Some(l) = &mut target {
@@ -3763,6 +3768,7 @@ fn run_file_op<T: TimeSource>(
                 &mut clock,
                 &mut ru0,
                 t1,
+                clk,
                 || {},
             );
             if clock.out_of_time(t1) {
@@ -4685,6 +4691,20 @@ mod clock_read_tests {
             let st = run_clone_on(setup, Counted(&n)).unwrap();
             (n.load(Ordering::Relaxed), st.dir[READ].total_ios)
         })
+    }
+
+    /// fio's ramp_time_over reads the clock at every completion: a gtod_reduce job's ramp
+    /// ends at the first I/O past it, not at the next cached reading. On the counting clock
+    /// (1 us per reading) a 20 us ramp is over within about 20 of the 256 I/Os and the rest
+    /// are counted; read only every 64 I/Os it would outlast the job, which then counts all
+    /// 256 as one that ended in its ramp.
+    #[test]
+    fn a_gtod_reduce_ramp_ends_on_time() {
+        let (reads, ios) = reads_of("gtod_reduce=1\nramp_time=20us\n");
+        assert!(
+            (200..256).contains(&ios),
+            "{ios} I/Os counted, {reads} readings"
+        );
     }
 
     /// The asynchronous loop: 256 reads of a 1 MiB file by libaio at iodepth 1 (one

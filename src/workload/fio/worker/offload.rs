@@ -239,7 +239,7 @@ pub(super) fn run<T: TimeSource + Send>(
             }
             publish(st, &done);
             let now = clk.now();
-            if !after_tick(p, st, clock, ru0, now) {
+            if !after_tick(p, st, clock, ru0, now, clk) {
                 break;
             }
             if check_min_rate(p, st, clock, now) {
