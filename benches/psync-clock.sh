@@ -22,6 +22,7 @@
 # A benchmark, not a test: on a shared machine per-run IOPS swing; read the medians of ratios.
 #
 # Usage: benches/psync-clock.sh [--rounds N] [--runtime SECONDS] [--size SIZE] [--dir DIR]
+#        [--pin CPU]   (run every tool on that CPU alone, taskset -c: less placement noise)
 # Environment: FIO (default /usr/bin/fio), FSDELTA (default target/release/fsdelta, built if
 # missing).
 set -euo pipefail
@@ -30,6 +31,7 @@ ROUNDS=8
 RUNTIME=3
 SIZE=256m
 DIR=""
+PIN=()
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -37,7 +39,8 @@ while [ $# -gt 0 ]; do
         --runtime) RUNTIME="$2"; shift 2 ;;
         --size) SIZE="$2"; shift 2 ;;
         --dir) DIR="$2"; shift 2 ;;
-        -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
+        --pin) PIN=(taskset -c "$2"); shift 2 ;;
+        -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
         *) echo "unknown argument: $1" >&2; exit 2 ;;
     esac
 done
@@ -95,12 +98,12 @@ run() { # TOOL -> "iops ios_per_cpu_s [clocksource drift_ppm]"
     # Only the tool is timed (user + system of it and its children), not jq.
     case "$1" in
         bare|baretsc)
-              cpu="$( { time "$WORK/$1" "$FILE" "$RUNTIME" > "$WORK/out" 2>/dev/null; } 2>&1 )"
+              cpu="$( { time "${PIN[@]}" "$WORK/$1" "$FILE" "$RUNTIME" > "$WORK/out" 2>/dev/null; } 2>&1 )"
               out="$(awk -v t="$RUNTIME" '{print $1, $1 * t}' "$WORK/out")" ;;
-        fio) cpu="$( { time "$FIO" --output-format=json "$WORK/fio.fio" > "$WORK/out"; } 2>&1 )"
+        fio) cpu="$( { time "${PIN[@]}" "$FIO" --output-format=json "$WORK/fio.fio" > "$WORK/out"; } 2>&1 )"
              json="$(cat "$WORK/out")"
              out="$(printf '%s' "${json#"${json%%\{*}"}" | jq -r '.jobs[0].read | "\(.iops) \(.total_ios)"')" ;;
-        *) cpu="$( { time "$FSDELTA" fio --output-format=json "$WORK/$1.fio" > "$WORK/out" 2>/dev/null; } 2>&1 )"
+        *) cpu="$( { time "${PIN[@]}" "$FSDELTA" fio --output-format=json "$WORK/$1.fio" > "$WORK/out" 2>/dev/null; } 2>&1 )"
            json="$(cat "$WORK/out")"
            out="$(printf '%s' "${json#"${json%%\{*}"}" \
                | jq -r '.jobs[0] | "\(.read.iops) \(.read.total_ios) \(.clocksource) \(.clocksource_drift_ppm)"')" ;;
@@ -139,7 +142,7 @@ done
 
 echo
 echo "psync 4k randread, page-cached $SIZE file, ${RUNTIME} s per run, $ROUNDS rounds (rotating order)"
-echo "$(date -u '+%Y-%m-%d %H:%M UTC'), $(uname -r), $(nproc) CPUs, load average $(cut -d' ' -f1 /proc/loadavg)"
+echo "$(date -u '+%Y-%m-%d %H:%M UTC'), $(uname -r), $(nproc) CPUs, load average $(cut -d' ' -f1 /proc/loadavg)${PIN[*]:+, pinned: ${PIN[*]}}"
 echo
 echo "| run | median IOPS | IOPS / bare loop (median of rounds) | middle half of rounds | I/Os per CPU s / bare loop's (median of rounds) |"
 echo "|---|---:|---:|---:|---:|"
