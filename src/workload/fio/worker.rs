@@ -2153,6 +2153,26 @@ fn after_tick<T: TimeSource>(
     !clock.out_of_time(now)
 }
 
+/// The block loops' clock (fio's gtod_reduce(td) and fio_fill_issue_time): untimed when
+/// nothing is measured per I/O (lat, clat, bandwidth, and slat where the loop records it)
+/// and no log, latency target or rate needs a timestamp; then read at completions only,
+/// once per 64 I/Os with gtod_reduce=1 (its ts_cache).
+fn io_clock(
+    job: &JobSpec,
+    logs: &IoLogs,
+    p: &Planner<'_>,
+    latency_target: bool,
+    records_slat: bool,
+    now: Nanos,
+) -> super::clock::IoClock {
+    let measured = !(job.disable_lat
+        && job.disable_clat
+        && job.disable_bw
+        && (job.disable_slat || !records_slat));
+    let timed = measured || logs.active() || latency_target || p.rate.is_some();
+    super::clock::IoClock::new(timed, job.gtod_reduce, now)
+}
+
 /// The bookkeeping after every I/O that the block loops and the file-engine loop share: the
 /// end of ramp_time (a fresh window; `on_ramp_end` resets the loop's own state, and the clone
 /// counts as running for exit_what=stonewall and the status board), a bandwidth sample, a
@@ -2695,13 +2715,8 @@ fn run_sync<T: TimeSource>(
     let verify_reads = vctx.is_some() && !job.rw.writes();
     let mut target = super::pace::LatencyTarget::new(job, 1, clk.now().0);
     let lat_is_clat = sync_lat_is_clat(job, policy);
-    // fio's gtod_reduce(td): with nothing measured per I/O the clock is read once per I/O,
-    // or once every 64 with gtod_reduce=1 (its ts_cache).
-    let timed = !(job.disable_lat && job.disable_clat && job.disable_bw)
-        || logs.active()
-        || target.is_some()
-        || p.rate.is_some();
-    let mut times = super::clock::IoClock::new(timed, job.gtod_reduce, clk.now());
+    // The sync loop records no slat.
+    let mut times = io_clock(job, logs, p, target.is_some(), false, clk.now());
     loop {
         if setup.cancel.is_cancelled() {
             return Err(WorkloadError::Cancelled);
@@ -3175,14 +3190,7 @@ fn run_async<T: TimeSource>(
     let mut stash_owes_sync = false;
     let mut think_count = 0u64;
     let mut target = super::pace::LatencyTarget::new(job, depth as u32, clk.now().0);
-    // fio's fio_fill_issue_time and gtod_reduce(td): with nothing measured per I/O no
-    // submission is timed and the clock is read once per batch of completions, or once
-    // every 64 batches with gtod_reduce=1.
-    let timed = !(job.disable_lat && job.disable_clat && job.disable_slat && job.disable_bw)
-        || logs.active()
-        || target.is_some()
-        || p.rate.is_some();
-    let mut times = super::clock::IoClock::new(timed, job.gtod_reduce, clk.now());
+    let mut times = io_clock(job, logs, p, target.is_some(), true, clk.now());
     let mut late: Option<u64> = None;
     // A rated job waits with nothing in flight (fio's io_u_quiesce before the rate's sleep).
     let mut quiesce = false;
