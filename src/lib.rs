@@ -12,6 +12,7 @@
 pub mod cli;
 pub mod compare;
 pub mod model;
+pub mod os;
 pub mod plan;
 pub mod probe;
 pub mod queue;

@@ -1,4 +1,5 @@
-//! The test catalogue (tests/catalogue/cases.toml): bad inputs and unsafe requests, each run
+//! The test catalogue (every `tests/catalogue/*.toml`, in name order; `cases.toml` describes the
+//! format): bad inputs and unsafe requests, each run
 //! through the real binary in a temporary directory of its own, checking the exit code, a
 //! message fragment, and that what must not change (files, a database, a victim device's first
 //! MiB) did not. The format is described at the top of the data file.
@@ -198,11 +199,20 @@ fn run_case(c: &Case) -> Result<(), String> {
 
 #[test]
 fn every_case_of_the_catalogue_holds() {
-    let text = fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/catalogue/cases.toml"),
-    )
-    .unwrap();
-    let cat: Catalogue = toml::from_str(&text).unwrap();
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/catalogue");
+    let mut files: Vec<PathBuf> = fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
+    files.sort();
+    let mut cat = Catalogue { case: Vec::new() };
+    for f in &files {
+        let text = fs::read_to_string(f).unwrap();
+        let part: Catalogue =
+            toml::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+        cat.case.extend(part.case);
+    }
     let mut names = std::collections::BTreeSet::new();
     let can_root = common::is_root() && Path::new("/dev/loop-control").exists();
     let mut failures = Vec::new();

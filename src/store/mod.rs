@@ -10,6 +10,7 @@
 pub(crate) mod conformance;
 pub mod journal;
 pub mod memory;
+pub mod pgconn;
 pub mod postgres;
 pub mod selector;
 pub mod sqlite;

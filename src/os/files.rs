@@ -1,0 +1,303 @@
+//! Files fsdelta writes or replays, opened so that nobody else can choose what they are: no
+//! symlink is ever followed (`O_NOFOLLOW`), a file fsdelta reads back as an instruction or as
+//! its own data must be a regular file owned by the user fsdelta runs as and writable by no one
+//! else, new files are created with mode 0600, and a file replaced whole is written to an
+//! exclusive temporary beside it, fsynced and renamed over it.
+//!
+//! Must never follow a symlink, never trust a file another user owns or can write, and never
+//! create a file readable by others.
+
+use std::fs::{self, File, Metadata, OpenOptions};
+use std::io::{self, Write};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+/// Why a path was refused, or the I/O error that stopped it. The message names the path and
+/// says how to fix the problem.
+#[derive(Debug, thiserror::Error)]
+pub enum FileError {
+    /// The path exists but must not be trusted (a symlink, another owner, open modes).
+    #[error("{path}: {why}")]
+    Unsafe {
+        /// The path refused.
+        path: String,
+        /// What is wrong and how to fix it.
+        why: String,
+    },
+    /// The operation failed.
+    #[error("{path}: {what}: {source}")]
+    Io {
+        /// The path.
+        path: String,
+        /// What was being done.
+        what: &'static str,
+        /// The error.
+        source: io::Error,
+    },
+}
+
+impl FileError {
+    fn unsafe_(path: &Path, why: impl Into<String>) -> FileError {
+        FileError::Unsafe {
+            path: path.display().to_string(),
+            why: why.into(),
+        }
+    }
+
+    fn io(path: &Path, what: &'static str, source: io::Error) -> FileError {
+        if source.raw_os_error() == Some(libc::ELOOP) {
+            return FileError::unsafe_(
+                path,
+                "is a symlink, which fsdelta never follows here; remove it or name another path",
+            );
+        }
+        FileError::Io {
+            path: path.display().to_string(),
+            what,
+            source,
+        }
+    }
+
+    /// Whether the path was refused as unsafe (rather than failing with an I/O error).
+    pub fn is_unsafe(&self) -> bool {
+        matches!(self, FileError::Unsafe { .. })
+    }
+}
+
+fn euid() -> u32 {
+    rustix::process::geteuid().as_raw()
+}
+
+/// A directory fsdelta keeps private files in must be a real directory (not a symlink) owned by
+/// the current user or root and writable by no one else, unless it is sticky (as /tmp): a sticky
+/// directory is accepted, since nobody else can remove or rename our files in it, but the files
+/// themselves must then pass [`check_own_file`].
+pub fn check_dir(dir: &Path) -> Result<(), FileError> {
+    let m = fs::symlink_metadata(dir).map_err(|e| FileError::io(dir, "cannot inspect", e))?;
+    if !m.is_dir() {
+        return Err(FileError::unsafe_(
+            dir,
+            "is not a directory (a symlink is not followed)",
+        ));
+    }
+    let me = euid();
+    if m.uid() != me && m.uid() != 0 {
+        return Err(FileError::unsafe_(
+            dir,
+            format!(
+                "is owned by uid {}, not by you (uid {me}) or root; use a directory of your own",
+                m.uid()
+            ),
+        ));
+    }
+    if m.mode() & 0o022 != 0 && m.mode() & 0o1000 == 0 {
+        return Err(FileError::unsafe_(
+            dir,
+            format!(
+                "is writable by others (mode {:o}) and not sticky: another user could replace \
+                 fsdelta's files there; use a directory only you can write (chmod go-w)",
+                m.mode() & 0o7777
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Whether `dir` is shared: writable by group or others (sticky or not) or owned by someone else.
+pub fn is_shared_dir(dir: &Path) -> bool {
+    match fs::symlink_metadata(dir) {
+        Ok(m) => m.mode() & 0o022 != 0 || (m.uid() != euid() && m.uid() != 0),
+        Err(_) => false,
+    }
+}
+
+/// A file fsdelta reads back (a journal, a lock, a state file) must be a regular file owned by the
+/// current user and writable by no one else.
+pub fn check_own_file(path: &Path, m: &Metadata) -> Result<(), FileError> {
+    if !m.file_type().is_file() {
+        return Err(FileError::unsafe_(
+            path,
+            "is not a regular file (symlinks are never followed); remove it if you did not make it",
+        ));
+    }
+    let me = euid();
+    if m.uid() != me {
+        return Err(FileError::unsafe_(
+            path,
+            format!(
+                "is owned by uid {}, not by you (uid {me}): it may have been planted by another \
+                 user; fsdelta will not use it: remove it if you did not make it",
+                m.uid()
+            ),
+        ));
+    }
+    if m.mode() & 0o022 != 0 {
+        return Err(FileError::unsafe_(
+            path,
+            format!(
+                "is writable by others (mode {:o}): chmod go-w it, or remove it",
+                m.mode() & 0o7777
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// How [`open`] opens a file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    /// Read an existing file.
+    Read,
+    /// Append, creating the file (0600) when absent.
+    Append,
+    /// Read and write, creating the file (0600) when absent, never truncating (a lock file).
+    ReadWrite,
+    /// Create a new file (0600); an existing one is an error (`AlreadyExists`).
+    CreateNew,
+}
+
+/// Open `path` without following a symlink at its last component and check, on the open file,
+/// that it is a regular file of ours that no one else can write ([`check_own_file`]).
+pub fn open(path: &Path, access: Access) -> Result<File, FileError> {
+    let mut o = OpenOptions::new();
+    o.custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .mode(0o600);
+    match access {
+        Access::Read => o.read(true),
+        Access::Append => o.append(true).create(true),
+        Access::ReadWrite => o.read(true).write(true).create(true).truncate(false),
+        Access::CreateNew => o.write(true).create_new(true),
+    };
+    let f = o
+        .open(path)
+        .map_err(|e| FileError::io(path, "cannot open", e))?;
+    let m = f
+        .metadata()
+        .map_err(|e| FileError::io(path, "cannot inspect", e))?;
+    check_own_file(path, &m)?;
+    Ok(f)
+}
+
+/// `<path><suffix>`: a sibling name (`x.journal` -> `x.journal.tmp`).
+pub fn sibling(path: &Path, suffix: &str) -> PathBuf {
+    let mut p = path.as_os_str().to_owned();
+    p.push(suffix);
+    PathBuf::from(p)
+}
+
+/// Replace `path` whole with `bytes`: write an exclusive temporary `<path>.tmp` (mode 0600; one
+/// left by a crash is unlinked first, which never follows a symlink), fsync it, rename it over
+/// `path` and fsync the directory. A symlink at `path` is replaced, never followed. The caller
+/// serialises writers (a lock), as two replacing at once would share the temporary.
+pub fn replace(path: &Path, bytes: &[u8]) -> Result<(), FileError> {
+    let tmp = sibling(path, ".tmp");
+    let mut file = match open(&tmp, Access::CreateNew) {
+        Err(FileError::Io { source, .. }) if source.kind() == io::ErrorKind::AlreadyExists => {
+            fs::remove_file(&tmp).map_err(|e| FileError::io(&tmp, "cannot remove", e))?;
+            open(&tmp, Access::CreateNew)?
+        }
+        Err(FileError::Unsafe { .. }) => {
+            // A symlink or a foreign file planted as our temporary: unlink it (never followed).
+            fs::remove_file(&tmp).map_err(|e| FileError::io(&tmp, "cannot remove", e))?;
+            open(&tmp, Access::CreateNew)?
+        }
+        other => other?,
+    };
+    let written = file
+        .write_all(bytes)
+        .and_then(|()| file.sync_all())
+        .map_err(|e| FileError::io(&tmp, "cannot write", e));
+    if let Err(e) = written {
+        let _ = fs::remove_file(&tmp);
+        return Err(e);
+    }
+    fs::rename(&tmp, path)
+        .map_err(|e| FileError::io(path, "cannot rename the temporary over", e))?;
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty())
+        && let Ok(d) = File::open(dir)
+    {
+        let _ = d.sync_all();
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::{PermissionsExt, symlink};
+
+    #[test]
+    fn a_symlink_is_never_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        fs::write(&victim, "keep").unwrap();
+        let link = dir.path().join("link");
+        symlink(&victim, &link).unwrap();
+        for a in [
+            Access::Read,
+            Access::Append,
+            Access::ReadWrite,
+            Access::CreateNew,
+        ] {
+            let e = open(&link, a).unwrap_err();
+            if a == Access::CreateNew {
+                assert!(matches!(e, FileError::Io { .. }), "{a:?}: {e}");
+            } else {
+                assert!(e.is_unsafe(), "{a:?}: {e}");
+                assert!(e.to_string().contains("symlink"), "{e}");
+            }
+        }
+        replace(&link, b"new").unwrap();
+        assert_eq!(fs::read_to_string(&victim).unwrap(), "keep");
+        assert_eq!(fs::read_to_string(&link).unwrap(), "new");
+        assert!(
+            !fs::symlink_metadata(&link)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+    }
+
+    #[test]
+    fn new_files_are_private_and_open_modes_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("j");
+        drop(open(&p, Access::Append).unwrap());
+        assert_eq!(fs::metadata(&p).unwrap().mode() & 0o777, 0o600);
+        fs::set_permissions(&p, fs::Permissions::from_mode(0o666)).unwrap();
+        let e = open(&p, Access::Read).unwrap_err();
+        assert!(
+            e.is_unsafe() && e.to_string().contains("writable by others"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_left_temporary_is_replaced_not_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        fs::write(&victim, "keep").unwrap();
+        let p = dir.path().join("state");
+        symlink(&victim, sibling(&p, ".tmp")).unwrap();
+        replace(&p, b"x").unwrap();
+        assert_eq!(fs::read_to_string(&victim).unwrap(), "keep");
+        assert_eq!(fs::read_to_string(&p).unwrap(), "x");
+        assert_eq!(fs::metadata(&p).unwrap().mode() & 0o777, 0o600);
+    }
+
+    #[test]
+    fn directories_writable_by_others_are_refused_unless_sticky() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().join("open");
+        fs::create_dir(&d).unwrap();
+        fs::set_permissions(&d, fs::Permissions::from_mode(0o777)).unwrap();
+        assert!(check_dir(&d).unwrap_err().is_unsafe());
+        assert!(is_shared_dir(&d));
+        fs::set_permissions(&d, fs::Permissions::from_mode(0o1777)).unwrap();
+        check_dir(&d).unwrap();
+        assert!(is_shared_dir(&d));
+        fs::set_permissions(&d, fs::Permissions::from_mode(0o700)).unwrap();
+        check_dir(&d).unwrap();
+        assert!(!is_shared_dir(&d));
+    }
+}
