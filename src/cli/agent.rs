@@ -106,13 +106,12 @@ impl Observer for Log {
     }
 }
 
-/// The fleet store, seen through the job: the run it creates is recorded on the job at once, so
-/// that if this agent dies the reaper can mark that run aborted.
+/// The fleet store, seen through the job: it writes under the agent's claim token
+/// ([`PgStore::act_for_claim`]), so the run it creates is recorded on the job by the database in
+/// the same transaction (if this agent dies the reaper marks that run aborted), and remembers
+/// that run.
 struct JobStore<'a> {
     inner: &'a mut PgStore,
-    queue: &'a mut Queue,
-    agent: &'a Agent,
-    job: JobId,
     run: Option<RunId>,
 }
 
@@ -120,9 +119,6 @@ impl Store for JobStore<'_> {
     fn create_run(&mut self, run: &NewRun) -> Result<RunId, StoreError> {
         let id = self.inner.create_run(run)?;
         self.run = Some(id);
-        self.queue
-            .set_run(self.agent, self.job, id)
-            .map_err(|e| StoreError::Backend(e.to_string()))?;
         Ok(id)
     }
     fn add_sample(&mut self, run: RunId, sample: &NewSample) -> Result<SampleId, StoreError> {
@@ -390,9 +386,6 @@ fn run_job(
     let (result, run) = {
         let mut store = JobStore {
             inner: &mut *fleet,
-            queue: q,
-            agent,
-            job: job.id,
             run: None,
         };
         let observer = Log {
@@ -499,7 +492,7 @@ pub fn main(args: &AgentArgs) -> Result<i32> {
         .clone()
         .unwrap_or_else(|| environment.host.clone());
     let agent = Agent {
-        token: Agent::new_token(&name),
+        token: Agent::new_token(),
         name,
         host: environment.host.clone(),
         machine_id: environment.machine_id.clone(),
@@ -538,6 +531,8 @@ pub fn main(args: &AgentArgs) -> Result<i32> {
             Err(e) => return Err(e),
         }
     };
+    // Every run this agent stores is written under its claim token.
+    fleet.act_for_claim(Some(agent.token.clone()));
     q.register(&agent, env!("CARGO_PKG_VERSION"))?;
     q.listen(CHANNEL)?;
     eprintln!(

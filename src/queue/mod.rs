@@ -11,9 +11,22 @@
 //! wait for work with LISTEN/NOTIFY on the channel [`CHANNEL`]; submit and requeue notify it in
 //! the same transaction.
 //!
-//! The tables `machines` and `jobs` exist only on PostgreSQL; their schema is versioned as the
-//! `queue_version` track of `fsdelta_meta`, apart from the store's version (which mirrors
-//! SQLite's). This room must never run a workload or parse a suite: it moves text and states.
+//! Agents are not trusted with each other (issue 33): a lab's machines may all log in with one
+//! agent role, and one compromised machine must not take over the others. So what a job runs is
+//! fixed at submit (an agent role has no UPDATE on `jobs`), and an agent acts on jobs only
+//! through SECURITY DEFINER functions of the schema's owner (`fsdelta_claim`,
+//! `fsdelta_heartbeat`, `fsdelta_finish`, `fsdelta_release`, `fsdelta_reap`) that check the
+//! secret claim token the job was claimed with ([`Agent::token`], kept in `job_claims`, which an
+//! agent role cannot read). A run an agent inserts while it holds a claim is that claim's (a
+//! trigger records it in `run_claims` and on the job); row-level security lets a role that is
+//! not the owner add samples only to a running run of its own claim and end only such a run.
+//! The reaper checks heartbeat ages in the database. The owner (and members of its role) bypass
+//! all this: submit, cancel, list and `fsdelta run` work as before.
+//!
+//! The tables `machines`, `jobs`, `job_claims` and `run_claims` exist only on PostgreSQL; their
+//! schema is versioned as the `queue_version` track of `fsdelta_meta`, apart from the store's
+//! version (which mirrors SQLite's). This room must never run a workload or parse a suite: it
+//! moves text and states; and it must never put a token in SQL text or a message.
 
 use crate::store::StoreError;
 use crate::store::postgres::{self as pg, PgTarget};
@@ -71,6 +84,300 @@ const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX jobs_queued ON jobs (id) WHERE state = 'queued';
     CREATE INDEX jobs_running ON jobs (heartbeat_at) WHERE state = 'running';",
+    // 2 (issue 33): agents act on jobs and runs only through what they claimed. A job's secret
+    // claim token and a run's owner token move to tables an agent role cannot read; agents
+    // claim, heartbeat, finish, release and reap only through the SECURITY DEFINER functions
+    // below (the schema owner's), which check the token; row-level security lets a role that
+    // is not the owner (nor a member of it) insert samples only into a running run of its own
+    // claim and end only such a run. Nothing here changes what a job runs: an agent role has no
+    // UPDATE on jobs at all (README, "A fleet in five commands").
+    "CREATE TABLE job_claims (
+        job_id BIGINT PRIMARY KEY REFERENCES jobs (id) ON DELETE CASCADE,
+        token TEXT NOT NULL
+    );
+    CREATE INDEX job_claims_token ON job_claims (token);
+    CREATE TABLE run_claims (
+        run_id BIGINT PRIMARY KEY REFERENCES runs (id) ON DELETE CASCADE,
+        token TEXT NOT NULL
+    );
+    INSERT INTO job_claims (job_id, token)
+        SELECT id, token FROM jobs WHERE state = 'running' AND token IS NOT NULL;
+    INSERT INTO run_claims (run_id, token)
+        SELECT run_id, token FROM jobs
+        WHERE state = 'running' AND token IS NOT NULL AND run_id IS NOT NULL;
+    ALTER TABLE jobs DROP COLUMN token;
+    REVOKE ALL ON job_claims, run_claims FROM PUBLIC;
+
+    -- The token an agent's session acts with (set per transaction, always as a parameter).
+    CREATE FUNCTION fsdelta_session_token() RETURNS text LANGUAGE sql STABLE
+        AS $f$ SELECT nullif(current_setting('fsdelta.claim_token', true), '') $f$;
+
+    CREATE FUNCTION fsdelta_check_token(p_token text) RETURNS void LANGUAGE plpgsql IMMUTABLE
+    AS $f$ BEGIN
+        IF p_token IS NULL OR p_token !~ '^[0-9a-f]{64}$' THEN
+            RAISE EXCEPTION 'fsdelta: a claim token is 64 lowercase hex digits (fsdelta agent makes one)'
+                USING ERRCODE = '22023';
+        END IF;
+    END $f$;
+
+    -- Whether the calling role is the tables' owner or a member of it (it could SET ROLE to it).
+    CREATE FUNCTION fsdelta_trusted() RETURNS boolean LANGUAGE sql STABLE
+        AS $f$ SELECT pg_has_role(current_user, c.relowner, 'MEMBER')
+               FROM pg_class c WHERE c.oid = 'runs'::regclass $f$;
+
+    -- Whether this session's token holds a running job (it may create that job's run).
+    CREATE FUNCTION fsdelta_holds_claim() RETURNS boolean LANGUAGE sql STABLE SECURITY DEFINER
+        AS $f$ SELECT EXISTS (SELECT 1 FROM job_claims c JOIN jobs j ON j.id = c.job_id
+                              WHERE c.token = fsdelta_session_token() AND j.state = 'running') $f$;
+
+    -- Whether run p_run is this session's and still running (as of the statement's start).
+    CREATE FUNCTION fsdelta_owns_running_run(p_run bigint) RETURNS boolean LANGUAGE sql STABLE
+        SECURITY DEFINER
+        AS $f$ SELECT EXISTS (SELECT 1 FROM run_claims rc JOIN runs r ON r.id = rc.run_id
+                              WHERE rc.run_id = p_run AND rc.token = fsdelta_session_token()
+                                AND r.status = 'running') $f$;
+
+    CREATE FUNCTION fsdelta_owns_running_sample(p_sample bigint) RETURNS boolean LANGUAGE sql
+        STABLE SECURITY DEFINER
+        AS $f$ SELECT EXISTS (SELECT 1 FROM samples s JOIN run_claims rc ON rc.run_id = s.run_id
+                              JOIN runs r ON r.id = s.run_id
+                              WHERE s.id = p_sample AND rc.token = fsdelta_session_token()
+                                AND r.status = 'running') $f$;
+
+    -- A run inserted by a session holding a claim is that claim's: recorded as the job's run
+    -- (so that the reaper can abort it) and owned by the token.
+    CREATE FUNCTION fsdelta_run_created() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER
+    AS $f$ DECLARE t text := fsdelta_session_token();
+    BEGIN
+        IF t IS NOT NULL THEN
+            UPDATE jobs j SET run_id = NEW.id FROM job_claims c
+                WHERE c.job_id = j.id AND c.token = t AND j.state = 'running';
+            IF FOUND THEN
+                INSERT INTO run_claims (run_id, token) VALUES (NEW.id, t);
+            END IF;
+        END IF;
+        RETURN NULL;
+    END $f$;
+    CREATE TRIGGER runs_claimed AFTER INSERT ON runs
+        FOR EACH ROW EXECUTE FUNCTION fsdelta_run_created();
+
+    ALTER TABLE runs ENABLE ROW LEVEL SECURITY;
+    CREATE POLICY fsdelta_read ON runs FOR SELECT USING (true);
+    CREATE POLICY fsdelta_trusted ON runs FOR ALL USING (fsdelta_trusted())
+        WITH CHECK (fsdelta_trusted());
+    CREATE POLICY fsdelta_agent_insert ON runs FOR INSERT
+        WITH CHECK (status = 'running' AND finished_at IS NULL AND fsdelta_holds_claim());
+    CREATE POLICY fsdelta_agent_update ON runs FOR UPDATE USING (true)
+        WITH CHECK (fsdelta_owns_running_run(id));
+    ALTER TABLE samples ENABLE ROW LEVEL SECURITY;
+    CREATE POLICY fsdelta_read ON samples FOR SELECT USING (true);
+    CREATE POLICY fsdelta_trusted ON samples FOR ALL USING (fsdelta_trusted())
+        WITH CHECK (fsdelta_trusted());
+    CREATE POLICY fsdelta_agent_insert ON samples FOR INSERT
+        WITH CHECK (fsdelta_owns_running_run(run_id));
+    ALTER TABLE metrics ENABLE ROW LEVEL SECURITY;
+    CREATE POLICY fsdelta_read ON metrics FOR SELECT USING (true);
+    CREATE POLICY fsdelta_trusted ON metrics FOR ALL USING (fsdelta_trusted())
+        WITH CHECK (fsdelta_trusted());
+    CREATE POLICY fsdelta_agent_insert ON metrics FOR INSERT
+        WITH CHECK (fsdelta_owns_running_sample(sample_id));
+    ALTER TABLE histograms ENABLE ROW LEVEL SECURITY;
+    CREATE POLICY fsdelta_read ON histograms FOR SELECT USING (true);
+    CREATE POLICY fsdelta_trusted ON histograms FOR ALL USING (fsdelta_trusted())
+        WITH CHECK (fsdelta_trusted());
+    CREATE POLICY fsdelta_agent_insert ON histograms FOR INSERT
+        WITH CHECK (fsdelta_owns_running_sample(sample_id));
+    ALTER TABLE profiles ENABLE ROW LEVEL SECURITY;
+    CREATE POLICY fsdelta_read ON profiles FOR SELECT USING (true);
+    CREATE POLICY fsdelta_trusted ON profiles FOR ALL USING (fsdelta_trusted())
+        WITH CHECK (fsdelta_trusted());
+    CREATE POLICY fsdelta_agent_insert ON profiles FOR INSERT
+        WITH CHECK (fsdelta_owns_running_sample(sample_id));
+    ALTER TABLE attachments ENABLE ROW LEVEL SECURITY;
+    CREATE POLICY fsdelta_read ON attachments FOR SELECT USING (true);
+    CREATE POLICY fsdelta_trusted ON attachments FOR ALL USING (fsdelta_trusted())
+        WITH CHECK (fsdelta_trusted());
+    CREATE POLICY fsdelta_agent_insert ON attachments FOR INSERT
+        WITH CHECK (fsdelta_owns_running_sample(sample_id));
+
+    -- Claim the oldest queued job this agent may run (or, for a retried claim, the job this
+    -- token already holds).
+    CREATE FUNCTION fsdelta_claim(p_agent text, p_host text, p_classes text[],
+            p_lease_s double precision, p_token text)
+        RETURNS TABLE (c_id bigint, c_label text, c_suite_name text, c_suite_text text,
+            c_config_name text, c_config_text text, c_tests text[], c_repeat integer,
+            c_baseline text, c_attempts integer)
+        LANGUAGE plpgsql SECURITY DEFINER
+    AS $f$ DECLARE jid bigint;
+    BEGIN
+        PERFORM fsdelta_check_token(p_token);
+        IF p_agent IS NULL OR p_agent = '' OR length(p_agent) > 200 THEN
+            RAISE EXCEPTION 'fsdelta_claim: the agent name must be 1 to 200 characters'
+                USING ERRCODE = '22023';
+        END IF;
+        IF p_lease_s IS NULL OR NOT (p_lease_s > 0 AND p_lease_s <= 86400) THEN
+            RAISE EXCEPTION 'fsdelta_claim: the lease must be more than 0 and at most 86400 s, not %',
+                p_lease_s USING ERRCODE = '22023';
+        END IF;
+        SELECT c.job_id INTO jid FROM job_claims c JOIN jobs j ON j.id = c.job_id
+            WHERE c.token = p_token AND j.state = 'running';
+        IF jid IS NULL THEN
+            SELECT j.id INTO jid FROM jobs j
+                WHERE j.state = 'queued'
+                  AND (j.class IS NULL OR j.class = ANY(coalesce(p_classes, '{}')))
+                  AND (j.host IS NULL OR j.host = p_agent OR j.host = p_host)
+                ORDER BY j.id LIMIT 1
+                FOR UPDATE SKIP LOCKED;
+            IF jid IS NOT NULL THEN
+                UPDATE jobs j SET state = 'running', agent = p_agent, attempts = j.attempts + 1,
+                    claimed_at = now(), heartbeat_at = now(), lease_s = p_lease_s,
+                    run_id = NULL, error = NULL
+                    WHERE j.id = jid;
+                INSERT INTO job_claims (job_id, token) VALUES (jid, p_token)
+                    ON CONFLICT (job_id) DO UPDATE SET token = excluded.token;
+            END IF;
+        END IF;
+        UPDATE machines m SET last_heartbeat = now() WHERE m.name = p_agent;
+        RETURN QUERY SELECT j.id, j.label, j.suite_name, j.suite_text, j.config_name,
+            j.config_text, j.tests, j.repeat, j.baseline, j.attempts
+            FROM jobs j WHERE j.id = jid;
+    END $f$;
+
+    -- The job this token holds, locked; SQLSTATE FD001 when it holds none (the job was
+    -- requeued, ended, or never claimed with this token).
+    CREATE FUNCTION fsdelta_held(p_job bigint, p_token text, p_what text) RETURNS void
+        LANGUAGE plpgsql SECURITY DEFINER
+    AS $f$ BEGIN
+        PERFORM fsdelta_check_token(p_token);
+        PERFORM 1 FROM jobs j JOIN job_claims c ON c.job_id = j.id
+            WHERE j.id = p_job AND c.token = p_token AND j.state = 'running'
+            FOR UPDATE OF j;
+        IF NOT FOUND THEN
+            RAISE EXCEPTION 'fsdelta_%: job % is not held by this claim token (it was requeued, has ended, or is another agent''s)',
+                p_what, p_job USING ERRCODE = 'FD001';
+        END IF;
+    END $f$;
+
+    -- Keep a held job's lease; says 'cancel' when `fsdelta jobs cancel` asked it to stop.
+    CREATE FUNCTION fsdelta_heartbeat(p_job bigint, p_token text) RETURNS text
+        LANGUAGE plpgsql SECURITY DEFINER
+    AS $f$ DECLARE cr boolean; who text;
+    BEGIN
+        PERFORM fsdelta_held(p_job, p_token, 'heartbeat');
+        UPDATE jobs j SET heartbeat_at = now() WHERE j.id = p_job
+            RETURNING j.cancel_requested, j.agent INTO cr, who;
+        UPDATE machines m SET last_heartbeat = now() WHERE m.name = who;
+        RETURN CASE WHEN cr THEN 'cancel' ELSE 'ok' END;
+    END $f$;
+
+    -- End a held job: done (with its run), failed or aborted.
+    CREATE FUNCTION fsdelta_finish(p_job bigint, p_token text, p_state text, p_run bigint,
+            p_verdict text, p_error text) RETURNS void
+        LANGUAGE plpgsql SECURITY DEFINER
+    AS $f$ BEGIN
+        PERFORM fsdelta_held(p_job, p_token, 'finish');
+        IF p_state IS NULL OR p_state NOT IN ('done', 'failed', 'aborted') THEN
+            RAISE EXCEPTION 'fsdelta_finish: a job ends done, failed or aborted, not %', p_state
+                USING ERRCODE = '22023';
+        END IF;
+        IF p_state = 'done' AND p_run IS NULL THEN
+            RAISE EXCEPTION 'fsdelta_finish: a done job names its run' USING ERRCODE = '22023';
+        END IF;
+        IF p_run IS NOT NULL AND NOT EXISTS (
+                SELECT 1 FROM run_claims rc WHERE rc.run_id = p_run AND rc.token = p_token) THEN
+            RAISE EXCEPTION 'fsdelta_finish: run % was not created under this claim token', p_run
+                USING ERRCODE = '42501';
+        END IF;
+        IF length(p_verdict) > 10000 OR length(p_error) > 100000 THEN
+            RAISE EXCEPTION 'fsdelta_finish: verdict or error text too long' USING ERRCODE = '22023';
+        END IF;
+        UPDATE jobs j SET state = p_state, finished_at = now(), run_id = coalesce(p_run, j.run_id),
+            verdict = p_verdict, error = p_error
+            WHERE j.id = p_job;
+        DELETE FROM job_claims c WHERE c.job_id = p_job;
+    END $f$;
+
+    -- Give a held job back (its agent is stopping): queued again, or failed after its last
+    -- attempt.
+    CREATE FUNCTION fsdelta_release(p_job bigint, p_token text, p_why text) RETURNS void
+        LANGUAGE plpgsql SECURITY DEFINER
+    AS $f$ BEGIN
+        PERFORM fsdelta_held(p_job, p_token, 'release');
+        IF p_why IS NULL OR length(p_why) > 1000 THEN
+            RAISE EXCEPTION 'fsdelta_release: the reason must be at most 1000 characters'
+                USING ERRCODE = '22023';
+        END IF;
+        UPDATE jobs j SET
+            state = CASE WHEN j.attempts >= j.max_attempts THEN 'failed' ELSE 'queued' END,
+            finished_at = CASE WHEN j.attempts >= j.max_attempts THEN now() END,
+            error = CASE WHEN j.attempts >= j.max_attempts THEN p_why END,
+            history = j.history || format('attempt %s on %s: %s%s; ', j.attempts, j.agent, p_why,
+                CASE WHEN j.run_id IS NULL THEN '' ELSE format(' (run %s aborted)', j.run_id) END)
+            WHERE j.id = p_job;
+        DELETE FROM job_claims c WHERE c.job_id = p_job;
+        PERFORM pg_notify('fsdelta_jobs', 'released');
+    END $f$;
+
+    -- Requeue (or fail, after the last attempt; or abort, when cancelled) every running job
+    -- whose agent has not heartbeaten within its lease, and abort those attempts' runs. The
+    -- heartbeat age is checked here: a caller cannot reap a live agent's job.
+    CREATE FUNCTION fsdelta_reap()
+        RETURNS TABLE (r_id bigint, r_state text, r_agent text, r_run_id bigint)
+        LANGUAGE plpgsql SECURITY DEFINER
+    AS $f$ DECLARE requeued boolean := false;
+    BEGIN
+        FOR r_id, r_state, r_agent, r_run_id IN
+            WITH stale AS (
+                SELECT j.id FROM jobs j
+                WHERE j.state = 'running'
+                  AND j.heartbeat_at + make_interval(secs => j.lease_s) < now()
+                FOR UPDATE SKIP LOCKED),
+            up AS (
+                UPDATE jobs j SET
+                    state = CASE WHEN j.cancel_requested THEN 'aborted'
+                                 WHEN j.attempts >= j.max_attempts THEN 'failed'
+                                 ELSE 'queued' END,
+                    history = j.history || format('attempt %s on %s stopped heartbeating at %s%s; ',
+                        j.attempts, coalesce(j.agent, '?'), j.heartbeat_at,
+                        CASE WHEN j.run_id IS NULL THEN ''
+                             ELSE format(' (run %s aborted)', j.run_id) END),
+                    error = CASE WHEN j.cancel_requested
+                                 THEN 'cancelled; its agent stopped heartbeating'
+                                 WHEN j.attempts >= j.max_attempts
+                                 THEN format('%s attempts, each agent stopped heartbeating',
+                                             j.attempts)
+                                 ELSE NULL END,
+                    finished_at = CASE WHEN j.cancel_requested OR j.attempts >= j.max_attempts
+                                       THEN now() END
+                FROM stale WHERE j.id = stale.id
+                RETURNING j.id, j.state, j.agent, j.run_id),
+            unclaimed AS (DELETE FROM job_claims c USING up WHERE c.job_id = up.id),
+            aborted AS (
+                UPDATE runs r SET status = 'aborted', finished_at = now()
+                FROM up WHERE r.id = up.run_id AND r.status = 'running')
+            SELECT up.id, up.state, up.agent, up.run_id FROM up ORDER BY up.id
+        LOOP
+            requeued := requeued OR r_state = 'queued';
+            RETURN NEXT;
+        END LOOP;
+        IF requeued THEN
+            PERFORM pg_notify('fsdelta_jobs', 'requeued');
+        END IF;
+    END $f$;
+
+    -- Only the roles granted it (README) may act on jobs; every function resolves names in
+    -- this schema only (pg_temp last, so an agent's temporary table cannot stand in for one).
+    REVOKE EXECUTE ON FUNCTION fsdelta_claim, fsdelta_held, fsdelta_heartbeat, fsdelta_finish,
+        fsdelta_release, fsdelta_reap FROM PUBLIC;
+    DO $d$ DECLARE f regprocedure;
+    BEGIN
+        FOR f IN SELECT p.oid::regprocedure FROM pg_proc p
+                 WHERE p.proname LIKE 'fsdelta\\_%' AND p.pronamespace = current_schema()::regnamespace
+        LOOP
+            EXECUTE format('ALTER FUNCTION %s SET search_path = pg_catalog, %I, pg_temp',
+                           f, current_schema());
+        END LOOP;
+    END $d$;",
 ];
 
 /// A job id.
@@ -260,20 +567,34 @@ pub struct Agent {
     pub classes: Vec<String>,
     /// The machine's environment (JSON of `model::Environment`).
     pub environment: String,
-    /// A token unique to this agent process: claims and heartbeats carry it, so a process that
-    /// lost its job (requeued while it was cut off) cannot finish it.
+    /// This agent process's secret claim token (64 hex digits, [`Agent::new_token`]): the job
+    /// it claims is held by it, so only this process can heartbeat, finish or release that job,
+    /// and the run it creates for the job is owned by it (only this process can add samples to
+    /// it or end it). Several machines may log in with one database role: the token, not the
+    /// role, tells them apart. The database keeps it where an agent role cannot read it; it is
+    /// only ever sent as a statement parameter (never in SQL text, which `pg_stat_activity`
+    /// shows to sessions of the same role), and never printed.
     pub token: String,
 }
 
 impl Agent {
-    /// A token for this process: host, pid and start time.
-    pub fn new_token(host: &str) -> String {
-        format!(
-            "{host}:{}:{}",
-            std::process::id(),
-            Utc::now().timestamp_nanos_opt().unwrap_or(0)
-        )
+    /// A fresh secret token: 256 bits from the operating system's random source (through
+    /// `rand`'s thread generator, a CSPRNG seeded from it), as 64 lowercase hex digits.
+    pub fn new_token() -> String {
+        use rand::Rng;
+        let bytes: [u8; 32] = rand::rng().random();
+        bytes.iter().map(|b| format!("{b:02x}")).collect()
     }
+}
+
+/// The SQLSTATE the queue's functions raise when a job is not held by the token given (it was
+/// requeued, has ended, or is another agent's).
+const NOT_HELD: &str = "FD001";
+
+/// Whether `e` is the queue functions' "this token does not hold that job".
+fn not_held(e: &postgres::Error) -> bool {
+    e.code()
+        .is_some_and(|c| *c == postgres::error::SqlState::from_code(NOT_HELD))
 }
 
 /// What a heartbeat learnt.
@@ -524,44 +845,19 @@ impl Queue {
         lease: Duration,
     ) -> Result<Option<ClaimedJob>, QueueError> {
         let lease_s = lease.as_secs_f64();
+        // A retried claim whose first try committed finds its job again by token (in the
+        // function).
         let row = self.with(|c| {
-            let mut tx = c.transaction()?;
-            // A retried claim whose first try committed finds its job again by token.
-            let row = match tx.query_opt(
-                "SELECT id, label, suite_name, suite_text, config_name, config_text, tests, repeat,
-                        baseline, attempts
-                 FROM jobs WHERE state = 'running' AND token = $1",
-                &[&agent.token],
-            )? {
-                Some(r) => Some(r),
-                None => tx.query_opt(
-                    "UPDATE jobs SET state = 'running', agent = $1, token = $2,
-                         attempts = attempts + 1, claimed_at = now(), heartbeat_at = now(),
-                         lease_s = $3, run_id = NULL, error = NULL
-                     WHERE id = (
-                         SELECT id FROM jobs
-                         WHERE state = 'queued'
-                           AND (class IS NULL OR class = ANY($4))
-                           AND (host IS NULL OR host = $1 OR host = $5)
-                         ORDER BY id LIMIT 1
-                         FOR UPDATE SKIP LOCKED)
-                     RETURNING id, label, suite_name, suite_text, config_name, config_text, tests,
-                         repeat, baseline, attempts",
-                    &[
-                        &agent.name,
-                        &agent.token,
-                        &lease_s,
-                        &agent.classes,
-                        &agent.host,
-                    ],
-                )?,
-            };
-            tx.execute(
-                "UPDATE machines SET last_heartbeat = now() WHERE name = $1",
-                &[&agent.name],
-            )?;
-            tx.commit()?;
-            Ok(row)
+            c.query_opt(
+                "SELECT * FROM fsdelta_claim($1, $2, $3, $4, $5)",
+                &[
+                    &agent.name,
+                    &agent.host,
+                    &agent.classes,
+                    &lease_s,
+                    &agent.token,
+                ],
+            )
         })?;
         Ok(row.map(|r| ClaimedJob {
             id: r.get(0),
@@ -579,39 +875,22 @@ impl Queue {
 
     /// Tell the queue the agent still runs `job`.
     pub fn heartbeat(&mut self, agent: &Agent, job: JobId) -> Result<Beat, QueueError> {
-        let row = self.with(|c| {
-            c.execute(
-                "UPDATE machines SET last_heartbeat = now() WHERE name = $1",
-                &[&agent.name],
-            )?;
-            c.query_opt(
-                "UPDATE jobs SET heartbeat_at = now()
-                 WHERE id = $1 AND token = $2 AND state = 'running'
-                 RETURNING cancel_requested",
+        self.with(|c| {
+            match c.query_one(
+                "SELECT fsdelta_heartbeat($1, $2)",
                 &[&job, &agent.token],
-            )
-        })?;
-        Ok(match row {
-            None => Beat::Lost,
-            Some(r) if r.get::<_, bool>(0) => Beat::CancelRequested,
-            Some(_) => Beat::Ok,
+            ) {
+                Ok(r) if r.get::<_, &str>(0) == "cancel" => Ok(Beat::CancelRequested),
+                Ok(_) => Ok(Beat::Ok),
+                Err(e) if not_held(&e) => Ok(Beat::Lost),
+                Err(e) => Err(e),
+            }
         })
     }
 
-    /// Record the run a job's attempt made, as soon as it exists (so that a lost attempt's run
-    /// can be marked aborted).
-    pub fn set_run(&mut self, agent: &Agent, job: JobId, run_id: i64) -> Result<(), QueueError> {
-        self.with(|c| {
-            c.execute(
-                "UPDATE jobs SET run_id = $3 WHERE id = $1 AND token = $2 AND state = 'running'",
-                &[&job, &agent.token, &run_id],
-            )
-        })?;
-        Ok(())
-    }
-
     /// End a job. Returns false when the job was no longer this agent's (requeued meanwhile):
-    /// then nothing is written.
+    /// then nothing is written. A run named in the outcome must be one this agent created for
+    /// the job (the database refuses any other).
     pub fn finish(
         &mut self,
         agent: &Agent,
@@ -639,86 +918,38 @@ impl Queue {
                 Some("cancelled while running".to_string()),
             ),
         };
-        let n =
-            self.with(|c| {
-                c.execute(
-                "UPDATE jobs SET state = $3, finished_at = now(), run_id = COALESCE($4, run_id),
-                     verdict = $5, error = $6, token = NULL
-                 WHERE id = $1 AND token = $2 AND state = 'running'",
+        self.with(|c| {
+            match c.execute(
+                "SELECT fsdelta_finish($1, $2, $3, $4, $5, $6)",
                 &[&job, &agent.token, &state.as_str(), &run_id, &verdict, &error],
-            )
-            })?;
-        Ok(n == 1)
+            ) {
+                Ok(_) => Ok(true),
+                Err(e) if not_held(&e) => Ok(false),
+                Err(e) => Err(e),
+            }
+        })
     }
 
     /// Give a job back to the queue because its agent is stopping (SIGTERM): it is queued again
     /// for another agent (the attempt still counts), or failed if it was its last attempt. The
     /// attempt's run has been marked aborted by the run loop.
     pub fn release(&mut self, agent: &Agent, job: JobId, why: &str) -> Result<bool, QueueError> {
-        let n = self.with(|c| {
-            let mut tx = c.transaction()?;
-            let n = tx.execute(
-                "UPDATE jobs SET
-                     state = CASE WHEN attempts >= max_attempts THEN 'failed' ELSE 'queued' END,
-                     finished_at = CASE WHEN attempts >= max_attempts THEN now() END,
-                     error = CASE WHEN attempts >= max_attempts THEN $3 END,
-                     history = history || format('attempt %s on %s: %s%s; ', attempts, agent, $3::text,
-                         CASE WHEN run_id IS NULL THEN '' ELSE format(' (run %s aborted)', run_id) END),
-                     token = NULL
-                 WHERE id = $1 AND token = $2 AND state = 'running'",
-                &[&job, &agent.token, &why],
-            )?;
-            tx.execute("SELECT pg_notify($1, 'released')", &[&CHANNEL])?;
-            tx.commit()?;
-            Ok(n)
-        })?;
-        Ok(n == 1)
+        self.with(|c| {
+            match c.execute("SELECT fsdelta_release($1, $2, $3)", &[&job, &agent.token, &why]) {
+                Ok(_) => Ok(true),
+                Err(e) if not_held(&e) => Ok(false),
+                Err(e) => Err(e),
+            }
+        })
     }
 
     /// Requeue (or fail, after the last attempt; or abort, when cancelled) every running job
     /// whose agent has not heartbeaten within its lease, mark the runs of those attempts aborted,
     /// and wake the agents if anything was requeued.
     pub fn reap(&mut self) -> Result<Vec<Reaped>, QueueError> {
-        let rows = self.with(|c| {
-            let mut tx = c.transaction()?;
-            let rows = tx.query(
-                "WITH stale AS (
-                     SELECT id FROM jobs
-                     WHERE state = 'running'
-                       AND heartbeat_at + make_interval(secs => lease_s) < now()
-                     FOR UPDATE SKIP LOCKED)
-                 UPDATE jobs j SET
-                     state = CASE WHEN j.cancel_requested THEN 'aborted'
-                                  WHEN j.attempts >= j.max_attempts THEN 'failed'
-                                  ELSE 'queued' END,
-                     history = j.history || format('attempt %s on %s stopped heartbeating at %s%s; ',
-                         j.attempts, coalesce(j.agent, '?'), j.heartbeat_at,
-                         CASE WHEN j.run_id IS NULL THEN '' ELSE format(' (run %s aborted)', j.run_id) END),
-                     error = CASE WHEN j.cancel_requested THEN 'cancelled; its agent stopped heartbeating'
-                                  WHEN j.attempts >= j.max_attempts
-                                  THEN format('%s attempts, each agent stopped heartbeating', j.attempts)
-                                  ELSE NULL END,
-                     finished_at = CASE WHEN j.cancel_requested OR j.attempts >= j.max_attempts
-                                        THEN now() END,
-                     token = NULL
-                 FROM stale WHERE j.id = stale.id
-                 RETURNING j.id, j.state, j.agent, j.run_id",
-                &[],
-            )?;
-            let runs: Vec<i64> = rows.iter().filter_map(|r| r.get(3)).collect();
-            if !runs.is_empty() {
-                tx.execute(
-                    "UPDATE runs SET status = 'aborted', finished_at = now()
-                     WHERE id = ANY($1) AND status = 'running'",
-                    &[&runs],
-                )?;
-            }
-            if rows.iter().any(|r| r.get::<_, &str>(1) == "queued") {
-                tx.execute("SELECT pg_notify($1, 'requeued')", &[&CHANNEL])?;
-            }
-            tx.commit()?;
-            Ok(rows)
-        })?;
+        // The function checks the heartbeat ages itself: any agent may call it, none can reap
+        // a live agent's job.
+        let rows = self.with(|c| c.query("SELECT * FROM fsdelta_reap()", &[]))?;
         rows.iter()
             .map(|r| {
                 Ok(Reaped {

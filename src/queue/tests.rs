@@ -16,7 +16,7 @@ fn agent(name: &str, classes: &[&str]) -> Agent {
         machine_id: "m".into(),
         classes: classes.iter().map(|c| c.to_string()).collect(),
         environment: "{}".into(),
-        token: Agent::new_token(name),
+        token: Agent::new_token(),
     }
 }
 
@@ -61,11 +61,11 @@ fn jobs_are_claimed_oldest_first_by_class_and_host() {
     let other_nvme = agent("nvme-2", &["nvme"]);
     assert!(q.claim(&other_nvme, LEASE).unwrap().is_none());
     let mut nvme_next = nvme.clone();
-    nvme_next.token = Agent::new_token("nvme-box-2");
+    nvme_next.token = Agent::new_token();
     assert_eq!(q.claim(&nvme_next, LEASE).unwrap().unwrap().id, c);
     assert_eq!(q.claim(&hdd, LEASE).unwrap().unwrap().id, a);
     let mut hdd2 = hdd.clone();
-    hdd2.token = Agent::new_token("x");
+    hdd2.token = Agent::new_token();
     assert_eq!(q.claim(&hdd2, LEASE).unwrap().unwrap().id, d);
     let states: Vec<JobState> = q.list(&[], 10).unwrap().iter().map(|j| j.state).collect();
     assert!(states.iter().all(|s| *s == JobState::Running), "{states:?}");
@@ -126,6 +126,8 @@ fn a_silent_agent_s_job_is_requeued_its_run_aborted_then_failed_after_the_last_a
     let lost = agent("lost", &[]);
     let short = Duration::from_millis(200);
     assert_eq!(q.claim(&lost, short).unwrap().unwrap().id, id);
+    // The run created under the claim token is recorded on the job by the database.
+    store.act_for_claim(Some(lost.token.clone()));
     let run = store
         .create_run(&crate::model::NewRun {
             label: "x".into(),
@@ -135,7 +137,7 @@ fn a_silent_agent_s_job_is_requeued_its_run_aborted_then_failed_after_the_last_a
             environment: Default::default(),
         })
         .unwrap();
-    q.set_run(&lost, id, run).unwrap();
+    assert_eq!(q.job(id).unwrap().run_id, Some(run));
     // Within its lease nothing is reaped.
     assert!(q.reap().unwrap().is_empty());
     std::thread::sleep(Duration::from_millis(500));
@@ -266,4 +268,111 @@ fn a_waiting_agent_is_woken_by_a_submit_without_polling() {
 fn the_queue_refuses_a_sqlite_path() {
     let e = Queue::open("/tmp/r.sqlite").err().unwrap().to_string();
     assert!(e.contains("PostgreSQL"), "{e}");
+}
+
+#[test]
+fn a_version_1_queue_is_migrated_with_its_running_job_s_claim_and_run() {
+    let Some(db) = scratch() else { return };
+    // A fleet database as the previous release left it: queue_version 1, one job running on
+    // an agent that has since gone silent, with its run.
+    let mut store = crate::store::postgres::PgStore::open(&db.url).unwrap();
+    let run = store
+        .create_run(&crate::model::NewRun {
+            label: "old".into(),
+            suite: "quick".into(),
+            started_at: Utc::now(),
+            fsdelta_version: "0".into(),
+            environment: Default::default(),
+        })
+        .unwrap();
+    let target = PgTarget::parse(&db.url).unwrap();
+    let mut c = target.connect().unwrap();
+    pg::migrate_track(&mut c, &target.shown, "queue_version", &MIGRATIONS[..1]).unwrap();
+    let id: JobId = c
+        .query_one(
+            "INSERT INTO jobs (label, suite_name, repeat, state, agent, token, attempts,
+                 claimed_at, heartbeat_at, lease_s, run_id)
+             VALUES ('old', 'quick', 1, 'running', 'gone', 'gone:1:2', 1,
+                 now() - interval '1 hour', now() - interval '1 hour', 20, $1)
+             RETURNING id",
+            &[&run],
+        )
+        .unwrap()
+        .get(0);
+    let mut q = Queue::open(&db.url).unwrap();
+    let version: String = c
+        .query_one(
+            "SELECT value FROM fsdelta_meta WHERE key = 'queue_version'",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(version, MIGRATIONS.len().to_string());
+    // The token left the readable table for the claims table.
+    let has_token: bool = c
+        .query_one(
+            "SELECT EXISTS (SELECT 1 FROM information_schema.columns
+                            WHERE table_name = 'jobs' AND column_name = 'token')",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert!(!has_token);
+    let claims: Vec<(i64, String)> = c
+        .query("SELECT job_id, token FROM job_claims", &[])
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    assert_eq!(claims, vec![(id, "gone:1:2".to_string())]);
+    // The migrated job is reaped like any other: requeued, its run aborted, its claim gone.
+    assert_eq!(
+        q.reap().unwrap(),
+        vec![Reaped {
+            id,
+            state: JobState::Queued,
+            agent: Some("gone".into()),
+            run_id: Some(run)
+        }]
+    );
+    assert_eq!(
+        store.run(run).unwrap().unwrap().status,
+        crate::model::RunStatus::Aborted
+    );
+    let left: i64 = c
+        .query_one("SELECT count(*) FROM job_claims", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(left, 0);
+    // And the next agent claims it.
+    assert_eq!(q.claim(&agent("next", &[]), LEASE).unwrap().unwrap().id, id);
+}
+
+#[test]
+fn a_token_that_does_not_hold_the_job_cannot_heartbeat_finish_or_release_it() {
+    let Some(db) = scratch() else { return };
+    let mut q = Queue::open(&db.url).unwrap();
+    let id = q.submit(&job("x", Placement::Any)).unwrap()[0];
+    let owner = agent("a", &[]);
+    assert_eq!(q.claim(&owner, LEASE).unwrap().unwrap().id, id);
+    // Same name, another process (token): nothing.
+    let mut other = owner.clone();
+    other.token = Agent::new_token();
+    assert_eq!(q.heartbeat(&other, id).unwrap(), Beat::Lost);
+    assert!(!q.release(&other, id, "x").unwrap());
+    let forged = Outcome::Failed {
+        run_id: None,
+        error: "forged".into(),
+    };
+    assert!(!q.finish(&other, id, &forged).unwrap());
+    assert_eq!(q.job(id).unwrap().state, JobState::Running);
+    // A token that is not one fsdelta makes is refused before anything is looked up.
+    let mut bad = owner.clone();
+    bad.token = "guess".into();
+    let e = q.heartbeat(&bad, id).unwrap_err().to_string();
+    assert!(e.contains("64 lowercase hex digits"), "{e}");
+    // The holder still can.
+    assert_eq!(q.heartbeat(&owner, id).unwrap(), Beat::Ok);
+    assert!(q.release(&owner, id, "stopping").unwrap());
+    assert_eq!(q.job(id).unwrap().state, JobState::Queued);
 }

@@ -263,6 +263,20 @@ pub struct PgStore {
     target: PgTarget,
     client: Mutex<Client>,
     retry_for: Duration,
+    /// The agent's secret claim token, when this store writes for a job of the queue
+    /// ([`PgStore::act_for_claim`]).
+    claim_token: Option<String>,
+}
+
+/// In a transaction of an agent's store, act with its claim token: the queue's row-level
+/// security lets a role that is not the owner create a run only while the token holds a job,
+/// and add samples to or end only a running run created under it. Transaction-local (a
+/// reconnect cannot lose it) and sent as a parameter (never in SQL text).
+fn act_for(tx: &mut Transaction<'_>, token: &Option<String>) -> Result<(), postgres::Error> {
+    if let Some(t) = token {
+        tx.execute("SELECT set_config('fsdelta.claim_token', $1, true)", &[t])?;
+    }
+    Ok(())
 }
 
 impl PgStore {
@@ -276,6 +290,7 @@ impl PgStore {
             target,
             client: Mutex::new(client),
             retry_for: RETRY_FOR,
+            claim_token: None,
         })
     }
 
@@ -326,7 +341,17 @@ impl PgStore {
             target,
             client: Mutex::new(client),
             retry_for: RETRY_FOR,
+            claim_token: None,
         })
+    }
+
+    /// Write as the holder of a job claimed from the queue with `token` (the agent's
+    /// [`crate::queue::Agent::token`]): the run created is that job's and owned by the token, and
+    /// only runs owned by it can take samples or be ended (under an agent role the database
+    /// enforces this; the owner's role is not restricted). An agent does not abort other
+    /// processes' orphaned runs: the queue's reaper aborts a lost job's run.
+    pub fn act_for_claim(&mut self, token: Option<String>) {
+        self.claim_token = token;
     }
 
     /// How long operations retry a lost connection (default [`RETRY_FOR`]).
@@ -586,10 +611,12 @@ fn assemble(
 impl Store for PgStore {
     fn create_run(&mut self, run: &NewRun) -> Result<RunId, StoreError> {
         let env = serde_json::to_string(&run.environment).map_err(corrupt)?;
+        let token = &self.claim_token;
         self.with(|c, retry| {
+            let mut tx = c.transaction()?;
             if retry {
                 // The first attempt may have committed before the connection died.
-                if let Some(row) = c.query_opt(
+                if let Some(row) = tx.query_opt(
                     "SELECT id FROM runs WHERE label = $1 AND suite = $2 AND started_at = $3
                          AND host = $4 AND environment = $5",
                     &[
@@ -603,8 +630,10 @@ impl Store for PgStore {
                     return Ok(row.get(0));
                 }
             }
+            act_for(&mut tx, token)?;
             let owner = crate::target::state::Owner::current();
-            Ok(c.query_one(
+            let id: RunId = tx
+                .query_one(
                 "INSERT INTO runs (label, suite, started_at, status, host, kernel, fsdelta_version,
                      environment, owner_pid, owner_start_time, owner_host, uuid)
                  VALUES ($1, $2, $3, 'running', $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id",
@@ -622,13 +651,16 @@ impl Store for PgStore {
                     &super::new_run_uuid(),
                 ],
             )?
-            .get(0))
+            .get(0);
+            tx.commit()?;
+            Ok(id)
         })
     }
 
     fn add_sample(&mut self, run: RunId, sample: &NewSample) -> Result<SampleId, StoreError> {
         check_finite(sample)?;
         let facts = serde_json::to_string(&sample.facts.extra).map_err(corrupt)?;
+        let token = &self.claim_token;
         self.with(|c, retry| {
             let mut tx = c.transaction()?;
             if retry
@@ -646,6 +678,7 @@ impl Store for PgStore {
             {
                 return Ok(row.get(0));
             }
+            act_for(&mut tx, token)?;
             let id = insert_sample(&mut tx, run, sample, &facts)?;
             tx.commit()?;
             Ok(id)
@@ -663,6 +696,10 @@ impl Store for PgStore {
     }
 
     fn abort_orphaned_runs(&mut self) -> Result<Vec<RunId>, StoreError> {
+        if self.claim_token.is_some() {
+            // An agent ends only its own runs; a lost job's run is the reaper's.
+            return Ok(Vec::new());
+        }
         let host = owner_host();
         let rows = self.with(|c, _| {
             c.query(
@@ -701,11 +738,16 @@ impl Store for PgStore {
         status: RunStatus,
         finished_at: DateTime<Utc>,
     ) -> Result<(), StoreError> {
+        let token = &self.claim_token;
         let n = self.with(|c, _| {
-            c.execute(
+            let mut tx = c.transaction()?;
+            act_for(&mut tx, token)?;
+            let n = tx.execute(
                 "UPDATE runs SET status = $1, finished_at = $2 WHERE id = $3",
                 &[&status.as_str(), &finished_at, &run],
-            )
+            )?;
+            tx.commit()?;
+            Ok(n)
         })?;
         if n == 0 {
             return Err(StoreError::NoMatch(run.to_string()));
@@ -914,6 +956,7 @@ impl Store for PgStore {
 
     fn add_profile(&mut self, sample: SampleId, profile: &StoredProfile) -> Result<(), StoreError> {
         let mut first = true;
+        let token = &self.claim_token;
         self.with(|c, retry| {
             let was_first = std::mem::replace(&mut first, false);
             if retry
@@ -923,11 +966,13 @@ impl Store for PgStore {
             {
                 return Ok(());
             }
-            c.execute(
+            let mut tx = c.transaction()?;
+            act_for(&mut tx, token)?;
+            tx.execute(
                 "INSERT INTO profiles (sample_id, format, data) VALUES ($1, $2, $3)",
                 &[&sample, &profile.format, &profile.data],
-            )
-            .map(|_| ())
+            )?;
+            tx.commit()
         })
         .map_err(|e| match e {
             StoreError::Backend(m) if m.contains("profiles_pkey") => {
