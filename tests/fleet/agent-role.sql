@@ -1,7 +1,10 @@
--- An agent role for a fleet database `fsdelta` whose schema its owner has created (any fsdelta
--- command that writes, `fsdelta cleanup` say, run once as the owner does that). Agents insert
--- runs and samples, finish their runs, register, and update jobs; they cannot delete or alter
--- runs, or submit jobs.
+-- An agent role for a fleet database `fsdelta` whose queue its owner has created (run
+-- `fsdelta submit` or `fsdelta jobs reap` once as the owner: that creates the tables, the
+-- functions and the row-level security these grants name). Agents read everything, register
+-- machines, and write nothing else directly: they claim, heartbeat, finish, release and reap
+-- jobs only through fsdelta's functions, which check the secret token a job was claimed with,
+-- and they insert runs and samples only under that token. Ids are identity columns: no
+-- sequence grant is needed.
 CREATE ROLE fsdelta_agent LOGIN;
 GRANT CONNECT ON DATABASE fsdelta TO fsdelta_agent;
 GRANT USAGE ON SCHEMA public TO fsdelta_agent;
@@ -10,4 +13,5 @@ GRANT SELECT ON fsdelta_meta, runs, samples, metrics, histograms, profiles, atta
 GRANT INSERT ON runs, samples, metrics, histograms, profiles, attachments TO fsdelta_agent;
 GRANT UPDATE (status, finished_at) ON runs TO fsdelta_agent;
 GRANT INSERT, UPDATE ON machines TO fsdelta_agent;
-GRANT UPDATE ON jobs TO fsdelta_agent;
+GRANT EXECUTE ON FUNCTION fsdelta_claim, fsdelta_heartbeat, fsdelta_finish, fsdelta_release,
+    fsdelta_reap TO fsdelta_agent;
