@@ -58,12 +58,16 @@ impl Fleet {
         let agent_role = format!("fsdelta_agent_{pid}_{n}");
         let db = ScratchDatabase::create(&admin_url).unwrap();
         let mut fleet = Fleet {
-            owner_url: db
-                .url
-                .replacen("postgres://postgres@", &format!("postgres://{owner_role}@"), 1),
-            agent_url: db
-                .url
-                .replacen("postgres://postgres@", &format!("postgres://{agent_role}@"), 1),
+            owner_url: db.url.replacen(
+                "postgres://postgres@",
+                &format!("postgres://{owner_role}@"),
+                1,
+            ),
+            agent_url: db.url.replacen(
+                "postgres://postgres@",
+                &format!("postgres://{agent_role}@"),
+                1,
+            ),
             admin_url,
             db: Some(db),
             owner_role,
@@ -132,7 +136,8 @@ fn fsdelta(url: &str, work: &Path) -> Command {
 
 /// The ```sql block of the README's section "A fleet in five commands".
 fn readme_agent_sql() -> String {
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
     let section = readme
         .split("\n## A fleet in five commands\n")
         .nth(1)
@@ -304,7 +309,15 @@ fn two_machines_sharing_the_agent_role_cannot_touch_each_others_jobs_or_runs() {
     std::fs::write(work.path().join("tiny.toml"), TINY).unwrap();
     for label in ["a", "b"] {
         fsdelta(&fleet.owner_url, work.path())
-            .args(["submit", "--suite", "tiny.toml", "--label", label, "-n", "1"])
+            .args([
+                "submit",
+                "--suite",
+                "tiny.toml",
+                "--label",
+                label,
+                "-n",
+                "1",
+            ])
             .assert()
             .success();
     }
@@ -333,7 +346,10 @@ fn two_machines_sharing_the_agent_role_cannot_touch_each_others_jobs_or_runs() {
     sb.act_for_claim(Some(b.token.clone()));
     let run_b = sb.create_run(&new_run("box-b")).unwrap();
     // B's store cannot add a sample to A's run, nor end it.
-    let e = sb.add_sample(run_a, &new_sample(2)).unwrap_err().to_string();
+    let e = sb
+        .add_sample(run_a, &new_sample(2))
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("row-level security"), "{e}");
     let e = sb
         .finish_run(run_a, RunStatus::Aborted, chrono::Utc::now())
@@ -400,7 +416,10 @@ fn two_machines_sharing_the_agent_role_cannot_touch_each_others_jobs_or_runs() {
         .execute("INSERT INTO pg_temp.job_claims VALUES (1, $1)", &[&fake])
         .unwrap();
     rogue
-        .execute("SELECT set_config('fsdelta.claim_token', $1, false)", &[&fake])
+        .execute(
+            "SELECT set_config('fsdelta.claim_token', $1, false)",
+            &[&fake],
+        )
         .unwrap();
     let m = refused_with(
         &mut rogue,
@@ -478,7 +497,10 @@ fn two_machines_sharing_the_agent_role_cannot_touch_each_others_jobs_or_runs() {
     );
     assert_eq!(sa.run(run_b2).unwrap().unwrap().status, RunStatus::Aborted);
     // The reaped agent can no longer add to its run.
-    let e = sb.add_sample(run_b2, &new_sample(1)).unwrap_err().to_string();
+    let e = sb
+        .add_sample(run_b2, &new_sample(1))
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("row-level security"), "{e}");
     // `fsdelta agent` under the role runs the requeued job end to end.
     fsdelta(&fleet.agent_url, work.path())

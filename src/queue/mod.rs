@@ -554,8 +554,9 @@ pub struct ClaimedJob {
     pub attempt: i32,
 }
 
-/// An agent as it registers: its name (unique), machine and classes.
-#[derive(Clone, Debug)]
+/// An agent as it registers: its name (unique), machine and classes. Its `Debug` leaves the
+/// token out.
+#[derive(Clone)]
 pub struct Agent {
     /// Unique name (default: the host name).
     pub name: String,
@@ -575,6 +576,18 @@ pub struct Agent {
     /// only ever sent as a statement parameter (never in SQL text, which `pg_stat_activity`
     /// shows to sessions of the same role), and never printed.
     pub token: String,
+}
+
+impl std::fmt::Debug for Agent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Agent")
+            .field("name", &self.name)
+            .field("host", &self.host)
+            .field("machine_id", &self.machine_id)
+            .field("classes", &self.classes)
+            .field("token", &"(secret)")
+            .finish_non_exhaustive()
+    }
 }
 
 impl Agent {
@@ -876,10 +889,7 @@ impl Queue {
     /// Tell the queue the agent still runs `job`.
     pub fn heartbeat(&mut self, agent: &Agent, job: JobId) -> Result<Beat, QueueError> {
         self.with(|c| {
-            match c.query_one(
-                "SELECT fsdelta_heartbeat($1, $2)",
-                &[&job, &agent.token],
-            ) {
+            match c.query_one("SELECT fsdelta_heartbeat($1, $2)", &[&job, &agent.token]) {
                 Ok(r) if r.get::<_, &str>(0) == "cancel" => Ok(Beat::CancelRequested),
                 Ok(_) => Ok(Beat::Ok),
                 Err(e) if not_held(&e) => Ok(Beat::Lost),
@@ -921,7 +931,14 @@ impl Queue {
         self.with(|c| {
             match c.execute(
                 "SELECT fsdelta_finish($1, $2, $3, $4, $5, $6)",
-                &[&job, &agent.token, &state.as_str(), &run_id, &verdict, &error],
+                &[
+                    &job,
+                    &agent.token,
+                    &state.as_str(),
+                    &run_id,
+                    &verdict,
+                    &error,
+                ],
             ) {
                 Ok(_) => Ok(true),
                 Err(e) if not_held(&e) => Ok(false),
@@ -935,7 +952,10 @@ impl Queue {
     /// attempt's run has been marked aborted by the run loop.
     pub fn release(&mut self, agent: &Agent, job: JobId, why: &str) -> Result<bool, QueueError> {
         self.with(|c| {
-            match c.execute("SELECT fsdelta_release($1, $2, $3)", &[&job, &agent.token, &why]) {
+            match c.execute(
+                "SELECT fsdelta_release($1, $2, $3)",
+                &[&job, &agent.token, &why],
+            ) {
                 Ok(_) => Ok(true),
                 Err(e) if not_held(&e) => Ok(false),
                 Err(e) => Err(e),

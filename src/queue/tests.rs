@@ -376,3 +376,19 @@ fn a_token_that_does_not_hold_the_job_cannot_heartbeat_finish_or_release_it() {
     assert!(q.release(&owner, id, "stopping").unwrap());
     assert_eq!(q.job(id).unwrap().state, JobState::Queued);
 }
+
+#[test]
+fn an_agent_s_token_is_256_random_bits_and_debug_never_shows_it() {
+    let a = agent("x", &[]);
+    let b = agent("x", &[]);
+    assert_eq!(a.token.len(), 64, "{}", a.token.len());
+    assert!(
+        a.token
+            .chars()
+            .all(|c| c.is_ascii_digit() || ('a'..='f').contains(&c))
+    );
+    assert_ne!(a.token, b.token);
+    let shown = format!("{a:?}");
+    assert!(!shown.contains(&a.token), "{shown}");
+    assert!(shown.contains("\"x\""), "{shown}");
+}
