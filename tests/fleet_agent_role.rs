@@ -33,6 +33,8 @@ struct Fleet {
     owner_url: String,
     /// The agent role's URL (every agent machine logs in with it).
     agent_url: String,
+    /// Roles a test made besides those two, dropped with them.
+    extra_roles: Vec<String>,
 }
 
 impl Fleet {
@@ -72,6 +74,7 @@ impl Fleet {
             db: Some(db),
             owner_role,
             agent_role: String::new(),
+            extra_roles: Vec::new(),
         };
         let name = fleet.db().name.clone();
         connect(&fleet.admin_url)
@@ -102,12 +105,30 @@ impl Drop for Fleet {
     fn drop(&mut self) {
         drop(self.db.take());
         if let Ok(mut c) = PgTarget::parse(&self.admin_url).and_then(|t| t.connect()) {
-            for role in [&self.agent_role, &self.owner_role] {
+            for role in self
+                .extra_roles
+                .iter()
+                .chain([&self.agent_role, &self.owner_role])
+            {
                 if !role.is_empty() {
                     let _ = c.batch_execute(&format!("DROP ROLE IF EXISTS {role}"));
                 }
             }
         }
+    }
+}
+
+impl Fleet {
+    /// A login role made with `how` (e.g. "IN ROLE owner"), and its URL.
+    fn role(&mut self, name: &str, how: &str) -> String {
+        let role = format!("{}_{name}", self.owner_role);
+        connect(&self.admin_url)
+            .batch_execute(&format!("CREATE ROLE {role} LOGIN {how}"))
+            .unwrap();
+        self.extra_roles.push(role.clone());
+        self.db()
+            .url
+            .replacen("postgres://postgres@", &format!("postgres://{role}@"), 1)
     }
 }
 
@@ -194,6 +215,13 @@ fn the_readme_agent_role_cannot_change_what_a_job_runs_nor_others_runs_yet_compl
         "UPDATE runs SET label = 'x'",
         "ALTER TABLE runs ADD COLUMN x INT",
         "DROP TABLE metrics",
+        // Ids are the database's to choose: a planted id would make another machine's next
+        // insert collide.
+        "INSERT INTO runs (id, label, suite, started_at, status, host, kernel, fsdelta_version,
+             environment) VALUES (1000, 'x', 'x', now(), 'running', 'h', 'k', '0', '{}')",
+        "INSERT INTO samples (id, run_id, config, test, repetition, fs_type, path, device,
+             mount_options, facts, status, started_at, duration_s, workload)
+         VALUES (1000, 1, 'c', 't', 1, 'ext4', '/', 'd', '', '{}', 'ok', now(), 1, 'w')",
     ] {
         let m = refused(&mut rogue, sql);
         assert!(
@@ -513,4 +541,41 @@ fn two_machines_sharing_the_agent_role_cannot_touch_each_others_jobs_or_runs() {
     let run = info.run_id.unwrap();
     assert_eq!(sa.samples(run).unwrap().len(), 1);
     assert_eq!(sa.run(run).unwrap().unwrap().status, RunStatus::Complete);
+}
+
+#[test]
+fn a_member_of_the_owners_role_writes_runs_freely_and_another_role_only_under_a_claim() {
+    let Some(mut fleet) = Fleet::new() else {
+        return;
+    };
+    // The owner creates the queue (as `fsdelta submit` or `fsdelta jobs` would).
+    fsdelta::queue::Queue::open(&fleet.owner_url).unwrap();
+    fleet.grant_agent_role();
+    // A lab member in the owner's group runs `fsdelta run` against the fleet as before.
+    let owner = fleet.owner_role.clone();
+    let member_url = fleet.role("member", &format!("IN ROLE {owner}"));
+    let mut m = PgStore::open(&member_url).unwrap();
+    let run = m.create_run(&new_run("laptop")).unwrap();
+    m.add_sample(run, &new_sample(1)).unwrap();
+    m.finish_run(run, RunStatus::Complete, chrono::Utc::now())
+        .unwrap();
+    assert_eq!(m.samples(run).unwrap().len(), 1);
+    // A role outside it with table-wide grants is still held to its claims.
+    let outsider_url = fleet.role("outsider", "");
+    connect(&fleet.db().url)
+        .batch_execute(&format!(
+            "GRANT USAGE ON SCHEMA public TO {0}_outsider;
+             GRANT SELECT ON fsdelta_meta TO {0}_outsider;
+             GRANT SELECT, INSERT, UPDATE ON runs, samples TO {0}_outsider;",
+            owner
+        ))
+        .unwrap();
+    let mut o = PgStore::open(&outsider_url).unwrap();
+    let e = o.create_run(&new_run("x")).unwrap_err().to_string();
+    assert!(e.contains("row-level security"), "{e}");
+    let e = o
+        .finish_run(run, RunStatus::Aborted, chrono::Utc::now())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("row-level security"), "{e}");
 }
