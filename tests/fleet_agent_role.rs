@@ -579,3 +579,58 @@ fn a_member_of_the_owners_role_writes_runs_freely_and_another_role_only_under_a_
         .to_string();
     assert!(e.contains("row-level security"), "{e}");
 }
+
+/// The agent role the README printed before queue version 2 (it granted UPDATE on jobs).
+const OLD_AGENT_ROLE_SQL: &str = "
+CREATE ROLE fsdelta_agent LOGIN;
+GRANT CONNECT ON DATABASE fsdelta TO fsdelta_agent;
+GRANT USAGE ON SCHEMA public TO fsdelta_agent;
+GRANT SELECT ON fsdelta_meta, runs, samples, metrics, histograms, profiles, attachments, machines,
+    jobs TO fsdelta_agent;
+GRANT INSERT ON runs, samples, metrics, histograms, profiles, attachments TO fsdelta_agent;
+GRANT UPDATE (status, finished_at) ON runs TO fsdelta_agent;
+GRANT INSERT, UPDATE ON machines TO fsdelta_agent;
+GRANT UPDATE ON jobs TO fsdelta_agent;
+";
+
+#[test]
+fn an_agent_under_the_old_grants_is_told_which_grants_it_needs_and_runs_nothing() {
+    let Some(fleet) = Fleet::new() else { return };
+    let work = tempfile::tempdir().unwrap();
+    std::fs::write(work.path().join("tiny.toml"), TINY).unwrap();
+    fsdelta(&fleet.owner_url, work.path())
+        .args(["submit", "--suite", "tiny.toml", "--label", "lp", "-n", "1"])
+        .assert()
+        .success();
+    let sql = OLD_AGENT_ROLE_SQL
+        .replace("fsdelta_agent", &fleet.agent_role)
+        .replace("DATABASE fsdelta", &format!("DATABASE {}", fleet.db().name));
+    connect(&fleet.db().url).batch_execute(&sql).unwrap();
+    // Even with its old UPDATE grant on jobs it cannot change what a job runs; nor can the
+    // owner.
+    for url in [&fleet.agent_url, &fleet.owner_url] {
+        let mut c = connect(url);
+        for sql in [
+            "UPDATE jobs SET suite_text = 'name = \"x\"' WHERE id = 1",
+            "UPDATE jobs SET config_text = 'x', config_name = 'x.toml' WHERE id = 1",
+            "UPDATE jobs SET tests = '{x}' WHERE id = 1",
+            "UPDATE jobs SET host = 'elsewhere' WHERE id = 1",
+        ] {
+            let m = refused(&mut c, sql);
+            assert!(m.contains("fixed when it is submitted"), "{sql}: {m}");
+        }
+    }
+    fsdelta(&fleet.agent_url, work.path())
+        .args(["agent", "--no-drop-caches", "--heartbeat", "1", "--once"])
+        .assert()
+        .failure()
+        .stderr(
+            predicate::str::contains("permission denied for function fsdelta_")
+                .and(predicate::str::contains("A fleet in five commands")),
+        );
+    let state: String = connect(&fleet.owner_url)
+        .query_one("SELECT state FROM jobs WHERE id = 1", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(state, "queued");
+}

@@ -13,7 +13,8 @@
 //!
 //! Agents are not trusted with each other (issue 33): a lab's machines may all log in with one
 //! agent role, and one compromised machine must not take over the others. So what a job runs is
-//! fixed at submit (an agent role has no UPDATE on `jobs`), and an agent acts on jobs only
+//! fixed at submit (an agent role has no UPDATE on `jobs`, and a trigger refuses any change of a
+//! job's definition, whoever asks), and an agent acts on jobs only
 //! through SECURITY DEFINER functions of the schema's owner (`fsdelta_claim`,
 //! `fsdelta_heartbeat`, `fsdelta_finish`, `fsdelta_release`, `fsdelta_reap`) that check the
 //! secret claim token the job was claimed with ([`Agent::token`], kept in `job_claims`, which an
@@ -107,6 +108,25 @@ const MIGRATIONS: &[&str] = &[
         WHERE state = 'running' AND token IS NOT NULL AND run_id IS NOT NULL;
     ALTER TABLE jobs DROP COLUMN token;
     REVOKE ALL ON job_claims, run_claims FROM PUBLIC;
+
+    -- What a job runs is fixed at submit, for every role (also one that still holds an old
+    -- UPDATE grant on jobs): a different job is a new submit.
+    CREATE FUNCTION fsdelta_job_fixed() RETURNS trigger LANGUAGE plpgsql
+    AS $f$ BEGIN
+        IF (NEW.id, NEW.label, NEW.suite_name, NEW.suite_text, NEW.config_name, NEW.config_text,
+            NEW.tests, NEW.repeat, NEW.class, NEW.host, NEW.baseline, NEW.max_attempts,
+            NEW.submitted_at)
+           IS DISTINCT FROM
+           (OLD.id, OLD.label, OLD.suite_name, OLD.suite_text, OLD.config_name, OLD.config_text,
+            OLD.tests, OLD.repeat, OLD.class, OLD.host, OLD.baseline, OLD.max_attempts,
+            OLD.submitted_at) THEN
+            RAISE EXCEPTION 'what job % runs is fixed when it is submitted (suite, configuration, tests, repetitions, placement, baseline); submit a new job instead',
+                OLD.id USING ERRCODE = '42501';
+        END IF;
+        RETURN NEW;
+    END $f$;
+    CREATE TRIGGER jobs_fixed BEFORE UPDATE ON jobs
+        FOR EACH ROW EXECUTE FUNCTION fsdelta_job_fixed();
 
     -- The token an agent's session acts with (set per transaction, always as a parameter).
     CREATE FUNCTION fsdelta_session_token() RETURNS text LANGUAGE sql STABLE
@@ -286,7 +306,7 @@ const MIGRATIONS: &[&str] = &[
         IF p_run IS NOT NULL AND NOT EXISTS (
                 SELECT 1 FROM run_claims rc WHERE rc.run_id = p_run AND rc.token = p_token) THEN
             RAISE EXCEPTION 'fsdelta_finish: run % was not created under this claim token', p_run
-                USING ERRCODE = '42501';
+                USING ERRCODE = 'FD002';
         END IF;
         IF length(p_verdict) > 10000 OR length(p_error) > 100000 THEN
             RAISE EXCEPTION 'fsdelta_finish: verdict or error text too long' USING ERRCODE = '22023';
@@ -402,6 +422,15 @@ pub enum QueueError {
 
 fn db(e: postgres::Error) -> QueueError {
     match e.as_db_error() {
+        Some(d) if *d.code() == postgres::error::SqlState::INSUFFICIENT_PRIVILEGE => {
+            QueueError::Db(format!(
+                "PostgreSQL: {}. The role in the URL lacks a privilege this needs: an agent's role \
+                 needs the grants of the README's agent role SQL (section \"A fleet in five \
+                 commands\"; a fleet older than queue version 2 needs them granted anew), and \
+                 submit and cancel need the database owner's role",
+                d.message()
+            ))
+        }
         Some(d) => QueueError::Db(format!("PostgreSQL: {}", d.message())),
         None => QueueError::Db(format!("PostgreSQL: {e}")),
     }
