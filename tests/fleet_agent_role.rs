@@ -634,3 +634,23 @@ fn an_agent_under_the_old_grants_is_told_which_grants_it_needs_and_runs_nothing(
         .get(0);
     assert_eq!(state, "queued");
 }
+
+#[test]
+fn an_agent_role_that_finds_the_queue_schema_behind_is_told_to_migrate_it_as_the_owner() {
+    let Some(fleet) = Fleet::new() else { return };
+    fsdelta::queue::Queue::open(&fleet.owner_url).unwrap();
+    fleet.grant_agent_role();
+    // As if the owner's fsdelta were older than the agent's.
+    connect(&fleet.owner_url)
+        .batch_execute("UPDATE fsdelta_meta SET value = '1' WHERE key = 'queue_version'")
+        .unwrap();
+    let work = tempfile::tempdir().unwrap();
+    fsdelta(&fleet.agent_url, work.path())
+        .args(["agent", "--no-drop-caches", "--heartbeat", "1", "--once"])
+        .assert()
+        .failure()
+        .stderr(
+            predicate::str::contains("queue_version 1")
+                .and(predicate::str::contains("once as the database's owner")),
+        );
+}
