@@ -2,7 +2,9 @@
 //! jobs from the fleet's queue one at a time: claim the oldest it may run, build the plan from the
 //! job's suite and configuration texts, run it with the same run engine as `fsdelta run`
 //! ([`runner::run`]), store the run in the fleet database, compare with the job's baseline, and
-//! record the outcome. While a job runs a heartbeat thread keeps its lease and stops the sample
+//! record the outcome; every one of those writes carries the agent's secret claim token, the
+//! only thing that lets it act on that job and its run when machines share one database role
+//! (see `crate::queue`). While a job runs a heartbeat thread keeps its lease and stops the sample
 //! like Ctrl-C when the job is cancelled (or was taken away). Between jobs it sleeps on
 //! LISTEN/NOTIFY; before each claim it reaps jobs of agents that went silent.
 //!

@@ -18,8 +18,14 @@
 //! with backoff for as long as [`RETRY_FOR`], so a sample measured meanwhile is kept in memory
 //! until the store accepts it, and written once (a retried write first looks for itself).
 //!
-//! Must never let a `postgres` type escape the crate's store and queue rooms, and never write to
-//! a database that holds tables of another application.
+//! A fleet's agent writes as the holder of a job it claimed ([`PgStore::act_for_claim`]: its
+//! secret token, set per transaction as a parameter): the queue's schema (`crate::queue`) lets a
+//! role that is not the owner create a run only under a claim and add to or end only a running
+//! run of its own claim (row-level security), so one agent cannot touch another's results.
+//!
+//! Must never let a `postgres` type escape the crate's store and queue rooms, never put a claim
+//! token in SQL text or a message, and never write to a database that holds tables of another
+//! application.
 
 use super::{
     NewRun, NewSample, RunFilter, RunId, RunInfo, SampleCopy, SampleId, SampleRecord, Store,
