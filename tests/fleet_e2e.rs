@@ -195,7 +195,10 @@ fn eight_agents_run_two_hundred_jobs_exactly_once_through_a_kill_and_a_restart()
         "the restart must not cost the job its attempt: {}",
         s.history
     );
-    // Every agent took part (no agent was starved by another's claims).
+    // How the jobs were shared, for the log. Which agent got how many depends on how the
+    // machine schedules eight processes (under load one may start after the queue is empty),
+    // so it is not asserted (src/queue/tests.rs proves concurrent claims take different jobs). What
+    // must hold whatever the load: every agent registers (within a bound no load reaches).
     let mut by_agent = std::collections::BTreeMap::<String, usize>::new();
     for j in &jobs {
         *by_agent.entry(j.agent.clone().unwrap()).or_default() += 1;
@@ -206,10 +209,16 @@ fn eight_agents_run_two_hundred_jobs_exactly_once_through_a_kill_and_a_restart()
         elapsed.as_secs_f64(),
         by_agent.len()
     );
-    assert_eq!(
-        by_agent.len(),
-        AGENTS - 1 + usize::from(by_agent.contains_key("agent-0"))
-    );
+    let mut c = fsdelta::store::postgres::PgTarget::parse(&url)
+        .unwrap()
+        .connect()
+        .unwrap();
+    wait_for("every agent to register", Duration::from_secs(120), || {
+        c.query_one("SELECT count(*) FROM machines", &[])
+            .unwrap()
+            .get::<_, i64>(0)
+            == AGENTS as i64
+    });
 
     // The agents stop on SIGTERM while idle, exit code 130.
     for (_, c) in agents.0.iter_mut().skip(1) {
