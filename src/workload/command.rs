@@ -129,6 +129,11 @@ impl CommandWorkload {
         }
         let mut names = std::collections::BTreeSet::new();
         for m in &opts.metrics {
+            if m.name != "elapsed_s"
+                && let Some(why) = crate::model::reserved_metric(&m.name)
+            {
+                return Err(WorkloadError::InvalidOptions(format!("command: metric {why}")));
+            }
             if m.name == "elapsed_s" || !names.insert(m.name.as_str()) {
                 return Err(WorkloadError::InvalidOptions(format!(
                     "command: metric name '{}' is used twice (elapsed_s is always measured)",
