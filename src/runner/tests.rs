@@ -318,3 +318,60 @@ fn until_confident_adds_repetitions_only_while_the_headline_is_unresolved() {
     assert_eq!(r.samples.len(), 2);
     assert_eq!(calls.calls(), 2);
 }
+
+#[test]
+fn a_sample_the_store_refuses_for_good_is_stored_failed_not_journaled_and_the_run_fails() {
+    // A metric named twice (as a command test's metric named like one fsdelta records, such
+    // as sys_idle_pct, was): the store's constraint refuses it, which waiting cannot change.
+    struct Twice;
+    impl Workload for Twice {
+        fn engine(&self) -> &'static str {
+            "twice"
+        }
+        fn run(
+            &self,
+            _: &crate::workload::RunContext<'_>,
+        ) -> Result<Measurements, crate::workload::WorkloadError> {
+            let m = || {
+                crate::model::Metric::new(
+                    "sys_idle_pct",
+                    1.0,
+                    crate::model::Unit::Percent,
+                    crate::model::Direction::Neutral,
+                )
+            };
+            Ok(Measurements {
+                metrics: vec![m(), m()],
+                ..Measurements::default()
+            })
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.sqlite");
+    let p = plan(
+        vec![planned("twice", Box::new(Twice))],
+        Targets::Scratch(dir.path().to_path_buf()),
+        2,
+    );
+    let mut store = SqliteStore::open(&db).unwrap();
+    let rec = Recorder::default();
+    let r = run(&p, &mut store, &CancelToken::new(), &rec).unwrap();
+    assert_eq!(r.status, RunStatus::Failed, "not `complete` with 0 samples");
+    assert_eq!(r.failed(), 2);
+    assert!(r.unsaved.is_none(), "{:?}", r.unsaved);
+    let back = store.samples(r.run_id).unwrap();
+    assert_eq!(back.len(), 2, "both stored, as failed");
+    for s in &back {
+        assert_eq!(s.sample.status, SampleStatus::Failed);
+        let e = s.sample.error.as_deref().unwrap();
+        assert!(e.contains("not stored as measured") && e.contains("sys_idle_pct"), "{e}");
+    }
+    assert!(
+        !crate::store::journal::path_beside(&db).exists(),
+        "nothing left in a journal to be retried forever"
+    );
+    assert_eq!(
+        store.run(r.run_id).unwrap().unwrap().status,
+        RunStatus::Failed
+    );
+}

@@ -1123,4 +1123,169 @@ mod tests {
         assert!(s.add_sample(run, &bad).is_err());
         assert!(!path_beside(&db).exists());
     }
+
+    /// A store with one run, and a journal entry of a sample of it written at `journal`.
+    fn store_and_entry(db: &Path, journal: &Path) -> (SqliteStore, RunId, String) {
+        let mut st = SqliteStore::open(db).unwrap();
+        let run = st.create_run(&new_run()).unwrap();
+        let mut smp = sample(1);
+        smp.facts.extra.insert(KEY_FACT.into(), "k-1-1".into());
+        let e = Entry {
+            key: "k-1-1".into(),
+            run,
+            store: String::new(),
+            sample: smp,
+            profile: None,
+        };
+        let line = line_of(&e).unwrap();
+        fs::write(journal, &line).unwrap();
+        (st, run, line)
+    }
+
+    fn is_root() -> bool {
+        rustix::process::geteuid().is_root()
+    }
+
+    #[test]
+    fn another_users_journal_in_a_sticky_directory_is_never_replayed() {
+        use std::os::unix::fs::PermissionsExt;
+        if !is_root() {
+            eprintln!("SKIPPED: needs root (to give the journal to another user)");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let shared = dir.path().join("shared");
+        fs::create_dir(&shared).unwrap();
+        fs::set_permissions(&shared, fs::Permissions::from_mode(0o1777)).unwrap();
+        let db = shared.join("r.sqlite");
+        let journal = path_beside(&db);
+        let (mut st, run, line) = store_and_entry(&db, &journal);
+        std::os::unix::fs::chown(&journal, Some(65534), Some(65534)).unwrap();
+        fs::set_permissions(&journal, fs::Permissions::from_mode(0o644)).unwrap();
+        let r = replay(&mut st, &journal).unwrap();
+        assert_eq!(r.stored + r.already + r.kept, 0, "{r:?}");
+        let why = r.refused.clone().unwrap();
+        assert!(why.contains("uid 65534") && why.contains("remove it"), "{why}");
+        assert!(r.message(&journal).unwrap().contains("not replayed"), "{r:?}");
+        assert!(st.samples(run).unwrap().is_empty(), "the store is unchanged");
+        assert_eq!(fs::read_to_string(&journal).unwrap(), line, "left as it was");
+    }
+
+    #[test]
+    fn a_symlinked_journal_or_lock_is_refused_and_its_target_unchanged() {
+        for planted in [".journal", ".journal.lock"] {
+            let dir = tempfile::tempdir().unwrap();
+            let db = dir.path().join("r.sqlite");
+            let journal = path_beside(&db);
+            let (mut st, run, line) = store_and_entry(&db, &journal);
+            // The victim holds what the journal held; the planted name points at it.
+            let victim = dir.path().join("victim");
+            fs::write(&victim, &line).unwrap();
+            let at = files::sibling(&db, planted);
+            let _ = fs::remove_file(&at);
+            std::os::unix::fs::symlink(&victim, &at).unwrap();
+            let r = replay(&mut st, &journal).unwrap();
+            assert_eq!(r.stored, 0, "{planted}: {r:?}");
+            assert!(
+                r.refused.as_deref().unwrap_or("").contains("symlink"),
+                "{planted}: {r:?}"
+            );
+            assert!(st.samples(run).unwrap().is_empty(), "{planted}");
+            assert_eq!(fs::read_to_string(&victim).unwrap(), line, "{planted}");
+            assert!(fs::symlink_metadata(&at).unwrap().file_type().is_symlink());
+            // Journaling never writes through it either: the sample goes to the fallback.
+            let fallback = dir.path().join("state").join("journal-x.jsonl");
+            let inner =
+                SqliteStore::open_with_busy_timeout(&db, Duration::from_millis(20)).unwrap();
+            let lock = hold_write_lock(&db);
+            let mut s = JournaledStore::with_journals(
+                Box::new(inner),
+                Journals {
+                    primary: journal.clone(),
+                    fallback: Some(fallback.clone()),
+                    store: db.display().to_string(),
+                },
+                Duration::ZERO,
+            );
+            assert!(s.add_sample(run, &sample(2)).unwrap() < 0);
+            drop(lock);
+            assert_eq!(fs::read_to_string(&victim).unwrap(), line, "{planted}");
+            assert_eq!(read_entries(&fallback).unwrap().len(), 1, "{planted}");
+            assert!(s.summary().unwrap().contains(&fallback.display().to_string()));
+        }
+    }
+
+    #[test]
+    fn journal_files_are_private_and_a_rewrite_replaces_a_planted_temporary() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("r.sqlite");
+        let journal = path_beside(&db);
+        let inner = SqliteStore::open_with_busy_timeout(&db, Duration::from_millis(20)).unwrap();
+        let mut s = JournaledStore::new(Box::new(inner), journal.clone(), Duration::ZERO);
+        let run = s.create_run(&new_run()).unwrap();
+        let lock = hold_write_lock(&db);
+        s.add_sample(run, &sample(1)).unwrap();
+        for p in [journal.clone(), files::sibling(&journal, ".lock")] {
+            assert_eq!(fs::metadata(&p).unwrap().mode() & 0o777, 0o600, "{p:?}");
+        }
+        let victim = dir.path().join("victim");
+        fs::write(&victim, "keep").unwrap();
+        std::os::unix::fs::symlink(&victim, files::sibling(&journal, ".tmp")).unwrap();
+        // The profile of a journaled sample rewrites the journal (temporary + rename).
+        s.add_profile(
+            -1,
+            &StoredProfile {
+                format: "f".into(),
+                data: vec![1],
+            },
+        )
+        .unwrap();
+        drop(lock);
+        assert_eq!(fs::read_to_string(&victim).unwrap(), "keep");
+        assert_eq!(read_entries(&journal).unwrap()[0].profile.as_ref().unwrap().1, vec![1]);
+    }
+
+    #[test]
+    fn a_journaled_sample_the_store_refuses_for_good_is_stored_failed_not_kept_forever() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("r.sqlite");
+        let journal = path_beside(&db);
+        let mut st = SqliteStore::open(&db).unwrap();
+        let run = st.create_run(&new_run()).unwrap();
+        let mut twice = sample(1);
+        twice.metrics.push(twice.metrics[0].clone());
+        twice.facts.extra.insert(KEY_FACT.into(), "k-1-1".into());
+        let gone = Entry {
+            key: "k-1-2".into(),
+            run: run + 100,
+            store: String::new(),
+            sample: sample(2),
+            profile: None,
+        };
+        let e = Entry {
+            key: "k-1-1".into(),
+            run,
+            store: String::new(),
+            sample: twice,
+            profile: None,
+        };
+        fs::write(
+            &journal,
+            format!("{}{}", line_of(&e).unwrap(), line_of(&gone).unwrap()),
+        )
+        .unwrap();
+        let r = replay(&mut st, &journal).unwrap();
+        assert_eq!((r.failed, r.set_aside, r.kept), (1, 1, 0), "{r:?}");
+        assert!(!journal.exists(), "nothing left to retry forever");
+        let back = st.samples(run).unwrap();
+        assert_eq!(back.len(), 1);
+        assert_eq!(back[0].sample.status, SampleStatus::Failed);
+        assert!(back[0].sample.error.as_deref().unwrap().contains("UNIQUE"));
+        let aside = files::sibling(&journal, ".refused");
+        assert_eq!(read_entries(&aside).unwrap()[0].key, "k-1-2");
+        assert!(r.message(&journal).unwrap().contains("stored as failed"));
+        // A second replay has nothing to do.
+        assert_eq!(replay(&mut st, &journal).unwrap(), Replayed::default());
+    }
 }
