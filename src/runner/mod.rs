@@ -247,10 +247,10 @@ pub enum RunError {
     },
     /// The run stopped on an error and some of its samples are not in the store: where each
     /// went.
-    #[error("{source}; {summary}")]
+    #[error("{error}; {summary}")]
     Unsaved {
         /// Why the run stopped.
-        source: Box<RunError>,
+        error: Box<RunError>,
         /// Where the samples the store did not take are.
         summary: String,
     },
@@ -743,7 +743,7 @@ pub fn run_with(
         }
         Err(e) => Err(match summary {
             Some(summary) => RunError::Unsaved {
-                source: Box::new(e),
+                error: Box::new(e),
                 summary,
             },
             None => e,

@@ -72,6 +72,16 @@ pub fn wait_from_env() -> Result<Duration, String> {
     }
 }
 
+/// `12 s`, `0.2 s`: a wait for a message.
+fn secs(d: Duration) -> String {
+    let s = d.as_secs_f64();
+    if s >= 10.0 || s.fract() == 0.0 {
+        format!("{s:.0} s")
+    } else {
+        format!("{s:.1} s")
+    }
+}
+
 /// The journal of the store at `db`: `<db>.journal`.
 pub fn path_beside(db: &Path) -> PathBuf {
     files::sibling(db, ".journal")
@@ -685,12 +695,12 @@ impl<'a> JournaledStore<'a> {
             if !announced {
                 announced = true;
                 self.say(format!(
-                    "the store {} is unreachable or refuses writes ({e}); {} sample(s) not yet stored ({} held in memory, {} journaled); fsdelta keeps trying for up to {} s ({WAIT_VAR}), then journals them",
+                    "the store {} is unreachable or refuses writes ({e}); {} sample(s) not yet stored ({} held in memory, {} journaled); fsdelta keeps trying for up to {} ({WAIT_VAR}), then journals them",
                     self.journals.store,
                     self.pending.len() + 1,
                     1,
                     self.pending.len(),
-                    self.patience.as_secs_f64().round()
+                    secs(self.patience)
                 ));
             }
             if start.elapsed() + wait > self.patience {
@@ -726,6 +736,7 @@ impl<'a> JournaledStore<'a> {
                     ));
                     return Kept::Journal(p);
                 }
+                Err(StoreError::Backend(m)) => failures.push(m),
                 Err(e) => failures.push(e.to_string()),
             }
         }
