@@ -496,6 +496,12 @@ fn check_sqlite_location(location: &str) -> Result<(), StoreError> {
 /// an error rather than a new empty store.
 pub fn open_read_only(location: &str) -> Result<Box<dyn Store>, StoreError> {
     check_location(location)?;
+    if location == ":memory:" || location.starts_with("file::memory:") {
+        return Err(StoreError::Open {
+            location: location.to_string(),
+            message: "an in-memory database holds nothing fsdelta stored (it lives only as long as one fsdelta); name the store's file (--db results.sqlite) or a postgres:// URL".into(),
+        });
+    }
     if is_postgres(location) {
         return Ok(Box::new(postgres::PgStore::open_read_only(location)?));
     }
