@@ -262,6 +262,52 @@ fn with_no_journal_writable_the_sample_is_printed_as_a_journal_line_that_replays
     assert!(back[0].sample.metrics.iter().any(|m| m.name == "took_ms"));
 }
 
+#[test]
+fn a_store_on_a_read_only_filesystem_is_refused_saying_so() {
+    if !require(is_root(), "root (to mount a read-only tmpfs)") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let ro = dir.path().join("ro");
+    fs::create_dir(&ro).unwrap();
+    let st = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "ro,size=1m", "fsdelta-test"])
+        .arg(&ro)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    struct Unmount(PathBuf);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("umount").arg(&self.0).status();
+        }
+    }
+    let _u = Unmount(ro.clone());
+    let suite = dir.path().join("s.toml");
+    fs::write(
+        &suite,
+        "name = \"s\"\n[[test]]\nname = \"c\"\nworkload = \"command\"\ncommand = \"true\"\n",
+    )
+    .unwrap();
+    for db in [ro.join("r.sqlite"), ro.join("sub/r.sqlite")] {
+        let out = fsdelta(&db)
+            .env("FSDELTA_STATE_FILE", dir.path().join("state.json"))
+            .args(["run", "--quiet", "--no-drop-caches", "-n", "1", "--suite"])
+            .arg(&suite)
+            .arg("--target")
+            .arg(dir.path())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(
+            err.contains("is on a read-only filesystem")
+                && err.contains("name a store on a writable filesystem with --db PATH"),
+            "{db:?}: {err}"
+        );
+    }
+}
+
 mod pg {
     //! A PostgreSQL store behind a TCP proxy that the test cuts while a sample waits to be
     //! stored.
