@@ -782,7 +782,6 @@ pub enum ModelError {
 #[cfg(test)]
 mod tests {
 
-
     #[test]
     fn every_metric_fsdelta_records_itself_is_reserved() {
         let a = crate::probe::system::Snapshot::take();
@@ -794,10 +793,17 @@ mod tests {
                 .into_iter()
                 .map(|m| m.name),
         );
-        names.push(crate::target::blockstat::write_amplification(2, 1).unwrap().name);
+        names.push(
+            crate::target::blockstat::write_amplification(2, 1)
+                .unwrap()
+                .name,
+        );
         assert!(names.len() > 4, "{names:?}");
         for n in names {
-            assert!(reserved_metric(&n).is_some(), "{n} is recorded but not reserved");
+            assert!(
+                reserved_metric(&n).is_some(),
+                "{n} is recorded but not reserved"
+            );
         }
         assert!(reserved_metric("sys_idle_pct").unwrap().contains("rename"));
         assert!(reserved_metric("event:block:rq_issue").is_some());

@@ -100,7 +100,11 @@ fn cleanup_never_replays_another_users_journal_in_a_sticky_directory() {
 
     let out = cleanup(&db, &dir.path().join("state.json"));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(samples_in(&db, run), 0, "the store is unchanged; stderr: {err}");
+    assert_eq!(
+        samples_in(&db, run),
+        0,
+        "the store is unchanged; stderr: {err}"
+    );
     assert!(
         err.contains("not replayed") && err.contains("uid 65534") && err.contains("remove it"),
         "why and how to fix: {err}"
@@ -156,7 +160,10 @@ fn filling_suite(dir: &Path, fill: &Path) -> PathBuf {
 }
 
 fn last_line(text: &str) -> &str {
-    text.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("")
+    text.lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
 }
 
 /// The samples of the store's only run, once the filesystem has room again and `cleanup` ran.

@@ -518,7 +518,12 @@ direct = true
 
     #[test]
     fn a_metric_named_like_one_fsdelta_records_is_refused_naming_test_metric_and_rename() {
-        for name in ["sys_idle_pct", "overhead_s", "dev_write_iops", "event:block:rq_issue"] {
+        for name in [
+            "sys_idle_pct",
+            "overhead_s",
+            "dev_write_iops",
+            "event:block:rq_issue",
+        ] {
             let e = parse(
                 &format!(
                     "[[test]]\nname='probe'\nworkload='command'\ncommand='true'\n[[test.metric]]\nname='{name}'\nregex='(1)'\nunit='count'\ndirection='neutral'\n"
@@ -528,7 +533,9 @@ direct = true
             .unwrap_err()
             .to_string();
             assert!(
-                e.contains("test 'probe'") && e.contains(&format!("'{name}'")) && e.contains("rename"),
+                e.contains("test 'probe'")
+                    && e.contains(&format!("'{name}'"))
+                    && e.contains("rename"),
                 "{e}"
             );
         }

@@ -11,7 +11,9 @@
 //!
 //! Invariants: a finished sample is stored before the next starts; an interrupted run keeps its
 //! finished samples and ends `aborted`; every site is torn down on every path (success, error,
-//! cancel); a run is never left `running` behind an error of its own. What it must never do:
+//! cancel); a run is never left `running` behind an error of its own; a sample the store does not
+//! take is journaled (`store::journal`, [`run_with`]) and the observer hears at once that the
+//! store is unreachable, then where the sample went. What it must never do:
 //! print, parse flags, open a store by URL, or decide exit codes (the CLI edge does).
 
 pub mod confident;

@@ -364,7 +364,10 @@ fn a_sample_the_store_refuses_for_good_is_stored_failed_not_journaled_and_the_ru
     for s in &back {
         assert_eq!(s.sample.status, SampleStatus::Failed);
         let e = s.sample.error.as_deref().unwrap();
-        assert!(e.contains("not stored as measured") && e.contains("sys_idle_pct"), "{e}");
+        assert!(
+            e.contains("not stored as measured") && e.contains("sys_idle_pct"),
+            "{e}"
+        );
     }
     assert!(
         !crate::store::journal::path_beside(&db).exists(),

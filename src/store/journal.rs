@@ -717,6 +717,7 @@ impl<'a> JournaledStore<'a> {
         let mut failures = Vec::new();
         let mut places = vec![self.journals.primary.clone()];
         places.extend(self.journals.fallback.clone());
+        places.retain(|p| !p.as_os_str().is_empty());
         let what = format!(
             "sample {}/{} rep {}",
             entry.sample.config, entry.sample.test, entry.sample.repetition
@@ -1176,10 +1177,23 @@ mod tests {
         let r = replay(&mut st, &journal).unwrap();
         assert_eq!(r.stored + r.already + r.kept, 0, "{r:?}");
         let why = r.refused.clone().unwrap();
-        assert!(why.contains("uid 65534") && why.contains("remove it"), "{why}");
-        assert!(r.message(&journal).unwrap().contains("not replayed"), "{r:?}");
-        assert!(st.samples(run).unwrap().is_empty(), "the store is unchanged");
-        assert_eq!(fs::read_to_string(&journal).unwrap(), line, "left as it was");
+        assert!(
+            why.contains("uid 65534") && why.contains("remove it"),
+            "{why}"
+        );
+        assert!(
+            r.message(&journal).unwrap().contains("not replayed"),
+            "{r:?}"
+        );
+        assert!(
+            st.samples(run).unwrap().is_empty(),
+            "the store is unchanged"
+        );
+        assert_eq!(
+            fs::read_to_string(&journal).unwrap(),
+            line,
+            "left as it was"
+        );
     }
 
     #[test]
@@ -1222,7 +1236,11 @@ mod tests {
             drop(lock);
             assert_eq!(fs::read_to_string(&victim).unwrap(), line, "{planted}");
             assert_eq!(read_entries(&fallback).unwrap().len(), 1, "{planted}");
-            assert!(s.summary().unwrap().contains(&fallback.display().to_string()));
+            assert!(
+                s.summary()
+                    .unwrap()
+                    .contains(&fallback.display().to_string())
+            );
         }
     }
 
@@ -1254,7 +1272,14 @@ mod tests {
         .unwrap();
         drop(lock);
         assert_eq!(fs::read_to_string(&victim).unwrap(), "keep");
-        assert_eq!(read_entries(&journal).unwrap()[0].profile.as_ref().unwrap().1, vec![1]);
+        assert_eq!(
+            read_entries(&journal).unwrap()[0]
+                .profile
+                .as_ref()
+                .unwrap()
+                .1,
+            vec![1]
+        );
     }
 
     #[test]

@@ -5,6 +5,10 @@
 //! SQLite is the embedded default; PostgreSQL (for fleets) implements the same trait, so no
 //! backend type may leak out of this module (the fleet's queue, which only exists on PostgreSQL,
 //! is the one other room that talks to the PostgreSQL connection). This room must never compute statistics.
+//!
+//! Opening a store for writing replays what earlier runs journaled for it ([`journal`]), and
+//! refuses a location that cannot keep a sample (`:memory:`, a device, a directory, a read-only
+//! filesystem) saying what to name instead.
 
 #[cfg(test)]
 pub(crate) mod conformance;
@@ -422,22 +426,26 @@ fn open_writer(
     reconnect: Option<std::time::Duration>,
 ) -> Result<(Box<dyn Store>, journal::Replayed), StoreError> {
     check_location(location)?;
-    let journals = journals_for(location);
-    let mut paths = vec![journals.primary.clone()];
-    paths.extend(journals.fallback.clone());
-    paths.retain(|p| !p.as_os_str().is_empty());
+    // After the store is opened (a new SQLite file exists, so its name is its canonical path).
+    let paths = || {
+        let journals = journals_for(location);
+        let mut paths = vec![journals.primary];
+        paths.extend(journals.fallback);
+        paths.retain(|p| !p.as_os_str().is_empty());
+        paths
+    };
     if is_postgres(location) {
         let mut pg = postgres::PgStore::open(location)?;
         if let Some(w) = reconnect {
             pg.set_retry_for(w);
         }
         let mut store: Box<dyn Store> = Box::new(pg);
-        let replayed = journal::replay_all(store.as_mut(), &paths)?;
+        let replayed = journal::replay_all(store.as_mut(), &paths())?;
         return Ok((store, replayed));
     }
     check_sqlite_location(location)?;
     let mut store: Box<dyn Store> = Box::new(sqlite::SqliteStore::open(Path::new(location))?);
-    let replayed = journal::replay_all(store.as_mut(), &paths)?;
+    let replayed = journal::replay_all(store.as_mut(), &paths())?;
     Ok((store, replayed))
 }
 
@@ -457,9 +465,7 @@ fn check_sqlite_location(location: &str) -> Result<(), StoreError> {
     let p = Path::new(location);
     if let Ok(m) = std::fs::metadata(p) {
         if m.is_dir() {
-            return refuse(
-                "is a directory; name a file in it (--db DIR/results.sqlite)".into(),
-            );
+            return refuse("is a directory; name a file in it (--db DIR/results.sqlite)".into());
         }
         if !m.is_file() {
             return refuse(

@@ -132,7 +132,9 @@ impl CommandWorkload {
             if m.name != "elapsed_s"
                 && let Some(why) = crate::model::reserved_metric(&m.name)
             {
-                return Err(WorkloadError::InvalidOptions(format!("command: metric {why}")));
+                return Err(WorkloadError::InvalidOptions(format!(
+                    "command: metric {why}"
+                )));
             }
             if m.name == "elapsed_s" || !names.insert(m.name.as_str()) {
                 return Err(WorkloadError::InvalidOptions(format!(
