@@ -1324,4 +1324,93 @@ mod tests {
         // A second replay has nothing to do.
         assert_eq!(replay(&mut st, &journal).unwrap(), Replayed::default());
     }
+
+    /// A store whose first write commits and then reports a lost connection (the reply was
+    /// lost): what a PostgreSQL write looks like when the server goes away at its commit.
+    struct CommitsThenLoses {
+        inner: crate::store::memory::MemoryStore,
+        lost: bool,
+    }
+
+    impl Store for CommitsThenLoses {
+        fn create_run(&mut self, run: &crate::model::NewRun) -> Result<RunId, StoreError> {
+            self.inner.create_run(run)
+        }
+        fn add_sample(&mut self, run: RunId, sample: &NewSample) -> Result<SampleId, StoreError> {
+            let id = self.inner.add_sample(run, sample)?;
+            if !self.lost {
+                self.lost = true;
+                return Err(StoreError::Backend(
+                    "lost the connection to PostgreSQL host h and could not get it back within 4 s"
+                        .into(),
+                ));
+            }
+            Ok(id)
+        }
+        fn finish_run(
+            &mut self,
+            run: RunId,
+            status: RunStatus,
+            at: DateTime<Utc>,
+        ) -> Result<(), StoreError> {
+            self.inner.finish_run(run, status, at)
+        }
+        fn runs(&self, f: &crate::store::RunFilter) -> Result<Vec<RunInfo>, StoreError> {
+            self.inner.runs(f)
+        }
+        fn run(&self, id: RunId) -> Result<Option<RunInfo>, StoreError> {
+            self.inner.run(id)
+        }
+        fn samples(&self, run: RunId) -> Result<Vec<SampleRecord>, StoreError> {
+            self.inner.samples(run)
+        }
+        fn add_profile(&mut self, s: SampleId, p: &StoredProfile) -> Result<(), StoreError> {
+            self.inner.add_profile(s, p)
+        }
+        fn profile(&self, s: SampleId) -> Result<Option<StoredProfile>, StoreError> {
+            self.inner.profile(s)
+        }
+        fn run_by_uuid(&self, uuid: &str) -> Result<Option<RunInfo>, StoreError> {
+            self.inner.run_by_uuid(uuid)
+        }
+        fn import_run(
+            &mut self,
+            uuid: &str,
+            run: &RunInfo,
+            samples: &[crate::store::SampleCopy],
+        ) -> Result<RunId, StoreError> {
+            self.inner.import_run(uuid, run, samples)
+        }
+    }
+
+    #[test]
+    fn a_write_retried_after_a_lost_reply_is_stored_once_and_the_wait_is_announced_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = CommitsThenLoses {
+            inner: crate::store::memory::MemoryStore::new(),
+            lost: false,
+        };
+        let mut s = JournaledStore::new(
+            Box::new(store),
+            dir.path().join("j.journal"),
+            Duration::from_secs(3600),
+        );
+        let said = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+        let log = said.clone();
+        s.set_notice(Box::new(move |m| log.lock().unwrap().push(m)));
+        let run = s.create_run(&new_run()).unwrap();
+        let id = s.add_sample(run, &sample(1)).unwrap();
+        assert!(id > 0, "stored, not journaled");
+        assert_eq!(s.samples(run).unwrap().len(), 1, "written once");
+        assert_eq!(s.journaled(), 0);
+        let said = said.lock().unwrap();
+        assert!(
+            said[0].contains("is unreachable") && said[0].contains("1 sample(s) not yet stored"),
+            "{said:?}"
+        );
+        assert!(
+            said[0].contains("keeps trying for up to 3600 s"),
+            "{said:?}"
+        );
+    }
 }
