@@ -490,6 +490,21 @@ mod tests {
         assert!(CommandMetric::parse("x", Some("a"), Some("b"), "ms", "lower").is_err());
     }
 
+    #[test]
+    fn a_metric_named_like_one_fsdelta_records_is_refused_before_running() {
+        let m =
+            CommandMetric::parse("sys_idle_pct", Some("(1)"), None, "count", "neutral").unwrap();
+        let e = CommandWorkload::new(CommandOptions {
+            command: "true".into(),
+            metrics: vec![m],
+            timeout: None,
+        })
+        .err()
+        .unwrap()
+        .to_string();
+        assert!(e.contains("'sys_idle_pct'") && e.contains("rename"), "{e}");
+    }
+
     fn run(
         cmd: &str,
         metrics: Vec<CommandMetric>,
