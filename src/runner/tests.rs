@@ -378,3 +378,75 @@ fn a_sample_the_store_refuses_for_good_is_stored_failed_not_journaled_and_the_ru
         RunStatus::Failed
     );
 }
+
+#[test]
+fn a_sample_refused_even_as_failed_is_set_aside_and_the_error_says_where() {
+    // A store that refuses every sample for good (here: a run id it does not hold).
+    struct Gone(SqliteStore);
+    impl Store for Gone {
+        fn create_run(&mut self, r: &NewRun) -> Result<RunId, StoreError> {
+            self.0.create_run(r).map(|id| id + 1000)
+        }
+        fn add_sample(&mut self, run: RunId, s: &NewSample) -> Result<i64, StoreError> {
+            self.0.add_sample(run, s)
+        }
+        fn finish_run(
+            &mut self,
+            run: RunId,
+            st: RunStatus,
+            at: chrono::DateTime<Utc>,
+        ) -> Result<(), StoreError> {
+            self.0.finish_run(run - 1000, st, at)
+        }
+        fn runs(&self, f: &RunFilter) -> Result<Vec<crate::model::RunInfo>, StoreError> {
+            self.0.runs(f)
+        }
+        fn run(&self, id: RunId) -> Result<Option<crate::model::RunInfo>, StoreError> {
+            self.0.run(id)
+        }
+        fn samples(&self, run: RunId) -> Result<Vec<SampleRecord>, StoreError> {
+            self.0.samples(run)
+        }
+        fn add_profile(
+            &mut self,
+            s: i64,
+            p: &crate::model::StoredProfile,
+        ) -> Result<(), StoreError> {
+            self.0.add_profile(s, p)
+        }
+        fn profile(&self, s: i64) -> Result<Option<crate::model::StoredProfile>, StoreError> {
+            self.0.profile(s)
+        }
+        fn run_by_uuid(&self, u: &str) -> Result<Option<crate::model::RunInfo>, StoreError> {
+            self.0.run_by_uuid(u)
+        }
+        fn import_run(
+            &mut self,
+            u: &str,
+            r: &crate::model::RunInfo,
+            s: &[crate::store::SampleCopy],
+        ) -> Result<RunId, StoreError> {
+            self.0.import_run(u, r, s)
+        }
+        fn journal_path(&self) -> Option<std::path::PathBuf> {
+            self.0.journal_path()
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.sqlite");
+    let p = plan(
+        vec![planned("null", Box::new(Null::new()))],
+        Targets::Scratch(dir.path().to_path_buf()),
+        1,
+    );
+    let mut store = Gone(SqliteStore::open(&db).unwrap());
+    let e = run(&p, &mut store, &CancelToken::new(), &Silent)
+        .unwrap_err()
+        .to_string();
+    let aside = crate::os::files::sibling(&crate::store::journal::path_beside(&db), ".refused");
+    assert!(e.contains(&format!("kept in {}", aside.display())), "{e}");
+    let text = std::fs::read_to_string(&aside).unwrap();
+    assert_eq!(text.lines().count(), 1, "{text}");
+    assert!(text.contains("\"test\":\"null\""), "{text}");
+    assert!(!crate::store::journal::path_beside(&db).exists());
+}

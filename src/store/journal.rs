@@ -897,6 +897,26 @@ impl Store for JournaledStore<'_> {
             ))
         };
         if !transient(&why) {
+            if sample.status == SampleStatus::Failed
+                && !self.journals.primary.as_os_str().is_empty()
+            {
+                // Refused even as a failed sample (its caller's last resort): keep it where a
+                // reader finds it, never in the journal (it would be refused forever).
+                let aside = files::sibling(&self.journals.primary, ".refused");
+                let entry = Entry {
+                    key: String::new(),
+                    run,
+                    store: self.journals.store.clone(),
+                    sample: sample.clone(),
+                    profile: None,
+                };
+                if append_to(&aside, &entry).is_ok() {
+                    return Err(StoreError::Backend(format!(
+                        "{why}; the sample (refused even as a failed one) is kept in {}",
+                        aside.display()
+                    )));
+                }
+            }
             return Err(why);
         }
         self.seq += 1;
