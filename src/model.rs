@@ -312,6 +312,61 @@ impl Metric {
     }
 }
 
+/// The metrics fsdelta itself records for a sample, whatever its workload: the machine around
+/// it (`crate::probe::system`), the device's counters (`crate::target::blockstat`), the timed
+/// unmount and mount, the step's overhead, a guest's boot, a command test's own `elapsed_s`.
+/// A sample holds each name once, so a command test may not declare one of these
+/// ([`reserved_metric`]).
+pub const RESERVED_METRICS: &[&str] = &[
+    "elapsed_s",
+    "overhead_s",
+    "mount_s",
+    "umount_s",
+    "vm_boot_s",
+    "write_amplification",
+    "dev_read_iops",
+    "dev_write_iops",
+    "dev_read_kbytes",
+    "dev_write_kbytes",
+    "sys_user_pct",
+    "sys_system_pct",
+    "sys_iowait_pct",
+    "sys_irq_pct",
+    "sys_softirq_pct",
+    "sys_idle_pct",
+    "bg_cpu_pct",
+    "loadavg_1m_start",
+    "proc_user_s",
+    "proc_system_s",
+    "proc_ctx_voluntary",
+    "proc_ctx_involuntary",
+    "proc_minor_faults",
+    "proc_major_faults",
+    "vm_pgpgin",
+    "vm_pgpgout",
+    "vm_pgfault",
+    "vm_pgmajfault",
+    "dirty_peak_kib",
+    "writeback_peak_kib",
+];
+
+/// Why `name` cannot be a command test's metric, if it cannot: one fsdelta records for every
+/// sample ([`RESERVED_METRICS`]), or an event count (`event:GROUP:NAME`).
+pub fn reserved_metric(name: &str) -> Option<String> {
+    if RESERVED_METRICS.contains(&name) {
+        return Some(format!(
+            "'{name}' is a metric fsdelta records for every sample itself; rename yours (for example 'cmd_{name}')"
+        ));
+    }
+    if name.starts_with("event:") {
+        return Some(format!(
+            "'{name}' is the name of an event count (event:GROUP:NAME, from `events`); rename yours (for example '{}')",
+            name.replace(':', "_")
+        ));
+    }
+    None
+}
+
 /// A latency (or other) histogram kept beside the percentiles read from it, so that samples can be
 /// merged and re-read later. Buckets are sparse `(index, count)` pairs in the named layout.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -726,6 +781,34 @@ pub enum ModelError {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn every_metric_fsdelta_records_itself_is_reserved() {
+        let a = crate::probe::system::Snapshot::take();
+        let b = crate::probe::system::Snapshot::take();
+        let mut names: Vec<String> = a.delta(&b).into_iter().map(|m| m.name).collect();
+        names.extend(
+            crate::target::blockstat::BlockStatDelta::default()
+                .metrics()
+                .into_iter()
+                .map(|m| m.name),
+        );
+        names.push(
+            crate::target::blockstat::write_amplification(2, 1)
+                .unwrap()
+                .name,
+        );
+        assert!(names.len() > 4, "{names:?}");
+        for n in names {
+            assert!(
+                reserved_metric(&n).is_some(),
+                "{n} is recorded but not reserved"
+            );
+        }
+        assert!(reserved_metric("sys_idle_pct").unwrap().contains("rename"));
+        assert!(reserved_metric("event:block:rq_issue").is_some());
+        assert!(reserved_metric("launch_ms").is_none());
+    }
 
     #[test]
     fn a_text_attachment_round_trips_and_a_long_one_says_what_it_dropped() {

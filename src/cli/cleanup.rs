@@ -23,11 +23,19 @@ pub fn main() -> i32 {
 
 /// Mark the runs in the store at `db` whose fsdelta is gone as aborted, and say so. A SQLite
 /// store that does not exist is not created; a PostgreSQL store's schema is brought up to date.
+/// Opening it replays its journals (`store::journal`); a journal that is not ours (another
+/// user's, a symlink) is not replayed, and the message says why.
 pub fn abort_orphans(db: &str, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
     if db.is_empty() || !(crate::store::is_postgres(db) || std::path::Path::new(db).exists()) {
         return 0;
     }
-    match crate::store::open(db).and_then(|mut s| s.abort_orphaned_runs()) {
+    let opened = crate::store::open_replaying(db);
+    if let Ok((_, replayed)) = &opened
+        && let Some(m) = replayed.message(&crate::store::journals_for(db).primary)
+    {
+        let _ = writeln!(err, "fsdelta cleanup: {m}");
+    }
+    match opened.and_then(|(mut s, _)| s.abort_orphaned_runs()) {
         Ok(ids) => {
             for id in ids {
                 let _ = writeln!(

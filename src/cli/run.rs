@@ -127,8 +127,8 @@ pub fn main(args: RunArgs) -> Result<i32> {
     }
     let location = args.db.location();
     let (mut store, replayed) = store::open_for_run(&location)?;
-    let journal = store::journal::path_beside(std::path::Path::new(&location));
-    if let Some(m) = replayed.message(&journal) {
+    let journals = store::journals_for(&location);
+    if let Some(m) = replayed.message(&journals.primary) {
         eprintln!("fsdelta: {m}");
     }
     let cancel = super::install_run_signals().context("installing signal handlers")?;
@@ -141,7 +141,7 @@ pub fn main(args: RunArgs) -> Result<i32> {
         quiet: args.quiet,
         location,
     };
-    let result = runner::run(&plan, store.as_mut(), &cancel, &view);
+    let result = runner::run_with(&plan, store.as_mut(), &cancel, &view, Some(journals));
     view.progress.finish();
     let result = result?;
     if let Some(e) = &result.teardown_error {
@@ -160,6 +160,9 @@ pub fn main(args: RunArgs) -> Result<i32> {
             eprintln!(
                 "fsdelta: run {run_id} interrupted; {n} finished sample(s) kept, run marked aborted"
             );
+            if let Some(u) = &result.unsaved {
+                eprintln!("fsdelta: {u}");
+            }
             return Ok(EXIT_INTERRUPTED);
         }
         RunStatus::Failed => eprintln!(
@@ -191,6 +194,10 @@ pub fn main(args: RunArgs) -> Result<i32> {
         let (base, cur) = (format!("{run_id}@{a}"), format!("{run_id}@{b}"));
         compare_code =
             compare_code.max(closing(store.as_ref(), &base, &cur, true, &args, &margins)?);
+    }
+    // The last word: where each sample the store did not take went.
+    if let Some(u) = &result.unsaved {
+        eprintln!("fsdelta: {u}");
     }
     // An error outranks a regression: exit 2 when samples failed, else what the comparison says.
     Ok(if result.status == RunStatus::Failed {

@@ -352,9 +352,15 @@ pub fn parse(text: &str, file: &str) -> Result<Suite, SuiteFileError> {
                             }
                         }
                         let get = |k: &str| m.get(k).and_then(|v| v.as_str()).map(String::from);
+                        let name =
+                            get("name").ok_or_else(|| terr("a metric has no `name`".into()))?;
+                        // A sample holds a metric name once: one fsdelta records itself would
+                        // make the store refuse every sample of this test.
+                        if let Some(why) = crate::model::reserved_metric(&name) {
+                            return Err(terr(format!("metric {why}")));
+                        }
                         metrics.push(CommandMetricSpec {
-                            name: get("name")
-                                .ok_or_else(|| terr("a metric has no `name`".into()))?,
+                            name,
                             regex: get("regex"),
                             json: get("json"),
                             unit: get("unit").ok_or_else(|| {
@@ -508,6 +514,31 @@ direct = true
         assert!(required(t("required = true").unwrap()));
         let e = t("required = 'yes'").unwrap_err().to_string();
         assert!(e.contains("`required` must be true or false"), "{e}");
+    }
+
+    #[test]
+    fn a_metric_named_like_one_fsdelta_records_is_refused_naming_test_metric_and_rename() {
+        for name in [
+            "sys_idle_pct",
+            "overhead_s",
+            "dev_write_iops",
+            "event:block:rq_issue",
+        ] {
+            let e = parse(
+                &format!(
+                    "[[test]]\nname='probe'\nworkload='command'\ncommand='true'\n[[test.metric]]\nname='{name}'\nregex='(1)'\nunit='count'\ndirection='neutral'\n"
+                ),
+                "s.toml",
+            )
+            .unwrap_err()
+            .to_string();
+            assert!(
+                e.contains("test 'probe'")
+                    && e.contains(&format!("'{name}'"))
+                    && e.contains("rename"),
+                "{e}"
+            );
+        }
     }
 
     #[test]

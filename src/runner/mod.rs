@@ -11,7 +11,9 @@
 //!
 //! Invariants: a finished sample is stored before the next starts; an interrupted run keeps its
 //! finished samples and ends `aborted`; every site is torn down on every path (success, error,
-//! cancel); a run is never left `running` behind an error of its own. What it must never do:
+//! cancel); a run is never left `running` behind an error of its own; a sample the store does not
+//! take is journaled (`store::journal`, [`run_with`]) and the observer hears at once that the
+//! store is unreachable, then where the sample went. What it must never do:
 //! print, parse flags, open a store by URL, or decide exit codes (the CLI edge does).
 
 pub mod confident;
@@ -171,6 +173,9 @@ pub struct RunResult {
     pub closing: Option<Closing>,
     /// Wall time of the run, from setting up its targets to tearing them down, seconds.
     pub wall_s: f64,
+    /// Where the samples the store did not take went (journals, or printed as journal lines),
+    /// when there are any: the caller's last word on the run.
+    pub unsaved: Option<String>,
 }
 
 impl RunResult {
@@ -233,13 +238,23 @@ pub enum RunError {
     /// Profiling failed.
     #[error("{0}")]
     Profile(String),
-    /// The run had started and stopped on an error; its finished samples are kept.
+    /// The run had started and stopped on an error; its finished samples are stored, or in a
+    /// journal ([`RunError::Unsaved`] says which).
     #[error("run {run_id} stopped; its finished samples are kept: {source}")]
     Stopped {
         /// The run.
         run_id: RunId,
         /// Why.
         source: Box<RunError>,
+    },
+    /// The run stopped on an error and some of its samples are not in the store: where each
+    /// went.
+    #[error("{error}; {summary}")]
+    Unsaved {
+        /// Why the run stopped.
+        error: Box<RunError>,
+        /// Where the samples the store did not take are.
+        summary: String,
     },
 }
 
@@ -673,20 +688,38 @@ fn last_comparable(
     Ok(None)
 }
 
-/// How long a refused store write is retried before the sample is journaled (it is retried
-/// again at every later write of the run and at its end).
-const STORE_PATIENCE: std::time::Duration = std::time::Duration::from_secs(30);
-
 /// Run `plan`: set up its sites, record the run, run every sample in the plan's order, store
 /// each as it finishes, tear everything down, and end the run with its status. Runs whose
 /// fsdelta died are marked aborted first; samples the store refuses are journaled beside it
-/// (`store::journal`), never lost.
+/// (`store::journal`), never lost. The journals are those of a store that names one
+/// ([`Store::journal_path`], a SQLite store); [`run_with`] names them for any store.
 pub fn run(
     plan: &Plan,
     store: &mut dyn Store,
     cancel: &CancelToken,
     observer: &dyn Observer,
 ) -> Result<RunResult, RunError> {
+    let journals = store.journal_path().map(|j| {
+        let j = j.display().to_string();
+        crate::store::journals_for(j.strip_suffix(".journal").unwrap_or(&j))
+    });
+    run_with(plan, store, cancel, observer, journals)
+}
+
+/// [`run`], keeping what the store refuses in `journals` (`store::journals_for` the store's
+/// location; `None` keeps nothing). A store that refuses a write is retried for the bounded
+/// wait (`FSDELTA_STORE_WAIT`, `store::journal::DEFAULT_WAIT`): the observer hears at the first
+/// failure that the store is unreachable, how many samples are held and that the run keeps
+/// trying, then where each sample was journaled; [`RunResult::unsaved`] (or the error) says
+/// where each unsaved sample went.
+pub fn run_with(
+    plan: &Plan,
+    store: &mut dyn Store,
+    cancel: &CancelToken,
+    observer: &dyn Observer,
+    journals: Option<crate::store::journal::Journals>,
+) -> Result<RunResult, RunError> {
+    let wait = crate::store::journal::wait_from_env().map_err(RunError::Plan)?;
     if let Ok(ids) = store.abort_orphaned_runs() {
         for id in ids {
             observer.event(Event::Warning(format!(
@@ -694,16 +727,30 @@ pub fn run(
             )));
         }
     }
-    let Some(journal) = store.journal_path() else {
+    let Some(journals) = journals else {
         return run_stored(plan, store, cancel, observer);
     };
     let mut journaled =
-        crate::store::journal::JournaledStore::new(Box::new(store), journal, STORE_PATIENCE);
+        crate::store::journal::JournaledStore::with_journals(Box::new(store), journals, wait);
+    journaled.set_notice(Box::new(move |m| observer.event(Event::Warning(m))));
     let result = run_stored(plan, &mut journaled, cancel, observer);
-    if let Some(summary) = journaled.summary() {
-        observer.event(Event::Warning(summary));
+    let summary = journaled.summary();
+    match result {
+        Ok(mut r) => {
+            if journaled.failed_later() > 0 && r.status == RunStatus::Complete {
+                r.status = RunStatus::Failed;
+            }
+            r.unsaved = summary;
+            Ok(r)
+        }
+        Err(e) => Err(match summary {
+            Some(summary) => RunError::Unsaved {
+                error: Box::new(e),
+                summary,
+            },
+            None => e,
+        }),
     }
-    result
 }
 
 fn run_stored(
@@ -880,6 +927,7 @@ fn run_stored(
         teardown_error,
         closing,
         wall_s: began.elapsed().as_secs_f64(),
+        unsaved: None,
     })
 }
 

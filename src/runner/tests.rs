@@ -318,3 +318,135 @@ fn until_confident_adds_repetitions_only_while_the_headline_is_unresolved() {
     assert_eq!(r.samples.len(), 2);
     assert_eq!(calls.calls(), 2);
 }
+
+#[test]
+fn a_sample_the_store_refuses_for_good_is_stored_failed_not_journaled_and_the_run_fails() {
+    // A metric named twice (as a command test's metric named like one fsdelta records, such
+    // as sys_idle_pct, was): the store's constraint refuses it, which waiting cannot change.
+    struct Twice;
+    impl Workload for Twice {
+        fn engine(&self) -> &'static str {
+            "twice"
+        }
+        fn run(
+            &self,
+            _: &crate::workload::RunContext<'_>,
+        ) -> Result<Measurements, crate::workload::WorkloadError> {
+            let m = || {
+                crate::model::Metric::new(
+                    "sys_idle_pct",
+                    1.0,
+                    crate::model::Unit::Percent,
+                    crate::model::Direction::Neutral,
+                )
+            };
+            Ok(Measurements {
+                metrics: vec![m(), m()],
+                ..Measurements::default()
+            })
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.sqlite");
+    let p = plan(
+        vec![planned("twice", Box::new(Twice))],
+        Targets::Scratch(dir.path().to_path_buf()),
+        2,
+    );
+    let mut store = SqliteStore::open(&db).unwrap();
+    let rec = Recorder::default();
+    let r = run(&p, &mut store, &CancelToken::new(), &rec).unwrap();
+    assert_eq!(r.status, RunStatus::Failed, "not `complete` with 0 samples");
+    assert_eq!(r.failed(), 2);
+    assert!(r.unsaved.is_none(), "{:?}", r.unsaved);
+    let back = store.samples(r.run_id).unwrap();
+    assert_eq!(back.len(), 2, "both stored, as failed");
+    for s in &back {
+        assert_eq!(s.sample.status, SampleStatus::Failed);
+        let e = s.sample.error.as_deref().unwrap();
+        assert!(
+            e.contains("not stored as measured") && e.contains("sys_idle_pct"),
+            "{e}"
+        );
+    }
+    assert!(
+        !crate::store::journal::path_beside(&db).exists(),
+        "nothing left in a journal to be retried forever"
+    );
+    assert_eq!(
+        store.run(r.run_id).unwrap().unwrap().status,
+        RunStatus::Failed
+    );
+}
+
+#[test]
+fn a_sample_refused_even_as_failed_is_set_aside_and_the_error_says_where() {
+    // A store that refuses every sample for good (here: a run id it does not hold).
+    struct Gone(SqliteStore);
+    impl Store for Gone {
+        fn create_run(&mut self, r: &NewRun) -> Result<RunId, StoreError> {
+            self.0.create_run(r).map(|id| id + 1000)
+        }
+        fn add_sample(&mut self, run: RunId, s: &NewSample) -> Result<i64, StoreError> {
+            self.0.add_sample(run, s)
+        }
+        fn finish_run(
+            &mut self,
+            run: RunId,
+            st: RunStatus,
+            at: chrono::DateTime<Utc>,
+        ) -> Result<(), StoreError> {
+            self.0.finish_run(run - 1000, st, at)
+        }
+        fn runs(&self, f: &RunFilter) -> Result<Vec<crate::model::RunInfo>, StoreError> {
+            self.0.runs(f)
+        }
+        fn run(&self, id: RunId) -> Result<Option<crate::model::RunInfo>, StoreError> {
+            self.0.run(id)
+        }
+        fn samples(&self, run: RunId) -> Result<Vec<SampleRecord>, StoreError> {
+            self.0.samples(run)
+        }
+        fn add_profile(
+            &mut self,
+            s: i64,
+            p: &crate::model::StoredProfile,
+        ) -> Result<(), StoreError> {
+            self.0.add_profile(s, p)
+        }
+        fn profile(&self, s: i64) -> Result<Option<crate::model::StoredProfile>, StoreError> {
+            self.0.profile(s)
+        }
+        fn run_by_uuid(&self, u: &str) -> Result<Option<crate::model::RunInfo>, StoreError> {
+            self.0.run_by_uuid(u)
+        }
+        fn import_run(
+            &mut self,
+            u: &str,
+            r: &crate::model::RunInfo,
+            s: &[crate::store::SampleCopy],
+        ) -> Result<RunId, StoreError> {
+            self.0.import_run(u, r, s)
+        }
+        fn journal_path(&self) -> Option<std::path::PathBuf> {
+            self.0.journal_path()
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.sqlite");
+    let p = plan(
+        vec![planned("null", Box::new(Null::new()))],
+        Targets::Scratch(dir.path().to_path_buf()),
+        1,
+    );
+    let mut store = Gone(SqliteStore::open(&db).unwrap());
+    let e = run(&p, &mut store, &CancelToken::new(), &Silent)
+        .unwrap_err()
+        .to_string();
+    let aside = crate::os::files::sibling(&crate::store::journal::path_beside(&db), ".refused");
+    assert!(e.contains(&format!("kept in {}", aside.display())), "{e}");
+    let text = std::fs::read_to_string(&aside).unwrap();
+    assert_eq!(text.lines().count(), 1, "{text}");
+    assert!(text.contains("\"test\":\"null\""), "{text}");
+    assert!(!crate::store::journal::path_beside(&db).exists());
+}

@@ -5,6 +5,10 @@
 //! SQLite is the embedded default; PostgreSQL (for fleets) implements the same trait, so no
 //! backend type may leak out of this module (the fleet's queue, which only exists on PostgreSQL,
 //! is the one other room that talks to the PostgreSQL connection). This room must never compute statistics.
+//!
+//! Opening a store for writing replays what earlier runs journaled for it ([`journal`]), and
+//! refuses a location that cannot keep a sample (`:memory:`, a device, a directory, a read-only
+//! filesystem) saying what to name instead.
 
 #[cfg(test)]
 pub(crate) mod conformance;
@@ -370,23 +374,127 @@ fn check_location(location: &str) -> Result<(), StoreError> {
 }
 
 /// Open the store at `location` for writing: a path to a SQLite file (created with its parent
-/// directory), or a `postgres://` URL. Samples journaled beside it by an earlier run whose store
-/// refused them ([`journal`]) are replayed into it, exactly once; the replay's report is returned
-/// by [`open_for_run`] (this function only prints nothing and keeps the count).
+/// directory), or a `postgres://` URL. Samples journaled by an earlier run whose store refused
+/// them ([`journal`]: beside a SQLite store, and in the state directory for either kind) are
+/// replayed into it, exactly once; the replay's report is returned by [`open_for_run`] (this
+/// function prints nothing and keeps the count).
 pub fn open(location: &str) -> Result<Box<dyn Store>, StoreError> {
-    open_for_run(location).map(|(s, _)| s)
+    open_writer(location, None).map(|(s, _)| s)
 }
 
-/// [`open`], also returning what was replayed from the journal beside the store.
+/// [`open`] and the replay's report, for `cleanup`.
+pub fn open_replaying(location: &str) -> Result<(Box<dyn Store>, journal::Replayed), StoreError> {
+    open_writer(location, None)
+}
+
+/// How long one call of a run's PostgreSQL store retries a lost connection: short, because the
+/// run's [`journal::JournaledStore`] is the one place that waits (saying so) and journals.
+pub const RUN_RECONNECT_WINDOW: std::time::Duration = std::time::Duration::from_secs(4);
+
+/// [`open`] for a run, also returning what was replayed from the journals. A PostgreSQL store
+/// retries a lost connection for [`RUN_RECONNECT_WINDOW`] a call (not [`pgconn::RETRY_FOR`]):
+/// the run's [`journal::JournaledStore`] waits, says so, and journals.
 pub fn open_for_run(location: &str) -> Result<(Box<dyn Store>, journal::Replayed), StoreError> {
-    check_location(location)?;
+    open_writer(location, Some(RUN_RECONNECT_WINDOW))
+}
+
+/// Where a run's samples go when the store at `location` refuses them
+/// ([`journal::JournaledStore`]): beside a SQLite store, then in the state directory; for a
+/// PostgreSQL store, in the state directory.
+pub fn journals_for(location: &str) -> journal::Journals {
     if is_postgres(location) {
-        let store: Box<dyn Store> = Box::new(postgres::PgStore::open(location)?);
-        return Ok((store, journal::Replayed::default()));
+        let shown = pgconn::PgTarget::parse(location)
+            .map(|t| format!("postgres {}", t.shown))
+            .unwrap_or_else(|_| pgconn::redact(location));
+        return journal::Journals {
+            primary: journal::state_journal(&shown).unwrap_or_default(),
+            fallback: None,
+            store: shown,
+        };
     }
+    let db = Path::new(location);
+    let name = journal::sqlite_name(db);
+    journal::Journals {
+        primary: journal::path_beside(db),
+        fallback: journal::state_journal(&name),
+        store: name,
+    }
+}
+
+fn open_writer(
+    location: &str,
+    reconnect: Option<std::time::Duration>,
+) -> Result<(Box<dyn Store>, journal::Replayed), StoreError> {
+    check_location(location)?;
+    // After the store is opened (a new SQLite file exists, so its name is its canonical path).
+    let paths = || {
+        let journals = journals_for(location);
+        let mut paths = vec![journals.primary];
+        paths.extend(journals.fallback);
+        paths.retain(|p| !p.as_os_str().is_empty());
+        paths
+    };
+    if is_postgres(location) {
+        let mut pg = postgres::PgStore::open(location)?;
+        if let Some(w) = reconnect {
+            pg.set_retry_for(w);
+        }
+        let mut store: Box<dyn Store> = Box::new(pg);
+        let replayed = journal::replay_all(store.as_mut(), &paths())?;
+        return Ok((store, replayed));
+    }
+    check_sqlite_location(location)?;
     let mut store: Box<dyn Store> = Box::new(sqlite::SqliteStore::open(Path::new(location))?);
-    let replayed = journal::replay(store.as_mut(), &journal::path_beside(Path::new(location)))?;
+    let replayed = journal::replay_all(store.as_mut(), &paths())?;
     Ok((store, replayed))
+}
+
+/// `--db` values that cannot be a SQLite store, refused with what to do instead.
+fn check_sqlite_location(location: &str) -> Result<(), StoreError> {
+    let refuse = |message: String| {
+        Err(StoreError::Open {
+            location: location.to_string(),
+            message,
+        })
+    };
+    if location == ":memory:" || location.starts_with("file::memory:") {
+        return refuse(
+            "an in-memory database keeps nothing after fsdelta exits, so a run's samples would be lost; name a file (--db results.sqlite) or a postgres:// URL".into(),
+        );
+    }
+    let p = Path::new(location);
+    if let Ok(m) = std::fs::metadata(p) {
+        if m.is_dir() {
+            return refuse("is a directory; name a file in it (--db DIR/results.sqlite)".into());
+        }
+        if !m.is_file() {
+            return refuse(
+                "is not a regular file (a device, a FIFO or a socket such as /dev/null): a store must be a file; name a file (--db results.sqlite)".into(),
+            );
+        }
+    }
+    // The directory the file is (or will be) in: a read-only filesystem cannot hold a store.
+    let dir = p
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let mut existing = Some(dir);
+    while let Some(d) = existing {
+        if d.exists() {
+            break;
+        }
+        existing = d.parent().filter(|x| !x.as_os_str().is_empty());
+    }
+    if let Some(d) = existing.or(Some(Path::new(".")))
+        && let Ok(st) = rustix::fs::statvfs(d)
+        && st.f_flag.contains(rustix::fs::StatVfsMountFlags::RDONLY)
+    {
+        return refuse(format!(
+            "{} is on a read-only filesystem, where a store cannot be written (nor its journal); name a store on a writable filesystem with --db PATH, or remount it read-write",
+            d.display()
+        ));
+    }
+    Ok(())
 }
 
 /// Open the store at `location` for reading only (`list`, `show`, `compare`, `history`,
@@ -394,6 +502,12 @@ pub fn open_for_run(location: &str) -> Result<(Box<dyn Store>, journal::Replayed
 /// an error rather than a new empty store.
 pub fn open_read_only(location: &str) -> Result<Box<dyn Store>, StoreError> {
     check_location(location)?;
+    if location == ":memory:" || location.starts_with("file::memory:") {
+        return Err(StoreError::Open {
+            location: location.to_string(),
+            message: "an in-memory database holds nothing fsdelta stored (it lives only as long as one fsdelta); name the store's file (--db results.sqlite) or a postgres:// URL".into(),
+        });
+    }
     if is_postgres(location) {
         return Ok(Box::new(postgres::PgStore::open_read_only(location)?));
     }

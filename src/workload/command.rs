@@ -129,6 +129,13 @@ impl CommandWorkload {
         }
         let mut names = std::collections::BTreeSet::new();
         for m in &opts.metrics {
+            if m.name != "elapsed_s"
+                && let Some(why) = crate::model::reserved_metric(&m.name)
+            {
+                return Err(WorkloadError::InvalidOptions(format!(
+                    "command: metric {why}"
+                )));
+            }
             if m.name == "elapsed_s" || !names.insert(m.name.as_str()) {
                 return Err(WorkloadError::InvalidOptions(format!(
                     "command: metric name '{}' is used twice (elapsed_s is always measured)",
@@ -481,6 +488,21 @@ mod tests {
         );
         assert!(CommandMetric::parse("x", Some("(\\d+)"), None, "ms", "up").is_err());
         assert!(CommandMetric::parse("x", Some("a"), Some("b"), "ms", "lower").is_err());
+    }
+
+    #[test]
+    fn a_metric_named_like_one_fsdelta_records_is_refused_before_running() {
+        let m =
+            CommandMetric::parse("sys_idle_pct", Some("(1)"), None, "count", "neutral").unwrap();
+        let e = CommandWorkload::new(CommandOptions {
+            command: "true".into(),
+            metrics: vec![m],
+            timeout: None,
+        })
+        .err()
+        .unwrap()
+        .to_string();
+        assert!(e.contains("'sys_idle_pct'") && e.contains("rename"), "{e}");
     }
 
     fn run(
