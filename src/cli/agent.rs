@@ -394,7 +394,10 @@ fn run_job(
             job: job.id,
             quiet: args.quiet,
         };
-        let r = runner::run(&plan, &mut store, &cancel, &observer);
+        // A sample the fleet database cannot take within the bounded wait (FSDELTA_STORE_WAIT)
+        // is journaled on this machine, as `fsdelta run` does, rather than held for minutes.
+        let journals = Some(crate::store::journals_for(&url));
+        let r = runner::run_with(&plan, &mut store, &cancel, &observer, journals);
         (r, store.run)
     };
     // The heartbeat thread sees this within its 200 ms slice and ends on its own; not waiting
@@ -535,6 +538,9 @@ pub fn main(args: &AgentArgs) -> Result<i32> {
     };
     // Every run this agent stores is written under its claim token.
     fleet.act_for_claim(Some(agent.token.clone()));
+    // Each call retries a lost connection briefly; the run's journaled store does the waiting,
+    // says so within seconds, and journals after the bounded wait.
+    fleet.set_retry_for(crate::store::RUN_RECONNECT_WINDOW);
     q.register(&agent, env!("CARGO_PKG_VERSION"))?;
     q.listen(CHANNEL)?;
     eprintln!(
