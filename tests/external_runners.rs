@@ -354,6 +354,10 @@ fn dbench_external_matches_the_native_contract() {
     kept(&e, "stderr");
 }
 
+/// How long each tool of `cancel_stops_each_real_tool_promptly` runs when not cancelled (at
+/// least).
+const TOOL_RUNTIME_S: u64 = 60;
+
 #[test]
 fn cancel_stops_each_real_tool_promptly() {
     let cases: Vec<(Tool, Box<dyn Workload>)> = vec![
@@ -403,18 +407,31 @@ fn cancel_stops_each_real_tool_promptly() {
             "{}: {r:?}",
             tool.binary
         );
+        // Each tool would run 60 s by itself (fs_mark's -L 100000 far longer): ending before
+        // that is the cancel's doing, however slowly a busy machine let it go (issue 33: this
+        // once asked for 6 s).
         assert!(
-            t0.elapsed() < Duration::from_secs(6),
+            t0.elapsed() < Duration::from_secs(TOOL_RUNTIME_S),
             "{}: {:?}",
             tool.binary,
             t0.elapsed()
         );
-        // Nothing of the tool keeps running in the target directory.
-        std::thread::sleep(Duration::from_millis(200));
-        let busy = std::fs::read_dir("/proc")
-            .unwrap()
-            .filter_map(|e| std::fs::read_link(e.ok()?.path().join("cwd")).ok())
-            .any(|cwd| cwd.starts_with(d.path()));
-        assert!(!busy, "{}: a process still runs in the target", tool.binary);
+        // Nothing of the tool keeps running in the target directory: its processes go (a
+        // killed process can take a moment to be reaped), and one the cancel missed would
+        // still be there half the tool's runtime after the start.
+        let in_target = || {
+            std::fs::read_dir("/proc")
+                .unwrap()
+                .filter_map(|e| std::fs::read_link(e.ok()?.path().join("cwd")).ok())
+                .any(|cwd| cwd.starts_with(d.path()))
+        };
+        while in_target() {
+            assert!(
+                t0.elapsed() < Duration::from_secs(TOOL_RUNTIME_S / 2),
+                "{}: a process still runs in the target",
+                tool.binary
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 }

@@ -1,9 +1,17 @@
 //! Histogram logs (write_hist_log, log_hist_msec, log_hist_coarseness) under `fsdelta fio` and
 //! real fio 3.33 on the same time-based job: the same file names (one per clone), the same
-//! columns per line (`msec, ddir, bs` and 1856 >> coarseness bins), the same number of lines
-//! give or take one, per direction a line about every log_hist_msec; and fio's own
-//! `fio-histo-log-pctiles.py` (shipped gzipped in Debian's fio package) reads ours and counts
-//! the I/Os our bins hold.
+//! columns per line (`msec, ddir, bs` and 1856 >> coarseness bins), lines as fio's
+//! add_clat_sample writes them; and fio's own `fio-histo-log-pctiles.py` (shipped gzipped in
+//! Debian's fio package) reads ours and counts the I/Os our bins hold.
+//!
+//! What the lines must be whatever the load (issue 33: this test once counted lines per second,
+//! and a busy machine does not keep that count, fio's own logs included): per direction, line k
+//! is written at a completion once k windows of log_hist_msec have passed since the first
+//! completion (fio's hist_last moves on by log_hist_msec a line, keeping the drift), so line k
+//! is at k * log_hist_msec or later; after a stall the lines of the windows missed follow one
+//! another at once, so times only never go back; each line holds the completion that wrote it;
+//! no line is later than the tool's process lived. How many lines a run gets is the
+//! scheduler's business and is not checked.
 //!
 //! Needs /usr/bin/fio; skips otherwise, saying why, unless FSDELTA_REQUIRE_ALL=1. The script
 //! part needs python3 and the script as well (it uses Python's standard library only); the
@@ -15,6 +23,7 @@ mod common;
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::Instant;
 
 const RUNTIME_MS: u64 = 1000;
 const HIST_MS: u64 = 100;
@@ -23,20 +32,36 @@ const PARSER: &str = "/usr/share/doc/fio/fiologparser_hist.py.gz";
 
 use common::FioLogs as Logs;
 
-/// The checks both tools' logs must pass.
-fn check(who: &str, job: &str, logs: &Logs, cols: usize) {
-    // Two directions, a line per window each.
-    let windows = RUNTIME_MS / HIST_MS;
+/// One tool's run of `job` in a fresh directory: the directory, its logs, and an upper bound
+/// of every log time (the milliseconds the process lived, rounded up).
+fn run_timed(tool: &str, args: &[&str], job: &str) -> (tempfile::TempDir, Logs, u64) {
+    let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    std::fs::write(d.path().join("job.fio"), job).unwrap();
+    let t0 = Instant::now();
+    let o = Command::new(tool)
+        .current_dir(d.path())
+        .args(args)
+        .arg("job.fio")
+        .output()
+        .unwrap();
+    let lived_ms = t0.elapsed().as_millis() as u64 + 1;
+    assert!(
+        o.status.success(),
+        "{tool}: {job}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let logs = common::fio_logs(d.path());
+    (d, logs, lived_ms)
+}
+
+/// The checks both tools' logs must pass whatever the timing.
+fn check(who: &str, job: &str, logs: &Logs, cols: usize, lived_ms: u64) {
+    let mut dirs = [false; 2];
     for (name, lines) in logs {
-        assert!(
-            (2 * (windows - 2)..=2 * windows).contains(&(lines.len() as u64)),
-            "{who} {job}: {name} has {} lines, want about {}",
-            lines.len(),
-            2 * (windows - 1)
-        );
-        // Per direction: window k starts k * log_hist_msec after the first (fio keeps the
-        // drift), so line k is at (k + 1) * log_hist_msec or later, times rise, and the last
-        // is within the runtime.
+        // The clone read and wrote for RUNTIME_MS: at least one window closed.
+        assert!(!lines.is_empty(), "{who} {job}: {name} is empty");
+        // Per direction: line k is at k * log_hist_msec or later, times never go back, and
+        // none is later than the process lived.
         let mut seen = [0u64; 2];
         let mut last = [0u64; 2];
         for l in lines {
@@ -49,21 +74,20 @@ fn check(who: &str, job: &str, logs: &Logs, cols: usize) {
                 "{who} {name}: {:?}",
                 &l[..3]
             );
+            dirs[d] = true;
             seen[d] += 1;
             assert!(
-                l[0] >= seen[d] * HIST_MS && l[0] > last[d] && l[0] <= RUNTIME_MS + HIST_MS,
-                "{who} {name}: line {} of ddir {d} at {} (the last at {})",
+                l[0] >= seen[d] * HIST_MS && l[0] >= last[d] && l[0] <= lived_ms,
+                "{who} {name}: line {} of ddir {d} at {} (the last at {}; the process lived \
+                 {lived_ms} ms)",
                 seen[d],
                 l[0],
                 last[d]
             );
             last[d] = l[0];
         }
-        assert!(
-            seen.iter().all(|&n| n >= windows - 2),
-            "{who} {name}: {seen:?}"
-        );
     }
+    assert_eq!(dirs, [true, true], "{who} {job}: both directions logged");
 }
 
 /// The Python the script parts run.
@@ -106,15 +130,21 @@ fn histogram_logs_have_fios_names_lines_and_columns() {
     );
     for (extra, cols) in [("log_hist_coarseness=2\n", 3 + 464), ("", 3 + 1856)] {
         let job = format!("{base}{extra}");
-        // The same files, with as many lines give or take one.
-        let (ours_dir, ours, theirs_dir, theirs) = common::logs_of_both(&job);
+        let (ours_dir, ours, lived) = run_timed(env!("CARGO_BIN_EXE_fsdelta"), &["fio"], &job);
+        let (theirs_dir, theirs, fio_lived) = run_timed("fio", &[], &job);
+        // The same files.
         assert_eq!(
             ours.keys().collect::<Vec<_>>(),
             ["h_clat_hist.1.log", "h_clat_hist.2.log"],
             "{job}"
         );
-        check("fsdelta", &job, &ours, cols);
-        check("fio", &job, &theirs, cols);
+        assert_eq!(
+            theirs.keys().collect::<Vec<_>>(),
+            ours.keys().collect::<Vec<_>>(),
+            "{job}"
+        );
+        check("fsdelta", &job, &ours, cols, lived);
+        check("fio", &job, &theirs, cols, fio_lived);
         if cols != 3 + 1856 {
             continue;
         }
@@ -126,14 +156,23 @@ fn histogram_logs_have_fios_names_lines_and_columns() {
                 eprintln!("SKIPPED (the fio-histo-log-pctiles.py part): this test needs {what}")
             }
             Ok(py) => {
+                // The script divides by the time between two lines of a direction; after a
+                // stall fio writes the lines of the windows missed in the same millisecond (so
+                // do we): give it those merged, their bins summed, no I/O lost.
+                let merged = "merged.log";
+                std::fs::write(ours_dir.path().join(merged), merge_same_ms(&ours[name])).unwrap();
                 let o = Command::new(python())
                     .current_dir(ours_dir.path())
                     .arg(&py)
-                    .args(["--log-hist-msec", &HIST_MS.to_string(), name])
+                    .args(["--log-hist-msec", &HIST_MS.to_string(), merged])
                     .output()
                     .unwrap();
                 let out = String::from_utf8_lossy(&o.stdout);
-                assert!(o.status.success() && !out.contains("ERROR"), "{out}");
+                assert!(
+                    o.status.success() && !out.contains("ERROR"),
+                    "{out}{}",
+                    String::from_utf8_lossy(&o.stderr)
+                );
                 // Its per-second sample counts add up to the I/Os our bins hold (it spreads
                 // each line over the seconds it covers, in floating point).
                 let counted = column_sum(&out, "msec-since-start, samples,");
@@ -149,13 +188,16 @@ fn histogram_logs_have_fios_names_lines_and_columns() {
                 eprintln!("SKIPPED (the fiologparser_hist.py part): this test needs {what}")
             }
             Ok(py) => {
-                // It reads ours as it reads fio's: as many 250 ms rows (give or take one), each
-                // with samples, over the same columns.
-                let parse = |dir: &Path| {
+                // It reads ours as it reads fio's: rows over the same columns, each with
+                // samples, at rising multiples of the 250 ms interval, the last the first one
+                // at or after the log's last line. (Which intervals in between get a row
+                // depends on where a stall left gaps between lines, in either tool.)
+                const INTERVAL: u64 = 250;
+                let parse = |dir: &Path, logs: &Logs| {
                     let o = Command::new(python())
                         .current_dir(dir)
                         .arg(&py)
-                        .args(["--interval", "250", name])
+                        .args(["--interval", &INTERVAL.to_string(), name])
                         .output()
                         .unwrap();
                     let out = String::from_utf8_lossy(&o.stdout).into_owned();
@@ -171,22 +213,72 @@ fn histogram_logs_have_fios_names_lines_and_columns() {
                         .filter(|l| !l.trim().is_empty())
                         .map(|l| l.split(',').map(|f| f.trim().to_string()).collect())
                         .collect();
+                    assert!(!rows.is_empty(), "{out}");
+                    let ends: Vec<u64> = rows.iter().map(|r| r[0].parse().unwrap()).collect();
+                    let t_last = logs[name].iter().map(|l| l[0]).max().unwrap();
+                    assert!(
+                        ends.iter().all(|e| e % INTERVAL == 0)
+                            && ends.windows(2).all(|w| w[0] < w[1])
+                            && *ends.last().unwrap() == t_last.div_ceil(INTERVAL) * INTERVAL,
+                        "rows end at {ends:?}, the log's last line is at {t_last} ms:\n{out}"
+                    );
+                    for r in &rows {
+                        assert!(r[1].parse::<f64>().unwrap() > 0.0, "{out}");
+                    }
                     (out, rows)
                 };
-                let (out, ours_rows) = parse(ours_dir.path());
-                let (fio_out, fio_rows) = parse(theirs_dir.path());
-                assert!(!ours_rows.is_empty(), "{out}");
-                assert!(
-                    ours_rows.len().abs_diff(fio_rows.len()) <= 1,
-                    "ours:\n{out}\nfio's:\n{fio_out}"
-                );
+                let (out, ours_rows) = parse(ours_dir.path(), &ours);
+                let (_, fio_rows) = parse(theirs_dir.path(), &theirs);
                 for r in &ours_rows {
                     assert_eq!(r.len(), fio_rows[0].len(), "{out}");
-                    assert!(r[1].parse::<f64>().unwrap() > 0.0, "{out}");
                 }
             }
         }
     }
+}
+
+/// The text of a histogram log with each direction's lines of one millisecond merged into
+/// one, their bins summed (times per direction then strictly rise).
+fn merge_same_ms(lines: &[Vec<u64>]) -> String {
+    let mut out: Vec<Vec<u64>> = Vec::new();
+    let mut last: [Option<usize>; 2] = [None, None];
+    for l in lines {
+        let d = l[1] as usize;
+        match last[d] {
+            Some(i) if out[i][0] == l[0] => {
+                for (sum, v) in out[i][3..].iter_mut().zip(&l[3..]) {
+                    *sum += v;
+                }
+            }
+            _ => {
+                last[d] = Some(out.len());
+                out.push(l.clone());
+            }
+        }
+    }
+    out.iter()
+        .map(|l| {
+            let cols: Vec<String> = l.iter().map(u64::to_string).collect();
+            cols.join(", ") + "\n"
+        })
+        .collect()
+}
+
+#[test]
+fn merging_keeps_every_io_and_leaves_rising_times() {
+    let lines = vec![
+        vec![101, 0, 4096, 1, 2],
+        vec![101, 1, 4096, 3, 0],
+        vec![650, 0, 4096, 1, 1],
+        vec![650, 1, 4096, 0, 1],
+        vec![650, 0, 4096, 2, 0],
+        vec![651, 0, 4096, 0, 5],
+    ];
+    assert_eq!(
+        merge_same_ms(&lines),
+        "101, 0, 4096, 1, 2\n101, 1, 4096, 3, 0\n650, 0, 4096, 3, 1\n650, 1, 4096, 0, 1\n\
+         651, 0, 4096, 0, 5\n"
+    );
 }
 
 /// The sum of the second column of the CSV rows after the header line starting `header`.

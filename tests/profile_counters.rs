@@ -92,11 +92,13 @@ fn cpu_bound_and_fsync_bound_samples_differ_in_the_expected_direction() {
     let (io, io_wall, fsyncs) = fsync_bound(dir.path());
     assert!(fsyncs > 0);
 
-    // This process: busy for the whole CPU-bound phase, mostly asleep in fsync.
+    // This process: busy whenever it ran in the CPU-bound phase, mostly asleep in fsync.
+    // How many CPUs the spinning threads got is the load's business (issue 33: this once
+    // wanted 0.3 CPUs, which a busy machine does not give); the fsync loop sleeps whatever
+    // the load, so it uses far less CPU per second than the spinning threads got.
     let busy = |m: &[Metric], wall: f64| (get(m, "proc_user_s") + get(m, "proc_system_s")) / wall;
     let (cpu_busy, io_busy) = (busy(&cpu, cpu_wall), busy(&io, io_wall));
-    // (Other processes on a shared machine may take some of the CPUs.)
-    assert!(cpu_busy > 0.3, "CPU-bound: {cpu_busy:.2} CPUs busy");
+    assert!(cpu_busy > 0.0, "CPU-bound: {cpu_busy:.2} CPUs busy");
     assert!(
         io_busy < cpu_busy / 2.0,
         "fsync-bound used {io_busy:.2} CPUs, CPU-bound {cpu_busy:.2}"
@@ -105,6 +107,11 @@ fn cpu_bound_and_fsync_bound_samples_differ_in_the_expected_direction() {
     let sys_share = |m: &[Metric]| {
         get(m, "proc_system_s") / (get(m, "proc_user_s") + get(m, "proc_system_s")).max(1e-9)
     };
+    assert!(
+        sys_share(&cpu) < 0.5,
+        "the CPU-bound phase's time is user time: system share {:.2}",
+        sys_share(&cpu)
+    );
     assert!(
         sys_share(&io) > sys_share(&cpu),
         "system share of CPU time: fsync-bound {:.2}, CPU-bound {:.2}",
