@@ -235,8 +235,54 @@ pub fn build_test(
     }
 }
 
-/// Build the workload a suite's test describes, checking its options.
+/// Refuse a suite test whose options name a path outside the directory it runs in (the
+/// target): an fs_mark `-d`/`-l`, a fio job's files, directories, logs or job names, an
+/// external dbench loadfile's paths. One check per tool, made by [`build`] and
+/// [`external::build`] before anything runs, so that a sample is never stored under the
+/// target's filesystem and device when it ran elsewhere. The standalone `fsdelta fio` and
+/// `fsdelta fsmark` build their workloads without it: there the user named the paths.
+pub fn check_inside_target(spec: &EngineSpec, external: bool) -> Result<(), WorkloadError> {
+    let refuse = |m: String| Err(WorkloadError::InvalidOptions(m));
+    match spec {
+        EngineSpec::FsMark { args } => {
+            // The external driver adds `-d .` when none is given; the options parse the same.
+            let mut args = args.clone();
+            if !args.iter().any(|a| a.starts_with("-d")) {
+                args.extend(["-d".to_string(), ".".to_string()]);
+            }
+            match fsmark::FsMarkOptions::parse(&args) {
+                Ok(o) => match o.outside_target() {
+                    Some(m) => refuse(m),
+                    None => Ok(()),
+                },
+                // Bad options are reported by the engine's own parse, with its wording.
+                Err(_) => Ok(()),
+            }
+        }
+        EngineSpec::Fio { job } => {
+            let sections = crate::plan::jobfile::parse_ini(
+                job,
+                "suite job",
+                &crate::plan::jobfile::SystemSources,
+            )
+            .map_err(|e| WorkloadError::InvalidOptions(format!("fio job: {e}")))?;
+            crate::plan::jobfile::confine::check_inside_target(&sections)
+                .map_err(|e| WorkloadError::InvalidOptions(format!("fio job: {e}")))
+        }
+        EngineSpec::Dbench {
+            loadfile: Some(p), ..
+        } if external => match self::external::dbench::loadfile_outside_target(p) {
+            Some(m) => refuse(m),
+            None => Ok(()),
+        },
+        _ => Ok(()),
+    }
+}
+
+/// Build the workload a suite's test describes, checking its options (and that its paths stay
+/// inside the target, [`check_inside_target`]).
 pub fn build(spec: &EngineSpec) -> Result<Box<dyn Workload>, WorkloadError> {
+    check_inside_target(spec, false)?;
     match spec {
         EngineSpec::FsMark { args } => {
             let mut options = fsmark::FsMarkOptions::parse(args)
