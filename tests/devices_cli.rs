@@ -119,7 +119,10 @@ fn config(body: &str) -> TargetConfig {
 fn encode_dev(path: &Path) -> u64 {
     use std::os::unix::fs::MetadataExt;
     let rdev = fs::metadata(path).unwrap().rdev();
-    let (major, minor) = (rustix::fs::major(rdev) as u64, rustix::fs::minor(rdev) as u64);
+    let (major, minor) = (
+        rustix::fs::major(rdev) as u64,
+        rustix::fs::minor(rdev) as u64,
+    );
     (minor & 0xff) | (major << 8) | ((minor & !0xff) << 12)
 }
 

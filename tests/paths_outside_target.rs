@@ -107,10 +107,7 @@ fn a_fio_directory_outside_the_target_is_refused_before_it_runs() {
     );
     t.refused(
         &suite,
-        &[
-            "test far",
-            &format!("option 'directory={}'", t.outside()),
-        ],
+        &["test far", &format!("option 'directory={}'", t.outside())],
     );
 }
 
@@ -216,6 +213,9 @@ fn external_dbench_loadfile_climbing_out_is_refused() {
     let (code, text) = t.run(&suite);
     assert_ne!(code, 0, "{text}");
     assert!(text.contains("test db"), "{text}");
-    assert!(text.contains("climbs out of the client's directory"), "{text}");
+    assert!(
+        text.contains("climbs out of the client's directory"),
+        "{text}"
+    );
     assert_eq!(before, snapshot(t.tmp.path()));
 }

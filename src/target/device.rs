@@ -642,7 +642,10 @@ pub fn decode_dev(n: u32) -> (u32, u32) {
 /// Devices named by number inside mkfs or mount options ([`NUMBER_OPTIONS`]): each option as
 /// written (`journal_dev=1795`) with the major:minor it names, `None` when it is no number the
 /// kernel would read.
-pub fn device_numbers_in_options(mkfs: &[String], mount: &str) -> Vec<(String, Option<(u32, u32)>)> {
+pub fn device_numbers_in_options(
+    mkfs: &[String],
+    mount: &str,
+) -> Vec<(String, Option<(u32, u32)>)> {
     let mut out = Vec::new();
     for token in mkfs
         .iter()

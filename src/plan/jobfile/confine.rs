@@ -152,7 +152,17 @@ mod tests {
         for bad in ["/x", "..", "../x", "a/../..", "a/../../b", "./../x", "//x"] {
             assert!(leaves_target(bad), "{bad}");
         }
-        for good in ["x", "a/b", "a/../b", "./x", ".", "", "a/b/../../c", "x..y", "..x"] {
+        for good in [
+            "x",
+            "a/b",
+            "a/../b",
+            "./x",
+            ".",
+            "",
+            "a/b/../../c",
+            "x..y",
+            "..x",
+        ] {
             assert!(!leaves_target(good), "{good}");
         }
     }
@@ -165,19 +175,28 @@ mod tests {
             ("[w]\nfilename=/abs/file\n", "filename=/abs/file"),
             ("[w]\ndirectory=a:/b\n", "directory=a:/b"),
             ("[w]\nfilename=a:b/../../c\n", "filename=a:b/../../c"),
-            ("[global]\ndirectory=/mnt\n[w]\nrw=write\n", "directory=/mnt"),
+            (
+                "[global]\ndirectory=/mnt\n[w]\nrw=write\n",
+                "directory=/mnt",
+            ),
             ("[w]\nopendir=/etc\n", "opendir=/etc"),
             ("[w]\nwrite_bw_log=/tmp/bw\n", "write_bw_log=/tmp/bw"),
             ("[w]\nwrite_lat_log=../lat\n", "write_lat_log=../lat"),
             ("[w]\nwrite_iolog=/tmp/io\n", "write_iolog=/tmp/io"),
             ("[w]\nread_iolog=/tmp/io\n", "read_iolog=/tmp/io"),
-            ("[w]\nreplay_redirect=/dev/sda\n", "replay_redirect=/dev/sda"),
+            (
+                "[w]\nreplay_redirect=/dev/sda\n",
+                "replay_redirect=/dev/sda",
+            ),
             ("[w]\nname=../../x\n", "name=../../x"),
         ] {
             let e = check(job).unwrap_err();
             assert!(e.contains(&format!("option '{key}'")), "{job}: {e}");
             assert!(e.contains("leaves the target directory"), "{job}: {e}");
-            assert!(e.contains("use a path relative to the target"), "{job}: {e}");
+            assert!(
+                e.contains("use a path relative to the target"),
+                "{job}: {e}"
+            );
         }
     }
 

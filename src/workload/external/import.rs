@@ -179,9 +179,16 @@ mod tests {
         };
         let read_only = format!(r#""read":{dir},"#);
         let write_only = format!(r#""write":{dir},"#);
-        let err = import_fio_json(&doc("write", &read_only)).unwrap_err().to_string();
-        assert!(err.contains("job 'j'") && err.contains("no `write` object"), "{err}");
-        let err = import_fio_json(&doc("randrw", &write_only)).unwrap_err().to_string();
+        let err = import_fio_json(&doc("write", &read_only))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("job 'j'") && err.contains("no `write` object"),
+            "{err}"
+        );
+        let err = import_fio_json(&doc("randrw", &write_only))
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("no `read` object"), "{err}");
         // A write job with both objects, and a read job without `write`, are fine.
         let both = format!(r#""read":{dir},"write":{dir},"#);

@@ -275,7 +275,11 @@ impl FsMarkOptions {
                    the target's filesystem and device, so every path it names must stay inside: \
                    use a path relative to the target (-d sub), without a leading / and without \
                    '..' climbing out";
-        let bad_dir = self.dirs.iter().find(|d| leaves_target(d)).map(|d| ("-d", d));
+        let bad_dir = self
+            .dirs
+            .iter()
+            .find(|d| leaves_target(d))
+            .map(|d| ("-d", d));
         let bad_log = self
             .log_file
             .as_ref()
