@@ -16,7 +16,9 @@
 //! Devices hidden in options ([`devices_in_options`]): a block device named inside mkfs or mount
 //! options (positional, `logdev=`, `rtdev=`, `device=`, `-d name=...`, a symlink to a device, or
 //! any path under /dev) is refused unless it is the configuration's own device, which passes every
-//! check above.
+//! check above. A device named by number (ext4's `journal_dev=1795`) is resolved through /sys
+//! and refused the same way; a number that names no device here is refused too, asking for the
+//! /dev path. A read-only device (`/sys/class/block/X/ro`) is refused before mkfs, saying so.
 //!
 //! A config may only name a block device with `destroy = true` (checked in `plan::config`), so a
 //! filesystem signature on it is not a reason to refuse: the config said to destroy it.

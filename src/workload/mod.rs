@@ -4,6 +4,12 @@
 //! [`Measurements`] value; they never print to the terminal and never touch the store, so the same
 //! engine serves `fsdelta run`, `fsdelta fsmark` and the tests. A workload must never allocate,
 //! log or take locks inside its timed loop, and must stop promptly when its [`CancelToken`] fires.
+//!
+//! A suite's test works only inside its run directory (the target): [`build`] and
+//! [`external::build`] refuse, through [`check_inside_target`], any path in its options that is
+//! absolute or climbs out with `..`, before anything runs, so that no sample is stored under
+//! the target's filesystem and device when it ran elsewhere. The standalone `fsdelta fio` and
+//! `fsdelta fsmark` build their engines directly and keep the tools' own path semantics.
 
 pub mod command;
 pub mod copy;

@@ -3,7 +3,8 @@
 //! Why: filesystem developers have years of fio JSON files; importing them as samples, with the
 //! native engine's metric names, lets `fsdelta compare` and `history` treat them like runs made
 //! by fsdelta. This module is a pure conversion (text in, samples out): it must never touch the
-//! store or the filesystem, and must never invent a number the JSON does not hold.
+//! store or the filesystem, and must never invent a number the JSON does not hold: a job that
+//! does a direction whose `read`/`write` object is missing is refused, not read as 0 IOPS.
 
 use super::ParseError;
 use super::fio::{FioJob, FioOutput, measurements_of, parse, rw_directions};
