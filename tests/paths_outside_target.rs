@@ -219,3 +219,73 @@ fn external_dbench_loadfile_climbing_out_is_refused() {
     );
     assert_eq!(before, snapshot(t.tmp.path()));
 }
+
+/// A symlink already inside the target (here in an erofs image's tree) that leads out is
+/// refused when the sample starts, naming the path, where it leads and the target: the read
+/// would have measured the host's filesystem under the erofs facts.
+#[test]
+fn a_symlink_in_an_erofs_tree_that_leads_out_fails_the_sample() {
+    let has_mkfs = std::process::Command::new("mkfs.erofs")
+        .arg("-V")
+        .output()
+        .is_ok();
+    let _ = std::process::Command::new("modprobe").arg("erofs").status();
+    let in_kernel = std::fs::read_to_string("/proc/filesystems")
+        .unwrap_or_default()
+        .lines()
+        .any(|l| l.split_whitespace().last() == Some("erofs"));
+    if !require(
+        common::is_root() && has_mkfs && in_kernel && Path::new("/dev/loop-control").exists(),
+        "root, loop devices, erofs in the kernel and mkfs.erofs (Debian erofs-utils)",
+    ) {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let victim = tmp.path().join("victim");
+    std::fs::write(&victim, vec![7u8; 1 << 20]).unwrap();
+    let src = tmp.path().join("tree");
+    std::fs::create_dir_all(&src).unwrap();
+    std::os::unix::fs::symlink(&victim, src.join("data.bin")).unwrap();
+    let cfg = tmp.path().join("c.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "scratch = \"{}\"\n[[config]]\nname = \"ro\"\nfs = \"erofs\"\nsource = \"{}\"\n",
+            tmp.path().join("scratch").display(),
+            src.display()
+        ),
+    )
+    .unwrap();
+    let suite = tmp.path().join("s.toml");
+    std::fs::write(
+        &suite,
+        "[[test]]\nname = \"seqread\"\nworkload = \"fio\"\n\
+         job = \"\"\"\n[seq]\nrw=read\nbs=4k\nfilename=data.bin\n\"\"\"\n",
+    )
+    .unwrap();
+    let db = tmp.path().join("r.sqlite");
+    let out = fsdelta(&db)
+        .args(["run", "-n", "1", "--quiet", "--config"])
+        .arg(&cfg)
+        .arg("--suite")
+        .arg(&suite)
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!out.status.success(), "{text}");
+    assert!(
+        text.contains(&format!(
+            "'data.bin' leads through a symlink to {}, outside the target directory",
+            victim.display()
+        )),
+        "{text}"
+    );
+    let doc = common::export_latest(fsdelta(&db));
+    for s in doc["runs"][0]["samples"].as_array().unwrap() {
+        assert_ne!(s["status"], "ok", "{s}");
+    }
+}

@@ -137,6 +137,37 @@ pub fn check_inside_target(sections: &[RawSection]) -> Result<(), JobFileError> 
     Ok(())
 }
 
+/// The paths the jobs name relative to the run directory, for a check at run time that none
+/// of them leads out through a symlink already there: every piece of every path option (not
+/// the job name) and every `directory`/`filename` pair.
+pub fn named_paths(sections: &[RawSection]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let (mut dirs, mut files) = (Vec::new(), Vec::new());
+    for o in sections.iter().flat_map(|s| &s.options) {
+        let key = o.key.to_ascii_lowercase();
+        if key == "name" || !PATH_OPTIONS.contains(&key.as_str()) {
+            continue;
+        }
+        for piece in o.value.as_deref().unwrap_or("").split(':') {
+            if piece.is_empty() {
+                continue;
+            }
+            match key.as_str() {
+                "directory" => dirs.push(piece.to_string()),
+                "filename" => files.push(piece.to_string()),
+                _ => {}
+            }
+            out.push(piece.to_string());
+        }
+    }
+    for d in &dirs {
+        for f in &files {
+            out.push(format!("{d}/{f}"));
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
