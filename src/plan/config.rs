@@ -689,7 +689,21 @@ impl Parser<'_> {
 
         let mkfs_options = match get_str("mkfs")? {
             None => Vec::new(),
-            Some((v, s)) => split_words(&s).map_err(|m| at(v, "mkfs", m))?,
+            Some((v, s)) => {
+                let words = split_words(&s).map_err(|m| at(v, "mkfs", m))?;
+                if fs == FsKind::Ext4
+                    && let Some(o) = ext_offset(&words)
+                {
+                    return Err(at(
+                        v,
+                        "mkfs",
+                        format!(
+                            "-E {o} makes mkfs.ext4 write the filesystem that many bytes into the device, where mount does not look for it (the kernel then finds no ext4 and refuses the mount): remove {o} from mkfs ="
+                        ),
+                    ));
+                }
+                words
+            }
         };
 
         let mount_options = match get_str("mount")? {
@@ -1063,6 +1077,25 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
 
 /// Split options into words as a POSIX shell would (white space separates; single quotes, double
 /// quotes and backslashes quote), without expanding anything.
+/// The `offset=N` of mkfs.ext4's extended options (`-E offset=N`, `-Eoffset=N`, or one of a
+/// comma-separated list), as written.
+fn ext_offset(words: &[String]) -> Option<String> {
+    let mut values = Vec::new();
+    let mut it = words.iter();
+    while let Some(w) = it.next() {
+        if w == "-E" {
+            values.extend(it.next().map(String::as_str));
+        } else if let Some(v) = w.strip_prefix("-E") {
+            values.push(v);
+        }
+    }
+    values
+        .iter()
+        .flat_map(|v| v.split(','))
+        .find(|o| o.trim().starts_with("offset="))
+        .map(|o| o.trim().to_string())
+}
+
 pub fn split_words(s: &str) -> Result<Vec<String>, String> {
     let mut words = Vec::new();
     let mut cur = String::new();

@@ -39,13 +39,13 @@ pub enum CopyPath {
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum EngineSpec {
     /// The native fs_mark engine with these fs_mark flags (without `-d`: the run's directory is
-    /// used).
+    /// used; a `-d` or `-l` that leaves it is refused when the workload is built).
     FsMark {
         /// fs_mark flags.
         args: Vec<String>,
     },
     /// The native fio engine with this job file text (relative paths resolve against the
-    /// run's directory).
+    /// run's directory; a path that leaves it is refused when the workload is built).
     Fio {
         /// Job file text (ini).
         job: String,

@@ -16,7 +16,9 @@
 //! Devices hidden in options ([`devices_in_options`]): a block device named inside mkfs or mount
 //! options (positional, `logdev=`, `rtdev=`, `device=`, `-d name=...`, a symlink to a device, or
 //! any path under /dev) is refused unless it is the configuration's own device, which passes every
-//! check above.
+//! check above. A device named by number (ext4's `journal_dev=1795`) is resolved through /sys
+//! and refused the same way; a number that names no device here is refused too, asking for the
+//! /dev path. A read-only device (`/sys/class/block/X/ro`) is refused before mkfs, saying so.
 //!
 //! A config may only name a block device with `destroy = true` (checked in `plan::config`), so a
 //! filesystem signature on it is not a reason to refuse: the config said to destroy it.
@@ -59,6 +61,12 @@ impl Sysfs {
     pub fn name_of(&self, major: u32, minor: u32) -> Option<String> {
         let link = fs::read_link(self.root.join(format!("dev/block/{major}:{minor}"))).ok()?;
         Some(link.file_name()?.to_str()?.to_string())
+    }
+
+    /// Whether the kernel marks `name` read-only (`/sys/class/block/NAME/ro` is 1: a loop
+    /// device attached with `losetup -r`, a write-protected disk, `blockdev --setro`).
+    pub fn read_only(&self, name: &str) -> bool {
+        self.read(self.class(name).join("ro")).as_deref() == Some("1")
     }
 
     /// Whether `name` is a partition.
@@ -472,6 +480,15 @@ fn check_once(device: &Path, scratch: &Path) -> Result<DeviceHold, Check> {
     let name = sys
         .name_of(major, minor)
         .ok_or_else(|| refuse(format!("/sys knows no block device {major}:{minor}")))?;
+    if sys.read_only(&name) {
+        return Err(refuse(format!(
+            "is read-only (/sys/class/block/{name}/ro is 1: a loop device attached with \
+             `losetup -r`, a write-protected disk, or `blockdev --setro`), so mkfs cannot write \
+             to it: make it writable (`blockdev --setrw {0}`, or attach the loop device without \
+             -r) or name another device",
+            device.display()
+        )));
+    }
     // Hold first, then check: from here on nobody else can claim the device.
     use rustix::fs::{Mode, OFlags};
     let held = rustix::fs::open(
@@ -603,8 +620,54 @@ pub fn devices_in_options(mkfs: &[String], mount: &str) -> Vec<String> {
     out
 }
 
+/// Options that name a block device by its number rather than its path: ext2/3/4's
+/// `journal_dev=` (the kernel's `new_encode_dev` of major:minor, as `stat -c %Hr:%Lr` shows).
+const NUMBER_OPTIONS: &[&str] = &["journal_dev"];
+
+/// A number as the kernel's `kstrtouint(s, 0)` reads it: `0x` hex, a leading `0` octal, else
+/// decimal.
+fn c_number(s: &str) -> Option<u32> {
+    if let Some(h) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        u32::from_str_radix(h, 16).ok()
+    } else if s.len() > 1 && s.starts_with('0') {
+        u32::from_str_radix(&s[1..], 8).ok()
+    } else {
+        s.parse().ok()
+    }
+}
+
+/// The kernel's `new_decode_dev`: major:minor of a device number as `journal_dev=` takes it.
+pub fn decode_dev(n: u32) -> (u32, u32) {
+    ((n & 0xfff00) >> 8, (n & 0xff) | ((n >> 12) & 0xfff00))
+}
+
+/// Devices named by number inside mkfs or mount options ([`NUMBER_OPTIONS`]): each option as
+/// written (`journal_dev=1795`) with the major:minor it names, `None` when it is no number the
+/// kernel would read.
+pub fn device_numbers_in_options(
+    mkfs: &[String],
+    mount: &str,
+) -> Vec<(String, Option<(u32, u32)>)> {
+    let mut out = Vec::new();
+    for token in mkfs
+        .iter()
+        .map(String::as_str)
+        .chain(std::iter::once(mount))
+    {
+        for part in token.split(',') {
+            if let Some((k, v)) = part.trim().split_once('=')
+                && NUMBER_OPTIONS.contains(&k.trim())
+            {
+                out.push((part.trim().to_string(), c_number(v.trim()).map(decode_dev)));
+            }
+        }
+    }
+    out
+}
+
 /// Refuse a device named inside mkfs or mount options unless it is `own` (the configuration's
-/// device, which is checked by [`check_can_format`]).
+/// device, which is checked by [`check_can_format`]); a device named by number
+/// (`journal_dev=1795`) is resolved through /sys and refused the same way.
 pub fn check_option_devices(
     own: Option<&Path>,
     mkfs: &[String],
@@ -626,6 +689,27 @@ pub fn check_option_devices(
             reason: format!(
                 "it is {what} named inside the mkfs or mount options; fsdelta formats only the device a config names with device = \"...\" and destroy = true: remove it from mkfs = / mount = (an external log or realtime device is not supported)"
             ),
+        });
+    }
+    for (option, num) in device_numbers_in_options(mkfs, mount) {
+        if num.is_some() && num == own_num {
+            continue;
+        }
+        let named = num.and_then(|(a, b)| Sysfs::default().name_of(a, b).map(|n| (a, b, n)));
+        return Err(TargetError::Refused {
+            device: match &named {
+                Some((_, _, n)) => format!("/dev/{n}"),
+                None => option.clone(),
+            },
+            reason: match named {
+                Some((a, b, _)) => format!(
+                    "it is a block device ({a}:{b}) named inside the mkfs or mount options by its number ({option}); fsdelta formats only the device a config names with device = \"...\" and destroy = true: remove {option} from mkfs = / mount = (an external journal device is not supported)"
+                ),
+                None => format!(
+                    "{option} names a device by number, and no block device here has that number{}: fsdelta cannot check a device it cannot find; name the device by its /dev path (and only the config's own device may be named)",
+                    num.map(|(a, b)| format!(" ({a}:{b})")).unwrap_or_default()
+                ),
+            },
         });
     }
     Ok(())
@@ -657,6 +741,36 @@ pub fn device_name_holding(path: &Path) -> Option<String> {
 mod tests {
     use super::*;
     use std::os::unix::fs::symlink;
+
+    #[test]
+    fn device_numbers_decode_as_the_kernels() {
+        // 1795 = 7:3 (loop3), in decimal, hex and octal; a large minor uses the high bits.
+        assert_eq!(decode_dev(1795), (7, 3));
+        let d = device_numbers_in_options(&[], "noatime,journal_dev=0x703");
+        assert_eq!(d, vec![("journal_dev=0x703".to_string(), Some((7, 3)))]);
+        let d = device_numbers_in_options(&["-o".into(), "journal_dev=03403".into()], "");
+        assert_eq!(d[0].1, Some((7, 3)));
+        assert_eq!(decode_dev((259 << 8) | 0x100 << 12 | 5), (259, 0x105));
+        assert_eq!(device_numbers_in_options(&[], "journal_dev=x")[0].1, None);
+        assert!(device_numbers_in_options(&[], "journal_path=/dev/x").is_empty());
+    }
+
+    #[test]
+    fn a_bare_device_number_is_refused_saying_to_name_the_path() {
+        let e = check_option_devices(None, &[], "journal_dev=4294967295")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("journal_dev=4294967295"), "{e}");
+        assert!(e.contains("name the device by its /dev path"), "{e}");
+    }
+
+    #[test]
+    fn read_only_is_read_from_sys() {
+        let (_t, sys) = fake_sys();
+        assert!(!sys.read_only("sdb"));
+        fs::write(_t.path().join("devices/sdb/ro"), "1\n").unwrap();
+        assert!(sys.read_only("sdb"));
+    }
 
     /// A fake /sys: sdb with partitions sdb1, sdb2; sdc with dm-0 stacked on it; loop0.
     fn fake_sys() -> (tempfile::TempDir, Sysfs) {

@@ -68,11 +68,15 @@ pub fn mount(source: &str, target: &Path, fs_type: &str, options: &str) -> Resul
     })?;
     rustix::mount::mount(source, target, fs_type, flags, data.as_c_str()).map_err(|e| {
         let hint = match e {
-            Errno::INVAL => {
-                format!(
-                    "; the kernel refused the options '{options}' for {fs_type}: check their spelling (dmesg says which)"
-                )
-            }
+            // EINVAL is also the kernel's answer when it finds no filesystem of this type at
+            // the start of the device (mkfs put it elsewhere, or made none): without options,
+            // blaming them would send the user the wrong way.
+            Errno::INVAL if options.trim().is_empty() => format!(
+                "; the kernel found no {fs_type} filesystem it can mount on {source} (no mount options were given, so it is not them): check the config's mkfs options (dmesg says what the kernel found)"
+            ),
+            Errno::INVAL => format!(
+                "; the kernel refused the {fs_type} filesystem on {source} or the options '{options}': check their spelling, and the config's mkfs options (dmesg says which)"
+            ),
             Errno::PERM | Errno::ACCESS => "; mounting needs root".to_string(),
             Errno::NODEV => format!("; this kernel has no {fs_type} (modprobe {fs_type})"),
             Errno::BUSY => "; already mounted or in use".to_string(),

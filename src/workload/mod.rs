@@ -4,6 +4,12 @@
 //! [`Measurements`] value; they never print to the terminal and never touch the store, so the same
 //! engine serves `fsdelta run`, `fsdelta fsmark` and the tests. A workload must never allocate,
 //! log or take locks inside its timed loop, and must stop promptly when its [`CancelToken`] fires.
+//!
+//! A suite's test works only inside its run directory (the target): [`build`] and
+//! [`external::build`] refuse, through [`check_inside_target`], any path in its options that is
+//! absolute or climbs out with `..`, before anything runs, so that no sample is stored under
+//! the target's filesystem and device when it ran elsewhere. The standalone `fsdelta fio` and
+//! `fsdelta fsmark` build their engines directly and keep the tools' own path semantics.
 
 pub mod command;
 pub mod copy;
@@ -192,6 +198,9 @@ impl Workload for Specified {
         self.inner.skip_reason(dir)
     }
     fn run(&self, ctx: &RunContext<'_>) -> Result<Measurements, WorkloadError> {
+        if let Some(m) = symlink_outside_target(&self.spec, ctx.dir) {
+            return Err(WorkloadError::InvalidOptions(m));
+        }
         self.inner.run(ctx)
     }
     fn spec(&self) -> Option<(&EngineSpec, bool)> {
@@ -235,8 +244,102 @@ pub fn build_test(
     }
 }
 
-/// Build the workload a suite's test describes, checking its options.
+/// Refuse a suite test whose options name a path outside the directory it runs in (the
+/// target): an fs_mark `-d`/`-l`, a fio job's files, directories, logs or job names, an
+/// external dbench loadfile's paths. One check per tool, made by [`build`] and
+/// [`external::build`] before anything runs, so that a sample is never stored under the
+/// target's filesystem and device when it ran elsewhere. The standalone `fsdelta fio` and
+/// `fsdelta fsmark` build their workloads without it: there the user named the paths.
+pub fn check_inside_target(spec: &EngineSpec, external: bool) -> Result<(), WorkloadError> {
+    let refuse = |m: String| Err(WorkloadError::InvalidOptions(m));
+    match spec {
+        EngineSpec::FsMark { args } => {
+            // The external driver adds `-d .` when none is given; the options parse the same.
+            let mut args = args.clone();
+            if !args.iter().any(|a| a.starts_with("-d")) {
+                args.extend(["-d".to_string(), ".".to_string()]);
+            }
+            match fsmark::FsMarkOptions::parse(&args) {
+                Ok(o) => match o.outside_target() {
+                    Some(m) => refuse(m),
+                    None => Ok(()),
+                },
+                // Bad options are reported by the engine's own parse, with its wording.
+                Err(_) => Ok(()),
+            }
+        }
+        EngineSpec::Fio { job } => {
+            let sections = crate::plan::jobfile::parse_ini(
+                job,
+                "suite job",
+                &crate::plan::jobfile::SystemSources,
+            )
+            .map_err(|e| WorkloadError::InvalidOptions(format!("fio job: {e}")))?;
+            crate::plan::jobfile::confine::check_inside_target(&sections)
+                .map_err(|e| WorkloadError::InvalidOptions(format!("fio job: {e}")))
+        }
+        EngineSpec::Dbench {
+            loadfile: Some(p), ..
+        } if external => match self::external::dbench::loadfile_outside_target(p) {
+            Some(m) => refuse(m),
+            None => Ok(()),
+        },
+        _ => Ok(()),
+    }
+}
+
+/// Why a suite test's paths, each inside `dir` by its text ([`check_inside_target`]), would
+/// still lead outside it through a symlink already in `dir` (an erofs image's tree, a link
+/// left by an earlier command): the message names the path, where it leads and the target.
+/// Checked right before each sample; `None` when every path the test names stays inside.
+pub fn symlink_outside_target(spec: &EngineSpec, dir: &Path) -> Option<String> {
+    let paths: Vec<String> = match spec {
+        EngineSpec::Fio { job } => {
+            crate::plan::jobfile::parse_ini(job, "suite job", &crate::plan::jobfile::SystemSources)
+                .map(|s| crate::plan::jobfile::confine::named_paths(&s))
+                .unwrap_or_default()
+        }
+        EngineSpec::FsMark { args } => fsmark::FsMarkOptions::parse(args)
+            .map(|o| {
+                o.dirs
+                    .iter()
+                    .map(|d| d.to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default(),
+        _ => Vec::new(),
+    };
+    let root = std::fs::canonicalize(dir).ok()?;
+    for p in paths {
+        let full = dir.join(&p);
+        let Some(existing) = full.ancestors().find(|a| a.symlink_metadata().is_ok()) else {
+            continue;
+        };
+        match std::fs::canonicalize(existing) {
+            Ok(real) if real.starts_with(&root) => {}
+            Ok(real) => {
+                return Some(format!(
+                    "'{p}' leads through a symlink to {}, outside the target directory {}; the sample would measure another filesystem under this one's facts: remove the link from the target or name another path",
+                    real.display(),
+                    dir.display()
+                ));
+            }
+            Err(e) => {
+                return Some(format!(
+                    "'{p}' leads through {} in the target directory {}, which cannot be resolved ({e}; a dangling symlink would make the tool create a file wherever it points): remove the link or name another path",
+                    existing.display(),
+                    dir.display()
+                ));
+            }
+        }
+    }
+    None
+}
+
+/// Build the workload a suite's test describes, checking its options (and that its paths stay
+/// inside the target, [`check_inside_target`]).
 pub fn build(spec: &EngineSpec) -> Result<Box<dyn Workload>, WorkloadError> {
+    check_inside_target(spec, false)?;
     match spec {
         EngineSpec::FsMark { args } => {
             let mut options = fsmark::FsMarkOptions::parse(args)
@@ -480,6 +583,36 @@ mod tests {
         let s = e.to_string();
         assert!(s.contains("write /mnt/x"), "{s}");
         assert!(s.contains("filesystem is full"), "{s}");
+    }
+
+    #[test]
+    fn a_symlink_in_the_target_that_leads_out_is_refused_at_run_time() {
+        let t = tempfile::tempdir().unwrap();
+        let target = t.path().join("t");
+        std::fs::create_dir_all(target.join("real")).unwrap();
+        std::fs::create_dir(t.path().join("outside")).unwrap();
+        std::os::unix::fs::symlink(t.path().join("outside"), target.join("out")).unwrap();
+        std::os::unix::fs::symlink("/nonexistent/x", target.join("dangling")).unwrap();
+        let fio = |job: &str| EngineSpec::Fio {
+            job: format!("[w]\n{job}\n"),
+        };
+        let m = symlink_outside_target(&fio("directory=out"), &target).unwrap();
+        assert!(m.contains("'out' leads through a symlink to"), "{m}");
+        assert!(m.contains(&target.display().to_string()), "{m}");
+        let m = symlink_outside_target(&fio("directory=real\nfilename=../out/f"), &target);
+        assert!(m.is_some());
+        let m = symlink_outside_target(&fio("filename=dangling"), &target).unwrap();
+        assert!(m.contains("cannot be resolved"), "{m}");
+        let fm = EngineSpec::FsMark {
+            args: vec!["-d".into(), "out/sub".into()],
+        };
+        assert!(symlink_outside_target(&fm, &target).is_some());
+        // Paths that stay inside, existing or not, pass.
+        assert!(symlink_outside_target(&fio("directory=real\nfilename=f:g/h"), &target).is_none());
+        let fm = EngineSpec::FsMark {
+            args: vec!["-d".into(), "real".into(), "-d".into(), "new".into()],
+        };
+        assert!(symlink_outside_target(&fm, &target).is_none());
     }
 
     #[test]

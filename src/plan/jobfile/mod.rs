@@ -22,6 +22,7 @@
 //! does not implement. An unset `${VAR}` expands to nothing as in fio, with a warning.
 
 pub mod cmdprio;
+pub mod confine;
 pub mod expr;
 pub mod lexer;
 pub mod numa;

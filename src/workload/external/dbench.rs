@@ -429,6 +429,33 @@ impl ExternalDbench {
     }
 }
 
+/// Why the real dbench replaying `loadfile` would work outside the target: a path in it with a
+/// `..` component (dbench 4.00 joins each path to the client's directory under `-D` and does
+/// not stop `\\..\\..\\x` from climbing out; the native engine refuses such a loadfile when it
+/// parses it). The message names the loadfile, the line and the path; `None` when every path
+/// stays inside. A suite's external dbench test asks before anything runs.
+pub fn loadfile_outside_target(loadfile: &std::path::Path) -> Option<String> {
+    let text = match crate::plan::input::read_to_string(loadfile) {
+        Ok(t) => t,
+        Err(e) => return Some(format!("dbench loadfile: {e}")),
+    };
+    for (n, line) in text.lines().enumerate() {
+        for token in line.split_whitespace() {
+            let path = token.trim_matches('"');
+            if path.split(['\\', '/']).any(|c| c == "..") {
+                return Some(format!(
+                    "dbench loadfile {} line {}: path {path} climbs out of the client's \
+                     directory with '..', so the real dbench would work outside the target \
+                     directory its samples are stored with: remove the '..' components",
+                    loadfile.display(),
+                    n + 1
+                ));
+            }
+        }
+    }
+    None
+}
+
 /// A file removed when dropped.
 struct TempFile(PathBuf);
 

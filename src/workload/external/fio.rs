@@ -98,6 +98,9 @@ pub struct FioJob {
     pub usr_cpu: f64,
     /// `sys_cpu`, percent of job_runtime.
     pub sys_cpu: f64,
+    /// The direction objects (`read`, `write`) the entry lacks; fio 3.33 always prints both,
+    /// so a lack means a cut or edited document (an importer must not read it as no I/O).
+    pub absent: Vec<&'static str>,
 }
 
 /// Everything read from one fio JSON document.
@@ -295,6 +298,10 @@ impl Reader {
             job_runtime_ms: self.u64_field(o, at, "job_runtime")?,
             usr_cpu: self.f64_field(o, at, "usr_cpu")?,
             sys_cpu: self.f64_field(o, at, "sys_cpu")?,
+            absent: ["read", "write"]
+                .into_iter()
+                .filter(|d| !o.contains_key(*d))
+                .collect(),
         })
     }
 }
@@ -390,7 +397,7 @@ fn json_start(text: &str) -> Option<(usize, usize)> {
 
 /// Which directions a job does: fio's `rw` (job, then global options, default `read`), as the
 /// native engine decides which metrics to give (`RwMode::reads` / `writes`).
-fn rw_directions(job: &FioJob, global: &BTreeMap<String, String>) -> (bool, bool) {
+pub(crate) fn rw_directions(job: &FioJob, global: &BTreeMap<String, String>) -> (bool, bool) {
     let rw = job
         .options
         .get("rw")

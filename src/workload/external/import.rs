@@ -3,10 +3,11 @@
 //! Why: filesystem developers have years of fio JSON files; importing them as samples, with the
 //! native engine's metric names, lets `fsdelta compare` and `history` treat them like runs made
 //! by fsdelta. This module is a pure conversion (text in, samples out): it must never touch the
-//! store or the filesystem, and must never invent a number the JSON does not hold.
+//! store or the filesystem, and must never invent a number the JSON does not hold: a job that
+//! does a direction whose `read`/`write` object is missing is refused, not read as 0 IOPS.
 
 use super::ParseError;
-use super::fio::{FioJob, FioOutput, measurements_of, parse};
+use super::fio::{FioJob, FioOutput, measurements_of, parse, rw_directions};
 use crate::model::NewSample;
 use crate::model::{HistogramRecord, Metric, SampleStatus, TargetFacts};
 use chrono::{DateTime, TimeZone, Utc};
@@ -83,7 +84,25 @@ pub fn import_fio_json(text: &str) -> Result<Vec<ImportedSample>, ParseError> {
     }
     let mut clone_no: BTreeMap<&str, usize> = BTreeMap::new();
     let mut samples = Vec::with_capacity(out.jobs.len());
-    for j in &out.jobs {
+    for (i, j) in out.jobs.iter().enumerate() {
+        // A direction the job does whose object is missing would be stored as 0 IOPS.
+        let (reads, writes) = rw_directions(j, &out.global_options);
+        if let Some(d) = [("read", reads), ("write", writes)]
+            .into_iter()
+            .find(|(d, used)| *used && j.absent.contains(d))
+            .map(|(d, _)| d)
+        {
+            return Err(ParseError::new(
+                "fio",
+                out.json_line,
+                format!(
+                    "jobs[{i}] (job '{}') does {d}s but has no `{d}` object: the document is cut \
+                     or edited (fio 3.33 always prints `read` and `write`), and its {d} numbers \
+                     would be stored as 0; import fio's complete --output-format=json output",
+                    j.name
+                ),
+            ));
+        }
         let test = if seen[j.name.as_str()] > 1 {
             let k = clone_no.entry(j.name.as_str()).or_default();
             let t = format!("{}.{k}", j.name);
@@ -147,6 +166,36 @@ fn shell_word(w: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_job_without_the_object_of_its_direction_is_refused() {
+        let e = r#"{"min":0,"max":0,"mean":0.0,"stddev":0.0,"N":0}"#;
+        let dir = format!(
+            r#"{{"io_bytes":4096,"total_ios":1,"runtime":1,"slat_ns":{e},"clat_ns":{e},"lat_ns":{e}}}"#
+        );
+        let doc = |rw: &str, objects: &str| {
+            format!(
+                r#"{{"fio version":"fio-3.33","global options":{{}},"jobs":[{{"jobname":"j","groupid":0,"error":0,"job options":{{"rw":"{rw}"}},{objects}"job_runtime":1,"usr_cpu":0.0,"sys_cpu":0.0}}]}}"#
+            )
+        };
+        let read_only = format!(r#""read":{dir},"#);
+        let write_only = format!(r#""write":{dir},"#);
+        let err = import_fio_json(&doc("write", &read_only))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("job 'j'") && err.contains("no `write` object"),
+            "{err}"
+        );
+        let err = import_fio_json(&doc("randrw", &write_only))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("no `read` object"), "{err}");
+        // A write job with both objects, and a read job without `write`, are fine.
+        let both = format!(r#""read":{dir},"write":{dir},"#);
+        assert!(import_fio_json(&doc("write", &both)).is_ok());
+        assert!(import_fio_json(&doc("read", &read_only)).is_ok());
+    }
 
     #[test]
     fn shell_words_are_quoted_only_when_needed() {

@@ -36,6 +36,7 @@ use std::time::Duration;
 /// The external driver of a suite test (`engine = "external"`, `--engine external`): fs_mark,
 /// fio and dbench tests run the real tool; other workloads have no external driver.
 pub fn build(spec: &EngineSpec) -> Result<Box<dyn Workload>, WorkloadError> {
+    crate::workload::check_inside_target(spec, true)?;
     match spec {
         EngineSpec::FsMark { args } => Ok(Box::new(ExternalFsMark::new(args)?)),
         EngineSpec::Fio { job } => Ok(Box::new(ExternalFio::new(job)?)),

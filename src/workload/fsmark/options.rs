@@ -264,6 +264,36 @@ impl Default for FsMarkOptions {
     }
 }
 
+impl FsMarkOptions {
+    /// Why these options would work outside the directory a suite's test runs in: a `-d` or
+    /// `-l` path that is absolute or climbs out with `..` (the message names the option, the
+    /// path and the fix); `None` when every path stays inside. The standalone `fsdelta fsmark`
+    /// keeps fs_mark's own meaning of its paths and does not ask.
+    pub fn outside_target(&self) -> Option<String> {
+        use crate::plan::jobfile::confine::leaves_target;
+        let fix = "a suite's test runs in the target directory and its samples are stored with \
+                   the target's filesystem and device, so every path it names must stay inside: \
+                   use a path relative to the target (-d sub), without a leading / and without \
+                   '..' climbing out";
+        let bad_dir = self
+            .dirs
+            .iter()
+            .find(|d| leaves_target(d))
+            .map(|d| ("-d", d));
+        let bad_log = self
+            .log_file
+            .as_ref()
+            .filter(|l| leaves_target(l))
+            .map(|l| ("-l", l));
+        bad_dir.or(bad_log).map(|(opt, path)| {
+            format!(
+                "fs_mark option {opt} {} leaves the target directory: {fix}",
+                path.display()
+            )
+        })
+    }
+}
+
 /// A command line fs_mark would refuse (or `-h`). Its `Display` is fs_mark-style: the reason on
 /// one line, then the usage text.
 #[derive(Clone, Debug, PartialEq, Eq)]
