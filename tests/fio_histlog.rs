@@ -16,7 +16,8 @@
 //! Needs /usr/bin/fio; skips otherwise, saying why, unless FSDELTA_REQUIRE_ALL=1. The script
 //! part needs python3 and the script as well (it uses Python's standard library only); the
 //! `fiologparser_hist.py` part (also Debian's) a Python with numpy and pandas, `python3` or the
-//! one FSDELTA_TEST_PYTHON names; each part is skipped with a printed reason without them.
+//! one FSDELTA_TEST_PYTHON names; each part is skipped with a printed reason without them (a
+//! failure under FSDELTA_REQUIRE_ALL=1: .ci/run installs python3-numpy and python3-pandas).
 
 mod common;
 
@@ -153,7 +154,10 @@ fn histogram_logs_have_fios_names_lines_and_columns() {
         let name = "h_clat_hist.1.log";
         match script(SCRIPT, ours_dir.path(), "") {
             Err(what) => {
-                eprintln!("SKIPPED (the fio-histo-log-pctiles.py part): this test needs {what}")
+                common::require(
+                    false,
+                    &format!("{what} (for the fio-histo-log-pctiles.py part)"),
+                );
             }
             Ok(py) => {
                 // The script divides by the time between two lines of a direction; after a
@@ -185,7 +189,10 @@ fn histogram_logs_have_fios_names_lines_and_columns() {
         }
         match script(PARSER, ours_dir.path(), ", numpy, pandas") {
             Err(what) => {
-                eprintln!("SKIPPED (the fiologparser_hist.py part): this test needs {what}")
+                common::require(
+                    false,
+                    &format!("{what} (for the fiologparser_hist.py part)"),
+                );
             }
             Ok(py) => {
                 // It reads ours as it reads fio's: rows over the same columns, each with

@@ -393,28 +393,6 @@ pub fn run_for_logs(tool: &str, args: &[&str], job: &str) -> (tempfile::TempDir,
     (d, l)
 }
 
-/// Run `job` under `fsdelta fio` and fio (as `run_for_logs`): both write the same log files,
-/// each with as many lines give or take one; (our directory, our logs, fio's directory, fio's
-/// logs).
-pub fn logs_of_both(job: &str) -> (tempfile::TempDir, FioLogs, tempfile::TempDir, FioLogs) {
-    let (ours_dir, ours) = run_for_logs(env!("CARGO_BIN_EXE_fsdelta"), &["fio"], job);
-    let (theirs_dir, theirs) = run_for_logs("fio", &[], job);
-    assert_eq!(
-        ours.keys().collect::<Vec<_>>(),
-        theirs.keys().collect::<Vec<_>>(),
-        "{job}"
-    );
-    for (name, lines) in &ours {
-        let n = theirs[name].len();
-        assert!(
-            lines.len().abs_diff(n) <= 1,
-            "{job}: {name}: {} lines, fio {n}",
-            lines.len()
-        );
-    }
-    (ours_dir, ours, theirs_dir, theirs)
-}
-
 /// `export latest` as JSON, run by `cmd` (an fsdelta command with its database and
 /// environment), which must succeed: the document.
 pub fn export_latest(cmd: Command) -> serde_json::Value {

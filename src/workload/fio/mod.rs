@@ -1565,13 +1565,16 @@ mod tests {
             dir.path(),
         )
         .unwrap();
+        let wall_ms = t0.elapsed().0 / 1_000_000;
         let st = &run.results[0].stats;
+        // At least the runtime, and within what the wall clock allows after the start delay
+        // (a busy machine stretches both; neither bound depends on how busy it is).
         assert!(
-            (200..1000).contains(&st.dir[READ].runtime_ms),
-            "{}",
+            st.dir[READ].runtime_ms >= 200 && st.dir[READ].runtime_ms + 300 <= wall_ms,
+            "runtime {} ms, wall {wall_ms} ms",
             st.dir[READ].runtime_ms
         );
-        assert!(t0.elapsed().0 >= 500_000_000, "startdelay then runtime");
+        assert!(wall_ms >= 500, "startdelay then runtime");
     }
 
     #[test]
@@ -1689,7 +1692,8 @@ mod tests {
         });
         t.join().unwrap();
         assert!(matches!(r, Err(WorkloadError::Cancelled)));
-        assert!(t0.elapsed().as_secs_f64() < 5.0);
+        // Well before the job's own 60 s runtime, however busy the machine.
+        assert!(t0.elapsed().as_secs_f64() < 30.0);
     }
 
     #[test]
