@@ -9,7 +9,7 @@
 
 use std::fs::{self, File, Metadata, OpenOptions};
 use std::io::{self, Write};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 /// Why a path was refused, or the I/O error that stopped it. The message names the path and
@@ -176,6 +176,83 @@ pub fn open(path: &Path, access: Access) -> Result<File, FileError> {
         .map_err(|e| FileError::io(path, "cannot inspect", e))?;
     check_own_file(path, &m)?;
     Ok(f)
+}
+
+/// Whether [`read_regular`] follows a symlink at the path's last component.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Symlinks {
+    /// A symlink is refused (a file another user could have planted a link at).
+    Refuse,
+    /// A symlink is followed (a certificate under /etc/ssl/certs, which are links).
+    Follow,
+}
+
+/// Read a file that must be a regular file of at most `max` bytes, whoever owns it: the file is
+/// opened non-blocking (a FIFO named by mistake or planted returns at once, refused, instead of
+/// blocking the read forever), checked on the open descriptor, and read at most `max + 1` bytes
+/// (a larger file, or one that grows, is refused rather than read whole).
+pub fn read_regular(path: &Path, max: u64, symlinks: Symlinks) -> Result<Vec<u8>, FileError> {
+    use std::io::Read;
+    let not_regular = |m: &Metadata| {
+        let what = if m.file_type().is_fifo() {
+            "a FIFO"
+        } else if m.file_type().is_char_device() || m.file_type().is_block_device() {
+            "a device"
+        } else if m.is_dir() {
+            "a directory"
+        } else {
+            "not a regular file"
+        };
+        FileError::unsafe_(
+            path,
+            format!("is {what}, not a regular file; name a regular file"),
+        )
+    };
+    // Refuse what is visibly not a regular file before opening it at all (opening a device can
+    // have effects of its own); the check on the descriptor below is the one that counts.
+    let before = match symlinks {
+        Symlinks::Refuse => fs::symlink_metadata(path),
+        Symlinks::Follow => fs::metadata(path),
+    }
+    .map_err(|e| FileError::io(path, "cannot inspect", e))?;
+    if before.file_type().is_symlink() {
+        return Err(FileError::io(
+            path,
+            "cannot open",
+            io::Error::from_raw_os_error(libc::ELOOP),
+        ));
+    }
+    if !before.is_file() {
+        return Err(not_regular(&before));
+    }
+    let mut flags = libc::O_NONBLOCK | libc::O_CLOEXEC;
+    if symlinks == Symlinks::Refuse {
+        flags |= libc::O_NOFOLLOW;
+    }
+    let f = OpenOptions::new()
+        .read(true)
+        .custom_flags(flags)
+        .open(path)
+        .map_err(|e| FileError::io(path, "cannot open", e))?;
+    let m = f
+        .metadata()
+        .map_err(|e| FileError::io(path, "cannot inspect", e))?;
+    if !m.is_file() {
+        return Err(not_regular(&m));
+    }
+    let mut bytes = Vec::new();
+    f.take(max + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| FileError::io(path, "cannot read", e))?;
+    if bytes.len() as u64 > max {
+        return Err(FileError::unsafe_(
+            path,
+            format!(
+                "is larger than {max} bytes, more than such a file ever needs; name the right file"
+            ),
+        ));
+    }
+    Ok(bytes)
 }
 
 /// `<path><suffix>`: a sibling name (`x.journal` -> `x.journal.tmp`).
