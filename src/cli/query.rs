@@ -576,7 +576,9 @@ pub fn export(db: &DbArg, sel: &str, format: ExportFormat, output: Option<&Path>
         ExportFormat::Csv => report::export::csv(&runs),
     };
     match output {
-        Some(p) => std::fs::write(p, text).with_context(|| format!("writing {}", p.display()))?,
+        // Never through a symlink, never into another user's file, never half written.
+        Some(p) => crate::os::files::write_output(p, text.as_bytes())
+            .with_context(|| "writing the export (-o)")?,
         None => write_stdout(&text)?,
     }
     Ok(EXIT_OK)

@@ -9,7 +9,7 @@
 
 use std::fs::{self, File, Metadata, OpenOptions};
 use std::io::{self, Write};
-use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 /// Why a path was refused, or the I/O error that stopped it. The message names the path and
@@ -253,6 +253,143 @@ pub fn read_regular(path: &Path, max: u64, symlinks: Symlinks) -> Result<Vec<u8>
         ));
     }
     Ok(bytes)
+}
+
+/// Whether `path` lies under `/dev` or `/proc`, where only root and the kernel make entries:
+/// `/dev/null`, `/dev/stdout` and `/dev/fd/N` (a shell's `>(cmd)`) are used as they are, links
+/// followed, as nobody else can have planted them.
+fn is_system_path(path: &Path) -> bool {
+    path.starts_with("/dev/") || path.starts_with("/proc/")
+}
+
+/// An output file the user named (`--output`, `-o`) may be written when it is absent (it is
+/// then created with mode 0600), a regular file or FIFO owned by the user fsdelta runs as, or a
+/// path under `/dev` or `/proc` (`/dev/null`, `/dev/stdout`). A symlink anywhere else is refused,
+/// never followed (another user may have planted it in a shared directory, pointing at a file
+/// of ours), as is a file another user owns. Checks without creating anything; [`open_output`]
+/// and [`write_output`] check again on what they open.
+pub fn check_output(path: &Path) -> Result<(), FileError> {
+    if is_system_path(path) {
+        return Ok(());
+    }
+    match fs::symlink_metadata(path) {
+        Ok(m) => check_output_meta(path, &m),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(FileError::io(path, "cannot inspect", e)),
+    }
+}
+
+fn check_output_meta(path: &Path, m: &Metadata) -> Result<(), FileError> {
+    let t = m.file_type();
+    if t.is_symlink() {
+        return Err(FileError::unsafe_(
+            path,
+            "is a symlink, which fsdelta never follows for an output file (another user may have \
+             planted it); remove it or name the file itself",
+        ));
+    }
+    if !(t.is_file() || t.is_fifo()) {
+        return Err(FileError::unsafe_(
+            path,
+            "is not a regular file; name a file to write",
+        ));
+    }
+    let me = euid();
+    if m.uid() != me {
+        return Err(FileError::unsafe_(
+            path,
+            format!(
+                "is owned by uid {}, not by you (uid {me}): fsdelta does not write into another \
+                 user's file; remove it or name another path",
+                m.uid()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Open an output file the user named for writing from the start, checked as [`check_output`]
+/// says on the open file itself (`O_NOFOLLOW`, so a symlink swapped in after the check is not
+/// followed either); a new file gets mode 0600, an existing one of ours is truncated only once
+/// checked. For output written as it comes (`fio --status-interval`).
+pub fn open_output(path: &Path) -> Result<File, FileError> {
+    if is_system_path(path) {
+        return OpenOptions::new()
+            .write(true)
+            .truncate(true)
+            .open(path)
+            .map_err(|e| FileError::io(path, "cannot open", e));
+    }
+    check_output(path)?;
+    let f = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(|e| FileError::io(path, "cannot open", e))?;
+    let m = f
+        .metadata()
+        .map_err(|e| FileError::io(path, "cannot inspect", e))?;
+    check_output_meta(path, &m)?;
+    if m.is_file() {
+        f.set_len(0)
+            .map_err(|e| FileError::io(path, "cannot truncate", e))?;
+    }
+    Ok(f)
+}
+
+/// Write a whole output file the user named: checked as [`check_output`] says, then written to
+/// an exclusive temporary beside it (`.NAME.PID.tmp`, mode 0600, or the mode of the file it
+/// replaces), fsynced and renamed over it, so that a reader never sees half of it and a symlink
+/// planted meanwhile is replaced, never followed. A FIFO or a path under `/dev` or `/proc` is
+/// written in place.
+pub fn write_output(path: &Path, bytes: &[u8]) -> Result<(), FileError> {
+    check_output(path)?;
+    let existing = fs::symlink_metadata(path).ok();
+    if is_system_path(path) || existing.as_ref().is_some_and(|m| m.file_type().is_fifo()) {
+        let mut f = open_output(path)?;
+        return f
+            .write_all(bytes)
+            .map_err(|e| FileError::io(path, "cannot write", e));
+    }
+    let name = path
+        .file_name()
+        .ok_or_else(|| FileError::unsafe_(path, "is not a file name; name a file to write"))?;
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
+    let mut tmp_name = std::ffi::OsString::from(".");
+    tmp_name.push(name);
+    tmp_name.push(format!(".{}.tmp", std::process::id()));
+    let tmp = dir.map_or_else(|| PathBuf::from(&tmp_name), |d| d.join(&tmp_name));
+    let mut file = match open(&tmp, Access::CreateNew) {
+        // Left by a crashed process of the same pid, or planted: unlinked (never followed).
+        Err(FileError::Io { source, .. }) if source.kind() == io::ErrorKind::AlreadyExists => {
+            fs::remove_file(&tmp).map_err(|e| FileError::io(&tmp, "cannot remove", e))?;
+            open(&tmp, Access::CreateNew)?
+        }
+        other => other?,
+    };
+    let keep_mode = existing
+        .filter(|m| m.is_file())
+        .map(|m| fs::Permissions::from_mode(m.mode() & 0o777));
+    let written = keep_mode
+        .map_or(Ok(()), |p| file.set_permissions(p))
+        .and_then(|()| file.write_all(bytes))
+        .and_then(|()| file.sync_all())
+        .map_err(|e| FileError::io(&tmp, "cannot write", e))
+        .and_then(|()| {
+            fs::rename(&tmp, path)
+                .map_err(|e| FileError::io(path, "cannot rename the temporary over", e))
+        });
+    if let Err(e) = written {
+        let _ = fs::remove_file(&tmp);
+        return Err(e);
+    }
+    if let Ok(d) = File::open(dir.unwrap_or(Path::new("."))) {
+        let _ = d.sync_all();
+    }
+    Ok(())
 }
 
 /// `<path><suffix>`: a sibling name (`x.journal` -> `x.journal.tmp`).
