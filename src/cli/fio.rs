@@ -321,12 +321,7 @@ fn check_output(path: &str) -> Result<(), String> {
     use crate::os::files;
     let p = std::path::Path::new(path);
     let fail = |e: files::FileError| format!("--output: cannot be written: {e}");
-    files::check_output(p).map_err(fail)?;
-    if std::fs::symlink_metadata(p).is_err() && !p.starts_with("/dev/") {
-        drop(files::open(p, files::Access::CreateNew).map_err(fail)?);
-        let _ = std::fs::remove_file(p);
-    }
-    Ok(())
+    files::probe_output(p).map_err(fail)
 }
 
 /// One report in the chosen formats, in fio's order (with json,normal: JSON, then the normal

@@ -571,7 +571,7 @@ pub fn history(
 pub fn export(db: &DbArg, sel: &str, format: ExportFormat, output: Option<&Path>) -> Result<i32> {
     if let Some(p) = output {
         // A refused -o (a symlink, another user's file, a directory) is said before any work.
-        crate::os::files::check_output(p).context("writing the export (-o)")?;
+        crate::os::files::probe_output(p).context("writing the export (-o)")?;
     }
     let store = open(db)?;
     let runs = load_config(store.as_ref(), sel)?;

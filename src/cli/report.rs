@@ -59,7 +59,7 @@ impl ReportArgs {
 /// `fsdelta report`.
 pub fn main(db: &DbArg, base: &str, cur: Option<&str>, args: &ReportArgs) -> Result<i32> {
     // A refused -o (a symlink, another user's file, a directory) is said before any work.
-    crate::os::files::check_output(&args.output).context("writing the report (-o)")?;
+    crate::os::files::probe_output(&args.output).context("writing the report (-o)")?;
     let store = store::open_read_only(&db.location())?;
     let input = match cur {
         Some(cur) => {

@@ -308,6 +308,44 @@ fn check_output_meta(path: &Path, m: &Metadata) -> Result<(), FileError> {
     Ok(())
 }
 
+/// The exclusive temporary [`write_output`] writes beside `path` (`.NAME.PID.tmp`, 0600), created.
+fn output_temporary(path: &Path) -> Result<(PathBuf, File), FileError> {
+    let name = path
+        .file_name()
+        .ok_or_else(|| FileError::unsafe_(path, "is not a file name; name a file to write"))?;
+    let mut tmp_name = std::ffi::OsString::from(".");
+    tmp_name.push(name);
+    tmp_name.push(format!(".{}.tmp", std::process::id()));
+    let tmp = match path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        Some(d) => d.join(&tmp_name),
+        None => PathBuf::from(&tmp_name),
+    };
+    let file = match open(&tmp, Access::CreateNew) {
+        // Left by a crashed process of the same pid, or planted: unlinked (never followed).
+        Err(FileError::Io { source, .. }) if source.kind() == io::ErrorKind::AlreadyExists => {
+            fs::remove_file(&tmp).map_err(|e| FileError::io(&tmp, "cannot remove", e))?;
+            open(&tmp, Access::CreateNew)?
+        }
+        other => other?,
+    };
+    Ok((tmp, file))
+}
+
+/// Check now that [`write_output`] will be able to write `path` later (it passes
+/// [`check_output`], and its temporary can be created beside it; the temporary is removed
+/// again), so that a long run is not lost for an output file it cannot write at the end.
+pub fn probe_output(path: &Path) -> Result<(), FileError> {
+    check_output(path)?;
+    let fifo = fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_fifo());
+    if is_system_path(path) || fifo {
+        return Ok(());
+    }
+    let (tmp, file) = output_temporary(path)?;
+    drop(file);
+    let _ = fs::remove_file(&tmp);
+    Ok(())
+}
+
 /// Open an output file the user named for writing from the start, checked as [`check_output`]
 /// says on the open file itself (`O_NOFOLLOW`, so a symlink swapped in after the check is not
 /// followed either); a new file gets mode 0600, an existing one of ours is truncated only once
@@ -354,22 +392,8 @@ pub fn write_output(path: &Path, bytes: &[u8]) -> Result<(), FileError> {
             .write_all(bytes)
             .map_err(|e| FileError::io(path, "cannot write", e));
     }
-    let name = path
-        .file_name()
-        .ok_or_else(|| FileError::unsafe_(path, "is not a file name; name a file to write"))?;
+    let (tmp, mut file) = output_temporary(path)?;
     let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
-    let mut tmp_name = std::ffi::OsString::from(".");
-    tmp_name.push(name);
-    tmp_name.push(format!(".{}.tmp", std::process::id()));
-    let tmp = dir.map_or_else(|| PathBuf::from(&tmp_name), |d| d.join(&tmp_name));
-    let mut file = match open(&tmp, Access::CreateNew) {
-        // Left by a crashed process of the same pid, or planted: unlinked (never followed).
-        Err(FileError::Io { source, .. }) if source.kind() == io::ErrorKind::AlreadyExists => {
-            fs::remove_file(&tmp).map_err(|e| FileError::io(&tmp, "cannot remove", e))?;
-            open(&tmp, Access::CreateNew)?
-        }
-        other => other?,
-    };
     let keep_mode = existing
         .filter(|m| m.is_file())
         .map(|m| fs::Permissions::from_mode(m.mode() & 0o777));
@@ -497,6 +521,79 @@ mod tests {
         assert_eq!(fs::read_to_string(&victim).unwrap(), "keep");
         assert_eq!(fs::read_to_string(&p).unwrap(), "x");
         assert_eq!(fs::metadata(&p).unwrap().mode() & 0o777, 0o600);
+    }
+
+    #[test]
+    fn outputs_refuse_symlinks_and_others_files_and_are_written_private() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        fs::write(&victim, "keep").unwrap();
+        let link = dir.path().join("link");
+        symlink(&victim, &link).unwrap();
+        for e in [
+            check_output(&link).unwrap_err(),
+            probe_output(&link).unwrap_err(),
+            write_output(&link, b"x").unwrap_err(),
+            open_output(&link).unwrap_err(),
+        ] {
+            assert!(e.is_unsafe() && e.to_string().contains("symlink"), "{e}");
+        }
+        assert_eq!(fs::read_to_string(&victim).unwrap(), "keep");
+        let new = dir.path().join("new");
+        probe_output(&new).unwrap();
+        assert!(!new.exists(), "a probe leaves nothing behind");
+        write_output(&new, b"report").unwrap();
+        assert_eq!(fs::metadata(&new).unwrap().mode() & 0o777, 0o600);
+        // A file of ours keeps its mode when replaced.
+        fs::set_permissions(&new, fs::Permissions::from_mode(0o644)).unwrap();
+        write_output(&new, b"again").unwrap();
+        assert_eq!(fs::read_to_string(&new).unwrap(), "again");
+        assert_eq!(fs::metadata(&new).unwrap().mode() & 0o777, 0o644);
+        assert_eq!(
+            fs::read_dir(dir.path()).unwrap().count(),
+            3,
+            "no temporary left"
+        );
+        write_output(Path::new("/dev/null"), b"x").unwrap();
+        if euid() == 0 {
+            let theirs = dir.path().join("theirs");
+            fs::write(&theirs, "theirs").unwrap();
+            std::os::unix::fs::chown(&theirs, Some(65534), None).unwrap();
+            let e = write_output(&theirs, b"x").unwrap_err();
+            assert!(e.to_string().contains("owned by uid 65534"), "{e}");
+            assert!(open_output(&theirs).is_err());
+            assert_eq!(fs::read_to_string(&theirs).unwrap(), "theirs");
+        }
+    }
+
+    #[test]
+    fn read_regular_refuses_fifos_at_once_and_large_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("fifo");
+        let c = std::ffi::CString::new(f.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        for s in [Symlinks::Refuse, Symlinks::Follow] {
+            let e = read_regular(&f, 10, s).unwrap_err();
+            assert!(e.to_string().contains("is a FIFO"), "{e}");
+        }
+        let big = dir.path().join("big");
+        fs::write(&big, [b'x'; 11]).unwrap();
+        assert!(
+            read_regular(&big, 10, Symlinks::Refuse)
+                .unwrap_err()
+                .to_string()
+                .contains("larger than 10 bytes")
+        );
+        assert_eq!(read_regular(&big, 11, Symlinks::Refuse).unwrap().len(), 11);
+        let link = dir.path().join("link");
+        symlink(&big, &link).unwrap();
+        assert!(
+            read_regular(&link, 11, Symlinks::Refuse)
+                .unwrap_err()
+                .is_unsafe()
+        );
+        assert_eq!(read_regular(&link, 11, Symlinks::Follow).unwrap().len(), 11);
     }
 
     #[test]
