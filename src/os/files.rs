@@ -324,10 +324,17 @@ fn output_temporary(path: &Path) -> Result<(PathBuf, File), FileError> {
         // Left by a crashed process of the same pid, or planted: unlinked (never followed).
         Err(FileError::Io { source, .. }) if source.kind() == io::ErrorKind::AlreadyExists => {
             fs::remove_file(&tmp).map_err(|e| FileError::io(&tmp, "cannot remove", e))?;
-            open(&tmp, Access::CreateNew)?
+            open(&tmp, Access::CreateNew)
         }
-        other => other?,
-    };
+        other => other,
+    }
+    .map_err(|e| match e {
+        // Named by the output's own path: the temporary is an implementation detail.
+        FileError::Io { source, .. } => {
+            FileError::io(path, "cannot create a file in its directory", source)
+        }
+        other => other,
+    })?;
     Ok((tmp, file))
 }
 
