@@ -3,7 +3,13 @@
 //!
 //! Why a file of its own: the store ([`super::postgres`]) and the fleet's queue both connect
 //! through it, and what a connection may reveal (a password, in any message) is decided here
-//! once. Must never put a password into a message, a log line or a process's environment.
+//! once. Must never put a password into a message, a log line or a process's environment:
+//! a URL carrying one (`USER:PASSWORD@`, `?password=`, percent-encoded or not) is refused and
+//! shown with `***` in its place ([`redact`]; [`redact_text`] guards whole messages at the CLI
+//! edge), and the PG* variables it reads come from [`crate::os::env`], which the binary took out
+//! of the process environment at start so that no child inherits them. Password files are read
+//! only when they are regular files of at most [`PASSFILE_MAX`] bytes (a FIFO would block the
+//! read forever).
 
 use super::StoreError;
 use postgres::error::SqlState;
