@@ -315,19 +315,13 @@ fn showcmd_files(a: &FioArgs) -> Result<String, String> {
 }
 
 /// Check before running that `--output` can be written (issue: a run must not be lost because
-/// its output file cannot be created afterwards).
+/// its output file cannot be created afterwards), and that it is not a symlink or another
+/// user's file (`os::files::check_output`).
 fn check_output(path: &str) -> Result<(), String> {
+    use crate::os::files;
     let p = std::path::Path::new(path);
-    let existed = p.exists();
-    std::fs::OpenOptions::new()
-        .append(true)
-        .create(true)
-        .open(p)
-        .map_err(|e| format!("--output={path}: cannot be written: {e}"))?;
-    if !existed {
-        let _ = std::fs::remove_file(p);
-    }
-    Ok(())
+    let fail = |e: files::FileError| format!("--output: cannot be written: {e}");
+    files::probe_output(p).map_err(fail)
 }
 
 /// One report in the chosen formats, in fio's order (with json,normal: JSON, then the normal
@@ -371,7 +365,10 @@ impl Sink {
     fn open(path: Option<&str>) -> Result<Sink, String> {
         Ok(match path {
             Some(p) => Sink {
-                out: Box::new(std::fs::File::create(p).map_err(|e| format!("--output={p}: {e}"))?),
+                out: Box::new(
+                    crate::os::files::open_output(std::path::Path::new(p))
+                        .map_err(|e| format!("--output: {e}"))?,
+                ),
                 what: format!("write {p}"),
                 error: None,
             },
@@ -661,8 +658,10 @@ pub fn main(args: &[String]) -> i32 {
     }
     match &a.output {
         Some(path) => {
-            if let Err(e) = std::fs::write(path, text) {
-                eprintln!("fsdelta fio: write {path}: {e}");
+            if let Err(e) =
+                crate::os::files::write_output(std::path::Path::new(path), text.as_bytes())
+            {
+                eprintln!("fsdelta fio: --output: {e}");
                 return 2;
             }
         }

@@ -603,14 +603,43 @@ pub fn install_run_signals() -> std::io::Result<crate::workload::CancelToken> {
 
 /// Entry point; returns the process exit code.
 pub fn main() -> i32 {
-    let cli = match Cli::try_parse() {
-        Ok(cli) => cli,
-        Err(e) => {
-            let code = if e.use_stderr() { EXIT_ERROR } else { EXIT_OK };
+    match parse() {
+        Ok(cli) => dispatch(cli),
+        Err(code) => code,
+    }
+}
+
+/// Read the command line; on an error (or `--help`), print it and return the exit code. A
+/// PostgreSQL URL in clap's message (an argument it did not expect) is printed without its
+/// password.
+pub fn parse() -> Result<Cli, i32> {
+    Cli::try_parse().map_err(|e| {
+        let code = if e.use_stderr() { EXIT_ERROR } else { EXIT_OK };
+        if e.use_stderr() {
+            eprint!(
+                "{}",
+                crate::store::pgconn::redact_text(&e.render().to_string())
+            );
+        } else {
             let _ = e.print();
-            return code;
         }
-    };
+        code
+    })
+}
+
+/// The variables of [`crate::os::env`]'s secrets that `cli`'s command still reads from the
+/// process environment and so must stay there: `fsdelta cleanup` reads `FSDELTA_DB` itself
+/// (cli/cleanup.rs); every other command has it from clap already.
+pub fn env_kept(cli: &Cli) -> &'static [&'static str] {
+    match cli.command {
+        Command::Cleanup => &["FSDELTA_DB"],
+        _ => &[],
+    }
+}
+
+/// Run the command `cli` names and return the exit code; an error is printed once, any
+/// PostgreSQL URL in it without its password.
+pub fn dispatch(cli: Cli) -> i32 {
     let result = match cli.command {
         Command::Fsmark { args } => return fsmark::main(&args),
         Command::Cleanup => return cleanup::main(),
@@ -706,7 +735,10 @@ pub fn main() -> i32 {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("fsdelta: {e:#}");
+            eprintln!(
+                "fsdelta: {}",
+                crate::store::pgconn::redact_text(&format!("{e:#}"))
+            );
             EXIT_ERROR
         }
     }

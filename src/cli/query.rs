@@ -569,6 +569,10 @@ pub fn history(
 
 /// `fsdelta export SEL`.
 pub fn export(db: &DbArg, sel: &str, format: ExportFormat, output: Option<&Path>) -> Result<i32> {
+    if let Some(p) = output {
+        // A refused -o (a symlink, another user's file, a directory) is said before any work.
+        crate::os::files::probe_output(p).context("writing the export (-o)")?;
+    }
     let store = open(db)?;
     let runs = load_config(store.as_ref(), sel)?;
     let text = match format {
@@ -576,7 +580,9 @@ pub fn export(db: &DbArg, sel: &str, format: ExportFormat, output: Option<&Path>
         ExportFormat::Csv => report::export::csv(&runs),
     };
     match output {
-        Some(p) => std::fs::write(p, text).with_context(|| format!("writing {}", p.display()))?,
+        // Never through a symlink, never into another user's file, never half written.
+        Some(p) => crate::os::files::write_output(p, text.as_bytes())
+            .with_context(|| "writing the export (-o)")?,
         None => write_stdout(&text)?,
     }
     Ok(EXIT_OK)

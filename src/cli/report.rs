@@ -58,6 +58,8 @@ impl ReportArgs {
 
 /// `fsdelta report`.
 pub fn main(db: &DbArg, base: &str, cur: Option<&str>, args: &ReportArgs) -> Result<i32> {
+    // A refused -o (a symlink, another user's file, a directory) is said before any work.
+    crate::os::files::probe_output(&args.output).context("writing the report (-o)")?;
     let store = store::open_read_only(&db.location())?;
     let input = match cur {
         Some(cur) => {
@@ -96,25 +98,11 @@ pub fn main(db: &DbArg, base: &str, cur: Option<&str>, args: &ReportArgs) -> Res
     Ok(EXIT_OK)
 }
 
-/// Write through a temporary file in the same directory, so a reader never sees half a report.
+/// Write through a temporary file in the same directory, so a reader never sees half a report;
+/// never through a symlink, never into another user's file (`os::files::write_output`).
 fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let name = path
-        .file_name()
-        .with_context(|| format!("{} is not a file name", path.display()))?;
-    let tmp = dir.join(format!(
-        ".{}.tmp{}",
-        name.to_string_lossy(),
-        std::process::id()
-    ));
-    std::fs::write(&tmp, bytes).with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, path).with_context(|| {
-        let _ = std::fs::remove_file(&tmp);
-        format!("writing {}", path.display())
-    })
+    crate::os::files::write_output(path, bytes).with_context(|| "writing the report (-o)")?;
+    Ok(())
 }
 
 /// Whether a sample passes the filters and the `@CONFIG` of its selector.

@@ -22,7 +22,7 @@ pub struct SyncArgs {
 /// How a location is shown: a URL without anything secret in it.
 fn shown(location: &str) -> String {
     if store::is_postgres(location) {
-        store::postgres::redact(location)
+        store::pgconn::redact(location)
     } else {
         location.to_string()
     }

@@ -9,7 +9,7 @@
 
 use std::fs::{self, File, Metadata, OpenOptions};
 use std::io::{self, Write};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 /// Why a path was refused, or the I/O error that stopped it. The message names the path and
@@ -178,6 +178,251 @@ pub fn open(path: &Path, access: Access) -> Result<File, FileError> {
     Ok(f)
 }
 
+/// Whether [`read_regular`] follows a symlink at the path's last component.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Symlinks {
+    /// A symlink is refused (a file another user could have planted a link at).
+    Refuse,
+    /// A symlink is followed (a certificate under /etc/ssl/certs, which are links).
+    Follow,
+}
+
+/// Read a file that must be a regular file of at most `max` bytes, whoever owns it: the file is
+/// opened non-blocking (a FIFO named by mistake or planted returns at once, refused, instead of
+/// blocking the read forever), checked on the open descriptor, and read at most `max + 1` bytes
+/// (a larger file, or one that grows, is refused rather than read whole).
+pub fn read_regular(path: &Path, max: u64, symlinks: Symlinks) -> Result<Vec<u8>, FileError> {
+    use std::io::Read;
+    let not_regular = |m: &Metadata| {
+        let what = if m.file_type().is_fifo() {
+            "a FIFO"
+        } else if m.file_type().is_char_device() || m.file_type().is_block_device() {
+            "a device"
+        } else if m.is_dir() {
+            "a directory"
+        } else {
+            "not a regular file"
+        };
+        FileError::unsafe_(
+            path,
+            format!("is {what}, not a regular file; name a regular file"),
+        )
+    };
+    // Refuse what is visibly not a regular file before opening it at all (opening a device can
+    // have effects of its own); the check on the descriptor below is the one that counts.
+    let before = match symlinks {
+        Symlinks::Refuse => fs::symlink_metadata(path),
+        Symlinks::Follow => fs::metadata(path),
+    }
+    .map_err(|e| FileError::io(path, "cannot inspect", e))?;
+    if before.file_type().is_symlink() {
+        return Err(FileError::io(
+            path,
+            "cannot open",
+            io::Error::from_raw_os_error(libc::ELOOP),
+        ));
+    }
+    if !before.is_file() {
+        return Err(not_regular(&before));
+    }
+    let mut flags = libc::O_NONBLOCK | libc::O_CLOEXEC;
+    if symlinks == Symlinks::Refuse {
+        flags |= libc::O_NOFOLLOW;
+    }
+    let f = OpenOptions::new()
+        .read(true)
+        .custom_flags(flags)
+        .open(path)
+        .map_err(|e| FileError::io(path, "cannot open", e))?;
+    let m = f
+        .metadata()
+        .map_err(|e| FileError::io(path, "cannot inspect", e))?;
+    if !m.is_file() {
+        return Err(not_regular(&m));
+    }
+    let mut bytes = Vec::new();
+    f.take(max + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| FileError::io(path, "cannot read", e))?;
+    if bytes.len() as u64 > max {
+        return Err(FileError::unsafe_(
+            path,
+            format!(
+                "is larger than {max} bytes, more than such a file ever needs; name the right file"
+            ),
+        ));
+    }
+    Ok(bytes)
+}
+
+/// Whether `path` lies under `/dev` or `/proc`, where only root and the kernel make entries:
+/// `/dev/null`, `/dev/stdout` and `/dev/fd/N` (a shell's `>(cmd)`) are used as they are, links
+/// followed, as nobody else can have planted them.
+fn is_system_path(path: &Path) -> bool {
+    path.starts_with("/dev/") || path.starts_with("/proc/")
+}
+
+/// An output file the user named (`--output`, `-o`) may be written when it is absent (it is
+/// then created with mode 0600), a regular file or FIFO owned by the user fsdelta runs as, or a
+/// path under `/dev` or `/proc` (`/dev/null`, `/dev/stdout`). A symlink anywhere else is refused,
+/// never followed (another user may have planted it in a shared directory, pointing at a file
+/// of ours), as is a file another user owns. Checks without creating anything; [`open_output`]
+/// and [`write_output`] check again on what they open.
+pub fn check_output(path: &Path) -> Result<(), FileError> {
+    if is_system_path(path) {
+        return Ok(());
+    }
+    match fs::symlink_metadata(path) {
+        Ok(m) => check_output_meta(path, &m),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(FileError::io(path, "cannot inspect", e)),
+    }
+}
+
+fn check_output_meta(path: &Path, m: &Metadata) -> Result<(), FileError> {
+    let t = m.file_type();
+    if t.is_symlink() {
+        return Err(FileError::unsafe_(
+            path,
+            "is a symlink, which fsdelta never follows for an output file (another user may have \
+             planted it); remove it or name the file itself",
+        ));
+    }
+    if !(t.is_file() || t.is_fifo()) {
+        return Err(FileError::unsafe_(
+            path,
+            "is not a regular file; name a file to write",
+        ));
+    }
+    let me = euid();
+    if m.uid() != me {
+        return Err(FileError::unsafe_(
+            path,
+            format!(
+                "is owned by uid {}, not by you (uid {me}): fsdelta does not write into another \
+                 user's file; remove it or name another path",
+                m.uid()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The exclusive temporary [`write_output`] writes beside `path` (`.NAME.PID.tmp`, 0600), created.
+fn output_temporary(path: &Path) -> Result<(PathBuf, File), FileError> {
+    let name = path
+        .file_name()
+        .ok_or_else(|| FileError::unsafe_(path, "is not a file name; name a file to write"))?;
+    let mut tmp_name = std::ffi::OsString::from(".");
+    tmp_name.push(name);
+    tmp_name.push(format!(".{}.tmp", std::process::id()));
+    let tmp = match path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        Some(d) => d.join(&tmp_name),
+        None => PathBuf::from(&tmp_name),
+    };
+    let file = match open(&tmp, Access::CreateNew) {
+        // Left by a crashed process of the same pid, or planted: unlinked (never followed).
+        Err(FileError::Io { source, .. }) if source.kind() == io::ErrorKind::AlreadyExists => {
+            fs::remove_file(&tmp).map_err(|e| FileError::io(&tmp, "cannot remove", e))?;
+            open(&tmp, Access::CreateNew)
+        }
+        other => other,
+    }
+    .map_err(|e| match e {
+        // Named by the output's own path: the temporary is an implementation detail.
+        FileError::Io { source, .. } => {
+            FileError::io(path, "cannot create a file in its directory", source)
+        }
+        other => other,
+    })?;
+    Ok((tmp, file))
+}
+
+/// Check now that [`write_output`] will be able to write `path` later (it passes
+/// [`check_output`], and its temporary can be created beside it; the temporary is removed
+/// again), so that a long run is not lost for an output file it cannot write at the end.
+pub fn probe_output(path: &Path) -> Result<(), FileError> {
+    check_output(path)?;
+    let fifo = fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_fifo());
+    if is_system_path(path) || fifo {
+        return Ok(());
+    }
+    let (tmp, file) = output_temporary(path)?;
+    drop(file);
+    let _ = fs::remove_file(&tmp);
+    Ok(())
+}
+
+/// Open an output file the user named for writing from the start, checked as [`check_output`]
+/// says on the open file itself (`O_NOFOLLOW`, so a symlink swapped in after the check is not
+/// followed either); a new file gets mode 0600, an existing one of ours is truncated only once
+/// checked. For output written as it comes (`fio --status-interval`).
+pub fn open_output(path: &Path) -> Result<File, FileError> {
+    if is_system_path(path) {
+        return OpenOptions::new()
+            .write(true)
+            .truncate(true)
+            .open(path)
+            .map_err(|e| FileError::io(path, "cannot open", e));
+    }
+    check_output(path)?;
+    let f = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(|e| FileError::io(path, "cannot open", e))?;
+    let m = f
+        .metadata()
+        .map_err(|e| FileError::io(path, "cannot inspect", e))?;
+    check_output_meta(path, &m)?;
+    if m.is_file() {
+        f.set_len(0)
+            .map_err(|e| FileError::io(path, "cannot truncate", e))?;
+    }
+    Ok(f)
+}
+
+/// Write a whole output file the user named: checked as [`check_output`] says, then written to
+/// an exclusive temporary beside it (`.NAME.PID.tmp`, mode 0600, or the mode of the file it
+/// replaces), fsynced and renamed over it, so that a reader never sees half of it and a symlink
+/// planted meanwhile is replaced, never followed. A FIFO or a path under `/dev` or `/proc` is
+/// written in place.
+pub fn write_output(path: &Path, bytes: &[u8]) -> Result<(), FileError> {
+    check_output(path)?;
+    let existing = fs::symlink_metadata(path).ok();
+    if is_system_path(path) || existing.as_ref().is_some_and(|m| m.file_type().is_fifo()) {
+        let mut f = open_output(path)?;
+        return f
+            .write_all(bytes)
+            .map_err(|e| FileError::io(path, "cannot write", e));
+    }
+    let (tmp, mut file) = output_temporary(path)?;
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
+    let keep_mode = existing
+        .filter(|m| m.is_file())
+        .map(|m| fs::Permissions::from_mode(m.mode() & 0o777));
+    let written = keep_mode
+        .map_or(Ok(()), |p| file.set_permissions(p))
+        .and_then(|()| file.write_all(bytes))
+        .and_then(|()| file.sync_all())
+        .map_err(|e| FileError::io(&tmp, "cannot write", e))
+        .and_then(|()| {
+            fs::rename(&tmp, path)
+                .map_err(|e| FileError::io(path, "cannot rename the temporary over", e))
+        });
+    if let Err(e) = written {
+        let _ = fs::remove_file(&tmp);
+        return Err(e);
+    }
+    if let Ok(d) = File::open(dir.unwrap_or(Path::new("."))) {
+        let _ = d.sync_all();
+    }
+    Ok(())
+}
+
 /// `<path><suffix>`: a sibling name (`x.journal` -> `x.journal.tmp`).
 pub fn sibling(path: &Path, suffix: &str) -> PathBuf {
     let mut p = path.as_os_str().to_owned();
@@ -283,6 +528,79 @@ mod tests {
         assert_eq!(fs::read_to_string(&victim).unwrap(), "keep");
         assert_eq!(fs::read_to_string(&p).unwrap(), "x");
         assert_eq!(fs::metadata(&p).unwrap().mode() & 0o777, 0o600);
+    }
+
+    #[test]
+    fn outputs_refuse_symlinks_and_others_files_and_are_written_private() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        fs::write(&victim, "keep").unwrap();
+        let link = dir.path().join("link");
+        symlink(&victim, &link).unwrap();
+        for e in [
+            check_output(&link).unwrap_err(),
+            probe_output(&link).unwrap_err(),
+            write_output(&link, b"x").unwrap_err(),
+            open_output(&link).unwrap_err(),
+        ] {
+            assert!(e.is_unsafe() && e.to_string().contains("symlink"), "{e}");
+        }
+        assert_eq!(fs::read_to_string(&victim).unwrap(), "keep");
+        let new = dir.path().join("new");
+        probe_output(&new).unwrap();
+        assert!(!new.exists(), "a probe leaves nothing behind");
+        write_output(&new, b"report").unwrap();
+        assert_eq!(fs::metadata(&new).unwrap().mode() & 0o777, 0o600);
+        // A file of ours keeps its mode when replaced.
+        fs::set_permissions(&new, fs::Permissions::from_mode(0o644)).unwrap();
+        write_output(&new, b"again").unwrap();
+        assert_eq!(fs::read_to_string(&new).unwrap(), "again");
+        assert_eq!(fs::metadata(&new).unwrap().mode() & 0o777, 0o644);
+        assert_eq!(
+            fs::read_dir(dir.path()).unwrap().count(),
+            3,
+            "no temporary left"
+        );
+        write_output(Path::new("/dev/null"), b"x").unwrap();
+        if euid() == 0 {
+            let theirs = dir.path().join("theirs");
+            fs::write(&theirs, "theirs").unwrap();
+            std::os::unix::fs::chown(&theirs, Some(65534), None).unwrap();
+            let e = write_output(&theirs, b"x").unwrap_err();
+            assert!(e.to_string().contains("owned by uid 65534"), "{e}");
+            assert!(open_output(&theirs).is_err());
+            assert_eq!(fs::read_to_string(&theirs).unwrap(), "theirs");
+        }
+    }
+
+    #[test]
+    fn read_regular_refuses_fifos_at_once_and_large_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("fifo");
+        let c = std::ffi::CString::new(f.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        for s in [Symlinks::Refuse, Symlinks::Follow] {
+            let e = read_regular(&f, 10, s).unwrap_err();
+            assert!(e.to_string().contains("is a FIFO"), "{e}");
+        }
+        let big = dir.path().join("big");
+        fs::write(&big, [b'x'; 11]).unwrap();
+        assert!(
+            read_regular(&big, 10, Symlinks::Refuse)
+                .unwrap_err()
+                .to_string()
+                .contains("larger than 10 bytes")
+        );
+        assert_eq!(read_regular(&big, 11, Symlinks::Refuse).unwrap().len(), 11);
+        let link = dir.path().join("link");
+        symlink(&big, &link).unwrap();
+        assert!(
+            read_regular(&link, 11, Symlinks::Refuse)
+                .unwrap_err()
+                .is_unsafe()
+        );
+        assert_eq!(read_regular(&link, 11, Symlinks::Follow).unwrap().len(), 11);
     }
 
     #[test]

@@ -3,9 +3,12 @@
 //! Why a room of its own: several rooms write or replay files in places another user may reach
 //! (a store's journal beside a store in a shared directory, the leftover-state file, an output
 //! file named on the command line), and each must make the same decisions about symlinks,
-//! ownership and modes. Deciding them once keeps them the same everywhere.
+//! ownership and modes. Deciding them once keeps them the same everywhere. Likewise the secrets
+//! in fsdelta's environment ([`env`]) are taken out of it once, at start, so that no child
+//! process inherits them.
 //!
 //! Must never import from another room of the crate: everything may depend on it, it depends on
 //! nothing of ours.
 
+pub mod env;
 pub mod files;

@@ -3,7 +3,13 @@
 //!
 //! Why a file of its own: the store ([`super::postgres`]) and the fleet's queue both connect
 //! through it, and what a connection may reveal (a password, in any message) is decided here
-//! once. Must never put a password into a message, a log line or a process's environment.
+//! once. Must never put a password into a message, a log line or a process's environment:
+//! a URL carrying one (`USER:PASSWORD@`, `?password=`, percent-encoded or not) is refused and
+//! shown with `***` in its place ([`redact`]; [`redact_text`] guards whole messages at the CLI
+//! edge), and the PG* variables it reads come from [`crate::os::env`], which the binary took out
+//! of the process environment at start so that no child inherits them. Password files are read
+//! only when they are regular files of at most [`PASSFILE_MAX`] bytes (a FIFO would block the
+//! read forever).
 
 use super::StoreError;
 use postgres::error::SqlState;
@@ -68,21 +74,87 @@ fn percent_decode(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-/// `url` with any password replaced by `***`, for messages.
+/// `url` with any password replaced by `***`, for messages: the user-info's password
+/// (`USER:PASSWORD@`; everything from the first `:` after `://` to the last `@` is hidden, so a
+/// password holding `/`, `?` or `@` is hidden whole, at the price of hiding more of an odd URL
+/// than needed) and the value of every query parameter whose name, percent-decoded, contains
+/// `password` (`?password=`, `?sslpassword=`).
 pub fn redact(url: &str) -> String {
     let Some(start) = url.find("://").map(|i| i + 3) else {
         return url.to_string();
     };
-    let rest = &url[start..];
-    let auth_end = rest.find(['/', '?']).unwrap_or(rest.len());
-    match rest[..auth_end].rfind('@') {
-        Some(at) => match rest[..at].find(':') {
-            Some(colon) => format!("{}{}:***{}", &url[..start], &rest[..colon], &rest[at..]),
-            None => url.to_string(),
-        },
-        None => url.to_string(),
+    let (head, rest) = url.split_at(start);
+    let rest = match (rest.find(':'), rest.rfind('@')) {
+        (Some(colon), Some(at)) if colon < at => {
+            format!("{}:***{}", &rest[..colon], &rest[at..])
+        }
+        _ => rest.to_string(),
+    };
+    let rest = match rest.split_once('?') {
+        Some((base, query)) => {
+            let pairs: Vec<String> = query
+                .split('&')
+                .map(|pair| match pair.split_once('=') {
+                    Some((k, _)) if is_password_key(k) => format!("{k}=***"),
+                    _ => pair.to_string(),
+                })
+                .collect();
+            format!("{base}?{}", pairs.join("&"))
+        }
+        None => rest,
+    };
+    format!("{head}{rest}")
+}
+
+/// Whether a URL query parameter's name (percent-encoded as written) names a password.
+fn is_password_key(k: &str) -> bool {
+    percent_decode(k).to_ascii_lowercase().contains("password")
+}
+
+/// `text` with every `postgres://` or `postgresql://` URL in it passed through [`redact`]: the
+/// last guard before a message reaches the terminal. A URL ends at white space, or, when it
+/// follows a quote (`'`, `"`, `` ` ``), at the same quote.
+pub fn redact_text(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    loop {
+        let found = ["postgres://", "postgresql://"]
+            .iter()
+            .filter_map(|s| rest.find(s))
+            .min();
+        let Some(i) = found else {
+            out.push_str(rest);
+            return out;
+        };
+        out.push_str(&rest[..i]);
+        let quote = rest[..i]
+            .chars()
+            .next_back()
+            .filter(|c| matches!(c, '\'' | '"' | '`'));
+        let mut url_len = match quote {
+            Some(q) => rest[i..].find(q),
+            None => rest[i..].find(char::is_whitespace),
+        }
+        .unwrap_or(rest.len() - i);
+        // `... store URL: why`: the colon is the message's, not the URL's.
+        if quote.is_none()
+            && rest[i..i + url_len].ends_with(':')
+            && rest[i + url_len..].starts_with(char::is_whitespace)
+        {
+            url_len -= 1;
+        }
+        out.push_str(&redact(&rest[i..i + url_len]));
+        rest = &rest[i + url_len..];
     }
 }
+
+/// Why a URL with a password is refused, and where the password goes instead.
+const URL_PASSWORD: &str = "the URL carries a password, which `ps` and shell histories show; \
+     remove it and put the password in PGPASSWORD, in ~/.pgpass (mode 0600), or in a \
+     pgpass-format file of mode 0600 named by ?passfile=PATH";
+
+/// The largest password file read (a pgpass file is a few lines; anything larger is not one).
+pub const PASSFILE_MAX: u64 = 1 << 20;
 
 /// The name of the user this process runs as (libpq's default user).
 fn os_user() -> Option<String> {
@@ -117,6 +189,17 @@ impl PgTarget {
         let mut kept = Vec::new();
         for pair in query.split('&').filter(|p| !p.is_empty()) {
             let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+            if is_password_key(k) {
+                return Err(open_err(
+                    location,
+                    format!(
+                        "the URL carries a password (?{}=), which `ps` and shell histories show; \
+                         remove it and put the password in PGPASSWORD, in ~/.pgpass (mode 0600), \
+                         or in a pgpass-format file of mode 0600 named by ?passfile=PATH",
+                        percent_decode(k)
+                    ),
+                ));
+            }
             let v = percent_decode(v);
             match k {
                 "sslmode" => {
@@ -141,23 +224,34 @@ impl PgTarget {
                 _ => kept.push(pair),
             }
         }
+        // A password in the user-info (`USER:PASSWORD@`), found before the URL is parsed, so
+        // that a URL that also fails to parse is refused for the password, with where to put it.
+        let authority = base.split_once("://").map_or("", |(_, r)| r);
+        let userinfo_password = matches!(
+            (authority.find(':'), authority.rfind('@')),
+            (Some(colon), Some(at)) if colon < at
+        );
         let url = if kept.is_empty() {
             base.to_string()
         } else {
             format!("{base}?{}", kept.join("&"))
         };
-        let mut config: Config = url
-            .parse()
-            .map_err(|e| open_err(location, format!("cannot read the URL: {e}")))?;
-        if config.get_password().is_some() {
-            return Err(open_err(
-                location,
-                "the URL carries a password, which `ps` and shell histories show; remove it and \
-                 put the password in PGPASSWORD, in ~/.pgpass (mode 0600), or in a pgpass-format \
-                 file of mode 0600 named by ?passfile=PATH",
-            ));
+        let parsed: Result<Config, postgres::Error> = url.parse();
+        if userinfo_password {
+            return Err(open_err(location, URL_PASSWORD));
         }
-        let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+        let mut config: Config = parsed.map_err(|e: postgres::Error| {
+            open_err(
+                location,
+                format!("cannot read the URL: {}", redact_text(&e.to_string())),
+            )
+        })?;
+        if config.get_password().is_some() {
+            return Err(open_err(location, URL_PASSWORD));
+        }
+        // fsdelta's own copy of its PG* variables: the binary takes them out of the process
+        // environment at start, so that no child inherits them (crate::os::env).
+        let env = crate::os::env::var;
         if config.get_user().is_none() {
             match env("PGUSER").or_else(os_user) {
                 Some(u) => {
@@ -202,7 +296,7 @@ impl PgTarget {
             None => {
                 let file = passfile
                     .clone()
-                    .or_else(|| env("PGPASSFILE").map(PathBuf::from));
+                    .or_else(|| crate::os::env::var_os("PGPASSFILE").map(PathBuf::from));
                 let (file, named) = match file {
                     Some(f) => (Some(f), true),
                     None => (
@@ -298,9 +392,14 @@ impl PgTarget {
         static BUILT: Mutex<Vec<(Key, postgres_native_tls::MakeTlsConnector)>> =
             Mutex::new(Vec::new());
         let pem = match &self.root_cert {
-            Some(file) => Some(std::fs::read(file).map_err(|e| {
-                open_err(&self.shown, format!("sslrootcert {}: {e}", file.display()))
-            })?),
+            Some(file) => Some(
+                crate::os::files::read_regular(
+                    file,
+                    PASSFILE_MAX,
+                    crate::os::files::Symlinks::Follow,
+                )
+                .map_err(|e| open_err(&self.shown, format!("sslrootcert {e}")))?,
+            ),
             None => None,
         };
         let key = (self.ssl, pem);
@@ -363,8 +462,9 @@ pub(crate) fn connect_reason(e: &postgres::Error) -> String {
 }
 
 /// Find the password for (host, port, db, user) in a pgpass file: `host:port:db:user:password`
-/// lines, `*` matching anything, `\` escaping `:` and `\`. A file readable by group or others is
-/// refused. A missing file is not an error unless it was named explicitly.
+/// lines, `*` matching anything, `\\` escaping `:` and `\\`. The file must be a regular file (a
+/// symlink, a FIFO or a device is refused, without blocking) of at most [`PASSFILE_MAX`] bytes,
+/// readable by its owner only. A missing file is not an error unless it was named explicitly.
 fn pgpass_lookup(
     file: &Path,
     named: bool,
@@ -373,12 +473,13 @@ fn pgpass_lookup(
     db: &str,
     user: &str,
 ) -> Result<Option<String>, String> {
-    let meta = match std::fs::metadata(file) {
+    use crate::os::files::{Symlinks, read_regular};
+    let meta = match std::fs::symlink_metadata(file) {
         Ok(m) => m,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound && !named => return Ok(None),
         Err(e) => return Err(format!("password file {}: {e}", file.display())),
     };
-    if meta.mode() & 0o077 != 0 {
+    if meta.is_file() && meta.mode() & 0o077 != 0 {
         return Err(format!(
             "password file {} has mode {:o}; a password file must be readable by its owner only: chmod 600 {}",
             file.display(),
@@ -386,8 +487,10 @@ fn pgpass_lookup(
             file.display()
         ));
     }
-    let text = std::fs::read_to_string(file)
-        .map_err(|e| format!("password file {}: {e}", file.display()))?;
+    let bytes = read_regular(file, PASSFILE_MAX, Symlinks::Refuse)
+        .map_err(|e| format!("password file {e}"))?;
+    let text = String::from_utf8(bytes)
+        .map_err(|_| format!("password file {}: not UTF-8 text", file.display()))?;
     let port = port.to_string();
     let is_socket = host.starts_with('/');
     for line in text.lines() {
@@ -508,6 +611,22 @@ mod tests {
             "postgres://u:***@h:1/d?x=y"
         );
         assert_eq!(redact("postgres://u@h/d"), "postgres://u@h/d");
+        assert_eq!(
+            redact("postgres://u@h/d?sslmode=disable&pass%77ord=pw&x=1"),
+            "postgres://u@h/d?sslmode=disable&pass%77ord=***&x=1"
+        );
+        assert_eq!(redact("postgres://u:p/w?x@y@h/d"), "postgres://u:***@h/d");
+        assert_eq!(
+            redact_text("store postgres://u@h/d?password=pw: no; 'postgresql://u:a b@h/d' x"),
+            "store postgres://u@h/d?password=***: no; 'postgresql://u:***@h/d' x"
+        );
+        for url in [
+            "postgres://u@h/x?password=pw",
+            "postgres://u@h/x?sslpassword=pw",
+        ] {
+            let m = PgTarget::parse(url).unwrap_err().to_string();
+            assert!(m.contains("PGPASSWORD") && !m.contains("=pw"), "{m}");
+        }
     }
 
     #[test]

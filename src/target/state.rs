@@ -12,9 +12,13 @@
 //! temporary, fsync, rename), so concurrent runs share it safely.
 //!
 //! The file is an instruction to unmount and delete, so it is trusted only when it cannot have been
-//! written by someone else: its directory, the file and the lock must be owned by the current user
-//! and not writable by group or others, and every open uses `O_NOFOLLOW` (a planted symlink is
-//! refused, never followed).
+//! written by someone else: its directory must be owned by the current user (or root) and writable
+//! by no one else (a sticky shared directory such as /tmp is refused too), every directory above it
+//! must be owned by the current user or root and writable by others only when sticky, the file and
+//! the lock must be owned by the current user and not writable by group or others, and every open
+//! uses `O_NOFOLLOW` (a planted symlink is refused, never followed). A refused place is said so
+//! even when the file does not exist yet (never "nothing to do"). The file-level checks are
+//! `crate::os::files`'s, shared with every other file fsdelta writes or replays.
 //!
 //! Protocol: an entry is written BEFORE its resource is created and cleared AFTER it is undone.
 //! Each entry names its owner (pid and process start time); recovery skips entries whose owner
@@ -32,11 +36,15 @@
 use super::TargetError;
 use super::loopdev;
 use super::mount;
+use crate::os::files;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
+
+/// How to get out of a refused state-file location.
+const STATE_FIX: &str =
+    "set FSDELTA_STATE_FILE to an absolute path in a directory only you can write";
 
 /// Something fsdelta creates and must undo.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -249,14 +257,15 @@ impl StateFile {
         })
     }
 
-    /// Fail now if this state file cannot be used (no usable location, a directory or file owned
-    /// by someone else or writable by others, a symlink). Creates nothing.
+    /// Fail now if this state file cannot be used (no usable location; a directory on its way
+    /// that another user owns or can write, see [`StateFile::check_dirs`]; a state or lock file
+    /// owned by someone else or writable by others; a symlink). Creates nothing.
     pub fn check(&self) -> Result<(), TargetError> {
         if let Some((_, why)) = &self.refused {
             return Err(self.err(why.clone()));
         }
         if let Some(dir) = self.existing_dir() {
-            self.check_dir(&dir)?;
+            self.check_dirs(&dir)?;
         }
         for p in [self.path.clone(), self.lock_path()] {
             match fs::symlink_metadata(&p) {
@@ -296,11 +305,10 @@ impl StateFile {
         self.update(|doc| doc.entries.retain(|e| e.id != id))
     }
 
-    /// Every entry; none when the file does not exist.
+    /// Every entry; none when the file does not exist (its place is checked all the same, so
+    /// that a state file nobody could trust is said so, not taken for "nothing to do").
     pub fn entries(&self) -> Result<Vec<Entry>, TargetError> {
-        if let Some((_, why)) = &self.refused {
-            return Err(self.err(why.clone()));
-        }
+        self.check()?;
         if fs::symlink_metadata(&self.path).is_err() {
             return Ok(Vec::new());
         }
@@ -335,67 +343,52 @@ impl StateFile {
             .filter(|d| d.exists())
     }
 
-    /// The directory must be a real directory owned by us (or root) and writable by no one else.
-    fn check_dir(&self, dir: &Path) -> Result<(), TargetError> {
+    /// The state file's directory must be a real directory owned by us (or root) and writable
+    /// by no one else, sticky or not: a shared directory is never the state's home, as anyone
+    /// could create the state file or its lock there before us. Every directory above it, as
+    /// written and as resolved, must pass [`files::check_dir`] (owned by us or root, writable by
+    /// others only when sticky), or its owner could move the state's directory away and put one
+    /// of their own in its place.
+    fn check_dirs(&self, dir: &Path) -> Result<(), TargetError> {
         use std::os::unix::fs::MetadataExt;
-        let m = fs::symlink_metadata(dir)
-            .map_err(|e| self.err(format!("cannot inspect {}: {e}", dir.display())))?;
-        let fix = "set FSDELTA_STATE_FILE to a path in a directory only you can write (chmod go-w, or another directory)";
-        if !m.is_dir() {
+        let refuse = |e: files::FileError| self.err(format!("{e}; {STATE_FIX}"));
+        files::check_dir(dir).map_err(refuse)?;
+        if files::is_shared_dir(dir) {
+            let m = fs::symlink_metadata(dir)
+                .map_err(|e| self.err(format!("cannot inspect {}: {e}", dir.display())))?;
             return Err(self.err(format!(
-                "{} is not a directory (a symlink is not followed); {fix}",
-                dir.display()
-            )));
-        }
-        let me = rustix::process::geteuid().as_raw();
-        if m.uid() != me && m.uid() != 0 {
-            return Err(self.err(format!(
-                "directory {} is owned by uid {}, not by you (uid {me}); {fix}",
+                "directory {} is shared (owner uid {}, mode {:o}: writable by others); another \
+                 user could plant entries or the lock there; {STATE_FIX}",
                 dir.display(),
-                m.uid()
-            )));
-        }
-        if m.mode() & 0o022 != 0 {
-            return Err(self.err(format!(
-                "directory {} is writable by others (mode {:o}); another user could plant entries; {fix}",
-                dir.display(),
+                m.uid(),
                 m.mode() & 0o7777
             )));
+        }
+        let resolved = fs::canonicalize(dir)
+            .map_err(|e| self.err(format!("cannot resolve {}: {e}", dir.display())))?;
+        for up in dir.ancestors().skip(1).chain(resolved.ancestors().skip(1)) {
+            if up.as_os_str().is_empty() {
+                continue;
+            }
+            match fs::symlink_metadata(up) {
+                // A symlink on the way is followed (the resolved path is checked too); its own
+                // directory is one of the directories checked.
+                Ok(m) if m.file_type().is_symlink() => {}
+                _ => files::check_dir(up).map_err(refuse)?,
+            }
         }
         Ok(())
     }
 
     /// A state or lock file must be a regular file owned by us and writable by no one else.
     fn check_meta(&self, p: &Path, m: &fs::Metadata) -> Result<(), TargetError> {
-        use std::os::unix::fs::MetadataExt;
-        let fix = "remove it if you did not make it, or set FSDELTA_STATE_FILE elsewhere";
-        if !m.file_type().is_file() {
-            return Err(self.err(format!(
-                "{} is not a regular file (symlinks are never followed); {fix}",
-                p.display()
-            )));
-        }
-        let me = rustix::process::geteuid().as_raw();
-        if m.uid() != me {
-            return Err(self.err(format!(
-                "{} is owned by uid {}, not by you (uid {me}): it may have been planted; {fix}",
-                p.display(),
-                m.uid()
-            )));
-        }
-        if m.mode() & 0o022 != 0 {
-            return Err(self.err(format!(
-                "{} is writable by others (mode {:o}); {fix}",
-                p.display(),
-                m.mode() & 0o7777
-            )));
-        }
-        Ok(())
+        files::check_own_file(p, m)
+            .map_err(|e| self.err(format!("{e}; or set FSDELTA_STATE_FILE elsewhere")))
     }
 
     /// The state's lock (an flock on its lock file), held until the value is dropped.
     fn lock(&self) -> Result<crate::workload::fdtable::FlockedFile, TargetError> {
-        use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+        use std::os::unix::fs::DirBuilderExt;
         if let Some((_, why)) = &self.refused {
             return Err(self.err(why.clone()));
         }
@@ -410,60 +403,43 @@ impl StateFile {
                         dir.display()
                     ))
                 })?;
-            self.check_dir(dir)?;
+            self.check_dirs(dir)?;
         }
         let lock_path = self.lock_path();
         let open = || {
-            let f = fs::OpenOptions::new()
-                .create(true)
-                .truncate(false)
-                .write(true)
-                .mode(0o600)
-                .custom_flags(libc::O_NOFOLLOW)
-                .open(&lock_path)
-                .map_err(|e| {
-                    self.err(format!(
-                        "cannot open the lock file {}: {e}; set FSDELTA_STATE_FILE to a writable path (symlinks are never followed)",
-                        lock_path.display()
-                    ))
-                })?;
-            let m = f
-                .metadata()
-                .map_err(|e| self.err(format!("cannot inspect the lock file: {e}")))?;
-            self.check_meta(&lock_path, &m)?;
-            Ok(f)
+            files::open(&lock_path, files::Access::ReadWrite).map_err(|e| {
+                self.err(format!(
+                    "the lock file {e}; set FSDELTA_STATE_FILE to a writable path of yours"
+                ))
+            })
         };
         crate::workload::fdtable::flocked(open, |e| self.err(format!("cannot lock: {e}")))
     }
 
     fn read(&self) -> Result<Document, TargetError> {
         use std::io::Read;
-        use std::os::unix::fs::OpenOptionsExt;
-        let opened = fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(&self.path);
-        let text = opened.and_then(|mut f| {
-            let m = f.metadata()?;
-            self.check_meta(&self.path, &m)
-                .map_err(|e| std::io::Error::other(e.to_string()))?;
-            let mut text = String::new();
-            f.read_to_string(&mut text)?;
-            Ok(text)
-        });
-        match text {
-            Ok(text) if text.trim().is_empty() => Ok(Document::default()),
-            Ok(text) => serde_json::from_str(&text).map_err(|e| {
-                self.err(format!(
-                    "unreadable ({e}); check what it names by hand (mounts, loop devices), then delete it"
-                ))
-            }),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Document::default()),
-            Err(e) if e.raw_os_error() == Some(libc::ELOOP) => Err(self.err(
-                "is a symlink; fsdelta never follows one here: remove it, or set FSDELTA_STATE_FILE elsewhere".into(),
-            )),
-            Err(e) => Err(self.err(format!("cannot read: {e}"))),
+        let text = match files::open(&self.path, files::Access::Read) {
+            Ok(mut f) => {
+                let mut text = String::new();
+                f.read_to_string(&mut text)
+                    .map_err(|e| self.err(format!("cannot read: {e}")))?;
+                text
+            }
+            Err(files::FileError::Io { source, .. })
+                if source.kind() == std::io::ErrorKind::NotFound =>
+            {
+                return Ok(Document::default());
+            }
+            Err(e) => return Err(self.err(format!("{e}; or set FSDELTA_STATE_FILE elsewhere"))),
+        };
+        if text.trim().is_empty() {
+            return Ok(Document::default());
         }
+        serde_json::from_str(&text).map_err(|e| {
+            self.err(format!(
+                "unreadable ({e}); check what it names by hand (mounts, loop devices), then delete it"
+            ))
+        })
     }
 
     fn update(&self, f: impl FnOnce(&mut Document)) -> Result<(), TargetError> {
@@ -471,38 +447,13 @@ impl StateFile {
         let mut doc = self.read()?;
         doc.version = 1;
         f(&mut doc);
-        let mut tmp = self.path.clone().into_os_string();
-        tmp.push(".tmp");
-        let tmp = PathBuf::from(tmp);
-        let write = || -> std::io::Result<()> {
-            use std::os::unix::fs::OpenOptionsExt;
-            let create = || {
-                fs::OpenOptions::new()
-                    .write(true)
-                    .create_new(true)
-                    .mode(0o600)
-                    .custom_flags(libc::O_NOFOLLOW)
-                    .open(&tmp)
-            };
-            // A temporary left by a crash (we hold the lock, so no live writer owns it): unlink it
-            // (unlink never follows a symlink) and create ours exclusively.
-            let mut file = match create() {
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                    fs::remove_file(&tmp)?;
-                    create()?
-                }
-                other => other?,
-            };
-            file.write_all(serde_json::to_string_pretty(&doc)?.as_bytes())?;
-            file.write_all(b"\n")?;
-            file.sync_all()?;
-            fs::rename(&tmp, &self.path)?;
-            if let Some(dir) = self.path.parent() {
-                fs::File::open(dir)?.sync_all()?;
-            }
-            Ok(())
-        };
-        write().map_err(|e| self.err(format!("cannot write: {e}; is the disk full?")))
+        let mut text = serde_json::to_string_pretty(&doc)
+            .map_err(|e| self.err(format!("cannot write: {e}")))?;
+        text.push('\n');
+        // An O_EXCL temporary beside it, fsynced and renamed over it; one left by a crash (we
+        // hold the lock, so no live writer owns it) is unlinked, never followed.
+        files::replace(&self.path, text.as_bytes())
+            .map_err(|e| self.err(format!("cannot write: {e}; is the disk full?")))
     }
 }
 
@@ -1028,6 +979,41 @@ mod tests {
         fs::set_permissions(state.path(), fs::Permissions::from_mode(0o666)).unwrap();
         let e = state.entries().unwrap_err().to_string();
         assert!(e.contains("writable by others"), "{e}");
+    }
+
+    #[test]
+    fn a_sticky_or_foreign_owned_place_is_refused_even_before_the_file_exists() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let sticky = dir.path().join("sticky");
+        fs::create_dir(&sticky).unwrap();
+        fs::set_permissions(&sticky, fs::Permissions::from_mode(0o1777)).unwrap();
+        let state = StateFile::new(sticky.join("leftovers.json"));
+        for e in [state.check().unwrap_err(), state.entries().unwrap_err()] {
+            let e = e.to_string();
+            assert!(
+                e.contains("is shared") && e.contains("FSDELTA_STATE_FILE"),
+                "{e}"
+            );
+        }
+        assert!(recover(&state).is_err());
+        if !rustix::process::geteuid().is_root() {
+            return;
+        }
+        // A directory of ours inside one another user owns: they could swap it for their own.
+        let theirs = dir.path().join("theirs");
+        fs::create_dir_all(theirs.join("mine")).unwrap();
+        std::os::unix::fs::chown(&theirs, Some(65534), Some(65534)).unwrap();
+        let state = StateFile::new(theirs.join("mine/leftovers.json"));
+        let e = state
+            .record(Resource::Dir { path: "/x".into() })
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("owned by uid 65534") && e.contains("FSDELTA_STATE_FILE"),
+            "{e}"
+        );
+        assert!(!theirs.join("mine/leftovers.json").exists());
     }
 
     #[test]
