@@ -8,9 +8,8 @@ fn main() {
         Ok(cli) => cli,
         Err(code) => std::process::exit(code),
     };
-    let keep = fsdelta::cli::env_kept(&cli);
     // SAFETY: no thread has been started yet (parsing the command line starts none), so nothing
     // reads the environment while the secrets are removed from it.
-    unsafe { fsdelta::os::env::take_secrets(keep) };
+    unsafe { fsdelta::os::env::take_secrets() };
     std::process::exit(fsdelta::cli::dispatch(cli));
 }

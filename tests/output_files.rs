@@ -182,3 +182,30 @@ fn a_state_file_in_a_sticky_directory_is_refused() {
 }
 
 use predicates::prelude::PredicateBooleanExt;
+
+#[test]
+fn fsmark_log_never_follows_a_planted_symlink() {
+    let work = tempfile::tempdir().unwrap();
+    let w = work.path();
+    let shared = sticky(w);
+    let victim = w.join("precious");
+    fs::write(&victim, "keep me").unwrap();
+    let link = shared.join("fs_log.txt");
+    symlink(&victim, &link).unwrap();
+    fs::create_dir(w.join("d")).unwrap();
+    let out = Command::cargo_bin("fsdelta")
+        .unwrap()
+        .current_dir(w)
+        .env("FSDELTA_STATE_FILE", w.join("state/leftovers.json"))
+        .args(["fsmark", "-d", "d", "-n", "4", "-s", "0", "-L", "1", "-l"])
+        .arg(&link)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains(&link.display().to_string()) && err.contains("symlink"),
+        "the error names the symlink: {err}"
+    );
+    assert_eq!(fs::read_to_string(&victim).unwrap(), "keep me");
+}

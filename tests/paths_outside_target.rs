@@ -81,6 +81,11 @@ impl Tree {
                 && text.contains("use a path relative to the target"),
             "{text}"
         );
+        let target = format!(
+            "the target here: a scratch directory inside {}",
+            self.path("a/t").display()
+        );
+        assert!(text.contains(&target), "the target is named: {text}");
         let after = snapshot(self.tmp.path());
         assert_eq!(
             before.keys().collect::<Vec<_>>(),

@@ -14,7 +14,7 @@ pub fn main() -> i32 {
     let state = StateFile::default_location();
     let code = run(&state, &mut std::io::stdout(), &mut std::io::stderr());
     let db = super::DbArg {
-        db: std::env::var("FSDELTA_DB").ok().filter(|v| !v.is_empty()),
+        db: crate::os::env::var("FSDELTA_DB"),
     }
     .location();
     let code2 = abort_orphans(&db, &mut std::io::stdout(), &mut std::io::stderr());

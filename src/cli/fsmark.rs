@@ -23,11 +23,9 @@ struct LogFile {
 
 impl LogFile {
     fn open(path: &Path) -> Result<LogFile, WorkloadError> {
-        let file = std::fs::OpenOptions::new()
-            .append(true)
-            .create(true)
-            .open(path)
-            .map_err(|e| WorkloadError::io("open log file", path, e))?;
+        // Never through a symlink or into another user's file (a log in a shared directory).
+        let file = crate::os::files::open_append_output(path)
+            .map_err(|e| WorkloadError::InvalidOptions(format!("-l log file: {e}")))?;
         Ok(LogFile {
             path: path.to_path_buf(),
             file,

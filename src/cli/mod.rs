@@ -627,16 +627,6 @@ pub fn parse() -> Result<Cli, i32> {
     })
 }
 
-/// The variables of [`crate::os::env`]'s secrets that `cli`'s command still reads from the
-/// process environment and so must stay there: `fsdelta cleanup` reads `FSDELTA_DB` itself
-/// (cli/cleanup.rs); every other command has it from clap already.
-pub fn env_kept(cli: &Cli) -> &'static [&'static str] {
-    match cli.command {
-        Command::Cleanup => &["FSDELTA_DB"],
-        _ => &[],
-    }
-}
-
 /// Run the command `cli` names and return the exit code; an error is printed once, any
 /// PostgreSQL URL in it without its password.
 pub fn dispatch(cli: Cli) -> i32 {

@@ -167,7 +167,8 @@ pub fn main(args: &ProfileArgs) -> Result<i32> {
     if let Some(path) = &args.flamegraph {
         let svg = report::profile::flamegraph_svg(&all, &format!("{} in {}", args.test, args.sel))
             .context("drawing the flame graph")?;
-        std::fs::write(path, svg).with_context(|| format!("writing {}", path.display()))?;
+        crate::os::files::write_output(path, svg.as_bytes())
+            .with_context(|| format!("writing {}", path.display()))?;
         let _ = writeln!(out, "flame graph: {}", path.display());
     }
     query::write_stdout(&out)?;

@@ -46,6 +46,12 @@ pub fn main(args: RunArgs) -> Result<i32> {
     let margins = args.compare.resolve(&suite.margins);
     // Build every workload before anything runs, so a bad option fails fast.
     let external_all = args.engine == super::EngineChoice::External;
+    // Where the tests will run, for a refusal of a path that leaves it.
+    let target = match (&args.target, &args.config) {
+        (Some(dir), _) => format!("a scratch directory inside {}", dir.display()),
+        (None, Some(_)) => "each configuration's filesystem".to_string(),
+        (None, None) => "a scratch directory inside the current directory".to_string(),
+    };
     let tests = suite
         .select(&args.tests)?
         .into_iter()
@@ -56,7 +62,13 @@ pub fn main(args: RunArgs) -> Result<i32> {
                 args.events.as_deref(),
                 &args.events_filter,
             )
-            .map_err(|e| anyhow::anyhow!("test {}: {e}", t.name))
+            .map_err(|e| {
+                if e.contains("leaves the target directory") {
+                    anyhow::anyhow!("test {}: {e} (the target here: {target})", t.name)
+                } else {
+                    anyhow::anyhow!("test {}: {e}", t.name)
+                }
+            })
         })
         .collect::<Result<Vec<_>>>()?;
     let file = match &args.config {

@@ -30,14 +30,13 @@ pub fn is_taken_name(name: &OsStr) -> bool {
 }
 
 /// Move every variable [`is_taken_name`] names out of the process environment into memory,
-/// where [`var`] finds them; the ones in `keep` are copied but left in the environment. A second
-/// call changes nothing.
+/// where [`var`] finds them. A second call changes nothing.
 ///
 /// # Safety
 ///
 /// No other thread may exist while this runs (removing a variable while another thread reads
 /// the environment is undefined behaviour): call it from `main` before anything starts a thread.
-pub unsafe fn take_secrets(keep: &[&str]) {
+pub unsafe fn take_secrets() {
     if TAKEN.get().is_some() {
         return;
     }
@@ -45,9 +44,6 @@ pub unsafe fn take_secrets(keep: &[&str]) {
         .filter(|(k, _)| is_taken_name(k))
         .collect();
     for k in taken.keys() {
-        if keep.iter().any(|kept| k == *kept) {
-            continue;
-        }
         // SAFETY: the caller guarantees that this process runs a single thread.
         unsafe { std::env::remove_var(k) };
     }

@@ -385,6 +385,31 @@ pub fn open_output(path: &Path) -> Result<File, FileError> {
     Ok(f)
 }
 
+/// Open an output file the user named for appending (fs_mark's `-l` log, which fs_mark appends
+/// to), checked as [`open_output`] does on the open file itself; a new file gets mode 0600 and
+/// an existing one keeps what it holds.
+pub fn open_append_output(path: &Path) -> Result<File, FileError> {
+    if is_system_path(path) {
+        return OpenOptions::new()
+            .append(true)
+            .open(path)
+            .map_err(|e| FileError::io(path, "cannot open", e));
+    }
+    check_output(path)?;
+    let f = OpenOptions::new()
+        .append(true)
+        .create(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(|e| FileError::io(path, "cannot open", e))?;
+    let m = f
+        .metadata()
+        .map_err(|e| FileError::io(path, "cannot inspect", e))?;
+    check_output_meta(path, &m)?;
+    Ok(f)
+}
+
 /// Write a whole output file the user named: checked as [`check_output`] says, then written to
 /// an exclusive temporary beside it (`.NAME.PID.tmp`, mode 0600, or the mode of the file it
 /// replaces), fsynced and renamed over it, so that a reader never sees half of it and a symlink
