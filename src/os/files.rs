@@ -358,16 +358,30 @@ pub fn probe_output(path: &Path) -> Result<(), FileError> {
 /// followed either); a new file gets mode 0600, an existing one of ours is truncated only once
 /// checked. For output written as it comes (`fio --status-interval`).
 pub fn open_output(path: &Path) -> Result<File, FileError> {
+    open_checked_output(path, false)
+}
+
+/// [`open_output`] for appending (fs_mark's `-l` log, which fs_mark appends to): an existing
+/// file of ours keeps what it holds.
+pub fn open_append_output(path: &Path) -> Result<File, FileError> {
+    open_checked_output(path, true)
+}
+
+fn open_checked_output(path: &Path, append: bool) -> Result<File, FileError> {
+    let mut o = OpenOptions::new();
+    if append {
+        o.append(true);
+    } else {
+        o.write(true);
+    }
     if is_system_path(path) {
-        return OpenOptions::new()
-            .write(true)
-            .truncate(true)
+        return o
+            .truncate(!append)
             .open(path)
             .map_err(|e| FileError::io(path, "cannot open", e));
     }
     check_output(path)?;
-    let f = OpenOptions::new()
-        .write(true)
+    let f = o
         .create(true)
         .truncate(false)
         .mode(0o600)
@@ -378,35 +392,10 @@ pub fn open_output(path: &Path) -> Result<File, FileError> {
         .metadata()
         .map_err(|e| FileError::io(path, "cannot inspect", e))?;
     check_output_meta(path, &m)?;
-    if m.is_file() {
+    if !append && m.is_file() {
         f.set_len(0)
             .map_err(|e| FileError::io(path, "cannot truncate", e))?;
     }
-    Ok(f)
-}
-
-/// Open an output file the user named for appending (fs_mark's `-l` log, which fs_mark appends
-/// to), checked as [`open_output`] does on the open file itself; a new file gets mode 0600 and
-/// an existing one keeps what it holds.
-pub fn open_append_output(path: &Path) -> Result<File, FileError> {
-    if is_system_path(path) {
-        return OpenOptions::new()
-            .append(true)
-            .open(path)
-            .map_err(|e| FileError::io(path, "cannot open", e));
-    }
-    check_output(path)?;
-    let f = OpenOptions::new()
-        .append(true)
-        .create(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(path)
-        .map_err(|e| FileError::io(path, "cannot open", e))?;
-    let m = f
-        .metadata()
-        .map_err(|e| FileError::io(path, "cannot inspect", e))?;
-    check_output_meta(path, &m)?;
     Ok(f)
 }
 
