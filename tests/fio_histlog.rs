@@ -24,7 +24,6 @@ mod common;
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::Instant;
 
 const RUNTIME_MS: u64 = 1000;
 const HIST_MS: u64 = 100;
@@ -32,28 +31,6 @@ const SCRIPT: &str = "/usr/share/doc/fio/fio-histo-log-pctiles.py.gz";
 const PARSER: &str = "/usr/share/doc/fio/fiologparser_hist.py.gz";
 
 use common::FioLogs as Logs;
-
-/// One tool's run of `job` in a fresh directory: the directory, its logs, and an upper bound
-/// of every log time (the milliseconds the process lived, rounded up).
-fn run_timed(tool: &str, args: &[&str], job: &str) -> (tempfile::TempDir, Logs, u64) {
-    let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    std::fs::write(d.path().join("job.fio"), job).unwrap();
-    let t0 = Instant::now();
-    let o = Command::new(tool)
-        .current_dir(d.path())
-        .args(args)
-        .arg("job.fio")
-        .output()
-        .unwrap();
-    let lived_ms = t0.elapsed().as_millis() as u64 + 1;
-    assert!(
-        o.status.success(),
-        "{tool}: {job}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let logs = common::fio_logs(d.path());
-    (d, logs, lived_ms)
-}
 
 /// The checks both tools' logs must pass whatever the timing.
 fn check(who: &str, job: &str, logs: &Logs, cols: usize, lived_ms: u64) {
@@ -131,8 +108,9 @@ fn histogram_logs_have_fios_names_lines_and_columns() {
     );
     for (extra, cols) in [("log_hist_coarseness=2\n", 3 + 464), ("", 3 + 1856)] {
         let job = format!("{base}{extra}");
-        let (ours_dir, ours, lived) = run_timed(env!("CARGO_BIN_EXE_fsdelta"), &["fio"], &job);
-        let (theirs_dir, theirs, fio_lived) = run_timed("fio", &[], &job);
+        let (ours_dir, ours, lived) =
+            common::run_for_logs_timed(env!("CARGO_BIN_EXE_fsdelta"), &["fio"], &job);
+        let (theirs_dir, theirs, fio_lived) = common::run_for_logs_timed("fio", &[], &job);
         // The same files.
         assert_eq!(
             ours.keys().collect::<Vec<_>>(),

@@ -16,35 +16,11 @@
 
 mod common;
 
-use std::process::Command;
-use std::time::Instant;
 
 const RUNTIME_MS: u64 = 1000;
 const AVG_MS: u64 = 100;
 /// fio's LOG_MSEC_SLACK (stat.c): the helper thread may close a bw/iops window this early.
 const SLACK_MS: u64 = 1;
-
-/// One tool's run of `job` in a fresh directory: the directory, its logs, and an upper bound
-/// of every log time (the milliseconds the process lived, rounded up).
-fn run_timed(tool: &str, args: &[&str], job: &str) -> (tempfile::TempDir, common::FioLogs, u64) {
-    let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    std::fs::write(d.path().join("job.fio"), job).unwrap();
-    let t0 = Instant::now();
-    let o = Command::new(tool)
-        .current_dir(d.path())
-        .args(args)
-        .arg("job.fio")
-        .output()
-        .unwrap();
-    let lived_ms = t0.elapsed().as_millis() as u64 + 1;
-    assert!(
-        o.status.success(),
-        "{tool}: {job}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let logs = common::fio_logs(d.path());
-    (d, logs, lived_ms)
-}
 
 /// The checks both tools' logs must pass whatever the timing: columns, fio's window rule,
 /// times within the run.
@@ -115,8 +91,9 @@ fn averaged_logs_have_fios_names_windows_and_columns() {
     );
     for (extra, cols) in [("", 5), ("log_offset=1\nlog_max_value=1\n", 6)] {
         let job = format!("{base}{extra}");
-        let (_d, ours, lived) = run_timed(env!("CARGO_BIN_EXE_fsdelta"), &["fio"], &job);
-        let (_e, theirs, fio_lived) = run_timed("fio", &[], &job);
+        let (_d, ours, lived) =
+            common::run_for_logs_timed(env!("CARGO_BIN_EXE_fsdelta"), &["fio"], &job);
+        let (_e, theirs, fio_lived) = common::run_for_logs_timed("fio", &[], &job);
         // The same files.
         assert_eq!(
             ours.keys().collect::<Vec<_>>(),

@@ -376,21 +376,34 @@ pub fn fio_logs(dir: &Path) -> FioLogs {
 /// Run `tool` with `args` and job.fio (holding `job`) in a fresh directory under
 /// CARGO_TARGET_TMPDIR, panicking with its stderr if it fails; the directory and its logs.
 pub fn run_for_logs(tool: &str, args: &[&str], job: &str) -> (tempfile::TempDir, FioLogs) {
+    let (d, l, _) = run_for_logs_timed(tool, args, job);
+    (d, l)
+}
+
+/// [`run_for_logs`], also returning an upper bound of every log time: the milliseconds the
+/// process lived, rounded up.
+pub fn run_for_logs_timed(
+    tool: &str,
+    args: &[&str],
+    job: &str,
+) -> (tempfile::TempDir, FioLogs, u64) {
     let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     std::fs::write(d.path().join("job.fio"), job).unwrap();
+    let t0 = std::time::Instant::now();
     let o = std::process::Command::new(tool)
         .current_dir(d.path())
         .args(args)
         .arg("job.fio")
         .output()
         .unwrap();
+    let lived_ms = t0.elapsed().as_millis() as u64 + 1;
     assert!(
         o.status.success(),
         "{tool}: {job}: {}",
         String::from_utf8_lossy(&o.stderr)
     );
     let l = fio_logs(d.path());
-    (d, l)
+    (d, l, lived_ms)
 }
 
 /// `export latest` as JSON, run by `cmd` (an fsdelta command with its database and
