@@ -16,7 +16,6 @@
 
 mod common;
 
-
 const RUNTIME_MS: u64 = 1000;
 const AVG_MS: u64 = 100;
 /// fio's LOG_MSEC_SLACK (stat.c): the helper thread may close a bw/iops window this early.
