@@ -11,6 +11,10 @@
 
 pub mod cli;
 pub mod compare;
+pub mod dbench;
+pub mod engines;
+pub mod fio;
+pub mod fsmark;
 pub mod model;
 pub mod os;
 pub mod plan;
@@ -18,7 +22,7 @@ pub mod probe;
 pub mod queue;
 pub mod report;
 pub mod runner;
+pub mod site;
 pub mod store;
-pub mod target;
 pub mod vm;
 pub mod workload;

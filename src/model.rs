@@ -313,7 +313,7 @@ impl Metric {
 }
 
 /// The metrics fsdelta itself records for a sample, whatever its workload: the machine around
-/// it (`crate::probe::system`), the device's counters (`crate::target::blockstat`), the timed
+/// it (`crate::probe::system`), the device's counters (`crate::probe::blockstat`), the timed
 /// unmount and mount, the step's overhead, a guest's boot, a command test's own `elapsed_s`.
 /// A sample holds each name once, so a command test may not declare one of these
 /// ([`reserved_metric`]).
@@ -391,7 +391,7 @@ pub struct HistogramRecord {
 
 /// Facts about where a sample ran, recorded with the sample so a reader knows what was measured.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct TargetFacts {
+pub struct SiteFacts {
     /// Filesystem type as the kernel reports it (`ext4`, `tmpfs`, `btrfs`).
     pub fs_type: String,
     /// The directory the workload ran in.
@@ -582,7 +582,7 @@ pub struct NewSample {
     #[serde(default)]
     pub sequence: u32,
     /// Where it ran.
-    pub facts: TargetFacts,
+    pub facts: SiteFacts,
     /// Ok or failed.
     pub status: SampleStatus,
     /// Why it failed.
@@ -702,7 +702,7 @@ impl SampleRecord {
                 test,
                 repetition,
                 sequence,
-                facts: TargetFacts::default(),
+                facts: SiteFacts::default(),
                 status: SampleStatus::Ok,
                 error: None,
                 started_at: DateTime::<Utc>::MIN_UTC,
@@ -726,7 +726,7 @@ impl SampleRecord {
                 test: test.to_string(),
                 repetition: 0,
                 sequence: 0,
-                facts: TargetFacts::default(),
+                facts: SiteFacts::default(),
                 status: SampleStatus::Ok,
                 error: None,
                 started_at: DateTime::<Utc>::MIN_UTC,
@@ -788,13 +788,13 @@ mod tests {
         let b = crate::probe::system::Snapshot::take();
         let mut names: Vec<String> = a.delta(&b).into_iter().map(|m| m.name).collect();
         names.extend(
-            crate::target::blockstat::BlockStatDelta::default()
+            crate::probe::blockstat::BlockStatDelta::default()
                 .metrics()
                 .into_iter()
                 .map(|m| m.name),
         );
         names.push(
-            crate::target::blockstat::write_amplification(2, 1)
+            crate::probe::blockstat::write_amplification(2, 1)
                 .unwrap()
                 .name,
         );

@@ -64,13 +64,13 @@ fn first_mib(dev: &Path) -> u64 {
 
 /// A victim loop device on an image in the case's directory, with a pattern in its first MiB.
 struct Victim {
-    dev: Option<fsdelta::target::loopdev::AttachedLoop>,
-    state: fsdelta::target::StateFile,
+    dev: Option<fsdelta::site::loopdev::AttachedLoop>,
+    state: fsdelta::site::StateFile,
 }
 
 impl Victim {
     fn attach(dir: &Path) -> Victim {
-        let state = fsdelta::target::StateFile::new(dir.join("victim-state/leftovers.json"));
+        let state = fsdelta::site::StateFile::new(dir.join("victim-state/leftovers.json"));
         let image = dir.join("victim.img");
         let pattern: Vec<u8> = (0..1u32 << 20).map(|i| (i % 253) as u8).collect();
         fs::write(&image, &pattern).unwrap();
@@ -80,7 +80,7 @@ impl Victim {
             .unwrap()
             .set_len(400 << 20)
             .unwrap();
-        let dev = fsdelta::target::loopdev::AttachedLoop::attach(&image, &state).unwrap();
+        let dev = fsdelta::site::loopdev::AttachedLoop::attach(&image, &state).unwrap();
         Victim {
             dev: Some(dev),
             state,
@@ -97,7 +97,7 @@ impl Drop for Victim {
         if let Some(d) = self.dev.take() {
             let _ = d.detach();
         }
-        let _ = fsdelta::target::state::recover(&self.state);
+        let _ = fsdelta::site::state::recover(&self.state);
     }
 }
 

@@ -10,10 +10,10 @@
 mod common;
 
 use fsdelta::plan::config::{FsKind, TargetConfig, parse};
-use fsdelta::target::loopdev::AttachedLoop;
-use fsdelta::target::mkfs::Mkfs;
-use fsdelta::target::state::recover;
-use fsdelta::target::{StateFile, Target};
+use fsdelta::site::loopdev::AttachedLoop;
+use fsdelta::site::mkfs::Mkfs;
+use fsdelta::site::state::recover;
+use fsdelta::site::{ConfiguredSite, StateFile};
 use std::fs;
 use std::hash::{Hash, Hasher};
 use std::io::{Read, Write};
@@ -138,7 +138,7 @@ fn a_device_named_by_number_in_mount_options_is_refused_naming_it() {
     let c = config(&format!(
         "fs = \"ext4\"\ndevice = \"loop:64M\"\nmount = \"journal_dev={n}\""
     ));
-    let e = Target::new(&c, &lab.scratch(), lab.state.clone())
+    let e = ConfiguredSite::new(&c, &lab.scratch(), lab.state.clone())
         .unwrap_err()
         .to_string();
     assert!(e.contains(&format!("journal_dev={n}")), "{e}");
@@ -153,7 +153,9 @@ fn a_device_number_that_names_no_device_is_refused_too() {
     let c = config("fs = \"ext4\"\ndevice = \"loop:64M\"\nmount = \"journal_dev=4294967295\"");
     let tmp = tempfile::tempdir().unwrap();
     let state = StateFile::new(tmp.path().join("leftovers.json"));
-    let e = Target::new(&c, tmp.path(), state).unwrap_err().to_string();
+    let e = ConfiguredSite::new(&c, tmp.path(), state)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("journal_dev=4294967295"), "{e}");
     assert!(e.contains("name the device by its /dev path"), "{e}");
 }
@@ -170,7 +172,7 @@ fn a_read_only_device_is_refused_before_mkfs_saying_so() {
         "fs = \"ext4\"\ndevice = \"{}\"\ndestroy = true",
         dev.display()
     ));
-    let e = Target::new(&c, &lab.scratch(), lab.state.clone())
+    let e = ConfiguredSite::new(&c, &lab.scratch(), lab.state.clone())
         .unwrap_err()
         .to_string();
     assert!(e.contains("read-only"), "{e}");
@@ -229,7 +231,7 @@ fn a_device_without_a_filesystem_is_not_blamed_on_empty_mount_options() {
     let dev = lab.attach();
     let at = lab.dir.path().join("mnt");
     fs::create_dir(&at).unwrap();
-    let e = fsdelta::target::mount::mount(&dev.display().to_string(), &at, "ext4", "")
+    let e = fsdelta::site::mount::mount(&dev.display().to_string(), &at, "ext4", "")
         .unwrap_err()
         .to_string();
     assert!(e.contains("found no ext4 filesystem"), "{e}");

@@ -3,10 +3,10 @@
 //! files, and yields the documented metric names with their units and directions. Small sizes:
 //! a few MiB and a few seconds in all.
 
+use fsdelta::dbench::{Dbench, DbenchOptions};
 use fsdelta::model::{Direction, Unit};
 use fsdelta::workload::command::{CommandMetric, CommandOptions, CommandWorkload};
 use fsdelta::workload::copy::{Copy, CopyMethod, CopyOptions};
-use fsdelta::workload::dbench::{Dbench, DbenchOptions};
 use fsdelta::workload::stream::{Stream, StreamOptions};
 use fsdelta::workload::untar::{TarballSource, Untar, UntarOptions};
 use fsdelta::workload::{CancelToken, Measurements, NoProgress, RunContext, Workload};

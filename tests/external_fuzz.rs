@@ -4,7 +4,11 @@
 //! `fuzz/`, so that CI exercises the parsers on malformed output without nightly features.
 //! Seeds are fixed (reproducible); set FSDELTA_FUZZ_ROUNDS to run more mutations per fixture.
 
-use fsdelta::workload::external::{ParseError, dbench, fio, fsmark, import_fio_json};
+use fsdelta::dbench::external as dbench;
+use fsdelta::fio::external as fio;
+use fsdelta::fio::import::import_fio_json;
+use fsdelta::fsmark::external as fsmark;
+use fsdelta::workload::external::ParseError;
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 

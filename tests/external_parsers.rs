@@ -3,8 +3,11 @@
 //! its numbers land in the native engines' metric names with the native units and directions,
 //! and fio's own derived numbers (iops, bw_bytes, percentiles) are reproduced from its raw ones.
 
+use fsdelta::dbench::external as dbench;
+use fsdelta::fio::external as fio;
+use fsdelta::fio::import::import_fio_json;
+use fsdelta::fsmark::external as fsmark;
 use fsdelta::model::{Direction, Metric, Unit};
-use fsdelta::workload::external::{dbench, fio, fsmark, import_fio_json};
 use serde_json::Value;
 
 fn fixture(name: &str) -> String {

@@ -6,11 +6,12 @@
 
 mod common;
 
+use fsdelta::dbench::external::ExternalDbench;
+use fsdelta::fio::external::ExternalFio;
+use fsdelta::fsmark::external::ExternalFsMark;
 use fsdelta::model::Metric;
 use fsdelta::plan::suite::EngineSpec;
-use fsdelta::workload::external::{
-    DBENCH, ExternalDbench, ExternalFio, ExternalFsMark, FIO, FS_MARK, Tool,
-};
+use fsdelta::workload::external::{DBENCH, FIO, FS_MARK, Tool};
 use fsdelta::workload::{
     CancelToken, Measurements, NoProgress, RunContext, Workload, WorkloadError,
 };
@@ -148,7 +149,7 @@ fn fsmark_external_matches_the_native_contract() {
         .split_whitespace()
         .map(String::from)
         .collect();
-    let native = fsdelta::workload::build(&EngineSpec::FsMark { args: args.clone() }).unwrap();
+    let native = fsdelta::engines::build(&EngineSpec::FsMark { args: args.clone() }).unwrap();
     let external = ExternalFsMark::new(&args).unwrap();
     let d1 = tempfile::tempdir().unwrap();
     let d2 = tempfile::tempdir().unwrap();
@@ -236,7 +237,7 @@ fn fio_external_matches_the_native_contract() {
         "[w]\nrw=write\nsize=1m\nbs=64k\n",
         "[global]\nsize=512k\nbs=4k\n[m]\nrw=randrw\ninvalidate=0\n[n]\nrw=randread\nnumjobs=2\ngroup_reporting\ninvalidate=0\n",
     ] {
-        let native = fsdelta::workload::build(&EngineSpec::Fio { job: job.into() }).unwrap();
+        let native = fsdelta::engines::build(&EngineSpec::Fio { job: job.into() }).unwrap();
         let external = ExternalFio::new(job).unwrap();
         let d1 = tempfile::tempdir().unwrap();
         let d2 = tempfile::tempdir().unwrap();
@@ -328,7 +329,7 @@ fn dbench_external_matches_the_native_contract() {
         warmup_s: None,
         loadfile: None,
     };
-    let native = fsdelta::workload::build(&spec).unwrap();
+    let native = fsdelta::engines::build(&spec).unwrap();
     let external = ExternalDbench::new(1, 2, None).unwrap();
     let d1 = tempfile::tempdir().unwrap();
     let d2 = tempfile::tempdir().unwrap();

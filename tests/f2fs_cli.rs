@@ -32,7 +32,7 @@ fn host_has_f2fs() -> bool {
 }
 
 fn has_mkfs_f2fs() -> bool {
-    fsdelta::target::mkfs::Mkfs::find(fsdelta::plan::config::FsKind::F2fs).is_ok()
+    fsdelta::site::mkfs::Mkfs::find(fsdelta::plan::config::FsKind::F2fs).is_ok()
 }
 
 use common::Setup;
@@ -72,7 +72,7 @@ impl Setup {
             .flatten()
             .filter_map(|e| {
                 let n: u32 = e.file_name().to_str()?.strip_prefix("loop")?.parse().ok()?;
-                let b = fsdelta::target::loopdev::backing_file(n)?;
+                let b = fsdelta::site::loopdev::backing_file(n)?;
                 b.starts_with(self.dir.path())
                     .then(|| b.display().to_string())
             })

@@ -2,8 +2,8 @@
 //! may not grow with the number of I/Os. A counting allocator measures the same job at 64 and at
 //! 2048 I/Os, for every engine.
 
-use fsdelta::plan::jobfile::SystemSources;
-use fsdelta::workload::fio::FioWorkload;
+use fsdelta::fio::engine::FioWorkload;
+use fsdelta::fio::jobfile::SystemSources;
 use fsdelta::workload::{CancelToken, NoProgress, RunContext};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::Mutex;

@@ -436,7 +436,7 @@ fn fsperf_direct_jobs_run_like_fio() {
         return;
     }
     let probe = tempfile::tempdir().unwrap();
-    if let Err(e) = fsdelta::workload::fio::files::probe_direct(probe.path()) {
+    if let Err(e) = fsdelta::fio::engine::files::probe_direct(probe.path()) {
         eprintln!("skipping: {e}");
         return;
     }

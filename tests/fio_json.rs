@@ -7,8 +7,8 @@
 
 mod common;
 
-use fsdelta::plan::jobfile::{self, SystemSources};
-use fsdelta::workload::fio::FioWorkload;
+use fsdelta::fio::engine::FioWorkload;
+use fsdelta::fio::jobfile::{self, SystemSources};
 use fsdelta::workload::{CancelToken, NoProgress, RunContext};
 use serde_json::Value;
 use std::collections::BTreeSet;
@@ -191,7 +191,7 @@ fn our_json(job_file: &str, dir: &Path) -> String {
             progress: &NoProgress,
         })
         .unwrap();
-    fsdelta::report::fio::json(&run)
+    fsdelta::fio::output::json(&run)
 }
 
 fn paths_of(text: &str) -> BTreeSet<String> {
@@ -245,7 +245,7 @@ fn our_json_has_every_key_real_fio_has_for_the_same_job() {
         let our_keys = paths_of(&our_json(job, dir.path()));
         // disk_util is there when the files are on a block device: fio ran the fixture on one;
         // the temporary directory here may be tmpfs.
-        let on_block_device = !fsdelta::workload::fio::disk::DiskWatch::start([dir.path()])
+        let on_block_device = !fsdelta::fio::engine::disk::DiskWatch::start([dir.path()])
             .finish()
             .is_empty();
         let missing: Vec<&String> = fio_keys

@@ -2,8 +2,8 @@
 //! same job file (tests/data/fio/randrw.normal.txt, captured from Debian's fio), in the same
 //! order, so that people (and scripts that grep fio's text) find their numbers where they look.
 
-use fsdelta::plan::jobfile::{self, SystemSources};
-use fsdelta::workload::fio::FioWorkload;
+use fsdelta::fio::engine::FioWorkload;
+use fsdelta::fio::jobfile::{self, SystemSources};
 use fsdelta::workload::{CancelToken, NoProgress, RunContext};
 use std::path::Path;
 
@@ -47,7 +47,7 @@ fn fio_and_ours(name: &str) -> (String, String) {
             progress: &NoProgress,
         })
         .unwrap();
-    (theirs, fsdelta::report::fio::normal(&run))
+    (theirs, fsdelta::fio::output::normal(&run))
 }
 
 #[test]

@@ -5,8 +5,8 @@
 
 mod common;
 
-use fsdelta::plan::jobfile::SystemSources;
-use fsdelta::workload::fio::FioWorkload;
+use fsdelta::fio::engine::FioWorkload;
+use fsdelta::fio::jobfile::SystemSources;
 use fsdelta::workload::{CancelToken, NoProgress, RunContext};
 use std::process::Command;
 
@@ -55,7 +55,7 @@ const CASES: &[(&str, Counts)] = &[
     ),
 ];
 
-fn counts(run: &fsdelta::workload::fio::FioRun) -> Vec<(String, u64, u64)> {
+fn counts(run: &fsdelta::fio::engine::FioRun) -> Vec<(String, u64, u64)> {
     run.results
         .iter()
         .map(|r| {
@@ -73,7 +73,7 @@ fn dir_with_file() -> tempfile::TempDir {
 }
 
 /// Run GLOBAL and `jobs` under fsdelta on a fresh file.
-fn execute(jobs: &str) -> fsdelta::workload::fio::FioRun {
+fn execute(jobs: &str) -> fsdelta::fio::engine::FioRun {
     let dir = dir_with_file();
     let w =
         FioWorkload::from_job_text(&format!("{GLOBAL}{jobs}"), "zbd.fio", &SystemSources).unwrap();

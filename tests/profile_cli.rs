@@ -5,7 +5,7 @@ mod common;
 
 use chrono::Utc;
 use common::{fsdelta, require};
-use fsdelta::model::{Direction, Environment, Metric, RunStatus, SampleStatus, TargetFacts, Unit};
+use fsdelta::model::{Direction, Environment, Metric, RunStatus, SampleStatus, SiteFacts, Unit};
 use fsdelta::probe::profile::{PERF_ENV, Profile};
 use fsdelta::store::sqlite::SqliteStore;
 use fsdelta::store::{NewRun, NewSample, Store};
@@ -149,7 +149,7 @@ fn sample(rep: u32, files_per_sec: f64) -> NewSample {
         test: "emptyfiles".into(),
         repetition: rep,
         sequence: 0,
-        facts: TargetFacts {
+        facts: SiteFacts {
             fs_type: "btrfs".into(),
             path: "/mnt/t".into(),
             device: "/dev/loop0".into(),

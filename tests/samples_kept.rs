@@ -7,7 +7,7 @@ mod common;
 
 use common::{Tmpfs, fsdelta, is_root, require};
 use fsdelta::model::{
-    Direction, Environment, Metric, NewRun, NewSample, RunId, SampleStatus, TargetFacts, Unit,
+    Direction, Environment, Metric, NewRun, NewSample, RunId, SampleStatus, SiteFacts, Unit,
 };
 use fsdelta::store::Store;
 use fsdelta::store::sqlite::SqliteStore;
@@ -26,7 +26,7 @@ fn new_run() -> NewRun {
 }
 
 fn sample() -> NewSample {
-    let mut facts = TargetFacts::default();
+    let mut facts = SiteFacts::default();
     facts.extra.insert("journal_key".into(), "k-1-1".into());
     NewSample {
         config: "scratch".into(),

@@ -9,12 +9,12 @@ mod common;
 
 use fsdelta::model::Direction;
 use fsdelta::plan::config::{TargetConfig, parse};
-use fsdelta::target::blockstat::drop_caches;
-use fsdelta::target::env::parse_mounts;
-use fsdelta::target::loopdev;
-use fsdelta::target::mkfs::Mkfs;
-use fsdelta::target::state::recover;
-use fsdelta::target::{StateFile, Target, TargetError};
+use fsdelta::probe::blockstat::drop_caches;
+use fsdelta::site::env::parse_mounts;
+use fsdelta::site::loopdev;
+use fsdelta::site::mkfs::Mkfs;
+use fsdelta::site::state::recover;
+use fsdelta::site::{ConfiguredSite, SiteError, StateFile};
 use std::fs;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -174,7 +174,7 @@ fn ext4_on_a_loop_image_is_made_per_sample_measured_and_removed() {
     }
     let (_t, root, state) = scratch();
     let c = config("name = \"ext4\"\nfs = \"ext4\"\ndevice = \"loop:256M\"\nmkfs = \"-b 4096\"");
-    let mut t = Target::new(&c, &root, state.clone()).unwrap();
+    let mut t = ConfiguredSite::new(&c, &root, state.clone()).unwrap();
     let p = t.prepare().unwrap();
     let f = &p.facts;
     assert_eq!(f.fs_type, "ext4");
@@ -239,7 +239,7 @@ fn btrfs_mount_options_are_read_back_from_proc_mounts() {
     let c = config(
         "name = \"btrfs-zstd\"\nfs = \"btrfs\"\ndevice = \"loop:1G\"\nmount = \"compress-force=zstd,noatime\"\nfresh = \"run\"",
     );
-    let mut t = Target::new(&c, &root, state.clone()).unwrap();
+    let mut t = ConfiguredSite::new(&c, &root, state.clone()).unwrap();
     let p = t.prepare().unwrap();
     assert_eq!(p.facts.fs_type, "btrfs");
     let opts: Vec<&str> = p.facts.mount_options.split(',').collect();
@@ -268,7 +268,7 @@ fn xfs_on_a_loop_image() {
     }
     let (_t, root, state) = scratch();
     let c = config("name = \"xfs\"\nfs = \"xfs\"\ndevice = \"loop:512M\"\nmount = \"noatime\"");
-    let mut t = Target::new(&c, &root, state.clone()).unwrap();
+    let mut t = ConfiguredSite::new(&c, &root, state.clone()).unwrap();
     let p = t.prepare().unwrap();
     assert_eq!(p.facts.fs_type, "xfs");
     assert!(p.facts.mount_options.contains("noatime"), "{:?}", p.facts);
@@ -289,7 +289,7 @@ fn tmpfs_gets_its_size() {
     }
     let (_t, root, state) = scratch();
     let c = config("name = \"ram\"\nfs = \"tmpfs\"\nsize = \"64M\"");
-    let mut t = Target::new(&c, &root, state.clone()).unwrap();
+    let mut t = ConfiguredSite::new(&c, &root, state.clone()).unwrap();
     let p = t.prepare().unwrap();
     assert_eq!(p.facts.fs_type, "tmpfs");
     assert!(
@@ -314,14 +314,14 @@ fn a_mounted_device_is_refused_and_a_failed_mkfs_leaves_nothing() {
     }
     let (_t, root, state) = scratch();
     let c = config("name = \"a\"\nfs = \"ext4\"\ndevice = \"loop:128M\"");
-    let mut t = Target::new(&c, &root, state.clone()).unwrap();
+    let mut t = ConfiguredSite::new(&c, &root, state.clone()).unwrap();
     let p = t.prepare().unwrap();
     let dev = p.facts.device.clone();
     let other = config(&format!(
         "name = \"b\"\nfs = \"xfs\"\ndevice = \"{dev}\"\ndestroy = true"
     ));
-    match Target::new(&other, &root, state.clone()) {
-        Err(TargetError::Refused { reason, .. }) => {
+    match ConfiguredSite::new(&other, &root, state.clone()) {
+        Err(SiteError::Refused { reason, .. }) => {
             assert!(reason.contains("is mounted at"), "{reason}")
         }
         Err(e) if e.to_string().contains("mkfs.xfs not found") => {}
@@ -332,9 +332,9 @@ fn a_mounted_device_is_refused_and_a_failed_mkfs_leaves_nothing() {
     let bad = config(
         "name = \"bad\"\nfs = \"ext4\"\ndevice = \"loop:128M\"\nmkfs = \"--no-such-option\"",
     );
-    let mut t = Target::new(&bad, &root, state.clone()).unwrap();
+    let mut t = ConfiguredSite::new(&bad, &root, state.clone()).unwrap();
     let e = t.prepare().unwrap_err();
-    assert!(matches!(e, TargetError::CommandFailed { .. }), "{e}");
+    assert!(matches!(e, SiteError::CommandFailed { .. }), "{e}");
     assert!(e.to_string().contains("mkfs options"), "{e}");
     drop(t);
     assert_nothing_left(&root, &state);
@@ -352,7 +352,7 @@ fn mounts_a_hook_makes_under_the_mount_point_are_unmounted_between_samples_and_a
         "name = \"hooked\"\nfs = \"tmpfs\"\nsize = \"64M\"\n\
          before = \"mkdir -p img/inner && mount -t tmpfs hookfs img && mkdir -p img/inner && mount -t tmpfs hookfs2 img/inner\"",
     );
-    let mut t = Target::new(&c, &root, state.clone()).unwrap();
+    let mut t = ConfiguredSite::new(&c, &root, state.clone()).unwrap();
     for _ in 0..2 {
         let p = t.prepare().unwrap();
         t.before_sample().unwrap();
@@ -375,7 +375,7 @@ fn kill_9_leaves_leftovers_that_recover_undoes() {
         let root = PathBuf::from(dir);
         let state = StateFile::new(root.join("leftovers.json"));
         let c = config("name = \"killed\"\nfs = \"ext4\"\ndevice = \"loop:128M\"");
-        let mut t = Target::new(&c, &root, state).unwrap();
+        let mut t = ConfiguredSite::new(&c, &root, state).unwrap();
         let p = t.prepare().unwrap();
         println!("READY {}", p.dir.display());
         std::io::stdout().flush().unwrap();
@@ -558,22 +558,22 @@ fn a_device_holding_a_mounted_partition_is_refused() {
     mkfs.run(Path::new(&part), &[]).unwrap();
     let mnt = root.join("mnt");
     fs::create_dir(&mnt).unwrap();
-    fsdelta::target::mount::mount(&part, &mnt, "ext4", "").unwrap();
+    fsdelta::site::mount::mount(&part, &mnt, "ext4", "").unwrap();
 
     let whole = config(&format!(
         "name = \"whole\"\nfs = \"xfs\"\ndevice = \"{}\"\ndestroy = true",
         lo.device
     ));
-    let refused = Target::new(&whole, &root, state.clone());
+    let refused = ConfiguredSite::new(&whole, &root, state.clone());
     let partition = config(&format!(
         "name = \"part\"\nfs = \"ext4\"\ndevice = \"{part}\"\ndestroy = true"
     ));
-    let refused_part = Target::new(&partition, &root, state.clone());
+    let refused_part = ConfiguredSite::new(&partition, &root, state.clone());
     rustix::mount::unmount(&mnt, rustix::mount::UnmountFlags::empty()).unwrap();
     fs::remove_dir(&mnt).unwrap();
 
     match refused {
-        Err(TargetError::Refused { reason, .. }) => assert!(
+        Err(SiteError::Refused { reason, .. }) => assert!(
             reason.contains(&format!(
                 "holds partition {}",
                 part.trim_start_matches("/dev/")
@@ -584,13 +584,13 @@ fn a_device_holding_a_mounted_partition_is_refused() {
         r => panic!("a disk with a mounted partition was not refused: {r:?}"),
     }
     match refused_part {
-        Err(TargetError::Refused { reason, .. }) => {
+        Err(SiteError::Refused { reason, .. }) => {
             assert!(reason.contains("is mounted"), "{reason}")
         }
         r => panic!("a mounted partition was not refused: {r:?}"),
     }
     // Unmounted, the partition may be formatted when the config says so.
-    assert!(Target::new(&partition, &root, state.clone()).is_ok());
+    assert!(ConfiguredSite::new(&partition, &root, state.clone()).is_ok());
     drop(lo);
     fs::remove_file(&image).unwrap();
     assert_nothing_left(&root, &state);
@@ -636,7 +636,7 @@ mount = "noatime"
         root.display()
     );
     let file = parse(&text, "matrix.toml").unwrap();
-    let mut targets = fsdelta::target::targets(&file, &state).unwrap();
+    let mut targets = fsdelta::site::configured_sites(&file, &state).unwrap();
     let mut samples = Vec::new();
     for rep in 0..2 {
         for t in targets.iter_mut() {
@@ -700,7 +700,7 @@ fn a_loop_device_held_by_someone_else_is_replaced_by_a_fresh_one_with_a_warning(
     }
     let (_t, root, state) = scratch();
     let c = config("name = \"swap\"\nfs = \"ext4\"\ndevice = \"loop:64M\"\nfresh = \"sample\"");
-    let mut t = Target::new(&c, &root, state.clone()).unwrap();
+    let mut t = ConfiguredSite::new(&c, &root, state.clone()).unwrap();
     let first = t
         .attach_loop()
         .unwrap()
@@ -712,7 +712,7 @@ fn a_loop_device_held_by_someone_else_is_replaced_by_a_fresh_one_with_a_warning(
     let p = t.prepare().unwrap();
     let waited = began.elapsed();
     assert!(
-        waited >= fsdelta::target::device::RELEASE_WAIT,
+        waited >= fsdelta::site::device::RELEASE_WAIT,
         "gave up after {waited:?}, before the wait"
     );
     let second = PathBuf::from(&p.facts.device);

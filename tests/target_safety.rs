@@ -10,11 +10,11 @@
 mod common;
 
 use fsdelta::plan::config::{FsKind, TargetConfig, parse};
-use fsdelta::target::device::check_can_format;
-use fsdelta::target::loopdev::AttachedLoop;
-use fsdelta::target::mkfs::Mkfs;
-use fsdelta::target::state::recover;
-use fsdelta::target::{StateFile, Target};
+use fsdelta::site::device::check_can_format;
+use fsdelta::site::loopdev::AttachedLoop;
+use fsdelta::site::mkfs::Mkfs;
+use fsdelta::site::state::recover;
+use fsdelta::site::{ConfiguredSite, StateFile};
 use std::fs;
 use std::hash::{Hash, Hasher};
 use std::io::{Read, Write};
@@ -126,7 +126,7 @@ fn devices_hidden_in_mkfs_options_are_refused_and_untouched() {
         ),
     ] {
         let c = config(&body);
-        let e = Target::new(&c, &lab.scratch(), lab.state.clone())
+        let e = ConfiguredSite::new(&c, &lab.scratch(), lab.state.clone())
             .unwrap_err()
             .to_string();
         assert!(
@@ -168,7 +168,7 @@ fn a_device_in_use_as_swap_is_refused_naming_swap() {
         "fs = \"ext4\"\ndevice = \"{}\"\ndestroy = true",
         v.display()
     ));
-    let e = Target::new(&c, &lab.scratch(), lab.state.clone())
+    let e = ConfiguredSite::new(&c, &lab.scratch(), lab.state.clone())
         .unwrap_err()
         .to_string();
     assert!(e.contains("in use as swap"), "{e}");
@@ -256,7 +256,7 @@ fn forty_fresh_btrfs_samples_in_a_row_never_meet_a_busy_device() {
     }
     let lab = Lab::new();
     let c = config("fs = \"btrfs\"\ndevice = \"loop:256M\"\nfresh = \"sample\"");
-    let mut t = Target::new(&c, &lab.scratch(), lab.state.clone()).unwrap();
+    let mut t = ConfiguredSite::new(&c, &lab.scratch(), lab.state.clone()).unwrap();
     for i in 0..40 {
         let p = t
             .prepare()

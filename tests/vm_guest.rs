@@ -12,8 +12,8 @@ mod common;
 
 use fsdelta::model::SampleStatus;
 use fsdelta::plan::{config, suitefile};
-use fsdelta::target::StateFile;
-use fsdelta::vm::{RepetitionOptions, VmTarget};
+use fsdelta::site::StateFile;
+use fsdelta::vm::{RepetitionOptions, VmSite};
 use fsdelta::workload::CancelToken;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -78,7 +78,7 @@ fn a_tiny_repetition_runs_in_a_guest_of_each_kernel() {
     let (_dir, scratch, state) = workdir();
     for (which, release) in [("A", "6.1.0-47-amd64"), ("B", "6.1.0-50-amd64")] {
         let t0 = Instant::now();
-        let mut t = VmTarget::new(
+        let mut t = VmSite::new(
             &config_for(&kernel(which).unwrap(), "memory = \"1G\""),
             &scratch,
             state.clone(),
@@ -148,8 +148,8 @@ fn target(
     extra: &str,
     scratch: &Path,
     state: &StateFile,
-) -> Result<VmTarget, fsdelta::vm::VmError> {
-    VmTarget::new(
+) -> Result<VmSite, fsdelta::vm::VmError> {
+    VmSite::new(
         &config_for(kernel, extra),
         scratch,
         state.clone(),
@@ -325,7 +325,7 @@ fn a_fresh_cache_unpacks_the_package_and_probes_kvm_once_without_hanging() {
     let state = StateFile::new(dir.path().join("state.json"));
     let config = config_for(&kernel("B").unwrap(), "");
     let t0 = Instant::now();
-    let t = VmTarget::with_cache(
+    let t = VmSite::with_cache(
         &config,
         &scratch,
         state.clone(),
@@ -359,7 +359,7 @@ fn a_fresh_cache_unpacks_the_package_and_probes_kvm_once_without_hanging() {
     t.teardown().unwrap();
     // The second time everything comes from the cache.
     let t0 = Instant::now();
-    let t = VmTarget::with_cache(
+    let t = VmSite::with_cache(
         &config,
         &scratch,
         state.clone(),

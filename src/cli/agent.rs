@@ -16,10 +16,10 @@ use crate::compare::verdict::Verdict;
 use crate::model::{NewRun, NewSample, RunId, RunInfo, RunStatus, SampleRecord};
 use crate::plan::{config, suite, suitefile};
 use crate::queue::{Agent, Beat, CANCEL_CHANNEL, CHANNEL, ClaimedJob, JobId, Outcome, Queue};
-use crate::runner::{self, Baseline, Event, Observer, Order, Plan, PlannedTest, Targets};
+use crate::runner::{self, Baseline, Event, Observer, Order, PlannedTest, RunSpec, Sites};
+use crate::site::{StateFile, env};
 use crate::store::postgres::PgStore;
 use crate::store::{RunFilter, SampleId, Selector, Store, StoreError, StoredProfile};
-use crate::target::{self, StateFile, env};
 use crate::workload::CancelToken;
 use anyhow::{Context, Result};
 use chrono::{DateTime, Utc};
@@ -173,7 +173,7 @@ fn plan_of(
     job: &ClaimedJob,
     args: &AgentArgs,
     environment: &crate::model::Environment,
-) -> Result<(Plan, crate::plan::suite::SuiteMargins)> {
+) -> Result<(RunSpec, crate::plan::suite::SuiteMargins)> {
     let suite = match &job.suite_text {
         Some(text) => suitefile::parse(text, &job.suite_name)
             .with_context(|| format!("suite file {} of job {}", job.suite_name, job.id))?,
@@ -190,19 +190,19 @@ fn plan_of(
     let targets = match &job.config_text {
         Some(text) => {
             let name = job.config_name.clone().unwrap_or_else(|| "config".into());
-            Targets::Configs {
+            Sites::Configs {
                 file: config::parse(text, &name)
                     .with_context(|| format!("config file {name} of job {}", job.id))?,
                 state: StateFile::default_location(),
             }
         }
-        None => Targets::Scratch(match &args.target {
+        None => Sites::Scratch(match &args.target {
             Some(p) => p.clone(),
             None => std::env::current_dir().context("reading the current directory")?,
         }),
     };
     Ok((
-        Plan {
+        RunSpec {
             label: job.label.clone(),
             suite: suite.name.clone(),
             tests,
@@ -505,7 +505,7 @@ pub fn main(args: &AgentArgs) -> Result<i32> {
         environment: serde_json::to_string(&environment)?,
     };
     let lease = Duration::from_secs_f64(args.heartbeat * 4.0);
-    match target::recover_leftovers() {
+    match crate::site::recover_leftovers() {
         Ok(report) if !report.is_empty() => {
             eprintln!("fsdelta agent: leftovers from an earlier run:\n{report}")
         }

@@ -1,11 +1,11 @@
 //! `fsdelta cleanup`: undo what an fsdelta killed with -9 (or a power cut) left behind — mounts,
 //! loop devices, images, directories — as named by the leftover-state file, and say what was done.
 //!
-//! Why a subcommand: every start of fsdelta already recovers (`target::recover_leftovers`), but
+//! Why a subcommand: every start of fsdelta already recovers (`site::recover_leftovers`), but
 //! a user who sees a stray loop device wants to clean up without starting a run. This edge only
 //! prints; it must never undo anything itself: the target room decides what still matches.
 
-use crate::target::state::{StateFile, recover};
+use crate::site::state::{StateFile, recover};
 use std::io::Write;
 
 /// Entry point of `fsdelta cleanup`; returns the exit code (0 done or nothing to do, 2 when

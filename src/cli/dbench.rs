@@ -3,11 +3,11 @@
 //!
 //! Why flags by hand: dbench's users type popt-style flags (`-t 60`, `-t60`, `--timelimit=60`,
 //! `--clients-per-process 4`); this edge accepts exactly those and maps them onto
-//! [`DbenchOptions`]. It must never measure or format: the engine measures, `report::dbench`
+//! [`DbenchOptions`]. It must never measure or format: the engine measures, `dbench::output`
 //! renders, this file only parses, wires SIGINT/SIGTERM to the cancel token and writes.
 
-use crate::report::dbench as render;
-use crate::workload::dbench::{
+use crate::dbench::output as render;
+use crate::dbench::{
     DEBIAN_CLIENT_TXT, Dbench, DbenchObserver, DbenchOptions, LoadfileSource, Tick,
 };
 use crate::workload::{NoProgress, RunContext, WorkloadError};
@@ -186,7 +186,7 @@ pub fn main(args: &[String]) -> i32 {
         return 2;
     }
     let loadfile_name = match &parsed.opts.loadfile {
-        LoadfileSource::Builtin => crate::workload::dbench::BUILTIN_LOADFILE_NAME.to_string(),
+        LoadfileSource::Builtin => crate::dbench::BUILTIN_LOADFILE_NAME.to_string(),
         LoadfileSource::Path(p) => p.display().to_string(),
     };
     let engine = match Dbench::new(parsed.opts.clone()) {

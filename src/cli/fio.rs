@@ -2,13 +2,12 @@
 //!
 //! Why it exists: users bring job files they run under fio 3.33 and get fio's output (normal,
 //! JSON, json+ or terse) without fio installed. This edge only splits the arguments, reads job
-//! files, wires SIGINT to the cancel token, runs the engine and prints what `report::fio`
+//! files, wires SIGINT to the cancel token, runs the engine and prints what `fio::output`
 //! renders; it never measures or formats numbers itself. Exit codes: 0 ok, 2 error (bad job, I/O failure),
 //! 130 interrupted.
 
-use crate::plan::jobfile::{self, JobFileError, RawSection, SystemSources};
-use crate::report;
-use crate::workload::fio::{EtaReport, FioRun, FioWorkload, StatusReport};
+use crate::fio::engine::{EtaReport, FioRun, FioWorkload, StatusReport};
+use crate::fio::jobfile::{self, JobFileError, RawSection, SystemSources};
 use crate::workload::{RunContext, WorkloadError};
 
 const USAGE: &str = "\
@@ -96,7 +95,7 @@ pub struct FioArgs {
     /// --showcmd: print job files as command lines.
     pub showcmd: bool,
     /// --terse-version: the terse lines' format (fio's default 3).
-    pub terse_version: report::fio::TerseVersion,
+    pub terse_version: crate::fio::output::TerseVersion,
     /// --status-interval: print the stats so far this often while the jobs run.
     pub status_interval: Option<std::time::Duration>,
     /// --eta: when fio's ETA line is printed.
@@ -153,7 +152,7 @@ pub fn parse_args(args: &[String]) -> Result<FioArgs, String> {
         sections: Vec::new(),
         readonly: false,
         showcmd: false,
-        terse_version: report::fio::TerseVersion::DEFAULT,
+        terse_version: crate::fio::output::TerseVersion::DEFAULT,
         status_interval: None,
         eta: Eta::Auto,
     };
@@ -186,7 +185,7 @@ pub fn parse_args(args: &[String]) -> Result<FioArgs, String> {
                     .trim()
                     .parse::<u32>()
                     .ok()
-                    .and_then(report::fio::TerseVersion::new)
+                    .and_then(crate::fio::output::TerseVersion::new)
                     .ok_or_else(|| {
                         format!("--terse-version={v}: bad terse version (fio knows 2, 3, 4 and 5)")
                     })?;
@@ -332,10 +331,10 @@ fn render(a: &FioArgs, run: &FioRun) -> String {
     let mut text = String::new();
     for f in &a.formats {
         text.push_str(&match f {
-            OutputFormat::Terse => report::fio::terse(run, a.terse_version),
-            OutputFormat::Json => report::fio::json(run),
-            OutputFormat::JsonPlus => report::fio::json_plus(run),
-            OutputFormat::Normal => report::fio::normal_block(run),
+            OutputFormat::Terse => crate::fio::output::terse(run, a.terse_version),
+            OutputFormat::Json => crate::fio::output::json(run),
+            OutputFormat::JsonPlus => crate::fio::output::json_plus(run),
+            OutputFormat::Normal => crate::fio::output::normal_block(run),
         });
     }
     text
@@ -347,7 +346,7 @@ fn render(a: &FioArgs, run: &FioRun) -> String {
 fn run_header(a: &FioArgs, set: &jobfile::JobSet, held: &str) -> String {
     let mut text = String::new();
     if a.formats.contains(&OutputFormat::Normal) {
-        text.push_str(&report::fio::normal_header(set));
+        text.push_str(&crate::fio::output::normal_header(set));
     }
     text.push_str(held);
     text
@@ -465,7 +464,7 @@ pub fn main(args: &[String]) -> i32 {
     }
     // fio refuses a node list naming a node the machine lacks when it reads the job file.
     for j in &set.jobs {
-        if let Err(e) = crate::workload::fio::numa::check(j) {
+        if let Err(e) = crate::fio::engine::numa::check(j) {
             eprintln!("fsdelta fio: {e}");
             return 2;
         }
@@ -747,11 +746,14 @@ mod tests {
         assert_eq!(a.formats, vec![OutputFormat::Terse]);
         for t in 2..=5 {
             let a = parse_args(&v(&[&format!("--terse-version={t}")])).unwrap();
-            assert_eq!(Some(a.terse_version), report::fio::TerseVersion::new(t));
+            assert_eq!(
+                Some(a.terse_version),
+                crate::fio::output::TerseVersion::new(t)
+            );
         }
         assert_eq!(
             parse_args(&v(&[])).unwrap().terse_version,
-            report::fio::TerseVersion::DEFAULT
+            crate::fio::output::TerseVersion::DEFAULT
         );
         let every = |t: &str| {
             parse_args(&v(&[&format!("--status-interval={t}")])).map(|a| a.status_interval.unwrap())

@@ -4,12 +4,10 @@
 //! Why here: this is the terminal edge. It parses, wires SIGINT/SIGTERM to the engine's cancel
 //! token, prints the header before the run and each row as its iteration ends (or the JSON
 //! document at the end), and maps outcomes to exit codes: 0 done, 2 usage or run error, 130
-//! interrupted. It must never measure or format a table itself (`report::fsmark` does).
+//! interrupted. It must never measure or format a table itself (`fsmark::output` does).
 
-use crate::report::fsmark as render;
-use crate::workload::fsmark::{
-    FillStop, FsMark, FsMarkOptions, IterationResult, IterationSink, UsageError,
-};
+use crate::fsmark::output as render;
+use crate::fsmark::{FillStop, FsMark, FsMarkOptions, IterationResult, IterationSink, UsageError};
 use crate::workload::{NoProgress, RunContext, WorkloadError};
 use std::io::Write;
 use std::path::{Path, PathBuf};

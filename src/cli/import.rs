@@ -3,9 +3,9 @@
 //! they compare with fsdelta's own runs.
 
 use super::{DbArg, EXIT_OK};
-use crate::model::{Environment, RunStatus, TargetFacts};
+use crate::fio::import::import_fio_json;
+use crate::model::{Environment, RunStatus, SiteFacts};
 use crate::store::{self, NewRun};
-use crate::workload::external::import_fio_json;
 use anyhow::{Context, Result};
 use chrono::Utc;
 use std::collections::BTreeMap;
@@ -13,7 +13,7 @@ use std::path::Path;
 
 /// Import one fio JSON file (the output of `fio --output-format=json` or `json+`).
 pub fn fio_json(db: &DbArg, file: &Path, label: &str, config: &str) -> Result<i32> {
-    let text = crate::plan::input::read_to_string(file).context("reading the fio JSON file")?;
+    let text = crate::os::input::read_to_string(file).context("reading the fio JSON file")?;
     let imported = import_fio_json(&text)
         .with_context(|| format!("{} is not fio JSON fsdelta can read", file.display()))?;
     if imported.is_empty() {
@@ -44,12 +44,12 @@ pub fn fio_json(db: &DbArg, file: &Path, label: &str, config: &str) -> Result<i3
     for s in imported {
         let rep = reps.entry(s.test.clone()).or_insert(0);
         *rep += 1;
-        let facts = TargetFacts {
+        let facts = SiteFacts {
             extra: BTreeMap::from([
                 ("imported_from".to_string(), file.display().to_string()),
                 ("fio_version".to_string(), s.fio_version.clone()),
             ]),
-            ..TargetFacts::default()
+            ..SiteFacts::default()
         };
         let sample = s.into_new_sample(config, *rep, facts, started);
         if sample.status == crate::model::SampleStatus::Failed {

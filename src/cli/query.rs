@@ -591,10 +591,10 @@ pub fn export(db: &DbArg, sel: &str, format: ExportFormat, output: Option<&Path>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{NewSample, SampleStatus, TargetFacts};
+    use crate::model::{NewSample, SampleStatus, SiteFacts};
 
     fn guest(accel: &str) -> SampleRecord {
-        let mut facts = TargetFacts::default();
+        let mut facts = SiteFacts::default();
         facts.extra.insert("vm_accel".into(), accel.into());
         if accel == "tcg" {
             facts

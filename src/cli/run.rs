@@ -1,4 +1,4 @@
-//! `fsdelta run`: maps the arguments onto a [`runner::Plan`], chooses how progress is shown,
+//! `fsdelta run`: maps the arguments onto a [`runner::RunSpec`], chooses how progress is shown,
 //! calls [`runner::run`], and renders its result (summary, failures, skipped tests, the closing
 //! comparison) with the exit code: 0 ok, 1 a regression against `--baseline`, 2 failed samples
 //! or an error, 130 interrupted.
@@ -12,16 +12,16 @@ use crate::compare;
 use crate::model::RunStatus;
 use crate::plan::{config, suite};
 use crate::report;
-use crate::runner::{self, Baseline, Plan, PlannedTest, Targets};
+use crate::runner::{self, Baseline, PlannedTest, RunSpec, Sites};
+use crate::site::{StateFile, env};
 use crate::store;
-use crate::target::{self, StateFile, env};
 use anyhow::{Context, Result};
 
 /// Read the suite: a suite file (`.toml` or an existing path) or a built-in suite.
 fn suite_of(args: &RunArgs, ram_mib: u64) -> Result<suite::Suite> {
     let path = std::path::Path::new(&args.suite);
     if args.suite.ends_with(".toml") || path.is_file() {
-        let text = crate::plan::input::read_to_string(path).context("reading the suite file")?;
+        let text = crate::os::input::read_to_string(path).context("reading the suite file")?;
         Ok(crate::plan::suitefile::parse(&text, &args.suite)?)
     } else {
         Ok(suite::builtin_scaled(&args.suite, args.scale, ram_mib)?)
@@ -73,8 +73,7 @@ pub fn main(args: RunArgs) -> Result<i32> {
         .collect::<Result<Vec<_>>>()?;
     let file = match &args.config {
         Some(path) => {
-            let text =
-                crate::plan::input::read_to_string(path).context("reading the config file")?;
+            let text = crate::os::input::read_to_string(path).context("reading the config file")?;
             Some(config::parse(&text, &path.display().to_string())?)
         }
         None if !args.kernels.is_empty() => Some(config::default_kernel_file()),
@@ -91,20 +90,20 @@ pub fn main(args: RunArgs) -> Result<i32> {
         f => (f, Vec::new()),
     };
     let targets = match file {
-        Some(file) => Targets::Configs {
+        Some(file) => Sites::Configs {
             file,
             state: StateFile::default_location(),
         },
-        None => Targets::Scratch(match &args.target {
+        None => Sites::Scratch(match &args.target {
             Some(p) => p.clone(),
             None => std::env::current_dir().context("reading the current directory")?,
         }),
     };
     let config_names: Vec<String> = match &targets {
-        Targets::Scratch(_) => vec!["scratch".into()],
-        Targets::Configs { file, .. } => file.configs.iter().map(|c| c.name.clone()).collect(),
+        Sites::Scratch(_) => vec!["scratch".into()],
+        Sites::Configs { file, .. } => file.configs.iter().map(|c| c.name.clone()).collect(),
     };
-    let plan = Plan {
+    let plan = RunSpec {
         label: args
             .label
             .clone()
@@ -130,7 +129,7 @@ pub fn main(args: RunArgs) -> Result<i32> {
     };
 
     // Undo what a killed fsdelta left behind before creating anything new.
-    match target::recover_leftovers() {
+    match crate::site::recover_leftovers() {
         Ok(report) if !report.is_empty() => {
             eprintln!("fsdelta: leftovers from an earlier run:\n{report}")
         }

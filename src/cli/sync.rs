@@ -1,9 +1,9 @@
 //! `fsdelta sync --from STORE --to STORE`: copy the runs the destination lacks (by run UUID)
-//! with everything stored with them. The copy itself is `store::sync`; this only opens the two
+//! with everything stored with them. The copy itself is `store::copy`; this only opens the two
 //! stores (the source read-only), and prints what was done.
 
 use super::EXIT_OK;
-use crate::store::{self, sync};
+use crate::store::{self, copy};
 use anyhow::{Context, Result};
 use clap::Args;
 
@@ -54,7 +54,7 @@ pub fn main(args: &SyncArgs) -> Result<i32> {
         .with_context(|| format!("opening the source {} (--from)", shown(&args.from)))?;
     let mut to = store::open(&args.to)
         .with_context(|| format!("opening the destination {} (--to)", shown(&args.to)))?;
-    let report = sync::sync(from.as_ref(), to.as_mut())?;
+    let report = copy::copy_runs(from.as_ref(), to.as_mut())?;
     for c in &report.copied {
         eprintln!(
             "copied run {} ({}, {} samples) as run {}",

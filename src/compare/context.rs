@@ -386,7 +386,7 @@ pub fn context(base: &SideData<'_>, cur: &SideData<'_>, across: bool) -> Context
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Direction, Environment, Metric, MetricKind, RunStatus, TargetFacts, Unit};
+    use crate::model::{Direction, Environment, Metric, MetricKind, RunStatus, SiteFacts, Unit};
     use crate::store::NewSample;
 
     fn run(id: i64, kernel: &str) -> RunInfo {
@@ -430,11 +430,11 @@ mod tests {
                 test: test.into(),
                 repetition: 1,
                 sequence: 0,
-                facts: TargetFacts {
+                facts: SiteFacts {
                     fs_type: "ext4".into(),
                     mount_options: mount.into(),
                     device: format!("/dev/loop{}", test.len()),
-                    ..TargetFacts::default()
+                    ..SiteFacts::default()
                 },
                 status: SampleStatus::Ok,
                 error: None,

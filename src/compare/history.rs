@@ -161,7 +161,7 @@ pub fn build(
 mod tests {
     use super::*;
     use crate::model::NewSample;
-    use crate::model::{Direction, Environment, Metric, RunStatus, TargetFacts};
+    use crate::model::{Direction, Environment, Metric, RunStatus, SiteFacts};
 
     #[test]
     fn globs_match_like_a_shell() {
@@ -195,7 +195,7 @@ mod tests {
                     test: "t".into(),
                     repetition: i as u32 + 1,
                     sequence: 0,
-                    facts: TargetFacts::default(),
+                    facts: SiteFacts::default(),
                     status: SampleStatus::Ok,
                     error: None,
                     started_at: chrono::Utc::now(),

@@ -288,7 +288,7 @@ pub fn pair(base: &[Series], cur: &[Series], across_configs: bool) -> Vec<Paired
 mod tests {
     use super::*;
     use crate::model::NewSample;
-    use crate::model::{Metric, TargetFacts};
+    use crate::model::{Metric, SiteFacts};
 
     fn rec(test: &str, status: SampleStatus, metrics: &[(&str, f64)]) -> SampleRecord {
         SampleRecord {
@@ -299,7 +299,7 @@ mod tests {
                 test: test.into(),
                 repetition: 1,
                 sequence: 0,
-                facts: TargetFacts::default(),
+                facts: SiteFacts::default(),
                 status,
                 error: None,
                 started_at: chrono::Utc::now(),

@@ -11,4 +11,16 @@
 //! nothing of ours.
 
 pub mod env;
+pub mod fdtable;
 pub mod files;
+pub mod input;
+
+/// Report a test that cannot run here: prints why, or fails when `FSDELTA_REQUIRE_ALL=1` (CI,
+/// where every test must really run).
+#[cfg(test)]
+pub(crate) fn skip_test(why: &str) {
+    if std::env::var("FSDELTA_REQUIRE_ALL").as_deref() == Ok("1") {
+        panic!("FSDELTA_REQUIRE_ALL=1 but this test cannot run: {why}");
+    }
+    eprintln!("skipped: {why}");
+}

@@ -6,7 +6,7 @@
 //! mistake in the file must be reported with its line, the configuration and the key, and how to
 //! fix it, before any device is formatted. This module must never touch the filesystem: it does
 //! not read the file (the caller passes its text), does not check that a device exists, and does
-//! not run anything. The safety checks that need the running system live in `target::device`.
+//! not run anything. The safety checks that need the running system live in `site::device`.
 //!
 //! The shape (the contract of issue 4; more keys may be added):
 //!

@@ -1,16 +1,14 @@
-//! What to run: built-in suites and suite files (the tests), config files (the configurations),
-//! and fio job files, parsed and validated into plain values.
+//! What to run: built-in suites and suite files (the tests) and config files (the
+//! configurations), parsed and validated into plain values. fio job files are the fio wing's
+//! (`crate::fio::jobfile`); a suite keeps a fio test's job text as it is.
 //!
 //! Why a room of its own: every mistake in what the user asked for is found here, with its file
 //! and line, before anything touches a filesystem. The order in which configurations, tests and
 //! repetitions then run is the runner's (`runner::order`). This room never creates, formats or
-//! writes anything; it reads only the files it is asked to parse (a fio job file's `include`s,
-//! through `jobfile::Sources`; suites, configs, loadfiles and imports through the bounded
-//! reader [`input`]).
+//! writes anything; it reads only the files it is asked to parse (suites, configs, loadfiles and
+//! imports through the bounded reader `crate::os::input`).
 
 pub mod config;
-pub mod input;
-pub mod jobfile;
 pub mod suite;
 pub mod suitefile;
 

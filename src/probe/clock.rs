@@ -5,7 +5,7 @@
 //! Must never allocate: it is called around every timed system call.
 //!
 //! [`tsc_calibration`] is the raw material of fio's `clocksource=cpu` (the fio engine's clock,
-//! `workload::fio::clock`): where the TSC is invariant (`constant_tsc` and `nonstop_tsc` in
+//! `fio::engine::clock`): where the TSC is invariant (`constant_tsc` and `nonstop_tsc` in
 //! /proc/cpuinfo, else CPUID, x86_64) a rate calibrated once against `CLOCK_MONOTONIC`, whose
 //! readings are `CLOCK_MONOTONIC` nanoseconds; [`tsc_drift_ppm`] compares the two clocks again
 //! (at the end of a job) so that a drifting TSC is noticed, not trusted. A TSC reading must

@@ -11,7 +11,7 @@
 use crate::compare::changepoint::{self, Options};
 use crate::compare::verdict::{self, MetricClass};
 use crate::compare::{self, SeriesKey};
-use crate::model::{RunId, RunInfo, RunStatus, SampleRecord, SampleStatus, TargetFacts, Unit};
+use crate::model::{RunId, RunInfo, RunStatus, SampleRecord, SampleStatus, SiteFacts, Unit};
 use crate::probe::histogram::Histogram;
 use crate::report::html::{
     ConfigFacts, Curve, History, HistoryPoint, MIN_HISTORY, MetricInput, PercentileCurves,
@@ -140,7 +140,7 @@ pub fn comparison(
             &|c| naming.name(c),
             &metrics,
         ),
-        fio_logs: report::fiologs::charts(
+        fio_logs: crate::fio::logs::charts(
             store,
             &b.samples,
             &c.samples,
@@ -220,7 +220,7 @@ pub fn single(
         },
         flamegraphs: flamegraphs(store, &[], &l.samples, &naming, &metrics),
         iterations: report::iterations::tables(store, &[], &l.samples, &|c| c.into(), &metrics),
-        fio_logs: report::fiologs::charts(store, &[], &l.samples, &|c| c.into(), &metrics),
+        fio_logs: crate::fio::logs::charts(store, &[], &l.samples, &|c| c.into(), &metrics),
         metrics,
         summary: None,
         text_table,
@@ -323,7 +323,7 @@ fn configs(
     let mut out: Vec<ConfigFacts> = Vec::new();
     let mut add = |s: &SampleRecord, is_base: bool| {
         let name = naming.name(&s.sample.config);
-        let facts = TargetFacts {
+        let facts = SiteFacts {
             path: String::new(),
             ..s.sample.facts.clone()
         };

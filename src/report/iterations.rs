@@ -6,10 +6,10 @@
 //! section in the report, only fs_mark samples (their workload line starts with `fs_mark`). It
 //! is part of gathering (it reads the store, never formats HTML); `report::gather` calls it.
 
+use crate::fsmark::{FSMARK_ITERATIONS, IterationResult};
 use crate::model::{SampleRecord, SampleStatus};
 use crate::report::html::{IterationTables, MetricInput, Role, SampleIterations};
 use crate::store::Store;
-use crate::workload::fsmark::{FSMARK_ITERATIONS, IterationResult};
 
 /// Whether a sample may hold fs_mark rows: a successful fs_mark sample.
 fn is_fsmark(s: &SampleRecord) -> bool {

@@ -1,16 +1,14 @@
 //! How results are shown: text tables (80 columns, mailing-list ready), JSON with a
-//! `schema_version`, CSV, and the fs_mark / fio / dbench native output formats.
+//! `schema_version`, CSV, markdown and HTML with plots. The fs_mark / fio / dbench native output
+//! formats are their wings' (`crate::fsmark::output`, `crate::fio::output`,
+//! `crate::dbench::output`).
 //!
 //! Why a room of its own: every renderer is a pure function from records to bytes, so output can
 //! be tested byte for byte and written wherever the CLI edge decides. This room must never measure
 //! and never read the store itself.
 
 pub mod compare;
-pub mod dbench;
 pub mod export;
-pub mod fio;
-pub mod fiologs;
-pub mod fsmark;
 pub mod gather;
 pub mod history;
 pub mod html;

@@ -266,7 +266,7 @@ pub fn compare_table(base_label: &str, cur_label: &str, pairs: &[Paired]) -> Str
 /// prints it, a command's stdout and stderr, any other attachment as text. A heading names the
 /// sample so the lines can be traced to it.
 pub fn raw_results(s: &SampleRecord, atts: &[crate::model::Attachment]) -> String {
-    use crate::workload::fsmark::IterationResult;
+    use crate::fsmark::IterationResult;
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -286,15 +286,15 @@ pub fn raw_results(s: &SampleRecord, atts: &[crate::model::Attachment]) -> Strin
                 continue;
             }
         };
-        if a.name == crate::workload::fsmark::FSMARK_ITERATIONS {
+        if a.name == crate::fsmark::FSMARK_ITERATIONS {
             match serde_json::from_str::<Vec<IterationResult>>(&text) {
                 Ok(rows) => {
                     out.push_str("fs_mark iterations:\n");
                     out.push_str(
-                        crate::report::fsmark::table_header(false).trim_start_matches('\n'),
+                        crate::fsmark::output::table_header(false).trim_start_matches('\n'),
                     );
                     for r in &rows {
-                        out.push_str(&crate::report::fsmark::row(r, false));
+                        out.push_str(&crate::fsmark::output::row(r, false));
                     }
                 }
                 Err(e) => {

@@ -1,4 +1,4 @@
-//! The run itself: a [`Plan`] (tests built into workloads, where to run them, how often and in
+//! The run itself: a [`RunSpec`] (tests built into workloads, where to run them, how often and in
 //! which order, what to attach), a store, a cancel token and an [`Observer`] in; a
 //! [`RunResult`] out. `fsdelta run`, a fleet agent and a guest kernel in a virtual machine all
 //! call [`run`]; none of them has a loop of its own.
@@ -32,8 +32,8 @@ use crate::compare::{self, verdict::Margins};
 use crate::model::{Environment, NewRun, NewSample, RunId, RunStatus, SampleRecord, SampleStatus};
 use crate::plan::config::ConfigFile;
 use crate::probe::clock::Nanos;
+use crate::site::{SiteError, StateFile, scratch::ScratchSite};
 use crate::store::{RunFilter, Selector, Store, StoreError};
-use crate::target::{self, StateFile, TargetError, scratch::ScratchDir};
 use crate::workload::{CancelToken, Measurements, Workload};
 use chrono::Utc;
 use std::path::PathBuf;
@@ -60,7 +60,7 @@ impl PlannedTest {
         filters: &[String],
     ) -> Result<PlannedTest, String> {
         let (workload, description) =
-            crate::workload::build_test(&t.engine, t.external || external_all)
+            crate::engines::build_test(&t.engine, t.external || external_all)
                 .map_err(|e| e.to_string())?;
         let events = crate::probe::events::for_test(events, filters, &t.events)
             .map_err(|e| e.to_string())?;
@@ -74,7 +74,7 @@ impl PlannedTest {
 }
 
 /// Where a plan's samples run.
-pub enum Targets {
+pub enum Sites {
     /// A scratch directory created inside this directory, removed at the end.
     Scratch(PathBuf),
     /// Every configuration of a config file; `state` records what is created.
@@ -107,7 +107,7 @@ pub struct UntilConfident {
 }
 
 /// Everything a run needs, resolved.
-pub struct Plan {
+pub struct RunSpec {
     /// Label of the run.
     pub label: String,
     /// Suite name.
@@ -115,7 +115,7 @@ pub struct Plan {
     /// The tests, in suite order.
     pub tests: Vec<PlannedTest>,
     /// Where they run.
-    pub targets: Targets,
+    pub targets: Sites,
     /// Repetitions of every test on every configuration.
     pub repeat: u32,
     /// Order of configurations and tests within a repetition.
@@ -226,7 +226,7 @@ pub enum RunError {
     Plan(String),
     /// A target cannot be set up.
     #[error(transparent)]
-    Target(#[from] TargetError),
+    Target(#[from] SiteError),
     /// The store refused something.
     #[error("{what}: {source}")]
     Store {
@@ -267,24 +267,24 @@ fn store_err(what: &str) -> impl FnOnce(StoreError) -> RunError + '_ {
 
 /// Build the sites of `targets`, every one checked before any is used (so a missing mkfs
 /// program or a refused device fails the run before its first sample).
-fn sites(targets: &Targets) -> Result<Vec<Site>, RunError> {
+fn sites(targets: &Sites) -> Result<Vec<Site>, RunError> {
     Ok(match targets {
         // Recorded in the state file (so `cleanup` removes it after a kill -9) when there is a
         // usable one; a plain run must still work where there is none.
-        Targets::Scratch(parent) => {
+        Sites::Scratch(parent) => {
             let state = StateFile::default_location();
             vec![Site::Scratch(match state.check() {
-                Ok(()) => ScratchDir::create_recorded(parent, &state)?,
-                Err(_) => ScratchDir::create_in(parent)?,
+                Ok(()) => ScratchSite::create_recorded(parent, &state)?,
+                Err(_) => ScratchSite::create_in(parent)?,
             })]
         }
-        Targets::Configs { file, state } => {
+        Sites::Configs { file, state } => {
             let mut sites = Vec::new();
             for c in &file.configs {
-                let in_config = |message: String| TargetError::Config {
+                let in_config = |message: String| SiteError::Config {
                     name: c.name.clone(),
                     line: c.line,
-                    error: Box::new(TargetError::Unusable {
+                    error: Box::new(SiteError::Unusable {
                         path: c.name.clone(),
                         message,
                     }),
@@ -293,18 +293,18 @@ fn sites(targets: &Targets) -> Result<Vec<Site>, RunError> {
                 if c.vm.is_some() {
                     let me = std::env::current_exe()
                         .map_err(|e| in_config(format!("finding fsdelta's own binary: {e}")))?;
-                    let v = crate::vm::VmTarget::new(c, &file.scratch, state.clone(), &me)
+                    let v = crate::vm::VmSite::new(c, &file.scratch, state.clone(), &me)
                         .map_err(|e| in_config(e.to_string()))?;
                     sites.push(Site::Vm(Box::new(v)));
                     continue;
                 }
-                let t = target::Target::new(c, &file.scratch, state.clone()).map_err(|e| {
-                    TargetError::Config {
+                let t = crate::site::ConfiguredSite::new(c, &file.scratch, state.clone()).map_err(
+                    |e| SiteError::Config {
                         name: c.name.clone(),
                         line: c.line,
                         error: Box::new(e),
-                    }
-                })?;
+                    },
+                )?;
                 sites.push(Site::Configured(Box::new(t)));
             }
             sites
@@ -330,7 +330,7 @@ fn teardown(sites: Vec<Site>) -> Option<String> {
 
 /// The run loop's state between samples.
 struct Loop<'a> {
-    plan: &'a Plan,
+    plan: &'a RunSpec,
     store: &'a mut dyn Store,
     cancel: &'a CancelToken,
     observer: &'a dyn Observer,
@@ -694,7 +694,7 @@ fn last_comparable(
 /// (`store::journal`), never lost. The journals are those of a store that names one
 /// ([`Store::journal_path`], a SQLite store); [`run_with`] names them for any store.
 pub fn run(
-    plan: &Plan,
+    plan: &RunSpec,
     store: &mut dyn Store,
     cancel: &CancelToken,
     observer: &dyn Observer,
@@ -713,7 +713,7 @@ pub fn run(
 /// trying, then where each sample was journaled; [`RunResult::unsaved`] (or the error) says
 /// where each unsaved sample went.
 pub fn run_with(
-    plan: &Plan,
+    plan: &RunSpec,
     store: &mut dyn Store,
     cancel: &CancelToken,
     observer: &dyn Observer,
@@ -754,7 +754,7 @@ pub fn run_with(
 }
 
 fn run_stored(
-    plan: &Plan,
+    plan: &RunSpec,
     store: &mut dyn Store,
     cancel: &CancelToken,
     observer: &dyn Observer,
@@ -783,7 +783,7 @@ fn run_stored(
     };
     // A read-only filesystem (erofs) runs only tests that write nothing: command tests (which
     // fail on their own if they write) and fio jobs that only read existing files.
-    if let Targets::Configs { file, .. } = &plan.targets {
+    if let Sites::Configs { file, .. } = &plan.targets {
         for c in file.configs.iter().filter(|c| c.fs.read_only()) {
             if let Some(t) = plan.tests.iter().find(|t| !t.workload.reads_only()) {
                 return Err(RunError::Plan(format!(

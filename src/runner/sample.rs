@@ -10,12 +10,12 @@ use super::observer::{Observer, PhaseSink};
 use super::profile::RunProfiler;
 use super::site::Site;
 use crate::model::{
-    Direction, Metric, MetricKind, NewSample, RunId, SampleId, SampleStatus, TargetFacts, Unit,
+    Direction, Metric, MetricKind, NewSample, RunId, SampleId, SampleStatus, SiteFacts, Unit,
 };
+use crate::probe::blockstat;
 use crate::probe::clock::Nanos;
 use crate::probe::system;
 use crate::store::{Store, StoreError};
-use crate::target::blockstat;
 use crate::workload::{CancelToken, Measurements, RunContext, Workload, WorkloadError};
 
 /// What one sample produced, before it is stored (one per sample, moved once: its size does
@@ -25,7 +25,7 @@ pub(crate) enum Outcome {
     /// Measured (or failed) with these facts.
     Done {
         /// The target's facts (boxed: the measurements beside them are small).
-        facts: Box<TargetFacts>,
+        facts: Box<SiteFacts>,
         /// The measurements, or why there are none.
         result: Result<Measurements, String>,
     },
@@ -53,7 +53,7 @@ pub(crate) fn run_sample(
     w: &dyn Workload,
     step: Step<'_>,
 ) -> Outcome {
-    let fail = |facts: TargetFacts, e: String| Outcome::Done {
+    let fail = |facts: SiteFacts, e: String| Outcome::Done {
         facts: Box::new(facts),
         result: Err(e),
     };

@@ -7,32 +7,25 @@
 //! Why: the sample step has one path for every kind of target. This file only adapts the
 //! `target` room's types; it must never mount, format or remove anything itself.
 
-use crate::model::{Metric, TargetFacts};
-use crate::target::{self, TargetError, blockstat::BlockStat, env, scratch::ScratchDir};
-use std::path::{Path, PathBuf};
-
-/// What a sample runs in: a fresh, empty directory and the facts read back from the system.
-pub struct Prepared {
-    /// The directory the workload runs in.
-    pub dir: PathBuf,
-    /// Facts of the target for this sample.
-    pub facts: TargetFacts,
-}
+use crate::model::{Metric, SiteFacts};
+use crate::probe::blockstat::BlockStat;
+use crate::site::{Prepared, SiteError, env, scratch::ScratchSite};
+use std::path::Path;
 
 /// One configuration's place to run samples.
 pub enum Site {
     /// A `dir` target fsdelta created, emptied between samples and removed at teardown.
-    Scratch(ScratchDir),
+    Scratch(ScratchSite),
     /// A configuration of a config file.
-    Configured(Box<target::Target>),
+    Configured(Box<crate::site::ConfiguredSite>),
     /// A configuration with a kernel: each repetition is one boot of a guest.
-    Vm(Box<crate::vm::VmTarget>),
+    Vm(Box<crate::vm::VmSite>),
     /// Inside a guest: the disks the host formatted for this repetition.
     Guest(Box<crate::vm::guest::GuestSite>),
 }
 
-fn in_a_guest(name: &str) -> TargetError {
-    TargetError::Unusable {
+fn in_a_guest(name: &str) -> SiteError {
+    SiteError::Unusable {
         path: format!("config '{name}'"),
         message: "runs in a guest: the run loop hands it whole repetitions".into(),
     }
@@ -50,7 +43,7 @@ impl Site {
     }
 
     /// Make the sample's directory (`sample` names it inside a scratch directory).
-    pub fn prepare(&mut self, sample: &str) -> Result<Prepared, Box<(TargetFacts, TargetError)>> {
+    pub fn prepare(&mut self, sample: &str) -> Result<Prepared, Box<(SiteFacts, SiteError)>> {
         match self {
             Site::Scratch(s) => {
                 let dir = s
@@ -66,20 +59,20 @@ impl Site {
                     dir: p.dir,
                     facts: p.facts,
                 })
-                .map_err(|e| Box::new((TargetFacts::default(), e))),
+                .map_err(|e| Box::new((SiteFacts::default(), e))),
             Site::Vm(v) => Err(Box::new((
-                TargetFacts::default(),
+                SiteFacts::default(),
                 in_a_guest(&v.config().name),
             ))),
             Site::Guest(g) => g
                 .prepare()
                 .map(|(dir, facts)| Prepared { dir, facts })
-                .map_err(|e| Box::new((TargetFacts::default(), e))),
+                .map_err(|e| Box::new((SiteFacts::default(), e))),
         }
     }
 
     /// The configuration's `before` hook.
-    pub fn before(&mut self) -> Result<(), TargetError> {
+    pub fn before(&mut self) -> Result<(), SiteError> {
         match self {
             Site::Scratch(_) | Site::Vm(_) | Site::Guest(_) => Ok(()),
             Site::Configured(t) => t.before_sample(),
@@ -87,7 +80,7 @@ impl Site {
     }
 
     /// The configuration's `after` hook.
-    pub fn after(&mut self) -> Result<(), TargetError> {
+    pub fn after(&mut self) -> Result<(), SiteError> {
         match self {
             Site::Scratch(_) | Site::Vm(_) | Site::Guest(_) => Ok(()),
             Site::Configured(t) => t.after_sample(),
@@ -115,7 +108,7 @@ impl Site {
     /// The sample is over. `measured`: it produced measurements, so a formatted filesystem is
     /// unmounted and mounted again, timed (`umount_s`, `mount_s`); a scratch directory empties
     /// the sample's directory either way.
-    pub fn end_sample(&mut self, dir: &Path, measured: bool) -> Result<Vec<Metric>, TargetError> {
+    pub fn end_sample(&mut self, dir: &Path, measured: bool) -> Result<Vec<Metric>, SiteError> {
         match self {
             Site::Scratch(s) => {
                 let _ = s.discard_subdir(dir);
@@ -128,7 +121,7 @@ impl Site {
     }
 
     /// Undo everything this site created (mounts, loop devices, images, directories).
-    pub fn teardown(self) -> Result<(), TargetError> {
+    pub fn teardown(self) -> Result<(), SiteError> {
         match self {
             Site::Scratch(s) => {
                 drop(s);
@@ -137,7 +130,7 @@ impl Site {
             Site::Configured(t) => t.teardown(),
             Site::Vm(v) => {
                 let name = v.config().name.clone();
-                v.teardown().map_err(|e| TargetError::Unusable {
+                v.teardown().map_err(|e| SiteError::Unusable {
                     path: format!("config '{name}'"),
                     message: e.to_string(),
                 })

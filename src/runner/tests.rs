@@ -17,8 +17,8 @@ fn planned(name: &str, w: Box<dyn Workload>) -> PlannedTest {
     }
 }
 
-fn plan(tests: Vec<PlannedTest>, targets: Targets, repeat: u32) -> Plan {
-    Plan {
+fn plan(tests: Vec<PlannedTest>, targets: Sites, repeat: u32) -> RunSpec {
+    RunSpec {
         label: "t".into(),
         suite: "unit".into(),
         tests,
@@ -35,7 +35,7 @@ fn plan(tests: Vec<PlannedTest>, targets: Targets, repeat: u32) -> Plan {
 }
 
 /// Two `dir` configurations in fresh empty directories under `root`.
-fn two_dirs(root: &std::path::Path) -> Targets {
+fn two_dirs(root: &std::path::Path) -> Sites {
     for d in ["a", "b"] {
         std::fs::create_dir(root.join(d)).unwrap();
     }
@@ -43,7 +43,7 @@ fn two_dirs(root: &std::path::Path) -> Targets {
         "scratch = \"{r}/scratch\"\n[[config]]\nname = \"a\"\nfs = \"dir\"\npath = \"{r}/a\"\n[[config]]\nname = \"b\"\nfs = \"dir\"\npath = \"{r}/b\"\n",
         r = root.display()
     );
-    Targets::Configs {
+    Sites::Configs {
         file: crate::plan::config::parse(&text, "t.toml").unwrap(),
         state: StateFile::new(root.join("state.json")),
     }
@@ -66,10 +66,10 @@ fn a_tiny_fs_mark_run_stores_every_sample_and_tells_each_step() {
         .split_whitespace()
         .map(String::from)
         .collect();
-    let w = crate::workload::build(&EngineSpec::FsMark { args }).unwrap();
+    let w = crate::engines::build(&EngineSpec::FsMark { args }).unwrap();
     let p = plan(
         vec![planned("tiny", w)],
-        Targets::Scratch(dir.path().to_path_buf()),
+        Sites::Scratch(dir.path().to_path_buf()),
         2,
     );
     let rec = Recorder::default();
@@ -130,7 +130,7 @@ fn a_store_that_refuses_samples_stops_the_run_failed_and_keeps_what_it_stored() 
     let mut store = FailAfter::new(MemoryStore::new(), 2);
     let p = plan(
         vec![planned("null", Box::new(Null::new()))],
-        Targets::Scratch(dir.path().to_path_buf()),
+        Sites::Scratch(dir.path().to_path_buf()),
         5,
     );
     let e = run(&p, &mut store, &CancelToken::new(), &Silent).unwrap_err();
@@ -153,7 +153,7 @@ fn a_cancel_mid_run_ends_aborted_with_the_finished_samples_and_tears_down() {
     let w = Null::cancelling_on(3, cancel.clone());
     let p = plan(
         vec![planned("null", Box::new(w))],
-        Targets::Scratch(dir.path().to_path_buf()),
+        Sites::Scratch(dir.path().to_path_buf()),
         5,
     );
     let mut store = MemoryStore::new();
@@ -175,7 +175,7 @@ fn a_failing_sample_is_stored_as_failed_and_the_run_goes_on() {
     let w = Null::failing_on(&[2]);
     let p = plan(
         vec![planned("null", Box::new(w))],
-        Targets::Scratch(dir.path().to_path_buf()),
+        Sites::Scratch(dir.path().to_path_buf()),
         3,
     );
     let mut store = MemoryStore::new();
@@ -229,7 +229,7 @@ fn a_non_finite_metric_is_stored_as_a_failed_sample_with_the_reason() {
     let dir = tempfile::tempdir().unwrap();
     let p = plan(
         vec![planned("nan", Box::new(Nan))],
-        Targets::Scratch(dir.path().to_path_buf()),
+        Sites::Scratch(dir.path().to_path_buf()),
         1,
     );
     let mut store = MemoryStore::new();
@@ -287,7 +287,7 @@ fn a_baseline_that_matches_nothing_fails_before_the_run_is_recorded() {
     let dir = tempfile::tempdir().unwrap();
     let mut p = plan(
         vec![planned("null", Box::new(Null::new()))],
-        Targets::Scratch(dir.path().to_path_buf()),
+        Sites::Scratch(dir.path().to_path_buf()),
         1,
     );
     p.baseline = Baseline::Runs("9999".into());
@@ -305,7 +305,7 @@ fn until_confident_adds_repetitions_only_while_the_headline_is_unresolved() {
     let calls = w.clone();
     let mut p = plan(
         vec![planned("null", Box::new(w))],
-        Targets::Scratch(dir.path().to_path_buf()),
+        Sites::Scratch(dir.path().to_path_buf()),
         2,
     );
     p.until_confident = Some(UntilConfident {
@@ -350,7 +350,7 @@ fn a_sample_the_store_refuses_for_good_is_stored_failed_not_journaled_and_the_ru
     let db = dir.path().join("r.sqlite");
     let p = plan(
         vec![planned("twice", Box::new(Twice))],
-        Targets::Scratch(dir.path().to_path_buf()),
+        Sites::Scratch(dir.path().to_path_buf()),
         2,
     );
     let mut store = SqliteStore::open(&db).unwrap();
@@ -436,7 +436,7 @@ fn a_sample_refused_even_as_failed_is_set_aside_and_the_error_says_where() {
     let db = dir.path().join("r.sqlite");
     let p = plan(
         vec![planned("null", Box::new(Null::new()))],
-        Targets::Scratch(dir.path().to_path_buf()),
+        Sites::Scratch(dir.path().to_path_buf()),
         1,
     );
     let mut store = Gone(SqliteStore::open(&db).unwrap());

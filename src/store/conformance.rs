@@ -3,14 +3,14 @@
 //! (a scratch database created through `FSDELTA_TEST_PG`, an administrator URL such as
 //! `postgres://postgres@%2Ftmp%2Fpg/postgres`). Without that variable the PostgreSQL half is
 //! skipped with a message, unless `FSDELTA_REQUIRE_ALL=1`, where it fails. The tests of copying
-//! runs between stores (`store::sync`) run on every pair of memory, SQLite and PostgreSQL.
+//! runs between stores (`store::copy`) run on every pair of memory, SQLite and PostgreSQL.
 
 use super::postgres::{PgStore, ScratchDatabase};
 use super::sqlite::SqliteStore;
 use super::{NewRun, NewSample, RunFilter, Selector, Store, StoreError, StoredProfile};
 use crate::model::{
     Direction, Environment, HistogramRecord, Metric, MetricKind, RunId, RunStatus, SampleStatus,
-    TargetFacts, Unit,
+    SiteFacts, Unit,
 };
 use chrono::{Duration as ChronoDuration, Utc};
 use std::collections::BTreeMap;
@@ -83,7 +83,7 @@ fn sample(test: &str, rep: u32, value: f64) -> NewSample {
         test: test.into(),
         repetition: rep,
         sequence: rep + 10,
-        facts: TargetFacts {
+        facts: SiteFacts {
             fs_type: "ext4".into(),
             path: "/tmp/x".into(),
             device: "/dev/vda".into(),
@@ -552,7 +552,7 @@ on_both_backends!(
     attachments_are_kept_with_their_sample,
 );
 
-// ---- Copying runs between stores (`store::sync`), on every pair of backends: memory,
+// ---- Copying runs between stores (`store::copy`), on every pair of backends: memory,
 // SQLite and PostgreSQL, as source and as destination.
 
 /// A fresh store of one kind, with what keeps it alive (a temporary directory, a scratch
@@ -651,11 +651,11 @@ fn everything(s: &dyn Store, run: super::RunId) -> String {
 /// Runs that ended are copied with every metric, histogram, attachment and profile equal;
 /// copying again copies nothing; copying back copies only what the source lacked.
 fn sync_copies_what_is_missing_once_and_whole(from: &mut dyn Store, to: &mut dyn Store) {
-    use super::sync::sync;
+    use super::copy::copy_runs;
     let a = full_run(from, "laptop-a", "laptop", Some(RunStatus::Complete));
     let b = full_run(from, "laptop-b", "laptop", Some(RunStatus::Failed));
     let lab = full_run(to, "lab", "lab-nvme", Some(RunStatus::Complete));
-    let r = sync(&*from, to).unwrap();
+    let r = copy_runs(&*from, to).unwrap();
     assert_eq!(r.copied.len(), 2);
     assert_eq!(r.samples(), 8);
     assert_eq!((r.already, r.running.len()), (0, 0));
@@ -688,12 +688,12 @@ fn sync_copies_what_is_missing_once_and_whole(from: &mut dyn Store, to: &mut dyn
     assert_eq!(by_label[0].id, r.copied[1].destination);
 
     // Twice copies nothing.
-    let again = sync(&*from, to).unwrap();
+    let again = copy_runs(&*from, to).unwrap();
     assert!(again.copied.is_empty());
     assert_eq!(again.already, 2);
     assert_eq!(to.runs(&RunFilter::default()).unwrap().len(), 3);
     // Back: only the destination's own run travels.
-    let back = sync(&*to, from).unwrap();
+    let back = copy_runs(&*to, from).unwrap();
     assert_eq!(back.copied.len(), 1);
     assert_eq!(back.copied[0].source, lab);
     assert_eq!(back.already, 2);
@@ -701,23 +701,23 @@ fn sync_copies_what_is_missing_once_and_whole(from: &mut dyn Store, to: &mut dyn
         everything(&*to, lab),
         everything(&*from, back.copied[0].destination)
     );
-    assert!(sync(&*from, to).unwrap().copied.is_empty());
+    assert!(copy_runs(&*from, to).unwrap().copied.is_empty());
     let _ = b;
 }
 
 /// A run still `running` in the source is not copied (its samples are not all there, and a
 /// copied run is never looked at again); once it has ended, the next sync copies it whole.
 fn sync_leaves_a_running_run_for_later(from: &mut dyn Store, to: &mut dyn Store) {
-    use super::sync::sync;
+    use super::copy::copy_runs;
     let live = full_run(from, "live", "laptop", None);
-    let r = sync(&*from, to).unwrap();
+    let r = copy_runs(&*from, to).unwrap();
     assert!(r.copied.is_empty());
     assert_eq!(r.running.len(), 1);
     assert_eq!(r.running[0].id, live);
     assert!(to.runs(&RunFilter::default()).unwrap().is_empty());
     from.finish_run(live, RunStatus::Aborted, micros(Utc::now()))
         .unwrap();
-    let r = sync(&*from, to).unwrap();
+    let r = copy_runs(&*from, to).unwrap();
     assert_eq!(r.copied.len(), 1);
     assert!(r.running.is_empty());
     assert_eq!(

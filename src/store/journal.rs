@@ -89,9 +89,9 @@ pub fn path_beside(db: &Path) -> PathBuf {
 
 /// The directory of the state-directory journals: the leftover-state file's
 /// (`$XDG_STATE_HOME/fsdelta/`, else `~/.local/state/fsdelta/`, see
-/// `crate::target::state::StateFile::locate`), `None` when there is none.
+/// `crate::site::state::StateFile::locate`), `None` when there is none.
 pub fn state_dir() -> Option<PathBuf> {
-    let state = crate::target::state::StateFile::try_default().ok()?;
+    let state = crate::site::state::StateFile::try_default().ok()?;
     state.path().parent().map(Path::to_path_buf)
 }
 
@@ -225,9 +225,9 @@ fn untrusted(path: &Path) -> Option<String> {
 
 /// The journal's lock (an flock on `<journal>.lock`, 0600, ours), held until the value is
 /// dropped.
-fn lock(path: &Path) -> Result<crate::workload::fdtable::FlockedFile, StoreError> {
+fn lock(path: &Path) -> Result<crate::os::fdtable::FlockedFile, StoreError> {
     let l = files::sibling(path, ".lock");
-    crate::workload::fdtable::flocked(
+    crate::os::fdtable::flocked(
         || files::open(&l, Access::ReadWrite).map_err(|e| file_err(path, "lock", e)),
         |e| io_err(path, "lock", e.into()),
     )
@@ -920,7 +920,7 @@ impl Store for JournaledStore<'_> {
             return Err(why);
         }
         self.seq += 1;
-        let owner = crate::target::state::Owner::current();
+        let owner = crate::site::state::Owner::current();
         let key = format!("{}-{}-{}", owner.pid, owner.start_time, self.seq);
         let mut sample = sample.clone();
         sample.facts.extra.insert(KEY_FACT.into(), key.clone());
@@ -1017,7 +1017,7 @@ impl Store for JournaledStore<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Direction, Environment, Metric, NewRun, SampleStatus, TargetFacts, Unit};
+    use crate::model::{Direction, Environment, Metric, NewRun, SampleStatus, SiteFacts, Unit};
     use crate::store::sqlite::SqliteStore;
 
     fn new_run() -> NewRun {
@@ -1035,7 +1035,7 @@ mod tests {
             config: "scratch".into(),
             test: "t".into(),
             repetition: rep,
-            facts: TargetFacts::default(),
+            facts: SiteFacts::default(),
             status: SampleStatus::Ok,
             error: None,
             started_at: Utc::now(),

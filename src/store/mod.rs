@@ -12,13 +12,13 @@
 
 #[cfg(test)]
 pub(crate) mod conformance;
+pub mod copy;
 pub mod journal;
 pub mod memory;
 pub mod pgconn;
 pub mod postgres;
 pub mod selector;
 pub mod sqlite;
-pub mod sync;
 
 pub use selector::Selector;
 

@@ -33,7 +33,7 @@ use super::{
 };
 use crate::model::{
     Attachment, Direction, Environment, HistogramRecord, Metric, MetricKind, MetricPoint,
-    RunStatus, SampleStatus, TargetFacts, Unit,
+    RunStatus, SampleStatus, SiteFacts, Unit,
 };
 use chrono::{DateTime, Utc};
 use postgres::fallible_iterator::FallibleIterator;
@@ -601,7 +601,7 @@ fn assemble(
                 test: r.get(2),
                 repetition: r.get::<_, i64>(3) as u32,
                 sequence: r.get::<_, i64>(15) as u32,
-                facts: TargetFacts {
+                facts: SiteFacts {
                     fs_type: r.get(4),
                     path: r.get(5),
                     device: r.get(6),
@@ -653,7 +653,7 @@ impl Store for PgStore {
                 }
             }
             act_for(&mut tx, token)?;
-            let owner = crate::target::state::Owner::current();
+            let owner = crate::site::state::Owner::current();
             let id: RunId = tx
                 .query_one(
                 "INSERT INTO runs (label, suite, started_at, status, host, kernel, fsdelta_version,
@@ -733,7 +733,7 @@ impl Store for PgStore {
         let mut aborted = Vec::new();
         for row in rows {
             let (id, pid, start): (RunId, i64, i64) = (row.get(0), row.get(1), row.get(2));
-            let owner = crate::target::state::Owner {
+            let owner = crate::site::state::Owner {
                 pid: pid as u32,
                 start_time: start as u64,
             };

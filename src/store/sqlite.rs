@@ -32,7 +32,7 @@ use super::{
 };
 use crate::model::{
     Attachment, Direction, Environment, HistogramRecord, Metric, MetricKind, MetricPoint,
-    RunStatus, SampleStatus, TargetFacts, Unit,
+    RunStatus, SampleStatus, SiteFacts, Unit,
 };
 use chrono::{DateTime, Utc};
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
@@ -429,7 +429,7 @@ impl SqliteStore {
         };
         let mut aborted = Vec::new();
         for (id, pid, start_time) in candidates {
-            let owner = crate::target::state::Owner { pid, start_time };
+            let owner = crate::site::state::Owner { pid, start_time };
             if owner.is_alive() {
                 continue;
             }
@@ -733,7 +733,7 @@ impl Store for SqliteStore {
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(backend)?;
-        let owner = crate::target::state::Owner::current();
+        let owner = crate::site::state::Owner::current();
         tx.execute(
             "INSERT INTO runs (label, suite, started_at, status, host, kernel, fsdelta_version, environment,
                  owner_pid, owner_start_time, owner_host, uuid)
@@ -1053,7 +1053,7 @@ impl Store for SqliteStore {
                     test,
                     repetition,
                     sequence,
-                    facts: TargetFacts {
+                    facts: SiteFacts {
                         fs_type,
                         path,
                         device,
@@ -1301,7 +1301,7 @@ mod tests {
             test: test.into(),
             repetition: rep,
             sequence: 0,
-            facts: TargetFacts {
+            facts: SiteFacts {
                 fs_type: "ext4".into(),
                 path: "/tmp/x".into(),
                 device: "/dev/vda".into(),
@@ -1614,7 +1614,7 @@ mod tests {
     #[test]
     fn a_database_on_a_read_only_filesystem_can_be_read() {
         if !rustix::process::geteuid().is_root() {
-            crate::target::skip_test("needs root to mount a read-only tmpfs");
+            crate::os::skip_test("needs root to mount a read-only tmpfs");
             return;
         }
         use rustix::mount::{MountFlags, UnmountFlags};

@@ -15,13 +15,13 @@
 
 use super::VmError;
 use super::job::{GuestLine, Job};
-use crate::model::{Direction, Metric, NewSample, SampleStatus, TargetFacts, Unit};
+use crate::model::{Direction, Metric, NewSample, SampleStatus, SiteFacts, Unit};
+use crate::probe::blockstat::BlockStat;
 use crate::runner::sample::{self, Outcome};
 use crate::runner::{Silent, Site};
-use crate::target::blockstat::BlockStat;
-use crate::target::mount::Mounted;
-use crate::target::{StateFile, TargetError, env};
-use crate::workload::{self, CancelToken};
+use crate::site::mount::Mounted;
+use crate::site::{SiteError, StateFile, env};
+use crate::workload::CancelToken;
 use chrono::Utc;
 use std::fs;
 use std::io::Write;
@@ -49,15 +49,15 @@ pub struct GuestSite {
     device: Option<String>,
 }
 
-fn unusable(what: &str, message: String) -> TargetError {
-    TargetError::Unusable {
+fn unusable(what: &str, message: String) -> SiteError {
+    SiteError::Unusable {
         path: what.to_string(),
         message,
     }
 }
 
 /// Wait for a device node (virtio probing is asynchronous).
-fn wait_for(dev: &Path) -> Result<(), TargetError> {
+fn wait_for(dev: &Path) -> Result<(), SiteError> {
     let t0 = Instant::now();
     while !dev.exists() {
         if t0.elapsed() > Duration::from_secs(20) {
@@ -90,7 +90,7 @@ impl GuestSite {
     }
 
     /// Mount the next sample's filesystem and return its directory and facts.
-    pub fn prepare(&mut self) -> Result<(PathBuf, TargetFacts), TargetError> {
+    pub fn prepare(&mut self) -> Result<(PathBuf, SiteFacts), SiteError> {
         let i = self.next;
         self.next += 1;
         if let Some(m) = self.mounted.take() {
@@ -152,7 +152,7 @@ impl GuestSite {
     }
 
     /// Unmount; when `measured`, the timings (`mount_s`, `umount_s`).
-    pub fn end_sample(&mut self, measured: bool) -> Result<Vec<Metric>, TargetError> {
+    pub fn end_sample(&mut self, measured: bool) -> Result<Vec<Metric>, SiteError> {
         let Some(m) = self.mounted.take() else {
             return Ok(Vec::new());
         };
@@ -177,7 +177,7 @@ impl GuestSite {
     }
 
     /// Unmount what is still mounted.
-    pub fn teardown(mut self) -> Result<(), TargetError> {
+    pub fn teardown(mut self) -> Result<(), SiteError> {
         match self.mounted.take() {
             Some(m) => m.unmount().map(|_| ()),
             None => Ok(()),
@@ -251,13 +251,13 @@ pub fn run(job_path: &Path, out_path: &Path) -> Result<(), VmError> {
                     attachments: m.attachments,
                 }
             };
-        let line = match workload::build_test(&test.engine, test.external) {
+        let line = match crate::engines::build_test(&test.engine, test.external) {
             Err(e) => {
                 // Keep the disks in step with the tests.
                 let _ = site.prepare(&test.name);
                 let _ = site.end_sample(Path::new("/"), false);
                 GuestLine::Sample(Box::new(sample_of(
-                    TargetFacts::default(),
+                    SiteFacts::default(),
                     Err(e.to_string()),
                     "",
                 )))
@@ -285,7 +285,7 @@ pub fn run(job_path: &Path, out_path: &Path) -> Result<(), VmError> {
                         why,
                     },
                     Outcome::Cancelled => GuestLine::Sample(Box::new(sample_of(
-                        TargetFacts::default(),
+                        SiteFacts::default(),
                         Err("cancelled in the guest".into()),
                         &desc,
                     ))),

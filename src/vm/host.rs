@@ -1,6 +1,6 @@
-//! The host side of a configuration with a kernel: [`VmTarget`] resolves the kernel, its
+//! The host side of a configuration with a kernel: [`VmSite`] resolves the kernel, its
 //! modules, the initramfs and the accelerator once, then runs one repetition per boot
-//! ([`VmTarget::run_repetition`]): format the disk images with the configuration's mkfs (on the
+//! ([`VmSite::run_repetition`]): format the disk images with the configuration's mkfs (on the
 //! host, so both kernels get the same mkfs version), boot, let the guest run the tests, read the
 //! samples back and label them with the guest's facts.
 //!
@@ -14,12 +14,12 @@ use super::kernel::{self, Kernel};
 use super::modules::{self, ModuleTree};
 use super::qemu::{self, Accel, Boot, Disk, Ending};
 use super::{EMULATED_LABEL, VmError};
-use crate::model::{Direction, Metric, NewSample, SampleStatus, TargetFacts, Unit};
+use crate::model::{Direction, Metric, NewSample, SampleStatus, SiteFacts, Unit};
 use crate::plan::config::{Device, Fresh, TargetConfig};
 use crate::plan::suite::{EngineSpec, TestSpec};
-use crate::target::mkfs::Mkfs;
-use crate::target::state::{Record, Resource};
-use crate::target::{StateFile, loopdev};
+use crate::site::mkfs::Mkfs;
+use crate::site::state::{Record, Resource};
+use crate::site::{StateFile, loopdev};
 use crate::workload::CancelToken;
 use chrono::Utc;
 use std::fs;
@@ -98,7 +98,7 @@ impl VmFacts {
     }
 
     /// Put the facts into a sample's target facts.
-    pub fn apply(&self, facts: &mut TargetFacts) {
+    pub fn apply(&self, facts: &mut SiteFacts) {
         let x = &mut facts.extra;
         x.insert("vm_kernel".into(), self.kernel_release.clone());
         x.insert("vm_kernel_version".into(), self.kernel_version.clone());
@@ -196,7 +196,7 @@ impl Drop for OwnedDir {
 /// One configuration with a kernel, ready to boot. Fields holding files are declared in the
 /// order they are removed (drop order: the run disk before the work directory).
 #[derive(Debug)]
-pub struct VmTarget {
+pub struct VmSite {
     run_disk: Option<OwnedFile>,
     work: Option<OwnedDir>,
     config: TargetConfig,
@@ -217,7 +217,7 @@ fn size_of(p: &Path) -> u64 {
     fs::metadata(p).map(|m| m.len()).unwrap_or(0)
 }
 
-impl VmTarget {
+impl VmSite {
     /// Check and prepare `config` (which must have a kernel): qemu and busybox-static present,
     /// the kernel resolved, its modules found, the initramfs built (or taken from the cache),
     /// enough memory, the accelerator chosen. `guest_binary` is the fsdelta binary the guest
@@ -227,18 +227,18 @@ impl VmTarget {
         scratch: &Path,
         state: StateFile,
         guest_binary: &Path,
-    ) -> Result<VmTarget, VmError> {
+    ) -> Result<VmSite, VmError> {
         Self::with_cache(config, scratch, state, guest_binary, &super::cache_dir())
     }
 
-    /// [`VmTarget::new`] with the cache at `cache` instead of [`super::cache_dir`].
+    /// [`VmSite::new`] with the cache at `cache` instead of [`super::cache_dir`].
     pub fn with_cache(
         config: &TargetConfig,
         scratch: &Path,
         state: StateFile,
         guest_binary: &Path,
         cache: &Path,
-    ) -> Result<VmTarget, VmError> {
+    ) -> Result<VmSite, VmError> {
         let vm = config.vm.as_ref().ok_or_else(|| {
             VmError::Unsupported(format!(
                 "config '{}' has no kernel: it runs on the host",
@@ -301,7 +301,7 @@ impl VmTarget {
             scratch.join(format!("vm-{}.{}", config.name, std::process::id())),
         )?;
         let disk_cache = direct_io_cache_mode(&work.path, &state)?;
-        let mut t = VmTarget {
+        let mut t = VmSite {
             run_disk: None,
             work: Some(work),
             config: config.clone(),
@@ -449,7 +449,7 @@ impl VmTarget {
                     p.display()
                 )));
             }
-            if t.external && crate::workload::has_external(&t.engine) {
+            if t.external && crate::engines::has_external(&t.engine) {
                 return Err(VmError::Unsupported(format!(
                     "test {}: the real tools (external = true, --engine external) are not in the guest: use the native engines in a configuration with a kernel",
                     t.name
@@ -652,12 +652,12 @@ impl VmTarget {
                     test: t.name.clone(),
                     repetition,
                     sequence: 0,
-                    facts: TargetFacts::default(),
+                    facts: SiteFacts::default(),
                     status: SampleStatus::Failed,
                     error: Some(why_missing()),
                     started_at,
                     duration_s: t0.elapsed().as_secs_f64(),
-                    workload: crate::workload::describe(&t.engine),
+                    workload: crate::engines::describe(&t.engine),
                     metrics: Vec::new(),
                     histograms: Vec::new(),
                     attachments: Vec::new(),

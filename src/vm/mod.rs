@@ -25,7 +25,7 @@ pub mod kernel;
 pub mod modules;
 pub mod qemu;
 
-pub use host::{RepetitionOptions, VmFacts, VmTarget};
+pub use host::{RepetitionOptions, VmFacts, VmSite};
 pub use kernel::Kernel;
 
 use std::path::PathBuf;
@@ -83,7 +83,7 @@ pub enum VmError {
     },
     /// Setting up the disk (image, mkfs) or the state file failed.
     #[error(transparent)]
-    Target(#[from] crate::target::TargetError),
+    Target(#[from] crate::site::SiteError),
     /// The configuration or job cannot run in a guest.
     #[error("{0}")]
     Unsupported(String),
@@ -168,10 +168,4 @@ pub(crate) fn find_program(name: &str) -> Option<PathBuf> {
                 .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
                 .unwrap_or(false)
         })
-}
-
-/// Report a test that cannot run here (see `target::skip_test`).
-#[cfg(test)]
-pub(crate) fn skip_test(why: &str) {
-    crate::target::skip_test(why)
 }

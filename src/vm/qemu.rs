@@ -522,7 +522,7 @@ mod tests {
     #[test]
     fn a_qemu_that_cannot_start_ends_as_crashed_with_its_stderr() {
         let Ok(qemu) = find_qemu() else {
-            super::super::skip_test(
+            crate::os::skip_test(
                 "qemu-system-x86_64 is not installed (apt-get install qemu-system-x86)",
             );
             return;

@@ -7,7 +7,7 @@
 
 use super::{ConfigFacts, ReportInput, SideInput};
 use crate::model::RunInfo;
-use crate::model::TargetFacts;
+use crate::model::SiteFacts;
 use crate::report::svg::esc;
 use std::collections::BTreeSet;
 use std::fmt::Write;
@@ -111,7 +111,7 @@ struct Fact {
 }
 
 fn config_facts(c: &ConfigFacts) -> Vec<Fact> {
-    let side = |v: &[TargetFacts], f: &dyn Fn(&TargetFacts) -> String| distinct(v.iter().map(f));
+    let side = |v: &[SiteFacts], f: &dyn Fn(&SiteFacts) -> String| distinct(v.iter().map(f));
     let mut facts = vec![
         Fact {
             what: "mount options".into(),
@@ -146,7 +146,7 @@ fn config_facts(c: &ConfigFacts) -> Vec<Fact> {
         .filter(|k| k.as_str() != "config")
         .collect();
     for k in keys {
-        let get = |f: &TargetFacts| f.extra.get(k).cloned().unwrap_or_default();
+        let get = |f: &SiteFacts| f.extra.get(k).cloned().unwrap_or_default();
         facts.push(Fact {
             what: extra_name(k),
             priority: 4,
@@ -157,7 +157,7 @@ fn config_facts(c: &ConfigFacts) -> Vec<Fact> {
     facts
 }
 
-fn mkfs(f: &TargetFacts) -> String {
+fn mkfs(f: &SiteFacts) -> String {
     f.mkfs_options
         .clone()
         .unwrap_or_else(|| "(not formatted by fsdelta)".into())

@@ -20,7 +20,7 @@ use crate::compare::SeriesKey;
 use crate::compare::changepoint::{ChangePoint, Scale, Segment};
 use crate::compare::verdict::{Center, Comparison, Role as MetricRole, Summary, Verdict};
 use crate::model::RunInfo;
-use crate::model::{Direction, MetricKind, TargetFacts, Unit};
+use crate::model::{Direction, MetricKind, SiteFacts, Unit};
 use crate::report::svg::{Shape, esc};
 use crate::report::text::fmt_value;
 use std::fmt::Write;
@@ -168,7 +168,7 @@ pub struct SampleIterations {
     /// The sample id (as `show --raw` names it).
     pub sample_id: i64,
     /// One row per iteration, in order.
-    pub rows: Vec<crate::workload::fsmark::IterationResult>,
+    pub rows: Vec<crate::fsmark::IterationResult>,
 }
 
 /// CPU flame graphs of one test (inferno SVGs, built from the stored folded stacks).
@@ -367,9 +367,9 @@ pub struct ConfigFacts {
     /// Configuration name (`A vs B` when two configurations are put side by side).
     pub name: String,
     /// Distinct facts of the baseline samples.
-    pub baseline: Vec<TargetFacts>,
+    pub baseline: Vec<SiteFacts>,
     /// Distinct facts of the current samples.
-    pub current: Vec<TargetFacts>,
+    pub current: Vec<SiteFacts>,
 }
 
 /// The workload command lines of one test on each side.

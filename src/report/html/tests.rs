@@ -24,8 +24,8 @@ fn run(id: i64, label: &str, kernel: &str) -> RunInfo {
     }
 }
 
-fn facts(mount: &str) -> TargetFacts {
-    TargetFacts {
+fn facts(mount: &str) -> SiteFacts {
+    SiteFacts {
         fs_type: "ext4".into(),
         path: String::new(),
         device: "/dev/loop0".into(),
@@ -370,8 +370,8 @@ fn a_changed_hook_is_a_difference() {
     assert!(html.contains("Nothing recorded differs between the sides"));
 }
 
-fn iteration(i: u32, files_per_sec: f64) -> crate::workload::fsmark::IterationResult {
-    crate::workload::fsmark::IterationResult {
+fn iteration(i: u32, files_per_sec: f64) -> crate::fsmark::IterationResult {
+    crate::fsmark::IterationResult {
         iteration: i,
         files: 200,
         count: 200 * i as u64,

@@ -14,74 +14,13 @@
 //! cannot give, such as fs_mark's latency percentiles, is absent, never estimated), print to the
 //! terminal, leave a child process running after a cancel, or panic on any input text.
 
-pub mod dbench;
-pub mod fio;
-pub mod fsmark;
-pub mod import;
-
-pub use dbench::ExternalDbench;
-pub use fio::ExternalFio;
-pub use fsmark::ExternalFsMark;
-pub use import::{ImportedSample, import_fio_json};
-
-use crate::plan::suite::EngineSpec;
 use crate::probe::clock::Nanos;
-use crate::workload::{RunContext, Workload, WorkloadError};
+use crate::workload::{RunContext, WorkloadError};
 use std::io::Read;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 use std::time::Duration;
-
-/// The external driver of a suite test (`engine = "external"`, `--engine external`): fs_mark,
-/// fio and dbench tests run the real tool; other workloads have no external driver.
-pub fn build(spec: &EngineSpec) -> Result<Box<dyn Workload>, WorkloadError> {
-    crate::workload::check_inside_target(spec, true)?;
-    match spec {
-        EngineSpec::FsMark { args } => Ok(Box::new(ExternalFsMark::new(args)?)),
-        EngineSpec::Fio { job } => Ok(Box::new(ExternalFio::new(job)?)),
-        EngineSpec::Dbench {
-            clients,
-            seconds,
-            warmup_s,
-            loadfile,
-        } => {
-            if warmup_s.is_some() {
-                return Err(WorkloadError::InvalidOptions(
-                    "dbench 4.00 has no warmup option (it always warms up for t/5): remove `warmup` from the test, or use the native engine".into(),
-                ));
-            }
-            Ok(Box::new(ExternalDbench::new(
-                *clients,
-                *seconds,
-                loadfile.clone(),
-            )?))
-        }
-        other => Err(WorkloadError::InvalidOptions(format!(
-            "no external driver for this workload ({}): only fs_mark, fio and dbench tests can run with engine = \"external\"",
-            crate::workload::describe(other)
-        ))),
-    }
-}
-
-/// The command line an external test runs, for the sample's workload description (the
-/// target directory appears as `<target>` for dbench's `-D`); `None` for workloads without an
-/// external driver or with invalid options.
-pub fn describe(spec: &EngineSpec) -> Option<String> {
-    Some(match spec {
-        EngineSpec::FsMark { args } => ExternalFsMark::new(args).ok()?.command_line(),
-        EngineSpec::Fio { job } => ExternalFio::new(job).ok()?.command_line(),
-        EngineSpec::Dbench {
-            clients,
-            seconds,
-            loadfile,
-            ..
-        } => ExternalDbench::new(*clients, *seconds, loadfile.clone())
-            .ok()?
-            .command_line(),
-        _ => return None,
-    })
-}
 
 /// Output of a real tool that does not have the expected shape. `line` is 1-based in the text
 /// given to the parser; 0 when the problem is the text as a whole (a table that never started).
@@ -359,42 +298,6 @@ mod tests {
         .to_string();
         assert!(e.contains("apt-get install nosuchpkg"), "{e}");
         assert!(e.contains("not installed"), "{e}");
-    }
-
-    #[test]
-    fn build_gives_drivers_for_the_three_tools_only() {
-        let fs = EngineSpec::FsMark {
-            args: vec!["-n".into(), "10".into()],
-        };
-        assert_eq!(build(&fs).unwrap().engine(), "fs_mark (external)");
-        assert_eq!(describe(&fs).as_deref(), Some("fs_mark -n 10 -d ."));
-        let fio = EngineSpec::Fio {
-            job: "[w]\nrw=write\n".into(),
-        };
-        assert_eq!(build(&fio).unwrap().engine(), "fio (external)");
-        let db = EngineSpec::Dbench {
-            clients: 2,
-            seconds: 10,
-            warmup_s: None,
-            loadfile: None,
-        };
-        assert_eq!(build(&db).unwrap().engine(), "dbench (external)");
-        let warm = EngineSpec::Dbench {
-            clients: 2,
-            seconds: 10,
-            warmup_s: Some(2),
-            loadfile: None,
-        };
-        let e = build(&warm).err().unwrap().to_string();
-        assert!(e.contains("no warmup option"), "{e}");
-        let cmd = EngineSpec::Command {
-            command: "true".into(),
-            metrics: vec![],
-            timeout_s: None,
-        };
-        let e = build(&cmd).err().unwrap().to_string();
-        assert!(e.contains("no external driver"), "{e}");
-        assert_eq!(describe(&cmd), None);
     }
 
     #[test]
