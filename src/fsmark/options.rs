@@ -270,7 +270,7 @@ impl FsMarkOptions {
     /// path and the fix); `None` when every path stays inside. The standalone `fsdelta fsmark`
     /// keeps fs_mark's own meaning of its paths and does not ask.
     pub fn outside_target(&self) -> Option<String> {
-        use crate::fio::jobfile::confine::leaves_target;
+        use crate::workload::leaves_target;
         let fix = "a suite's test runs in the target directory and its samples are stored with \
                    the target's filesystem and device, so every path it names must stay inside: \
                    use a path relative to the target (-d sub), without a leading / and without \

@@ -21,7 +21,7 @@ pub mod untar;
 use crate::model::{HistogramRecord, Metric};
 use crate::plan::suite::EngineSpec;
 use std::io;
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -179,9 +179,53 @@ pub trait Workload: Send + Sync {
     }
 }
 
+/// Whether `path` (relative to the target) leaves it: absolute, or a `..` that climbs above the
+/// target at any point (`a/../..`, `../x`). `sub/../x` stays inside.
+pub fn leaves_target(path: impl AsRef<Path>) -> bool {
+    let p = path.as_ref();
+    if p.is_absolute() {
+        return true;
+    }
+    let mut depth: i64 = 0;
+    for c in p.components() {
+        match c {
+            Component::ParentDir => {
+                depth -= 1;
+                if depth < 0 {
+                    return true;
+                }
+            }
+            Component::Normal(_) => depth += 1,
+            Component::CurDir => {}
+            Component::RootDir | Component::Prefix(_) => return true,
+        }
+    }
+    false
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn climbing_is_judged_by_depth() {
+        for bad in ["/x", "..", "../x", "a/../..", "a/../../b", "./../x", "//x"] {
+            assert!(leaves_target(bad), "{bad}");
+        }
+        for good in [
+            "x",
+            "a/b",
+            "a/../b",
+            "./x",
+            ".",
+            "",
+            "a/b/../../c",
+            "x..y",
+            "..x",
+        ] {
+            assert!(!leaves_target(good), "{good}");
+        }
+    }
 
     #[test]
     fn io_errors_say_how_to_fix_a_full_disk() {
