@@ -779,6 +779,27 @@ pub enum ModelError {
     UnknownStatus(String),
 }
 
+/// Median (mean of the two middle values for an even count): the one definition, for the
+/// store's run medians and every statistic of `crate::compare`. `None` for an empty slice.
+pub fn median(xs: &[f64]) -> Option<f64> {
+    if xs.is_empty() {
+        return None;
+    }
+    let mut v = xs.to_vec();
+    v.sort_by(f64::total_cmp);
+    Some(median_of_sorted(&v))
+}
+
+/// Median of an already sorted, non-empty slice.
+pub fn median_of_sorted(v: &[f64]) -> f64 {
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
 #[cfg(test)]
 mod tests {
 

@@ -82,13 +82,14 @@ impl Observer for Log {
                 format!("job {}: run {run_id} ({label}) started", self.job)
             }
             _ if self.quiet => return,
-            Event::SampleEnded {
-                of,
-                sample,
-                headline,
-            } => format!(
-                "job {}: {}/{} rep {}/{of}: {:.1} s, {headline}",
-                self.job, sample.config, sample.test, sample.repetition, sample.duration_s
+            Event::SampleEnded { of, sample } => format!(
+                "job {}: {}/{} rep {}/{of}: {:.1} s, {}",
+                self.job,
+                sample.config,
+                sample.test,
+                sample.repetition,
+                sample.duration_s,
+                crate::report::text::headline(&sample)
             ),
             Event::SampleFailed { of, sample } => format!(
                 "job {}: {}/{} rep {}/{of}: FAILED: {}",

@@ -170,11 +170,8 @@ impl Observer for View {
                 of,
             } => self.progress.start(&config, &test, repetition, of),
             Event::Phase { config, test, what } => self.progress.phase(&config, &test, &what),
-            Event::SampleEnded {
-                of,
-                sample,
-                headline,
-            } => {
+            Event::SampleEnded { of, sample } => {
+                let headline = crate::report::text::headline(&sample);
                 let w = what(&sample.config, &sample.test, sample.repetition, of);
                 self.progress.done(
                     &sample.config,

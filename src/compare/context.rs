@@ -13,7 +13,7 @@
 //! listed, never dropped in silence.
 
 use crate::model::SampleStatus;
-use crate::store::{RunInfo, SampleRecord};
+use crate::model::{RunInfo, SampleRecord};
 use serde::Serialize;
 use std::collections::{BTreeSet, HashSet};
 
@@ -386,8 +386,8 @@ pub fn context(base: &SideData<'_>, cur: &SideData<'_>, across: bool) -> Context
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::NewSample;
     use crate::model::{Direction, Environment, Metric, MetricKind, RunStatus, SiteFacts, Unit};
-    use crate::store::NewSample;
 
     fn run(id: i64, kernel: &str) -> RunInfo {
         RunInfo {

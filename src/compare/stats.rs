@@ -11,6 +11,8 @@
 //! `verdict.rs`). Inputs are plain `f64` slices of finite values; a function returns `None` when
 //! its result is undefined (too few values, zero spread where it divides) rather than a NaN.
 
+pub use crate::model::median;
+use crate::model::median_of_sorted;
 use statrs::distribution::{ContinuousCDF, StudentsT};
 use std::cmp::Ordering;
 
@@ -35,26 +37,6 @@ pub fn variance(xs: &[f64]) -> Option<f64> {
 /// Sample standard deviation (divisor n - 1). `None` with fewer than two values.
 pub fn std_dev(xs: &[f64]) -> Option<f64> {
     variance(xs).map(f64::sqrt)
-}
-
-/// Median (mean of the two middle values for an even count). `None` for an empty slice.
-pub fn median(xs: &[f64]) -> Option<f64> {
-    if xs.is_empty() {
-        return None;
-    }
-    let mut v = xs.to_vec();
-    v.sort_by(f64::total_cmp);
-    Some(median_of_sorted(&v))
-}
-
-/// Median of an already sorted, non-empty slice.
-fn median_of_sorted(v: &[f64]) -> f64 {
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
 }
 
 /// Median absolute deviation from the median, unscaled (no 1.4826 factor: the modified z-score

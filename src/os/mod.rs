@@ -14,6 +14,8 @@ pub mod env;
 pub mod fdtable;
 pub mod files;
 pub mod input;
+pub mod process;
+pub mod state;
 
 /// Report a test that cannot run here: prints why, or fails when `FSDELTA_REQUIRE_ALL=1` (CI,
 /// where every test must really run).

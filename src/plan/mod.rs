@@ -9,6 +9,7 @@
 //! imports through the bounded reader `crate::os::input`).
 
 pub mod config;
+pub mod events;
 pub mod suite;
 pub mod suitefile;
 

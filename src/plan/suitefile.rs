@@ -414,7 +414,7 @@ pub fn parse(text: &str, file: &str) -> Result<Suite, SuiteFileError> {
             }
         };
         for e in &events {
-            crate::probe::events::parse_list(e).map_err(|x| terr(x.to_string()))?;
+            crate::plan::events::parse_list(e).map_err(|x| terr(x.to_string()))?;
         }
         out.push(TestSpec {
             name: tname.clone(),

@@ -12,6 +12,7 @@
 //! [`Counters::start`]..[`Counters::stop`].
 
 use crate::model::{Direction, Metric, MetricKind, Unit};
+pub use crate::plan::events::EventSpec;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
@@ -104,15 +105,6 @@ pub enum EventError {
     },
 }
 
-/// One item of an event list as written: `group:name`, the name possibly a glob.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct EventSpec {
-    /// Trace group (`ext4`, `kmem`).
-    pub group: String,
-    /// Event name or a glob over the group's names (`*`, `ext4_da_*`).
-    pub name: String,
-}
-
 /// A resolved tracepoint.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Tracepoint {
@@ -133,49 +125,12 @@ impl Tracepoint {
     }
 }
 
-fn is_ident(s: &str, glob: bool) -> bool {
-    !s.is_empty()
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || (glob && (c == '*' || c == '?')))
-}
-
-/// Parse `btrfs:*,kmem:kmalloc`: items separated by commas (blanks around them ignored).
+/// Parse `btrfs:*,kmem:kmalloc` (the syntax is the plan's, [`crate::plan::events::parse_list`]).
 pub fn parse_list(list: &str) -> Result<Vec<EventSpec>, EventError> {
-    let mut out: Vec<EventSpec> = Vec::new();
-    for raw in list.split(',') {
-        let item = raw.trim();
-        let bad = |why: &str| EventError::Syntax {
-            item: item.to_string(),
-            why: why.to_string(),
-        };
-        if item.is_empty() {
-            return Err(bad("an empty item"));
-        }
-        let Some((group, name)) = item.split_once(':') else {
-            return Err(bad("no ':' between group and name"));
-        };
-        if name.contains(':') {
-            return Err(bad("more than one ':' (filters go in --events-filter)"));
-        }
-        if !is_ident(group, false) {
-            return Err(bad(
-                "the group must be letters, digits and '_' (a glob only in the name)",
-            ));
-        }
-        if !is_ident(name, true) {
-            return Err(bad(
-                "the name must be letters, digits and '_', with '*' or '?' as a glob",
-            ));
-        }
-        let spec = EventSpec {
-            group: group.into(),
-            name: name.into(),
-        };
-        if !out.contains(&spec) {
-            out.push(spec);
-        }
-    }
-    Ok(out)
+    crate::plan::events::parse_list(list).map_err(|e| EventError::Syntax {
+        item: e.item,
+        why: e.why,
+    })
 }
 
 /// Does `name` match the glob `pat` (`*` any run, `?` one character)?

@@ -35,6 +35,17 @@ pub fn fmt_value(v: f64) -> String {
     }
 }
 
+/// The headline of a stored sample for progress ("files_per_sec 1234 files/s"): its first
+/// declared headline metric, else its first metric.
+pub fn headline(s: &crate::model::NewSample) -> String {
+    s.metrics
+        .iter()
+        .find(|m| m.headline)
+        .or_else(|| s.metrics.first())
+        .map(|m| format!("{} {} {}", m.name, fmt_value(m.value), m.unit))
+        .unwrap_or_default()
+}
+
 fn fmt_pct(v: f64) -> String {
     if v.is_nan() {
         "-".into()

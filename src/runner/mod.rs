@@ -445,7 +445,6 @@ impl Loop<'_> {
         self.observer.event(match sample.status {
             SampleStatus::Ok => Event::SampleEnded {
                 of,
-                headline: headline(&sample),
                 sample: Box::new(sample.clone()),
             },
             SampleStatus::Failed => Event::SampleFailed {
@@ -632,24 +631,6 @@ impl Loop<'_> {
         }
         Ok(true)
     }
-}
-
-/// The headline of a stored sample for progress ("files_per_sec 1234 files/s"): its first
-/// declared headline metric, else its first metric.
-fn headline(s: &NewSample) -> String {
-    s.metrics
-        .iter()
-        .find(|m| m.headline)
-        .or_else(|| s.metrics.first())
-        .map(|m| {
-            format!(
-                "{} {} {}",
-                m.name,
-                crate::report::text::fmt_value(m.value),
-                m.unit
-            )
-        })
-        .unwrap_or_default()
 }
 
 /// Every baseline value of every (configuration, test, metric), for `--until-confident`.

@@ -50,10 +50,8 @@ pub enum Event {
     SampleEnded {
         /// Repetitions planned so far.
         of: u32,
-        /// The stored sample.
+        /// The stored sample (`crate::report::text::headline` shows its headline number).
         sample: Box<NewSample>,
-        /// Its headline ("files_per_sec 1234 files/s").
-        headline: String,
     },
     /// A sample failed; it is stored as failed with its error.
     SampleFailed {

@@ -37,6 +37,7 @@ use super::SiteError;
 use super::loopdev;
 use super::mount;
 use crate::os::files;
+use crate::os::process::Owner;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::fs;
@@ -106,44 +107,6 @@ impl fmt::Display for Resource {
     }
 }
 
-/// The process that created an entry: a pid alone could be reused, so its start time (clock
-/// ticks since boot, field 22 of /proc/PID/stat) comes with it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Owner {
-    /// Process id.
-    pub pid: u32,
-    /// Start time in clock ticks since boot.
-    pub start_time: u64,
-}
-
-impl Owner {
-    /// This process.
-    pub fn current() -> Owner {
-        let pid = std::process::id();
-        Owner {
-            pid,
-            start_time: start_time_of(pid).unwrap_or(0),
-        }
-    }
-
-    /// Whether this process still runs.
-    pub fn is_alive(&self) -> bool {
-        start_time_of(self.pid) == Some(self.start_time)
-    }
-}
-
-fn start_time_of(pid: u32) -> Option<u64> {
-    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    parse_start_time(&stat)
-}
-
-/// Field 22 of /proc/PID/stat; the command name (field 2) may hold spaces and parentheses, so
-/// count from the last ')'.
-fn parse_start_time(stat: &str) -> Option<u64> {
-    let rest = &stat[stat.rfind(')')? + 1..];
-    rest.split_whitespace().nth(19)?.parse().ok()
-}
-
 /// One recorded resource.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Entry {
@@ -211,49 +174,29 @@ impl StateFile {
 
     /// The state file of this process's environment, or why there is none.
     pub fn try_default() -> Result<StateFile, SiteError> {
-        let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
-        StateFile::locate(
-            var("FSDELTA_STATE_FILE").as_deref(),
-            var("XDG_STATE_HOME").as_deref(),
-            var("HOME").as_deref(),
-            rustix::process::geteuid().is_root(),
-        )
-        .map(StateFile::new)
+        crate::os::state::default_path()
+            .map(StateFile::new)
+            .map_err(|e| SiteError::State {
+                path: e.path,
+                message: e.message,
+            })
     }
 
     /// The first of `$FSDELTA_STATE_FILE` (which must be absolute),
     /// `$XDG_STATE_HOME/fsdelta/leftovers.json` (when absolute, as the XDG spec requires),
-    /// `$HOME/.local/state/fsdelta/leftovers.json`, and for root `/var/lib/fsdelta/leftovers.json`.
+    /// `$HOME/.local/state/fsdelta/leftovers.json`, and for root `/var/lib/fsdelta/leftovers.json`
+    /// (the rule is `crate::os::state::locate`'s, shared with the store's journals).
     pub fn locate(
         override_path: Option<&std::ffi::OsStr>,
         xdg_state_home: Option<&std::ffi::OsStr>,
         home: Option<&std::ffi::OsStr>,
         is_root: bool,
     ) -> Result<PathBuf, SiteError> {
-        if let Some(p) = override_path.map(PathBuf::from) {
-            if !p.is_absolute() {
-                return Err(SiteError::State {
-                    path: p.display().to_string(),
-                    message: "FSDELTA_STATE_FILE is a relative path; give an absolute one (the state file must be found again from any directory)".into(),
-                });
+        crate::os::state::locate(override_path, xdg_state_home, home, is_root).map_err(|e| {
+            SiteError::State {
+                path: e.path,
+                message: e.message,
             }
-            return Ok(p);
-        }
-        if let Some(p) = xdg_state_home
-            .map(PathBuf::from)
-            .filter(|p| p.is_absolute())
-        {
-            return Ok(p.join("fsdelta/leftovers.json"));
-        }
-        if let Some(p) = home.map(PathBuf::from).filter(|p| p.is_absolute()) {
-            return Ok(p.join(".local/state/fsdelta/leftovers.json"));
-        }
-        if is_root {
-            return Ok(PathBuf::from("/var/lib/fsdelta/leftovers.json"));
-        }
-        Err(SiteError::State {
-            path: "(none)".into(),
-            message: "neither HOME nor XDG_STATE_HOME is set: set FSDELTA_STATE_FILE to an absolute path in a directory only you can write".into(),
         })
     }
 
@@ -714,21 +657,6 @@ pub(crate) mod tests_support {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn start_time_survives_odd_command_names() {
-        let stat =
-            "1234 (a b) c)) S 1 1234 1234 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 98765 1000 100";
-        assert_eq!(parse_start_time(stat), Some(98765));
-        assert!(Owner::current().is_alive());
-        assert!(
-            !Owner {
-                pid: std::process::id(),
-                start_time: 1
-            }
-            .is_alive()
-        );
-    }
 
     #[test]
     fn records_are_written_before_and_cleared_after() {

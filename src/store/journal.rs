@@ -89,10 +89,10 @@ pub fn path_beside(db: &Path) -> PathBuf {
 
 /// The directory of the state-directory journals: the leftover-state file's
 /// (`$XDG_STATE_HOME/fsdelta/`, else `~/.local/state/fsdelta/`, see
-/// `crate::site::state::StateFile::locate`), `None` when there is none.
+/// `crate::os::state::locate`), `None` when there is none.
 pub fn state_dir() -> Option<PathBuf> {
-    let state = crate::site::state::StateFile::try_default().ok()?;
-    state.path().parent().map(Path::to_path_buf)
+    let state = crate::os::state::default_path().ok()?;
+    state.parent().map(Path::to_path_buf)
 }
 
 /// A stable 64-bit FNV-1a hash, for a journal's file name.
@@ -920,7 +920,7 @@ impl Store for JournaledStore<'_> {
             return Err(why);
         }
         self.seq += 1;
-        let owner = crate::site::state::Owner::current();
+        let owner = crate::os::process::Owner::current();
         let key = format!("{}-{}-{}", owner.pid, owner.start_time, self.seq);
         let mut sample = sample.clone();
         sample.facts.extra.insert(KEY_FACT.into(), key.clone());

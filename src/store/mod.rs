@@ -307,7 +307,7 @@ pub trait Store: Send {
     }
 }
 
-/// The median ([`crate::compare::stats::median`]) and count of each (configuration, test,
+/// The median ([`crate::model::median`]) and count of each (configuration, test,
 /// metric)'s values among `rows`, keyed in name order: the one definition of a run's medians,
 /// for every backend's [`Store::run_medians`] and SQLite's table of them.
 pub(crate) fn medians_of<'a>(
@@ -322,7 +322,7 @@ pub(crate) fn medians_of<'a>(
     }
     values
         .into_iter()
-        .filter_map(|(k, v)| crate::compare::stats::median(&v).map(|m| (k, (m, v.len()))))
+        .filter_map(|(k, v)| crate::model::median(&v).map(|m| (k, (m, v.len()))))
         .collect()
 }
 

@@ -653,7 +653,7 @@ impl Store for PgStore {
                 }
             }
             act_for(&mut tx, token)?;
-            let owner = crate::site::state::Owner::current();
+            let owner = crate::os::process::Owner::current();
             let id: RunId = tx
                 .query_one(
                 "INSERT INTO runs (label, suite, started_at, status, host, kernel, fsdelta_version,
@@ -733,7 +733,7 @@ impl Store for PgStore {
         let mut aborted = Vec::new();
         for row in rows {
             let (id, pid, start): (RunId, i64, i64) = (row.get(0), row.get(1), row.get(2));
-            let owner = crate::site::state::Owner {
+            let owner = crate::os::process::Owner {
                 pid: pid as u32,
                 start_time: start as u64,
             };

@@ -429,7 +429,7 @@ impl SqliteStore {
         };
         let mut aborted = Vec::new();
         for (id, pid, start_time) in candidates {
-            let owner = crate::site::state::Owner { pid, start_time };
+            let owner = crate::os::process::Owner { pid, start_time };
             if owner.is_alive() {
                 continue;
             }
@@ -733,7 +733,7 @@ impl Store for SqliteStore {
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(backend)?;
-        let owner = crate::site::state::Owner::current();
+        let owner = crate::os::process::Owner::current();
         tx.execute(
             "INSERT INTO runs (label, suite, started_at, status, host, kernel, fsdelta_version, environment,
                  owner_pid, owner_start_time, owner_host, uuid)
