@@ -2,7 +2,7 @@
 //! line of the input, never panic, and give finite metrics when it accepts.
 #![no_main]
 
-use fsdelta::dbench::external;
+use fsdelta::dbench::external as dbench;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

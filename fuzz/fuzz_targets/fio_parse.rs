@@ -2,7 +2,8 @@
 //! a line of the input, never a panic, and finite metrics when accepted.
 #![no_main]
 
-use fsdelta::workload::external::{fio, import_fio_json};
+use fsdelta::fio::external as fio;
+use fsdelta::fio::import::import_fio_json;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

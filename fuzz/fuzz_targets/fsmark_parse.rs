@@ -2,7 +2,7 @@
 //! line of the input, never panic, and give finite metrics when it accepts.
 #![no_main]
 
-use fsdelta::fsmark::external;
+use fsdelta::fsmark::external as fsmark;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
