@@ -1,7 +1,8 @@
 //! The run itself: a [`RunSpec`] (tests built into workloads, where to run them, how often and in
 //! which order, what to attach), a store, a cancel token and an [`Observer`] in; a
-//! [`RunResult`] out. `fsdelta run`, a fleet agent and a guest kernel in a virtual machine all
-//! call [`run`]; none of them has a loop of its own.
+//! [`RunResult`] out. `fsdelta run` and a fleet agent call [`run`]; inside a guest kernel in a
+//! virtual machine, `fsdelta guest-run` calls [`guest::run`], which runs one repetition's tests
+//! through the same sample step. None of them has a loop of its own: every sample loop is here.
 //!
 //! The loop ([`run`]) goes repetition by repetition; within a repetition the configurations
 //! (and, for `random`, the tests) take the positions [`order::schedule`] gives, so that drift of
@@ -17,6 +18,7 @@
 //! print, parse flags, open a store by URL, or decide exit codes (the CLI edge does).
 
 pub mod confident;
+pub mod guest;
 pub mod observer;
 pub mod order;
 pub mod profile;
