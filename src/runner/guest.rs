@@ -4,12 +4,13 @@
 //! soon as it is finished, so that a guest that dies later keeps what it measured.
 //!
 //! Why here and not in `crate::vm`: every sample loop is the run loop's. One sample is the run
-//! loop's own sample step ([`sample::run_sample`]) on a [`Site::Guest`] (`crate::vm::guest::
-//! GuestSite`: the disk the host formatted for this test is mounted (timed, `mount_s`), caches
-//! are dropped, CPU and memory are probed around the workload, the disk is unmounted (timed,
-//! `umount_s`, writeback included) and its counters give the device metrics and write
-//! amplification, exactly as on the host. The vm room only carries the job in and the lines
-//! out ([`crate::vm::job`]) and describes the guest's disks; it never imports the runner.
+//! loop's own sample step (`sample::run_sample`) on a [`Site::Guest`], the guest's disks as
+//! `crate::vm::guest::GuestSite` describes them: the disk the host formatted for this test is
+//! mounted (timed, `mount_s`), caches are dropped, CPU and memory are probed around the workload,
+//! the disk is unmounted (timed, `umount_s`, writeback included) and its counters give the
+//! device metrics and write amplification, exactly as on the host. The vm room only carries the
+//! job in and the lines out (`crate::vm::job`) and describes the guest's disks; it never imports
+//! the runner.
 //!
 //! Must never format anything (the host did, so both kernels see the same mkfs), never store
 //! (the host stores what comes back) and never run outside a guest: it refuses unless

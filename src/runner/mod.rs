@@ -5,10 +5,10 @@
 //! through the same sample step. None of them has a loop of its own: every sample loop is here.
 //!
 //! The loop ([`run`]) goes repetition by repetition; within a repetition the configurations
-//! (and, for `random`, the tests) take the positions [`order::schedule`] gives, so that drift of
+//! (and, for `random`, the tests) take the positions [`Order::schedule`] gives, so that drift of
 //! the machine and position effects spread over every configuration. The sample step
-//! ([`sample::run_sample`]) measures one test once on one [`site::Site`]; the store write
-//! ([`sample::store_sample`]) keeps it whole or not at all, as soon as it finishes.
+//! (`sample::run_sample`) measures one test once on one [`site::Site`]; the store write
+//! (`sample::store_sample`) keeps it whole or not at all, as soon as it finishes.
 //!
 //! Invariants: a finished sample is stored before the next starts; an interrupted run keeps its
 //! finished samples and ends `aborted`; every site is torn down on every path (success, error,
