@@ -331,6 +331,59 @@ fn heartbeat_thread(
     })
 }
 
+/// The outcome of a job whose run ended (not interrupted): its verdict against the job's
+/// baseline, and what went wrong (failed samples, the comparison, the teardown).
+fn ended(
+    fleet: &dyn Store,
+    baseline: Option<&str>,
+    r: &runner::RunResult,
+    margins: &crate::compare::verdict::Margins,
+) -> Outcome {
+    let (verdict, cmp_err) = match baseline {
+        Some(b) => match verdict(fleet, b, r.run_id, margins) {
+            Ok(v) => (Some(v), None),
+            Err(e) => (None, Some(format!("comparing with {b}: {e:#}"))),
+        },
+        None => (None, None),
+    };
+    let mut errors: Vec<String> = Vec::new();
+    if r.failed() > 0 {
+        errors.push(format!(
+            "{} of {} sample(s) failed (fsdelta show {})",
+            r.failed(),
+            r.samples.len(),
+            r.run_id
+        ));
+    }
+    errors.extend(cmp_err);
+    errors.extend(r.teardown_error.clone());
+    Outcome::Done {
+        run_id: r.run_id,
+        verdict,
+        error: (!errors.is_empty()).then(|| errors.join("; ")),
+    }
+}
+
+/// How the agent's log tells a job's outcome.
+fn outcome_line(outcome: &Outcome) -> String {
+    match outcome {
+        Outcome::Done {
+            run_id, verdict, ..
+        } => format!(
+            "done, run {run_id}{}",
+            verdict
+                .as_deref()
+                .map(|v| format!(": {v}"))
+                .unwrap_or_default()
+        ),
+        Outcome::Failed { error, .. } => format!("failed: {error}"),
+        Outcome::Aborted { run_id } => format!(
+            "cancelled; run {} aborted",
+            run_id.map(|r| r.to_string()).unwrap_or_default()
+        ),
+    }
+}
+
 /// Run one claimed job to its end; returns whether the agent was signalled to stop.
 fn run_job(
     q: &mut Queue,
@@ -429,52 +482,13 @@ fn run_job(
                 return Ok(true);
             }
         }
-        Ok(r) => {
-            let (verdict, cmp_err) = match &job.baseline {
-                Some(b) => match verdict(&*fleet, b, r.run_id, &margins) {
-                    Ok(v) => (Some(v), None),
-                    Err(e) => (None, Some(format!("comparing with {b}: {e:#}"))),
-                },
-                None => (None, None),
-            };
-            let mut errors: Vec<String> = Vec::new();
-            if r.failed() > 0 {
-                errors.push(format!(
-                    "{} of {} sample(s) failed (fsdelta show {})",
-                    r.failed(),
-                    r.samples.len(),
-                    r.run_id
-                ));
-            }
-            errors.extend(cmp_err);
-            errors.extend(r.teardown_error.clone());
-            Outcome::Done {
-                run_id: r.run_id,
-                verdict,
-                error: (!errors.is_empty()).then(|| errors.join("; ")),
-            }
-        }
+        Ok(r) => ended(&*fleet, job.baseline.as_deref(), &r, &margins),
         Err(e) => Outcome::Failed {
             run_id: run,
             error: e.to_string(),
         },
     };
-    let line = match &outcome {
-        Outcome::Done {
-            run_id, verdict, ..
-        } => format!(
-            "done, run {run_id}{}",
-            verdict
-                .as_deref()
-                .map(|v| format!(": {v}"))
-                .unwrap_or_default()
-        ),
-        Outcome::Failed { error, .. } => format!("failed: {error}"),
-        Outcome::Aborted { run_id } => format!(
-            "cancelled; run {} aborted",
-            run_id.map(|r| r.to_string()).unwrap_or_default()
-        ),
-    };
+    let line = outcome_line(&outcome);
     if !q.finish(agent, job.id, &outcome)? {
         eprintln!(
             "fsdelta agent: job {}: was requeued meanwhile; its outcome here ({line}) is not recorded",

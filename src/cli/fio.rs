@@ -407,37 +407,46 @@ fn lock<T>(s: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 /// Run `fsdelta fio ARGS`; returns the exit code.
 pub fn main(args: &[String]) -> i32 {
+    match jobs_of(args) {
+        Ok((a, set)) => run_jobs(&a, set),
+        Err(code) => code,
+    }
+}
+
+/// Parse the arguments and read the jobs; `Err(exit code)` when nothing is to run (`--help`,
+/// `--showcmd`, `--parse-only`, or an error, told on stderr).
+fn jobs_of(args: &[String]) -> Result<(FioArgs, jobfile::JobSet), i32> {
     let a = match parse_args(args) {
         Ok(a) => a,
         Err(e) => {
             eprintln!("fsdelta fio: {e}\n(see fsdelta fio --help)");
-            return 2;
+            return Err(2);
         }
     };
     if a.help {
         println!("{USAGE}{}", jobfile::options::help_text());
-        return 0;
+        return Err(0);
     }
     if a.job_files.is_empty() && a.job_args.is_empty() {
         eprintln!("fsdelta fio: no job file and no --name=JOB given\n{USAGE} ...");
-        return 2;
+        return Err(2);
     }
     let sections = match load_sections(&a) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("fsdelta fio: {e}");
-            return 2;
+            return Err(2);
         }
     };
     if a.showcmd {
         match showcmd_files(&a) {
             Ok(text) => {
                 print!("{text}");
-                return 0;
+                return Err(0);
             }
             Err(e) => {
                 eprintln!("fsdelta fio: {e}");
-                return 2;
+                return Err(2);
             }
         }
     }
@@ -446,7 +455,7 @@ pub fn main(args: &[String]) -> i32 {
         Err(e) => {
             let e: JobFileError = e;
             eprintln!("fsdelta fio: {e}");
-            return 2;
+            return Err(2);
         }
     };
     for w in &set.warnings {
@@ -458,7 +467,7 @@ pub fn main(args: &[String]) -> i32 {
                 "fsdelta fio: job '{}' has write or trim bit set, but --readonly was given (as fio, nothing runs)",
                 j.name
             );
-            return 2;
+            return Err(2);
         }
         set.read_only = true;
     }
@@ -466,18 +475,23 @@ pub fn main(args: &[String]) -> i32 {
     for j in &set.jobs {
         if let Err(e) = crate::fio::engine::numa::check(j) {
             eprintln!("fsdelta fio: {e}");
-            return 2;
+            return Err(2);
         }
     }
     if a.parse_only {
-        return 0;
+        return Err(0);
     }
     if let Some(path) = &a.output {
         if let Err(e) = check_output(path) {
             eprintln!("fsdelta fio: {e}");
-            return 2;
+            return Err(2);
         }
     }
+    Ok((a, set))
+}
+
+/// Run the jobs of `set` in the current directory, printing fio's output as it would.
+fn run_jobs(a: &FioArgs, set: jobfile::JobSet) -> i32 {
     let cancel = match super::install_signals() {
         Ok(c) => c,
         Err(e) => {
@@ -504,70 +518,18 @@ pub fn main(args: &[String]) -> i32 {
             }
         },
     };
-    // fio's ETA line (calc_thread_status): not when stdout gets only JSON or terse, not with
-    // --eta=never, and with auto only on a terminal. It goes to stdout, whatever --output.
-    use std::io::IsTerminal;
-    let eta_on = match a.eta {
-        Eta::Never => false,
-        Eta::Auto => std::io::stdout().is_terminal(),
-        Eta::Always => true,
-    } && (a.formats.contains(&OutputFormat::Normal) || a.output.is_some());
+    let eta_on = eta_on(a);
     // With the ETA on stdout, fio's header lines come first there, before the run; with
     // --status-interval they open the reports' sink. Otherwise they come with the report.
     let early = sink.is_some() || (eta_on && a.output.is_none());
     if let Some(sink) = &sink {
-        lock(sink).write(&run_header(&a, &set, ""));
+        lock(sink).write(&run_header(a, &set, ""));
     } else if early {
-        out(&run_header(&a, &set, ""));
+        out(&run_header(a, &set, ""));
     }
     let workload = FioWorkload::new(set);
     // Warnings of the run (a refused clocksource=cpu) go to stderr, as fio's; its "Laying out
     // IO file" lines (normal output only) where its header went, as they come.
-    struct Lines<'s> {
-        normal: bool,
-        /// The report goes to an --output file.
-        to_file: bool,
-        early: bool,
-        sink: Option<&'s std::sync::Mutex<Sink>>,
-        held: std::sync::Mutex<String>,
-        /// An ETA line is on stdout, ended by its carriage return only; held while anything
-        /// is written to stdout during the run, so lines never run into each other.
-        eta_open: &'s std::sync::Mutex<bool>,
-    }
-    impl crate::workload::ProgressSink for Lines<'_> {
-        fn warning(&self, what: &str) {
-            eprintln!("fsdelta fio: warning: {what}");
-        }
-        fn peer_line(&self, line: &str) {
-            if self.normal {
-                self.emit(line);
-            }
-        }
-        fn peer_note(&self, line: &str) {
-            // fio 3.33 with --output prints its jobs' start-up notes nowhere (neither the
-            // file nor stdout); without, they go where its header goes.
-            if !self.to_file {
-                self.emit(line);
-            }
-        }
-    }
-    impl Lines<'_> {
-        /// A line where fio's header goes (the --output file or stdout), now or held for the
-        /// end.
-        fn emit(&self, line: &str) {
-            let mut line = format!("{line}\n");
-            let mut open = lock(self.eta_open);
-            if self.early && std::mem::take(&mut *open) {
-                // Keep the ETA line whole: the line goes below it.
-                line.insert(0, '\n');
-            }
-            match (self.sink, self.early) {
-                (Some(sink), _) => lock(sink).write(&line),
-                (None, true) => out(&line),
-                (None, false) => lock(&self.held).push_str(&line),
-            }
-        }
-    }
     let eta_line_open = std::sync::Mutex::new(false);
     let lines = Lines {
         normal: a.formats.contains(&OutputFormat::Normal),
@@ -590,7 +552,7 @@ pub fn main(args: &[String]) -> i32 {
     let eta = eta_on.then_some(EtaReport { print: &print_eta });
     let report = |run: &FioRun| {
         if let Some(sink) = &sink {
-            let mut text = render(&a, run);
+            let mut text = render(a, run);
             let mut open = lock(&eta_line_open);
             if a.output.is_none() && std::mem::take(&mut *open) {
                 // A report on stdout starts below the ETA line.
@@ -622,6 +584,32 @@ pub fn main(args: &[String]) -> i32 {
             return 2;
         }
     };
+    finish(a, &run, sink.as_ref(), early, &lines, eta_open)
+}
+
+/// Whether fio's ETA line (calc_thread_status) is printed: not when stdout gets only JSON or
+/// terse, not with --eta=never, and with auto only on a terminal. It goes to stdout, whatever
+/// --output.
+fn eta_on(a: &FioArgs) -> bool {
+    use std::io::IsTerminal;
+    let wanted = match a.eta {
+        Eta::Never => false,
+        Eta::Auto => std::io::stdout().is_terminal(),
+        Eta::Always => true,
+    };
+    wanted && (a.formats.contains(&OutputFormat::Normal) || a.output.is_some())
+}
+
+/// After the run: fio's error lines for jobs that ended in error, then the report (to the
+/// --status-interval sink, the --output file or stdout); the exit code.
+fn finish(
+    a: &FioArgs,
+    run: &FioRun,
+    sink: Option<&std::sync::Mutex<Sink>>,
+    early: bool,
+    lines: &Lines<'_>,
+    mut eta_open: bool,
+) -> i32 {
     // A job that ended in error beside its stats (a missed rate_min, an I/O error not
     // continued on): fio's stderr lines (an I/O error's own was printed when it happened),
     // the report as usual, exit status 1.
@@ -635,9 +623,9 @@ pub fn main(args: &[String]) -> i32 {
             eprintln!("fio: pid={}, err={}/{}", r.stats.tid, e.errno, e.verror);
         }
     }
-    if let Some(sink) = &sink {
+    if let Some(sink) = sink {
         let mut sink = lock(sink);
-        sink.write(&render(&a, &run));
+        sink.write(&render(a, run));
         if let Some(e) = sink.error.take() {
             eprintln!("fsdelta fio: {e}");
             return 2;
@@ -646,9 +634,9 @@ pub fn main(args: &[String]) -> i32 {
     }
     let mut text = String::new();
     if !early {
-        text.push_str(&run_header(&a, &run.set, &lock(&lines.held)));
+        text.push_str(&run_header(a, &run.set, &lock(&lines.held)));
     }
-    text.push_str(&render(&a, &run));
+    text.push_str(&render(a, run));
     if eta_open && a.output.is_none() && text.starts_with('\n') {
         eta_open = false;
     }
@@ -667,6 +655,58 @@ pub fn main(args: &[String]) -> i32 {
         None => out(&text),
     }
     if failed { 1 } else { 0 }
+}
+
+/// Where the run's lines go: its warnings to stderr, as fio's; its "Laying out IO file" lines
+/// (normal output only) where its header went, as they come, or held for the end.
+struct Lines<'s> {
+    /// Normal output is among the formats.
+    normal: bool,
+    /// The report goes to an --output file.
+    to_file: bool,
+    /// The header went out before the run (so do these lines).
+    early: bool,
+    /// The --status-interval sink, when there is one.
+    sink: Option<&'s std::sync::Mutex<Sink>>,
+    /// Lines held for the end (the header is printed with the report).
+    held: std::sync::Mutex<String>,
+    /// An ETA line is on stdout, ended by its carriage return only; held while anything
+    /// is written to stdout during the run, so lines never run into each other.
+    eta_open: &'s std::sync::Mutex<bool>,
+}
+impl crate::workload::ProgressSink for Lines<'_> {
+    fn warning(&self, what: &str) {
+        eprintln!("fsdelta fio: warning: {what}");
+    }
+    fn peer_line(&self, line: &str) {
+        if self.normal {
+            self.emit(line);
+        }
+    }
+    fn peer_note(&self, line: &str) {
+        // fio 3.33 with --output prints its jobs' start-up notes nowhere (neither the
+        // file nor stdout); without, they go where its header goes.
+        if !self.to_file {
+            self.emit(line);
+        }
+    }
+}
+impl Lines<'_> {
+    /// A line where fio's header goes (the --output file or stdout), now or held for the
+    /// end.
+    fn emit(&self, line: &str) {
+        let mut line = format!("{line}\n");
+        let mut open = lock(self.eta_open);
+        if self.early && std::mem::take(&mut *open) {
+            // Keep the ETA line whole: the line goes below it.
+            line.insert(0, '\n');
+        }
+        match (self.sink, self.early) {
+            (Some(sink), _) => lock(sink).write(&line),
+            (None, true) => out(&line),
+            (None, false) => lock(&self.held).push_str(&line),
+        }
+    }
 }
 
 #[cfg(test)]

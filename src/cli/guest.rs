@@ -1,5 +1,5 @@
 //! `fsdelta guest-run JOB OUT` (hidden): the guest side of a configuration with a kernel,
-//! started by the guest's `/init`. See `crate::vm::guest`; it refuses to run outside a guest.
+//! started by the guest's `/init`. See `crate::runner::guest`; it refuses to run outside a guest.
 
 use super::EXIT_OK;
 use anyhow::Result;
@@ -7,6 +7,6 @@ use std::path::Path;
 
 /// Run the job file `job`, writing the samples as JSON lines to `out`.
 pub fn main(job: &Path, out: &Path) -> Result<i32> {
-    crate::vm::guest::run(job, out)?;
+    crate::runner::guest::run(job, out)?;
     Ok(EXIT_OK)
 }

@@ -30,6 +30,67 @@ fn suite_of(args: &RunArgs, ram_mib: u64) -> Result<suite::Suite> {
 
 /// `fsdelta run`.
 pub fn main(args: RunArgs) -> Result<i32> {
+    check_args(&args)?;
+    let Planned {
+        plan,
+        margins,
+        ab_pairs,
+        config_names,
+    } = planned(&args)?;
+    recover_leftovers();
+    let location = args.db.location();
+    let (mut store, replayed) = store::open_for_run(&location)?;
+    let journals = store::journals_for(&location);
+    if let Some(m) = replayed.message(&journals.primary) {
+        eprintln!("fsdelta: {m}");
+    }
+    let cancel = super::install_run_signals().context("installing signal handlers")?;
+    let rows: Vec<(String, String)> = config_names
+        .iter()
+        .flat_map(|c| plan.tests.iter().map(move |t| (c.clone(), t.name.clone())))
+        .collect();
+    let view = View {
+        progress: Progress::new(args.quiet, &rows, args.repeat),
+        quiet: args.quiet,
+        location,
+    };
+    let result = runner::run_with(&plan, store.as_mut(), &cancel, &view, Some(journals));
+    view.progress.finish();
+    let result = result?;
+    if let Some(code) = tell_the_end(&result, args.quiet) {
+        return Ok(code);
+    }
+    let run_id = result.run_id;
+    let mut compare_code = match &result.closing {
+        Some(c) => closing(
+            store.as_ref(),
+            &c.baseline,
+            &run_id.to_string(),
+            c.gating,
+            &args,
+            &margins,
+        )?,
+        None => EXIT_OK,
+    };
+    for (a, b) in &ab_pairs {
+        let (base, cur) = (format!("{run_id}@{a}"), format!("{run_id}@{b}"));
+        compare_code =
+            compare_code.max(closing(store.as_ref(), &base, &cur, true, &args, &margins)?);
+    }
+    // The last word: where each sample the store did not take went.
+    if let Some(u) = &result.unsaved {
+        eprintln!("fsdelta: {u}");
+    }
+    // An error outranks a regression: exit 2 when samples failed, else what the comparison says.
+    Ok(if result.status == RunStatus::Failed {
+        EXIT_ERROR
+    } else {
+        compare_code
+    })
+}
+
+/// Flags that cannot go together, refused before anything is read.
+fn check_args(args: &RunArgs) -> Result<()> {
     if args.repeat == 0 {
         return Err(crate::plan::PlanError::NoRepetitions.into());
     }
@@ -41,64 +102,28 @@ pub fn main(args: RunArgs) -> Result<i32> {
     if args.seed.is_some() && args.order != OrderChoice::Random {
         anyhow::bail!("--seed goes with --order random");
     }
+    Ok(())
+}
+
+/// The run the arguments ask for, with what the CLI needs around it.
+struct Planned {
+    plan: RunSpec,
+    /// The resolved margins (flags, else the suite file, else the defaults).
+    margins: compare::verdict::Margins,
+    /// `--kernel A --kernel B`: the configurations compared pairwise at the end.
+    ab_pairs: Vec<(String, String)>,
+    /// The configurations' names, for the progress rows.
+    config_names: Vec<String>,
+}
+
+/// Map the arguments onto a [`RunSpec`]: the suite, its tests built (so a bad option fails
+/// fast), where they run, how often and in which order, the closing comparison.
+fn planned(args: &RunArgs) -> Result<Planned> {
     let environment = env::environment();
-    let suite = suite_of(&args, environment.memory_bytes >> 20)?;
+    let suite = suite_of(args, environment.memory_bytes >> 20)?;
     let margins = args.compare.resolve(&suite.margins);
-    // Build every workload before anything runs, so a bad option fails fast.
-    let external_all = args.engine == super::EngineChoice::External;
-    // Where the tests will run, for a refusal of a path that leaves it.
-    let target = match (&args.target, &args.config) {
-        (Some(dir), _) => format!("a scratch directory inside {}", dir.display()),
-        (None, Some(_)) => "each configuration's filesystem".to_string(),
-        (None, None) => "a scratch directory inside the current directory".to_string(),
-    };
-    let tests = suite
-        .select(&args.tests)?
-        .into_iter()
-        .map(|t| {
-            PlannedTest::build(
-                &t,
-                external_all,
-                args.events.as_deref(),
-                &args.events_filter,
-            )
-            .map_err(|e| {
-                if e.contains("leaves the target directory") {
-                    anyhow::anyhow!("test {}: {e} (the target here: {target})", t.name)
-                } else {
-                    anyhow::anyhow!("test {}: {e}", t.name)
-                }
-            })
-        })
-        .collect::<Result<Vec<_>>>()?;
-    let file = match &args.config {
-        Some(path) => {
-            let text = crate::os::input::read_to_string(path).context("reading the config file")?;
-            Some(config::parse(&text, &path.display().to_string())?)
-        }
-        None if !args.kernels.is_empty() => Some(config::default_kernel_file()),
-        None => None,
-    };
-    // --kernel A --kernel B: every configuration once per kernel, compared pairwise at the end.
-    let (file, ab_pairs) = match file {
-        Some(f) if !args.kernels.is_empty() => {
-            let k = args.kernels.len();
-            let with = config::with_kernels(&f, &args.kernels).map_err(anyhow::Error::msg)?;
-            let pairs = config::kernel_pairs(&with, k);
-            (Some(with), pairs)
-        }
-        f => (f, Vec::new()),
-    };
-    let targets = match file {
-        Some(file) => Sites::Configs {
-            file,
-            state: StateFile::default_location(),
-        },
-        None => Sites::Scratch(match &args.target {
-            Some(p) => p.clone(),
-            None => std::env::current_dir().context("reading the current directory")?,
-        }),
-    };
+    let tests = planned_tests(args, &suite)?;
+    let (targets, ab_pairs) = sites_of(args)?;
     let config_names: Vec<String> = match &targets {
         Sites::Scratch(_) => vec!["scratch".into()],
         Sites::Configs { file, .. } => file.configs.iter().map(|c| c.name.clone()).collect(),
@@ -127,8 +152,80 @@ pub fn main(args: RunArgs) -> Result<i32> {
         },
         environment,
     };
+    Ok(Planned {
+        plan,
+        margins,
+        ab_pairs,
+        config_names,
+    })
+}
 
-    // Undo what a killed fsdelta left behind before creating anything new.
+/// Build every workload of the selected tests before anything runs, so a bad option fails fast.
+fn planned_tests(args: &RunArgs, suite: &suite::Suite) -> Result<Vec<PlannedTest>> {
+    let external_all = args.engine == super::EngineChoice::External;
+    // Where the tests will run, for a refusal of a path that leaves it.
+    let target = match (&args.target, &args.config) {
+        (Some(dir), _) => format!("a scratch directory inside {}", dir.display()),
+        (None, Some(_)) => "each configuration's filesystem".to_string(),
+        (None, None) => "a scratch directory inside the current directory".to_string(),
+    };
+    suite
+        .select(&args.tests)?
+        .into_iter()
+        .map(|t| {
+            PlannedTest::build(
+                &t,
+                external_all,
+                args.events.as_deref(),
+                &args.events_filter,
+            )
+            .map_err(|e| {
+                if e.contains("leaves the target directory") {
+                    anyhow::anyhow!("test {}: {e} (the target here: {target})", t.name)
+                } else {
+                    anyhow::anyhow!("test {}: {e}", t.name)
+                }
+            })
+        })
+        .collect()
+}
+
+/// Where the tests run (a configuration file, the default kernel file, or a scratch directory),
+/// and with `--kernel A --kernel B` the configurations to compare pairwise.
+fn sites_of(args: &RunArgs) -> Result<(Sites, Vec<(String, String)>)> {
+    let file = match &args.config {
+        Some(path) => {
+            let text = crate::os::input::read_to_string(path).context("reading the config file")?;
+            Some(config::parse(&text, &path.display().to_string())?)
+        }
+        None if !args.kernels.is_empty() => Some(config::default_kernel_file()),
+        None => None,
+    };
+    // --kernel A --kernel B: every configuration once per kernel, compared pairwise at the end.
+    let (file, ab_pairs) = match file {
+        Some(f) if !args.kernels.is_empty() => {
+            let k = args.kernels.len();
+            let with = config::with_kernels(&f, &args.kernels).map_err(anyhow::Error::msg)?;
+            let pairs = config::kernel_pairs(&with, k);
+            (Some(with), pairs)
+        }
+        f => (f, Vec::new()),
+    };
+    let targets = match file {
+        Some(file) => Sites::Configs {
+            file,
+            state: StateFile::default_location(),
+        },
+        None => Sites::Scratch(match &args.target {
+            Some(p) => p.clone(),
+            None => std::env::current_dir().context("reading the current directory")?,
+        }),
+    };
+    Ok((targets, ab_pairs))
+}
+
+/// Undo what a killed fsdelta left behind before creating anything new.
+fn recover_leftovers() {
     match crate::site::recover_leftovers() {
         Ok(report) if !report.is_empty() => {
             eprintln!("fsdelta: leftovers from an earlier run:\n{report}")
@@ -136,25 +233,10 @@ pub fn main(args: RunArgs) -> Result<i32> {
         Ok(_) => {}
         Err(e) => eprintln!("fsdelta: warning: could not check for leftovers: {e}"),
     }
-    let location = args.db.location();
-    let (mut store, replayed) = store::open_for_run(&location)?;
-    let journals = store::journals_for(&location);
-    if let Some(m) = replayed.message(&journals.primary) {
-        eprintln!("fsdelta: {m}");
-    }
-    let cancel = super::install_run_signals().context("installing signal handlers")?;
-    let rows: Vec<(String, String)> = config_names
-        .iter()
-        .flat_map(|c| plan.tests.iter().map(move |t| (c.clone(), t.name.clone())))
-        .collect();
-    let view = View {
-        progress: Progress::new(args.quiet, &rows, args.repeat),
-        quiet: args.quiet,
-        location,
-    };
-    let result = runner::run_with(&plan, store.as_mut(), &cancel, &view, Some(journals));
-    view.progress.finish();
-    let result = result?;
+}
+
+/// The run's summary and how it ended; `Some(exit code)` when that is the end (interrupted).
+fn tell_the_end(result: &runner::RunResult, quiet: bool) -> Option<i32> {
     if let Some(e) = &result.teardown_error {
         eprintln!("fsdelta: {e}");
     }
@@ -174,13 +256,13 @@ pub fn main(args: RunArgs) -> Result<i32> {
             if let Some(u) = &result.unsaved {
                 eprintln!("fsdelta: {u}");
             }
-            return Ok(EXIT_INTERRUPTED);
+            return Some(EXIT_INTERRUPTED);
         }
         RunStatus::Failed => eprintln!(
             "fsdelta: run {run_id} finished with {} failed sample(s) of {n}; see above, or `fsdelta show {run_id}`",
             result.failed()
         ),
-        _ if !args.quiet => {
+        _ if !quiet => {
             let outside = (result.wall_s - result.workload_s()).max(0.0);
             eprintln!(
                 "fsdelta: run {run_id} complete in {:.0} s, {outside:.1} s ({:.1} %) outside the workloads (mkfs, mount, cache drops, storing); `fsdelta show {run_id}` shows it again",
@@ -190,32 +272,7 @@ pub fn main(args: RunArgs) -> Result<i32> {
         }
         _ => {}
     }
-    let mut compare_code = match &result.closing {
-        Some(c) => closing(
-            store.as_ref(),
-            &c.baseline,
-            &run_id.to_string(),
-            c.gating,
-            &args,
-            &margins,
-        )?,
-        None => EXIT_OK,
-    };
-    for (a, b) in &ab_pairs {
-        let (base, cur) = (format!("{run_id}@{a}"), format!("{run_id}@{b}"));
-        compare_code =
-            compare_code.max(closing(store.as_ref(), &base, &cur, true, &args, &margins)?);
-    }
-    // The last word: where each sample the store did not take went.
-    if let Some(u) = &result.unsaved {
-        eprintln!("fsdelta: {u}");
-    }
-    // An error outranks a regression: exit 2 when samples failed, else what the comparison says.
-    Ok(if result.status == RunStatus::Failed {
-        EXIT_ERROR
-    } else {
-        compare_code
-    })
+    None
 }
 
 /// Show a closing comparison of `base` and `cur`; when `gating` (`--baseline`, `--kernel`)

@@ -1,13 +1,14 @@
 //! The run itself: a [`RunSpec`] (tests built into workloads, where to run them, how often and in
 //! which order, what to attach), a store, a cancel token and an [`Observer`] in; a
-//! [`RunResult`] out. `fsdelta run`, a fleet agent and a guest kernel in a virtual machine all
-//! call [`run`]; none of them has a loop of its own.
+//! [`RunResult`] out. `fsdelta run` and a fleet agent call [`run`]; inside a guest kernel in a
+//! virtual machine, `fsdelta guest-run` calls [`guest::run`], which runs one repetition's tests
+//! through the same sample step. None of them has a loop of its own: every sample loop is here.
 //!
 //! The loop ([`run`]) goes repetition by repetition; within a repetition the configurations
-//! (and, for `random`, the tests) take the positions [`order::schedule`] gives, so that drift of
+//! (and, for `random`, the tests) take the positions [`Order::schedule`] gives, so that drift of
 //! the machine and position effects spread over every configuration. The sample step
-//! ([`sample::run_sample`]) measures one test once on one [`site::Site`]; the store write
-//! ([`sample::store_sample`]) keeps it whole or not at all, as soon as it finishes.
+//! (`sample::run_sample`) measures one test once on one [`site::Site`]; the store write
+//! (`sample::store_sample`) keeps it whole or not at all, as soon as it finishes.
 //!
 //! Invariants: a finished sample is stored before the next starts; an interrupted run keeps its
 //! finished samples and ends `aborted`; every site is torn down on every path (success, error,
@@ -17,6 +18,7 @@
 //! print, parse flags, open a store by URL, or decide exit codes (the CLI edge does).
 
 pub mod confident;
+pub mod guest;
 pub mod observer;
 pub mod order;
 pub mod profile;
@@ -734,91 +736,19 @@ pub fn run_with(
     }
 }
 
+/// The run once its journals are settled: checked, recorded, looped, torn down, ended.
 fn run_stored(
     plan: &RunSpec,
     store: &mut dyn Store,
     cancel: &CancelToken,
     observer: &dyn Observer,
 ) -> Result<RunResult, RunError> {
-    if plan.repeat == 0 {
-        return Err(RunError::Plan(
-            crate::plan::PlanError::NoRepetitions.to_string(),
-        ));
-    }
-    if plan.tests.is_empty() {
-        return Err(RunError::Plan("the plan has no test to run".into()));
-    }
-    // Everything that can fail is checked before the run is recorded.
-    let baseline_series = match (&plan.baseline, &plan.until_confident) {
-        (Baseline::Runs(b), Some(_)) => {
-            baseline_values(store, b).map_err(store_err("reading the --baseline runs"))?
-        }
-        (Baseline::Runs(b), None) => {
-            let sel: Selector = b
-                .parse()
-                .map_err(store_err("reading the --baseline selector"))?;
-            store.select(&sel).map_err(store_err("--baseline"))?;
-            Vec::new()
-        }
-        _ => Vec::new(),
-    };
-    // A read-only filesystem (erofs) runs only tests that write nothing: command tests (which
-    // fail on their own if they write) and fio jobs that only read existing files.
-    if let Sites::Configs { file, .. } = &plan.targets {
-        for c in file.configs.iter().filter(|c| c.fs.read_only()) {
-            if let Some(t) = plan.tests.iter().find(|t| !t.workload.reads_only()) {
-                return Err(RunError::Plan(format!(
-                    "config '{}' is fs = \"{}\", which is read-only, and test {} ({}) writes: only command tests and fio jobs that only read files in the image (rw=read or randread, an engine such as psync or io_uring, no verify, no log files) run on it; leave this test out with --test, or give it another configuration file",
-                    c.name,
-                    c.fs,
-                    t.name,
-                    t.workload.engine()
-                )));
-            }
-        }
-    }
+    let baseline_series = check(plan, store)?;
     let profiler = profile::RunProfiler::new(plan.profile, plan.profile_scope, observer)?;
-    // Tests with the same tracepoints share one set of counters (descriptors are events x CPUs).
-    let mut counters = Vec::new();
-    let mut lists: Vec<&[crate::probe::events::Tracepoint]> = Vec::new();
-    let mut events = Vec::new();
-    for t in &plan.tests {
-        events.push(if t.events.is_empty() {
-            None
-        } else if let Some(i) = lists.iter().position(|l| *l == t.events.as_slice()) {
-            Some(i)
-        } else {
-            counters.push(
-                crate::probe::events::Counters::open(&t.events)
-                    .map_err(|e| RunError::Plan(format!("test {}: {e}", t.name)))?,
-            );
-            lists.push(&t.events);
-            Some(counters.len() - 1)
-        });
-    }
+    let (counters, events) = open_counters(&plan.tests)?;
     let began = Nanos::now();
     let sites = sites(&plan.targets)?;
-    let mut warned: Vec<&String> = Vec::new();
-    for s in &sites {
-        if let Site::Vm(v) = s {
-            for w in v.warnings() {
-                if !warned.contains(&w) {
-                    warned.push(w);
-                    observer.event(Event::Warning(w.clone()));
-                }
-            }
-        }
-    }
-    if plan.profile.is_some() && sites.iter().any(|s| matches!(s, Site::Vm(_))) {
-        observer.event(Event::Warning(
-            "CPU profiles are not recorded inside guests: the samples of configurations with a kernel have none".into(),
-        ));
-    }
-    if !counters.is_empty() && sites.iter().any(|s| matches!(s, Site::Vm(_))) {
-        observer.event(Event::Warning(
-            "event counts are not recorded inside guests: the samples of configurations with a kernel have none".into(),
-        ));
-    }
+    warn_about_guests(&sites, plan, !counters.is_empty(), observer);
     let names: Vec<String> = sites.iter().map(|s| s.name().to_string()).collect();
     let run_id = match store.create_run(&NewRun {
         label: plan.label.clone(),
@@ -885,20 +815,7 @@ fn run_stored(
     store
         .finish_run(run_id, status, Utc::now())
         .map_err(store_err("ending the run"))?;
-    let closing = match (&plan.baseline, status) {
-        (_, RunStatus::Aborted) | (Baseline::None, _) => None,
-        (Baseline::Runs(b), _) => Some(Closing {
-            baseline: b.clone(),
-            gating: true,
-        }),
-        (Baseline::LastComparable, _) => last_comparable(store, run_id, &plan.suite, &names)
-            .ok()
-            .flatten()
-            .map(|id| Closing {
-                baseline: id.to_string(),
-                gating: false,
-            }),
-    };
+    let closing = closing(plan, store, run_id, status, &names);
     Ok(RunResult {
         run_id,
         label: plan.label.clone(),
@@ -910,6 +827,123 @@ fn run_stored(
         wall_s: began.elapsed().as_secs_f64(),
         unsaved: None,
     })
+}
+
+/// Everything about `plan` that can fail before the run is recorded: repetitions, tests, the
+/// baseline selector (its values, for `--until-confident`), writing tests on read-only
+/// filesystems.
+fn check(plan: &RunSpec, store: &dyn Store) -> Result<Vec<compare::Series>, RunError> {
+    if plan.repeat == 0 {
+        return Err(RunError::Plan(
+            crate::plan::PlanError::NoRepetitions.to_string(),
+        ));
+    }
+    if plan.tests.is_empty() {
+        return Err(RunError::Plan("the plan has no test to run".into()));
+    }
+    let baseline_series = match (&plan.baseline, &plan.until_confident) {
+        (Baseline::Runs(b), Some(_)) => {
+            baseline_values(store, b).map_err(store_err("reading the --baseline runs"))?
+        }
+        (Baseline::Runs(b), None) => {
+            let sel: Selector = b
+                .parse()
+                .map_err(store_err("reading the --baseline selector"))?;
+            store.select(&sel).map_err(store_err("--baseline"))?;
+            Vec::new()
+        }
+        _ => Vec::new(),
+    };
+    // A read-only filesystem (erofs) runs only tests that write nothing: command tests (which
+    // fail on their own if they write) and fio jobs that only read existing files.
+    if let Sites::Configs { file, .. } = &plan.targets {
+        for c in file.configs.iter().filter(|c| c.fs.read_only()) {
+            if let Some(t) = plan.tests.iter().find(|t| !t.workload.reads_only()) {
+                return Err(RunError::Plan(format!(
+                    "config '{}' is fs = \"{}\", which is read-only, and test {} ({}) writes: only command tests and fio jobs that only read files in the image (rw=read or randread, an engine such as psync or io_uring, no verify, no log files) run on it; leave this test out with --test, or give it another configuration file",
+                    c.name,
+                    c.fs,
+                    t.name,
+                    t.workload.engine()
+                )));
+            }
+        }
+    }
+    Ok(baseline_series)
+}
+
+/// The tracepoint counters of `tests`, and per test the index of its set: tests with the same
+/// tracepoints share one set (descriptors are events x CPUs).
+fn open_counters(
+    tests: &[PlannedTest],
+) -> Result<(Vec<crate::probe::events::Counters>, Vec<Option<usize>>), RunError> {
+    let mut counters = Vec::new();
+    let mut lists: Vec<&[crate::probe::events::Tracepoint]> = Vec::new();
+    let mut events = Vec::new();
+    for t in tests {
+        events.push(if t.events.is_empty() {
+            None
+        } else if let Some(i) = lists.iter().position(|l| *l == t.events.as_slice()) {
+            Some(i)
+        } else {
+            counters.push(
+                crate::probe::events::Counters::open(&t.events)
+                    .map_err(|e| RunError::Plan(format!("test {}: {e}", t.name)))?,
+            );
+            lists.push(&t.events);
+            Some(counters.len() - 1)
+        });
+    }
+    Ok((counters, events))
+}
+
+/// The guests' warnings (each once), and what a guest does not record (profiles, event counts).
+fn warn_about_guests(sites: &[Site], plan: &RunSpec, counting: bool, observer: &dyn Observer) {
+    let mut warned: Vec<&String> = Vec::new();
+    for s in sites {
+        if let Site::Vm(v) = s {
+            for w in v.warnings() {
+                if !warned.contains(&w) {
+                    warned.push(w);
+                    observer.event(Event::Warning(w.clone()));
+                }
+            }
+        }
+    }
+    if plan.profile.is_some() && sites.iter().any(|s| matches!(s, Site::Vm(_))) {
+        observer.event(Event::Warning(
+            "CPU profiles are not recorded inside guests: the samples of configurations with a kernel have none".into(),
+        ));
+    }
+    if counting && sites.iter().any(|s| matches!(s, Site::Vm(_))) {
+        observer.event(Event::Warning(
+            "event counts are not recorded inside guests: the samples of configurations with a kernel have none".into(),
+        ));
+    }
+}
+
+/// The comparison the ended run asks for (none for an aborted run).
+fn closing(
+    plan: &RunSpec,
+    store: &dyn Store,
+    run_id: RunId,
+    status: RunStatus,
+    names: &[String],
+) -> Option<Closing> {
+    match (&plan.baseline, status) {
+        (_, RunStatus::Aborted) | (Baseline::None, _) => None,
+        (Baseline::Runs(b), _) => Some(Closing {
+            baseline: b.clone(),
+            gating: true,
+        }),
+        (Baseline::LastComparable, _) => last_comparable(store, run_id, &plan.suite, names)
+            .ok()
+            .flatten()
+            .map(|id| Closing {
+                baseline: id.to_string(),
+                gating: false,
+            }),
+    }
 }
 
 #[cfg(test)]

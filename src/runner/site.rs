@@ -1,11 +1,12 @@
 //! Where one configuration's samples run, behind one interface: a scratch directory that removes
 //! itself (`fsdelta run` with no config file), or a configuration of a config file (loop image,
-//! device, tmpfs, existing directory) from `target`; a configuration with a kernel, whose
+//! device, tmpfs, existing directory) from `crate::site`; a configuration with a kernel, whose
 //! repetitions run in a guest (`crate::vm`, handed whole repetitions by the run loop, never
-//! single samples); and, inside such a guest, the disks the host formatted.
+//! single samples); and, inside such a guest, the disks the host formatted
+//! (`crate::vm::guest::GuestSite`, run by `super::guest`).
 //!
-//! Why: the sample step has one path for every kind of target. This file only adapts the
-//! `target` room's types; it must never mount, format or remove anything itself.
+//! Why: the sample step has one path for every kind of site. This file only adapts the `site`
+//! and `vm` rooms' types; it must never mount, format or remove anything itself.
 
 use crate::model::{Metric, SiteFacts};
 use crate::probe::blockstat::BlockStat;

@@ -1,30 +1,24 @@
-//! The guest side: `fsdelta guest-run JOB OUT`, started by the initramfs's `/init` inside the
-//! QEMU guest. It runs the tests of one repetition on the disks the host formatted, one sample
-//! each, and writes every sample as a JSON line to `OUT` (the second serial port) as soon as it
-//! is finished, so that a guest that dies later keeps what it measured.
+//! The guest's disks: the [`GuestSite`] a guest runs its samples on (the disks the host
+//! formatted for one repetition, one per test in order, or one for all with `fresh = "run"`, or
+//! a new tmpfs per sample), and [`in_guest`], the check that this process runs inside an
+//! fsdelta guest.
 //!
-//! One sample is the run loop's own sample step (`runner::sample::run_sample`) on a
-//! [`GuestSite`]: the disk the host formatted for this test is mounted (timed, `mount_s`), caches
-//! are dropped, CPU and memory are probed around the workload, the disk is unmounted (timed,
-//! `umount_s`, writeback included) and its counters give the device metrics and write
-//! amplification, exactly as on the host.
+//! Why here: the vm room knows what it put into the guest (the [`Job`] and its disks), so it
+//! says how to mount them and which facts describe them. The sample loop that runs on them is
+//! the run loop's (`crate::runner::guest`, run by the hidden `fsdelta guest-run`); this module
+//! never imports the runner.
 //!
-//! Must never format anything (the host did, so both kernels see the same mkfs) and never run
-//! outside a guest: it refuses unless `/job.json` exists, PID 1 is `init` and the kernel command
-//! line carries `fsdelta.guest=1`, so a stray `fsdelta guest-run` cannot mount a host's disks.
+//! Must never format anything (the host did, so both kernels see the same mkfs) and never be
+//! used outside a guest: the guest's loop refuses unless [`in_guest`] (`/job.json` exists, PID 1
+//! is `init` and the kernel command line carries `fsdelta.guest=1`), so a stray
+//! `fsdelta guest-run` cannot mount a host's disks.
 
-use super::VmError;
-use super::job::{GuestLine, Job};
-use crate::model::{Direction, Metric, NewSample, SampleStatus, SiteFacts, Unit};
+use super::job::Job;
+use crate::model::{Direction, Metric, SiteFacts, Unit};
 use crate::probe::blockstat::BlockStat;
-use crate::runner::sample::{self, Outcome};
-use crate::runner::{Silent, Site};
 use crate::site::mount::Mounted;
 use crate::site::{SiteError, StateFile, env};
-use crate::workload::CancelToken;
-use chrono::Utc;
 use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -183,119 +177,4 @@ impl GuestSite {
             None => Ok(()),
         }
     }
-}
-
-/// Run the job at `job_path`, writing results to `out_path`.
-pub fn run(job_path: &Path, out_path: &Path) -> Result<(), VmError> {
-    if !in_guest() {
-        return Err(VmError::Unsupported(
-            "guest-run only runs inside an fsdelta guest (it is started by the guest's /init); use `fsdelta run` with a configuration that has kernel = \"PATH\"".into(),
-        ));
-    }
-    let text = fs::read_to_string(job_path).map_err(|e| VmError::io("read", job_path, e))?;
-    let job: Job = serde_json::from_str(&text)
-        .map_err(|e| VmError::Guest(format!("{}: {e}", job_path.display())))?;
-    let mut out = fs::OpenOptions::new()
-        .write(true)
-        .open(out_path)
-        .map_err(|e| VmError::io("open", out_path, e))?;
-    let mut send = |line: &GuestLine| -> Result<(), VmError> {
-        let mut s = serde_json::to_string(line)
-            .map_err(|e| VmError::Guest(format!("serialising a result: {e}")))?;
-        s.push('\n');
-        out.write_all(s.as_bytes())
-            .and_then(|_| out.flush())
-            .map_err(|e| VmError::io("write", out_path, e))
-    };
-    let environment = env::environment();
-    let uptime_s = fs::read_to_string("/proc/uptime")
-        .ok()
-        .and_then(|u| u.split_whitespace().next()?.parse().ok())
-        .unwrap_or(0.0);
-    send(&GuestLine::Hello {
-        kernel_release: environment.kernel_release.clone(),
-        kernel_version: environment.kernel_version.clone(),
-        cpus: environment.cores,
-        memory_bytes: environment.memory_bytes,
-        uptime_s,
-    })?;
-    let tests = job.tests.clone();
-    let (config, repetition, drop_caches) = (job.config.clone(), job.repetition, job.drop_caches);
-    let mut site = Site::Guest(Box::new(GuestSite::new(
-        job,
-        StateFile::new("/tmp/fsdelta-guest-state.json"),
-    )));
-    let cancel = CancelToken::new();
-    for (i, test) in tests.iter().enumerate() {
-        let started_at = Utc::now();
-        let t0 = Instant::now();
-        let sample_of =
-            |facts, result: Result<crate::workload::Measurements, String>, desc: &str| {
-                let (status, error, m) = match result {
-                    Ok(m) => (SampleStatus::Ok, None, m),
-                    Err(e) => (SampleStatus::Failed, Some(e), Default::default()),
-                };
-                NewSample {
-                    config: config.clone(),
-                    test: test.name.clone(),
-                    repetition,
-                    sequence: i as u32 + 1,
-                    facts,
-                    status,
-                    error,
-                    started_at,
-                    duration_s: t0.elapsed().as_secs_f64(),
-                    workload: desc.to_string(),
-                    metrics: m.metrics,
-                    histograms: m.histograms,
-                    attachments: m.attachments,
-                }
-            };
-        let line = match crate::engines::build_test(&test.engine, test.external) {
-            Err(e) => {
-                // Keep the disks in step with the tests.
-                let _ = site.prepare(&test.name);
-                let _ = site.end_sample(Path::new("/"), false);
-                GuestLine::Sample(Box::new(sample_of(
-                    SiteFacts::default(),
-                    Err(e.to_string()),
-                    "",
-                )))
-            }
-            Ok((w, desc)) => {
-                let outcome = sample::run_sample(
-                    &mut site,
-                    &test.name,
-                    &test.name,
-                    w.as_ref(),
-                    sample::Step {
-                        cancel: &cancel,
-                        observer: &Silent,
-                        drop_caches,
-                        profiler: None,
-                        events: None,
-                    },
-                );
-                match outcome {
-                    Outcome::Done { facts, result } => {
-                        GuestLine::Sample(Box::new(sample_of(*facts, result, &desc)))
-                    }
-                    Outcome::Skipped(why) => GuestLine::Skipped {
-                        test: test.name.clone(),
-                        why,
-                    },
-                    Outcome::Cancelled => GuestLine::Sample(Box::new(sample_of(
-                        SiteFacts::default(),
-                        Err("cancelled in the guest".into()),
-                        &desc,
-                    ))),
-                }
-            }
-        };
-        send(&line)?;
-    }
-    if let Err(e) = site.teardown() {
-        return Err(VmError::Guest(format!("unmounting in the guest: {e}")));
-    }
-    send(&GuestLine::Done)
 }

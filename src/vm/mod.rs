@@ -7,7 +7,9 @@
 //! which modules it needs ([`modules`]), the initramfs ([`initramfs`], [`cpio`]), the QEMU
 //! process with its accelerator, timeouts and results channel ([`qemu`]), the job that crosses
 //! into the guest and the samples that come back ([`job`]), the host side of one repetition
-//! ([`host`]) and the guest side ([`guest`], run by the hidden `fsdelta guest-run`).
+//! ([`host`]) and the guest's disks ([`guest`]). The samples inside the guest are run by the run
+//! loop (`crate::runner::guest`, the hidden `fsdelta guest-run`), which imports this room; this
+//! room never imports the runner.
 //!
 //! This room must never measure on the host (every number it returns was measured inside the
 //! guest, except the boot time), never print to the terminal (warnings are returned), and never
