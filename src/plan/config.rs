@@ -1614,4 +1614,324 @@ kernel = "host"
         assert!(split_words("\"open").is_err());
         assert!(split_words("a\\").is_err());
     }
+
+    /// One bad input per message `parse` can give, with the whole message (file, line, config,
+    /// key and the fix), recorded on the hand-walking parser before the serde rewrite.
+    const CONFIG_MESSAGES: &[(&str, &str)] = &[
+        (
+            "[[config]\nname = 1\n",
+            "t.toml:1: not valid TOML: unclosed array table, expected `]`; see examples/*.toml for the shape",
+        ),
+        (
+            "x = 1\n[[config]]\nname = \"a\"\nfs = \"tmpfs\"\n",
+            "t.toml:1: key 'x': unknown key; the top level knows only scratch, config: remove it or check its spelling",
+        ),
+        (
+            "scratch = 1\n[[config]]\nname = \"a\"\nfs = \"tmpfs\"\n",
+            "t.toml:1: key 'scratch': expected a string, found integer: put the value in double quotes",
+        ),
+        (
+            "scratch = \"rel\"\n[[config]]\nname = \"a\"\nfs = \"tmpfs\"\n",
+            "t.toml:1: key 'scratch': 'rel' is not an absolute path: write it from '/', e.g. \"/var/tmp/fsdelta\"",
+        ),
+        (
+            "scratch = \"/x\"\n",
+            "t.toml: key 'config': no [[config]] entry: add at least one, e.g. [[config]] name = \"ext4\" fs = \"ext4\" device = \"loop:4G\"",
+        ),
+        (
+            "config = 1\n",
+            "t.toml:1: key 'config': must be an array of tables: write each entry as a [[config]] section",
+        ),
+        (
+            "config = []\n",
+            "t.toml:1: key 'config': is empty: add at least one [[config]] section",
+        ),
+        (
+            "config = [1]\n",
+            "t.toml:1: config '#1': key 'config': entry is not a table: write each entry as a [[config]] section",
+        ),
+        (
+            "[[config]]\nname = \"a\"\nfs = \"tmpfs\"\n\n[[config]]\nname = \"a\"\nfs = \"tmpfs\"\n",
+            "t.toml:5: config 'a': key 'name': the name is already used by the configuration at line 1: names must be unique, rename one",
+        ),
+        (
+            "[[config]]\nfs = \"tmpfs\"\n",
+            "t.toml:1: config '#1': key 'name': missing: give every configuration a unique name, e.g. name = \"btrfs-zstd\"",
+        ),
+        (
+            "[[config]]\nname = 1\nfs = \"tmpfs\"\n",
+            "t.toml:2: config '#1': key 'name': expected a string, found integer: put the value in double quotes",
+        ),
+        (
+            "[[config]]\nname = \".a\"\nfs = \"tmpfs\"\n",
+            "t.toml:2: config '#1': key 'name': '.a' is not a usable name: use 1 to 64 letters, digits, '.', '_' or '-', not starting with '.'",
+        ),
+        (
+            "[[config]]\nname = \"n\"\nfs = \"ext4\"\ndevice = \"loop:1G\"\nmout = \"noatime\"\n",
+            "t.toml:5: config 'n': key 'mout': unknown key; a [[config]] knows only name, fs, device, destroy, mkfs, mount, fresh, before, after, path, size, source, kernel, modules, cmdline, memory, cpus: remove it or check its spelling",
+        ),
+        (
+            "[[config]]\nname = \"c\"\n",
+            "t.toml:1: config 'c': key 'fs': missing: say which filesystem, one of btrfs, ext4, xfs, f2fs, erofs, tmpfs, dir",
+        ),
+        (
+            "[[config]]\nname = \"c\"\nfs = 4\n",
+            "t.toml:3: config 'c': key 'fs': expected a string, found integer: put the value in double quotes",
+        ),
+        (
+            "[[config]]\nname = \"c\"\nfs = \"zfs\"\n",
+            "t.toml:3: config 'c': key 'fs': unknown filesystem 'zfs': use one of btrfs, ext4, xfs, f2fs, erofs, tmpfs, dir",
+        ),
+        (
+            "[[config]]\nname = \"c\"\nfs = \"xfs\"\ndevice = \"/dev/sdb\"\ndestroy = \"yes\"\n",
+            "t.toml:5: config 'c': key 'destroy': expected true or false, found string: write destroy = true (without quotes)",
+        ),
+        (
+            "[[config]]\nname = \"c\"\nfs = \"ext4\"\ndevice = \"loop:1G\"\nsource = \"/t\"\n",
+            "t.toml:5: config 'c': key 'source': not allowed with fs = \"ext4\": source is the tree an fs = \"erofs\" image is built from",
+        ),
+        (
+            "[[config]]\nname = \"c\"\nfs = \"erofs\"\nsource = \"/t\"\ndevice = \"loop:1G\"\n",
+            "t.toml:5: config 'c': key 'device': not allowed with fs = \"erofs\": fsdelta builds the image from source and attaches it to a loop device",
+        ),
+        (
+            "[[config]]\nname = \"c\"\nfs = \"erofs\"\nsource = \"/t\"\nsize = \"1G\"\n",
+            "t.toml:5: config 'c': key 'size': not allowed with fs = \"erofs\": the image is as large as the tree it packs",
+        ),
+        (
+            "[[config]]\nname = \"c\"\nfs = \"erofs\"\nsource = \"/t\"\npath = \"/p\"\n",
+            "t.toml:5: config 'c': key 'path': not allowed with fs = \"erofs\": give the tree to pack as source = \"/a/dir\"",
+        ),
+        (
+            "[[config]]\nname = \"c\"\nfs = \"erofs\"\nsource = \"/t\"\ndestroy = true\n",
+            "t.toml:5: config 'c': key 'destroy': not allowed with fs = \"erofs\": an erofs image destroys nothing",
+        ),
+        (
+            "[[config]]\nname = \"c\"\nfs = \"erofs\"\n",
+            "t.toml:1: config 'c': key 'source': missing: fs = \"erofs\" needs source = \"/a/dir\", the tree mkfs.erofs packs into the image",
+        ),
+        (
+            "[[config]]\nname = \"c\"\nfs = \"erofs\"\nsource = \"rel\"\n",
+            "t.toml:4: config 'c': key 'source': 'rel' is not an absolute path: write it from '/'",
+        ),
+        (
+            "[[config]]\nname = \"c\"\nfs = \"erofs\"\nsource = 1\n",
+            "t.toml:4: config 'c': key 'source': expected a string, found integer: put the value in double quotes",
+        ),
+        (
+            "[[config]]\nname = \"c\"\nfs = \"ext4\"\ndevice = \"loop:1G\"\npath = \"/p\"\n",
+            "t.toml:5: config 'c': key 'path': not allowed with fs = \"ext4\": path is for fs = \"dir\"; give a device = \"loop:SIZE\" or a block device",
+        ),
+        (
+            "[[config]]\nname = \"c\"\nfs = \"ext4\"\ndevice = \"loop:1G\"\nsize = \"1G\"\n",
+            "t.toml:5: config 'c': key 'size': not allowed with fs = \"ext4\": size is for tmpfs; for a loop image write device = \"loop:SIZE\"",
+        ),
+        (
+            "[[config]]\nname = \"c\"\nfs = \"ext4\"\n",
+            "t.toml:1: config 'c': key 'device': missing: fs = \"ext4\" needs a device: \"loop:4G\" for a sparse image fsdelta creates, or a block device path with destroy = true",
+        ),
+        (
+            "[[config]]\nname = \"c\"\nfs = \"ext4\"\ndevice = \"loop:lots\"\n",
+            "t.toml:4: config 'c': key 'device': 'loop:lots': a size starts with a number; write e.g. \"loop:4G\"",
+        ),
+        (
+            "[[config]]\nname = \"c\"\nfs = \"ext4\"\ndevice = \"loop:0\"\n",
+            "t.toml:4: config 'c': key 'device': 'loop:0': the size must be larger than zero; write e.g. \"loop:4G\"",
+        ),
+        (
+            "[[config]]\nname = \"c\"\nfs = \"ext4\"\ndevice = \"loop:4Q\"\n",
+            "t.toml:4: config 'c': key 'device': 'loop:4Q': unknown unit 'Q' (K, M, G, T are powers of 1024); write e.g. \"loop:4G\"",
+        ),
+        (
+            "[[config]]\nname = \"c\"\nfs = \"ext4\"\ndevice = \"loop:99999999999999999999\"\n",
+            "t.toml:4: config 'c': key 'device': 'loop:99999999999999999999': the number is too large; write e.g. \"loop:4G\"",
+        ),
+        (
+            "[[config]]\nname = \"c\"\nfs = \"ext4\"\ndevice = \"loop:17000000T\"\n",
+            "t.toml:4: config 'c': key 'device': 'loop:17000000T': the size is too large; write e.g. \"loop:4G\"",
+        ),
+        (
+            "[[config]]\nname = \"c\"\nfs = \"xfs\"\ndevice = \"/dev/sdb\"\n",
+            "t.toml:4: config 'c': key 'destroy': device '/dev/sdb' is a block device and mkfs destroys everything on it: add destroy = true to this configuration if that is what you want, or use device = \"loop:SIZE\"",
+        ),
+        (
+            "[[config]]\nname = \"c\"\nfs = \"xfs\"\ndevice = \"/dev/sdb\"\ndestroy = false\n",
+            "t.toml:5: config 'c': key 'destroy': device '/dev/sdb' is a block device and mkfs destroys everything on it: add destroy = true to this configuration if that is what you want, or use device = \"loop:SIZE\"",
+        ),
+        (
+            "[[config]]\nname = \"c\"\nfs = \"ext4\"\ndevice = \"sdb\"\n",
+            "t.toml:4: config 'c': key 'device': 'sdb' is neither loop:SIZE nor an absolute block device path: write \"loop:4G\" or \"/dev/sdX\"",
+        ),
+        (
+            "[[config]]\nname = \"c\"\nfs = \"ext4\"\ndevice = true\n",
+            "t.toml:4: config 'c': key 'device': expected a string, found boolean: put the value in double quotes",
+        ),
+        (
+            "[[config]]\nname = \"c\"\nfs = \"tmpfs\"\ndevice = \"loop:1G\"\n",
+            "t.toml:4: config 'c': key 'device': not allowed with fs = \"tmpfs\": a tmpfs has no device; use size = \"2G\" to limit it",
+        ),
+        (
+            "[[config]]\nname = \"c\"\nfs = \"tmpfs\"\nmkfs = \"-f\"\n",
+            "t.toml:4: config 'c': key 'mkfs': not allowed with fs = \"tmpfs\": a tmpfs is not made by mkfs",
+        ),
+        (
+            "[[config]]\nname = \"c\"\nfs = \"tmpfs\"\ndestroy = true\n",
+            "t.toml:4: config 'c': key 'destroy': not allowed with fs = \"tmpfs\": a tmpfs destroys nothing",
+        ),
+        (
+            "[[config]]\nname = \"c\"\nfs = \"tmpfs\"\npath = \"/p\"\n",
+            "t.toml:4: config 'c': key 'path': not allowed with fs = \"tmpfs\": path is for fs = \"dir\"",
+        ),
+        (
+            "[[config]]\nname = \"c\"\nfs = \"tmpfs\"\nsize = \"2X\"\n",
+            "t.toml:4: config 'c': key 'size': '2X': unknown unit 'X' (K, M, G, T are powers of 1024); write e.g. \"2G\"",
+        ),
+        (
+            "[[config]]\nname = \"c\"\nfs = \"dir\"\ndevice = \"loop:1G\"\n",
+            "t.toml:4: config 'c': key 'device': not allowed with fs = \"dir\": a dir target uses an existing directory: give path = \"/some/dir\"",
+        ),
+        (
+            "[[config]]\nname = \"c\"\nfs = \"dir\"\npath = \"/x\"\nmkfs = \"-f\"\n",
+            "t.toml:5: config 'c': key 'mkfs': not allowed with fs = \"dir\": a dir target is not formatted",
+        ),
+        (
+            "[[config]]\nname = \"c\"\nfs = \"dir\"\npath = \"/x\"\nmount = \"noatime\"\n",
+            "t.toml:5: config 'c': key 'mount': not allowed with fs = \"dir\": a dir target is not mounted by fsdelta",
+        ),
+        (
+            "[[config]]\nname = \"c\"\nfs = \"dir\"\npath = \"/x\"\ndestroy = true\n",
+            "t.toml:5: config 'c': key 'destroy': not allowed with fs = \"dir\": fsdelta never destroys a dir target",
+        ),
+        (
+            "[[config]]\nname = \"c\"\nfs = \"dir\"\npath = \"/x\"\nsize = \"1G\"\n",
+            "t.toml:5: config 'c': key 'size': not allowed with fs = \"dir\": size is for tmpfs",
+        ),
+        (
+            "[[config]]\nname = \"c\"\nfs = \"dir\"\n",
+            "t.toml:1: config 'c': key 'path': missing: fs = \"dir\" needs path = \"/an/existing/empty/directory\"",
+        ),
+        (
+            "[[config]]\nname = \"c\"\nfs = \"dir\"\npath = \"rel/x\"\n",
+            "t.toml:4: config 'c': key 'path': 'rel/x' is not an absolute path: write it from '/'",
+        ),
+        (
+            "[[config]]\nname = \"c\"\nfs = \"ext4\"\ndevice = \"loop:1G\"\nmkfs = \"-O 'x\"\n",
+            "t.toml:5: config 'c': key 'mkfs': unterminated ' quote: close it",
+        ),
+        (
+            "[[config]]\nname = \"c\"\nfs = \"ext4\"\ndevice = \"loop:1G\"\nmkfs = \"-O \\\"x\"\n",
+            "t.toml:5: config 'c': key 'mkfs': unterminated \" quote: close it",
+        ),
+        (
+            "[[config]]\nname = \"c\"\nfs = \"ext4\"\ndevice = \"loop:1G\"\nmkfs = \"-O x\\\\\"\n",
+            "t.toml:5: config 'c': key 'mkfs': ends with a lone backslash: remove it",
+        ),
+        (
+            "[[config]]\nname = \"c\"\nfs = \"ext4\"\ndevice = \"loop:1G\"\nmkfs = \"-E offset=4096\"\n",
+            "t.toml:5: config 'c': key 'mkfs': -E offset=4096 makes mkfs.ext4 write the filesystem that many bytes into the device, where mount does not look for it (the kernel then finds no ext4 and refuses the mount): remove offset=4096 from mkfs =",
+        ),
+        (
+            "[[config]]\nname = \"c\"\nfs = \"ext4\"\ndevice = \"loop:1G\"\nmkfs = 1\n",
+            "t.toml:5: config 'c': key 'mkfs': expected a string, found integer: put the value in double quotes",
+        ),
+        (
+            "[[config]]\nname = \"c\"\nfs = \"ext4\"\ndevice = \"loop:1G\"\nmount = \"a, b\"\n",
+            "t.toml:5: config 'c': key 'mount': 'a, b' contains white space: separate mount options with commas, e.g. \"noatime,compress=zstd\"",
+        ),
+        (
+            "[[config]]\nname = \"c\"\nfs = \"ext4\"\ndevice = \"loop:1G\"\nmount = \"a,,b\"\n",
+            "t.toml:5: config 'c': key 'mount': 'a,,b' has an empty option: remove the doubled or trailing comma",
+        ),
+        (
+            "[[config]]\nname = \"c\"\nfs = \"tmpfs\"\nsize = \"1G\"\nmount = \"size=2G\"\n",
+            "t.toml:5: config 'c': key 'mount': size= is given twice (here and in key 'size'): keep one",
+        ),
+        (
+            "[[config]]\nname = \"c\"\nfs = \"ext4\"\ndevice = \"loop:1G\"\nfresh = \"always\"\n",
+            "t.toml:5: config 'c': key 'fresh': 'always' is not known: use \"sample\" (a new filesystem for every sample) or \"run\" (once per run)",
+        ),
+        (
+            "[[config]]\nname = \"c\"\nfs = \"ext4\"\ndevice = \"loop:1G\"\nbefore = \" \"\n",
+            "t.toml:5: config 'c': key 'before': is empty: remove the key or give a shell command",
+        ),
+        (
+            "[[config]]\nname = \"c\"\nfs = \"ext4\"\ndevice = \"loop:1G\"\nafter = [\"x\"]\n",
+            "t.toml:5: config 'c': key 'after': expected a string, found array: put the value in double quotes",
+        ),
+        (
+            "[[config]]\nname = \"c\"\nfs = \"ext4\"\ndevice = \"loop:1G\"\nkernel = \" \"\n",
+            "t.toml:5: config 'c': key 'kernel': is empty: give a kernel path, or \"host\" to run here (was ' ')",
+        ),
+        (
+            "[[config]]\nname = \"c\"\nfs = \"ext4\"\ndevice = \"loop:1G\"\nmemory = \"2G\"\n",
+            "t.toml:5: config 'c': key 'memory': only for a configuration that boots a kernel: add kernel = \"PATH\" or remove this key",
+        ),
+        (
+            "[[config]]\nname = \"c\"\nfs = \"ext4\"\ndevice = \"loop:1G\"\ncpus = 2\n",
+            "t.toml:5: config 'c': key 'cpus': only for a configuration that boots a kernel: add kernel = \"PATH\" or remove this key",
+        ),
+        (
+            "[[config]]\nname = \"c\"\nfs = \"dir\"\npath = \"/x\"\nkernel = \"/k\"\n",
+            "t.toml:5: config 'c': key 'kernel': a dir target is a directory of the host and cannot be given to a guest: use fs = \"ext4\" (or btrfs, xfs, f2fs) with device = \"loop:SIZE\", or tmpfs",
+        ),
+        (
+            "[[config]]\nname = \"c\"\nfs = \"erofs\"\nsource = \"/t\"\nkernel = \"/k\"\n",
+            "t.toml:5: config 'c': key 'kernel': an erofs image in a guest is not supported yet: run fs = \"erofs\" on the host kernel (leave out kernel)",
+        ),
+        (
+            "[[config]]\nname = \"c\"\nfs = \"xfs\"\ndevice = \"/dev/sdz\"\ndestroy = true\nkernel = \"/k\"\n",
+            "t.toml:6: config 'c': key 'kernel': passing the block device /dev/sdz through to a guest is not supported yet: use device = \"loop:SIZE\"",
+        ),
+        (
+            "[[config]]\nname = \"c\"\nfs = \"ext4\"\ndevice = \"loop:1G\"\nkernel = \"/k\"\ncmdline = \"\"\"\na\nb\"\"\"\n",
+            "t.toml:6: config 'c': key 'cmdline': must be one line",
+        ),
+        (
+            "[[config]]\nname = \"c\"\nfs = \"ext4\"\ndevice = \"loop:1G\"\nkernel = \"/k\"\nmemory = \"lots\"\n",
+            "t.toml:6: config 'c': key 'memory': 'lots': a size starts with a number; write e.g. \"2G\"",
+        ),
+        (
+            "[[config]]\nname = \"c\"\nfs = \"ext4\"\ndevice = \"loop:1G\"\nkernel = \"/k\"\nmemory = \"100M\"\n",
+            "t.toml:6: config 'c': key 'memory': '100M' is too little for a guest that holds fsdelta in its initramfs: give at least 256M (2G is the default)",
+        ),
+        (
+            "[[config]]\nname = \"c\"\nfs = \"ext4\"\ndevice = \"loop:1G\"\nkernel = \"/k\"\ncpus = 0\n",
+            "t.toml:6: config 'c': key 'cpus': 0 is not a vCPU count from 1 to 64",
+        ),
+        (
+            "[[config]]\nname = \"c\"\nfs = \"ext4\"\ndevice = \"loop:1G\"\nkernel = \"/k\"\ncpus = 65\n",
+            "t.toml:6: config 'c': key 'cpus': 65 is not a vCPU count from 1 to 64",
+        ),
+        (
+            "[[config]]\nname = \"c\"\nfs = \"ext4\"\ndevice = \"loop:1G\"\nkernel = \"/k\"\ncpus = 0x10\n",
+            "(parsed)",
+        ),
+        (
+            "[[config]]\nname = \"c\"\nfs = \"ext4\"\ndevice = \"loop:1G\"\nkernel = \"/k\"\ncpus = \"2\"\n",
+            "t.toml:6: config 'c': key 'cpus': expected a whole number, found string: write e.g. cpus = 2",
+        ),
+        (
+            "[[config]]\nname = \"c\"\nfs = \"ext4\"\ndevice = \"loop:1G\"\nkernel = \"/k\"\nmodules = 1\n",
+            "t.toml:6: config 'c': key 'modules': expected a string, found integer: put the value in double quotes",
+        ),
+        (
+            "[[config]]\nname = \"c\"\nfs = \"ext4\"\ndevice = \"loop:1G\"\nkernel = 1\n",
+            "t.toml:5: config 'c': key 'kernel': expected a string, found integer: put the value in double quotes",
+        ),
+    ];
+
+    #[test]
+    fn every_message_keeps_its_text() {
+        let mut bad = Vec::new();
+        for (input, want) in CONFIG_MESSAGES {
+            let got = match parse(input, "t.toml") {
+                Ok(_) => "(parsed)".to_string(),
+                Err(e) => e.to_string(),
+            };
+            if got != *want {
+                bad.push(format!("        ({input:?}, {got:?}),"));
+            }
+        }
+        assert!(bad.is_empty(), "messages differ:\n{}", bad.join("\n"));
+    }
 }

@@ -626,4 +626,297 @@ direct = true
             "{bad}"
         );
     }
+
+    /// One bad input per message `parse` can give, with the whole message (the golden table
+    /// recorded on the hand-walking parser before the serde rewrite: the text is output).
+    const SUITE_MESSAGES: &[(&str, &str)] = &[
+        (
+            "[[test]\n",
+            "s.toml: not valid TOML: TOML parse error at line 1, column 8\n  |\n1 | [[test]\n  |        ^\nunclosed array table, expected `]`\n",
+        ),
+        (
+            "oops = 1\n",
+            "s.toml: unknown top-level key 'oops' (a suite file has `name`, [margins] and [[test]] tables)",
+        ),
+        (
+            "margins = 1\n[[test]]\nname='a'\nworkload='fsmark'\nargs='-s 0'\n",
+            "s.toml: `margins` must be a [margins] table",
+        ),
+        (
+            "[margins]\neps = 'x'\n[[test]]\nname='a'\nworkload='fsmark'\nargs='-s 0'\n",
+            "s.toml: margins.eps must be a percentage, not \"x\"",
+        ),
+        (
+            "[margins]\neps = 0\n[[test]]\nname='a'\nworkload='fsmark'\nargs='-s 0'\n",
+            "s.toml: margins.eps must be a percentage above 0, not 0",
+        ),
+        (
+            "[margins]\ndelta = 1000.5\n[[test]]\nname='a'\nworkload='fsmark'\nargs='-s 0'\n",
+            "s.toml: margins.delta must be a percentage above 0, not 1000.5",
+        ),
+        (
+            "[margins]\nepsilon = 1\n[[test]]\nname='a'\nworkload='fsmark'\nargs='-s 0'\n",
+            "s.toml: unknown margin 'epsilon' (eps, delta, delta_tail, delta_max, in percent)",
+        ),
+        (
+            "name = ''\n[[test]]\nname='a'\nworkload='fsmark'\nargs='-s 0'\n",
+            "s.toml: `name` must be a non-empty string",
+        ),
+        (
+            "name = 3\n[[test]]\nname='a'\nworkload='fsmark'\nargs='-s 0'\n",
+            "s.toml: `name` must be a non-empty string",
+        ),
+        (
+            "",
+            "s.toml: no [[test]] table: add at least one test with a name and a workload",
+        ),
+        (
+            "test = []\n",
+            "s.toml: no [[test]] table: add at least one test with a name and a workload",
+        ),
+        (
+            "test = 'x'\n",
+            "s.toml: no [[test]] table: add at least one test with a name and a workload",
+        ),
+        ("test = [1]\n", "s.toml: test #1 is not a table"),
+        (
+            "[[test]]\nworkload='fsmark'\n",
+            "s.toml: test #1 has no `name`",
+        ),
+        (
+            "[[test]]\nname=''\nworkload='fsmark'\n",
+            "s.toml: test #1 has no `name`",
+        ),
+        (
+            "[[test]]\nname=1\nworkload='fsmark'\n",
+            "s.toml: test #1 has no `name`",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='fsmark'\nargs='-s 0'\n[[test]]\nname='a'\nworkload='fsmark'\nargs='-s 0'\n",
+            "s.toml: test 'a': a second test with this name; names must be unique",
+        ),
+        (
+            "[[test]]\nname='a b'\nworkload='fsmark'\n",
+            "s.toml: test 'a b': use letters, digits, '-', '_' and '.' in test names",
+        ),
+        (
+            "[[test]]\nname='a'\n",
+            "s.toml: test 'a': missing `workload`: one of fsmark, fio, dbench, stream, copy, untar, command",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload=1\n",
+            "s.toml: test 'a': missing `workload`: one of fsmark, fio, dbench, stream, copy, untar, command",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='bonnie'\n",
+            "s.toml: test 'a': unknown workload 'bonnie': use one of fsmark, fio, dbench, stream, copy, untar, command",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='fsmark'\nargs='-s 0'\nbs=4\n",
+            "s.toml: test 'a': unknown key 'bs' for workload fsmark (it takes: args)",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='stream'\nargs='-s 0'\n",
+            "s.toml: test 'a': unknown key 'args' for workload stream (it takes: size, block_size, direct, fsync, compressibility, source)",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='command'\nbogus=1\ncommand='x'\n",
+            "s.toml: test 'a': unknown key 'bogus' for workload command (it takes: command, metric, timeout)",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='fsmark'\nargs=1\n",
+            "s.toml: test 'a': `args` must be a string, not 1",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='fsmark'\nargs='-s 0'\ndescription=['x']\n",
+            "s.toml: test 'a': `description` must be a string, not [\"x\"]",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='dbench'\nclients=-1\n",
+            "s.toml: test 'a': `clients` must be a whole number, not -1",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='dbench'\ntime='10'\n",
+            "s.toml: test 'a': `time` must be a whole number, not \"10\"",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='dbench'\nwarmup=1.5\n",
+            "s.toml: test 'a': `warmup` must be a whole number, not 1.5",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='dbench'\nloadfile=1\n",
+            "s.toml: test 'a': `loadfile` must be a string, not 1",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='stream'\ndirect='yes'\n",
+            "s.toml: test 'a': `direct` must be true or false, not \"yes\"",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='stream'\nfsync=1\n",
+            "s.toml: test 'a': `fsync` must be true or false, not 1",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='stream'\ncompressibility=1.5\n",
+            "s.toml: test 'a': `compressibility` must be between 0 and 1, not 1.5",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='copy'\ncompressibility=2\n",
+            "s.toml: test 'a': `compressibility` must be between 0 and 1, not 2",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='copy'\ncompressibility='half'\n",
+            "s.toml: test 'a': `compressibility` must be between 0 and 1, not \"half\"",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='stream'\nsize='lots'\n",
+            "s.toml: test 'a': `size`: 'lots' is not a size (a number with k, m, g or t)",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='stream'\nsize='0k'\n",
+            "s.toml: test 'a': `size`: '0k' is not a size (a number with k, m, g or t)",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='stream'\nblock_size=0\n",
+            "s.toml: test 'a': `block_size`: 0 is not a size (a number, or a string like \"64m\")",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='copy'\nsize=1.5\n",
+            "s.toml: test 'a': `size`: 1.5 is not a size (a number, or a string like \"64m\")",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='stream'\nsource=1\n",
+            "s.toml: test 'a': `source` must be a string, not 1",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='stream'\nsource='f'\nsize='1m'\n",
+            "s.toml: test 'a': `source` and `size` together: the file sets the size and the data; remove `size`",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='copy'\nsource='f'\ncompressibility=0.5\n",
+            "s.toml: test 'a': `source` and `compressibility` together: the file sets the size and the data; remove `compressibility`",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='stream'\nengine='external'\n",
+            "s.toml: test 'a': engine = \"external\" needs a workload the real tools run (fsmark, fio, dbench), not stream",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='fio'\nengine='fast'\njob='rw=read'\n",
+            "s.toml: test 'a': unknown engine 'fast': use native (fsdelta's own) or external (the real tool)",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='fio'\nengine=1\njob='rw=read'\n",
+            "s.toml: test 'a': `engine` must be a string, not 1",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='fsmark'\n",
+            "s.toml: test 'a': missing `args` (fs_mark's flags, without -d)",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='fio'\n",
+            "s.toml: test 'a': missing `job` (the job's options, one key=value a line)",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='copy'\nmethod='splice'\n",
+            "s.toml: test 'a': unknown copy method 'splice': use readwrite, copy_file_range or auto",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='copy'\nmethod=1\n",
+            "s.toml: test 'a': `method` must be a string, not 1",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='untar'\nfiles=-3\n",
+            "s.toml: test 'a': `files` must be a whole number, not -3",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='untar'\nseed='s'\n",
+            "s.toml: test 'a': `seed` must be a whole number, not \"s\"",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='untar'\ntarball=true\n",
+            "s.toml: test 'a': `tarball` must be a string, not true",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='command'\n",
+            "s.toml: test 'a': missing `command` (a shell command line)",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='command'\ncommand='x'\nmetric=1\n",
+            "s.toml: test 'a': `metric` must be [[test.metric]] tables",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='command'\ncommand='x'\nmetric=[1]\n",
+            "s.toml: test 'a': `metric` must be [[test.metric]] tables",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='command'\ncommand='x'\n[[test.metric]]\nname='m'\nunit='ms'\ndirection='lower'\nregexp='(1)'\n",
+            "s.toml: test 'a': unknown metric key 'regexp' (a metric has name, regex or json, unit, direction, required)",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='command'\ncommand='x'\n[[test.metric]]\nunit='ms'\ndirection='lower'\n",
+            "s.toml: test 'a': a metric has no `name`",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='command'\ncommand='x'\n[[test.metric]]\nname=1\nunit='ms'\ndirection='lower'\n",
+            "s.toml: test 'a': a metric has no `name`",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='command'\ncommand='x'\n[[test.metric]]\nname='sys_idle_pct'\nunit='ms'\ndirection='lower'\n",
+            "s.toml: test 'a': metric 'sys_idle_pct' is a metric fsdelta records for every sample itself; rename yours (for example 'cmd_sys_idle_pct')",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='command'\ncommand='x'\n[[test.metric]]\nname='m'\ndirection='lower'\n",
+            "s.toml: test 'a': a metric has no `unit` (ms, s, MB/s, count, ...)",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='command'\ncommand='x'\n[[test.metric]]\nname='m'\nunit='ms'\n",
+            "s.toml: test 'a': a metric has no `direction` (lower, higher or neutral)",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='command'\ncommand='x'\n[[test.metric]]\nname='m'\nunit='ms'\ndirection='lower'\nrequired='yes'\n",
+            "s.toml: test 'a': a metric's `required` must be true or false",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='command'\ncommand='x'\ntimeout=0\n",
+            "s.toml: test 'a': `timeout` must be seconds, not 0",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='command'\ncommand='x'\ntimeout='1m'\n",
+            "s.toml: test 'a': `timeout` must be seconds, not \"1m\"",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='command'\ncommand='x'\ntimeout=-0.5\n",
+            "s.toml: test 'a': `timeout` must be seconds, not -0.5",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='fsmark'\nargs='-s 0'\nevents=[1]\n",
+            "s.toml: test 'a': `events` must be strings like \"ext4:ext4_da_write_begin\", not 1",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='fsmark'\nargs='-s 0'\nevents='kmem:kmalloc'\n",
+            "s.toml: test 'a': `events` must be a list like [\"btrfs:*\", \"kmem:kmalloc\"], not \"kmem:kmalloc\"",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='fsmark'\nargs='-s 0'\nevents=['kmalloc']\n",
+            "s.toml: test 'a': bad event 'kmalloc': no ':' between group and name (write GROUP:NAME, e.g. ext4:ext4_da_write_begin or btrfs:*, separated by commas)",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='fsmark'\nargs='-s 0'\nevents=['a:b', 'x:y:z']\n",
+            "s.toml: test 'a': bad event 'x:y:z': more than one ':' (filters go in --events-filter) (write GROUP:NAME, e.g. ext4:ext4_da_write_begin or btrfs:*, separated by commas)",
+        ),
+    ];
+
+    #[test]
+    fn every_message_keeps_its_text() {
+        let mut bad = Vec::new();
+        for (input, want) in SUITE_MESSAGES {
+            let got = match parse(input, "s.toml") {
+                Ok(_) => "(parsed)".to_string(),
+                Err(e) => e.to_string(),
+            };
+            if got != *want {
+                bad.push(format!("        ({input:?}, {got:?}),"));
+            }
+        }
+        assert!(bad.is_empty(), "messages differ:\n{}", bad.join("\n"));
+    }
 }
