@@ -10,6 +10,7 @@
 
 pub mod config;
 pub mod events;
+mod raw;
 pub mod suite;
 pub mod suitefile;
 
