@@ -30,22 +30,23 @@ impl<T> Loose<T> {
 impl<'de, T: DeserializeOwned> Deserialize<'de> for Loose<T> {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let written = toml::Value::deserialize(d)?;
-        let fit = T::deserialize(written.clone()).ok();
+        // No raw field takes a date, and a date would read as a string: keep it a misfit.
+        let fit = match written {
+            toml::Value::Datetime(_) => None,
+            _ => T::deserialize(written.clone()).ok(),
+        };
         Ok(Loose { written, fit })
     }
 }
 
-/// The first key of `table` that is not in `known`, in the table's order (a TOML table's keys
-/// are sorted, so this is the alphabetically first unknown key, as the hand-walking parsers
-/// reported it).
-pub(crate) fn unknown_key<'k, K: AsRef<str> + 'k, V: 'k>(
-    table: impl IntoIterator<Item = (&'k K, V)>,
+/// The first key of a table (given as its `(key, value)` pairs) that is not in `known`, in the
+/// table's order (a TOML table's keys are sorted, so this is the alphabetically first unknown
+/// key, as the hand-walking parsers reported it).
+pub(crate) fn unknown_key<'k, V>(
+    table: impl IntoIterator<Item = (&'k str, V)>,
     known: &[&str],
 ) -> Option<(&'k str, V)> {
-    table
-        .into_iter()
-        .map(|(k, v)| (k.as_ref(), v))
-        .find(|(k, _)| !known.contains(k))
+    table.into_iter().find(|(k, _)| !known.contains(k))
 }
 
 #[cfg(test)]
@@ -64,5 +65,7 @@ mod tests {
         assert_eq!(r.n.get().unwrap_err().to_string(), "-1");
         assert_eq!(r.s.get().unwrap(), "x");
         assert!(toml::from_str::<Raw>("n = 1\ns = 'x'\nz = 1\n").is_err());
+        let r: Raw = toml::from_str("n = 1\ns = 1979-05-27\n").unwrap();
+        assert_eq!(r.s.get().unwrap_err().type_str(), "datetime");
     }
 }

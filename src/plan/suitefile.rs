@@ -46,6 +46,8 @@
 use super::raw::{Loose, unknown_key};
 use super::suite::{CommandMetricSpec, CopyPath, EngineSpec, Suite, SuiteMargins, TestSpec};
 use serde::Deserialize;
+use serde::de::IntoDeserializer;
+use toml::de::{DeTable, DeValue};
 
 /// A suite file that cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -90,17 +92,22 @@ fn keys_of(workload: &str) -> &'static [&'static str] {
     }
 }
 
-/// The file as read, before any check.
+/// The file's top level as read. Tables and lists ([margins], the tests, a test's metrics and
+/// events) are read entry by entry from their place in the file, each into its raw struct, so
+/// that every value keeps what it was written as (a date read through a whole-table value
+/// would turn into a string).
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawSuite {
     name: Option<Loose<String>>,
-    margins: Option<Loose<RawMargins>>,
-    test: Option<toml::Value>,
+    #[serde(rename = "margins")]
+    _margins: Option<serde::de::IgnoredAny>,
+    #[serde(rename = "test")]
+    _test: Option<serde::de::IgnoredAny>,
 }
 
 /// [margins] as read (percentages).
-#[derive(Clone, Deserialize)]
+#[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawMargins {
     eps: Option<Loose<f64>>,
@@ -127,7 +134,8 @@ struct RawTest {
     _workload: toml::Value,
     description: Option<Loose<String>>,
     engine: Option<Loose<String>>,
-    events: Option<Loose<Vec<Loose<String>>>>,
+    #[serde(rename = "events")]
+    _events: Option<serde::de::IgnoredAny>,
     args: Option<Loose<String>>,
     job: Option<Loose<String>>,
     clients: Option<Loose<u64>>,
@@ -145,13 +153,14 @@ struct RawTest {
     seed: Option<Loose<u64>>,
     tarball: Option<Loose<String>>,
     command: Option<Loose<String>>,
-    metric: Option<Loose<Vec<Loose<RawMetric>>>>,
+    #[serde(rename = "metric")]
+    _metric: Option<serde::de::IgnoredAny>,
     timeout: Option<Loose<f64>>,
 }
 
 /// One [[test.metric]] as read. A name, pattern, unit or direction that is not a string counts
 /// as missing.
-#[derive(Clone, Deserialize)]
+#[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawMetric {
     name: Option<Loose<String>>,
@@ -194,16 +203,20 @@ pub fn parse(text: &str, file: &str) -> Result<Suite, SuiteFileError> {
         file: file.to_string(),
         message,
     };
-    let doc: toml::Table = text
+    let table: toml::Table = text
         .parse()
         .map_err(|e: toml::de::Error| err(format!("not valid TOML: {e}")))?;
-    if let Some((k, _)) = unknown_key(&doc, &TOP_KEYS) {
+    if let Some((k, _)) = unknown_key(table.iter().map(|(k, v)| (k.as_str(), v)), &TOP_KEYS) {
         return Err(err(format!(
             "unknown top-level key '{k}' (a suite file has `name`, [margins] and [[test]] tables)"
         )));
     }
-    let raw = RawSuite::deserialize(toml::Value::Table(doc)).map_err(|e| err(e.to_string()))?;
-    let margins = match &raw.margins {
+    // Read again with the places kept, so that a value read as a string is one as written
+    // (a date is not).
+    let doc = DeTable::parse(text).map_err(|e| err(format!("not valid TOML: {e}")))?;
+    let raw =
+        RawSuite::deserialize(doc.clone().into_deserializer()).map_err(|e| err(e.to_string()))?;
+    let margins = match doc.get_ref().get("margins") {
         None => SuiteMargins::default(),
         Some(m) => margins(m).map_err(err)?,
     };
@@ -215,8 +228,8 @@ pub fn parse(text: &str, file: &str) -> Result<Suite, SuiteFileError> {
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_else(|| "suite".into()),
     };
-    let tests = match &raw.test {
-        Some(toml::Value::Array(a)) if !a.is_empty() => a,
+    let tests = match doc.get_ref().get("test").map(|t| t.get_ref()) {
+        Some(DeValue::Array(a)) if !a.is_empty() => a,
         _ => {
             return Err(err(
                 "no [[test]] table: add at least one test with a name and a workload".into(),
@@ -236,16 +249,16 @@ pub fn parse(text: &str, file: &str) -> Result<Suite, SuiteFileError> {
 }
 
 /// [margins], checked: each a percentage above 0 (and below 1000).
-fn margins(m: &Loose<RawMargins>) -> Result<SuiteMargins, String> {
-    let Ok(raw) = m.get() else {
-        let Some(table) = m.written.as_table() else {
-            return Err("`margins` must be a [margins] table".into());
-        };
-        let (k, _) = unknown_key(table, &MARGIN_KEYS).unwrap_or(("?", &m.written));
+fn margins(m: &Spanned<DeValue<'_>>) -> Result<SuiteMargins, String> {
+    let DeValue::Table(table) = m.get_ref() else {
+        return Err("`margins` must be a [margins] table".into());
+    };
+    if let Some((k, _)) = unknown_key(keys(table), &MARGIN_KEYS) {
         return Err(format!(
             "unknown margin '{k}' (eps, delta, delta_tail, delta_max, in percent)"
         ));
-    };
+    }
+    let raw = RawMargins::deserialize(m.clone().into_deserializer()).map_err(|e| e.to_string())?;
     let pct = |k: &str, v: &Option<Loose<f64>>| -> Result<Option<f64>, String> {
         let Some(v) = v else { return Ok(None) };
         let pct = *v
@@ -268,11 +281,15 @@ fn margins(m: &Loose<RawMargins>) -> Result<SuiteMargins, String> {
 
 /// Test number `i` (from 0) of the file, checked against the tests before it (`earlier`).
 /// Messages are without the file (the caller adds it).
-fn test(t: &toml::Value, i: usize, earlier: &[TestSpec]) -> Result<TestSpec, String> {
-    let Some(table) = t.as_table() else {
+fn test(
+    t: &toml::Spanned<DeValue<'_>>,
+    i: usize,
+    earlier: &[TestSpec],
+) -> Result<TestSpec, String> {
+    let DeValue::Table(table) = t.get_ref() else {
         return Err(format!("test #{} is not a table", i + 1));
     };
-    let head = RawHead::deserialize(t.clone()).map_err(|e| e.to_string())?;
+    let head = RawHead::deserialize(t.clone().into_deserializer()).map_err(|e| e.to_string())?;
     let tname = match head.name.as_ref().map(Loose::get) {
         Some(Ok(s)) if !s.is_empty() => s.clone(),
         _ => return Err(format!("test #{} has no `name`", i + 1)),
@@ -301,13 +318,14 @@ fn test(t: &toml::Value, i: usize, earlier: &[TestSpec]) -> Result<TestSpec, Str
         )));
     }
     let known: Vec<&str> = COMMON_KEYS.iter().chain(allowed).copied().collect();
-    if let Some((k, _)) = unknown_key(table, &known) {
+    if let Some((k, _)) = unknown_key(keys(table), &known) {
         return Err(terr(format!(
             "unknown key '{k}' for workload {workload} (it takes: {})",
             allowed.join(", ")
         )));
     }
-    let raw = RawTest::deserialize(t.clone()).map_err(|e| terr(e.to_string()))?;
+    let raw =
+        RawTest::deserialize(t.clone().into_deserializer()).map_err(|e| terr(e.to_string()))?;
     let external = match string(&raw.engine, "engine").map_err(terr)?.as_deref() {
         None | Some("native") => false,
         Some("external") if ["fsmark", "fio", "dbench"].contains(&workload.as_str()) => true,
@@ -322,8 +340,8 @@ fn test(t: &toml::Value, i: usize, earlier: &[TestSpec]) -> Result<TestSpec, Str
             )));
         }
     };
-    let engine = engine(&raw, workload, &tname).map_err(terr)?;
-    let events = events(&raw.events).map_err(terr)?;
+    let engine = engine(&raw, table, workload, &tname).map_err(terr)?;
+    let events = events(table.get("events")).map_err(terr)?;
     Ok(TestSpec {
         name: tname.clone(),
         description: string(&raw.description, "description")
@@ -397,7 +415,12 @@ fn source(raw: &RawTest) -> Result<Option<std::path::PathBuf>, String> {
 }
 
 /// The engine of a test of `workload` (one of [`keys_of`]'s), named `tname`.
-fn engine(raw: &RawTest, workload: &str, tname: &str) -> Result<EngineSpec, String> {
+fn engine(
+    raw: &RawTest,
+    table: &DeTable<'_>,
+    workload: &str,
+    tname: &str,
+) -> Result<EngineSpec, String> {
     Ok(match workload {
         "fsmark" => EngineSpec::FsMark {
             args: string(&raw.args, "args")?
@@ -451,19 +474,25 @@ fn engine(raw: &RawTest, workload: &str, tname: &str) -> Result<EngineSpec, Stri
             seed: whole(&raw.seed, "seed")?.unwrap_or(1),
             tarball: string(&raw.tarball, "tarball")?.map(Into::into),
         },
-        "command" => command(raw)?,
+        "command" => command(raw, table.get("metric"))?,
         other => unreachable!("{other} was checked against keys_of"),
     })
 }
 
 /// A `command` test: the command line, its metrics and its timeout.
-fn command(raw: &RawTest) -> Result<EngineSpec, String> {
+fn command(
+    raw: &RawTest,
+    metric_list: Option<&Spanned<DeValue<'_>>>,
+) -> Result<EngineSpec, String> {
     let command =
         string(&raw.command, "command")?.ok_or("missing `command` (a shell command line)")?;
     let mut metrics = Vec::new();
-    if let Some(v) = &raw.metric {
+    if let Some(v) = metric_list {
         let tables = "`metric` must be [[test.metric]] tables";
-        for m in v.get().map_err(|_| tables)? {
+        let DeValue::Array(items) = v.get_ref() else {
+            return Err(tables.into());
+        };
+        for m in items.iter() {
             metrics.push(metric(m).ok_or(tables)??);
         }
     }
@@ -480,12 +509,18 @@ fn command(raw: &RawTest) -> Result<EngineSpec, String> {
 }
 
 /// One [[test.metric]]; `None` when it is not a table.
-fn metric(m: &Loose<RawMetric>) -> Option<Result<CommandMetricSpec, String>> {
-    let Ok(raw) = m.get() else {
-        let (k, _) = unknown_key(m.written.as_table()?, &METRIC_KEYS)?;
+fn metric(m: &Spanned<DeValue<'_>>) -> Option<Result<CommandMetricSpec, String>> {
+    let DeValue::Table(table) = m.get_ref() else {
+        return None;
+    };
+    if let Some((k, _)) = unknown_key(keys(table), &METRIC_KEYS) {
         return Some(Err(format!(
             "unknown metric key '{k}' (a metric has name, regex or json, unit, direction, required)"
         )));
+    }
+    let raw = match RawMetric::deserialize(m.clone().into_deserializer()) {
+        Ok(raw) => raw,
+        Err(e) => return Some(Err(e.to_string())),
     };
     let get = |v: &Option<Loose<String>>| v.as_ref().and_then(|l| l.fit.clone());
     Some((|| {
@@ -512,24 +547,39 @@ fn metric(m: &Loose<RawMetric>) -> Option<Result<CommandMetricSpec, String>> {
 }
 
 /// The tracepoints a test counts, each list checked for its syntax.
-fn events(v: &Option<Loose<Vec<Loose<String>>>>) -> Result<Vec<String>, String> {
+fn events(v: Option<&Spanned<DeValue<'_>>>) -> Result<Vec<String>, String> {
     let Some(v) = v else { return Ok(Vec::new()) };
-    let items = v.get().map_err(|other| {
-        format!("`events` must be a list like [\"btrfs:*\", \"kmem:kmalloc\"], not {other}")
-    })?;
-    let events = items
-        .iter()
-        .map(|e| {
-            e.get().cloned().map_err(|other| {
-                format!("`events` must be strings like \"ext4:ext4_da_write_begin\", not {other}")
-            })
-        })
-        .collect::<Result<Vec<_>, _>>()?;
+    let DeValue::Array(items) = v.get_ref() else {
+        let other = written(v)?;
+        return Err(format!(
+            "`events` must be a list like [\"btrfs:*\", \"kmem:kmalloc\"], not {other}"
+        ));
+    };
+    let mut events = Vec::with_capacity(items.len());
+    for e in items.iter() {
+        let e = Loose::<String>::deserialize(e.clone().into_deserializer())
+            .map_err(|e| e.to_string())?;
+        events.push(e.get().cloned().map_err(|other| {
+            format!("`events` must be strings like \"ext4:ext4_da_write_begin\", not {other}")
+        })?);
+    }
     for e in &events {
         crate::plan::events::parse_list(e).map_err(|x| x.to_string())?;
     }
     Ok(events)
 }
+
+/// A value as written (for a message).
+fn written(v: &Spanned<DeValue<'_>>) -> Result<toml::Value, String> {
+    toml::Value::deserialize(v.clone().into_deserializer()).map_err(|e| e.to_string())
+}
+
+/// The keys of a table, for [`unknown_key`].
+fn keys<'t>(table: &'t DeTable<'_>) -> impl Iterator<Item = (&'t str, ())> {
+    table.keys().map(|k| (k.get_ref().as_ref(), ()))
+}
+
+type Spanned<T> = toml::Spanned<T>;
 
 #[cfg(test)]
 mod tests {
@@ -1002,6 +1052,38 @@ direct = true
         (
             "[[test]]\nname='a'\nworkload='fsmark'\nargs='-s 0'\nevents=['a:b', 'x:y:z']\n",
             "s.toml: test 'a': bad event 'x:y:z': more than one ':' (filters go in --events-filter) (write GROUP:NAME, e.g. ext4:ext4_da_write_begin or btrfs:*, separated by commas)",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='stream'\nsize=1979-05-27\n",
+            "s.toml: test 'a': `size`: 1979-05-27 is not a size (a number, or a string like \"64m\")",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='fsmark'\nargs=1979-05-27\n",
+            "s.toml: test 'a': `args` must be a string, not 1979-05-27",
+        ),
+        (
+            "[margins]\neps=1979-05-27\n[[test]]\nname='a'\nworkload='fsmark'\nargs='-s 0'\n",
+            "s.toml: margins.eps must be a percentage, not 1979-05-27",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='fsmark'\nargs='-s 0'\nevents=[1979-05-27]\n",
+            "s.toml: test 'a': `events` must be strings like \"ext4:ext4_da_write_begin\", not 1979-05-27",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='fsmark'\nargs='-s 0'\nevents=['x:y:z', 1]\n",
+            "s.toml: test 'a': `events` must be strings like \"ext4:ext4_da_write_begin\", not 1",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='command'\ncommand='x'\n[[test.metric]]\nname=1979-05-27\nunit='ms'\ndirection='lower'\n",
+            "s.toml: test 'a': a metric has no `name`",
+        ),
+        (
+            "name=1979-05-27\n[[test]]\nname='a'\nworkload='fsmark'\nargs='-s 0'\n",
+            "s.toml: `name` must be a non-empty string",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='command'\ncommand='x'\ntimeout=1979-05-27\n",
+            "s.toml: test 'a': `timeout` must be seconds, not 1979-05-27",
         ),
     ];
 
