@@ -33,7 +33,10 @@ fn same_store(a: &str, b: &str) -> bool {
     if a == b {
         return true;
     }
-    if [a, b].map(store::Backend::of).contains(&store::Backend::Postgres) {
+    if [a, b]
+        .map(store::Backend::of)
+        .contains(&store::Backend::Postgres)
+    {
         return false;
     }
     match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
