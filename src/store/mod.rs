@@ -13,6 +13,7 @@
 #[cfg(test)]
 pub(crate) mod conformance;
 pub mod copy;
+pub(crate) mod forward;
 pub mod journal;
 pub mod memory;
 pub mod pgconn;
