@@ -6,6 +6,11 @@
 //! backend type may leak out of this module (the fleet's queue, which only exists on PostgreSQL,
 //! is the one other room that talks to the PostgreSQL connection). This room must never compute statistics.
 //!
+//! Which backend a location names is decided in one place, [`Backend::of`] (by the URL scheme;
+//! a path is SQLite), and every way of opening a store matches on it once. Wrappers that change
+//! a few methods (the run's journal, test stores) pass the rest through with `forward_store!`
+//! (`forward.rs`).
+//!
 //! Opening a store for writing replays what earlier runs journaled for it ([`journal`]), and
 //! refuses a location that cannot keep a sample (`:memory:`, a device, a directory, a read-only
 //! filesystem) saying what to name instead.
@@ -364,7 +369,7 @@ pub fn default_location() -> Option<PathBuf> {
 /// location names; each way of opening a store ([`open`], [`open_for_run`], [`open_read_only`],
 /// [`open_fleet`], [`journals_for`]) has one `match` over it. A new backend is a variant here,
 /// its schemes in [`Backend::SCHEMES`], an arm in each of those, and the conformance suite
-/// ([`conformance`]) run against it.
+/// (`conformance.rs`) run against it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Backend {
     /// A SQLite file: every location no scheme below claims is a path.
