@@ -530,7 +530,7 @@ pub fn main(args: &AgentArgs) -> Result<i32> {
     let signal = super::install_signals().context("installing signal handlers")?;
     // The database may be down or restarting when the agent starts (a machine booting before
     // the database server): wait for it rather than exit.
-    if !crate::store::is_postgres(&url) {
+    if crate::store::Backend::of(&url) != crate::store::Backend::Postgres {
         anyhow::bail!(
             "the job queue needs a PostgreSQL database (--db postgres://USER@HOST/DB), not '{url}'"
         );
@@ -541,7 +541,7 @@ pub fn main(args: &AgentArgs) -> Result<i32> {
         target.wait_until_reachable(Duration::from_secs(120))?;
         match Queue::open(&url)
             .map_err(anyhow::Error::from)
-            .and_then(|q| Ok((q, PgStore::open(&url)?)))
+            .and_then(|q| Ok((q, crate::store::open_fleet(&url)?)))
         {
             Ok(v) => break v,
             Err(_) if tries < 5 => {

@@ -26,7 +26,8 @@ pub fn main() -> i32 {
 /// Opening it replays its journals (`store::journal`); a journal that is not ours (another
 /// user's, a symlink) is not replayed, and the message says why.
 pub fn abort_orphans(db: &str, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
-    if db.is_empty() || !(crate::store::is_postgres(db) || std::path::Path::new(db).exists()) {
+    let pg = crate::store::Backend::of(db) == crate::store::Backend::Postgres;
+    if db.is_empty() || !(pg || std::path::Path::new(db).exists()) {
         return 0;
     }
     let opened = crate::store::open_replaying(db);

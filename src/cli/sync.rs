@@ -21,7 +21,7 @@ pub struct SyncArgs {
 
 /// How a location is shown: a URL without anything secret in it.
 fn shown(location: &str) -> String {
-    if store::is_postgres(location) {
+    if store::Backend::of(location) == store::Backend::Postgres {
         store::pgconn::redact(location)
     } else {
         location.to_string()
@@ -33,7 +33,10 @@ fn same_store(a: &str, b: &str) -> bool {
     if a == b {
         return true;
     }
-    if store::is_postgres(a) || store::is_postgres(b) {
+    if [a, b]
+        .map(store::Backend::of)
+        .contains(&store::Backend::Postgres)
+    {
         return false;
     }
     match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {

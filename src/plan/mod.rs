@@ -2,6 +2,10 @@
 //! configurations), parsed and validated into plain values. fio job files are the fio wing's
 //! (`crate::fio::jobfile`); a suite keeps a fio test's job text as it is.
 //!
+//! Suite and config files are read into derived raw structs (`raw`: serde with
+//! `deny_unknown_fields`, each value kept as written) and then checked by a validation pass that
+//! gives the plan's own messages: file, line, key and the fix.
+//!
 //! Why a room of its own: every mistake in what the user asked for is found here, with its file
 //! and line, before anything touches a filesystem. The order in which configurations, tests and
 //! repetitions then run is the runner's (`runner::order`). This room never creates, formats or
@@ -10,6 +14,7 @@
 
 pub mod config;
 pub mod events;
+mod raw;
 pub mod suite;
 pub mod suitefile;
 

@@ -43,7 +43,11 @@
 //! filesystem. Unknown keys are errors naming the key, the test and how to fix it, because a
 //! silently ignored option would publish a number measured differently from what the file says.
 
+use super::raw::{Loose, unknown_key};
 use super::suite::{CommandMetricSpec, CopyPath, EngineSpec, Suite, SuiteMargins, TestSpec};
+use serde::Deserialize;
+use serde::de::IntoDeserializer;
+use toml::de::{DeTable, DeValue};
 
 /// A suite file that cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -57,6 +61,17 @@ pub struct SuiteFileError {
 
 const WORKLOADS: &str = "fsmark, fio, dbench, stream, copy, untar, command";
 
+/// The keys of the file's top level (the fields of [`RawSuite`]).
+const TOP_KEYS: [&str; 3] = ["name", "test", "margins"];
+/// The keys of [margins] (the fields of [`RawMargins`]).
+const MARGIN_KEYS: [&str; 4] = ["eps", "delta", "delta_tail", "delta_max"];
+/// The keys every test takes, whatever its workload.
+const COMMON_KEYS: [&str; 5] = ["name", "workload", "description", "engine", "events"];
+/// The keys of a [[test.metric]] (the fields of [`RawMetric`]).
+const METRIC_KEYS: [&str; 6] = ["name", "regex", "json", "unit", "direction", "required"];
+
+/// The keys a workload takes besides [`COMMON_KEYS`]; empty for an unknown workload. Together
+/// they are the fields of [`RawTest`].
 fn keys_of(workload: &str) -> &'static [&'static str] {
     match workload {
         "fsmark" => &["args"],
@@ -75,6 +90,85 @@ fn keys_of(workload: &str) -> &'static [&'static str] {
         "command" => &["command", "metric", "timeout"],
         _ => &[],
     }
+}
+
+/// The file's top level as read. Tables and lists ([margins], the tests, a test's metrics and
+/// events) are read entry by entry from their place in the file, each into its raw struct, so
+/// that every value keeps what it was written as (a date read through a whole-table value
+/// would turn into a string).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSuite {
+    name: Option<Loose<String>>,
+    #[serde(rename = "margins")]
+    _margins: Option<serde::de::IgnoredAny>,
+    #[serde(rename = "test")]
+    _test: Option<serde::de::IgnoredAny>,
+}
+
+/// [margins] as read (percentages).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawMargins {
+    eps: Option<Loose<f64>>,
+    delta: Option<Loose<f64>>,
+    delta_tail: Option<Loose<f64>>,
+    delta_max: Option<Loose<f64>>,
+}
+
+/// What every test is checked for first, so that every later message names the test.
+#[derive(Deserialize)]
+struct RawHead {
+    name: Option<Loose<String>>,
+    workload: Option<Loose<String>>,
+}
+
+/// One [[test]] as read: the keys of every workload; which of them a test may use is checked
+/// against [`keys_of`] before it is read into this.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTest {
+    #[serde(rename = "name")]
+    _name: toml::Value,
+    #[serde(rename = "workload")]
+    _workload: toml::Value,
+    description: Option<Loose<String>>,
+    engine: Option<Loose<String>>,
+    #[serde(rename = "events")]
+    _events: Option<serde::de::IgnoredAny>,
+    args: Option<Loose<String>>,
+    job: Option<Loose<String>>,
+    clients: Option<Loose<u64>>,
+    time: Option<Loose<u64>>,
+    warmup: Option<Loose<u64>>,
+    loadfile: Option<Loose<String>>,
+    size: Option<toml::Value>,
+    block_size: Option<toml::Value>,
+    direct: Option<Loose<bool>>,
+    fsync: Option<Loose<bool>>,
+    compressibility: Option<Loose<f64>>,
+    source: Option<Loose<String>>,
+    method: Option<Loose<String>>,
+    files: Option<Loose<u64>>,
+    seed: Option<Loose<u64>>,
+    tarball: Option<Loose<String>>,
+    command: Option<Loose<String>>,
+    #[serde(rename = "metric")]
+    _metric: Option<serde::de::IgnoredAny>,
+    timeout: Option<Loose<f64>>,
+}
+
+/// One [[test.metric]] as read. A name, pattern, unit or direction that is not a string counts
+/// as missing.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawMetric {
+    name: Option<Loose<String>>,
+    regex: Option<Loose<String>>,
+    json: Option<Loose<String>>,
+    unit: Option<Loose<String>>,
+    direction: Option<Loose<String>>,
+    required: Option<Loose<bool>>,
 }
 
 /// Parse a size with an optional base-1024 suffix (k, m, g, t), as fio writes them.
@@ -109,59 +203,33 @@ pub fn parse(text: &str, file: &str) -> Result<Suite, SuiteFileError> {
         file: file.to_string(),
         message,
     };
-    let doc: toml::Table = text
+    let table: toml::Table = text
         .parse()
         .map_err(|e: toml::de::Error| err(format!("not valid TOML: {e}")))?;
-    for k in doc.keys() {
-        if k != "name" && k != "test" && k != "margins" {
-            return Err(err(format!(
-                "unknown top-level key '{k}' (a suite file has `name`, [margins] and [[test]] tables)"
-            )));
-        }
+    if let Some((k, _)) = unknown_key(table.iter().map(|(k, v)| (k.as_str(), v)), &TOP_KEYS) {
+        return Err(err(format!(
+            "unknown top-level key '{k}' (a suite file has `name`, [margins] and [[test]] tables)"
+        )));
     }
-    let mut margins = SuiteMargins::default();
-    if let Some(m) = doc.get("margins") {
-        let m = m
-            .as_table()
-            .ok_or_else(|| err("`margins` must be a [margins] table".into()))?;
-        for (k, v) in m {
-            let pct = match v {
-                toml::Value::Float(f) => *f,
-                toml::Value::Integer(i) => *i as f64,
-                other => {
-                    return Err(err(format!(
-                        "margins.{k} must be a percentage, not {other}"
-                    )));
-                }
-            };
-            if !(pct > 0.0 && pct < 1000.0) {
-                return Err(err(format!(
-                    "margins.{k} must be a percentage above 0, not {pct}"
-                )));
-            }
-            match k.as_str() {
-                "eps" => margins.eps = Some(pct),
-                "delta" => margins.delta = Some(pct),
-                "delta_tail" => margins.delta_tail = Some(pct),
-                "delta_max" => margins.delta_max = Some(pct),
-                other => {
-                    return Err(err(format!(
-                        "unknown margin '{other}' (eps, delta, delta_tail, delta_max, in percent)"
-                    )));
-                }
-            }
-        }
-    }
-    let name = match doc.get("name") {
-        Some(toml::Value::String(s)) if !s.is_empty() => s.clone(),
+    // Read again with the places kept, so that a value read as a string is one as written
+    // (a date is not).
+    let doc = DeTable::parse(text).map_err(|e| err(format!("not valid TOML: {e}")))?;
+    let raw =
+        RawSuite::deserialize(doc.clone().into_deserializer()).map_err(|e| err(e.to_string()))?;
+    let margins = match doc.get_ref().get("margins") {
+        None => SuiteMargins::default(),
+        Some(m) => margins(m).map_err(err)?,
+    };
+    let name = match raw.name.as_ref().map(Loose::get) {
+        Some(Ok(s)) if !s.is_empty() => s.clone(),
         Some(_) => return Err(err("`name` must be a non-empty string".into())),
         None => std::path::Path::new(file)
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_else(|| "suite".into()),
     };
-    let tests = match doc.get("test") {
-        Some(toml::Value::Array(a)) if !a.is_empty() => a,
+    let tests = match doc.get_ref().get("test").map(|t| t.get_ref()) {
+        Some(DeValue::Array(a)) if !a.is_empty() => a,
         _ => {
             return Err(err(
                 "no [[test]] table: add at least one test with a name and a workload".into(),
@@ -170,259 +238,8 @@ pub fn parse(text: &str, file: &str) -> Result<Suite, SuiteFileError> {
     };
     let mut out: Vec<TestSpec> = Vec::new();
     for (i, t) in tests.iter().enumerate() {
-        let t = t
-            .as_table()
-            .ok_or_else(|| err(format!("test #{} is not a table", i + 1)))?;
-        let tname = match t.get("name") {
-            Some(toml::Value::String(s)) if !s.is_empty() => s.clone(),
-            _ => return Err(err(format!("test #{} has no `name`", i + 1))),
-        };
-        let terr = |m: String| err(format!("test '{tname}': {m}"));
-        if out.iter().any(|o| o.name == tname) {
-            return Err(terr(
-                "a second test with this name; names must be unique".into(),
-            ));
-        }
-        if !tname
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
-        {
-            return Err(terr(
-                "use letters, digits, '-', '_' and '.' in test names".into(),
-            ));
-        }
-        let workload = match t.get("workload") {
-            Some(toml::Value::String(s)) => s.clone(),
-            _ => return Err(terr(format!("missing `workload`: one of {WORKLOADS}"))),
-        };
-        let allowed = keys_of(&workload);
-        if allowed.is_empty() {
-            return Err(terr(format!(
-                "unknown workload '{workload}': use one of {WORKLOADS}"
-            )));
-        }
-        for k in t.keys() {
-            if !["name", "workload", "description", "engine", "events"].contains(&k.as_str())
-                && !allowed.contains(&k.as_str())
-            {
-                return Err(terr(format!(
-                    "unknown key '{k}' for workload {workload} (it takes: {})",
-                    allowed.join(", ")
-                )));
-            }
-        }
-        let s = |k: &str| -> Result<Option<String>, SuiteFileError> {
-            match t.get(k) {
-                None => Ok(None),
-                Some(toml::Value::String(v)) => Ok(Some(v.clone())),
-                Some(other) => Err(terr(format!("`{k}` must be a string, not {other}"))),
-            }
-        };
-        let int = |k: &str, default: u64| -> Result<u64, SuiteFileError> {
-            match t.get(k) {
-                None => Ok(default),
-                Some(toml::Value::Integer(v)) if *v >= 0 => Ok(*v as u64),
-                Some(other) => Err(terr(format!("`{k}` must be a whole number, not {other}"))),
-            }
-        };
-        let boolean = |k: &str, default: bool| -> Result<bool, SuiteFileError> {
-            match t.get(k) {
-                None => Ok(default),
-                Some(toml::Value::Boolean(b)) => Ok(*b),
-                Some(other) => Err(terr(format!("`{k}` must be true or false, not {other}"))),
-            }
-        };
-        let fraction = |k: &str, default: f64| -> Result<f64, SuiteFileError> {
-            match t.get(k) {
-                None => Ok(default),
-                Some(toml::Value::Float(f)) if (0.0..=1.0).contains(f) => Ok(*f),
-                Some(toml::Value::Integer(i)) if (0..=1).contains(i) => Ok(*i as f64),
-                Some(other) => Err(terr(format!("`{k}` must be between 0 and 1, not {other}"))),
-            }
-        };
-        let sz = |k: &str, default: u64| -> Result<u64, SuiteFileError> {
-            t.get(k)
-                .map(|v| size(v).map_err(|m| terr(format!("`{k}`: {m}"))))
-                .unwrap_or(Ok(default))
-        };
-        // A user's file for copy and stream: it sets the data and the size.
-        let source = || -> Result<Option<std::path::PathBuf>, SuiteFileError> {
-            let Some(p) = s("source")? else {
-                return Ok(None);
-            };
-            for k in ["size", "compressibility"] {
-                if t.contains_key(k) {
-                    return Err(terr(format!(
-                        "`source` and `{k}` together: the file sets the size and the data; remove `{k}`"
-                    )));
-                }
-            }
-            Ok(Some(p.into()))
-        };
-        let external = match s("engine")?.as_deref() {
-            None | Some("native") => false,
-            Some("external") if ["fsmark", "fio", "dbench"].contains(&workload.as_str()) => true,
-            Some("external") => {
-                return Err(terr(format!(
-                    "engine = \"external\" needs a workload the real tools run (fsmark, fio, dbench), not {workload}"
-                )));
-            }
-            Some(other) => {
-                return Err(terr(format!(
-                    "unknown engine '{other}': use native (fsdelta's own) or external (the real tool)"
-                )));
-            }
-        };
-        let engine = match workload.as_str() {
-            "fsmark" => EngineSpec::FsMark {
-                args: s("args")?
-                    .ok_or_else(|| terr("missing `args` (fs_mark's flags, without -d)".into()))?
-                    .split_whitespace()
-                    .map(String::from)
-                    .collect(),
-            },
-            "fio" => {
-                let job = s("job")?.ok_or_else(|| {
-                    terr("missing `job` (the job's options, one key=value a line)".into())
-                })?;
-                let job = if job.trim_start().starts_with('[') {
-                    job
-                } else {
-                    format!("[{tname}]\n{job}")
-                };
-                EngineSpec::Fio { job }
-            }
-            "dbench" => EngineSpec::Dbench {
-                clients: int("clients", 2)? as u32,
-                seconds: int("time", 10)? as u32,
-                warmup_s: t
-                    .get("warmup")
-                    .map(|_| int("warmup", 0))
-                    .transpose()?
-                    .map(|w| w as u32),
-                loadfile: s("loadfile")?.map(Into::into),
-            },
-            "stream" => EngineSpec::Stream {
-                size: sz("size", 256 << 20)?,
-                block_size: sz("block_size", 1 << 20)?,
-                direct: boolean("direct", false)?,
-                fsync: boolean("fsync", true)?,
-                compressibility: fraction("compressibility", 0.5)?,
-                source: source()?,
-            },
-            "copy" => EngineSpec::Copy {
-                size: sz("size", 256 << 20)?,
-                method: match s("method")?.as_deref() {
-                    None | Some("readwrite") => CopyPath::ReadWrite,
-                    Some("copy_file_range") => CopyPath::CopyFileRange,
-                    Some("auto") => CopyPath::Auto,
-                    Some(other) => {
-                        return Err(terr(format!(
-                            "unknown copy method '{other}': use readwrite, copy_file_range or auto"
-                        )));
-                    }
-                },
-                compressibility: fraction("compressibility", 0.5)?,
-                source: source()?,
-            },
-            "untar" => EngineSpec::Untar {
-                files: int("files", 3000)?,
-                seed: int("seed", 1)?,
-                tarball: s("tarball")?.map(Into::into),
-            },
-            "command" => {
-                let command = s("command")?
-                    .ok_or_else(|| terr("missing `command` (a shell command line)".into()))?;
-                let mut metrics = Vec::new();
-                if let Some(v) = t.get("metric") {
-                    let arr = v
-                        .as_array()
-                        .ok_or_else(|| terr("`metric` must be [[test.metric]] tables".into()))?;
-                    for m in arr {
-                        let m = m.as_table().ok_or_else(|| {
-                            terr("`metric` must be [[test.metric]] tables".into())
-                        })?;
-                        for k in m.keys() {
-                            if !["name", "regex", "json", "unit", "direction", "required"]
-                                .contains(&k.as_str())
-                            {
-                                return Err(terr(format!(
-                                    "unknown metric key '{k}' (a metric has name, regex or json, unit, direction, required)"
-                                )));
-                            }
-                        }
-                        let get = |k: &str| m.get(k).and_then(|v| v.as_str()).map(String::from);
-                        let name =
-                            get("name").ok_or_else(|| terr("a metric has no `name`".into()))?;
-                        // A sample holds a metric name once: one fsdelta records itself would
-                        // make the store refuse every sample of this test.
-                        if let Some(why) = crate::model::reserved_metric(&name) {
-                            return Err(terr(format!("metric {why}")));
-                        }
-                        metrics.push(CommandMetricSpec {
-                            name,
-                            regex: get("regex"),
-                            json: get("json"),
-                            unit: get("unit").ok_or_else(|| {
-                                terr("a metric has no `unit` (ms, s, MB/s, count, ...)".into())
-                            })?,
-                            direction: get("direction").ok_or_else(|| {
-                                terr(
-                                    "a metric has no `direction` (lower, higher or neutral)".into(),
-                                )
-                            })?,
-                            required: match m.get("required") {
-                                None => false,
-                                Some(v) => v.as_bool().ok_or_else(|| {
-                                    terr("a metric's `required` must be true or false".into())
-                                })?,
-                            },
-                        });
-                    }
-                }
-                let timeout_s = match t.get("timeout") {
-                    None => None,
-                    Some(toml::Value::Integer(i)) if *i > 0 => Some(*i as f64),
-                    Some(toml::Value::Float(f)) if *f > 0.0 => Some(*f),
-                    Some(other) => {
-                        return Err(terr(format!("`timeout` must be seconds, not {other}")));
-                    }
-                };
-                EngineSpec::Command {
-                    command,
-                    metrics,
-                    timeout_s,
-                }
-            }
-            _ => unreachable!("checked against keys_of"),
-        };
-        let events = match t.get("events") {
-            None => Vec::new(),
-            Some(toml::Value::Array(a)) => a
-                .iter()
-                .map(|v| match v {
-                    toml::Value::String(e) => Ok(e.clone()),
-                    other => Err(terr(format!(
-                        "`events` must be strings like \"ext4:ext4_da_write_begin\", not {other}"
-                    ))),
-                })
-                .collect::<Result<Vec<_>, _>>()?,
-            Some(other) => {
-                return Err(terr(format!(
-                    "`events` must be a list like [\"btrfs:*\", \"kmem:kmalloc\"], not {other}"
-                )));
-            }
-        };
-        for e in &events {
-            crate::plan::events::parse_list(e).map_err(|x| terr(x.to_string()))?;
-        }
-        out.push(TestSpec {
-            name: tname.clone(),
-            description: s("description")?.unwrap_or_else(|| format!("{workload} test")),
-            engine,
-            external,
-            events,
-        });
+        let spec = test(t, i, &out).map_err(err)?;
+        out.push(spec);
     }
     Ok(Suite {
         name,
@@ -430,6 +247,339 @@ pub fn parse(text: &str, file: &str) -> Result<Suite, SuiteFileError> {
         margins,
     })
 }
+
+/// [margins], checked: each a percentage above 0 (and below 1000).
+fn margins(m: &Spanned<DeValue<'_>>) -> Result<SuiteMargins, String> {
+    let DeValue::Table(table) = m.get_ref() else {
+        return Err("`margins` must be a [margins] table".into());
+    };
+    if let Some((k, _)) = unknown_key(keys(table), &MARGIN_KEYS) {
+        return Err(format!(
+            "unknown margin '{k}' (eps, delta, delta_tail, delta_max, in percent)"
+        ));
+    }
+    let raw = RawMargins::deserialize(m.clone().into_deserializer()).map_err(|e| e.to_string())?;
+    let pct = |k: &str, v: &Option<Loose<f64>>| -> Result<Option<f64>, String> {
+        let Some(v) = v else { return Ok(None) };
+        let pct = *v
+            .get()
+            .map_err(|other| format!("margins.{k} must be a percentage, not {other}"))?;
+        if !(pct > 0.0 && pct < 1000.0) {
+            return Err(format!(
+                "margins.{k} must be a percentage above 0, not {pct}"
+            ));
+        }
+        Ok(Some(pct))
+    };
+    Ok(SuiteMargins {
+        eps: pct("eps", &raw.eps)?,
+        delta: pct("delta", &raw.delta)?,
+        delta_tail: pct("delta_tail", &raw.delta_tail)?,
+        delta_max: pct("delta_max", &raw.delta_max)?,
+    })
+}
+
+/// Test number `i` (from 0) of the file, checked against the tests before it (`earlier`).
+/// Messages are without the file (the caller adds it).
+fn test(
+    t: &toml::Spanned<DeValue<'_>>,
+    i: usize,
+    earlier: &[TestSpec],
+) -> Result<TestSpec, String> {
+    let DeValue::Table(table) = t.get_ref() else {
+        return Err(format!("test #{} is not a table", i + 1));
+    };
+    let head = RawHead::deserialize(t.clone().into_deserializer()).map_err(|e| e.to_string())?;
+    let tname = match head.name.as_ref().map(Loose::get) {
+        Some(Ok(s)) if !s.is_empty() => s.clone(),
+        _ => return Err(format!("test #{} has no `name`", i + 1)),
+    };
+    let terr = |m: String| format!("test '{tname}': {m}");
+    if earlier.iter().any(|o| o.name == tname) {
+        return Err(terr(
+            "a second test with this name; names must be unique".into(),
+        ));
+    }
+    if !tname
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+    {
+        return Err(terr(
+            "use letters, digits, '-', '_' and '.' in test names".into(),
+        ));
+    }
+    let Some(Ok(workload)) = head.workload.as_ref().map(Loose::get) else {
+        return Err(terr(format!("missing `workload`: one of {WORKLOADS}")));
+    };
+    let allowed = keys_of(workload);
+    if allowed.is_empty() {
+        return Err(terr(format!(
+            "unknown workload '{workload}': use one of {WORKLOADS}"
+        )));
+    }
+    let known: Vec<&str> = COMMON_KEYS.iter().chain(allowed).copied().collect();
+    if let Some((k, _)) = unknown_key(keys(table), &known) {
+        return Err(terr(format!(
+            "unknown key '{k}' for workload {workload} (it takes: {})",
+            allowed.join(", ")
+        )));
+    }
+    let raw =
+        RawTest::deserialize(t.clone().into_deserializer()).map_err(|e| terr(e.to_string()))?;
+    let external = match string(&raw.engine, "engine").map_err(terr)?.as_deref() {
+        None | Some("native") => false,
+        Some("external") if ["fsmark", "fio", "dbench"].contains(&workload.as_str()) => true,
+        Some("external") => {
+            return Err(terr(format!(
+                "engine = \"external\" needs a workload the real tools run (fsmark, fio, dbench), not {workload}"
+            )));
+        }
+        Some(other) => {
+            return Err(terr(format!(
+                "unknown engine '{other}': use native (fsdelta's own) or external (the real tool)"
+            )));
+        }
+    };
+    let engine = engine(&raw, table, workload, &tname).map_err(terr)?;
+    let events = events(table.get("events")).map_err(terr)?;
+    Ok(TestSpec {
+        name: tname.clone(),
+        description: string(&raw.description, "description")
+            .map_err(terr)?
+            .unwrap_or_else(|| format!("{workload} test")),
+        engine,
+        external,
+        events,
+    })
+}
+
+/// A string key.
+fn string(v: &Option<Loose<String>>, k: &str) -> Result<Option<String>, String> {
+    match v.as_ref().map(Loose::get) {
+        None => Ok(None),
+        Some(Ok(s)) => Ok(Some(s.clone())),
+        Some(Err(other)) => Err(format!("`{k}` must be a string, not {other}")),
+    }
+}
+
+/// A whole-number key.
+fn whole(v: &Option<Loose<u64>>, k: &str) -> Result<Option<u64>, String> {
+    match v.as_ref().map(Loose::get) {
+        None => Ok(None),
+        Some(Ok(n)) => Ok(Some(*n)),
+        Some(Err(other)) => Err(format!("`{k}` must be a whole number, not {other}")),
+    }
+}
+
+/// A true-or-false key.
+fn boolean(v: &Option<Loose<bool>>, k: &str, default: bool) -> Result<bool, String> {
+    match v.as_ref().map(Loose::get) {
+        None => Ok(default),
+        Some(Ok(b)) => Ok(*b),
+        Some(Err(other)) => Err(format!("`{k}` must be true or false, not {other}")),
+    }
+}
+
+/// A fraction from 0 to 1.
+fn fraction(v: &Option<Loose<f64>>, k: &str, default: f64) -> Result<f64, String> {
+    match v.as_ref().map(|l| (l.get(), &l.written)) {
+        None => Ok(default),
+        Some((Ok(f), _)) if (0.0..=1.0).contains(f) => Ok(*f),
+        Some((_, written)) => Err(format!("`{k}` must be between 0 and 1, not {written}")),
+    }
+}
+
+/// A size key ([`size`]).
+fn size_key(v: &Option<toml::Value>, k: &str, default: u64) -> Result<u64, String> {
+    v.as_ref()
+        .map(|v| size(v).map_err(|m| format!("`{k}`: {m}")))
+        .unwrap_or(Ok(default))
+}
+
+/// A user's file for copy and stream: it sets the data and the size.
+fn source(raw: &RawTest) -> Result<Option<std::path::PathBuf>, String> {
+    let Some(p) = string(&raw.source, "source")? else {
+        return Ok(None);
+    };
+    for (k, given) in [
+        ("size", raw.size.is_some()),
+        ("compressibility", raw.compressibility.is_some()),
+    ] {
+        if given {
+            return Err(format!(
+                "`source` and `{k}` together: the file sets the size and the data; remove `{k}`"
+            ));
+        }
+    }
+    Ok(Some(p.into()))
+}
+
+/// The engine of a test of `workload` (one of [`keys_of`]'s), named `tname`.
+fn engine(
+    raw: &RawTest,
+    table: &DeTable<'_>,
+    workload: &str,
+    tname: &str,
+) -> Result<EngineSpec, String> {
+    Ok(match workload {
+        "fsmark" => EngineSpec::FsMark {
+            args: string(&raw.args, "args")?
+                .ok_or_else(|| "missing `args` (fs_mark's flags, without -d)".to_string())?
+                .split_whitespace()
+                .map(String::from)
+                .collect(),
+        },
+        "fio" => {
+            let job = string(&raw.job, "job")?.ok_or_else(|| {
+                "missing `job` (the job's options, one key=value a line)".to_string()
+            })?;
+            let job = if job.trim_start().starts_with('[') {
+                job
+            } else {
+                format!("[{tname}]\n{job}")
+            };
+            EngineSpec::Fio { job }
+        }
+        "dbench" => EngineSpec::Dbench {
+            clients: whole(&raw.clients, "clients")?.unwrap_or(2) as u32,
+            seconds: whole(&raw.time, "time")?.unwrap_or(10) as u32,
+            warmup_s: whole(&raw.warmup, "warmup")?.map(|w| w as u32),
+            loadfile: string(&raw.loadfile, "loadfile")?.map(Into::into),
+        },
+        "stream" => EngineSpec::Stream {
+            size: size_key(&raw.size, "size", 256 << 20)?,
+            block_size: size_key(&raw.block_size, "block_size", 1 << 20)?,
+            direct: boolean(&raw.direct, "direct", false)?,
+            fsync: boolean(&raw.fsync, "fsync", true)?,
+            compressibility: fraction(&raw.compressibility, "compressibility", 0.5)?,
+            source: source(raw)?,
+        },
+        "copy" => EngineSpec::Copy {
+            size: size_key(&raw.size, "size", 256 << 20)?,
+            method: match string(&raw.method, "method")?.as_deref() {
+                None | Some("readwrite") => CopyPath::ReadWrite,
+                Some("copy_file_range") => CopyPath::CopyFileRange,
+                Some("auto") => CopyPath::Auto,
+                Some(other) => {
+                    return Err(format!(
+                        "unknown copy method '{other}': use readwrite, copy_file_range or auto"
+                    ));
+                }
+            },
+            compressibility: fraction(&raw.compressibility, "compressibility", 0.5)?,
+            source: source(raw)?,
+        },
+        "untar" => EngineSpec::Untar {
+            files: whole(&raw.files, "files")?.unwrap_or(3000),
+            seed: whole(&raw.seed, "seed")?.unwrap_or(1),
+            tarball: string(&raw.tarball, "tarball")?.map(Into::into),
+        },
+        "command" => command(raw, table.get("metric"))?,
+        other => unreachable!("{other} was checked against keys_of"),
+    })
+}
+
+/// A `command` test: the command line, its metrics and its timeout.
+fn command(
+    raw: &RawTest,
+    metric_list: Option<&Spanned<DeValue<'_>>>,
+) -> Result<EngineSpec, String> {
+    let command =
+        string(&raw.command, "command")?.ok_or("missing `command` (a shell command line)")?;
+    let mut metrics = Vec::new();
+    if let Some(v) = metric_list {
+        let tables = "`metric` must be [[test.metric]] tables";
+        let DeValue::Array(items) = v.get_ref() else {
+            return Err(tables.into());
+        };
+        for m in items.iter() {
+            metrics.push(metric(m).ok_or(tables)??);
+        }
+    }
+    let timeout_s = match raw.timeout.as_ref().map(|l| (l.get(), &l.written)) {
+        None => None,
+        Some((Ok(s), _)) if *s > 0.0 => Some(*s),
+        Some((_, other)) => return Err(format!("`timeout` must be seconds, not {other}")),
+    };
+    Ok(EngineSpec::Command {
+        command,
+        metrics,
+        timeout_s,
+    })
+}
+
+/// One [[test.metric]]; `None` when it is not a table.
+fn metric(m: &Spanned<DeValue<'_>>) -> Option<Result<CommandMetricSpec, String>> {
+    let DeValue::Table(table) = m.get_ref() else {
+        return None;
+    };
+    if let Some((k, _)) = unknown_key(keys(table), &METRIC_KEYS) {
+        return Some(Err(format!(
+            "unknown metric key '{k}' (a metric has name, regex or json, unit, direction, required)"
+        )));
+    }
+    let raw = match RawMetric::deserialize(m.clone().into_deserializer()) {
+        Ok(raw) => raw,
+        Err(e) => return Some(Err(e.to_string())),
+    };
+    let get = |v: &Option<Loose<String>>| v.as_ref().and_then(|l| l.fit.clone());
+    Some((|| {
+        let name = get(&raw.name).ok_or("a metric has no `name`")?;
+        // A sample holds a metric name once: one fsdelta records itself would make the store
+        // refuse every sample of this test.
+        if let Some(why) = crate::model::reserved_metric(&name) {
+            return Err(format!("metric {why}"));
+        }
+        Ok(CommandMetricSpec {
+            name,
+            regex: get(&raw.regex),
+            json: get(&raw.json),
+            unit: get(&raw.unit).ok_or("a metric has no `unit` (ms, s, MB/s, count, ...)")?,
+            direction: get(&raw.direction)
+                .ok_or("a metric has no `direction` (lower, higher or neutral)")?,
+            required: match raw.required.as_ref().map(Loose::get) {
+                None => false,
+                Some(Ok(b)) => *b,
+                Some(Err(_)) => return Err("a metric's `required` must be true or false".into()),
+            },
+        })
+    })())
+}
+
+/// The tracepoints a test counts, each list checked for its syntax.
+fn events(v: Option<&Spanned<DeValue<'_>>>) -> Result<Vec<String>, String> {
+    let Some(v) = v else { return Ok(Vec::new()) };
+    let DeValue::Array(items) = v.get_ref() else {
+        let other = written(v)?;
+        return Err(format!(
+            "`events` must be a list like [\"btrfs:*\", \"kmem:kmalloc\"], not {other}"
+        ));
+    };
+    let mut events = Vec::with_capacity(items.len());
+    for e in items.iter() {
+        let e = Loose::<String>::deserialize(e.clone().into_deserializer())
+            .map_err(|e| e.to_string())?;
+        events.push(e.get().cloned().map_err(|other| {
+            format!("`events` must be strings like \"ext4:ext4_da_write_begin\", not {other}")
+        })?);
+    }
+    for e in &events {
+        crate::plan::events::parse_list(e).map_err(|x| x.to_string())?;
+    }
+    Ok(events)
+}
+
+/// A value as written (for a message).
+fn written(v: &Spanned<DeValue<'_>>) -> Result<toml::Value, String> {
+    toml::Value::deserialize(v.clone().into_deserializer()).map_err(|e| e.to_string())
+}
+
+/// The keys of a table, for [`unknown_key`].
+fn keys<'t>(table: &'t DeTable<'_>) -> impl Iterator<Item = (&'t str, ())> {
+    table.keys().map(|k| (k.get_ref().as_ref(), ()))
+}
+
+type Spanned<T> = toml::Spanned<T>;
 
 #[cfg(test)]
 mod tests {
@@ -625,5 +775,330 @@ direct = true
             bad.contains("test 'a': bad event 'kmalloc': no ':'"),
             "{bad}"
         );
+    }
+
+    /// One bad input per message `parse` can give, with the whole message (the golden table
+    /// recorded on the hand-walking parser before the serde rewrite: the text is output).
+    const SUITE_MESSAGES: &[(&str, &str)] = &[
+        (
+            "[[test]\n",
+            "s.toml: not valid TOML: TOML parse error at line 1, column 8\n  |\n1 | [[test]\n  |        ^\nunclosed array table, expected `]`\n",
+        ),
+        (
+            "oops = 1\n",
+            "s.toml: unknown top-level key 'oops' (a suite file has `name`, [margins] and [[test]] tables)",
+        ),
+        (
+            "margins = 1\n[[test]]\nname='a'\nworkload='fsmark'\nargs='-s 0'\n",
+            "s.toml: `margins` must be a [margins] table",
+        ),
+        (
+            "[margins]\neps = 'x'\n[[test]]\nname='a'\nworkload='fsmark'\nargs='-s 0'\n",
+            "s.toml: margins.eps must be a percentage, not \"x\"",
+        ),
+        (
+            "[margins]\neps = 0\n[[test]]\nname='a'\nworkload='fsmark'\nargs='-s 0'\n",
+            "s.toml: margins.eps must be a percentage above 0, not 0",
+        ),
+        (
+            "[margins]\ndelta = 1000.5\n[[test]]\nname='a'\nworkload='fsmark'\nargs='-s 0'\n",
+            "s.toml: margins.delta must be a percentage above 0, not 1000.5",
+        ),
+        (
+            "[margins]\nepsilon = 1\n[[test]]\nname='a'\nworkload='fsmark'\nargs='-s 0'\n",
+            "s.toml: unknown margin 'epsilon' (eps, delta, delta_tail, delta_max, in percent)",
+        ),
+        (
+            "name = ''\n[[test]]\nname='a'\nworkload='fsmark'\nargs='-s 0'\n",
+            "s.toml: `name` must be a non-empty string",
+        ),
+        (
+            "name = 3\n[[test]]\nname='a'\nworkload='fsmark'\nargs='-s 0'\n",
+            "s.toml: `name` must be a non-empty string",
+        ),
+        (
+            "",
+            "s.toml: no [[test]] table: add at least one test with a name and a workload",
+        ),
+        (
+            "test = []\n",
+            "s.toml: no [[test]] table: add at least one test with a name and a workload",
+        ),
+        (
+            "test = 'x'\n",
+            "s.toml: no [[test]] table: add at least one test with a name and a workload",
+        ),
+        ("test = [1]\n", "s.toml: test #1 is not a table"),
+        (
+            "[[test]]\nworkload='fsmark'\n",
+            "s.toml: test #1 has no `name`",
+        ),
+        (
+            "[[test]]\nname=''\nworkload='fsmark'\n",
+            "s.toml: test #1 has no `name`",
+        ),
+        (
+            "[[test]]\nname=1\nworkload='fsmark'\n",
+            "s.toml: test #1 has no `name`",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='fsmark'\nargs='-s 0'\n[[test]]\nname='a'\nworkload='fsmark'\nargs='-s 0'\n",
+            "s.toml: test 'a': a second test with this name; names must be unique",
+        ),
+        (
+            "[[test]]\nname='a b'\nworkload='fsmark'\n",
+            "s.toml: test 'a b': use letters, digits, '-', '_' and '.' in test names",
+        ),
+        (
+            "[[test]]\nname='a'\n",
+            "s.toml: test 'a': missing `workload`: one of fsmark, fio, dbench, stream, copy, untar, command",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload=1\n",
+            "s.toml: test 'a': missing `workload`: one of fsmark, fio, dbench, stream, copy, untar, command",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='bonnie'\n",
+            "s.toml: test 'a': unknown workload 'bonnie': use one of fsmark, fio, dbench, stream, copy, untar, command",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='fsmark'\nargs='-s 0'\nbs=4\n",
+            "s.toml: test 'a': unknown key 'bs' for workload fsmark (it takes: args)",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='stream'\nargs='-s 0'\n",
+            "s.toml: test 'a': unknown key 'args' for workload stream (it takes: size, block_size, direct, fsync, compressibility, source)",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='command'\nbogus=1\ncommand='x'\n",
+            "s.toml: test 'a': unknown key 'bogus' for workload command (it takes: command, metric, timeout)",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='fsmark'\nargs=1\n",
+            "s.toml: test 'a': `args` must be a string, not 1",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='fsmark'\nargs='-s 0'\ndescription=['x']\n",
+            "s.toml: test 'a': `description` must be a string, not [\"x\"]",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='dbench'\nclients=-1\n",
+            "s.toml: test 'a': `clients` must be a whole number, not -1",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='dbench'\ntime='10'\n",
+            "s.toml: test 'a': `time` must be a whole number, not \"10\"",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='dbench'\nwarmup=1.5\n",
+            "s.toml: test 'a': `warmup` must be a whole number, not 1.5",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='dbench'\nloadfile=1\n",
+            "s.toml: test 'a': `loadfile` must be a string, not 1",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='stream'\ndirect='yes'\n",
+            "s.toml: test 'a': `direct` must be true or false, not \"yes\"",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='stream'\nfsync=1\n",
+            "s.toml: test 'a': `fsync` must be true or false, not 1",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='stream'\ncompressibility=1.5\n",
+            "s.toml: test 'a': `compressibility` must be between 0 and 1, not 1.5",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='copy'\ncompressibility=2\n",
+            "s.toml: test 'a': `compressibility` must be between 0 and 1, not 2",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='copy'\ncompressibility='half'\n",
+            "s.toml: test 'a': `compressibility` must be between 0 and 1, not \"half\"",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='stream'\nsize='lots'\n",
+            "s.toml: test 'a': `size`: 'lots' is not a size (a number with k, m, g or t)",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='stream'\nsize='0k'\n",
+            "s.toml: test 'a': `size`: '0k' is not a size (a number with k, m, g or t)",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='stream'\nblock_size=0\n",
+            "s.toml: test 'a': `block_size`: 0 is not a size (a number, or a string like \"64m\")",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='copy'\nsize=1.5\n",
+            "s.toml: test 'a': `size`: 1.5 is not a size (a number, or a string like \"64m\")",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='stream'\nsource=1\n",
+            "s.toml: test 'a': `source` must be a string, not 1",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='stream'\nsource='f'\nsize='1m'\n",
+            "s.toml: test 'a': `source` and `size` together: the file sets the size and the data; remove `size`",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='copy'\nsource='f'\ncompressibility=0.5\n",
+            "s.toml: test 'a': `source` and `compressibility` together: the file sets the size and the data; remove `compressibility`",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='stream'\nengine='external'\n",
+            "s.toml: test 'a': engine = \"external\" needs a workload the real tools run (fsmark, fio, dbench), not stream",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='fio'\nengine='fast'\njob='rw=read'\n",
+            "s.toml: test 'a': unknown engine 'fast': use native (fsdelta's own) or external (the real tool)",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='fio'\nengine=1\njob='rw=read'\n",
+            "s.toml: test 'a': `engine` must be a string, not 1",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='fsmark'\n",
+            "s.toml: test 'a': missing `args` (fs_mark's flags, without -d)",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='fio'\n",
+            "s.toml: test 'a': missing `job` (the job's options, one key=value a line)",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='copy'\nmethod='splice'\n",
+            "s.toml: test 'a': unknown copy method 'splice': use readwrite, copy_file_range or auto",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='copy'\nmethod=1\n",
+            "s.toml: test 'a': `method` must be a string, not 1",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='untar'\nfiles=-3\n",
+            "s.toml: test 'a': `files` must be a whole number, not -3",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='untar'\nseed='s'\n",
+            "s.toml: test 'a': `seed` must be a whole number, not \"s\"",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='untar'\ntarball=true\n",
+            "s.toml: test 'a': `tarball` must be a string, not true",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='command'\n",
+            "s.toml: test 'a': missing `command` (a shell command line)",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='command'\ncommand='x'\nmetric=1\n",
+            "s.toml: test 'a': `metric` must be [[test.metric]] tables",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='command'\ncommand='x'\nmetric=[1]\n",
+            "s.toml: test 'a': `metric` must be [[test.metric]] tables",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='command'\ncommand='x'\n[[test.metric]]\nname='m'\nunit='ms'\ndirection='lower'\nregexp='(1)'\n",
+            "s.toml: test 'a': unknown metric key 'regexp' (a metric has name, regex or json, unit, direction, required)",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='command'\ncommand='x'\n[[test.metric]]\nunit='ms'\ndirection='lower'\n",
+            "s.toml: test 'a': a metric has no `name`",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='command'\ncommand='x'\n[[test.metric]]\nname=1\nunit='ms'\ndirection='lower'\n",
+            "s.toml: test 'a': a metric has no `name`",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='command'\ncommand='x'\n[[test.metric]]\nname='sys_idle_pct'\nunit='ms'\ndirection='lower'\n",
+            "s.toml: test 'a': metric 'sys_idle_pct' is a metric fsdelta records for every sample itself; rename yours (for example 'cmd_sys_idle_pct')",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='command'\ncommand='x'\n[[test.metric]]\nname='m'\ndirection='lower'\n",
+            "s.toml: test 'a': a metric has no `unit` (ms, s, MB/s, count, ...)",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='command'\ncommand='x'\n[[test.metric]]\nname='m'\nunit='ms'\n",
+            "s.toml: test 'a': a metric has no `direction` (lower, higher or neutral)",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='command'\ncommand='x'\n[[test.metric]]\nname='m'\nunit='ms'\ndirection='lower'\nrequired='yes'\n",
+            "s.toml: test 'a': a metric's `required` must be true or false",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='command'\ncommand='x'\ntimeout=0\n",
+            "s.toml: test 'a': `timeout` must be seconds, not 0",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='command'\ncommand='x'\ntimeout='1m'\n",
+            "s.toml: test 'a': `timeout` must be seconds, not \"1m\"",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='command'\ncommand='x'\ntimeout=-0.5\n",
+            "s.toml: test 'a': `timeout` must be seconds, not -0.5",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='fsmark'\nargs='-s 0'\nevents=[1]\n",
+            "s.toml: test 'a': `events` must be strings like \"ext4:ext4_da_write_begin\", not 1",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='fsmark'\nargs='-s 0'\nevents='kmem:kmalloc'\n",
+            "s.toml: test 'a': `events` must be a list like [\"btrfs:*\", \"kmem:kmalloc\"], not \"kmem:kmalloc\"",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='fsmark'\nargs='-s 0'\nevents=['kmalloc']\n",
+            "s.toml: test 'a': bad event 'kmalloc': no ':' between group and name (write GROUP:NAME, e.g. ext4:ext4_da_write_begin or btrfs:*, separated by commas)",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='fsmark'\nargs='-s 0'\nevents=['a:b', 'x:y:z']\n",
+            "s.toml: test 'a': bad event 'x:y:z': more than one ':' (filters go in --events-filter) (write GROUP:NAME, e.g. ext4:ext4_da_write_begin or btrfs:*, separated by commas)",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='stream'\nsize=1979-05-27\n",
+            "s.toml: test 'a': `size`: 1979-05-27 is not a size (a number, or a string like \"64m\")",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='fsmark'\nargs=1979-05-27\n",
+            "s.toml: test 'a': `args` must be a string, not 1979-05-27",
+        ),
+        (
+            "[margins]\neps=1979-05-27\n[[test]]\nname='a'\nworkload='fsmark'\nargs='-s 0'\n",
+            "s.toml: margins.eps must be a percentage, not 1979-05-27",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='fsmark'\nargs='-s 0'\nevents=[1979-05-27]\n",
+            "s.toml: test 'a': `events` must be strings like \"ext4:ext4_da_write_begin\", not 1979-05-27",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='fsmark'\nargs='-s 0'\nevents=['x:y:z', 1]\n",
+            "s.toml: test 'a': `events` must be strings like \"ext4:ext4_da_write_begin\", not 1",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='command'\ncommand='x'\n[[test.metric]]\nname=1979-05-27\nunit='ms'\ndirection='lower'\n",
+            "s.toml: test 'a': a metric has no `name`",
+        ),
+        (
+            "name=1979-05-27\n[[test]]\nname='a'\nworkload='fsmark'\nargs='-s 0'\n",
+            "s.toml: `name` must be a non-empty string",
+        ),
+        (
+            "[[test]]\nname='a'\nworkload='command'\ncommand='x'\ntimeout=1979-05-27\n",
+            "s.toml: test 'a': `timeout` must be seconds, not 1979-05-27",
+        ),
+    ];
+
+    #[test]
+    fn every_message_keeps_its_text() {
+        let mut bad = Vec::new();
+        for (input, want) in SUITE_MESSAGES {
+            let got = match parse(input, "s.toml") {
+                Ok(_) => "(parsed)".to_string(),
+                Err(e) => e.to_string(),
+            };
+            if got != *want {
+                bad.push(format!("        ({input:?}, {got:?}),"));
+            }
+        }
+        assert!(bad.is_empty(), "messages differ:\n{}", bad.join("\n"));
     }
 }

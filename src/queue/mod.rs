@@ -710,13 +710,13 @@ pub struct Queue {
 impl Queue {
     /// Connect to the fleet database and bring the store and queue schemas up to date.
     pub fn open(url: &str) -> Result<Queue, QueueError> {
-        if !crate::store::is_postgres(url) {
+        if crate::store::Backend::of(url) != crate::store::Backend::Postgres {
             return Err(QueueError::Invalid(format!(
                 "the job queue needs a PostgreSQL database (--db postgres://USER@HOST/DB), not '{url}'"
             )));
         }
         // The store's tables first: jobs refer to runs.
-        drop(crate::store::postgres::PgStore::open(url)?);
+        drop(crate::store::open_fleet(url)?);
         let target = PgTarget::parse(url)?;
         let mut client = target.connect()?;
         pg::migrate_track(&mut client, &target.shown, "queue_version", MIGRATIONS)?;

@@ -31,8 +31,9 @@
 //! over it. This module must never drop an entry it has not seen stored, and never replay a
 //! journal it does not own.
 
+use super::forward::forward_store;
 use super::{NewSample, RunId, SampleId, Store, StoreError, StoredProfile};
-use crate::model::{RunInfo, RunStatus, SampleRecord, SampleStatus};
+use crate::model::{RunStatus, SampleStatus};
 use crate::os::files::{self, Access, FileError};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -816,61 +817,16 @@ impl<'a> JournaledStore<'a> {
 
 /// A borrowed store is a store (so a run loop handed `&mut dyn Store` can wrap it).
 impl Store for &mut dyn Store {
-    fn create_run(&mut self, run: &crate::model::NewRun) -> Result<RunId, StoreError> {
-        (**self).create_run(run)
-    }
-    fn add_sample(&mut self, run: RunId, sample: &NewSample) -> Result<SampleId, StoreError> {
-        (**self).add_sample(run, sample)
-    }
-    fn finish_run(
-        &mut self,
-        run: RunId,
-        status: RunStatus,
-        finished_at: DateTime<Utc>,
-    ) -> Result<(), StoreError> {
-        (**self).finish_run(run, status, finished_at)
-    }
-    fn runs(&self, filter: &super::RunFilter) -> Result<Vec<RunInfo>, StoreError> {
-        (**self).runs(filter)
-    }
-    fn run(&self, id: RunId) -> Result<Option<RunInfo>, StoreError> {
-        (**self).run(id)
-    }
-    fn samples(&self, run: RunId) -> Result<Vec<SampleRecord>, StoreError> {
-        (**self).samples(run)
-    }
-    fn add_profile(&mut self, sample: SampleId, profile: &StoredProfile) -> Result<(), StoreError> {
-        (**self).add_profile(sample, profile)
-    }
-    fn profile(&self, sample: SampleId) -> Result<Option<StoredProfile>, StoreError> {
-        (**self).profile(sample)
-    }
-    fn attachments(&self, sample: SampleId) -> Result<Vec<crate::model::Attachment>, StoreError> {
-        (**self).attachments(sample)
-    }
-    fn abort_orphaned_runs(&mut self) -> Result<Vec<RunId>, StoreError> {
-        (**self).abort_orphaned_runs()
-    }
-    fn journal_path(&self) -> Option<PathBuf> {
-        (**self).journal_path()
-    }
-    fn run_uuid(&self, id: RunId) -> Result<Option<String>, StoreError> {
-        (**self).run_uuid(id)
-    }
-    fn run_by_uuid(&self, uuid: &str) -> Result<Option<RunInfo>, StoreError> {
-        (**self).run_by_uuid(uuid)
-    }
-    fn import_run(
-        &mut self,
-        uuid: &str,
-        run: &RunInfo,
-        samples: &[super::SampleCopy],
-    ) -> Result<RunId, StoreError> {
-        (**self).import_run(uuid, run, samples)
-    }
+    forward_store!(*: create_run, add_sample, finish_run, runs, run, samples, add_profile, profile,
+        attachments, abort_orphaned_runs, journal_path, run_uuid, run_by_uuid, import_run);
 }
 
 impl Store for JournaledStore<'_> {
+    // Reads pass through; so does a copied run (not journaled: it is written whole or refused,
+    // and the copy can be repeated).
+    forward_store!(inner: runs, run, samples, profile, abort_orphaned_runs, run_uuid, run_by_uuid,
+        import_run);
+
     fn journal_path(&self) -> Option<PathBuf> {
         None
     }
@@ -953,18 +909,6 @@ impl Store for JournaledStore<'_> {
         self.patiently(p, |s| s.finish_run(run, status, finished_at))
     }
 
-    fn runs(&self, filter: &super::RunFilter) -> Result<Vec<RunInfo>, StoreError> {
-        self.inner.runs(filter)
-    }
-
-    fn run(&self, id: RunId) -> Result<Option<RunInfo>, StoreError> {
-        self.inner.run(id)
-    }
-
-    fn samples(&self, run: RunId) -> Result<Vec<SampleRecord>, StoreError> {
-        self.inner.samples(run)
-    }
-
     fn add_profile(&mut self, sample: SampleId, profile: &StoredProfile) -> Result<(), StoreError> {
         if sample < 0 {
             let i = (-sample - 1) as usize;
@@ -985,32 +929,6 @@ impl Store for JournaledStore<'_> {
         }
         let p = self.patience;
         self.patiently(p, |s| s.add_profile(sample, profile))
-    }
-
-    fn profile(&self, sample: SampleId) -> Result<Option<StoredProfile>, StoreError> {
-        self.inner.profile(sample)
-    }
-
-    fn abort_orphaned_runs(&mut self) -> Result<Vec<RunId>, StoreError> {
-        self.inner.abort_orphaned_runs()
-    }
-
-    fn run_uuid(&self, id: RunId) -> Result<Option<String>, StoreError> {
-        self.inner.run_uuid(id)
-    }
-
-    fn run_by_uuid(&self, uuid: &str) -> Result<Option<RunInfo>, StoreError> {
-        self.inner.run_by_uuid(uuid)
-    }
-
-    /// Not journaled: a copied run is written whole or refused, and the copy can be repeated.
-    fn import_run(
-        &mut self,
-        uuid: &str,
-        run: &RunInfo,
-        samples: &[super::SampleCopy],
-    ) -> Result<RunId, StoreError> {
-        self.inner.import_run(uuid, run, samples)
     }
 }
 
@@ -1353,9 +1271,8 @@ mod tests {
     }
 
     impl Store for CommitsThenLoses {
-        fn create_run(&mut self, run: &crate::model::NewRun) -> Result<RunId, StoreError> {
-            self.inner.create_run(run)
-        }
+        forward_store!(inner: create_run, finish_run, runs, run, samples, add_profile, profile,
+            run_by_uuid, import_run);
         fn add_sample(&mut self, run: RunId, sample: &NewSample) -> Result<SampleId, StoreError> {
             let id = self.inner.add_sample(run, sample)?;
             if !self.lost {
@@ -1366,40 +1283,6 @@ mod tests {
                 ));
             }
             Ok(id)
-        }
-        fn finish_run(
-            &mut self,
-            run: RunId,
-            status: RunStatus,
-            at: DateTime<Utc>,
-        ) -> Result<(), StoreError> {
-            self.inner.finish_run(run, status, at)
-        }
-        fn runs(&self, f: &crate::store::RunFilter) -> Result<Vec<RunInfo>, StoreError> {
-            self.inner.runs(f)
-        }
-        fn run(&self, id: RunId) -> Result<Option<RunInfo>, StoreError> {
-            self.inner.run(id)
-        }
-        fn samples(&self, run: RunId) -> Result<Vec<SampleRecord>, StoreError> {
-            self.inner.samples(run)
-        }
-        fn add_profile(&mut self, s: SampleId, p: &StoredProfile) -> Result<(), StoreError> {
-            self.inner.add_profile(s, p)
-        }
-        fn profile(&self, s: SampleId) -> Result<Option<StoredProfile>, StoreError> {
-            self.inner.profile(s)
-        }
-        fn run_by_uuid(&self, uuid: &str) -> Result<Option<RunInfo>, StoreError> {
-            self.inner.run_by_uuid(uuid)
-        }
-        fn import_run(
-            &mut self,
-            uuid: &str,
-            run: &RunInfo,
-            samples: &[crate::store::SampleCopy],
-        ) -> Result<RunId, StoreError> {
-            self.inner.import_run(uuid, run, samples)
         }
     }
 

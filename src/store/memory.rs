@@ -6,6 +6,7 @@
 //!
 //! Never used by the command line for real results: nothing here is durable.
 
+use super::forward::forward_store;
 use super::{RunFilter, SampleCopy, Store, StoreError};
 use crate::model::{
     NewRun, NewSample, RunId, RunInfo, RunStatus, SampleId, SampleRecord, StoredProfile,
@@ -243,9 +244,8 @@ impl<S: Store> FailAfter<S> {
 }
 
 impl<S: Store> Store for FailAfter<S> {
-    fn create_run(&mut self, run: &NewRun) -> Result<RunId, StoreError> {
-        self.inner.create_run(run)
-    }
+    forward_store!(inner: create_run, finish_run, runs, run, samples, add_profile, profile, run_uuid,
+        run_by_uuid);
     fn add_sample(&mut self, run: RunId, sample: &NewSample) -> Result<SampleId, StoreError> {
         if self.written >= self.ok {
             return Err(StoreError::Backend(
@@ -255,35 +255,6 @@ impl<S: Store> Store for FailAfter<S> {
         }
         self.written += 1;
         self.inner.add_sample(run, sample)
-    }
-    fn finish_run(
-        &mut self,
-        run: RunId,
-        status: RunStatus,
-        finished_at: DateTime<Utc>,
-    ) -> Result<(), StoreError> {
-        self.inner.finish_run(run, status, finished_at)
-    }
-    fn runs(&self, filter: &RunFilter) -> Result<Vec<RunInfo>, StoreError> {
-        self.inner.runs(filter)
-    }
-    fn run(&self, id: RunId) -> Result<Option<RunInfo>, StoreError> {
-        self.inner.run(id)
-    }
-    fn samples(&self, run: RunId) -> Result<Vec<SampleRecord>, StoreError> {
-        self.inner.samples(run)
-    }
-    fn add_profile(&mut self, sample: SampleId, profile: &StoredProfile) -> Result<(), StoreError> {
-        self.inner.add_profile(sample, profile)
-    }
-    fn profile(&self, sample: SampleId) -> Result<Option<StoredProfile>, StoreError> {
-        self.inner.profile(sample)
-    }
-    fn run_uuid(&self, id: RunId) -> Result<Option<String>, StoreError> {
-        self.inner.run_uuid(id)
-    }
-    fn run_by_uuid(&self, uuid: &str) -> Result<Option<RunInfo>, StoreError> {
-        self.inner.run_by_uuid(uuid)
     }
     /// Counts every sample of the run as a write: refused whole when it would pass the limit.
     fn import_run(

@@ -6,6 +6,11 @@
 //! backend type may leak out of this module (the fleet's queue, which only exists on PostgreSQL,
 //! is the one other room that talks to the PostgreSQL connection). This room must never compute statistics.
 //!
+//! Which backend a location names is decided in one place, [`Backend::of`] (by the URL scheme;
+//! a path is SQLite), and every way of opening a store matches on it once. Wrappers that change
+//! a few methods (the run's journal, test stores) pass the rest through with `forward_store!`
+//! (`forward.rs`).
+//!
 //! Opening a store for writing replays what earlier runs journaled for it ([`journal`]), and
 //! refuses a location that cannot keep a sample (`:memory:`, a device, a directory, a read-only
 //! filesystem) saying what to name instead.
@@ -13,6 +18,7 @@
 #[cfg(test)]
 pub(crate) mod conformance;
 pub mod copy;
+pub(crate) mod forward;
 pub mod journal;
 pub mod memory;
 pub mod pgconn;
@@ -358,9 +364,34 @@ pub fn default_location() -> Option<PathBuf> {
     Some(base.join("fsdelta").join("results.sqlite"))
 }
 
-/// Whether `location` names a PostgreSQL database (a `postgres://` or `postgresql://` URL).
-pub fn is_postgres(location: &str) -> bool {
-    location.starts_with("postgres://") || location.starts_with("postgresql://")
+/// The store backends, chosen by the scheme of the location (`--db`, `FSDELTA_DB`, `sync
+/// --from/--to`, the fleet's `--db`). This is the one place that decides which backend a
+/// location names; each way of opening a store ([`open`], [`open_for_run`], [`open_read_only`],
+/// [`open_fleet`], [`journals_for`]) has one `match` over it. A new backend is a variant here,
+/// its schemes in [`Backend::SCHEMES`], an arm in each of those, and the conformance suite
+/// (`conformance.rs`) run against it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    /// A SQLite file: every location no scheme below claims is a path.
+    Sqlite,
+    /// A PostgreSQL database (the fleet's): a `postgres://` or `postgresql://` URL.
+    Postgres,
+}
+
+impl Backend {
+    /// The URL schemes that name a backend other than SQLite.
+    pub const SCHEMES: [(&'static str, Backend); 2] = [
+        ("postgres://", Backend::Postgres),
+        ("postgresql://", Backend::Postgres),
+    ];
+
+    /// The backend `location` names.
+    pub fn of(location: &str) -> Backend {
+        Self::SCHEMES
+            .iter()
+            .find(|(scheme, _)| location.starts_with(scheme))
+            .map_or(Backend::Sqlite, |&(_, backend)| backend)
+    }
 }
 
 fn check_location(location: &str) -> Result<(), StoreError> {
@@ -402,7 +433,7 @@ pub fn open_for_run(location: &str) -> Result<(Box<dyn Store>, journal::Replayed
 /// ([`journal::JournaledStore`]): beside a SQLite store, then in the state directory; for a
 /// PostgreSQL store, in the state directory.
 pub fn journals_for(location: &str) -> journal::Journals {
-    if is_postgres(location) {
+    if Backend::of(location) == Backend::Postgres {
         let shown = pgconn::PgTarget::parse(location)
             .map(|t| format!("postgres {}", t.shown))
             .unwrap_or_else(|_| pgconn::redact(location));
@@ -434,17 +465,19 @@ fn open_writer(
         paths.retain(|p| !p.as_os_str().is_empty());
         paths
     };
-    if is_postgres(location) {
-        let mut pg = postgres::PgStore::open(location)?;
-        if let Some(w) = reconnect {
-            pg.set_retry_for(w);
+    let mut store: Box<dyn Store> = match Backend::of(location) {
+        Backend::Postgres => {
+            let mut pg = postgres::PgStore::open(location)?;
+            if let Some(w) = reconnect {
+                pg.set_retry_for(w);
+            }
+            Box::new(pg)
         }
-        let mut store: Box<dyn Store> = Box::new(pg);
-        let replayed = journal::replay_all(store.as_mut(), &paths())?;
-        return Ok((store, replayed));
-    }
-    check_sqlite_location(location)?;
-    let mut store: Box<dyn Store> = Box::new(sqlite::SqliteStore::open(Path::new(location))?);
+        Backend::Sqlite => {
+            check_sqlite_location(location)?;
+            Box::new(sqlite::SqliteStore::open(Path::new(location))?)
+        }
+    };
     let replayed = journal::replay_all(store.as_mut(), &paths())?;
     Ok((store, replayed))
 }
@@ -508,10 +541,20 @@ pub fn open_read_only(location: &str) -> Result<Box<dyn Store>, StoreError> {
             message: "an in-memory database holds nothing fsdelta stored (it lives only as long as one fsdelta); name the store's file (--db results.sqlite) or a postgres:// URL".into(),
         });
     }
-    if is_postgres(location) {
-        return Ok(Box::new(postgres::PgStore::open_read_only(location)?));
+    Ok(match Backend::of(location) {
+        Backend::Postgres => Box::new(postgres::PgStore::open_read_only(location)?),
+        Backend::Sqlite => Box::new(sqlite::SqliteStore::open_read_only(Path::new(location))?),
+    })
+}
+
+/// Open the fleet's store (the job queue keeps its jobs beside the runs): PostgreSQL only, its
+/// schema brought up to date. The queue and the agent hold it as a [`postgres::PgStore`]
+/// (claims, leases); they refuse another backend first, with their own words.
+pub fn open_fleet(location: &str) -> Result<postgres::PgStore, StoreError> {
+    match Backend::of(location) {
+        Backend::Postgres => postgres::PgStore::open(location),
+        Backend::Sqlite => Err(StoreError::Unsupported(format!(
+            "the job queue needs a PostgreSQL database (--db postgres://USER@HOST/DB), not '{location}'"
+        ))),
     }
-    Ok(Box::new(sqlite::SqliteStore::open_read_only(Path::new(
-        location,
-    ))?))
 }

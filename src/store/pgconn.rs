@@ -173,6 +173,29 @@ fn os_user() -> Option<String> {
     }
 }
 
+/// The password for `user` at `host:port/db` from a pgpass file, as libpq finds it: the
+/// file named by `?passfile=` or PGPASSFILE, else ~/.pgpass (a step of [`PgTarget::parse`]).
+fn pgpass_password(
+    passfile: Option<PathBuf>,
+    host: &str,
+    port: u16,
+    db: &str,
+    user: &str,
+) -> Result<Option<String>, String> {
+    let file = passfile.or_else(|| crate::os::env::var_os("PGPASSFILE").map(PathBuf::from));
+    let (file, named) = match file {
+        Some(f) => (Some(f), true),
+        None => (
+            std::env::var_os("HOME").map(|h| Path::new(&h).join(".pgpass")),
+            false,
+        ),
+    };
+    match file {
+        Some(f) => pgpass_lookup(&f, named, host, port, db, user),
+        None => Ok(None),
+    }
+}
+
 impl PgTarget {
     /// Parse a `postgres://` URL. Refuses a password in the URL; fills the user, host, port and
     /// password as libpq would (PGUSER, PGHOST, PGPORT, PGDATABASE, PGPASSWORD, pgpass files).
@@ -293,23 +316,8 @@ impl PgTarget {
         let shown = format!("host {host} port {port} (database {db}, user {user})");
         let password = match env("PGPASSWORD") {
             Some(p) => Some(p),
-            None => {
-                let file = passfile
-                    .clone()
-                    .or_else(|| crate::os::env::var_os("PGPASSFILE").map(PathBuf::from));
-                let (file, named) = match file {
-                    Some(f) => (Some(f), true),
-                    None => (
-                        std::env::var_os("HOME").map(|h| Path::new(&h).join(".pgpass")),
-                        false,
-                    ),
-                };
-                match file {
-                    Some(f) => pgpass_lookup(&f, named, &host, port, &db, &user)
-                        .map_err(|m| open_err(location, m))?,
-                    None => None,
-                }
-            }
+            None => pgpass_password(passfile, &host, port, &db, &user)
+                .map_err(|m| open_err(location, m))?,
         };
         if let Some(p) = password {
             config.password(p);

@@ -726,6 +726,98 @@ fn insert_sample(
     Ok(id)
 }
 
+impl SqliteStore {
+    /// The metrics of every sample of `run`, by sample id, in the order stored (a step of
+    /// [`Store::samples`]).
+    fn run_metrics(&self, run: RunId) -> Result<BTreeMap<i64, Vec<Metric>>, StoreError> {
+        let mut metrics: BTreeMap<i64, Vec<Metric>> = BTreeMap::new();
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT m.sample_id, m.name, m.value, m.unit, m.direction, m.kind, m.headline
+                 FROM metrics m JOIN samples s ON s.id = m.sample_id
+                 WHERE s.run_id = ?1 ORDER BY m.sample_id, m.rowid",
+            )
+            .map_err(backend)?;
+        let rows = stmt
+            .query_map(params![run], |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, f64>(2)?,
+                    r.get::<_, String>(3)?,
+                    r.get::<_, String>(4)?,
+                    r.get::<_, Option<String>>(5)?,
+                    r.get::<_, bool>(6)?,
+                ))
+            })
+            .map_err(backend)?;
+        for row in rows {
+            let (sid, name, value, unit, dir, kind, headline) = row.map_err(backend)?;
+            let direction = dir.parse::<Direction>().map_err(corrupt)?;
+            let kind = match kind {
+                Some(k) => k.parse::<MetricKind>().map_err(corrupt)?,
+                None => Metric::legacy_kind(&name, direction),
+            };
+            metrics.entry(sid).or_default().push(Metric {
+                unit: unit.parse::<Unit>().map_err(corrupt)?,
+                name,
+                value,
+                direction,
+                kind,
+                headline,
+            });
+        }
+        Ok(metrics)
+    }
+
+    /// The histograms of every sample of `run`, by sample id, in name order (a step of
+    /// [`Store::samples`]).
+    fn run_histograms(
+        &self,
+        run: RunId,
+    ) -> Result<BTreeMap<i64, Vec<HistogramRecord>>, StoreError> {
+        let mut histograms: BTreeMap<i64, Vec<HistogramRecord>> = BTreeMap::new();
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT h.sample_id, h.name, h.unit, h.layout, h.count, h.min, h.max, h.sum, h.buckets
+                 FROM histograms h JOIN samples s ON s.id = h.sample_id
+                 WHERE s.run_id = ?1 ORDER BY h.sample_id, h.name",
+            )
+            .map_err(backend)?;
+        let rows = stmt
+            .query_map(params![run], |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, String>(2)?,
+                    r.get::<_, String>(3)?,
+                    r.get::<_, i64>(4)?,
+                    r.get::<_, i64>(5)?,
+                    r.get::<_, i64>(6)?,
+                    r.get::<_, String>(7)?,
+                    r.get::<_, String>(8)?,
+                ))
+            })
+            .map_err(backend)?;
+        for row in rows {
+            let (sid, name, unit, layout, count, min, max, sum, buckets) = row.map_err(backend)?;
+            histograms.entry(sid).or_default().push(HistogramRecord {
+                name,
+                unit: unit.parse::<Unit>().map_err(corrupt)?,
+                layout,
+                count: count as u64,
+                min: min as u64,
+                max: max as u64,
+                sum: sum.parse::<u128>().map_err(corrupt)?,
+                buckets: serde_json::from_str(&buckets).map_err(corrupt)?,
+            });
+        }
+        Ok(histograms)
+    }
+}
+
 impl Store for SqliteStore {
     fn create_run(&mut self, run: &NewRun) -> Result<RunId, StoreError> {
         let env = serde_json::to_string(&run.environment).map_err(corrupt)?;
@@ -914,86 +1006,8 @@ impl Store for SqliteStore {
     }
 
     fn samples(&self, run: RunId) -> Result<Vec<SampleRecord>, StoreError> {
-        let mut metrics: BTreeMap<i64, Vec<Metric>> = BTreeMap::new();
-        {
-            let mut stmt = self
-                .conn
-                .prepare_cached(
-                    "SELECT m.sample_id, m.name, m.value, m.unit, m.direction, m.kind, m.headline
-                     FROM metrics m JOIN samples s ON s.id = m.sample_id
-                     WHERE s.run_id = ?1 ORDER BY m.sample_id, m.rowid",
-                )
-                .map_err(backend)?;
-            let rows = stmt
-                .query_map(params![run], |r| {
-                    Ok((
-                        r.get::<_, i64>(0)?,
-                        r.get::<_, String>(1)?,
-                        r.get::<_, f64>(2)?,
-                        r.get::<_, String>(3)?,
-                        r.get::<_, String>(4)?,
-                        r.get::<_, Option<String>>(5)?,
-                        r.get::<_, bool>(6)?,
-                    ))
-                })
-                .map_err(backend)?;
-            for row in rows {
-                let (sid, name, value, unit, dir, kind, headline) = row.map_err(backend)?;
-                let direction = dir.parse::<Direction>().map_err(corrupt)?;
-                let kind = match kind {
-                    Some(k) => k.parse::<MetricKind>().map_err(corrupt)?,
-                    None => Metric::legacy_kind(&name, direction),
-                };
-                metrics.entry(sid).or_default().push(Metric {
-                    unit: unit.parse::<Unit>().map_err(corrupt)?,
-                    name,
-                    value,
-                    direction,
-                    kind,
-                    headline,
-                });
-            }
-        }
-        let mut histograms: BTreeMap<i64, Vec<HistogramRecord>> = BTreeMap::new();
-        {
-            let mut stmt = self
-                .conn
-                .prepare_cached(
-                    "SELECT h.sample_id, h.name, h.unit, h.layout, h.count, h.min, h.max, h.sum, h.buckets
-                     FROM histograms h JOIN samples s ON s.id = h.sample_id
-                     WHERE s.run_id = ?1 ORDER BY h.sample_id, h.name",
-                )
-                .map_err(backend)?;
-            let rows = stmt
-                .query_map(params![run], |r| {
-                    Ok((
-                        r.get::<_, i64>(0)?,
-                        r.get::<_, String>(1)?,
-                        r.get::<_, String>(2)?,
-                        r.get::<_, String>(3)?,
-                        r.get::<_, i64>(4)?,
-                        r.get::<_, i64>(5)?,
-                        r.get::<_, i64>(6)?,
-                        r.get::<_, String>(7)?,
-                        r.get::<_, String>(8)?,
-                    ))
-                })
-                .map_err(backend)?;
-            for row in rows {
-                let (sid, name, unit, layout, count, min, max, sum, buckets) =
-                    row.map_err(backend)?;
-                histograms.entry(sid).or_default().push(HistogramRecord {
-                    name,
-                    unit: unit.parse::<Unit>().map_err(corrupt)?,
-                    layout,
-                    count: count as u64,
-                    min: min as u64,
-                    max: max as u64,
-                    sum: sum.parse::<u128>().map_err(corrupt)?,
-                    buckets: serde_json::from_str(&buckets).map_err(corrupt)?,
-                });
-            }
-        }
+        let mut metrics = self.run_metrics(run)?;
+        let mut histograms = self.run_histograms(run)?;
         let mut stmt = self
             .conn
             .prepare_cached(
