@@ -27,6 +27,7 @@
 //! [`output`]. Data flows one way: the engine knows nothing of the report.
 
 pub mod external;
+pub mod metrics;
 pub mod names;
 pub mod options;
 pub mod output;

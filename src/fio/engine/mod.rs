@@ -42,7 +42,7 @@ pub mod worker;
 pub mod zbd;
 
 use crate::fio::jobfile::{self, IoEngine, JobFileError, JobSet, JobSpec, Sources};
-use crate::model::{Direction, HistogramRecord, Metric, MetricKind, Unit};
+use crate::fio::metrics;
 use crate::probe::clock::Nanos;
 use crate::workload::{Measurements, RunContext, Workload, WorkloadError};
 use stats::{READ, ThreadStats, WRITE};
@@ -1016,30 +1016,41 @@ fn sleep_cancellable(
     Ok(())
 }
 
-/// fio's derived numbers for one direction: (bw_bytes, bw KiB/s, iops).
+/// fio's derived numbers for one direction: (bw_bytes, bw KiB/s, iops), by the metric
+/// catalogue's arithmetic ([`crate::fio::metrics::rates`]).
 pub fn rates(d: &stats::DirStats) -> (u64, u64, f64) {
-    if d.runtime_ms == 0 {
-        return (0, 0, 0.0);
-    }
-    let bw_bytes = 1000 * d.io_bytes / d.runtime_ms;
-    (
-        bw_bytes,
-        bw_bytes / 1024,
-        1000.0 * d.total_ios as f64 / d.runtime_ms as f64,
-    )
+    crate::fio::metrics::rates(d.io_bytes, d.total_ios, d.runtime_ms)
 }
 
-/// The metrics and histograms of a run, named as fio's JSON fields, over every job of the run
-/// merged (fio's group_reporting arithmetic: sums, longest runtime).
+/// The metrics and histograms of a run, over every job of the run merged (fio's
+/// group_reporting arithmetic, [`ThreadStats::merge`]), named and computed by the metric
+/// catalogue ([`crate::fio::metrics`]); the facts say which clock timed the latencies.
 pub fn measurements(run: &FioRun) -> Measurements {
     let mut all = ThreadStats::default();
     for r in &run.results {
         all.merge(&r.stats);
     }
-    let reads = run.set.jobs.iter().any(|j| j.rw.reads());
-    let writes = run.set.jobs.iter().any(|j| j.rw.writes());
-    let trims = run.set.jobs.iter().any(|j| j.rw.trims());
-    let mut m = Measurements::default();
+    let reported = metrics::Reported::of(run.set.jobs.iter().map(|j| j.rw));
+    let dir = |di: usize| {
+        let d = &all.dir[di];
+        metrics::DirSummary {
+            io_bytes: d.io_bytes,
+            total_ios: d.total_ios,
+            runtime_ms: d.runtime_ms,
+            slat: metrics::LatencySummary::of_histogram(&d.slat),
+            clat: metrics::LatencySummary::of_histogram(&d.clat),
+            lat: metrics::LatencySummary::of_histogram(&d.lat),
+        }
+    };
+    let (usr_cpu, sys_cpu) = cpu_percent(&all);
+    let summary = metrics::RunSummary {
+        dirs: [READ, WRITE, stats::TRIM].map(|di| reported.0[di].then(|| dir(di))),
+        usr_cpu,
+        sys_cpu,
+        elapsed_s: run.elapsed.as_secs_f64(),
+        sync: Some(&all.sync),
+    };
+    let mut m = metrics::measurements(&summary);
     // Which clock timed the latencies (one name, or several joined by ',' when jobs differ),
     // and the largest end-of-job drift of a TSC clock.
     let mut sources: Vec<&str> = Vec::new();
@@ -1055,121 +1066,6 @@ pub fn measurements(run: &FioRun) -> Measurements {
             "clocksource_drift_ppm".into(),
             format!("{:.1}", all.clock.drift_ppm),
         );
-    }
-    // Every metric declares its kind; the headline ones (each direction's IOPS and clat p99)
-    // are what a comparison gates on.
-    let push = |m: &mut Measurements, name: String, v: f64, u: Unit, d: Direction| {
-        let kind = if name.ends_with("_max") {
-            MetricKind::Max
-        } else if name.ends_with("_p99") {
-            MetricKind::Tail
-        } else {
-            MetricKind::default_for(d)
-        };
-        let metric = Metric::new(name, v, u, d).kind(kind);
-        let headline = metric.name.ends_with("_iops") || metric.name.ends_with("_clat_ns_p99");
-        m.metrics
-            .push(if headline { metric.headline() } else { metric });
-    };
-    for (di, dname, used) in [
-        (READ, "read", reads),
-        (WRITE, "write", writes),
-        (stats::TRIM, "trim", trims),
-    ] {
-        if !used {
-            continue;
-        }
-        let d = &all.dir[di];
-        let (bw_bytes, _, iops) = rates(d);
-        let hb = Direction::HigherIsBetter;
-        let lb = Direction::LowerIsBetter;
-        push(&mut m, format!("{dname}_iops"), iops, Unit::OpsPerSec, hb);
-        push(
-            &mut m,
-            format!("{dname}_bw_bytes"),
-            bw_bytes as f64,
-            Unit::BytesPerSec,
-            hb,
-        );
-        push(
-            &mut m,
-            format!("{dname}_io_kbytes"),
-            (d.io_bytes >> 10) as f64,
-            Unit::KiB,
-            Direction::Neutral,
-        );
-        let ns = Unit::Nanoseconds;
-        let p = d.clat.percentiles(&[50.0, 99.0]);
-        push(
-            &mut m,
-            format!("{dname}_clat_ns_p50"),
-            p[0].unwrap_or(0) as f64,
-            ns,
-            lb,
-        );
-        push(
-            &mut m,
-            format!("{dname}_clat_ns_p99"),
-            p[1].unwrap_or(0) as f64,
-            ns,
-            lb,
-        );
-        push(
-            &mut m,
-            format!("{dname}_clat_ns_mean"),
-            d.clat.mean(),
-            ns,
-            lb,
-        );
-        push(
-            &mut m,
-            format!("{dname}_clat_ns_max"),
-            d.clat.max() as f64,
-            ns,
-            lb,
-        );
-        push(
-            &mut m,
-            format!("{dname}_lat_ns_min"),
-            d.lat.min() as f64,
-            ns,
-            lb,
-        );
-        push(
-            &mut m,
-            format!("{dname}_lat_ns_max"),
-            d.lat.max() as f64,
-            ns,
-            lb,
-        );
-        push(&mut m, format!("{dname}_lat_ns_mean"), d.lat.mean(), ns, lb);
-        m.histograms
-            .push(d.clat.to_record(&format!("{dname}_clat_ns"), ns));
-        if d.lat.count() > 0 {
-            m.histograms
-                .push(d.lat.to_record(&format!("{dname}_lat_ns"), ns));
-        }
-        if d.slat.count() > 0 {
-            m.histograms
-                .push(d.slat.to_record(&format!("{dname}_slat_ns"), ns));
-        }
-    }
-    let (usr, sys) = cpu_percent(&all);
-    // CPU shares are shown, never judged (the README's promise): neutral.
-    for (name, v) in [("usr_cpu", usr), ("sys_cpu", sys)] {
-        m.metrics
-            .push(Metric::new(name, v, Unit::Percent, Direction::Neutral).kind(MetricKind::Share));
-    }
-    push(
-        &mut m,
-        "elapsed".into(),
-        run.elapsed.as_secs_f64(),
-        Unit::Seconds,
-        Direction::LowerIsBetter,
-    );
-    if all.sync.count() > 0 {
-        let h: HistogramRecord = all.sync.to_record("sync_lat_ns", Unit::Nanoseconds);
-        m.histograms.push(h);
     }
     m
 }
@@ -1190,6 +1086,7 @@ pub fn cpu_percent(st: &ThreadStats) -> (f64, f64) {
 mod tests {
     use super::*;
     use crate::fio::jobfile::SystemSources;
+    use crate::model::{Direction, Unit};
     use crate::workload::{CancelToken, NoProgress};
 
     #[test]
