@@ -10,7 +10,8 @@
 
 use crate::dbench::BUILTIN_LOADFILE;
 use crate::dbench::loadfile::OpClass;
-use crate::model::{Direction, Metric, MetricKind, Unit};
+use crate::dbench::metrics;
+use crate::model::Metric;
 use crate::workload::external::{DBENCH, ParseError, numbered_lines, run_child, unreadable};
 use crate::workload::{Measurements, RunContext, Workload, WorkloadError};
 use std::path::PathBuf;
@@ -313,52 +314,27 @@ fn read_tick(n: usize, words: &[&str], t: &str) -> Result<DbenchTick, ParseError
 }
 
 impl DbenchOutput {
-    /// The metrics of the output, named, unitised and directed as the native engine's
+    /// The metrics of the output, by the catalogue ([`metrics`]) as the native engine's
     /// (`DbenchReport::measurements`): `throughput_mb_s`, `max_latency_ms`, and for every
     /// operation in the table `<op>_count`, `<op>_avg_ms`, `<op>_max_ms`.
     pub fn metrics(&self) -> Vec<Metric> {
-        let mut m = vec![
-            Metric::new(
-                "throughput_mb_s",
-                self.throughput_mb_s,
-                Unit::MBPerSec,
-                Direction::HigherIsBetter,
-            )
-            .headline(),
-            Metric::new(
-                "max_latency_ms",
-                self.max_latency_ms,
-                Unit::Milliseconds,
-                Direction::LowerIsBetter,
-            )
-            .kind(MetricKind::Max),
-        ];
-        // The native engine lists classes in table order; so does dbench.
-        for op in self.ops.iter().filter(|o| o.count > 0) {
-            let stem = op.class.metric_stem();
-            m.push(Metric::new(
-                format!("{stem}_count"),
-                op.count as f64,
-                Unit::Count,
-                Direction::Neutral,
-            ));
-            m.push(Metric::new(
-                format!("{stem}_avg_ms"),
-                op.avg_ms,
-                Unit::Milliseconds,
-                Direction::LowerIsBetter,
-            ));
-            m.push(
-                Metric::new(
-                    format!("{stem}_max_ms"),
-                    op.max_ms,
-                    Unit::Milliseconds,
-                    Direction::LowerIsBetter,
-                )
-                .kind(MetricKind::Max),
-            );
-        }
-        m
+        metrics::measurements(&metrics::Summary {
+            throughput_mb_s: self.throughput_mb_s,
+            max_latency_ms: self.max_latency_ms,
+            // The native engine lists classes in table order; so does dbench.
+            ops: self
+                .ops
+                .iter()
+                .map(|op| metrics::OpLine {
+                    class: op.class,
+                    count: op.count,
+                    avg_ms: op.avg_ms,
+                    max_ms: op.max_ms,
+                    histogram: None,
+                })
+                .collect(),
+        })
+        .metrics
     }
 }
 
