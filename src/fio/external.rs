@@ -692,6 +692,58 @@ impl Workload for ExternalFio {
 mod tests {
     use super::*;
 
+    /// What the metric catalogue changed in this driver's metrics (they were defined here
+    /// apart from the native engine's until then): each assertion is one change.
+    #[test]
+    fn the_catalogue_gives_the_native_engines_directions_and_empty_percentiles() {
+        // rw=trim: was read_* and write_* (all 0) and no trim_*; now trim_* only, from the
+        // `trim` object fio prints.
+        let empty = lat(0, 0, 0, 0.0);
+        let mut trim: Value = serde_json::from_str(&job("t", "trim", 0, 0, 0, &empty)).unwrap();
+        let trimmed: Value = serde_json::json!({
+            "io_bytes": 8192, "total_ios": 2, "runtime": 4,
+            "slat_ns": {"min": 0, "max": 0, "mean": 0.0, "N": 0},
+            "clat_ns": {"min": 10, "max": 30, "mean": 20.0, "N": 2},
+            "lat_ns": {"min": 0, "max": 0, "mean": 0.0, "N": 0},
+        });
+        trim["trim"] = trimmed;
+        let trim = trim.to_string();
+        let m = parse(&doc(&[trim])).unwrap().measurements();
+        let names: Vec<&str> = m.metrics.iter().map(|x| x.name.as_str()).collect();
+        assert!(
+            names
+                .iter()
+                .all(|n| !n.starts_with("read_") && !n.starts_with("write_")),
+            "{names:?}"
+        );
+        assert_eq!(get(&m, "trim_iops"), Some(500.0));
+        assert_eq!(get(&m, "trim_bw_bytes"), Some(2_048_000.0));
+        assert!(
+            m.metrics
+                .iter()
+                .any(|x| x.name == "trim_iops" && x.headline)
+        );
+        // A direction the job does without a completion: p50/p99 were absent, now 0 (the
+        // native engine's, as fio's min/max/mean of no samples).
+        let idle = job("w", "write", 0, 0, 0, &empty);
+        let m = parse(&doc(&[idle])).unwrap().measurements();
+        assert_eq!(get(&m, "write_clat_ns_p50"), Some(0.0));
+        assert_eq!(get(&m, "write_clat_ns_p99"), Some(0.0));
+        // A write job's verify reads (fio counts them as reads): read_* metrics, as before;
+        // the native engine, which knows every job's rw, gives none (the one difference left).
+        let verify = job("v", "write", 4096, 1, 1, &lat(1, 5, 5, 5.0)).replace(
+            r#""read":{"io_bytes":0,"total_ios":0,"runtime":0"#,
+            r#""read":{"io_bytes":4096,"total_ios":1,"runtime":1"#,
+        );
+        let m = parse(&doc(&[verify])).unwrap().measurements();
+        assert_eq!(get(&m, "read_iops"), Some(1000.0));
+        // An rw this fio version does not know: the directions with I/Os, as before.
+        let odd = job("o", "sideways", 4096, 1, 1, &lat(1, 5, 5, 5.0));
+        let m = parse(&doc(&[odd])).unwrap().measurements();
+        assert_eq!(get(&m, "write_iops"), Some(1000.0));
+        assert!(m.metrics.iter().all(|x| !x.name.starts_with("read_")));
+    }
+
     fn lat(n: u64, min: u64, max: u64, mean: f64) -> String {
         format!(r#"{{"min":{min},"max":{max},"mean":{mean},"stddev":0.0,"N":{n}}}"#)
     }
@@ -758,56 +810,6 @@ mod tests {
         assert!((get(&m, "sys_cpu").unwrap() - 5000.0 / 300.0).abs() < 1e-9);
         assert_eq!(get(&m, "usr_cpu"), Some(10.0));
         assert_eq!(get(&m, "elapsed"), Some(2.0));
-        assert!(m.metrics.iter().all(|x| !x.name.starts_with("read_")));
-    }
-
-    /// What the metric catalogue changed in this driver's metrics (they were defined here
-    /// apart from the native engine's until then): each assertion is one change.
-    #[test]
-    fn the_catalogue_gives_the_native_engines_directions_and_empty_percentiles() {
-        // rw=trim: was read_* and write_* (all 0) and no trim_*; now trim_* only, from the
-        // `trim` object fio prints.
-        let empty = lat(0, 0, 0, 0.0);
-        let trim = job("t", "trim", 0, 0, 0, &empty).replace(
-            r#""job_runtime""#,
-            &format!(
-                r#""trim":{{"io_bytes":8192,"total_ios":2,"runtime":4,"slat_ns":{empty},"clat_ns":{},"lat_ns":{empty}}},"job_runtime""#,
-                lat(2, 10, 30, 20.0)
-            ),
-        );
-        let m = parse(&doc(&[trim])).unwrap().measurements();
-        let names: Vec<&str> = m.metrics.iter().map(|x| x.name.as_str()).collect();
-        assert!(
-            names
-                .iter()
-                .all(|n| !n.starts_with("read_") && !n.starts_with("write_")),
-            "{names:?}"
-        );
-        assert_eq!(get(&m, "trim_iops"), Some(500.0));
-        assert_eq!(get(&m, "trim_bw_bytes"), Some(2_048_000.0));
-        assert!(
-            m.metrics
-                .iter()
-                .any(|x| x.name == "trim_iops" && x.headline)
-        );
-        // A direction the job does without a completion: p50/p99 were absent, now 0 (the
-        // native engine's, as fio's min/max/mean of no samples).
-        let idle = job("w", "write", 0, 0, 0, &empty);
-        let m = parse(&doc(&[idle])).unwrap().measurements();
-        assert_eq!(get(&m, "write_clat_ns_p50"), Some(0.0));
-        assert_eq!(get(&m, "write_clat_ns_p99"), Some(0.0));
-        // A write job's verify reads (fio counts them as reads): read_* metrics, as before;
-        // the native engine, which knows every job's rw, gives none (the one difference left).
-        let verify = job("v", "write", 4096, 1, 1, &lat(1, 5, 5, 5.0)).replace(
-            r#""read":{"io_bytes":0,"total_ios":0,"runtime":0"#,
-            r#""read":{"io_bytes":4096,"total_ios":1,"runtime":1"#,
-        );
-        let m = parse(&doc(&[verify])).unwrap().measurements();
-        assert_eq!(get(&m, "read_iops"), Some(1000.0));
-        // An rw this fio version does not know: the directions with I/Os, as before.
-        let odd = job("o", "sideways", 4096, 1, 1, &lat(1, 5, 5, 5.0));
-        let m = parse(&doc(&[odd])).unwrap().measurements();
-        assert_eq!(get(&m, "write_iops"), Some(1000.0));
         assert!(m.metrics.iter().all(|x| !x.name.starts_with("read_")));
     }
 
