@@ -185,68 +185,11 @@ pub fn parse(text: &str) -> Result<DbenchOutput, ParseError> {
                     "the Throughput line came before the final table",
                 ));
             }
-            // Throughput 196.566 MB/sec  2 clients  2 procs  max_latency=24.159 ms
-            let mut w = words.iter().copied();
-            w.next();
-            out.throughput_mb_s = float(n, w.next(), "throughput")?;
-            expect_word(n, w.next(), "MB/sec")?;
-            let mut next = w.next();
-            // dbench adds " (sync open)" for -s and " (sync dirs)" for -S.
-            for (flag, field) in [("open)", &mut out.sync_open), ("dirs)", &mut out.sync_dirs)] {
-                let mut look = w.clone();
-                if next == Some("(sync") && look.next() == Some(flag) {
-                    *field = true;
-                    w = look;
-                    next = w.next();
-                }
-            }
-            out.clients = num(n, next, "clients")?;
-            expect_word(n, w.next(), "clients")?;
-            out.procs = num(n, w.next(), "procs")?;
-            expect_word(n, w.next(), "procs")?;
-            let ml = w
-                .next()
-                .and_then(|x| x.strip_prefix("max_latency="))
-                .ok_or_else(|| ParseError::new(TOOL, n, "expected 'max_latency=<ms>'"))?;
-            out.max_latency_ms = float(n, Some(ml), "max_latency")?;
-            expect_word(n, w.next(), "ms")?;
-            if let Some(extra) = w.next() {
-                return Err(ParseError::new(
-                    TOOL,
-                    n,
-                    format!("unexpected '{extra}' at the end of the Throughput line"),
-                ));
-            }
+            read_throughput(n, &words, &mut out)?;
             throughput_seen = true;
         } else if table_started {
-            // NTCreateX      72584     0.065    14.194
-            if words.len() != 4 {
-                return Err(ParseError::new(
-                    TOOL,
-                    n,
-                    format!("expected a table row 'Operation Count AvgLat MaxLat', found '{t}'"),
-                ));
-            }
-            let class = OpClass::from_label(words[0]).ok_or_else(|| {
-                ParseError::new(
-                    TOOL,
-                    n,
-                    format!("unknown operation '{}' in the final table", words[0]),
-                )
-            })?;
-            if out.ops.iter().any(|o| o.class == class) {
-                return Err(ParseError::new(
-                    TOOL,
-                    n,
-                    format!("operation '{}' appears twice", words[0]),
-                ));
-            }
-            out.ops.push(DbenchOp {
-                class,
-                count: num(n, Some(words[1]), "Count")?,
-                avg_ms: float(n, Some(words[2]), "AvgLat")?,
-                max_ms: float(n, Some(words[3]), "MaxLat")?,
-            });
+            let op = read_row(n, &words, t, &out.ops)?;
+            out.ops.push(op);
         } else if words.len() >= 2 && words[1].chars().all(|c| c.is_ascii_digit()) {
             out.ticks.push(read_tick(n, &words, t)?);
         } else if words.get(1) == Some(&"cleanup") {
@@ -274,6 +217,74 @@ pub fn parse(text: &str) -> Result<DbenchOutput, ParseError> {
         ));
     }
     Ok(out)
+}
+
+/// The Throughput line: `Throughput 196.566 MB/sec  2 clients  2 procs  max_latency=24.159 ms`,
+/// into `out`.
+fn read_throughput(n: usize, words: &[&str], out: &mut DbenchOutput) -> Result<(), ParseError> {
+    let mut w = words.iter().copied();
+    w.next();
+    out.throughput_mb_s = float(n, w.next(), "throughput")?;
+    expect_word(n, w.next(), "MB/sec")?;
+    let mut next = w.next();
+    // dbench adds " (sync open)" for -s and " (sync dirs)" for -S.
+    for (flag, field) in [("open)", &mut out.sync_open), ("dirs)", &mut out.sync_dirs)] {
+        let mut look = w.clone();
+        if next == Some("(sync") && look.next() == Some(flag) {
+            *field = true;
+            w = look;
+            next = w.next();
+        }
+    }
+    out.clients = num(n, next, "clients")?;
+    expect_word(n, w.next(), "clients")?;
+    out.procs = num(n, w.next(), "procs")?;
+    expect_word(n, w.next(), "procs")?;
+    let ml = w
+        .next()
+        .and_then(|x| x.strip_prefix("max_latency="))
+        .ok_or_else(|| ParseError::new(TOOL, n, "expected 'max_latency=<ms>'"))?;
+    out.max_latency_ms = float(n, Some(ml), "max_latency")?;
+    expect_word(n, w.next(), "ms")?;
+    if let Some(extra) = w.next() {
+        return Err(ParseError::new(
+            TOOL,
+            n,
+            format!("unexpected '{extra}' at the end of the Throughput line"),
+        ));
+    }
+    Ok(())
+}
+
+/// A row of the final table: `NTCreateX      72584     0.065    14.194`, after the rows `seen`.
+fn read_row(n: usize, words: &[&str], t: &str, seen: &[DbenchOp]) -> Result<DbenchOp, ParseError> {
+    if words.len() != 4 {
+        return Err(ParseError::new(
+            TOOL,
+            n,
+            format!("expected a table row 'Operation Count AvgLat MaxLat', found '{t}'"),
+        ));
+    }
+    let class = OpClass::from_label(words[0]).ok_or_else(|| {
+        ParseError::new(
+            TOOL,
+            n,
+            format!("unknown operation '{}' in the final table", words[0]),
+        )
+    })?;
+    if seen.iter().any(|o| o.class == class) {
+        return Err(ParseError::new(
+            TOOL,
+            n,
+            format!("operation '{}' appears twice", words[0]),
+        ));
+    }
+    Ok(DbenchOp {
+        class,
+        count: num(n, Some(words[1]), "Count")?,
+        avg_ms: float(n, Some(words[2]), "AvgLat")?,
+        max_ms: float(n, Some(words[3]), "MaxLat")?,
+    })
 }
 
 fn read_tick(n: usize, words: &[&str], t: &str) -> Result<DbenchTick, ParseError> {
