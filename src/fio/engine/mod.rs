@@ -430,18 +430,13 @@ fn behind_stonewall(set: &JobSet, ji: usize) -> bool {
     (1..=ji).any(|k| set.jobs[k].stonewall)
 }
 
-fn execute(
-    set: &JobSet,
+/// Plan every clone of every job, in order (fio's thread numbers), with its zones and, for
+/// O_DIRECT, its alignment checked; a job behind a stonewall whose files do not exist yet is
+/// planned when its batch starts.
+fn plan_clones<'s>(
+    set: &'s JobSet,
     ctx: &RunContext<'_>,
-    status: Option<&StatusReport<'_>>,
-    eta: Option<&EtaReport<'_>>,
-) -> Result<FioRun, WorkloadError> {
-    let t0 = Nanos::now();
-    let started_unix_ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0);
-    // Plan every clone (and check O_DIRECT alignment) before anything runs.
+) -> Result<(Vec<Planned<'s>>, zbd::Registry), WorkloadError> {
     let mut planned: Vec<Planned<'_>> = Vec::new();
     let mut thread_number = 0u64;
     let mut zones = zbd::Registry::default();
@@ -498,6 +493,22 @@ fn execute(
             });
         }
     }
+    Ok((planned, zones))
+}
+
+fn execute(
+    set: &JobSet,
+    ctx: &RunContext<'_>,
+    status: Option<&StatusReport<'_>>,
+    eta: Option<&EtaReport<'_>>,
+) -> Result<FioRun, WorkloadError> {
+    let t0 = Nanos::now();
+    let started_unix_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0);
+    // Plan every clone (and check O_DIRECT alignment) before anything runs.
+    let (mut planned, zones) = plan_clones(set, ctx)?;
     let watch = disk::DiskWatch::start(
         planned
             .iter()
@@ -706,6 +717,177 @@ fn eta_monitor(
     }
 }
 
+/// What every clone thread of a batch shares.
+struct BatchShared<'b, 'c> {
+    set: &'b JobSet,
+    ctx: &'b RunContext<'c>,
+    /// Clones ended, per job (wait_for).
+    done: &'b [std::sync::atomic::AtomicU32],
+    /// Clones of the batch still running (the steady-state monitor).
+    left: &'b std::sync::atomic::AtomicUsize,
+    /// Every clone of the batch has laid its files out.
+    laid: &'b std::sync::Barrier,
+    /// Each clone's steady-state progress.
+    progress: &'b [steady::Progress],
+    board: Option<&'b status::Board>,
+    buf_starts: &'b [rand::Taus],
+    flows: &'b pace::Flows,
+    exits: &'b rate::Exits,
+    zones: &'b zbd::Registry,
+}
+
+/// Plan the files of a batch's clones deferred behind a stonewall (the files an earlier
+/// batch wrote exist now), with their O_DIRECT alignment.
+fn plan_deferred(batch: &mut [Planned<'_>], ctx: &RunContext<'_>) -> Result<(), WorkloadError> {
+    for pl in batch {
+        if let Some(clone) = pl.deferred.take() {
+            let seeds = rand::job_seeds(pl.job, pl.thread_number);
+            pl.plan = files::plan_clone(pl.job, clone, ctx.dir, &seeds)?;
+            if pl.job.direct {
+                if let Some(dir) = pl.plan.files.first().and_then(|f| f.path.parent()) {
+                    let (off_align, m) = files::dio_alignment(dir);
+                    pl.mem_align = m.max(4096);
+                    files::check_direct_alignment(pl.job, &pl.plan, off_align)?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// One clone of a batch, on its own thread: lay its files out, wait for the batch and its
+/// wait_for job, then run it (clone `ci` of the run, `bi` of the batch).
+fn run_batch_clone(
+    sh: &BatchShared<'_, '_>,
+    pl: &Planned<'_>,
+    ci: usize,
+    bi: usize,
+) -> Result<CloneOut, WorkloadError> {
+    let BatchShared {
+        set,
+        ctx,
+        done,
+        left,
+        laid,
+        progress,
+        board,
+        buf_starts,
+        flows,
+        exits,
+        zones,
+    } = *sh;
+    let cancel = ctx.cancel;
+    struct Finish<'d>(&'d std::sync::atomic::AtomicU32);
+    impl Drop for Finish<'_> {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+    let _finish = Finish(&done[pl.job_index]);
+    struct Left<'d>(&'d std::sync::atomic::AtomicUsize);
+    impl Drop for Left<'_> {
+        fn drop(&mut self) {
+            self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+    let _left = Left(left);
+    // The status monitor stops waiting for a clone that ended; a clone
+    // that ended without stats (an error, or before it started) is
+    // done as far as the ETA line and exitall are concerned.
+    struct Ended<'d>(Option<&'d status::Slot>, &'d rate::Exit);
+    impl Drop for Ended<'_> {
+        fn drop(&mut self) {
+            if let Some(s) = self.0 {
+                s.ended();
+            }
+            self.1.set_phase(status::Phase::Done);
+        }
+    }
+    let slot = board.map(|b| b.slot(ci));
+    let job = pl.job;
+    let exit = exits.get(ci);
+    let _ended = Ended(slot, exit);
+    // fio lays every job's files out before any job starts
+    // (create_serialize): the clones of a batch lay out first, then
+    // start together (so a quick job's exitall meets the others at
+    // work, as in fio).
+    exit.set_phase(status::Phase::SettingUp);
+    let layout_seed = rand::job_seeds(job, pl.thread_number)[rand::SEED_BUF];
+    let laid_out = {
+        // create_serialize=1 (fio's default): one clone lays its files
+        // out at a time; with 0 they do so in parallel.
+        static LAYOUT: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        let _one = job
+            .create_serialize
+            .then(|| LAYOUT.lock().unwrap_or_else(|e| e.into_inner()));
+        files::layout(job, &pl.plan, layout_seed, set.read_only)
+    };
+    laid.wait();
+    if let Some(l) = laid_out?.fio_line(&job.name) {
+        ctx.progress.peer_line(&l);
+    }
+    if let Some(w) = &job.wait_for {
+        let wi = set.jobs[..pl.job_index]
+            .iter()
+            .rposition(|o| &o.name == w)
+            .expect("wait_for checked at parse");
+        let need = set.jobs[wi].numjobs;
+        while done[wi].load(std::sync::atomic::Ordering::SeqCst) < need {
+            if cancel.is_cancelled() {
+                return Err(WorkloadError::Cancelled);
+            }
+            if exit.terminated() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    }
+    sleep_cancellable(job.startdelay, cancel, exit)?;
+    if exit.terminated() {
+        // Ended by another job before it started (fio: "never got a
+        // chance to start"): it reports nothing done.
+        return Ok(CloneOut {
+            job_index: pl.job_index,
+            stats: stats::ThreadStats::default(),
+            end: Nanos::now(),
+        });
+    }
+    let setup = worker::CloneSetup {
+        job,
+        plan: pl.plan.clone(),
+        thread_number: pl.thread_number,
+        mem_align: pl.mem_align,
+        cancel,
+        flow: flows.group_of(job),
+        progress: (!job.ss_dur.is_zero()).then_some(&progress[bi]),
+        buf_starts,
+        exit: Some(exit),
+        zbd: Some(zones),
+        status: slot,
+    };
+    if let Some(n) = sync_depth_note(job) {
+        ctx.progress.peer_note(n);
+    }
+    if let Some(s) = slot {
+        s.started();
+    }
+    let stats = worker::run_clone(&setup)?;
+    if let Some(s) = slot {
+        s.done(stats.clone(), Nanos::now());
+    }
+    exit.set_phase(if stats.error.is_some() {
+        status::Phase::Failed
+    } else {
+        status::Phase::Done
+    });
+    exits.ended(ci, job);
+    Ok(CloneOut {
+        job_index: pl.job_index,
+        stats,
+        end: Nanos::now(),
+    })
+}
+
 /// Run the clones in stonewall batches (all clones of a batch at once), their results into
 /// `outs` in clone order.
 #[allow(clippy::too_many_arguments)]
@@ -729,19 +911,7 @@ fn run_batches<'p>(
         {
             j += 1;
         }
-        for pl in &mut planned[i..j] {
-            if let Some(clone) = pl.deferred.take() {
-                let seeds = rand::job_seeds(pl.job, pl.thread_number);
-                pl.plan = files::plan_clone(pl.job, clone, ctx.dir, &seeds)?;
-                if pl.job.direct {
-                    if let Some(dir) = pl.plan.files.first().and_then(|f| f.path.parent()) {
-                        let (off_align, m) = files::dio_alignment(dir);
-                        pl.mem_align = m.max(4096);
-                        files::check_direct_alignment(pl.job, &pl.plan, off_align)?;
-                    }
-                }
-            }
-        }
+        plan_deferred(&mut planned[i..j], ctx)?;
         let batch = &planned[i..j];
         ctx.progress.phase(&format!("fio: {}", batch[0].job.name));
         // wait_for: a clone waits until every clone of the named job has ended (well or not).
@@ -761,6 +931,19 @@ fn run_batches<'p>(
         let left = &left;
         let laid = std::sync::Barrier::new(batch.len());
         let laid = &laid;
+        let shared = &BatchShared {
+            set,
+            ctx,
+            done,
+            left,
+            laid,
+            progress,
+            board,
+            buf_starts,
+            flows,
+            exits,
+            zones,
+        };
         let results: Vec<Result<CloneOut, WorkloadError>> = std::thread::scope(|s| {
             if batch.iter().any(|pl| !pl.job.ss_dur.is_zero()) {
                 let clones: Vec<(&JobSpec, usize)> =
@@ -772,122 +955,10 @@ fn run_batches<'p>(
                 .iter()
                 .enumerate()
                 .map(|(bi, pl)| {
-                    let cancel = ctx.cancel;
                     let ci = i + bi;
                     std::thread::Builder::new()
                         .name(format!("fio-{}", pl.job.name))
-                        .spawn_scoped(s, move || -> Result<CloneOut, WorkloadError> {
-                            struct Finish<'d>(&'d std::sync::atomic::AtomicU32);
-                            impl Drop for Finish<'_> {
-                                fn drop(&mut self) {
-                                    self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                                }
-                            }
-                            let _finish = Finish(&done[pl.job_index]);
-                            struct Left<'d>(&'d std::sync::atomic::AtomicUsize);
-                            impl Drop for Left<'_> {
-                                fn drop(&mut self) {
-                                    self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
-                                }
-                            }
-                            let _left = Left(left);
-                            // The status monitor stops waiting for a clone that ended; a clone
-                            // that ended without stats (an error, or before it started) is
-                            // done as far as the ETA line and exitall are concerned.
-                            struct Ended<'d>(Option<&'d status::Slot>, &'d rate::Exit);
-                            impl Drop for Ended<'_> {
-                                fn drop(&mut self) {
-                                    if let Some(s) = self.0 {
-                                        s.ended();
-                                    }
-                                    self.1.set_phase(status::Phase::Done);
-                                }
-                            }
-                            let slot = board.map(|b| b.slot(ci));
-                            let job = pl.job;
-                            let exit = exits.get(ci);
-                            let _ended = Ended(slot, exit);
-                            // fio lays every job's files out before any job starts
-                            // (create_serialize): the clones of a batch lay out first, then
-                            // start together (so a quick job's exitall meets the others at
-                            // work, as in fio).
-                            exit.set_phase(status::Phase::SettingUp);
-                            let layout_seed =
-                                rand::job_seeds(job, pl.thread_number)[rand::SEED_BUF];
-                            let laid_out = {
-                                // create_serialize=1 (fio's default): one clone lays its files
-                                // out at a time; with 0 they do so in parallel.
-                                static LAYOUT: std::sync::Mutex<()> = std::sync::Mutex::new(());
-                                let _one = job
-                                    .create_serialize
-                                    .then(|| LAYOUT.lock().unwrap_or_else(|e| e.into_inner()));
-                                files::layout(job, &pl.plan, layout_seed, set.read_only)
-                            };
-                            laid.wait();
-                            if let Some(l) = laid_out?.fio_line(&job.name) {
-                                ctx.progress.peer_line(&l);
-                            }
-                            if let Some(w) = &job.wait_for {
-                                let wi = set.jobs[..pl.job_index]
-                                    .iter()
-                                    .rposition(|o| &o.name == w)
-                                    .expect("wait_for checked at parse");
-                                let need = set.jobs[wi].numjobs;
-                                while done[wi].load(std::sync::atomic::Ordering::SeqCst) < need {
-                                    if cancel.is_cancelled() {
-                                        return Err(WorkloadError::Cancelled);
-                                    }
-                                    if exit.terminated() {
-                                        break;
-                                    }
-                                    std::thread::sleep(std::time::Duration::from_millis(1));
-                                }
-                            }
-                            sleep_cancellable(job.startdelay, cancel, exit)?;
-                            if exit.terminated() {
-                                // Ended by another job before it started (fio: "never got a
-                                // chance to start"): it reports nothing done.
-                                return Ok(CloneOut {
-                                    job_index: pl.job_index,
-                                    stats: stats::ThreadStats::default(),
-                                    end: Nanos::now(),
-                                });
-                            }
-                            let setup = worker::CloneSetup {
-                                job,
-                                plan: pl.plan.clone(),
-                                thread_number: pl.thread_number,
-                                mem_align: pl.mem_align,
-                                cancel,
-                                flow: flows.group_of(job),
-                                progress: (!job.ss_dur.is_zero()).then_some(&progress[bi]),
-                                buf_starts,
-                                exit: Some(exit),
-                                zbd: Some(zones),
-                                status: slot,
-                            };
-                            if let Some(n) = sync_depth_note(job) {
-                                ctx.progress.peer_note(n);
-                            }
-                            if let Some(s) = slot {
-                                s.started();
-                            }
-                            let stats = worker::run_clone(&setup)?;
-                            if let Some(s) = slot {
-                                s.done(stats.clone(), Nanos::now());
-                            }
-                            exit.set_phase(if stats.error.is_some() {
-                                status::Phase::Failed
-                            } else {
-                                status::Phase::Done
-                            });
-                            exits.ended(ci, job);
-                            Ok(CloneOut {
-                                job_index: pl.job_index,
-                                stats,
-                                end: Nanos::now(),
-                            })
-                        })
+                        .spawn_scoped(s, move || run_batch_clone(shared, pl, ci, bi))
                         .expect("spawn a worker thread")
                 })
                 .collect();
