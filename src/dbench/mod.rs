@@ -1,6 +1,7 @@
 //! The dbench wing: dbench 4.00 in one home. The native engine (this module, [`client`],
-//! [`loadfile`]), its output ([`output`]), and the driver and parser of the real dbench
-//! ([`external`]). The wing meets the run loop only through `crate::workload::Workload`; it never
+//! [`loadfile`]), its options and command line ([`options`]), its output ([`output`]), the
+//! driver and parser of the real dbench ([`external`]), and the one metric catalogue both feed
+//! ([`metrics`]). The wing meets the run loop only through `crate::workload::Workload`; it never
 //! imports the fio or fs_mark wings.
 //!
 //! The native dbench-compatible engine: N clients (threads) replay a NetBench-style loadfile with

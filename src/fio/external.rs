@@ -3,11 +3,11 @@
 //!
 //! Why: fio is the reference I/O benchmark; reading its JSON into the native engine's metric
 //! names (`read_iops`, `write_clat_ns_p99`, `usr_cpu`, `elapsed`, ...) with the native engine's
-//! arithmetic lets the two engines' runs, and imported fio results, compare. The arithmetic is
-//! the native `measurements()`'s: every reported job merged with fio's group_reporting rules
-//! (bytes and I/Os summed, the longest runtime, `bw_bytes = 1000 * io_bytes / runtime_ms`,
-//! `iops = 1000 * total_ios / runtime_ms`, latency means weighted by their counts, CPU time over
-//! the summed job runtimes).
+//! arithmetic lets the two engines' runs, and imported fio results, compare. Both feed the one
+//! metric catalogue, [`crate::fio::metrics`], which holds every rule (directions, rates, kinds,
+//! headline); this module only merges the reported jobs with fio's group_reporting rules (bytes
+//! and I/Os summed, the longest runtime, latency means weighted by their counts, CPU time over
+//! the summed job runtimes) into the catalogue's summary.
 //!
 //! Percentiles cannot be averaged. With `json+` output fio prints each job's completion-latency
 //! histogram (`clat_ns.bins`, in the same log-linear layout as the native engine's); those are
