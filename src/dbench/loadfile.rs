@@ -484,12 +484,24 @@ const DBENCH5: [&str; 8] = [
     "RANDOMSTRING",
 ];
 
+/// A loadfile line taken apart by [`split_line`].
+struct LineParts<'t> {
+    /// The leading target time, seconds.
+    target_time: Option<f64>,
+    /// The operation's name.
+    opname: &'t str,
+    /// The expected status.
+    status: Status,
+    /// The arguments between the name and the status.
+    args: &'t [Token],
+}
+
 /// The parts of a loadfile line (tokens, comments already skipped): its target time, operation
 /// name, expected status and arguments, checked against dbench 4.00's grammar and [`ARITY`].
 fn split_line<'t>(
     tokens: &'t [Token],
     err: &dyn Fn(String) -> LoadfileError,
-) -> Result<(Option<f64>, &'t str, Status, &'t [Token]), LoadfileError> {
+) -> Result<LineParts<'t>, LoadfileError> {
     if tokens[0].text.starts_with("SMB") {
         return Err(err(
             "this is a dbench 1 loadfile (SMB* operations); use a dbench 3/4 loadfile".into(),
@@ -549,7 +561,12 @@ fn split_line<'t>(
             args.len()
         )));
     }
-    Ok((target_time, opname, status, args))
+    Ok(LineParts {
+        target_time,
+        opname,
+        status,
+        args,
+    })
 }
 
 /// The operation of a line from its name and arguments; `max_io` grows to the largest
@@ -701,7 +718,12 @@ pub fn parse(name: &str, text: &str) -> Result<Loadfile, LoadfileError> {
         if tokens.len() < 2 || tokens[0].text.starts_with('#') {
             continue;
         }
-        let (target_time, opname, status, args) = split_line(&tokens, &err)?;
+        let LineParts {
+            target_time,
+            opname,
+            status,
+            args,
+        } = split_line(&tokens, &err)?;
         let op = build_op(opname, args, &err, &mut max_io)?;
         lines.push(Line {
             lineno,

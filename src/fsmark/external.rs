@@ -341,7 +341,7 @@ impl FsMarkOutput {
                     name: op,
                     p50_ns: None,
                     p99_ns: None,
-                    max_ns: (max_us > 0).then(|| max_us as f64 * 1e3),
+                    max_ns: (max_us > 0).then_some(max_us as f64 * 1e3),
                     mean_ns: mean_us * 1e3,
                 });
             }
