@@ -338,24 +338,7 @@ impl<'a> Client<'a> {
                 drop(self.files[i].fd.take());
                 Ok(())
             }
-            Op::Rename { from, to } => {
-                self.path_a(from);
-                Self::build(&self.root, &self.cname, to, &mut self.path_b);
-                self.resolve(false);
-                self.resolve(true);
-                let r = match (
-                    CStr::from_bytes_with_nul(&self.path_a),
-                    CStr::from_bytes_with_nul(&self.path_b),
-                ) {
-                    (Ok(a), Ok(b)) => rfs::rename(a, b),
-                    _ => Err(Errno::INVAL),
-                };
-                self.expect(line, "rename", r, &self.path_a)?;
-                if self.flags.sync_dirs {
-                    self.sync_parent(true);
-                }
-                Ok(())
-            }
+            Op::Rename { from, to } => self.rename(line, from, to),
             Op::Unlink { path, .. } => {
                 self.path_a(path);
                 self.resolve(false);
@@ -408,120 +391,22 @@ impl<'a> Client<'a> {
                 let _ = rfs::statvfs(CStr::from_bytes_with_nul(&self.path_b).unwrap_or(c"."));
                 Ok(())
             }
-            Op::SetFileInformation { handle, .. } => {
-                let i = self.slot(line, *handle)?;
-                if let Ok(st) = rfs::fstat(self.fd(i)) {
-                    let times = Timestamps {
-                        last_access: Timespec {
-                            tv_sec: st.st_atime - 10,
-                            tv_nsec: 0,
-                        },
-                        last_modification: Timespec {
-                            tv_sec: st.st_mtime - 12,
-                            tv_nsec: 0,
-                        },
-                    };
-                    if let Ok(name) = CStr::from_bytes_with_nul(&self.files[i].name) {
-                        let _ = rfs::utimensat(rfs::CWD, name, &times, AtFlags::empty());
-                    }
-                }
-                Ok(())
-            }
+            Op::SetFileInformation { handle, .. } => self.set_file_information(line, *handle),
             Op::FindFirst {
                 pattern, max_count, ..
-            } => {
-                self.path_a(pattern);
-                self.resolve(false);
-                let has_wild = self.path_a.iter().any(|b| b"<>*?\"".contains(b));
-                if !has_wild {
-                    return Ok(());
-                }
-                let Some(slash) = self.path_a.iter().rposition(|&b| b == b'/') else {
-                    return Ok(());
-                };
-                self.path_a[slash] = 0;
-                let dir = CStr::from_bytes_until_nul(&self.path_a[..=slash])
-                    .ok()
-                    .and_then(|d| {
-                        rfs::open(
-                            d,
-                            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-                            Mode::empty(),
-                        )
-                        .ok()
-                    });
-                self.path_a[slash] = b'/';
-                if let Some(dir) = dir {
-                    let mut left = *max_count;
-                    let mut raw = RawDir::new(&dir, &mut self.dirbuf);
-                    while left != 0 {
-                        match raw.next() {
-                            Some(Ok(_)) => left -= 1,
-                            _ => break,
-                        }
-                    }
-                }
-                Ok(())
-            }
+            } => self.find_first(pattern, *max_count),
             Op::WriteX {
                 handle,
                 offset,
                 size,
                 ret,
-            } => {
-                let i = self.slot(line, *handle)?;
-                let n = rfs_pwrite(self.fd(i), &self.zeros[..*size], *offset);
-                match n {
-                    Err(e) => {
-                        return Err(fatal(
-                            line,
-                            "write",
-                            &self.files[i].name,
-                            format!("write on handle {handle} failed: {}", errno_text(e)),
-                        ));
-                    }
-                    Ok(n) if n as i64 != *ret => {
-                        return Err(fatal(
-                            line,
-                            "write",
-                            &self.files[i].name,
-                            format!("wrote {n} bytes, expected to write {ret} on handle {handle}"),
-                        ));
-                    }
-                    Ok(_) => {}
-                }
-                if self.flags.fsync_writes {
-                    let _ = rfs::fsync(self.fd(i));
-                }
-                self.shared.bytes.fetch_add(*size as u64, Ordering::Relaxed);
-                Ok(())
-            }
+            } => self.write_x(line, *handle, *offset, *size, *ret),
             Op::ReadX {
                 handle,
                 offset,
                 size,
                 ret,
-            } => {
-                let i = self.slot(line, *handle)?;
-                let fd = match &self.files[i].fd {
-                    Some(fd) => fd.as_fd(),
-                    None => unreachable!("a slot with a handle has an fd"),
-                };
-                let r = rustix::io::pread(fd, &mut self.rbuf[..*size], *offset);
-                if !matches!(r, Ok(n) if n as i64 == *ret) {
-                    let msg = format!(
-                        "[{}] read failed on handle {handle} ({})",
-                        line.lineno,
-                        match r {
-                            Ok(n) => format!("read {n} bytes, expected {ret}"),
-                            Err(e) => errno_text(e),
-                        }
-                    );
-                    self.notice(&msg);
-                }
-                self.shared.bytes.fetch_add(*size as u64, Ordering::Relaxed);
-                Ok(())
-            }
+            } => self.read_x(line, *handle, *offset, *size, *ret),
             Op::LockX {
                 handle,
                 offset,
@@ -547,6 +432,155 @@ impl<'a> Client<'a> {
             }
             Op::Sleep { .. } => Ok(()),
         }
+    }
+
+    /// RENAME: rename(2) after name resolution, then the parent's sync with `-S`.
+    fn rename(
+        &mut self,
+        line: &Line,
+        from: &PathTemplate,
+        to: &PathTemplate,
+    ) -> Result<(), WorkloadError> {
+        self.path_a(from);
+        Self::build(&self.root, &self.cname, to, &mut self.path_b);
+        self.resolve(false);
+        self.resolve(true);
+        let r = match (
+            CStr::from_bytes_with_nul(&self.path_a),
+            CStr::from_bytes_with_nul(&self.path_b),
+        ) {
+            (Ok(a), Ok(b)) => rfs::rename(a, b),
+            _ => Err(Errno::INVAL),
+        };
+        self.expect(line, "rename", r, &self.path_a)?;
+        if self.flags.sync_dirs {
+            self.sync_parent(true);
+        }
+        Ok(())
+    }
+
+    /// SET_FILE_INFORMATION: dbench's fileio backend moves the times back (atime 10 s, mtime 12 s).
+    fn set_file_information(&mut self, line: &Line, handle: Handle) -> Result<(), WorkloadError> {
+        let i = self.slot(line, handle)?;
+        if let Ok(st) = rfs::fstat(self.fd(i)) {
+            let times = Timestamps {
+                last_access: Timespec {
+                    tv_sec: st.st_atime - 10,
+                    tv_nsec: 0,
+                },
+                last_modification: Timespec {
+                    tv_sec: st.st_mtime - 12,
+                    tv_nsec: 0,
+                },
+            };
+            if let Ok(name) = CStr::from_bytes_with_nul(&self.files[i].name) {
+                let _ = rfs::utimensat(rfs::CWD, name, &times, AtFlags::empty());
+            }
+        }
+        Ok(())
+    }
+
+    /// FIND_FIRST: with a wildcard, read up to `max_count` entries of the directory.
+    fn find_first(&mut self, pattern: &PathTemplate, max_count: i64) -> Result<(), WorkloadError> {
+        self.path_a(pattern);
+        self.resolve(false);
+        let has_wild = self.path_a.iter().any(|b| b"<>*?\"".contains(b));
+        if !has_wild {
+            return Ok(());
+        }
+        let Some(slash) = self.path_a.iter().rposition(|&b| b == b'/') else {
+            return Ok(());
+        };
+        self.path_a[slash] = 0;
+        let dir = CStr::from_bytes_until_nul(&self.path_a[..=slash])
+            .ok()
+            .and_then(|d| {
+                rfs::open(
+                    d,
+                    OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+                    Mode::empty(),
+                )
+                .ok()
+            });
+        self.path_a[slash] = b'/';
+        if let Some(dir) = dir {
+            let mut left = max_count;
+            let mut raw = RawDir::new(&dir, &mut self.dirbuf);
+            while left != 0 {
+                match raw.next() {
+                    Some(Ok(_)) => left -= 1,
+                    _ => break,
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// WRITEX: pwrite of zeros, `ret` bytes expected (anything else is fatal); fsync with `-F`.
+    fn write_x(
+        &mut self,
+        line: &Line,
+        handle: Handle,
+        offset: u64,
+        size: usize,
+        ret: i64,
+    ) -> Result<(), WorkloadError> {
+        let i = self.slot(line, handle)?;
+        let n = rfs_pwrite(self.fd(i), &self.zeros[..size], offset);
+        match n {
+            Err(e) => {
+                return Err(fatal(
+                    line,
+                    "write",
+                    &self.files[i].name,
+                    format!("write on handle {handle} failed: {}", errno_text(e)),
+                ));
+            }
+            Ok(n) if n as i64 != ret => {
+                return Err(fatal(
+                    line,
+                    "write",
+                    &self.files[i].name,
+                    format!("wrote {n} bytes, expected to write {ret} on handle {handle}"),
+                ));
+            }
+            Ok(_) => {}
+        }
+        if self.flags.fsync_writes {
+            let _ = rfs::fsync(self.fd(i));
+        }
+        self.shared.bytes.fetch_add(size as u64, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// READX: pread, `ret` bytes expected (anything else is a notice, as dbench).
+    fn read_x(
+        &mut self,
+        line: &Line,
+        handle: Handle,
+        offset: u64,
+        size: usize,
+        ret: i64,
+    ) -> Result<(), WorkloadError> {
+        let i = self.slot(line, handle)?;
+        let fd = match &self.files[i].fd {
+            Some(fd) => fd.as_fd(),
+            None => unreachable!("a slot with a handle has an fd"),
+        };
+        let r = rustix::io::pread(fd, &mut self.rbuf[..size], offset);
+        if !matches!(r, Ok(n) if n as i64 == ret) {
+            let msg = format!(
+                "[{}] read failed on handle {handle} ({})",
+                line.lineno,
+                match r {
+                    Ok(n) => format!("read {n} bytes, expected {ret}"),
+                    Err(e) => errno_text(e),
+                }
+            );
+            self.notice(&msg);
+        }
+        self.shared.bytes.fetch_add(size as u64, Ordering::Relaxed);
+        Ok(())
     }
 
     fn nt_create(

@@ -10,7 +10,8 @@
 
 use crate::dbench::BUILTIN_LOADFILE;
 use crate::dbench::loadfile::OpClass;
-use crate::model::{Direction, Metric, MetricKind, Unit};
+use crate::dbench::metrics;
+use crate::model::Metric;
 use crate::workload::external::{DBENCH, ParseError, numbered_lines, run_child, unreadable};
 use crate::workload::{Measurements, RunContext, Workload, WorkloadError};
 use std::path::PathBuf;
@@ -184,68 +185,11 @@ pub fn parse(text: &str) -> Result<DbenchOutput, ParseError> {
                     "the Throughput line came before the final table",
                 ));
             }
-            // Throughput 196.566 MB/sec  2 clients  2 procs  max_latency=24.159 ms
-            let mut w = words.iter().copied();
-            w.next();
-            out.throughput_mb_s = float(n, w.next(), "throughput")?;
-            expect_word(n, w.next(), "MB/sec")?;
-            let mut next = w.next();
-            // dbench adds " (sync open)" for -s and " (sync dirs)" for -S.
-            for (flag, field) in [("open)", &mut out.sync_open), ("dirs)", &mut out.sync_dirs)] {
-                let mut look = w.clone();
-                if next == Some("(sync") && look.next() == Some(flag) {
-                    *field = true;
-                    w = look;
-                    next = w.next();
-                }
-            }
-            out.clients = num(n, next, "clients")?;
-            expect_word(n, w.next(), "clients")?;
-            out.procs = num(n, w.next(), "procs")?;
-            expect_word(n, w.next(), "procs")?;
-            let ml = w
-                .next()
-                .and_then(|x| x.strip_prefix("max_latency="))
-                .ok_or_else(|| ParseError::new(TOOL, n, "expected 'max_latency=<ms>'"))?;
-            out.max_latency_ms = float(n, Some(ml), "max_latency")?;
-            expect_word(n, w.next(), "ms")?;
-            if let Some(extra) = w.next() {
-                return Err(ParseError::new(
-                    TOOL,
-                    n,
-                    format!("unexpected '{extra}' at the end of the Throughput line"),
-                ));
-            }
+            read_throughput(n, &words, &mut out)?;
             throughput_seen = true;
         } else if table_started {
-            // NTCreateX      72584     0.065    14.194
-            if words.len() != 4 {
-                return Err(ParseError::new(
-                    TOOL,
-                    n,
-                    format!("expected a table row 'Operation Count AvgLat MaxLat', found '{t}'"),
-                ));
-            }
-            let class = OpClass::from_label(words[0]).ok_or_else(|| {
-                ParseError::new(
-                    TOOL,
-                    n,
-                    format!("unknown operation '{}' in the final table", words[0]),
-                )
-            })?;
-            if out.ops.iter().any(|o| o.class == class) {
-                return Err(ParseError::new(
-                    TOOL,
-                    n,
-                    format!("operation '{}' appears twice", words[0]),
-                ));
-            }
-            out.ops.push(DbenchOp {
-                class,
-                count: num(n, Some(words[1]), "Count")?,
-                avg_ms: float(n, Some(words[2]), "AvgLat")?,
-                max_ms: float(n, Some(words[3]), "MaxLat")?,
-            });
+            let op = read_row(n, &words, t, &out.ops)?;
+            out.ops.push(op);
         } else if words.len() >= 2 && words[1].chars().all(|c| c.is_ascii_digit()) {
             out.ticks.push(read_tick(n, &words, t)?);
         } else if words.get(1) == Some(&"cleanup") {
@@ -273,6 +217,74 @@ pub fn parse(text: &str) -> Result<DbenchOutput, ParseError> {
         ));
     }
     Ok(out)
+}
+
+/// The Throughput line: `Throughput 196.566 MB/sec  2 clients  2 procs  max_latency=24.159 ms`,
+/// into `out`.
+fn read_throughput(n: usize, words: &[&str], out: &mut DbenchOutput) -> Result<(), ParseError> {
+    let mut w = words.iter().copied();
+    w.next();
+    out.throughput_mb_s = float(n, w.next(), "throughput")?;
+    expect_word(n, w.next(), "MB/sec")?;
+    let mut next = w.next();
+    // dbench adds " (sync open)" for -s and " (sync dirs)" for -S.
+    for (flag, field) in [("open)", &mut out.sync_open), ("dirs)", &mut out.sync_dirs)] {
+        let mut look = w.clone();
+        if next == Some("(sync") && look.next() == Some(flag) {
+            *field = true;
+            w = look;
+            next = w.next();
+        }
+    }
+    out.clients = num(n, next, "clients")?;
+    expect_word(n, w.next(), "clients")?;
+    out.procs = num(n, w.next(), "procs")?;
+    expect_word(n, w.next(), "procs")?;
+    let ml = w
+        .next()
+        .and_then(|x| x.strip_prefix("max_latency="))
+        .ok_or_else(|| ParseError::new(TOOL, n, "expected 'max_latency=<ms>'"))?;
+    out.max_latency_ms = float(n, Some(ml), "max_latency")?;
+    expect_word(n, w.next(), "ms")?;
+    if let Some(extra) = w.next() {
+        return Err(ParseError::new(
+            TOOL,
+            n,
+            format!("unexpected '{extra}' at the end of the Throughput line"),
+        ));
+    }
+    Ok(())
+}
+
+/// A row of the final table: `NTCreateX      72584     0.065    14.194`, after the rows `seen`.
+fn read_row(n: usize, words: &[&str], t: &str, seen: &[DbenchOp]) -> Result<DbenchOp, ParseError> {
+    if words.len() != 4 {
+        return Err(ParseError::new(
+            TOOL,
+            n,
+            format!("expected a table row 'Operation Count AvgLat MaxLat', found '{t}'"),
+        ));
+    }
+    let class = OpClass::from_label(words[0]).ok_or_else(|| {
+        ParseError::new(
+            TOOL,
+            n,
+            format!("unknown operation '{}' in the final table", words[0]),
+        )
+    })?;
+    if seen.iter().any(|o| o.class == class) {
+        return Err(ParseError::new(
+            TOOL,
+            n,
+            format!("operation '{}' appears twice", words[0]),
+        ));
+    }
+    Ok(DbenchOp {
+        class,
+        count: num(n, Some(words[1]), "Count")?,
+        avg_ms: float(n, Some(words[2]), "AvgLat")?,
+        max_ms: float(n, Some(words[3]), "MaxLat")?,
+    })
 }
 
 fn read_tick(n: usize, words: &[&str], t: &str) -> Result<DbenchTick, ParseError> {
@@ -313,52 +325,27 @@ fn read_tick(n: usize, words: &[&str], t: &str) -> Result<DbenchTick, ParseError
 }
 
 impl DbenchOutput {
-    /// The metrics of the output, named, unitised and directed as the native engine's
+    /// The metrics of the output, by the catalogue ([`metrics`]) as the native engine's
     /// (`DbenchReport::measurements`): `throughput_mb_s`, `max_latency_ms`, and for every
     /// operation in the table `<op>_count`, `<op>_avg_ms`, `<op>_max_ms`.
     pub fn metrics(&self) -> Vec<Metric> {
-        let mut m = vec![
-            Metric::new(
-                "throughput_mb_s",
-                self.throughput_mb_s,
-                Unit::MBPerSec,
-                Direction::HigherIsBetter,
-            )
-            .headline(),
-            Metric::new(
-                "max_latency_ms",
-                self.max_latency_ms,
-                Unit::Milliseconds,
-                Direction::LowerIsBetter,
-            )
-            .kind(MetricKind::Max),
-        ];
-        // The native engine lists classes in table order; so does dbench.
-        for op in self.ops.iter().filter(|o| o.count > 0) {
-            let stem = op.class.metric_stem();
-            m.push(Metric::new(
-                format!("{stem}_count"),
-                op.count as f64,
-                Unit::Count,
-                Direction::Neutral,
-            ));
-            m.push(Metric::new(
-                format!("{stem}_avg_ms"),
-                op.avg_ms,
-                Unit::Milliseconds,
-                Direction::LowerIsBetter,
-            ));
-            m.push(
-                Metric::new(
-                    format!("{stem}_max_ms"),
-                    op.max_ms,
-                    Unit::Milliseconds,
-                    Direction::LowerIsBetter,
-                )
-                .kind(MetricKind::Max),
-            );
-        }
-        m
+        metrics::measurements(&metrics::Summary {
+            throughput_mb_s: self.throughput_mb_s,
+            max_latency_ms: self.max_latency_ms,
+            // The native engine lists classes in table order; so does dbench.
+            ops: self
+                .ops
+                .iter()
+                .map(|op| metrics::OpLine {
+                    class: op.class,
+                    count: op.count,
+                    avg_ms: op.avg_ms,
+                    max_ms: op.max_ms,
+                    histogram: None,
+                })
+                .collect(),
+        })
+        .metrics
     }
 }
 

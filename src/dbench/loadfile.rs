@@ -484,6 +484,223 @@ const DBENCH5: [&str; 8] = [
     "RANDOMSTRING",
 ];
 
+/// A loadfile line taken apart by [`split_line`].
+struct LineParts<'t> {
+    /// The leading target time, seconds.
+    target_time: Option<f64>,
+    /// The operation's name.
+    opname: &'t str,
+    /// The expected status.
+    status: Status,
+    /// The arguments between the name and the status.
+    args: &'t [Token],
+}
+
+/// The parts of a loadfile line (tokens, comments already skipped): its target time, operation
+/// name, expected status and arguments, checked against dbench 4.00's grammar and [`ARITY`].
+fn split_line<'t>(
+    tokens: &'t [Token],
+    err: &dyn Fn(String) -> LoadfileError,
+) -> Result<LineParts<'t>, LoadfileError> {
+    if tokens[0].text.starts_with("SMB") {
+        return Err(err(
+            "this is a dbench 1 loadfile (SMB* operations); use a dbench 3/4 loadfile".into(),
+        ));
+    }
+    let mut toks: &[Token] = tokens;
+    let mut target_time = None;
+    if toks[0].text.starts_with(|c: char| c.is_ascii_digit()) {
+        let t: f64 = toks[0].text.parse().map_err(|_| {
+            err(format!(
+                "leading target time '{}' is not a number of seconds",
+                toks[0].text
+            ))
+        })?;
+        target_time = Some(t);
+        toks = &toks[1..];
+    }
+    let opname = toks[0].text.as_str();
+    if DBENCH5.contains(&opname) {
+        return Err(err(format!(
+            "'{opname}' is a dbench 5 directive; the dbench 4.00 grammar has no loops, \
+             repeats, sequence points or random strings"
+        )));
+    }
+    let last = &toks[toks.len() - 1].text;
+    if toks.len() < 2 || !(last.starts_with("NT_STATUS_") || last.starts_with("0x")) {
+        return Err(err(format!(
+            "badly formed status '{}': the last token must be NT_STATUS_* or 0x..",
+            if toks.len() < 2 { "" } else { last }
+        )));
+    }
+    let success = if last == "NT_STATUS_OK" {
+        true
+    } else if let Some(hex) = last.strip_prefix("0x") {
+        u64::from_str_radix(hex, 16)
+            .map_err(|_| err(format!("status '{last}' is not a hex number")))?
+            == 0
+    } else {
+        false
+    };
+    let status = Status {
+        text: last.clone().into_boxed_str(),
+        success,
+    };
+    let args = &toks[1..toks.len() - 1];
+    let Some(&(_, arity)) = ARITY.iter().find(|(n, _)| *n == opname) else {
+        let known: Vec<&str> = ARITY.iter().map(|(n, _)| *n).collect();
+        return Err(err(format!(
+            "unknown operation '{opname}' (names are case sensitive; known: {})",
+            known.join(", ")
+        )));
+    };
+    if args.len() != arity {
+        return Err(err(format!(
+            "{opname} takes {arity} argument{} before the status, found {}",
+            if arity == 1 { "" } else { "s" },
+            args.len()
+        )));
+    }
+    Ok(LineParts {
+        target_time,
+        opname,
+        status,
+        args,
+    })
+}
+
+/// The operation of a line from its name and arguments; `max_io` grows to the largest
+/// ReadX/WriteX size.
+fn build_op(
+    opname: &str,
+    args: &[Token],
+    err: &dyn Fn(String) -> LoadfileError,
+    max_io: &mut usize,
+) -> Result<Op, LoadfileError> {
+    let num = |k: usize| -> Result<i64, LoadfileError> {
+        parse_c_int(&args[k].text).ok_or_else(|| {
+            err(format!(
+                "{opname} argument {} '{}' is not a number",
+                k + 1,
+                args[k].text
+            ))
+        })
+    };
+    let unsigned = |k: usize| -> Result<u64, LoadfileError> {
+        let v = num(k)?;
+        u64::try_from(v)
+            .map_err(|_| err(format!("{opname} argument {} must not be negative", k + 1)))
+    };
+    let path = |k: usize| -> Result<PathTemplate, LoadfileError> {
+        let t = &args[k];
+        if !t.text.starts_with('/') {
+            return Err(err(format!(
+                "{opname} argument {} '{}' is not a path: paths start with \\ or /",
+                k + 1,
+                t.text
+            )));
+        }
+        if !t.quoted_start {
+            return Err(err(format!(
+                "{opname} path '{}' must be quoted (\"\\dir\\file\"): dbench 4 strips the \
+                 leading slash of an unquoted path and runs the operation on an empty name",
+                t.text
+            )));
+        }
+        // Every path must stay inside the client's directory: `\..\..\x` would make
+        // NTCreateX create and Deltree empty a directory outside -D.
+        if t.text.split('/').any(|c| c == "..") {
+            return Err(err(format!(
+                "{opname} path '{}' climbs out of the client's directory with '..'; \
+                 every loadfile path must stay inside it: remove the '..' components",
+                t.text.replace('/', "\\")
+            )));
+        }
+        Ok(PathTemplate(t.text.clone().into_boxed_str()))
+    };
+    Ok(match opname {
+        "NTCreateX" => Op::NtCreateX {
+            path: path(0)?,
+            create_options: num(1)? as u32,
+            disposition: num(2)? as u32,
+            handle: num(3)?,
+        },
+        "Close" => Op::Close { handle: num(0)? },
+        "Rename" => Op::Rename {
+            from: path(0)?,
+            to: path(1)?,
+        },
+        "Unlink" => Op::Unlink {
+            path: path(0)?,
+            attr: num(1)?,
+        },
+        "Deltree" => Op::Deltree { path: path(0)? },
+        "Rmdir" => Op::Rmdir { path: path(0)? },
+        "Mkdir" => Op::Mkdir { path: path(0)? },
+        "QUERY_PATH_INFORMATION" => Op::QueryPathInformation {
+            path: path(0)?,
+            level: num(1)?,
+        },
+        "QUERY_FILE_INFORMATION" => Op::QueryFileInformation {
+            handle: num(0)?,
+            level: num(1)?,
+        },
+        "QUERY_FS_INFORMATION" => Op::QueryFsInformation { level: num(0)? },
+        "SET_FILE_INFORMATION" => Op::SetFileInformation {
+            handle: num(0)?,
+            level: num(1)?,
+        },
+        "FIND_FIRST" => Op::FindFirst {
+            pattern: path(0)?,
+            level: num(1)?,
+            max_count: num(2)?,
+            count: num(3)?,
+        },
+        "WriteX" | "ReadX" => {
+            let handle = num(0)?;
+            let offset = unsigned(1)?;
+            let size = unsigned(2)?;
+            if size > 64 << 20 {
+                return Err(err(format!(
+                    "{opname} size {size} is larger than 64 MiB; SMB transfers are at most \
+                     a few MiB"
+                )));
+            }
+            let size = size as usize;
+            *max_io = (*max_io).max(size);
+            let ret = num(3)?;
+            if opname == "WriteX" {
+                Op::WriteX {
+                    handle,
+                    offset,
+                    size,
+                    ret,
+                }
+            } else {
+                Op::ReadX {
+                    handle,
+                    offset,
+                    size,
+                    ret,
+                }
+            }
+        }
+        "LockX" => Op::LockX {
+            handle: num(0)?,
+            offset: unsigned(1)?,
+            len: unsigned(2)?,
+        },
+        "UnlockX" => Op::UnlockX {
+            handle: num(0)?,
+            offset: unsigned(1)?,
+            len: unsigned(2)?,
+        },
+        "Flush" => Op::Flush { handle: num(0)? },
+        "Sleep" => Op::Sleep { usec: unsigned(0)? },
+        _ => unreachable!("every name of ARITY is matched"),
+    })
+}
+
 /// Parse a whole loadfile. `name` is used in error messages.
 pub fn parse(name: &str, text: &str) -> Result<Loadfile, LoadfileError> {
     let mut lines = Vec::new();
@@ -501,187 +718,13 @@ pub fn parse(name: &str, text: &str) -> Result<Loadfile, LoadfileError> {
         if tokens.len() < 2 || tokens[0].text.starts_with('#') {
             continue;
         }
-        if tokens[0].text.starts_with("SMB") {
-            return Err(err(
-                "this is a dbench 1 loadfile (SMB* operations); use a dbench 3/4 loadfile".into(),
-            ));
-        }
-        let mut toks: &[Token] = &tokens;
-        let mut target_time = None;
-        if toks[0].text.starts_with(|c: char| c.is_ascii_digit()) {
-            let t: f64 = toks[0].text.parse().map_err(|_| {
-                err(format!(
-                    "leading target time '{}' is not a number of seconds",
-                    toks[0].text
-                ))
-            })?;
-            target_time = Some(t);
-            toks = &toks[1..];
-        }
-        let opname = toks[0].text.as_str();
-        if DBENCH5.contains(&opname) {
-            return Err(err(format!(
-                "'{opname}' is a dbench 5 directive; the dbench 4.00 grammar has no loops, \
-                 repeats, sequence points or random strings"
-            )));
-        }
-        let last = &toks[toks.len() - 1].text;
-        if toks.len() < 2 || !(last.starts_with("NT_STATUS_") || last.starts_with("0x")) {
-            return Err(err(format!(
-                "badly formed status '{}': the last token must be NT_STATUS_* or 0x..",
-                if toks.len() < 2 { "" } else { last }
-            )));
-        }
-        let success = if last == "NT_STATUS_OK" {
-            true
-        } else if let Some(hex) = last.strip_prefix("0x") {
-            u64::from_str_radix(hex, 16)
-                .map_err(|_| err(format!("status '{last}' is not a hex number")))?
-                == 0
-        } else {
-            false
-        };
-        let status = Status {
-            text: last.clone().into_boxed_str(),
-            success,
-        };
-        let args = &toks[1..toks.len() - 1];
-        let Some(&(_, arity)) = ARITY.iter().find(|(n, _)| *n == opname) else {
-            let known: Vec<&str> = ARITY.iter().map(|(n, _)| *n).collect();
-            return Err(err(format!(
-                "unknown operation '{opname}' (names are case sensitive; known: {})",
-                known.join(", ")
-            )));
-        };
-        if args.len() != arity {
-            return Err(err(format!(
-                "{opname} takes {arity} argument{} before the status, found {}",
-                if arity == 1 { "" } else { "s" },
-                args.len()
-            )));
-        }
-        let num = |k: usize| -> Result<i64, LoadfileError> {
-            parse_c_int(&args[k].text).ok_or_else(|| {
-                err(format!(
-                    "{opname} argument {} '{}' is not a number",
-                    k + 1,
-                    args[k].text
-                ))
-            })
-        };
-        let unsigned = |k: usize| -> Result<u64, LoadfileError> {
-            let v = num(k)?;
-            u64::try_from(v)
-                .map_err(|_| err(format!("{opname} argument {} must not be negative", k + 1)))
-        };
-        let path = |k: usize| -> Result<PathTemplate, LoadfileError> {
-            let t = &args[k];
-            if !t.text.starts_with('/') {
-                return Err(err(format!(
-                    "{opname} argument {} '{}' is not a path: paths start with \\ or /",
-                    k + 1,
-                    t.text
-                )));
-            }
-            if !t.quoted_start {
-                return Err(err(format!(
-                    "{opname} path '{}' must be quoted (\"\\dir\\file\"): dbench 4 strips the \
-                     leading slash of an unquoted path and runs the operation on an empty name",
-                    t.text
-                )));
-            }
-            // Every path must stay inside the client's directory: `\..\..\x` would make
-            // NTCreateX create and Deltree empty a directory outside -D.
-            if t.text.split('/').any(|c| c == "..") {
-                return Err(err(format!(
-                    "{opname} path '{}' climbs out of the client's directory with '..'; \
-                     every loadfile path must stay inside it: remove the '..' components",
-                    t.text.replace('/', "\\")
-                )));
-            }
-            Ok(PathTemplate(t.text.clone().into_boxed_str()))
-        };
-        let op = match opname {
-            "NTCreateX" => Op::NtCreateX {
-                path: path(0)?,
-                create_options: num(1)? as u32,
-                disposition: num(2)? as u32,
-                handle: num(3)?,
-            },
-            "Close" => Op::Close { handle: num(0)? },
-            "Rename" => Op::Rename {
-                from: path(0)?,
-                to: path(1)?,
-            },
-            "Unlink" => Op::Unlink {
-                path: path(0)?,
-                attr: num(1)?,
-            },
-            "Deltree" => Op::Deltree { path: path(0)? },
-            "Rmdir" => Op::Rmdir { path: path(0)? },
-            "Mkdir" => Op::Mkdir { path: path(0)? },
-            "QUERY_PATH_INFORMATION" => Op::QueryPathInformation {
-                path: path(0)?,
-                level: num(1)?,
-            },
-            "QUERY_FILE_INFORMATION" => Op::QueryFileInformation {
-                handle: num(0)?,
-                level: num(1)?,
-            },
-            "QUERY_FS_INFORMATION" => Op::QueryFsInformation { level: num(0)? },
-            "SET_FILE_INFORMATION" => Op::SetFileInformation {
-                handle: num(0)?,
-                level: num(1)?,
-            },
-            "FIND_FIRST" => Op::FindFirst {
-                pattern: path(0)?,
-                level: num(1)?,
-                max_count: num(2)?,
-                count: num(3)?,
-            },
-            "WriteX" | "ReadX" => {
-                let handle = num(0)?;
-                let offset = unsigned(1)?;
-                let size = unsigned(2)?;
-                if size > 64 << 20 {
-                    return Err(err(format!(
-                        "{opname} size {size} is larger than 64 MiB; SMB transfers are at most \
-                         a few MiB"
-                    )));
-                }
-                let size = size as usize;
-                max_io = max_io.max(size);
-                let ret = num(3)?;
-                if opname == "WriteX" {
-                    Op::WriteX {
-                        handle,
-                        offset,
-                        size,
-                        ret,
-                    }
-                } else {
-                    Op::ReadX {
-                        handle,
-                        offset,
-                        size,
-                        ret,
-                    }
-                }
-            }
-            "LockX" => Op::LockX {
-                handle: num(0)?,
-                offset: unsigned(1)?,
-                len: unsigned(2)?,
-            },
-            "UnlockX" => Op::UnlockX {
-                handle: num(0)?,
-                offset: unsigned(1)?,
-                len: unsigned(2)?,
-            },
-            "Flush" => Op::Flush { handle: num(0)? },
-            "Sleep" => Op::Sleep { usec: unsigned(0)? },
-            _ => unreachable!("every name of ARITY is matched"),
-        };
+        let LineParts {
+            target_time,
+            opname,
+            status,
+            args,
+        } = split_line(&tokens, &err)?;
+        let op = build_op(opname, args, &err, &mut max_io)?;
         lines.push(Line {
             lineno,
             target_time,

@@ -1,6 +1,7 @@
 //! The dbench wing: dbench 4.00 in one home. The native engine (this module, [`client`],
-//! [`loadfile`]), its output ([`output`]), and the driver and parser of the real dbench
-//! ([`external`]). The wing meets the run loop only through `crate::workload::Workload`; it never
+//! [`loadfile`]), its options and command line ([`options`]), its output ([`output`]), the
+//! driver and parser of the real dbench ([`external`]), and the one metric catalogue both feed
+//! ([`metrics`]). The wing meets the run loop only through `crate::workload::Workload`; it never
 //! imports the fio or fs_mark wings.
 //!
 //! The native dbench-compatible engine: N clients (threads) replay a NetBench-style loadfile with
@@ -29,14 +30,16 @@
 pub mod client;
 pub mod external;
 pub mod loadfile;
+pub mod metrics;
+pub mod options;
 pub mod output;
 
-use crate::model::{Direction, Metric, MetricKind, Unit};
+pub use options::{DbenchOptions, LoadfileSource};
+
 use crate::probe::clock::Nanos;
 use crate::workload::{Measurements, RunContext, Workload, WorkloadError};
-use client::{BackendFlags, Client, ClientShared, OpStats};
+use client::{Client, ClientShared, OpStats};
 use loadfile::{Loadfile, OP_CLASSES, OpClass};
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::Duration;
@@ -48,60 +51,6 @@ pub const BUILTIN_LOADFILE: &str = include_str!("../../data/loadfiles/fsdelta-sm
 pub const BUILTIN_LOADFILE_NAME: &str = "builtin:fsdelta-smb.txt";
 /// Where Debian installs dbench's own (GPL) loadfile; read at run time, never shipped.
 pub const DEBIAN_CLIENT_TXT: &str = "/usr/share/dbench/client.txt";
-
-/// Which loadfile to replay.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum LoadfileSource {
-    /// fsdelta's own loadfile ([`BUILTIN_LOADFILE`]).
-    Builtin,
-    /// A loadfile on disk (dbench's `-c`), e.g. [`DEBIAN_CLIENT_TXT`].
-    Path(PathBuf),
-}
-
-/// Options of a dbench run, named after dbench's flags.
-#[derive(Clone, Debug, PartialEq)]
-pub struct DbenchOptions {
-    /// NPROCS: client threads.
-    pub nprocs: u32,
-    /// `--clients-per-process`: clients each thread replays in turn (default 1).
-    pub clients_per_process: u32,
-    /// `-t`: seconds of the timed (execute) phase (dbench's default is 600).
-    pub time_limit_s: u32,
-    /// `--warmup`: warmup seconds; `None` means dbench's t/5.
-    pub warmup_s: Option<u32>,
-    /// `-c`: the loadfile.
-    pub loadfile: LoadfileSource,
-    /// `-s`, `-S`, `-F`, `--no-resolve`.
-    pub flags: BackendFlags,
-    /// `--skip-cleanup`: leave the clients' files behind.
-    pub skip_cleanup: bool,
-}
-
-impl Default for DbenchOptions {
-    fn default() -> Self {
-        DbenchOptions {
-            nprocs: 2,
-            clients_per_process: 1,
-            time_limit_s: 10,
-            warmup_s: None,
-            loadfile: LoadfileSource::Builtin,
-            flags: BackendFlags::default(),
-            skip_cleanup: false,
-        }
-    }
-}
-
-impl DbenchOptions {
-    /// The warmup in seconds: `--warmup`, else t/5 (integer division, as dbench).
-    pub fn warmup(&self) -> u32 {
-        self.warmup_s.unwrap_or(self.time_limit_s / 5)
-    }
-
-    /// Total clients.
-    pub fn clients(&self) -> u32 {
-        self.nprocs * self.clients_per_process
-    }
-}
 
 /// One line of dbench's progress output.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -203,58 +152,25 @@ pub struct DbenchReport {
 }
 
 impl DbenchReport {
-    /// The metrics of this report: `throughput_mb_s`, `max_latency_ms`, and for every class that
-    /// ran `<op>_count`, `<op>_avg_ms`, `<op>_max_ms` (`<op>` = [`OpClass::metric_stem`]).
+    /// The metrics of this report, by the catalogue ([`metrics`]): `throughput_mb_s`,
+    /// `max_latency_ms`, and for every class that ran `<op>_count`, `<op>_avg_ms`, `<op>_max_ms`
+    /// (`<op>` = [`OpClass::metric_stem`]) with its `<op>_lat_ns` histogram.
     pub fn measurements(&self) -> Measurements {
-        let mut m = Measurements::default();
-        m.metrics.push(
-            Metric::new(
-                "throughput_mb_s",
-                self.throughput_mb_s,
-                Unit::MBPerSec,
-                Direction::HigherIsBetter,
-            )
-            .headline(),
-        );
-        m.metrics.push(
-            Metric::new(
-                "max_latency_ms",
-                self.max_latency_ms,
-                Unit::Milliseconds,
-                Direction::LowerIsBetter,
-            )
-            .kind(MetricKind::Max),
-        );
-        for op in self.ops.iter().filter(|o| o.stats.count > 0) {
-            let stem = op.class.metric_stem();
-            m.metrics.push(Metric::new(
-                format!("{stem}_count"),
-                op.stats.count as f64,
-                Unit::Count,
-                Direction::Neutral,
-            ));
-            m.metrics.push(Metric::new(
-                format!("{stem}_avg_ms"),
-                op.avg_ms(),
-                Unit::Milliseconds,
-                Direction::LowerIsBetter,
-            ));
-            m.metrics.push(
-                Metric::new(
-                    format!("{stem}_max_ms"),
-                    op.max_ms(),
-                    Unit::Milliseconds,
-                    Direction::LowerIsBetter,
-                )
-                .kind(MetricKind::Max),
-            );
-            m.histograms.push(
-                op.stats
-                    .hist
-                    .to_record(&format!("{stem}_lat_ns"), Unit::Nanoseconds),
-            );
-        }
-        m
+        metrics::measurements(&metrics::Summary {
+            throughput_mb_s: self.throughput_mb_s,
+            max_latency_ms: self.max_latency_ms,
+            ops: self
+                .ops
+                .iter()
+                .map(|op| metrics::OpLine {
+                    class: op.class,
+                    count: op.stats.count,
+                    avg_ms: op.avg_ms(),
+                    max_ms: op.max_ms(),
+                    histogram: Some(&op.stats.hist),
+                })
+                .collect(),
+        })
     }
 }
 
@@ -277,22 +193,7 @@ impl std::fmt::Debug for Dbench {
 impl Dbench {
     /// Check the options and read and parse the loadfile. Errors say how to fix them.
     pub fn new(opts: DbenchOptions) -> Result<Dbench, WorkloadError> {
-        if opts.nprocs < 1 {
-            return Err(WorkloadError::InvalidOptions(
-                "NPROCS must be at least 1 (dbench [options] NPROCS)".into(),
-            ));
-        }
-        if opts.clients_per_process < 1 {
-            return Err(WorkloadError::InvalidOptions(
-                "--clients-per-process must be at least 1".into(),
-            ));
-        }
-        if opts.clients() > 4096 {
-            return Err(WorkloadError::InvalidOptions(format!(
-                "{} clients is more than 4096; use fewer clients",
-                opts.clients()
-            )));
-        }
+        opts.validate()?;
         let loadfile = match &opts.loadfile {
             LoadfileSource::Builtin => loadfile::parse(BUILTIN_LOADFILE_NAME, BUILTIN_LOADFILE),
             LoadfileSource::Path(p) => {

@@ -3,11 +3,11 @@
 //!
 //! Why: fio is the reference I/O benchmark; reading its JSON into the native engine's metric
 //! names (`read_iops`, `write_clat_ns_p99`, `usr_cpu`, `elapsed`, ...) with the native engine's
-//! arithmetic lets the two engines' runs, and imported fio results, compare. The arithmetic is
-//! the native `measurements()`'s: every reported job merged with fio's group_reporting rules
-//! (bytes and I/Os summed, the longest runtime, `bw_bytes = 1000 * io_bytes / runtime_ms`,
-//! `iops = 1000 * total_ios / runtime_ms`, latency means weighted by their counts, CPU time over
-//! the summed job runtimes).
+//! arithmetic lets the two engines' runs, and imported fio results, compare. Both feed the one
+//! metric catalogue, [`crate::fio::metrics`], which holds every rule (directions, rates, kinds,
+//! headline); this module only merges the reported jobs with fio's group_reporting rules (bytes
+//! and I/Os summed, the longest runtime, latency means weighted by their counts, CPU time over
+//! the summed job runtimes) into the catalogue's summary.
 //!
 //! Percentiles cannot be averaged. With `json+` output fio prints each job's completion-latency
 //! histogram (`clat_ns.bins`, in the same log-linear layout as the native engine's); those are
@@ -19,7 +19,8 @@
 //! What this module must never do: read fio's human-readable output, or accept a JSON value of
 //! the wrong type as zero: a present field with the wrong type is an error naming its path.
 
-use crate::model::{Direction, HistogramRecord, Metric, MetricKind, Unit};
+use crate::fio::metrics;
+use crate::model::{HistogramRecord, Unit};
 use crate::probe::histogram::{self, Histogram};
 use crate::workload::external::{FIO, ParseError, run_child, unreadable};
 use crate::workload::{Measurements, RunContext, Workload, WorkloadError};
@@ -92,14 +93,17 @@ pub struct FioJob {
     pub read: FioDirection,
     /// `write`.
     pub write: FioDirection,
+    /// `trim`.
+    pub trim: FioDirection,
     /// `job_runtime`, ms.
     pub job_runtime_ms: u64,
     /// `usr_cpu`, percent of job_runtime.
     pub usr_cpu: f64,
     /// `sys_cpu`, percent of job_runtime.
     pub sys_cpu: f64,
-    /// The direction objects (`read`, `write`) the entry lacks; fio 3.33 always prints both,
-    /// so a lack means a cut or edited document (an importer must not read it as no I/O).
+    /// The direction objects (`read`, `write`, `trim`) the entry lacks; fio 3.33 always prints
+    /// them all, so a lack means a cut or edited document (an importer must not read it as no
+    /// I/O).
     pub absent: Vec<&'static str>,
 }
 
@@ -295,10 +299,11 @@ impl Reader {
             options: self.options(o, at, "job options")?,
             read: self.direction(o, at, "read")?,
             write: self.direction(o, at, "write")?,
+            trim: self.direction(o, at, "trim")?,
             job_runtime_ms: self.u64_field(o, at, "job_runtime")?,
             usr_cpu: self.f64_field(o, at, "usr_cpu")?,
             sys_cpu: self.f64_field(o, at, "sys_cpu")?,
-            absent: ["read", "write"]
+            absent: metrics::DIRECTIONS
                 .into_iter()
                 .filter(|d| !o.contains_key(*d))
                 .collect(),
@@ -395,9 +400,11 @@ fn json_start(text: &str) -> Option<(usize, usize)> {
     None
 }
 
-/// Which directions a job does: fio's `rw` (job, then global options, default `read`), as the
-/// native engine decides which metrics to give (`RwMode::reads` / `writes`).
-pub(crate) fn rw_directions(job: &FioJob, global: &BTreeMap<String, String>) -> (bool, bool) {
+/// Which directions a job reports: those its `rw` does (job, then global options, default
+/// `read`) by the metric catalogue's rule ([`metrics::Reported`]), and those with I/Os: with
+/// group_reporting, fio prints the options of a group's first job only, so a group of a reader
+/// and a writer shows one `rw`.
+pub(crate) fn rw_directions(job: &FioJob, global: &BTreeMap<String, String>) -> metrics::Reported {
     let rw = job
         .options
         .get("rw")
@@ -406,23 +413,46 @@ pub(crate) fn rw_directions(job: &FioJob, global: &BTreeMap<String, String>) -> 
         .or_else(|| global.get("readwrite"))
         .map(String::as_str)
         .unwrap_or("read");
-    // fio accepts `rw=randread:8` (a sequence modifier); the mode is before the colon.
-    let mode = rw.split(':').next().unwrap_or(rw);
-    (
-        !matches!(mode, "write" | "randwrite"),
-        !matches!(mode, "read" | "randread"),
-    )
+    let by_rw = metrics::Reported::of(metrics::rw_mode_named(rw));
+    let with_io = job.directions().map(|d| d.total_ios > 0);
+    metrics::Reported([0, 1, 2].map(|i| by_rw.0[i] || with_io[i]))
 }
 
-/// A latency summary merged over entries.
+impl FioJob {
+    /// `read`, `write`, `trim`, in [`metrics::DIRECTIONS`] order.
+    pub fn directions(&self) -> [&FioDirection; 3] {
+        [&self.read, &self.write, &self.trim]
+    }
+}
+
+/// A latency merged over entries (fio's sum_thread_stats: counts summed, means weighted by
+/// counts, the smallest min and largest max, json+ bins merged into one histogram).
 struct MergedLatency {
     n: u64,
     min: u64,
     max: u64,
     mean: f64,
-    p50: Option<u64>,
-    p99: Option<u64>,
+    /// The percentiles fio printed, when there was one entry with values.
+    printed: Option<(Option<u64>, Option<u64>)>,
     histogram: Option<Histogram>,
+}
+
+impl MergedLatency {
+    fn summary(&self) -> metrics::LatencySummary<'_> {
+        let (p50, p99) = match &self.histogram {
+            Some(h) => metrics::p50_p99(h),
+            None => self.printed.unwrap_or((None, None)),
+        };
+        metrics::LatencySummary {
+            count: self.n,
+            min: self.min,
+            max: self.max,
+            mean: self.mean,
+            p50,
+            p99,
+            histogram: self.histogram.as_ref(),
+        }
+    }
 }
 
 fn merge_latency(parts: &[&FioLatency]) -> MergedLatency {
@@ -462,103 +492,80 @@ fn merge_latency(parts: &[&FioLatency]) -> MergedLatency {
     } else {
         None
     };
-    let (p50, p99) = match (&histogram, used.as_slice()) {
-        (Some(h), _) => {
-            let p = h.percentiles(&[50.0, 99.0]);
-            (p[0], p[1])
-        }
-        (None, [one]) => (one.percentile(50.0), one.percentile(99.0)),
-        _ => (None, None),
+    let printed = match used.as_slice() {
+        [one] => Some((one.percentile(50.0), one.percentile(99.0))),
+        _ => None,
     };
     MergedLatency {
         n,
         min,
         max,
         mean,
-        p50,
-        p99,
+        printed,
         histogram,
     }
 }
 
-/// The native engine's metrics and histograms over `jobs` merged (see the module docs).
-/// `elapsed` is the longest job's `elapsed` (whole seconds, as fio prints it).
+/// One direction merged over entries: sums, the longest runtime, merged latencies.
+struct MergedDirection {
+    io_bytes: u64,
+    total_ios: u64,
+    runtime_ms: u64,
+    slat: MergedLatency,
+    clat: MergedLatency,
+    lat: MergedLatency,
+}
+
+impl MergedDirection {
+    fn of(dirs: &[&FioDirection]) -> MergedDirection {
+        let merge = |f: fn(&FioDirection) -> &FioLatency| {
+            merge_latency(&dirs.iter().map(|d| f(d)).collect::<Vec<_>>())
+        };
+        MergedDirection {
+            io_bytes: dirs.iter().map(|d| d.io_bytes).fold(0, u64::saturating_add),
+            total_ios: dirs
+                .iter()
+                .map(|d| d.total_ios)
+                .fold(0, u64::saturating_add),
+            runtime_ms: dirs.iter().map(|d| d.runtime_ms).max().unwrap_or(0),
+            slat: merge(|d| &d.slat),
+            clat: merge(|d| &d.clat),
+            lat: merge(|d| &d.lat),
+        }
+    }
+
+    fn summary(&self) -> metrics::DirSummary<'_> {
+        metrics::DirSummary {
+            io_bytes: self.io_bytes,
+            total_ios: self.total_ios,
+            runtime_ms: self.runtime_ms,
+            slat: self.slat.summary(),
+            clat: self.clat.summary(),
+            lat: self.lat.summary(),
+        }
+    }
+}
+
+/// The metrics and histograms of `jobs` merged, by the metric catalogue ([`metrics`]); the
+/// directions are those the jobs' `rw` do. CPU shares are the job-runtime-weighted means of
+/// fio's (fio's own CPU time over the summed runtimes, from the shares it prints). `elapsed` is
+/// the longest job's `elapsed` (whole seconds, as fio prints it).
 pub fn measurements_of(jobs: &[&FioJob], global: &BTreeMap<String, String>) -> Measurements {
-    let mut m = Measurements::default();
-    let hb = Direction::HigherIsBetter;
-    let lb = Direction::LowerIsBetter;
-    let ns = Unit::Nanoseconds;
-    let (mut reads, mut writes) = (false, false);
+    let mut reported = [false; 3];
     for j in jobs {
-        let (r, w) = rw_directions(j, global);
-        reads |= r || j.read.total_ios > 0;
-        writes |= w || j.write.total_ios > 0;
-    }
-    for (dname, used) in [("read", reads), ("write", writes)] {
-        if !used {
-            continue;
-        }
-        let dirs: Vec<&FioDirection> = jobs
-            .iter()
-            .map(|j| if dname == "read" { &j.read } else { &j.write })
-            .collect();
-        let io_bytes: u64 = dirs.iter().map(|d| d.io_bytes).fold(0, u64::saturating_add);
-        let total_ios: u64 = dirs
-            .iter()
-            .map(|d| d.total_ios)
-            .fold(0, u64::saturating_add);
-        let runtime_ms = dirs.iter().map(|d| d.runtime_ms).max().unwrap_or(0);
-        let (bw_bytes, iops) = if runtime_ms == 0 {
-            (0.0, 0.0)
-        } else {
-            (
-                (io_bytes as u128 * 1000 / runtime_ms as u128) as f64,
-                1000.0 * total_ios as f64 / runtime_ms as f64,
-            )
-        };
-        // Kinds and headlines as the native engine declares them.
-        let mut push = |name: &str, v: f64, u: Unit, d: Direction| {
-            let kind = if name.ends_with("_max") {
-                MetricKind::Max
-            } else if name.ends_with("_p99") {
-                MetricKind::Tail
-            } else {
-                MetricKind::default_for(d)
-            };
-            let metric = Metric::new(format!("{dname}_{name}"), v, u, d).kind(kind);
-            let headline = name == "iops" || name == "clat_ns_p99";
-            m.metrics
-                .push(if headline { metric.headline() } else { metric });
-        };
-        push("iops", iops, Unit::OpsPerSec, hb);
-        push("bw_bytes", bw_bytes, Unit::BytesPerSec, hb);
-        push(
-            "io_kbytes",
-            (io_bytes >> 10) as f64,
-            Unit::KiB,
-            Direction::Neutral,
-        );
-        let clat = merge_latency(&dirs.iter().map(|d| &d.clat).collect::<Vec<_>>());
-        if let Some(p) = clat.p50 {
-            push("clat_ns_p50", p as f64, ns, lb);
-        }
-        if let Some(p) = clat.p99 {
-            push("clat_ns_p99", p as f64, ns, lb);
-        }
-        push("clat_ns_mean", clat.mean, ns, lb);
-        push("clat_ns_max", clat.max as f64, ns, lb);
-        let lat = merge_latency(&dirs.iter().map(|d| &d.lat).collect::<Vec<_>>());
-        push("lat_ns_min", lat.min as f64, ns, lb);
-        push("lat_ns_max", lat.max as f64, ns, lb);
-        push("lat_ns_mean", lat.mean, ns, lb);
-        let slat = merge_latency(&dirs.iter().map(|d| &d.slat).collect::<Vec<_>>());
-        for (what, l) in [("clat_ns", &clat), ("lat_ns", &lat), ("slat_ns", &slat)] {
-            if let (Some(h), true) = (&l.histogram, l.n > 0) {
-                m.histograms
-                    .push(h.to_record(&format!("{dname}_{what}"), ns));
-            }
+        let r = rw_directions(j, global);
+        for (a, b) in reported.iter_mut().zip(r.0) {
+            *a |= b;
         }
     }
+    let merged: Vec<Option<MergedDirection>> = (0..3)
+        .map(|di| {
+            reported[di].then(|| {
+                let dirs: Vec<&FioDirection> = jobs.iter().map(|j| j.directions()[di]).collect();
+                MergedDirection::of(&dirs)
+            })
+        })
+        .collect();
     let runtime: u64 = jobs
         .iter()
         .map(|j| j.job_runtime_ms)
@@ -572,21 +579,14 @@ pub fn measurements_of(jobs: &[&FioJob], global: &BTreeMap<String, String>) -> M
                 .sum::<f64>()
         }
     };
-    // CPU shares are shown, never judged.
-    for (name, v) in [
-        ("usr_cpu", cpu(|j| j.usr_cpu)),
-        ("sys_cpu", cpu(|j| j.sys_cpu)),
-    ] {
-        m.metrics
-            .push(Metric::new(name, v, Unit::Percent, Direction::Neutral).kind(MetricKind::Share));
-    }
-    m.metrics.push(Metric::new(
-        "elapsed",
-        jobs.iter().map(|j| j.elapsed_s).max().unwrap_or(0) as f64,
-        Unit::Seconds,
-        Direction::LowerIsBetter,
-    ));
-    m
+    let summary = metrics::RunSummary {
+        dirs: [0, 1, 2].map(|di| merged[di].as_ref().map(MergedDirection::summary)),
+        usr_cpu: cpu(|j| j.usr_cpu),
+        sys_cpu: cpu(|j| j.sys_cpu),
+        elapsed_s: jobs.iter().map(|j| j.elapsed_s).max().unwrap_or(0) as f64,
+        sync: None,
+    };
+    metrics::measurements(&summary)
 }
 
 impl FioOutput {
@@ -691,6 +691,58 @@ impl Workload for ExternalFio {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What the metric catalogue changed in this driver's metrics (they were defined here
+    /// apart from the native engine's until then): each assertion is one change.
+    #[test]
+    fn the_catalogue_gives_the_native_engines_directions_and_empty_percentiles() {
+        // rw=trim: was read_* and write_* (all 0) and no trim_*; now trim_* only, from the
+        // `trim` object fio prints.
+        let empty = lat(0, 0, 0, 0.0);
+        let mut trim: Value = serde_json::from_str(&job("t", "trim", 0, 0, 0, &empty)).unwrap();
+        let trimmed: Value = serde_json::json!({
+            "io_bytes": 8192, "total_ios": 2, "runtime": 4,
+            "slat_ns": {"min": 0, "max": 0, "mean": 0.0, "N": 0},
+            "clat_ns": {"min": 10, "max": 30, "mean": 20.0, "N": 2},
+            "lat_ns": {"min": 0, "max": 0, "mean": 0.0, "N": 0},
+        });
+        trim["trim"] = trimmed;
+        let trim = trim.to_string();
+        let m = parse(&doc(&[trim])).unwrap().measurements();
+        let names: Vec<&str> = m.metrics.iter().map(|x| x.name.as_str()).collect();
+        assert!(
+            names
+                .iter()
+                .all(|n| !n.starts_with("read_") && !n.starts_with("write_")),
+            "{names:?}"
+        );
+        assert_eq!(get(&m, "trim_iops"), Some(500.0));
+        assert_eq!(get(&m, "trim_bw_bytes"), Some(2_048_000.0));
+        assert!(
+            m.metrics
+                .iter()
+                .any(|x| x.name == "trim_iops" && x.headline)
+        );
+        // A direction the job does without a completion: p50/p99 were absent, now 0 (the
+        // native engine's, as fio's min/max/mean of no samples).
+        let idle = job("w", "write", 0, 0, 0, &empty);
+        let m = parse(&doc(&[idle])).unwrap().measurements();
+        assert_eq!(get(&m, "write_clat_ns_p50"), Some(0.0));
+        assert_eq!(get(&m, "write_clat_ns_p99"), Some(0.0));
+        // A write job's verify reads (fio counts them as reads): read_* metrics, as before;
+        // the native engine, which knows every job's rw, gives none (the one difference left).
+        let verify = job("v", "write", 4096, 1, 1, &lat(1, 5, 5, 5.0)).replace(
+            r#""read":{"io_bytes":0,"total_ios":0,"runtime":0"#,
+            r#""read":{"io_bytes":4096,"total_ios":1,"runtime":1"#,
+        );
+        let m = parse(&doc(&[verify])).unwrap().measurements();
+        assert_eq!(get(&m, "read_iops"), Some(1000.0));
+        // An rw this fio version does not know: the directions with I/Os, as before.
+        let odd = job("o", "sideways", 4096, 1, 1, &lat(1, 5, 5, 5.0));
+        let m = parse(&doc(&[odd])).unwrap().measurements();
+        assert_eq!(get(&m, "write_iops"), Some(1000.0));
+        assert!(m.metrics.iter().all(|x| !x.name.starts_with("read_")));
+    }
 
     fn lat(n: u64, min: u64, max: u64, mean: f64) -> String {
         format!(r#"{{"min":{min},"max":{max},"mean":{mean},"stddev":0.0,"N":{n}}}"#)

@@ -86,9 +86,10 @@ pub fn import_fio_json(text: &str) -> Result<Vec<ImportedSample>, ParseError> {
     let mut samples = Vec::with_capacity(out.jobs.len());
     for (i, j) in out.jobs.iter().enumerate() {
         // A direction the job does whose object is missing would be stored as 0 IOPS.
-        let (reads, writes) = rw_directions(j, &out.global_options);
-        if let Some(d) = [("read", reads), ("write", writes)]
+        let reported = rw_directions(j, &out.global_options);
+        if let Some(d) = super::metrics::DIRECTIONS
             .into_iter()
+            .zip(reported.0)
             .find(|(d, used)| *used && j.absent.contains(d))
             .map(|(d, _)| d)
         {

@@ -15,4 +15,5 @@ pub mod external;
 pub mod import;
 pub mod jobfile;
 pub mod logs;
+pub mod metrics;
 pub mod output;

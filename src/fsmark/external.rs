@@ -16,8 +16,9 @@
 //! `Insufficient free space in DIR to create N new files, exiting` and exits 1: that is the
 //! run's normal end, kept in [`FsMarkOutput::fill_stopped`].
 
+use crate::fsmark::metrics;
 use crate::fsmark::{FSMARK_ITERATIONS, FsMarkOptions, IterationResult};
-use crate::model::{Attachment, Direction, Metric, MetricKind, Unit};
+use crate::model::{Attachment, Metric};
 use crate::workload::external::{FS_MARK, ParseError, numbered_lines, run_child, unreadable};
 use crate::workload::{Measurements, RunContext, Workload, WorkloadError};
 use std::path::{Path, PathBuf};
@@ -314,51 +315,14 @@ impl FsMarkOutput {
             .collect()
     }
 
-    /// The metrics fs_mark's table gives, named, unitised and directed as the native engine's
-    /// (`FsMarkResult::metrics`): `files_per_sec` (mean over iterations of Files/sec),
-    /// `app_overhead_us` (mean over iterations), `app_overhead_us_per_file`, `files`,
-    /// `fs_use_pct` (last iteration), and with `-v` `<op>_lat_ns_mean` / `<op>_lat_ns_max` (see
-    /// the module docs). `elapsed_s` is the runner's, not the table's.
-    pub fn metrics(&self) -> Vec<Metric> {
-        use Direction::*;
-        let n = self.rows.len().max(1) as f64;
-        let files = self.files();
-        // Sums in f64: a u64 sum of printed values could overflow; a mean of means as a sum
-        // of (value / n) cannot leave the finite range.
+    /// What the metric catalogue needs of the table ([`crate::fsmark::metrics`]), with the
+    /// run's wall time when the caller measured it: Files/sec and App Overhead of each row, the
+    /// last Count and FSUse%, and with `-v` each operation's `<op>_lat_ns_mean` /
+    /// `<op>_lat_ns_max` (see the module docs). fs_mark prints no percentile and no wall time.
+    pub fn summary(&self, elapsed_s: Option<f64>) -> metrics::Summary {
+        // A sum in f64: a u64 sum of printed values could overflow.
         let overhead_us: f64 = self.rows.iter().map(|r| r.app_overhead_us as f64).sum();
-        let mut m = vec![
-            Metric::new(
-                "files_per_sec",
-                self.rows.iter().map(|r| r.files_per_sec / n).sum::<f64>(),
-                Unit::FilesPerSec,
-                HigherIsBetter,
-            )
-            .headline(),
-            Metric::new(
-                "app_overhead_us",
-                overhead_us / n,
-                Unit::Microseconds,
-                LowerIsBetter,
-            ),
-            Metric::new(
-                "app_overhead_us_per_file",
-                if files == 0 {
-                    0.0
-                } else {
-                    overhead_us / files as f64
-                },
-                Unit::Microseconds,
-                LowerIsBetter,
-            ),
-            Metric::new("files", files as f64, Unit::Count, Neutral),
-            Metric::new(
-                "fs_use_pct",
-                self.rows.last().map_or(0.0, |r| r.fs_use_pct as f64),
-                Unit::Percent,
-                Neutral,
-            )
-            .kind(MetricKind::Share),
-        ];
+        let mut ops = Vec::new();
         if self.verbose {
             for (k, (_, op)) in VERBOSE_OPS.iter().enumerate() {
                 let times: Vec<SyscallTimes> = self
@@ -372,27 +336,31 @@ impl FsMarkOutput {
                 }
                 let k = times.len() as f64;
                 let mean_us = times.iter().map(|t| t.avg_us as f64 / k).sum::<f64>();
-                m.push(Metric::new(
-                    format!("{op}_lat_ns_mean"),
-                    mean_us * 1e3,
-                    Unit::Nanoseconds,
-                    LowerIsBetter,
-                ));
                 let max_us = times.iter().map(|t| t.max_us).max().unwrap_or(0);
-                if max_us > 0 {
-                    m.push(
-                        Metric::new(
-                            format!("{op}_lat_ns_max"),
-                            max_us as f64 * 1e3,
-                            Unit::Nanoseconds,
-                            LowerIsBetter,
-                        )
-                        .kind(MetricKind::Max),
-                    );
-                }
+                ops.push(metrics::OpLatency {
+                    name: op,
+                    p50_ns: None,
+                    p99_ns: None,
+                    max_ns: (max_us > 0).then_some(max_us as f64 * 1e3),
+                    mean_ns: mean_us * 1e3,
+                });
             }
         }
-        m
+        metrics::Summary {
+            files_per_sec: self.rows.iter().map(|r| r.files_per_sec).collect(),
+            files: self.files(),
+            app_overhead_us: overhead_us,
+            timed_wall_ns: None,
+            elapsed_s,
+            fs_use_pct: self.rows.last().map_or(0.0, |r| r.fs_use_pct as f64),
+            ops,
+        }
+    }
+
+    /// The metrics fs_mark's table gives, by the catalogue, without `elapsed_s` (the
+    /// runner's, not the table's).
+    pub fn metrics(&self) -> Vec<Metric> {
+        metrics::metrics(&self.summary(None))
     }
 }
 
@@ -485,13 +453,7 @@ impl Workload for ExternalFsMark {
             && parse(&out.stdout).is_ok_and(|p| p.fill_stopped.is_some());
         let out = if filled { out } else { out.succeeded()? };
         let parsed = parse(&out.stdout).map_err(|e| unreadable(e, &out))?;
-        let mut metrics = parsed.metrics();
-        metrics.push(Metric::new(
-            "elapsed_s",
-            out.wall.as_secs_f64(),
-            Unit::Seconds,
-            Direction::LowerIsBetter,
-        ));
+        let metrics = metrics::metrics(&parsed.summary(Some(out.wall.as_secs_f64())));
         // fs_mark's table, one row per -L loop, kept as the native engine keeps its rows;
         // then what fs_mark printed, as it printed it.
         let mut attachments = vec![Attachment {
@@ -635,6 +597,43 @@ FSUse%        Count         Size    Files/sec     App Overhead
         assert!(e.message.contains("cumulative"), "{e}");
         let e = parse(&PLAIN.replace("    73          400", "   273          400")).unwrap_err();
         assert!(e.message.contains("not a percentage"), "{e}");
+    }
+
+    /// What the metric catalogue changed in this driver's metrics (defined here apart from
+    /// the native engine's until then): the order, now the native engine's. `elapsed_s` was
+    /// appended last by the runner and now follows `app_overhead_us_per_file`; an operation's
+    /// `_max` came after its `_mean` and now comes before it. The values are unchanged.
+    #[test]
+    fn the_catalogue_gives_the_native_engines_order() {
+        let text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/data/external/fsmark_v_2dirs.txt"
+        ))
+        .unwrap();
+        let p = parse(&text).unwrap();
+        let m = metrics::metrics(&p.summary(Some(1.5)));
+        let names: Vec<&str> = m.iter().map(|x| x.name.as_str()).collect();
+        assert_eq!(
+            names[..8],
+            [
+                "files_per_sec",
+                "app_overhead_us",
+                "app_overhead_us_per_file",
+                "elapsed_s",
+                "files",
+                "fs_use_pct",
+                "create_lat_ns_max",
+                "create_lat_ns_mean",
+            ]
+        );
+        assert_eq!(metric(&m, "elapsed_s"), 1.5);
+        assert_eq!(
+            p.metrics(),
+            m.iter()
+                .filter(|x| x.name != "elapsed_s")
+                .cloned()
+                .collect::<Vec<_>>()
+        );
     }
 
     #[test]

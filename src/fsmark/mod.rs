@@ -1,6 +1,7 @@
 //! The fs_mark wing: fs_mark 3.3 in one home. The native engine (this module, [`options`],
-//! [`names`], [`worker`](self), [`result`]), its output and log format ([`output`]), and the
-//! driver and parser of the real fs_mark ([`external`]). The wing meets the run loop only
+//! [`names`], [`worker`](self), [`result`]), its output and log format ([`output`]), the
+//! driver and parser of the real fs_mark ([`external`]), and the one metric catalogue both feed
+//! ([`metrics`]). The wing meets the run loop only
 //! through `crate::workload::Workload`; it never imports the fio or dbench wings.
 //!
 //! The native fs_mark-compatible engine: fs_mark 3.3's options, file layout, system-call
@@ -27,6 +28,7 @@
 //! [`output`]. Data flows one way: the engine knows nothing of the report.
 
 pub mod external;
+pub mod metrics;
 pub mod names;
 pub mod options;
 pub mod output;

@@ -7,7 +7,8 @@
 //! (files / wall time, latency percentiles from nanosecond histograms). This module must never
 //! do I/O or read a clock.
 
-use crate::model::{Direction, HistogramRecord, Metric, MetricKind, Unit};
+use super::metrics::{self, rate};
+use crate::model::{HistogramRecord, Metric, Unit};
 use crate::probe::clock::Nanos;
 use crate::probe::histogram::Histogram;
 use crate::workload::Measurements;
@@ -185,14 +186,6 @@ impl WorkerIteration {
     }
 }
 
-fn rate(files: u64, ns: u64) -> f64 {
-    if ns == 0 {
-        0.0
-    } else {
-        files as f64 / (ns as f64 / 1e9)
-    }
-}
-
 /// One worker's numbers in an iteration.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct WorkerStats {
@@ -353,81 +346,38 @@ impl FsMarkResult {
         self.ops.stats()
     }
 
-    /// The sample-level metrics. Names, units and directions are a contract with the store.
-    pub fn metrics(&self) -> Vec<Metric> {
-        use Direction::*;
-        let n = self.iterations.len().max(1) as f64;
-        let files = self.total_files();
+    /// What the metric catalogue needs of this run ([`crate::fsmark::metrics`]).
+    pub fn summary(&self) -> metrics::Summary {
         let overhead_ns: u64 = self
             .iterations
             .iter()
             .filter_map(|i| i.app_overhead_ns)
             .sum();
-        let mut m = vec![
-            Metric::new(
-                "files_per_sec",
-                self.iterations.iter().map(|i| i.files_per_sec).sum::<f64>() / n,
-                Unit::FilesPerSec,
-                HigherIsBetter,
-            )
-            .headline(),
-            Metric::new(
-                "files_per_sec_wall",
-                rate(files, self.timed_wall_ns()),
-                Unit::FilesPerSec,
-                HigherIsBetter,
-            ),
-            Metric::new(
-                "app_overhead_us",
-                overhead_ns as f64 / 1e3 / n,
-                Unit::Microseconds,
-                LowerIsBetter,
-            ),
-            Metric::new(
-                "app_overhead_us_per_file",
-                if files == 0 {
-                    0.0
-                } else {
-                    overhead_ns as f64 / 1e3 / files as f64
-                },
-                Unit::Microseconds,
-                LowerIsBetter,
-            ),
-            Metric::new(
-                "elapsed_s",
-                self.elapsed_ns as f64 / 1e9,
-                Unit::Seconds,
-                LowerIsBetter,
-            ),
-            Metric::new("files", files as f64, Unit::Count, Neutral),
-            Metric::new(
-                "fs_use_pct",
-                self.iterations.last().map_or(0.0, |i| i.fs_use_pct as f64),
-                Unit::Percent,
-                Neutral,
-            )
-            .kind(MetricKind::Share),
-        ];
-        for (op, s) in self.op_stats() {
-            let name = op.name();
-            for (suffix, v, kind) in [
-                ("p50", s.p50_ns as f64, MetricKind::Mean),
-                ("p99", s.p99_ns as f64, MetricKind::Tail),
-                ("max", s.max_ns as f64, MetricKind::Max),
-                ("mean", s.mean_ns, MetricKind::Mean),
-            ] {
-                m.push(
-                    Metric::new(
-                        format!("{name}_lat_ns_{suffix}"),
-                        v,
-                        Unit::Nanoseconds,
-                        LowerIsBetter,
-                    )
-                    .kind(kind),
-                );
-            }
+        metrics::Summary {
+            files_per_sec: self.iterations.iter().map(|i| i.files_per_sec).collect(),
+            files: self.total_files(),
+            app_overhead_us: overhead_ns as f64 / 1e3,
+            timed_wall_ns: Some(self.timed_wall_ns()),
+            elapsed_s: Some(self.elapsed_ns as f64 / 1e9),
+            fs_use_pct: self.iterations.last().map_or(0.0, |i| i.fs_use_pct as f64),
+            ops: self
+                .op_stats()
+                .into_iter()
+                .map(|(op, s)| metrics::OpLatency {
+                    name: op.name(),
+                    p50_ns: Some(s.p50_ns),
+                    p99_ns: Some(s.p99_ns),
+                    max_ns: Some(s.max_ns as f64),
+                    mean_ns: s.mean_ns,
+                })
+                .collect(),
         }
-        m
+    }
+
+    /// The sample-level metrics, by the catalogue. Names, units and directions are a contract
+    /// with the store.
+    pub fn metrics(&self) -> Vec<Metric> {
+        metrics::metrics(&self.summary())
     }
 
     /// The histograms behind the latency metrics (`<op>_lat_ns`), for operations that happened.
@@ -465,6 +415,7 @@ impl FsMarkResult {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::Direction;
 
     fn worker(files: u64, start: u64, end: u64, calls: &[(Op, u64)]) -> WorkerIteration {
         let mut ops = OpHistograms::new();

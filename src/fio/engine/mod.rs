@@ -42,7 +42,7 @@ pub mod worker;
 pub mod zbd;
 
 use crate::fio::jobfile::{self, IoEngine, JobFileError, JobSet, JobSpec, Sources};
-use crate::model::{Direction, HistogramRecord, Metric, MetricKind, Unit};
+use crate::fio::metrics;
 use crate::probe::clock::Nanos;
 use crate::workload::{Measurements, RunContext, Workload, WorkloadError};
 use stats::{READ, ThreadStats, WRITE};
@@ -430,18 +430,13 @@ fn behind_stonewall(set: &JobSet, ji: usize) -> bool {
     (1..=ji).any(|k| set.jobs[k].stonewall)
 }
 
-fn execute(
-    set: &JobSet,
+/// Plan every clone of every job, in order (fio's thread numbers), with its zones and, for
+/// O_DIRECT, its alignment checked; a job behind a stonewall whose files do not exist yet is
+/// planned when its batch starts.
+fn plan_clones<'s>(
+    set: &'s JobSet,
     ctx: &RunContext<'_>,
-    status: Option<&StatusReport<'_>>,
-    eta: Option<&EtaReport<'_>>,
-) -> Result<FioRun, WorkloadError> {
-    let t0 = Nanos::now();
-    let started_unix_ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0);
-    // Plan every clone (and check O_DIRECT alignment) before anything runs.
+) -> Result<(Vec<Planned<'s>>, zbd::Registry), WorkloadError> {
     let mut planned: Vec<Planned<'_>> = Vec::new();
     let mut thread_number = 0u64;
     let mut zones = zbd::Registry::default();
@@ -498,6 +493,22 @@ fn execute(
             });
         }
     }
+    Ok((planned, zones))
+}
+
+fn execute(
+    set: &JobSet,
+    ctx: &RunContext<'_>,
+    status: Option<&StatusReport<'_>>,
+    eta: Option<&EtaReport<'_>>,
+) -> Result<FioRun, WorkloadError> {
+    let t0 = Nanos::now();
+    let started_unix_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0);
+    // Plan every clone (and check O_DIRECT alignment) before anything runs.
+    let (mut planned, zones) = plan_clones(set, ctx)?;
     let watch = disk::DiskWatch::start(
         planned
             .iter()
@@ -706,6 +717,177 @@ fn eta_monitor(
     }
 }
 
+/// What every clone thread of a batch shares.
+struct BatchShared<'b, 'c> {
+    set: &'b JobSet,
+    ctx: &'b RunContext<'c>,
+    /// Clones ended, per job (wait_for).
+    done: &'b [std::sync::atomic::AtomicU32],
+    /// Clones of the batch still running (the steady-state monitor).
+    left: &'b std::sync::atomic::AtomicUsize,
+    /// Every clone of the batch has laid its files out.
+    laid: &'b std::sync::Barrier,
+    /// Each clone's steady-state progress.
+    progress: &'b [steady::Progress],
+    board: Option<&'b status::Board>,
+    buf_starts: &'b [rand::Taus],
+    flows: &'b pace::Flows,
+    exits: &'b rate::Exits,
+    zones: &'b zbd::Registry,
+}
+
+/// Plan the files of a batch's clones deferred behind a stonewall (the files an earlier
+/// batch wrote exist now), with their O_DIRECT alignment.
+fn plan_deferred(batch: &mut [Planned<'_>], ctx: &RunContext<'_>) -> Result<(), WorkloadError> {
+    for pl in batch {
+        if let Some(clone) = pl.deferred.take() {
+            let seeds = rand::job_seeds(pl.job, pl.thread_number);
+            pl.plan = files::plan_clone(pl.job, clone, ctx.dir, &seeds)?;
+            if pl.job.direct {
+                if let Some(dir) = pl.plan.files.first().and_then(|f| f.path.parent()) {
+                    let (off_align, m) = files::dio_alignment(dir);
+                    pl.mem_align = m.max(4096);
+                    files::check_direct_alignment(pl.job, &pl.plan, off_align)?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// One clone of a batch, on its own thread: lay its files out, wait for the batch and its
+/// wait_for job, then run it (clone `ci` of the run, `bi` of the batch).
+fn run_batch_clone(
+    sh: &BatchShared<'_, '_>,
+    pl: &Planned<'_>,
+    ci: usize,
+    bi: usize,
+) -> Result<CloneOut, WorkloadError> {
+    let BatchShared {
+        set,
+        ctx,
+        done,
+        left,
+        laid,
+        progress,
+        board,
+        buf_starts,
+        flows,
+        exits,
+        zones,
+    } = *sh;
+    let cancel = ctx.cancel;
+    struct Finish<'d>(&'d std::sync::atomic::AtomicU32);
+    impl Drop for Finish<'_> {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+    let _finish = Finish(&done[pl.job_index]);
+    struct Left<'d>(&'d std::sync::atomic::AtomicUsize);
+    impl Drop for Left<'_> {
+        fn drop(&mut self) {
+            self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+    let _left = Left(left);
+    // The status monitor stops waiting for a clone that ended; a clone
+    // that ended without stats (an error, or before it started) is
+    // done as far as the ETA line and exitall are concerned.
+    struct Ended<'d>(Option<&'d status::Slot>, &'d rate::Exit);
+    impl Drop for Ended<'_> {
+        fn drop(&mut self) {
+            if let Some(s) = self.0 {
+                s.ended();
+            }
+            self.1.set_phase(status::Phase::Done);
+        }
+    }
+    let slot = board.map(|b| b.slot(ci));
+    let job = pl.job;
+    let exit = exits.get(ci);
+    let _ended = Ended(slot, exit);
+    // fio lays every job's files out before any job starts
+    // (create_serialize): the clones of a batch lay out first, then
+    // start together (so a quick job's exitall meets the others at
+    // work, as in fio).
+    exit.set_phase(status::Phase::SettingUp);
+    let layout_seed = rand::job_seeds(job, pl.thread_number)[rand::SEED_BUF];
+    let laid_out = {
+        // create_serialize=1 (fio's default): one clone lays its files
+        // out at a time; with 0 they do so in parallel.
+        static LAYOUT: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        let _one = job
+            .create_serialize
+            .then(|| LAYOUT.lock().unwrap_or_else(|e| e.into_inner()));
+        files::layout(job, &pl.plan, layout_seed, set.read_only)
+    };
+    laid.wait();
+    if let Some(l) = laid_out?.fio_line(&job.name) {
+        ctx.progress.peer_line(&l);
+    }
+    if let Some(w) = &job.wait_for {
+        let wi = set.jobs[..pl.job_index]
+            .iter()
+            .rposition(|o| &o.name == w)
+            .expect("wait_for checked at parse");
+        let need = set.jobs[wi].numjobs;
+        while done[wi].load(std::sync::atomic::Ordering::SeqCst) < need {
+            if cancel.is_cancelled() {
+                return Err(WorkloadError::Cancelled);
+            }
+            if exit.terminated() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    }
+    sleep_cancellable(job.startdelay, cancel, exit)?;
+    if exit.terminated() {
+        // Ended by another job before it started (fio: "never got a
+        // chance to start"): it reports nothing done.
+        return Ok(CloneOut {
+            job_index: pl.job_index,
+            stats: stats::ThreadStats::default(),
+            end: Nanos::now(),
+        });
+    }
+    let setup = worker::CloneSetup {
+        job,
+        plan: pl.plan.clone(),
+        thread_number: pl.thread_number,
+        mem_align: pl.mem_align,
+        cancel,
+        flow: flows.group_of(job),
+        progress: (!job.ss_dur.is_zero()).then_some(&progress[bi]),
+        buf_starts,
+        exit: Some(exit),
+        zbd: Some(zones),
+        status: slot,
+    };
+    if let Some(n) = sync_depth_note(job) {
+        ctx.progress.peer_note(n);
+    }
+    if let Some(s) = slot {
+        s.started();
+    }
+    let stats = worker::run_clone(&setup)?;
+    if let Some(s) = slot {
+        s.done(stats.clone(), Nanos::now());
+    }
+    exit.set_phase(if stats.error.is_some() {
+        status::Phase::Failed
+    } else {
+        status::Phase::Done
+    });
+    exits.ended(ci, job);
+    Ok(CloneOut {
+        job_index: pl.job_index,
+        stats,
+        end: Nanos::now(),
+    })
+}
+
 /// Run the clones in stonewall batches (all clones of a batch at once), their results into
 /// `outs` in clone order.
 #[allow(clippy::too_many_arguments)]
@@ -729,19 +911,7 @@ fn run_batches<'p>(
         {
             j += 1;
         }
-        for pl in &mut planned[i..j] {
-            if let Some(clone) = pl.deferred.take() {
-                let seeds = rand::job_seeds(pl.job, pl.thread_number);
-                pl.plan = files::plan_clone(pl.job, clone, ctx.dir, &seeds)?;
-                if pl.job.direct {
-                    if let Some(dir) = pl.plan.files.first().and_then(|f| f.path.parent()) {
-                        let (off_align, m) = files::dio_alignment(dir);
-                        pl.mem_align = m.max(4096);
-                        files::check_direct_alignment(pl.job, &pl.plan, off_align)?;
-                    }
-                }
-            }
-        }
+        plan_deferred(&mut planned[i..j], ctx)?;
         let batch = &planned[i..j];
         ctx.progress.phase(&format!("fio: {}", batch[0].job.name));
         // wait_for: a clone waits until every clone of the named job has ended (well or not).
@@ -761,6 +931,19 @@ fn run_batches<'p>(
         let left = &left;
         let laid = std::sync::Barrier::new(batch.len());
         let laid = &laid;
+        let shared = &BatchShared {
+            set,
+            ctx,
+            done,
+            left,
+            laid,
+            progress,
+            board,
+            buf_starts,
+            flows,
+            exits,
+            zones,
+        };
         let results: Vec<Result<CloneOut, WorkloadError>> = std::thread::scope(|s| {
             if batch.iter().any(|pl| !pl.job.ss_dur.is_zero()) {
                 let clones: Vec<(&JobSpec, usize)> =
@@ -772,122 +955,10 @@ fn run_batches<'p>(
                 .iter()
                 .enumerate()
                 .map(|(bi, pl)| {
-                    let cancel = ctx.cancel;
                     let ci = i + bi;
                     std::thread::Builder::new()
                         .name(format!("fio-{}", pl.job.name))
-                        .spawn_scoped(s, move || -> Result<CloneOut, WorkloadError> {
-                            struct Finish<'d>(&'d std::sync::atomic::AtomicU32);
-                            impl Drop for Finish<'_> {
-                                fn drop(&mut self) {
-                                    self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                                }
-                            }
-                            let _finish = Finish(&done[pl.job_index]);
-                            struct Left<'d>(&'d std::sync::atomic::AtomicUsize);
-                            impl Drop for Left<'_> {
-                                fn drop(&mut self) {
-                                    self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
-                                }
-                            }
-                            let _left = Left(left);
-                            // The status monitor stops waiting for a clone that ended; a clone
-                            // that ended without stats (an error, or before it started) is
-                            // done as far as the ETA line and exitall are concerned.
-                            struct Ended<'d>(Option<&'d status::Slot>, &'d rate::Exit);
-                            impl Drop for Ended<'_> {
-                                fn drop(&mut self) {
-                                    if let Some(s) = self.0 {
-                                        s.ended();
-                                    }
-                                    self.1.set_phase(status::Phase::Done);
-                                }
-                            }
-                            let slot = board.map(|b| b.slot(ci));
-                            let job = pl.job;
-                            let exit = exits.get(ci);
-                            let _ended = Ended(slot, exit);
-                            // fio lays every job's files out before any job starts
-                            // (create_serialize): the clones of a batch lay out first, then
-                            // start together (so a quick job's exitall meets the others at
-                            // work, as in fio).
-                            exit.set_phase(status::Phase::SettingUp);
-                            let layout_seed =
-                                rand::job_seeds(job, pl.thread_number)[rand::SEED_BUF];
-                            let laid_out = {
-                                // create_serialize=1 (fio's default): one clone lays its files
-                                // out at a time; with 0 they do so in parallel.
-                                static LAYOUT: std::sync::Mutex<()> = std::sync::Mutex::new(());
-                                let _one = job
-                                    .create_serialize
-                                    .then(|| LAYOUT.lock().unwrap_or_else(|e| e.into_inner()));
-                                files::layout(job, &pl.plan, layout_seed, set.read_only)
-                            };
-                            laid.wait();
-                            if let Some(l) = laid_out?.fio_line(&job.name) {
-                                ctx.progress.peer_line(&l);
-                            }
-                            if let Some(w) = &job.wait_for {
-                                let wi = set.jobs[..pl.job_index]
-                                    .iter()
-                                    .rposition(|o| &o.name == w)
-                                    .expect("wait_for checked at parse");
-                                let need = set.jobs[wi].numjobs;
-                                while done[wi].load(std::sync::atomic::Ordering::SeqCst) < need {
-                                    if cancel.is_cancelled() {
-                                        return Err(WorkloadError::Cancelled);
-                                    }
-                                    if exit.terminated() {
-                                        break;
-                                    }
-                                    std::thread::sleep(std::time::Duration::from_millis(1));
-                                }
-                            }
-                            sleep_cancellable(job.startdelay, cancel, exit)?;
-                            if exit.terminated() {
-                                // Ended by another job before it started (fio: "never got a
-                                // chance to start"): it reports nothing done.
-                                return Ok(CloneOut {
-                                    job_index: pl.job_index,
-                                    stats: stats::ThreadStats::default(),
-                                    end: Nanos::now(),
-                                });
-                            }
-                            let setup = worker::CloneSetup {
-                                job,
-                                plan: pl.plan.clone(),
-                                thread_number: pl.thread_number,
-                                mem_align: pl.mem_align,
-                                cancel,
-                                flow: flows.group_of(job),
-                                progress: (!job.ss_dur.is_zero()).then_some(&progress[bi]),
-                                buf_starts,
-                                exit: Some(exit),
-                                zbd: Some(zones),
-                                status: slot,
-                            };
-                            if let Some(n) = sync_depth_note(job) {
-                                ctx.progress.peer_note(n);
-                            }
-                            if let Some(s) = slot {
-                                s.started();
-                            }
-                            let stats = worker::run_clone(&setup)?;
-                            if let Some(s) = slot {
-                                s.done(stats.clone(), Nanos::now());
-                            }
-                            exit.set_phase(if stats.error.is_some() {
-                                status::Phase::Failed
-                            } else {
-                                status::Phase::Done
-                            });
-                            exits.ended(ci, job);
-                            Ok(CloneOut {
-                                job_index: pl.job_index,
-                                stats,
-                                end: Nanos::now(),
-                            })
-                        })
+                        .spawn_scoped(s, move || run_batch_clone(shared, pl, ci, bi))
                         .expect("spawn a worker thread")
                 })
                 .collect();
@@ -1016,30 +1087,41 @@ fn sleep_cancellable(
     Ok(())
 }
 
-/// fio's derived numbers for one direction: (bw_bytes, bw KiB/s, iops).
+/// fio's derived numbers for one direction: (bw_bytes, bw KiB/s, iops), by the metric
+/// catalogue's arithmetic ([`crate::fio::metrics::rates`]).
 pub fn rates(d: &stats::DirStats) -> (u64, u64, f64) {
-    if d.runtime_ms == 0 {
-        return (0, 0, 0.0);
-    }
-    let bw_bytes = 1000 * d.io_bytes / d.runtime_ms;
-    (
-        bw_bytes,
-        bw_bytes / 1024,
-        1000.0 * d.total_ios as f64 / d.runtime_ms as f64,
-    )
+    crate::fio::metrics::rates(d.io_bytes, d.total_ios, d.runtime_ms)
 }
 
-/// The metrics and histograms of a run, named as fio's JSON fields, over every job of the run
-/// merged (fio's group_reporting arithmetic: sums, longest runtime).
+/// The metrics and histograms of a run, over every job of the run merged (fio's
+/// group_reporting arithmetic, [`ThreadStats::merge`]), named and computed by the metric
+/// catalogue ([`crate::fio::metrics`]); the facts say which clock timed the latencies.
 pub fn measurements(run: &FioRun) -> Measurements {
     let mut all = ThreadStats::default();
     for r in &run.results {
         all.merge(&r.stats);
     }
-    let reads = run.set.jobs.iter().any(|j| j.rw.reads());
-    let writes = run.set.jobs.iter().any(|j| j.rw.writes());
-    let trims = run.set.jobs.iter().any(|j| j.rw.trims());
-    let mut m = Measurements::default();
+    let reported = metrics::Reported::of(run.set.jobs.iter().map(|j| j.rw));
+    let dir = |di: usize| {
+        let d = &all.dir[di];
+        metrics::DirSummary {
+            io_bytes: d.io_bytes,
+            total_ios: d.total_ios,
+            runtime_ms: d.runtime_ms,
+            slat: metrics::LatencySummary::of_histogram(&d.slat),
+            clat: metrics::LatencySummary::of_histogram(&d.clat),
+            lat: metrics::LatencySummary::of_histogram(&d.lat),
+        }
+    };
+    let (usr_cpu, sys_cpu) = cpu_percent(&all);
+    let summary = metrics::RunSummary {
+        dirs: [READ, WRITE, stats::TRIM].map(|di| reported.0[di].then(|| dir(di))),
+        usr_cpu,
+        sys_cpu,
+        elapsed_s: run.elapsed.as_secs_f64(),
+        sync: Some(&all.sync),
+    };
+    let mut m = metrics::measurements(&summary);
     // Which clock timed the latencies (one name, or several joined by ',' when jobs differ),
     // and the largest end-of-job drift of a TSC clock.
     let mut sources: Vec<&str> = Vec::new();
@@ -1055,121 +1137,6 @@ pub fn measurements(run: &FioRun) -> Measurements {
             "clocksource_drift_ppm".into(),
             format!("{:.1}", all.clock.drift_ppm),
         );
-    }
-    // Every metric declares its kind; the headline ones (each direction's IOPS and clat p99)
-    // are what a comparison gates on.
-    let push = |m: &mut Measurements, name: String, v: f64, u: Unit, d: Direction| {
-        let kind = if name.ends_with("_max") {
-            MetricKind::Max
-        } else if name.ends_with("_p99") {
-            MetricKind::Tail
-        } else {
-            MetricKind::default_for(d)
-        };
-        let metric = Metric::new(name, v, u, d).kind(kind);
-        let headline = metric.name.ends_with("_iops") || metric.name.ends_with("_clat_ns_p99");
-        m.metrics
-            .push(if headline { metric.headline() } else { metric });
-    };
-    for (di, dname, used) in [
-        (READ, "read", reads),
-        (WRITE, "write", writes),
-        (stats::TRIM, "trim", trims),
-    ] {
-        if !used {
-            continue;
-        }
-        let d = &all.dir[di];
-        let (bw_bytes, _, iops) = rates(d);
-        let hb = Direction::HigherIsBetter;
-        let lb = Direction::LowerIsBetter;
-        push(&mut m, format!("{dname}_iops"), iops, Unit::OpsPerSec, hb);
-        push(
-            &mut m,
-            format!("{dname}_bw_bytes"),
-            bw_bytes as f64,
-            Unit::BytesPerSec,
-            hb,
-        );
-        push(
-            &mut m,
-            format!("{dname}_io_kbytes"),
-            (d.io_bytes >> 10) as f64,
-            Unit::KiB,
-            Direction::Neutral,
-        );
-        let ns = Unit::Nanoseconds;
-        let p = d.clat.percentiles(&[50.0, 99.0]);
-        push(
-            &mut m,
-            format!("{dname}_clat_ns_p50"),
-            p[0].unwrap_or(0) as f64,
-            ns,
-            lb,
-        );
-        push(
-            &mut m,
-            format!("{dname}_clat_ns_p99"),
-            p[1].unwrap_or(0) as f64,
-            ns,
-            lb,
-        );
-        push(
-            &mut m,
-            format!("{dname}_clat_ns_mean"),
-            d.clat.mean(),
-            ns,
-            lb,
-        );
-        push(
-            &mut m,
-            format!("{dname}_clat_ns_max"),
-            d.clat.max() as f64,
-            ns,
-            lb,
-        );
-        push(
-            &mut m,
-            format!("{dname}_lat_ns_min"),
-            d.lat.min() as f64,
-            ns,
-            lb,
-        );
-        push(
-            &mut m,
-            format!("{dname}_lat_ns_max"),
-            d.lat.max() as f64,
-            ns,
-            lb,
-        );
-        push(&mut m, format!("{dname}_lat_ns_mean"), d.lat.mean(), ns, lb);
-        m.histograms
-            .push(d.clat.to_record(&format!("{dname}_clat_ns"), ns));
-        if d.lat.count() > 0 {
-            m.histograms
-                .push(d.lat.to_record(&format!("{dname}_lat_ns"), ns));
-        }
-        if d.slat.count() > 0 {
-            m.histograms
-                .push(d.slat.to_record(&format!("{dname}_slat_ns"), ns));
-        }
-    }
-    let (usr, sys) = cpu_percent(&all);
-    // CPU shares are shown, never judged (the README's promise): neutral.
-    for (name, v) in [("usr_cpu", usr), ("sys_cpu", sys)] {
-        m.metrics
-            .push(Metric::new(name, v, Unit::Percent, Direction::Neutral).kind(MetricKind::Share));
-    }
-    push(
-        &mut m,
-        "elapsed".into(),
-        run.elapsed.as_secs_f64(),
-        Unit::Seconds,
-        Direction::LowerIsBetter,
-    );
-    if all.sync.count() > 0 {
-        let h: HistogramRecord = all.sync.to_record("sync_lat_ns", Unit::Nanoseconds);
-        m.histograms.push(h);
     }
     m
 }
@@ -1190,6 +1157,7 @@ pub fn cpu_percent(st: &ThreadStats) -> (f64, f64) {
 mod tests {
     use super::*;
     use crate::fio::jobfile::SystemSources;
+    use crate::model::{Direction, Unit};
     use crate::workload::{CancelToken, NoProgress};
 
     #[test]
