@@ -13,16 +13,15 @@
 
 use super::{DbArg, EXIT_INTERRUPTED, EXIT_OK, MarginArgs, query};
 use crate::compare::verdict::Verdict;
-use crate::model::{NewRun, NewSample, RunId, RunInfo, RunStatus, SampleRecord};
+use crate::model::{NewRun, RunId, RunStatus};
 use crate::plan::{config, suite, suitefile};
 use crate::queue::{Agent, Beat, CANCEL_CHANNEL, CHANNEL, ClaimedJob, JobId, Outcome, Queue};
 use crate::runner::{self, Baseline, Event, Observer, Order, PlannedTest, RunSpec, Sites};
 use crate::site::{StateFile, env};
 use crate::store::postgres::PgStore;
-use crate::store::{RunFilter, SampleId, Selector, Store, StoreError, StoredProfile};
+use crate::store::{Store, StoreError};
 use crate::workload::CancelToken;
 use anyhow::{Context, Result};
-use chrono::{DateTime, Utc};
 use clap::Args;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -124,49 +123,8 @@ impl Store for JobStore<'_> {
         self.run = Some(id);
         Ok(id)
     }
-    fn add_sample(&mut self, run: RunId, sample: &NewSample) -> Result<SampleId, StoreError> {
-        self.inner.add_sample(run, sample)
-    }
-    fn finish_run(
-        &mut self,
-        run: RunId,
-        status: RunStatus,
-        finished_at: DateTime<Utc>,
-    ) -> Result<(), StoreError> {
-        self.inner.finish_run(run, status, finished_at)
-    }
-    fn runs(&self, filter: &RunFilter) -> Result<Vec<RunInfo>, StoreError> {
-        self.inner.runs(filter)
-    }
-    fn run(&self, id: RunId) -> Result<Option<RunInfo>, StoreError> {
-        self.inner.run(id)
-    }
-    fn samples(&self, run: RunId) -> Result<Vec<SampleRecord>, StoreError> {
-        self.inner.samples(run)
-    }
-    fn add_profile(&mut self, sample: SampleId, profile: &StoredProfile) -> Result<(), StoreError> {
-        self.inner.add_profile(sample, profile)
-    }
-    fn profile(&self, sample: SampleId) -> Result<Option<StoredProfile>, StoreError> {
-        self.inner.profile(sample)
-    }
-    fn select(&self, sel: &Selector) -> Result<Vec<RunInfo>, StoreError> {
-        self.inner.select(sel)
-    }
-    fn run_uuid(&self, id: RunId) -> Result<Option<String>, StoreError> {
-        self.inner.run_uuid(id)
-    }
-    fn run_by_uuid(&self, uuid: &str) -> Result<Option<RunInfo>, StoreError> {
-        self.inner.run_by_uuid(uuid)
-    }
-    fn import_run(
-        &mut self,
-        uuid: &str,
-        run: &RunInfo,
-        samples: &[crate::store::SampleCopy],
-    ) -> Result<RunId, StoreError> {
-        self.inner.import_run(uuid, run, samples)
-    }
+    crate::store::forward::forward_store!(inner: add_sample, finish_run, runs, run, samples,
+        add_profile, profile, select, run_uuid, run_by_uuid, import_run);
 }
 
 /// Build the plan of a job from its texts, as `fsdelta run` would from the same files.
