@@ -19,6 +19,7 @@ mod header;
 use crate::compare::SeriesKey;
 use crate::compare::changepoint::{ChangePoint, Scale, Segment};
 use crate::compare::verdict::{Center, Comparison, Role as MetricRole, Summary, Verdict};
+pub use crate::fio::logs::{FioLogKind, FioLogPoint};
 use crate::model::RunInfo;
 use crate::model::{Direction, MetricKind, SiteFacts, Unit};
 use crate::report::svg::{Shape, esc};
@@ -58,39 +59,6 @@ pub struct ReportInput {
     pub fio_logs: Vec<FioLogChart>,
 }
 
-/// What a fio log's values are, from its file name (`PREFIX_KIND.N.log`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FioLogKind {
-    /// Total latency (`_lat`), nanoseconds.
-    Lat,
-    /// Submission latency (`_slat`), nanoseconds.
-    Slat,
-    /// Completion latency (`_clat`), nanoseconds.
-    Clat,
-    /// Bandwidth (`_bw`), KiB/s.
-    Bw,
-    /// I/Os per second (`_iops`).
-    Iops,
-}
-
-impl FioLogKind {
-    /// fio's name of the log (the file name's KIND).
-    pub fn name(self) -> &'static str {
-        match self {
-            FioLogKind::Lat => "lat",
-            FioLogKind::Slat => "slat",
-            FioLogKind::Clat => "clat",
-            FioLogKind::Bw => "bw",
-            FioLogKind::Iops => "iops",
-        }
-    }
-
-    /// Whether the values are latencies in nanoseconds.
-    pub fn is_latency(self) -> bool {
-        matches!(self, FioLogKind::Lat | FioLogKind::Slat | FioLogKind::Clat)
-    }
-}
-
 /// One fio log file of a test, as every sample of either side kept it.
 #[derive(Clone, Debug)]
 pub struct FioLogChart {
@@ -125,24 +93,6 @@ pub struct FioLogSeries {
     pub cut: bool,
     /// In time order.
     pub points: Vec<FioLogPoint>,
-}
-
-/// One point of a log series: a log line, or the lines of one time bucket.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct FioLogPoint {
-    /// First ms the point covers (the line's time when it stands for one line).
-    pub from_ms: u64,
-    /// Last ms it covers.
-    pub to_ms: u64,
-    /// The value drawn: the lines' mean, or for a per-I/O iops log the I/Os per second over
-    /// the bucket.
-    pub value: f64,
-    /// Lines it stands for.
-    pub n: u64,
-    /// Their smallest value.
-    pub min: u64,
-    /// Their largest value.
-    pub max: u64,
 }
 
 /// fs_mark's per-iteration rows of one test: every sample of either side that kept them.
