@@ -176,7 +176,6 @@ fn sampled<'a>(
 /// Per key (configuration, test, metric), one median per run that has it, over the newest
 /// [`HISTORY_RUNS`] runs that have ended (and the runs of `side_runs` though they run), in run
 /// order; and those runs.
-#[allow(clippy::type_complexity)]
 fn medians(
     store: &dyn Store,
     keys: &[(String, String, String)],
@@ -347,4 +346,123 @@ fn fio_logs(store: &dyn Store, s: &SampleRecord) -> Result<Vec<LogFile>, String>
         });
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{
+        Attachment, Direction, Environment, Metric, NewRun, NewSample, SiteFacts, Unit,
+    };
+    use crate::store::memory::MemoryStore;
+
+    fn sample(test: &str, workload: &str, attachments: Vec<Attachment>) -> NewSample {
+        NewSample {
+            config: "c".into(),
+            test: test.into(),
+            repetition: 1,
+            sequence: 1,
+            facts: SiteFacts::default(),
+            status: SampleStatus::Ok,
+            error: None,
+            started_at: chrono::Utc::now(),
+            duration_s: 1.0,
+            workload: workload.into(),
+            metrics: vec![Metric::new(
+                "iops",
+                100.0,
+                Unit::OpsPerSec,
+                Direction::HigherIsBetter,
+            )],
+            histograms: vec![],
+            attachments,
+        }
+    }
+
+    fn text(name: &str, body: &str) -> Attachment {
+        Attachment {
+            name: name.into(),
+            format: "text".into(),
+            data: body.as_bytes().to_vec(),
+        }
+    }
+
+    /// Only the samples of the sections are read, each kind by its own workload; what cannot be
+    /// read comes back as its error, for the report to leave out.
+    #[test]
+    fn only_the_sections_samples_are_read_and_errors_come_back_as_values() {
+        let mut store = MemoryStore::new();
+        let run = store
+            .create_run(&NewRun {
+                label: "x".into(),
+                suite: "s".into(),
+                started_at: chrono::Utc::now(),
+                fsdelta_version: "0".into(),
+                environment: Environment::default(),
+            })
+            .unwrap();
+        let log = "0, 10, 1, 4096, 0\n1, 20, 1, 4096, 0\n";
+        let fio_log = format!("{FIO_LOG_ATTACHMENT}j_clat.1.log");
+        for s in [
+            sample(
+                "a",
+                "fs_mark -n 1",
+                vec![text(FSMARK_ITERATIONS, "not json")],
+            ),
+            sample("b", "fio j.fio", vec![text(&fio_log, log)]),
+            sample("c", "fio j.fio", vec![text(&fio_log, log)]),
+        ] {
+            store.add_sample(run, &s).unwrap();
+        }
+        store
+            .finish_run(run, RunStatus::Complete, chrono::Utc::now())
+            .unwrap();
+        let cur = store.samples(run).unwrap();
+        let sections = vec![("c".to_string(), "a".to_string()), ("c".into(), "b".into())];
+        let name = |c: &str| c.to_string();
+        let wanted = Wanted {
+            base: &[],
+            cur: &cur,
+            side_runs: vec![run],
+            medians: vec![("c".into(), "b".into(), "iops".into())],
+            profiles: vec![("c".into(), "b".into())],
+            sections: &sections,
+            name: &name,
+        };
+        let x = read(&store, &wanted).unwrap();
+        assert_eq!(x.history_runs.len(), 1);
+        assert_eq!(x.medians.len(), 1);
+        assert_eq!(x.medians[0].len(), 1);
+        assert_eq!(x.medians[0][0].median, 100.0);
+        assert!(x.profiles[0].0.is_none() && x.profiles[0].1.is_none());
+        assert_eq!(x.iterations.len(), 1);
+        assert_eq!(
+            x.iterations[0].at,
+            SampleAt {
+                base: false,
+                index: 0
+            }
+        );
+        let e = x.iterations[0].rows.as_ref().unwrap_err();
+        assert!(
+            e.starts_with(&format!("{FSMARK_ITERATIONS} is not valid")),
+            "{e}"
+        );
+        // Test c has no section: its log is not read.
+        assert_eq!(x.fio_logs.len(), 1);
+        assert_eq!(
+            x.fio_logs[0].at,
+            SampleAt {
+                base: false,
+                index: 1
+            }
+        );
+        let files = x.fio_logs[0].files.as_ref().unwrap();
+        assert_eq!(files.len(), 1);
+        assert_eq!(files[0].kind, FioLogKind::Clat);
+        let series = files[0].series.as_ref().unwrap();
+        assert_eq!(series.len(), 1);
+        assert_eq!((series[0].ddir, series[0].lines), (1, 2));
+        assert_eq!(series[0].points.len(), 2);
+    }
 }

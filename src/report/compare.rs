@@ -1,8 +1,9 @@
 //! Renderers of a comparison with verdicts: 80-column text for mailing lists, markdown, and JSON
 //! carrying intervals and p-values.
 //!
-//! Pure functions from [`Judged`] rows (compare's, `compare::judge`) to `String`; they must never compute statistics themselves
-//! (that is `compare::verdict`) nor read the store.
+//! Pure functions from [`Judged`] rows (compare's, `compare::judge`) to `String`, chosen through
+//! the catalogue `report::format`; they must never compute statistics themselves (that is
+//! `compare::verdict`) nor read the store.
 
 use crate::compare::SeriesKey;
 use crate::compare::context::Context;

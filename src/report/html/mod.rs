@@ -9,9 +9,10 @@
 //! a few lines of inline script (table sorting) that nothing needs in order to read it.
 //!
 //! What it must never do: read the store or the clock, compute statistics (verdicts, change
-//! points and percentiles arrive in [`ReportInput`], gathered by `cli::report`), invent a number
-//! (everything drawn comes from the input), or refer to anything outside the file (no URL, no
-//! CDN, no external script, stylesheet, font or image).
+//! points and percentiles arrive in [`ReportInput`], assembled by `report::gather` from what
+//! `read` read and `compare` judged), invent a number (everything drawn comes from the input),
+//! or refer to anything outside the file (no URL, no CDN, no external script, stylesheet, font
+//! or image).
 
 mod charts;
 mod header;
@@ -26,7 +27,7 @@ use crate::report::svg::{Shape, esc};
 use crate::report::text::fmt_value;
 use std::fmt::Write;
 
-/// Everything the report shows, gathered from the store by the CLI edge.
+/// Everything the report shows, assembled by `report::gather` from what `read` read.
 #[derive(Clone, Debug)]
 pub struct ReportInput {
     /// Who wrote it (`fsdelta 0.1.0`).
