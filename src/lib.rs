@@ -24,6 +24,7 @@ pub mod os;
 pub mod plan;
 pub mod probe;
 pub mod queue;
+pub mod read;
 pub mod report;
 pub mod runner;
 pub mod site;

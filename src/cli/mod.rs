@@ -21,6 +21,7 @@ pub mod run;
 pub mod submit;
 pub mod sync;
 
+use crate::report::format::{DocKind, Format};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
@@ -75,23 +76,25 @@ impl DbArg {
     }
 }
 
-/// Output format of `compare`.
-#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
-pub enum CompareFormat {
-    /// 80-column text.
-    Text,
-    /// Markdown tables.
-    Markdown,
-    /// JSON with a schema_version, intervals and p-values.
-    Json,
+/// A `--format` value of a command that renders `kind`: the names and help of the formats the
+/// catalogue (`report::format`) lists for it, read back with `Format::from_name`.
+fn format_arg(kind: DocKind) -> impl clap::builder::TypedValueParser<Value = Format> {
+    let values: Vec<clap::builder::PossibleValue> = crate::report::format::formats(kind)
+        .iter()
+        .map(|(f, help)| clap::builder::PossibleValue::new(f.name()).help(*help))
+        .collect();
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(values).map(|name: String| {
+        Format::from_name(&name).expect("clap accepts only the catalogue's names")
+    })
 }
 
 /// Options of `fsdelta compare` (and of `run --baseline`).
 #[derive(Debug, Clone, Args)]
 pub struct CompareArgs {
     /// Output format.
-    #[arg(long, value_enum, default_value_t = CompareFormat::Text)]
-    pub format: CompareFormat,
+    #[arg(long, value_parser = format_arg(DocKind::Comparison), default_value_t = Format::Text)]
+    pub format: Format,
     /// Only these tests (repeatable).
     #[arg(long = "test", value_name = "NAME")]
     pub tests: Vec<String>,
@@ -129,7 +132,7 @@ impl CompareArgs {
     /// changed metrics of `tests` (all when empty), with already resolved `margins`.
     pub fn closing(tests: Vec<String>, margins: &crate::compare::verdict::Margins) -> CompareArgs {
         CompareArgs {
-            format: CompareFormat::Text,
+            format: Format::Text,
             tests,
             configs: vec![],
             metrics: vec![],
@@ -181,24 +184,6 @@ impl OrderChoice {
             },
         }
     }
-}
-
-/// Output format of `history`.
-#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
-pub enum HistoryFormat {
-    /// 80-column text.
-    Text,
-    /// JSON.
-    Json,
-}
-
-/// Output format of `export`.
-#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
-pub enum ExportFormat {
-    /// JSON with a schema_version.
-    Json,
-    /// CSV, one row per metric value.
-    Csv,
 }
 
 /// Subcommands.
@@ -285,8 +270,8 @@ pub enum Command {
         #[arg(long, value_name = "PAT")]
         label_glob: Option<String>,
         /// Output format.
-        #[arg(long, value_enum, default_value_t = HistoryFormat::Text)]
-        format: HistoryFormat,
+        #[arg(long, value_parser = format_arg(DocKind::History), default_value_t = Format::Text)]
+        format: Format,
         #[command(flatten)]
         db: DbArg,
     },
@@ -320,8 +305,8 @@ pub enum Command {
         /// Runs: an id, latest, latest~N or label:TEXT.
         sel: String,
         /// Output format.
-        #[arg(long, value_enum, default_value_t = ExportFormat::Json)]
-        format: ExportFormat,
+        #[arg(long, value_parser = format_arg(DocKind::Runs), default_value_t = Format::Json)]
+        format: Format,
         /// Write to this file instead of standard output.
         #[arg(short, long)]
         output: Option<PathBuf>,

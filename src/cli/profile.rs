@@ -7,12 +7,14 @@
 //! analyse a profile itself (that is `report::profile`) nor drive perf (that is
 //! `probe::profile`).
 
-use super::{CompareArgs, CompareFormat, DbArg, EXIT_OK, query};
+use super::{CompareArgs, DbArg, EXIT_OK, query};
+use crate::compare::judge::Judged;
 use crate::compare::verdict::Verdict;
 use crate::probe::profile::Profile;
+use crate::read::extras::profiles as pooled;
 use crate::report;
-use crate::report::compare::Judged;
-use crate::store::{self, RunInfo, SampleRecord, Store};
+use crate::report::format::Format;
+use crate::store::{self, Store};
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 use std::fmt::Write;
@@ -84,31 +86,6 @@ pub struct ProfileArgs {
     pub db: DbArg,
 }
 
-/// The pooled profile of the samples of `runs` that ran `test` on a configuration `keep`
-/// accepts, and how many samples had one.
-fn pooled(
-    store: &dyn Store,
-    runs: &[(RunInfo, Vec<SampleRecord>)],
-    test: &str,
-    keep: impl Fn(&str) -> bool,
-) -> Result<(Profile, usize)> {
-    let mut p = Profile::default();
-    let mut n = 0;
-    for s in runs.iter().flat_map(|(_, s)| s.iter()) {
-        if s.sample.test != test || !keep(&s.sample.config) {
-            continue;
-        }
-        if let Some(stored) = store.profile(s.id)? {
-            p.merge(
-                &Profile::decode(&stored)
-                    .with_context(|| format!("profile of sample {} (run {})", s.id, s.run_id))?,
-            );
-            n += 1;
-        }
-    }
-    Ok((p, n))
-}
-
 /// `fsdelta profile SEL --test NAME [--config NAME]`.
 pub fn main(args: &ProfileArgs) -> Result<i32> {
     let store = store::open_read_only(&args.db.location())?;
@@ -178,7 +155,7 @@ pub fn main(args: &ProfileArgs) -> Result<i32> {
 /// `fsdelta compare BASE CUR --profile`: the comparison, then for each test with a regressed or
 /// improved metric the symbols whose CPU share changed most, and a hint.
 pub fn compare(db: &DbArg, base: &str, cur: &str, opts: &CompareArgs) -> Result<i32> {
-    if opts.format == CompareFormat::Json {
+    if opts.format == Format::Json {
         anyhow::bail!(
             "compare --profile adds a text section; use --format text (the default) or markdown with --profile"
         );
@@ -187,7 +164,7 @@ pub fn compare(db: &DbArg, base: &str, cur: &str, opts: &CompareArgs) -> Result<
     let (bd, cd, rows) = query::judge(store.as_ref(), base, cur, &opts.criteria())?;
     let mut out = query::render_comparison(&bd, &cd, &rows, opts)?;
     let section = changed_profiles(store.as_ref(), base, cur, &rows)?;
-    if opts.format == CompareFormat::Markdown {
+    if opts.format == Format::Markdown {
         // The 80-column section keeps its alignment in a fenced block.
         out.push_str("\n```");
         out.push_str(&section);

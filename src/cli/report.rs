@@ -1,15 +1,18 @@
-//! `fsdelta report BASE CUR -o FILE.html` and `fsdelta report SEL -o FILE.html`: select the
-//! sides, judge them as `compare` does, let `report::gather` collect what the report shows,
-//! render it with `report::html::render`, and write the file atomically.
+//! `fsdelta report BASE CUR -o FILE.html` and `fsdelta report SEL -o FILE.html`: read the
+//! sides (`read`), judge them as `compare` does, let `report::gather` say what else the report
+//! needs, read that (`read::extras`), assemble and render it (`report::format`, HTML), and
+//! write the file atomically.
 //!
-//! This edge only parses, dispatches and writes: gathering lives in `report::gather`.
+//! This edge only parses, wires and writes: reading lives in `read`, assembling in
+//! `report::gather`.
 
-use super::query::{describe, judge, load, render_comparison, split_config};
-use super::{CompareArgs, CompareFormat, DbArg, EXIT_OK, MarginArgs};
-use crate::model::SampleRecord;
+use super::query::{judge, render_comparison};
+use super::{CompareArgs, DbArg, EXIT_OK, MarginArgs};
+use crate::read::{self, Filter, Side, split_config};
+use crate::report::format::{Doc, Format};
 use crate::report::{
     self,
-    gather::{self, Naming, Side},
+    gather::{self, Naming, Request},
 };
 use crate::store::{self, Store};
 use anyhow::{Context, Result};
@@ -17,7 +20,7 @@ use clap::Args;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-pub use crate::report::gather::HISTORY_RUNS;
+pub use crate::read::extras::HISTORY_RUNS;
 
 /// Options of `fsdelta report`.
 #[derive(Debug, Clone, Args)]
@@ -45,7 +48,7 @@ pub struct ReportArgs {
 impl ReportArgs {
     fn compare_args(&self) -> CompareArgs {
         CompareArgs {
-            format: CompareFormat::Text,
+            format: Format::Text,
             tests: self.tests.clone(),
             configs: self.configs.clone(),
             metrics: self.metrics.clone(),
@@ -69,14 +72,28 @@ pub fn main(db: &DbArg, base: &str, cur: Option<&str>, args: &ReportArgs) -> Res
             let b = load_side(store.as_ref(), base, args)?;
             let c = load_side(store.as_ref(), cur, args)?;
             let naming = Naming::new(split_config(base).1, split_config(cur).1, &b, &c);
-            gather::comparison(store.as_ref(), b, c, &naming, rows, text_table)?
+            let metrics = gather::compared_metrics(rows);
+            let request = Request::new(&metrics, &b.samples, &c.samples, &naming);
+            let name = |c: &str| naming.name(c);
+            let extras = read::extras::read(store.as_ref(), &request.wanted(&b, &c, &name))?;
+            gather::comparison(b, c, &naming, metrics, &request, extras, text_table)
         }
         None => {
             let l = load_side(store.as_ref(), base, args)?;
-            gather::single(store.as_ref(), base, l, &args.metrics)?
+            let metrics = gather::single_metrics(base, &l, &args.metrics)?;
+            let naming = Naming::single();
+            let request = Request::new(&metrics, &[], &l.samples, &naming);
+            let none = Side {
+                description: String::new(),
+                runs: Vec::new(),
+                samples: Vec::new(),
+            };
+            let name = |c: &str| c.to_string();
+            let extras = read::extras::read(store.as_ref(), &request.wanted(&none, &l, &name))?;
+            gather::single(l, metrics, &request, extras)
         }
     };
-    let html = report::html::render(&input);
+    let html = report::format::render(Format::Html, &Doc::Report(&input))?;
     write_atomically(&args.output, html.as_bytes())?;
     let tests: BTreeSet<(&str, &str)> = input
         .metrics
@@ -105,27 +122,11 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
     Ok(())
 }
 
-/// Whether a sample passes the filters and the `@CONFIG` of its selector.
-fn keep(args: &ReportArgs, cfg: Option<&str>, s: &SampleRecord) -> bool {
-    (args.tests.is_empty() || args.tests.contains(&s.sample.test))
-        && (args.configs.is_empty() || args.configs.contains(&s.sample.config))
-        && cfg.is_none_or(|c| s.sample.config == c)
-}
-
 /// One side: its runs, and its samples that pass the filters.
 fn load_side(store: &dyn Store, sel: &str, args: &ReportArgs) -> Result<Side> {
-    let (s, cfg) = split_config(sel);
-    let runs = load(store, s)?;
-    let description = describe(sel, &runs);
-    let mut infos = Vec::new();
-    let mut samples = Vec::new();
-    for (info, ss) in runs {
-        infos.push(info);
-        samples.extend(ss.into_iter().filter(|s| keep(args, cfg, s)));
-    }
-    Ok(Side {
-        description,
-        runs: infos,
-        samples,
-    })
+    let filter = Filter {
+        tests: &args.tests,
+        configs: &args.configs,
+    };
+    Ok(read::side(store, sel, &filter)?)
 }

@@ -137,16 +137,31 @@ fn differs(a: f64, b: f64, points: f64) -> bool {
 /// matched.
 pub fn context(base: &SideData<'_>, cur: &SideData<'_>, across: bool) -> Context {
     let mut out = Context::default();
-    let mut diff = |what: String, b: BTreeSet<String>, c: BTreeSet<String>| {
-        if b != c {
-            out.differences.push(Difference {
-                what,
-                baseline: join(b),
-                current: join(c),
-            });
-        }
-    };
-    // the runs
+    let shown = presence(base, cur, across, &mut out);
+    out.differences = run_differences(base, cur);
+    for (name, b_cfg, c_cfg) in &shown.pairs {
+        config_differences(base, cur, name, b_cfg, c_cfg, &mut out.differences);
+    }
+    // Order: what changes results most first (the file system, then the kernel, then the rest).
+    out.differences.sort_by_key(|d| rank(&d.what));
+    out.one_sided_metrics = one_sided_metrics(base, cur, across, &shown);
+    out.baseline_load = load(base.samples);
+    out.current_load = load(cur.samples);
+    out.warnings = machine_warnings(out.baseline_load, out.current_load);
+    out
+}
+
+/// A difference when the sides' values differ.
+fn difference(what: String, b: BTreeSet<String>, c: BTreeSet<String>) -> Option<Difference> {
+    (b != c).then(|| Difference {
+        what,
+        baseline: join(b),
+        current: join(c),
+    })
+}
+
+/// The facts of the runs that differ: kernel, fsdelta version, host, CPU, memory.
+fn run_differences(base: &SideData<'_>, cur: &SideData<'_>) -> Vec<Difference> {
     let run_fact = |s: &SideData<'_>, f: fn(&RunInfo) -> String| -> BTreeSet<String> {
         s.runs.iter().map(f).collect()
     };
@@ -170,11 +185,25 @@ pub fn context(base: &SideData<'_>, cur: &SideData<'_>, across: bool) -> Context
             )
         }),
     ];
-    for (what, f) in run_facts {
-        diff(what.to_string(), run_fact(base, f), run_fact(cur, f));
-    }
+    run_facts
+        .into_iter()
+        .filter_map(|(what, f)| difference(what.to_string(), run_fact(base, f), run_fact(cur, f)))
+        .collect()
+}
 
-    // configurations (or tests, across configurations)
+/// What the sides have in common, as [`presence`] found it.
+struct Shown {
+    /// The pairs of configurations whose facts are compared: (name, baseline's, current's).
+    pairs: Vec<(String, String, String)>,
+    /// The baseline's tests (`test (config)`, or `test` across configurations).
+    base_tests: BTreeSet<String>,
+    /// The current side's.
+    cur_tests: BTreeSet<String>,
+}
+
+/// Configurations (or tests, across configurations) present on one side only, into `out`;
+/// and the pairs of configurations and the tests the sides have.
+fn presence(base: &SideData<'_>, cur: &SideData<'_>, across: bool, out: &mut Context) -> Shown {
     let configs = |s: &SideData<'_>| -> BTreeSet<String> {
         s.samples.iter().map(|r| r.sample.config.clone()).collect()
     };
@@ -225,77 +254,105 @@ pub fn context(base: &SideData<'_>, cur: &SideData<'_>, across: bool) -> Context
     for t in ctn.difference(&btn) {
         out.only_current.push(format!("test {t}"));
     }
+    Shown {
+        pairs,
+        base_tests: btn,
+        cur_tests: ctn,
+    }
+}
 
-    for (name, b_cfg, c_cfg) in &pairs {
-        fn of<'s>(s: &SideData<'s>, cfg: &str) -> Vec<&'s SampleRecord> {
-            s.samples
-                .iter()
-                .copied()
-                .filter(|r| r.sample.config == cfg)
-                .collect()
-        }
-        let (bs, cs) = (of(base, b_cfg), of(cur, c_cfg));
-        let fact = |v: &[&SampleRecord], f: &dyn Fn(&SampleRecord) -> String| -> BTreeSet<String> {
-            v.iter().map(|r| f(r)).collect()
-        };
-        let mut d = |what: &str, f: &dyn Fn(&SampleRecord) -> String| {
-            diff(format!("{what} of {name}"), fact(&bs, f), fact(&cs, f));
-        };
-        d("filesystem", &|r| r.sample.facts.fs_type.clone());
-        d("mkfs options", &|r| {
-            r.sample
-                .facts
-                .mkfs_options
-                .clone()
-                .unwrap_or_else(|| "(not formatted by fsdelta)".into())
+/// The facts of one pair of configurations (`name`: the baseline's `b_cfg`, the current's
+/// `c_cfg`) that differ, appended to `out`: filesystem, mkfs and mount options, the recorded
+/// extra facts, each test's workload command line.
+fn config_differences(
+    base: &SideData<'_>,
+    cur: &SideData<'_>,
+    name: &str,
+    b_cfg: &str,
+    c_cfg: &str,
+    out: &mut Vec<Difference>,
+) {
+    fn of<'s>(s: &SideData<'s>, cfg: &str) -> Vec<&'s SampleRecord> {
+        s.samples
+            .iter()
+            .copied()
+            .filter(|r| r.sample.config == cfg)
+            .collect()
+    }
+    let (bs, cs) = (of(base, b_cfg), of(cur, c_cfg));
+    let fact = |v: &[&SampleRecord], f: &dyn Fn(&SampleRecord) -> String| -> BTreeSet<String> {
+        v.iter().map(|r| f(r)).collect()
+    };
+    let mut d = |what: &str, f: &dyn Fn(&SampleRecord) -> String| {
+        out.extend(difference(
+            format!("{what} of {name}"),
+            fact(&bs, f),
+            fact(&cs, f),
+        ));
+    };
+    d("filesystem", &|r| r.sample.facts.fs_type.clone());
+    d("mkfs options", &|r| {
+        r.sample
+            .facts
+            .mkfs_options
+            .clone()
+            .unwrap_or_else(|| "(not formatted by fsdelta)".into())
+    });
+    d("mount options", &|r| r.sample.facts.mount_options.clone());
+    let keys: BTreeSet<String> = bs
+        .iter()
+        .chain(&cs)
+        .flat_map(|r| r.sample.facts.extra.keys().cloned())
+        .filter(|k| !VOLATILE.contains(&k.as_str()))
+        .collect();
+    for k in keys {
+        d(&extra_name(&k), &|r| {
+            r.sample.facts.extra.get(&k).cloned().unwrap_or_default()
         });
-        d("mount options", &|r| r.sample.facts.mount_options.clone());
-        let keys: BTreeSet<String> = bs
-            .iter()
-            .chain(&cs)
-            .flat_map(|r| r.sample.facts.extra.keys().cloned())
-            .filter(|k| !VOLATILE.contains(&k.as_str()))
-            .collect();
-        for k in keys {
-            d(&extra_name(&k), &|r| {
-                r.sample.facts.extra.get(&k).cloned().unwrap_or_default()
-            });
-        }
-        let tests: BTreeSet<String> = bs
-            .iter()
-            .chain(&cs)
-            .map(|r| r.sample.test.clone())
-            .collect();
-        for t in tests {
-            let w = |v: &[&SampleRecord]| -> BTreeSet<String> {
-                v.iter()
-                    .filter(|r| r.sample.test == t)
-                    .map(|r| r.sample.workload.clone())
-                    .collect()
-            };
-            let (bw, cw) = (w(&bs), w(&cs));
-            if !bw.is_empty() && !cw.is_empty() {
-                diff(format!("workload of {t} on {name}"), bw, cw);
-            }
+    }
+    let tests: BTreeSet<String> = bs
+        .iter()
+        .chain(&cs)
+        .map(|r| r.sample.test.clone())
+        .collect();
+    for t in tests {
+        let w = |v: &[&SampleRecord]| -> BTreeSet<String> {
+            v.iter()
+                .filter(|r| r.sample.test == t)
+                .map(|r| r.sample.workload.clone())
+                .collect()
+        };
+        let (bw, cw) = (w(&bs), w(&cs));
+        if !bw.is_empty() && !cw.is_empty() {
+            out.extend(difference(format!("workload of {t} on {name}"), bw, cw));
         }
     }
-    // Order: what changes results most first (the file system, then the kernel, then the rest).
-    let rank = |what: &str| -> u8 {
-        if what.starts_with("mount options") {
-            0
-        } else if what.starts_with("mkfs options") || what.starts_with("filesystem") {
-            1
-        } else if what.starts_with("kernel") {
-            2
-        } else if what.starts_with("workload") || what.starts_with("engine") {
-            3
-        } else {
-            4
-        }
-    };
-    out.differences.sort_by_key(|d| rank(&d.what));
+}
 
-    // metrics on one side only
+/// How much a kind of difference changes results: the file system first, then the kernel,
+/// then the workload and engine, then the rest.
+fn rank(what: &str) -> u8 {
+    if what.starts_with("mount options") {
+        0
+    } else if what.starts_with("mkfs options") || what.starts_with("filesystem") {
+        1
+    } else if what.starts_with("kernel") {
+        2
+    } else if what.starts_with("workload") || what.starts_with("engine") {
+        3
+    } else {
+        4
+    }
+}
+
+/// Metrics measured on one side only, for tests both sides ran (a test on one side only is
+/// already listed).
+fn one_sided_metrics(
+    base: &SideData<'_>,
+    cur: &SideData<'_>,
+    across: bool,
+    shown: &Shown,
+) -> Vec<String> {
     let metrics = |s: &SideData<'_>| -> BTreeSet<String> {
         // Distinct (test, configuration, metric) first, by borrowed names: a side holds many
         // repetitions of the same metrics, and only the distinct ones need a string.
@@ -323,8 +380,11 @@ pub fn context(base: &SideData<'_>, cur: &SideData<'_>, across: bool) -> Context
             .collect()
     };
     let (bm, cm) = (metrics(base), metrics(cur));
-    // only for tests both sides ran: a test on one side only is already listed
-    let both: BTreeSet<String> = btn.intersection(&ctn).cloned().collect();
+    let both: BTreeSet<String> = shown
+        .base_tests
+        .intersection(&shown.cur_tests)
+        .cloned()
+        .collect();
     let in_shared_test = |m: &String| {
         let test = m.split('/').next().unwrap_or("");
         let cfg = m
@@ -337,16 +397,15 @@ pub fn context(base: &SideData<'_>, cur: &SideData<'_>, across: bool) -> Context
             both.contains(&format!("{test} ({cfg})"))
         }
     };
-    out.one_sided_metrics = bm
-        .symmetric_difference(&cm)
+    bm.symmetric_difference(&cm)
         .filter(|m| in_shared_test(m))
         .cloned()
-        .collect();
+        .collect()
+}
 
-    // the machine
-    out.baseline_load = load(base.samples);
-    out.current_load = load(cur.samples);
-    let (b, c) = (out.baseline_load, out.current_load);
+/// Warnings about the machine: background CPU or load average that differ between the sides.
+fn machine_warnings(b: Load, c: Load) -> Vec<String> {
+    let mut out = Vec::new();
     let busier = |bv: f64, cv: f64| if cv > bv { "current" } else { "baseline" };
     if let (Some(bv), Some(cv)) = (b.bg_cpu_pct, c.bg_cpu_pct)
         && differs(bv, cv, BG_CPU_POINTS)
@@ -356,7 +415,7 @@ pub fn context(base: &SideData<'_>, cur: &SideData<'_>, across: bool) -> Context
         } else {
             ("baseline", bv, "current", cv)
         };
-        out.warnings.push(format!(
+        out.push(format!(
             "{first} side: other processes used {fv:.0} % of the CPUs, {other} {ov:.0} %: \
              timing verdicts may reflect the machine, not the change"
         ));
@@ -375,7 +434,7 @@ pub fn context(base: &SideData<'_>, cur: &SideData<'_>, across: bool) -> Context
         } else {
             "current"
         };
-        out.warnings.push(format!(
+        out.push(format!(
             "{side} side: load average {fv:.1} at the start of its samples, {other} {ov:.1}: \
              the machine was busier"
         ));

@@ -101,6 +101,84 @@ pub fn glob_match(pattern: &str, text: &str) -> bool {
     pi == p.len()
 }
 
+/// Why a history cannot be built; the messages say where to look.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum HistoryError {
+    /// No run has the metric at all.
+    #[error(
+        "no stored run of test '{test}' has metric '{metric}'; `fsdelta list` and `fsdelta show latest` list the runs and metrics"
+    )]
+    NoRun {
+        /// The test.
+        test: String,
+        /// The metric.
+        metric: String,
+    },
+    /// The test ran on several configurations and none was chosen.
+    #[error("test '{test}' ran on several configurations ({configs}); choose one with --config")]
+    Configs {
+        /// The test.
+        test: String,
+        /// Its configurations, comma-separated.
+        configs: String,
+    },
+    /// No run has the metric on the chosen configuration.
+    #[error(
+        "no stored run of test '{test}' has metric '{metric}'{on}; `fsdelta show latest` lists the metrics"
+    )]
+    NoPoint {
+        /// The test.
+        test: String,
+        /// The metric.
+        metric: String,
+        /// ` on CONFIG`, or empty.
+        on: String,
+    },
+}
+
+/// The history `fsdelta history` shows: of the runs `read::metric_history` gave (ended runs,
+/// oldest first, each with its values of `metric`), those whose label matches `label_glob`,
+/// on `config` (needed when the test ran on several).
+pub fn of_runs(
+    runs: Vec<(RunInfo, Vec<SampleRecord>)>,
+    test: &str,
+    metric: &str,
+    config: Option<&str>,
+    label_glob: Option<&str>,
+) -> Result<History, HistoryError> {
+    let loaded: Vec<(RunInfo, Vec<SampleRecord>)> = runs
+        .into_iter()
+        .filter(|(r, _)| label_glob.is_none_or(|g| glob_match(g, &r.label)))
+        .collect();
+    let mut configs: Vec<String> = Vec::new();
+    for s in loaded.iter().flat_map(|(_, s)| s) {
+        if !configs.contains(&s.sample.config) {
+            configs.push(s.sample.config.clone());
+        }
+    }
+    if configs.is_empty() {
+        return Err(HistoryError::NoRun {
+            test: test.to_string(),
+            metric: metric.to_string(),
+        });
+    }
+    if config.is_none() && configs.len() > 1 {
+        return Err(HistoryError::Configs {
+            test: test.to_string(),
+            configs: configs.join(", "),
+        });
+    }
+    let h = build(&loaded, test, metric, config);
+    if h.points.is_empty() {
+        return Err(HistoryError::NoPoint {
+            test: test.to_string(),
+            metric: metric.to_string(),
+            on: config.map(|c| format!(" on {c}")).unwrap_or_default(),
+        });
+    }
+    Ok(h)
+}
+
 /// Build the history of (`test`, `metric`, `config`) from runs in time order, each with its
 /// samples. Runs without the metric are skipped.
 pub fn build(

@@ -3,11 +3,13 @@
 //!
 //! Why a room of its own: comparison is pure arithmetic on stored records; it must never do I/O of
 //! any kind, so that it can be tested exhaustively and reused by `compare`, `run --baseline` and
-//! `report`.
+//! `report`. It takes what `read` gathered (never a store) and owns the judged rows
+//! ([`judge::Judged`]) that `report` renders.
 
 pub mod changepoint;
 pub mod context;
 pub mod history;
+pub mod judge;
 pub mod stats;
 pub mod verdict;
 

@@ -359,7 +359,9 @@ pub fn compare(
     compare_with(baseline, current, direction, class, margins, Methods::Auto)
 }
 
-/// [`compare`] with a restriction on the methods.
+/// [`compare`] with a restriction on the methods. The steps: the sides' numbers
+/// ([`start`]), the cases that need no test ([`screen`]), the shift on logs with its interval
+/// ([`shift`]), then the verdict ([`decide`]).
 pub fn compare_with(
     baseline: &[f64],
     current: &[f64],
@@ -368,7 +370,30 @@ pub fn compare_with(
     margins: &Margins,
     methods: Methods,
 ) -> Comparison {
-    let delta = margins.delta(class);
+    let mut out = start(baseline, current, direction, class, margins);
+    let positive = out.baseline.geomean.is_some() && out.current.geomean.is_some();
+    if let Some((verdict, reason)) = screen(&mut out, baseline, current, positive) {
+        return finish(out, verdict, reason);
+    }
+    // 1. logs
+    let x: Vec<f64> = baseline.iter().map(|v| v.ln()).collect();
+    let y: Vec<f64> = current.iter().map(|v| v.ln()).collect();
+    let spiky = out.baseline.outliers + out.current.outliers > 0;
+    let wants_rank = methods == Methods::Auto && (class != MetricClass::Throughput || spiky);
+    let s = shift(&mut out, &x, &y, wants_rank);
+    let (verdict, reason) = decide(&out, &s, &x, &y, margins, spiky);
+    finish(out, verdict, reason)
+}
+
+/// The comparison before any test: each side's numbers, the centers, the margins; inconclusive
+/// until decided.
+fn start(
+    baseline: &[f64],
+    current: &[f64],
+    direction: Direction,
+    class: MetricClass,
+    margins: &Margins,
+) -> Comparison {
     let (bs, cs) = (side(baseline), side(current));
     let positive = bs.geomean.is_some() && cs.geomean.is_some();
     let mut out = Comparison {
@@ -392,33 +417,45 @@ pub fn compare_with(
         verdict: Verdict::Inconclusive,
         reason: String::new(),
         eps: margins.eps,
-        delta,
+        delta: margins.delta(class),
         runs_needed: None,
     };
     set_centers(&mut out);
-    let (m, n) = (baseline.len(), current.len());
-    let finish = |mut out: Comparison, verdict: Verdict, reason: String| {
-        if direction == Direction::Neutral {
-            out.verdict = Verdict::NotJudged;
-            out.reason = "neutral metric: shown, not judged".to_string();
-        } else {
-            out.verdict = verdict;
-            out.reason = reason;
-        }
-        out
-    };
+    out
+}
 
+/// Set the verdict and its reason; a neutral metric is shown, not judged.
+fn finish(mut out: Comparison, verdict: Verdict, reason: String) -> Comparison {
+    if out.direction == Direction::Neutral {
+        out.verdict = Verdict::NotJudged;
+        out.reason = "neutral metric: shown, not judged".to_string();
+    } else {
+        out.verdict = verdict;
+        out.reason = reason;
+    }
+    out
+}
+
+/// The verdicts that need no test: a side without runs or with one, non-finite values,
+/// identical values everywhere, values that have no log.
+fn screen(
+    out: &mut Comparison,
+    baseline: &[f64],
+    current: &[f64],
+    positive: bool,
+) -> Option<(Verdict, String)> {
+    let (m, n) = (baseline.len(), current.len());
     if m == 0 || n == 0 {
         let which = match (m, n) {
             (0, 0) => "no runs on either side",
             (0, _) => "no baseline runs",
             _ => "no current runs",
         };
-        return finish(out, Verdict::Inconclusive, which.to_string());
+        return Some((Verdict::Inconclusive, which.to_string()));
     }
     if baseline.iter().chain(current).any(|v| !v.is_finite()) {
         out.diff_pct = None;
-        return finish(out, Verdict::Inconclusive, "non-finite values".to_string());
+        return Some((Verdict::Inconclusive, "non-finite values".to_string()));
     }
     if m < 2 || n < 2 {
         let which = match (m < 2, n < 2) {
@@ -426,7 +463,7 @@ pub fn compare_with(
             (true, false) => "one baseline run: no variance",
             _ => "one current run: no variance",
         };
-        return finish(out, Verdict::Inconclusive, which.to_string());
+        return Some((Verdict::Inconclusive, which.to_string()));
     }
     let first = baseline[0];
     if baseline.iter().chain(current).all(|&v| v == first) {
@@ -434,31 +471,44 @@ pub fn compare_with(
         out.diff_lo_pct = Some(0.0);
         out.diff_hi_pct = Some(0.0);
         out.p_value = Some(1.0);
-        return finish(
-            out,
+        return Some((
             Verdict::Unchanged,
             "identical values on both sides".to_string(),
-        );
+        ));
     }
     if !positive {
-        return finish(
-            out,
+        return Some((
             Verdict::Inconclusive,
             "zero or negative values: no log scale".to_string(),
-        );
+        ));
     }
+    None
+}
 
-    // 1. logs
-    let x: Vec<f64> = baseline.iter().map(|v| v.ln()).collect();
-    let y: Vec<f64> = current.iter().map(|v| v.ln()).collect();
-    let spiky = out.baseline.outliers + out.current.outliers > 0;
-    let wants_rank = methods == Methods::Auto && (class != MetricClass::Throughput || spiky);
+/// The shift of the current side's logs against the baseline's and its interval (the p-value
+/// goes into the comparison).
+struct Shift {
+    method: Method,
+    /// The shift (log ratio).
+    d: f64,
+    /// Its interval.
+    lo: f64,
+    hi: f64,
+}
 
-    // 2. shift and its interval
+fn pct(v: f64) -> f64 {
+    100.0 * v.exp_m1()
+}
+
+/// Steps 2 and 3: the shift and its interval on the logs `x` (baseline) and `y` (current), by
+/// Hodges-Lehmann when `wants_rank` and the sides are large enough (and the shift agrees with
+/// the medians), else by Welch; recorded in `out` with the runs a side needed.
+fn shift(out: &mut Comparison, x: &[f64], y: &[f64], wants_rank: bool) -> Shift {
+    let (m, n) = (x.len(), y.len());
     let medians = (out.baseline.median, out.current.median);
     let rank = if wants_rank && m >= MIN_RUNS_RANK && n >= MIN_RUNS_RANK {
-        stats::hodges_lehmann(&x, &y, 1.0 - ALPHA)
-            .zip(stats::mann_whitney(&x, &y))
+        stats::hodges_lehmann(x, y, 1.0 - ALPHA)
+            .zip(stats::mann_whitney(x, y))
             .map(|(h, mw)| (h.shift, h.lo, h.hi, mw.p))
             // one center: the HL shift must not contradict the medians a reader sees
             .filter(|(d, ..)| match medians {
@@ -468,7 +518,6 @@ pub fn compare_with(
     } else {
         None
     };
-    let pct = |v: f64| 100.0 * v.exp_m1();
     let (method, d, lo, hi, p) = match rank {
         Some((d, lo, hi, p)) => {
             out.center = Center::Median;
@@ -476,34 +525,48 @@ pub fn compare_with(
             (Method::HodgesLehmann, d, lo, hi, p)
         }
         None => {
-            let w = stats::welch(&x, &y, 1.0 - ALPHA).expect("two or more runs a side");
+            let w = stats::welch(x, y, 1.0 - ALPHA).expect("two or more runs a side");
             out.center = Center::GeometricMean;
             (Method::Welch, w.d, w.lo, w.hi, w.p)
         }
     };
     out.method = Some(method);
-    set_centers(&mut out);
+    set_centers(out);
     out.p_value = Some(p);
     // 3. the interval
     out.diff_lo_pct = Some(pct(lo));
     out.diff_hi_pct = Some(pct(hi));
-    let pooled_sd = (((m - 1) as f64 * stats::variance(&x).unwrap_or(0.0)
-        + (n - 1) as f64 * stats::variance(&y).unwrap_or(0.0))
+    let pooled_sd = (((m - 1) as f64 * stats::variance(x).unwrap_or(0.0)
+        + (n - 1) as f64 * stats::variance(y).unwrap_or(0.0))
         / (m + n - 2) as f64)
         .sqrt();
-    out.runs_needed = runs_needed(pooled_sd, delta);
+    out.runs_needed = runs_needed(pooled_sd, out.delta);
+    Shift { method, d, lo, hi }
+}
 
+/// Steps 4 to 6: orient the shift so positive is worse, then regressed, improved (both subject
+/// to the two-run rule), unchanged, or inconclusive with the reasons why.
+fn decide(
+    out: &Comparison,
+    s: &Shift,
+    x: &[f64],
+    y: &[f64],
+    margins: &Margins,
+    spiky: bool,
+) -> (Verdict, String) {
+    let (m, n) = (x.len(), y.len());
+    let (d, lo, hi) = (s.d, s.lo, s.hi);
     // 4. orient: positive is worse
-    let (w, w_lo, w_hi) = match direction {
+    let (w, w_lo, w_hi) = match out.direction {
         Direction::HigherIsBetter => (-d, -hi, -lo),
         _ => (d, lo, hi),
     };
     // 5. verdict
     let eps_log = margins.eps.ln_1p();
-    let band = delta.ln_1p();
+    let band = out.delta.ln_1p();
     let interval = format!("interval {:+.1} % .. {:+.1} %", pct(lo), pct(hi));
     let eps_pct = fmt_pct(margins.eps);
-    let band_pct = fmt_pct(delta);
+    let band_pct = fmt_pct(out.delta);
     let changed = if w_lo > 0.0 && w >= eps_log {
         Some((
             Verdict::Regressed,
@@ -517,7 +580,7 @@ pub fn compare_with(
     } else {
         None
     };
-    let need_more = |out: &Comparison| {
+    let need_more = || {
         out.runs_needed.filter(|&need| need > m.min(n)).map(|need| {
             format!(
                 "{} runs a side would resolve ±{band_pct} %",
@@ -532,7 +595,7 @@ pub fn compare_with(
                 v.iter().copied().fold(f64::NEG_INFINITY, f64::max)
                     - v.iter().copied().fold(f64::INFINITY, f64::min)
             };
-            let spread = range(&x).max(range(&y));
+            let spread = range(x).max(range(y));
             if d.abs() < TWO_RUN_SEPARATION * spread {
                 let mut r = format!(
                     "2 runs a side: the change {:+.1} % is less than {TWO_RUN_SEPARATION} times the \
@@ -540,24 +603,24 @@ pub fn compare_with(
                     pct(d),
                     pct(spread)
                 );
-                if let Some(more) = need_more(&out) {
+                if let Some(more) = need_more() {
                     r.push_str("; ");
                     r.push_str(&more);
                 }
-                return finish(out, Verdict::Inconclusive, r);
+                return (Verdict::Inconclusive, r);
             }
         }
-        return finish(out, verdict, reason);
+        return (verdict, reason);
     }
     if lo >= -band && hi <= band {
         let r = format!("{interval} inside the ±{band_pct} % band");
-        return finish(out, Verdict::Unchanged, r);
+        return (Verdict::Unchanged, r);
     }
     let mut reasons = Vec::new();
     if m < FEW_RUNS || n < FEW_RUNS {
         reasons.push(format!("n < {FEW_RUNS}"));
     }
-    if spiky && method == Method::Welch {
+    if spiky && s.method == Method::Welch {
         reasons.push(format!(
             "outliers ({} baseline, {} current)",
             out.baseline.outliers, out.current.outliers
@@ -578,11 +641,10 @@ pub fn compare_with(
             "{interval} includes 0 but reaches outside the ±{band_pct} % band"
         ));
     }
-    if let Some(more) = need_more(&out) {
+    if let Some(more) = need_more() {
         reasons.push(more);
     }
-    let reason = reasons.join("; ");
-    finish(out, Verdict::Inconclusive, reason)
+    (Verdict::Inconclusive, reasons.join("; "))
 }
 
 /// Runs a side as printed: a number up to 50, "> 50" above (beyond that the answer is "this

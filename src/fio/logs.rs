@@ -1,22 +1,17 @@
-//! fio's lat/slat/clat/bw/iops logs for the HTML report: read from the `fio_log:` attachments
-//! of each successful fio sample the report covers, parsed as fio 3.33 writes them, and reduced
-//! to a few hundred points per sample and direction for a chart.
+//! fio's lat/slat/clat/bw/iops logs as the HTML report draws them: parsed as fio 3.33 writes
+//! them, and reduced to a few hundred points per sample and direction for a chart.
 //!
-//! Why a file of its own: a per-I/O log holds a line per I/O, so which samples' attachments are
-//! read, and how lines become points, are decisions worth one place: only samples of the sides'
-//! selected runs, only tests that have a section in the report, only the native fio engine's
-//! samples (their workload line starts with `fio`). A log of at most [`MAX_POINTS`] lines is
-//! drawn line by line; a longer one, or a per-I/O iops log (each line `1`), as time buckets of
-//! equal width: the mean of each bucket's values, for the iops log the I/Os per second in it.
-//! It is part of gathering (it reads the store, never formats HTML); `report::gather` calls it.
-//! It must never change a value it draws: a point is a line, or a bucket's mean or rate with
-//! its count, minimum and maximum beside it. Histogram logs (write_hist_log) are kept but not
-//! drawn.
+//! Why a file of its own: a per-I/O log holds a line per I/O, so how lines become points is a
+//! decision worth one place, next to the engine that writes the logs. A log of at most
+//! [`MAX_POINTS`] lines is drawn line by line; a longer one, or a per-I/O iops log (each line
+//! `1`), as time buckets of equal width: the mean of each bucket's values, for the iops log the
+//! I/Os per second in it. Which samples' logs are read is `read::extras`' (only the native fio
+//! engine's successful samples, [`is_fio`]); the charts are `report`'s. This file must never
+//! read the store nor format HTML, and never change a value it draws: a point is a line, or a
+//! bucket's mean or rate with its count, minimum and maximum beside it. Histogram logs
+//! (write_hist_log) are kept but not drawn.
 
-use crate::fio::engine::FIO_LOG_ATTACHMENT;
 use crate::model::{SampleRecord, SampleStatus};
-use crate::report::html::{FioLogChart, FioLogKind, FioLogPoint, FioLogSeries, MetricInput, Role};
-use crate::store::Store;
 
 /// The most points a series is drawn with.
 pub const MAX_POINTS: usize = 240;
@@ -27,6 +22,57 @@ pub const IOPS_BUCKET_MS: u64 = 50;
 
 /// The note `Attachment::text_gz` ends a cut text with.
 const CUT_NOTE: &str = "[fsdelta: ";
+
+/// What a fio log's values are, from its file name (`PREFIX_KIND.N.log`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FioLogKind {
+    /// Total latency (`_lat`), nanoseconds.
+    Lat,
+    /// Submission latency (`_slat`), nanoseconds.
+    Slat,
+    /// Completion latency (`_clat`), nanoseconds.
+    Clat,
+    /// Bandwidth (`_bw`), KiB/s.
+    Bw,
+    /// I/Os per second (`_iops`).
+    Iops,
+}
+
+impl FioLogKind {
+    /// fio's name of the log (the file name's KIND).
+    pub fn name(self) -> &'static str {
+        match self {
+            FioLogKind::Lat => "lat",
+            FioLogKind::Slat => "slat",
+            FioLogKind::Clat => "clat",
+            FioLogKind::Bw => "bw",
+            FioLogKind::Iops => "iops",
+        }
+    }
+
+    /// Whether the values are latencies in nanoseconds.
+    pub fn is_latency(self) -> bool {
+        matches!(self, FioLogKind::Lat | FioLogKind::Slat | FioLogKind::Clat)
+    }
+}
+
+/// One point of a log series: a log line, or the lines of one time bucket.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FioLogPoint {
+    /// First ms the point covers (the line's time when it stands for one line).
+    pub from_ms: u64,
+    /// Last ms it covers.
+    pub to_ms: u64,
+    /// The value drawn: the lines' mean, or for a per-I/O iops log the I/Os per second over
+    /// the bucket.
+    pub value: f64,
+    /// Lines it stands for.
+    pub n: u64,
+    /// Their smallest value.
+    pub min: u64,
+    /// Their largest value.
+    pub max: u64,
+}
 
 /// One line of a fio log: `msec, value, ddir, bs, [offset,] prio`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -205,127 +251,9 @@ pub fn points(kind: FioLogKind, lines: &[LogLine], max: usize) -> Vec<FioLogPoin
 }
 
 /// Whether a sample may hold fio logs: a successful sample of the native fio engine.
-fn is_fio(s: &SampleRecord) -> bool {
+pub fn is_fio(s: &SampleRecord) -> bool {
     s.sample.status == SampleStatus::Ok
         && (s.sample.workload == "fio" || s.sample.workload.starts_with("fio "))
-}
-
-/// Per (configuration as named by `name`, test) with a metric in `metrics`, a chart per log
-/// file the samples of `base` and `cur` kept, in the order of the report's sections, then by
-/// file name; each chart's series baseline before current, by run, repetition and direction.
-/// A log that cannot be read is left out with a message on stderr (the rest of the report
-/// stands); so is a log without lines.
-pub fn charts(
-    store: &dyn Store,
-    base: &[SampleRecord],
-    cur: &[SampleRecord],
-    name: &dyn Fn(&str) -> String,
-    metrics: &[MetricInput],
-) -> Vec<FioLogChart> {
-    let mut out: Vec<FioLogChart> = Vec::new();
-    for (samples, role) in [(base, Role::Baseline), (cur, Role::Current)] {
-        for s in samples.iter().filter(|s| is_fio(s)) {
-            let config = name(&s.sample.config);
-            if !metrics
-                .iter()
-                .any(|m| m.key.config == config && m.key.test == s.sample.test)
-            {
-                continue;
-            }
-            let atts = match store.attachments(s.id) {
-                Ok(a) => a,
-                Err(e) => {
-                    eprintln!(
-                        "fsdelta: leaving the fio logs of sample {} out of the report: {e}",
-                        s.id
-                    );
-                    continue;
-                }
-            };
-            for a in &atts {
-                let Some(file) = a.name.strip_prefix(FIO_LOG_ATTACHMENT) else {
-                    continue;
-                };
-                let Some(kind) = kind_of(file) else {
-                    continue;
-                };
-                let parsed = match a
-                    .text()
-                    .and_then(|t| parse_log(&t).map_err(|e| e.to_string()))
-                {
-                    Ok(p) => p,
-                    Err(e) => {
-                        eprintln!(
-                            "fsdelta: leaving fio log {file} of sample {} out of the report: {e}",
-                            s.id
-                        );
-                        continue;
-                    }
-                };
-                let i = match out
-                    .iter()
-                    .position(|c| c.config == config && c.test == s.sample.test && c.file == file)
-                {
-                    Some(i) => i,
-                    None => {
-                        out.push(FioLogChart {
-                            config: config.clone(),
-                            test: s.sample.test.clone(),
-                            file: file.to_string(),
-                            kind,
-                            series: Vec::new(),
-                        });
-                        out.len() - 1
-                    }
-                };
-                for ddir in 0..3u8 {
-                    let lines: Vec<LogLine> = parsed
-                        .lines
-                        .iter()
-                        .filter(|l| l.ddir == ddir)
-                        .copied()
-                        .collect();
-                    if lines.is_empty() {
-                        continue;
-                    }
-                    out[i].series.push(FioLogSeries {
-                        role,
-                        run_id: s.run_id,
-                        repetition: s.sample.repetition,
-                        sample_id: s.id,
-                        ddir,
-                        lines: lines.len() as u64,
-                        cut: parsed.cut,
-                        points: points(kind, &lines, MAX_POINTS),
-                    });
-                }
-            }
-        }
-    }
-    // An empty log (a synchronous engine's slat) has nothing to draw.
-    out.retain(|c| !c.series.is_empty());
-    for c in &mut out {
-        c.series.sort_by_key(|s| {
-            (
-                s.role != Role::Baseline,
-                s.run_id,
-                s.repetition,
-                s.sample_id,
-                s.ddir,
-            )
-        });
-    }
-    let order = |c: &FioLogChart| {
-        (
-            metrics
-                .iter()
-                .position(|m| m.key.config == c.config && m.key.test == c.test)
-                .unwrap_or(usize::MAX),
-            c.file.clone(),
-        )
-    };
-    out.sort_by_key(order);
-    out
 }
 
 #[cfg(test)]

@@ -1,37 +1,17 @@
 //! Renderers of a comparison with verdicts: 80-column text for mailing lists, markdown, and JSON
 //! carrying intervals and p-values.
 //!
-//! Pure functions from [`Judged`] rows to `String`; they must never compute statistics themselves
-//! (that is `compare::verdict`) nor read the store.
+//! Pure functions from [`Judged`] rows (compare's, `compare::judge`) to `String`, chosen through
+//! the catalogue `report::format`; they must never compute statistics themselves (that is
+//! `compare::verdict`) nor read the store.
 
 use crate::compare::SeriesKey;
 use crate::compare::context::Context;
+use crate::compare::judge::Judged;
 use crate::compare::verdict::{self, Center, Comparison, Method, Role, Summary, Verdict};
-use crate::model::{MetricKind, Unit};
 use crate::report::text::{clip, fmt_value};
 use serde::Serialize;
 use std::fmt::Write;
-
-/// One metric with its verdict, ready to render.
-#[derive(Clone, Debug, Serialize)]
-pub struct Judged {
-    /// Configuration, test, metric.
-    #[serde(flatten)]
-    pub key: SeriesKey,
-    /// Unit of the values.
-    pub unit: Unit,
-    /// What kind of number, as the workload declared.
-    pub kind: MetricKind,
-    /// A headline metric of its workload.
-    pub headline: bool,
-    /// Baseline values.
-    pub baseline_values: Vec<f64>,
-    /// Current values.
-    pub current_values: Vec<f64>,
-    /// The statistics.
-    #[serde(flatten)]
-    pub comparison: Comparison,
-}
 
 /// Header and the rows to show.
 pub struct CompareDoc<'a> {

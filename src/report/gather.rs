@@ -1,56 +1,46 @@
-//! Everything the HTML report shows, gathered from the store: both sides' runs and target facts,
-//! the judged metrics, each metric's history with its change points (over the newest
-//! [`HISTORY_RUNS`] runs), latency percentile curves from the stored histograms, and flame
-//! graphs of the profiled tests. The result is a [`ReportInput`] for the pure renderer
-//! [`crate::report::html::render`].
+//! Everything the HTML report shows, assembled from what `read` gathered and `compare` judged:
+//! both sides' runs and target facts, the judged metrics, each metric's history with its change
+//! points (over the newest [`HISTORY_RUNS`] runs), latency percentile curves from the stored
+//! histograms, flame graphs of the profiled tests, fs_mark's per-iteration rows and fio's logs.
+//! The result is a [`ReportInput`] for the pure renderer [`crate::report::html::render`].
 //!
-//! Why a file of its own: the renderer never reads the store, and the command line never
-//! gathers. This file reads the store and calls the rooms that judge (`compare`) and read
-//! histograms (`probe::histogram`); it must never format HTML itself.
+//! Why a file of its own: the renderer never assembles and the command line never decides what
+//! a report holds. The steps: [`compared_metrics`] or [`single_metrics`] list the metrics;
+//! [`Request::new`] names what else to read for them (which medians, which tests' profiles,
+//! which sections' attachments), which the edge hands to `read::extras::read`; [`comparison`]
+//! or [`single`] assemble the input from the values read. This file never sees a store, and it
+//! must never format HTML itself.
 
 use crate::compare::changepoint::{self, Options};
+use crate::compare::judge::Judged;
 use crate::compare::verdict::{self, MetricClass};
 use crate::compare::{self, SeriesKey};
-use crate::model::{RunId, RunInfo, RunStatus, SampleRecord, SampleStatus, SiteFacts, Unit};
+use crate::model::{RunId, RunInfo, SampleRecord, SampleStatus, SiteFacts, Unit};
 use crate::probe::histogram::Histogram;
+use crate::read::extras::{Extras, Median, Wanted};
+pub use crate::read::{Side, extras::HISTORY_RUNS};
 use crate::report::html::{
     ConfigFacts, Curve, History, HistoryPoint, MIN_HISTORY, MetricInput, PercentileCurves,
     ReportInput, Role, SideInput, WorkloadLines,
 };
-use crate::report::{self, compare::Judged};
-use crate::store::{RunFilter, Store, StoreError};
+use crate::report::{self};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::rc::Rc;
-
-/// At most this many of the newest runs make a metric's history.
-pub const HISTORY_RUNS: usize = 500;
 
 /// Why a report cannot be gathered.
 #[derive(Debug, thiserror::Error)]
 pub enum GatherError {
-    /// The store failed.
-    #[error(transparent)]
-    Store(#[from] StoreError),
     /// Nothing matches the filters.
     #[error("{0}")]
     Nothing(String),
-}
-
-/// One side of a report: how its selection is described, its runs, and its samples that pass
-/// the filters.
-pub struct Side {
-    /// `latest (run 4, label x)`.
-    pub description: String,
-    /// Its runs.
-    pub runs: Vec<RunInfo>,
-    /// Its samples that pass the filters.
-    pub samples: Vec<SampleRecord>,
 }
 
 /// How a sample's configuration is named in the report: as stored, or `A vs B` when two
 /// configurations are put side by side (SEL@A vs SEL@B), as `compare` names the pair.
 pub struct Naming {
     across: Option<String>,
+    /// The current side's configuration, whose history an `A vs B` row shows.
+    cur_config: Option<String>,
 }
 
 impl Naming {
@@ -70,49 +60,35 @@ impl Naming {
                     cs.iter().next().map_or("", |s| s.as_str())
                 )
             }),
+            cur_config: c.samples.first().map(|s| s.sample.config.clone()),
         }
     }
 
-    fn name(&self, config: &str) -> String {
+    /// The naming of a single selection: configurations as stored.
+    pub fn single() -> Naming {
+        Naming {
+            across: None,
+            cur_config: None,
+        }
+    }
+
+    /// A configuration as the report names it.
+    pub fn name(&self, config: &str) -> String {
         self.across.clone().unwrap_or_else(|| config.to_string())
+    }
+
+    /// The configuration whose history a row shows: an `A vs B` row's is the current side's.
+    fn history_config(&self, key: &SeriesKey) -> String {
+        match (&self.across, &self.cur_config) {
+            (Some(_), Some(c)) => c.clone(),
+            _ => key.config.clone(),
+        }
     }
 }
 
-/// The report of a comparison: `rows` are the judged metrics of `b` against `c`, `text_table`
-/// the text `compare` prints for them.
-pub fn comparison(
-    store: &dyn Store,
-    b: Side,
-    c: Side,
-    naming: &Naming,
-    rows: Vec<Judged>,
-    text_table: String,
-) -> Result<ReportInput, GatherError> {
-    let comparisons: Vec<_> = rows.iter().map(|j| j.comparison.clone()).collect();
-    let summary = verdict::summarize(&comparisons);
-    let machine_warnings = {
-        let bs: Vec<&SampleRecord> = b.samples.iter().collect();
-        let cs: Vec<&SampleRecord> = c.samples.iter().collect();
-        let side = |runs, samples| compare::context::SideData { runs, samples };
-        compare::context::context(
-            &side(&b.runs, &bs),
-            &side(&c.runs, &cs),
-            naming.across.is_some(),
-        )
-        .warnings
-    };
-    // The history of `A vs B` rows is the current configuration's.
-    let cur_config = |key: &SeriesKey| -> String {
-        if naming.across.is_some() {
-            c.samples
-                .first()
-                .map_or(key.config.clone(), |s| s.sample.config.clone())
-        } else {
-            key.config.clone()
-        }
-    };
-    let mut metrics: Vec<MetricInput> = rows
-        .into_iter()
+/// The metrics of a comparison: its judged rows.
+pub fn compared_metrics(rows: Vec<Judged>) -> Vec<MetricInput> {
+    rows.into_iter()
         .map(|j: Judged| MetricInput {
             direction: j.comparison.direction,
             kind: j.kind,
@@ -124,60 +100,23 @@ pub fn comparison(
             comparison: Some(j.comparison),
             history: None,
         })
-        .collect();
-    let ids = |l: &Side| -> Vec<RunId> { l.runs.iter().map(|r| r.id).collect() };
-    attach_histories(store, &mut metrics, &ids(&b), &ids(&c), cur_config)?;
-    Ok(ReportInput {
-        generator: generator(),
-        configs: configs(Some(&b.samples), &c.samples, naming),
-        workloads: workloads(Some(&b.samples), &c.samples, naming),
-        curves: curves(Some(&b.samples), &c.samples, naming, &metrics),
-        flamegraphs: flamegraphs(store, &b.samples, &c.samples, naming, &metrics),
-        iterations: report::iterations::tables(
-            store,
-            &b.samples,
-            &c.samples,
-            &|c| naming.name(c),
-            &metrics,
-        ),
-        fio_logs: crate::fio::logs::charts(
-            store,
-            &b.samples,
-            &c.samples,
-            &|c| naming.name(c),
-            &metrics,
-        ),
-        baseline: Some(SideInput {
-            description: b.description,
-            runs: b.runs,
-        }),
-        current: SideInput {
-            description: c.description,
-            runs: c.runs,
-        },
-        metrics,
-        summary: Some(summary),
-        text_table,
-        machine_warnings,
-    })
+        .collect()
 }
 
-/// The report of one selection `l` (called `sel`), its metrics limited to `only_metrics` when
-/// that is not empty.
-pub fn single(
-    store: &dyn Store,
+/// The metrics of one selection `l` (called `sel`), limited to `only_metrics` when that is not
+/// empty.
+pub fn single_metrics(
     sel: &str,
-    l: Side,
+    l: &Side,
     only_metrics: &[String],
-) -> Result<ReportInput, GatherError> {
+) -> Result<Vec<MetricInput>, GatherError> {
     if l.samples.is_empty() {
         return Err(GatherError::Nothing(format!(
             "nothing to report: {sel} has no matching samples; check --test/--config against `fsdelta show {sel}`"
         )));
     }
     let refs: Vec<&SampleRecord> = l.samples.iter().collect();
-    let series = compare::series(&refs);
-    let mut metrics: Vec<MetricInput> = series
+    let metrics: Vec<MetricInput> = compare::series(&refs)
         .iter()
         .filter(|s| only_metrics.is_empty() || only_metrics.contains(&s.key.metric))
         .map(|s| MetricInput {
@@ -197,6 +136,178 @@ pub fn single(
             "no metric of {sel} matches --metric; see `fsdelta show {sel}`"
         )));
     }
+    Ok(metrics)
+}
+
+/// What a report of `metrics` needs read beyond its sides' samples.
+pub struct Request {
+    /// (history configuration, test, metric) -> the metrics that show that history.
+    histories: BTreeMap<(String, String, String), Vec<usize>>,
+    /// (configuration as named, test) whose profiles make flame graphs.
+    profiles: Vec<(String, String)>,
+    /// (configuration as named, test) that have a section.
+    sections: Vec<(String, String)>,
+}
+
+impl Request {
+    /// For a comparison of `base` with `cur` (`base` empty for a single selection): every
+    /// metric's history; flame graphs of every test of a single selection, of a comparison
+    /// only the tests with a regressed or improved metric; attachments of the tests that have
+    /// a section.
+    pub fn new(
+        metrics: &[MetricInput],
+        base: &[SampleRecord],
+        cur: &[SampleRecord],
+        naming: &Naming,
+    ) -> Request {
+        let mut histories: BTreeMap<_, Vec<usize>> = BTreeMap::new();
+        let mut sections: Vec<(String, String)> = Vec::new();
+        for (i, metric) in metrics.iter().enumerate() {
+            let k = (
+                naming.history_config(&metric.key),
+                metric.key.test.clone(),
+                metric.key.metric.clone(),
+            );
+            histories.entry(k).or_default().push(i);
+            let section = (metric.key.config.clone(), metric.key.test.clone());
+            if !sections.contains(&section) {
+                sections.push(section);
+            }
+        }
+        Request {
+            histories,
+            profiles: profiled(metrics, base, cur, naming),
+            sections,
+        }
+    }
+
+    /// What `read::extras::read` reads for it; `name` names a configuration as `naming` does.
+    pub fn wanted<'a>(
+        &'a self,
+        b: &'a Side,
+        c: &'a Side,
+        name: &'a dyn Fn(&str) -> String,
+    ) -> Wanted<'a> {
+        Wanted {
+            base: &b.samples,
+            cur: &c.samples,
+            side_runs: b.runs.iter().chain(&c.runs).map(|r| r.id).collect(),
+            medians: self.histories.keys().cloned().collect(),
+            profiles: self.profiles.clone(),
+            sections: &self.sections,
+            name,
+        }
+    }
+}
+
+/// The tests whose profiles make flame graphs: for a comparison only the tests with a regressed
+/// or improved metric, for a single selection (no `base`) every test; current side first.
+fn profiled(
+    metrics: &[MetricInput],
+    base: &[SampleRecord],
+    cur: &[SampleRecord],
+    naming: &Naming,
+) -> Vec<(String, String)> {
+    let mut keys: Vec<(String, String)> = Vec::new();
+    for s in cur.iter().chain(base) {
+        let k = (naming.name(&s.sample.config), s.sample.test.clone());
+        if !keys.contains(&k) {
+            keys.push(k);
+        }
+    }
+    let single = base.is_empty();
+    keys.retain(|(config, test)| {
+        single
+            || metrics.iter().any(|m| {
+                m.key.config == *config
+                    && m.key.test == *test
+                    && m.comparison.as_ref().is_some_and(|c| {
+                        matches!(
+                            c.verdict,
+                            verdict::Verdict::Regressed | verdict::Verdict::Improved
+                        )
+                    })
+            })
+    });
+    keys
+}
+
+/// The report of a comparison: `metrics` are the judged metrics of `b` against `c`
+/// ([`compared_metrics`]), `extras` what `read` read for `request`, `text_table` the text
+/// `compare` prints for them.
+pub fn comparison(
+    b: Side,
+    c: Side,
+    naming: &Naming,
+    mut metrics: Vec<MetricInput>,
+    request: &Request,
+    extras: Extras,
+    text_table: String,
+) -> ReportInput {
+    let judged: Vec<_> = metrics
+        .iter()
+        .filter_map(|m| m.comparison.clone())
+        .collect();
+    let summary = verdict::summarize(&judged);
+    let machine_warnings = {
+        let bs: Vec<&SampleRecord> = b.samples.iter().collect();
+        let cs: Vec<&SampleRecord> = c.samples.iter().collect();
+        let side = |runs, samples| compare::context::SideData { runs, samples };
+        compare::context::context(
+            &side(&b.runs, &bs),
+            &side(&c.runs, &cs),
+            naming.across.is_some(),
+        )
+        .warnings
+    };
+    let ids = |l: &Side| -> Vec<RunId> { l.runs.iter().map(|r| r.id).collect() };
+    attach_histories(&mut metrics, request, &extras, &ids(&b), &ids(&c));
+    let name = |c: &str| naming.name(c);
+    ReportInput {
+        generator: generator(),
+        configs: configs(Some(&b.samples), &c.samples, naming),
+        workloads: workloads(Some(&b.samples), &c.samples, naming),
+        curves: curves(Some(&b.samples), &c.samples, naming, &metrics),
+        flamegraphs: flamegraphs(request, &extras),
+        iterations: report::iterations::tables(
+            &extras.iterations,
+            &b.samples,
+            &c.samples,
+            &name,
+            &metrics,
+        ),
+        fio_logs: report::fio_logs::charts(
+            &extras.fio_logs,
+            &b.samples,
+            &c.samples,
+            &name,
+            &metrics,
+        ),
+        baseline: Some(SideInput {
+            description: b.description,
+            runs: b.runs,
+        }),
+        current: SideInput {
+            description: c.description,
+            runs: c.runs,
+        },
+        metrics,
+        summary: Some(summary),
+        text_table,
+        machine_warnings,
+    }
+}
+
+/// The report of one selection `l`: `metrics` from [`single_metrics`], `extras` what `read`
+/// read for `request`.
+pub fn single(
+    l: Side,
+    mut metrics: Vec<MetricInput>,
+    request: &Request,
+    extras: Extras,
+) -> ReportInput {
+    let refs: Vec<&SampleRecord> = l.samples.iter().collect();
+    let series = compare::series(&refs);
     let mut text_table = String::new();
     for r in &l.runs {
         text_table.push_str(&report::text::run_header(r));
@@ -206,85 +317,45 @@ pub fn single(
     text_table.push('\n');
     text_table.push_str(&report::text::run_summary(&series));
     let ids: Vec<RunId> = l.runs.iter().map(|r| r.id).collect();
-    attach_histories(store, &mut metrics, &[], &ids, |k| k.config.clone())?;
-    let naming = Naming { across: None };
-    Ok(ReportInput {
+    attach_histories(&mut metrics, request, &extras, &[], &ids);
+    let naming = Naming::single();
+    ReportInput {
         generator: generator(),
         configs: configs(None, &l.samples, &naming),
         workloads: workloads(None, &l.samples, &naming),
         curves: curves(None, &l.samples, &naming, &metrics),
         baseline: None,
+        flamegraphs: flamegraphs(request, &extras),
+        iterations: report::iterations::tables(
+            &extras.iterations,
+            &[],
+            &l.samples,
+            &|c| c.into(),
+            &metrics,
+        ),
+        fio_logs: report::fio_logs::charts(
+            &extras.fio_logs,
+            &[],
+            &l.samples,
+            &|c| c.into(),
+            &metrics,
+        ),
         current: SideInput {
             description: l.description,
             runs: l.runs,
         },
-        flamegraphs: flamegraphs(store, &[], &l.samples, &naming, &metrics),
-        iterations: report::iterations::tables(store, &[], &l.samples, &|c| c.into(), &metrics),
-        fio_logs: crate::fio::logs::charts(store, &[], &l.samples, &|c| c.into(), &metrics),
         metrics,
         summary: None,
         text_table,
         machine_warnings: Vec::new(),
-    })
+    }
 }
 
-/// Flame graphs of every test that has stored profiles: for a comparison only the tests with a
-/// regressed or improved metric (per side and differential), for a single selection every
-/// profiled test. Profiles that cannot be read are left out (the rest of the report stands).
-fn flamegraphs(
-    store: &dyn Store,
-    base: &[SampleRecord],
-    cur: &[SampleRecord],
-    naming: &Naming,
-    metrics: &[MetricInput],
-) -> Vec<report::html::FlameGraphs> {
-    use crate::probe::profile::Profile;
-    let mut keys: Vec<(String, String)> = Vec::new();
-    for s in cur.iter().chain(base) {
-        let k = (naming.name(&s.sample.config), s.sample.test.clone());
-        if !keys.contains(&k) {
-            keys.push(k);
-        }
-    }
-    let merged = |samples: &[SampleRecord], config: &str, test: &str| -> Option<Profile> {
-        let mut p: Option<Profile> = None;
-        for s in samples
-            .iter()
-            .filter(|s| naming.name(&s.sample.config) == config && s.sample.test == test)
-        {
-            if let Ok(Some(stored)) = store.profile(s.id)
-                && let Ok(one) = Profile::decode(&stored)
-            {
-                match &mut p {
-                    Some(p) => p.merge(&one),
-                    None => p = Some(one),
-                }
-            }
-        }
-        p.filter(|p| !p.is_empty())
-    };
+/// Flame graphs of the tests the request named whose profiles were read (per side and
+/// differential); a test with no profile on either side has none.
+fn flamegraphs(request: &Request, extras: &Extras) -> Vec<report::html::FlameGraphs> {
     let mut out = Vec::new();
-    for (config, test) in keys {
-        let changed = metrics.iter().any(|m| {
-            m.key.config == config
-                && m.key.test == test
-                && m.comparison.as_ref().is_some_and(|c| {
-                    matches!(
-                        c.verdict,
-                        verdict::Verdict::Regressed | verdict::Verdict::Improved
-                    )
-                })
-        });
-        let single = base.is_empty();
-        if !single && !changed {
-            continue;
-        }
-        let b = if single {
-            None
-        } else {
-            merged(base, &config, &test)
-        };
-        let c = merged(cur, &config, &test);
+    for ((config, test), (b, c)) in request.profiles.iter().zip(&extras.profiles) {
         if b.is_none() && c.is_none() {
             continue;
         }
@@ -296,14 +367,14 @@ fn flamegraphs(
             current: c
                 .as_ref()
                 .and_then(|p| report::profile::flamegraph_svg(p, &title("current")).ok()),
-            differential: match (&b, &c) {
+            differential: match (b, c) {
                 (Some(b), Some(c)) => {
                     report::profile::differential_svg(b, c, &title("differential")).ok()
                 }
                 _ => None,
             },
-            config,
-            test,
+            config: config.clone(),
+            test: test.clone(),
         });
     }
     out
@@ -395,51 +466,20 @@ fn workloads(
     out
 }
 
-/// Every metric's history: one point per stored run that has it (the median of its
-/// repetitions), in run order, over the newest [`HISTORY_RUNS`] runs that have ended; with at
-/// least [`MIN_HISTORY`] points, the change points and segments of `compare::changepoint`.
+/// Every metric's history: one point per run read that has it (the median of its repetitions),
+/// in run order; with at least [`MIN_HISTORY`] points, the change points and segments of
+/// `compare::changepoint`.
 fn attach_histories(
-    store: &dyn Store,
     metrics: &mut [MetricInput],
+    request: &Request,
+    extras: &Extras,
     base_ids: &[RunId],
     cur_ids: &[RunId],
-    history_config: impl Fn(&SeriesKey) -> String,
-) -> Result<(), StoreError> {
-    let wanted: BTreeMap<(String, String, String), Vec<usize>> = {
-        let mut m: BTreeMap<_, Vec<usize>> = BTreeMap::new();
-        for (i, metric) in metrics.iter().enumerate() {
-            let k = (
-                history_config(&metric.key),
-                metric.key.test.clone(),
-                metric.key.metric.clone(),
-            );
-            m.entry(k).or_default().push(i);
-        }
-        m
-    };
-    let mut runs: Vec<RunInfo> = store.runs(&RunFilter {
-        label: None,
-        limit: Some(HISTORY_RUNS),
-    })?;
-    runs.retain(|r| {
-        r.status != RunStatus::Running || base_ids.contains(&r.id) || cur_ids.contains(&r.id)
-    });
-    runs.sort_by_key(|r| r.id);
-    let keys: Vec<&(String, String, String)> = wanted.keys().collect();
-    // config -> test -> metric -> index into `keys`: looked up with the borrowed names of a
-    // row, so no string is made per row (a run's medians: 468 rows a run of the quick suite).
-    let mut lookup: HashMap<&str, HashMap<&str, HashMap<&str, usize>>> = HashMap::new();
-    for (i, (config, test, metric)) in keys.iter().enumerate() {
-        lookup
-            .entry(config.as_str())
-            .or_default()
-            .entry(test.as_str())
-            .or_default()
-            .insert(metric.as_str(), i);
-    }
-    let about: HashMap<RunId, (Rc<str>, Role)> = runs
+) {
+    let about: HashMap<RunId, (Rc<str>, Role)> = extras
+        .history_runs
         .iter()
-        .map(|r| {
+        .map(|r: &RunInfo| {
             let role = if cur_ids.contains(&r.id) {
                 Role::Current
             } else if base_ids.contains(&r.id) {
@@ -450,36 +490,26 @@ fn attach_histories(
             (r.id, (Rc::from(r.label.as_str()), role))
         })
         .collect();
-    let mut points: Vec<Vec<HistoryPoint>> = vec![Vec::new(); keys.len()];
-    let ids: Vec<RunId> = runs.iter().map(|r| r.id).collect();
-    // One row per run, configuration, test and metric, in run order: each run's median of
-    // its repetitions, as the store keeps it.
-    store.run_medians(&ids, &mut |m| {
-        let Some(&k) = lookup
-            .get(m.config)
-            .and_then(|t| t.get(m.test))
-            .and_then(|t| t.get(m.metric))
-        else {
-            return;
-        };
-        let Some((label, role)) = about.get(&m.run) else {
-            return;
-        };
-        points[k].push(HistoryPoint {
+    let point = |m: &Median| -> Option<HistoryPoint> {
+        let (label, role) = about.get(&m.run)?;
+        Some(HistoryPoint {
             run_id: m.run,
             label: label.clone(),
             median: m.median,
             n: m.n,
             role: *role,
-        });
-    })?;
-    let points = keys.iter().zip(points);
-    for (key, pts) in points {
+        })
+    };
+    for (indices, medians) in request.histories.values().zip(&extras.medians) {
+        if medians.len() < MIN_HISTORY {
+            continue;
+        }
+        let pts: Vec<HistoryPoint> = medians.iter().filter_map(point).collect();
         if pts.len() < MIN_HISTORY {
             continue;
         }
         let values: Vec<f64> = pts.iter().map(|p| p.median).collect();
-        for &i in &wanted[*key] {
+        for &i in indices {
             let class = metrics[i]
                 .comparison
                 .as_ref()
@@ -495,7 +525,6 @@ fn attach_histories(
             });
         }
     }
-    Ok(())
 }
 
 /// Percentiles at which a curve is read: a geometric grid of the tail fraction 1 - p (16 points

@@ -1,11 +1,21 @@
 //! `fsdelta history` output: one line per run (median of its repetitions, n, spread) with change
 //! points marked, then the segments and the ratio between neighbouring segments. 80 columns.
 //!
-//! Pure: renders a [`History`]; must never compute statistics or read the store.
+//! Pure: renders a [`History`] as text or JSON; must never compute statistics or read the store.
 
 use crate::compare::history::History;
 use crate::report::text::fmt_value;
 use std::fmt::Write;
+
+/// JSON rendering: the history under the export's `schema_version`.
+pub fn json(h: &History) -> Result<String, serde_json::Error> {
+    let mut s = serde_json::to_string_pretty(&serde_json::json!({
+        "schema_version": crate::report::export::EXPORT_SCHEMA_VERSION,
+        "history": h,
+    }))?;
+    s.push('\n');
+    Ok(s)
+}
 
 /// Text rendering.
 pub fn text(h: &History) -> String {

@@ -4,11 +4,15 @@
 //! `crate::dbench::output`).
 //!
 //! Why a room of its own: every renderer is a pure function from records to bytes, so output can
-//! be tested byte for byte and written wherever the CLI edge decides. This room must never measure
-//! and never read the store itself.
+//! be tested byte for byte and written wherever the CLI edge decides. [`format`] is the one
+//! catalogue of output formats (a name, the documents it applies to, one `render` entry point).
+//! Everything arrives as values: `read` reads the store, `compare` judges, this room renders. It
+//! must never measure and never see a store.
 
 pub mod compare;
 pub mod export;
+pub mod fio_logs;
+pub mod format;
 pub mod gather;
 pub mod history;
 pub mod html;

@@ -225,9 +225,21 @@ pub(super) fn diff_chart(test: &str, metrics: &[&MetricInput]) -> String {
         "chart diff",
         &format!("change of every metric of {test}, current against baseline"),
     );
-    // Axis range: everything estimated, within [ln 1.1, ln 11] either side.
+    let half = diff_half(&rows);
+    let x = Linear::new(-half, half, DIFF_X0, DIFF_X1);
+    diff_axis(&mut s, &x, half, rows.len());
+    for (i, m) in rows.iter().enumerate() {
+        let Some(c) = &m.comparison else { continue };
+        diff_row(&mut s, &x, half, m, c, i);
+    }
+    s.finish()
+}
+
+/// The diff chart's half range on the log-ratio axis: everything estimated, within
+/// [ln 1.1, ln 11] either side.
+fn diff_half(rows: &[&MetricInput]) -> f64 {
     let mut half = MIN_HALF;
-    for m in &rows {
+    for m in rows {
         let Some(c) = &m.comparison else { continue };
         for v in [c.diff_pct, c.diff_lo_pct, c.diff_hi_pct]
             .into_iter()
@@ -244,11 +256,14 @@ pub(super) fn diff_chart(test: &str, metrics: &[&MetricInput]) -> String {
             half = half.max((1.0 + c.delta).ln());
         }
     }
-    let half = (half * 1.05).min(MAX_HALF);
-    let x = Linear::new(-half, half, DIFF_X0, DIFF_X1);
+    (half * 1.05).min(MAX_HALF)
+}
+
+/// The diff chart's column titles, stripes, percent ticks and axis for `n` rows.
+fn diff_axis(s: &mut Svg, x: &Linear, half: f64, n: usize) {
     frame(
-        &mut s,
-        rows.len(),
+        s,
+        n,
         TOP,
         &[
             (NAME_END, "end", "metric"),
@@ -266,7 +281,7 @@ pub(super) fn diff_chart(test: &str, metrics: &[&MetricInput]) -> String {
         ],
     );
     let y0 = TOP;
-    let y1 = TOP + rows.len() as f64 * ROW;
+    let y1 = TOP + n as f64 * ROW;
     let ticks = ratio_ticks(half, (DIFF_X1 - DIFF_X0) / (2.0 * half), 44.0);
     for t in &ticks {
         let tx = x.map(ratio_ln(*t));
@@ -282,105 +297,114 @@ pub(super) fn diff_chart(test: &str, metrics: &[&MetricInput]) -> String {
         "axt",
         "change (%), log-ratio scale; grey band: \u{b1} \"unchanged\" margin",
     );
-    for (i, m) in rows.iter().enumerate() {
-        let Some(c) = &m.comparison else { continue };
-        let top = TOP + i as f64 * ROW;
-        let cy = top + ROW / 2.0;
-        let (class, word, shape) = look(c.verdict);
-        s.open_tip(&row_tip(m));
-        s.rect(0.0, top, WIDTH, ROW, "hit");
-        s.text(
-            NAME_END,
-            cy + 4.0,
-            "end",
-            "name",
-            &format!("{}{}", clip(&m.key.metric, 30), arrow(m.direction)),
+}
+
+/// One row of the diff chart (the `i`th): the metric's name, its "unchanged" band, the bar of
+/// its change with the interval's whiskers (arrows where clipped), the verdict and the
+/// repetitions.
+fn diff_row(
+    s: &mut Svg,
+    x: &Linear,
+    half: f64,
+    m: &MetricInput,
+    c: &crate::compare::verdict::Comparison,
+    i: usize,
+) {
+    let top = TOP + i as f64 * ROW;
+    let cy = top + ROW / 2.0;
+    let (class, word, shape) = look(c.verdict);
+    s.open_tip(&row_tip(m));
+    s.rect(0.0, top, WIDTH, ROW, "hit");
+    s.text(
+        NAME_END,
+        cy + 4.0,
+        "end",
+        "name",
+        &format!("{}{}", clip(&m.key.metric, 30), arrow(m.direction)),
+    );
+    if c.verdict != Verdict::NotJudged {
+        let b = (1.0 + c.delta).ln();
+        s.rect(
+            x.map(-b),
+            top + 3.0,
+            x.map(b) - x.map(-b),
+            ROW - 6.0,
+            "band",
         );
-        if c.verdict != Verdict::NotJudged {
-            let b = (1.0 + c.delta).ln();
-            s.rect(
-                x.map(-b),
-                top + 3.0,
-                x.map(b) - x.map(-b),
-                ROW - 6.0,
-                "band",
-            );
-        }
-        if let Some(d) = c.diff_pct {
-            let l = ratio_ln(d).max(-half);
-            s.rect(
-                x.map(0.0),
-                cy - 5.0,
-                x.map(l) - x.map(0.0),
-                10.0,
-                &format!("bar v-{class}"),
-            );
-            if let (Some(lo), Some(hi)) = (c.diff_lo_pct, c.diff_hi_pct) {
-                let (llo, lhi) = (ratio_ln(lo), ratio_ln(hi));
-                let (xlo, xhi) = (x.map(llo.max(-half)), x.map(lhi.min(half)));
-                s.line(xlo, cy, xhi, cy, "whisk");
-                for (end, l, dir) in [(xlo, llo, -1.0), (xhi, lhi, 1.0)] {
-                    if l.abs() > half || !l.is_finite() {
-                        // Clipped: an arrow head pointing off the axis.
-                        s.path(
-                            &format!(
-                                "M{} {}L{} {}L{} {}Z",
-                                num(end + dir * 6.0),
-                                num(cy),
-                                num(end),
-                                num(cy - 4.0),
-                                num(end),
-                                num(cy + 4.0)
-                            ),
-                            "clip",
-                        );
-                    } else {
-                        s.line(end, cy - 5.0, end, cy + 5.0, "whisk");
-                    }
+    }
+    if let Some(d) = c.diff_pct {
+        let l = ratio_ln(d).max(-half);
+        s.rect(
+            x.map(0.0),
+            cy - 5.0,
+            x.map(l) - x.map(0.0),
+            10.0,
+            &format!("bar v-{class}"),
+        );
+        if let (Some(lo), Some(hi)) = (c.diff_lo_pct, c.diff_hi_pct) {
+            let (llo, lhi) = (ratio_ln(lo), ratio_ln(hi));
+            let (xlo, xhi) = (x.map(llo.max(-half)), x.map(lhi.min(half)));
+            s.line(xlo, cy, xhi, cy, "whisk");
+            for (end, l, dir) in [(xlo, llo, -1.0), (xhi, lhi, 1.0)] {
+                if l.abs() > half || !l.is_finite() {
+                    // Clipped: an arrow head pointing off the axis.
+                    s.path(
+                        &format!(
+                            "M{} {}L{} {}L{} {}Z",
+                            num(end + dir * 6.0),
+                            num(cy),
+                            num(end),
+                            num(cy - 4.0),
+                            num(end),
+                            num(cy + 4.0)
+                        ),
+                        "clip",
+                    );
+                } else {
+                    s.line(end, cy - 5.0, end, cy + 5.0, "whisk");
                 }
             }
-            if ratio_ln(d).abs() > half {
-                // The estimate itself is off the axis: an arrow past the bar's end.
-                let (end, dir) = if d > 0.0 {
-                    (DIFF_X1, 1.0)
-                } else {
-                    (DIFF_X0, -1.0)
-                };
-                s.path(
-                    &format!(
-                        "M{} {}L{} {}L{} {}Z",
-                        num(end + dir * 9.0),
-                        num(cy),
-                        num(end + dir * 2.0),
-                        num(cy - 6.0),
-                        num(end + dir * 2.0),
-                        num(cy + 6.0)
-                    ),
-                    &format!("v-{class}"),
-                );
-            }
-            s.marker(shape, x.map(l), cy, 5.0, &format!("mk v-{class}"));
-            s.text(
-                VERDICT_X + 12.0,
-                cy + 4.0,
-                "start",
-                "name",
-                &format!("{word} {}", pct(Some(d))),
-            );
-        } else {
-            s.text(
-                VERDICT_X + 12.0,
-                cy + 4.0,
-                "start",
-                "name",
-                &format!("{word} (no estimate)"),
+        }
+        if ratio_ln(d).abs() > half {
+            // The estimate itself is off the axis: an arrow past the bar's end.
+            let (end, dir) = if d > 0.0 {
+                (DIFF_X1, 1.0)
+            } else {
+                (DIFF_X0, -1.0)
+            };
+            s.path(
+                &format!(
+                    "M{} {}L{} {}L{} {}Z",
+                    num(end + dir * 9.0),
+                    num(cy),
+                    num(end + dir * 2.0),
+                    num(cy - 6.0),
+                    num(end + dir * 2.0),
+                    num(cy + 6.0)
+                ),
+                &format!("v-{class}"),
             );
         }
-        s.marker(shape, VERDICT_X + 4.0, cy, 4.5, &format!("mk v-{class}"));
-        repetitions(&mut s, m, cy, REP_X0, REP_X1);
-        s.close();
+        s.marker(shape, x.map(l), cy, 5.0, &format!("mk v-{class}"));
+        s.text(
+            VERDICT_X + 12.0,
+            cy + 4.0,
+            "start",
+            "name",
+            &format!("{word} {}", pct(Some(d))),
+        );
+    } else {
+        s.text(
+            VERDICT_X + 12.0,
+            cy + 4.0,
+            "start",
+            "name",
+            &format!("{word} (no estimate)"),
+        );
     }
-    s.finish()
+    s.marker(shape, VERDICT_X + 4.0, cy, 4.5, &format!("mk v-{class}"));
+    repetitions(s, m, cy, REP_X0, REP_X1);
+    s.close();
 }
 
 /// The chart of a single-selection report: each metric's repetitions on its own scale.

@@ -9,9 +9,10 @@
 //! a few lines of inline script (table sorting) that nothing needs in order to read it.
 //!
 //! What it must never do: read the store or the clock, compute statistics (verdicts, change
-//! points and percentiles arrive in [`ReportInput`], gathered by `cli::report`), invent a number
-//! (everything drawn comes from the input), or refer to anything outside the file (no URL, no
-//! CDN, no external script, stylesheet, font or image).
+//! points and percentiles arrive in [`ReportInput`], assembled by `report::gather` from what
+//! `read` read and `compare` judged), invent a number (everything drawn comes from the input),
+//! or refer to anything outside the file (no URL, no CDN, no external script, stylesheet, font
+//! or image).
 
 mod charts;
 mod header;
@@ -19,13 +20,14 @@ mod header;
 use crate::compare::SeriesKey;
 use crate::compare::changepoint::{ChangePoint, Scale, Segment};
 use crate::compare::verdict::{Center, Comparison, Role as MetricRole, Summary, Verdict};
+pub use crate::fio::logs::{FioLogKind, FioLogPoint};
 use crate::model::RunInfo;
 use crate::model::{Direction, MetricKind, SiteFacts, Unit};
 use crate::report::svg::{Shape, esc};
 use crate::report::text::fmt_value;
 use std::fmt::Write;
 
-/// Everything the report shows, gathered from the store by the CLI edge.
+/// Everything the report shows, assembled by `report::gather` from what `read` read.
 #[derive(Clone, Debug)]
 pub struct ReportInput {
     /// Who wrote it (`fsdelta 0.1.0`).
@@ -56,39 +58,6 @@ pub struct ReportInput {
     /// The fio logs (write_lat_log, write_bw_log, write_iops_log) the samples kept, one chart
     /// per log file of a test.
     pub fio_logs: Vec<FioLogChart>,
-}
-
-/// What a fio log's values are, from its file name (`PREFIX_KIND.N.log`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FioLogKind {
-    /// Total latency (`_lat`), nanoseconds.
-    Lat,
-    /// Submission latency (`_slat`), nanoseconds.
-    Slat,
-    /// Completion latency (`_clat`), nanoseconds.
-    Clat,
-    /// Bandwidth (`_bw`), KiB/s.
-    Bw,
-    /// I/Os per second (`_iops`).
-    Iops,
-}
-
-impl FioLogKind {
-    /// fio's name of the log (the file name's KIND).
-    pub fn name(self) -> &'static str {
-        match self {
-            FioLogKind::Lat => "lat",
-            FioLogKind::Slat => "slat",
-            FioLogKind::Clat => "clat",
-            FioLogKind::Bw => "bw",
-            FioLogKind::Iops => "iops",
-        }
-    }
-
-    /// Whether the values are latencies in nanoseconds.
-    pub fn is_latency(self) -> bool {
-        matches!(self, FioLogKind::Lat | FioLogKind::Slat | FioLogKind::Clat)
-    }
 }
 
 /// One fio log file of a test, as every sample of either side kept it.
@@ -125,24 +94,6 @@ pub struct FioLogSeries {
     pub cut: bool,
     /// In time order.
     pub points: Vec<FioLogPoint>,
-}
-
-/// One point of a log series: a log line, or the lines of one time bucket.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct FioLogPoint {
-    /// First ms the point covers (the line's time when it stands for one line).
-    pub from_ms: u64,
-    /// Last ms it covers.
-    pub to_ms: u64,
-    /// The value drawn: the lines' mean, or for a per-I/O iops log the I/Os per second over
-    /// the bucket.
-    pub value: f64,
-    /// Lines it stands for.
-    pub n: u64,
-    /// Their smallest value.
-    pub min: u64,
-    /// Their largest value.
-    pub max: u64,
 }
 
 /// fs_mark's per-iteration rows of one test: every sample of either side that kept them.
