@@ -440,7 +440,14 @@ impl VmSite {
                 | EngineSpec::Stream {
                     source: Some(p), ..
                 } => Some(p),
-                _ => None,
+                // Every variant is named: a new engine that reads a host file must say so here.
+                EngineSpec::Dbench { loadfile: None, .. }
+                | EngineSpec::Untar { tarball: None, .. }
+                | EngineSpec::Copy { source: None, .. }
+                | EngineSpec::Stream { source: None, .. }
+                | EngineSpec::FsMark { .. }
+                | EngineSpec::Fio { .. }
+                | EngineSpec::Command { .. } => None,
             };
             if let Some(p) = host_file {
                 return Err(VmError::Unsupported(format!(
