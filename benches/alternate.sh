@@ -18,9 +18,10 @@
 #   benches/alternate.sh [--rounds N] [--psync-rounds R] [--runtime S] [--fsmark-rounds R]
 #                        [--only psync|fsmark] [--logs DIR] BEFORE_BIN AFTER_BIN
 # Defaults: 3 alternated rounds; in each, psync-clock.sh --rounds 4 --runtime 2 and
-# fsmark-vs-peer.sh 3 (about 60 s and 20 s per script and side on the 2-core development VM,
-# so about 8 minutes in all). BEFORE_BIN and AFTER_BIN may also come from the environment
-# (BEFORE, AFTER). FIO and FS_MARK are passed on to the scripts.
+# fsmark-vs-peer.sh 3 (about 40 s and 25 s per script and side on the 2-core development VM:
+# 7 minutes in all, measured at load average 6 to 9). More rounds narrow the medians (e.g.
+# --rounds 5 --psync-rounds 8 on a quiet machine). BEFORE_BIN and AFTER_BIN may also come from
+# the environment (BEFORE, AFTER). FIO and FS_MARK are passed on to the scripts.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -40,7 +41,7 @@ while [ $# -gt 0 ]; do
         --fsmark-rounds) FSMARK_ROUNDS="$2"; shift 2 ;;
         --only) ONLY="$2"; shift 2 ;;
         --logs) LOGS="$2"; shift 2 ;;
-        -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
         -*) die "unknown argument: $1" ;;
         *) ARGS+=("$1"); shift ;;
     esac

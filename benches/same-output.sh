@@ -11,8 +11,11 @@
 # from /dev/null, and compares standard output, standard error, the exit code and, where the
 # case says so, the files the command left behind. A case compares either the exact bytes or,
 # where the numbers are measurements, the bytes with every digit run masked (`N`): then the
-# structure, names, units and order must still be the same. Any difference is printed as a
-# unified diff, and the script exits 1 after the last case (0: all the same, 2: it could not run).
+# structure, names, units and order must still be the same (fio's normal format and a run's
+# table also drop what the size of a number decides: padding, decimals, nsec/usec/msec; see
+# filter() below). Any difference is printed as a unified diff, and the script exits 1 after
+# the last case (0: all the same, 2: it could not run, or a case did not run as meant with
+# BEFORE_BIN: the harness checks the exit codes of its key cases, see expect()).
 #
 #   a. reads of one fixed store: the store is made ONCE, by BEFORE_BIN (two quick-suite runs
 #      with different labels, the second counting a tracepoint; a run of a small suite file on a
@@ -22,7 +25,8 @@
 #      --gate all, --bisect, three sides, SEL@CONFIG, --profile), history (text, json,
 #      --label-glob), export (json, csv, -o), report -o (one and two sides, filters), profile
 #      (--flamegraph), sync into a new store, and their errors. Each case also records whether
-#      the command changed the store's bytes, which must agree too (a read changes nothing).
+#      the command changed the store's file and how many bytes it left in SQLite's -wal, which
+#      must agree too; read cases that wrote anything are listed at the end.
 #   b. the fio job file set: every job file under tests/data and fio's own examples
 #      (/usr/share/doc/fio/examples, Debian package fio-examples, when installed) through
 #      `fsdelta fio --parse-only`, `--showcmd`, and `--readonly --parse-only` (exact bytes);
@@ -30,8 +34,10 @@
 #      the names and sizes of the files they leave; a null-engine and a psync job whose counts
 #      are fixed (io_bytes, total_ios, job options: exact) and their masked normal output;
 #      command-line errors.
-#   c. the quick suite run by each binary into its own new store at the same path (digits and
-#      the unstable marker `*` masked), a fs_mark and a dbench run (masked), every subcommand's
+#   c. the quick suite run by each binary into its own new store at the same path (digits,
+#      padding and the unstable marker `*` masked), and `list` of it; a fs_mark and a dbench
+#      run, masked;
+#      every subcommand's
 #      --help (the list read from BEFORE_BIN's --help), `fsdelta help`, --version, completions,
 #      man, fsmark/dbench/fio usage, and errors for bad input (unknown suite, bad config and
 #      suite files, missing files, bad flags).
@@ -53,6 +59,7 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 die() { echo "same-output: $*" >&2; exit 2; }
+case "${1:-}" in -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 0 ;; esac
 [ $# -eq 2 ] || die "usage: benches/same-output.sh BEFORE_BIN AFTER_BIN"
 BEFORE="$(realpath "$1")" || die "$1: not found"
 AFTER="$(realpath "$2")" || die "$2: not found"
@@ -99,29 +106,46 @@ CASES=0
 
 # The bytes of a case's outputs after its filter: exact (as printed), mask (every digit run is
 # N), run (a run's table: mask, a number's decimals (as many as its size calls for), the `*` a
-# run puts on an unstable metric (which depends on the noise), and the padding of the columns),
+# run puts on an unstable metric and the footnote that explains it (both follow the noise), and
+# the padding of the columns),
 # normal (fio's normal format, whose layout follows the numbers: mask, then a number's k/M
 # suffix, the unit of a latency (nsec, usec, msec) or a byte rate, the padding, and how many
 # `lat (usec)   :` bucket lines there are (a line per five non-empty buckets) are left out, and
 # so are the `bw (`/`iops :` lines, which a job shorter than fio's 500 ms averaging window may
-# lack), timed (normal, keeping the bw and iops lines: for jobs that run a fixed time).
+# lack; the percentile lines are joined into one, as fio puts three or four on a line by their
+# width), timed (normal, keeping the bw and iops lines: for jobs that run a fixed time),
+# jsonplus (mask, and json+'s latency `bins`, whose number follows the latencies, as one line),
+# json (a JSON document whose numbers are all 0 and whose histograms' `buckets` are empty, then
+# masked: its keys, their order and its strings).
 filter() { # MODE < text
     case "$1" in
         exact) cat ;;
         mask) sed -E 's/[0-9]+/N/g' ;;
         normal)
-            sed -E 's/[0-9]+/N/g; s/N(\.N)?[kMGT]?/N/g; s/[num]sec/Tsec/g; s/[KMGT]i?B/XB/g; s/ +/ /g; s/([=[]) /\1/g' \
-                | awk '/^ lat \(Tsec\) : / { if (!inlat) print " lat (Tsec) : buckets"; inlat = 1; next }
-                       /^ (bw \(|iops :)/ && !timed { next }
-                       { inlat = 0; print }' timed="${2:-0}" ;;
+            sed -E 's/[0-9]+/N/g; s/[kKMGT]i?B/XB/g; s/N(\.N)?[kMGT]?/N/g; s/[num]sec/Tsec/g; s/ +/ /g; s/([=[]) /\1/g' \
+                | awk -v timed="${2:-0}" '
+                    function flush() { if (pct != "") print " | " pct; pct = "" }
+                    /^ \| / { p = substr($0, 4); sub(/,$/, "", p); pct = (pct == "" ? p : pct ", " p); next }
+                    { flush() }
+                    /^ lat \(Tsec\) : / { if (!inlat) print " lat (Tsec) : buckets"; inlat = 1; next }
+                    { inlat = 0 }
+                    /^ (bw \(|iops :)/ && !timed { next }
+                    { print }
+                    END { flush() }' ;;
+        jsonplus)
+            filter mask | awk '/^ *"N" : N,?$/ { if (!inb) print "  (bins)"; inb = 1; next } { inb = 0; print }' ;;
         timed) filter normal 1 ;;
-        run) sed -E 's/[0-9]+/N/g; s/N(\.N)+/N/g; s/ \*( |$)/\1/g; s/ +/ /g' ;;
+        run) sed -E 's/[0-9]+/N/g; s/N(\.N)+/N/g; s/(^| )\*( |$)/\1\2/g; s/ +/ /g; /unstable \(CV > N %\)/d' ;;
+        json)
+            jq 'walk(if type == "number" then 0 elif type == "object" and has("buckets") then .buckets = [] else . end)' \
+                | filter mask ;;
         *) die "unknown filter $1" ;;
     esac
 }
 
 # Run one side of a case: SIDE NAME FILTER FILES STOREMODE -- ARGS... (FILES: none, names,
-# content: what to keep of the files left in the working directory; STOREMODE: store (a fresh
+# content, count: what to keep of the files left in the working directory (count: how many files
+# and bytes, for random names); STOREMODE: store (a fresh
 # copy of the fixed store at $STORE, and whether the command changed it) or none).
 run_side() {
     local side=$1 name=$2 files=$4 storemode=$5 bin rc=0 o
@@ -148,7 +172,10 @@ run_side() {
         if [ "$st" != "db unchanged" ] || [ "$wal" != 0 ]; then WROTE+=("$name"); fi
     fi
     : >"$o.files"
-    if [ "$files" != none ]; then
+    if [ "$files" = count ]; then
+        # fs_mark's file names are random: how many files and bytes.
+        echo "$(find "$CWD" -type f | wc -l) files, $(find "$CWD" -type f -printf '%s\n' | awk '{t += $1} END {print t + 0}') bytes" >"$o.files"
+    elif [ "$files" != none ]; then
         (cd "$CWD" && find . -mindepth 1 | LC_ALL=C sort) | while read -r f; do
             if [ -d "$CWD/$f" ]; then
                 echo "== $f/" >>"$o.files"
@@ -411,7 +438,7 @@ part_b() {
         expect "fio-run-json-$n" 0
         expect "fio-run-terse-$n" 0
     done
-    check fio-run-jsonplus mask names none -- fio --output-format=json+ "$IN/fio-jn.fio"
+    check fio-run-jsonplus jsonplus names none -- fio --output-format=json+ "$IN/fio-jn.fio"
     check fio-run-terse-v5 mask names none -- fio --minimal --terse-version=5 "$IN/fio-jn.fio"
     # Jobs whose every count is fixed: the counts exactly, the rest masked.
     local null=(--name=nul --ioengine=null --rw=randrw --bs=4k --size=64m --randrepeat=1)
@@ -535,8 +562,12 @@ part_c() {
     check fsmark-no-args exact none none -- fsmark
     check fsmark-bad-flag exact none none -- fsmark -d d -n abc
     check fsmark-bad-size exact none none -- fsmark -d d -s -5 -n 10
-    check fsmark-run mask names none -- fsmark -d fm -s 1024 -n 50 -t 2 -S 1 -L 2
-    check fsmark-run-json mask none none -- fsmark -d fm -s 0 -n 50 -t 1 -S 0 --json
+    check fsmark-run run count none -- fsmark -d fm -s 1024 -n 50 -t 2 -S 1 -L 2
+    check fsmark-run-json json count none -- fsmark -d fm -s 0 -n 50 -t 1 -S 0 --json -k
+    expect fsmark-run 0
+    expect fsmark-run-json 0
+    check dbench-run run names none -- dbench -D . -t 3 1
+    expect dbench-run 0
     check dbench-h exact none none -- dbench -h
     check dbench-no-args exact none none -- dbench
     check dbench-bad-time exact none none -- dbench -t x 1
