@@ -53,8 +53,9 @@
 #   SAME_OUTPUT_DIR=DIR     make the work directory inside DIR (default /tmp)
 #   FIO_EXAMPLES=DIR        fio's examples (default /usr/share/doc/fio/examples)
 #
-# It needs no network. It takes about 10 minutes on the 2-core development VM (most of it the
-# three quick-suite runs); with SAME_OUTPUT_STORE reused, about 5.
+# It needs no network. On the 2-core development VM at load average 6 to 9 it took 12 minutes
+# with the store made (most of it the four quick-suite runs), 8 with SAME_OUTPUT_STORE reused
+# (about 520 cases).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
