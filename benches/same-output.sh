@@ -332,7 +332,7 @@ part_a() {
         FIXED_STORE="$WORK/fixed.sqlite"
         make_store "$FIXED_STORE"
     fi
-    local r=(--db "$STORE") s=(names store --)
+    local r=(--db "$STORE")
     check list exact none store -- list "${r[@]}"
     check list-limit exact none store -- list --limit 2 "${r[@]}"
     check list-label exact none store -- list --label base "${r[@]}"
