@@ -22,10 +22,12 @@
 use super::super::aio::{AsyncBackend, NativeAio, Uring};
 use super::super::clock::TimeSource;
 use super::super::stats::{READ, Rusage, ThreadStats, WRITE};
-use super::{
-    AlignedBuf, BufferPolicy, Clock, CloneSetup, Io, Planner, after_tick, check_min_rate,
-    direct_hint, ensure_open, io_err, next_pass, rate_sleep, scramble, think,
-};
+use super::buffers::{BufferPolicy, Content, scramble};
+use super::errors::io_err;
+use super::planner::{Io, Planner, ensure_open};
+use super::sync_loop::direct_hint;
+use super::timing::{Clock, after_tick, check_min_rate, next_pass, rate_sleep, think};
+use super::{AlignedBuf, CloneSetup};
 use crate::fio::jobfile::IoEngine;
 use crate::probe::clock::Nanos;
 use crate::workload::WorkloadError;
@@ -87,7 +89,7 @@ pub(super) fn run<T: TimeSource + Send>(
     p: &mut Planner<'_>,
     bufs: Vec<AlignedBuf>,
     policy: BufferPolicy,
-    content: &mut super::Content,
+    content: &mut Content,
     st: &mut ThreadStats,
     clock: &mut Clock,
     ru0: &mut Rusage,

@@ -1,0 +1,466 @@
+//! The synchronous engines' loop (psync, sync, pvsync, pvsync2, mmap, falloc, ftruncate,
+//! null): one I/O at a time, completed inside its system call.
+//!
+//! Why it exists: fio's do_io for FIO_SYNCIO engines, with lat equal to clat. What it must never
+//! do: allocate, log or lock per I/O, or keep issuing after a cancel or an exitall.
+
+use super::buffers::{BufferPolicy, Content, scramble};
+use super::errors::{
+    AfterError, FailedVia, ddir_name, fills_device, full_device_ios, io_err, io_failed,
+    log_io_error,
+};
+use super::planner::{FileState, Io, Planner, ensure_open};
+use super::timing::{
+    Clock, after_tick, check_min_rate, io_clock, latency_fatal, latency_step, max_latency_exceeded,
+    next_pass, rate_sleep, think,
+};
+use super::verify_io::{VerifyCtx, backlog_next, unlog, verify_block, verify_failed, verify_phase};
+use super::{AlignedBuf, CloneSetup};
+use crate::fio::engine::clock::TimeSource;
+use crate::fio::engine::iolog::{Completion, IoLogs};
+use crate::fio::engine::stats::{READ, TRIM, ThreadStats, WRITE};
+use crate::fio::jobfile::{IoEngine, JobSpec};
+use crate::workload::WorkloadError;
+use std::os::fd::{AsFd, BorrowedFd};
+
+#[inline]
+pub(super) fn do_sync_io(
+    job: &JobSpec,
+    f: &mut FileState,
+    ddir: usize,
+    buf: &mut [u8],
+    offset: u64,
+) -> rustix::io::Result<usize> {
+    let engine = job.ioengine;
+    if engine == IoEngine::Null {
+        // fio's null engine: the I/O completes at once and moves nothing.
+        return Ok(buf.len());
+    }
+    let fd = f.fd.as_ref().expect("file opened before I/O").as_fd();
+    if ddir == TRIM {
+        // The falloc engine punches a hole (fio's engines/falloc.c); every other engine
+        // discards a device's range or punches a file's.
+        let blkdev = f.blkdev && engine != IoEngine::Falloc;
+        trim_range(fd, blkdev, offset, buf.len() as u64)?;
+        return Ok(buf.len());
+    }
+    match engine {
+        IoEngine::Sync => {
+            if f.fd_pos != offset {
+                rustix::fs::seek(fd, rustix::fs::SeekFrom::Start(offset))?;
+            }
+            let n = if ddir == READ {
+                rustix::io::read(fd, buf)?
+            } else {
+                rustix::io::write(fd, buf)?
+            };
+            f.fd_pos = offset + n as u64;
+            Ok(n)
+        }
+        IoEngine::Pvsync => {
+            if ddir == READ {
+                rustix::io::preadv(fd, &mut [std::io::IoSliceMut::new(buf)], offset)
+            } else {
+                rustix::io::pwritev(fd, &[std::io::IoSlice::new(buf)], offset)
+            }
+        }
+        IoEngine::Pvsync2 => {
+            let flags = if job.hipri {
+                rustix::io::ReadWriteFlags::HIPRI
+            } else {
+                rustix::io::ReadWriteFlags::empty()
+            };
+            if ddir == READ {
+                rustix::io::preadv2(fd, &mut [std::io::IoSliceMut::new(buf)], offset, flags)
+            } else {
+                rustix::io::pwritev2(fd, &[std::io::IoSlice::new(buf)], offset, flags)
+            }
+        }
+        IoEngine::Falloc => {
+            // fio's falloc engine: a write allocates its range, a read allocates it without
+            // changing the file size (FALLOC_FL_KEEP_SIZE).
+            let mode = if ddir == READ {
+                rustix::fs::FallocateFlags::KEEP_SIZE
+            } else {
+                rustix::fs::FallocateFlags::empty()
+            };
+            rustix::fs::fallocate(fd, mode, offset, buf.len() as u64)?;
+            Ok(buf.len())
+        }
+        IoEngine::Mmap => {
+            let m = f.mapping.as_ref().expect("mapped before the I/O");
+            if ddir == READ {
+                m.read(offset, buf);
+            } else {
+                m.write(offset, buf);
+            }
+            if job.direct {
+                m.drop_pages(offset, buf.len())?;
+            }
+            Ok(buf.len())
+        }
+        IoEngine::Ftruncate => {
+            // fio's ftruncate engine: a write truncates the file to its offset; nothing else
+            // is an I/O it can do.
+            if ddir != WRITE {
+                return Err(rustix::io::Errno::INVAL);
+            }
+            rustix::fs::ftruncate(fd, offset)?;
+            Ok(buf.len())
+        }
+        _ => {
+            if ddir == READ {
+                rustix::io::pread(fd, buf, offset)
+            } else {
+                rustix::io::pwrite(fd, buf, offset)
+            }
+        }
+    }
+}
+
+pub(super) fn direct_hint(job: &JobSpec, e: rustix::io::Errno) -> String {
+    if job.direct && e == rustix::io::Errno::INVAL {
+        " (O_DIRECT I/O rejected: check that bs and sizes are multiples of the device's logical block size)".to_string()
+    } else {
+        String::new()
+    }
+}
+
+/// ioengine=mmap: map the I/O's part of its file before the clock starts (fio's
+/// fio_mmapio_prep runs before the I/O is timed).
+pub(super) fn mmap_prep(
+    setup: &CloneSetup<'_>,
+    p: &mut Planner<'_>,
+    io: &Io,
+) -> Result<(), WorkloadError> {
+    let job = setup.job;
+    let plan = &setup.plan.files[io.file];
+    let spec = crate::fio::engine::mmap::MapSpec {
+        write: job.rw.writes() && !job.verify_only,
+        read: job.rw.reads() || job.verify || job.verify_only,
+        // fio's fio_madvise_file: no advice with fadvise_hint=0, else by the job's
+        // randomness (fadvise_hint=random|sequential change only the descriptor's advice).
+        hint: job.fadvise_hint != crate::fio::jobfile::FadviseHint::None,
+        random: job.rw.is_random(),
+        base: plan.offset,
+        region: plan.size,
+        nrfiles: setup.plan.files.len() as u64,
+    };
+    let f = &mut p.files[io.file];
+    let fd = f.fd.as_ref().expect("opened before the I/O").as_fd();
+    crate::fio::engine::mmap::Mapping::prep(&mut f.mapping, fd, io.offset, io.len, &spec)
+        .map(|_| ())
+        .map_err(|e| io_err("mmap", &plan.path, e))
+}
+
+/// One fsync (fsync=) or fdatasync (fdatasync=) of file `fi`, recorded in the sync stats.
+pub(super) fn timed_sync<T: TimeSource>(
+    setup: &CloneSetup<'_>,
+    p: &Planner<'_>,
+    st: &mut ThreadStats,
+    fi: usize,
+    clk: T,
+) -> Result<(), WorkloadError> {
+    let job = setup.job;
+    let fd = p.files[fi].fd.as_ref().expect("open");
+    let t0 = clk.now();
+    let r = if job.ioengine == IoEngine::Mmap {
+        // fio's mmap engine syncs the mapping (msync MS_SYNC), whichever sync was asked;
+        // a file not mapped yet has nothing to sync.
+        p.files[fi].mapping.as_ref().map_or(Ok(()), |m| m.sync())
+    } else if job.fsync > 0 {
+        rustix::fs::fsync(fd)
+    } else {
+        rustix::fs::fdatasync(fd)
+    };
+    let t1 = clk.now();
+    r.map_err(|e| io_err("fsync", &setup.plan.files[fi].path, e))?;
+    st.sync.record((t1 - t0).0);
+    if job.fsync > 0 {
+        st.fsync_ios += 1;
+    } else {
+        st.datasync_ios += 1;
+    }
+    // fio's td_io_queue counts a sync in the depth levels (io_u_map) as it counts a read or
+    // write; ours is issued alone (the queue drained first), at depth 1.
+    st.depth_counts[0] += 1;
+    Ok(())
+}
+
+/// Per direction, whether every lat of the sync loop equals its clat, so that the loop records
+/// clat alone and lat is a copy of it at the end: start and issue are one clock reading unless a
+/// write buffer is scrambled between them, and both are measured.
+pub(super) fn sync_lat_is_clat(job: &JobSpec, policy: BufferPolicy) -> [bool; 3] {
+    let both = !job.disable_clat && !job.disable_lat;
+    [both, both && !policy.scramble, both]
+}
+
+/// A trim of `len` bytes at `offset`: on a block device BLKDISCARD (fio's os_trim), on a
+/// regular file a hole punched with fallocate(FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE)
+/// (fio 3.33's sync engines fail there with ENOTTY; the falloc engine punches too).
+pub(super) fn trim_range(
+    fd: BorrowedFd<'_>,
+    blkdev: bool,
+    offset: u64,
+    len: u64,
+) -> rustix::io::Result<()> {
+    if blkdev {
+        // BLKDISCARD = _IO(0x12, 119); the argument is {start, length} in bytes.
+        const BLKDISCARD: libc::c_ulong = 0x1277;
+        let range: [u64; 2] = [offset, len];
+        // SAFETY: the ioctl reads two u64 from `range`, which outlives the call.
+        let r = unsafe {
+            libc::ioctl(
+                std::os::fd::AsRawFd::as_raw_fd(&fd),
+                BLKDISCARD as _,
+                range.as_ptr(),
+            )
+        };
+        if r != 0 {
+            return Err(
+                rustix::io::Errno::from_io_error(&std::io::Error::last_os_error())
+                    .unwrap_or(rustix::io::Errno::IO),
+            );
+        }
+        return Ok(());
+    }
+    use rustix::fs::FallocateFlags as F;
+    rustix::fs::fallocate(fd, F::PUNCH_HOLE | F::KEEP_SIZE, offset, len)
+}
+
+#[allow(clippy::too_many_arguments)]
+pub(super) fn run_sync<T: TimeSource>(
+    setup: &CloneSetup<'_>,
+    p: &mut Planner<'_>,
+    buf: &mut AlignedBuf,
+    policy: BufferPolicy,
+    content: &mut Content,
+    vctx: &mut Option<VerifyCtx>,
+    st: &mut ThreadStats,
+    clock: &mut Clock,
+    ru0: &mut crate::fio::engine::stats::Rusage,
+    logs: &mut IoLogs,
+    clk: T,
+) -> Result<bool, WorkloadError> {
+    let job = setup.job;
+    let mut think_count = 0u64;
+    let mut last_ddir = WRITE;
+    // A read-only verify job checks every block it reads (fio: verify on a job that does not
+    // both read and write).
+    let verify_reads = vctx.is_some() && !job.rw.writes();
+    let mut target = crate::fio::engine::pace::LatencyTarget::new(job, 1, clk.now().0);
+    let lat_is_clat = sync_lat_is_clat(job, policy);
+    // The sync loop records no slat.
+    let mut times = io_clock(job, logs, p, target.is_some(), false, clk.now());
+    loop {
+        if setup.cancel.is_cancelled() {
+            return Err(WorkloadError::Cancelled);
+        }
+        if setup.exit.is_some_and(|e| e.terminated()) {
+            return Ok(false);
+        }
+        if p.held_back() {
+            std::thread::sleep(job.flow_sleep);
+            if clock.out_of_time(clk.now()) {
+                return Ok(false);
+            }
+            continue;
+        }
+        // fio's check_get_verify: every verify_backlog logged writes, read back
+        // verify_backlog_batch (default verify_backlog) of them before the next write.
+        if let Some(vc) = vctx.as_ref().filter(|_| job.verify_backlog > 0) {
+            if let Some((fi, b)) = backlog_next(p, last_ddir, |_, _| false) {
+                let verified = verify_block(setup, p, buf, st, clk, vc, fi, b)?;
+                // A read that completes, as any (fio's io_completed).
+                p.last_was_sync = false;
+                if verified == AfterError::End {
+                    return Ok(false);
+                }
+                last_ddir = READ;
+                if !after_tick(p, st, clock, ru0, clk.now(), clk) {
+                    return Ok(false);
+                }
+                continue;
+            }
+        }
+        while let Some(us) = p.rate_wait(clk) {
+            if !rate_sleep(setup, p, clock, us, clk) {
+                if setup.cancel.is_cancelled() {
+                    return Err(WorkloadError::Cancelled);
+                }
+                return Ok(false);
+            }
+        }
+        let sync_owed = p.sync_due();
+        let Some(io) = p.next_io() else {
+            // fio's thread_main: every pass (loop, or wrap of a time_based job) of a write job
+            // is verified before the next starts.
+            if let Some(vc) = vctx.as_ref().filter(|_| job.do_verify && job.rw.writes()) {
+                if verify_phase(setup, p, buf, st, clk, vc)? == AfterError::End {
+                    return Ok(false);
+                }
+            }
+            if next_pass(setup, p, clock, clk.now())? {
+                continue;
+            }
+            return Ok(false);
+        };
+        last_ddir = io.ddir;
+        ensure_open(p, setup, io.file)?;
+        if sync_owed {
+            timed_sync(setup, p, st, io.file, clk)?;
+            p.last_was_sync = true;
+            // A synchronous engine has no commit: fio's td_io_queue marks the sync as one
+            // I/O submitted and one completed.
+            st.submit_counts[1] += 1;
+            st.complete_counts[1] += 1;
+        }
+        if job.ioengine == IoEngine::Mmap && io.ddir != TRIM {
+            mmap_prep(setup, p, &io)?;
+        }
+        let data = &mut buf.as_mut_slice()[..io.len];
+        if io.ddir == WRITE && policy.refill {
+            content.fill(job, data);
+        }
+        if io.ddir == WRITE {
+            if let Some(vc) = vctx.as_mut() {
+                vc.stamp(data, io.offset, p.issues[WRITE] - 1);
+            }
+        }
+        times.issued();
+        let start = times.start(clk);
+        // fio stamps start before the write buffer is scrambled and issue just before the
+        // call; for a read nothing happens in between, so one clock reading serves both.
+        let issue = if io.ddir == WRITE && policy.scramble {
+            scramble(data, io.offset, start);
+            times.start(clk)
+        } else {
+            start
+        };
+        let f = &mut p.files[io.file];
+        let mut done = 0usize;
+        let mut failed = None;
+        while done < io.len {
+            match do_sync_io(job, f, io.ddir, &mut data[done..], io.offset + done as u64) {
+                Ok(0) => {
+                    return Err(io_err(
+                        ddir_name(io.ddir),
+                        &setup.plan.files[io.file].path,
+                        std::io::Error::new(
+                            std::io::ErrorKind::UnexpectedEof,
+                            format!("short transfer at offset {}", io.offset + done as u64),
+                        ),
+                    ));
+                }
+                Ok(n) => done += n,
+                Err(e) if fills_device(job, io.ddir, e) => {
+                    // fill_device: the device is full, the job ends (fio clears the error,
+                    // after its engine logged it); the failed write is not logged for verify.
+                    let at = io.offset + done as u64;
+                    log_io_error(setup, WRITE, io.file, at, io.len - done, e.raw_os_error());
+                    unlog(p, &io);
+                    st.dir[WRITE].total_ios += full_device_ios(if done > 0 { 1 } else { -1 });
+                    return Ok(true);
+                }
+                Err(e) => {
+                    failed = Some(e);
+                    break;
+                }
+            }
+        }
+        // fio's io_completed: any read, write or trim that completes, failed or not.
+        p.last_was_sync = false;
+        if let Some(e) = failed {
+            // fio counts the failed I/O (and a short one before it, requeued) in total_ios,
+            // moves no bytes and records no latency for it; a verify read-back skips it.
+            if io.ddir == WRITE {
+                unlog(p, &io);
+            }
+            st.dir[io.ddir].total_ios += full_device_ios(if done > 0 { 1 } else { -1 });
+            st.depth_counts[0] += 1;
+            st.submit_counts[1] += 1;
+            st.complete_counts[1] += 1;
+            let via = match (io.ddir, job.ioengine) {
+                (TRIM, _) | (_, IoEngine::Falloc | IoEngine::Ftruncate) => FailedVia::Queue,
+                _ => FailedVia::SyncXfer,
+            };
+            if io_failed(setup, st, &io, e, via) == AfterError::End
+                || !after_tick(p, st, clock, ru0, clk.now(), clk)
+            {
+                return Ok(false);
+            }
+            continue;
+        }
+        let end = times.end(clk, clock.ramping);
+        // fio accounts the read, then verifies it (its end_io).
+        let bad = match vctx.as_ref().filter(|_| verify_reads && io.ddir == READ) {
+            Some(vc) => vc.check(setup, io.file, data, io.offset, None).err(),
+            None => None,
+        };
+        let d = &mut st.dir[io.ddir];
+        let clat = (end - issue).0;
+        if !job.disable_clat {
+            d.clat.record(clat);
+            st.lat_buckets.mark(clat);
+        }
+        if !job.disable_lat && !lat_is_clat[io.ddir] {
+            d.lat.record((end - start).0);
+        }
+        d.io_bytes += io.len as u64;
+        d.total_ios += 1;
+        if logs.active() {
+            logs.completed(Completion {
+                ddir: io.ddir,
+                bs: io.len,
+                offset: io.offset,
+                at: end - clock.measured_from,
+                lat: (end - start).0,
+                clat,
+                prio: st.ioprio,
+            });
+        }
+        st.depth_counts[0] += 1;
+        st.submit_counts[1] += 1;
+        st.complete_counts[1] += 1;
+        if !job.disable_lat
+            && !clock.ramping
+            && max_latency_exceeded(setup, st, &io, (end - start).0)
+        {
+            return Ok(false);
+        }
+        if let Some(e) = bad {
+            if verify_failed(setup, st, &e, true) == AfterError::End {
+                return Ok(false);
+            }
+        }
+        think_count += 1;
+        let thought = think(job, think_count);
+        if let Some(l) = &mut target {
+            let ios = st.dir.iter().map(|d| d.total_ios).sum::<u64>();
+            if let Err(max) = l.completed((end - start).0, end.0, ios) {
+                return Err(latency_fatal(setup, max));
+            }
+        }
+        if !after_tick(p, st, clock, ru0, end, clk) {
+            return Ok(false);
+        }
+        if p.rate.is_some() {
+            let now = if thought > 0 {
+                if let Some(r) = &mut p.rate {
+                    r.thought(io.ddir, thought);
+                }
+                clk.now()
+            } else {
+                end
+            };
+            if check_min_rate(p, st, clock, now) {
+                return Ok(false);
+            }
+        }
+        if let Some(l) = &mut target {
+            if latency_step(l, p, st, clock, ru0, end) {
+                return Ok(false);
+            }
+        }
+    }
+}
