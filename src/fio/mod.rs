@@ -16,3 +16,4 @@ pub mod import;
 pub mod jobfile;
 pub mod logs;
 pub mod output;
+pub mod text;

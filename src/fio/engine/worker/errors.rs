@@ -50,7 +50,7 @@ pub(super) fn io_error_line(
     format!(
         "fio: io_u error on file {}: {}: {} offset={offset}, buflen={len}",
         setup.plan.files[file].fio_name,
-        crate::fio::output::errno_text(errno),
+        crate::fio::text::errno_text(errno),
         ddir_name(ddir),
     )
 }
