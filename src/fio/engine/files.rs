@@ -7,8 +7,9 @@
 //! job, a filesystem that rejects O_DIRECT). It must never run inside the timed loop except for
 //! `open_for_io` (openfiles rotation, create_on_open), which the worker times where fio does.
 
+use super::ops::{self, Caps};
 use super::rand;
-use crate::fio::jobfile::{Fallocate, IoEngine, JobSpec, SizeRange, SizeSpec};
+use crate::fio::jobfile::{Fallocate, JobSpec, SizeRange, SizeSpec};
 use crate::workload::WorkloadError;
 use rustix::fs::{Mode, OFlags};
 use std::os::fd::{AsFd, OwnedFd};
@@ -202,7 +203,7 @@ pub fn plan_clone(
             let total = sizes.iter().sum();
             (sizes, total)
         }
-        (None, None) if job.ioengine.is_file_op() => (vec![0; nfiles], 0),
+        (None, None) if ops::of(job.ioengine).has(Caps::FILEOP) => (vec![0; nfiles], 0),
         (None, None) if job.fill_device => {
             // fio: fill_device without size= writes until ENOSPC (its size is "unlimited"): the
             // region is more than the free space of the filesystem holding each file (an
@@ -243,7 +244,7 @@ pub fn plan_clone(
         }
     };
     let ranged = job.filesize.is_some_and(|r| r.low != r.high);
-    if !job.ioengine.is_file_op() {
+    if !ops::of(job.ioengine).has(Caps::FILEOP) {
         for (path, size) in paths.iter().zip(&sizes) {
             if ranged && *size == 0 {
                 // fio ignores a file whose drawn size rounds down to nothing.
@@ -489,7 +490,8 @@ pub fn layout(
     read_only: bool,
 ) -> Result<LaidOut, WorkloadError> {
     let mut laid = LaidOut::default();
-    if matches!(job.ioengine, IoEngine::FileCreate | IoEngine::Null) {
+    let engine = ops::of(job.ioengine);
+    if engine.has(Caps::CREATES_FILES) || engine.has(Caps::FAKEIO) {
         // filecreate creates the files as its I/O; null touches no file.
         return Ok(laid);
     }
@@ -532,7 +534,7 @@ pub fn layout(
         }
         // A trim job's files are written in full first, as fio lays them out, and so are an
         // mmap job's (fio's FIO_NOEXTEND: its writes cannot grow the file).
-        let full = job.rw.reads() || job.rw.trims() || job.ioengine == IoEngine::Mmap;
+        let full = job.rw.reads() || job.rw.trims() || engine.has(Caps::NOEXTEND);
         if !full && job.create_on_open {
             // fio: create_on_open leaves creation to the job's open().
             continue;

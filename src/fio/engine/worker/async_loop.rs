@@ -20,8 +20,8 @@ use super::{AlignedBuf, CloneSetup, IoPrio, io_priority, record_prio};
 use crate::fio::engine::aio::{AsyncBackend, Uring};
 use crate::fio::engine::clock::TimeSource;
 use crate::fio::engine::iolog::{Completion, IoLogs};
+use crate::fio::engine::ops::{Op, QueueKind};
 use crate::fio::engine::stats::{READ, TRIM, ThreadStats, WRITE};
-use crate::fio::jobfile::IoEngine;
 use crate::probe::clock::Nanos;
 use crate::workload::WorkloadError;
 use std::os::fd::{AsFd, AsRawFd};
@@ -113,11 +113,9 @@ pub(super) fn run_async<T: TimeSource>(
         .first()
         .map(|f| f.path.as_path())
         .unwrap_or(Path::new("."));
-    let engine_op = match job.ioengine {
-        IoEngine::Libaio => "io_submit/io_getevents",
-        IoEngine::Posixaio => "aio_suspend",
-        IoEngine::Vsync => "xfer vsync",
-        _ => "io_uring_enter",
+    let engine_op = match p.ops.op {
+        Op::Queue(kind) => kind.reap_call(),
+        Op::Sync(_) | Op::File(_) => QueueKind::IoUring.reap_call(),
     };
     let mut slots: Vec<Option<Slot>> = (0..depth).map(|_| None).collect();
     let mut free: Vec<usize> = (0..depth).rev().collect();
@@ -308,7 +306,7 @@ pub(super) fn run_async<T: TimeSource>(
                 prio,
                 index: prio_index,
                 engine: sqe_prio,
-            } = io_priority(p, job, &io, st.ioprio);
+            } = io_priority(p, &io, st.ioprio);
             // SAFETY: the buffer belongs to slot `si`, which stays out of the free list (and
             // the buffers stay alive) until its completion is reaped; files are closed only
             // with no I/O in flight (openfiles rotation drains, below).

@@ -7,8 +7,8 @@ use super::CloneSetup;
 use super::errors::io_err;
 use super::timing::{Clock, close_window, tick};
 use crate::fio::engine::clock::TimeSource;
+use crate::fio::engine::ops::{self, Caps, FileCall, Op};
 use crate::fio::engine::stats::{READ, ThreadStats, WRITE};
-use crate::fio::jobfile::IoEngine;
 use crate::workload::WorkloadError;
 use std::os::fd::OwnedFd;
 
@@ -20,6 +20,11 @@ pub(super) fn run_file_op<T: TimeSource>(
     clk: T,
 ) -> Result<ThreadStats, WorkloadError> {
     let job = setup.job;
+    let ops = ops::of(job.ioengine);
+    let call = match ops.op {
+        Op::File(call) => call,
+        Op::Sync(_) | Op::Queue(_) => FileCall::Create,
+    };
     let ddir = if job.rw.reads() { READ } else { WRITE };
     let bs = job.bs[ddir].0.max(1);
     let mut st = ThreadStats {
@@ -46,14 +51,14 @@ pub(super) fn run_file_op<T: TimeSource>(
                 open.pop_front();
             }
             let t0 = clk.now();
-            match job.ioengine {
-                IoEngine::FileStat => {
+            match call {
+                FileCall::Stat => {
                     rustix::fs::stat(&f.path).map_err(|e| io_err("stat", &f.path, e))?;
                 }
-                IoEngine::FileDelete => {
+                FileCall::Delete => {
                     rustix::fs::unlink(&f.path).map_err(|e| io_err("unlink", &f.path, e))?;
                 }
-                _ => {
+                FileCall::Create => {
                     let fd = rustix::fs::open(
                         &f.path,
                         rustix::fs::OFlags::CREATE
@@ -98,7 +103,7 @@ pub(super) fn run_file_op<T: TimeSource>(
         st.forget_ramp();
     }
     close_window(job, &mut st, &clock, &ru0, clk.now());
-    if job.unlink && job.ioengine != IoEngine::FileDelete {
+    if job.unlink && !ops.has(Caps::REMOVES_FILES) {
         for f in &setup.plan.files {
             std::fs::remove_file(&f.path).map_err(|e| io_err("unlink", &f.path, e))?;
         }

@@ -31,9 +31,10 @@ use super::aio::{AsyncBackend, NativeAio};
 use super::clock::{ClockUse, JobClock, MAX_DRIFT_PPM, Monotonic, TimeOfDay, TimeSource, Tsc};
 use super::files::ClonePlan;
 use super::iolog::IoLogs;
+use super::ops::{self, Caps, Op, QueueKind};
 use super::rand::{self, Taus};
 use super::stats::ThreadStats;
-use crate::fio::jobfile::{IoEngine, JobSpec};
+use crate::fio::jobfile::JobSpec;
 use crate::workload::{CancelToken, WorkloadError};
 
 mod async_loop;
@@ -119,7 +120,9 @@ pub fn run_clone(setup: &CloneSetup<'_>) -> Result<ThreadStats, WorkloadError> {
     // cheap fdget path on every I/O); dropped last, after every file the clone opened is
     // closed. Not for posixaio: glibc's helper threads serve every thread of the process and
     // must see the descriptors in the shared table.
-    let _fds = crate::os::fdtable::PrivateFdTable::enter(setup.job.ioengine != IoEngine::Posixaio);
+    let _fds = crate::os::fdtable::PrivateFdTable::enter(
+        !ops::of(setup.job.ioengine).has(Caps::SHARED_FDTABLE),
+    );
     // The job's clock (the TSC is calibrated here, once per process, before the clock starts);
     // the warning of a refused clocksource=cpu is the caller's to show.
     let (jc, _) = JobClock::choose(setup.job.clocksource);
@@ -174,12 +177,13 @@ fn run_clone_on<T: TimeSource + Send>(
     clk: T,
 ) -> Result<ThreadStats, WorkloadError> {
     let job = setup.job;
-    if job.ioengine.is_file_op() {
+    let ops = ops::of(job.ioengine);
+    if ops.has(Caps::FILEOP) {
         return run_file_op(setup, clk);
     }
     let mut p = Planner::new(setup)?;
     // Offload: one buffer per submission worker, iodepth of them whatever the engine.
-    let depth = if job.ioengine.is_sync() && !job.io_submit_offload {
+    let depth = if ops.has(Caps::SYNCIO) && !job.io_submit_offload {
         1
     } else {
         job.iodepth as usize
@@ -206,7 +210,7 @@ fn run_clone_on<T: TimeSource + Send>(
         ioprio: job.ioprio().unwrap_or(0),
         ..ThreadStats::default()
     };
-    if matches!(job.ioengine, IoEngine::IoUring | IoEngine::Libaio) {
+    if ops.has(Caps::CMDPRIO) {
         if let Some((c, values)) = super::prio::CmdPrio::new(job, p.seeds[rand::SEED_PRIO]) {
             p.cmdprio = Some(c);
             for (d, v) in st.dir.iter_mut().zip(values) {
@@ -226,74 +230,145 @@ fn run_clone_on<T: TimeSource + Send>(
     }
     let mut ru0 = super::stats::Rusage::thread();
     let mut workers_ru = super::stats::Rusage::default();
-    let result = match job.ioengine {
-        // verify_only on a write job issues no write, whatever the engine: the verify reads
-        // are preads, as every engine's verify phase.
-        _ if job.verify_only && job.rw.writes() => {
-            run_dry(setup, &mut p, &mut bufs[0], &vctx, &mut st, &mut clock, clk)
-        }
-        _ if job.io_submit_offload => offload::run(
-            setup,
-            &mut p,
-            std::mem::take(&mut bufs),
-            policy,
-            &mut content,
-            &mut st,
-            &mut clock,
-            &mut ru0,
-            clk,
-        )
-        .map(|ru| {
-            workers_ru = ru;
-            false
-        }),
-        IoEngine::IoUring | IoEngine::Libaio | IoEngine::Posixaio | IoEngine::Vsync => {
-            let dir0 = setup
-                .plan
-                .files
-                .first()
-                .map(|f| f.path.clone())
-                .unwrap_or_default();
-            let mut backend: Box<dyn AsyncBackend> = match job.ioengine {
-                IoEngine::Libaio => {
-                    Box::new(NativeAio::new(depth).map_err(|e| io_err("io_setup", &dir0, e))?)
-                }
-                IoEngine::Posixaio => Box::new(super::posixaio::PosixAio::new(depth)),
-                IoEngine::Vsync => Box::new(super::vsync::Vsync::new(depth)),
-                _ => Box::new(uring_for(setup, &mut p, &mut bufs, &dir0)?),
-            };
-            run_async(
-                setup,
-                backend.as_mut(),
-                &mut p,
-                &mut bufs,
-                policy,
-                &mut content,
-                &mut vctx,
-                &mut st,
-                &mut clock,
-                &mut ru0,
-                &mut logs,
-                clk,
-            )
-        }
-        _ => run_sync(
-            setup,
-            &mut p,
-            &mut bufs[0],
-            policy,
-            &mut content,
-            &mut vctx,
-            &mut st,
-            &mut clock,
-            &mut ru0,
-            &mut logs,
-            clk,
-        ),
+    let run = Loop {
+        setup,
+        p: &mut p,
+        bufs: &mut bufs,
+        policy,
+        content: &mut content,
+        vctx: &mut vctx,
+        st: &mut st,
+        clock: &mut clock,
+        ru0: &mut ru0,
+        logs: &mut logs,
     };
     // Ok(true): fill_device filled the device (fio then ends the job without a verify pass).
-    result?;
-    if job.ioengine.is_sync() && !job.io_submit_offload {
+    run.run(depth, &mut workers_ru, clk)?;
+    finish_clone(setup, p, policy, st, clock, ru0, workers_ru, logs, clk)
+}
+
+/// What a clone's loop works on, made before the clock starts.
+struct Loop<'s, 'a, 'p> {
+    setup: &'s CloneSetup<'a>,
+    p: &'s mut Planner<'p>,
+    bufs: &'s mut Vec<AlignedBuf>,
+    policy: BufferPolicy,
+    content: &'s mut Content,
+    vctx: &'s mut Option<VerifyCtx>,
+    st: &'s mut ThreadStats,
+    clock: &'s mut Clock,
+    ru0: &'s mut super::stats::Rusage,
+    logs: &'s mut IoLogs,
+}
+
+impl Loop<'_, '_, '_> {
+    /// The loop the job's engine runs in (fio's do_io for its ioengine_ops): a dry verify, the
+    /// offload workers, the queueing loop or the synchronous one. `depth` buffers are made;
+    /// `workers_ru` gets the offload workers' CPU use.
+    fn run<T: TimeSource + Send>(
+        self,
+        depth: usize,
+        workers_ru: &mut super::stats::Rusage,
+        clk: T,
+    ) -> Result<bool, WorkloadError> {
+        let Loop {
+            setup,
+            p,
+            bufs,
+            policy,
+            content,
+            vctx,
+            st,
+            clock,
+            ru0,
+            logs,
+        } = self;
+        let job = setup.job;
+        match p.ops.op {
+            // verify_only on a write job issues no write, whatever the engine: the verify
+            // reads are preads, as every engine's verify phase.
+            _ if job.verify_only && job.rw.writes() => {
+                run_dry(setup, p, &mut bufs[0], &*vctx, st, clock, clk)
+            }
+            _ if job.io_submit_offload => offload::run(
+                setup,
+                p,
+                std::mem::take(bufs),
+                policy,
+                content,
+                st,
+                clock,
+                ru0,
+                clk,
+            )
+            .map(|ru| {
+                *workers_ru = ru;
+                false
+            }),
+            Op::Queue(kind) => {
+                let dir0 = setup
+                    .plan
+                    .files
+                    .first()
+                    .map(|f| f.path.clone())
+                    .unwrap_or_default();
+                let mut backend: Box<dyn AsyncBackend> = match kind {
+                    QueueKind::Libaio => {
+                        Box::new(NativeAio::new(depth).map_err(|e| io_err("io_setup", &dir0, e))?)
+                    }
+                    QueueKind::Posixaio => Box::new(super::posixaio::PosixAio::new(depth)),
+                    QueueKind::Vsync => Box::new(super::vsync::Vsync::new(depth)),
+                    QueueKind::IoUring => Box::new(uring_for(setup, p, bufs, &dir0)?),
+                };
+                run_async(
+                    setup,
+                    backend.as_mut(),
+                    p,
+                    bufs,
+                    policy,
+                    content,
+                    vctx,
+                    st,
+                    clock,
+                    ru0,
+                    logs,
+                    clk,
+                )
+            }
+            Op::Sync(_) | Op::File(_) => run_sync(
+                setup,
+                p,
+                &mut bufs[0],
+                policy,
+                content,
+                vctx,
+                st,
+                clock,
+                ru0,
+                logs,
+                clk,
+            ),
+        }
+    }
+}
+
+/// The clone after its loop (fio's do_io end and thread_main's exit): lat taken from clat
+/// where the sync loop did not record it, end_fsync, the runtime closed, the files closed
+/// outside runtime and stats, the logs written, unlink=.
+#[allow(clippy::too_many_arguments)]
+fn finish_clone<T: TimeSource>(
+    setup: &CloneSetup<'_>,
+    mut p: Planner<'_>,
+    policy: BufferPolicy,
+    mut st: ThreadStats,
+    clock: Clock,
+    ru0: super::stats::Rusage,
+    workers_ru: super::stats::Rusage,
+    mut logs: IoLogs,
+    clk: T,
+) -> Result<ThreadStats, WorkloadError> {
+    let job = setup.job;
+    if p.ops.has(Caps::SYNCIO) && !job.io_submit_offload {
         // The sync loop did not record lat where it equals clat: it is clat's distribution.
         let same = sync_lat_is_clat(job, policy);
         for (d, same) in st.dir.iter_mut().zip(same) {
@@ -351,16 +426,16 @@ struct IoPrio {
 
 /// fio's engines with cmdprio: the priority of `io` (cmdprio's draw, made here, in I/O order)
 /// for a job whose own priority is `job_prio`.
-fn io_priority(p: &mut Planner<'_>, job: &JobSpec, io: &Io, job_prio: u32) -> IoPrio {
+fn io_priority(p: &mut Planner<'_>, io: &Io, job_prio: u32) -> IoPrio {
     let chosen = p
         .cmdprio
         .as_mut()
         .and_then(|c| c.choose(io.ddir, io.len as u64));
     let (prio, index) = chosen.map_or((job_prio, 0), |c| (c.ioprio, c.index));
-    let engine = match (chosen, job.ioengine) {
-        (Some(c), _) => c.ioprio,
-        (None, IoEngine::IoUring) => job_prio,
-        (None, _) => 0,
+    let engine = match chosen {
+        Some(c) => c.ioprio,
+        None if p.ops.has(Caps::JOB_PRIO_PER_IO) => job_prio,
+        None => 0,
     } as u16;
     IoPrio {
         prio,

@@ -28,7 +28,7 @@ use super::planner::{Io, Planner, ensure_open};
 use super::sync_loop::direct_hint;
 use super::timing::{Clock, after_tick, check_min_rate, next_pass, rate_sleep, think};
 use super::{AlignedBuf, CloneSetup};
-use crate::fio::jobfile::IoEngine;
+use crate::fio::engine::ops::{self, Op, QueueKind, SyncCall};
 use crate::probe::clock::Nanos;
 use crate::workload::WorkloadError;
 use std::os::fd::{AsRawFd, BorrowedFd, RawFd};
@@ -213,7 +213,7 @@ pub(super) fn run<T: TimeSource + Send>(
                 index: prio_index,
                 engine: prio,
                 ..
-            } = super::io_priority(p, job, &io, st.ioprio);
+            } = super::io_priority(p, &io, st.ioprio);
             let w = pick(&idle, &seq, &next_free);
             work_seq += 1;
             seq[w] = work_seq;
@@ -342,11 +342,14 @@ fn worker<T: TimeSource>(
 ) -> Result<WorkerOut, WorkloadError> {
     let job = setup.job;
     let ru0 = Rusage::thread();
-    let mut backend: Option<Box<dyn AsyncBackend>> = match job.ioengine {
-        IoEngine::Libaio => Some(Box::new(
+    let engine = ops::of(job.ioengine);
+    // The call a worker without a backend makes (fio's sync engines under offload).
+    let call = engine.sync_call();
+    let mut backend: Option<Box<dyn AsyncBackend>> = match engine.op {
+        Op::Queue(QueueKind::Libaio) => Some(Box::new(
             NativeAio::new(1).map_err(|e| io_err("io_setup", dir0, e))?,
         )),
-        IoEngine::IoUring => Some(Box::new(
+        Op::Queue(QueueKind::IoUring) => Some(Box::new(
             Uring::new(1, &job.uring).map_err(|e| io_err("io_uring_setup", dir0, e))?,
         )),
         _ => None,
@@ -416,7 +419,7 @@ fn worker<T: TimeSource>(
             }
             None => {
                 let issue = clk.now();
-                let res = positional(job.ioengine, w.fd, io.ddir, data, io.offset);
+                let res = positional(call, w.fd, io.ddir, data, io.offset);
                 (issue, clk.now(), res)
             }
         };
@@ -469,13 +472,13 @@ fn worker<T: TimeSource>(
 /// One positional read or write of the sync engines offload supports (psync, pvsync,
 /// pvsync2; null moves nothing).
 fn positional(
-    engine: IoEngine,
+    call: SyncCall,
     fd: RawFd,
     ddir: usize,
     buf: &mut [u8],
     offset: u64,
 ) -> std::io::Result<usize> {
-    if engine == IoEngine::Null {
+    if call == SyncCall::Nothing {
         return Ok(buf.len());
     }
     // SAFETY: the job's thread keeps the file open until every queued I/O is back.
@@ -483,11 +486,11 @@ fn positional(
     let mut doneb = 0usize;
     while doneb < buf.len() {
         let off = offset + doneb as u64;
-        let n = match (engine, ddir == READ) {
-            (IoEngine::Pvsync | IoEngine::Pvsync2, true) => {
+        let n = match (call, ddir == READ) {
+            (SyncCall::Vectored | SyncCall::Vectored2, true) => {
                 rustix::io::preadv(fd, &mut [std::io::IoSliceMut::new(&mut buf[doneb..])], off)
             }
-            (IoEngine::Pvsync | IoEngine::Pvsync2, false) => {
+            (SyncCall::Vectored | SyncCall::Vectored2, false) => {
                 rustix::io::pwritev(fd, &[std::io::IoSlice::new(&buf[doneb..])], off)
             }
             (_, true) => rustix::io::pread(fd, &mut buf[doneb..], off),

@@ -9,11 +9,10 @@ use super::CloneSetup;
 use super::errors::io_err;
 use crate::fio::engine::clock::TimeSource;
 use crate::fio::engine::files::{self};
+use crate::fio::engine::ops::{self, Caps, EngineOps};
 use crate::fio::engine::rand::{self, Lfsr, RandomMap, Taus};
 use crate::fio::engine::stats::{READ, TRIM, WRITE};
-use crate::fio::jobfile::{
-    FileService, IoEngine, JobSpec, RandomDistribution, RandomGenerator, RwSequencer,
-};
+use crate::fio::jobfile::{FileService, JobSpec, RandomDistribution, RandomGenerator, RwSequencer};
 use crate::probe::clock::Nanos;
 use crate::workload::WorkloadError;
 use std::os::fd::OwnedFd;
@@ -75,6 +74,8 @@ pub(super) struct Io {
 /// The per-clone I/O planner: direction (rwmix), file (file_service_type) and offset.
 pub(super) struct Planner<'a> {
     pub(super) job: &'a JobSpec,
+    /// The job's engine (its entry in the engine table), taken once.
+    pub(super) ops: &'static EngineOps,
     pub(super) files: Vec<FileState>,
     pub(super) block_rand: Taus,
     /// fio's bsrange_state per direction: draws sizes from a bsrange or bssplit.
@@ -161,6 +162,7 @@ pub(super) struct ZoneState {
 impl<'a> Planner<'a> {
     pub(super) fn new(setup: &CloneSetup<'a>) -> Result<Planner<'a>, WorkloadError> {
         let job = setup.job;
+        let ops = ops::of(job.ioengine);
         let seeds = rand::job_seeds(job, setup.thread_number);
         let use64 = job.random_generator == RandomGenerator::Tausworthe64;
         let seed_table = seeds;
@@ -274,7 +276,7 @@ impl<'a> Planner<'a> {
         // rw=rand...:N: only every Nth I/O takes a block from the map or LFSR, so a pass
         // of the job's size leaves the files unfinished too.
         let merged_loops = random
-            && job.ioengine.is_sync()
+            && ops.has(Caps::SYNCIO)
             && (job.rw_seq_nr > 1 || files.iter().all(|f| f.map.is_none() && f.lfsr.is_none()));
         let pass_bytes = if merged_loops {
             setup.plan.pass_bytes * job.loops.max(1) as u64
@@ -290,6 +292,7 @@ impl<'a> Planner<'a> {
         };
         Ok(Planner {
             job,
+            ops,
             files,
             block_rand: Taus::new(seeds[rand::SEED_BLOCK], use64),
             bs_rand: bs_generators(job, &seeds),
@@ -972,7 +975,7 @@ pub(super) fn ensure_open(
     setup: &CloneSetup<'_>,
     fi: usize,
 ) -> Result<(), WorkloadError> {
-    if p.files[fi].fd.is_some() || setup.job.ioengine == IoEngine::Null {
+    if p.files[fi].fd.is_some() || p.ops.has(Caps::FAKEIO) {
         return Ok(());
     }
     open_file(p, setup, fi)

@@ -18,21 +18,23 @@ use super::verify_io::{VerifyCtx, backlog_next, unlog, verify_block, verify_fail
 use super::{AlignedBuf, CloneSetup};
 use crate::fio::engine::clock::TimeSource;
 use crate::fio::engine::iolog::{Completion, IoLogs};
+use crate::fio::engine::ops::{Caps, EngineOps, SyncCall};
 use crate::fio::engine::stats::{READ, TRIM, ThreadStats, WRITE};
-use crate::fio::jobfile::{IoEngine, JobSpec};
+use crate::fio::jobfile::JobSpec;
 use crate::workload::WorkloadError;
 use std::os::fd::{AsFd, BorrowedFd};
 
 #[inline]
 pub(super) fn do_sync_io(
     job: &JobSpec,
+    ops: &EngineOps,
     f: &mut FileState,
     ddir: usize,
     buf: &mut [u8],
     offset: u64,
 ) -> rustix::io::Result<usize> {
-    let engine = job.ioengine;
-    if engine == IoEngine::Null {
+    let call = ops.sync_call();
+    if call == SyncCall::Nothing {
         // fio's null engine: the I/O completes at once and moves nothing.
         return Ok(buf.len());
     }
@@ -40,12 +42,12 @@ pub(super) fn do_sync_io(
     if ddir == TRIM {
         // The falloc engine punches a hole (fio's engines/falloc.c); every other engine
         // discards a device's range or punches a file's.
-        let blkdev = f.blkdev && engine != IoEngine::Falloc;
+        let blkdev = f.blkdev && !ops.has(Caps::TRIM_PUNCHES);
         trim_range(fd, blkdev, offset, buf.len() as u64)?;
         return Ok(buf.len());
     }
-    match engine {
-        IoEngine::Sync => {
+    match call {
+        SyncCall::SeekThenTransfer => {
             if f.fd_pos != offset {
                 rustix::fs::seek(fd, rustix::fs::SeekFrom::Start(offset))?;
             }
@@ -57,14 +59,14 @@ pub(super) fn do_sync_io(
             f.fd_pos = offset + n as u64;
             Ok(n)
         }
-        IoEngine::Pvsync => {
+        SyncCall::Vectored => {
             if ddir == READ {
                 rustix::io::preadv(fd, &mut [std::io::IoSliceMut::new(buf)], offset)
             } else {
                 rustix::io::pwritev(fd, &[std::io::IoSlice::new(buf)], offset)
             }
         }
-        IoEngine::Pvsync2 => {
+        SyncCall::Vectored2 => {
             let flags = if job.hipri {
                 rustix::io::ReadWriteFlags::HIPRI
             } else {
@@ -76,7 +78,7 @@ pub(super) fn do_sync_io(
                 rustix::io::pwritev2(fd, &[std::io::IoSlice::new(buf)], offset, flags)
             }
         }
-        IoEngine::Falloc => {
+        SyncCall::Fallocate => {
             // fio's falloc engine: a write allocates its range, a read allocates it without
             // changing the file size (FALLOC_FL_KEEP_SIZE).
             let mode = if ddir == READ {
@@ -87,7 +89,7 @@ pub(super) fn do_sync_io(
             rustix::fs::fallocate(fd, mode, offset, buf.len() as u64)?;
             Ok(buf.len())
         }
-        IoEngine::Mmap => {
+        SyncCall::Mapped => {
             let m = f.mapping.as_ref().expect("mapped before the I/O");
             if ddir == READ {
                 m.read(offset, buf);
@@ -99,7 +101,7 @@ pub(super) fn do_sync_io(
             }
             Ok(buf.len())
         }
-        IoEngine::Ftruncate => {
+        SyncCall::Truncate => {
             // fio's ftruncate engine: a write truncates the file to its offset; nothing else
             // is an I/O it can do.
             if ddir != WRITE {
@@ -108,7 +110,7 @@ pub(super) fn do_sync_io(
             rustix::fs::ftruncate(fd, offset)?;
             Ok(buf.len())
         }
-        _ => {
+        SyncCall::Positional | SyncCall::Nothing => {
             if ddir == READ {
                 rustix::io::pread(fd, buf, offset)
             } else {
@@ -164,7 +166,7 @@ pub(super) fn timed_sync<T: TimeSource>(
     let job = setup.job;
     let fd = p.files[fi].fd.as_ref().expect("open");
     let t0 = clk.now();
-    let r = if job.ioengine == IoEngine::Mmap {
+    let r = if p.ops.has(Caps::MAPPED) {
         // fio's mmap engine syncs the mapping (msync MS_SYNC), whichever sync was asked;
         // a file not mapped yet has nothing to sync.
         p.files[fi].mapping.as_ref().map_or(Ok(()), |m| m.sync())
@@ -250,6 +252,8 @@ pub(super) fn run_sync<T: TimeSource>(
     let verify_reads = vctx.is_some() && !job.rw.writes();
     let mut target = crate::fio::engine::pace::LatencyTarget::new(job, 1, clk.now().0);
     let lat_is_clat = sync_lat_is_clat(job, policy);
+    let ops = p.ops;
+    let mapped = ops.has(Caps::MAPPED);
     // The sync loop records no slat.
     let mut times = io_clock(job, logs, p, target.is_some(), false, clk.now());
     loop {
@@ -315,7 +319,7 @@ pub(super) fn run_sync<T: TimeSource>(
             st.submit_counts[1] += 1;
             st.complete_counts[1] += 1;
         }
-        if job.ioengine == IoEngine::Mmap && io.ddir != TRIM {
+        if mapped && io.ddir != TRIM {
             mmap_prep(setup, p, &io)?;
         }
         let data = &mut buf.as_mut_slice()[..io.len];
@@ -341,7 +345,14 @@ pub(super) fn run_sync<T: TimeSource>(
         let mut done = 0usize;
         let mut failed = None;
         while done < io.len {
-            match do_sync_io(job, f, io.ddir, &mut data[done..], io.offset + done as u64) {
+            match do_sync_io(
+                job,
+                ops,
+                f,
+                io.ddir,
+                &mut data[done..],
+                io.offset + done as u64,
+            ) {
                 Ok(0) => {
                     return Err(io_err(
                         ddir_name(io.ddir),
@@ -380,9 +391,10 @@ pub(super) fn run_sync<T: TimeSource>(
             st.depth_counts[0] += 1;
             st.submit_counts[1] += 1;
             st.complete_counts[1] += 1;
-            let via = match (io.ddir, job.ioengine) {
-                (TRIM, _) | (_, IoEngine::Falloc | IoEngine::Ftruncate) => FailedVia::Queue,
-                _ => FailedVia::SyncXfer,
+            let via = if io.ddir == TRIM || ops.has(Caps::QUEUE_ERRORS) {
+                FailedVia::Queue
+            } else {
+                FailedVia::SyncXfer
             };
             if io_failed(setup, st, &io, e, via) == AfterError::End
                 || !after_tick(p, st, clock, ru0, clk.now(), clk)

@@ -12,6 +12,7 @@ use super::sync_loop::sync_lat_is_clat;
 use crate::fio::engine::clock::{ClockUse, JobClock, TimeSource};
 use crate::fio::engine::files::{self};
 use crate::fio::engine::iolog::IoLogs;
+use crate::fio::engine::ops::{self, Caps};
 use crate::fio::engine::stats::{ThreadStats, WRITE};
 use crate::fio::jobfile::JobSpec;
 use crate::probe::clock::Nanos;
@@ -200,7 +201,7 @@ pub(super) fn close_window(
     now: Nanos,
 ) {
     let elapsed = now - clock.measured_from;
-    let file_op = job.ioengine.is_file_op();
+    let file_op = ops::of(job.ioengine).has(Caps::FILEOP);
     for (ddir, d) in st.dir.iter_mut().enumerate() {
         // A file engine's "I/O" may move no bytes: it counts by operations. fio's
         // update_runtime: verify_only's writes, never issued, take no time.
@@ -231,7 +232,8 @@ pub(super) fn running_stats(
     now: Nanos,
 ) -> ThreadStats {
     let mut snap = st.clone();
-    if job.ioengine.is_sync() && !job.io_submit_offload && !job.ioengine.is_file_op() {
+    let ops = ops::of(job.ioengine);
+    if ops.has(Caps::SYNCIO) && !job.io_submit_offload && !ops.has(Caps::FILEOP) {
         let same = sync_lat_is_clat(job, BufferPolicy::of(job));
         for (d, same) in snap.dir.iter_mut().zip(same) {
             if same {

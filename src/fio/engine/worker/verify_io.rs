@@ -9,10 +9,11 @@ use super::planner::{Io, Planner, ensure_open};
 use super::timing::{Clock, next_pass};
 use super::{AlignedBuf, CloneSetup};
 use crate::fio::engine::clock::TimeSource;
+use crate::fio::engine::ops::Caps;
 use crate::fio::engine::rand::{self, Taus};
 use crate::fio::engine::stats::{READ, ThreadStats, WRITE};
 use crate::fio::engine::verify;
-use crate::fio::jobfile::{IoEngine, RandomGenerator, VerifyKind};
+use crate::fio::jobfile::{RandomGenerator, VerifyKind};
 use crate::probe::clock::Nanos;
 use crate::workload::WorkloadError;
 
@@ -264,7 +265,7 @@ pub(super) fn verify_block<T: TimeSource>(
     count_verify_read(setup, st, fi, &r)?;
     match vc.check(setup, fi, data, r.off, Some(r.numberio)) {
         Ok(()) => Ok(AfterError::Continue),
-        Err(e) => Ok(verify_failed(setup, st, &e, setup.job.ioengine.is_sync())),
+        Err(e) => Ok(verify_failed(setup, st, &e, p.ops.has(Caps::SYNCIO))),
     }
 }
 
@@ -281,7 +282,7 @@ pub(super) fn verify_phase<T: TimeSource>(
     clk: T,
     vc: &VerifyCtx,
 ) -> Result<AfterError, WorkloadError> {
-    if setup.job.ioengine == IoEngine::Null {
+    if p.ops.has(Caps::FAKEIO) {
         return Ok(AfterError::Continue);
     }
     if setup.job.verify_async > 0 {
@@ -435,7 +436,7 @@ pub(super) fn verify_phase_async<T: TimeSource>(
         // Take the outcomes that are next in read order: count, and stop at an error that
         // ends the job (a failed check continue_on_error continues on is counted, as in the
         // synchronous phase).
-        let sync = setup.job.ioengine.is_sync();
+        let sync = p.ops.has(Caps::SYNCIO);
         let commit = |outcomes: &mut BTreeMap<usize, (usize, Checked)>,
                       committed: &mut usize,
                       st: &mut ThreadStats|
