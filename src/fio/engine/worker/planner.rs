@@ -529,16 +529,83 @@ impl<'a> Planner<'a> {
         (wait > 0).then_some(wait)
     }
 
-    /// The next I/O, or None when the pass is complete.
+    /// The next I/O, or None when the pass is complete (fio's fill_io_u: get_rw_ddir,
+    /// get_next_file, get_next_offset, get_next_buflen). An attempt that finds its file done
+    /// (or wrapped) tries again with a new direction and file.
     #[inline]
     pub(super) fn next_io(&mut self) -> Option<Io> {
+        if self.pass_complete() {
+            return None;
+        }
+        let budgeted = !self.job.time_based;
+        let wraps = self.wraps && budgeted;
+        let random = self.job.rw.is_random();
+        loop {
+            let (ddir, fi) = self.next_target()?;
+            let job = self.job;
+            // fio's get_next_offset: with rw=rand...:N every Nth attempt draws a random offset
+            // (rw_seq_hit), the others follow rw_sequencer.
+            self.seq_nr_left -= 1;
+            let hit = self.seq_nr_left == 0;
+            if hit {
+                self.seq_nr_left = job.rw_seq_nr;
+            }
+            if random && job.rw.trim_then_write() && ddir == WRITE {
+                return Some(self.trimmed_range_write(fi));
+            }
+            // The direction whose block sizes apply (bs_is_seq_rand: read's to sequential
+            // I/O, write's to random).
+            let bd = match (job.bs_is_seq_rand, random && hit) {
+                (false, _) => ddir,
+                (true, true) => WRITE,
+                (true, false) => READ,
+            };
+            let (zone_start, region) = self.strided_zone(fi, ddir);
+            // An I/O of rw=rand...:N between two random offsets follows the last one.
+            let follow = if random && !hit {
+                self.follow_offset(fi, ddir, zone_start)
+            } else {
+                None
+            };
+            // A random block was drawn from the random map (fio then marks what the I/O
+            // covers, in units of the direction's smallest block size; not for a block drawn
+            // in place of a sequential one, which fio flags IO_U_F_BUSY_OK).
+            let mut mapped = false;
+            let rel = if let Some(rel) = follow {
+                rel
+            } else if random {
+                match self.random_offset(fi, ddir, zone_start, region, wraps, hit, &mut mapped) {
+                    Some(o) => o,
+                    None => continue,
+                }
+            } else if job.rw_modifier < 0 {
+                match self.backward_offset(fi, ddir, region, job.min_bs(bd)) {
+                    Some(o) => o,
+                    None => continue,
+                }
+            } else {
+                match self.sequential_offset(fi, ddir, region, job.min_bs(bd), wraps) {
+                    Some(o) => o,
+                    None => continue,
+                }
+            };
+            if let Some(io) = self.take(fi, ddir, bd, zone_start, zone_start + rel, mapped) {
+                return Some(io);
+            }
+        }
+    }
+
+    /// Whether the pass has issued its bytes (all loops' bytes, when the loops are merged or
+    /// counted together) or number_ios= of I/Os.
+    #[inline]
+    fn pass_complete(&self) -> bool {
         let budgeted = !self.job.time_based;
         if budgeted
             && (self.pass_issued >= self.pass_bytes
                 || (!self.merged_loops
                     && self.total_issued >= self.pass_bytes * self.job.loops.max(1) as u64))
         {
-            return None;
+            return true;
         }
         let loops_in_pass = if self.merged_loops {
             self.job.loops.max(1) as u64
@@ -547,339 +614,366 @@ impl<'a> Planner<'a> {
         };
         // fio doubles number_ios in trimwrite mode, as the bytes.
         let pairs = if self.job.rw.trim_then_write() { 2 } else { 1 };
-        if self.job.number_ios > 0 && self.pass_ios >= self.job.number_ios * loops_in_pass * pairs {
-            return None;
-        }
-        let wraps = self.wraps && budgeted;
-        let random = self.job.rw.is_random();
-        let mixed = self.job.rw.reads() && self.job.rw.writes();
-        loop {
-            // As fio's fill_io_u, every attempt (also one that finds its file exhausted)
-            // evaluates the direction again, and a random attempt draws its block first: a
-            // file is found done lazily, as fio finds it.
-            let mut ddir = match self.rate_ddir.take() {
-                Some((d, _)) => d,
-                // Without a rate, or a retry after a file was found done: the rwmix choice
-                // (a retry does not wait again; nothing was issued since the wait).
-                None => self.next_ddir(),
-            };
-            let job = self.job;
-            let fi = self.next_file()?;
-            if job.rw.trim_then_write() {
-                // fio's set_rw_ddir: a trim, unless the file's last trim has no write yet.
-                let f = &self.files[fi];
-                ddir = if f.last_start[WRITE] == f.last_start[TRIM] {
-                    TRIM
-                } else {
-                    WRITE
-                };
-            }
-            // zonemode=zbd: a mixed job's read with nothing written yet becomes a write.
-            let ddir = self.zbd.as_ref().map_or(ddir, |z| z.adjust_ddir(fi, ddir));
-            self.mix_ddir = ddir;
-            // fio's get_next_offset: with rw=rand...:N every Nth attempt draws a random offset
-            // (rw_seq_hit), the others follow rw_sequencer.
-            self.seq_nr_left -= 1;
-            let hit = self.seq_nr_left == 0;
-            if hit {
-                self.seq_nr_left = job.rw_seq_nr;
-            }
-            let random_io = random && hit;
-            // The direction whose block sizes apply (bs_is_seq_rand: read's to sequential
-            // I/O, write's to random), and the unit random offsets are drawn in (fio's ba).
-            let bd = match (job.bs_is_seq_rand, random_io) {
-                (false, _) => ddir,
-                (true, true) => WRITE,
-                (true, false) => READ,
-            };
-            let min_bs = job.min_bs(bd);
-            let ba = job.ba(ddir);
-            let ddir_min_bs = job.min_bs(ddir);
-            let single_file = self.files.len() == 1;
-            let f = &mut self.files[fi];
-            if random && job.rw.trim_then_write() && ddir == WRITE {
-                // fio's get_next_block / get_next_buflen for randtrimwrite: the write covers
-                // the range just trimmed; no block drawn, no size drawn, the map untouched.
-                let (offset, len) = (f.last_start[TRIM], f.last_trim_len);
-                f.last_start[WRITE] = offset;
-                f.issued += len;
-                self.pass_issued += len;
-                self.total_issued += len;
-                self.pass_ios += 1;
-                self.issues[WRITE] += 1;
-                if let Some(r) = &mut self.rate {
-                    r.issued(WRITE, len);
-                }
-                return Some(Io {
-                    ddir,
-                    file: fi,
-                    offset: f.base + offset,
-                    len: len as usize,
-                });
-            }
-            // fio's setup_strided_zone_mode: a zone whose zonesize bytes are done gives way to
-            // the next (zonerange + zoneskip on, wrapping to the start); every zonerange bytes
-            // the file's positions and map start over within the zone.
-            let (zone_start, region) = match &mut self.zone {
-                Some(zs) => {
-                    if zs.bytes >= zs.z.size {
-                        zs.bytes = 0;
-                        zs.start += zs.z.range + zs.z.skip;
-                        if zs.start >= f.region {
-                            zs.start = 0;
-                        }
-                        f.pos[ddir] = 0;
-                    }
-                    if f.pos[ddir] >= zs.z.range {
-                        f.pos[ddir] = 0;
-                    }
-                    if zs.bytes % zs.z.range == 0 {
-                        f.pos = [0; 3];
-                        if let Some(m) = &mut f.map {
-                            m.clear();
-                        }
-                        if let Some(l) = &mut f.lfsr {
-                            l.reset();
-                        }
-                    }
-                    (zs.start, zs.z.range.min(f.region - zs.start))
-                }
-                None => (0, f.region),
-            };
-            // An I/O of rw=rand...:N between two random offsets (fio's get_next_block without
-            // rw_seq), relative to the zone: where the direction's last I/O ended (sequential;
-            // a random block once that is past the file) or started (identical). None: a
-            // random block is drawn.
-            let follow = if random && !hit {
-                match job.rw_sequencer {
-                    RwSequencer::Sequential => {
-                        // fio's get_next_seq_offset (no ddir_seq_add for a random job): a
-                        // time_based job of one file starts over at the end.
-                        if job.time_based && single_file && f.pos[ddir] >= f.region {
-                            f.pos[ddir] = 0;
-                        }
-                        (zone_start + f.pos[ddir] < f.region).then_some(f.pos[ddir])
-                    }
-                    RwSequencer::Identical => Some(match f.last_start[ddir] {
-                        u64::MAX => 0,
-                        s => s.saturating_sub(zone_start),
-                    }),
-                }
+        self.job.number_ios > 0 && self.pass_ios >= self.job.number_ios * loops_in_pass * pairs
+    }
+
+    /// The direction and file of the next attempt. As fio's fill_io_u, every attempt (also
+    /// one that finds its file exhausted) evaluates the direction again, and a random attempt
+    /// draws its block first: a file is found done lazily, as fio finds it. None: every file
+    /// is done.
+    #[inline]
+    fn next_target(&mut self) -> Option<(usize, usize)> {
+        let mut ddir = match self.rate_ddir.take() {
+            Some((d, _)) => d,
+            // Without a rate, or a retry after a file was found done: the rwmix choice (a
+            // retry does not wait again; nothing was issued since the wait).
+            None => self.next_ddir(),
+        };
+        let fi = self.next_file()?;
+        if self.job.rw.trim_then_write() {
+            // fio's set_rw_ddir: a trim, unless the file's last trim has no write yet.
+            let f = &self.files[fi];
+            ddir = if f.last_start[WRITE] == f.last_start[TRIM] {
+                TRIM
             } else {
-                None
+                WRITE
             };
-            // A random block was drawn from the random map (fio then marks what the I/O
-            // covers, in units of the direction's smallest block size; not for a block drawn
-            // in place of a sequential one, which fio flags IO_U_F_BUSY_OK).
-            let mut mapped = false;
-            let offset = zone_start
-                + if let Some(rel) = follow {
-                    rel
-                } else if random {
-                    // fio's last_block: the blocks of ba a random offset can start at.
-                    let max_size = region - ddir_min_bs.saturating_sub(ba).min(region);
-                    let nblocks = max_size / ba;
-                    let b = if nblocks == 0 {
-                        None
-                    } else if let Some(z) = &mut f.skew {
-                        Some(z.next_block() % nblocks)
-                    } else if let RandomDistribution::Zoned { index } = &job.random_distribution {
-                        // fio's __get_next_rand_offset_zoned: a draw in 1..=100 picks the
-                        // zone, a block is drawn within it.
-                        let v = self.zone_rand.between(1, 100) as usize;
-                        let (start, end) = index[v - 1];
-                        let first = start as u64 * nblocks / 100;
-                        let span = nblocks * (end - start) as u64 / 100;
-                        Some(first + self.block_rand.block(span.max(1)))
-                    } else if let RandomDistribution::ZonedAbs { index } = &job.random_distribution
-                    {
-                        // fio's __get_next_rand_offset_zoned_abs: the zone's bytes in blocks of
-                        // ba; a zone past the last block ends the file.
-                        let v = self.zone_rand.between(1, 100) as usize;
-                        let (start, end) = index[v - 1];
-                        let (first, last) = (start / ba, end / ba);
-                        if last > nblocks {
-                            None
-                        } else {
-                            Some(first + self.block_rand.block((last - first).max(1)))
-                        }
-                    } else if let Some(l) = &mut f.lfsr {
-                        l.next_block()
-                    } else {
-                        let b = self.block_rand.block(nblocks);
-                        match &mut f.map {
-                            Some(m) => {
-                                mapped = hit;
-                                m.free_at_or_after(b)
-                            }
-                            None => Some(b),
-                        }
-                    };
-                    // fio's get_next_offset: a block past the region (a map counted in a
-                    // smaller block size than this direction's) ends the file too.
-                    match b.map(|b| b * ba).filter(|o| zone_start + o < f.region) {
-                        Some(o) => o,
-                        None if wraps && nblocks > 0 => {
-                            // io_size beyond the region: the region is covered again.
-                            if let Some(z) = &mut self.zbd {
-                                z.file_reset(fi);
-                                if self.job.randrepeat {
-                                    // fio's next pass (clear_io_state) seeds again.
-                                    let use64 =
-                                        self.job.random_generator == RandomGenerator::Tausworthe64;
-                                    self.block_rand =
-                                        Taus::new(self.seeds[rand::SEED_BLOCK], use64);
-                                }
-                            }
-                            if let Some(m) = &mut f.map {
-                                m.clear();
-                            }
-                            if let Some(l) = &mut f.lfsr {
-                                l.reset();
-                            }
-                            continue;
-                        }
-                        None => {
-                            f.done = true;
-                            self.done_files += 1;
-                            continue;
-                        }
+        }
+        // zonemode=zbd: a mixed job's read with nothing written yet becomes a write.
+        let ddir = self.zbd.as_ref().map_or(ddir, |z| z.adjust_ddir(fi, ddir));
+        self.mix_ddir = ddir;
+        Some((ddir, fi))
+    }
+
+    /// fio's get_next_block / get_next_buflen for randtrimwrite's write: it covers the range
+    /// just trimmed; no block drawn, no size drawn, the map untouched.
+    fn trimmed_range_write(&mut self, fi: usize) -> Io {
+        let f = &mut self.files[fi];
+        let (offset, len) = (f.last_start[TRIM], f.last_trim_len);
+        f.last_start[WRITE] = offset;
+        f.issued += len;
+        self.pass_issued += len;
+        self.total_issued += len;
+        self.pass_ios += 1;
+        self.issues[WRITE] += 1;
+        if let Some(r) = &mut self.rate {
+            r.issued(WRITE, len);
+        }
+        Io {
+            ddir: WRITE,
+            file: fi,
+            offset: f.base + offset,
+            len: len as usize,
+        }
+    }
+
+    /// fio's setup_strided_zone_mode: a zone whose zonesize bytes are done gives way to the
+    /// next (zonerange + zoneskip on, wrapping to the start); every zonerange bytes the file's
+    /// positions and map start over within the zone. The zone's start in the region and the
+    /// bytes the I/O may range over (the whole region without zones).
+    #[inline]
+    fn strided_zone(&mut self, fi: usize, ddir: usize) -> (u64, u64) {
+        let f = &mut self.files[fi];
+        let Some(zs) = &mut self.zone else {
+            return (0, f.region);
+        };
+        if zs.bytes >= zs.z.size {
+            zs.bytes = 0;
+            zs.start += zs.z.range + zs.z.skip;
+            if zs.start >= f.region {
+                zs.start = 0;
+            }
+            f.pos[ddir] = 0;
+        }
+        if f.pos[ddir] >= zs.z.range {
+            f.pos[ddir] = 0;
+        }
+        if zs.bytes % zs.z.range == 0 {
+            f.pos = [0; 3];
+            if let Some(m) = &mut f.map {
+                m.clear();
+            }
+            if let Some(l) = &mut f.lfsr {
+                l.reset();
+            }
+        }
+        (zs.start, zs.z.range.min(f.region - zs.start))
+    }
+
+    /// An I/O of rw=rand...:N between two random offsets (fio's get_next_block without
+    /// rw_seq), relative to the zone: where the direction's last I/O ended (sequential; a
+    /// random block once that is past the file) or started (identical). None: a random block
+    /// is drawn.
+    #[inline]
+    fn follow_offset(&mut self, fi: usize, ddir: usize, zone_start: u64) -> Option<u64> {
+        let job = self.job;
+        let single_file = self.files.len() == 1;
+        let f = &mut self.files[fi];
+        match job.rw_sequencer {
+            RwSequencer::Sequential => {
+                // fio's get_next_seq_offset (no ddir_seq_add for a random job): a time_based
+                // job of one file starts over at the end.
+                if job.time_based && single_file && f.pos[ddir] >= f.region {
+                    f.pos[ddir] = 0;
+                }
+                (zone_start + f.pos[ddir] < f.region).then_some(f.pos[ddir])
+            }
+            RwSequencer::Identical => Some(match f.last_start[ddir] {
+                u64::MAX => 0,
+                s => s.saturating_sub(zone_start),
+            }),
+        }
+    }
+
+    /// A random offset relative to the zone (fio's get_next_rand_offset and its
+    /// distributions). None: the attempt found the file done (or wrapped it) and another is
+    /// made. `mapped` is set when the block came from the random map.
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    fn random_offset(
+        &mut self,
+        fi: usize,
+        ddir: usize,
+        zone_start: u64,
+        region: u64,
+        wraps: bool,
+        hit: bool,
+        mapped: &mut bool,
+    ) -> Option<u64> {
+        let job = self.job;
+        let ba = job.ba(ddir);
+        let ddir_min_bs = job.min_bs(ddir);
+        let f = &mut self.files[fi];
+        // fio's last_block: the blocks of ba a random offset can start at.
+        let max_size = region - ddir_min_bs.saturating_sub(ba).min(region);
+        let nblocks = max_size / ba;
+        let b = if nblocks == 0 {
+            None
+        } else if let Some(z) = &mut f.skew {
+            Some(z.next_block() % nblocks)
+        } else if let RandomDistribution::Zoned { index } = &job.random_distribution {
+            // fio's __get_next_rand_offset_zoned: a draw in 1..=100 picks the zone, a block
+            // is drawn within it.
+            let v = self.zone_rand.between(1, 100) as usize;
+            let (start, end) = index[v - 1];
+            let first = start as u64 * nblocks / 100;
+            let span = nblocks * (end - start) as u64 / 100;
+            Some(first + self.block_rand.block(span.max(1)))
+        } else if let RandomDistribution::ZonedAbs { index } = &job.random_distribution {
+            // fio's __get_next_rand_offset_zoned_abs: the zone's bytes in blocks of ba; a
+            // zone past the last block ends the file.
+            let v = self.zone_rand.between(1, 100) as usize;
+            let (start, end) = index[v - 1];
+            let (first, last) = (start / ba, end / ba);
+            if last > nblocks {
+                None
+            } else {
+                Some(first + self.block_rand.block((last - first).max(1)))
+            }
+        } else if let Some(l) = &mut f.lfsr {
+            l.next_block()
+        } else {
+            let b = self.block_rand.block(nblocks);
+            match &mut f.map {
+                Some(m) => {
+                    *mapped = hit;
+                    m.free_at_or_after(b)
+                }
+                None => Some(b),
+            }
+        };
+        // fio's get_next_offset: a block past the region (a map counted in a smaller block
+        // size than this direction's) ends the file too.
+        match b.map(|b| b * ba).filter(|o| zone_start + o < f.region) {
+            Some(o) => Some(o),
+            None if wraps && nblocks > 0 => {
+                // io_size beyond the region: the region is covered again.
+                if let Some(z) = &mut self.zbd {
+                    z.file_reset(fi);
+                    if self.job.randrepeat {
+                        // fio's next pass (clear_io_state) seeds again.
+                        let use64 = self.job.random_generator == RandomGenerator::Tausworthe64;
+                        self.block_rand = Taus::new(self.seeds[rand::SEED_BLOCK], use64);
                     }
-                } else if job.rw_modifier < 0 {
-                    // fio's get_next_seq_offset with a negative ddir_seq_add: pos is where the
-                    // previous I/O ended (0 before the first); each I/O starts that far back from
-                    // it, and one that would start before the region or past its end starts at the
-                    // end of the region, stepped back.
-                    let add = job.rw_modifier;
-                    let region = region as i64;
-                    let end = f.pos[ddir] as i64;
-                    let mut off = match end {
-                        0 if f.base == 0 => 0,
-                        0 => region + add,
-                        e => e + add,
-                    };
-                    if off < 0 || off >= region {
-                        off = region + add;
-                    }
-                    if off < 0 || off + min_bs as i64 > region {
-                        f.done = true;
-                        self.done_files += 1;
-                        continue;
-                    }
-                    off as u64
-                } else {
-                    // fio's get_next_seq_offset with a hole (ddir_seq_add > 0): where the
-                    // last I/O ended plus the hole, unless at the start; a hole reaching
-                    // past the file wraps to fio's file_offset, taken as relative (0
-                    // without offset=; with one, it is past the region, which ends it).
-                    let last = f.pos[ddir];
-                    let next = match (last, job.rw_modifier) {
-                        (0, _) => 0,
-                        (last, add) if add > 0 => match last + add as u64 {
-                            p if p >= f.base + f.region => f.base,
-                            p => p,
-                        },
-                        (last, _) => last,
-                    };
-                    if last + min_bs > region || next + min_bs > region {
-                        if wraps && region >= min_bs {
-                            // io_size beyond the end: the region is covered again.
-                            f.pos[ddir] = 0;
-                            if let Some(z) = &mut self.zbd {
-                                z.file_reset(fi);
-                            }
-                        } else if !mixed {
-                            f.done = true;
-                            self.done_files += 1;
-                            continue;
-                        }
-                        // A mixed sequential job resets the file at its end: both directions
-                        // start over (fio's fio_file_reset).
-                        f.pos = [0; 3];
-                        0
-                    } else {
-                        next
-                    }
-                };
-            // fio's get_next_buflen: a size from the bsrange or bssplit that fits before the
-            // end of the region (io_u_fits), or none, which ends the file.
-            let mut len = next_buflen(job, bd, &mut self.bs_rand[bd], offset, f.region);
-            if len == 0 || offset + len > f.region {
+                }
+                if let Some(m) = &mut f.map {
+                    m.clear();
+                }
+                if let Some(l) = &mut f.lfsr {
+                    l.reset();
+                }
+                None
+            }
+            None => {
                 f.done = true;
                 self.done_files += 1;
-                continue;
+                None
             }
-            // zonemode=zbd: writes go to the write pointer, reads stay below it (fio's
-            // zbd_adjust_block, after get_next_buflen); a file with nothing left for the
-            // direction is done. The random map is marked at the offset drawn, as fio's.
-            let drawn = offset;
-            let offset = match self
-                .zbd
-                .as_mut()
-                .map(|z| z.adjust(fi, ddir, f.base + offset, len))
-            {
-                None => offset,
-                Some(Some(abs)) => abs - f.base,
-                Some(None) => {
-                    f.done = true;
-                    self.done_files += 1;
-                    continue;
-                }
-            };
-            if mapped {
-                // fio's mark_random_map: the blocks the I/O covers, up to the first one already
-                // done, which shortens the I/O.
-                let unit = job.min_bs(ddir);
-                if let Some(m) = &mut f.map {
-                    let set = m.mark_run((drawn - zone_start) / unit, len.div_ceil(unit));
-                    len = len.min(set * unit);
-                }
-            }
-            // fio's last_pos, also of a random I/O (where rw=rand...:N goes on from).
-            {
-                // (An identical offset from before a strided zone moved on counts from the
-                // zone's start.)
-                let rel = offset.saturating_sub(zone_start);
-                f.pos[ddir] = rel + len;
-            }
-            if let Some(zs) = &mut self.zone {
-                zs.bytes += len;
-            }
-            if !f.written.is_empty() && ddir == WRITE {
-                let b = (offset / job.min_bs(WRITE)) as usize;
-                if let Some(w) = f.written.get_mut(b) {
-                    // fio's log_io_piece: a newer write of the block replaces the older entry.
-                    if *w == 0 && self.job.verify_backlog > 0 {
-                        self.backlog.push_back((fi, b as u64));
-                    }
-                    *w = LOGGED | (self.issues[WRITE] as u16) as u32;
-                }
-            }
-            if job.rw.trim_then_write() && random && ddir == TRIM {
-                // fio's get_next_offset: a trim drawn where the last pair was makes the pair
-                // look unfinished, so that its write still follows.
-                if f.last_start[TRIM] == offset {
-                    f.last_start[WRITE] = f.last_start[WRITE].wrapping_sub(1);
-                }
-                f.last_trim_len = len;
-            }
-            f.last_start[ddir] = offset;
-            let bs = len;
-            f.issued += bs;
-            self.pass_issued += bs;
-            self.total_issued += bs;
-            self.pass_ios += 1;
-            self.issues[ddir] += 1;
-            if let Some(r) = &mut self.rate {
-                r.issued(ddir, bs);
-            }
-            return Some(Io {
-                ddir,
-                file: fi,
-                offset: f.base + offset,
-                len: len as usize,
-            });
         }
+    }
+
+    /// fio's get_next_seq_offset with a negative ddir_seq_add: pos is where the previous I/O
+    /// ended (0 before the first); each I/O starts that far back from it, and one that would
+    /// start before the region or past its end starts at the end of the region, stepped back.
+    /// None: the file is done.
+    #[inline]
+    fn backward_offset(&mut self, fi: usize, ddir: usize, region: u64, min_bs: u64) -> Option<u64> {
+        let add = self.job.rw_modifier;
+        let f = &mut self.files[fi];
+        let region = region as i64;
+        let end = f.pos[ddir] as i64;
+        let mut off = match end {
+            0 if f.base == 0 => 0,
+            0 => region + add,
+            e => e + add,
+        };
+        if off < 0 || off >= region {
+            off = region + add;
+        }
+        if off < 0 || off + min_bs as i64 > region {
+            f.done = true;
+            self.done_files += 1;
+            return None;
+        }
+        Some(off as u64)
+    }
+
+    /// fio's get_next_seq_offset with a hole (ddir_seq_add > 0): where the last I/O ended
+    /// plus the hole, unless at the start; a hole reaching past the file wraps to fio's
+    /// file_offset, taken as relative (0 without offset=; with one, it is past the region,
+    /// which ends it). None: the file is done.
+    #[inline]
+    fn sequential_offset(
+        &mut self,
+        fi: usize,
+        ddir: usize,
+        region: u64,
+        min_bs: u64,
+        wraps: bool,
+    ) -> Option<u64> {
+        let job = self.job;
+        let mixed = job.rw.reads() && job.rw.writes();
+        let f = &mut self.files[fi];
+        let last = f.pos[ddir];
+        let next = match (last, job.rw_modifier) {
+            (0, _) => 0,
+            (last, add) if add > 0 => match last + add as u64 {
+                p if p >= f.base + f.region => f.base,
+                p => p,
+            },
+            (last, _) => last,
+        };
+        if last + min_bs > region || next + min_bs > region {
+            if wraps && region >= min_bs {
+                // io_size beyond the end: the region is covered again.
+                f.pos[ddir] = 0;
+                if let Some(z) = &mut self.zbd {
+                    z.file_reset(fi);
+                }
+            } else if !mixed {
+                f.done = true;
+                self.done_files += 1;
+                return None;
+            }
+            // A mixed sequential job resets the file at its end: both directions start over
+            // (fio's fio_file_reset).
+            f.pos = [0; 3];
+            Some(0)
+        } else {
+            Some(next)
+        }
+    }
+
+    /// The I/O at `offset` (relative to the file's region) in direction `ddir` with block
+    /// sizes of `bd`: its length drawn (fio's get_next_buflen), zonemode=zbd's adjustment,
+    /// the random map marked, and everything fio records of an issued I/O. None: the file is
+    /// done and another attempt is made.
+    #[inline]
+    fn take(
+        &mut self,
+        fi: usize,
+        ddir: usize,
+        bd: usize,
+        zone_start: u64,
+        offset: u64,
+        mapped: bool,
+    ) -> Option<Io> {
+        let job = self.job;
+        let random = job.rw.is_random();
+        let f = &mut self.files[fi];
+        // fio's get_next_buflen: a size from the bsrange or bssplit that fits before the end
+        // of the region (io_u_fits), or none, which ends the file.
+        let mut len = next_buflen(job, bd, &mut self.bs_rand[bd], offset, f.region);
+        if len == 0 || offset + len > f.region {
+            f.done = true;
+            self.done_files += 1;
+            return None;
+        }
+        // zonemode=zbd: writes go to the write pointer, reads stay below it (fio's
+        // zbd_adjust_block, after get_next_buflen); a file with nothing left for the
+        // direction is done. The random map is marked at the offset drawn, as fio's.
+        let drawn = offset;
+        let offset = match self
+            .zbd
+            .as_mut()
+            .map(|z| z.adjust(fi, ddir, f.base + offset, len))
+        {
+            None => offset,
+            Some(Some(abs)) => abs - f.base,
+            Some(None) => {
+                f.done = true;
+                self.done_files += 1;
+                return None;
+            }
+        };
+        if mapped {
+            // fio's mark_random_map: the blocks the I/O covers, up to the first one already
+            // done, which shortens the I/O.
+            let unit = job.min_bs(ddir);
+            if let Some(m) = &mut f.map {
+                let set = m.mark_run((drawn - zone_start) / unit, len.div_ceil(unit));
+                len = len.min(set * unit);
+            }
+        }
+        // fio's last_pos, also of a random I/O (where rw=rand...:N goes on from). (An
+        // identical offset from before a strided zone moved on counts from the zone's start.)
+        f.pos[ddir] = offset.saturating_sub(zone_start) + len;
+        if let Some(zs) = &mut self.zone {
+            zs.bytes += len;
+        }
+        if !f.written.is_empty() && ddir == WRITE {
+            let b = (offset / job.min_bs(WRITE)) as usize;
+            if let Some(w) = f.written.get_mut(b) {
+                // fio's log_io_piece: a newer write of the block replaces the older entry.
+                if *w == 0 && self.job.verify_backlog > 0 {
+                    self.backlog.push_back((fi, b as u64));
+                }
+                *w = LOGGED | (self.issues[WRITE] as u16) as u32;
+            }
+        }
+        if job.rw.trim_then_write() && random && ddir == TRIM {
+            // fio's get_next_offset: a trim drawn where the last pair was makes the pair look
+            // unfinished, so that its write still follows.
+            if f.last_start[TRIM] == offset {
+                f.last_start[WRITE] = f.last_start[WRITE].wrapping_sub(1);
+            }
+            f.last_trim_len = len;
+        }
+        f.last_start[ddir] = offset;
+        f.issued += len;
+        self.pass_issued += len;
+        self.total_issued += len;
+        self.pass_ios += 1;
+        self.issues[ddir] += 1;
+        if let Some(r) = &mut self.rate {
+            r.issued(ddir, len);
+        }
+        Some(Io {
+            ddir,
+            file: fi,
+            offset: f.base + offset,
+            len: len as usize,
+        })
     }
 }
 
@@ -1530,6 +1624,7 @@ mod rw_modifier_tests {
     /// The first 16 I/Os of rw= offset modifiers equal fio 3.33's (`fio --debug=io
     /// --ioengine=null --size=4m --bs=4k --number_ios=16 --name=x OPTS`, the `off=` and
     /// `ddir=` of each queued io_u).
+    // Over 150 lines: a table of fio 3.33's offsets, one case per modifier and option.
     #[test]
     fn rw_modifier_offsets_are_fios() {
         let cases: &[(&str, [(u64, usize); 16])] = &[

@@ -230,6 +230,9 @@ pub(super) fn trim_range(
     rustix::fs::fallocate(fd, F::PUNCH_HOLE | F::KEEP_SIZE, offset, len)
 }
 
+/// The synchronous loop (fio's do_io with a FIO_SYNCIO engine): one I/O at a time, prepared,
+/// moved by the engine's call and accounted, until the passes are done, the job is ended or a
+/// cancel comes. Ok(true): a fill_device job filled the device.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn run_sync<T: TimeSource>(
     setup: &CloneSetup<'_>,
@@ -273,18 +276,13 @@ pub(super) fn run_sync<T: TimeSource>(
         // fio's check_get_verify: every verify_backlog logged writes, read back
         // verify_backlog_batch (default verify_backlog) of them before the next write.
         if let Some(vc) = vctx.as_ref().filter(|_| job.verify_backlog > 0) {
-            if let Some((fi, b)) = backlog_next(p, last_ddir, |_, _| false) {
-                let verified = verify_block(setup, p, buf, st, clk, vc, fi, b)?;
-                // A read that completes, as any (fio's io_completed).
-                p.last_was_sync = false;
-                if verified == AfterError::End {
-                    return Ok(false);
+            match verify_backlogged(setup, p, buf, st, clock, ru0, vc, last_ddir, clk)? {
+                Backlogged::None => {}
+                Backlogged::Read => {
+                    last_ddir = READ;
+                    continue;
                 }
-                last_ddir = READ;
-                if !after_tick(p, st, clock, ru0, clk.now(), clk) {
-                    return Ok(false);
-                }
-                continue;
+                Backlogged::End => return Ok(false),
             }
         }
         while let Some(us) = p.rate_wait(clk) {
@@ -341,64 +339,14 @@ pub(super) fn run_sync<T: TimeSource>(
         } else {
             start
         };
-        let f = &mut p.files[io.file];
-        let mut done = 0usize;
-        let mut failed = None;
-        while done < io.len {
-            match do_sync_io(
-                job,
-                ops,
-                f,
-                io.ddir,
-                &mut data[done..],
-                io.offset + done as u64,
-            ) {
-                Ok(0) => {
-                    return Err(io_err(
-                        ddir_name(io.ddir),
-                        &setup.plan.files[io.file].path,
-                        std::io::Error::new(
-                            std::io::ErrorKind::UnexpectedEof,
-                            format!("short transfer at offset {}", io.offset + done as u64),
-                        ),
-                    ));
-                }
-                Ok(n) => done += n,
-                Err(e) if fills_device(job, io.ddir, e) => {
-                    // fill_device: the device is full, the job ends (fio clears the error,
-                    // after its engine logged it); the failed write is not logged for verify.
-                    let at = io.offset + done as u64;
-                    log_io_error(setup, WRITE, io.file, at, io.len - done, e.raw_os_error());
-                    unlog(p, &io);
-                    st.dir[WRITE].total_ios += full_device_ios(if done > 0 { 1 } else { -1 });
-                    return Ok(true);
-                }
-                Err(e) => {
-                    failed = Some(e);
-                    break;
-                }
-            }
+        let moved = transfer(setup, ops, p, st, &io, data)?;
+        if let Transfer::Filled = moved {
+            return Ok(true);
         }
         // fio's io_completed: any read, write or trim that completes, failed or not.
         p.last_was_sync = false;
-        if let Some(e) = failed {
-            // fio counts the failed I/O (and a short one before it, requeued) in total_ios,
-            // moves no bytes and records no latency for it; a verify read-back skips it.
-            if io.ddir == WRITE {
-                unlog(p, &io);
-            }
-            st.dir[io.ddir].total_ios += full_device_ios(if done > 0 { 1 } else { -1 });
-            st.depth_counts[0] += 1;
-            st.submit_counts[1] += 1;
-            st.complete_counts[1] += 1;
-            let via = if io.ddir == TRIM || ops.has(Caps::QUEUE_ERRORS) {
-                FailedVia::Queue
-            } else {
-                FailedVia::SyncXfer
-            };
-            if io_failed(setup, st, &io, e, via) == AfterError::End
-                || !after_tick(p, st, clock, ru0, clk.now(), clk)
-            {
+        if let Transfer::Failed(e, done) = moved {
+            if sync_failed(setup, ops, p, st, clock, ru0, &io, e, done, clk) {
                 return Ok(false);
             }
             continue;
@@ -409,35 +357,19 @@ pub(super) fn run_sync<T: TimeSource>(
             Some(vc) => vc.check(setup, io.file, data, io.offset, None).err(),
             None => None,
         };
-        let d = &mut st.dir[io.ddir];
-        let clat = (end - issue).0;
-        if !job.disable_clat {
-            d.clat.record(clat);
-            st.lat_buckets.mark(clat);
-        }
-        if !job.disable_lat && !lat_is_clat[io.ddir] {
-            d.lat.record((end - start).0);
-        }
-        d.io_bytes += io.len as u64;
-        d.total_ios += 1;
-        if logs.active() {
-            logs.completed(Completion {
-                ddir: io.ddir,
-                bs: io.len,
-                offset: io.offset,
-                at: end - clock.measured_from,
-                lat: (end - start).0,
-                clat,
-                prio: st.ioprio,
-            });
-        }
-        st.depth_counts[0] += 1;
-        st.submit_counts[1] += 1;
-        st.complete_counts[1] += 1;
-        if !job.disable_lat
-            && !clock.ramping
-            && max_latency_exceeded(setup, st, &io, (end - start).0)
-        {
+        let lat = (end - start).0;
+        account_sync(
+            job,
+            st,
+            logs,
+            clock,
+            &io,
+            lat,
+            (end - issue).0,
+            end,
+            lat_is_clat,
+        );
+        if !job.disable_lat && !clock.ramping && max_latency_exceeded(setup, st, &io, lat) {
             return Ok(false);
         }
         if let Some(e) = bad {
@@ -445,34 +377,240 @@ pub(super) fn run_sync<T: TimeSource>(
                 return Ok(false);
             }
         }
-        think_count += 1;
-        let thought = think(job, think_count);
-        if let Some(l) = &mut target {
-            let ios = st.dir.iter().map(|d| d.total_ios).sum::<u64>();
-            if let Err(max) = l.completed((end - start).0, end.0, ios) {
-                return Err(latency_fatal(setup, max));
-            }
-        }
-        if !after_tick(p, st, clock, ru0, end, clk) {
+        if after_io(
+            setup,
+            p,
+            st,
+            clock,
+            ru0,
+            &mut target,
+            &mut think_count,
+            &io,
+            lat,
+            end,
+            clk,
+        )? {
             return Ok(false);
         }
-        if p.rate.is_some() {
-            let now = if thought > 0 {
-                if let Some(r) = &mut p.rate {
-                    r.thought(io.ddir, thought);
-                }
-                clk.now()
-            } else {
-                end
-            };
-            if check_min_rate(p, st, clock, now) {
-                return Ok(false);
-            }
-        }
-        if let Some(l) = &mut target {
-            if latency_step(l, p, st, clock, ru0, end) {
-                return Ok(false);
-            }
+    }
+}
+
+/// After a completed I/O (the rest of fio's do_io turn): thinktime, the latency target's
+/// check, the tick, the minimum rate and latency_target's step. Whether the job ends.
+#[allow(clippy::too_many_arguments)]
+#[inline]
+fn after_io<T: TimeSource>(
+    setup: &CloneSetup<'_>,
+    p: &mut Planner<'_>,
+    st: &mut ThreadStats,
+    clock: &mut Clock,
+    ru0: &mut crate::fio::engine::stats::Rusage,
+    target: &mut Option<crate::fio::engine::pace::LatencyTarget>,
+    think_count: &mut u64,
+    io: &Io,
+    lat: u64,
+    end: crate::probe::clock::Nanos,
+    clk: T,
+) -> Result<bool, WorkloadError> {
+    let job = setup.job;
+    *think_count += 1;
+    let thought = think(job, *think_count);
+    if let Some(l) = target.as_mut() {
+        let ios = st.dir.iter().map(|d| d.total_ios).sum::<u64>();
+        if let Err(max) = l.completed(lat, end.0, ios) {
+            return Err(latency_fatal(setup, max));
         }
     }
+    if !after_tick(p, st, clock, ru0, end, clk) {
+        return Ok(true);
+    }
+    if p.rate.is_some() {
+        let now = if thought > 0 {
+            if let Some(r) = &mut p.rate {
+                r.thought(io.ddir, thought);
+            }
+            clk.now()
+        } else {
+            end
+        };
+        if check_min_rate(p, st, clock, now) {
+            return Ok(true);
+        }
+    }
+    if let Some(l) = target.as_mut() {
+        if latency_step(l, p, st, clock, ru0, end) {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+/// What the verify_backlog step did.
+enum Backlogged {
+    /// No round due: the loop goes on to the next I/O.
+    None,
+    /// A logged block was read back and checked.
+    Read,
+    /// The job ended (a verify failure, or the tick).
+    End,
+}
+
+/// fio's check_get_verify in the sync loop: read back and check the next logged block when a
+/// round is due.
+#[allow(clippy::too_many_arguments)]
+#[inline]
+fn verify_backlogged<T: TimeSource>(
+    setup: &CloneSetup<'_>,
+    p: &mut Planner<'_>,
+    buf: &mut AlignedBuf,
+    st: &mut ThreadStats,
+    clock: &mut Clock,
+    ru0: &mut crate::fio::engine::stats::Rusage,
+    vc: &VerifyCtx,
+    last_ddir: usize,
+    clk: T,
+) -> Result<Backlogged, WorkloadError> {
+    let Some((fi, b)) = backlog_next(p, last_ddir, |_, _| false) else {
+        return Ok(Backlogged::None);
+    };
+    let verified = verify_block(setup, p, buf, st, clk, vc, fi, b)?;
+    // A read that completes, as any (fio's io_completed).
+    p.last_was_sync = false;
+    if verified == AfterError::End || !after_tick(p, st, clock, ru0, clk.now(), clk) {
+        return Ok(Backlogged::End);
+    }
+    Ok(Backlogged::Read)
+}
+
+/// How one I/O's transfer ended.
+enum Transfer {
+    /// Every byte moved.
+    Done,
+    /// fill_device: the device is full and the job ends (fio clears the error).
+    Filled,
+    /// The engine's call failed after `.1` bytes had moved.
+    Failed(rustix::io::Errno, usize),
+}
+
+/// Move `io`'s bytes with the engine's call, resumed after a short transfer (fio's
+/// td_io_queue and its requeue of the rest).
+#[inline]
+fn transfer(
+    setup: &CloneSetup<'_>,
+    ops: &EngineOps,
+    p: &mut Planner<'_>,
+    st: &mut ThreadStats,
+    io: &Io,
+    data: &mut [u8],
+) -> Result<Transfer, WorkloadError> {
+    let job = setup.job;
+    let f = &mut p.files[io.file];
+    let mut done = 0usize;
+    while done < io.len {
+        match do_sync_io(
+            job,
+            ops,
+            f,
+            io.ddir,
+            &mut data[done..],
+            io.offset + done as u64,
+        ) {
+            Ok(0) => {
+                return Err(io_err(
+                    ddir_name(io.ddir),
+                    &setup.plan.files[io.file].path,
+                    std::io::Error::new(
+                        std::io::ErrorKind::UnexpectedEof,
+                        format!("short transfer at offset {}", io.offset + done as u64),
+                    ),
+                ));
+            }
+            Ok(n) => done += n,
+            Err(e) if fills_device(job, io.ddir, e) => {
+                // fill_device: the device is full, the job ends (fio clears the error, after
+                // its engine logged it); the failed write is not logged for verify.
+                let at = io.offset + done as u64;
+                log_io_error(setup, WRITE, io.file, at, io.len - done, e.raw_os_error());
+                unlog(p, io);
+                st.dir[WRITE].total_ios += full_device_ios(if done > 0 { 1 } else { -1 });
+                return Ok(Transfer::Filled);
+            }
+            Err(e) => return Ok(Transfer::Failed(e, done)),
+        }
+    }
+    Ok(Transfer::Done)
+}
+
+/// A failed synchronous I/O (fio's io_completed on an error): counted in total_ios with a
+/// short part before it (requeued), no bytes, no latency, out of the verify log; then fio's
+/// error path. Whether the job ends.
+#[allow(clippy::too_many_arguments)]
+#[cold]
+fn sync_failed<T: TimeSource>(
+    setup: &CloneSetup<'_>,
+    ops: &EngineOps,
+    p: &mut Planner<'_>,
+    st: &mut ThreadStats,
+    clock: &mut Clock,
+    ru0: &mut crate::fio::engine::stats::Rusage,
+    io: &Io,
+    e: rustix::io::Errno,
+    done: usize,
+    clk: T,
+) -> bool {
+    if io.ddir == WRITE {
+        unlog(p, io);
+    }
+    st.dir[io.ddir].total_ios += full_device_ios(if done > 0 { 1 } else { -1 });
+    st.depth_counts[0] += 1;
+    st.submit_counts[1] += 1;
+    st.complete_counts[1] += 1;
+    let via = if io.ddir == TRIM || ops.has(Caps::QUEUE_ERRORS) {
+        FailedVia::Queue
+    } else {
+        FailedVia::SyncXfer
+    };
+    io_failed(setup, st, io, e, via) == AfterError::End
+        || !after_tick(p, st, clock, ru0, clk.now(), clk)
+}
+
+/// Account a completed synchronous I/O (fio's account_io_completion): clat, lat where it
+/// differs from clat, bytes, the I/O log, the depth and batch counts.
+#[allow(clippy::too_many_arguments)]
+#[inline]
+fn account_sync(
+    job: &JobSpec,
+    st: &mut ThreadStats,
+    logs: &mut IoLogs,
+    clock: &Clock,
+    io: &Io,
+    lat: u64,
+    clat: u64,
+    end: crate::probe::clock::Nanos,
+    lat_is_clat: [bool; 3],
+) {
+    let d = &mut st.dir[io.ddir];
+    if !job.disable_clat {
+        d.clat.record(clat);
+        st.lat_buckets.mark(clat);
+    }
+    if !job.disable_lat && !lat_is_clat[io.ddir] {
+        d.lat.record(lat);
+    }
+    d.io_bytes += io.len as u64;
+    d.total_ios += 1;
+    if logs.active() {
+        logs.completed(Completion {
+            ddir: io.ddir,
+            bs: io.len,
+            offset: io.offset,
+            at: end - clock.measured_from,
+            lat,
+            clat,
+            prio: st.ioprio,
+        });
+    }
+    st.depth_counts[0] += 1;
+    st.submit_counts[1] += 1;
+    st.complete_counts[1] += 1;
 }
