@@ -13,9 +13,9 @@ use super::planner::{Io, Planner, ensure_open};
 use super::sync_loop::{timed_sync, trim_range};
 use super::timing::{
     Clock, after_tick, check_min_rate, io_clock, latency_fatal, latency_step, max_latency_exceeded,
-    next_pass, rate_sleep, think,
+    rate_sleep, think,
 };
-use super::verify_io::{VerifyCtx, backlog_next, unlog, verify_failed, verify_phase};
+use super::verify_io::{VerifyCtx, backlog_next, pass_over, unlog, verify_failed};
 use super::{AlignedBuf, CloneSetup, IoPrio, io_priority, record_prio};
 use crate::fio::engine::aio::{AsyncBackend, Uring};
 use crate::fio::engine::clock::TimeSource;
@@ -521,7 +521,6 @@ impl<T: TimeSource> Queue<'_, '_, '_, '_, T> {
     /// loop ends.
     fn idle(&mut self) -> Result<Option<bool>, WorkloadError> {
         let (setup, clk) = (self.setup, self.clk);
-        let job = setup.job;
         if self.stop {
             return Ok(Some(false));
         }
@@ -530,17 +529,15 @@ impl<T: TimeSource> Queue<'_, '_, '_, '_, T> {
         }
         self.pass_over = false;
         // Nothing in flight: the pass is verified before the next starts (fio).
-        if let Some(vc) = self
-            .vctx
-            .as_ref()
-            .filter(|_| job.do_verify && job.rw.writes())
-        {
-            if verify_phase(setup, self.p, &mut self.bufs[0], self.st, clk, vc)? == AfterError::End
-            {
-                return Ok(Some(false));
-            }
-        }
-        if next_pass(setup, self.p, self.clock, clk.now())? {
+        if pass_over(
+            setup,
+            self.p,
+            &mut self.bufs[0],
+            self.st,
+            self.clock,
+            self.vctx,
+            clk,
+        )? {
             return Ok(None);
         }
         Ok(Some(false))

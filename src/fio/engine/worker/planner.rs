@@ -186,90 +186,9 @@ impl<'a> Planner<'a> {
         let map_bs = job.rw_min_bs();
         let zones = job.strided_zones().filter(|_| setup.plan.files.len() == 1);
         for (i, f) in setup.plan.files.iter().enumerate() {
-            // Random blocks of a strided job are drawn within a zone (fio's last_block).
-            let nblocks = zones.map_or(f.size, |z| z.range.min(f.size)) / map_bs;
-            if f.size > 0 && f.size < region_bs {
-                return Err(WorkloadError::InvalidOptions(format!(
-                    "job '{}': file {} ({} bytes) is smaller than one block of {region_bs} bytes",
-                    job.name,
-                    f.path.display(),
-                    f.size
-                )));
-            }
-            let map = (random && !job.norandommap && job.random_generator != RandomGenerator::Lfsr)
-                .then(|| RandomMap::new(nblocks));
-            let lfsr = (random && job.random_generator == RandomGenerator::Lfsr).then(|| {
-                Lfsr::new(
-                    nblocks.max(1),
-                    seeds[rand::SEED_BLOCK].wrapping_add(i as u64),
-                )
-            });
-            // fio's __init_rand_distribution: ranges of the smallest block size over the file,
-            // seeded by the file's name and the thread number (or the block seed without
-            // randrepeat).
-            let range = job.min_bs(READ).min(job.min_bs(WRITE)).max(1);
-            let nranges = f.size.div_ceil(range);
-            let seed = if job.randrepeat {
-                rand::jhash(f.fio_name.as_bytes(), 0).wrapping_mul(setup.thread_number as u32)
-            } else {
-                seeds[rand::SEED_BLOCK] as u32
-            };
-            let skew = match job.random_distribution {
-                _ if !random => None,
-                RandomDistribution::Random
-                | RandomDistribution::Zoned { .. }
-                | RandomDistribution::ZonedAbs { .. } => None,
-                RandomDistribution::Zipf { theta, center } => {
-                    Some(rand::Skewed::zipf(nranges, theta, center, seed))
-                }
-                RandomDistribution::Pareto { h, center } => {
-                    Some(rand::Skewed::pareto(nranges, h, center, seed))
-                }
-                RandomDistribution::Normal { dev, center } => {
-                    Some(rand::Skewed::gauss(nranges, dev, center, seed))
-                }
-            };
-            if let RandomDistribution::ZonedAbs { index } = &job.random_distribution {
-                // fio checks this at each draw ("zoned_abs sizes exceed file size") and ends
-                // the job without an error at the first draw of a zone past the end; refused
-                // here before any I/O, so that a job never silently stops short.
-                let end = index.iter().map(|z| z.1).max().unwrap_or(0);
-                if random && end > f.size {
-                    return Err(WorkloadError::InvalidOptions(format!(
-                        "job '{}': random_distribution=zoned_abs zones end at {end} bytes, past the end of {} ({} bytes); make the zones fit in size=",
-                        job.name,
-                        f.path.display(),
-                        f.size
-                    )));
-                }
-            }
-            let empty = f.size == 0;
-            let written = if job.verify && job.do_verify && job.rw.writes() {
-                vec![0u32; (f.size / job.min_bs(WRITE)) as usize]
-            } else {
-                Vec::new()
-            };
-            files.push(FileState {
-                written,
-                skew,
-                fd: None,
-                base: f.offset,
-                region: if random {
-                    f.size
-                } else {
-                    f.size / region_bs * region_bs
-                },
-                pos: [0; 3],
-                last_start: [u64::MAX; 3],
-                last_trim_len: 0,
-                blkdev: false,
-                issued: 0,
-                done: empty,
-                map,
-                lfsr,
-                fd_pos: 0,
-                mapping: None,
-            });
+            files.push(file_state(
+                setup, i, f, &seeds, random, region_bs, map_bs, zones,
+            )?);
         }
         let nfiles = files.len() as u32;
         let done_files = files.iter().filter(|f| f.done).count();
@@ -975,6 +894,107 @@ impl<'a> Planner<'a> {
             len: len as usize,
         })
     }
+}
+
+/// The state of the clone's file `i` (`f`) before its first I/O: its region counted in
+/// `region_bs` blocks, its random map or LFSR over blocks of `map_bs` (within a strided zone),
+/// its skewed distribution (fio's __init_rand_distribution) and its verify log.
+#[allow(clippy::too_many_arguments)]
+fn file_state(
+    setup: &CloneSetup<'_>,
+    i: usize,
+    f: &files::FilePlan,
+    seeds: &[u64; rand::NR_SEEDS],
+    random: bool,
+    region_bs: u64,
+    map_bs: u64,
+    zones: Option<crate::fio::jobfile::StridedZones>,
+) -> Result<FileState, WorkloadError> {
+    let job = setup.job;
+    // Random blocks of a strided job are drawn within a zone (fio's last_block).
+    let nblocks = zones.map_or(f.size, |z| z.range.min(f.size)) / map_bs;
+    if f.size > 0 && f.size < region_bs {
+        return Err(WorkloadError::InvalidOptions(format!(
+            "job '{}': file {} ({} bytes) is smaller than one block of {region_bs} bytes",
+            job.name,
+            f.path.display(),
+            f.size
+        )));
+    }
+    let map = (random && !job.norandommap && job.random_generator != RandomGenerator::Lfsr)
+        .then(|| RandomMap::new(nblocks));
+    let lfsr = (random && job.random_generator == RandomGenerator::Lfsr).then(|| {
+        Lfsr::new(
+            nblocks.max(1),
+            seeds[rand::SEED_BLOCK].wrapping_add(i as u64),
+        )
+    });
+    // fio's __init_rand_distribution: ranges of the smallest block size over the file,
+    // seeded by the file's name and the thread number (or the block seed without
+    // randrepeat).
+    let range = job.min_bs(READ).min(job.min_bs(WRITE)).max(1);
+    let nranges = f.size.div_ceil(range);
+    let seed = if job.randrepeat {
+        rand::jhash(f.fio_name.as_bytes(), 0).wrapping_mul(setup.thread_number as u32)
+    } else {
+        seeds[rand::SEED_BLOCK] as u32
+    };
+    let skew = match job.random_distribution {
+        _ if !random => None,
+        RandomDistribution::Random
+        | RandomDistribution::Zoned { .. }
+        | RandomDistribution::ZonedAbs { .. } => None,
+        RandomDistribution::Zipf { theta, center } => {
+            Some(rand::Skewed::zipf(nranges, theta, center, seed))
+        }
+        RandomDistribution::Pareto { h, center } => {
+            Some(rand::Skewed::pareto(nranges, h, center, seed))
+        }
+        RandomDistribution::Normal { dev, center } => {
+            Some(rand::Skewed::gauss(nranges, dev, center, seed))
+        }
+    };
+    if let RandomDistribution::ZonedAbs { index } = &job.random_distribution {
+        // fio checks this at each draw ("zoned_abs sizes exceed file size") and ends
+        // the job without an error at the first draw of a zone past the end; refused
+        // here before any I/O, so that a job never silently stops short.
+        let end = index.iter().map(|z| z.1).max().unwrap_or(0);
+        if random && end > f.size {
+            return Err(WorkloadError::InvalidOptions(format!(
+                "job '{}': random_distribution=zoned_abs zones end at {end} bytes, past the end of {} ({} bytes); make the zones fit in size=",
+                job.name,
+                f.path.display(),
+                f.size
+            )));
+        }
+    }
+    let empty = f.size == 0;
+    let written = if job.verify && job.do_verify && job.rw.writes() {
+        vec![0u32; (f.size / job.min_bs(WRITE)) as usize]
+    } else {
+        Vec::new()
+    };
+    Ok(FileState {
+        written,
+        skew,
+        fd: None,
+        base: f.offset,
+        region: if random {
+            f.size
+        } else {
+            f.size / region_bs * region_bs
+        },
+        pos: [0; 3],
+        last_start: [u64::MAX; 3],
+        last_trim_len: 0,
+        blkdev: false,
+        issued: 0,
+        done: empty,
+        map,
+        lfsr,
+        fd_pos: 0,
+        mapping: None,
+    })
 }
 
 /// `(i + 1) % n` without the division (a round-robin job takes it before every I/O).

@@ -12,9 +12,9 @@ use super::errors::{
 use super::planner::{FileState, Io, Planner, ensure_open};
 use super::timing::{
     Clock, after_tick, check_min_rate, io_clock, latency_fatal, latency_step, max_latency_exceeded,
-    next_pass, rate_sleep, think,
+    rate_sleep, think,
 };
-use super::verify_io::{VerifyCtx, backlog_next, unlog, verify_block, verify_failed, verify_phase};
+use super::verify_io::{VerifyCtx, backlog_next, pass_over, unlog, verify_block, verify_failed};
 use super::{AlignedBuf, CloneSetup};
 use crate::fio::engine::clock::TimeSource;
 use crate::fio::engine::iolog::{Completion, IoLogs};
@@ -295,14 +295,7 @@ pub(super) fn run_sync<T: TimeSource>(
         }
         let sync_owed = p.sync_due();
         let Some(io) = p.next_io() else {
-            // fio's thread_main: every pass (loop, or wrap of a time_based job) of a write job
-            // is verified before the next starts.
-            if let Some(vc) = vctx.as_ref().filter(|_| job.do_verify && job.rw.writes()) {
-                if verify_phase(setup, p, buf, st, clk, vc)? == AfterError::End {
-                    return Ok(false);
-                }
-            }
-            if next_pass(setup, p, clock, clk.now())? {
+            if pass_over(setup, p, buf, st, clock, vctx, clk)? {
                 continue;
             }
             return Ok(false);
@@ -310,12 +303,7 @@ pub(super) fn run_sync<T: TimeSource>(
         last_ddir = io.ddir;
         ensure_open(p, setup, io.file)?;
         if sync_owed {
-            timed_sync(setup, p, st, io.file, clk)?;
-            p.last_was_sync = true;
-            // A synchronous engine has no commit: fio's td_io_queue marks the sync as one
-            // I/O submitted and one completed.
-            st.submit_counts[1] += 1;
-            st.complete_counts[1] += 1;
+            sync_now(setup, p, st, io.file, clk)?;
         }
         if mapped && io.ddir != TRIM {
             mmap_prep(setup, p, &io)?;
@@ -443,6 +431,24 @@ fn after_io<T: TimeSource>(
         }
     }
     Ok(false)
+}
+
+/// The sync owed before the next I/O (fsync= / fdatasync=), timed into the sync stats.
+#[inline]
+fn sync_now<T: TimeSource>(
+    setup: &CloneSetup<'_>,
+    p: &mut Planner<'_>,
+    st: &mut ThreadStats,
+    fi: usize,
+    clk: T,
+) -> Result<(), WorkloadError> {
+    timed_sync(setup, p, st, fi, clk)?;
+    p.last_was_sync = true;
+    // A synchronous engine has no commit: fio's td_io_queue marks the sync as one I/O
+    // submitted and one completed.
+    st.submit_counts[1] += 1;
+    st.complete_counts[1] += 1;
+    Ok(())
 }
 
 /// What the verify_backlog step did.

@@ -640,3 +640,24 @@ pub(super) fn unlog(p: &mut Planner<'_>, io: &Io) {
         p.backlog.pop_back();
     }
 }
+
+/// The pass is over (fio's thread_main between passes): every pass (loop, or wrap of a
+/// time_based job) of a write job is verified before the next starts, then the next starts.
+/// Whether it did (false: the job is done, or a verify failure ended it).
+pub(super) fn pass_over<T: TimeSource>(
+    setup: &CloneSetup<'_>,
+    p: &mut Planner<'_>,
+    buf: &mut AlignedBuf,
+    st: &mut ThreadStats,
+    clock: &mut Clock,
+    vctx: &Option<VerifyCtx>,
+    clk: T,
+) -> Result<bool, WorkloadError> {
+    let job = setup.job;
+    if let Some(vc) = vctx.as_ref().filter(|_| job.do_verify && job.rw.writes()) {
+        if verify_phase(setup, p, buf, st, clk, vc)? == AfterError::End {
+            return Ok(false);
+        }
+    }
+    next_pass(setup, p, clock, clk.now())
+}
