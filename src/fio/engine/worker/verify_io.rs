@@ -376,7 +376,6 @@ pub(super) fn verify_phase_async<T: TimeSource>(
 ) -> Result<AfterError, WorkloadError> {
     use std::collections::BTreeMap;
     use std::sync::{Mutex, mpsc};
-    type Work = (usize, u64, Option<u16>, usize, AlignedBuf);
     let bs = setup.job.bs[WRITE].0 as usize;
     let threads = setup.job.verify_async as usize;
     let names: Vec<&str> = setup
@@ -395,23 +394,7 @@ pub(super) fn verify_phase_async<T: TimeSource>(
         let (pin_tx, pin_rx) = mpsc::channel::<std::io::Result<()>>();
         for _ in 0..threads {
             let (rx, tx, names, pin_tx) = (&work_rx, done_tx.clone(), &names, pin_tx.clone());
-            s.spawn(move || {
-                let pinned = vcpus.map_or(Ok(()), crate::fio::engine::numa::set_affinity);
-                let ok = pinned.is_ok();
-                if pin_tx.send(pinned).is_err() || !ok {
-                    return;
-                }
-                loop {
-                    let next = rx.lock().map(|r| r.recv());
-                    let Ok(Ok((seq, off, numberio, fi, mut buf))) = next else {
-                        return;
-                    };
-                    let r = v.check(&mut buf.as_mut_slice()[..bs], off, numberio, names[fi]);
-                    if tx.send((seq, r, buf)).is_err() {
-                        return;
-                    }
-                }
-            });
+            s.spawn(move || checker(v, bs, vcpus, rx, tx, names, pin_tx));
         }
         drop(pin_tx);
         // Each checker sends once, first: take exactly one answer from each.
@@ -439,31 +422,8 @@ pub(super) fn verify_phase_async<T: TimeSource>(
         let sync = p.ops.has(Caps::SYNCIO);
         let commit = |outcomes: &mut BTreeMap<usize, (usize, Checked)>,
                       committed: &mut usize,
-                      st: &mut ThreadStats|
-         -> Option<Result<AfterError, WorkloadError>> {
-            while let Some((fi, c)) = outcomes.remove(committed) {
-                *committed += 1;
-                match c {
-                    Checked::Done(r, res) => {
-                        if let Err(e) = count_verify_read(setup, st, fi, &r) {
-                            return Some(Err(e));
-                        }
-                        if let Err(f) = res {
-                            let e = vc.report(setup, fi, &f);
-                            if verify_failed(setup, st, &e, sync) == AfterError::End {
-                                return Some(Ok(AfterError::End));
-                            }
-                        }
-                    }
-                    Checked::Short(r) => {
-                        if let Err(e) = count_verify_read(setup, st, fi, &r) {
-                            return Some(Err(e));
-                        }
-                    }
-                    Checked::Failed(e) => return Some(Err(e)),
-                }
-            }
-            None
+                      st: &mut ThreadStats| {
+            commit_checked(setup, vc, sync, outcomes, committed, st)
         };
         // The logged blocks in the synchronous phase's order: by file, then by offset.
         let (mut fi, mut next) = (0usize, 0u64);
@@ -544,6 +504,74 @@ pub(super) fn verify_phase_async<T: TimeSource>(
         }
         end.unwrap_or(Ok(AfterError::Continue))
     })
+}
+
+/// A verify_async read handed to a checker: its number, offset, the numberio to expect, its
+/// file and the buffer it was read into.
+type Work = (usize, u64, Option<u16>, usize, AlignedBuf);
+
+/// One verify_async checker thread: pinned to verify_async_cpus= first (and says whether it
+/// could), then checks the reads it takes until the work channel closes.
+fn checker(
+    v: &verify::Verifier,
+    bs: usize,
+    vcpus: Option<&[usize]>,
+    rx: &std::sync::Mutex<std::sync::mpsc::Receiver<Work>>,
+    tx: std::sync::mpsc::Sender<(usize, Result<(), Vec<verify::Failure>>, AlignedBuf)>,
+    names: &[&str],
+    pin_tx: std::sync::mpsc::Sender<std::io::Result<()>>,
+) {
+    let pinned = vcpus.map_or(Ok(()), crate::fio::engine::numa::set_affinity);
+    let ok = pinned.is_ok();
+    if pin_tx.send(pinned).is_err() || !ok {
+        return;
+    }
+    loop {
+        let next = rx.lock().map(|r| r.recv());
+        let Ok(Ok((seq, off, numberio, fi, mut buf))) = next else {
+            return;
+        };
+        let r = v.check(&mut buf.as_mut_slice()[..bs], off, numberio, names[fi]);
+        if tx.send((seq, r, buf)).is_err() {
+            return;
+        }
+    }
+}
+
+/// verify_async's outcomes that are next in read order (from `committed` on): counted, and
+/// stopped at an error that ends the job (a failed check continue_on_error continues on is
+/// counted, as in the synchronous phase). Some: the phase ends with it.
+fn commit_checked(
+    setup: &CloneSetup<'_>,
+    vc: &VerifyCtx,
+    sync: bool,
+    outcomes: &mut std::collections::BTreeMap<usize, (usize, Checked)>,
+    committed: &mut usize,
+    st: &mut ThreadStats,
+) -> Option<Result<AfterError, WorkloadError>> {
+    while let Some((fi, c)) = outcomes.remove(committed) {
+        *committed += 1;
+        match c {
+            Checked::Done(r, res) => {
+                if let Err(e) = count_verify_read(setup, st, fi, &r) {
+                    return Some(Err(e));
+                }
+                if let Err(f) = res {
+                    let e = vc.report(setup, fi, &f);
+                    if verify_failed(setup, st, &e, sync) == AfterError::End {
+                        return Some(Ok(AfterError::End));
+                    }
+                }
+            }
+            Checked::Short(r) => {
+                if let Err(e) = count_verify_read(setup, st, fi, &r) {
+                    return Some(Err(e));
+                }
+            }
+            Checked::Failed(e) => return Some(Err(e)),
+        }
+    }
+    None
 }
 
 /// fio's do_dry_run, for verify_only on a write job: every write of the pass is planned,
