@@ -18,6 +18,16 @@
 //! histograms are made before the clock starts; zonemode=zbd alone takes its file's zone lock
 //! per I/O, as fio does, see zbd.rs; only a failed I/O prints fio's line, off the hot path), or
 //! keep running after a cancel request.
+//!
+//! Where each part lives, along fio's own seams: this module sets a clone up (CPU and NUMA
+//! placement, priority, buffers, files, cmdprio) and picks the loop from the engine's entry in
+//! the engine table (`super::ops`: fio's ioengine_ops), then finishes the clone; `planner` is
+//! fio's get_io_u (direction, file, offset, length); `sync_loop` and `async_loop` are do_io for
+//! the FIO_SYNCIO and the queueing engines, `offload` for io_submit_mode=offload, `file_ops`
+//! for the file engines; `verify_io` reads back and checks (verify phase, backlog, async
+//! checkers); `timing` is what happens between I/Os (ticks, windows, passes, thinktime, rate,
+//! latency target); `errors` is fio's error path and text; `buffers` fills write buffers. The
+//! loops ask the engine table for capabilities (`Caps`), never for an engine by name.
 
 use self::async_loop::{run_async, uring_for};
 use self::buffers::{BufferPolicy, Content};
