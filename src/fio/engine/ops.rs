@@ -53,6 +53,9 @@ impl Caps {
     /// A trim punches a hole even on a block device, where the others issue BLKDISCARD
     /// (falloc).
     pub const TRIM_PUNCHES: Caps = Caps(1 << 12);
+    /// fio's own FIO_SYNCIO, as fio's engine sets it (for fio's messages, such as the note on
+    /// iodepth above 1): [`Caps::SYNCIO`]'s engines but null, and vsync, which queues here.
+    pub const FIO_SYNCIO: Caps = Caps(1 << 13);
 
     const fn with(self, other: Caps) -> Caps {
         Caps(self.0 | other.0)
@@ -165,7 +168,8 @@ impl EngineOps {
     }
 }
 
-const SYNC: Caps = Caps::SYNCIO;
+/// A synchronous engine that fio also flags FIO_SYNCIO.
+const SYNC: Caps = Caps::SYNCIO.with(Caps::FIO_SYNCIO);
 
 /// The table, in [`IoEngine`]'s declaration order (an engine's entry is at its discriminant:
 /// see [`of`]).
@@ -224,7 +228,7 @@ pub static ENGINES: [EngineOps; 15] = [
     EngineOps {
         engine: IoEngine::Null,
         name: "null",
-        caps: SYNC.with(Caps::DISKLESSIO).with(Caps::FAKEIO),
+        caps: Caps::SYNCIO.with(Caps::DISKLESSIO).with(Caps::FAKEIO),
         op: Op::Sync(SyncCall::Nothing),
     },
     EngineOps {
@@ -254,7 +258,7 @@ pub static ENGINES: [EngineOps; 15] = [
     EngineOps {
         engine: IoEngine::Vsync,
         name: "vsync",
-        caps: Caps(0),
+        caps: Caps::FIO_SYNCIO,
         op: Op::Queue(QueueKind::Vsync),
     },
     EngineOps {
@@ -316,6 +320,12 @@ mod tests {
 
     #[test]
     fn flags_are_fios_where_fio_has_them() {
+        // fio's FIO_SYNCIO: every engine that completes in its call but null, and vsync.
+        for e in &ENGINES {
+            let fios =
+                (e.engine.is_sync() && e.engine != IoEngine::Null) || e.engine == IoEngine::Vsync;
+            assert_eq!(e.has(Caps::FIO_SYNCIO), fios, "{}", e.name);
+        }
         // ioengines.h: null is FIO_DISKLESSIO | FIO_FAKEIO, mmap FIO_SYNCIO | FIO_NOEXTEND.
         assert!(of(IoEngine::Null).has(Caps::DISKLESSIO.with(Caps::FAKEIO)));
         assert!(of(IoEngine::Mmap).has(Caps::SYNCIO.with(Caps::NOEXTEND)));
