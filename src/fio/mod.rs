@@ -17,3 +17,4 @@ pub mod jobfile;
 pub mod logs;
 pub mod metrics;
 pub mod output;
+pub mod text;

@@ -14,6 +14,7 @@
 use crate::fio::engine::stats::{DirStats, LAT_BOUNDS, PrioStat, READ, TRIM, ThreadStats, WRITE};
 use crate::fio::engine::{FioRun, JobResult, cpu_percent, group_ids, rates, version_string};
 use crate::fio::jobfile::JobSpec;
+use crate::fio::text::{errno_text, num2str};
 use crate::probe::histogram::Histogram;
 use std::fmt::Write;
 
@@ -528,47 +529,6 @@ fn json_doc(run: &FioRun, plus: bool) -> String {
     out
 }
 
-/// fio's num2str: `num` shortened to at most `maxlen` digits with a k/M/G (or Ki/Mi/Gi) prefix.
-pub fn num2str(num: u64, maxlen: usize, pow2: bool, unit: &str) -> String {
-    let si = ["", "k", "M", "G", "T", "P", "E"];
-    let iec = ["", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"];
-    let prefix = if pow2 { iec } else { si };
-    let thousand: u64 = if pow2 { 1024 } else { 1000 };
-    let mut num = num;
-    let mut post = 0usize;
-    let mut modulo: Option<u64> = None;
-    let mut carry = false;
-    while post < prefix.len() {
-        if num.to_string().len() <= maxlen {
-            break;
-        }
-        let m = num % thousand;
-        modulo = Some(m);
-        num /= thousand;
-        carry = m >= thousand / 2;
-        post += 1;
-    }
-    if post >= prefix.len() {
-        post = 0;
-    }
-    let Some(m) = modulo else {
-        return format!("{num}{}{unit}", prefix[post]);
-    };
-    let digits = num.to_string().len();
-    if maxlen as i64 - digits as i64 <= 1 {
-        if carry {
-            num += 1;
-        }
-        return format!("{num}{}{unit}", prefix[post]);
-    }
-    let decimals = maxlen - digits - 1;
-    let frac = format!("{:.*}", decimals, m as f64 / thousand as f64);
-    if frac.starts_with('1') {
-        num += 1;
-    }
-    format!("{num}.{}{}{unit}", &frac[2..], prefix[post])
-}
-
 fn scale_lat(min: u64, max: u64, mean: f64, dev: f64) -> (&'static str, u64, u64, f64, f64) {
     if min > 2_000_000 && max > 99_999_999 && dev > 1_000_000.0 {
         (
@@ -753,6 +713,148 @@ pub fn normal_header(set: &crate::fio::jobfile::JobSet) -> String {
     out
 }
 
+/// One direction's lines of a job in fio's normal output (show_ddir_status): IOPS and
+/// bandwidth, the latencies, the percentiles, the per-priority latencies and the bandwidth and
+/// IOPS samples; nothing for a direction that did not run.
+fn normal_dir(
+    out: &mut String,
+    r: &JobResult,
+    spec: &JobSpec,
+    groups: &[(u32, [GroupDir; 3])],
+    d: usize,
+    dname: &str,
+) {
+    let st = &r.stats;
+    let ds = &st.dir[d];
+    if ds.runtime_ms == 0 {
+        return;
+    }
+    let (bw_bytes, _, _) = rates(ds);
+    let iops = 1000 * ds.total_ios / ds.runtime_ms;
+    let _ = writeln!(
+        out,
+        "  {dname}: IOPS={}, BW={} ({})({}/{}msec){}",
+        num2str(iops, 4, false, ""),
+        num2str(bw_bytes, 4, true, "B/s"),
+        num2str(bw_bytes, 4, false, "B/s"),
+        num2str(ds.io_bytes, 4, true, "B"),
+        ds.runtime_ms,
+        // fio's zbd_write_status, printed for every write line.
+        if d == WRITE {
+            format!("; {} zone resets", st.zone_resets)
+        } else {
+            String::new()
+        }
+    );
+    display_lat(out, "slat", &ds.slat);
+    display_lat(out, "clat", &ds.clat);
+    display_lat(out, " lat", &ds.lat);
+    let clat_type = if spec.lat_percentiles { "lat" } else { "clat" };
+    let prio_name = |p: &PrioStat| format!("{clat_type} prio {}/{}", p.ioprio >> 13, p.ioprio & 7);
+    if let Some(prios) = prios_with_samples(ds) {
+        for p in prios {
+            display_lat(out, &prio_name(p), &p.lat);
+        }
+    }
+    if spec.clat_percentiles {
+        show_percentiles(out, "clat", &ds.clat, &spec.percentile_list);
+    }
+    if spec.lat_percentiles {
+        show_percentiles(out, "lat", &ds.lat, &spec.percentile_list);
+    }
+    if spec.clat_percentiles || spec.lat_percentiles {
+        let all = if spec.lat_percentiles {
+            ds.lat.count()
+        } else {
+            ds.clat.count()
+        };
+        if let Some(prios) = prios_with_samples(ds) {
+            for p in prios {
+                let name = format!("{} ({:.2}% of IOs)", prio_name(p), pct(p.lat.count(), all));
+                show_percentiles(out, &name, &p.lat, &spec.percentile_list);
+            }
+        }
+    }
+    if ds.bw_samples.n > 0 {
+        let g = groups
+            .iter()
+            .find(|(id, _)| *id == r.groupid)
+            .map(|(_, g)| g[d].agg_bw())
+            .unwrap_or(0);
+        let agg = if g > 0 {
+            (ds.bw_samples.mean() * 100.0 / (g as f64 / 1024.0)).min(100.0)
+        } else {
+            0.0
+        };
+        bw_line(out, &ds.bw_samples, agg);
+        iops_line(out, &ds.iops_samples);
+    }
+}
+
+/// A job's closing lines in fio's normal output: CPU, I/O depths, submit and complete
+/// batches, issued I/Os, errors (continue_on_error) and the latency target.
+fn normal_job_counts(out: &mut String, spec: &JobSpec, st: &ThreadStats) {
+    let (usr, sys) = cpu_percent(st);
+    let _ = writeln!(
+        out,
+        "  cpu          : usr={usr:.2}%, sys={sys:.2}%, ctx={}, majf={}, minf={}",
+        st.rusage.ctx, st.rusage.majf, st.rusage.minf
+    );
+    // Percentages of the read, write and trim I/Os; syncs are among the depth counts (fio's
+    // io_u_map), so the levels may add up to more than 100 %.
+    let rw_total = rw_issued(st);
+    let depth: Vec<String> = DEPTH_KEYS
+        .iter()
+        .zip(st.depth_counts)
+        .map(|(k, c)| format!("{k}={:3.1}%", dist_pct(c, rw_total)))
+        .collect();
+    let _ = writeln!(out, "  IO depths    : {}", depth.join(", "));
+    for (label, counts) in [
+        ("submit", &st.submit_counts),
+        ("complete", &st.complete_counts),
+    ] {
+        let total: u64 = counts.iter().sum();
+        let parts: Vec<String> = BATCH_KEYS
+            .iter()
+            .zip(counts.iter())
+            .map(|(k, c)| format!("{k}={:3.1}%", dist_pct(*c, total)))
+            .collect();
+        let _ = writeln!(out, "     {label:<10}: {}", parts.join(", "));
+    }
+    // fio's total_io_u: read, write, trim and fsync (DDIR_SYNC). fio 3.33 counts an
+    // fdatasync in total_io_u[DDIR_DATASYNC], one past that array's end, where short_io_u[0]
+    // is: its fdatasyncs show as the first `short` count.
+    let _ = writeln!(
+        out,
+        "     issued rwts: total={},{},{},{} short={},0,0,0 dropped=0,0,0,0",
+        st.dir[READ].total_ios,
+        st.dir[WRITE].total_ios,
+        st.dir[TRIM].total_ios,
+        st.fsync_ios,
+        st.datasync_ios
+    );
+    if spec.continue_on_error != 0 {
+        let _ = writeln!(
+            out,
+            "     errors    : total={}, first_error={}/<{}>",
+            st.errors.total,
+            st.errors.first,
+            errno_text(st.errors.first)
+        );
+    }
+    // fio's latency line: target in ns, window in us, as the JSON has them.
+    let depth = latency_depth(st, spec);
+    if depth > 0 {
+        let _ = writeln!(
+            out,
+            "     latency   : target={}, window={}, percentile={:.2}%, depth={depth}",
+            spec.latency_target.map_or(0, |t| t.as_nanos()),
+            spec.latency_window.as_micros(),
+            spec.latency_percentile
+        );
+    }
+}
+
 /// One report of fio's normal output (a blank line, every job's block, the groups' run
 /// status and the disk stats): the body of [`normal`], and what each `--status-interval`
 /// report prints.
@@ -778,72 +880,7 @@ pub fn normal_block(run: &FioRun) -> String {
             let _ = writeln!(out, "  Description  : [{d}]");
         }
         for (d, dname) in [(READ, "read"), (WRITE, "write"), (TRIM, "trim")] {
-            let ds = &st.dir[d];
-            if ds.runtime_ms == 0 {
-                continue;
-            }
-            let (bw_bytes, _, _) = rates(ds);
-            let iops = 1000 * ds.total_ios / ds.runtime_ms;
-            let _ = writeln!(
-                out,
-                "  {dname}: IOPS={}, BW={} ({})({}/{}msec){}",
-                num2str(iops, 4, false, ""),
-                num2str(bw_bytes, 4, true, "B/s"),
-                num2str(bw_bytes, 4, false, "B/s"),
-                num2str(ds.io_bytes, 4, true, "B"),
-                ds.runtime_ms,
-                // fio's zbd_write_status, printed for every write line.
-                if d == WRITE {
-                    format!("; {} zone resets", st.zone_resets)
-                } else {
-                    String::new()
-                }
-            );
-            display_lat(&mut out, "slat", &ds.slat);
-            display_lat(&mut out, "clat", &ds.clat);
-            display_lat(&mut out, " lat", &ds.lat);
-            let clat_type = if spec.lat_percentiles { "lat" } else { "clat" };
-            let prio_name =
-                |p: &PrioStat| format!("{clat_type} prio {}/{}", p.ioprio >> 13, p.ioprio & 7);
-            if let Some(prios) = prios_with_samples(ds) {
-                for p in prios {
-                    display_lat(&mut out, &prio_name(p), &p.lat);
-                }
-            }
-            if spec.clat_percentiles {
-                show_percentiles(&mut out, "clat", &ds.clat, &spec.percentile_list);
-            }
-            if spec.lat_percentiles {
-                show_percentiles(&mut out, "lat", &ds.lat, &spec.percentile_list);
-            }
-            if spec.clat_percentiles || spec.lat_percentiles {
-                let all = if spec.lat_percentiles {
-                    ds.lat.count()
-                } else {
-                    ds.clat.count()
-                };
-                if let Some(prios) = prios_with_samples(ds) {
-                    for p in prios {
-                        let name =
-                            format!("{} ({:.2}% of IOs)", prio_name(p), pct(p.lat.count(), all));
-                        show_percentiles(&mut out, &name, &p.lat, &spec.percentile_list);
-                    }
-                }
-            }
-            if ds.bw_samples.n > 0 {
-                let g = groups
-                    .iter()
-                    .find(|(id, _)| *id == r.groupid)
-                    .map(|(_, g)| g[d].agg_bw())
-                    .unwrap_or(0);
-                let agg = if g > 0 {
-                    (ds.bw_samples.mean() * 100.0 / (g as f64 / 1024.0)).min(100.0)
-                } else {
-                    0.0
-                };
-                bw_line(&mut out, &ds.bw_samples, agg);
-                iops_line(&mut out, &ds.iops_samples);
-            }
+            normal_dir(&mut out, r, spec, &groups, d, dname);
         }
         // fio's show_thread_status_normal: the latency buckets, then the sync block.
         lat_bucket_lines(&mut out, st);
@@ -852,65 +889,7 @@ pub fn normal_block(run: &FioRun) -> String {
             display_lat(&mut out, "sync", &st.sync);
             show_percentiles(&mut out, "sync", &st.sync, &spec.percentile_list);
         }
-        let (usr, sys) = cpu_percent(st);
-        let _ = writeln!(
-            out,
-            "  cpu          : usr={usr:.2}%, sys={sys:.2}%, ctx={}, majf={}, minf={}",
-            st.rusage.ctx, st.rusage.majf, st.rusage.minf
-        );
-        // Percentages of the read, write and trim I/Os; syncs are among the depth counts (fio's
-        // io_u_map), so the levels may add up to more than 100 %.
-        let rw_total = rw_issued(st);
-        let depth: Vec<String> = DEPTH_KEYS
-            .iter()
-            .zip(st.depth_counts)
-            .map(|(k, c)| format!("{k}={:3.1}%", dist_pct(c, rw_total)))
-            .collect();
-        let _ = writeln!(out, "  IO depths    : {}", depth.join(", "));
-        for (label, counts) in [
-            ("submit", &st.submit_counts),
-            ("complete", &st.complete_counts),
-        ] {
-            let total: u64 = counts.iter().sum();
-            let parts: Vec<String> = BATCH_KEYS
-                .iter()
-                .zip(counts.iter())
-                .map(|(k, c)| format!("{k}={:3.1}%", dist_pct(*c, total)))
-                .collect();
-            let _ = writeln!(out, "     {label:<10}: {}", parts.join(", "));
-        }
-        // fio's total_io_u: read, write, trim and fsync (DDIR_SYNC). fio 3.33 counts an
-        // fdatasync in total_io_u[DDIR_DATASYNC], one past that array's end, where short_io_u[0]
-        // is: its fdatasyncs show as the first `short` count.
-        let _ = writeln!(
-            out,
-            "     issued rwts: total={},{},{},{} short={},0,0,0 dropped=0,0,0,0",
-            st.dir[READ].total_ios,
-            st.dir[WRITE].total_ios,
-            st.dir[TRIM].total_ios,
-            st.fsync_ios,
-            st.datasync_ios
-        );
-        if spec.continue_on_error != 0 {
-            let _ = writeln!(
-                out,
-                "     errors    : total={}, first_error={}/<{}>",
-                st.errors.total,
-                st.errors.first,
-                errno_text(st.errors.first)
-            );
-        }
-        // fio's latency line: target in ns, window in us, as the JSON has them.
-        let depth = latency_depth(st, spec);
-        if depth > 0 {
-            let _ = writeln!(
-                out,
-                "     latency   : target={}, window={}, percentile={:.2}%, depth={depth}",
-                spec.latency_target.map_or(0, |t| t.as_nanos()),
-                spec.latency_window.as_micros(),
-                spec.latency_percentile
-            );
-        }
+        normal_job_counts(&mut out, spec, st);
     }
     for (gid, dirs) in &groups {
         let _ = writeln!(out, "\nRun status group {gid} (all jobs):");
@@ -955,16 +934,6 @@ pub fn normal_block(run: &FioRun) -> String {
         }
     }
     out
-}
-
-/// strerror's text of the errnos a job may end with, as fio prints them.
-pub fn errno_text(errno: i32) -> String {
-    std::io::Error::from_raw_os_error(errno)
-        .to_string()
-        .split(" (os error")
-        .next()
-        .unwrap_or("")
-        .to_string()
 }
 
 /// fio's terse version 3 `;min;max;mean;stdev` of a latency in µs (integer min/max, fio's
@@ -1185,19 +1154,6 @@ pub fn terse(run: &FioRun, version: TerseVersion) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn num2str_matches_fio_examples() {
-        // From fio 3.33's output of tests/data/fio/randrw.normal.txt.
-        assert_eq!(num2str(128_000, 4, false, ""), "128k");
-        assert_eq!(num2str(524_288_000, 4, true, "B/s"), "500MiB/s");
-        assert_eq!(num2str(524_288_000, 4, false, "B/s"), "524MB/s");
-        assert_eq!(num2str(4 << 20, 4, true, "B"), "4096KiB");
-        assert_eq!(num2str(4_194_304, 4, false, "B"), "4194kB");
-        assert_eq!(num2str(2856 * 1024, 4, true, "B"), "2856KiB");
-        assert_eq!(num2str(1072, 6, false, ""), "1072");
-        assert_eq!(num2str(85_333, 4, false, ""), "85.3k");
-    }
 
     #[test]
     fn percentile_keys_are_fios() {

@@ -276,7 +276,7 @@ pub fn line(clones: &[CloneEta<'_>], now: Nanos, t0: Nanos, st: &mut EtaState) -
     }
     let mut out = format!("Jobs: {nr_running} (f={files_open})");
     if m_rate > 0 || t_rate > 0 {
-        let s = |v: u64| crate::fio::output::num2str(v, 4, true, "B/s");
+        let s = |v: u64| crate::fio::text::num2str(v, 4, true, "B/s");
         out.push_str(&format!(", {}-{}", s(m_rate), s(t_rate)));
     } else if m_iops > 0 || t_iops > 0 {
         out.push_str(&format!(", {m_iops}-{t_iops} IOPS"));
@@ -307,7 +307,7 @@ pub fn line(clones: &[CloneEta<'_>], now: Nanos, t0: Nanos, st: &mut EtaState) -
                     format!(
                         "{}={}",
                         c[d],
-                        crate::fio::output::num2str(rate[d] * 1024, 4, true, "B/s")
+                        crate::fio::text::num2str(rate[d] * 1024, 4, true, "B/s")
                     )
                 })
                 .collect();
@@ -317,7 +317,7 @@ pub fn line(clones: &[CloneEta<'_>], now: Nanos, t0: Nanos, st: &mut EtaState) -
                     format!(
                         "{}={}",
                         c[d],
-                        crate::fio::output::num2str(iops[d], 4, false, "")
+                        crate::fio::text::num2str(iops[d], 4, false, "")
                     )
                 })
                 .collect();

@@ -7,8 +7,9 @@
 //! job, a filesystem that rejects O_DIRECT). It must never run inside the timed loop except for
 //! `open_for_io` (openfiles rotation, create_on_open), which the worker times where fio does.
 
+use super::ops::{self, Caps};
 use super::rand;
-use crate::fio::jobfile::{Fallocate, IoEngine, JobSpec, SizeRange, SizeSpec};
+use crate::fio::jobfile::{Fallocate, JobSpec, SizeRange, SizeSpec};
 use crate::workload::WorkloadError;
 use rustix::fs::{Mode, OFlags};
 use std::os::fd::{AsFd, OwnedFd};
@@ -80,6 +81,138 @@ fn generated_name(job: &JobSpec, clone: u32, i: usize) -> String {
     out
 }
 
+/// Where each file's region starts: offset= (bytes, or a percentage of the existing file
+/// rounded down to the block size, as fio aligns it) plus offset_increment= per clone, or the
+/// end of the file with file_append.
+fn region_offsets(
+    job: &JobSpec,
+    clone: u32,
+    paths: &[PathBuf],
+    min_bs_all: u64,
+) -> Result<Vec<u64>, WorkloadError> {
+    let mut offsets = Vec::with_capacity(paths.len());
+    for path in paths {
+        // fio's setup_files: file_append puts a regular file's region at its end (a file
+        // not there yet is empty), in place of offset= and offset_increment=.
+        if job.file_append {
+            match std::fs::metadata(path) {
+                Ok(m) if m.is_file() => {
+                    offsets.push(m.len());
+                    continue;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    offsets.push(0);
+                    continue;
+                }
+                _ => {}
+            }
+        }
+        let base_off = match job.offset {
+            SizeSpec::Bytes(b) => b.0,
+            SizeSpec::Percent(0) => 0,
+            SizeSpec::Percent(p) => {
+                let len = existing_size(path).map_err(|e| {
+                    invalid(format!(
+                        "job '{}': offset={p}% needs the size of {}, but {e}",
+                        job.name,
+                        path.display()
+                    ))
+                })?;
+                len * p as u64 / 100 / min_bs_all * min_bs_all
+            }
+        };
+        offsets.push(base_off + job.offset_increment.0 * clone as u64);
+    }
+    Ok(offsets)
+}
+
+/// Each file's region size and the bytes of a pass: size= (bytes shared out, or a percentage
+/// of the existing files), filesize=, a file engine's none, fill_device's more than the free
+/// space, or the whole of each existing file or device past its offset.
+fn region_sizes(
+    job: &JobSpec,
+    base: &Path,
+    paths: &[PathBuf],
+    offsets: &[u64],
+    seeds: &[u64; 21],
+    min_bs_all: u64,
+) -> Result<(Vec<u64>, u64), WorkloadError> {
+    let nfiles = paths.len();
+    let n = nfiles as u64;
+    let sized = match (job.size, job.filesize) {
+        (Some(SizeSpec::Percent(p)), Some(_)) => {
+            return Err(invalid(format!(
+                "job '{}': size={p}% together with filesize= is ambiguous; give one of them",
+                job.name
+            )));
+        }
+        (Some(SizeSpec::Percent(p)), None) => {
+            let mut sizes = Vec::with_capacity(nfiles);
+            for path in paths {
+                let len = std::fs::metadata(path)
+                    .map_err(|e| {
+                        invalid(format!(
+                            "job '{}': size={p}% needs existing files, and {} cannot be read: {e}",
+                            job.name,
+                            path.display()
+                        ))
+                    })?
+                    .len();
+                sizes.push(len * p as u64 / 100);
+            }
+            let total = sizes.iter().sum();
+            (sizes, total)
+        }
+        (Some(SizeSpec::Bytes(total)), Some(fs)) => (file_sizes(job, fs, nfiles, seeds), total.0),
+        (Some(SizeSpec::Bytes(total)), None) => (vec![total.0 / n; nfiles], total.0 / n * n),
+        (None, Some(fs)) => {
+            let sizes = file_sizes(job, fs, nfiles, seeds);
+            let total = sizes.iter().sum();
+            (sizes, total)
+        }
+        (None, None) if ops::of(job.ioengine).has(Caps::FILEOP) => (vec![0; nfiles], 0),
+        (None, None) if job.fill_device => {
+            // fio: fill_device without size= writes until ENOSPC (its size is "unlimited"): the
+            // region is more than the free space of the filesystem holding each file (an
+            // eighth more, and a block), so the job ends at ENOSPC as fio's does.
+            let mut sizes = Vec::with_capacity(nfiles);
+            for path in paths {
+                let dir = path.parent().unwrap_or(base);
+                let vfs = rustix::fs::statvfs(dir).map_err(|e| io_err("statvfs", dir, e))?;
+                let free = vfs.f_bavail * vfs.f_frsize;
+                let region = free + free / 8 + min_bs_all;
+                sizes.push(region / min_bs_all * min_bs_all);
+            }
+            let total = sizes.iter().sum();
+            (sizes, total)
+        }
+        (None, None) => {
+            // fio: without size=, the job covers the whole of each existing file or device.
+            let mut sizes = Vec::with_capacity(nfiles);
+            for (path, off) in paths.iter().zip(offsets) {
+                let len = existing_size(path).map_err(|e| {
+                    invalid(format!(
+                        "job '{}': no size given, so the size of {} is needed, but {e} (set size= or filesize=)",
+                        job.name,
+                        path.display()
+                    ))
+                })?;
+                if len <= *off {
+                    return Err(invalid(format!(
+                        "job '{}': offset {off} is at or beyond the end of {} ({len} bytes)",
+                        job.name,
+                        path.display()
+                    )));
+                }
+                sizes.push(len - off);
+            }
+            let total = sizes.iter().sum();
+            (sizes, total)
+        }
+    };
+    Ok(sized)
+}
+
 /// Name and size the files of clone `clone` of `job`, with `base` the directory relative
 /// paths are resolved against. `size=N%` reads the existing files' sizes.
 pub fn plan_clone(
@@ -134,116 +267,13 @@ pub fn plan_clone(
             }
         })
         .collect();
-    let n = nfiles as u64;
     // offset=: bytes, or a percentage of the existing file (rounded down to the block size,
     // as fio aligns it); offset_increment moves each clone further.
     let min_bs_all = job.min_bs(0).min(job.min_bs(1)).max(1);
-    let mut offsets = Vec::with_capacity(nfiles);
-    for path in &paths {
-        // fio's setup_files: file_append puts a regular file's region at its end (a file
-        // not there yet is empty), in place of offset= and offset_increment=.
-        if job.file_append {
-            match std::fs::metadata(path) {
-                Ok(m) if m.is_file() => {
-                    offsets.push(m.len());
-                    continue;
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                    offsets.push(0);
-                    continue;
-                }
-                _ => {}
-            }
-        }
-        let base_off = match job.offset {
-            SizeSpec::Bytes(b) => b.0,
-            SizeSpec::Percent(0) => 0,
-            SizeSpec::Percent(p) => {
-                let len = existing_size(path).map_err(|e| {
-                    invalid(format!(
-                        "job '{}': offset={p}% needs the size of {}, but {e}",
-                        job.name,
-                        path.display()
-                    ))
-                })?;
-                len * p as u64 / 100 / min_bs_all * min_bs_all
-            }
-        };
-        offsets.push(base_off + job.offset_increment.0 * clone as u64);
-    }
-    let (sizes, pass_bytes): (Vec<u64>, u64) = match (job.size, job.filesize) {
-        (Some(SizeSpec::Percent(p)), Some(_)) => {
-            return Err(invalid(format!(
-                "job '{}': size={p}% together with filesize= is ambiguous; give one of them",
-                job.name
-            )));
-        }
-        (Some(SizeSpec::Percent(p)), None) => {
-            let mut sizes = Vec::with_capacity(nfiles);
-            for path in &paths {
-                let len = std::fs::metadata(path)
-                    .map_err(|e| {
-                        invalid(format!(
-                            "job '{}': size={p}% needs existing files, and {} cannot be read: {e}",
-                            job.name,
-                            path.display()
-                        ))
-                    })?
-                    .len();
-                sizes.push(len * p as u64 / 100);
-            }
-            let total = sizes.iter().sum();
-            (sizes, total)
-        }
-        (Some(SizeSpec::Bytes(total)), Some(fs)) => (file_sizes(job, fs, nfiles, seeds), total.0),
-        (Some(SizeSpec::Bytes(total)), None) => (vec![total.0 / n; nfiles], total.0 / n * n),
-        (None, Some(fs)) => {
-            let sizes = file_sizes(job, fs, nfiles, seeds);
-            let total = sizes.iter().sum();
-            (sizes, total)
-        }
-        (None, None) if job.ioengine.is_file_op() => (vec![0; nfiles], 0),
-        (None, None) if job.fill_device => {
-            // fio: fill_device without size= writes until ENOSPC (its size is "unlimited"): the
-            // region is more than the free space of the filesystem holding each file (an
-            // eighth more, and a block), so the job ends at ENOSPC as fio's does.
-            let mut sizes = Vec::with_capacity(nfiles);
-            for path in &paths {
-                let dir = path.parent().unwrap_or(base);
-                let vfs = rustix::fs::statvfs(dir).map_err(|e| io_err("statvfs", dir, e))?;
-                let free = vfs.f_bavail * vfs.f_frsize;
-                let region = free + free / 8 + min_bs_all;
-                sizes.push(region / min_bs_all * min_bs_all);
-            }
-            let total = sizes.iter().sum();
-            (sizes, total)
-        }
-        (None, None) => {
-            // fio: without size=, the job covers the whole of each existing file or device.
-            let mut sizes = Vec::with_capacity(nfiles);
-            for (path, off) in paths.iter().zip(&offsets) {
-                let len = existing_size(path).map_err(|e| {
-                    invalid(format!(
-                        "job '{}': no size given, so the size of {} is needed, but {e} (set size= or filesize=)",
-                        job.name,
-                        path.display()
-                    ))
-                })?;
-                if len <= *off {
-                    return Err(invalid(format!(
-                        "job '{}': offset {off} is at or beyond the end of {} ({len} bytes)",
-                        job.name,
-                        path.display()
-                    )));
-                }
-                sizes.push(len - off);
-            }
-            let total = sizes.iter().sum();
-            (sizes, total)
-        }
-    };
+    let offsets = region_offsets(job, clone, &paths, min_bs_all)?;
+    let (sizes, pass_bytes) = region_sizes(job, base, &paths, &offsets, seeds, min_bs_all)?;
     let ranged = job.filesize.is_some_and(|r| r.low != r.high);
-    if !job.ioengine.is_file_op() {
+    if !ops::of(job.ioengine).has(Caps::FILEOP) {
         for (path, size) in paths.iter().zip(&sizes) {
             if ranged && *size == 0 {
                 // fio ignores a file whose drawn size rounds down to nothing.
@@ -489,7 +519,8 @@ pub fn layout(
     read_only: bool,
 ) -> Result<LaidOut, WorkloadError> {
     let mut laid = LaidOut::default();
-    if matches!(job.ioengine, IoEngine::FileCreate | IoEngine::Null) {
+    let engine = ops::of(job.ioengine);
+    if engine.has(Caps::CREATES_FILES) || engine.has(Caps::FAKEIO) {
         // filecreate creates the files as its I/O; null touches no file.
         return Ok(laid);
     }
@@ -532,7 +563,7 @@ pub fn layout(
         }
         // A trim job's files are written in full first, as fio lays them out, and so are an
         // mmap job's (fio's FIO_NOEXTEND: its writes cannot grow the file).
-        let full = job.rw.reads() || job.rw.trims() || job.ioengine == IoEngine::Mmap;
+        let full = job.rw.reads() || job.rw.trims() || engine.has(Caps::NOEXTEND);
         if !full && job.create_on_open {
             // fio: create_on_open leaves creation to the job's open().
             continue;

@@ -28,6 +28,7 @@ pub mod files;
 pub mod iolog;
 pub mod mmap;
 pub mod numa;
+pub mod ops;
 pub mod pace;
 pub mod posixaio;
 pub mod prio;

@@ -380,7 +380,7 @@ pub fn verror(errno: i32, site: (&str, &str)) -> String {
         "file:{}, func={}, error={}",
         site.0,
         site.1,
-        crate::fio::output::errno_text(errno)
+        crate::fio::text::errno_text(errno)
     )
 }
 

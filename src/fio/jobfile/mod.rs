@@ -1013,6 +1013,7 @@ impl JobSpec {
 }
 
 impl Default for JobSpec {
+    // Over 150 lines: one struct literal, a line per option's fio default.
     fn default() -> Self {
         JobSpec {
             name: String::new(),
@@ -1298,7 +1299,23 @@ fn zbd_check(job: &JobSpec, origin: &Origin) -> Result<(), JobFileError> {
     Ok(())
 }
 
+/// Refuse the job's options that cannot run, each with the error that says why and what to do
+/// instead, checked in this order (the first refusal is the one reported).
 fn validate(job: &JobSpec, origin: &Origin) -> Result<(), JobFileError> {
+    check_buffers_and_rate_kinds(job, origin)?;
+    check_engine_limits(job, origin)?;
+    check_offload(job, origin)?;
+    check_rates_and_size(job, origin)?;
+    check_zones_and_distribution(job, origin)?;
+    check_trims_and_verify(job, origin)?;
+    check_files_and_logs(job, origin)?;
+    // iodepth > 1 with a sync engine is accepted, as fio does; the engine runs at depth 1 and
+    // the report says so.
+    Ok(())
+}
+
+/// A job's options that fsdelta refuses: unlink_each_loop, buffer contents and the rate's units (fio's fixup_options).
+fn check_buffers_and_rate_kinds(job: &JobSpec, origin: &Origin) -> Result<(), JobFileError> {
     if job.unlink_each_loop && (!job.rw.writes() || job.rw.reads()) {
         return err(
             origin,
@@ -1333,6 +1350,11 @@ fn validate(job: &JobSpec, origin: &Origin) -> Result<(), JobFileError> {
             ),
         );
     }
+    Ok(())
+}
+
+/// A job's options that fsdelta refuses: What the engine cannot do: max_latency and continue_on_error with the file engines, mmap's limits.
+fn check_engine_limits(job: &JobSpec, origin: &Origin) -> Result<(), JobFileError> {
     if job.max_latency.iter().any(|&m| m > 0) && job.ioengine.is_file_op() {
         return err(
             origin,
@@ -1375,6 +1397,11 @@ fn validate(job: &JobSpec, origin: &Origin) -> Result<(), JobFileError> {
             ),
         );
     }
+    Ok(())
+}
+
+/// A job's options that fsdelta refuses: io_submit_mode=offload: the engines and options it runs.
+fn check_offload(job: &JobSpec, origin: &Origin) -> Result<(), JobFileError> {
     if job.io_submit_offload {
         let nfiles = job.nrfiles.max(job.filename.len() as u32);
         let unsupported = if !job.ramp_time.is_zero() {
@@ -1424,6 +1451,11 @@ fn validate(job: &JobSpec, origin: &Origin) -> Result<(), JobFileError> {
             );
         }
     }
+    Ok(())
+}
+
+/// A job's options that fsdelta refuses: The minimum rates against the rates, and a size= that can never run.
+fn check_rates_and_size(job: &JobSpec, origin: &Origin) -> Result<(), JobFileError> {
     for d in 0..3 {
         if (job.rate[d] > 0 && job.rate[d] < job.rate_min[d])
             || (job.rate_iops[d] > 0 && job.rate_iops[d] < job.rate_iops_min[d])
@@ -1466,6 +1498,11 @@ fn validate(job: &JobSpec, origin: &Origin) -> Result<(), JobFileError> {
             );
         }
     }
+    Ok(())
+}
+
+/// A job's options that fsdelta refuses: zonemode= and zonesize=, and the random distributions with their generators and map.
+fn check_zones_and_distribution(job: &JobSpec, origin: &Origin) -> Result<(), JobFileError> {
     if job.zonemode == Some(ZoneMode::Zbd) {
         zbd_check(job, origin)?;
     }
@@ -1512,6 +1549,11 @@ fn validate(job: &JobSpec, origin: &Origin) -> Result<(), JobFileError> {
             ),
         );
     }
+    Ok(())
+}
+
+/// A job's options that fsdelta refuses: Trims, verify_only, verify=pattern and dedupe's working set.
+fn check_trims_and_verify(job: &JobSpec, origin: &Origin) -> Result<(), JobFileError> {
     if job.rw.trims() {
         // Trims are issued by the I/O engines (punch or discard) and falloc.
         let engine_trims = matches!(
@@ -1588,6 +1630,11 @@ fn validate(job: &JobSpec, origin: &Origin) -> Result<(), JobFileError> {
             );
         }
     }
+    Ok(())
+}
+
+/// A job's options that fsdelta refuses: Files (registered, named, counted), buffer and sync options that contradict, cmdprio and log_unix_epoch.
+fn check_files_and_logs(job: &JobSpec, origin: &Origin) -> Result<(), JobFileError> {
     if job.ioengine == IoEngine::IoUring && job.uring.registers_files() {
         let nfiles = job.nrfiles.max(job.filename.len() as u32);
         if job.openfiles.is_some_and(|o| o != nfiles) {
@@ -1651,8 +1698,6 @@ fn validate(job: &JobSpec, origin: &Origin) -> Result<(), JobFileError> {
             ),
         );
     }
-    // iodepth > 1 with a sync engine is accepted, as fio does; the engine runs at depth 1 and
-    // the report says so.
     Ok(())
 }
 
@@ -2353,6 +2398,7 @@ mod tests {
     }
 
     /// Bad job files and the error each must produce (line, and a piece of the message).
+    // Over 150 lines: a table of cases, one bad job file and its error per line.
     #[test]
     fn bad_job_files_give_their_errors() {
         let table: &[(&str, usize, &str)] = &[

@@ -22,11 +22,13 @@
 use super::super::aio::{AsyncBackend, NativeAio, Uring};
 use super::super::clock::TimeSource;
 use super::super::stats::{READ, Rusage, ThreadStats, WRITE};
-use super::{
-    AlignedBuf, BufferPolicy, Clock, CloneSetup, Io, Planner, after_tick, check_min_rate,
-    direct_hint, ensure_open, io_err, next_pass, rate_sleep, scramble, think,
-};
-use crate::fio::jobfile::IoEngine;
+use super::buffers::{BufferPolicy, Content, scramble};
+use super::errors::io_err;
+use super::planner::{Io, Planner, ensure_open};
+use super::sync_loop::direct_hint;
+use super::timing::{Clock, after_tick, check_min_rate, next_pass, rate_sleep, think};
+use super::{AlignedBuf, CloneSetup};
+use crate::fio::engine::ops::{self, Op, QueueKind, SyncCall};
 use crate::probe::clock::Nanos;
 use crate::workload::WorkloadError;
 use std::os::fd::{AsRawFd, BorrowedFd, RawFd};
@@ -87,7 +89,7 @@ pub(super) fn run<T: TimeSource + Send>(
     p: &mut Planner<'_>,
     bufs: Vec<AlignedBuf>,
     policy: BufferPolicy,
-    content: &mut super::Content,
+    content: &mut Content,
     st: &mut ThreadStats,
     clock: &mut Clock,
     ru0: &mut Rusage,
@@ -181,7 +183,7 @@ pub(super) fn run<T: TimeSource + Send>(
                 result = Err(e);
                 break;
             }
-            let mut buf = match free.pop() {
+            let buf = match free.pop() {
                 Some(b) => b,
                 None => {
                     let b = back_rx.recv().expect("a worker holds a buffer");
@@ -193,39 +195,15 @@ pub(super) fn run<T: TimeSource + Send>(
                 free.push(buf);
                 break;
             }
-            let data = &mut buf.as_mut_slice()[..io.len];
-            if io.ddir == WRITE && policy.refill {
-                content.fill(job, data);
-            }
-            let start = clk.now();
-            if io.ddir == WRITE && policy.scramble {
-                scramble(data, io.offset, start);
-            }
-            let fd = match &p.files[io.file].fd {
-                Some(fd) => fd.as_raw_fd(),
-                // The null engine opens nothing.
-                None => -1,
-            };
-            // As the inline loop's engines.
-            let super::IoPrio {
-                index: prio_index,
-                engine: prio,
-                ..
-            } = super::io_priority(p, job, &io, st.ioprio);
-            let w = pick(&idle, &seq, &next_free);
-            work_seq += 1;
-            seq[w] = work_seq;
-            idle[w].store(false, Ordering::Release);
             out += 1;
-            let work = Work {
-                io,
-                fd,
-                buf,
-                start,
-                prio,
-                prio_index,
+            let to = Handoff {
+                idle: &idle,
+                seq: &mut seq,
+                next_free: &next_free,
+                work_seq: &mut work_seq,
+                senders: &senders,
             };
-            if senders[w].send(work).is_err() {
+            if !hand_off(setup, p, st, policy, content, io, buf, to, clk) {
                 out -= 1;
                 break;
             }
@@ -253,41 +231,114 @@ pub(super) fn run<T: TimeSource + Send>(
         }
         publish(st, &done);
         drop(senders);
-        let mut rusage = Rusage::default();
-        let mut first_err = None;
-        for h in handles {
-            match h.join() {
-                Ok(Ok(w)) => {
-                    merge(st, &w.stats);
-                    rusage.add(&w.rusage);
-                }
-                Ok(Err(e)) => {
-                    first_err.get_or_insert(e);
-                }
-                Err(_) => {
-                    first_err.get_or_insert(WorkloadError::InvalidOptions(
-                        "a fio submission worker panicked".to_string(),
-                    ));
-                }
+        join_workers(setup, st, handles, result, failed)
+    })
+}
+
+/// Where the offload loop hands its I/Os to the submission workers.
+struct Handoff<'h> {
+    idle: &'h [AtomicBool],
+    seq: &'h mut [u64],
+    next_free: &'h AtomicUsize,
+    work_seq: &'h mut u64,
+    senders: &'h [mpsc::SyncSender<Work>],
+}
+
+/// Prepare `io` in `buf` (the write buffer filled and scrambled, start read, the priority
+/// drawn as the inline loop's engines draw it) and hand it to the idlest worker. Whether it
+/// was taken (a worker that is gone ends the loop).
+#[allow(clippy::too_many_arguments)]
+#[inline]
+fn hand_off<T: TimeSource>(
+    setup: &CloneSetup<'_>,
+    p: &mut Planner<'_>,
+    st: &ThreadStats,
+    policy: BufferPolicy,
+    content: &mut Content,
+    io: Io,
+    mut buf: AlignedBuf,
+    to: Handoff<'_>,
+    clk: T,
+) -> bool {
+    let job = setup.job;
+    let data = &mut buf.as_mut_slice()[..io.len];
+    if io.ddir == WRITE && policy.refill {
+        content.fill(job, data);
+    }
+    let start = clk.now();
+    if io.ddir == WRITE && policy.scramble {
+        scramble(data, io.offset, start);
+    }
+    let fd = match &p.files[io.file].fd {
+        Some(fd) => fd.as_raw_fd(),
+        // The null engine opens nothing.
+        None => -1,
+    };
+    // As the inline loop's engines.
+    let super::IoPrio {
+        index: prio_index,
+        engine: prio,
+        ..
+    } = super::io_priority(p, &io, st.ioprio);
+    let w = pick(to.idle, to.seq, to.next_free);
+    *to.work_seq += 1;
+    to.seq[w] = *to.work_seq;
+    to.idle[w].store(false, Ordering::Release);
+    let work = Work {
+        io,
+        fd,
+        buf,
+        start,
+        prio,
+        prio_index,
+    };
+    to.senders[w].send(work).is_ok()
+}
+
+/// The end of the offload loop: every worker joined and its stats merged (fio counts a
+/// job's threads in its usage); then the loop's error, a worker's, or the first failed I/O
+/// (with the O_DIRECT hint), in that order. The workers' CPU use.
+fn join_workers(
+    setup: &CloneSetup<'_>,
+    st: &mut ThreadStats,
+    handles: Vec<std::thread::ScopedJoinHandle<'_, Result<WorkerOut, WorkloadError>>>,
+    result: Result<(), WorkloadError>,
+    failed: Option<(usize, std::io::Error)>,
+) -> Result<Rusage, WorkloadError> {
+    let mut rusage = Rusage::default();
+    let mut first_err = None;
+    for h in handles {
+        match h.join() {
+            Ok(Ok(w)) => {
+                merge(st, &w.stats);
+                rusage.add(&w.rusage);
+            }
+            Ok(Err(e)) => {
+                first_err.get_or_insert(e);
+            }
+            Err(_) => {
+                first_err.get_or_insert(WorkloadError::InvalidOptions(
+                    "a fio submission worker panicked".to_string(),
+                ));
             }
         }
-        result?;
-        if let Some(e) = first_err {
-            return Err(e);
-        }
-        if let Some((fi, e)) = failed {
-            let hint = e
-                .raw_os_error()
-                .map(|c| direct_hint(job, rustix::io::Errno::from_raw_os_error(c)))
-                .unwrap_or_default();
-            return Err(WorkloadError::Io {
-                op: "I/O (offloaded)",
-                path: setup.plan.files[fi].path.clone(),
-                source: std::io::Error::other(format!("{e}{hint}")),
-            });
-        }
-        Ok(rusage)
-    })
+    }
+    result?;
+    if let Some(e) = first_err {
+        return Err(e);
+    }
+    if let Some((fi, e)) = failed {
+        let hint = e
+            .raw_os_error()
+            .map(|c| direct_hint(setup.job, rustix::io::Errno::from_raw_os_error(c)))
+            .unwrap_or_default();
+        return Err(WorkloadError::Io {
+            op: "I/O (offloaded)",
+            path: setup.plan.files[fi].path.clone(),
+            source: std::io::Error::other(format!("{e}{hint}")),
+        });
+    }
+    Ok(rusage)
 }
 
 /// The bytes and I/Os the workers completed, into the job's stats (for its samples and the
@@ -340,11 +391,14 @@ fn worker<T: TimeSource>(
 ) -> Result<WorkerOut, WorkloadError> {
     let job = setup.job;
     let ru0 = Rusage::thread();
-    let mut backend: Option<Box<dyn AsyncBackend>> = match job.ioengine {
-        IoEngine::Libaio => Some(Box::new(
+    let engine = ops::of(job.ioengine);
+    // The call a worker without a backend makes (fio's sync engines under offload).
+    let call = engine.sync_call();
+    let mut backend: Option<Box<dyn AsyncBackend>> = match engine.op {
+        Op::Queue(QueueKind::Libaio) => Some(Box::new(
             NativeAio::new(1).map_err(|e| io_err("io_setup", dir0, e))?,
         )),
-        IoEngine::IoUring => Some(Box::new(
+        Op::Queue(QueueKind::IoUring) => Some(Box::new(
             Uring::new(1, &job.uring).map_err(|e| io_err("io_uring_setup", dir0, e))?,
         )),
         _ => None,
@@ -414,7 +468,7 @@ fn worker<T: TimeSource>(
             }
             None => {
                 let issue = clk.now();
-                let res = positional(job.ioengine, w.fd, io.ddir, data, io.offset);
+                let res = positional(call, w.fd, io.ddir, data, io.offset);
                 (issue, clk.now(), res)
             }
         };
@@ -467,13 +521,13 @@ fn worker<T: TimeSource>(
 /// One positional read or write of the sync engines offload supports (psync, pvsync,
 /// pvsync2; null moves nothing).
 fn positional(
-    engine: IoEngine,
+    call: SyncCall,
     fd: RawFd,
     ddir: usize,
     buf: &mut [u8],
     offset: u64,
 ) -> std::io::Result<usize> {
-    if engine == IoEngine::Null {
+    if call == SyncCall::Nothing {
         return Ok(buf.len());
     }
     // SAFETY: the job's thread keeps the file open until every queued I/O is back.
@@ -481,11 +535,11 @@ fn positional(
     let mut doneb = 0usize;
     while doneb < buf.len() {
         let off = offset + doneb as u64;
-        let n = match (engine, ddir == READ) {
-            (IoEngine::Pvsync | IoEngine::Pvsync2, true) => {
+        let n = match (call, ddir == READ) {
+            (SyncCall::Vectored | SyncCall::Vectored2, true) => {
                 rustix::io::preadv(fd, &mut [std::io::IoSliceMut::new(&mut buf[doneb..])], off)
             }
-            (IoEngine::Pvsync | IoEngine::Pvsync2, false) => {
+            (SyncCall::Vectored | SyncCall::Vectored2, false) => {
                 rustix::io::pwritev(fd, &[std::io::IoSlice::new(&buf[doneb..])], off)
             }
             (_, true) => rustix::io::pread(fd, &mut buf[doneb..], off),
