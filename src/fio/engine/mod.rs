@@ -42,7 +42,7 @@ pub mod vsync;
 pub mod worker;
 pub mod zbd;
 
-use crate::fio::jobfile::{self, IoEngine, JobFileError, JobSet, JobSpec, Sources};
+use crate::fio::jobfile::{self, JobFileError, JobSet, JobSpec, Sources};
 use crate::fio::metrics;
 use crate::probe::clock::Nanos;
 use crate::workload::{Measurements, RunContext, Workload, WorkloadError};
@@ -513,7 +513,7 @@ fn execute(
     let watch = disk::DiskWatch::start(
         planned
             .iter()
-            .filter(|p| !p.job.ioengine.is_diskless())
+            .filter(|p| !ops::of(p.job.ioengine).has(ops::Caps::DISKLESSIO))
             .flat_map(|p| p.plan.files.iter())
             .filter_map(|f| f.path.parent()),
     );
@@ -1061,8 +1061,7 @@ fn assemble(set: &JobSet, outs: Vec<CloneOut>, t0: Nanos) -> Vec<JobResult> {
 /// laid out), to stdout, whatever the output format. The depth stays the job's iodepth in the
 /// report.
 pub fn sync_depth_note(job: &JobSpec) -> Option<&'static str> {
-    let syncio = (job.ioengine.is_sync() && job.ioengine != IoEngine::Null)
-        || job.ioengine == IoEngine::Vsync;
+    let syncio = ops::of(job.ioengine).has(ops::Caps::FIO_SYNCIO);
     (syncio && job.iodepth > 1).then_some(
         "note: both iodepth >= 1 and synchronous I/O engine are selected, queue depth will be \
          capped at 1",
