@@ -98,9 +98,12 @@ fn ring_of(pid: u32) -> Option<(String, Vec<String>)> {
         {
             if let Ok(info) = std::fs::read_to_string(fd.path()) {
                 if info.contains("SqThread:") && info.contains("UserBufs:") {
-                    let comms = tasks
-                        .iter()
-                        .filter_map(|t| std::fs::read_to_string(t.join("comm")).ok())
+                    // The task list read above may predate the ring (and its SQPOLL thread,
+                    // which io_uring_setup starts before it returns): read it again now.
+                    let comms = std::fs::read_dir(format!("/proc/{pid}/task"))
+                        .ok()?
+                        .flatten()
+                        .filter_map(|t| std::fs::read_to_string(t.path().join("comm")).ok())
                         .map(|c| c.trim().to_string())
                         .collect();
                     return Some((info, comms));
