@@ -1,0 +1,201 @@
+//! fio's options, as its options.c: the option table (`table`, its rows in parts in fio's
+//! order), the value parsers (`values`), the setters that store a value into a [`JobSpec`]
+//! (`setters`, and `distribution` for random_distribution=), and here the public face: look an
+//! option up, apply it to a job, list and explain the options.
+//!
+//! Why it exists: the parser, `--help`, the list of supported options in an error and the
+//! command-line splitting (which options never take the next word) all read the one table, so
+//! adding an option is adding a row. What it must never do: accept an option it cannot honour,
+//! store a value without the row's range check, or list the options in another order than the
+//! table's.
+
+mod distribution;
+mod setters;
+mod table;
+mod values;
+
+pub use table::{Category, Kind, OptDef, Setter, Val};
+pub use values::parse_ignore_error;
+
+use self::values::{choice_err, parse_bool, parse_int, size_value, time_value, value_of};
+use crate::fio::jobfile::{JobFileError, JobSpec, RawOption};
+
+/// The row of `key` (canonical name or alias).
+pub fn lookup(key: &str) -> Option<&'static OptDef> {
+    table::rows().find(|o| o.name == key || o.aliases.contains(&key))
+}
+
+/// fio's parse priority of an option (`.prio` in its options.c): a job file's options are
+/// parsed, and listed in `job options` and `--showcmd`, highest first (a stable sort).
+pub fn fio_prio(def: &OptDef) -> i32 {
+    match def.name {
+        "lockfile" | "cpus_allowed_policy" | "kb_base" | "unit_base" => 1,
+        "filename" | "filename_format" => -1,
+        _ => 0,
+    }
+}
+
+/// Whether the option is one of fio's engine options (an engine's own table, `io_ops->options`,
+/// parsed after the general ones once the engine is loaded). The table's `engines` restriction
+/// is kept for exactly these: fio's general options apply to every engine.
+pub fn is_engine_option(def: &OptDef) -> bool {
+    !def.engines.is_empty()
+}
+
+/// An option as fio lists it in `job options`, `global options` and `--showcmd`: the row's
+/// canonical name (not the alias written) and the value as parsed (after `${VAR}` and bc).
+/// A key the table does not know keeps its spelling.
+pub fn shown_name(key: &str) -> &str {
+    lookup(key).map_or(key, |d| d.name)
+}
+
+/// A section's options in fio's listing order: as written on the command line; from a job
+/// file, fio's `sort_options` order (priority, highest first) with its engine options after
+/// the general ones, as fio's two passes of `fio_options_parse` add them.
+pub fn listing_order(opts: &[RawOption], job_file: bool) -> Vec<&RawOption> {
+    let mut v: Vec<&RawOption> = opts.iter().collect();
+    if job_file {
+        v.sort_by_key(|o| match lookup(&o.key) {
+            Some(d) => (is_engine_option(d), -fio_prio(d)),
+            None => (false, 0),
+        });
+    }
+    v
+}
+
+/// Whether `key` is a set-only option (never takes the next command-line word).
+pub fn is_set_only(key: &str) -> bool {
+    lookup(key).is_some_and(|o| matches!(o.kind, Kind::Flag))
+}
+
+/// Canonical names of every option, in table order.
+pub fn supported_names() -> Vec<&'static str> {
+    table::rows().map(|o| o.name).collect()
+}
+
+/// One line per option for `--help`: name (aliases), default, help.
+pub fn help_text() -> String {
+    let mut out = String::new();
+    for cat in [
+        Category::General,
+        Category::Io,
+        Category::File,
+        Category::Engine,
+        Category::Time,
+        Category::Buffer,
+        Category::Stat,
+    ] {
+        out.push_str(&format!("\n  {}:\n", cat.as_str()));
+        for o in table::rows().filter(|o| o.category == cat) {
+            let mut name = o.name.to_string();
+            if !o.aliases.is_empty() {
+                name.push_str(&format!(" ({})", o.aliases.join(", ")));
+            }
+            let mut line = format!("    {name:<34} {}", o.help);
+            if !o.default.is_empty() {
+                line.push_str(&format!(" [default {}]", o.default));
+            }
+            if !o.engines.is_empty() {
+                let e: Vec<&str> = o.engines.iter().map(|e| e.as_str()).collect();
+                line.push_str(&format!(" [{} only]", e.join(", ")));
+            }
+            out.push_str(&line);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// The error for an option that is not in the table.
+pub fn unsupported(opt: &RawOption) -> JobFileError {
+    JobFileError {
+        origin: opt.origin.clone(),
+        message: format!(
+            "option '{}' is not supported by fsdelta's fio engine; supported options: {}",
+            opt.key,
+            supported_names().join(", ")
+        ),
+    }
+}
+
+/// Read `opt` as its row says and store it into `job`; returns the row.
+pub fn apply(job: &mut JobSpec, opt: &RawOption) -> Result<&'static OptDef, JobFileError> {
+    let Some(def) = lookup(&opt.key) else {
+        return Err(unsupported(opt));
+    };
+    let val = match def.kind {
+        Kind::Bool | Kind::Flag => Val::Bool(parse_bool(opt)?),
+        Kind::Int { min, max } => Val::Int(parse_int(opt, min, max)?),
+        Kind::Size => Val::Size(size_value(opt, value_of(opt)?)?),
+        Kind::Time { default_us } => Val::Time(time_value(opt, default_us)?),
+        Kind::Choice(choices) => {
+            let v = value_of(opt)?;
+            if !choices.contains(&v) {
+                return choice_err(opt, v, &choices.join(", "));
+            }
+            Val::Text(v)
+        }
+        Kind::Text => Val::Text(opt.value.as_deref().map(str::trim).unwrap_or_default()),
+    };
+    (def.set)(job, val, opt)?;
+    Ok(def)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn help_lists_every_option() {
+        let h = help_text();
+        for o in table::rows() {
+            assert!(h.contains(o.name), "{}", o.name);
+        }
+    }
+
+    /// The `engines` restriction is for fio's engine options only (an engine's own table in
+    /// fio 3.33's engines/*.c): fio's general options are accepted with every engine, and
+    /// `job options` lists engine options after the general ones.
+    #[test]
+    fn engine_limited_rows_are_fios_engine_options() {
+        let limited: Vec<&str> = table::rows()
+            .filter(|o| is_engine_option(o))
+            .map(|o| o.name)
+            .collect();
+        assert_eq!(
+            limited,
+            [
+                "hipri",
+                "registerfiles",
+                "fixedbufs",
+                "sqthread_poll",
+                "sqthread_poll_cpu",
+                "cmdprio_percentage",
+                "cmdprio_class",
+                "cmdprio",
+                "cmdprio_bssplit",
+            ]
+        );
+        // The order fio parses (and lists) a job file's options in.
+        let opts: Vec<RawOption> = ["filename", "hipri", "bs", "kb_base_unknown", "lockfile"]
+            .iter()
+            .map(|k| RawOption {
+                key: k.to_string(),
+                value: Some("1".into()),
+                origin: crate::fio::jobfile::Origin {
+                    file: "t.fio".into(),
+                    line: 1,
+                },
+            })
+            .collect();
+        let keys = |v: Vec<&RawOption>| v.iter().map(|o| o.key.clone()).collect::<Vec<_>>();
+        assert_eq!(
+            keys(listing_order(&opts, true)),
+            ["lockfile", "bs", "kb_base_unknown", "filename", "hipri"]
+        );
+        assert_eq!(
+            keys(listing_order(&opts, false)),
+            ["filename", "hipri", "bs", "kb_base_unknown", "lockfile"]
+        );
+    }
+}
