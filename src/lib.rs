@@ -1,7 +1,7 @@
 //! fsdelta measures filesystem performance, keeps every number it measured, and tells which
 //! differences between two kernels, patches, mount options or machines are real.
 //!
-//! Data flows one way through the rooms of `docs/design.md`:
+//! Data flows one way through the rooms of `../shared/docs/design.md`:
 //! `plan` -> `target` -> `workload` -> `probe` -> `store` -> `compare` -> `report`, with `cli` at
 //! the edge and `runner` driving a run (targets x tests x repetitions, each sample stored as it
 //! ends) for the command line and every other place a run starts. `model` holds the plain

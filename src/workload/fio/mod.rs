@@ -1155,7 +1155,7 @@ pub fn measurements(run: &FioRun) -> Measurements {
         }
     }
     let (usr, sys) = cpu_percent(&all);
-    // CPU shares are shown, never judged (the manual's promise, docs/metrics.md): neutral.
+    // CPU shares are shown, never judged (the README's promise): neutral.
     for (name, v) in [("usr_cpu", usr), ("sys_cpu", sys)] {
         m.metrics
             .push(Metric::new(name, v, Unit::Percent, Direction::Neutral).kind(MetricKind::Share));
