@@ -256,7 +256,7 @@ fn our_json_has_every_key_real_fio_has_for_the_same_job() {
             missing.is_empty(),
             "{job}: keys fio has and we lack: {missing:#?}"
         );
-        // fsdelta's own keys (documented in the README): which clock timed the job.
+        // fsdelta's own keys (documented in docs/fio.md): which clock timed the job.
         let ours_only = common::OURS_ONLY_KEYS;
         for k in ours_only {
             assert!(our_keys.contains(k), "{job}: {k} missing");

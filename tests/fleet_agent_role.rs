@@ -1,4 +1,4 @@
-//! The README's least-privilege agent role, exactly as printed, against the real server
+//! The least-privilege agent role of docs/fleet.md, exactly as printed, against the real server
 //! (FSDELTA_TEST_PG, an administrator URL; skipped with a reason without it, or failing under
 //! FSDELTA_REQUIRE_ALL=1). The database is owned by an ordinary (non-superuser) owner role, as
 //! in a lab; agents log in under one shared agent role. Every statement an agent must not be
@@ -18,11 +18,11 @@ use std::time::Duration;
 
 use common::TINY_FILES100 as TINY;
 
-/// The SQL the tests grant with: it must be the README's block, byte for byte.
+/// The SQL the tests grant with: it must be docs/fleet.md's block, byte for byte.
 const AGENT_ROLE_SQL: &str = include_str!("fleet/agent-role.sql");
 
-/// A scratch database owned by a fresh non-superuser owner role, and the README's agent role
-/// granted on it. Database first, then both roles, are dropped on drop (also after a failed
+/// A scratch database owned by a fresh non-superuser owner role, and docs/fleet.md's agent
+/// role granted on it. Database first, then both roles, are dropped on drop (also after a failed
 /// assertion).
 struct Fleet {
     admin_url: String,
@@ -91,7 +91,7 @@ impl Fleet {
         self.db.as_ref().unwrap()
     }
 
-    /// Run the README's SQL (as the administrator: it creates a role) on this database, for
+    /// Run docs/fleet.md's SQL (as the administrator: it creates a role) on this database, for
     /// this test's agent role.
     fn grant_agent_role(&self) {
         let sql = AGENT_ROLE_SQL
@@ -155,14 +155,15 @@ fn fsdelta(url: &str, work: &Path) -> Command {
     c
 }
 
-/// The ```sql block of the README's section "A fleet in five commands".
-fn readme_agent_sql() -> String {
-    let readme =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
-    let section = readme
+/// The ```sql block of the section "A fleet in five commands" of docs/fleet.md (the manual's
+/// fleet page; the README only links to it).
+fn documented_agent_sql() -> String {
+    let page =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/fleet.md")).unwrap();
+    let section = page
         .split("\n## A fleet in five commands\n")
         .nth(1)
-        .expect("README has a section \"A fleet in five commands\"");
+        .expect("docs/fleet.md has a section \"A fleet in five commands\"");
     let section = section.split("\n## ").next().unwrap();
     let block = section
         .split("\n```sql\n")
@@ -177,21 +178,21 @@ fn readme_agent_sql() -> String {
 }
 
 #[test]
-fn the_tested_agent_role_sql_is_the_readmes_byte_for_byte() {
+fn the_tested_agent_role_sql_is_the_fleet_pages_byte_for_byte() {
     assert_eq!(
-        readme_agent_sql(),
+        documented_agent_sql(),
         AGENT_ROLE_SQL,
-        "tests/fleet/agent-role.sql must be the README's ```sql block of \"A fleet in five \
-         commands\", byte for byte"
+        "tests/fleet/agent-role.sql must be the ```sql block of \"A fleet in five commands\" \
+         in docs/fleet.md, byte for byte"
     );
 }
 
 #[test]
-fn the_readme_agent_role_cannot_change_what_a_job_runs_nor_others_runs_yet_completes_a_job() {
+fn the_documented_agent_role_cannot_change_what_a_job_runs_nor_others_runs_yet_completes_a_job() {
     let Some(fleet) = Fleet::new() else { return };
     let work = tempfile::tempdir().unwrap();
     std::fs::write(work.path().join("tiny.toml"), TINY).unwrap();
-    // The owner creates the schema by submitting; then the README's grants.
+    // The owner creates the schema by submitting; then docs/fleet.md's grants.
     fsdelta(&fleet.owner_url, work.path())
         .args(["submit", "--suite", "tiny.toml", "--label", "lp", "-n", "1"])
         .assert()
@@ -580,7 +581,7 @@ fn a_member_of_the_owners_role_writes_runs_freely_and_another_role_only_under_a_
     assert!(e.contains("row-level security"), "{e}");
 }
 
-/// The agent role the README printed before queue version 2 (it granted UPDATE on jobs).
+/// The agent role the manual printed before queue version 2 (it granted UPDATE on jobs).
 const OLD_AGENT_ROLE_SQL: &str = "
 CREATE ROLE fsdelta_agent LOGIN;
 GRANT CONNECT ON DATABASE fsdelta TO fsdelta_agent;

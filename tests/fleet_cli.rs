@@ -318,7 +318,7 @@ fn a_password_in_the_url_is_refused_and_unreachable_servers_are_named() {
     .stderr(predicate::str::contains("needs a PostgreSQL database"));
 }
 
-/// The README's least-privilege SQL, verbatim: an agent role that acts on jobs only through
+/// docs/fleet.md's least-privilege SQL, verbatim: an agent role that acts on jobs only through
 /// fsdelta's token-checked functions and writes only its own claims' runs, and cannot delete or
 /// alter runs; `fsdelta agent` works under it (tests/fleet_agent_role.rs tries every refusal).
 const AGENT_ROLE_SQL: &str = include_str!("fleet/agent-role.sql");

@@ -161,7 +161,7 @@ fn export_and_report_outputs_never_follow_a_planted_symlink() {
     assert_eq!(fs::metadata(&out).unwrap().mode() & 0o777, 0o600);
 }
 
-/// The README: the state file is never in a shared directory. In a sticky world-writable one
+/// docs/configurations.md: the state file is never in a shared directory. In a sticky world-writable one
 /// (as /tmp) it is refused, even before it exists, with what to do.
 #[test]
 fn a_state_file_in_a_sticky_directory_is_refused() {

@@ -1,6 +1,6 @@
 //! Change points in a history of runs: E-divisive means with Student's t significance, as in
 //! Apache Otava (formerly DataStax Hunter, Fleming et al. 2023,
-//! <https://doi.org/10.1145/3578244.3583719>), and as `../shared/docs/statistics.md` asks: window
+//! <https://doi.org/10.1145/3578244.3583719>), and as `docs/statistics.md` asks: window
 //! 50, step 25, a first pass at 10x the p-value that finds weak points, a merge pass that re-tests
 //! them at p = 0.001 and drops changes below a magnitude floor; detection on ranks for tail metrics.
 //!

@@ -319,7 +319,7 @@ fn measured_noise_is_that_of_the_quick_suite_headline() {
 
 #[test]
 fn a_a_comparisons_of_the_quick_suite_rarely_exit_1() {
-    // Printed with --nocapture for the README; the bounds are issue 12's goal.
+    // Printed with --nocapture for docs/comparing.md; the bounds are issue 12's goal.
     for model in [Model::Lognormal, Model::Resampled] {
         for (n, seed) in [(2, 21), (3, 22), (5, 23)] {
             let rate = false_alarm_rate(seed, 1000, n, model);

@@ -1,4 +1,4 @@
-//! The pure two-sample statistics behind every verdict (`../shared/docs/statistics.md`):
+//! The pure two-sample statistics behind every verdict (`docs/statistics.md`):
 //! location and spread, the modified z-score outlier check, Welch's t, the exact Mann-Whitney U
 //! distribution, the Hodges-Lehmann shift with its exact interval, and Benjamini-Hochberg.
 //!

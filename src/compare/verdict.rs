@@ -1,4 +1,4 @@
-//! The two-sample verdict of `../shared/docs/statistics.md`, step by step: baseline runs A against
+//! The two-sample verdict of `docs/statistics.md`, step by step: baseline runs A against
 //! current runs B of one metric give both medians, n and CV per side, diff % with its 95 %
 //! interval, a p-value, the method used, and regressed / improved / unchanged / inconclusive with
 //! the reason. Also how many runs a side would resolve a change, and how many false flags to

@@ -11,7 +11,7 @@
 //! Why native: fsperf's `dbench60` and many mailing-list numbers come from dbench; running the same
 //! loadfile with the same semantics inside fsdelta keeps those numbers comparable while the
 //! latencies come from our clock (`CLOCK_MONOTONIC`, nanoseconds, with histograms) instead of
-//! gettimeofday. The semantics are those of `../shared/docs/workloads.md` (dbench 4.00); where we
+//! gettimeofday. The semantics are those of `docs/workloads.md` (dbench 4.00); where we
 //! differ on purpose it is said here and in `fsdelta dbench --help`:
 //! - clients are threads, not processes (`--clients-per-process` still groups clients the way
 //!   dbench does: one thread replays each line for each of its clients in turn), each with a

@@ -10,7 +10,7 @@
 //! Why native: fsdelta must run anywhere without fs_mark installed, keep every latency (fs_mark
 //! keeps min/avg/max in microseconds), and stop cleanly on Ctrl-C; yet a filesystem developer's
 //! `fs_mark -s 0 -n 10000 -t 2 -S 0 -D 16 -N 256` must mean the same thing here. The semantics
-//! are those of `../shared/docs/workloads.md`; the deliberate differences are:
+//! are those of `docs/workloads.md`; the deliberate differences are:
 //!
 //! - workers are threads of one process started together by a start gate (fs_mark forks a process
 //!   per worker and iteration); each thread unshares its file-descriptor table so the kernel

@@ -91,7 +91,7 @@ const MIGRATIONS: &[&str] = &[
     // below (the schema owner's), which check the token; row-level security lets a role that
     // is not the owner (nor a member of it) insert samples only into a running run of its own
     // claim and end only such a run. Nothing here changes what a job runs: an agent role has no
-    // UPDATE on jobs at all (README, "A fleet in five commands").
+    // UPDATE on jobs at all (docs/fleet.md, "A fleet in five commands").
     "CREATE TABLE job_claims (
         job_id BIGINT PRIMARY KEY REFERENCES jobs (id) ON DELETE CASCADE,
         token TEXT NOT NULL
@@ -425,9 +425,9 @@ fn db(e: postgres::Error) -> QueueError {
         Some(d) if *d.code() == postgres::error::SqlState::INSUFFICIENT_PRIVILEGE => {
             QueueError::Db(format!(
                 "PostgreSQL: {}. The role in the URL lacks a privilege this needs: an agent's role \
-                 needs the grants of the README's agent role SQL (section \"A fleet in five \
-                 commands\"; a fleet older than queue version 2 needs them granted anew), and \
-                 submit and cancel need the database owner's role",
+                 needs the grants of the agent role SQL in docs/fleet.md (section \"A fleet in \
+                 five commands\"; a fleet older than queue version 2 needs them granted anew), \
+                 and submit and cancel need the database owner's role",
                 d.message()
             ))
         }

@@ -920,7 +920,7 @@ fn missing_fs_message(fs: crate::plan::config::FsKind, release: &str, modprobe: 
     );
     if fs == crate::plan::config::FsKind::F2fs {
         m.push_str(&format!(
-            ", or run this configuration in a guest kernel that has it: add kernel = \"/path/to/linux-image-RELEASE.deb\" (or a vmlinuz) to the [[config]], see `fsdelta kernels` and the README's \"Kernel A/B runs\" (Debian's 6.1 kernels build {name} as a module with {option}=m)"
+            ", or run this configuration in a guest kernel that has it: add kernel = \"/path/to/linux-image-RELEASE.deb\" (or a vmlinuz) to the [[config]], see `fsdelta kernels` and \"Kernel A/B runs\" in docs/kernels.md (Debian's 6.1 kernels build {name} as a module with {option}=m)"
         ));
     }
     m

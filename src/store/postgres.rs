@@ -254,8 +254,8 @@ pub(crate) fn migrate_track(
     }
     for sql in migrations.iter().skip(version as usize) {
         tx.batch_execute(sql).map_err(|e| match e.as_db_error() {
-            // An agent's role may not create or alter anything (README, "A fleet in five
-            // commands"): say who can migrate, not just what was denied.
+            // An agent's role may not create or alter anything (docs/fleet.md, "A fleet in
+            // five commands"): say who can migrate, not just what was denied.
             Some(d) if *d.code() == postgres::error::SqlState::INSUFFICIENT_PRIVILEGE => {
                 StoreError::Open {
                     location: format!("postgres {shown}"),
@@ -263,7 +263,7 @@ pub(crate) fn migrate_track(
                         "its schema ({track} {version}) must be brought up to version {supported} \
                          and this role may not ({}); run `FSDELTA_DB=URL fsdelta jobs` once as \
                          the database's owner (it brings the store and the queue up to date), \
-                         then grant the README's agent role SQL anew",
+                         then grant the agent role SQL of docs/fleet.md anew",
                         d.message()
                     ),
                 }
