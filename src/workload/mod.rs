@@ -1,15 +1,16 @@
-//! What I/O is done: the `Workload` trait and the native engines.
+//! What I/O is done: the `Workload` trait, the run context and errors every engine shares, and
+//! the simple engines (`stream`, `copy`, `untar`, `command`, `null`). The tools' engines are
+//! their wings' (`crate::fio`, `crate::fsmark`, `crate::dbench`); choosing an engine for a
+//! suite's test is `crate::engines`'.
 //!
 //! Why a room of its own: engines only drive I/O and push what they measured into a
 //! [`Measurements`] value; they never print to the terminal and never touch the store, so the same
 //! engine serves `fsdelta run`, `fsdelta fsmark` and the tests. A workload must never allocate,
 //! log or take locks inside its timed loop, and must stop promptly when its [`CancelToken`] fires.
 //!
-//! A suite's test works only inside its run directory (the target): [`build`] and
-//! [`external::build`] refuse, through [`check_inside_target`], any path in its options that is
-//! absolute or climbs out with `..`, before anything runs, so that no sample is stored under
-//! the target's filesystem and device when it ran elsewhere. The standalone `fsdelta fio` and
-//! `fsdelta fsmark` build their engines directly and keep the tools' own path semantics.
+//! A suite's test works only inside its run directory (the target): [`leaves_target`] is the
+//! one rule of where its paths may go, which `crate::engines::check_inside_target` applies to
+//! every engine's options before anything runs. This room never imports a wing.
 
 pub mod command;
 pub mod copy;

@@ -1,14 +1,15 @@
-//! The real tools as drivers: fs_mark 3.3, fio 3.33 and dbench 4.00 run as child processes, and
-//! their output is read into the metric names the native engines produce, so that a number from
-//! `engine = "external"` compares with one from the native engine of the same test.
+//! What the drivers of the real tools share: fs_mark 3.3, fio 3.33 and dbench 4.00 run as child
+//! processes ([`run_child`]: found by [`Tool`], in its own process group, stopped on cancel),
+//! and their output is read into the metric names the native engines produce, so that a number
+//! from `engine = "external"` compares with one from the native engine of the same test.
 //!
-//! Why a room of its own: each driver is two halves that must stay apart. A pure
-//! `parse(&str) -> Result<_, ParseError>` per tool ([`fsmark::parse`], [`fio::parse`],
-//! [`dbench::parse`]) knows the tool's exact output format, is tested on captured real output
-//! (`tests/data/external/`) and fuzzed (`fuzz/`, `tests/external_fuzz.rs`); a runner
-//! ([`ExternalFsMark`], [`ExternalFio`], [`ExternalDbench`]) only finds the binary, runs it in the
-//! target directory in its own process group, and hands stdout to the parser. [`import`] turns
-//! existing fio JSON files into samples for `fsdelta import fio-json`.
+//! Each tool's driver is its wing's `external.rs` (`crate::fio::external`,
+//! `crate::fsmark::external`, `crate::dbench::external`), in two halves that must stay apart: a
+//! pure `parse(&str) -> Result<_, ParseError>` that knows the tool's exact output format, tested
+//! on captured real output (`tests/data/external/`) and fuzzed (`fuzz/`,
+//! `tests/external_fuzz.rs`), and a runner that only finds the binary, runs it in the target
+//! directory and hands stdout to the parser. This module holds the shared half: [`Tool`],
+//! [`run_child`], [`ParseError`].
 //!
 //! What this room must never do: invent a number the tool did not print (a metric the real tool
 //! cannot give, such as fs_mark's latency percentiles, is absent, never estimated), print to the
