@@ -596,6 +596,104 @@ fn table(found: &[Found]) -> String {
     t
 }
 
+/// The longest a function may be without a reason written above it (issue 34: a function over
+/// 150 lines hides its steps; split it into named steps, or say why it is one piece).
+const MAX_FN_LINES: usize = 150;
+
+/// What a reason above a long function starts with (a `//` comment among the lines of doc
+/// comments and attributes right above the `fn`).
+const LONG_FN_REASON: &str = "// Over 150 lines:";
+
+/// The functions of `text` longer than [`MAX_FN_LINES`] lines (from the `fn` line to its closing
+/// brace) with no [`LONG_FN_REASON`] comment right above them: (line of the `fn`, name, lines).
+fn long_functions(text: &str) -> Vec<(usize, String, usize)> {
+    let stripped: Vec<char> = strip(text).chars().collect();
+    let original: Vec<&str> = text.lines().collect();
+    let line_of = |i: usize| stripped[..i].iter().filter(|&&c| c == '\n').count() + 1;
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i + 2 < stripped.len() {
+        let starts_fn = stripped[i] == 'f'
+            && stripped[i + 1] == 'n'
+            && stripped[i + 2].is_whitespace()
+            && (i == 0 || !is_ident(stripped[i - 1]));
+        if !starts_fn {
+            i += 1;
+            continue;
+        }
+        let name = ident_at(&stripped, skip_space(&stripped, i + 2)).unwrap_or_default();
+        // The body opens at the first `{` before any `;` (a declaration without a body).
+        let Some(open) = (i..stripped.len()).find(|&j| stripped[j] == '{' || stripped[j] == ';')
+        else {
+            break;
+        };
+        if stripped[open] == ';' {
+            i = open + 1;
+            continue;
+        }
+        let first = line_of(i);
+        let last = line_of(block_end(&stripped, open).saturating_sub(1));
+        let lines = last - first + 1;
+        let reasoned = original[..first - 1]
+            .iter()
+            .rev()
+            .map(|l| l.trim())
+            .take_while(|l| l.starts_with("//") || l.starts_with("#["))
+            .any(|l| l.starts_with(LONG_FN_REASON));
+        if lines > MAX_FN_LINES && !reasoned {
+            out.push((first, name, lines));
+        }
+        i += 2;
+    }
+    out
+}
+
+#[test]
+fn no_function_is_over_150_lines_without_a_reason() {
+    let mut files = Vec::new();
+    rust_files(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
+        &mut files,
+    );
+    assert!(files.len() > 100, "the source was not found: {files:?}");
+    let mut long = Vec::new();
+    for f in &files {
+        let text = std::fs::read_to_string(f).unwrap();
+        for (line, name, lines) in long_functions(&text) {
+            long.push(format!("{}:{line}: fn {name}, {lines} lines", f.display()));
+        }
+    }
+    assert!(
+        long.is_empty(),
+        "split these into named steps, or write the reason right above the fn \
+         (`{LONG_FN_REASON} ...`):\n{}",
+        long.join("\n")
+    );
+}
+
+#[test]
+fn long_functions_are_measured_from_fn_to_brace_and_a_reason_excuses_them() {
+    let body = |n: usize| "    let x = 1;\n".repeat(n);
+    // 3 lines of signature and braces around the body.
+    let long = format!(
+        "/// Doc.\n#[inline]\nfn long() {{\n{}}}\n",
+        body(MAX_FN_LINES - 1)
+    );
+    assert_eq!(
+        long_functions(&long),
+        vec![(3, "long".to_string(), MAX_FN_LINES + 1)]
+    );
+    let just = format!("fn just() {{\n{}}}\n", body(MAX_FN_LINES - 2));
+    assert!(long_functions(&just).is_empty());
+    let excused = format!("/// Doc.\n{LONG_FN_REASON} a table.\n#[test]\n{long}");
+    assert!(long_functions(&excused).is_empty());
+    // Braces and `fn` inside strings and comments do not count; a declaration has no body.
+    let tricky = format!(
+        "trait T {{ fn decl(&self); }}\n// fn not_code() {{\nfn s() {{ let _ = \"{{ fn x\"; }}\n{long}"
+    );
+    assert_eq!(long_functions(&tricky).len(), 1, "{tricky}");
+}
+
 #[test]
 fn every_import_runs_with_the_flow() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");

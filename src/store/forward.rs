@@ -4,7 +4,7 @@
 //! ([`super::memory::FailAfter`]) and the agent's job store change a few methods and pass the
 //! rest through; each names the ones it passes through:
 //!
-//! ```ignore
+//! ```text
 //! impl Store for Wrapper {
 //!     forward_store!(inner: runs, run, samples, profile, run_uuid, run_by_uuid);
 //!     fn add_sample(&mut self, run: RunId, sample: &NewSample) -> Result<SampleId, StoreError> {
