@@ -323,42 +323,10 @@ pub fn export(db: &DbArg, sel: &str, format: Format, output: Option<&Path>) -> R
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{NewSample, SampleStatus, SiteFacts};
-
-    fn guest(accel: &str) -> SampleRecord {
-        let mut facts = SiteFacts::default();
-        facts.extra.insert("vm_accel".into(), accel.into());
-        if accel == "tcg" {
-            facts
-                .extra
-                .insert("emulated".into(), crate::vm::EMULATED_LABEL.into());
-        }
-        SampleRecord {
-            id: 1,
-            run_id: 1,
-            sample: NewSample {
-                config: "k".into(),
-                test: "t".into(),
-                repetition: 1,
-                sequence: 1,
-                facts,
-                status: SampleStatus::Ok,
-                error: None,
-                started_at: chrono::Utc::now(),
-                duration_s: 1.0,
-                workload: String::new(),
-                metrics: vec![],
-                histograms: vec![],
-                attachments: Vec::new(),
-            },
-        }
-    }
+    use crate::read::guest_sample as guest;
 
     #[test]
-    fn a_side_pooling_tcg_and_kvm_samples_is_refused_and_one_accelerator_passes() {
-        let e = read::one_accelerator("label:x", &[guest("tcg"), guest("kvm")]).unwrap_err();
-        assert!(e.to_string().contains("kvm and tcg"), "{e}");
-        read::one_accelerator("label:x", &[guest("tcg"), guest("tcg")]).unwrap();
+    fn emulated_guest_samples_get_the_note() {
         let tcg = guest("tcg");
         let note = emulated_note(&[&guest("kvm"), &tcg]);
         assert!(

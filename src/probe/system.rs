@@ -455,8 +455,11 @@ mod tests {
         let s = Snapshot::take();
         let c0 = thread_cpu();
         let mut x = 0u64;
+        // About a millisecond of arithmetic per clock reading: reading the thread's CPU clock
+        // is a system call, and with a short inner loop most of the time (as the kernel's ticks
+        // see it under load) was system time, not the user time asserted below.
         while thread_cpu() - c0 < 0.3 {
-            for _ in 0..1000 {
+            for _ in 0..1_000_000 {
                 x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
             }
         }

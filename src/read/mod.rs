@@ -286,34 +286,43 @@ pub fn raw_results<'a>(
     Ok(out)
 }
 
+/// A guest sample run under accelerator `accel` (`tcg` is marked emulated, as the VM marks
+/// it), for the tests of the rooms that read sides.
+#[cfg(test)]
+pub(crate) fn guest_sample(accel: &str) -> SampleRecord {
+    use crate::model::{NewSample, SampleStatus, SiteFacts};
+    let mut facts = SiteFacts::default();
+    facts.extra.insert("vm_accel".into(), accel.into());
+    if accel == "tcg" {
+        facts
+            .extra
+            .insert("emulated".into(), crate::vm::EMULATED_LABEL.into());
+    }
+    SampleRecord {
+        id: 1,
+        run_id: 1,
+        sample: NewSample {
+            config: "k".into(),
+            test: "t".into(),
+            repetition: 1,
+            sequence: 1,
+            facts,
+            status: SampleStatus::Ok,
+            error: None,
+            started_at: chrono::Utc::now(),
+            duration_s: 1.0,
+            workload: String::new(),
+            metrics: vec![],
+            histograms: vec![],
+            attachments: Vec::new(),
+        },
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{NewSample, SampleStatus, SiteFacts};
-
-    fn guest(accel: &str) -> SampleRecord {
-        let mut facts = SiteFacts::default();
-        facts.extra.insert("vm_accel".into(), accel.into());
-        SampleRecord {
-            id: 1,
-            run_id: 1,
-            sample: NewSample {
-                config: "k".into(),
-                test: "t".into(),
-                repetition: 1,
-                sequence: 1,
-                facts,
-                status: SampleStatus::Ok,
-                error: None,
-                started_at: chrono::Utc::now(),
-                duration_s: 1.0,
-                workload: String::new(),
-                metrics: vec![],
-                histograms: vec![],
-                attachments: Vec::new(),
-            },
-        }
-    }
+    use super::guest_sample as guest;
 
     #[test]
     fn a_side_pooling_tcg_and_kvm_samples_is_refused_and_one_accelerator_passes() {
