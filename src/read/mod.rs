@@ -321,8 +321,8 @@ pub(crate) fn guest_sample(accel: &str) -> SampleRecord {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use super::guest_sample as guest;
+    use super::*;
 
     #[test]
     fn a_side_pooling_tcg_and_kvm_samples_is_refused_and_one_accelerator_passes() {
