@@ -10,6 +10,7 @@
 use crate::model::SampleRecord;
 use crate::read::extras::SampleLogs;
 use crate::report::html::{FioLogChart, FioLogSeries, MetricInput, Role};
+use crate::report::iterations::in_report;
 
 /// Per (configuration as named by `name`, test) with a metric in `metrics`, a chart per log
 /// file the samples of `base` and `cur` kept (as `read` read them), in the order of the
@@ -25,18 +26,9 @@ pub fn charts(
 ) -> Vec<FioLogChart> {
     let mut out: Vec<FioLogChart> = Vec::new();
     for r in read {
-        let (s, role) = if r.at.base {
-            (&base[r.at.index], Role::Baseline)
-        } else {
-            (&cur[r.at.index], Role::Current)
-        };
-        let config = name(&s.sample.config);
-        if !metrics
-            .iter()
-            .any(|m| m.key.config == config && m.key.test == s.sample.test)
-        {
+        let Some((s, role, config)) = in_report(&r.at, base, cur, name, metrics) else {
             continue;
-        }
+        };
         let files = match &r.files {
             Ok(f) => f,
             Err(e) => {

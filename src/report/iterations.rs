@@ -7,8 +7,30 @@
 //! of gathering (it never reads the store, never formats HTML); `report::gather` calls it.
 
 use crate::model::SampleRecord;
-use crate::read::extras::SampleIterations as ReadRows;
+use crate::read::extras::{SampleAt, SampleIterations as ReadRows};
 use crate::report::html::{IterationTables, MetricInput, Role, SampleIterations};
+
+/// The sample `at` points to, its side, and its configuration as `name` shows it, when the
+/// report has a section for its (configuration, test) among `metrics`; `None` otherwise. Shared
+/// by the fs_mark tables and the fio log charts, which place what `read` read the same way.
+pub(crate) fn in_report<'a>(
+    at: &SampleAt,
+    base: &'a [SampleRecord],
+    cur: &'a [SampleRecord],
+    name: &dyn Fn(&str) -> String,
+    metrics: &[MetricInput],
+) -> Option<(&'a SampleRecord, Role, String)> {
+    let (s, role) = if at.base {
+        (&base[at.index], Role::Baseline)
+    } else {
+        (&cur[at.index], Role::Current)
+    };
+    let config = name(&s.sample.config);
+    metrics
+        .iter()
+        .any(|m| m.key.config == config && m.key.test == s.sample.test)
+        .then_some((s, role, config))
+}
 
 /// Per (configuration as named by `name`, test) with a metric in `metrics`, the rows `read`
 /// read for the samples of `base` and `cur` that kept them, in the order of the report's
@@ -23,18 +45,9 @@ pub fn tables(
 ) -> Vec<IterationTables> {
     let mut out: Vec<IterationTables> = Vec::new();
     for r in read {
-        let (s, role) = if r.at.base {
-            (&base[r.at.index], Role::Baseline)
-        } else {
-            (&cur[r.at.index], Role::Current)
-        };
-        let config = name(&s.sample.config);
-        if !metrics
-            .iter()
-            .any(|m| m.key.config == config && m.key.test == s.sample.test)
-        {
+        let Some((s, role, config)) = in_report(&r.at, base, cur, name, metrics) else {
             continue;
-        }
+        };
         let rows = match &r.rows {
             Ok(Some(rows)) if !rows.is_empty() => rows.clone(),
             Ok(_) => continue,
