@@ -10,6 +10,7 @@ pub mod changepoint;
 pub mod context;
 pub mod history;
 pub mod judge;
+pub mod power;
 pub mod stats;
 pub mod verdict;
 
