@@ -7,6 +7,7 @@
 pub mod agent;
 pub mod cleanup;
 pub mod dbench;
+pub mod doctor;
 pub mod fio;
 pub mod fsmark;
 pub mod guest;
@@ -199,6 +200,9 @@ pub enum Command {
     Agent(agent::AgentArgs),
     /// The fleet's queue: list jobs, `jobs cancel ID`, `jobs reap`. Example: fsdelta jobs --state running
     Jobs(jobs::JobsArgs),
+    /// What a quiet benchmark machine should change here, with the command for each; --apply
+    /// changes it (recorded), --revert undoes it. Example: fsdelta doctor
+    Doctor(doctor::DoctorArgs),
     /// List stored runs, newest first. Example: fsdelta list --limit 10
     List {
         /// Only runs with this label.
@@ -638,6 +642,7 @@ pub fn dispatch(cli: Cli) -> i32 {
         Command::Submit(args) => submit::main(&args),
         Command::Agent(args) => agent::main(&args),
         Command::Jobs(args) => jobs::main(&args),
+        Command::Doctor(args) => doctor::main(&args),
         Command::List { label, limit, db } => query::list(&db, label, limit),
         Command::Show {
             sel,
