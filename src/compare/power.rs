@@ -255,6 +255,144 @@ pub fn detects_phrase(runs: usize, effect: Option<f64>) -> String {
     }
 }
 
+/// Earlier canaries a machine needs before its canary is judged: with fewer it is learning.
+pub const MIN_CANARY_HISTORY: usize = 3;
+
+/// The most earlier canaries a canary is compared with (the newest).
+pub const MAX_CANARY_HISTORY: usize = 10;
+
+/// One metric of a machine's canary: its values now and in the machine's earlier canaries.
+#[derive(Clone, Debug)]
+pub struct CanaryMetric {
+    /// `test/metric` (or `config/test/metric`).
+    pub key: String,
+    /// Which way is better (a neutral metric is not judged).
+    pub direction: crate::model::Direction,
+    /// Its band.
+    pub class: MetricClass,
+    /// Its values in each earlier canary, oldest first.
+    pub history: Vec<Vec<f64>>,
+    /// Its values now.
+    pub current: Vec<f64>,
+}
+
+/// A canary metric that moved.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Moved {
+    /// `test/metric`.
+    pub key: String,
+    /// Change of the centre against the history, percent.
+    pub diff_pct: f64,
+    /// What this machine detects for it with the canary's runs, as a fraction.
+    pub detectable: f64,
+}
+
+/// The verdict on a machine's canary.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub enum Drift {
+    /// Too few earlier canaries to judge: `have` of [`MIN_CANARY_HISTORY`].
+    Learning {
+        /// Earlier canaries.
+        have: usize,
+    },
+    /// Nothing moved beyond what the machine detects.
+    Steady,
+    /// These metrics moved.
+    Moved(Vec<Moved>),
+}
+
+impl Drift {
+    /// The sentence an agent logs and records.
+    pub fn reason(&self) -> String {
+        match self {
+            Drift::Learning { have } => format!(
+                "learning: {have} of {MIN_CANARY_HISTORY} earlier canaries needed before this machine's canary is judged"
+            ),
+            Drift::Steady => "canary steady: nothing moved beyond what this machine detects".into(),
+            Drift::Moved(m) => format!(
+                "canary moved: {}",
+                m.iter()
+                    .map(|m| format!(
+                        "{} {:+.1} % (this machine detects {} with these runs)",
+                        m.key,
+                        m.diff_pct,
+                        fmt_effect(Some(m.detectable))
+                    ))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ),
+        }
+    }
+}
+
+/// Judge a machine's canary against its history: each metric's current values against the
+/// values of its last [`MAX_CANARY_HISTORY`] canaries, by the verdict rules, all metrics one
+/// family (Benjamini-Hochberg); a metric moved when its verdict is regressed or improved (a
+/// machine that got faster drifted too) and its change is at least the effect detectable with
+/// the canary's runs at the noise the history shows (canary to canary, so a machine whose
+/// results wander between canaries needs a bigger move). Learning while fewer than
+/// [`MIN_CANARY_HISTORY`] earlier canaries exist.
+pub fn drift(metrics: &[CanaryMetric], margins: &Margins) -> Drift {
+    let have = metrics.iter().map(|m| m.history.len()).min().unwrap_or(0);
+    if have < MIN_CANARY_HISTORY {
+        return Drift::Learning { have };
+    }
+    let baselines: Vec<Vec<f64>> = metrics
+        .iter()
+        .map(|m| {
+            let from = m.history.len().saturating_sub(MAX_CANARY_HISTORY);
+            m.history[from..].iter().flatten().copied().collect()
+        })
+        .collect();
+    let mut cs: Vec<verdict::Comparison> = metrics
+        .iter()
+        .zip(&baselines)
+        .map(|(m, b)| verdict::compare(b, &m.current, m.direction, m.class, margins))
+        .collect();
+    let family = cs.len();
+    {
+        let mut items: Vec<verdict::Judging<'_>> = cs
+            .iter_mut()
+            .zip(metrics)
+            .map(|(c, m)| verdict::Judging {
+                group: ("canary", m.key.as_str()),
+                headline: true,
+                comparison: c,
+            })
+            .collect();
+        verdict::judge_family(&mut items, verdict::Gate::Headline);
+    }
+    let moved: Vec<Moved> = metrics
+        .iter()
+        .zip(&baselines)
+        .zip(&cs)
+        .filter(|(_, c)| {
+            matches!(
+                c.verdict,
+                verdict::Verdict::Regressed | verdict::Verdict::Improved
+            )
+        })
+        .filter_map(|((m, b), c)| {
+            let noise = Noise::pooled(&[b.as_slice()])?;
+            let runs = m.current.len().max(verdict::TWO_RUN_LIMIT);
+            let detectable = detectable_effect(noise, runs, m.class, family, margins)?;
+            let diff = c.diff_pct?;
+            // the detectable effect is an increase by that factor or a decrease to 1 / (1 + it)
+            let log_shift = (1.0 + diff / 100.0).ln().abs();
+            (log_shift >= detectable.ln_1p()).then(|| Moved {
+                key: m.key.clone(),
+                diff_pct: diff,
+                detectable,
+            })
+        })
+        .collect();
+    if moved.is_empty() {
+        Drift::Steady
+    } else {
+        Drift::Moved(moved)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -409,5 +547,57 @@ mod tests {
                 );
             }
         }
+    }
+
+    fn canary(history: &[[f64; 3]], current: [f64; 3]) -> CanaryMetric {
+        CanaryMetric {
+            key: "canary/files_per_sec".into(),
+            direction: Direction::HigherIsBetter,
+            class: MetricClass::Throughput,
+            history: history.iter().map(|h| h.to_vec()).collect(),
+            current: current.to_vec(),
+        }
+    }
+
+    #[test]
+    fn a_canary_is_learning_then_steady_then_moved() {
+        let m = Margins::default();
+        let h = [
+            [1000.0, 1012.0, 990.0],
+            [1005.0, 995.0, 1010.0],
+            [998.0, 1003.0, 1008.0],
+            [1001.0, 993.0, 1006.0],
+        ];
+        assert_eq!(
+            drift(&[canary(&h[..2], [1000.0, 1004.0, 996.0])], &m),
+            Drift::Learning { have: 2 }
+        );
+        assert_eq!(
+            drift(&[canary(&h, [1002.0, 997.0, 1007.0])], &m),
+            Drift::Steady
+        );
+        // half as fast: moved, with the numbers in the reason
+        let d = drift(&[canary(&h, [500.0, 505.0, 498.0])], &m);
+        let Drift::Moved(moved) = &d else {
+            panic!("{d:?}")
+        };
+        assert_eq!(moved.len(), 1);
+        assert!((moved[0].diff_pct + 50.0).abs() < 1.0, "{moved:?}");
+        assert!(
+            d.reason()
+                .starts_with("canary moved: canary/files_per_sec -50."),
+            "{}",
+            d.reason()
+        );
+        // twice as fast is a drift too
+        assert!(matches!(
+            drift(&[canary(&h, [2000.0, 2010.0, 1990.0])], &m),
+            Drift::Moved(_)
+        ));
+        // a 1 % move is within what this machine can tell from noise with 3 runs: steady
+        assert_eq!(
+            drift(&[canary(&h, [990.0, 991.0, 989.0])], &m),
+            Drift::Steady
+        );
     }
 }

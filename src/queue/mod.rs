@@ -36,6 +36,9 @@ use fallible_iterator::FallibleIterator;
 use postgres::Client;
 use std::time::{Duration, Instant};
 
+pub mod health;
+pub use health::{Canary, Cleared, Health, MachineInfo};
+
 /// The LISTEN/NOTIFY channel that says "a job may be claimable" (payload: job id).
 pub const CHANNEL: &str = "fsdelta_jobs";
 /// The channel that says "job N was asked to stop" (payload: job id).
@@ -398,6 +401,8 @@ const MIGRATIONS: &[&str] = &[
                            f, current_schema());
         END LOOP;
     END $d$;",
+    // 3 (issue 38): machine health and canary history; claims refuse unhealthy machines.
+    health::MIGRATION,
 ];
 
 /// A job id.
