@@ -36,8 +36,15 @@ fn fsdelta(url: &str, work: &Path) -> Command {
 
 fn agent(url: &str, work: &Path, extra: &[&str]) -> Command {
     let mut c = fsdelta(url, work);
-    c.args(["agent", "--no-drop-caches", "--heartbeat", "1"])
-        .args(extra);
+    // No canary: these tests are about jobs; tests/fleet_canary.rs tests the canary.
+    c.args([
+        "agent",
+        "--no-drop-caches",
+        "--no-canary",
+        "--heartbeat",
+        "1",
+    ])
+    .args(extra);
     c
 }
 

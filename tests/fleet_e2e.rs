@@ -54,7 +54,14 @@ fn spawn_agent(url: &str, name: &str, scratch: &std::path::Path, state: &std::pa
     Command::new(assert_cmd::cargo::cargo_bin("fsdelta"))
         // Heartbeat 2 s, lease 8 s: longer than a server restart takes, so the restart costs no
         // attempt.
-        .args(["agent", "--quiet", "--no-drop-caches", "--heartbeat", "2"])
+        .args([
+            "agent",
+            "--quiet",
+            "--no-drop-caches",
+            "--no-canary",
+            "--heartbeat",
+            "2",
+        ])
         .args(["--name", name, "--db", url, "--target"])
         .arg(scratch)
         .env("FSDELTA_STATE_FILE", state)

@@ -58,9 +58,35 @@ pub struct AgentArgs {
     /// Only a line per job, not per sample.
     #[arg(short, long)]
     pub quiet: bool,
+    /// The canary run before each job: a suite file (default: a built-in fs_mark canary of a
+    /// few seconds in the --target directory). When it moves beyond what this machine detects
+    /// against the machine's own earlier canaries, the machine is marked unhealthy and takes
+    /// no job until `fsdelta machines clear NAME`.
+    #[arg(long, value_name = "SUITE_FILE", conflicts_with = "no_canary")]
+    pub canary: Option<PathBuf>,
+    /// Repetitions of each canary test.
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    pub canary_runs: u32,
+    /// Run no canary: this machine's drift goes unnoticed.
+    #[arg(long)]
+    pub no_canary: bool,
     #[command(flatten)]
     pub db: DbArg,
 }
+
+/// The built-in canary: small files created, written and closed, and a few with fsync, by
+/// fs_mark: a few seconds on a disk, under a second on tmpfs.
+const DEFAULT_CANARY: &str = r#"
+name = "canary"
+[[test]]
+name = "canary-files"
+workload = "fsmark"
+args = "-s 4096 -n 1000 -t 1 -S 0"
+[[test]]
+name = "canary-fsync"
+workload = "fsmark"
+args = "-s 4096 -n 100 -t 1 -S 1"
+"#;
 
 /// Why a job's run was asked to stop.
 const STOP_NONE: u8 = 0;
@@ -458,6 +484,180 @@ fn run_job(
     Ok(false)
 }
 
+/// The canary's suite: the --canary file or the built-in one.
+fn canary_suite(args: &AgentArgs) -> Result<crate::plan::suite::Suite> {
+    match &args.canary {
+        Some(p) => {
+            let text = std::fs::read_to_string(p)
+                .with_context(|| format!("reading the canary suite {}", p.display()))?;
+            Ok(suitefile::parse(&text, &p.display().to_string())?)
+        }
+        None => Ok(suitefile::parse(DEFAULT_CANARY, "(built-in canary)")?),
+    }
+}
+
+/// Run the canary here (in the --target directory, results kept in memory only: a canary is
+/// not a run of the fleet) and return its headline metrics: key `test/metric` to values.
+fn run_canary(
+    args: &AgentArgs,
+    environment: &crate::model::Environment,
+    signal: &CancelToken,
+) -> Result<std::collections::BTreeMap<String, CanaryValues>> {
+    let suite = canary_suite(args)?;
+    let tests = suite
+        .tests
+        .iter()
+        .map(|t| {
+            PlannedTest::build(t, false, None, &[])
+                .map_err(|e| anyhow::anyhow!("canary test {}: {e}", t.name))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let plan = RunSpec {
+        label: "canary".into(),
+        suite: suite.name.clone(),
+        tests,
+        targets: Sites::Scratch(match &args.target {
+            Some(p) => p.clone(),
+            None => std::env::current_dir().context("reading the current directory")?,
+        }),
+        repeat: args.canary_runs.max(1),
+        order: Order::Rotate,
+        until_confident: None,
+        drop_caches: !args.no_drop_caches,
+        profile: None,
+        profile_scope: Default::default(),
+        baseline: Baseline::None,
+        environment: environment.clone(),
+    };
+    let mut store = crate::store::memory::MemoryStore::new();
+    let r = runner::run(&plan, &mut store, signal, &runner::Silent)
+        .map_err(|e| anyhow::anyhow!("the canary could not run: {e}"))?;
+    if r.failed() > 0 {
+        let why: Vec<String> = r.samples.iter().filter_map(|s| s.error.clone()).collect();
+        anyhow::bail!("the canary failed: {}", why.join("; "));
+    }
+    let mut out: std::collections::BTreeMap<String, CanaryValues> = Default::default();
+    for s in &r.samples {
+        let declared = s.metrics.iter().any(|m| m.headline);
+        for m in s.metrics.iter().filter(|m| {
+            (m.headline || !declared) && m.direction != crate::model::Direction::Neutral
+        }) {
+            let e = out
+                .entry(format!("{}/{}", s.test, m.name))
+                .or_insert_with(|| CanaryValues {
+                    higher_is_better: m.direction == crate::model::Direction::HigherIsBetter,
+                    class: crate::compare::verdict::MetricClass::of(m.kind),
+                    values: Vec::new(),
+                });
+            e.values.push(m.value);
+        }
+    }
+    if out.is_empty() {
+        anyhow::bail!("the canary measured no headline metric");
+    }
+    Ok(out)
+}
+
+/// One canary metric as recorded in the queue (JSON).
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+struct CanaryValues {
+    higher_is_better: bool,
+    class: crate::compare::verdict::MetricClass,
+    values: Vec<f64>,
+}
+
+/// Run the canary, judge it against this machine's history and record it. Returns `false`
+/// when the machine is now unhealthy (it must not claim).
+fn canary_check(
+    q: &mut Queue,
+    agent: &Agent,
+    args: &AgentArgs,
+    environment: &crate::model::Environment,
+    signal: &CancelToken,
+) -> Result<bool> {
+    use crate::compare::power::{self, CanaryMetric, Drift};
+    let now = match run_canary(args, environment, signal) {
+        Ok(v) => v,
+        Err(e) if signal.is_cancelled() => return Err(e),
+        Err(e) => {
+            let reason = format!("{e:#}");
+            q.record_canary(agent, false, &reason, "{}")?;
+            eprintln!(
+                "fsdelta agent: {} marked unhealthy: {reason}; it takes no jobs until `fsdelta machines clear {}`",
+                agent.name, agent.name
+            );
+            return Ok(false);
+        }
+    };
+    let history: Vec<std::collections::BTreeMap<String, CanaryValues>> = q
+        .canary_history(&agent.name, power::MAX_CANARY_HISTORY)?
+        .iter()
+        .filter_map(|c| serde_json::from_str(&c.metrics).ok())
+        .collect();
+    let metrics: Vec<CanaryMetric> = now
+        .iter()
+        .map(|(key, v)| CanaryMetric {
+            key: key.clone(),
+            direction: if v.higher_is_better {
+                crate::model::Direction::HigherIsBetter
+            } else {
+                crate::model::Direction::LowerIsBetter
+            },
+            class: v.class,
+            history: history
+                .iter()
+                .filter_map(|h| h.get(key).map(|x| x.values.clone()))
+                .collect(),
+            current: v.values.clone(),
+        })
+        .collect();
+    let drift = power::drift(&metrics, &Default::default());
+    let healthy = !matches!(drift, Drift::Moved(_));
+    let reason = drift.reason();
+    q.record_canary(agent, healthy, &reason, &serde_json::to_string(&now)?)?;
+    if healthy {
+        if !args.quiet {
+            eprintln!("fsdelta agent: {}: {reason}", agent.name);
+        }
+    } else {
+        eprintln!(
+            "fsdelta agent: {} marked unhealthy: {reason}; it takes no jobs until `fsdelta machines clear {}`",
+            agent.name, agent.name
+        );
+    }
+    Ok(healthy)
+}
+
+/// Whether this machine may claim: not marked unhealthy (said once per mark), and, when a job
+/// is waiting for it and canaries are on, its canary is steady.
+fn may_claim(
+    q: &mut Queue,
+    agent: &Agent,
+    args: &AgentArgs,
+    environment: &crate::model::Environment,
+    signal: &CancelToken,
+    told: &mut Option<String>,
+) -> Result<bool> {
+    if let Some(h) = q.health(&agent.name)?.filter(|h| !h.healthy) {
+        if told.as_deref() != Some(h.reason.as_str()) {
+            eprintln!(
+                "fsdelta agent: {} is unhealthy since {}: {}; it takes no jobs until `fsdelta machines clear {}`",
+                agent.name,
+                h.since.format("%Y-%m-%d %H:%M:%S UTC"),
+                h.reason,
+                agent.name
+            );
+            *told = Some(h.reason);
+        }
+        return Ok(false);
+    }
+    *told = None;
+    if args.no_canary || !q.claimable(agent)? {
+        return Ok(true);
+    }
+    canary_check(q, agent, args, environment, signal)
+}
+
 /// `fsdelta agent`.
 pub fn main(args: &AgentArgs) -> Result<i32> {
     if !(args.heartbeat > 0.0 && args.heartbeat.is_finite()) {
@@ -527,6 +727,8 @@ pub fn main(args: &AgentArgs) -> Result<i32> {
         q.shown()
     );
     let mut ran = 0u64;
+    // The unhealthy mark last reported, so that it is said once, not once per lease.
+    let mut told: Option<String> = None;
     loop {
         if signal.is_cancelled() {
             return Ok(EXIT_INTERRUPTED);
@@ -547,7 +749,12 @@ pub fn main(args: &AgentArgs) -> Result<i32> {
                 );
             }
         }
-        match q.claim(&agent, lease)? {
+        let job = if may_claim(&mut q, &agent, args, &environment, &signal, &mut told)? {
+            q.claim(&agent, lease)?
+        } else {
+            None
+        };
+        match job {
             Some(job) => {
                 ran += 1;
                 if run_job(&mut q, &mut fleet, &agent, job, args, &environment, &signal)? {

@@ -73,7 +73,7 @@ pub enum JobsAction {
     },
 }
 
-fn age(t: DateTime<Utc>, now: DateTime<Utc>) -> String {
+pub(crate) fn age(t: DateTime<Utc>, now: DateTime<Utc>) -> String {
     let s = (now - t).num_seconds().max(0);
     match s {
         0..60 => format!("{s}s"),
@@ -83,7 +83,7 @@ fn age(t: DateTime<Utc>, now: DateTime<Utc>) -> String {
     }
 }
 
-fn clip(s: &str, n: usize) -> String {
+pub(crate) fn clip(s: &str, n: usize) -> String {
     if s.chars().count() <= n {
         s.to_string()
     } else {
@@ -132,6 +132,30 @@ pub fn render(jobs: &[JobInfo], now: DateTime<Utc>) -> String {
     out
 }
 
+/// The machines' health under the jobs: `machines: a healthy, b UNHEALTHY (why)`; empty when
+/// none is registered.
+pub fn machines_line(machines: &[crate::queue::MachineInfo]) -> String {
+    if machines.is_empty() {
+        return String::new();
+    }
+    let parts: Vec<String> = machines
+        .iter()
+        .map(|m| match &m.health {
+            Some(h) if !h.healthy => format!("{} UNHEALTHY ({})", m.name, clip(&h.reason, 80)),
+            _ => format!("{} healthy", m.name),
+        })
+        .collect();
+    format!(
+        "\nmachines: {}{}\n",
+        parts.join(", "),
+        if machines.iter().any(|m| !m.healthy()) {
+            " (an unhealthy machine takes no jobs until `fsdelta machines clear NAME`)"
+        } else {
+            ""
+        }
+    )
+}
+
 /// `fsdelta jobs`.
 pub fn main(args: &JobsArgs) -> Result<i32> {
     match &args.action {
@@ -139,11 +163,15 @@ pub fn main(args: &JobsArgs) -> Result<i32> {
             let mut q = Queue::open(&args.db.location())?;
             let states: Vec<JobState> = args.states.iter().map(|s| (*s).into()).collect();
             let jobs = q.list(&states, args.limit)?;
+            let machines = q.machines()?;
+            let mut text = String::new();
             if jobs.is_empty() {
                 eprintln!("no jobs; submit one with `fsdelta submit`");
             } else {
-                super::query::write_stdout(&render(&jobs, Utc::now()))?;
+                text.push_str(&render(&jobs, Utc::now()));
             }
+            text.push_str(&machines_line(&machines));
+            super::query::write_stdout(&text)?;
         }
         Some(JobsAction::Cancel { id, db }) => {
             let db = if db.db.is_some() { db } else { &args.db };

@@ -14,6 +14,7 @@ pub mod guest;
 pub mod import;
 pub mod jobs;
 pub mod kernels;
+pub mod machines;
 pub mod profile;
 pub mod progress;
 pub mod query;
@@ -203,6 +204,9 @@ pub enum Command {
     /// What a quiet benchmark machine should change here, with the command for each; --apply
     /// changes it (recorded), --revert undoes it. Example: fsdelta doctor
     Doctor(doctor::DoctorArgs),
+    /// The fleet's machines and their health; `machines clear NAME` lets an unhealthy one take
+    /// jobs again. Example: fsdelta machines
+    Machines(machines::MachinesArgs),
     /// List stored runs, newest first. Example: fsdelta list --limit 10
     List {
         /// Only runs with this label.
@@ -643,6 +647,7 @@ pub fn dispatch(cli: Cli) -> i32 {
         Command::Agent(args) => agent::main(&args),
         Command::Jobs(args) => jobs::main(&args),
         Command::Doctor(args) => doctor::main(&args),
+        Command::Machines(args) => machines::main(&args),
         Command::List { label, limit, db } => query::list(&db, label, limit),
         Command::Show {
             sel,

@@ -183,6 +183,20 @@ pub enum Cleared {
 }
 
 impl Queue {
+    /// Whether a queued job is waiting that `agent` may run (the test `fsdelta_claim` makes;
+    /// another agent may still take it first): the agent runs its canary only then.
+    pub fn claimable(&mut self, agent: &Agent) -> Result<bool, QueueError> {
+        self.with(|c| {
+            c.query_one(
+                "SELECT EXISTS (SELECT 1 FROM jobs j WHERE j.state = 'queued'
+                     AND (j.class IS NULL OR j.class = ANY($1))
+                     AND (j.host IS NULL OR j.host = $2 OR j.host = $3))",
+                &[&agent.classes, &agent.name, &agent.host],
+            )
+            .map(|r| r.get(0))
+        })
+    }
+
     /// Record a canary of `agent`'s machine: `healthy` false marks the machine unhealthy (it
     /// then claims no job until cleared). Returns the canary's id.
     pub fn record_canary(

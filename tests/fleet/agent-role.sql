@@ -9,7 +9,7 @@ CREATE ROLE fsdelta_agent LOGIN;
 GRANT CONNECT ON DATABASE fsdelta TO fsdelta_agent;
 GRANT USAGE ON SCHEMA public TO fsdelta_agent;
 GRANT SELECT ON fsdelta_meta, runs, samples, metrics, histograms, profiles, attachments, machines,
-    jobs TO fsdelta_agent;
+    jobs, machine_health, canaries TO fsdelta_agent;
 GRANT INSERT (label, suite, started_at, status, host, kernel, fsdelta_version, environment,
     owner_pid, owner_start_time, owner_host, uuid) ON runs TO fsdelta_agent;
 GRANT INSERT (run_id, config, test, repetition, sequence, fs_type, path, device, mount_options,
@@ -19,4 +19,4 @@ GRANT INSERT ON metrics, histograms, profiles, attachments TO fsdelta_agent;
 GRANT UPDATE (status, finished_at) ON runs TO fsdelta_agent;
 GRANT INSERT, UPDATE ON machines TO fsdelta_agent;
 GRANT EXECUTE ON FUNCTION fsdelta_claim, fsdelta_heartbeat, fsdelta_finish, fsdelta_release,
-    fsdelta_reap TO fsdelta_agent;
+    fsdelta_reap, fsdelta_canary TO fsdelta_agent;
