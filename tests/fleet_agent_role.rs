@@ -655,3 +655,68 @@ fn an_agent_role_that_finds_the_queue_schema_behind_is_told_to_migrate_it_as_the
                 .and(predicate::str::contains("once as the database's owner")),
         );
 }
+
+/// Issue 38: the agent role records canaries and can mark a machine unhealthy, but nothing it
+/// may run puts an unhealthy machine back to work: no write on `machine_health` or `canaries`,
+/// `fsdelta_canary` never marks a machine healthy, an unhealthy name claims nothing, and
+/// `fsdelta machines clear` under the agent role is refused; the owner clears it.
+#[test]
+fn the_agent_role_cannot_clear_an_unhealthy_machine_only_the_owner_can() {
+    let Some(fleet) = Fleet::new() else { return };
+    let work = tempfile::tempdir().unwrap();
+    std::fs::write(work.path().join("tiny.toml"), TINY).unwrap();
+    fsdelta(&fleet.owner_url, work.path())
+        .args(["submit", "--suite", "tiny.toml", "--label", "x", "-n", "1"])
+        .assert()
+        .success();
+    fleet.grant_agent_role();
+    let (a, b) = (machine("sick"), machine("other"));
+    let mut q = Queue::open(&fleet.agent_url).unwrap();
+    q.register(&a, "test").unwrap();
+    q.register(&b, "test").unwrap();
+    q.record_canary(&a, true, "learning", "{}").unwrap();
+    q.record_canary(&a, false, "canary moved: t/m -50.0 %", "{}")
+        .unwrap();
+    // an unhealthy machine claims nothing, though a job waits for it
+    assert!(q.claimable(&a).unwrap());
+    assert!(q.claim(&a, Duration::from_secs(30)).unwrap().is_none());
+    // a healthy canary does not clear the mark, nor change its reason
+    q.record_canary(&a, true, "canary steady", "{}").unwrap();
+    let h = q.health("sick").unwrap().unwrap();
+    assert!(!h.healthy && h.reason.starts_with("canary moved"), "{h:?}");
+    let mut c = connect(&fleet.agent_url);
+    for sql in [
+        "UPDATE machine_health SET healthy = true WHERE name = 'sick'",
+        "DELETE FROM machine_health WHERE name = 'sick'",
+        "INSERT INTO machine_health (name, healthy, reason) VALUES ('other', true, 'x')",
+        "UPDATE canaries SET healthy = true",
+        "DELETE FROM canaries",
+    ] {
+        let msg = refused(&mut c, sql);
+        assert!(msg.contains("permission denied"), "{sql}: {msg}");
+    }
+    // renaming the machine away from its mark is refused by the key (its UPDATE on machines is
+    // for registering)
+    let msg = refused(
+        &mut c,
+        "UPDATE machines SET name = 'sick2' WHERE name = 'sick'",
+    );
+    assert!(msg.contains("machine_health"), "{msg}");
+    fsdelta(&fleet.agent_url, work.path())
+        .args(["machines", "clear", "sick"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("permission denied"));
+    assert!(!q.health("sick").unwrap().unwrap().healthy);
+    // the other machine is untouched and still works
+    assert!(q.health("other").unwrap().is_none());
+    // the owner clears it; it claims the job
+    fsdelta(&fleet.owner_url, work.path())
+        .args(["machines", "clear", "sick", "--note", "checked"])
+        .assert()
+        .success()
+        .stdout("sick cleared: it takes jobs again\n");
+    let h = q.health("sick").unwrap().unwrap();
+    assert!(h.healthy && h.reason.contains("checked"), "{h:?}");
+    assert!(q.claim(&a, Duration::from_secs(30)).unwrap().is_some());
+}
