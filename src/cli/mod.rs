@@ -5,6 +5,7 @@
 //! messages. It must never measure, run SQL or format tables itself; it calls the rooms that do.
 
 pub mod agent;
+pub mod calibrate;
 pub mod cleanup;
 pub mod dbench;
 pub mod doctor;
@@ -204,6 +205,10 @@ pub enum Command {
     /// What a quiet benchmark machine should change here, with the command for each; --apply
     /// changes it (recorded), --revert undoes it. Example: fsdelta doctor
     Doctor(doctor::DoctorArgs),
+    /// Run the suite twice as A/A, keep the runs (label calibrate) and print per headline metric
+    /// the smallest change this machine detects with 3, 5, 10, 20 runs a side. Example:
+    /// fsdelta calibrate --test smallfiles -n 5
+    Calibrate(calibrate::CalibrateArgs),
     /// The fleet's machines and their health; `machines clear NAME` lets an unhealthy one take
     /// jobs again. Example: fsdelta machines
     Machines(machines::MachinesArgs),
@@ -647,6 +652,7 @@ pub fn dispatch(cli: Cli) -> i32 {
         Command::Agent(args) => agent::main(&args),
         Command::Jobs(args) => jobs::main(&args),
         Command::Doctor(args) => doctor::main(&args),
+        Command::Calibrate(args) => calibrate::main(&args),
         Command::Machines(args) => machines::main(&args),
         Command::List { label, limit, db } => query::list(&db, label, limit),
         Command::Show {

@@ -1,0 +1,285 @@
+//! `fsdelta calibrate`: how noisy is this machine, and so what can it detect? Runs the selected
+//! suite twice with the same setup (an A/A pair, each stored as a run labelled `calibrate`, so
+//! the machine's noise keeps a history: `fsdelta history --label-glob calibrate ...`), then
+//! prints, per headline metric, its noise (the pooled within-run CV of both runs) and the
+//! smallest change the verdict rules would detect at 80 % power with 3, 5, 10 and 20 runs a
+//! side (`compare::power`), and whether the A/A comparison flagged anything (it should not).
+//!
+//! It must never judge anything itself: the numbers come from `compare::power` and
+//! `compare::verdict`; and it runs through `fsdelta run`'s own path, so a calibration measures
+//! exactly what a run measures.
+
+use super::{Cli, Command, DbArg, EXIT_INTERRUPTED, EXIT_OK};
+use crate::compare::power::{self, Noise};
+use crate::compare::verdict::{self, Margins, MetricClass, Verdict};
+use crate::model::{Direction, RunId, SampleRecord, SampleStatus};
+use crate::store::RunFilter;
+use anyhow::{Context, Result, bail};
+use clap::{Args, Parser};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// The label of calibration runs.
+pub const LABEL: &str = "calibrate";
+
+/// Options of `fsdelta calibrate`: `run`'s selection options.
+#[derive(Debug, Args)]
+pub struct CalibrateArgs {
+    /// Suite: a built-in name (quick, fsperf) or a suite file.
+    #[arg(long, default_value = "quick")]
+    pub suite: String,
+    /// Scale the built-in suite's sizes.
+    #[arg(long, default_value_t = 1.0)]
+    pub scale: f64,
+    /// Run in a scratch directory inside DIR.
+    #[arg(long, value_name = "DIR")]
+    pub target: Option<PathBuf>,
+    /// Only these tests (repeatable).
+    #[arg(long = "test", value_name = "NAME")]
+    pub tests: Vec<String>,
+    /// Repetitions of each test in each of the two runs.
+    #[arg(short = 'n', long = "repeat", default_value_t = 5)]
+    pub repeat: u32,
+    /// Configurations to run on (a config file, as `run --config`).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Keep the page cache between samples.
+    #[arg(long)]
+    pub no_drop_caches: bool,
+    /// Only the table, not the runs' progress.
+    #[arg(short, long)]
+    pub quiet: bool,
+    #[command(flatten)]
+    pub db: DbArg,
+}
+
+/// One headline metric's noise and what it lets this machine detect.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Row {
+    /// Configuration.
+    pub config: String,
+    /// Test.
+    pub test: String,
+    /// Metric.
+    pub metric: String,
+    /// Pooled within-run noise, if the values allow one.
+    pub noise: Option<Noise>,
+    /// Detectable change at 3, 5, 10 and 20 runs a side.
+    pub detectable: Vec<(usize, Option<f64>)>,
+    /// The A/A verdict of run B against run A.
+    pub aa: Verdict,
+}
+
+/// The rows of a calibration from the samples of its two runs: every headline metric (all
+/// judged metrics of a test that declares none), family = their number.
+pub fn rows(a: &[SampleRecord], b: &[SampleRecord], margins: &Margins) -> Vec<Row> {
+    type Key = (String, String, String);
+    let mut series: BTreeMap<Key, (Direction, MetricClass, Vec<f64>, Vec<f64>)> = BTreeMap::new();
+    let mut declared: std::collections::BTreeSet<(String, String)> = Default::default();
+    for s in a.iter().chain(b) {
+        if s.sample.metrics.iter().any(|m| m.headline) {
+            declared.insert((s.sample.config.clone(), s.sample.test.clone()));
+        }
+    }
+    for (side, samples) in [(0, a), (1, b)] {
+        for s in samples
+            .iter()
+            .filter(|s| s.sample.status == SampleStatus::Ok)
+        {
+            let group = (s.sample.config.clone(), s.sample.test.clone());
+            for m in &s.sample.metrics {
+                if m.direction == Direction::Neutral || !(m.headline || !declared.contains(&group))
+                {
+                    continue;
+                }
+                let e = series
+                    .entry((group.0.clone(), group.1.clone(), m.name.clone()))
+                    .or_insert_with(|| (m.direction, MetricClass::of(m.kind), vec![], vec![]));
+                if side == 0 { &mut e.2 } else { &mut e.3 }.push(m.value);
+            }
+        }
+    }
+    let family = series.len();
+    let mut out: Vec<Row> = Vec::with_capacity(family);
+    let mut cs: Vec<verdict::Comparison> = Vec::with_capacity(family);
+    for ((config, test, metric), (dir, class, va, vb)) in &series {
+        let noise = Noise::pooled(&[va.as_slice(), vb.as_slice()]);
+        let detectable = match noise {
+            Some(n) => power::table(n, *class, family, margins),
+            None => power::RUNS_SHOWN.iter().map(|&r| (r, None)).collect(),
+        };
+        cs.push(verdict::compare(va, vb, *dir, *class, margins));
+        out.push(Row {
+            config: config.clone(),
+            test: test.clone(),
+            metric: metric.clone(),
+            noise,
+            detectable,
+            aa: Verdict::Inconclusive,
+        });
+    }
+    {
+        let mut items: Vec<verdict::Judging<'_>> = cs
+            .iter_mut()
+            .zip(&out)
+            .map(|(c, r)| verdict::Judging {
+                group: (r.config.as_str(), r.test.as_str()),
+                headline: true,
+                comparison: c,
+            })
+            .collect();
+        verdict::judge_family(&mut items, verdict::Gate::Headline);
+    }
+    for (r, c) in out.iter_mut().zip(&cs) {
+        r.aa = c.verdict;
+    }
+    out
+}
+
+/// The table `calibrate` prints.
+pub fn render(rows: &[Row], host: &str, runs: (RunId, RunId), repeat: u32) -> String {
+    let mut out = format!(
+        "Noise of {host} (runs {} and {}, {repeat} repetitions each, labelled {LABEL}); the smallest change the verdict rules detect at 80 % power, judged as one family of {} headline metrics:\n\n",
+        runs.0,
+        runs.1,
+        rows.len()
+    );
+    let w = |f: fn(&Row) -> &str| rows.iter().map(|r| f(r).len()).max().unwrap_or(0);
+    let (wc, wt, wm) = (
+        w(|r| &r.config).max(6),
+        w(|r| &r.test).max(4),
+        w(|r| &r.metric).max(6),
+    );
+    out.push_str(&format!(
+        "{:<wc$}  {:<wt$}  {:<wm$}  {:>7}  {:>9} {:>9} {:>9} {:>9}  A/A\n",
+        "config", "test", "metric", "CV", "3 a side", "5 a side", "10 a side", "20 a side"
+    ));
+    for r in rows {
+        let cv = r
+            .noise
+            .map(|n| format!("{:.1} %", 100.0 * n.cv()))
+            .unwrap_or_else(|| "-".into());
+        let d: Vec<String> = r
+            .detectable
+            .iter()
+            .map(|(_, e)| power::fmt_effect(*e))
+            .collect();
+        out.push_str(&format!(
+            "{:<wc$}  {:<wt$}  {:<wm$}  {:>7}  {:>9} {:>9} {:>9} {:>9}  {}\n",
+            r.config,
+            r.test,
+            r.metric,
+            cv,
+            d.first().map(String::as_str).unwrap_or("-"),
+            d.get(1).map(String::as_str).unwrap_or("-"),
+            d.get(2).map(String::as_str).unwrap_or("-"),
+            d.get(3).map(String::as_str).unwrap_or("-"),
+            r.aa
+        ));
+    }
+    let flagged: Vec<String> = rows
+        .iter()
+        .filter(|r| matches!(r.aa, Verdict::Regressed | Verdict::Improved))
+        .map(|r| format!("{} {} ({})", r.test, r.metric, r.aa))
+        .collect();
+    if flagged.is_empty() {
+        out.push_str("\nA/A: no headline metric flagged between the two runs, as it should be.\n");
+    } else {
+        out.push_str(&format!(
+            "\nA/A: {} flagged between two runs of the same thing: {}. Results here move between runs more than within one; more repetitions will not fix that (see `fsdelta doctor`, and docs/noise.md).\n",
+            flagged.len(),
+            flagged.join(", ")
+        ));
+    }
+    out
+}
+
+/// `run`'s arguments for one of the two calibration runs.
+fn run_args(args: &CalibrateArgs) -> Result<super::RunArgs> {
+    let mut argv: Vec<String> = vec![
+        "fsdelta".into(),
+        "run".into(),
+        "--label".into(),
+        LABEL.into(),
+        "--suite".into(),
+        args.suite.clone(),
+        "--scale".into(),
+        args.scale.to_string(),
+        "-n".into(),
+        args.repeat.to_string(),
+        "--db".into(),
+        args.db.location(),
+    ];
+    for t in &args.tests {
+        argv.extend(["--test".into(), t.clone()]);
+    }
+    if let Some(t) = &args.target {
+        argv.extend(["--target".into(), t.display().to_string()]);
+    }
+    if let Some(c) = &args.config {
+        argv.extend(["--config".into(), c.display().to_string()]);
+    }
+    if args.no_drop_caches {
+        argv.push("--no-drop-caches".into());
+    }
+    if args.quiet {
+        argv.push("--quiet".into());
+    }
+    match Cli::try_parse_from(argv)
+        .context("building the calibration's run")?
+        .command
+    {
+        Command::Run(r) => Ok(r),
+        _ => bail!("building the calibration's run: not a run"),
+    }
+}
+
+/// The newest run labelled [`LABEL`].
+fn newest(location: &str) -> Result<Option<crate::model::RunInfo>> {
+    let store = crate::store::open_read_only(location)?;
+    Ok(store
+        .runs(&RunFilter {
+            label: Some(LABEL.into()),
+            limit: Some(1),
+        })?
+        .into_iter()
+        .next())
+}
+
+/// `fsdelta calibrate`.
+pub fn main(args: &CalibrateArgs) -> Result<i32> {
+    if args.repeat < 2 {
+        bail!(
+            "calibrate needs at least 2 repetitions a run (-n 2) to see the noise; 5 is the default"
+        );
+    }
+    let location = args.db.location();
+    let mut ids: Vec<RunId> = Vec::new();
+    for side in ["A", "B"] {
+        if !args.quiet {
+            eprintln!("fsdelta calibrate: run {side} of 2");
+        }
+        let code = super::run::main(run_args(args)?)?;
+        if code == EXIT_INTERRUPTED {
+            return Ok(code);
+        }
+        let run = newest(&location)?.context("the calibration run was not stored")?;
+        if ids.last() == Some(&run.id) {
+            bail!("the calibration run was not stored");
+        }
+        ids.push(run.id);
+    }
+    let store = crate::store::open_read_only(&location)?;
+    let a = store.samples(ids[0])?;
+    let b = store.samples(ids[1])?;
+    let host = store
+        .run(ids[0])?
+        .map(|r| r.environment.host)
+        .unwrap_or_default();
+    let rows = rows(&a, &b, &Margins::default());
+    if rows.is_empty() {
+        bail!("the calibration runs have no successful headline metric to size");
+    }
+    super::query::write_stdout(&render(&rows, &host, (ids[0], ids[1]), args.repeat))?;
+    Ok(EXIT_OK)
+}
