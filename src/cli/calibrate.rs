@@ -62,6 +62,8 @@ pub struct Row {
     pub test: String,
     /// Metric.
     pub metric: String,
+    /// Its band.
+    pub class: MetricClass,
     /// Pooled within-run noise, if the values allow one.
     pub noise: Option<Noise>,
     /// Detectable change at 3, 5, 10 and 20 runs a side.
@@ -113,6 +115,7 @@ pub fn rows(a: &[SampleRecord], b: &[SampleRecord], margins: &Margins) -> Vec<Ro
             config: config.clone(),
             test: test.clone(),
             metric: metric.clone(),
+            class: *class,
             noise,
             detectable,
             aa: Verdict::Inconclusive,
@@ -192,6 +195,82 @@ pub fn render(rows: &[Row], host: &str, runs: (RunId, RunId), repeat: u32) -> St
         ));
     }
     out
+}
+
+/// The newest calibration of a machine, for `compare` (the detectable change beside an
+/// unchanged or inconclusive headline) and `run --until-confident` (repetitions planned from
+/// it).
+#[derive(Clone, Debug)]
+pub struct Calibration {
+    /// Its two runs.
+    pub runs: (RunId, RunId),
+    /// Its rows, by (configuration, test, metric).
+    pub rows: BTreeMap<(String, String, String), Row>,
+}
+
+impl Calibration {
+    /// The newest calibration stored for `host` (its two newest runs labelled [`LABEL`] made
+    /// there), or `None` when it has fewer than two.
+    pub fn newest(store: &dyn crate::store::Store, host: &str) -> Result<Option<Calibration>> {
+        let mut runs: Vec<RunId> = store
+            .runs(&RunFilter {
+                label: Some(LABEL.into()),
+                limit: None,
+            })?
+            .into_iter()
+            .filter(|r| r.environment.host == host)
+            .map(|r| r.id)
+            .take(2)
+            .collect();
+        if runs.len() < 2 {
+            return Ok(None);
+        }
+        runs.reverse();
+        let (a, b) = (store.samples(runs[0])?, store.samples(runs[1])?);
+        let rows = rows(&a, &b, &Margins::default())
+            .into_iter()
+            .map(|r| ((r.config.clone(), r.test.clone(), r.metric.clone()), r))
+            .collect();
+        Ok(Some(Calibration {
+            runs: (runs[0], runs[1]),
+            rows,
+        }))
+    }
+
+    /// "with 5 runs a side this machine detects changes of 7.5 % or more here" for a metric
+    /// compared with `runs` runs a side in a family of `family` headline metrics; `None` when
+    /// the calibration did not measure it.
+    pub fn phrase(
+        &self,
+        config: &str,
+        test: &str,
+        metric: &str,
+        runs: usize,
+        family: usize,
+        margins: &Margins,
+    ) -> Option<String> {
+        let row = self
+            .rows
+            .get(&(config.to_string(), test.to_string(), metric.to_string()))?;
+        let e = power::detectable_effect(row.noise?, runs, row.class, family, margins);
+        Some(power::detects_phrase(runs, e))
+    }
+
+    /// The runs a side `run --until-confident` should plan: the most any calibrated headline
+    /// metric needs to resolve its unchanged band (`margins`), at most `max`; `None` when no
+    /// metric was calibrated.
+    pub fn plan_runs(&self, margins: &Margins, max: usize) -> Option<usize> {
+        let family = self.rows.len();
+        self.rows
+            .values()
+            .filter_map(|r| {
+                let need =
+                    power::runs_for(r.noise?, margins.delta(r.class), r.class, family, margins)
+                        .unwrap_or(max);
+                Some(need.min(max))
+            })
+            .max()
+    }
 }
 
 /// `run`'s arguments for one of the two calibration runs.
@@ -282,4 +361,68 @@ pub fn main(args: &CalibrateArgs) -> Result<i32> {
     }
     super::query::write_stdout(&render(&rows, &host, (ids[0], ids[1]), args.repeat))?;
     Ok(EXIT_OK)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(cv: f64) -> Row {
+        Row {
+            config: "scratch".into(),
+            test: "smallfiles".into(),
+            metric: "files_per_sec".into(),
+            class: MetricClass::Throughput,
+            noise: Some(Noise::of_cv(cv)),
+            detectable: vec![],
+            aa: Verdict::Unchanged,
+        }
+    }
+
+    #[test]
+    fn a_calibration_phrases_what_compare_prints_and_plans_repetitions() {
+        let m = Margins::default();
+        let r = row(0.05);
+        let cal = Calibration {
+            runs: (1, 2),
+            rows: BTreeMap::from([((r.config.clone(), r.test.clone(), r.metric.clone()), r)]),
+        };
+        let e = power::detectable_effect(Noise::of_cv(0.05), 5, MetricClass::Throughput, 1, &m);
+        assert_eq!(
+            cal.phrase("scratch", "smallfiles", "files_per_sec", 5, 1, &m)
+                .unwrap(),
+            format!(
+                "with 5 runs a side this machine detects changes of {} or more here",
+                power::fmt_effect(e)
+            )
+        );
+        assert_eq!(
+            cal.phrase("scratch", "bigdir", "files_per_sec", 5, 1, &m),
+            None
+        );
+        // CV 5 % against the 5 % band: runs_for's answer, capped by --max-repeat
+        let need = power::runs_for(Noise::of_cv(0.05), 0.05, MetricClass::Throughput, 1, &m);
+        assert!(need.is_some_and(|n| n > 10), "{need:?}");
+        assert_eq!(cal.plan_runs(&m, 50), need);
+        assert_eq!(cal.plan_runs(&m, 10), Some(10));
+    }
+
+    #[test]
+    fn the_table_names_the_runs_and_a_flagged_a_a_metric() {
+        let mut r = row(0.03);
+        r.detectable = power::table(
+            Noise::of_cv(0.03),
+            MetricClass::Throughput,
+            1,
+            &Margins::default(),
+        );
+        r.aa = Verdict::Regressed;
+        let text = render(&[r], "lab3", (7, 8), 5);
+        assert!(
+            text.starts_with("Noise of lab3 (runs 7 and 8, 5 repetitions each"),
+            "{text}"
+        );
+        assert!(text.contains("3.0 %"), "{text}");
+        assert!(text.contains("A/A: 1 flagged between two runs of the same thing: smallfiles files_per_sec (regressed)"), "{text}");
+    }
 }
