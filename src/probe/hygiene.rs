@@ -151,6 +151,40 @@ impl Settings {
     }
 }
 
+/// This machine's settings as facts of a sample on `device` (the mount's source: `/dev/vda1`;
+/// anything else adds no device settings): what the runner records with every sample. The
+/// sysfs and procfs files are read each time (cheap: a setting changed in the middle of a run
+/// shows in its samples); the tool versions once per process.
+pub fn facts(device: &str) -> BTreeMap<String, String> {
+    static TOOLS_SEEN: std::sync::OnceLock<BTreeMap<String, String>> = std::sync::OnceLock::new();
+    let devices: Vec<String> = if device.starts_with("/dev/") {
+        vec![device.to_string()]
+    } else {
+        Vec::new()
+    };
+    let mut s = Settings::read(Path::new("/"), &devices);
+    s.0.extend(
+        TOOLS_SEEN
+            .get_or_init(|| {
+                let mut t = Settings::default();
+                t.add_tools(TOOLS);
+                t.0
+            })
+            .clone(),
+    );
+    s.to_facts()
+}
+
+/// The settings among a sample's facts (`machine.` keys, the prefix taken off).
+pub fn from_facts(extra: &BTreeMap<String, String>) -> Settings {
+    Settings(
+        extra
+            .iter()
+            .filter_map(|(k, v)| Some((k.strip_prefix(FACT_PREFIX)?.to_string(), v.clone())))
+            .collect(),
+    )
+}
+
 /// One setting whose value differs between two recorded sets: (key, baseline, current), `None`
 /// where a side did not record it.
 pub type Differing = (String, Option<String>, Option<String>);
@@ -814,5 +848,15 @@ mod tests {
         let back = Settings::read(d.path(), &[]);
         assert_eq!(back.0["cpu.governor"], "schedutil");
         assert_eq!(back.0["mm.thp.enabled"], "madvise");
+    }
+
+    #[test]
+    fn facts_of_this_machine() {
+        // /proc/cmdline exists on every Linux; a mount source that is not a device adds no
+        // device settings
+        let f = facts("tmpfs");
+        assert!(f.contains_key("machine.kernel.cmdline"), "{f:?}");
+        assert!(!f.keys().any(|k| k.starts_with("machine.device.")), "{f:?}");
+        assert!(f.keys().all(|k| k.starts_with(FACT_PREFIX)));
     }
 }
