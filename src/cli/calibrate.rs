@@ -273,6 +273,63 @@ impl Calibration {
     }
 }
 
+/// Beside each unchanged or inconclusive headline metric of a comparison, what this machine
+/// detects there with the comparison's runs a side (the fewer of the two sides), from the
+/// newest calibration of `host` (appended to the verdict's reason: "...; with 5 runs a side
+/// this machine detects changes of 7.5 % or more here"). Nothing when `host` has no
+/// calibration or the store cannot say. Returns the calibration's runs when it annotated.
+pub fn annotate(
+    store: &dyn crate::store::Store,
+    rows: &mut [crate::compare::judge::Judged],
+    host: &str,
+    margins: &Margins,
+) -> Option<(RunId, RunId)> {
+    let cal = Calibration::newest(store, host).ok()??;
+    let family = rows
+        .iter()
+        .filter(|r| r.comparison.role == verdict::Role::Headline)
+        .count();
+    for r in rows.iter_mut().filter(|r| {
+        r.comparison.role == verdict::Role::Headline
+            && matches!(
+                r.comparison.verdict,
+                Verdict::Unchanged | Verdict::Inconclusive
+            )
+    }) {
+        let n = r.baseline_values.len().min(r.current_values.len());
+        if let Some(p) = cal.phrase(
+            &r.key.config,
+            &r.key.test,
+            &r.key.metric,
+            n,
+            family,
+            margins,
+        ) {
+            r.comparison.reason = if r.comparison.reason.is_empty() {
+                p
+            } else {
+                format!("{}; {p}", r.comparison.reason)
+            };
+        }
+    }
+    Some(cal.runs)
+}
+
+/// The repetitions `run --until-confident` should start with on `host`: what its newest
+/// calibration plans ([`Calibration::plan_runs`]), at most `max`; `None` without a calibration
+/// (or a store to read it from).
+pub fn planned_repeat(
+    location: &str,
+    host: &str,
+    margins: &Margins,
+    max: u32,
+) -> Option<(u32, (RunId, RunId))> {
+    let store = crate::store::open_read_only(location).ok()?;
+    let cal = Calibration::newest(store.as_ref(), host).ok()??;
+    let n = cal.plan_runs(margins, max as usize)?;
+    Some((u32::try_from(n).ok()?, cal.runs))
+}
+
 /// `run`'s arguments for one of the two calibration runs.
 fn run_args(args: &CalibrateArgs) -> Result<super::RunArgs> {
     let mut argv: Vec<String> = vec![
