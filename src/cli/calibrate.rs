@@ -482,4 +482,105 @@ mod tests {
         assert!(text.contains("3.0 %"), "{text}");
         assert!(text.contains("A/A: 1 flagged between two runs of the same thing: smallfiles files_per_sec (regressed)"), "{text}");
     }
+
+    fn stored(
+        store: &mut dyn crate::store::Store,
+        host: &str,
+        label: &str,
+        values: &[f64],
+    ) -> RunId {
+        use crate::model::{Environment, Metric, NewRun, NewSample, SiteFacts, Unit};
+        let run = store
+            .create_run(&NewRun {
+                label: label.into(),
+                suite: "s".into(),
+                started_at: chrono::Utc::now(),
+                fsdelta_version: "t".into(),
+                environment: Environment {
+                    host: host.into(),
+                    ..Environment::default()
+                },
+            })
+            .unwrap();
+        for (i, v) in values.iter().enumerate() {
+            let mut m = Metric::new(
+                "files_per_sec",
+                *v,
+                Unit::FilesPerSec,
+                Direction::HigherIsBetter,
+            );
+            m.headline = true;
+            store
+                .add_sample(
+                    run,
+                    &NewSample {
+                        config: "scratch".into(),
+                        test: "smallfiles".into(),
+                        repetition: i as u32 + 1,
+                        sequence: i as u32 + 1,
+                        facts: SiteFacts::default(),
+                        status: SampleStatus::Ok,
+                        error: None,
+                        started_at: chrono::Utc::now(),
+                        duration_s: 1.0,
+                        workload: "w".into(),
+                        metrics: vec![m],
+                        histograms: vec![],
+                        attachments: vec![],
+                    },
+                )
+                .unwrap();
+        }
+        run
+    }
+
+    #[test]
+    fn compare_rows_are_annotated_from_the_hosts_newest_calibration() {
+        let mut store = crate::store::memory::MemoryStore::new();
+        let v = [1000.0, 1020.0, 1040.0, 1010.0, 1030.0];
+        let a = stored(&mut store, "lab3", LABEL, &v);
+        let b = stored(&mut store, "lab3", LABEL, &v);
+        // another machine's calibration and a run of another label are not this one's
+        stored(&mut store, "lab4", LABEL, &[1.0, 9.0, 1.0]);
+        stored(&mut store, "lab3", "other", &[1.0, 9.0, 1.0]);
+        let cal = Calibration::newest(&store, "lab3").unwrap().unwrap();
+        assert_eq!(cal.runs, (a, b));
+        let m = Margins::default();
+        let mut c = verdict::compare(
+            &v,
+            &v,
+            Direction::HigherIsBetter,
+            MetricClass::Throughput,
+            &m,
+        );
+        c.role = verdict::Role::Headline;
+        let mut rows = vec![crate::compare::judge::Judged {
+            key: crate::compare::SeriesKey {
+                config: "scratch".into(),
+                test: "smallfiles".into(),
+                metric: "files_per_sec".into(),
+            },
+            unit: crate::model::Unit::FilesPerSec,
+            kind: crate::model::MetricKind::Throughput,
+            headline: true,
+            baseline_values: v.to_vec(),
+            current_values: v.to_vec(),
+            comparison: c,
+        }];
+        assert_eq!(annotate(&store, &mut rows, "lab3", &m), Some((a, b)));
+        let noise = Noise::pooled(&[&v, &v]).unwrap();
+        let e = power::detectable_effect(noise, 5, MetricClass::Throughput, 1, &m);
+        assert!(
+            rows[0]
+                .comparison
+                .reason
+                .ends_with(&power::detects_phrase(5, e)),
+            "{}",
+            rows[0].comparison.reason
+        );
+        // no calibration on that host: nothing said
+        let before = rows[0].comparison.reason.clone();
+        assert_eq!(annotate(&store, &mut rows, "lab9", &m), None);
+        assert_eq!(rows[0].comparison.reason, before);
+    }
 }
