@@ -90,8 +90,7 @@ pub fn rows(a: &[SampleRecord], b: &[SampleRecord], margins: &Margins) -> Vec<Ro
         {
             let group = (s.sample.config.clone(), s.sample.test.clone());
             for m in &s.sample.metrics {
-                if m.direction == Direction::Neutral || !(m.headline || !declared.contains(&group))
-                {
+                if m.direction == Direction::Neutral || (!m.headline && declared.contains(&group)) {
                     continue;
                 }
                 let e = series
