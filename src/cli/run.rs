@@ -31,13 +31,15 @@ fn suite_of(args: &RunArgs, ram_mib: u64) -> Result<suite::Suite> {
 /// `fsdelta run`.
 pub fn main(args: RunArgs) -> Result<i32> {
     check_args(&args)?;
+    // Before any thread starts: leftovers in the machine's namespace are undone there, then the
+    // run's mounts go into a namespace of its own.
+    recover_and_isolate("fsdelta")?;
     let Planned {
         plan,
         margins,
         ab_pairs,
         config_names,
     } = planned(&args)?;
-    recover_leftovers();
     let location = args.db.location();
     let (mut store, replayed) = store::open_for_run(&location)?;
     let journals = store::journals_for(&location);
@@ -224,15 +226,21 @@ fn sites_of(args: &RunArgs) -> Result<(Sites, Vec<(String, String)>)> {
     Ok((targets, ab_pairs))
 }
 
-/// Undo what a killed fsdelta left behind before creating anything new.
-fn recover_leftovers() {
+/// Undo what a killed fsdelta left behind before creating anything new (printed with the
+/// prefix `who`), then move into a mount namespace of fsdelta's own (`os::namespace`), so that
+/// no other process can copy or pin the mounts this one makes. Call before any thread starts
+/// (`run` and `agent` do, first thing); the recovery runs before the move so that a leftover
+/// mount in the machine's namespace is unmounted there, not in a copy.
+pub(super) fn recover_and_isolate(who: &str) -> Result<()> {
     match crate::site::recover_leftovers() {
         Ok(report) if !report.is_empty() => {
-            eprintln!("fsdelta: leftovers from an earlier run:\n{report}")
+            eprintln!("{who}: leftovers from an earlier run:\n{report}")
         }
         Ok(_) => {}
-        Err(e) => eprintln!("fsdelta: warning: could not check for leftovers: {e}"),
+        Err(e) => eprintln!("{who}: warning: could not check for leftovers: {e}"),
     }
+    crate::os::namespace::enter_own()?;
+    Ok(())
 }
 
 /// The run's summary and how it ended; `Some(exit code)` when that is the end (interrupted).
