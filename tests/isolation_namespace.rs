@@ -107,7 +107,9 @@ device = "loop:64M"
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
-    let pid = outsider.pid().expect("the first sample started the outsider");
+    let pid = outsider
+        .pid()
+        .expect("the first sample started the outsider");
     // The outsider is alive and in a namespace of its own, and at no sample did it hold one of
     // the run's mounts (each sample appended the outsider's mount table to `seen`).
     let ns = |p: u32| std::fs::read_link(format!("/proc/{p}/ns/mnt")).unwrap();
@@ -115,9 +117,10 @@ device = "loop:64M"
     let scratch = env.path("scratch");
     let theirs = std::fs::read_to_string(env.path("seen")).unwrap();
     assert!(
-        !theirs
-            .lines()
-            .any(|l| l.split(' ').nth(1).is_some_and(|t| Path::new(t).starts_with(&scratch))),
+        !theirs.lines().any(|l| l
+            .split(' ')
+            .nth(1)
+            .is_some_and(|t| Path::new(t).starts_with(&scratch))),
         "the outsider copied a mount of the run:\n{theirs}"
     );
     assert_eq!(out.status.code(), Some(0), "{stderr}");

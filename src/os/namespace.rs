@@ -128,7 +128,10 @@ mod tests {
 
     #[test]
     fn namespace_links_are_parsed() {
-        assert_eq!(parse_ns_link(Path::new("mnt:[4026531841]")), Some(4026531841));
+        assert_eq!(
+            parse_ns_link(Path::new("mnt:[4026531841]")),
+            Some(4026531841)
+        );
         assert_eq!(parse_ns_link(Path::new("net:[4026531841]")), None);
         assert_eq!(parse_ns_link(Path::new("mnt:[x]")), None);
         let me = current_mount_namespace().expect("this process has a mount namespace");

@@ -175,6 +175,7 @@ impl Mounted {
         let record = state.record(Resource::Mount {
             target: target.to_path_buf(),
             source: source.to_string(),
+            namespace: crate::os::namespace::current_mount_namespace(),
         })?;
         let start = Instant::now();
         match mount(source, target, fs_type, options) {
