@@ -39,6 +39,7 @@ pub fn main(args: RunArgs) -> Result<i32> {
         margins,
         ab_pairs,
         config_names,
+        tracefs: _tracefs,
     } = planned(&args)?;
     let location = args.db.location();
     let (mut store, replayed) = store::open_for_run(&location)?;
@@ -116,6 +117,9 @@ struct Planned {
     ab_pairs: Vec<(String, String)>,
     /// The configurations' names, for the progress rows.
     config_names: Vec<String>,
+    /// tracefs, when `--events` or a test's `events` needed it mounted: recorded in the state
+    /// file, unmounted when the run ends (this guard's drop).
+    tracefs: Option<crate::site::mount::Mounted>,
 }
 
 /// Map the arguments onto a [`RunSpec`]: the suite, its tests built (so a bad option fails
@@ -124,7 +128,7 @@ fn planned(args: &RunArgs) -> Result<Planned> {
     let environment = env::environment();
     let suite = suite_of(args, environment.memory_bytes >> 20)?;
     let margins = args.compare.resolve(&suite.margins);
-    let tests = planned_tests(args, &suite)?;
+    let (tests, tracefs) = planned_tests(args, &suite)?;
     let (targets, ab_pairs) = sites_of(args)?;
     let config_names: Vec<String> = match &targets {
         Sites::Scratch(_) => vec!["scratch".into()],
@@ -159,11 +163,16 @@ fn planned(args: &RunArgs) -> Result<Planned> {
         margins,
         ab_pairs,
         config_names,
+        tracefs,
     })
 }
 
-/// Build every workload of the selected tests before anything runs, so a bad option fails fast.
-fn planned_tests(args: &RunArgs, suite: &suite::Suite) -> Result<Vec<PlannedTest>> {
+/// Build every workload of the selected tests before anything runs, so a bad option fails fast;
+/// with tracefs mounted (and recorded) first when an event is asked and it is not there.
+fn planned_tests(
+    args: &RunArgs,
+    suite: &suite::Suite,
+) -> Result<(Vec<PlannedTest>, Option<crate::site::mount::Mounted>)> {
     let external_all = args.engine == super::EngineChoice::External;
     // Where the tests will run, for a refusal of a path that leaves it.
     let target = match (&args.target, &args.config) {
@@ -171,8 +180,13 @@ fn planned_tests(args: &RunArgs, suite: &suite::Suite) -> Result<Vec<PlannedTest
         (None, Some(_)) => "each configuration's filesystem".to_string(),
         (None, None) => "a scratch directory inside the current directory".to_string(),
     };
-    suite
-        .select(&args.tests)?
+    let selected = suite.select(&args.tests)?;
+    let tracefs = if args.events.is_some() || selected.iter().any(|t| !t.events.is_empty()) {
+        crate::site::mount::ensure_tracefs(&StateFile::default_location())?
+    } else {
+        None
+    };
+    let tests = selected
         .into_iter()
         .map(|t| {
             PlannedTest::build(
@@ -189,7 +203,8 @@ fn planned_tests(args: &RunArgs, suite: &suite::Suite) -> Result<Vec<PlannedTest
                 }
             })
         })
-        .collect()
+        .collect::<Result<Vec<_>>>()?;
+    Ok((tests, tracefs))
 }
 
 /// Where the tests run (a configuration file, the default kernel file, or a scratch directory),

@@ -243,6 +243,18 @@ impl Mounted {
     }
 }
 
+/// tracefs for `--events`: `None` when its `events` directory is already there (at
+/// `/sys/kernel/tracing`, or under debugfs at `/sys/kernel/debug/tracing`), else tracefs mounted
+/// at `/sys/kernel/tracing`, recorded in `state` first like every mount fsdelta makes, and
+/// unmounted (its entry cleared) when the returned guard is dropped. Hold it for the whole run.
+pub fn ensure_tracefs(state: &StateFile) -> Result<Option<Mounted>, SiteError> {
+    let target = Path::new(crate::probe::events::TRACEFS);
+    if target.join("events").is_dir() || Path::new("/sys/kernel/debug/tracing/events").is_dir() {
+        return Ok(None);
+    }
+    Mounted::mount(state, "nodev", target, "tracefs", "").map(|(m, _)| Some(m))
+}
+
 impl Drop for Mounted {
     fn drop(&mut self) {
         if self.try_unmount().is_err() {
