@@ -147,6 +147,8 @@ fn planned(args: &RunArgs) -> Result<Planned> {
         until_confident: args.until_confident.then_some(runner::UntilConfident {
             max_repeat: args.max_repeat,
             margins,
+            // Configurations compared with each other run until their verdict is resolved.
+            pairs: ab_pairs.clone(),
         }),
         drop_caches: !args.no_drop_caches,
         profile: args.profile.map(Into::into),
