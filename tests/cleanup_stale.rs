@@ -123,3 +123,87 @@ fn stale_entries_are_dropped_with_a_reason_and_exit_0() {
         "{out:?}"
     );
 }
+
+/// A dead fsdelta's mount in a mount namespace that a leftover process still holds is not
+/// stale: `cleanup` names the process and keeps the entry (exit 2); once that process is gone,
+/// the namespace and its mounts are too, and the entry is dropped as stale (exit 0).
+#[test]
+fn a_mount_in_a_namespace_still_held_names_the_holder_then_goes_with_it() {
+    if !(require(is_root(), "root (unshare -m)")
+        && require(
+            Command::new("sh")
+                .args(["-c", "command -v unshare"])
+                .output()
+                .is_ok_and(|o| o.status.success()),
+            "unshare (Debian package util-linux)",
+        ))
+    {
+        return;
+    }
+    let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+    let tmp = dir.path().canonicalize().unwrap();
+    // The leftover process: a sleep in a mount namespace of its own, killed when the test ends.
+    let mut holder = Command::new("unshare")
+        .args(["-m", "--propagation", "private", "sleep", "600"])
+        .spawn()
+        .unwrap();
+    struct Kill<'a>(&'a mut std::process::Child);
+    impl Drop for Kill<'_> {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let pid = holder.id();
+    let mine = std::fs::read_link("/proc/self/ns/mnt").unwrap();
+    let ns = loop {
+        // unshare execs sleep once the namespace is made.
+        if let Some(st) = holder.try_wait().unwrap() {
+            panic!("unshare -m sleep ended: {st}");
+        }
+        let link = std::fs::read_link(format!("/proc/{pid}/ns/mnt")).unwrap();
+        if link != mine
+            && std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                .unwrap()
+                .trim()
+                == "sleep"
+        {
+            break link.to_str().unwrap()[5..]
+                .trim_end_matches(']')
+                .to_string();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
+    let holder = Kill(&mut holder);
+    let root = tmp.join("ext4.4242");
+    let state = tmp.join("state/leftovers.json");
+    std::fs::create_dir(state.parent().unwrap()).unwrap();
+    std::fs::write(
+        &state,
+        format!(
+            r#"{{"version":1,"entries":[{{"id":1,"owner":{{"pid":4242,"start_time":1}},"kind":"dir","path":"{r}"}},{{"id":2,"owner":{{"pid":4242,"start_time":1}},"kind":"mount","target":"{r}/mnt","source":"/dev/loop9","namespace":{ns}}}]}}"#,
+            r = root.display()
+        ),
+    )
+    .unwrap();
+    let cleanup = || {
+        let mut c = common::fsdelta(&tmp.join("no-store.sqlite"));
+        c.env("FSDELTA_STATE_FILE", &state).arg("cleanup");
+        c.output().unwrap()
+    };
+    let out = cleanup();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(2), "{stdout}");
+    assert!(
+        stdout.contains(&format!("pid {pid} (sleep) keeps alive")),
+        "{stdout}"
+    );
+    drop(holder);
+    let out = cleanup();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.contains("went away with the mount namespace"),
+        "{stdout}"
+    );
+}
