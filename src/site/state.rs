@@ -478,6 +478,22 @@ pub fn recover(state: &StateFile) -> Result<RecoveryReport, SiteError> {
             state.clear(e.id)?;
             continue;
         }
+        // A dead owner's mount (tracefs, say) in a namespace a leftover process holds: name
+        // that process, wherever the mount lies (nothing is done).
+        if let Resource::Mount {
+            target,
+            source,
+            namespace: Some(ns),
+        } = &e.resource
+            && !e.owner.is_alive()
+            && Some(*ns) != crate::os::namespace::current_mount_namespace()
+            && !mounted_here(target, source)
+        {
+            report
+                .failed
+                .push(format!("{}: {}", e.resource, held_elsewhere(*ns)));
+            continue;
+        }
         if !inside_roots(&e.resource, &roots) {
             report.failed.push(format!(
                 "{}: not inside a scratch directory fsdelta recorded; left alone (check it by hand, then remove the entry from {})",
@@ -649,6 +665,32 @@ fn stale(r: &Resource) -> Option<String> {
     }
 }
 
+/// Whether `source` is mounted at `target` in this process's mount namespace.
+fn mounted_here(target: &Path, source: &str) -> bool {
+    fs::read_to_string("/proc/self/mounts").is_ok_and(|m| {
+        super::env::parse_mounts(&m)
+            .iter()
+            .any(|m| Path::new(&m.target) == target && m.source == source)
+    })
+}
+
+/// Why a mount in mount namespace `ns` (not this process's) cannot be undone from here: the
+/// processes that keep that namespace alive, and what to do.
+fn held_elsewhere(ns: u64) -> String {
+    let who: Vec<String> = crate::os::namespace::processes_in(ns)
+        .iter()
+        .take(3)
+        .map(|p| {
+            let comm = fs::read_to_string(format!("/proc/{p}/comm")).unwrap_or_default();
+            format!("pid {p} ({})", comm.trim())
+        })
+        .collect();
+    format!(
+        "still mounted in the mount namespace mnt:[{ns}] of the fsdelta that made it, which {} keeps alive (a process its workload left running?); end it, the mount goes with the namespace, then run fsdelta cleanup again",
+        who.join(", ")
+    )
+}
+
 fn undo(r: &Resource) -> Result<Undo, String> {
     if let Some(why) = stale(r) {
         return Ok(Undo::Stale(why));
@@ -665,21 +707,7 @@ fn undo(r: &Resource) -> Result<Undo, String> {
                 .any(|m| Path::new(&m.target) == target && &m.source == source);
             if !held {
                 // Not stale, not here: its namespace still lives (see `stale`).
-                let ns = namespace.unwrap_or_default();
-                let pids = crate::os::namespace::processes_in(ns);
-                let who: Vec<String> = pids
-                    .iter()
-                    .take(3)
-                    .map(|p| {
-                        let comm =
-                            fs::read_to_string(format!("/proc/{p}/comm")).unwrap_or_default();
-                        format!("pid {p} ({})", comm.trim())
-                    })
-                    .collect();
-                return Err(format!(
-                    "still mounted in the mount namespace mnt:[{ns}] of the fsdelta that made it, which {} keeps alive (a process its workload left running?); end it, the mount goes with the namespace, then run fsdelta cleanup again",
-                    who.join(", ")
-                ));
+                return Err(held_elsewhere(namespace.unwrap_or_default()));
             }
             match mount::unmount_patiently(target) {
                 Ok(_) => Ok(Undo::Done(format!(
