@@ -359,13 +359,14 @@ impl Workload for CommandWorkload {
             }
         };
         let mut why_killed = None;
-        let (status, stored) = loop {
+        let (status, stored, elapsed) = loop {
             // Exited: read its storage writes while it is a zombie (its own and those of every
-            // descendant it reaped), then reap it.
+            // descendant it reaped), then reap it; the time stops when the exit is seen.
             if exited(pgid) {
+                let elapsed = t0.elapsed();
                 let stored = pgid.and_then(|p| stored_bytes(p.as_raw_nonzero().get() as u32));
                 match child.wait() {
-                    Ok(s) => break (s, stored),
+                    Ok(s) => break (s, stored, elapsed),
                     Err(e) => {
                         kill_group();
                         return Err(WorkloadError::io("wait for", ctx.dir, e));
@@ -383,7 +384,6 @@ impl Workload for CommandWorkload {
             }
             std::thread::sleep(Duration::from_millis(2));
         };
-        let elapsed = t0.elapsed();
         // The group may still hold children that outlived the shell; they must not linger.
         kill_group();
         let stdout = String::from_utf8_lossy(&out_t.join().unwrap_or_default()).into_owned();
