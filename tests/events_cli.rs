@@ -317,3 +317,60 @@ fn event_counts_are_shown_by_compare_history_and_report_and_never_judged() {
         "{chart_row}"
     );
 }
+
+/// When tracefs is not mounted, `run --events` mounts it recorded in the state file (as every
+/// mount fsdelta makes) and unmounts it at the end, clearing the entry. The test runs fsdelta in
+/// a private mount namespace of its own where tracefs (and debugfs) are unmounted first, so the
+/// machine's tracefs is never touched; the workload copies the state file while the run goes on.
+#[test]
+fn events_mount_tracefs_recorded_and_undo_it_at_the_end() {
+    if !(can_run() && require(have("unshare"), "unshare (Debian package util-linux)")) {
+        return;
+    }
+    let tmp = tempfile::tempdir_in("/var/tmp").unwrap();
+    let state = tmp.path().join("state/leftovers.json");
+    let seen = tmp.path().join("seen.json");
+    let suite = tmp.path().join("suite.toml");
+    std::fs::write(
+        &suite,
+        format!(
+            "[[test]]\nname = \"look\"\nworkload = \"command\"\ncommand = \"cat $FSDELTA_STATE_FILE > {}\"\n",
+            seen.display()
+        ),
+    )
+    .unwrap();
+    let target = tmp.path().join("target");
+    std::fs::create_dir(&target).unwrap();
+    let script = format!(
+        "umount -l /sys/kernel/tracing 2>/dev/null; umount -l /sys/kernel/debug 2>/dev/null; \
+         test -d /sys/kernel/tracing/events && exit 99; \
+         exec {} run -n 1 --quiet --events raw_syscalls:sys_enter --suite {} --target {}",
+        assert_cmd::cargo::cargo_bin("fsdelta").display(),
+        suite.display(),
+        target.display()
+    );
+    let out = Command::new("unshare")
+        .args(["-m", "--propagation", "private", "sh", "-c", &script])
+        .env("FSDELTA_DB", tmp.path().join("r.sqlite"))
+        .env("FSDELTA_STATE_FILE", &state)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let during: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&seen).unwrap()).unwrap();
+    let entries = during["entries"].as_array().unwrap();
+    assert!(
+        entries
+            .iter()
+            .any(|e| e["kind"] == "mount" && e["target"] == "/sys/kernel/tracing"),
+        "tracefs was not recorded while the run went on: {during}"
+    );
+    let after: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&state).unwrap()).unwrap();
+    assert_eq!(after["entries"], serde_json::json!([]), "{after}");
+}

@@ -687,3 +687,57 @@ fn hooks_are_stored_shown_and_a_changed_hook_is_a_difference_everywhere() {
     );
     assert!(!boxed.contains("after hook"), "{boxed}");
 }
+
+/// A command test's write amplification counts only what reaches storage: 64 MiB written to
+/// /dev/null beside 16 MiB written into an ext4 target (on a loop image) must not divide the
+/// device's bytes by 80 MiB (a ratio near 0.2, as when every write(2) byte counted). ext4
+/// stores at least the 16 MiB of data, so the ratio is at least about 1.
+#[test]
+fn a_commands_write_amplification_ignores_what_went_to_dev_null() {
+    if !(require(is_root(), "root (mkfs, mount, loop devices)")
+        && require(
+            std::path::Path::new("/dev/loop-control").exists(),
+            "loop devices",
+        ))
+    {
+        return;
+    }
+    let env = common::Env::new();
+    let suite = env.write(
+        "suite.toml",
+        r#"
+name = "wa"
+[[test]]
+name = "cp"
+workload = "command"
+command = "dd if=/dev/zero of=/dev/null bs=1M count=64 2>/dev/null && dd if=/dev/zero of=f bs=1M count=16 2>/dev/null && sync"
+"#,
+    );
+    let cfg = env.config("[[config]]\nname = \"ext4\"\nfs = \"ext4\"\ndevice = \"loop:256M\"\n");
+    let out = env
+        .cmd()
+        .args(["run", "-n", "2", "--quiet", "--suite"])
+        .arg(&suite)
+        .arg("--config")
+        .arg(&cfg)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc = common::export_latest(env.cmd());
+    let samples = doc["runs"][0]["samples"].as_array().unwrap();
+    assert_eq!(samples.len(), 2);
+    for s in samples {
+        let wa = s["metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["name"] == "write_amplification")
+            .unwrap_or_else(|| panic!("no write_amplification: {s}"));
+        let v = wa["value"].as_f64().unwrap();
+        assert!(v >= 0.95, "write_amplification {v}: {s}");
+    }
+}

@@ -660,6 +660,8 @@ fn may_claim(
 
 /// `fsdelta agent`.
 pub fn main(args: &AgentArgs) -> Result<i32> {
+    // First, before any thread: leftovers undone, then mounts in a namespace of the agent's own.
+    super::run::recover_and_isolate("fsdelta agent")?;
     if !(args.heartbeat > 0.0 && args.heartbeat.is_finite()) {
         anyhow::bail!("--heartbeat must be a positive number of seconds");
     }

@@ -31,13 +31,16 @@ fn suite_of(args: &RunArgs, ram_mib: u64) -> Result<suite::Suite> {
 /// `fsdelta run`.
 pub fn main(args: RunArgs) -> Result<i32> {
     check_args(&args)?;
+    // Before any thread starts: leftovers in the machine's namespace are undone there, then the
+    // run's mounts go into a namespace of its own.
+    recover_and_isolate("fsdelta")?;
     let Planned {
         plan,
         margins,
         ab_pairs,
         config_names,
+        tracefs: _tracefs,
     } = planned(&args)?;
-    recover_leftovers();
     let location = args.db.location();
     let (mut store, replayed) = store::open_for_run(&location)?;
     let journals = store::journals_for(&location);
@@ -114,6 +117,9 @@ struct Planned {
     ab_pairs: Vec<(String, String)>,
     /// The configurations' names, for the progress rows.
     config_names: Vec<String>,
+    /// tracefs, when `--events` or a test's `events` needed it mounted: recorded in the state
+    /// file, unmounted when the run ends (this guard's drop).
+    tracefs: Option<crate::site::mount::Mounted>,
 }
 
 /// Map the arguments onto a [`RunSpec`]: the suite, its tests built (so a bad option fails
@@ -122,7 +128,7 @@ fn planned(args: &RunArgs) -> Result<Planned> {
     let environment = env::environment();
     let suite = suite_of(args, environment.memory_bytes >> 20)?;
     let margins = args.compare.resolve(&suite.margins);
-    let tests = planned_tests(args, &suite)?;
+    let (tests, tracefs) = planned_tests(args, &suite)?;
     let (targets, ab_pairs) = sites_of(args)?;
     let config_names: Vec<String> = match &targets {
         Sites::Scratch(_) => vec!["scratch".into()],
@@ -141,6 +147,8 @@ fn planned(args: &RunArgs) -> Result<Planned> {
         until_confident: args.until_confident.then_some(runner::UntilConfident {
             max_repeat: args.max_repeat,
             margins,
+            // Configurations compared with each other run until their verdict is resolved.
+            pairs: ab_pairs.clone(),
         }),
         drop_caches: !args.no_drop_caches,
         profile: args.profile.map(Into::into),
@@ -157,11 +165,16 @@ fn planned(args: &RunArgs) -> Result<Planned> {
         margins,
         ab_pairs,
         config_names,
+        tracefs,
     })
 }
 
-/// Build every workload of the selected tests before anything runs, so a bad option fails fast.
-fn planned_tests(args: &RunArgs, suite: &suite::Suite) -> Result<Vec<PlannedTest>> {
+/// Build every workload of the selected tests before anything runs, so a bad option fails fast;
+/// with tracefs mounted (and recorded) first when an event is asked and it is not there.
+fn planned_tests(
+    args: &RunArgs,
+    suite: &suite::Suite,
+) -> Result<(Vec<PlannedTest>, Option<crate::site::mount::Mounted>)> {
     let external_all = args.engine == super::EngineChoice::External;
     // Where the tests will run, for a refusal of a path that leaves it.
     let target = match (&args.target, &args.config) {
@@ -169,8 +182,13 @@ fn planned_tests(args: &RunArgs, suite: &suite::Suite) -> Result<Vec<PlannedTest
         (None, Some(_)) => "each configuration's filesystem".to_string(),
         (None, None) => "a scratch directory inside the current directory".to_string(),
     };
-    suite
-        .select(&args.tests)?
+    let selected = suite.select(&args.tests)?;
+    let tracefs = if args.events.is_some() || selected.iter().any(|t| !t.events.is_empty()) {
+        crate::site::mount::ensure_tracefs(&StateFile::default_location())?
+    } else {
+        None
+    };
+    let tests = selected
         .into_iter()
         .map(|t| {
             PlannedTest::build(
@@ -187,7 +205,8 @@ fn planned_tests(args: &RunArgs, suite: &suite::Suite) -> Result<Vec<PlannedTest
                 }
             })
         })
-        .collect()
+        .collect::<Result<Vec<_>>>()?;
+    Ok((tests, tracefs))
 }
 
 /// Where the tests run (a configuration file, the default kernel file, or a scratch directory),
@@ -224,15 +243,21 @@ fn sites_of(args: &RunArgs) -> Result<(Sites, Vec<(String, String)>)> {
     Ok((targets, ab_pairs))
 }
 
-/// Undo what a killed fsdelta left behind before creating anything new.
-fn recover_leftovers() {
+/// Undo what a killed fsdelta left behind before creating anything new (printed with the
+/// prefix `who`), then move into a mount namespace of fsdelta's own (`os::namespace`), so that
+/// no other process can copy or pin the mounts this one makes. Call before any thread starts
+/// (`run` and `agent` do, first thing); the recovery runs before the move so that a leftover
+/// mount in the machine's namespace is unmounted there, not in a copy.
+pub(super) fn recover_and_isolate(who: &str) -> Result<()> {
     match crate::site::recover_leftovers() {
         Ok(report) if !report.is_empty() => {
-            eprintln!("fsdelta: leftovers from an earlier run:\n{report}")
+            eprintln!("{who}: leftovers from an earlier run:\n{report}")
         }
         Ok(_) => {}
-        Err(e) => eprintln!("fsdelta: warning: could not check for leftovers: {e}"),
+        Err(e) => eprintln!("{who}: warning: could not check for leftovers: {e}"),
     }
+    crate::os::namespace::enter_own()?;
+    Ok(())
 }
 
 /// The run's summary and how it ended; `Some(exit code)` when that is the end (interrupted).

@@ -14,6 +14,7 @@ pub mod env;
 pub mod fdtable;
 pub mod files;
 pub mod input;
+pub mod namespace;
 pub mod process;
 pub mod state;
 

@@ -106,6 +106,10 @@ pub struct UntilConfident {
     pub max_repeat: u32,
     /// The margins that decide "resolved".
     pub margins: Margins,
+    /// Configurations of this run compared with each other (base, current): each pair's two
+    /// sides run until the verdict between them is resolved, not each on its own (see
+    /// `confident`). Empty: each configuration against `--baseline`, else on its own.
+    pub pairs: Vec<(String, String)>,
 }
 
 /// Everything a run needs, resolved.
@@ -618,6 +622,7 @@ impl Loop<'_> {
                     !confident::confident(
                         &self.stored,
                         baseline_series,
+                        &uc.pairs,
                         self.sites[c].name(),
                         &plan.tests[t].name,
                         &uc.margins,

@@ -2,7 +2,7 @@
 //! order, teardown on every path.
 
 use super::*;
-use crate::model::Environment;
+use crate::model::{Direction, Environment, Metric, Unit};
 use crate::plan::suite::EngineSpec;
 use crate::store::memory::{FailAfter, MemoryStore};
 use crate::store::sqlite::SqliteStore;
@@ -311,6 +311,7 @@ fn until_confident_adds_repetitions_only_while_the_headline_is_unresolved() {
     p.until_confident = Some(UntilConfident {
         max_repeat: 6,
         margins: Margins::default(),
+        pairs: Vec::new(),
     });
     let mut store = MemoryStore::new();
     let r = run(&p, &mut store, &CancelToken::new(), &Silent).unwrap();
@@ -449,4 +450,96 @@ fn a_sample_refused_even_as_failed_is_set_aside_and_the_error_says_where() {
     assert_eq!(text.lines().count(), 1, "{text}");
     assert!(text.contains("\"test\":\"null\""), "{text}");
     assert!(!crate::store::journal::path_beside(&db).exists());
+}
+
+/// A workload whose headline follows the same fixed sequence on each configuration (each keeps
+/// its own count), so that two configurations are an A/A with a known spread.
+struct Scripted {
+    values: Vec<f64>,
+    calls: std::sync::Mutex<std::collections::BTreeMap<String, usize>>,
+}
+
+impl Workload for Scripted {
+    fn engine(&self) -> &'static str {
+        "scripted"
+    }
+
+    fn run(
+        &self,
+        ctx: &crate::workload::RunContext<'_>,
+    ) -> Result<Measurements, crate::workload::WorkloadError> {
+        let side = if ctx.dir.to_string_lossy().contains("/a/") {
+            "a"
+        } else {
+            "b"
+        };
+        let mut calls = self.calls.lock().unwrap();
+        let n = calls.entry(side.into()).or_default();
+        let v = self.values[*n % self.values.len()];
+        *n += 1;
+        Ok(Measurements {
+            metrics: vec![
+                Metric::new("ops_per_sec", v, Unit::OpsPerSec, Direction::HigherIsBetter)
+                    .headline(),
+            ],
+            ..Measurements::default()
+        })
+    }
+}
+
+/// `--until-confident` with two configurations of the run as a pair (an A/A): the run goes on
+/// until the verdict of b against a is resolved, and it is "unchanged". Judged each on its own
+/// (no pair), both stop as soon as their own intervals are tight, before the difference is.
+fn a_over_b(
+    values: &[f64],
+    pairs: Vec<(String, String)>,
+) -> (usize, crate::compare::verdict::Verdict) {
+    let dir = tempfile::tempdir().unwrap();
+    let w = Scripted {
+        values: values.to_vec(),
+        calls: Default::default(),
+    };
+    let mut p = plan(vec![planned("aa", Box::new(w))], two_dirs(dir.path()), 2);
+    p.until_confident = Some(UntilConfident {
+        max_repeat: 20,
+        margins: Margins::default(),
+        pairs,
+    });
+    let mut store = MemoryStore::new();
+    let r = run(&p, &mut store, &CancelToken::new(), &Silent).unwrap();
+    let side = |c: &str| -> Vec<f64> {
+        r.samples
+            .iter()
+            .filter(|s| s.config == c)
+            .map(|s| s.metrics[0].value)
+            .collect()
+    };
+    let (a, b) = (side("a"), side("b"));
+    assert_eq!(a.len(), b.len());
+    let v = crate::compare::verdict::compare(
+        &a,
+        &b,
+        Direction::HigherIsBetter,
+        crate::compare::verdict::MetricClass::Throughput,
+        &Margins::default(),
+    )
+    .verdict;
+    (a.len(), v)
+}
+
+#[test]
+fn until_confident_runs_a_pair_of_configurations_until_their_verdict_is_resolved() {
+    // The same values on both sides: each side's own interval is inside the band after 4
+    // repetitions, the interval of their difference only after 5.
+    let values = [103.0, 97.0, 100.0];
+    let (n, v) = a_over_b(&values, vec![("a".into(), "b".into())]);
+    assert_eq!(v, crate::compare::verdict::Verdict::Unchanged, "after {n}");
+    // Each on its own (as before pairs existed), the run stops with the A/A unresolved.
+    let (alone, v_alone) = a_over_b(&values, Vec::new());
+    assert!(alone < n, "each alone {alone}, pair {n}");
+    assert_eq!(
+        v_alone,
+        crate::compare::verdict::Verdict::Inconclusive,
+        "after {alone}"
+    );
 }

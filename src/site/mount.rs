@@ -175,6 +175,7 @@ impl Mounted {
         let record = state.record(Resource::Mount {
             target: target.to_path_buf(),
             source: source.to_string(),
+            namespace: crate::os::namespace::current_mount_namespace(),
         })?;
         let start = Instant::now();
         match mount(source, target, fs_type, options) {
@@ -240,6 +241,18 @@ impl Mounted {
             }
         }
     }
+}
+
+/// tracefs for `--events`: `None` when its `events` directory is already there (at
+/// `/sys/kernel/tracing`, or under debugfs at `/sys/kernel/debug/tracing`), else tracefs mounted
+/// at `/sys/kernel/tracing`, recorded in `state` first like every mount fsdelta makes, and
+/// unmounted (its entry cleared) when the returned guard is dropped. Hold it for the whole run.
+pub fn ensure_tracefs(state: &StateFile) -> Result<Option<Mounted>, SiteError> {
+    let target = Path::new(crate::probe::events::TRACEFS);
+    if target.join("events").is_dir() || Path::new("/sys/kernel/debug/tracing/events").is_dir() {
+        return Ok(None);
+    }
+    Mounted::mount(state, "nodev", target, "tracefs", "").map(|(m, _)| Some(m))
 }
 
 impl Drop for Mounted {

@@ -32,6 +32,15 @@
 //! directory, a plain run's `fsdelta-scratch-<pid>-<n>` directory): files, directories and mount
 //! points under such a root, and loop devices whose backing file lies under one. Anything else is
 //! reported and left alone.
+//!
+//! Stale entries: a dead owner's entry whose resource is gone or is now someone else's (its loop
+//! device detached, or attached by someone else to another file; its image, directory or mount
+//! gone) is dropped with one line saying why, wherever it lies: dropping an entry touches
+//! nothing, and keeping it would repeat the same warning at every start. Mounts are made in
+//! fsdelta's own mount namespace (`crate::os::namespace`), recorded with it: from outside (a
+//! `fsdelta cleanup` in the machine's namespace) such a mount is invisible; it is stale once no
+//! process lives in that namespace any more (the kernel detached its mounts with it), and while
+//! one does (a process the workload left running), cleanup names it and keeps the entry.
 
 use super::SiteError;
 use super::loopdev;
@@ -57,6 +66,11 @@ pub enum Resource {
         target: PathBuf,
         /// The mounted source as /proc/self/mounts shows it.
         source: String,
+        /// The mount namespace it was made in (`crate::os::namespace`): `run` and `agent` mount
+        /// in a namespace of their own, which a later `fsdelta cleanup` cannot see into. Absent
+        /// in entries of older versions.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        namespace: Option<u64>,
     },
     /// A loop device attached to an image.
     Loop {
@@ -86,7 +100,7 @@ pub enum Resource {
 impl fmt::Display for Resource {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Resource::Mount { target, source } => {
+            Resource::Mount { target, source, .. } => {
                 write!(f, "mount of {source} at {}", target.display())
             }
             Resource::Loop {
@@ -405,7 +419,8 @@ impl StateFile {
 pub struct RecoveryReport {
     /// What was undone ("unmounted ...", "detached ...", "removed ...").
     pub undone: Vec<String>,
-    /// Entries cleared because their resource no longer exists or no longer matches.
+    /// Entries cleared because their resource no longer exists or no longer matches, each with
+    /// why ("... : it now backs /srv/other.img, not this image").
     pub stale: Vec<String>,
     /// Entries left alone because the process that made them still runs.
     pub live: Vec<String>,
@@ -428,7 +443,7 @@ impl fmt::Display for RecoveryReport {
             writeln!(f, "{s}")?;
         }
         for s in &self.stale {
-            writeln!(f, "already gone: {s}")?;
+            writeln!(f, "dropped a stale entry: {s}")?;
         }
         for s in &self.live {
             writeln!(f, "still in use by a running fsdelta: {s}")?;
@@ -454,6 +469,31 @@ pub fn recover(state: &StateFile) -> Result<RecoveryReport, SiteError> {
     let entries = state.entries()?;
     let roots = scratch_roots(&entries);
     for e in entries {
+        // A dead owner's entry whose resource is gone or now someone else's is dropped whatever
+        // its place: dropping an entry undoes nothing.
+        if !e.owner.is_alive()
+            && let Some(why) = stale(&e.resource)
+        {
+            report.stale.push(format!("{}: {why}", e.resource));
+            state.clear(e.id)?;
+            continue;
+        }
+        // A dead owner's mount (tracefs, say) in a namespace a leftover process holds: name
+        // that process, wherever the mount lies (nothing is done).
+        if let Resource::Mount {
+            target,
+            source,
+            namespace: Some(ns),
+        } = &e.resource
+            && !e.owner.is_alive()
+            && Some(*ns) != crate::os::namespace::current_mount_namespace()
+            && !mounted_here(target, source)
+        {
+            report
+                .failed
+                .push(format!("{}: {}", e.resource, held_elsewhere(*ns)));
+            continue;
+        }
         if !inside_roots(&e.resource, &roots) {
             report.failed.push(format!(
                 "{}: not inside a scratch directory fsdelta recorded; left alone (check it by hand, then remove the entry from {})",
@@ -492,8 +532,8 @@ pub fn recover(state: &StateFile) -> Result<RecoveryReport, SiteError> {
                 report.undone.push(what);
                 state.clear(e.id)?;
             }
-            Ok(Undo::Stale) => {
-                report.stale.push(e.resource.to_string());
+            Ok(Undo::Stale(why)) => {
+                report.stale.push(format!("{}: {why}", e.resource));
                 state.clear(e.id)?;
             }
             Err(why) => report.failed.push(format!("{}: {why}", e.resource)),
@@ -558,18 +598,116 @@ fn inside_roots(r: &Resource, roots: &[PathBuf]) -> bool {
 
 enum Undo {
     Done(String),
-    Stale,
+    /// Nothing to undo: why.
+    Stale(String),
+}
+
+/// Why `r` is gone or no longer fsdelta's (read-only: it looks, it never acts), or `None` when
+/// it still matches what was recorded or cannot be told from here.
+fn stale(r: &Resource) -> Option<String> {
+    match r {
+        Resource::Mount {
+            target,
+            source,
+            namespace,
+        } => {
+            let mounts = fs::read_to_string("/proc/self/mounts").ok()?;
+            let held = super::env::parse_mounts(&mounts)
+                .iter()
+                .any(|m| Path::new(&m.target) == target && &m.source == source);
+            if held {
+                return None;
+            }
+            match namespace {
+                Some(ns) if Some(*ns) != crate::os::namespace::current_mount_namespace() => {
+                    // Mounted in a namespace this process cannot see: stale only once no
+                    // process holds that namespace any more (then its mounts went with it).
+                    crate::os::namespace::processes_in(*ns).is_empty().then(|| {
+                        "no longer mounted: it went away with the mount namespace of the fsdelta that made it".to_string()
+                    })
+                }
+                _ => Some("no longer mounted".into()),
+            }
+        }
+        Resource::Loop {
+            device,
+            backing_file,
+        } => {
+            let Some(n) = loopdev::number_of(device) else {
+                return Some(format!("{} is not a loop device", device.display()));
+            };
+            match loopdev::backing_file(n) {
+                None => Some(format!("{} is detached", device.display())),
+                Some(b) if b != *backing_file => Some(format!(
+                    "{} now backs {}, not this image (someone else's: left alone)",
+                    device.display(),
+                    b.display()
+                )),
+                Some(_) => None,
+            }
+        }
+        Resource::File { path } => match fs::symlink_metadata(path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some("it is gone".into()),
+            Ok(m) if !m.file_type().is_file() => {
+                Some("no longer a regular file (not fsdelta's: left alone)".into())
+            }
+            _ => None,
+        },
+        Resource::Dir { path } | Resource::ScratchTree { path } => {
+            match fs::symlink_metadata(path) {
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some("it is gone".into()),
+                Ok(m) if !m.is_dir() => {
+                    Some("no longer a directory (not fsdelta's: left alone)".into())
+                }
+                _ => None,
+            }
+        }
+    }
+}
+
+/// Whether `source` is mounted at `target` in this process's mount namespace.
+fn mounted_here(target: &Path, source: &str) -> bool {
+    fs::read_to_string("/proc/self/mounts").is_ok_and(|m| {
+        super::env::parse_mounts(&m)
+            .iter()
+            .any(|m| Path::new(&m.target) == target && m.source == source)
+    })
+}
+
+/// Why a mount in mount namespace `ns` (not this process's) cannot be undone from here: the
+/// processes that keep that namespace alive, and what to do.
+fn held_elsewhere(ns: u64) -> String {
+    let who: Vec<String> = crate::os::namespace::processes_in(ns)
+        .iter()
+        .take(3)
+        .map(|p| {
+            let comm = fs::read_to_string(format!("/proc/{p}/comm")).unwrap_or_default();
+            format!("pid {p} ({})", comm.trim())
+        })
+        .collect();
+    format!(
+        "still mounted in the mount namespace mnt:[{ns}] of the fsdelta that made it, which {} keeps alive (a process its workload left running?); end it, the mount goes with the namespace, then run fsdelta cleanup again",
+        who.join(", ")
+    )
 }
 
 fn undo(r: &Resource) -> Result<Undo, String> {
+    if let Some(why) = stale(r) {
+        return Ok(Undo::Stale(why));
+    }
     match r {
-        Resource::Mount { target, source } => {
+        Resource::Mount {
+            target,
+            source,
+            namespace,
+        } => {
             let mounts = fs::read_to_string("/proc/self/mounts").map_err(|e| e.to_string())?;
             let held = super::env::parse_mounts(&mounts)
                 .iter()
                 .any(|m| Path::new(&m.target) == target && &m.source == source);
             if !held {
-                return Ok(Undo::Stale);
+                // Not stale, not here: its namespace still lives (see `stale`).
+                return Err(held_elsewhere(namespace.unwrap_or_default()));
             }
             match mount::unmount_patiently(target) {
                 Ok(_) => Ok(Undo::Done(format!(
@@ -591,11 +729,11 @@ fn undo(r: &Resource) -> Result<Undo, String> {
             backing_file,
         } => {
             let Some(n) = loopdev::number_of(device) else {
-                return Ok(Undo::Stale);
+                return Ok(Undo::Stale(format!(
+                    "{} is not a loop device",
+                    device.display()
+                )));
             };
-            if loopdev::backing_file(n).as_deref() != Some(backing_file.as_path()) {
-                return Ok(Undo::Stale);
-            }
             loopdev::detach_number(n).map_err(|e| e.to_string())?;
             Ok(Undo::Done(format!(
                 "detached {} (image {})",
@@ -604,8 +742,7 @@ fn undo(r: &Resource) -> Result<Undo, String> {
             )))
         }
         Resource::File { path } => match fs::symlink_metadata(path) {
-            Err(_) => Ok(Undo::Stale),
-            Ok(m) if !m.file_type().is_file() => Ok(Undo::Stale),
+            Err(e) => Ok(Undo::Stale(e.to_string())),
             Ok(_) => {
                 if let Some(dev) = loopdev::attached_to(path) {
                     return Err(format!("still backs {}; detach it first", dev.display()));
@@ -615,8 +752,7 @@ fn undo(r: &Resource) -> Result<Undo, String> {
             }
         },
         Resource::Dir { path } => match fs::symlink_metadata(path) {
-            Err(_) => Ok(Undo::Stale),
-            Ok(m) if !m.is_dir() => Ok(Undo::Stale),
+            Err(e) => Ok(Undo::Stale(e.to_string())),
             Ok(_) => {
                 fs::remove_dir(path).map_err(|e| {
                     format!("{e} (fsdelta only removes empty directories; look inside)")
@@ -625,8 +761,7 @@ fn undo(r: &Resource) -> Result<Undo, String> {
             }
         },
         Resource::ScratchTree { path } => match fs::symlink_metadata(path) {
-            Err(_) => Ok(Undo::Stale),
-            Ok(m) if !m.is_dir() => Ok(Undo::Stale),
+            Err(e) => Ok(Undo::Stale(e.to_string())),
             Ok(_) => {
                 fs::remove_dir_all(path).map_err(|e| e.to_string())?;
                 Ok(Undo::Done(format!(
@@ -730,6 +865,7 @@ mod tests {
                 Resource::Mount {
                     target: d.join("not-mounted"),
                     source: "fsdelta-x".into(),
+                    namespace: None,
                 },
             ],
         );
@@ -789,7 +925,8 @@ mod tests {
                 },
                 Resource::Mount {
                     target: "/".into(),
-                    source: "/dev/sda1".into(),
+                    source: "/dev/fsdelta-no-such-device".into(),
+                    namespace: None,
                 },
             ],
         );
@@ -799,7 +936,12 @@ mod tests {
             "{report}"
         );
         assert!(report.undone.is_empty(), "{report}");
-        assert_eq!(report.failed.len(), 6, "{report}");
+        // What still exists outside the roots is refused; entries whose resource is gone or
+        // someone else's (the `..` path resolves to nothing, loop0 does not back `victim`, no
+        // such device is mounted at /) are dropped, which touches nothing.
+        assert_eq!(report.failed.len(), 3, "{report}");
+        assert_eq!(report.stale.len(), 3, "{report}");
+        assert_eq!(state.entries().unwrap().len(), 3);
         assert!(
             report
                 .to_string()

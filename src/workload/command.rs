@@ -13,6 +13,20 @@
 //! warning (the runner's Observer `Warning` event) names it with an excerpt of stdout, and the
 //! sample keeps the metrics that matched. This module must never run the command anywhere but the target directory,
 //! and must never leave its process group running (a cancel or timeout kills the whole group).
+//!
+//! Write amplification: the run divides the target device's written bytes by the data the
+//! workload wrote. For a command that is what its processes caused to be stored, read from the
+//! shell's /proc/PID/io once it has exited and before it is reaped (then it carries the counts of
+//! every descendant it reaped): `write_bytes` (page-cache pages dirtied, direct writes) less
+//! `cancelled_write_bytes` (dirty pages truncated before writeback). Not write(2)'s byte count
+//! (`wchar`), which counts /dev/null, pipes and sockets too: `dd ... of=/dev/null` beside a copy
+//! into the target halved the ratio. Why this count and not another: the kernel has no per-target
+//! count of logical bytes written that works for every filesystem, and tracing each write(2) to
+//! see where it goes would slow the command being timed; the task I/O counters are exact for
+//! writes to the target, cost nothing, and count only writes that reach storage. What they also
+//! count is a write to another disk-backed filesystem (a log in /var/tmp): write it to the
+//! target, a tmpfs or /dev/null. A page rewritten while still dirty counts once, as the device
+//! writes it once. Below 1 MiB the count is reported as 0, which leaves the ratio out.
 
 use super::{Measurements, RunContext, Workload, WorkloadError};
 use crate::model::{Attachment, Direction, Metric, Unit};
@@ -267,6 +281,36 @@ fn head(s: &str, max: usize) -> &str {
     &s[..i]
 }
 
+/// Whether the child `pid` has exited, without reaping it (`waitid` with `WNOWAIT`), so that
+/// its /proc/PID/io can still be read. A failed wait counts as exited (the caller's `wait` then
+/// reports the error).
+fn exited(pid: Option<rustix::process::Pid>) -> bool {
+    use rustix::process::{WaitId, WaitIdOptions as O, waitid};
+    let Some(pid) = pid else { return true };
+    !matches!(
+        waitid(WaitId::Pid(pid), O::EXITED | O::NOHANG | O::NOWAIT),
+        Ok(None)
+    )
+}
+
+/// What process `pid` and the descendants it reaped caused to be stored: `write_bytes` (page-cache
+/// pages they dirtied, and direct writes) less `cancelled_write_bytes` (dirty pages truncated
+/// before writeback) of /proc/PID/io. `None` when unreadable (no task I/O accounting).
+fn stored_bytes(pid: u32) -> Option<u64> {
+    parse_stored_bytes(&std::fs::read_to_string(format!("/proc/{pid}/io")).ok()?)
+}
+
+fn parse_stored_bytes(io: &str) -> Option<u64> {
+    let field = |name: &str| -> Option<u64> {
+        io.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))?
+            .trim()
+            .parse()
+            .ok()
+    };
+    Some(field("write_bytes")?.saturating_sub(field("cancelled_write_bytes")?))
+}
+
 impl Workload for CommandWorkload {
     fn engine(&self) -> &'static str {
         "command"
@@ -315,13 +359,18 @@ impl Workload for CommandWorkload {
             }
         };
         let mut why_killed = None;
-        let status = loop {
-            match child.try_wait() {
-                Ok(Some(s)) => break s,
-                Ok(None) => {}
-                Err(e) => {
-                    kill_group();
-                    return Err(WorkloadError::io("wait for", ctx.dir, e));
+        let (status, stored, elapsed) = loop {
+            // Exited: read its storage writes while it is a zombie (its own and those of every
+            // descendant it reaped), then reap it; the time stops when the exit is seen.
+            if exited(pgid) {
+                let elapsed = t0.elapsed();
+                let stored = pgid.and_then(|p| stored_bytes(p.as_raw_nonzero().get() as u32));
+                match child.wait() {
+                    Ok(s) => break (s, stored, elapsed),
+                    Err(e) => {
+                        kill_group();
+                        return Err(WorkloadError::io("wait for", ctx.dir, e));
+                    }
                 }
             }
             if why_killed.is_none() {
@@ -335,7 +384,6 @@ impl Workload for CommandWorkload {
             }
             std::thread::sleep(Duration::from_millis(2));
         };
-        let elapsed = t0.elapsed();
         // The group may still hold children that outlived the shell; they must not linger.
         kill_group();
         let stdout = String::from_utf8_lossy(&out_t.join().unwrap_or_default()).into_owned();
@@ -390,6 +438,10 @@ impl Workload for CommandWorkload {
             Unit::Seconds,
             Direction::LowerIsBetter,
         ));
+        // Below 1 MiB (a log line, a lock file) there is no data worth a ratio: 0 leaves
+        // write_amplification out rather than letting the run fall back to every byte the
+        // processes passed to write(2), /dev/null and pipes included.
+        m.logical_bytes_written = stored.map(|b| if b < 1 << 20 { 0 } else { b });
         // The raw output stays with the sample (`show --output`), so a number can be checked
         // against what the command printed, and a metric added later can be read from it.
         m.attachments
@@ -522,6 +574,40 @@ mod tests {
             cancel: &cancel,
             progress: &NoProgress,
         })
+    }
+
+    #[test]
+    fn stored_bytes_come_from_proc_pid_io() {
+        // Captured (Linux 6.18) from /proc/$$/io of `sh -c 'dd if=/dev/zero of=/var/tmp/x bs=1M
+        // count=4; rm /var/tmp/x; cat /proc/$$/io'`: the shell reaped dd and rm, so it carries
+        // their counts; the file was deleted before writeback, so its 4 MiB were cancelled.
+        let io = "rchar: 4212236\nwchar: 4194398\nsyscr: 32\nsyscw: 7\nread_bytes: 4096\nwrite_bytes: 4206592\ncancelled_write_bytes: 4194304\n";
+        assert_eq!(parse_stored_bytes(io), Some(4206592 - 4194304));
+        assert_eq!(parse_stored_bytes("rchar: 1\n"), None);
+    }
+
+    #[test]
+    fn writes_to_dev_null_are_not_data_written() {
+        // On a disk-backed filesystem (a tmpfs stores nothing and counts nothing).
+        let d = tempfile::tempdir_in("/var/tmp").unwrap();
+        let w = CommandWorkload::new(CommandOptions {
+            command: "dd if=/dev/zero of=/dev/null bs=1M count=8 2>/dev/null && \
+                      dd if=/dev/zero of=f bs=1M count=2 2>/dev/null"
+                .into(),
+            metrics: vec![],
+            timeout: None,
+        })
+        .unwrap();
+        let cancel = CancelToken::new();
+        let m = w
+            .run(&RunContext {
+                dir: d.path(),
+                cancel: &cancel,
+                progress: &NoProgress,
+            })
+            .unwrap();
+        let b = m.logical_bytes_written.expect("/proc/PID/io is readable");
+        assert!((2 << 20..8 << 20).contains(&b), "{b} bytes");
     }
 
     #[test]
