@@ -347,3 +347,95 @@ fs = "tmpfs"
         .stderr(predicates::str::contains("config.toml:"))
         .stderr(predicates::str::contains("'a'"));
 }
+
+/// `--config-name a --config-name b` runs only those configurations of the file, and with
+/// `--until-confident` repeats until b against a is resolved: an A/A of two identical ext4
+/// configurations, whose command prints the same scripted values on each side (103, 97, 100,
+/// ...), ends "unchanged" (judged each on its own, it stopped at 4 repetitions inconclusive).
+#[test]
+fn config_names_pick_configurations_and_an_a_a_runs_until_unchanged() {
+    if !can_run_matrix() {
+        return;
+    }
+    let env = Env::new();
+    let cfg = env.config(
+        r#"
+[[config]]
+name = "a"
+fs = "ext4"
+device = "loop:64M"
+
+[[config]]
+name = "b"
+fs = "ext4"
+device = "loop:64M"
+
+[[config]]
+name = "never"
+fs = "xfs"
+device = "loop:300M"
+"#,
+    );
+    let counters = env.dir.path().join("counters");
+    fs::create_dir(&counters).unwrap();
+    let suite = env.dir.path().join("suite.toml");
+    fs::write(
+        &suite,
+        format!(
+            r#"
+name = "aa"
+[[test]]
+name = "aa"
+workload = "command"
+command = """
+case "$FSDELTA_TARGET" in */scratch/a.*) f={c}/a ;; *) f={c}/b ;; esac
+n=$(cat $f 2>/dev/null || echo 0); echo $((n + 1)) > $f
+set -- 103 97 100; shift $((n % 3)); echo "v $1"
+"""
+[[test.metric]]
+name = "v"
+regex = 'v (\d+)'
+unit = "ops/s"
+direction = "higher"
+"#,
+            c = counters.display()
+        ),
+    )
+    .unwrap();
+    let out = env
+        .cmd()
+        .args(["run", "-n", "2", "--until-confident", "--max-repeat", "12"])
+        .args(["--config-name", "a", "--config-name", "b", "--suite"])
+        .arg(&suite)
+        .arg("--config")
+        .arg(&cfg)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc = env.export();
+    let samples = doc["runs"][0]["samples"].as_array().unwrap();
+    assert!(samples.iter().all(|s| s["config"] != "never"), "{doc}");
+    let n = |c: &str| samples.iter().filter(|s| s["config"] == c).count();
+    assert_eq!(n("a"), n("b"));
+    assert!(n("a") > 4, "stopped after {} repetitions", n("a"));
+    assert_eq!(env.leftovers(), Vec::<String>::new());
+    // The closing comparison of b with a says unchanged.
+    env.cmd()
+        .args(["compare", "latest@a", "latest@b", "--test", "aa"])
+        .assert()
+        .success()
+        .stdout(predicates::str::contains("unchanged"));
+    // A name the file lacks is refused, naming the ones it has.
+    env.cmd()
+        .args(["run", "--config-name", "c", "--config"])
+        .arg(&cfg)
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("it has: a, b, never"));
+}

@@ -420,6 +420,11 @@ pub struct RunArgs {
     /// on every configuration. See examples/.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
+    /// Only this configuration of --config (repeatable; run in the order given). Two names
+    /// compare the second with the first at the end (exit 1 on a regression), and with
+    /// --until-confident repeat until that comparison is resolved (an A/A: unchanged).
+    #[arg(long = "config-name", value_name = "NAME", requires = "config")]
+    pub config_names: Vec<String>,
     /// Run every configuration (or, without --config, ext4 on a 2 GiB loop image) once per
     /// kernel, each in a QEMU guest of that kernel (`host` runs on this machine), and compare
     /// the first kernel with each other at the end, exit 1 on a regression (repeatable; a

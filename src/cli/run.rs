@@ -220,6 +220,18 @@ fn sites_of(args: &RunArgs) -> Result<(Sites, Vec<(String, String)>)> {
         None if !args.kernels.is_empty() => Some(config::default_kernel_file()),
         None => None,
     };
+    // --config-name: those configurations, in the order given; two are compared with each other.
+    let (file, named_pair) = match file {
+        Some(f) if !args.config_names.is_empty() => {
+            let picked = pick_configs(f, &args.config_names)?;
+            let pair = match &args.config_names[..] {
+                [a, b] if args.kernels.is_empty() => Some((a.clone(), b.clone())),
+                _ => None,
+            };
+            (Some(picked), pair)
+        }
+        f => (f, None),
+    };
     // --kernel A --kernel B: every configuration once per kernel, compared pairwise at the end.
     let (file, ab_pairs) = match file {
         Some(f) if !args.kernels.is_empty() => {
@@ -228,7 +240,7 @@ fn sites_of(args: &RunArgs) -> Result<(Sites, Vec<(String, String)>)> {
             let pairs = config::kernel_pairs(&with, k);
             (Some(with), pairs)
         }
-        f => (f, Vec::new()),
+        f => (f, named_pair.into_iter().collect()),
     };
     let targets = match file {
         Some(file) => Sites::Configs {
@@ -241,6 +253,27 @@ fn sites_of(args: &RunArgs) -> Result<(Sites, Vec<(String, String)>)> {
         }),
     };
     Ok((targets, ab_pairs))
+}
+
+/// The configurations of `file` named `names`, in that order; a name the file lacks, or one
+/// given twice, is an error that lists the file's names.
+fn pick_configs(mut file: config::ConfigFile, names: &[String]) -> Result<config::ConfigFile> {
+    let all: Vec<String> = file.configs.iter().map(|c| c.name.clone()).collect();
+    let mut picked = Vec::with_capacity(names.len());
+    for (i, n) in names.iter().enumerate() {
+        if names[..i].contains(n) {
+            anyhow::bail!("--config-name {n} is given twice; name each configuration once");
+        }
+        let Some(c) = file.configs.iter().position(|c| &c.name == n) else {
+            anyhow::bail!(
+                "--config-name {n}: the config file has no such configuration; it has: {}",
+                all.join(", ")
+            );
+        };
+        picked.push(file.configs[c].clone());
+    }
+    file.configs = picked;
+    Ok(file)
 }
 
 /// Undo what a killed fsdelta left behind before creating anything new (printed with the
