@@ -774,17 +774,31 @@ pub enum Gate {
 
 /// One metric of a whole comparison, as [`judge_family`] needs it.
 pub struct Judging<'a> {
-    /// Configuration and test: a test that declares no headline metric at all (runs stored before
-    /// metrics declared their role) has every judged metric treated as headline.
+    /// Configuration and test: a test that declares no headline metric at all (a command test
+    /// without `metrics`, runs stored before metrics declared their role) has every judged
+    /// metric of its own treated as headline (not fsdelta's: see [`fsdelta_own`]).
     pub group: (&'a str, &'a str),
+    /// The metric's name.
+    pub metric: &'a str,
     /// Declared a headline metric by its workload.
     pub headline: bool,
     /// Its per-metric verdict, adjusted in place.
     pub comparison: &'a mut Comparison,
 }
 
+/// Whether `metric` is one fsdelta records beside every sample (mount and unmount times, write
+/// amplification, the device's and the machine's counters, event counts: see
+/// [`crate::model::RESERVED_METRICS`]) rather than the test's own number. Those explain a change;
+/// they are secondary everywhere, even in a test that declares no headline metric. The test's
+/// own time, `elapsed_s`, is not one of them: it is a command test's headline.
+pub fn fsdelta_own(metric: &str) -> bool {
+    metric != "elapsed_s"
+        && (crate::model::RESERVED_METRICS.contains(&metric) || metric.starts_with("event:"))
+}
+
 /// Turns per-metric verdicts into a comparison's verdicts: sets each metric's [`Role`] (headline
-/// as declared; in a test that declares none, every metric), then applies [`control_fdr`] to the
+/// as declared; in a test that declares none, every metric that is the test's own, never one
+/// fsdelta records beside it: [`fsdelta_own`]), then applies [`control_fdr`] to the
 /// headline family and, separately, to the secondary family, and marks which verdicts gate the
 /// exit code under `gate`. Every (configuration, test, metric) of every pairing of a comparison
 /// of 3 or more sides belongs to one call, so the families span the whole comparison.
@@ -795,7 +809,7 @@ pub fn judge_family(items: &mut [Judging<'_>], gate: Gate) {
         .map(|i| i.group)
         .collect();
     for i in items.iter_mut() {
-        let headline = i.headline || !declared.contains(&i.group);
+        let headline = i.headline || (!declared.contains(&i.group) && !fsdelta_own(i.metric));
         i.comparison.role = if headline {
             Role::Headline
         } else {
@@ -1213,6 +1227,7 @@ mod tests {
             .enumerate()
             .map(|(i, c)| Judging {
                 group: ("c", groups[i]),
+                metric: "m",
                 headline: heads[i],
                 comparison: c,
             })
@@ -1240,6 +1255,7 @@ mod tests {
             .iter_mut()
             .map(|c| Judging {
                 group: ("c", "t"),
+                metric: "m",
                 headline: true,
                 comparison: c,
             })
@@ -1258,11 +1274,13 @@ mod tests {
         let mut items = vec![
             Judging {
                 group: ("c", "t"),
+                metric: "m",
                 headline: true,
                 comparison: &mut a[0],
             },
             Judging {
                 group: ("c", "t"),
+                metric: "m",
                 headline: false,
                 comparison: &mut b[0],
             },
@@ -1273,17 +1291,61 @@ mod tests {
         let mut items = vec![
             Judging {
                 group: ("c", "t"),
+                metric: "m",
                 headline: true,
                 comparison: &mut a[0],
             },
             Judging {
                 group: ("c", "t"),
+                metric: "m",
                 headline: false,
                 comparison: &mut b[0],
             },
         ];
         judge_family(&mut items, Gate::All);
         assert!(c[0].gates && c[1].gates);
+    }
+
+    #[test]
+    fn fsdelta_own_metrics_never_gate_a_test_that_declares_no_headline() {
+        // A command test without `metrics`: its time is the headline; write amplification,
+        // mount and unmount times and event counts stay secondary though they regressed.
+        let up = compare(
+            &[1.00, 1.01, 0.99, 1.00],
+            &[1.30, 1.31, 1.29, 1.30],
+            Direction::LowerIsBetter,
+            MetricClass::Throughput,
+            &Margins::default(),
+        );
+        assert_eq!(up.verdict, Verdict::Regressed, "{}", up.reason);
+        let names = [
+            "elapsed_s",
+            "write_amplification",
+            "mount_s",
+            "umount_s",
+            "dev_write_kbytes",
+            "event:ext4:ext4_da_write_begin",
+        ];
+        let mut cs: Vec<Comparison> = names.iter().map(|_| up.clone()).collect();
+        let mut items: Vec<Judging<'_>> = cs
+            .iter_mut()
+            .zip(names)
+            .map(|(c, metric)| Judging {
+                group: ("c", "cp"),
+                metric,
+                headline: false,
+                comparison: c,
+            })
+            .collect();
+        judge_family(&mut items, Gate::Headline);
+        assert_eq!(cs[0].role, Role::Headline);
+        assert!(cs[0].gates);
+        for (c, name) in cs.iter().zip(names).skip(1) {
+            assert_eq!(c.role, Role::Secondary, "{name}");
+            assert!(!c.gates, "{name}");
+        }
+        assert!(fsdelta_own("write_amplification") && !fsdelta_own("elapsed_s"));
+        assert!(!fsdelta_own("files_per_sec"));
     }
 
     #[test]
