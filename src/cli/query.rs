@@ -142,6 +142,12 @@ pub fn render_comparison(
     render(base, cur, rows, opts, None)
 }
 
+/// Whether the rows put two configurations side by side (`SEL@A SEL@B`): their keys carry
+/// "A vs B" (`compare::pair`).
+fn across(rows: &[Judged]) -> bool {
+    !rows.is_empty() && rows.iter().all(|j| j.key.config.contains(" vs "))
+}
+
 fn render(
     base: &str,
     cur: &str,
@@ -157,6 +163,7 @@ fn render(
         summary: &summary,
         all: opts.all,
         context,
+        across: across(rows),
     };
     Ok(report::format::render(opts.format, &Doc::Comparison(&doc))?)
 }
@@ -251,10 +258,12 @@ fn compare_many(
     let mut descs = Vec::new();
     let mut contexts = Vec::new();
     let mut base_desc = String::new();
+    let mut across_all = true;
     for c in std::iter::once(cur).chain(more.iter().map(String::as_str)) {
         let sides = sides(store, base, c, &criteria)?;
         let rows = judge::rows(&sides, &criteria, Methods::WelchOnly)?;
         base_desc = sides.base.description.clone();
+        across_all &= sides.across;
         descs.push(sides.cur.description.clone());
         contexts.push(judge::context_of(&sides));
         spans.push(all.len()..all.len() + rows.len());
@@ -278,6 +287,7 @@ fn compare_many(
         sides: &sides,
         summary: &summary,
         all: opts.all,
+        across: across_all,
     };
     write_stdout(&report::format::render(
         opts.format,
