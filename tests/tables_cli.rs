@@ -98,3 +98,92 @@ fn a_command_tests_write_amplification_regression_does_not_gate_the_exit_code() 
     };
     assert_eq!(out.status.code(), Some(expected), "{doc}");
 }
+
+#[test]
+fn three_differently_named_configurations_compare_as_one_table_with_a_column_per_side() {
+    if !can_mount() {
+        return;
+    }
+    let env = Env::new();
+    let suite = env.write("dd.toml", DD_SUITE);
+    let cfg = env.config(&format!(
+        "{ORDERED_AND_JOURNAL}\n[[config]]\nname = \"writeback\"\nfs = \"ext4\"\n\
+         device = \"loop:128M\"\nmount = \"data=writeback\"\n"
+    ));
+    env.cmd()
+        .args(["run", "-n", "2", "--quiet", "--label", "three", "--suite"])
+        .arg(&suite)
+        .arg("--config")
+        .arg(&cfg)
+        .assert()
+        .success();
+    let sides = ["latest@ordered", "latest@journal", "latest@writeback"];
+    let out = env
+        .cmd()
+        .arg("compare")
+        .args(sides)
+        .args(["--format", "table"])
+        .output()
+        .unwrap();
+    let t = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_ne!(out.status.code(), Some(2), "{t}");
+    let heads: Vec<&str> = t.lines().filter(|l| l.starts_with("  test ")).collect();
+    assert_eq!(heads.len(), 1, "one table:\n{t}");
+    let names: Vec<&str> = heads[0].split_whitespace().collect();
+    assert_eq!(
+        names,
+        [
+            "test",
+            "metric",
+            "ordered",
+            "journal",
+            "diff",
+            "writeback",
+            "diff"
+        ],
+        "{t}"
+    );
+    // One row for the test's headline, a center, diff and mark per side; nothing clipped.
+    let rows: Vec<&str> = t.lines().filter(|l| l.contains("ddsync")).collect();
+    assert_eq!(rows.len(), 1, "{t}");
+    assert!(
+        rows[0].contains("elapsed_s") && rows[0].matches('%').count() == 2,
+        "{t}"
+    );
+    assert!(
+        !t.contains("write_amplification"),
+        "headline only by default:\n{t}"
+    );
+    assert!(
+        t.contains("ordered = latest@ordered (run 1, label three) (baseline)"),
+        "{t}"
+    );
+    assert!(
+        t.contains("R regressed, i improved, = unchanged, ? inconclusive"),
+        "{t}"
+    );
+    assert!(t.lines().all(|l| l.chars().count() <= 80), "{t}");
+    assert!(!t.contains('~'), "{t}");
+    // The text form of three sides: one block for the test, not one per configuration pair.
+    let out = env.cmd().arg("compare").args(sides).output().unwrap();
+    let t = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(t.matches("ddsync, geometric means").count(), 1, "{t}");
+    // Markdown: the same one table.
+    let out = env
+        .cmd()
+        .arg("compare")
+        .args(sides)
+        .args(["--format", "markdown"])
+        .output()
+        .unwrap();
+    let md = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(md.matches("| test | metric |").count(), 1, "{md}");
+    assert!(
+        md.contains("| test | metric | ordered | journal | diff | | writeback | diff | |"),
+        "{md}"
+    );
+}
