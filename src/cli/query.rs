@@ -5,7 +5,7 @@
 //! This edge must never read the store itself, judge, or pick a renderer: it opens the store,
 //! hands it to `read`, and passes values on.
 
-use super::{CompareArgs, DbArg, EXIT_BISECT_SKIP, EXIT_OK, EXIT_REGRESSION};
+use super::{CompareArgs, DbArg, EXIT_BISECT_SKIP, EXIT_ERROR, EXIT_OK, EXIT_REGRESSION};
 use crate::compare::{
     self, Criteria,
     judge::{self, Judged},
@@ -185,6 +185,21 @@ pub fn exit_code(rows: &[Judged], bisect: bool) -> i32 {
     }
 }
 
+/// The exit code of a comparison whose sides lack samples (`lacking`): a regression stands
+/// (1: it was measured on the samples there are); otherwise 2, as the run that lost them ended
+/// (docs/comparing.md), or with `bisect` 125 (skip: this commit cannot be judged); and it says
+/// why on standard error.
+fn with_missing(code: i32, lacking: bool, bisect: bool) -> i32 {
+    if !lacking || code == EXIT_REGRESSION {
+        return code;
+    }
+    eprintln!(
+        "fsdelta compare: a side lacks samples (WARNING above): exit {}; the verdicts shown rest          on the samples that succeeded",
+        if bisect { EXIT_BISECT_SKIP } else { EXIT_ERROR }
+    );
+    if bisect { EXIT_BISECT_SKIP } else { EXIT_ERROR }
+}
+
 /// Refuse a side of `compare` that pools runs of different machines (unless `--pool-hosts`):
 /// numbers from two machines are not repetitions of one measurement.
 pub fn one_host_per_side(db: &DbArg, base: &str, cur: &str) -> Result<()> {
@@ -240,7 +255,12 @@ pub fn compare(
         Some(&ctx),
     )?);
     write_stdout(&out)?;
-    Ok(exit_code(&rows, opts.bisect))
+    let lacking = ctx.baseline_missing.any() || ctx.current_missing.any();
+    Ok(with_missing(
+        exit_code(&rows, opts.bisect),
+        lacking,
+        opts.bisect,
+    ))
 }
 
 /// 3 or more sides: every other side against the first, Welch on logs throughout (one center
@@ -270,6 +290,9 @@ fn compare_many(
         all.extend(rows);
     }
     judge::control(&mut all, criteria.gate);
+    let lacking = contexts
+        .iter()
+        .any(|c| c.baseline_missing.any() || c.current_missing.any());
     let code = exit_code(&all, opts.bisect);
     let sides: Vec<report::compare::SideRows<'_>> = spans
         .into_iter()
@@ -293,7 +316,7 @@ fn compare_many(
         opts.format,
         &Doc::Comparisons(&doc),
     )?)?;
-    Ok(code)
+    Ok(with_missing(code, lacking, opts.bisect))
 }
 
 /// `fsdelta history`.
@@ -344,5 +367,14 @@ mod tests {
             "{note}"
         );
         assert!(emulated_note(&[&guest("kvm")]).is_empty());
+    }
+
+    #[test]
+    fn a_side_that_lacks_samples_exits_2_unless_a_regression_stands() {
+        assert_eq!(with_missing(EXIT_OK, false, false), EXIT_OK);
+        assert_eq!(with_missing(EXIT_OK, true, false), EXIT_ERROR);
+        assert_eq!(with_missing(EXIT_OK, true, true), EXIT_BISECT_SKIP);
+        assert_eq!(with_missing(EXIT_BISECT_SKIP, true, true), EXIT_BISECT_SKIP);
+        assert_eq!(with_missing(EXIT_REGRESSION, true, false), EXIT_REGRESSION);
     }
 }
