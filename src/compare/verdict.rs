@@ -500,6 +500,20 @@ fn pct(v: f64) -> f64 {
     100.0 * v.exp_m1()
 }
 
+/// Half-width (in percent of the baseline) beyond which a 95 % interval bounds nothing: the
+/// tables print "too few runs" instead of numbers like `[-100.0,+1e7]`, and the reason says so.
+pub const UNBOUNDED_HALF_PCT: f64 = 100.0;
+
+impl Comparison {
+    /// Whether the 95 % interval bounds the change: present, and no wider than a factor of
+    /// 1 + [`UNBOUNDED_HALF_PCT`] / 100 either way (on the log scale the verdicts use).
+    pub fn interval_bounded(&self) -> Option<bool> {
+        let (lo, hi) = (self.diff_lo_pct?, self.diff_hi_pct?);
+        let (l, h) = ((1.0 + lo / 100.0).max(1e-300).ln(), (1.0 + hi / 100.0).ln());
+        Some(pct((h - l) / 2.0) <= UNBOUNDED_HALF_PCT)
+    }
+}
+
 /// Steps 2 and 3: the shift and its interval on the logs `x` (baseline) and `y` (current), by
 /// Hodges-Lehmann when `wants_rank` and the sides are large enough (and the shift agrees with
 /// the medians), else by Welch; recorded in `out` with the runs a side needed.
@@ -627,7 +641,13 @@ fn decide(
         ));
     }
     let half = (hi - lo) / 2.0;
-    if half > band {
+    if pct(half) > UNBOUNDED_HALF_PCT {
+        // An interval wider than a factor of 2 either way says nothing but "too few runs":
+        // "±20282.7 % wider than the ±5 % band" is arithmetic, not information.
+        reasons.push(format!(
+            "too few runs to bound the change ({m} vs {n} runs: the 95 % interval spans more              than ±{UNBOUNDED_HALF_PCT:.0} %)"
+        ));
+    } else if half > band {
         reasons.push(format!(
             "interval ±{:.1} % wider than the ±{band_pct} % band",
             pct(half)
@@ -1378,6 +1398,35 @@ mod tests {
         let c = judge(&a, &b, Direction::HigherIsBetter, MetricClass::Throughput);
         assert_eq!(c.verdict, Verdict::Unchanged, "{}", c.reason);
         assert!(c.reason.contains("inside the ±5 % band"), "{}", c.reason);
+    }
+
+    #[test]
+    fn an_interval_that_bounds_nothing_says_too_few_runs() {
+        // Two runs a side, one of them ten times the other: Welch's interval at 1 degree of
+        // freedom spans [-100 %, +1e7 %].
+        let c = judge(
+            &[100.0, 1000.0],
+            &[120.0, 900.0],
+            Direction::HigherIsBetter,
+            MetricClass::Throughput,
+        );
+        assert_eq!(c.verdict, Verdict::Inconclusive);
+        assert_eq!(c.interval_bounded(), Some(false));
+        assert!(
+            c.reason
+                .contains("too few runs to bound the change (2 vs 2 runs"),
+            "{}",
+            c.reason
+        );
+        assert!(!c.reason.contains("wider than"), "{}", c.reason);
+        // A tight interval is bounded.
+        let c = judge(
+            &[100.0, 101.0, 99.0, 100.0],
+            &[100.5, 100.0, 99.5, 101.0],
+            Direction::HigherIsBetter,
+            MetricClass::Throughput,
+        );
+        assert_eq!(c.interval_bounded(), Some(true));
     }
 
     #[test]

@@ -90,6 +90,7 @@ pub(crate) fn value(v: Option<f64>) -> String {
 
 fn interval(c: &Comparison) -> String {
     match (c.diff_lo_pct, c.diff_hi_pct) {
+        _ if c.interval_bounded() == Some(false) => "too few runs".into(),
         (Some(lo), Some(hi)) => format!("[{},{}]", short_pct(lo), short_pct(hi)),
         _ => String::new(),
     }

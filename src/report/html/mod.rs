@@ -540,6 +540,7 @@ fn pct(v: Option<f64>) -> String {
 
 fn interval(c: &Comparison) -> String {
     match (c.diff_lo_pct, c.diff_hi_pct) {
+        _ if c.interval_bounded() == Some(false) => "too few runs to bound".into(),
         (Some(lo), Some(hi)) => format!("[{}, {}]", pct(Some(lo)), pct(Some(hi))),
         _ => "-".into(),
     }
