@@ -187,3 +187,71 @@ fn three_differently_named_configurations_compare_as_one_table_with_a_column_per
         "{md}"
     );
 }
+
+#[test]
+fn compare_of_a_run_with_failed_samples_says_what_each_side_lacks_and_exits_2() {
+    if !can_mount() {
+        return;
+    }
+    let env = Env::new();
+    // Every third invocation (the 2nd and the 5th of six) fails, whatever the order.
+    let count = env.path("count");
+    let suite = env.write(
+        "flaky.toml",
+        &format!(
+            "name = \"flaky\"\n[[test]]\nname = \"flaky\"\nworkload = \"command\"\n\
+             command = \"n=$(cat {c} 2>/dev/null || echo 0); echo $((n+1)) > {c}; \
+             if [ $((n % 3)) -eq 1 ]; then echo 'disk on fire' >&2; exit 3; fi; \
+             dd if=/dev/zero of=f bs=1M count=2 conv=fsync status=none\"\n",
+            c = count.display()
+        ),
+    );
+    let cfg = env.config(ORDERED_AND_JOURNAL);
+    let run = env
+        .cmd()
+        .args(["run", "-n", "3", "--quiet", "--label", "flaky", "--suite"])
+        .arg(&suite)
+        .arg("--config")
+        .arg(&cfg)
+        .output()
+        .unwrap();
+    assert_eq!(run.status.code(), Some(2), "the run ends failed");
+    for format in ["text", "table"] {
+        let out = env
+            .cmd()
+            .args([
+                "compare",
+                "latest@ordered",
+                "latest@journal",
+                "--format",
+                format,
+            ])
+            .output()
+            .unwrap();
+        let t = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // Each side that lacks samples says how many of how many, and the failure's reason.
+        let lacks: usize = t
+            .lines()
+            .filter_map(|l| l.split_once(" side lacks "))
+            .filter_map(|(_, rest)| rest.split_whitespace().next()?.parse::<usize>().ok())
+            .sum();
+        assert_eq!(lacks, 2, "{t}");
+        let flat = t.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            flat.contains("1 failed: exited with status 3; stderr: disk on fire)"),
+            "{t}"
+        );
+        assert!(flat.contains("run 1 ended failed"), "{t}");
+        // A regression would stand; otherwise the missing samples make it exit 2.
+        let regressed = !t.contains("headline: 0 regressed");
+        assert_eq!(
+            out.status.code(),
+            Some(if regressed { 1 } else { 2 }),
+            "{t}"
+        );
+    }
+}

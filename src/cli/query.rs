@@ -194,7 +194,8 @@ fn with_missing(code: i32, lacking: bool, bisect: bool) -> i32 {
         return code;
     }
     eprintln!(
-        "fsdelta compare: a side lacks samples (WARNING above): exit {}; the verdicts shown rest          on the samples that succeeded",
+        "fsdelta compare: a side lacks samples (WARNING above): exit {}; the verdicts shown rest \
+         on the samples that succeeded",
         if bisect { EXIT_BISECT_SKIP } else { EXIT_ERROR }
     );
     if bisect { EXIT_BISECT_SKIP } else { EXIT_ERROR }

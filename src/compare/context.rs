@@ -253,13 +253,8 @@ fn missing(side: &SideData<'_>) -> Missing {
             continue;
         }
         failed += 1;
-        let why = s
-            .sample
-            .error
-            .as_deref()
-            .and_then(|e| e.lines().find(|l| !l.trim().is_empty()))
-            .unwrap_or("no error recorded")
-            .trim();
+        let why = failure_reason(s.sample.error.as_deref().unwrap_or(""));
+        let why = why.as_str();
         let why: String = if why.chars().count() > 160 {
             why.chars().take(159).chain(['…']).collect()
         } else {
@@ -282,6 +277,25 @@ fn missing(side: &SideData<'_>) -> Missing {
         stored: side.samples.len(),
         reasons,
         unfinished_runs,
+    }
+}
+
+/// A failure's reason in one line: the first line of its error without the command it echoes
+/// (`command DIR: `CMD` exited with status 3; stderr:` keeps `exited with status 3; stderr:`), with the
+/// last line of the stderr that follows, if any; so the failures of one cause share a reason.
+fn failure_reason(error: &str) -> String {
+    let mut lines = error.lines().filter(|l| !l.trim().is_empty());
+    let Some(first) = lines.next() else {
+        return "no error recorded".into();
+    };
+    let core = first
+        .rsplit_once("` ")
+        .map_or(first, |(_, r)| r)
+        .trim_start_matches(':')
+        .trim();
+    match lines.last() {
+        Some(last) if core.ends_with(':') => format!("{core} {}", last.trim()),
+        _ => core.to_string(),
     }
 }
 
@@ -778,6 +792,14 @@ mod tests {
             "{w}"
         );
         assert!(w.contains("run 2 ended failed"), "{w}");
+        // A command's failure without the command it echoes, with its stderr's last line.
+        assert_eq!(
+            failure_reason(
+                "command /s/ordered.1/mnt/w: `n=1; echo x` exited with status 3; stderr:\n\ndisk on fire\n"
+            ),
+            "exited with status 3; stderr: disk on fire"
+        );
+        assert_eq!(failure_reason(""), "no error recorded");
     }
 
     #[test]

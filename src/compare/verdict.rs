@@ -505,12 +505,13 @@ fn pct(v: f64) -> f64 {
 pub const UNBOUNDED_HALF_PCT: f64 = 100.0;
 
 impl Comparison {
-    /// Whether the 95 % interval bounds the change: present, and no wider than a factor of
-    /// 1 + [`UNBOUNDED_HALF_PCT`] / 100 either way (on the log scale the verdicts use).
+    /// Whether the 95 % interval bounds the change: present, and either on one side of 0 (it
+    /// bounds the change from below: wide or not, its sign is known) or no wider than a factor
+    /// of 1 + [`UNBOUNDED_HALF_PCT`] / 100 either way (on the log scale the verdicts use).
     pub fn interval_bounded(&self) -> Option<bool> {
         let (lo, hi) = (self.diff_lo_pct?, self.diff_hi_pct?);
         let (l, h) = ((1.0 + lo / 100.0).max(1e-300).ln(), (1.0 + hi / 100.0).ln());
-        Some(pct((h - l) / 2.0) <= UNBOUNDED_HALF_PCT)
+        Some(lo >= 0.0 || hi <= 0.0 || pct((h - l) / 2.0) <= UNBOUNDED_HALF_PCT)
     }
 }
 
@@ -641,11 +642,12 @@ fn decide(
         ));
     }
     let half = (hi - lo) / 2.0;
-    if pct(half) > UNBOUNDED_HALF_PCT {
+    if pct(half) > UNBOUNDED_HALF_PCT && lo < 0.0 && hi > 0.0 {
         // An interval wider than a factor of 2 either way says nothing but "too few runs":
         // "±20282.7 % wider than the ±5 % band" is arithmetic, not information.
         reasons.push(format!(
-            "too few runs to bound the change ({m} vs {n} runs: the 95 % interval spans more              than ±{UNBOUNDED_HALF_PCT:.0} %)"
+            "too few runs to bound the change ({m} vs {n} runs: the 95 % interval spans more \
+             than ±{UNBOUNDED_HALF_PCT:.0} %)"
         ));
     } else if half > band {
         reasons.push(format!(
