@@ -74,8 +74,15 @@ pub fn show(db: &DbArg, sel: &str, raw: Option<&[String]>) -> Result<i32> {
     let store = open(db)?;
     let runs = read::runs_config(store.as_ref(), sel)?;
     let mut out = String::new();
-    for (r, _) in &runs {
+    for (r, samples) in &runs {
         out.push_str(&report::text::run_header(r));
+        let guests = report::export::guest_kernels(samples);
+        if !guests.is_empty() {
+            out.push_str(&format!(
+                "kernel under test (guest): {}\n",
+                guests.join(", ")
+            ));
+        }
     }
     let all: Vec<&SampleRecord> = runs.iter().flat_map(|(_, s)| s.iter()).collect();
     out.push_str(&report::text::targets(&all));
