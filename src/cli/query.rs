@@ -64,7 +64,8 @@ pub fn list(db: &DbArg, label: Option<String>, limit: usize) -> Result<i32> {
         );
         return Ok(EXIT_OK);
     }
-    write_stdout(&report::text::run_list(&runs))?;
+    let guests = read::guest_kernels(store.as_ref(), &runs)?;
+    write_stdout(&report::text::run_list(&runs, &guests))?;
     Ok(EXIT_OK)
 }
 
