@@ -371,14 +371,72 @@ fn flame_options(title: &str) -> inferno::flamegraph::Options<'static> {
     o
 }
 
+/// Whether a flame graph keeps one root per thread (`fsmark-0` .. `fsmark-15`, `kworker/u8:2`)
+/// or merges the threads of one program under one root (`fsmark`, `kworker`), the default: the
+/// same stacks cut into 16 slivers hide what they share. The stored stacks stay raw either way.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Threads {
+    /// One root per program: the thread's number left out of the root frame.
+    #[default]
+    Merged,
+    /// One root per thread, as recorded.
+    PerThread,
+}
+
+/// The program a root frame (a thread's name) belongs to: without a trailing `-N` worker number
+/// or a `/CPU`-style kernel-thread suffix (`fsmark-3` -> `fsmark`, `ksoftirqd/0` -> `ksoftirqd`,
+/// `kworker/u8:2` -> `kworker`).
+pub fn program_of(root: &str) -> &str {
+    let root = match root.split_once('/') {
+        Some((name, rest)) if !name.is_empty() && rest.chars().any(|c| c.is_ascii_digit()) => name,
+        _ => root,
+    };
+    match root.rsplit_once('-') {
+        Some((name, n))
+            if !name.is_empty() && !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()) =>
+        {
+            name
+        }
+        _ => root,
+    }
+}
+
+/// `p` with the threads of one program merged under one root ([`program_of`]).
+pub fn merge_threads(p: &Profile) -> Profile {
+    let mut out = Profile::default();
+    for (stack, &n) in &p.stacks {
+        let (root, rest) = stack.split_once(';').unwrap_or((stack.as_str(), ""));
+        let merged = if rest.is_empty() {
+            program_of(root).to_string()
+        } else {
+            format!("{};{rest}", program_of(root))
+        };
+        *out.stacks.entry(merged).or_default() += n;
+    }
+    out
+}
+
+fn threads(p: &Profile, t: Threads) -> std::borrow::Cow<'_, Profile> {
+    match t {
+        Threads::Merged => std::borrow::Cow::Owned(merge_threads(p)),
+        Threads::PerThread => std::borrow::Cow::Borrowed(p),
+    }
+}
+
 /// A flame graph of one profile (set), as SVG.
-pub fn flamegraph_svg(p: &Profile, title: &str) -> std::io::Result<String> {
-    svg(&mut flame_options(title), &p.to_folded())
+pub fn flamegraph_svg(p: &Profile, title: &str, t: Threads) -> std::io::Result<String> {
+    svg(&mut flame_options(title), &threads(p, t).to_folded())
 }
 
 /// A differential flame graph: the current profile's shape, red where a frame's share grew since
 /// the baseline and blue where it shrank; the baseline is scaled to the current sample count.
-pub fn differential_svg(base: &Profile, cur: &Profile, title: &str) -> std::io::Result<String> {
+pub fn differential_svg(
+    base: &Profile,
+    cur: &Profile,
+    title: &str,
+    t: Threads,
+) -> std::io::Result<String> {
+    let (base, cur) = (threads(base, t), threads(cur, t));
     let mut folded = Vec::new();
     let opt = inferno::differential::Options {
         normalize: true,
@@ -399,6 +457,30 @@ pub fn differential_svg(base: &Profile, cur: &Profile, title: &str) -> std::io::
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_threads_of_one_program_share_one_root_unless_asked() {
+        let mut text = String::new();
+        for t in 0..16 {
+            text.push_str(&format!(
+                "fsmark-{t};entry_SYSCALL_64_[k];ext4_create_[k] 10\n"
+            ));
+        }
+        text.push_str("kworker/u8:2;wb_workfn_[k] 5\nksoftirqd/0;run_ksoftirqd_[k] 1\nsh;main 1\n");
+        let p = profile(&text);
+        let m = merge_threads(&p);
+        assert_eq!(m.stacks["fsmark;entry_SYSCALL_64_[k];ext4_create_[k]"], 160);
+        assert_eq!(m.stacks["kworker;wb_workfn_[k]"], 5);
+        assert_eq!(m.stacks["ksoftirqd;run_ksoftirqd_[k]"], 1);
+        assert_eq!(m.stacks["sh;main"], 1);
+        assert_eq!(m.total(), p.total());
+        let merged = flamegraph_svg(&p, "t", Threads::Merged).unwrap();
+        let raw = flamegraph_svg(&p, "t", Threads::PerThread).unwrap();
+        assert!(!merged.contains("fsmark-7") && merged.contains("fsmark"));
+        assert!(raw.contains("fsmark-7"));
+        assert_eq!(program_of("fs_mark"), "fs_mark");
+        assert_eq!(program_of("dbench-x"), "dbench-x");
+    }
 
     fn profile(text: &str) -> Profile {
         Profile::parse_folded(text).unwrap()
@@ -521,12 +603,12 @@ mod tests {
     #[test]
     fn flame_graphs_are_svg_with_the_frames() {
         let (base, cur) = pair();
-        let one = flamegraph_svg(&base, "baseline").unwrap();
+        let one = flamegraph_svg(&base, "baseline", Threads::Merged).unwrap();
         assert!(one.starts_with("<?xml"), "{}", &one[..60]);
         // inferno shows frames without their `_[k]` mark (it only colours by it).
         assert!(one.contains("btrfs_create"));
         assert!(one.contains("baseline"));
-        let d = differential_svg(&base, &cur, "baseline vs current").unwrap();
+        let d = differential_svg(&base, &cur, "baseline vs current", Threads::Merged).unwrap();
         assert!(d.contains("queue_read_lock_slowpath"));
         assert!(d.contains("</svg>"));
     }
