@@ -299,7 +299,82 @@ fn clip(s: &str, w: usize) -> String {
     }
 }
 
+/// A frame that only passes a lock (or an allocation) on: the kernel's generic locking API, a
+/// scheduler entry, the page and slab allocators. The caller that names the lock is above them
+/// (`btrfs_tree_read_lock`, `ext4_buffered_write_iter`).
+fn passes_on(frame: &str) -> bool {
+    const GENERIC: &[&str] = &[
+        "down_",
+        "up_",
+        "__down",
+        "__up",
+        "_raw_",
+        "do_raw_",
+        "queued_",
+        "native_queued",
+        "__pv_queued",
+        "pv_",
+        "mutex_",
+        "__mutex",
+        "rwsem",
+        "__rwsem",
+        "osq_",
+        "schedule",
+        "__schedule",
+        "preempt_schedule",
+        "rt_mutex",
+        "percpu_down",
+        "percpu_up",
+        "spin_",
+        "read_lock",
+        "write_lock",
+        "lock_",
+    ];
+    let (f, _) = split_frame(frame);
+    f.ends_with("_slowpath")
+        || GENERIC.iter().any(|g| f.starts_with(g))
+        || Cause::of(f) == Some(Cause::Memory)
+}
+
+/// Who calls `symbol` (a kernel frame when `kernel`) in the stacks where it is the leaf: for each
+/// such stack the nearest caller that is not a generic lock, scheduler or allocation primitive
+/// (so `rwsem_down_write_slowpath` is attributed to `ext4_buffered_write_iter`, not `down_write`),
+/// with its share of the symbol's samples, largest first.
+pub fn callers(p: &Profile, symbol: &str, kernel: bool) -> Vec<(String, f64)> {
+    let leaf = if kernel {
+        format!("{symbol}{KERNEL_SUFFIX}")
+    } else {
+        symbol.to_string()
+    };
+    let mut by: BTreeMap<String, u64> = BTreeMap::new();
+    let mut total = 0u64;
+    for (stack, &n) in &p.stacks {
+        let f = frames(stack);
+        if f.last() != Some(&leaf.as_str()) {
+            continue;
+        }
+        total += n;
+        let caller = f[..f.len() - 1]
+            .iter()
+            .rev()
+            .find(|fr| !passes_on(fr))
+            .map_or("(no caller recorded)", |fr| split_frame(fr).0);
+        *by.entry(caller.to_string()).or_default() += n;
+    }
+    let mut out: Vec<(String, f64)> = by
+        .into_iter()
+        .map(|(c, n)| (c, 100.0 * n as f64 / total.max(1) as f64))
+        .collect();
+    out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    out
+}
+
+/// How many callers a changed lock or allocation symbol lists.
+const CALLERS_SHOWN: usize = 3;
+
 /// The `limit` largest changes of self share, with the hint when there is one, indented by two.
+/// A lock, allocation or writeback symbol whose share grew by at least [`HINT_MIN_GAIN`] points
+/// gets its top callers in the current profile (from the stored stacks), so the lock is named.
 pub fn diff_text(base: &Profile, cur: &Profile, limit: usize) -> String {
     let mut out = String::new();
     let deltas = diff(base, cur);
@@ -327,6 +402,16 @@ pub fn diff_text(base: &Profile, cur: &Profile, limit: usize) -> String {
             mark(d.kernel),
             clip(&d.symbol, 44)
         );
+        if d.delta() >= HINT_MIN_GAIN && Cause::of(&d.symbol).is_some() {
+            let top: Vec<String> = callers(cur, &d.symbol, d.kernel)
+                .into_iter()
+                .take(CALLERS_SHOWN)
+                .map(|(c, pct)| format!("{c} {pct:.0} %"))
+                .collect();
+            if !top.is_empty() {
+                out.push_str(&wrap(&format!("called from: {}", top.join(", ")), 14));
+            }
+        }
     }
     if let Some(h) = hint(&deltas) {
         out.push_str(&wrap(&h, 2));
@@ -578,6 +663,36 @@ mod tests {
         );
         assert!(text.contains(" -40.0 %"), "{text}");
         assert!(text.lines().all(|l| l.len() <= 80), "{text}");
+        // The slow path's caller names the lock: btrfs's extent-buffer lock.
+        let line = text.find("queue_read_lock_slowpath").unwrap();
+        assert!(
+            text[line..].contains("\n              called from: btrfs_tree_read_lock 100 %"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_grown_lock_slow_path_is_attributed_to_the_callers_that_take_the_lock() {
+        // ext4 under fs_mark: the inode rwsem taken for writes and for setattr.
+        let base =
+            profile("fsmark-0;write;ext4_buffered_write_iter_[k];generic_perform_write_[k] 100\n");
+        let cur = profile(
+            "fsmark-0;write;ext4_buffered_write_iter_[k];down_write_[k];rwsem_down_write_slowpath_[k] 60\n\
+             fsmark-1;write;ext4_buffered_write_iter_[k];down_write_[k];rwsem_down_write_slowpath_[k];schedule_[k] 1\n\
+             fsmark-2;chmod;notify_change_[k];ext4_setattr_[k];down_write_[k];rwsem_down_write_slowpath_[k] 20\n\
+             fsmark-0;write;ext4_buffered_write_iter_[k];generic_perform_write_[k] 20\n",
+        );
+        let c = callers(&cur, "rwsem_down_write_slowpath", true);
+        assert_eq!(c[0].0, "ext4_buffered_write_iter");
+        assert!((c[0].1 - 75.0).abs() < 1e-9, "{c:?}");
+        assert_eq!(c[1].0, "ext4_setattr");
+        let text = diff_text(&base, &cur, 5);
+        assert!(
+            text.contains("called from: ext4_buffered_write_iter 75 %, ext4_setattr 25 %"),
+            "{text}"
+        );
+        // A symbol that is no lock, memory or writeback gets no callers line.
+        assert_eq!(text.matches("called from").count(), 1, "{text}");
     }
 
     #[test]
