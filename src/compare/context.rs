@@ -265,7 +265,7 @@ fn missing(side: &SideData<'_>) -> Missing {
             None => reasons.push((why, 1)),
         }
     }
-    reasons.sort_by(|a, b| b.1.cmp(&a.1));
+    reasons.sort_by_key(|r| std::cmp::Reverse(r.1));
     let unfinished_runs = side
         .runs
         .iter()
@@ -293,7 +293,7 @@ fn failure_reason(error: &str) -> String {
         .map_or(first, |(_, r)| r)
         .trim_start_matches(':')
         .trim();
-    match lines.last() {
+    match lines.next_back() {
         Some(last) if core.ends_with(':') => format!("{core} {}", last.trim()),
         _ => core.to_string(),
     }
