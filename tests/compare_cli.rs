@@ -127,7 +127,12 @@ fresh = "run"
         ])
         .output()
         .unwrap();
-    assert!(String::from_utf8_lossy(&out.stdout).contains("| metric | role | unit |"));
+    // One table: test, metric, the baseline's center, then the current side's center, diff
+    // and verdict mark.
+    assert!(
+        String::from_utf8_lossy(&out.stdout)
+            .contains("| test | metric | ext4 | ext4-sync | diff | |")
+    );
 
     // Every metric judged, as a developer runs it: the headline metric gates the exit code.
     let out = env

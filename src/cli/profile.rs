@@ -82,6 +82,9 @@ pub struct ProfileArgs {
     /// Also write a flame graph (SVG) of the pooled profiles to FILE.
     #[arg(long, value_name = "FILE")]
     pub flamegraph: Option<PathBuf>,
+    /// The flame graph with one root per thread (default: a program's threads merged).
+    #[arg(long)]
+    pub per_thread: bool,
     #[command(flatten)]
     pub db: DbArg,
 }
@@ -142,8 +145,12 @@ pub fn main(args: &ProfileArgs) -> Result<i32> {
         );
     }
     if let Some(path) = &args.flamegraph {
-        let svg = report::profile::flamegraph_svg(&all, &format!("{} in {}", args.test, args.sel))
-            .context("drawing the flame graph")?;
+        let svg = report::profile::flamegraph_svg(
+            &all,
+            &format!("{} in {}", args.test, args.sel),
+            super::report::threads(args.per_thread),
+        )
+        .context("drawing the flame graph")?;
         crate::os::files::write_output(path, svg.as_bytes())
             .with_context(|| format!("writing {}", path.display()))?;
         let _ = writeln!(out, "flame graph: {}", path.display());

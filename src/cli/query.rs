@@ -5,7 +5,7 @@
 //! This edge must never read the store itself, judge, or pick a renderer: it opens the store,
 //! hands it to `read`, and passes values on.
 
-use super::{CompareArgs, DbArg, EXIT_BISECT_SKIP, EXIT_OK, EXIT_REGRESSION};
+use super::{CompareArgs, DbArg, EXIT_BISECT_SKIP, EXIT_ERROR, EXIT_OK, EXIT_REGRESSION};
 use crate::compare::{
     self, Criteria,
     judge::{self, Judged},
@@ -64,7 +64,8 @@ pub fn list(db: &DbArg, label: Option<String>, limit: usize) -> Result<i32> {
         );
         return Ok(EXIT_OK);
     }
-    write_stdout(&report::text::run_list(&runs))?;
+    let guests = read::guest_kernels(store.as_ref(), &runs)?;
+    write_stdout(&report::text::run_list(&runs, &guests))?;
     Ok(EXIT_OK)
 }
 
@@ -74,8 +75,15 @@ pub fn show(db: &DbArg, sel: &str, raw: Option<&[String]>) -> Result<i32> {
     let store = open(db)?;
     let runs = read::runs_config(store.as_ref(), sel)?;
     let mut out = String::new();
-    for (r, _) in &runs {
+    for (r, samples) in &runs {
         out.push_str(&report::text::run_header(r));
+        let guests = report::export::guest_kernels(samples);
+        if !guests.is_empty() {
+            out.push_str(&format!(
+                "kernel under test (guest): {}\n",
+                guests.join(", ")
+            ));
+        }
     }
     let all: Vec<&SampleRecord> = runs.iter().flat_map(|(_, s)| s.iter()).collect();
     out.push_str(&report::text::targets(&all));
@@ -142,6 +150,12 @@ pub fn render_comparison(
     render(base, cur, rows, opts, None)
 }
 
+/// Whether the rows put two configurations side by side (`SEL@A SEL@B`): their keys carry
+/// "A vs B" (`compare::pair`).
+fn across(rows: &[Judged]) -> bool {
+    !rows.is_empty() && rows.iter().all(|j| j.key.config.contains(" vs "))
+}
+
 fn render(
     base: &str,
     cur: &str,
@@ -157,6 +171,7 @@ fn render(
         summary: &summary,
         all: opts.all,
         context,
+        across: across(rows),
     };
     Ok(report::format::render(opts.format, &Doc::Comparison(&doc))?)
 }
@@ -176,6 +191,22 @@ pub fn exit_code(rows: &[Judged], bisect: bool) -> i32 {
     } else {
         EXIT_OK
     }
+}
+
+/// The exit code of a comparison whose sides lack samples (`lacking`): a regression stands
+/// (1: it was measured on the samples there are); otherwise 2, as the run that lost them ended
+/// (docs/comparing.md), or with `bisect` 125 (skip: this commit cannot be judged); and it says
+/// why on standard error.
+fn with_missing(code: i32, lacking: bool, bisect: bool) -> i32 {
+    if !lacking || code == EXIT_REGRESSION {
+        return code;
+    }
+    eprintln!(
+        "fsdelta compare: a side lacks samples (WARNING above): exit {}; the verdicts shown rest \
+         on the samples that succeeded",
+        if bisect { EXIT_BISECT_SKIP } else { EXIT_ERROR }
+    );
+    if bisect { EXIT_BISECT_SKIP } else { EXIT_ERROR }
 }
 
 /// Refuse a side of `compare` that pools runs of different machines (unless `--pool-hosts`):
@@ -233,7 +264,12 @@ pub fn compare(
         Some(&ctx),
     )?);
     write_stdout(&out)?;
-    Ok(exit_code(&rows, opts.bisect))
+    let lacking = ctx.baseline_missing.any() || ctx.current_missing.any();
+    Ok(with_missing(
+        exit_code(&rows, opts.bisect),
+        lacking,
+        opts.bisect,
+    ))
 }
 
 /// 3 or more sides: every other side against the first, Welch on logs throughout (one center
@@ -251,16 +287,21 @@ fn compare_many(
     let mut descs = Vec::new();
     let mut contexts = Vec::new();
     let mut base_desc = String::new();
+    let mut across_all = true;
     for c in std::iter::once(cur).chain(more.iter().map(String::as_str)) {
         let sides = sides(store, base, c, &criteria)?;
         let rows = judge::rows(&sides, &criteria, Methods::WelchOnly)?;
         base_desc = sides.base.description.clone();
+        across_all &= sides.across;
         descs.push(sides.cur.description.clone());
         contexts.push(judge::context_of(&sides));
         spans.push(all.len()..all.len() + rows.len());
         all.extend(rows);
     }
     judge::control(&mut all, criteria.gate);
+    let lacking = contexts
+        .iter()
+        .any(|c| c.baseline_missing.any() || c.current_missing.any());
     let code = exit_code(&all, opts.bisect);
     let sides: Vec<report::compare::SideRows<'_>> = spans
         .into_iter()
@@ -278,12 +319,13 @@ fn compare_many(
         sides: &sides,
         summary: &summary,
         all: opts.all,
+        across: across_all,
     };
     write_stdout(&report::format::render(
         opts.format,
         &Doc::Comparisons(&doc),
     )?)?;
-    Ok(code)
+    Ok(with_missing(code, lacking, opts.bisect))
 }
 
 /// `fsdelta history`.
@@ -334,5 +376,14 @@ mod tests {
             "{note}"
         );
         assert!(emulated_note(&[&guest("kvm")]).is_empty());
+    }
+
+    #[test]
+    fn a_side_that_lacks_samples_exits_2_unless_a_regression_stands() {
+        assert_eq!(with_missing(EXIT_OK, false, false), EXIT_OK);
+        assert_eq!(with_missing(EXIT_OK, true, false), EXIT_ERROR);
+        assert_eq!(with_missing(EXIT_OK, true, true), EXIT_BISECT_SKIP);
+        assert_eq!(with_missing(EXIT_BISECT_SKIP, true, true), EXIT_BISECT_SKIP);
+        assert_eq!(with_missing(EXIT_REGRESSION, true, false), EXIT_REGRESSION);
     }
 }

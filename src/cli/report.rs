@@ -41,8 +41,21 @@ pub struct ReportArgs {
     /// show every metric).
     #[arg(long)]
     pub all: bool,
+    /// Flame graphs with one root per thread (`fsmark-0` .. `fsmark-15`) instead of one per
+    /// program (the default: a program's threads merged, the stored stacks unchanged).
+    #[arg(long)]
+    pub per_thread: bool,
     #[command(flatten)]
     pub margins: MarginArgs,
+}
+
+/// The flame graphs' roots `--per-thread` asks for.
+pub(crate) fn threads(per_thread: bool) -> crate::report::profile::Threads {
+    if per_thread {
+        crate::report::profile::Threads::PerThread
+    } else {
+        crate::report::profile::Threads::Merged
+    }
 }
 
 impl ReportArgs {
@@ -73,7 +86,8 @@ pub fn main(db: &DbArg, base: &str, cur: Option<&str>, args: &ReportArgs) -> Res
             let c = load_side(store.as_ref(), cur, args)?;
             let naming = Naming::new(split_config(base).1, split_config(cur).1, &b, &c);
             let metrics = gather::compared_metrics(rows);
-            let request = Request::new(&metrics, &b.samples, &c.samples, &naming);
+            let mut request = Request::new(&metrics, &b.samples, &c.samples, &naming);
+            request.threads = threads(args.per_thread);
             let name = |c: &str| naming.name(c);
             let extras = read::extras::read(store.as_ref(), &request.wanted(&b, &c, &name))?;
             gather::comparison(b, c, &naming, metrics, &request, extras, text_table)
@@ -82,7 +96,8 @@ pub fn main(db: &DbArg, base: &str, cur: Option<&str>, args: &ReportArgs) -> Res
             let l = load_side(store.as_ref(), base, args)?;
             let metrics = gather::single_metrics(base, &l, &args.metrics)?;
             let naming = Naming::single();
-            let request = Request::new(&metrics, &[], &l.samples, &naming);
+            let mut request = Request::new(&metrics, &[], &l.samples, &naming);
+            request.threads = threads(args.per_thread);
             let none = Side {
                 description: String::new(),
                 runs: Vec::new(),

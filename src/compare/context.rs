@@ -12,10 +12,10 @@
 //! only where their recorded values differ; a configuration or test present on one side only is
 //! listed, never dropped in silence.
 
-use crate::model::SampleStatus;
-use crate::model::{RunInfo, SampleRecord};
+use crate::model::{RunInfo, RunStatus, SampleRecord, SampleStatus};
 use serde::Serialize;
 use std::collections::{BTreeSet, HashSet};
+use std::fmt::Write;
 
 /// Metric (kind share, neutral) that the run loop stores with every sample: CPU time of every
 /// other process during the sample, in percent of all CPUs.
@@ -74,8 +74,37 @@ pub struct Context {
     pub baseline_load: Load,
     /// Current background load.
     pub current_load: Load,
-    /// Warnings about the machine (background load that differs between the sides).
+    /// Warnings about the machine (background load that differs between the sides) and about
+    /// samples a side lacks.
     pub warnings: Vec<String>,
+    /// Samples the baseline side lacks: failed ones (stored without numbers).
+    #[serde(default)]
+    pub baseline_missing: Missing,
+    /// Samples the current side lacks.
+    #[serde(default)]
+    pub current_missing: Missing,
+}
+
+/// The samples a side lacks, and why.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Missing {
+    /// Samples stored as failed (no metric of theirs is compared).
+    pub failed: usize,
+    /// Samples the side's selection holds, failed ones included.
+    pub stored: usize,
+    /// The failures' distinct reasons (first line of each error), most frequent first, each
+    /// with how many samples it stopped.
+    pub reasons: Vec<(String, usize)>,
+    /// Runs of the side that did not end `complete` (`run 7 ended aborted`): samples they never
+    /// started are not stored at all.
+    pub unfinished_runs: Vec<String>,
+}
+
+impl Missing {
+    /// Whether the side lacks anything: a failed sample, or a run that did not end complete.
+    pub fn any(&self) -> bool {
+        self.failed > 0 || !self.unfinished_runs.is_empty()
+    }
 }
 
 /// Distinct values, sorted, joined for display.
@@ -89,13 +118,36 @@ fn join(values: BTreeSet<String>) -> String {
 
 /// `extra` facts that name a path or a device instance, which differ between any two runs of
 /// the same setup (a loop device number, an image path): not a difference worth a reader's eye.
+/// A guest's kernel image path (a .deb is unpacked into a temporary directory) and its boot
+/// time (a measurement, not a setting) are such too: the guest kernel's release says which.
+/// All stay in the facts (`show`, `export`).
 const VOLATILE: &[&str] = &[
     "config",
     "mount_point",
     "image_path",
     "image_fs_device",
     "mkfs_command",
+    "device_name",
+    "vm_kernel_path",
+    "vm_boot_s",
 ];
+
+/// Mkfs options without the paths of the device or image they formatted (a guest records its
+/// whole mkfs command, whose last word is a temporary image or `/dev/vdN`): two runs of one
+/// setup differ there, and nowhere that matters.
+fn mkfs_without_paths(options: &str) -> String {
+    let words: Vec<&str> = options.split_whitespace().collect();
+    let target = words
+        .iter()
+        .rposition(|w| w.starts_with('/') && !w.contains("mkfs"));
+    words
+        .iter()
+        .enumerate()
+        .filter(|(i, w)| Some(*i) != target && !w.starts_with("/dev/"))
+        .map(|(_, w)| *w)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
 
 /// A readable name for an `extra` fact.
 fn extra_name(k: &str) -> String {
@@ -105,6 +157,8 @@ fn extra_name(k: &str) -> String {
         "after" | "hook_after" => "after hook".into(),
         "caches_dropped" => "page cache dropped".into(),
         "scheduler" => "I/O scheduler".into(),
+        "vm_kernel" => "guest kernel".into(),
+        "vm_kernel_version" => "guest kernel version".into(),
         other => other.replace('_', " "),
     }
 }
@@ -142,13 +196,136 @@ pub fn context(base: &SideData<'_>, cur: &SideData<'_>, across: bool) -> Context
     for (name, b_cfg, c_cfg) in &shown.pairs {
         config_differences(base, cur, name, b_cfg, c_cfg, &mut out.differences);
     }
-    // Order: what changes results most first (the file system, then the kernel, then the rest).
+    // A guest kernel is a fact of the pair, whatever the configurations: said once per value.
+    let guest = |what: &str| {
+        what.starts_with("guest kernel")
+            .then(|| what.split(" of ").next().unwrap_or(what).to_string())
+    };
+    let mut kept: Vec<Difference> = Vec::new();
+    for d in std::mem::take(&mut out.differences) {
+        let dup = guest(&d.what).is_some_and(|f| {
+            kept.iter().any(|k| {
+                guest(&k.what).as_deref() == Some(f.as_str())
+                    && k.baseline == d.baseline
+                    && k.current == d.current
+            })
+        });
+        if !dup {
+            kept.push(d);
+        }
+    }
+    for fact in ["guest kernel", "guest kernel version"] {
+        let of_fact = |d: &Difference| guest(&d.what).as_deref() == Some(fact);
+        if kept.iter().filter(|d| of_fact(d)).count() == 1
+            && let Some(d) = kept.iter_mut().find(|d| of_fact(d))
+        {
+            d.what = fact.to_string();
+        }
+    }
+    out.differences = kept;
+    // Order: the kernel release first (the question of most comparisons), then the file
+    // system, then the other kernel facts, then the rest.
     out.differences.sort_by_key(|d| rank(&d.what));
     out.one_sided_metrics = one_sided_metrics(base, cur, across, &shown);
     out.baseline_load = load(base.samples);
     out.current_load = load(cur.samples);
     out.warnings = machine_warnings(out.baseline_load, out.current_load);
+    out.baseline_missing = missing(base);
+    out.current_missing = missing(cur);
+    for (side, m) in [
+        ("baseline", &out.baseline_missing),
+        ("current", &out.current_missing),
+    ] {
+        if let Some(w) = missing_warning(side, m) {
+            out.warnings.push(w);
+        }
+    }
     out
+}
+
+/// The samples a side lacks: failed ones with their reasons, and runs that did not end
+/// complete.
+fn missing(side: &SideData<'_>) -> Missing {
+    let mut reasons: Vec<(String, usize)> = Vec::new();
+    let mut failed = 0;
+    for s in side.samples {
+        if s.sample.status == SampleStatus::Ok {
+            continue;
+        }
+        failed += 1;
+        let why = failure_reason(s.sample.error.as_deref().unwrap_or(""));
+        let why = why.as_str();
+        let why: String = if why.chars().count() > 160 {
+            why.chars().take(159).chain(['…']).collect()
+        } else {
+            why.to_string()
+        };
+        match reasons.iter_mut().find(|(r, _)| *r == why) {
+            Some((_, n)) => *n += 1,
+            None => reasons.push((why, 1)),
+        }
+    }
+    reasons.sort_by_key(|r| std::cmp::Reverse(r.1));
+    let unfinished_runs = side
+        .runs
+        .iter()
+        .filter(|r| !matches!(r.status, RunStatus::Complete))
+        .map(|r| format!("run {} ended {}", r.id, r.status.as_str()))
+        .collect();
+    Missing {
+        failed,
+        stored: side.samples.len(),
+        reasons,
+        unfinished_runs,
+    }
+}
+
+/// A failure's reason in one line: the first line of its error without the command it echoes
+/// (`command DIR: `CMD` exited with status 3; stderr:` keeps `exited with status 3; stderr:`), with the
+/// last line of the stderr that follows, if any; so the failures of one cause share a reason.
+fn failure_reason(error: &str) -> String {
+    let mut lines = error.lines().filter(|l| !l.trim().is_empty());
+    let Some(first) = lines.next() else {
+        return "no error recorded".into();
+    };
+    let core = first
+        .rsplit_once("` ")
+        .map_or(first, |(_, r)| r)
+        .trim_start_matches(':')
+        .trim();
+    match lines.next_back() {
+        Some(last) if core.ends_with(':') => format!("{core} {}", last.trim()),
+        _ => core.to_string(),
+    }
+}
+
+/// The warning a side that lacks samples gets: how many, and why (the two most frequent
+/// reasons).
+fn missing_warning(side: &str, m: &Missing) -> Option<String> {
+    if !m.any() {
+        return None;
+    }
+    let mut w = format!("{side} side lacks {} of {} samples", m.failed, m.stored);
+    if !m.reasons.is_empty() {
+        let shown: Vec<String> = m
+            .reasons
+            .iter()
+            .take(2)
+            .map(|(r, n)| format!("{n} failed: {r}"))
+            .collect();
+        let _ = write!(w, " ({}", shown.join("; "));
+        if m.reasons.len() > 2 {
+            let _ = write!(w, "; and {} other reasons", m.reasons.len() - 2);
+        }
+        w.push(')');
+    }
+    if !m.unfinished_runs.is_empty() {
+        let _ = write!(w, "; {}", m.unfinished_runs.join(", "));
+    }
+    w.push_str(
+        ": its verdicts rest on the samples that succeeded (`fsdelta show` lists the failures)",
+    );
+    Some(w)
 }
 
 /// A difference when the sides' values differ.
@@ -295,7 +472,8 @@ fn config_differences(
         r.sample
             .facts
             .mkfs_options
-            .clone()
+            .as_deref()
+            .map(mkfs_without_paths)
             .unwrap_or_else(|| "(not formatted by fsdelta)".into())
     });
     d("mount options", &|r| r.sample.facts.mount_options.clone());
@@ -332,16 +510,18 @@ fn config_differences(
 /// How much a kind of difference changes results: the file system first, then the kernel,
 /// then the workload and engine, then the rest.
 fn rank(what: &str) -> u8 {
-    if what.starts_with("mount options") {
+    if what == "kernel" || what == "guest kernel" || what.starts_with("guest kernel of ") {
         0
-    } else if what.starts_with("mkfs options") || what.starts_with("filesystem") {
+    } else if what.starts_with("mount options") {
         1
-    } else if what.starts_with("kernel") {
+    } else if what.starts_with("mkfs options") || what.starts_with("filesystem") {
         2
-    } else if what.starts_with("workload") || what.starts_with("engine") {
+    } else if what.starts_with("kernel") || what.starts_with("guest kernel") {
         3
-    } else {
+    } else if what.starts_with("workload") || what.starts_with("engine") {
         4
+    } else {
+        5
     }
 }
 
@@ -526,11 +706,100 @@ mod tests {
             false,
         );
         let what: Vec<&str> = ctx.differences.iter().map(|d| d.what.as_str()).collect();
-        assert_eq!(what, ["mount options of a", "kernel"]);
-        assert_eq!(ctx.differences[0].baseline, "rw,relatime");
-        assert_eq!(ctx.differences[0].current, "rw,sync");
+        // The kernel release first: it is what most comparisons ask about.
+        assert_eq!(what, ["kernel", "mount options of a"]);
+        assert_eq!(ctx.differences[1].baseline, "rw,relatime");
+        assert_eq!(ctx.differences[1].current, "rw,sync");
         assert!(ctx.warnings.is_empty());
         assert_eq!(ctx.current_load, Load::default());
+    }
+
+    fn ctx_of(br: &[RunInfo], b: &[SampleRecord], cr: &[RunInfo], c: &[SampleRecord]) -> Context {
+        let (bs, cs): (Vec<&SampleRecord>, Vec<&SampleRecord>) =
+            (b.iter().collect(), c.iter().collect());
+        context(
+            &SideData {
+                runs: br,
+                samples: &bs,
+            },
+            &SideData {
+                runs: cr,
+                samples: &cs,
+            },
+            true,
+        )
+    }
+
+    #[test]
+    fn the_guest_kernel_comes_first_and_temporary_paths_are_left_out() {
+        let r = [run(1, "6.12.0-host")];
+        let guest = |kernel: &str, image: &str, dev: &str| {
+            let mut s = sample("ext4", "t", "rw", None);
+            let x = &mut s.sample.facts.extra;
+            x.insert("vm_kernel".into(), kernel.into());
+            x.insert(
+                "vm_kernel_path".into(),
+                format!("/tmp/fsdelta-k{kernel}/vmlinuz"),
+            );
+            x.insert("vm_boot_s".into(), format!("{}", dev.len()));
+            x.insert("device_name".into(), dev.into());
+            s.sample.facts.mkfs_options = Some(format!("mkfs.ext4 -q -b 4096 {image}"));
+            s
+        };
+        let b = [
+            guest("6.1.0-47-amd64", "/tmp/a1/disk0.img", "vda"),
+            guest("6.1.0-47-amd64", "/tmp/a2/disk0.img", "vda"),
+        ];
+        let c = [guest("6.1.0-50-amd64", "/tmp/b9/disk0.img", "vdb")];
+        let ctx = ctx_of(&r, &b, &r, &c);
+        let what: Vec<&str> = ctx.differences.iter().map(|d| d.what.as_str()).collect();
+        assert_eq!(what, ["guest kernel"], "{:?}", ctx.differences);
+        assert_eq!(ctx.differences[0].baseline, "6.1.0-47-amd64");
+        assert_eq!(ctx.differences[0].current, "6.1.0-50-amd64");
+        // A real mkfs difference is still one.
+        let mut c2 = c.clone();
+        c2[0].sample.facts.mkfs_options = Some("mkfs.ext4 -q -b 1024 /tmp/b9/disk0.img".into());
+        let ctx = ctx_of(&r, &b, &r, &c2);
+        let what: Vec<&str> = ctx.differences.iter().map(|d| d.what.as_str()).collect();
+        assert_eq!(what, ["guest kernel", "mkfs options of ext4 vs ext4"]);
+        assert_eq!(ctx.differences[1].current, "mkfs.ext4 -q -b 1024");
+    }
+
+    #[test]
+    fn a_side_that_lacks_samples_says_how_many_and_why() {
+        let ok = [run(1, "6.18")];
+        let mut failed_run = run(2, "6.18");
+        failed_run.status = RunStatus::Failed;
+        let b = [sample("a", "t", "rw", None), sample("a", "t", "rw", None)];
+        let mut c = vec![sample("a", "t", "rw", None)];
+        for pid in [41, 42, 43] {
+            let mut f = sample("a", "t", "rw", None);
+            f.sample.status = SampleStatus::Failed;
+            f.sample.error = Some(format!(
+                "umount /mnt/x: target is busy\nis mounted in the mount namespace of pid {pid}"
+            ));
+            c.push(f);
+        }
+        let ctx = ctx_of(&ok, &b, &[failed_run], &c);
+        assert!(!ctx.baseline_missing.any());
+        assert_eq!(ctx.current_missing.failed, 3);
+        assert_eq!(ctx.current_missing.stored, 4);
+        let w = ctx.warnings.last().unwrap();
+        assert!(
+            w.starts_with(
+                "current side lacks 3 of 4 samples (3 failed: umount /mnt/x: target is busy)"
+            ),
+            "{w}"
+        );
+        assert!(w.contains("run 2 ended failed"), "{w}");
+        // A command's failure without the command it echoes, with its stderr's last line.
+        assert_eq!(
+            failure_reason(
+                "command /s/ordered.1/mnt/w: `n=1; echo x` exited with status 3; stderr:\n\ndisk on fire\n"
+            ),
+            "exited with status 3; stderr: disk on fire"
+        );
+        assert_eq!(failure_reason(""), "no error recorded");
     }
 
     #[test]

@@ -105,6 +105,7 @@ pub fn control(rows: &mut [Judged], gate: Gate) {
         .iter_mut()
         .map(|j| verdict::Judging {
             group: (j.key.config.as_str(), j.key.test.as_str()),
+            metric: j.key.metric.as_str(),
             headline: j.headline,
             comparison: &mut j.comparison,
         })

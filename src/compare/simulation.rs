@@ -273,6 +273,7 @@ fn simulate(
         .zip(&QUICK)
         .map(|(c, m)| Judging {
             group: (m.test, m.test),
+            metric: m.metric,
             headline: true,
             comparison: c,
         })

@@ -500,6 +500,21 @@ fn pct(v: f64) -> f64 {
     100.0 * v.exp_m1()
 }
 
+/// Half-width (in percent of the baseline) beyond which a 95 % interval bounds nothing: the
+/// tables print "too few runs" instead of numbers like `[-100.0,+1e7]`, and the reason says so.
+pub const UNBOUNDED_HALF_PCT: f64 = 100.0;
+
+impl Comparison {
+    /// Whether the 95 % interval bounds the change: present, and either on one side of 0 (it
+    /// bounds the change from below: wide or not, its sign is known) or no wider than a factor
+    /// of 1 + [`UNBOUNDED_HALF_PCT`] / 100 either way (on the log scale the verdicts use).
+    pub fn interval_bounded(&self) -> Option<bool> {
+        let (lo, hi) = (self.diff_lo_pct?, self.diff_hi_pct?);
+        let (l, h) = ((1.0 + lo / 100.0).max(1e-300).ln(), (1.0 + hi / 100.0).ln());
+        Some(lo >= 0.0 || hi <= 0.0 || pct((h - l) / 2.0) <= UNBOUNDED_HALF_PCT)
+    }
+}
+
 /// Steps 2 and 3: the shift and its interval on the logs `x` (baseline) and `y` (current), by
 /// Hodges-Lehmann when `wants_rank` and the sides are large enough (and the shift agrees with
 /// the medians), else by Welch; recorded in `out` with the runs a side needed.
@@ -627,7 +642,14 @@ fn decide(
         ));
     }
     let half = (hi - lo) / 2.0;
-    if half > band {
+    if pct(half) > UNBOUNDED_HALF_PCT && lo < 0.0 && hi > 0.0 {
+        // An interval wider than a factor of 2 either way says nothing but "too few runs":
+        // "±20282.7 % wider than the ±5 % band" is arithmetic, not information.
+        reasons.push(format!(
+            "too few runs to bound the change ({m} vs {n} runs: the 95 % interval spans more \
+             than ±{UNBOUNDED_HALF_PCT:.0} %)"
+        ));
+    } else if half > band {
         reasons.push(format!(
             "interval ±{:.1} % wider than the ±{band_pct} % band",
             pct(half)
@@ -774,17 +796,31 @@ pub enum Gate {
 
 /// One metric of a whole comparison, as [`judge_family`] needs it.
 pub struct Judging<'a> {
-    /// Configuration and test: a test that declares no headline metric at all (runs stored before
-    /// metrics declared their role) has every judged metric treated as headline.
+    /// Configuration and test: a test that declares no headline metric at all (a command test
+    /// without `metrics`, runs stored before metrics declared their role) has every judged
+    /// metric of its own treated as headline (not fsdelta's: see [`fsdelta_own`]).
     pub group: (&'a str, &'a str),
+    /// The metric's name.
+    pub metric: &'a str,
     /// Declared a headline metric by its workload.
     pub headline: bool,
     /// Its per-metric verdict, adjusted in place.
     pub comparison: &'a mut Comparison,
 }
 
+/// Whether `metric` is one fsdelta records beside every sample (mount and unmount times, write
+/// amplification, the device's and the machine's counters, event counts: see
+/// [`crate::model::RESERVED_METRICS`]) rather than the test's own number. Those explain a change;
+/// they are secondary everywhere, even in a test that declares no headline metric. The test's
+/// own time, `elapsed_s`, is not one of them: it is a command test's headline.
+pub fn fsdelta_own(metric: &str) -> bool {
+    metric != "elapsed_s"
+        && (crate::model::RESERVED_METRICS.contains(&metric) || metric.starts_with("event:"))
+}
+
 /// Turns per-metric verdicts into a comparison's verdicts: sets each metric's [`Role`] (headline
-/// as declared; in a test that declares none, every metric), then applies [`control_fdr`] to the
+/// as declared; in a test that declares none, every metric that is the test's own, never one
+/// fsdelta records beside it: [`fsdelta_own`]), then applies [`control_fdr`] to the
 /// headline family and, separately, to the secondary family, and marks which verdicts gate the
 /// exit code under `gate`. Every (configuration, test, metric) of every pairing of a comparison
 /// of 3 or more sides belongs to one call, so the families span the whole comparison.
@@ -795,7 +831,7 @@ pub fn judge_family(items: &mut [Judging<'_>], gate: Gate) {
         .map(|i| i.group)
         .collect();
     for i in items.iter_mut() {
-        let headline = i.headline || !declared.contains(&i.group);
+        let headline = i.headline || (!declared.contains(&i.group) && !fsdelta_own(i.metric));
         i.comparison.role = if headline {
             Role::Headline
         } else {
@@ -1213,6 +1249,7 @@ mod tests {
             .enumerate()
             .map(|(i, c)| Judging {
                 group: ("c", groups[i]),
+                metric: "m",
                 headline: heads[i],
                 comparison: c,
             })
@@ -1240,6 +1277,7 @@ mod tests {
             .iter_mut()
             .map(|c| Judging {
                 group: ("c", "t"),
+                metric: "m",
                 headline: true,
                 comparison: c,
             })
@@ -1258,11 +1296,13 @@ mod tests {
         let mut items = vec![
             Judging {
                 group: ("c", "t"),
+                metric: "m",
                 headline: true,
                 comparison: &mut a[0],
             },
             Judging {
                 group: ("c", "t"),
+                metric: "m",
                 headline: false,
                 comparison: &mut b[0],
             },
@@ -1273,17 +1313,61 @@ mod tests {
         let mut items = vec![
             Judging {
                 group: ("c", "t"),
+                metric: "m",
                 headline: true,
                 comparison: &mut a[0],
             },
             Judging {
                 group: ("c", "t"),
+                metric: "m",
                 headline: false,
                 comparison: &mut b[0],
             },
         ];
         judge_family(&mut items, Gate::All);
         assert!(c[0].gates && c[1].gates);
+    }
+
+    #[test]
+    fn fsdelta_own_metrics_never_gate_a_test_that_declares_no_headline() {
+        // A command test without `metrics`: its time is the headline; write amplification,
+        // mount and unmount times and event counts stay secondary though they regressed.
+        let up = compare(
+            &[1.00, 1.01, 0.99, 1.00],
+            &[1.30, 1.31, 1.29, 1.30],
+            Direction::LowerIsBetter,
+            MetricClass::Throughput,
+            &Margins::default(),
+        );
+        assert_eq!(up.verdict, Verdict::Regressed, "{}", up.reason);
+        let names = [
+            "elapsed_s",
+            "write_amplification",
+            "mount_s",
+            "umount_s",
+            "dev_write_kbytes",
+            "event:ext4:ext4_da_write_begin",
+        ];
+        let mut cs: Vec<Comparison> = names.iter().map(|_| up.clone()).collect();
+        let mut items: Vec<Judging<'_>> = cs
+            .iter_mut()
+            .zip(names)
+            .map(|(c, metric)| Judging {
+                group: ("c", "cp"),
+                metric,
+                headline: false,
+                comparison: c,
+            })
+            .collect();
+        judge_family(&mut items, Gate::Headline);
+        assert_eq!(cs[0].role, Role::Headline);
+        assert!(cs[0].gates);
+        for (c, name) in cs.iter().zip(names).skip(1) {
+            assert_eq!(c.role, Role::Secondary, "{name}");
+            assert!(!c.gates, "{name}");
+        }
+        assert!(fsdelta_own("write_amplification") && !fsdelta_own("elapsed_s"));
+        assert!(!fsdelta_own("files_per_sec"));
     }
 
     #[test]
@@ -1316,6 +1400,35 @@ mod tests {
         let c = judge(&a, &b, Direction::HigherIsBetter, MetricClass::Throughput);
         assert_eq!(c.verdict, Verdict::Unchanged, "{}", c.reason);
         assert!(c.reason.contains("inside the ±5 % band"), "{}", c.reason);
+    }
+
+    #[test]
+    fn an_interval_that_bounds_nothing_says_too_few_runs() {
+        // Two runs a side, one of them ten times the other: Welch's interval at 1 degree of
+        // freedom spans [-100 %, +1e7 %].
+        let c = judge(
+            &[100.0, 1000.0],
+            &[120.0, 900.0],
+            Direction::HigherIsBetter,
+            MetricClass::Throughput,
+        );
+        assert_eq!(c.verdict, Verdict::Inconclusive);
+        assert_eq!(c.interval_bounded(), Some(false));
+        assert!(
+            c.reason
+                .contains("too few runs to bound the change (2 vs 2 runs"),
+            "{}",
+            c.reason
+        );
+        assert!(!c.reason.contains("wider than"), "{}", c.reason);
+        // A tight interval is bounded.
+        let c = judge(
+            &[100.0, 101.0, 99.0, 100.0],
+            &[100.5, 100.0, 99.5, 101.0],
+            Direction::HigherIsBetter,
+            MetricClass::Throughput,
+        );
+        assert_eq!(c.interval_bounded(), Some(true));
     }
 
     #[test]

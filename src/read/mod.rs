@@ -247,6 +247,28 @@ pub fn list(
     })?)
 }
 
+/// Per run of `runs`, the distinct kernels its guests booted (`vm_kernel` of its samples, in
+/// order of first appearance; empty for a run on the host): what `list` shows as the kernel
+/// under test.
+pub fn guest_kernels(store: &dyn Store, runs: &[RunInfo]) -> Result<Vec<Vec<String>>, ReadError> {
+    let ids: Vec<_> = runs.iter().map(|r| r.id).collect();
+    Ok(store
+        .samples_of_runs(&ids)?
+        .into_iter()
+        .map(|samples| {
+            let mut out: Vec<String> = Vec::new();
+            for s in samples {
+                if let Some(k) = s.sample.facts.extra.get("vm_kernel")
+                    && !out.contains(k)
+                {
+                    out.push(k.clone());
+                }
+            }
+            out
+        })
+        .collect())
+}
+
 /// Every value of `metric` in the successful samples of `test`, per run that has ended, oldest
 /// run first: one record per value, as `compare::history` takes them. One query for the series
 /// (not every sample of every run).

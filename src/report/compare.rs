@@ -27,6 +27,8 @@ pub struct CompareDoc<'a> {
     pub all: bool,
     /// What differs between the sides, printed first (`None`: not shown, as after `run`).
     pub context: Option<&'a Context>,
+    /// Two configurations side by side (`SEL@A SEL@B`): rows pair by test and metric.
+    pub across: bool,
 }
 
 /// Whether a row is listed: every row with `all`; else the headline metrics, the metrics
@@ -64,7 +66,7 @@ fn short_mark(v: Verdict) -> &'static str {
     }
 }
 
-fn pct(v: Option<f64>) -> String {
+pub(crate) fn pct(v: Option<f64>) -> String {
     v.map(|v| format!("{}%", short_pct(v)))
         .unwrap_or_else(|| "-".into())
 }
@@ -82,24 +84,16 @@ fn short_pct(v: f64) -> String {
     }
 }
 
-fn cv(v: Option<f64>) -> String {
-    v.map(|v| format!("{:.1}%", 100.0 * v))
-        .unwrap_or_else(|| "-".into())
-}
-
-fn value(v: Option<f64>) -> String {
+pub(crate) fn value(v: Option<f64>) -> String {
     v.map(fmt_value).unwrap_or_else(|| "-".into())
 }
 
 fn interval(c: &Comparison) -> String {
     match (c.diff_lo_pct, c.diff_hi_pct) {
+        _ if c.interval_bounded() == Some(false) => "too few runs".into(),
         (Some(lo), Some(hi)) => format!("[{},{}]", short_pct(lo), short_pct(hi)),
         _ => String::new(),
     }
-}
-
-fn q(c: &Comparison) -> String {
-    c.q_value.map(verdict::fmt_p).unwrap_or_else(|| "-".into())
 }
 
 fn counts(c: &verdict::Counts) -> String {
@@ -170,7 +164,7 @@ fn wrap(text: &str, indent: usize) -> String {
 }
 
 /// Wrap `text` at 80 columns: `first` spaces before the first line, `rest` before the others.
-fn wrap_hanging(text: &str, first: usize, rest: usize) -> String {
+pub(crate) fn wrap_hanging(text: &str, first: usize, rest: usize) -> String {
     let mut out = String::new();
     let mut line = " ".repeat(first);
     let mut empty = true;
@@ -253,6 +247,12 @@ fn context_lines(ctx: &Context) -> Vec<String> {
     out
 }
 
+/// The warnings of a "what differs" block (background load, samples a side lacks), for the
+/// one-table form, which leaves the rest of the block to `--format text`.
+pub(crate) fn context_warnings(ctx: &Context) -> Vec<String> {
+    ctx.warnings.clone()
+}
+
 fn text_context(out: &mut String, ctx: &Context) {
     let _ = writeln!(out);
     let _ = writeln!(out, "What differs between the sides");
@@ -262,7 +262,7 @@ fn text_context(out: &mut String, ctx: &Context) {
 }
 
 /// The footnote of a block whose rows show medians (`*`), if any.
-fn median_note(rows: &[&Judged]) -> Option<&'static str> {
+pub(crate) fn median_note(rows: &[&Judged]) -> Option<&'static str> {
     let hl = rows
         .iter()
         .any(|j| j.comparison.method == Some(Method::HodgesLehmann));
@@ -368,75 +368,6 @@ pub fn text(doc: &CompareDoc<'_>) -> String {
     out
 }
 
-/// Markdown: the same content as [`text`], one table per test, with medians, q-values, n and
-/// CV besides the centers.
-pub fn markdown(doc: &CompareDoc<'_>) -> String {
-    let mut out = String::new();
-    let _ = writeln!(out, "**baseline:** {}  ", doc.baseline);
-    let _ = writeln!(out, "**current:** {}", doc.current);
-    if let Some(ctx) = doc.context {
-        let _ = writeln!(out);
-        let _ = writeln!(out, "#### What differs between the sides");
-        let _ = writeln!(out);
-        for l in context_lines(ctx) {
-            let _ = writeln!(out, "- {}", l.replace('|', "/"));
-        }
-    }
-    for block in blocks(doc.rows, |j| shown(j, doc.all)) {
-        let j0 = block[0];
-        let _ = writeln!(out);
-        let _ = writeln!(out, "### {} ({})", j0.key.test, j0.key.config);
-        let _ = writeln!(out);
-        let _ = writeln!(
-            out,
-            "Baseline and current are geometric means (Welch on logs; diff = current / baseline - 1){}.",
-            median_note(&block)
-                .map(|n| format!("; {}", n.replace('*', "rows marked \\*:")))
-                .unwrap_or_default()
-        );
-        let _ = writeln!(out);
-        let _ = writeln!(
-            out,
-            "| metric | role | unit | baseline | current | diff | 95% interval | q | medians | n | CV | verdict |"
-        );
-        let _ = writeln!(out, "|---|---|---|---:|---:|---:|---|---:|---|---|---|---|");
-        let mut rows = block.clone();
-        rows.sort_by_key(|j| j.comparison.role != Role::Headline);
-        for j in rows {
-            let c = &j.comparison;
-            let verdict = match c.verdict {
-                Verdict::Inconclusive => format!("inconclusive: {}", c.reason.replace('|', "/")),
-                v => v.as_str().replace('_', " "),
-            };
-            let _ = writeln!(
-                out,
-                "| {} | {} | {} | {} | {} | {} | {} | {} | {} / {} | {} vs {} | {} / {} | {} |",
-                metric_name(j, 64).replace('*', "\\*"),
-                match c.role {
-                    Role::Headline => "headline",
-                    Role::Secondary => "secondary",
-                },
-                j.unit,
-                value(c.baseline.center),
-                value(c.current.center),
-                pct(c.diff_pct),
-                interval(c),
-                q(c),
-                value(c.baseline.median),
-                value(c.current.median),
-                c.baseline.n,
-                c.current.n,
-                cv(c.baseline.cv),
-                cv(c.current.cv),
-                verdict
-            );
-        }
-    }
-    let _ = writeln!(out);
-    let _ = writeln!(out, "{}", summary_line(doc.summary));
-    out
-}
-
 /// One non-baseline side of a comparison of 3 or more sides.
 pub struct SideRows<'a> {
     /// Description of the side's selection.
@@ -457,37 +388,47 @@ pub struct ManyDoc<'a> {
     pub summary: &'a Summary,
     /// List every metric.
     pub all: bool,
+    /// Configurations side by side (`SEL@A SEL@B SEL@C`): rows pair by test and metric, so
+    /// differently named configurations share one row.
+    pub across: bool,
 }
 
 /// The metrics of a many-sided table in order: (configuration, test, metric), each with its row
 /// in every side (if any); a metric is listed when some side lists it.
 fn many_keys<'a>(doc: &'a ManyDoc<'a>) -> Vec<(&'a SeriesKey, Vec<Option<&'a Judged>>)> {
+    // Configurations side by side pair by test and metric: "a vs b" and "a vs c" share a row.
+    let same = |a: &SeriesKey, b: &SeriesKey| {
+        a.test == b.test && a.metric == b.metric && (doc.across || a.config == b.config)
+    };
     let mut keys: Vec<&SeriesKey> = Vec::new();
     for s in doc.sides {
         for j in s.rows.iter().filter(|j| shown(j, doc.all)) {
-            if !keys.contains(&&j.key) {
+            if !keys.iter().any(|k| same(k, &j.key)) {
                 keys.push(&j.key);
             }
         }
     }
     // keep tests together, in first-seen order
+    let group = |k: &'a SeriesKey| {
+        if doc.across {
+            ("", k.test.as_str())
+        } else {
+            (k.config.as_str(), k.test.as_str())
+        }
+    };
     let mut order: Vec<(&str, &str)> = Vec::new();
     for k in &keys {
-        if !order.contains(&(k.config.as_str(), k.test.as_str())) {
-            order.push((k.config.as_str(), k.test.as_str()));
+        if !order.contains(&group(k)) {
+            order.push(group(k));
         }
     }
-    keys.sort_by_key(|k| {
-        order
-            .iter()
-            .position(|o| *o == (k.config.as_str(), k.test.as_str()))
-    });
+    keys.sort_by_key(|k| order.iter().position(|o| *o == group(k)));
     keys.into_iter()
         .map(|k| {
             let per: Vec<Option<&Judged>> = doc
                 .sides
                 .iter()
-                .map(|s| s.rows.iter().find(|j| &j.key == k))
+                .map(|s| s.rows.iter().find(|j| same(&j.key, k)))
                 .collect();
             (k, per)
         })
@@ -525,10 +466,17 @@ pub fn many_text(doc: &ManyDoc<'_>) -> String {
         let chunk = chunk_start..(chunk_start + 2).min(doc.sides.len());
         let mut block: Option<(&str, &str)> = None;
         for (k, per) in &keys {
-            let b = (k.config.as_str(), k.test.as_str());
+            let b = (
+                if doc.across { "" } else { k.config.as_str() },
+                k.test.as_str(),
+            );
             if block != Some(b) {
                 let _ = writeln!(out);
-                let _ = writeln!(out, "{} ({}), geometric means", k.test, k.config);
+                if doc.across {
+                    let _ = writeln!(out, "{}, geometric means", k.test);
+                } else {
+                    let _ = writeln!(out, "{} ({}), geometric means", k.test, k.config);
+                }
                 let mut h = format!("  {:<18} {:>9}", "metric", "baseline");
                 for i in chunk.clone() {
                     let _ = write!(h, " {:>9} {:>7}  ", format!("side {}", i + 1), "diff");
@@ -565,67 +513,6 @@ pub fn many_text(doc: &ManyDoc<'_>) -> String {
     for l in summary_lines(doc.summary) {
         out.push_str(&wrap(&l, 0));
     }
-    out
-}
-
-/// Markdown of a many-sided comparison: one table per test, a center, diff and verdict column
-/// per side.
-pub fn many_markdown(doc: &ManyDoc<'_>) -> String {
-    let mut out = String::new();
-    let _ = writeln!(out, "**baseline:** {}  ", doc.baseline);
-    for (i, s) in doc.sides.iter().enumerate() {
-        let _ = writeln!(out, "**side {}:** {}  ", i + 1, s.description);
-    }
-    for (i, s) in doc.sides.iter().enumerate() {
-        let _ = writeln!(out);
-        let _ = writeln!(
-            out,
-            "#### What differs between the baseline and side {}",
-            i + 1
-        );
-        let _ = writeln!(out);
-        for l in context_lines(s.context) {
-            let _ = writeln!(out, "- {}", l.replace('|', "/"));
-        }
-    }
-    let keys = many_keys(doc);
-    let mut block: Option<(&str, &str)> = None;
-    for (k, per) in &keys {
-        let b = (k.config.as_str(), k.test.as_str());
-        if block != Some(b) {
-            let _ = writeln!(out);
-            let _ = writeln!(out, "### {} ({})", k.test, k.config);
-            let _ = writeln!(out);
-            let mut h = String::from("| metric | baseline |");
-            let mut rule = String::from("|---|---:|");
-            for i in 0..doc.sides.len() {
-                let _ = write!(h, " side {0} | diff {0} | verdict {0} |", i + 1);
-                rule.push_str("---:|---:|---|");
-            }
-            let _ = writeln!(out, "{h}");
-            let _ = writeln!(out, "{rule}");
-            block = Some(b);
-        }
-        let mut line = format!("| {} | {} |", k.metric, value(many_base(per)));
-        for j in per {
-            match j {
-                Some(j) => {
-                    let c = &j.comparison;
-                    let _ = write!(
-                        line,
-                        " {} | {} | {} |",
-                        value(c.current.center),
-                        pct(c.diff_pct),
-                        c.verdict.as_str().replace('_', " ")
-                    );
-                }
-                None => line.push_str(" - | - | - |"),
-            }
-        }
-        let _ = writeln!(out, "{line}");
-    }
-    let _ = writeln!(out);
-    let _ = writeln!(out, "{}", summary_line(doc.summary));
     out
 }
 

@@ -21,7 +21,33 @@ struct ExportDoc<'a> {
 struct ExportRun<'a> {
     #[serde(flatten)]
     run: &'a RunInfo,
+    /// The kernels the run's guests booted (`run --kernel`): the kernels under test, where
+    /// `environment.kernel_release` is the host's.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    guest_kernels: Vec<&'a str>,
     samples: &'a [SampleRecord],
+}
+
+/// The kernel a sample ran on: its guest's (`vm_kernel`), else the run's host kernel.
+pub fn sample_kernel<'a>(run: &'a RunInfo, s: &'a SampleRecord) -> &'a str {
+    s.sample
+        .facts
+        .extra
+        .get("vm_kernel")
+        .map_or(run.environment.kernel_release.as_str(), String::as_str)
+}
+
+/// The distinct guest kernels of `samples`, in order of first appearance.
+pub fn guest_kernels(samples: &[SampleRecord]) -> Vec<&str> {
+    let mut out: Vec<&str> = Vec::new();
+    for s in samples {
+        if let Some(k) = s.sample.facts.extra.get("vm_kernel")
+            && !out.contains(&k.as_str())
+        {
+            out.push(k);
+        }
+    }
+    out
 }
 
 /// JSON export of runs with their samples, metrics and histograms.
@@ -31,7 +57,11 @@ pub fn json(runs: &[(RunInfo, Vec<SampleRecord>)]) -> Result<String, serde_json:
         fsdelta_version: env!("CARGO_PKG_VERSION"),
         runs: runs
             .iter()
-            .map(|(run, samples)| ExportRun { run, samples })
+            .map(|(run, samples)| ExportRun {
+                run,
+                guest_kernels: guest_kernels(samples),
+                samples,
+            })
             .collect(),
     };
     let mut s = serde_json::to_string_pretty(&doc)?;
@@ -48,10 +78,11 @@ fn csv_field(s: &str) -> String {
     }
 }
 
-/// CSV export: one row per metric value, with the run and sample it belongs to.
+/// CSV export: one row per metric value, with the run and sample it belongs to. `kernel` is the
+/// kernel the sample ran on (a guest's under `run --kernel`), `host_kernel` the host's.
 pub fn csv(runs: &[(RunInfo, Vec<SampleRecord>)]) -> String {
     let mut out = String::from(
-        "run_id,label,suite,kernel,config,test,repetition,sample_status,fs_type,mount_options,metric,value,unit,direction,sequence,kind,headline\n",
+        "run_id,label,suite,kernel,config,test,repetition,sample_status,fs_type,mount_options,metric,value,unit,direction,sequence,kind,headline,host_kernel\n",
     );
     for (run, samples) in runs {
         for s in samples {
@@ -61,7 +92,7 @@ pub fn csv(runs: &[(RunInfo, Vec<SampleRecord>)]) -> String {
                     run.id.to_string(),
                     run.label.clone(),
                     run.suite.clone(),
-                    run.environment.kernel_release.clone(),
+                    sample_kernel(run, s).to_string(),
                     sm.config.clone(),
                     sm.test.clone(),
                     sm.repetition.to_string(),
@@ -75,6 +106,7 @@ pub fn csv(runs: &[(RunInfo, Vec<SampleRecord>)]) -> String {
                     sm.sequence.to_string(),
                     m.kind.as_str().to_string(),
                     m.headline.to_string(),
+                    run.environment.kernel_release.clone(),
                 ];
                 let row: Vec<String> = fields.iter().map(|f| csv_field(f)).collect();
                 out.push_str(&row.join(","));
@@ -94,6 +126,63 @@ mod tests {
         assert_eq!(csv_field("rw,relatime"), "\"rw,relatime\"");
         assert_eq!(csv_field("a\"b"), "\"a\"\"b\"");
         assert_eq!(csv_field("plain"), "plain");
+    }
+
+    #[test]
+    fn a_guest_sample_exports_the_guest_kernel_and_the_host_one_beside_it() {
+        use crate::model::{
+            Direction, Environment, Metric, NewSample, RunStatus, SampleStatus, SiteFacts, Unit,
+        };
+        let run = RunInfo {
+            id: 3,
+            label: "k".into(),
+            suite: "s".into(),
+            started_at: chrono::Utc::now(),
+            finished_at: None,
+            status: RunStatus::Complete,
+            fsdelta_version: "0.1.0".into(),
+            environment: Environment {
+                kernel_release: "6.12.0-host".into(),
+                ..Environment::default()
+            },
+            sample_count: 1,
+        };
+        let mut facts = SiteFacts::default();
+        facts
+            .extra
+            .insert("vm_kernel".into(), "6.1.0-47-amd64".into());
+        let sample = SampleRecord {
+            id: 1,
+            run_id: 3,
+            sample: NewSample {
+                config: "ext4-47".into(),
+                test: "t".into(),
+                repetition: 1,
+                sequence: 1,
+                facts,
+                status: SampleStatus::Ok,
+                error: None,
+                started_at: chrono::Utc::now(),
+                duration_s: 1.0,
+                workload: String::new(),
+                metrics: vec![Metric::new(
+                    "m",
+                    1.0,
+                    Unit::Seconds,
+                    Direction::LowerIsBetter,
+                )],
+                histograms: vec![],
+                attachments: Vec::new(),
+            },
+        };
+        let runs = [(run, vec![sample])];
+        let c = csv(&runs);
+        let row = c.lines().nth(1).unwrap();
+        assert!(row.starts_with("3,k,s,6.1.0-47-amd64,ext4-47,"), "{c}");
+        assert!(row.ends_with(",6.12.0-host"), "{c}");
+        let j: serde_json::Value = serde_json::from_str(&json(&runs).unwrap()).unwrap();
+        assert_eq!(j["runs"][0]["guest_kernels"][0], "6.1.0-47-amd64");
+        assert_eq!(j["runs"][0]["environment"]["kernel_release"], "6.12.0-host");
     }
 
     #[test]

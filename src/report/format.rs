@@ -21,6 +21,8 @@ pub enum Format {
     Text,
     /// Markdown tables.
     Markdown,
+    /// One table for a whole comparison: a column per side, 80 columns.
+    Table,
     /// JSON with a `schema_version`.
     Json,
     /// CSV, one row per value.
@@ -31,8 +33,9 @@ pub enum Format {
 
 impl Format {
     /// Every format, in the order they are listed.
-    pub const ALL: [Format; 5] = [
+    pub const ALL: [Format; 6] = [
         Format::Text,
+        Format::Table,
         Format::Markdown,
         Format::Json,
         Format::Csv,
@@ -44,6 +47,7 @@ impl Format {
         match self {
             Format::Text => "text",
             Format::Markdown => "markdown",
+            Format::Table => "table",
             Format::Json => "json",
             Format::Csv => "csv",
             Format::Html => "html",
@@ -80,8 +84,18 @@ pub enum DocKind {
 pub fn formats(kind: DocKind) -> &'static [(Format, &'static str)] {
     match kind {
         DocKind::Comparison => &[
-            (Format::Text, "80-column text"),
-            (Format::Markdown, "Markdown tables"),
+            (
+                Format::Text,
+                "80-column text, a block per test with intervals and reasons",
+            ),
+            (
+                Format::Table,
+                "one 80-column table, a column per side, verdict marks and numbered reasons",
+            ),
+            (
+                Format::Markdown,
+                "the same one table in Markdown, reasons as footnotes",
+            ),
             (
                 Format::Json,
                 "JSON with a schema_version, intervals and p-values",
@@ -140,13 +154,15 @@ pub enum FormatError {
 
 /// Render `doc` in `format`: the one place a format picks its renderer.
 pub fn render(format: Format, doc: &Doc<'_>) -> Result<String, FormatError> {
-    use crate::report::{compare, export, history, html};
+    use crate::report::{compare, export, history, html, table};
     Ok(match (format, doc) {
         (Format::Text, Doc::Comparison(d)) => compare::text(d),
-        (Format::Markdown, Doc::Comparison(d)) => compare::markdown(d),
+        (Format::Table, Doc::Comparison(d)) => table::text_pair(d),
+        (Format::Markdown, Doc::Comparison(d)) => table::markdown_pair(d),
         (Format::Json, Doc::Comparison(d)) => compare::json(d)?,
         (Format::Text, Doc::Comparisons(d)) => compare::many_text(d),
-        (Format::Markdown, Doc::Comparisons(d)) => compare::many_markdown(d),
+        (Format::Table, Doc::Comparisons(d)) => table::text_many(d),
+        (Format::Markdown, Doc::Comparisons(d)) => table::markdown_many(d),
         (Format::Json, Doc::Comparisons(d)) => compare::many_json(d)?,
         (Format::Text, Doc::History(h)) => history::text(h),
         (Format::Json, Doc::History(h)) => history::json(h)?,

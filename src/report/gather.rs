@@ -147,6 +147,8 @@ pub struct Request {
     profiles: Vec<(String, String)>,
     /// (configuration as named, test) that have a section.
     sections: Vec<(String, String)>,
+    /// Flame graphs with one root per program (the default) or per thread (`--per-thread`).
+    pub threads: report::profile::Threads,
 }
 
 impl Request {
@@ -178,6 +180,7 @@ impl Request {
             histories,
             profiles: profiled(metrics, base, cur, naming),
             sections,
+            threads: report::profile::Threads::Merged,
         }
     }
 
@@ -361,15 +364,16 @@ fn flamegraphs(request: &Request, extras: &Extras) -> Vec<report::html::FlameGra
         }
         let title = |side: &str| format!("{test} on {config}: {side}");
         out.push(report::html::FlameGraphs {
-            baseline: b
-                .as_ref()
-                .and_then(|p| report::profile::flamegraph_svg(p, &title("baseline")).ok()),
-            current: c
-                .as_ref()
-                .and_then(|p| report::profile::flamegraph_svg(p, &title("current")).ok()),
+            baseline: b.as_ref().and_then(|p| {
+                report::profile::flamegraph_svg(p, &title("baseline"), request.threads).ok()
+            }),
+            current: c.as_ref().and_then(|p| {
+                report::profile::flamegraph_svg(p, &title("current"), request.threads).ok()
+            }),
             differential: match (b, c) {
                 (Some(b), Some(c)) => {
-                    report::profile::differential_svg(b, c, &title("differential")).ok()
+                    report::profile::differential_svg(b, c, &title("differential"), request.threads)
+                        .ok()
                 }
                 _ => None,
             },

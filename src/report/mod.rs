@@ -20,4 +20,5 @@ pub mod iterations;
 pub mod profile;
 pub mod summary;
 pub mod svg;
+pub mod table;
 pub mod text;

@@ -299,7 +299,82 @@ fn clip(s: &str, w: usize) -> String {
     }
 }
 
+/// A frame that only passes a lock (or an allocation) on: the kernel's generic locking API, a
+/// scheduler entry, the page and slab allocators. The caller that names the lock is above them
+/// (`btrfs_tree_read_lock`, `ext4_buffered_write_iter`).
+fn passes_on(frame: &str) -> bool {
+    const GENERIC: &[&str] = &[
+        "down_",
+        "up_",
+        "__down",
+        "__up",
+        "_raw_",
+        "do_raw_",
+        "queued_",
+        "native_queued",
+        "__pv_queued",
+        "pv_",
+        "mutex_",
+        "__mutex",
+        "rwsem",
+        "__rwsem",
+        "osq_",
+        "schedule",
+        "__schedule",
+        "preempt_schedule",
+        "rt_mutex",
+        "percpu_down",
+        "percpu_up",
+        "spin_",
+        "read_lock",
+        "write_lock",
+        "lock_",
+    ];
+    let (f, _) = split_frame(frame);
+    f.ends_with("_slowpath")
+        || GENERIC.iter().any(|g| f.starts_with(g))
+        || Cause::of(f) == Some(Cause::Memory)
+}
+
+/// Who calls `symbol` (a kernel frame when `kernel`) in the stacks where it is the leaf: for each
+/// such stack the nearest caller that is not a generic lock, scheduler or allocation primitive
+/// (so `rwsem_down_write_slowpath` is attributed to `ext4_buffered_write_iter`, not `down_write`),
+/// with its share of the symbol's samples, largest first.
+pub fn callers(p: &Profile, symbol: &str, kernel: bool) -> Vec<(String, f64)> {
+    let leaf = if kernel {
+        format!("{symbol}{KERNEL_SUFFIX}")
+    } else {
+        symbol.to_string()
+    };
+    let mut by: BTreeMap<String, u64> = BTreeMap::new();
+    let mut total = 0u64;
+    for (stack, &n) in &p.stacks {
+        let f = frames(stack);
+        if f.last() != Some(&leaf.as_str()) {
+            continue;
+        }
+        total += n;
+        let caller = f[..f.len() - 1]
+            .iter()
+            .rev()
+            .find(|fr| !passes_on(fr))
+            .map_or("(no caller recorded)", |fr| split_frame(fr).0);
+        *by.entry(caller.to_string()).or_default() += n;
+    }
+    let mut out: Vec<(String, f64)> = by
+        .into_iter()
+        .map(|(c, n)| (c, 100.0 * n as f64 / total.max(1) as f64))
+        .collect();
+    out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    out
+}
+
+/// How many callers a changed lock or allocation symbol lists.
+const CALLERS_SHOWN: usize = 3;
+
 /// The `limit` largest changes of self share, with the hint when there is one, indented by two.
+/// A lock, allocation or writeback symbol whose share grew by at least [`HINT_MIN_GAIN`] points
+/// gets its top callers in the current profile (from the stored stacks), so the lock is named.
 pub fn diff_text(base: &Profile, cur: &Profile, limit: usize) -> String {
     let mut out = String::new();
     let deltas = diff(base, cur);
@@ -327,6 +402,16 @@ pub fn diff_text(base: &Profile, cur: &Profile, limit: usize) -> String {
             mark(d.kernel),
             clip(&d.symbol, 44)
         );
+        if d.delta() >= HINT_MIN_GAIN && Cause::of(&d.symbol).is_some() {
+            let top: Vec<String> = callers(cur, &d.symbol, d.kernel)
+                .into_iter()
+                .take(CALLERS_SHOWN)
+                .map(|(c, pct)| format!("{c} {pct:.0} %"))
+                .collect();
+            if !top.is_empty() {
+                out.push_str(&wrap(&format!("called from: {}", top.join(", ")), 14));
+            }
+        }
     }
     if let Some(h) = hint(&deltas) {
         out.push_str(&wrap(&h, 2));
@@ -371,14 +456,72 @@ fn flame_options(title: &str) -> inferno::flamegraph::Options<'static> {
     o
 }
 
+/// Whether a flame graph keeps one root per thread (`fsmark-0` .. `fsmark-15`, `kworker/u8:2`)
+/// or merges the threads of one program under one root (`fsmark`, `kworker`), the default: the
+/// same stacks cut into 16 slivers hide what they share. The stored stacks stay raw either way.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Threads {
+    /// One root per program: the thread's number left out of the root frame.
+    #[default]
+    Merged,
+    /// One root per thread, as recorded.
+    PerThread,
+}
+
+/// The program a root frame (a thread's name) belongs to: without a trailing `-N` worker number
+/// or a `/CPU`-style kernel-thread suffix (`fsmark-3` -> `fsmark`, `ksoftirqd/0` -> `ksoftirqd`,
+/// `kworker/u8:2` -> `kworker`).
+pub fn program_of(root: &str) -> &str {
+    let root = match root.split_once('/') {
+        Some((name, rest)) if !name.is_empty() && rest.chars().any(|c| c.is_ascii_digit()) => name,
+        _ => root,
+    };
+    match root.rsplit_once('-') {
+        Some((name, n))
+            if !name.is_empty() && !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()) =>
+        {
+            name
+        }
+        _ => root,
+    }
+}
+
+/// `p` with the threads of one program merged under one root ([`program_of`]).
+pub fn merge_threads(p: &Profile) -> Profile {
+    let mut out = Profile::default();
+    for (stack, &n) in &p.stacks {
+        let (root, rest) = stack.split_once(';').unwrap_or((stack.as_str(), ""));
+        let merged = if rest.is_empty() {
+            program_of(root).to_string()
+        } else {
+            format!("{};{rest}", program_of(root))
+        };
+        *out.stacks.entry(merged).or_default() += n;
+    }
+    out
+}
+
+fn threads(p: &Profile, t: Threads) -> std::borrow::Cow<'_, Profile> {
+    match t {
+        Threads::Merged => std::borrow::Cow::Owned(merge_threads(p)),
+        Threads::PerThread => std::borrow::Cow::Borrowed(p),
+    }
+}
+
 /// A flame graph of one profile (set), as SVG.
-pub fn flamegraph_svg(p: &Profile, title: &str) -> std::io::Result<String> {
-    svg(&mut flame_options(title), &p.to_folded())
+pub fn flamegraph_svg(p: &Profile, title: &str, t: Threads) -> std::io::Result<String> {
+    svg(&mut flame_options(title), &threads(p, t).to_folded())
 }
 
 /// A differential flame graph: the current profile's shape, red where a frame's share grew since
 /// the baseline and blue where it shrank; the baseline is scaled to the current sample count.
-pub fn differential_svg(base: &Profile, cur: &Profile, title: &str) -> std::io::Result<String> {
+pub fn differential_svg(
+    base: &Profile,
+    cur: &Profile,
+    title: &str,
+    t: Threads,
+) -> std::io::Result<String> {
+    let (base, cur) = (threads(base, t), threads(cur, t));
     let mut folded = Vec::new();
     let opt = inferno::differential::Options {
         normalize: true,
@@ -399,6 +542,30 @@ pub fn differential_svg(base: &Profile, cur: &Profile, title: &str) -> std::io::
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_threads_of_one_program_share_one_root_unless_asked() {
+        let mut text = String::new();
+        for t in 0..16 {
+            text.push_str(&format!(
+                "fsmark-{t};entry_SYSCALL_64_[k];ext4_create_[k] 10\n"
+            ));
+        }
+        text.push_str("kworker/u8:2;wb_workfn_[k] 5\nksoftirqd/0;run_ksoftirqd_[k] 1\nsh;main 1\n");
+        let p = profile(&text);
+        let m = merge_threads(&p);
+        assert_eq!(m.stacks["fsmark;entry_SYSCALL_64_[k];ext4_create_[k]"], 160);
+        assert_eq!(m.stacks["kworker;wb_workfn_[k]"], 5);
+        assert_eq!(m.stacks["ksoftirqd;run_ksoftirqd_[k]"], 1);
+        assert_eq!(m.stacks["sh;main"], 1);
+        assert_eq!(m.total(), p.total());
+        let merged = flamegraph_svg(&p, "t", Threads::Merged).unwrap();
+        let raw = flamegraph_svg(&p, "t", Threads::PerThread).unwrap();
+        assert!(!merged.contains("fsmark-7") && merged.contains("fsmark"));
+        assert!(raw.contains("fsmark-7"));
+        assert_eq!(program_of("fs_mark"), "fs_mark");
+        assert_eq!(program_of("dbench-x"), "dbench-x");
+    }
 
     fn profile(text: &str) -> Profile {
         Profile::parse_folded(text).unwrap()
@@ -496,6 +663,36 @@ mod tests {
         );
         assert!(text.contains(" -40.0 %"), "{text}");
         assert!(text.lines().all(|l| l.len() <= 80), "{text}");
+        // The slow path's caller names the lock: btrfs's extent-buffer lock.
+        let line = text.find("queue_read_lock_slowpath").unwrap();
+        assert!(
+            text[line..].contains("\n              called from: btrfs_tree_read_lock 100 %"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_grown_lock_slow_path_is_attributed_to_the_callers_that_take_the_lock() {
+        // ext4 under fs_mark: the inode rwsem taken for writes and for setattr.
+        let base =
+            profile("fsmark-0;write;ext4_buffered_write_iter_[k];generic_perform_write_[k] 100\n");
+        let cur = profile(
+            "fsmark-0;write;ext4_buffered_write_iter_[k];down_write_[k];rwsem_down_write_slowpath_[k] 60\n\
+             fsmark-1;write;ext4_buffered_write_iter_[k];down_write_[k];rwsem_down_write_slowpath_[k];schedule_[k] 1\n\
+             fsmark-2;chmod;notify_change_[k];ext4_setattr_[k];down_write_[k];rwsem_down_write_slowpath_[k] 20\n\
+             fsmark-0;write;ext4_buffered_write_iter_[k];generic_perform_write_[k] 20\n",
+        );
+        let c = callers(&cur, "rwsem_down_write_slowpath", true);
+        assert_eq!(c[0].0, "ext4_buffered_write_iter");
+        assert!((c[0].1 - 75.0).abs() < 1e-9, "{c:?}");
+        assert_eq!(c[1].0, "ext4_setattr");
+        let text = diff_text(&base, &cur, 5);
+        assert!(
+            text.contains("called from: ext4_buffered_write_iter 75 %, ext4_setattr 25 %"),
+            "{text}"
+        );
+        // A symbol that is no lock, memory or writeback gets no callers line.
+        assert_eq!(text.matches("called from").count(), 1, "{text}");
     }
 
     #[test]
@@ -521,12 +718,12 @@ mod tests {
     #[test]
     fn flame_graphs_are_svg_with_the_frames() {
         let (base, cur) = pair();
-        let one = flamegraph_svg(&base, "baseline").unwrap();
+        let one = flamegraph_svg(&base, "baseline", Threads::Merged).unwrap();
         assert!(one.starts_with("<?xml"), "{}", &one[..60]);
         // inferno shows frames without their `_[k]` mark (it only colours by it).
         assert!(one.contains("btrfs_create"));
         assert!(one.contains("baseline"));
-        let d = differential_svg(&base, &cur, "baseline vs current").unwrap();
+        let d = differential_svg(&base, &cur, "baseline vs current", Threads::Merged).unwrap();
         assert!(d.contains("queue_read_lock_slowpath"));
         assert!(d.contains("</svg>"));
     }

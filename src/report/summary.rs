@@ -6,7 +6,7 @@
 
 use crate::compare::{Series, stats};
 use crate::model::SampleRecord;
-use crate::report::text::{clip, fmt_value};
+use crate::report::text::fmt_value;
 use std::fmt::Write;
 
 /// A headline whose coefficient of variation is above this is marked unstable.
@@ -28,7 +28,17 @@ pub fn compact(series: &[Series]) -> String {
             .filter(|x| (x.key.config.as_str(), x.key.test.as_str()) == block && x.headline)
             .collect();
         if heads.is_empty() {
-            rows.push(s);
+            // The test's own first number (a command test's elapsed_s), not one fsdelta
+            // records beside every sample.
+            rows.push(
+                series
+                    .iter()
+                    .find(|x| {
+                        (x.key.config.as_str(), x.key.test.as_str()) == block
+                            && !crate::compare::verdict::fsdelta_own(&x.key.metric)
+                    })
+                    .unwrap_or(s),
+            );
         } else {
             rows.extend(heads);
         }
@@ -36,13 +46,33 @@ pub fn compact(series: &[Series]) -> String {
     if rows.is_empty() {
         return String::new();
     }
+    // Names are never clipped (two kernels' configurations `ext4-6.1.0-47-amd64` and
+    // `ext4-6.1.0-50-amd64` must stay apart): the columns widen to the longest name, and when
+    // that would pass 80 columns, test and configuration become a heading line of their rows.
+    let w =
+        |f: &dyn Fn(&Series) -> usize, min: usize| rows.iter().map(|s| f(s)).fold(min, usize::max);
+    let tw = w(&|s| s.key.test.chars().count(), 14);
+    let cw = w(&|s| s.key.config.chars().count(), 12);
+    let mw = w(&|s| s.key.metric.chars().count(), 19);
+    let uw = w(&|s| s.unit.as_str().chars().count(), 8);
+    let columns = 2 + tw + 1 + cw + 1 + mw + 1 + 10 + 1 + uw + 1 + 6 + 1 + 3;
+    let headings = columns > 80;
     let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "  {:<14} {:<12} {:<19} {:>10} {:<8} {:>6} {:>3}",
-        "test", "config", "headline", "median", "unit", "CV", "n"
-    );
+    if headings {
+        let _ = writeln!(
+            out,
+            "  {:<mw$} {:>10} {:<uw$} {:>6} {:>3}",
+            "test (config): headline", "median", "unit", "CV", "n"
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "  {:<tw$} {:<cw$} {:<mw$} {:>10} {:<uw$} {:>6} {:>3}",
+            "test", "config", "headline", "median", "unit", "CV", "n"
+        );
+    }
     let mut unstable = 0;
+    let mut block: Option<(&str, &str)> = None;
     for s in rows {
         let cv = stats::cv(&s.values);
         let mark = if cv.is_some_and(|c| c > UNSTABLE_CV) {
@@ -51,17 +81,27 @@ pub fn compact(series: &[Series]) -> String {
         } else {
             ' '
         };
-        let _ = writeln!(
-            out,
-            "{mark} {:<14} {:<12} {:<19} {:>10} {:<8} {:>6} {:>3}",
-            clip(&s.key.test, 14),
-            clip(&s.key.config, 12),
-            clip(&s.key.metric, 19),
+        let numbers = format!(
+            "{:>10} {:<uw$} {:>6} {:>3}",
             stats::median(&s.values).map_or("-".into(), fmt_value),
-            clip(s.unit.as_str(), 8),
+            s.unit.as_str(),
             cv.map_or("-".into(), |c| format!("{:.1}%", 100.0 * c)),
             s.n(),
         );
+        if headings {
+            let b = (s.key.test.as_str(), s.key.config.as_str());
+            if block != Some(b) {
+                let _ = writeln!(out, "  {} ({}):", b.0, b.1);
+                block = Some(b);
+            }
+            let _ = writeln!(out, "{mark}   {:<mw$} {numbers}", s.key.metric);
+        } else {
+            let _ = writeln!(
+                out,
+                "{mark} {:<tw$} {:<cw$} {:<mw$} {numbers}",
+                s.key.test, s.key.config, s.key.metric,
+            );
+        }
     }
     if unstable > 0 {
         let _ = writeln!(
@@ -161,6 +201,42 @@ mod tests {
             values: values.to_vec(),
             order: 0,
         }
+    }
+
+    #[test]
+    fn names_are_never_clipped_into_ambiguity() {
+        let mut s = Vec::new();
+        for config in ["ext4-6.1.0-47-amd64", "ext4-6.1.0-50-amd64"] {
+            let mut x = series("bufferedrandwrite", "write_iops", true, &[100.0, 101.0]);
+            x.key.config = config.into();
+            s.push(x);
+        }
+        let text = compact(&s);
+        assert!(!text.contains('~'), "{text}");
+        for config in ["ext4-6.1.0-47-amd64", "ext4-6.1.0-50-amd64"] {
+            assert!(text.contains(config), "{text}");
+        }
+        assert!(text.contains("bufferedrandwrite"), "{text}");
+        assert!(text.lines().all(|l| l.chars().count() <= 80), "{text}");
+        // Longer still: test and configuration become headings, the rows keep 80 columns.
+        let mut x = series(
+            "a-test-with-a-very-long-name-indeed",
+            "write_iops",
+            true,
+            &[1.0],
+        );
+        x.key.config = "btrfs-compress-force-zstd-15-on-6.1.0-50-amd64".into();
+        let text = compact(&[x]);
+        assert!(
+            text.contains("  a-test-with-a-very-long-name-indeed (btrfs-compress-force-zstd-15-on-6.1.0-50-amd64):"),
+            "{text}"
+        );
+        assert!(
+            text.lines()
+                .filter(|l| !l.ends_with(':'))
+                .all(|l| l.chars().count() <= 80),
+            "{text}"
+        );
     }
 
     #[test]

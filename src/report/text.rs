@@ -124,15 +124,21 @@ pub fn failures(samples: &[&SampleRecord]) -> String {
     out
 }
 
-/// `fsdelta list`: one line per run.
-pub fn run_list(runs: &[RunInfo]) -> String {
+/// The runs of `fsdelta list`, one a line. `guest_kernels[i]` are the kernels run `i`'s guests
+/// booted (`run --kernel`), shown as its kernel instead of the host's: the kernel under test.
+/// Never clipped into ambiguity: the last column holds the whole kernel release.
+pub fn run_list(runs: &[RunInfo], guest_kernels: &[Vec<String>]) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
         "{:>5}  {:<16} {:<8} {:<9} {:<16} {:>7}  {:<12} kernel",
         "id", "started (UTC)", "suite", "status", "label", "samples", "host"
     );
-    for r in runs {
+    for (i, r) in runs.iter().enumerate() {
+        let kernel = match guest_kernels.get(i) {
+            Some(g) if !g.is_empty() => format!("{} (guest)", g.join(", ")),
+            _ => r.environment.kernel_release.clone(),
+        };
         let _ = writeln!(
             out,
             "{:>5}  {:<16} {:<8} {:<9} {:<16} {:>7}  {:<12} {}",
@@ -143,7 +149,7 @@ pub fn run_list(runs: &[RunInfo]) -> String {
             clip(&r.label, 16),
             r.sample_count,
             clip(&r.environment.host, 12),
-            clip(&r.environment.kernel_release, 12)
+            kernel
         );
     }
     out
@@ -330,6 +336,39 @@ pub fn raw_results(s: &SampleRecord, atts: &[crate::model::Attachment]) -> Strin
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn list_shows_the_guest_kernel_under_test_whole() {
+        use crate::model::{Environment, RunStatus};
+        let run = |id: i64| RunInfo {
+            id,
+            label: "k".into(),
+            suite: "quick".into(),
+            started_at: chrono::Utc::now(),
+            finished_at: None,
+            status: RunStatus::Complete,
+            fsdelta_version: "0.1.0".into(),
+            environment: Environment {
+                host: "box".into(),
+                kernel_release: "6.12.57+deb13-amd64".into(),
+                ..Environment::default()
+            },
+            sample_count: 4,
+        };
+        let t = run_list(
+            &[run(2), run(1)],
+            &[
+                vec!["6.1.0-47-amd64".into(), "6.1.0-50-amd64".into()],
+                vec![],
+            ],
+        );
+        let lines: Vec<&str> = t.lines().collect();
+        assert!(
+            lines[1].ends_with(" 6.1.0-47-amd64, 6.1.0-50-amd64 (guest)"),
+            "{t}"
+        );
+        assert!(lines[2].ends_with(" 6.12.57+deb13-amd64"), "{t}");
+    }
 
     #[test]
     fn values_are_compact() {

@@ -435,10 +435,13 @@ pub fn render(input: &ReportInput) -> String {
     let title = match &input.baseline {
         Some(b) => format!(
             "fsdelta report: {} vs {}",
-            side_labels(b),
-            side_labels(&input.current)
+            side_title(b, input, true),
+            side_title(&input.current, input, false)
         ),
-        None => format!("fsdelta report: {}", side_labels(&input.current)),
+        None => format!(
+            "fsdelta report: {}",
+            side_title(&input.current, input, false)
+        ),
     };
     let _ = write!(
         out,
@@ -450,6 +453,14 @@ pub fn render(input: &ReportInput) -> String {
         STYLE
     );
     let _ = writeln!(out, "<h1>{}</h1>", esc(&title));
+    // Emulated guests compare CPU paths only: said before any number.
+    if let Some(label) = emulated(input) {
+        let _ = writeln!(
+            out,
+            "<p class=\"warn\"><b>NOTE: guest samples {}</b></p>",
+            esc(label)
+        );
+    }
     header::sides_line(&mut out, input);
     if input.baseline.is_some() {
         header::differences(&mut out, input);
@@ -489,6 +500,70 @@ pub fn render(input: &ReportInput) -> String {
 }
 
 /// The distinct labels of a side's runs.
+/// A side as the title names it: its labels, then in brackets the configurations it holds and
+/// the kernel they ran on (a guest's kernel where the samples ran in a guest, else the host's):
+/// `6.18 [ext4, kernel 6.18.0]`.
+fn side_title(s: &SideInput, input: &ReportInput, baseline: bool) -> String {
+    let mut configs: Vec<&str> = Vec::new();
+    let mut kernels: Vec<&str> = Vec::new();
+    for c in &input.configs {
+        let facts = if baseline && input.baseline.is_some() {
+            &c.baseline
+        } else {
+            &c.current
+        };
+        if facts.is_empty() {
+            continue;
+        }
+        let name = match c.name.split_once(" vs ") {
+            Some((b, cur)) => {
+                if baseline && input.baseline.is_some() {
+                    b
+                } else {
+                    cur
+                }
+            }
+            None => c.name.as_str(),
+        };
+        if !configs.contains(&name) {
+            configs.push(name);
+        }
+        for f in facts {
+            if let Some(k) = f.extra.get("vm_kernel")
+                && !kernels.contains(&k.as_str())
+            {
+                kernels.push(k);
+            }
+        }
+    }
+    if kernels.is_empty() {
+        for r in &s.runs {
+            let k = r.environment.kernel_release.as_str();
+            if !k.is_empty() && !kernels.contains(&k) {
+                kernels.push(k);
+            }
+        }
+    }
+    let mut what: Vec<String> = configs.iter().map(|c| c.to_string()).collect();
+    if !kernels.is_empty() {
+        what.push(format!("kernel {}", kernels.join(", ")));
+    }
+    if what.is_empty() {
+        side_labels(s)
+    } else {
+        format!("{} [{}]", side_labels(s), what.join(", "))
+    }
+}
+
+/// The emulation label of the report's guest samples, if any ran emulated (TCG).
+fn emulated(input: &ReportInput) -> Option<&str> {
+    input
+        .configs
+        .iter()
+        .flat_map(|c| c.baseline.iter().chain(&c.current))
+        .find_map(|f| f.extra.get("emulated").map(String::as_str))
+}
+
 fn side_labels(s: &SideInput) -> String {
     let mut l: Vec<&str> = s.runs.iter().map(|r| r.label.as_str()).collect();
     l.dedup();
@@ -540,6 +615,7 @@ fn pct(v: Option<f64>) -> String {
 
 fn interval(c: &Comparison) -> String {
     match (c.diff_lo_pct, c.diff_hi_pct) {
+        _ if c.interval_bounded() == Some(false) => "too few runs to bound".into(),
         (Some(lo), Some(hi)) => format!("[{}, {}]", pct(Some(lo)), pct(Some(hi))),
         _ => "-".into(),
     }
@@ -842,6 +918,7 @@ const STYLE: &str = r#"
 :root{--reg:#D55E00;--imp:#0072B2;--unch:#009E73;--inc:#E69F00;--nj:#999999;--base:#333333;--cur:#CC79A7;--hl:#fff4c2}
 body{font-family:"DejaVu Sans","Liberation Sans",Arial,sans-serif;font-size:14px;color:#1a1a1a;margin:24px auto;max-width:1180px;padding:0 16px;line-height:1.4}
 h1{font-size:22px;margin:0 0 4px}h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid #ddd;padding-bottom:4px}h3{font-size:15px;margin:18px 0 6px}
+.warn{border:2px solid var(--inc);background:#fff8e6;padding:6px 12px;border-radius:4px;margin:6px 0 12px}
 .muted{color:#666;font-weight:normal}.note{color:#555;font-size:12.5px;margin:4px 0 8px}
 .sides{color:#333;margin:0 0 12px}.sides b{font-weight:600}
 .diffbox{border:2px solid var(--reg);background:var(--hl);padding:8px 14px;margin:10px 0 14px;border-radius:4px}

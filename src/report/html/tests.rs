@@ -607,3 +607,53 @@ fn fio_logs_are_a_chart_per_log_with_a_line_per_sample_and_direction() {
     input.fio_logs.clear();
     assert!(!render(&input).contains("fio logs"));
 }
+
+#[test]
+fn the_title_names_configurations_and_guest_kernels_and_emulation_leads() {
+    let mut input = comparison_input();
+    let html = render(&input);
+    // The host's kernel where no guest ran; the configuration of each side.
+    assert!(
+        html.contains(
+            "<h1>fsdelta report: base [loop&lt;&amp;&quot;x&quot;&gt;, kernel 6.17] vs cur \
+             [loop&lt;&amp;&quot;x&quot;&gt;, kernel 6.18]</h1>"
+        ),
+        "{}",
+        &html[..html.find("</h1>").unwrap() + 5]
+    );
+    assert!(!html.contains("NOTE: guest samples"));
+    // Two configurations side by side, each booted in a guest of its own kernel under TCG.
+    input.configs = vec![ConfigFacts {
+        name: "ext4-47 vs ext4-50".into(),
+        baseline: vec![{
+            let mut f = facts("rw");
+            f.extra.insert("vm_kernel".into(), "6.1.0-47-amd64".into());
+            f.extra.insert(
+                "emulated".into(),
+                "emulated: relative comparison only".into(),
+            );
+            f
+        }],
+        current: vec![{
+            let mut f = facts("rw");
+            f.extra.insert("vm_kernel".into(), "6.1.0-50-amd64".into());
+            f
+        }],
+    }];
+    let html = render(&input);
+    assert!(
+        html.contains(
+            "<title>fsdelta report: base [ext4-47, kernel 6.1.0-47-amd64] vs cur [ext4-50, \
+             kernel 6.1.0-50-amd64]</title>"
+        ),
+        "{}",
+        &html[..html.find("</h1>").unwrap() + 5]
+    );
+    let note = html
+        .find("NOTE: guest samples emulated: relative comparison only")
+        .unwrap();
+    assert!(
+        note < html.find("class=\"sides\"").unwrap(),
+        "the label leads"
+    );
+}
