@@ -211,6 +211,47 @@ pub struct VmSite {
     cpus: u32,
     memory_bytes: u64,
     disk_cache: &'static str,
+    /// Whether the guest mounts the host's root directory (the host's userland and files), or
+    /// why not (a kernel without 9p).
+    host_root: Result<(), String>,
+}
+
+/// Without a module tree, every driver in `needs` must be built into the kernel, as its
+/// configuration (`config-RELEASE` beside it, a build tree's `.config`) says; else the kernel is
+/// refused before booting, naming the `modules =` key.
+fn built_in(kernel: &Kernel, needs: &[modules::Need]) -> Result<(), VmError> {
+    let config = kernel::config_text(kernel);
+    for need in needs {
+        let value = config
+            .as_deref()
+            .and_then(|c| kernel::config_value(c, &need.option));
+        let message = match (value, &config) {
+            (Some('y'), _) => continue,
+            (Some(_), _) => format!(
+                "builds {} as a module (CONFIG_{}=m), needed because {}, but its modules are not beside it (lib/modules/{} next to its boot/ directory) nor in /lib/modules/{}: give modules = \"DIR\" (the kernel's lib/modules/{} or build tree) in the configuration",
+                need.module, need.option, need.why, kernel.release, kernel.release, kernel.release
+            ),
+            (None, Some(_)) => format!(
+                "has no {} driver (CONFIG_{} is not set), needed because {}: build the kernel with CONFIG_{}=y or =m",
+                need.module, need.option, need.why, need.option
+            ),
+            (None, None) => format!(
+                "has no modules beside it (lib/modules/{} next to its boot/ directory, /lib/modules/{}) and no config-{} that says {} (CONFIG_{}) is built in, needed because {}: give modules = \"DIR\" (the kernel's lib/modules/{} or build tree) in the configuration",
+                kernel.release,
+                kernel.release,
+                kernel.release,
+                need.module,
+                need.option,
+                need.why,
+                kernel.release
+            ),
+        };
+        return Err(VmError::Kernel {
+            path: kernel.given.display().to_string(),
+            message,
+        });
+    }
+    Ok(())
 }
 
 fn size_of(p: &Path) -> u64 {
@@ -257,11 +298,32 @@ impl VmSite {
         let fs_name = config.fs.as_str();
         let disk = config.fs.needs_mkfs();
         let needs = modules::needs(fs_name, disk);
-        let mods = match &kernel.modules {
-            Some(root) => ModuleTree::open(root)?.resolve(&needs, &kernel.release)?,
-            None => Vec::new(),
+        let (mods, host_root) = match &kernel.modules {
+            Some(root) => {
+                let tree = ModuleTree::open(root)?;
+                let mut mods = tree.resolve(&needs, &kernel.release)?;
+                let share = tree.resolve(&modules::host_root_needs(), &kernel.release);
+                let host_root = match share {
+                    Ok(extra) => {
+                        for m in extra {
+                            if !mods.contains(&m) {
+                                mods.push(m);
+                            }
+                        }
+                        Ok(())
+                    }
+                    Err(e) => Err(e.to_string()),
+                };
+                (mods, host_root)
+            }
+            None => {
+                built_in(&kernel, &needs)?;
+                let host_root =
+                    built_in(&kernel, &modules::host_root_needs()).map_err(|e| e.to_string());
+                (Vec::new(), host_root)
+            }
         };
-        let base = initramfs::base(&kernel.release, &mods, fs_name, cache)?;
+        let base = initramfs::base(&kernel.release, &mods, fs_name, host_root.is_ok(), cache)?;
         let payload = initramfs::payload(guest_binary, cache)?;
         let memory_bytes = vm.memory_bytes.unwrap_or(DEFAULT_MEMORY);
         let initrd = size_of(&base) + size_of(&payload);
@@ -316,6 +378,7 @@ impl VmSite {
             cpus: vm.cpus.unwrap_or(DEFAULT_CPUS),
             memory_bytes,
             disk_cache,
+            host_root,
         };
         let (accel, warning) = t.probe_accel(cache)?;
         t.accel = accel;
@@ -381,6 +444,7 @@ impl VmSite {
             pidfile: paths[3].clone(),
             ready_timeout: opts.ready_timeout,
             total_timeout: opts.total_timeout,
+            host_root: self.host_root.is_ok(),
         }
     }
 
@@ -424,13 +488,20 @@ impl VmSite {
         Ok((owned, disk))
     }
 
-    /// Check that every test can run in a guest.
-    fn check_tests(&self, tests: &[TestSpec]) -> Result<(), VmError> {
+    /// Whether the guest sees the host's root directory (its userland and files), or why not.
+    pub fn host_root(&self) -> Result<(), &str> {
+        self.host_root.as_ref().map(|_| ()).map_err(String::as_str)
+    }
+
+    /// Check that every test can run in a guest: what reads the host's files or runs the host's
+    /// programs needs the host's root directory in the guest.
+    pub fn check_tests(&self, tests: &[TestSpec]) -> Result<(), VmError> {
         for t in tests {
+            let Err(why) = &self.host_root else { break };
             let host_file = match &t.engine {
                 EngineSpec::Dbench {
                     loadfile: Some(p), ..
-                } => Some(p),
+                } => Some(format!("its file {}", p.display())),
                 EngineSpec::Untar {
                     tarball: Some(p), ..
                 }
@@ -439,27 +510,24 @@ impl VmSite {
                 }
                 | EngineSpec::Stream {
                     source: Some(p), ..
-                } => Some(p),
+                } => Some(format!("its file {}", p.display())),
+                EngineSpec::Command { .. } => Some("its command".to_string()),
                 // Every variant is named: a new engine that reads a host file must say so here.
                 EngineSpec::Dbench { loadfile: None, .. }
                 | EngineSpec::Untar { tarball: None, .. }
                 | EngineSpec::Copy { source: None, .. }
                 | EngineSpec::Stream { source: None, .. }
                 | EngineSpec::FsMark { .. }
-                | EngineSpec::Fio { .. }
-                | EngineSpec::Command { .. } => None,
+                | EngineSpec::Fio { .. } => None,
             };
-            if let Some(p) = host_file {
+            let host_file = host_file.or_else(|| {
+                (t.external && crate::engines::has_external(&t.engine))
+                    .then(|| "the real tool (external = true)".to_string())
+            });
+            if let Some(what) = host_file {
                 return Err(VmError::Unsupported(format!(
-                    "test {}: its file {} is on the host, which the guest cannot read: use the generated data set in a configuration with a kernel",
-                    t.name,
-                    p.display()
-                )));
-            }
-            if t.external && crate::engines::has_external(&t.engine) {
-                return Err(VmError::Unsupported(format!(
-                    "test {}: the real tools (external = true, --engine external) are not in the guest: use the native engines in a configuration with a kernel",
-                    t.name
+                    "test {}: {what} needs the host's programs and files, which the guest of kernel {} cannot see ({why}): build the kernel with 9p (CONFIG_NET_9P_VIRTIO, CONFIG_9P_FS) or give modules = \"DIR\" holding them",
+                    t.name, self.kernel.release
                 )));
             }
         }

@@ -142,6 +142,53 @@ fn installed_modules(release: &str) -> Option<PathBuf> {
     p.join("kernel").is_dir().then_some(p)
 }
 
+/// The modules of a kernel file where its package put them: `lib/modules/RELEASE` (or
+/// `usr/lib/modules/RELEASE`) beside the `boot/` directory holding it (an unpacked package, an
+/// installed system), else the host's `/lib/modules/RELEASE`.
+fn modules_beside(kernel_file: &Path, release: &str) -> Option<PathBuf> {
+    let root = kernel_file.parent().and_then(Path::parent);
+    root.into_iter()
+        .flat_map(|r| ["lib/modules", "usr/lib/modules"].map(|m| r.join(m).join(release)))
+        .find(|p| p.join("kernel").is_dir() || p.join("modules.order").is_file())
+        .or_else(|| installed_modules(release))
+}
+
+/// The kernel's build configuration, where its package or build tree keep it: `config-RELEASE`
+/// beside the kernel file (`boot/`), `.config` of a build tree, or `/boot/config-RELEASE`.
+/// `None` when there is none.
+pub fn config_text(k: &Kernel) -> Option<String> {
+    let mut candidates = Vec::new();
+    if let Some(dir) = k.given.parent() {
+        candidates.push(dir.join(format!("config-{}", k.release)));
+        candidates.push(dir.join(".config"));
+        // arch/x86/boot/bzImage of a build tree.
+        if let Some(tree) = dir.parent().and_then(Path::parent).and_then(Path::parent) {
+            candidates.push(tree.join(".config"));
+        }
+    }
+    if k.given.is_dir() {
+        candidates.push(k.given.join(".config"));
+    }
+    if let Some(dir) = k.boot.parent() {
+        candidates.push(dir.join(format!("config-{}", k.release)));
+    }
+    candidates.push(PathBuf::from(format!("/boot/config-{}", k.release)));
+    candidates
+        .into_iter()
+        .find_map(|p| fs::read_to_string(p).ok())
+}
+
+/// How a kernel configuration builds `option` (without `CONFIG_`): `Some('y')`, `Some('m')`,
+/// or `None` when it is not set.
+pub fn config_value(config: &str, option: &str) -> Option<char> {
+    let prefix = format!("CONFIG_{option}=");
+    config
+        .lines()
+        .find_map(|l| l.strip_prefix(&prefix))
+        .and_then(|v| v.chars().next())
+        .filter(|c| matches!(c, 'y' | 'm'))
+}
+
 fn from_vmlinux(path: &Path) -> Result<Kernel, VmError> {
     let d = fs::read(path).map_err(|e| VmError::io("read", path, e))?;
     let release = release_from_banner(&d).ok_or_else(|| {
@@ -166,7 +213,7 @@ fn from_vmlinux(path: &Path) -> Result<Kernel, VmError> {
         kind: KernelKind::Vmlinux,
         boot: path.to_path_buf(),
         pvh: true,
-        modules: tree.or_else(|| installed_modules(&release)),
+        modules: tree.or_else(|| modules_beside(path, &release)),
         release,
     })
 }
@@ -212,7 +259,7 @@ fn from_bzimage(given: &Path, bz: &Path, cache: &Path) -> Result<Kernel, VmError
         kind: KernelKind::BzImage,
         boot,
         pvh,
-        modules: installed_modules(&release),
+        modules: modules_beside(given, &release),
         release,
     })
 }
