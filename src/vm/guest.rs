@@ -9,9 +9,9 @@
 //! never imports the runner.
 //!
 //! Must never format anything (the host did, so both kernels see the same mkfs) and never be
-//! used outside a guest: the guest's loop refuses unless [`in_guest`] (`/job.json` exists, PID 1
-//! is `init` and the kernel command line carries `fsdelta.guest=1`), so a stray
-//! `fsdelta guest-run` cannot mount a host's disks.
+//! used outside a guest: the guest's loop refuses unless [`in_guest`] (`/job.json`, or
+//! `/run/fsdelta/job.json` inside the host's root, exists, PID 1 is `init` and the kernel command
+//! line carries `fsdelta.guest=1`), so a stray `fsdelta guest-run` cannot mount a host's disks.
 
 use super::job::Job;
 use crate::model::{Direction, Metric, SiteFacts, Unit};
@@ -24,9 +24,25 @@ use std::time::{Duration, Instant};
 
 /// Whether this process runs inside an fsdelta guest.
 pub fn in_guest() -> bool {
-    Path::new("/job.json").is_file()
+    (Path::new("/job.json").is_file()
+        || Path::new(super::initramfs::GUEST_RUN_DIR)
+            .join("job.json")
+            .is_file())
         && fs::read_to_string("/proc/1/comm").is_ok_and(|c| c.trim() == "init")
         && fs::read_to_string("/proc/cmdline").is_ok_and(|c| c.contains("fsdelta.guest=1"))
+}
+
+/// Whose programs the guest's commands, hooks and perf are: the host's root directory (shared
+/// read-only over 9p, the guest runs inside it), or the initramfs's busybox.
+pub fn userland() -> &'static str {
+    if Path::new(super::initramfs::GUEST_RUN_DIR)
+        .join("job.json")
+        .is_file()
+    {
+        "host root (9p, read-only)"
+    } else {
+        "busybox (initramfs)"
+    }
 }
 
 /// The guest's place to run samples: the disks of the job, one per test in order (or one for
@@ -137,6 +153,7 @@ impl GuestSite {
                 .insert("mkfs_version".into(), d.mkfs_version.clone());
         }
         facts.extra.insert("config".into(), job.config.clone());
+        facts.extra.insert("vm_userland".into(), userland().into());
         Ok((dir, facts))
     }
 

@@ -45,6 +45,9 @@ pub struct RepetitionOptions {
     /// Most time for a whole boot (all the repetition's tests); a guest still running then is
     /// killed and its unfinished samples fail with the console's last lines.
     pub total_timeout: Duration,
+    /// Record a CPU profile around each workload with perf in the guest, folded with this
+    /// scope ([`Repetition::profiles`]); `None`: no profiles.
+    pub profile: Option<crate::probe::profile::ProfileScope>,
 }
 
 impl Default for RepetitionOptions {
@@ -59,6 +62,7 @@ impl Default for RepetitionOptions {
             drop_caches: true,
             ready_timeout: Duration::from_secs(120),
             total_timeout: Duration::from_secs_f64(total),
+            profile: None,
         }
     }
 }
@@ -122,6 +126,12 @@ pub struct Repetition {
     pub samples: Vec<NewSample>,
     /// Tests the guest skipped (test, why).
     pub skipped: Vec<(String, String)>,
+    /// The CPU profile of each profiled sample (its test, the profile as the store keeps it),
+    /// folded in the guest; store each with its sample.
+    pub profiles: Vec<(String, crate::model::StoredProfile)>,
+    /// Warnings of the guest's samples (a declared metric missing from a command's output),
+    /// each naming its configuration and test, to say as the host's own.
+    pub warnings: Vec<String>,
     /// The boot's facts, when the guest reached ready and said hello.
     pub facts: Option<VmFacts>,
     /// Seconds of the whole cycle: images, mkfs, boot, job, power-off, cleanup.
@@ -555,6 +565,12 @@ impl VmSite {
     ) -> Result<Repetition, VmError> {
         let t0 = Instant::now();
         self.check_tests(tests)?;
+        if let (Some(_), Err(why)) = (opts.profile, &self.host_root) {
+            return Err(VmError::Unsupported(format!(
+                "config '{}': profiles in the guest of kernel {} need the host's perf, which the guest cannot see ({why}): build the kernel with 9p (CONFIG_NET_9P_VIRTIO, CONFIG_9P_FS), or leave out --profile",
+                self.config.name, self.kernel.release
+            )));
+        }
         let tag = format!("rep{repetition}");
         let mut images: Vec<OwnedFile> = Vec::new();
         let mut job_disks = Vec::new();
@@ -612,6 +628,7 @@ impl VmSite {
                 _ => None,
             },
             tests: tests.to_vec(),
+            profile: opts.profile.map(|s| s.name().to_string()),
         };
         let json = serde_json::to_vec(&job)
             .map_err(|e| VmError::Guest(format!("serialising the job: {e}")))?;
@@ -638,6 +655,8 @@ impl VmSite {
         let mut hello = None;
         let mut samples: Vec<NewSample> = Vec::new();
         let mut skipped = Vec::new();
+        let mut profiles = Vec::new();
+        let mut warnings = Vec::new();
         let mut garbled = None;
         match lines {
             Ok(lines) => {
@@ -650,6 +669,10 @@ impl VmSite {
                         } => hello = Some((kernel_release, kernel_version)),
                         GuestLine::Sample(s) => samples.push(*s),
                         GuestLine::Skipped { test, why } => skipped.push((test, why)),
+                        GuestLine::Profile { test, format, data } => {
+                            profiles.push((test, crate::model::StoredProfile { format, data }))
+                        }
+                        GuestLine::Warning { what, .. } => warnings.push(what),
                         GuestLine::Done => {}
                     }
                 }
@@ -764,6 +787,8 @@ impl VmSite {
         Repetition {
             samples: result,
             skipped,
+            profiles,
+            warnings,
             facts,
             cycle_s: t0.elapsed().as_secs_f64(),
         }
