@@ -51,9 +51,16 @@ pub fn run(job_path: &Path, out_path: &Path) -> Result<(), VmError> {
     let tests = job.tests.clone();
     let (config, repetition, drop_caches) = (job.config.clone(), job.repetition, job.drop_caches);
     let mut profiles = GuestProfiles::new(job.profile.as_deref())?;
+    let in_host_root = crate::vm::guest::in_host_root();
     let mut site = Site::Guest(Box::new(GuestSite::new(
         job,
-        StateFile::new("/tmp/fsdelta-guest-state.json"),
+        // Inside the host's root, /tmp is a shared directory (mode 1777), which the state file
+        // refuses; /run/fsdelta is root's alone.
+        StateFile::new(if in_host_root {
+            Path::new(crate::vm::initramfs::GUEST_RUN_DIR).join("state.json")
+        } else {
+            "/tmp/fsdelta-guest-state.json".into()
+        }),
     )));
     let cancel = CancelToken::new();
     for (i, test) in tests.iter().enumerate() {

@@ -32,13 +32,18 @@ pub fn in_guest() -> bool {
         && fs::read_to_string("/proc/cmdline").is_ok_and(|c| c.contains("fsdelta.guest=1"))
 }
 
-/// Whose programs the guest's commands, hooks and perf are: the host's root directory (shared
-/// read-only over 9p, the guest runs inside it), or the initramfs's busybox.
-pub fn userland() -> &'static str {
-    if Path::new(super::initramfs::GUEST_RUN_DIR)
+/// Whether this guest process runs inside the host's root directory (shared read-only over 9p;
+/// `/init` put the job into its `/run/fsdelta`).
+pub fn in_host_root() -> bool {
+    Path::new(super::initramfs::GUEST_RUN_DIR)
         .join("job.json")
         .is_file()
-    {
+}
+
+/// Whose programs the guest's commands, hooks and perf are: the host's root directory, or the
+/// initramfs's busybox (a kernel without 9p).
+pub fn userland() -> &'static str {
+    if in_host_root() {
         "host root (9p, read-only)"
     } else {
         "busybox (initramfs)"

@@ -312,7 +312,11 @@ impl VmSite {
             Some(root) => {
                 let tree = ModuleTree::open(root)?;
                 let mut mods = tree.resolve(&needs, &kernel.release)?;
-                let share = tree.resolve(&modules::host_root_needs(), &kernel.release);
+                let mut wanted = modules::host_root_needs();
+                wanted.extend(modules::host_root_wants());
+                let share = tree
+                    .resolve(&wanted, &kernel.release)
+                    .or_else(|_| tree.resolve(&modules::host_root_needs(), &kernel.release));
                 let host_root = match share {
                     Ok(extra) => {
                         for m in extra {

@@ -44,16 +44,24 @@ const HOST_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin
 
 /// The guest's `/init`: mount the pseudo filesystems, load the modules in order, check the
 /// filesystem driver, mount the host's root read-only over 9p when `host_root` (with tmpfs over
-/// its `/tmp`, `/run`, `/mnt` and `/var/tmp`, and the guest's `/proc`, `/sys`, `/dev` and
-/// tracefs), say ready, run the job (inside the host's root when it is there, so commands,
+/// its `/run` and `/mnt`, a writable overlay over its `/tmp` and `/var/tmp` so that the host's
+/// files there stay visible (a tmpfs when the kernel has no overlayfs), and the guest's `/proc`,
+/// `/sys`, `/dev` and tracefs), say ready, run the job (inside the host's root when it is there, so commands,
 /// hooks and perf are the host's), say how it ended, power off.
 fn init_script(fs: &str, host_root: bool) -> String {
     let share = if host_root {
         format!(
             r#"mkdir -p {HOST_ROOT}
 if mount -t 9p -o trans=virtio,version=9p2000.L,ro,msize=262144,cache=loose {tag} {HOST_ROOT} 2>/tmp/9p.err; then
-  for d in tmp run mnt var/tmp; do
-    [ -d {HOST_ROOT}/$d ] && mount -t tmpfs -o mode=1777 tmpfs {HOST_ROOT}/$d
+  mkdir -p /ovl && mount -t tmpfs -o mode=0700 tmpfs /ovl
+  for d in tmp var/tmp; do
+    [ -d {HOST_ROOT}/$d ] || continue
+    mkdir -p /ovl/$d/u /ovl/$d/w && chmod 1777 /ovl/$d/u
+    mount -t overlay overlay -o lowerdir={HOST_ROOT}/$d,upperdir=/ovl/$d/u,workdir=/ovl/$d/w {HOST_ROOT}/$d 2>/dev/null \
+      || mount -t tmpfs -o mode=1777 tmpfs {HOST_ROOT}/$d
+  done
+  for d in run mnt; do
+    [ -d {HOST_ROOT}/$d ] && mount -t tmpfs -o mode=0755 tmpfs {HOST_ROOT}/$d
   done
   mount -o bind /proc {HOST_ROOT}/proc && mount -o bind /sys {HOST_ROOT}/sys && mount -o bind /dev {HOST_ROOT}/dev
   mount -t tracefs nodev {HOST_ROOT}/sys/kernel/tracing 2>/dev/null

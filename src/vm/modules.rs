@@ -105,6 +105,16 @@ pub fn host_root_needs() -> Vec<Need> {
     ]
 }
 
+/// Wanted, not needed: overlayfs keeps the host's `/tmp` and `/var/tmp` visible and writable in
+/// the guest (without it they are empty tmpfs there).
+pub fn host_root_wants() -> Vec<Need> {
+    vec![Need {
+        module: "overlay".into(),
+        option: "OVERLAY_FS".into(),
+        why: "the host's /tmp is overlaid writable in the guest".into(),
+    }]
+}
+
 fn norm(name: &str) -> String {
     name.replace('-', "_")
 }
