@@ -203,3 +203,84 @@ args = "-s 16384 -n 150 -t 1 -S 1"
     assert!(common::qemu_of(std::process::id()).is_empty());
     assert!(state.entries().unwrap().is_empty(), "{:?}", state.entries());
 }
+
+/// An erofs image built on the host from `source =` and attached read-only: a command test
+/// reads the tree in the guest, and fails if it can write to it.
+#[test]
+fn an_erofs_image_built_on_the_host_is_read_in_a_guest() {
+    if !ready() || !common::require(
+            fsdelta::site::mkfs::Mkfs::find(config::FsKind::Erofs).is_ok(),
+            "mkfs.erofs (apt-get install erofs-utils)",
+        ) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let scratch = dir.path().join("scratch");
+    let state = StateFile::new(dir.path().join("state.json"));
+    let tree = dir.path().join("tree");
+    std::fs::create_dir_all(tree.join("lib")).unwrap();
+    for i in 0..20 {
+        std::fs::write(tree.join(format!("lib/{i}.txt")), vec![b'a' + i as u8; 1000]).unwrap();
+    }
+    let suite = suitefile::parse(
+        r#"
+[[test]]
+name = "readall"
+workload = "command"
+command = "echo bytes $(cat lib/*.txt | wc -c); if touch x 2>/dev/null; then echo WRITABLE >&2; exit 1; fi"
+[[test.metric]]
+name = "tree_bytes"
+regex = 'bytes (\d+)'
+unit = "B"
+direction = "higher"
+"#,
+        "erofs.toml",
+    )
+    .unwrap();
+    let config = config::parse(
+        &format!(
+            "[[config]]\nname = \"e\"\nfs = \"erofs\"\nsource = \"{}\"\nkernel = \"{}\"\nmemory = \"1G\"\n",
+            tree.display(),
+            common::vm_kernel("B").unwrap().display()
+        ),
+        "t.toml",
+    )
+    .unwrap()
+    .configs
+    .remove(0);
+    let t0 = Instant::now();
+    let mut vm = VmSite::new(
+        &config,
+        &scratch,
+        state.clone(),
+        Path::new(env!("CARGO_BIN_EXE_fsdelta")),
+    )
+    .unwrap();
+    let rep = vm
+        .run_repetition(
+            &suite.tests,
+            1,
+            &RepetitionOptions::default(),
+            &CancelToken::new(),
+        )
+        .unwrap();
+    eprintln!("one boot, erofs: {:.1} s", t0.elapsed().as_secs_f64());
+    assert_eq!(rep.samples.len(), 1, "{:?}", rep.samples);
+    let s = &rep.samples[0];
+    assert_eq!(s.status, SampleStatus::Ok, "{:?}", s.error);
+    assert_eq!(s.facts.fs_type, "erofs");
+    assert_eq!(s.facts.extra["vm_kernel"], "6.1.0-50-amd64");
+    assert!(
+        s.facts
+            .mkfs_options
+            .as_deref()
+            .is_some_and(|m| m.contains("mkfs.erofs") && m.contains(&tree.display().to_string())),
+        "{:?}",
+        s.facts.mkfs_options
+    );
+    let bytes = s.metrics.iter().find(|m| m.name == "tree_bytes").unwrap();
+    assert_eq!(bytes.value, 20_000.0);
+    vm.teardown().unwrap();
+    assert!(common::qemu_of(std::process::id()).is_empty());
+    assert!(state.entries().unwrap().is_empty(), "{:?}", state.entries());
+}

@@ -119,7 +119,14 @@ impl GuestSite {
         let (source, options) = match disk {
             Some(d) => {
                 wait_for(Path::new(&d.device))?;
-                (d.device.clone(), job.mount_options.clone())
+                let mut o = job.mount_options.clone();
+                if job.read_only && !o.split(',').any(|x| x == "ro") {
+                    if !o.is_empty() {
+                        o.push(',');
+                    }
+                    o.push_str("ro");
+                }
+                (d.device.clone(), o)
             }
             None => {
                 let mut o = job.mount_options.clone();
@@ -141,7 +148,7 @@ impl GuestSite {
                 .map(|n| n.to_string_lossy().into_owned())
         });
         // fresh = "run": one filesystem, a new directory for every sample.
-        let dir = if job.disks.len() == 1 && job.tests.len() > 1 {
+        let dir = if job.disks.len() == 1 && job.tests.len() > 1 && !job.read_only {
             let d = mnt.join(format!("fsdelta-{i}"));
             fs::create_dir_all(&d)
                 .map_err(|e| unusable(&d.display().to_string(), e.to_string()))?;

@@ -306,7 +306,21 @@ impl VmSite {
         initramfs::check_busybox()?;
         let kernel = kernel::resolve(&vm.kernel, vm.modules.as_deref(), cache)?;
         let fs_name = config.fs.as_str();
-        let disk = config.fs.needs_mkfs();
+        // A formatted image, or an erofs image built from `source`: either is a virtio disk.
+        let erofs_source = match &config.device {
+            Device::Image { source } => Some(source.clone()),
+            _ => None,
+        };
+        if let Some(src) = &erofs_source
+            && !src.is_dir()
+        {
+            return Err(VmError::Unsupported(format!(
+                "config '{}': source = \"{}\" is not a directory: give the tree to pack into the erofs image",
+                config.name,
+                src.display()
+            )));
+        }
+        let disk = config.fs.needs_mkfs() || erofs_source.is_some();
         let needs = modules::needs(fs_name, disk);
         let (mods, host_root) = match &kernel.modules {
             Some(root) => {
@@ -483,6 +497,28 @@ impl VmSite {
         qemu::choose_accel(&self.qemu, &spec, cache, Duration::from_secs(8))
     }
 
+    /// An erofs image built from `source` with the configuration's mkfs.erofs options (on the
+    /// host, so both kernels read the same bytes); the guest gets it read-only.
+    fn make_image(&self, path: PathBuf, source: &Path) -> Result<(OwnedFile, JobDisk), VmError> {
+        let owned = OwnedFile::record(&self.state, path.clone())?;
+        let mkfs = self.mkfs.as_ref().expect("mkfs.erofs for an erofs image");
+        mkfs.build_image(&path, source, &self.config.mkfs_options)?;
+        let disk = JobDisk {
+            device: String::new(),
+            mkfs_command: self.image_command(&path, source),
+            mkfs_version: mkfs.version.clone(),
+        };
+        Ok((owned, disk))
+    }
+
+    fn image_command(&self, path: &Path, source: &Path) -> String {
+        let mkfs = self.mkfs.as_ref().expect("mkfs.erofs for an erofs image");
+        std::iter::once(mkfs.program.display().to_string())
+            .chain(mkfs.image_args(path, source, &self.config.mkfs_options))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
     /// A sparse image, formatted with the configuration's mkfs.
     fn make_disk(&self, path: PathBuf) -> Result<(OwnedFile, JobDisk), VmError> {
         let owned = OwnedFile::record(&self.state, path.clone())?;
@@ -511,7 +547,17 @@ impl VmSite {
     /// programs needs the host's root directory in the guest.
     pub fn check_tests(&self, tests: &[TestSpec]) -> Result<(), VmError> {
         for t in tests {
-            let Err(why) = &self.host_root else { break };
+            self.check_test(t).map_err(VmError::Unsupported)?;
+        }
+        self.check_disks(tests)
+    }
+
+    /// Why `t` cannot run in this configuration's guest, if it cannot.
+    pub fn check_test(&self, t: &TestSpec) -> Result<(), String> {
+        {
+            let Err(why) = &self.host_root else {
+                return Ok(());
+            };
             let host_file = match &t.engine {
                 EngineSpec::Dbench {
                     loadfile: Some(p), ..
@@ -539,12 +585,17 @@ impl VmSite {
                     .then(|| "the real tool (external = true)".to_string())
             });
             if let Some(what) = host_file {
-                return Err(VmError::Unsupported(format!(
+                return Err(format!(
                     "test {}: {what} needs the host's programs and files, which the guest of kernel {} cannot see ({why}): build the kernel with 9p (CONFIG_NET_9P_VIRTIO, CONFIG_9P_FS) or give modules = \"DIR\" holding them",
                     t.name, self.kernel.release
-                )));
+                ));
             }
         }
+        Ok(())
+    }
+
+    /// Whether one guest has disks enough for `tests`.
+    fn check_disks(&self, tests: &[TestSpec]) -> Result<(), VmError> {
         if self.config.fresh == Fresh::Sample
             && self.config.fs.needs_mkfs()
             && tests.len() > MAX_DISKS
@@ -568,7 +619,30 @@ impl VmSite {
         cancel: &CancelToken,
     ) -> Result<Repetition, VmError> {
         let t0 = Instant::now();
-        self.check_tests(tests)?;
+        // A test that cannot run here fails alone, with its own reason; the others run.
+        let mut refused = Vec::new();
+        let mut runnable = Vec::new();
+        for t in tests {
+            match self.check_test(t) {
+                Ok(()) => runnable.push(t.clone()),
+                Err(e) => refused.push((t.name.clone(), e)),
+            }
+        }
+        let tests = runnable.as_slice();
+        self.check_disks(tests)?;
+        if tests.is_empty() {
+            return Ok(Repetition {
+                samples: refused
+                    .into_iter()
+                    .map(|(name, e)| self.failed_sample(&name, repetition, Utc::now(), 0.0, e))
+                    .collect(),
+                skipped: Vec::new(),
+                profiles: Vec::new(),
+                warnings: Vec::new(),
+                facts: None,
+                cycle_s: t0.elapsed().as_secs_f64(),
+            });
+        }
         if let (Some(_), Err(why)) = (opts.profile, &self.host_root) {
             return Err(VmError::Unsupported(format!(
                 "config '{}': profiles in the guest of kernel {} need the host's perf, which the guest cannot see ({why}): build the kernel with 9p (CONFIG_NET_9P_VIRTIO, CONFIG_9P_FS), or leave out --profile",
@@ -579,7 +653,27 @@ impl VmSite {
         let mut images: Vec<OwnedFile> = Vec::new();
         let mut job_disks = Vec::new();
         let mut disks = Vec::new();
-        if self.config.fs.needs_mkfs() {
+        if let Device::Image { source } = &self.config.device {
+            // Read-only: one image for every boot, built once.
+            if let Some(owned) = &self.run_disk {
+                let mkfs = self.mkfs.as_ref().expect("mkfs");
+                job_disks.push(JobDisk {
+                    device: String::new(),
+                    mkfs_command: self.image_command(&owned.path, source),
+                    mkfs_version: mkfs.version.clone(),
+                });
+            } else {
+                let p = self.work_dir().join("image.erofs");
+                let (owned, jd) = self.make_image(p, source)?;
+                self.run_disk = Some(owned);
+                job_disks.push(jd);
+            }
+            disks.push(Disk {
+                image: self.run_disk.as_ref().expect("erofs image").path.clone(),
+                cache: self.disk_cache,
+                read_only: true,
+            });
+        } else if self.config.fs.needs_mkfs() {
             match self.config.fresh {
                 Fresh::Sample => {
                     for i in 0..tests.len() {
@@ -593,6 +687,7 @@ impl VmSite {
                         disks.push(Disk {
                             image: p,
                             cache: self.disk_cache,
+                            read_only: false,
                         });
                     }
                 }
@@ -613,6 +708,7 @@ impl VmSite {
                     disks.push(Disk {
                         image: self.run_disk.as_ref().expect("run disk").path.clone(),
                         cache: self.disk_cache,
+                        read_only: false,
                     });
                 }
             }
@@ -633,6 +729,7 @@ impl VmSite {
             },
             tests: tests.to_vec(),
             profile: opts.profile.map(|s| s.name().to_string()),
+            read_only: matches!(self.config.device, Device::Image { .. }),
         };
         let json = serde_json::to_vec(&job)
             .map_err(|e| VmError::Guest(format!("serialising the job: {e}")))?;
@@ -643,8 +740,48 @@ impl VmSite {
         let outcome = qemu::run(&self.qemu, &spec, cancel)?;
         drop(files);
         drop(images);
-        let rep = self.collect(tests, repetition, started_at, outcome, t0);
+        let mut rep = self.collect(tests, repetition, started_at, outcome, t0);
+        for (name, e) in refused {
+            rep.samples
+                .push(self.failed_sample(&name, repetition, started_at, 0.0, e));
+        }
         Ok(rep)
+    }
+
+    /// A failed sample of test `test` of this configuration, labelled with the kernel.
+    fn failed_sample(
+        &self,
+        test: &str,
+        repetition: u32,
+        started_at: chrono::DateTime<Utc>,
+        duration_s: f64,
+        error: String,
+    ) -> NewSample {
+        let mut s = NewSample {
+            config: self.config.name.clone(),
+            test: test.to_string(),
+            repetition,
+            sequence: 0,
+            facts: SiteFacts::default(),
+            status: SampleStatus::Failed,
+            error: Some(error),
+            started_at,
+            duration_s,
+            workload: String::new(),
+            metrics: Vec::new(),
+            histograms: Vec::new(),
+            attachments: Vec::new(),
+        };
+        let x = &mut s.facts.extra;
+        x.insert(
+            "vm_kernel_path".into(),
+            self.kernel.given.display().to_string(),
+        );
+        x.insert("vm_accel".into(), self.accel.as_str().into());
+        if self.accel == Accel::Tcg {
+            x.insert("emulated".into(), EMULATED_LABEL.into());
+        }
+        s
     }
 
     fn collect(

@@ -39,6 +39,9 @@ pub struct Job {
     /// scope (`ProfileScope::name`); `None`: no profiles.
     #[serde(default)]
     pub profile: Option<String>,
+    /// The disk is a read-only image (erofs): mounted `ro`, every sample at its root.
+    #[serde(default)]
+    pub read_only: bool,
 }
 
 /// A disk of the guest, formatted by the host.

@@ -64,6 +64,8 @@ pub struct Disk {
     /// QEMU's `cache=` mode (`none` when the image's filesystem takes O_DIRECT, else
     /// `writeback`).
     pub cache: &'static str,
+    /// Attached read-only (an erofs image).
+    pub read_only: bool,
 }
 
 /// Everything one boot needs.
@@ -146,9 +148,14 @@ impl Boot {
         for d in &self.disks {
             a.push("-drive".into());
             a.push(format!(
-                "file={},format=raw,if=virtio,cache={},discard=unmap",
+                "file={},format=raw,if=virtio,cache={},{}",
                 d.image.display().to_string().replace(',', ",,"),
-                d.cache
+                d.cache,
+                if d.read_only {
+                    "readonly=on"
+                } else {
+                    "discard=unmap"
+                }
             ));
         }
         for (id, path) in [("con", &self.console), ("res", &self.results)] {
@@ -566,6 +573,7 @@ mod tests {
             disks: vec![Disk {
                 image: "/w/a,b.img".into(),
                 cache: "none",
+                read_only: false,
             }],
             console: "/w/console".into(),
             results: "/w/results".into(),
