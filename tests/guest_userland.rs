@@ -127,6 +127,12 @@ args = "-s 16384 -n 150 -t 1 -S 1"
         assert_eq!(s.status, SampleStatus::Ok, "{}: {:?}", s.test, s.error);
         assert_eq!(s.facts.extra["vm_userland"], "host root (9p, read-only)");
         assert_eq!(s.facts.extra["profile_scope"], "workload+kthreads");
+        // The host's side of the boot: its load and the emulation's cost.
+        for m in ["host_bg_cpu_pct", "host_loadavg_1m_start", "vm_qemu_cpu_s"] {
+            assert!(s.metrics.iter().any(|x| x.name == m), "{}: no {m}", s.test);
+        }
+        let qemu = s.metrics.iter().find(|x| x.name == "vm_qemu_cpu_s").unwrap();
+        assert!(qemu.value > 0.0, "qemu used no CPU: {}", qemu.value);
     }
     let sample = |t: &str| rep.samples.iter().find(|s| s.test == t).unwrap();
     let metric = |t: &str, m: &str| {

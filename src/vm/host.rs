@@ -17,6 +17,7 @@ use super::{EMULATED_LABEL, VmError};
 use crate::model::{Direction, Metric, NewSample, SampleStatus, SiteFacts, Unit};
 use crate::plan::config::{Device, Fresh, TargetConfig};
 use crate::plan::suite::{EngineSpec, TestSpec};
+use crate::probe::system;
 use crate::site::mkfs::Mkfs;
 use crate::site::state::{Record, Resource};
 use crate::site::{StateFile, loopdev};
@@ -737,10 +738,28 @@ impl VmSite {
         self.write_initrd(&paths[4], Some(&json))?;
         let spec = self.boot_spec(&paths, disks, opts);
         let started_at = Utc::now();
+        let host0 = system::Snapshot::take();
+        let boot0 = Instant::now();
         let outcome = qemu::run(&self.qemu, &spec, cancel)?;
+        // qemu is reaped: its CPU time is in this process's children's.
+        let host = system::host_context(
+            &host0,
+            &system::Snapshot::take(),
+            boot0.elapsed().as_secs_f64(),
+        );
         drop(files);
         drop(images);
         let mut rep = self.collect(tests, repetition, started_at, outcome, t0);
+        for s in &mut rep.samples {
+            if s.status == SampleStatus::Ok {
+                s.metrics.extend(host.iter().cloned());
+            }
+            s.facts.extra.insert(
+                "host_context".into(),
+                "host_* and vm_qemu_* metrics: the host during the whole boot (all its samples)"
+                    .into(),
+            );
+        }
         for (name, e) in refused {
             rep.samples
                 .push(self.failed_sample(&name, repetition, started_at, 0.0, e));
