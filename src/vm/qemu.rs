@@ -353,7 +353,6 @@ pub fn run(qemu: &Path, boot: &Boot, cancel: &CancelToken) -> Result<Outcome, Vm
         }
         // A KVM emulation failure pauses the guest for ever: end it at once.
         if boot.accel == Accel::Kvm
-            && boot_s.is_none()
             && fs::read_to_string(&boot.stderr).is_ok_and(|e| e.contains(KVM_FAILURE))
         {
             q.kill();
