@@ -290,3 +290,56 @@ direction = "higher"
     assert!(common::qemu_of(std::process::id()).is_empty());
     assert!(state.entries().unwrap().is_empty(), "{:?}", state.entries());
 }
+
+/// A kernel image taken out of its unpacked package: with `lib/modules/RELEASE` beside its
+/// `boot/` directory it finds its modules; without it, it is refused before anything boots,
+/// naming the virtio module it builds as a module and the `modules =` key.
+#[test]
+fn a_kernel_image_finds_its_modules_beside_it_or_is_refused_naming_modules() {
+    if !ready() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let scratch = dir.path().join("scratch");
+    let state = StateFile::new(dir.path().join("state.json"));
+    let deb = common::vm_kernel("A").unwrap();
+    let k = fsdelta::vm::kernel::resolve(&deb, None, &fsdelta::vm::cache_dir()).unwrap();
+    let modules = k.modules.clone().unwrap();
+    let unpacked = modules.parent().unwrap().parent().unwrap().parent().unwrap();
+    let r = &k.release;
+    let tree = dir.path().join("pkg");
+    std::fs::create_dir_all(tree.join("boot")).unwrap();
+    for f in [format!("vmlinuz-{r}"), format!("config-{r}")] {
+        std::fs::copy(unpacked.join("boot").join(&f), tree.join("boot").join(&f)).unwrap();
+    }
+    let vmlinuz = tree.join(format!("boot/vmlinuz-{r}"));
+    let config = |extra: &str| {
+        config::parse(
+            &format!(
+                "[[config]]\nname = \"z\"\nfs = \"ext4\"\ndevice = \"loop:128M\"\nkernel = \"{}\"\nmemory = \"1G\"\n{extra}",
+                vmlinuz.display()
+            ),
+            "t.toml",
+        )
+        .unwrap()
+        .configs
+        .remove(0)
+    };
+    let binary = Path::new(env!("CARGO_BIN_EXE_fsdelta"));
+    let e = VmSite::new(&config(""), &scratch, state.clone(), binary)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("modules = \"DIR\""), "{e}");
+    assert!(e.contains("CONFIG_VIRTIO_PCI=m"), "{e}");
+    // The same image with its modules beside it, as the package has them.
+    std::fs::create_dir_all(tree.join("lib/modules")).unwrap();
+    std::os::unix::fs::symlink(&modules, tree.join("lib/modules").join(r)).unwrap();
+    let vm = VmSite::new(&config(""), &scratch, state.clone(), binary).unwrap();
+    assert_eq!(
+        vm.kernel().modules.as_deref(),
+        Some(tree.join("lib/modules").join(r).as_path())
+    );
+    assert!(vm.host_root().is_ok());
+    vm.teardown().unwrap();
+    assert!(state.entries().unwrap().is_empty(), "{:?}", state.entries());
+}

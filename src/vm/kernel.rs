@@ -490,6 +490,31 @@ mod tests {
     use super::*;
 
     #[test]
+    fn an_unpacked_packages_kernel_finds_its_modules_beside_its_boot_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = "6.1.0-47-amd64";
+        fs::create_dir_all(dir.path().join("boot")).unwrap();
+        fs::create_dir_all(dir.path().join(format!("lib/modules/{r}/kernel"))).unwrap();
+        let vmlinuz = dir.path().join(format!("boot/vmlinuz-{r}"));
+        assert_eq!(
+            modules_beside(&vmlinuz, r),
+            Some(dir.path().join(format!("lib/modules/{r}")))
+        );
+        assert_eq!(modules_beside(&vmlinuz, "6.1.0-99-none"), None);
+    }
+
+    #[test]
+    fn config_values_read_as_debian_writes_them() {
+        // Lines of Debian's boot/config-6.1.0-47-amd64.
+        let c = "CONFIG_VIRTIO_PCI=m\nCONFIG_VIRTIO_BLK=m\n# CONFIG_UBIFS_FS is not set\nCONFIG_EXT4_FS=m\nCONFIG_PVH=y\n";
+        assert_eq!(config_value(c, "VIRTIO_PCI"), Some('m'));
+        assert_eq!(config_value(c, "PVH"), Some('y'));
+        assert_eq!(config_value(c, "VIRTIO_BLK"), Some('m'));
+        assert_eq!(config_value(c, "UBIFS_FS"), None);
+        assert_eq!(config_value(c, "EXT4"), None);
+    }
+
+    #[test]
     fn a_file_that_is_not_a_kernel_is_named_as_such() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("notes.txt");
