@@ -54,7 +54,13 @@ fn the_same_kernel_on_both_sides_shows_no_side_effect_beyond_the_noise() {
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    if out.status.code() != Some(0) {
+        let show = s.cmd().args(["show", "1"]).output().unwrap();
+        panic!(
+            "the A/A run failed: {stderr}\n{}",
+            String::from_utf8_lossy(&show.stdout)
+        );
+    }
     eprintln!(
         "A/A run, 12 boots: {:.0} s",
         t0.elapsed().as_secs_f64()

@@ -1,6 +1,8 @@
 //! The host's userland and diagnosis inside a guest (issue 36), in one boot of a Debian kernel
 //! under QEMU (TCG here): the guest mounts the host's root read-only over virtio-9p and runs
 //! its job inside it, so
+//! - the configuration's `before` hook runs in the sample's directory with the host's `date`
+//!   (`+%s%N`, which busybox lacks), and a command test finds what it wrote;
 //! - a command test runs coreutils' `dd`, whose declared metric (`copied, ... s`) is stored,
 //!   and a declared metric its output lacks comes back as a warning, as on the host;
 //! - a `copy` test with `source =` a host file copies that file in the guest;
@@ -58,7 +60,7 @@ fn commands_files_event_counts_and_profiles_in_a_guest_are_the_hosts() {
 [[test]]
 name = "dd"
 workload = "command"
-command = "dd if=/dev/zero of=f bs=64k count=64 conv=fsync"
+command = "grep -qE '^[0-9]{19}$' hook.stamp && dd if=/dev/zero of=f bs=64k count=64 conv=fsync"
 [[test.metric]]
 name = "dd_s"
 regex = 'copied, ([0-9.]+) s'
@@ -93,7 +95,7 @@ args = "-s 16384 -n 150 -t 1 -S 1"
     .unwrap();
     let config = config::parse(
         &format!(
-            "[[config]]\nname = \"g\"\nfs = \"ext4\"\ndevice = \"loop:256M\"\nkernel = \"{}\"\nmemory = \"1G\"\n",
+            "[[config]]\nname = \"g\"\nfs = \"ext4\"\ndevice = \"loop:256M\"\nkernel = \"{}\"\nmemory = \"1G\"\nbefore = \"date +%s%N > hook.stamp\"\n",
             common::vm_kernel("A").unwrap().display()
         ),
         "t.toml",

@@ -62,6 +62,8 @@ pub struct GuestSite {
     mount_time: Duration,
     /// The kernel name of the current sample's disk (`vda`), for its counters.
     device: Option<String>,
+    /// The current sample's directory, where hooks run.
+    dir: Option<PathBuf>,
 }
 
 fn unusable(what: &str, message: String) -> SiteError {
@@ -96,6 +98,7 @@ impl GuestSite {
             mounted: None,
             mount_time: Duration::ZERO,
             device: None,
+            dir: None,
         }
     }
 
@@ -166,7 +169,63 @@ impl GuestSite {
         }
         facts.extra.insert("config".into(), job.config.clone());
         facts.extra.insert("vm_userland".into(), userland().into());
+        self.dir = Some(dir.clone());
         Ok((dir, facts))
+    }
+
+    /// Run the configuration's `before` hook (if any), as the host runs it: `sh -c CMD` in the
+    /// sample's directory with `FSDELTA_CONFIG`, `FSDELTA_DIR`, `FSDELTA_DEVICE`,
+    /// `FSDELTA_SAMPLE` and `FSDELTA_HOOK` set; a failure names the command and its output's
+    /// last lines.
+    pub fn before_sample(&self) -> Result<(), SiteError> {
+        self.hook("before", self.job.before.as_deref())
+    }
+
+    /// Run the configuration's `after` hook (if any); see [`GuestSite::before_sample`].
+    pub fn after_sample(&self) -> Result<(), SiteError> {
+        self.hook("after", self.job.after.as_deref())
+    }
+
+    fn hook(&self, which: &str, cmd: Option<&str>) -> Result<(), SiteError> {
+        let Some(cmd) = cmd else { return Ok(()) };
+        let dir = self.dir.clone().unwrap_or_else(|| PathBuf::from("/"));
+        let mut c = std::process::Command::new("sh");
+        c.arg("-c")
+            .arg(cmd)
+            .current_dir(&dir)
+            .env("FSDELTA_CONFIG", &self.job.config)
+            .env("FSDELTA_DIR", &dir)
+            .env("FSDELTA_SAMPLE", self.next.to_string())
+            .env("FSDELTA_HOOK", which)
+            .stdin(std::process::Stdio::null());
+        if let Some(d) = &self.device {
+            c.env("FSDELTA_DEVICE", format!("/dev/{d}"));
+        }
+        let out = c.output().map_err(|source| SiteError::Io {
+            op: "run sh -c",
+            path: cmd.to_string(),
+            source,
+        })?;
+        if out.status.success() {
+            return Ok(());
+        }
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let tail: Vec<&str> = text.lines().rev().take(6).collect();
+        let tail: Vec<&str> = tail.into_iter().rev().collect();
+        Err(SiteError::CommandFailed {
+            what: format!("config '{}': {which} (in the guest)", self.job.config),
+            command: cmd.to_string(),
+            status: out.status.to_string(),
+            output: if tail.is_empty() {
+                "no output; fix the command or remove it from the config".into()
+            } else {
+                tail.join(" | ")
+            },
+        })
     }
 
     /// The current disk's counters.

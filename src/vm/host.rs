@@ -731,6 +731,8 @@ impl VmSite {
             tests: tests.to_vec(),
             profile: opts.profile.map(|s| s.name().to_string()),
             read_only: matches!(self.config.device, Device::Image { .. }),
+            before: self.config.before.clone(),
+            after: self.config.after.clone(),
         };
         let json = serde_json::to_vec(&job)
             .map_err(|e| VmError::Guest(format!("serialising the job: {e}")))?;

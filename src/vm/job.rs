@@ -42,6 +42,13 @@ pub struct Job {
     /// The disk is a read-only image (erofs): mounted `ro`, every sample at its root.
     #[serde(default)]
     pub read_only: bool,
+    /// The configuration's `before` hook (`sh -c`, in the sample's directory), run in the guest
+    /// before every sample.
+    #[serde(default)]
+    pub before: Option<String>,
+    /// The configuration's `after` hook, run in the guest after every sample.
+    #[serde(default)]
+    pub after: Option<String>,
 }
 
 /// A disk of the guest, formatted by the host.
