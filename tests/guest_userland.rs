@@ -60,7 +60,7 @@ fn commands_files_event_counts_and_profiles_in_a_guest_are_the_hosts() {
 [[test]]
 name = "dd"
 workload = "command"
-command = "grep -qE '^[0-9]{19}$' hook.stamp && dd if=/dev/zero of=f bs=64k count=64 conv=fsync"
+command = "grep -qE '^[0-9]{{19}}$' hook.stamp && dd if=/dev/zero of=f bs=64k count=64 conv=fsync"
 [[test.metric]]
 name = "dd_s"
 regex = 'copied, ([0-9.]+) s'

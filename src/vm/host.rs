@@ -210,6 +210,12 @@ impl Drop for OwnedDir {
 pub struct VmSite {
     run_disk: Option<OwnedFile>,
     work: Option<OwnedDir>,
+    /// The directory every configuration's per-boot disk images are made in (the first
+    /// configuration of the process makes and owns it): one place for all, so that where the
+    /// host's filesystem puts an image does not depend on the configuration (the A/A bias,
+    /// issue 36).
+    disks: Option<OwnedDir>,
+    disks_dir: PathBuf,
     config: TargetConfig,
     kernel: Kernel,
     qemu: PathBuf,
@@ -387,6 +393,12 @@ impl VmSite {
         fs::create_dir_all(scratch)
             .map_err(|e| VmError::io("create the scratch location", scratch, e))?;
         let scratch = fs::canonicalize(scratch).map_err(|e| VmError::io("resolve", scratch, e))?;
+        let disks_dir = scratch.join(format!("vm-disks.{}", std::process::id()));
+        let disks = if disks_dir.is_dir() {
+            None
+        } else {
+            Some(OwnedDir::create(&state, disks_dir.clone())?)
+        };
         let work = OwnedDir::create(
             &state,
             scratch.join(format!("vm-{}.{}", config.name, std::process::id())),
@@ -395,6 +407,8 @@ impl VmSite {
         let mut t = VmSite {
             run_disk: None,
             work: Some(work),
+            disks,
+            disks_dir,
             config: config.clone(),
             kernel,
             qemu,
@@ -681,7 +695,9 @@ impl VmSite {
                         if cancel.is_cancelled() {
                             return Err(VmError::Cancelled);
                         }
-                        let p = self.work_dir().join(format!("{tag}.disk{i}.img"));
+                        let p = self
+                            .disks_dir
+                            .join(format!("{}.{tag}.disk{i}.img", self.config.name));
                         let (owned, jd) = self.make_disk(p.clone())?;
                         images.push(owned);
                         job_disks.push(jd);
@@ -960,6 +976,7 @@ impl VmSite {
     pub fn teardown(mut self) -> Result<(), VmError> {
         self.run_disk = None;
         self.work = None;
+        self.disks = None;
         Ok(())
     }
 }
