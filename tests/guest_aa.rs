@@ -61,10 +61,7 @@ fn the_same_kernel_on_both_sides_shows_no_side_effect_beyond_the_noise() {
             String::from_utf8_lossy(&show.stdout)
         );
     }
-    eprintln!(
-        "A/A run, 12 boots: {:.0} s",
-        t0.elapsed().as_secs_f64()
-    );
+    eprintln!("A/A run, 12 boots: {:.0} s", t0.elapsed().as_secs_f64());
     let json = s
         .cmd()
         .args(["export", "1", "--format", "json"])
@@ -104,9 +101,8 @@ fn the_same_kernel_on_both_sides_shows_no_side_effect_beyond_the_noise() {
             .args(["--format", "json"])
             .output()
             .unwrap();
-        let doc: serde_json::Value = serde_json::from_slice(&cmp.stdout).unwrap_or_else(|e| {
-            panic!("{e}: {}", String::from_utf8_lossy(&cmp.stderr))
-        });
+        let doc: serde_json::Value = serde_json::from_slice(&cmp.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&cmp.stderr)));
         for m in doc["metrics"].as_array().unwrap() {
             eprintln!(
                 "{a} -> {b}: {} {} (p = {})",
@@ -117,7 +113,12 @@ fn the_same_kernel_on_both_sides_shows_no_side_effect_beyond_the_noise() {
                 "the same kernel differs from itself: {m}"
             );
         }
-        assert_eq!(cmp.status.code(), Some(0), "{}", String::from_utf8_lossy(&cmp.stdout));
+        assert_eq!(
+            cmp.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&cmp.stdout)
+        );
     }
     s.assert_scratch_empty();
     s.assert_state_empty();

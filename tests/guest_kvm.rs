@@ -77,7 +77,10 @@ fn a_forced_kvm_that_cannot_run_the_kernel_fails_at_once_not_at_the_ready_timeou
         assert_eq!(s.facts.extra["vm_accel"], "kvm");
     } else {
         let e = s.error.as_deref().unwrap_or_default();
-        eprintln!("forced KVM failed: {}", e.lines().next().unwrap_or_default());
+        eprintln!(
+            "forced KVM failed: {}",
+            e.lines().next().unwrap_or_default()
+        );
         assert!(
             !e.contains("did not reach its ready marker"),
             "a forced KVM waited for the ready timeout: {e}"

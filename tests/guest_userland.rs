@@ -26,6 +26,14 @@ use fsdelta::workload::CancelToken;
 use std::path::Path;
 use std::time::Instant;
 
+/// The tests of this file boot one guest at a time: they check for leftover qemu children of
+/// this process.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn ready() -> bool {
     common::require(common::is_root(), "root (mkfs, state file)")
         && common::require_qemu()
@@ -44,6 +52,7 @@ fn ready() -> bool {
 
 #[test]
 fn commands_files_event_counts_and_profiles_in_a_guest_are_the_hosts() {
+    let _one = serial();
     if !ready() {
         return;
     }
@@ -133,7 +142,11 @@ args = "-s 16384 -n 150 -t 1 -S 1"
         for m in ["host_bg_cpu_pct", "host_loadavg_1m_start", "vm_qemu_cpu_s"] {
             assert!(s.metrics.iter().any(|x| x.name == m), "{}: no {m}", s.test);
         }
-        let qemu = s.metrics.iter().find(|x| x.name == "vm_qemu_cpu_s").unwrap();
+        let qemu = s
+            .metrics
+            .iter()
+            .find(|x| x.name == "vm_qemu_cpu_s")
+            .unwrap();
         assert!(qemu.value > 0.0, "qemu used no CPU: {}", qemu.value);
     }
     let sample = |t: &str| rep.samples.iter().find(|s| s.test == t).unwrap();
@@ -197,9 +210,17 @@ args = "-s 16384 -n 150 -t 1 -S 1"
     let mut top: Vec<(String, u64)> = frames.into_iter().collect();
     top.sort_by(|a, b| b.1.cmp(&a.1));
     let fs_frame = |f: &str| {
-        ["ext4_", "jbd2_", "blk_", "submit_bio", "virtblk_", "vfs_fsync", "do_fsync"]
-            .iter()
-            .any(|p| f.starts_with(p) || f.contains(&format!(";{p}")))
+        [
+            "ext4_",
+            "jbd2_",
+            "blk_",
+            "submit_bio",
+            "virtblk_",
+            "vfs_fsync",
+            "do_fsync",
+        ]
+        .iter()
+        .any(|p| f.starts_with(p) || f.contains(&format!(";{p}")))
     };
     let top20: Vec<&str> = top.iter().take(20).map(|(f, _)| f.as_str()).collect();
     eprintln!("hottest kernel frames in the guest: {top20:?}");
@@ -216,10 +237,13 @@ args = "-s 16384 -n 150 -t 1 -S 1"
 /// reads the tree in the guest, and fails if it can write to it.
 #[test]
 fn an_erofs_image_built_on_the_host_is_read_in_a_guest() {
-    if !ready() || !common::require(
+    let _one = serial();
+    if !ready()
+        || !common::require(
             fsdelta::site::mkfs::Mkfs::find(config::FsKind::Erofs).is_ok(),
             "mkfs.erofs (apt-get install erofs-utils)",
-        ) {
+        )
+    {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -228,7 +252,11 @@ fn an_erofs_image_built_on_the_host_is_read_in_a_guest() {
     let tree = dir.path().join("tree");
     std::fs::create_dir_all(tree.join("lib")).unwrap();
     for i in 0..20 {
-        std::fs::write(tree.join(format!("lib/{i}.txt")), vec![b'a' + i as u8; 1000]).unwrap();
+        std::fs::write(
+            tree.join(format!("lib/{i}.txt")),
+            vec![b'a' + i as u8; 1000],
+        )
+        .unwrap();
     }
     let suite = suitefile::parse(
         r#"
@@ -298,6 +326,7 @@ direction = "higher"
 /// naming the virtio module it builds as a module and the `modules =` key.
 #[test]
 fn a_kernel_image_finds_its_modules_beside_it_or_is_refused_naming_modules() {
+    let _one = serial();
     if !ready() {
         return;
     }
@@ -307,7 +336,13 @@ fn a_kernel_image_finds_its_modules_beside_it_or_is_refused_naming_modules() {
     let deb = common::vm_kernel("A").unwrap();
     let k = fsdelta::vm::kernel::resolve(&deb, None, &fsdelta::vm::cache_dir()).unwrap();
     let modules = k.modules.clone().unwrap();
-    let unpacked = modules.parent().unwrap().parent().unwrap().parent().unwrap();
+    let unpacked = modules
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap();
     let r = &k.release;
     let tree = dir.path().join("pkg");
     std::fs::create_dir_all(tree.join("boot")).unwrap();

@@ -21,11 +21,11 @@ use super::profile::{ProfileMode, RunProfiler};
 use super::sample::{self, Outcome};
 use super::{Event, Observer, Silent, Site};
 use crate::model::{NewRun, NewSample, RunId, SampleStatus, SiteFacts, StoredProfile};
+use crate::plan::suite::TestSpec;
 use crate::probe::profile::ProfileScope;
+use crate::site::{StateFile, env};
 use crate::store::Store;
 use crate::store::memory::MemoryStore;
-use crate::plan::suite::TestSpec;
-use crate::site::{StateFile, env};
 use crate::vm::VmError;
 use crate::vm::guest::{GuestSite, in_guest};
 use crate::vm::job::{GuestLine, Job};
@@ -108,7 +108,10 @@ struct Collect(std::sync::Mutex<Vec<String>>);
 
 impl Collect {
     fn take(&self) -> Vec<String> {
-        self.0.lock().map(|mut v| std::mem::take(&mut *v)).unwrap_or_default()
+        self.0
+            .lock()
+            .map(|mut v| std::mem::take(&mut *v))
+            .unwrap_or_default()
     }
 }
 

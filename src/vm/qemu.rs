@@ -606,7 +606,9 @@ mod tests {
             "{a}"
         );
         assert!(
-            a.contains("-virtfs local,path=/,mount_tag=fsdelta-host,security_model=none,readonly=on"),
+            a.contains(
+                "-virtfs local,path=/,mount_tag=fsdelta-host,security_model=none,readonly=on"
+            ),
             "{a}"
         );
         let mut k = boot();
