@@ -208,7 +208,7 @@ args = "-s 16384 -n 150 -t 1 -S 1"
         }
     }
     let mut top: Vec<(String, u64)> = frames.into_iter().collect();
-    top.sort_by(|a, b| b.1.cmp(&a.1));
+    top.sort_by_key(|t| std::cmp::Reverse(t.1));
     let fs_frame = |f: &str| {
         [
             "ext4_",
