@@ -139,6 +139,10 @@ pub struct Repetition {
     pub cycle_s: f64,
 }
 
+/// The disks of one boot: the image files made for it alone (removed when dropped), what the
+/// job says of each disk, and what qemu attaches.
+type BootDisks = (Vec<OwnedFile>, Vec<JobDisk>, Vec<Disk>);
+
 /// A file this process made, recorded in the state file; removed on drop.
 #[derive(Debug)]
 struct OwnedFile {
@@ -624,6 +628,83 @@ impl VmSite {
         Ok(())
     }
 
+    /// The disks of one boot: an erofs image (built once, read-only), one formatted image per
+    /// test (`fresh = "sample"`, made in the run's shared disk directory and removed after the
+    /// boot: the returned files), or the run's one disk (`fresh = "run"`); none for tmpfs.
+    fn make_disks(
+        &mut self,
+        tag: &str,
+        n_tests: usize,
+        cancel: &CancelToken,
+    ) -> Result<BootDisks, VmError> {
+        let mut images: Vec<OwnedFile> = Vec::new();
+        let mut job_disks = Vec::new();
+        let mut disks = Vec::new();
+        if let Device::Image { source } = &self.config.device {
+            // Read-only: one image for every boot, built once.
+            if let Some(owned) = &self.run_disk {
+                let mkfs = self.mkfs.as_ref().expect("mkfs");
+                job_disks.push(JobDisk {
+                    device: String::new(),
+                    mkfs_command: self.image_command(&owned.path, source),
+                    mkfs_version: mkfs.version.clone(),
+                });
+            } else {
+                let p = self.work_dir().join("image.erofs");
+                let (owned, jd) = self.make_image(p, source)?;
+                self.run_disk = Some(owned);
+                job_disks.push(jd);
+            }
+            disks.push(Disk {
+                image: self.run_disk.as_ref().expect("erofs image").path.clone(),
+                cache: self.disk_cache,
+                read_only: true,
+            });
+        } else if self.config.fs.needs_mkfs() {
+            match self.config.fresh {
+                Fresh::Sample => {
+                    for i in 0..n_tests {
+                        if cancel.is_cancelled() {
+                            return Err(VmError::Cancelled);
+                        }
+                        let p = self
+                            .disks_dir
+                            .join(format!("{}.{tag}.disk{i}.img", self.config.name));
+                        let (owned, jd) = self.make_disk(p.clone())?;
+                        images.push(owned);
+                        job_disks.push(jd);
+                        disks.push(Disk {
+                            image: p,
+                            cache: self.disk_cache,
+                            read_only: false,
+                        });
+                    }
+                }
+                Fresh::Run => {
+                    if let Some(owned) = &self.run_disk {
+                        let mkfs = self.mkfs.as_ref().expect("mkfs");
+                        job_disks.push(JobDisk {
+                            device: String::new(),
+                            mkfs_command: mkfs.command_line(&owned.path, &self.config.mkfs_options),
+                            mkfs_version: mkfs.version.clone(),
+                        });
+                    } else {
+                        let p = self.work_dir().join("run.disk.img");
+                        let (owned, jd) = self.make_disk(p)?;
+                        self.run_disk = Some(owned);
+                        job_disks.push(jd);
+                    }
+                    disks.push(Disk {
+                        image: self.run_disk.as_ref().expect("run disk").path.clone(),
+                        cache: self.disk_cache,
+                        read_only: false,
+                    });
+                }
+            }
+        }
+        Ok((images, job_disks, disks))
+    }
+
     /// Boot once and run `tests` as repetition `repetition` (see the module docs).
     /// Err([`VmError::Cancelled`]) when `cancel` fired: qemu is killed and every file removed.
     pub fn run_repetition(
@@ -665,71 +746,7 @@ impl VmSite {
             )));
         }
         let tag = format!("rep{repetition}");
-        let mut images: Vec<OwnedFile> = Vec::new();
-        let mut job_disks = Vec::new();
-        let mut disks = Vec::new();
-        if let Device::Image { source } = &self.config.device {
-            // Read-only: one image for every boot, built once.
-            if let Some(owned) = &self.run_disk {
-                let mkfs = self.mkfs.as_ref().expect("mkfs");
-                job_disks.push(JobDisk {
-                    device: String::new(),
-                    mkfs_command: self.image_command(&owned.path, source),
-                    mkfs_version: mkfs.version.clone(),
-                });
-            } else {
-                let p = self.work_dir().join("image.erofs");
-                let (owned, jd) = self.make_image(p, source)?;
-                self.run_disk = Some(owned);
-                job_disks.push(jd);
-            }
-            disks.push(Disk {
-                image: self.run_disk.as_ref().expect("erofs image").path.clone(),
-                cache: self.disk_cache,
-                read_only: true,
-            });
-        } else if self.config.fs.needs_mkfs() {
-            match self.config.fresh {
-                Fresh::Sample => {
-                    for i in 0..tests.len() {
-                        if cancel.is_cancelled() {
-                            return Err(VmError::Cancelled);
-                        }
-                        let p = self
-                            .disks_dir
-                            .join(format!("{}.{tag}.disk{i}.img", self.config.name));
-                        let (owned, jd) = self.make_disk(p.clone())?;
-                        images.push(owned);
-                        job_disks.push(jd);
-                        disks.push(Disk {
-                            image: p,
-                            cache: self.disk_cache,
-                            read_only: false,
-                        });
-                    }
-                }
-                Fresh::Run => {
-                    if let Some(owned) = &self.run_disk {
-                        let mkfs = self.mkfs.as_ref().expect("mkfs");
-                        job_disks.push(JobDisk {
-                            device: String::new(),
-                            mkfs_command: mkfs.command_line(&owned.path, &self.config.mkfs_options),
-                            mkfs_version: mkfs.version.clone(),
-                        });
-                    } else {
-                        let p = self.work_dir().join("run.disk.img");
-                        let (owned, jd) = self.make_disk(p)?;
-                        self.run_disk = Some(owned);
-                        job_disks.push(jd);
-                    }
-                    disks.push(Disk {
-                        image: self.run_disk.as_ref().expect("run disk").path.clone(),
-                        cache: self.disk_cache,
-                        read_only: false,
-                    });
-                }
-            }
-        }
+        let (images, mut job_disks, disks) = self.make_disks(&tag, tests.len(), cancel)?;
         for (i, d) in job_disks.iter_mut().enumerate() {
             d.device = format!("/dev/vd{}", char::from(b'a' + i as u8));
         }
