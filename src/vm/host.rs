@@ -498,7 +498,13 @@ impl VmSite {
     fn write_initrd(&self, path: &Path, job: Option<&[u8]>) -> Result<(), VmError> {
         let mut f = fs::File::create(path).map_err(|e| VmError::io("create", path, e))?;
         for part in [&self.base, &self.payload] {
-            let bytes = fs::read(part).map_err(|e| VmError::io("read", part, e))?;
+            let bytes = fs::read(part).map_err(|e| {
+                VmError::io(
+                    "read (another fsdelta's clean-up of the cache removed it? run again)",
+                    part,
+                    e,
+                )
+            })?;
             f.write_all(&bytes)
                 .map_err(|e| VmError::io("write", path, e))?;
         }

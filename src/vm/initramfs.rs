@@ -222,7 +222,7 @@ fn libraries(binary: &Path) -> Result<Vec<PathBuf>, VmError> {
 }
 
 /// The payload archive: `binary` as `/bin/fsdelta` and its libraries, cached by the binary's
-/// identity (older payloads are removed).
+/// identity (payloads no fsdelta used for a day are removed).
 pub fn payload(binary: &Path, cache: &Path) -> Result<PathBuf, VmError> {
     let meta = fs::metadata(binary).map_err(|e| VmError::io("stat", binary, e))?;
     let key = hash_key(&[
@@ -235,6 +235,10 @@ pub fn payload(binary: &Path, cache: &Path) -> Result<PathBuf, VmError> {
     let dir = cache.join("initramfs");
     let path = dir.join(format!("payload-{key}.cpio"));
     if path.is_file() {
+        // Mark it used, so that another fsdelta's clean-up leaves it alone.
+        if let Ok(f) = fs::File::options().append(true).open(&path) {
+            let _ = f.set_modified(std::time::SystemTime::now());
+        }
         return Ok(path);
     }
     let mut a = Archive::new();
@@ -274,11 +278,18 @@ pub fn payload(binary: &Path, cache: &Path) -> Result<PathBuf, VmError> {
         a.file(&name, 0o755, &bytes);
     }
     write_atomically(&path, &a.finish())?;
-    // Payloads of older builds are of no further use.
+    // Payloads of older builds are of no further use once no fsdelta has used them for a day
+    // (other fsdelta binaries, other checkouts, may be booting guests with theirs right now).
     if let Ok(rd) = fs::read_dir(&dir) {
         for e in rd.filter_map(Result::ok) {
             let n = e.file_name().to_string_lossy().into_owned();
-            if n.starts_with("payload-") && e.path() != path {
+            let stale = e
+                .metadata()
+                .and_then(|m| m.modified())
+                .ok()
+                .and_then(|t| t.elapsed().ok())
+                .is_some_and(|age| age > std::time::Duration::from_secs(24 * 3600));
+            if n.starts_with("payload-") && e.path() != path && stale {
                 let _ = fs::remove_file(e.path());
             }
         }

@@ -605,7 +605,9 @@ mod tests {
         );
         assert!(a.contains("-serial chardev:con"), "{a}");
         assert!(
-            a.contains("console=ttyS0 panic=-1 quiet no_timer_check fsdelta.guest=1 mitigations=off"),
+            a.contains(
+                "console=ttyS0 panic=-1 quiet no_timer_check fsdelta.guest=1 mitigations=off"
+            ),
             "{a}"
         );
         assert!(
