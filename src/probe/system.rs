@@ -277,6 +277,66 @@ impl Snapshot {
     }
 }
 
+/// The host's side of a guest's boot (issue 36): what the whole machine did while a QEMU guest
+/// ran its samples, from two [`Snapshot`]s taken by the host around the boot (qemu started and
+/// reaped between them). Each metric is neutral and named `host_*` or `vm_qemu_*`:
+/// - `host_bg_cpu_pct`: the share of every host CPU that processes other than fsdelta and qemu
+///   used (the load a guest's own `bg_cpu_pct` cannot see);
+/// - `host_busy_pct`, `host_iowait_pct`: the host's busy and iowait share;
+/// - `host_loadavg_1m_start`, `host_loadavg_1m_end`: the host's load average;
+/// - `host_pgpgin`, `host_pgpgout`: KiB the host paged in and out (the guest's disk images
+///   included);
+/// - `vm_qemu_cpu_s`: the CPU time qemu used (the emulation's cost), and
+///   `vm_qemu_cpu_per_s`, that time per second of the boot (how many host CPUs it kept busy).
+pub fn host_context(start: &Snapshot, end: &Snapshot, wall_s: f64) -> Vec<Metric> {
+    let mut out = Vec::new();
+    let neutral = |name: &str, value: f64, unit: Unit| {
+        let m = Metric::new(name, value, unit, Direction::Neutral);
+        if unit == Unit::Percent {
+            m.kind(MetricKind::Share)
+        } else {
+            m
+        }
+    };
+    for m in start.delta(end) {
+        let name = match m.name.as_str() {
+            "bg_cpu_pct" => "host_bg_cpu_pct",
+            "sys_iowait_pct" => "host_iowait_pct",
+            "vm_pgpgin" => "host_pgpgin",
+            "vm_pgpgout" => "host_pgpgout",
+            _ => continue,
+        };
+        out.push(neutral(name, m.value, m.unit));
+    }
+    if let (Some(a), Some(b)) = (start.cpu, end.cpu) {
+        let total = b.total().saturating_sub(a.total());
+        let busy = |c: &CpuTimes| c.total() - c.idle - c.iowait;
+        if total > 0 {
+            out.push(neutral(
+                "host_busy_pct",
+                100.0 * busy(&b).saturating_sub(busy(&a)) as f64 / total as f64,
+                Unit::Percent,
+            ));
+        }
+    }
+    for (name, l) in [
+        ("host_loadavg_1m_start", start.loadavg_1m),
+        ("host_loadavg_1m_end", end.loadavg_1m),
+    ] {
+        if let Some(l) = l {
+            out.push(neutral(name, l, Unit::Ratio).kind(MetricKind::Share));
+        }
+    }
+    if let (Some(a), Some(b)) = (start.children, end.children) {
+        let cpu = (b.user_us + b.system_us).saturating_sub(a.user_us + a.system_us) as f64 / 1e6;
+        out.push(neutral("vm_qemu_cpu_s", cpu, Unit::Seconds));
+        if wall_s > 0.0 {
+            out.push(neutral("vm_qemu_cpu_per_s", cpu / wall_s, Unit::Ratio));
+        }
+    }
+    out
+}
+
 /// Parse `Dirty:` and `Writeback:` of /proc/meminfo, in KiB.
 pub fn parse_dirty_writeback(meminfo: &str) -> Option<(u64, u64)> {
     let get = |key: &str| {
@@ -371,6 +431,43 @@ mod tests {
                   read_bytes: 0\nwrite_bytes: 323932160\ncancelled_write_bytes: 0\n";
         assert_eq!(parse_wchar(io), Some(323929600));
         assert_eq!(parse_wchar("rchar: 1\n"), None);
+    }
+
+    #[test]
+    fn a_guests_host_context_counts_qemu_as_the_emulation_not_as_background() {
+        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as u64;
+        let ru = |cpu_us: u64| Rusage {
+            user_us: cpu_us,
+            system_us: 0,
+            nvcsw: 0,
+            nivcsw: 0,
+            minflt: 0,
+            majflt: 0,
+        };
+        let snap = |busy: u64, idle: u64, load: f64, own_us: u64, qemu_us: u64| Snapshot {
+            cpu: Some(CpuTimes {
+                user: busy,
+                idle,
+                ..Default::default()
+            }),
+            rusage: Some(ru(own_us)),
+            children: Some(ru(qemu_us)),
+            vm: [Some(0), Some(0), Some(0), Some(0)],
+            loadavg_1m: Some(load),
+            wchar: None,
+        };
+        // 2 CPUs for 10 s: 20 s of CPU, 15 s busy; fsdelta 1 s, qemu 9 s: others 5 s = 25 %.
+        let a = snap(0, 0, 3.5, 0, 0);
+        let b = snap(15 * hz, 5 * hz, 7.25, 1_000_000, 9_000_000);
+        let m = host_context(&a, &b, 10.0);
+        let v = |n: &str| m.iter().find(|x| x.name == n).map(|x| x.value);
+        assert_eq!(v("host_bg_cpu_pct"), Some(25.0));
+        assert_eq!(v("host_busy_pct"), Some(75.0));
+        assert_eq!(v("host_loadavg_1m_start"), Some(3.5));
+        assert_eq!(v("host_loadavg_1m_end"), Some(7.25));
+        assert_eq!(v("vm_qemu_cpu_s"), Some(9.0));
+        assert_eq!(v("vm_qemu_cpu_per_s"), Some(0.9));
+        assert!(m.iter().all(|x| x.direction == Direction::Neutral));
     }
 
     #[test]

@@ -17,11 +17,15 @@
 //! `crate::vm::guest::in_guest` (`/job.json` exists, PID 1 is `init` and the kernel command line
 //! carries `fsdelta.guest=1`), so a stray `fsdelta guest-run` cannot mount a host's disks.
 
+use super::profile::{ProfileMode, RunProfiler};
 use super::sample::{self, Outcome};
-use super::{Silent, Site};
-use crate::model::{NewSample, SampleStatus, SiteFacts};
+use super::{Event, Observer, Silent, Site};
+use crate::model::{NewRun, NewSample, RunId, SampleStatus, SiteFacts, StoredProfile};
 use crate::plan::suite::TestSpec;
+use crate::probe::profile::ProfileScope;
 use crate::site::{StateFile, env};
+use crate::store::Store;
+use crate::store::memory::MemoryStore;
 use crate::vm::VmError;
 use crate::vm::guest::{GuestSite, in_guest};
 use crate::vm::job::{GuestLine, Job};
@@ -46,13 +50,22 @@ pub fn run(job_path: &Path, out_path: &Path) -> Result<(), VmError> {
     channel.send(&hello())?;
     let tests = job.tests.clone();
     let (config, repetition, drop_caches) = (job.config.clone(), job.repetition, job.drop_caches);
+    let mut profiles = GuestProfiles::new(job.profile.as_deref())?;
+    let in_host_root = crate::vm::guest::in_host_root();
     let mut site = Site::Guest(Box::new(GuestSite::new(
         job,
-        StateFile::new("/tmp/fsdelta-guest-state.json"),
+        // Inside the host's root, /tmp is a shared directory (mode 1777), which the state file
+        // refuses; /run/fsdelta is root's alone.
+        StateFile::new(if in_host_root {
+            Path::new(crate::vm::initramfs::GUEST_RUN_DIR).join("state.json")
+        } else {
+            "/tmp/fsdelta-guest-state.json".into()
+        }),
     )));
     let cancel = CancelToken::new();
     for (i, test) in tests.iter().enumerate() {
-        let line = one_test(
+        let warnings = Collect::default();
+        let (line, profile) = one_test(
             &mut site,
             test,
             &Numbering {
@@ -60,15 +73,118 @@ pub fn run(job_path: &Path, out_path: &Path) -> Result<(), VmError> {
                 repetition,
                 sequence: i as u32 + 1,
             },
-            drop_caches,
-            &cancel,
+            Around {
+                drop_caches,
+                cancel: &cancel,
+                observer: &warnings,
+                profiles: profiles.as_mut(),
+            },
         );
+        for what in warnings.take() {
+            channel.send(&GuestLine::Warning {
+                test: test.name.clone(),
+                what,
+            })?;
+        }
         channel.send(&line)?;
+        if let Some(p) = profile {
+            channel.send(&GuestLine::Profile {
+                test: test.name.clone(),
+                format: p.format,
+                data: p.data,
+            })?;
+        }
     }
     if let Err(e) = site.teardown() {
         return Err(VmError::Guest(format!("unmounting in the guest: {e}")));
     }
     channel.send(&GuestLine::Done)
+}
+
+/// The warnings of one sample (a declared metric missing from a command's output), sent to the
+/// host, which says them as its own run would.
+#[derive(Default)]
+struct Collect(std::sync::Mutex<Vec<String>>);
+
+impl Collect {
+    fn take(&self) -> Vec<String> {
+        self.0
+            .lock()
+            .map(|mut v| std::mem::take(&mut *v))
+            .unwrap_or_default()
+    }
+}
+
+impl Observer for Collect {
+    fn event(&self, e: Event) {
+        if let Event::Warning(w) = e
+            && let Ok(mut v) = self.0.lock()
+        {
+            v.push(w);
+        }
+    }
+}
+
+/// The guest's profiler (perf of the host's userland, recording the guest's kernel) and the
+/// in-memory store it folds each profile into, as the host's run loop stores it, before the
+/// profile is sent to the host.
+struct GuestProfiles {
+    profiler: RunProfiler,
+    store: MemoryStore,
+    run: RunId,
+}
+
+impl GuestProfiles {
+    /// `None` when the job asks for no profile; an error when perf cannot record here.
+    fn new(scope: Option<&str>) -> Result<Option<GuestProfiles>, VmError> {
+        let Some(name) = scope else { return Ok(None) };
+        let scope = [
+            ProfileScope::WorkloadKthreads,
+            ProfileScope::Workload,
+            ProfileScope::System,
+        ]
+        .into_iter()
+        .find(|s| s.name() == name)
+        .ok_or_else(|| VmError::Guest(format!("unknown profile scope '{name}'")))?;
+        let profiler = RunProfiler::new(Some(ProfileMode::Always), scope, &Silent)
+            .map_err(|e| VmError::Guest(format!("in the guest: {e}")))?
+            .ok_or_else(|| VmError::Guest("in the guest: no profiler".into()))?;
+        let mut store = MemoryStore::new();
+        let run = store
+            .create_run(&NewRun {
+                label: "guest".into(),
+                suite: String::new(),
+                started_at: Utc::now(),
+                fsdelta_version: env!("CARGO_PKG_VERSION").into(),
+                environment: env::environment(),
+            })
+            .map_err(|e| VmError::Guest(format!("the guest's profile store: {e}")))?;
+        Ok(Some(GuestProfiles {
+            profiler,
+            store,
+            run,
+        }))
+    }
+
+    /// Fold what the profiler recorded around `sample`'s workload, as the host stores it.
+    fn fold(&mut self, sample: &NewSample) -> Result<Option<StoredProfile>, String> {
+        let id = self
+            .store
+            .add_sample(self.run, sample)
+            .map_err(|e| e.to_string())?;
+        self.profiler
+            .store(&mut self.store, id, &Silent)
+            .map_err(|e| e.to_string())?;
+        self.store.profile(id).map_err(|e| e.to_string())
+    }
+}
+
+/// What surrounds every sample of the job.
+struct Around<'a> {
+    drop_caches: bool,
+    cancel: &'a CancelToken,
+    observer: &'a dyn Observer,
+    profiles: Option<&'a mut GuestProfiles>,
 }
 
 /// The results channel: one JSON object a line, flushed at once.
@@ -120,59 +236,87 @@ struct Numbering<'a> {
     sequence: u32,
 }
 
-/// One sample of `test` on the guest's next disk, as the line to send.
+/// One sample of `test` on the guest's next disk, as the line to send, with its profile when
+/// the job asks for profiles. The test's tracepoints are resolved against this kernel's tracefs
+/// and counted during the workload, as on the host.
 fn one_test(
     site: &mut Site,
     test: &TestSpec,
     at: &Numbering<'_>,
-    drop_caches: bool,
-    cancel: &CancelToken,
-) -> GuestLine {
+    around: Around<'_>,
+) -> (GuestLine, Option<StoredProfile>) {
     let started_at = Utc::now();
     let t0 = Instant::now();
     let sample_of = |facts, result, desc: &str| {
-        GuestLine::Sample(Box::new(new_sample(
-            at,
-            &test.name,
-            (started_at, t0),
-            facts,
-            result,
-            desc,
-        )))
+        new_sample(at, &test.name, (started_at, t0), facts, result, desc)
     };
-    match crate::engines::build_test(&test.engine, test.external) {
+    let line = |s: NewSample| GuestLine::Sample(Box::new(s));
+    let built = crate::engines::build_test(&test.engine, test.external)
+        .map_err(|e| e.to_string())
+        .and_then(|wd| {
+            let events = crate::probe::events::for_test(None, &[], &test.events)
+                .and_then(|tps| {
+                    if tps.is_empty() {
+                        Ok(None)
+                    } else {
+                        crate::probe::events::Counters::open(&tps).map(Some)
+                    }
+                })
+                .map_err(|e| format!("event counters in the guest: {e}"))?;
+            Ok((wd, events))
+        });
+    let ((w, desc), mut events) = match built {
         Err(e) => {
             // Keep the disks in step with the tests.
             let _ = site.prepare(&test.name);
             let _ = site.end_sample(Path::new("/"), false);
-            sample_of(SiteFacts::default(), Err(e.to_string()), "")
+            return (line(sample_of(SiteFacts::default(), Err(e), "")), None);
         }
-        Ok((w, desc)) => {
-            let outcome = sample::run_sample(
-                site,
-                &test.name,
-                &test.name,
-                w.as_ref(),
-                sample::Step {
-                    cancel,
-                    observer: &Silent,
-                    drop_caches,
-                    profiler: None,
-                    events: None,
-                },
-            );
-            match outcome {
-                Outcome::Done { facts, result } => sample_of(*facts, result, &desc),
-                Outcome::Skipped(why) => GuestLine::Skipped {
+        Ok(b) => b,
+    };
+    let mut profiles = around.profiles;
+    let outcome = sample::run_sample(
+        site,
+        &test.name,
+        &test.name,
+        w.as_ref(),
+        sample::Step {
+            cancel: around.cancel,
+            observer: around.observer,
+            drop_caches: around.drop_caches,
+            profiler: profiles.as_deref_mut().map(|p| &mut p.profiler),
+            events: events.as_mut(),
+        },
+    );
+    let (mut facts, result) = match outcome {
+        Outcome::Done { facts, result } => (*facts, result),
+        Outcome::Skipped(why) => {
+            return (
+                GuestLine::Skipped {
                     test: test.name.clone(),
                     why,
                 },
-                Outcome::Cancelled => sample_of(
-                    SiteFacts::default(),
-                    Err("cancelled in the guest".into()),
-                    &desc,
-                ),
-            }
+                None,
+            );
+        }
+        Outcome::Cancelled => (SiteFacts::default(), Err("cancelled in the guest".into())),
+    };
+    let Some(p) = profiles else {
+        return (line(sample_of(facts, result, &desc)), None);
+    };
+    facts
+        .extra
+        .insert("profile_scope".into(), p.profiler.scope().name().into());
+    let mut sample = sample_of(facts, result, &desc);
+    match p.fold(&sample) {
+        Ok(profile) => (line(sample), profile),
+        // The measured sample stays; why it has no profile is said with it.
+        Err(e) => {
+            sample
+                .facts
+                .extra
+                .insert("profile_error".into(), format!("in the guest: {e}"));
+            (line(sample), None)
         }
     }
 }

@@ -75,16 +75,18 @@ impl Site {
     /// The configuration's `before` hook.
     pub fn before(&mut self) -> Result<(), SiteError> {
         match self {
-            Site::Scratch(_) | Site::Vm(_) | Site::Guest(_) => Ok(()),
+            Site::Scratch(_) | Site::Vm(_) => Ok(()),
             Site::Configured(t) => t.before_sample(),
+            Site::Guest(g) => g.before_sample(),
         }
     }
 
     /// The configuration's `after` hook.
     pub fn after(&mut self) -> Result<(), SiteError> {
         match self {
-            Site::Scratch(_) | Site::Vm(_) | Site::Guest(_) => Ok(()),
+            Site::Scratch(_) | Site::Vm(_) => Ok(()),
             Site::Configured(t) => t.after_sample(),
+            Site::Guest(g) => g.after_sample(),
         }
     }
 

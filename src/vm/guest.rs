@@ -9,9 +9,9 @@
 //! never imports the runner.
 //!
 //! Must never format anything (the host did, so both kernels see the same mkfs) and never be
-//! used outside a guest: the guest's loop refuses unless [`in_guest`] (`/job.json` exists, PID 1
-//! is `init` and the kernel command line carries `fsdelta.guest=1`), so a stray
-//! `fsdelta guest-run` cannot mount a host's disks.
+//! used outside a guest: the guest's loop refuses unless [`in_guest`] (`/job.json`, or
+//! `/run/fsdelta/job.json` inside the host's root, exists, PID 1 is `init` and the kernel command
+//! line carries `fsdelta.guest=1`), so a stray `fsdelta guest-run` cannot mount a host's disks.
 
 use super::job::Job;
 use crate::model::{Direction, Metric, SiteFacts, Unit};
@@ -24,9 +24,30 @@ use std::time::{Duration, Instant};
 
 /// Whether this process runs inside an fsdelta guest.
 pub fn in_guest() -> bool {
-    Path::new("/job.json").is_file()
+    (Path::new("/job.json").is_file()
+        || Path::new(super::initramfs::GUEST_RUN_DIR)
+            .join("job.json")
+            .is_file())
         && fs::read_to_string("/proc/1/comm").is_ok_and(|c| c.trim() == "init")
         && fs::read_to_string("/proc/cmdline").is_ok_and(|c| c.contains("fsdelta.guest=1"))
+}
+
+/// Whether this guest process runs inside the host's root directory (shared read-only over 9p;
+/// `/init` put the job into its `/run/fsdelta`).
+pub fn in_host_root() -> bool {
+    Path::new(super::initramfs::GUEST_RUN_DIR)
+        .join("job.json")
+        .is_file()
+}
+
+/// Whose programs the guest's commands, hooks and perf are: the host's root directory, or the
+/// initramfs's busybox (a kernel without 9p).
+pub fn userland() -> &'static str {
+    if in_host_root() {
+        "host root (9p, read-only)"
+    } else {
+        "busybox (initramfs)"
+    }
 }
 
 /// The guest's place to run samples: the disks of the job, one per test in order (or one for
@@ -41,6 +62,8 @@ pub struct GuestSite {
     mount_time: Duration,
     /// The kernel name of the current sample's disk (`vda`), for its counters.
     device: Option<String>,
+    /// The current sample's directory, where hooks run.
+    dir: Option<PathBuf>,
 }
 
 fn unusable(what: &str, message: String) -> SiteError {
@@ -75,6 +98,7 @@ impl GuestSite {
             mounted: None,
             mount_time: Duration::ZERO,
             device: None,
+            dir: None,
         }
     }
 
@@ -98,7 +122,14 @@ impl GuestSite {
         let (source, options) = match disk {
             Some(d) => {
                 wait_for(Path::new(&d.device))?;
-                (d.device.clone(), job.mount_options.clone())
+                let mut o = job.mount_options.clone();
+                if job.read_only && !o.split(',').any(|x| x == "ro") {
+                    if !o.is_empty() {
+                        o.push(',');
+                    }
+                    o.push_str("ro");
+                }
+                (d.device.clone(), o)
             }
             None => {
                 let mut o = job.mount_options.clone();
@@ -120,7 +151,7 @@ impl GuestSite {
                 .map(|n| n.to_string_lossy().into_owned())
         });
         // fresh = "run": one filesystem, a new directory for every sample.
-        let dir = if job.disks.len() == 1 && job.tests.len() > 1 {
+        let dir = if job.disks.len() == 1 && job.tests.len() > 1 && !job.read_only {
             let d = mnt.join(format!("fsdelta-{i}"));
             fs::create_dir_all(&d)
                 .map_err(|e| unusable(&d.display().to_string(), e.to_string()))?;
@@ -137,7 +168,64 @@ impl GuestSite {
                 .insert("mkfs_version".into(), d.mkfs_version.clone());
         }
         facts.extra.insert("config".into(), job.config.clone());
+        facts.extra.insert("vm_userland".into(), userland().into());
+        self.dir = Some(dir.clone());
         Ok((dir, facts))
+    }
+
+    /// Run the configuration's `before` hook (if any), as the host runs it: `sh -c CMD` in the
+    /// sample's directory with `FSDELTA_CONFIG`, `FSDELTA_DIR`, `FSDELTA_DEVICE`,
+    /// `FSDELTA_SAMPLE` and `FSDELTA_HOOK` set; a failure names the command and its output's
+    /// last lines.
+    pub fn before_sample(&self) -> Result<(), SiteError> {
+        self.hook("before", self.job.before.as_deref())
+    }
+
+    /// Run the configuration's `after` hook (if any); see [`GuestSite::before_sample`].
+    pub fn after_sample(&self) -> Result<(), SiteError> {
+        self.hook("after", self.job.after.as_deref())
+    }
+
+    fn hook(&self, which: &str, cmd: Option<&str>) -> Result<(), SiteError> {
+        let Some(cmd) = cmd else { return Ok(()) };
+        let dir = self.dir.clone().unwrap_or_else(|| PathBuf::from("/"));
+        let mut c = std::process::Command::new("sh");
+        c.arg("-c")
+            .arg(cmd)
+            .current_dir(&dir)
+            .env("FSDELTA_CONFIG", &self.job.config)
+            .env("FSDELTA_DIR", &dir)
+            .env("FSDELTA_SAMPLE", self.next.to_string())
+            .env("FSDELTA_HOOK", which)
+            .stdin(std::process::Stdio::null());
+        if let Some(d) = &self.device {
+            c.env("FSDELTA_DEVICE", format!("/dev/{d}"));
+        }
+        let out = c.output().map_err(|source| SiteError::Io {
+            op: "run sh -c",
+            path: cmd.to_string(),
+            source,
+        })?;
+        if out.status.success() {
+            return Ok(());
+        }
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let tail: Vec<&str> = text.lines().rev().take(6).collect();
+        let tail: Vec<&str> = tail.into_iter().rev().collect();
+        Err(SiteError::CommandFailed {
+            what: format!("config '{}': {which} (in the guest)", self.job.config),
+            command: cmd.to_string(),
+            status: out.status.to_string(),
+            output: if tail.is_empty() {
+                "no output; fix the command or remove it from the config".into()
+            } else {
+                tail.join(" | ")
+            },
+        })
     }
 
     /// The current disk's counters.

@@ -17,6 +17,7 @@ use super::{EMULATED_LABEL, VmError};
 use crate::model::{Direction, Metric, NewSample, SampleStatus, SiteFacts, Unit};
 use crate::plan::config::{Device, Fresh, TargetConfig};
 use crate::plan::suite::{EngineSpec, TestSpec};
+use crate::probe::system;
 use crate::site::mkfs::Mkfs;
 use crate::site::state::{Record, Resource};
 use crate::site::{StateFile, loopdev};
@@ -45,6 +46,9 @@ pub struct RepetitionOptions {
     /// Most time for a whole boot (all the repetition's tests); a guest still running then is
     /// killed and its unfinished samples fail with the console's last lines.
     pub total_timeout: Duration,
+    /// Record a CPU profile around each workload with perf in the guest, folded with this
+    /// scope ([`Repetition::profiles`]); `None`: no profiles.
+    pub profile: Option<crate::probe::profile::ProfileScope>,
 }
 
 impl Default for RepetitionOptions {
@@ -59,6 +63,7 @@ impl Default for RepetitionOptions {
             drop_caches: true,
             ready_timeout: Duration::from_secs(120),
             total_timeout: Duration::from_secs_f64(total),
+            profile: None,
         }
     }
 }
@@ -122,11 +127,21 @@ pub struct Repetition {
     pub samples: Vec<NewSample>,
     /// Tests the guest skipped (test, why).
     pub skipped: Vec<(String, String)>,
+    /// The CPU profile of each profiled sample (its test, the profile as the store keeps it),
+    /// folded in the guest; store each with its sample.
+    pub profiles: Vec<(String, crate::model::StoredProfile)>,
+    /// Warnings of the guest's samples (a declared metric missing from a command's output),
+    /// each naming its configuration and test, to say as the host's own.
+    pub warnings: Vec<String>,
     /// The boot's facts, when the guest reached ready and said hello.
     pub facts: Option<VmFacts>,
     /// Seconds of the whole cycle: images, mkfs, boot, job, power-off, cleanup.
     pub cycle_s: f64,
 }
+
+/// The disks of one boot: the image files made for it alone (removed when dropped), what the
+/// job says of each disk, and what qemu attaches.
+type BootDisks = (Vec<OwnedFile>, Vec<JobDisk>, Vec<Disk>);
 
 /// A file this process made, recorded in the state file; removed on drop.
 #[derive(Debug)]
@@ -199,6 +214,12 @@ impl Drop for OwnedDir {
 pub struct VmSite {
     run_disk: Option<OwnedFile>,
     work: Option<OwnedDir>,
+    /// The directory every configuration's per-boot disk images are made in (the first
+    /// configuration of the process makes and owns it): one place for all, so that where the
+    /// host's filesystem puts an image does not depend on the configuration (the A/A bias,
+    /// issue 36).
+    disks: Option<OwnedDir>,
+    disks_dir: PathBuf,
     config: TargetConfig,
     kernel: Kernel,
     qemu: PathBuf,
@@ -211,6 +232,47 @@ pub struct VmSite {
     cpus: u32,
     memory_bytes: u64,
     disk_cache: &'static str,
+    /// Whether the guest mounts the host's root directory (the host's userland and files), or
+    /// why not (a kernel without 9p).
+    host_root: Result<(), String>,
+}
+
+/// Without a module tree, every driver in `needs` must be built into the kernel, as its
+/// configuration (`config-RELEASE` beside it, a build tree's `.config`) says; else the kernel is
+/// refused before booting, naming the `modules =` key.
+fn built_in(kernel: &Kernel, needs: &[modules::Need]) -> Result<(), VmError> {
+    let config = kernel::config_text(kernel);
+    for need in needs {
+        let value = config
+            .as_deref()
+            .and_then(|c| kernel::config_value(c, &need.option));
+        let message = match (value, &config) {
+            (Some('y'), _) => continue,
+            (Some(_), _) => format!(
+                "builds {} as a module (CONFIG_{}=m), needed because {}, but its modules are not beside it (lib/modules/{} next to its boot/ directory) nor in /lib/modules/{}: give modules = \"DIR\" (the kernel's lib/modules/{} or build tree) in the configuration",
+                need.module, need.option, need.why, kernel.release, kernel.release, kernel.release
+            ),
+            (None, Some(_)) => format!(
+                "has no {} driver (CONFIG_{} is not set), needed because {}: build the kernel with CONFIG_{}=y or =m",
+                need.module, need.option, need.why, need.option
+            ),
+            (None, None) => format!(
+                "has no modules beside it (lib/modules/{} next to its boot/ directory, /lib/modules/{}) and no config-{} that says {} (CONFIG_{}) is built in, needed because {}: give modules = \"DIR\" (the kernel's lib/modules/{} or build tree) in the configuration",
+                kernel.release,
+                kernel.release,
+                kernel.release,
+                need.module,
+                need.option,
+                need.why,
+                kernel.release
+            ),
+        };
+        return Err(VmError::Kernel {
+            path: kernel.given.display().to_string(),
+            message,
+        });
+    }
+    Ok(())
 }
 
 fn size_of(p: &Path) -> u64 {
@@ -255,13 +317,52 @@ impl VmSite {
         initramfs::check_busybox()?;
         let kernel = kernel::resolve(&vm.kernel, vm.modules.as_deref(), cache)?;
         let fs_name = config.fs.as_str();
-        let disk = config.fs.needs_mkfs();
-        let needs = modules::needs(fs_name, disk);
-        let mods = match &kernel.modules {
-            Some(root) => ModuleTree::open(root)?.resolve(&needs, &kernel.release)?,
-            None => Vec::new(),
+        // A formatted image, or an erofs image built from `source`: either is a virtio disk.
+        let erofs_source = match &config.device {
+            Device::Image { source } => Some(source.clone()),
+            _ => None,
         };
-        let base = initramfs::base(&kernel.release, &mods, fs_name, cache)?;
+        if let Some(src) = &erofs_source
+            && !src.is_dir()
+        {
+            return Err(VmError::Unsupported(format!(
+                "config '{}': source = \"{}\" is not a directory: give the tree to pack into the erofs image",
+                config.name,
+                src.display()
+            )));
+        }
+        let disk = config.fs.needs_mkfs() || erofs_source.is_some();
+        let needs = modules::needs(fs_name, disk);
+        let (mods, host_root) = match &kernel.modules {
+            Some(root) => {
+                let tree = ModuleTree::open(root)?;
+                let mut mods = tree.resolve(&needs, &kernel.release)?;
+                let mut wanted = modules::host_root_needs();
+                wanted.extend(modules::host_root_wants());
+                let share = tree
+                    .resolve(&wanted, &kernel.release)
+                    .or_else(|_| tree.resolve(&modules::host_root_needs(), &kernel.release));
+                let host_root = match share {
+                    Ok(extra) => {
+                        for m in extra {
+                            if !mods.contains(&m) {
+                                mods.push(m);
+                            }
+                        }
+                        Ok(())
+                    }
+                    Err(e) => Err(e.to_string()),
+                };
+                (mods, host_root)
+            }
+            None => {
+                built_in(&kernel, &needs)?;
+                let host_root =
+                    built_in(&kernel, &modules::host_root_needs()).map_err(|e| e.to_string());
+                (Vec::new(), host_root)
+            }
+        };
+        let base = initramfs::base(&kernel.release, &mods, fs_name, host_root.is_ok(), cache)?;
         let payload = initramfs::payload(guest_binary, cache)?;
         let memory_bytes = vm.memory_bytes.unwrap_or(DEFAULT_MEMORY);
         let initrd = size_of(&base) + size_of(&payload);
@@ -296,6 +397,12 @@ impl VmSite {
         fs::create_dir_all(scratch)
             .map_err(|e| VmError::io("create the scratch location", scratch, e))?;
         let scratch = fs::canonicalize(scratch).map_err(|e| VmError::io("resolve", scratch, e))?;
+        let disks_dir = scratch.join(format!("vm-disks.{}", std::process::id()));
+        let disks = if disks_dir.is_dir() {
+            None
+        } else {
+            Some(OwnedDir::create(&state, disks_dir.clone())?)
+        };
         let work = OwnedDir::create(
             &state,
             scratch.join(format!("vm-{}.{}", config.name, std::process::id())),
@@ -304,6 +411,8 @@ impl VmSite {
         let mut t = VmSite {
             run_disk: None,
             work: Some(work),
+            disks,
+            disks_dir,
             config: config.clone(),
             kernel,
             qemu,
@@ -316,6 +425,7 @@ impl VmSite {
             cpus: vm.cpus.unwrap_or(DEFAULT_CPUS),
             memory_bytes,
             disk_cache,
+            host_root,
         };
         let (accel, warning) = t.probe_accel(cache)?;
         t.accel = accel;
@@ -381,13 +491,20 @@ impl VmSite {
             pidfile: paths[3].clone(),
             ready_timeout: opts.ready_timeout,
             total_timeout: opts.total_timeout,
+            host_root: self.host_root.is_ok(),
         }
     }
 
     fn write_initrd(&self, path: &Path, job: Option<&[u8]>) -> Result<(), VmError> {
         let mut f = fs::File::create(path).map_err(|e| VmError::io("create", path, e))?;
         for part in [&self.base, &self.payload] {
-            let bytes = fs::read(part).map_err(|e| VmError::io("read", part, e))?;
+            let bytes = fs::read(part).map_err(|e| {
+                VmError::io(
+                    "read (another fsdelta's clean-up of the cache removed it? run again)",
+                    part,
+                    e,
+                )
+            })?;
             f.write_all(&bytes)
                 .map_err(|e| VmError::io("write", path, e))?;
         }
@@ -403,6 +520,28 @@ impl VmSite {
         self.write_initrd(&paths[4], None)?;
         let spec = self.boot_spec(&paths, Vec::new(), &RepetitionOptions::default());
         qemu::choose_accel(&self.qemu, &spec, cache, Duration::from_secs(8))
+    }
+
+    /// An erofs image built from `source` with the configuration's mkfs.erofs options (on the
+    /// host, so both kernels read the same bytes); the guest gets it read-only.
+    fn make_image(&self, path: PathBuf, source: &Path) -> Result<(OwnedFile, JobDisk), VmError> {
+        let owned = OwnedFile::record(&self.state, path.clone())?;
+        let mkfs = self.mkfs.as_ref().expect("mkfs.erofs for an erofs image");
+        mkfs.build_image(&path, source, &self.config.mkfs_options)?;
+        let disk = JobDisk {
+            device: String::new(),
+            mkfs_command: self.image_command(&path, source),
+            mkfs_version: mkfs.version.clone(),
+        };
+        Ok((owned, disk))
+    }
+
+    fn image_command(&self, path: &Path, source: &Path) -> String {
+        let mkfs = self.mkfs.as_ref().expect("mkfs.erofs for an erofs image");
+        std::iter::once(mkfs.program.display().to_string())
+            .chain(mkfs.image_args(path, source, &self.config.mkfs_options))
+            .collect::<Vec<_>>()
+            .join(" ")
     }
 
     /// A sparse image, formatted with the configuration's mkfs.
@@ -424,13 +563,30 @@ impl VmSite {
         Ok((owned, disk))
     }
 
-    /// Check that every test can run in a guest.
-    fn check_tests(&self, tests: &[TestSpec]) -> Result<(), VmError> {
+    /// Whether the guest sees the host's root directory (its userland and files), or why not.
+    pub fn host_root(&self) -> Result<(), &str> {
+        self.host_root.as_ref().map(|_| ()).map_err(String::as_str)
+    }
+
+    /// Check that every test can run in a guest: what reads the host's files or runs the host's
+    /// programs needs the host's root directory in the guest.
+    pub fn check_tests(&self, tests: &[TestSpec]) -> Result<(), VmError> {
         for t in tests {
+            self.check_test(t).map_err(VmError::Unsupported)?;
+        }
+        self.check_disks(tests)
+    }
+
+    /// Why `t` cannot run in this configuration's guest, if it cannot.
+    pub fn check_test(&self, t: &TestSpec) -> Result<(), String> {
+        {
+            let Err(why) = &self.host_root else {
+                return Ok(());
+            };
             let host_file = match &t.engine {
                 EngineSpec::Dbench {
                     loadfile: Some(p), ..
-                } => Some(p),
+                } => Some(format!("its file {}", p.display())),
                 EngineSpec::Untar {
                     tarball: Some(p), ..
                 }
@@ -439,30 +595,32 @@ impl VmSite {
                 }
                 | EngineSpec::Stream {
                     source: Some(p), ..
-                } => Some(p),
+                } => Some(format!("its file {}", p.display())),
+                EngineSpec::Command { .. } => Some("its command".to_string()),
                 // Every variant is named: a new engine that reads a host file must say so here.
                 EngineSpec::Dbench { loadfile: None, .. }
                 | EngineSpec::Untar { tarball: None, .. }
                 | EngineSpec::Copy { source: None, .. }
                 | EngineSpec::Stream { source: None, .. }
                 | EngineSpec::FsMark { .. }
-                | EngineSpec::Fio { .. }
-                | EngineSpec::Command { .. } => None,
+                | EngineSpec::Fio { .. } => None,
             };
-            if let Some(p) = host_file {
-                return Err(VmError::Unsupported(format!(
-                    "test {}: its file {} is on the host, which the guest cannot read: use the generated data set in a configuration with a kernel",
-                    t.name,
-                    p.display()
-                )));
-            }
-            if t.external && crate::engines::has_external(&t.engine) {
-                return Err(VmError::Unsupported(format!(
-                    "test {}: the real tools (external = true, --engine external) are not in the guest: use the native engines in a configuration with a kernel",
-                    t.name
-                )));
+            let host_file = host_file.or_else(|| {
+                (t.external && crate::engines::has_external(&t.engine))
+                    .then(|| "the real tool (external = true)".to_string())
+            });
+            if let Some(what) = host_file {
+                return Err(format!(
+                    "test {}: {what} needs the host's programs and files, which the guest of kernel {} cannot see ({why}): build the kernel with 9p (CONFIG_NET_9P_VIRTIO, CONFIG_9P_FS) or give modules = \"DIR\" holding them",
+                    t.name, self.kernel.release
+                ));
             }
         }
+        Ok(())
+    }
+
+    /// Whether one guest has disks enough for `tests`.
+    fn check_disks(&self, tests: &[TestSpec]) -> Result<(), VmError> {
         if self.config.fresh == Fresh::Sample
             && self.config.fs.needs_mkfs()
             && tests.len() > MAX_DISKS
@@ -476,35 +634,55 @@ impl VmSite {
         Ok(())
     }
 
-    /// Boot once and run `tests` as repetition `repetition` (see the module docs).
-    /// Err([`VmError::Cancelled`]) when `cancel` fired: qemu is killed and every file removed.
-    pub fn run_repetition(
+    /// The disks of one boot: an erofs image (built once, read-only), one formatted image per
+    /// test (`fresh = "sample"`, made in the run's shared disk directory and removed after the
+    /// boot: the returned files), or the run's one disk (`fresh = "run"`); none for tmpfs.
+    fn make_disks(
         &mut self,
-        tests: &[TestSpec],
-        repetition: u32,
-        opts: &RepetitionOptions,
+        tag: &str,
+        n_tests: usize,
         cancel: &CancelToken,
-    ) -> Result<Repetition, VmError> {
-        let t0 = Instant::now();
-        self.check_tests(tests)?;
-        let tag = format!("rep{repetition}");
+    ) -> Result<BootDisks, VmError> {
         let mut images: Vec<OwnedFile> = Vec::new();
         let mut job_disks = Vec::new();
         let mut disks = Vec::new();
-        if self.config.fs.needs_mkfs() {
+        if let Device::Image { source } = &self.config.device {
+            // Read-only: one image for every boot, built once.
+            if let Some(owned) = &self.run_disk {
+                let mkfs = self.mkfs.as_ref().expect("mkfs");
+                job_disks.push(JobDisk {
+                    device: String::new(),
+                    mkfs_command: self.image_command(&owned.path, source),
+                    mkfs_version: mkfs.version.clone(),
+                });
+            } else {
+                let p = self.work_dir().join("image.erofs");
+                let (owned, jd) = self.make_image(p, source)?;
+                self.run_disk = Some(owned);
+                job_disks.push(jd);
+            }
+            disks.push(Disk {
+                image: self.run_disk.as_ref().expect("erofs image").path.clone(),
+                cache: self.disk_cache,
+                read_only: true,
+            });
+        } else if self.config.fs.needs_mkfs() {
             match self.config.fresh {
                 Fresh::Sample => {
-                    for i in 0..tests.len() {
+                    for i in 0..n_tests {
                         if cancel.is_cancelled() {
                             return Err(VmError::Cancelled);
                         }
-                        let p = self.work_dir().join(format!("{tag}.disk{i}.img"));
+                        let p = self
+                            .disks_dir
+                            .join(format!("{}.{tag}.disk{i}.img", self.config.name));
                         let (owned, jd) = self.make_disk(p.clone())?;
                         images.push(owned);
                         job_disks.push(jd);
                         disks.push(Disk {
                             image: p,
                             cache: self.disk_cache,
+                            read_only: false,
                         });
                     }
                 }
@@ -525,10 +703,56 @@ impl VmSite {
                     disks.push(Disk {
                         image: self.run_disk.as_ref().expect("run disk").path.clone(),
                         cache: self.disk_cache,
+                        read_only: false,
                     });
                 }
             }
         }
+        Ok((images, job_disks, disks))
+    }
+
+    /// Boot once and run `tests` as repetition `repetition` (see the module docs).
+    /// Err([`VmError::Cancelled`]) when `cancel` fired: qemu is killed and every file removed.
+    pub fn run_repetition(
+        &mut self,
+        tests: &[TestSpec],
+        repetition: u32,
+        opts: &RepetitionOptions,
+        cancel: &CancelToken,
+    ) -> Result<Repetition, VmError> {
+        let t0 = Instant::now();
+        // A test that cannot run here fails alone, with its own reason; the others run.
+        let mut refused = Vec::new();
+        let mut runnable = Vec::new();
+        for t in tests {
+            match self.check_test(t) {
+                Ok(()) => runnable.push(t.clone()),
+                Err(e) => refused.push((t.name.clone(), e)),
+            }
+        }
+        let tests = runnable.as_slice();
+        self.check_disks(tests)?;
+        if tests.is_empty() {
+            return Ok(Repetition {
+                samples: refused
+                    .into_iter()
+                    .map(|(name, e)| self.failed_sample(&name, repetition, Utc::now(), 0.0, e))
+                    .collect(),
+                skipped: Vec::new(),
+                profiles: Vec::new(),
+                warnings: Vec::new(),
+                facts: None,
+                cycle_s: t0.elapsed().as_secs_f64(),
+            });
+        }
+        if let (Some(_), Err(why)) = (opts.profile, &self.host_root) {
+            return Err(VmError::Unsupported(format!(
+                "config '{}': profiles in the guest of kernel {} need the host's perf, which the guest cannot see ({why}): build the kernel with 9p (CONFIG_NET_9P_VIRTIO, CONFIG_9P_FS), or leave out --profile",
+                self.config.name, self.kernel.release
+            )));
+        }
+        let tag = format!("rep{repetition}");
+        let (images, mut job_disks, disks) = self.make_disks(&tag, tests.len(), cancel)?;
         for (i, d) in job_disks.iter_mut().enumerate() {
             d.device = format!("/dev/vd{}", char::from(b'a' + i as u8));
         }
@@ -544,6 +768,10 @@ impl VmSite {
                 _ => None,
             },
             tests: tests.to_vec(),
+            profile: opts.profile.map(|s| s.name().to_string()),
+            read_only: matches!(self.config.device, Device::Image { .. }),
+            before: self.config.before.clone(),
+            after: self.config.after.clone(),
         };
         let json = serde_json::to_vec(&job)
             .map_err(|e| VmError::Guest(format!("serialising the job: {e}")))?;
@@ -551,11 +779,69 @@ impl VmSite {
         self.write_initrd(&paths[4], Some(&json))?;
         let spec = self.boot_spec(&paths, disks, opts);
         let started_at = Utc::now();
+        let host0 = system::Snapshot::take();
+        let boot0 = Instant::now();
         let outcome = qemu::run(&self.qemu, &spec, cancel)?;
+        // qemu is reaped: its CPU time is in this process's children's.
+        let host = system::host_context(
+            &host0,
+            &system::Snapshot::take(),
+            boot0.elapsed().as_secs_f64(),
+        );
         drop(files);
         drop(images);
-        let rep = self.collect(tests, repetition, started_at, outcome, t0);
+        let mut rep = self.collect(tests, repetition, started_at, outcome, t0);
+        for s in &mut rep.samples {
+            if s.status == SampleStatus::Ok {
+                s.metrics.extend(host.iter().cloned());
+            }
+            s.facts.extra.insert(
+                "host_context".into(),
+                "host_* and vm_qemu_* metrics: the host during the whole boot (all its samples)"
+                    .into(),
+            );
+        }
+        for (name, e) in refused {
+            rep.samples
+                .push(self.failed_sample(&name, repetition, started_at, 0.0, e));
+        }
         Ok(rep)
+    }
+
+    /// A failed sample of test `test` of this configuration, labelled with the kernel.
+    fn failed_sample(
+        &self,
+        test: &str,
+        repetition: u32,
+        started_at: chrono::DateTime<Utc>,
+        duration_s: f64,
+        error: String,
+    ) -> NewSample {
+        let mut s = NewSample {
+            config: self.config.name.clone(),
+            test: test.to_string(),
+            repetition,
+            sequence: 0,
+            facts: SiteFacts::default(),
+            status: SampleStatus::Failed,
+            error: Some(error),
+            started_at,
+            duration_s,
+            workload: String::new(),
+            metrics: Vec::new(),
+            histograms: Vec::new(),
+            attachments: Vec::new(),
+        };
+        let x = &mut s.facts.extra;
+        x.insert(
+            "vm_kernel_path".into(),
+            self.kernel.given.display().to_string(),
+        );
+        x.insert("vm_accel".into(), self.accel.as_str().into());
+        if self.accel == Accel::Tcg {
+            x.insert("emulated".into(), EMULATED_LABEL.into());
+        }
+        s
     }
 
     fn collect(
@@ -570,6 +856,8 @@ impl VmSite {
         let mut hello = None;
         let mut samples: Vec<NewSample> = Vec::new();
         let mut skipped = Vec::new();
+        let mut profiles = Vec::new();
+        let mut warnings = Vec::new();
         let mut garbled = None;
         match lines {
             Ok(lines) => {
@@ -582,6 +870,10 @@ impl VmSite {
                         } => hello = Some((kernel_release, kernel_version)),
                         GuestLine::Sample(s) => samples.push(*s),
                         GuestLine::Skipped { test, why } => skipped.push((test, why)),
+                        GuestLine::Profile { test, format, data } => {
+                            profiles.push((test, crate::model::StoredProfile { format, data }))
+                        }
+                        GuestLine::Warning { what, .. } => warnings.push(what),
                         GuestLine::Done => {}
                     }
                 }
@@ -696,6 +988,8 @@ impl VmSite {
         Repetition {
             samples: result,
             skipped,
+            profiles,
+            warnings,
             facts,
             cycle_s: t0.elapsed().as_secs_f64(),
         }
@@ -705,6 +999,7 @@ impl VmSite {
     pub fn teardown(mut self) -> Result<(), VmError> {
         self.run_disk = None;
         self.work = None;
+        self.disks = None;
         Ok(())
     }
 }

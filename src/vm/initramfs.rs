@@ -30,11 +30,56 @@ pub const MODFAIL_MARKER: &str = "FSDELTA-MODFAIL";
 pub const NOFS_MARKER: &str = "FSDELTA-NOFS";
 
 /// Bump when `/init` or the layout changes, so cached archives are rebuilt.
-const LAYOUT_VERSION: &str = "1";
+const LAYOUT_VERSION: &str = "2";
+
+/// Where `/init` mounts the host's root directory (read-only, 9p) in the guest.
+pub const HOST_ROOT: &str = "/host";
+/// Where, inside the host's root as the guest sees it, `/init` puts the fsdelta binary and the
+/// job (a tmpfs over the host's `/run`).
+pub const GUEST_RUN_DIR: &str = "/run/fsdelta";
+/// Printed when the host's root could not be mounted (`FSDELTA-NOHOST <why>`).
+pub const NOHOST_MARKER: &str = "FSDELTA-NOHOST";
+/// The `PATH` of commands run inside the host's root.
+const HOST_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
 /// The guest's `/init`: mount the pseudo filesystems, load the modules in order, check the
-/// filesystem driver, say ready, run the job, say how it ended, power off.
-fn init_script(fs: &str) -> String {
+/// filesystem driver, mount the host's root read-only over 9p when `host_root` (with tmpfs over
+/// its `/run` and `/mnt`, a writable overlay over its `/tmp` and `/var/tmp` so that the host's
+/// files there stay visible (a tmpfs when the kernel has no overlayfs), and the guest's `/proc`,
+/// `/sys`, `/dev` and tracefs), say ready, run the job (inside the host's root when it is there, so commands,
+/// hooks and perf are the host's), say how it ended, power off.
+fn init_script(fs: &str, host_root: bool) -> String {
+    let share = if host_root {
+        format!(
+            r#"mkdir -p {HOST_ROOT}
+if mount -t 9p -o trans=virtio,version=9p2000.L,ro,msize=262144,cache=loose {tag} {HOST_ROOT} 2>/tmp/9p.err; then
+  mkdir -p /ovl && mount -t tmpfs -o mode=0700 tmpfs /ovl
+  for d in tmp var/tmp; do
+    [ -d {HOST_ROOT}/$d ] || continue
+    mkdir -p /ovl/$d/u /ovl/$d/w && chmod 1777 /ovl/$d/u
+    mount -t overlay overlay -o lowerdir={HOST_ROOT}/$d,upperdir=/ovl/$d/u,workdir=/ovl/$d/w {HOST_ROOT}/$d 2>/dev/null \
+      || mount -t tmpfs -o mode=1777 tmpfs {HOST_ROOT}/$d
+  done
+  for d in run mnt; do
+    [ -d {HOST_ROOT}/$d ] && mount -t tmpfs -o mode=0755 tmpfs {HOST_ROOT}/$d
+  done
+  mount -o bind /proc {HOST_ROOT}/proc && mount -o bind /sys {HOST_ROOT}/sys && mount -o bind /dev {HOST_ROOT}/dev
+  mount -t tracefs nodev {HOST_ROOT}/sys/kernel/tracing 2>/dev/null
+  mkdir -p {HOST_ROOT}{GUEST_RUN_DIR}
+  if [ -f /job.json ]; then
+    cp /job.json {HOST_ROOT}{GUEST_RUN_DIR}/job.json
+    : > {HOST_ROOT}{GUEST_RUN_DIR}/fsdelta
+    mount -o bind /bin/fsdelta {HOST_ROOT}{GUEST_RUN_DIR}/fsdelta
+  fi
+else
+  echo "{NOHOST_MARKER} $(cat /tmp/9p.err)"
+fi
+"#,
+            tag = super::qemu::HOST_ROOT_TAG
+        )
+    } else {
+        String::new()
+    };
     format!(
         r#"#!/bin/busybox sh
 /bin/busybox --install -s /bin
@@ -43,15 +88,19 @@ mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
 mkdir -p /tmp /mnt
+mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null
 while read m; do
   insmod /lib/modules/fsdelta/$m.ko 2>/dev/console || echo "{MODFAIL_MARKER} $m"
 done < /lib/modules/fsdelta/order
 if [ "{fs}" != tmpfs ] && ! grep -qw "{fs}" /proc/filesystems; then
   echo "{NOFS_MARKER} {fs}"
 fi
-echo "{READY_MARKER}"
+{share}echo "{READY_MARKER}"
 stty -F {RESULTS_DEVICE} raw -echo 2>/dev/null
-if [ -x /bin/fsdelta ] && [ -f /job.json ]; then
+if [ -x {HOST_ROOT}{GUEST_RUN_DIR}/fsdelta ] && [ -f {HOST_ROOT}{GUEST_RUN_DIR}/job.json ]; then
+  HOME=/root PATH={HOST_PATH} /bin/busybox chroot {HOST_ROOT} {GUEST_RUN_DIR}/fsdelta guest-run {GUEST_RUN_DIR}/job.json {RESULTS_DEVICE}
+  echo "{END_MARKER} $?"
+elif [ -x /bin/fsdelta ] && [ -f /job.json ]; then
   /bin/fsdelta guest-run /job.json {RESULTS_DEVICE}
   echo "{END_MARKER} $?"
 else
@@ -84,6 +133,7 @@ pub fn base(
     release: &str,
     modules: &[ModuleFile],
     fs: &str,
+    host_root: bool,
     cache: &Path,
 ) -> Result<PathBuf, VmError> {
     let busybox = check_busybox()?;
@@ -92,6 +142,7 @@ pub fn base(
         LAYOUT_VERSION.into(),
         release.into(),
         fs.into(),
+        vec![u8::from(host_root)],
         bb_meta.len().to_le_bytes().to_vec(),
         bb_meta.mtime().to_le_bytes().to_vec(),
     ];
@@ -134,7 +185,7 @@ pub fn base(
         order.push('\n');
     }
     a.file("lib/modules/fsdelta/order", 0o644, order.as_bytes());
-    a.file("init", 0o755, init_script(fs).as_bytes());
+    a.file("init", 0o755, init_script(fs, host_root).as_bytes());
     write_atomically(&path, &a.finish())?;
     Ok(path)
 }
@@ -171,7 +222,7 @@ fn libraries(binary: &Path) -> Result<Vec<PathBuf>, VmError> {
 }
 
 /// The payload archive: `binary` as `/bin/fsdelta` and its libraries, cached by the binary's
-/// identity (older payloads are removed).
+/// identity (payloads no fsdelta used for a day are removed).
 pub fn payload(binary: &Path, cache: &Path) -> Result<PathBuf, VmError> {
     let meta = fs::metadata(binary).map_err(|e| VmError::io("stat", binary, e))?;
     let key = hash_key(&[
@@ -184,6 +235,10 @@ pub fn payload(binary: &Path, cache: &Path) -> Result<PathBuf, VmError> {
     let dir = cache.join("initramfs");
     let path = dir.join(format!("payload-{key}.cpio"));
     if path.is_file() {
+        // Mark it used, so that another fsdelta's clean-up leaves it alone.
+        if let Ok(f) = fs::File::options().append(true).open(&path) {
+            let _ = f.set_modified(std::time::SystemTime::now());
+        }
         return Ok(path);
     }
     let mut a = Archive::new();
@@ -223,11 +278,18 @@ pub fn payload(binary: &Path, cache: &Path) -> Result<PathBuf, VmError> {
         a.file(&name, 0o755, &bytes);
     }
     write_atomically(&path, &a.finish())?;
-    // Payloads of older builds are of no further use.
+    // Payloads of older builds are of no further use once no fsdelta has used them for a day
+    // (other fsdelta binaries, other checkouts, may be booting guests with theirs right now).
     if let Ok(rd) = fs::read_dir(&dir) {
         for e in rd.filter_map(Result::ok) {
             let n = e.file_name().to_string_lossy().into_owned();
-            if n.starts_with("payload-") && e.path() != path {
+            let stale = e
+                .metadata()
+                .and_then(|m| m.modified())
+                .ok()
+                .and_then(|t| t.elapsed().ok())
+                .is_some_and(|age| age > std::time::Duration::from_secs(24 * 3600));
+            if n.starts_with("payload-") && e.path() != path && stale {
                 let _ = fs::remove_file(e.path());
             }
         }
@@ -248,11 +310,22 @@ mod tests {
 
     #[test]
     fn the_init_script_runs_the_job_and_powers_off() {
-        let s = init_script("ext4");
+        let s = init_script("ext4", false);
         assert!(s.starts_with("#!/bin/busybox sh\n"));
         assert!(s.contains("grep -qw \"ext4\" /proc/filesystems"));
         assert!(s.contains("/bin/fsdelta guest-run /job.json /dev/ttyS1"));
         assert!(s.trim_end().ends_with("poweroff -f"));
+        assert!(!s.contains("mount -t 9p"));
+        let h = init_script("ext4", true);
+        assert!(
+            h.contains("mount -t 9p -o trans=virtio,version=9p2000.L,ro,"),
+            "{h}"
+        );
+        assert!(h.contains("fsdelta-host /host"), "{h}");
+        assert!(
+            h.contains("/bin/busybox chroot /host /run/fsdelta/fsdelta guest-run /run/fsdelta/job.json /dev/ttyS1"),
+            "{h}"
+        );
     }
 
     #[test]

@@ -32,8 +32,23 @@ pub struct Job {
     pub disks: Vec<JobDisk>,
     /// tmpfs only: its `size=` in bytes.
     pub tmpfs_size: Option<u64>,
-    /// The tests, in run order.
+    /// The tests, in run order. Their `events` (tracepoint lists) are resolved against the
+    /// guest's own tracefs: event ids differ between kernels.
     pub tests: Vec<TestSpec>,
+    /// Record a CPU profile around each workload with perf inside the guest, folded with this
+    /// scope (`ProfileScope::name`); `None`: no profiles.
+    #[serde(default)]
+    pub profile: Option<String>,
+    /// The disk is a read-only image (erofs): mounted `ro`, every sample at its root.
+    #[serde(default)]
+    pub read_only: bool,
+    /// The configuration's `before` hook (`sh -c`, in the sample's directory), run in the guest
+    /// before every sample.
+    #[serde(default)]
+    pub before: Option<String>,
+    /// The configuration's `after` hook, run in the guest after every sample.
+    #[serde(default)]
+    pub after: Option<String>,
 }
 
 /// A disk of the guest, formatted by the host.
@@ -67,6 +82,24 @@ pub enum GuestLine {
     },
     /// A finished sample (ok or failed).
     Sample(Box<NewSample>),
+    /// The CPU profile of the sample sent just before (same test), folded in the guest and
+    /// encoded as the store keeps it.
+    Profile {
+        /// The test.
+        test: String,
+        /// `StoredProfile::format`.
+        format: String,
+        /// `StoredProfile::data`.
+        data: Vec<u8>,
+    },
+    /// Something the user should know that did not fail a sample (a declared metric missing
+    /// from a command's output), as the host's run would say it.
+    Warning {
+        /// The test.
+        test: String,
+        /// The warning.
+        what: String,
+    },
     /// A test that cannot run on this target (nothing measured).
     Skipped {
         /// The test.

@@ -142,6 +142,53 @@ fn installed_modules(release: &str) -> Option<PathBuf> {
     p.join("kernel").is_dir().then_some(p)
 }
 
+/// The modules of a kernel file where its package put them: `lib/modules/RELEASE` (or
+/// `usr/lib/modules/RELEASE`) beside the `boot/` directory holding it (an unpacked package, an
+/// installed system), else the host's `/lib/modules/RELEASE`.
+fn modules_beside(kernel_file: &Path, release: &str) -> Option<PathBuf> {
+    let root = kernel_file.parent().and_then(Path::parent);
+    root.into_iter()
+        .flat_map(|r| ["lib/modules", "usr/lib/modules"].map(|m| r.join(m).join(release)))
+        .find(|p| p.join("kernel").is_dir() || p.join("modules.order").is_file())
+        .or_else(|| installed_modules(release))
+}
+
+/// The kernel's build configuration, where its package or build tree keep it: `config-RELEASE`
+/// beside the kernel file (`boot/`), `.config` of a build tree, or `/boot/config-RELEASE`.
+/// `None` when there is none.
+pub fn config_text(k: &Kernel) -> Option<String> {
+    let mut candidates = Vec::new();
+    if let Some(dir) = k.given.parent() {
+        candidates.push(dir.join(format!("config-{}", k.release)));
+        candidates.push(dir.join(".config"));
+        // arch/x86/boot/bzImage of a build tree.
+        if let Some(tree) = dir.parent().and_then(Path::parent).and_then(Path::parent) {
+            candidates.push(tree.join(".config"));
+        }
+    }
+    if k.given.is_dir() {
+        candidates.push(k.given.join(".config"));
+    }
+    if let Some(dir) = k.boot.parent() {
+        candidates.push(dir.join(format!("config-{}", k.release)));
+    }
+    candidates.push(PathBuf::from(format!("/boot/config-{}", k.release)));
+    candidates
+        .into_iter()
+        .find_map(|p| fs::read_to_string(p).ok())
+}
+
+/// How a kernel configuration builds `option` (without `CONFIG_`): `Some('y')`, `Some('m')`,
+/// or `None` when it is not set.
+pub fn config_value(config: &str, option: &str) -> Option<char> {
+    let prefix = format!("CONFIG_{option}=");
+    config
+        .lines()
+        .find_map(|l| l.strip_prefix(&prefix))
+        .and_then(|v| v.chars().next())
+        .filter(|c| matches!(c, 'y' | 'm'))
+}
+
 fn from_vmlinux(path: &Path) -> Result<Kernel, VmError> {
     let d = fs::read(path).map_err(|e| VmError::io("read", path, e))?;
     let release = release_from_banner(&d).ok_or_else(|| {
@@ -166,7 +213,7 @@ fn from_vmlinux(path: &Path) -> Result<Kernel, VmError> {
         kind: KernelKind::Vmlinux,
         boot: path.to_path_buf(),
         pvh: true,
-        modules: tree.or_else(|| installed_modules(&release)),
+        modules: tree.or_else(|| modules_beside(path, &release)),
         release,
     })
 }
@@ -212,7 +259,7 @@ fn from_bzimage(given: &Path, bz: &Path, cache: &Path) -> Result<Kernel, VmError
         kind: KernelKind::BzImage,
         boot,
         pvh,
-        modules: installed_modules(&release),
+        modules: modules_beside(given, &release),
         release,
     })
 }
@@ -441,6 +488,31 @@ pub fn release_of_deb_name(name: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_unpacked_packages_kernel_finds_its_modules_beside_its_boot_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = "6.1.0-47-amd64";
+        fs::create_dir_all(dir.path().join("boot")).unwrap();
+        fs::create_dir_all(dir.path().join(format!("lib/modules/{r}/kernel"))).unwrap();
+        let vmlinuz = dir.path().join(format!("boot/vmlinuz-{r}"));
+        assert_eq!(
+            modules_beside(&vmlinuz, r),
+            Some(dir.path().join(format!("lib/modules/{r}")))
+        );
+        assert_eq!(modules_beside(&vmlinuz, "6.1.0-99-none"), None);
+    }
+
+    #[test]
+    fn config_values_read_as_debian_writes_them() {
+        // Lines of Debian's boot/config-6.1.0-47-amd64.
+        let c = "CONFIG_VIRTIO_PCI=m\nCONFIG_VIRTIO_BLK=m\n# CONFIG_UBIFS_FS is not set\nCONFIG_EXT4_FS=m\nCONFIG_PVH=y\n";
+        assert_eq!(config_value(c, "VIRTIO_PCI"), Some('m'));
+        assert_eq!(config_value(c, "PVH"), Some('y'));
+        assert_eq!(config_value(c, "VIRTIO_BLK"), Some('m'));
+        assert_eq!(config_value(c, "UBIFS_FS"), None);
+        assert_eq!(config_value(c, "EXT4"), None);
+    }
 
     #[test]
     fn a_file_that_is_not_a_kernel_is_named_as_such() {

@@ -83,6 +83,38 @@ pub fn needs(fs: &str, disk: bool) -> Vec<Need> {
     v
 }
 
+/// The drivers the guest needs to mount the host's root directory read-only over virtio-9p
+/// (the host's userland in the guest: commands, hooks, perf, the files tests read).
+pub fn host_root_needs() -> Vec<Need> {
+    vec![
+        Need {
+            module: "virtio_pci".into(),
+            option: "VIRTIO_PCI".into(),
+            why: "the host's root directory is shared over virtio (PCI transport)".into(),
+        },
+        Need {
+            module: "9pnet_virtio".into(),
+            option: "NET_9P_VIRTIO".into(),
+            why: "the host's root directory is shared over virtio-9p".into(),
+        },
+        Need {
+            module: "9p".into(),
+            option: "9P_FS".into(),
+            why: "the host's root directory is mounted with 9p in the guest".into(),
+        },
+    ]
+}
+
+/// Wanted, not needed: overlayfs keeps the host's `/tmp` and `/var/tmp` visible and writable in
+/// the guest (without it they are empty tmpfs there).
+pub fn host_root_wants() -> Vec<Need> {
+    vec![Need {
+        module: "overlay".into(),
+        option: "OVERLAY_FS".into(),
+        why: "the host's /tmp is overlaid writable in the guest".into(),
+    }]
+}
+
 fn norm(name: &str) -> String {
     name.replace('-', "_")
 }

@@ -8,7 +8,7 @@
 //! that started it, even after a kill -9 of fsdelta), and [`Qemu`] kills and reaps it on drop.
 
 use super::VmError;
-use super::initramfs::{END_MARKER, MODFAIL_MARKER, NOFS_MARKER, READY_MARKER};
+use super::initramfs::{END_MARKER, MODFAIL_MARKER, NOFS_MARKER, NOHOST_MARKER, READY_MARKER};
 use crate::workload::CancelToken;
 use std::fs;
 use std::io::{Read, Seek, SeekFrom};
@@ -64,6 +64,8 @@ pub struct Disk {
     /// QEMU's `cache=` mode (`none` when the image's filesystem takes O_DIRECT, else
     /// `writeback`).
     pub cache: &'static str,
+    /// Attached read-only (an erofs image).
+    pub read_only: bool,
 }
 
 /// Everything one boot needs.
@@ -95,12 +97,25 @@ pub struct Boot {
     pub ready_timeout: Duration,
     /// Most time for the whole boot.
     pub total_timeout: Duration,
+    /// Share the host's root directory read-only with the guest (virtio-9p, tag
+    /// [`HOST_ROOT_TAG`]), so that its commands, hooks, tools and files are the host's.
+    pub host_root: bool,
 }
+
+/// The 9p mount tag of the host's root directory in the guest.
+pub const HOST_ROOT_TAG: &str = "fsdelta-host";
+
+/// What qemu prints when KVM cannot run the guest's code; the VM is paused, not ended, so
+/// qemu is killed when it appears.
+pub const KVM_FAILURE: &str = "KVM internal error";
 
 impl Boot {
     /// The kernel command line.
     pub fn append(&self) -> String {
-        let mut s = "console=ttyS0 panic=-1 quiet fsdelta.guest=1".to_string();
+        // no_timer_check: under TCG on a loaded host the guest's early IO-APIC timer check can
+        // miss its ticks and panic ("IO-APIC + timer doesn't work!"; seen at load 20 on 2
+        // CPUs); QEMU's timer is known to work.
+        let mut s = "console=ttyS0 panic=-1 quiet no_timer_check fsdelta.guest=1".to_string();
         if let Some(c) = &self.cmdline {
             s.push(' ');
             s.push_str(c);
@@ -136,9 +151,14 @@ impl Boot {
         for d in &self.disks {
             a.push("-drive".into());
             a.push(format!(
-                "file={},format=raw,if=virtio,cache={},discard=unmap",
+                "file={},format=raw,if=virtio,cache={},{}",
                 d.image.display().to_string().replace(',', ",,"),
-                d.cache
+                d.cache,
+                if d.read_only {
+                    "readonly=on"
+                } else {
+                    "discard=unmap"
+                }
             ));
         }
         for (id, path) in [("con", &self.console), ("res", &self.results)] {
@@ -149,6 +169,14 @@ impl Boot {
             ));
             a.push("-serial".into());
             a.push(format!("chardev:{id}"));
+        }
+        if self.host_root {
+            // Read-only: nothing in the guest can write to the host's files. `multidevs=remap`
+            // keeps inode numbers unique across the host's mounts.
+            a.push("-virtfs".into());
+            a.push(format!(
+                "local,path=/,mount_tag={HOST_ROOT_TAG},security_model=none,readonly=on,multidevs=remap"
+            ));
         }
         a.push("-pidfile".into());
         a.push(self.pidfile.display().to_string());
@@ -195,6 +223,8 @@ pub struct Outcome {
     pub nofs: Option<String>,
     /// qemu's standard error (first lines), for a qemu that would not start.
     pub stderr: String,
+    /// Why the guest could not mount the host's root directory, if it said so.
+    pub nohost: Option<String>,
 }
 
 /// A running qemu; killed and reaped on drop.
@@ -324,6 +354,15 @@ pub fn run(qemu: &Path, boot: &Boot, cancel: &CancelToken) -> Result<Outcome, Vm
             q.kill();
             return Err(VmError::Cancelled);
         }
+        // A KVM emulation failure pauses the guest for ever: end it at once.
+        if boot.accel == Accel::Kvm
+            && fs::read_to_string(&boot.stderr).is_ok_and(|e| e.contains(KVM_FAILURE))
+        {
+            q.kill();
+            break Ending::Crashed {
+                status: KVM_FAILURE.to_string(),
+            };
+        }
         if let Some(status) = exited {
             read_from(&boot.console, &mut offset, &mut console);
             let text = String::from_utf8_lossy(&console);
@@ -377,6 +416,10 @@ pub fn run(qemu: &Path, boot: &Boot, cancel: &CancelToken) -> Result<Outcome, Vm
         .lines()
         .find_map(|l| l.trim_end().strip_prefix(NOFS_MARKER))
         .map(|m| m.trim().to_string());
+    let nohost = text
+        .lines()
+        .find_map(|l| l.trim_end().strip_prefix(NOHOST_MARKER))
+        .map(|m| m.trim().to_string());
     let results = fs::read(&boot.results).unwrap_or_default();
     let stderr = fs::read_to_string(&boot.stderr).unwrap_or_default();
     Ok(Outcome {
@@ -387,6 +430,7 @@ pub fn run(qemu: &Path, boot: &Boot, cancel: &CancelToken) -> Result<Outcome, Vm
         modfail,
         nofs,
         stderr: tail(&stderr, 5),
+        nohost,
     })
 }
 
@@ -411,10 +455,26 @@ pub fn choose_accel(
         .write(true)
         .open("/dev/kvm")
     {
+        let hint = if e.kind() == std::io::ErrorKind::PermissionDenied {
+            ": run as root or join the group of /dev/kvm (kvm)"
+        } else {
+            ""
+        };
         return Ok((
             Accel::Tcg,
             Some(format!(
-                "/dev/kvm cannot be opened ({e}): using TCG emulation"
+                "/dev/kvm cannot be opened ({e}{hint}): using TCG emulation; results are relative comparisons of CPU paths only"
+            )),
+        ));
+    }
+    if let Some(why) = fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|c| no_virtualisation(&c))
+    {
+        return Ok((
+            Accel::Tcg,
+            Some(format!(
+                "KVM is unusable here ({why}): using TCG emulation; results are relative comparisons of CPU paths only"
             )),
         ));
     }
@@ -466,9 +526,47 @@ pub fn choose_accel(
     Ok(answer)
 }
 
+/// Why this CPU cannot run KVM guests, from `/proc/cpuinfo`: no `vmx` (Intel VT-x) nor `svm`
+/// (AMD-V) flag. A /dev/kvm without them is a software module (a nested or paravirtual KVM)
+/// that stock kernels do not boot under. `None` when the flags are there.
+pub fn no_virtualisation(cpuinfo: &str) -> Option<String> {
+    let flags: Vec<&str> = cpuinfo
+        .lines()
+        .filter(|l| l.starts_with("flags"))
+        .filter_map(|l| l.split_once(':').map(|(_, f)| f))
+        .flat_map(str::split_whitespace)
+        .collect();
+    if flags.is_empty() || flags.iter().any(|f| *f == "vmx" || *f == "svm") {
+        return None;
+    }
+    let inside = if flags.contains(&"hypervisor") {
+        " (fsdelta runs inside a virtual machine without nested virtualisation)"
+    } else {
+        " (enable VT-x/AMD-V in the firmware)"
+    };
+    Some(format!(
+        "no vmx or svm flag in /proc/cpuinfo: this CPU offers no hardware virtualisation{inside}"
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn kvm_is_unusable_without_vmx_or_svm() {
+        // Captured on an AMD EPYC virtual machine without nested virtualisation.
+        let vm = concat!(
+            "processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC\n",
+            "flags\t\t: fpu vme de pse tsc msr pae mce cx8 apic sep mtrr pge mca cmov pat pse36 clflush mmx fxsr sse sse2 ht syscall nx mmxext fxsr_opt pdpe1gb rdtscp lm constant_tsc rep_good nopl xtopology nonstop_tsc cpuid extd_apicid tsc_known_freq pni pclmulqdq ssse3 fma cx16 pcid sse4_1 sse4_2 x2apic movbe popcnt tsc_deadline_timer aes xsave avx f16c rdrand hypervisor lahf_lm cmp_legacy cr8_legacy abm sse4a misalignsse 3dnowprefetch osvw topoext cpuid_fault vmmcall fsgsbase tsc_adjust bmi1 avx2 smep bmi2 erms invpcid avx512f avx512dq rdseed adx smap avx512ifma clflushopt clwb avx512cd sha_ni avx512bw avx512vl xsaveopt xsavec xgetbv1 xsaves avx512_bf16 clzero xsaveerptr arat avx512vbmi umip avx512_vbmi2 gfni vaes vpclmulqdq avx512_vnni avx512_bitalg avx512_vpopcntdq rdpid fsrm\n"
+        );
+        let why = no_virtualisation(vm).unwrap();
+        assert!(why.contains("no vmx or svm"), "{why}");
+        assert!(why.contains("inside a virtual machine"), "{why}");
+        assert!(no_virtualisation("flags\t\t: fpu vmx sse\n").is_none());
+        assert!(no_virtualisation("flags\t\t: fpu svm sse\n").is_none());
+        assert!(no_virtualisation("").is_none());
+    }
 
     fn boot() -> Boot {
         Boot {
@@ -481,6 +579,7 @@ mod tests {
             disks: vec![Disk {
                 image: "/w/a,b.img".into(),
                 cache: "none",
+                read_only: false,
             }],
             console: "/w/console".into(),
             results: "/w/results".into(),
@@ -488,6 +587,7 @@ mod tests {
             pidfile: "/w/pid".into(),
             ready_timeout: Duration::from_secs(1),
             total_timeout: Duration::from_secs(2),
+            host_root: true,
         }
     }
 
@@ -505,10 +605,20 @@ mod tests {
         );
         assert!(a.contains("-serial chardev:con"), "{a}");
         assert!(
-            a.contains("console=ttyS0 panic=-1 quiet fsdelta.guest=1 mitigations=off"),
+            a.contains(
+                "console=ttyS0 panic=-1 quiet no_timer_check fsdelta.guest=1 mitigations=off"
+            ),
+            "{a}"
+        );
+        assert!(
+            a.contains(
+                "-virtfs local,path=/,mount_tag=fsdelta-host,security_model=none,readonly=on"
+            ),
             "{a}"
         );
         let mut k = boot();
+        k.host_root = false;
+        assert!(!k.args().join(" ").contains("-virtfs"));
         k.accel = Accel::Kvm;
         assert!(k.args().join(" ").contains("-accel kvm -cpu host"));
     }

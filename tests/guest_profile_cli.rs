@@ -1,0 +1,135 @@
+//! `fsdelta run --kernel A --kernel B --profile` with a test that counts tracepoints (issue 36):
+//! each guest records its profile with the host's perf and counts `ext4:ext4_da_write_begin`
+//! against its own tracefs; the host stores both with the samples, so `fsdelta profile` lists
+//! each kernel's filesystem symbols and `compare` puts the two kernels' event counts side by
+//! side (185 each: one per written 4 KiB page of 37 files of 20 KiB, the host's rule).
+//!
+//! Needs root, qemu-system-x86, busybox-static, perf and the two kernel packages; skipped,
+//! saying why, without them unless FSDELTA_REQUIRE_ALL=1. Two boots under TCG.
+
+mod common;
+
+use common::Setup;
+use std::time::Instant;
+
+const SUITE: &str = r#"
+[[test]]
+name = "w4k"
+workload = "fsmark"
+args = "-s 20480 -w 4096 -n 37 -t 1 -S 1"
+events = ["ext4:ext4_da_write_begin"]
+"#;
+
+#[test]
+fn two_kernels_profiles_and_event_counts_are_stored_and_compared() {
+    if !(common::require(common::is_root(), "root")
+        && common::require_qemu()
+        && common::require(
+            common::vm_kernel("A").is_some() && common::vm_kernel("B").is_some(),
+            "the 6.1.0-47 and -50 kernel .debs",
+        )
+        && common::require(
+            std::process::Command::new("perf")
+                .arg("--version")
+                .output()
+                .is_ok_and(|o| o.status.success()),
+            "perf (apt-get install linux-perf)",
+        ))
+    {
+        return;
+    }
+    let (a, b) = (
+        common::vm_kernel("A").unwrap(),
+        common::vm_kernel("B").unwrap(),
+    );
+    let config = |name: &str, k: &std::path::Path| {
+        format!(
+            "\n[[config]]\nname = \"{name}\"\nfs = \"ext4\"\ndevice = \"loop:256M\"\nkernel = \"{}\"\nmemory = \"1G\"\n",
+            k.display()
+        )
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let s = Setup::in_dir(
+        dir,
+        "ab.toml",
+        &format!("{}{}", config("k47", &a), config("k50", &b)),
+        "tiny.toml",
+        SUITE,
+    );
+    let t0 = Instant::now();
+    let out = s
+        .cmd()
+        .args(["run", "--config"])
+        .arg(s.p("ab.toml"))
+        .arg("--suite")
+        .arg(s.p("tiny.toml"))
+        .args(["-n", "1", "--profile", "--quiet"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    eprintln!("two boots, profiled: {:.0} s", t0.elapsed().as_secs_f64());
+
+    for config in ["k47", "k50"] {
+        let out = s
+            .cmd()
+            .args(["profile", "1", "--test", "w4k", "--config", config])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        eprintln!("{config}:\n{text}");
+        let fs_symbols = text
+            .lines()
+            .filter(|l| l.contains("[k]"))
+            .filter(|l| {
+                ["ext4_", "jbd2_", "blk_", "virtblk_"]
+                    .iter()
+                    .any(|p| l.contains(p))
+            })
+            .count();
+        assert!(
+            fs_symbols >= 2,
+            "{config}: no filesystem symbols among the profile's top: {text}"
+        );
+    }
+
+    let cmp = s
+        .cmd()
+        .args(["compare", "1@k47", "1@k50", "--all"])
+        .args([
+            "--metric",
+            "event:ext4:ext4_da_write_begin",
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&cmp.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&cmp.stderr)));
+    let text = doc.to_string();
+    assert!(text.contains("event:ext4:ext4_da_write_begin"), "{text}");
+    let json = s
+        .cmd()
+        .args(["export", "1", "--format", "json"])
+        .output()
+        .unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    for smp in doc["runs"][0]["samples"].as_array().unwrap() {
+        assert_eq!(smp["status"], "ok", "{smp}");
+        let count = smp["metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["name"] == "event:ext4:ext4_da_write_begin")
+            .and_then(|m| m["value"].as_f64());
+        assert_eq!(count, Some(185.0), "{}", smp["config"]);
+        assert_eq!(smp["facts"]["extra"]["profile_scope"], "workload+kthreads");
+    }
+    s.assert_scratch_empty();
+    s.assert_state_empty();
+}
