@@ -13,6 +13,7 @@
 //! is a table in `tests/architecture.rs`, read against the source: an import against the flow,
 //! a circle or a room missing from the table fails it.
 
+pub mod bisect;
 pub mod cli;
 pub mod compare;
 pub mod dbench;

@@ -65,6 +65,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
         ],
     ),
     ("queue", &["store", "plan", "model", "os"]),
+    // Bisection: the loop of steps over a lab that builds and measures, judged by compare.
+    ("bisect", &["compare", "model", "os"]),
     // The edge: flags, exit codes, the terminal.
     (
         "cli",
