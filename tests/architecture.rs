@@ -72,7 +72,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "cli",
         &[
             "os", "model", "plan", "probe", "site", "workload", "fio", "fsmark", "dbench",
-            "engines", "vm", "store", "read", "compare", "report", "runner", "queue",
+            "engines", "vm", "store", "read", "compare", "report", "runner", "queue", "bisect",
         ],
     ),
 ];

@@ -4,19 +4,21 @@
 //! Why a room: the loop (measure the ends, choose a commit, build it, measure it interleaved
 //! with both ends, classify, update, stop, confirm) is the same whatever is bisected (a user's
 //! program built by a command, a kernel booted in a guest) and whatever measures (the real
-//! `fsdelta run` of the CLI, or the seeded simulation). The loop talks to a [`Lab`] that builds
-//! and measures; it must never run git, build or measure itself, and never print.
+//! `fsdelta run` of the CLI, or the seeded simulation). The loop (this file) talks to a [`Lab`]
+//! that builds and measures; it must never run git, build or measure itself, and never print.
+//! [`git`] reads the repository for the CLI's lab, [`state`] keeps the state between processes.
 //!
 //! State: everything the loop knows is in [`State`] (serde), handed to the caller after every
 //! step so that it is saved before the next build starts: an interrupted bisection resumes
 //! from the last finished step.
 
 pub mod classify;
-
+pub mod git;
 pub mod graph;
 pub mod posterior;
 #[cfg(test)]
 mod simulation;
+pub mod state;
 
 use crate::compare::verdict::{self, Margins, MetricClass, Verdict};
 use crate::model::Direction;

@@ -5,6 +5,7 @@
 //! messages. It must never measure, run SQL or format tables itself; it calls the rooms that do.
 
 pub mod agent;
+pub mod bisect;
 pub mod cleanup;
 pub mod dbench;
 pub mod fio;
@@ -197,6 +198,9 @@ pub enum Command {
     /// Take jobs from the fleet's queue and run them here, as `fsdelta run` would. Example:
     /// fsdelta agent --db postgres://lab@db/fsdelta --class nvme
     Agent(agent::AgentArgs),
+    /// Find the commit that made a test slower, with repetitions and a probability per commit.
+    /// Example: fsdelta bisect --repo ~/src/prog --build make --good v1 --bad v2 --suite s.toml
+    Bisect(bisect::BisectArgs),
     /// The fleet's queue: list jobs, `jobs cancel ID`, `jobs reap`. Example: fsdelta jobs --state running
     Jobs(jobs::JobsArgs),
     /// List stored runs, newest first. Example: fsdelta list --limit 10
@@ -619,6 +623,7 @@ pub fn dispatch(cli: Cli) -> i32 {
         Command::Fsmark { args } => return fsmark::main(&args),
         Command::Cleanup => return cleanup::main(),
         Command::Kernels => kernels::main(),
+        Command::Bisect(args) => bisect::main(args),
         Command::GuestRun { job, out } => guest::main(&job, &out),
         Command::Fio { args } => return fio::main(&args),
         Command::Dbench { args } => return dbench::main(&args),
