@@ -11,6 +11,7 @@
 
 mod common;
 
+use std::os::unix::process::CommandExt as _;
 use std::path::Path;
 use std::process::Command;
 
@@ -205,4 +206,86 @@ fn a_planted_regression_is_found_confirmed_and_a_broken_commit_skipped() {
         !env.path("cache/bisect/e2e").exists(),
         "exported trees left behind"
     );
+}
+
+/// Ctrl-C (SIGINT to the bisection, as a terminal sends to its process group) keeps the state;
+/// `bisect resume` continues from the last finished step and names the culprit.
+#[test]
+fn an_interrupted_bisection_resumes() {
+    if !common::require(
+        Command::new("cc").arg("--version").output().is_ok()
+            && Command::new("git").arg("--version").output().is_ok(),
+        "git and a C compiler (cc)",
+    ) {
+        return;
+    }
+    let env = common::Env::new();
+    let repo = env.path("repo");
+    let (good, _, culprit, _) = repository(&repo, 9, 30);
+    let suite = env.write("prog.toml", SUITE);
+    let target = env.path("target");
+    std::fs::create_dir_all(&target).unwrap();
+    let bin = assert_cmd::cargo::cargo_bin("fsdelta");
+    let mut child = Command::new(&bin)
+        .env("FSDELTA_DB", env.path("r.sqlite"))
+        .env("FSDELTA_STATE_FILE", env.path("state.json"))
+        .env("FSDELTA_CACHE_DIR", env.path("cache"))
+        .args([
+            "bisect",
+            "--name",
+            "ctrlc",
+            "--build",
+            "cc -O1 -o prog prog.c",
+            "--no-drop-caches",
+        ])
+        .arg("--repo")
+        .arg(&repo)
+        .args(["--good", &good, "--bad", "main", "--suite"])
+        .arg(&suite)
+        .arg("--target")
+        .arg(&target)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    // Wait until two steps are saved (the ends and one commit), then interrupt the group.
+    let state = env.path("bisect/ctrlc/state.json");
+    let steps = || -> usize {
+        std::fs::read_to_string(&state)
+            .ok()
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+            .and_then(|v| v["state"]["steps"].as_array().map(Vec::len))
+            .unwrap_or(0)
+    };
+    while steps() < 2 {
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("the bisection ended before it was interrupted: {status}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    rustix::process::kill_process_group(
+        rustix::process::Pid::from_child(&child),
+        rustix::process::Signal::INT,
+    )
+    .unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(
+        status.code(),
+        Some(130),
+        "an interrupted bisection exits 130"
+    );
+    let kept = steps();
+    assert!(kept >= 2);
+    let out = env
+        .cmd()
+        .env("FSDELTA_CACHE_DIR", env.path("cache"))
+        .args(["bisect", "resume", "ctrlc"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    println!("{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(0));
+    assert!(stdout.contains(&format!("culprit: {culprit}")));
+    assert!(steps() > kept, "resume took no step");
 }
