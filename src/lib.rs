@@ -20,6 +20,7 @@ pub mod dbench;
 pub mod engines;
 pub mod fio;
 pub mod fsmark;
+pub mod kbuild;
 pub mod model;
 pub mod os;
 pub mod plan;

@@ -37,6 +37,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "fio", "fsmark", "dbench", "workload", "probe", "plan", "model", "os",
         ],
     ),
+    // Kernels built from a git tree (below vm: vm may call it to resolve TREE@COMMIT).
+    ("kbuild", &["os"]),
     (
         "vm",
         &[
@@ -73,6 +75,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
         &[
             "os", "model", "plan", "probe", "site", "workload", "fio", "fsmark", "dbench",
             "engines", "vm", "store", "read", "compare", "report", "runner", "queue", "bisect",
+            "kbuild",
         ],
     ),
 ];

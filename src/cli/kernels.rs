@@ -1,6 +1,8 @@
 //! `fsdelta kernels`: the kernels fsdelta can boot in a guest: the host's own (when its image is
-//! readable), every kernel a configuration named before, and the Debian kernel packages in the
-//! usual download places. Reads only; resolves nothing (a listing must be instant).
+//! readable), every kernel a configuration named before, the kernels built from a git tree
+//! (`kbuild`'s cache: `TREE@COMMIT`, built once per commit, config and compiler), and the Debian
+//! kernel packages in the usual download places. Reads only; resolves nothing (a listing must
+//! be instant).
 
 use super::EXIT_OK;
 use crate::vm::kernel;
@@ -38,6 +40,20 @@ pub fn main() -> Result<i32> {
             k.release.clone(),
             k.kind.clone(),
             k.path.display().to_string(),
+        ]);
+    }
+    for b in crate::kbuild::built(&crate::kbuild::cache_dir()) {
+        table.push([
+            b.release.clone(),
+            "built".into(),
+            format!(
+                "{}  ({}@{}, config {}, {:.0} s)",
+                b.image.display(),
+                b.tree.display(),
+                &b.commit[..12.min(b.commit.len())],
+                &b.config_digest[..8.min(b.config_digest.len())],
+                b.build_s
+            ),
         ]);
     }
     for deb in kernel::debian_packages() {
