@@ -117,8 +117,14 @@ impl Dir {
         self.path.join("log.txt")
     }
 
-    /// Append lines to the log.
+    /// Append a line (or lines) to the log, prefixed with the UTC time.
     pub fn log(&self, text: &str) -> Result<(), StateError> {
+        let stamp = chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ");
+        self.append(&format!("[{stamp}] {text}"))
+    }
+
+    /// Append text to the log as it is (a child's output).
+    pub fn append(&self, text: &str) -> Result<(), StateError> {
         let path = self.log_path();
         let mut f = std::fs::OpenOptions::new()
             .create(true)
@@ -168,7 +174,15 @@ mod tests {
         assert_eq!(d.load::<Vec<i32>>().unwrap(), vec![1, 2, 3]);
         d.log("one").unwrap();
         d.log("two\n").unwrap();
-        assert_eq!(std::fs::read_to_string(d.log_path()).unwrap(), "one\ntwo\n");
+        d.append("three").unwrap();
+        let text = std::fs::read_to_string(d.log_path()).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 3);
+        assert!(
+            lines[0].starts_with('[') && lines[0].ends_with("] one"),
+            "{text}"
+        );
+        assert!(lines[1].ends_with("] two") && lines[2] == "three", "{text}");
         assert_eq!(Dir::open(root.path(), "b1").unwrap().name(), "b1");
         assert!(matches!(
             Dir::open(root.path(), "nope"),

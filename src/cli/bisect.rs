@@ -68,6 +68,13 @@ pub struct StartArgs {
     /// $FSDELTA_BISECT_TREE); exit status non-zero: the commit is skipped.
     #[arg(long, value_name = "CMD")]
     pub build: Option<String>,
+    /// The repository is a kernel tree: each commit is built with `kbuild` (cached) and measured
+    /// in the guests of --config's configurations, booted with that kernel (`run --kernel`).
+    #[arg(long, conflicts_with_all = ["build", "revert"])]
+    pub kernel: bool,
+    /// With --kernel: the .config to build with (default: tinyconfig plus what a guest needs).
+    #[arg(long, value_name = "FILE", requires = "kernel")]
+    pub kernel_config: Option<PathBuf>,
     /// A commit that measures well.
     #[arg(long, value_name = "REV")]
     pub good: Option<String>,
@@ -127,6 +134,9 @@ pub struct StartArgs {
 struct Job {
     repo: PathBuf,
     build: Option<String>,
+    /// Kernel axis: the .config text (`None`: kbuild's default) when `Some(kernel)` is set.
+    #[serde(default)]
+    kernel: Option<KernelAxis>,
     good: String,
     bad: String,
     good_rev: String,
@@ -140,6 +150,13 @@ struct Job {
     config: Option<String>,
     /// Where the trees are exported.
     trees: PathBuf,
+}
+
+/// The kernel axis of a job.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct KernelAxis {
+    /// The .config to build with; `None`: kbuild's default.
+    config: Option<String>,
 }
 
 /// The saved file: the job and the loop's state.
@@ -314,8 +331,25 @@ fn start(mut a: StartArgs, root: &Path) -> Result<i32> {
     } else {
         absolute(Path::new(&db))?.display().to_string()
     };
+    if a.kernel && a.config.is_none() {
+        bail!(
+            "--kernel measures in guests: give --config FILE with the configuration(s) to boot each commit's kernel in (see docs/kernels.md)"
+        );
+    }
+    let kernel = if a.kernel {
+        let config = match &a.kernel_config {
+            Some(p) => Some(
+                std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?,
+            ),
+            None => None,
+        };
+        Some(KernelAxis { config })
+    } else {
+        None
+    };
     let job = Job {
         repo,
+        kernel,
         build: a.build.clone(),
         good,
         bad,
@@ -356,6 +390,7 @@ fn resume(dir: &Dir) -> Result<i32> {
         dir: dir.clone(),
         cancel,
         built: Vec::new(),
+        images: std::collections::HashMap::new(),
         state_commits: state.commits.iter().map(|(c, _)| c.clone()).collect(),
     };
     if state.phase != Phase::Done && job.followed.is_none() {
@@ -516,6 +551,9 @@ struct CliLab {
     /// Candidate trees built, oldest first (the two newest are kept: a confirmation measures a
     /// commit and its parent interleaved).
     built: Vec<PathBuf>,
+    /// Kernel axis: the image built for each commit (this process's builds; a resumed bisection
+    /// takes them from kbuild's cache again).
+    images: std::collections::HashMap<String, PathBuf>,
     state_commits: Vec<String>,
 }
 
@@ -570,8 +608,15 @@ impl CliLab {
             .map_err(|e| BisectError::Lab(format!("opening the log: {e}")))?;
         let exe = std::env::current_exe()
             .map_err(|e| BisectError::Lab(format!("finding fsdelta's own path: {e}")))?;
-        let status = Command::new(exe)
-            .args(&self.job.run_args)
+        let mut cmd = Command::new(exe);
+        cmd.args(&self.job.run_args);
+        if self.job.kernel.is_some() {
+            let image = self.images.get(&self.commit(side)).ok_or_else(|| {
+                BisectError::Lab(format!("no kernel built for {}", self.commit(side)))
+            })?;
+            cmd.arg("--kernel").arg(image);
+        }
+        let status = cmd
             .args(["-n", &reps.to_string(), "--label", label])
             .env("FSDELTA_BISECT_TREE", &tree)
             .stdin(Stdio::null())
@@ -623,8 +668,77 @@ impl CliLab {
     }
 }
 
+impl CliLab {
+    /// Whether `side` is built (in this process, or its tree is still exported).
+    fn ready(&self, side: Side) -> bool {
+        if self.job.kernel.is_some() {
+            self.images.contains_key(&self.commit(side))
+        } else {
+            self.tree(side).with_extension("built").is_file()
+        }
+    }
+
+    /// The kernel axis: build the side's commit with kbuild (cached), showing its progress.
+    fn build_kernel(&mut self, side: Side, axis: &KernelAxis) -> Result<Built, BisectError> {
+        let commit = self.commit(side);
+        if matches!(side, Side::Revert(_)) {
+            return Ok(Built::Failed(
+                "a kernel bisection does not revert (yet)".into(),
+            ));
+        }
+        let req = crate::kbuild::Request {
+            kernel: crate::kbuild::KernelRef {
+                tree: self.job.repo.clone(),
+                commit: commit.clone(),
+            },
+            config: axis.config.clone(),
+            jobs: 0,
+        };
+        let mut last = std::time::Instant::now();
+        let short = commit[..12].to_string();
+        let result = crate::kbuild::build(&req, &mut |p| {
+            if last.elapsed().as_secs_f64() >= 2.0 {
+                last = std::time::Instant::now();
+                let line: String = p.last_line.chars().take(60).collect();
+                eprint!(
+                    "\rfsdelta: kernel {short}: {} {:.0} s  {line:60}",
+                    p.stage, p.elapsed_s
+                );
+            }
+        });
+        eprintln!();
+        if self.interrupted() {
+            return Err(BisectError::Interrupted);
+        }
+        match result {
+            Ok(b) => {
+                let how = if b.cached { "from the cache" } else { "built" };
+                let _ = self.dir.log(&format!(
+                    "kernel {short}: {how}, {} ({:.0} s), log {}",
+                    b.image.display(),
+                    b.build_s,
+                    b.log.display()
+                ));
+                self.images.insert(commit, b.image);
+                Ok(Built::Ok)
+            }
+            Err(e @ crate::kbuild::KbuildError::Failed { .. }) => {
+                let _ = self.dir.log(&format!("build failed: {e}"));
+                Ok(Built::Failed(e.to_string()))
+            }
+            Err(e) => Err(BisectError::Lab(e.to_string())),
+        }
+    }
+}
+
 impl Lab for CliLab {
     fn build(&mut self, side: Side) -> Result<Built, BisectError> {
+        if let Some(axis) = self.job.kernel.clone() {
+            if self.ready(side) {
+                return Ok(Built::Ok);
+            }
+            return self.build_kernel(side, &axis);
+        }
         let tree = self.tree(side);
         let done = tree.with_extension("built");
         if done.is_file() && tree.is_dir() {
@@ -694,7 +808,7 @@ impl Lab for CliLab {
 
     fn measure(&mut self, side: Side, reps: u32) -> Result<Measured, BisectError> {
         // A tree removed meanwhile (an older commit measured again) is exported again.
-        if !self.tree(side).with_extension("built").is_file()
+        if !self.ready(side)
             && let Built::Failed(why) = self.build(side)?
         {
             return Ok(Measured::Failed(why));
@@ -704,12 +818,14 @@ impl Lab for CliLab {
             Ok(s) => s,
             Err(why) => return Ok(Measured::Failed(why)),
         };
-        let (Some(f), Some(config)) = (&self.job.followed, &self.job.config) else {
+        let Some(f) = &self.job.followed else {
             return Err(BisectError::Lab("no followed metric chosen".into()));
         };
+        // One configuration per run (checked on the warm-up run); its name is not compared:
+        // `run --kernel` names the copy after the kernel, which differs from commit to commit.
         let values: Vec<f64> = samples
             .iter()
-            .filter(|s| &s.sample.test == &f.test && &s.sample.config == config)
+            .filter(|s| s.sample.test == f.test)
             .filter_map(|s| s.sample.metrics.iter().find(|m| m.name == f.metric))
             .map(|m| m.value)
             .collect();
