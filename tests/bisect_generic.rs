@@ -79,7 +79,7 @@ fn repository(
     let good = commit(0, BASE, false, "the good one");
     let (mut broken, mut culprit, mut bad) = (String::new(), String::new(), String::new());
     for i in 1..=32 {
-        let slow = i >= culprit_at + 1;
+        let slow = i > culprit_at;
         let iterations = if slow { BASE * 5 / 4 } else { BASE };
         let subject = if i == culprit_at + 1 {
             "loop: a quarter more work".to_string()

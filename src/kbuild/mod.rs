@@ -296,7 +296,7 @@ pub fn built(cache: &Path) -> Vec<Built> {
             Some((t, b))
         })
         .collect();
-    v.sort_by(|a, b| b.0.cmp(&a.0));
+    v.sort_by_key(|b| std::cmp::Reverse(b.0));
     v.into_iter().map(|(_, b)| b).collect()
 }
 
