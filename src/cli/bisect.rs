@@ -661,10 +661,16 @@ impl CliLab {
         let _ = std::fs::remove_dir_all(&self.job.trees);
     }
 
-    fn last_lines(path: &Path, n: usize) -> String {
+    /// The build log's first line that says "error" (a compiler's first complaint), else its
+    /// last line.
+    fn error_line(path: &Path) -> String {
         let text = std::fs::read_to_string(path).unwrap_or_default();
-        let lines: Vec<&str> = text.lines().collect();
-        lines[lines.len().saturating_sub(n)..].join(" | ")
+        text.lines()
+            .find(|l| l.to_ascii_lowercase().contains("error"))
+            .or_else(|| text.lines().rfind(|l| !l.trim().is_empty()))
+            .unwrap_or("")
+            .trim()
+            .to_string()
     }
 }
 
@@ -784,9 +790,9 @@ impl Lab for CliLab {
             }
             if !status.success() {
                 let why = format!(
-                    "{what}: `{cmd}` exited with {status}; log {} ({})",
-                    log_path.display(),
-                    Self::last_lines(&log_path, 2)
+                    "{what}: `{cmd}` exited with {status}: {}; log {}",
+                    Self::error_line(&log_path),
+                    log_path.display()
                 );
                 let _ = self.dir.log(&format!("build failed: {why}"));
                 return Ok(Built::Failed(why));
@@ -864,8 +870,13 @@ fn step_line(job: &Job, s: &State, k: usize, step: &bisect::Step) -> String {
     if let StepVerdict::Skipped(why) = &step.verdict {
         return format!("{kind} {k}: {} skipped: {why}", short(job, s, step.side));
     }
+    let against = if step.kind == StepKind::Confirm {
+        "against its parent"
+    } else {
+        "against good"
+    };
     format!(
-        "{kind} {k}: {} {}, {} runs a side, {} against good; most probable culprit {} at {:.1} %",
+        "{kind} {k}: {} {}, {} runs a side, {} {against}; most probable culprit {} at {:.1} %",
         short(job, s, step.side),
         step.verdict.word(),
         step.reps,
@@ -883,7 +894,7 @@ fn steps_table(job: &Job, s: &State) -> String {
         "commit".into(),
         "runs".into(),
         "center".into(),
-        "vs good".into(),
+        "change".into(),
         "verdict".into(),
         "top P".into(),
     ]];
