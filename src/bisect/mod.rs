@@ -719,3 +719,157 @@ fn revert(state: &mut State, f: &Followed, lab: &mut dyn Lab) -> Result<(), Bise
     state.phase = Phase::Done;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A lab without randomness: commits from `culprit` on measure `factor` times the good
+    /// value, every value with a small fixed jitter; `unbuildable` commits fail to build.
+    struct Fixed {
+        culprit: usize,
+        factor: f64,
+        unbuildable: Vec<usize>,
+        k: usize,
+    }
+
+    impl Lab for Fixed {
+        fn build(&mut self, side: Side) -> Result<Built, BisectError> {
+            Ok(match side {
+                Side::Commit(i) if self.unbuildable.contains(&i) => Built::Failed("no".into()),
+                _ => Built::Ok,
+            })
+        }
+        fn measure(&mut self, side: Side, reps: u32) -> Result<Measured, BisectError> {
+            let bad = match side {
+                Side::Good | Side::Revert(_) => false,
+                Side::Bad => true,
+                Side::Commit(i) => i >= self.culprit,
+            };
+            let jitter = [0.0, 0.01, -0.01, 0.005, -0.005];
+            let v = (0..reps)
+                .map(|_| {
+                    self.k += 1;
+                    100.0 * if bad { self.factor } else { 1.0 } * (1.0 + jitter[self.k % 5])
+                })
+                .collect();
+            Ok(Measured::Values(v))
+        }
+    }
+
+    fn line(n: usize) -> Vec<(String, Vec<String>)> {
+        (0..n)
+            .map(|i| {
+                let p = if i == 0 {
+                    vec![]
+                } else {
+                    vec![format!("c{}", i - 1)]
+                };
+                (format!("c{i}"), p)
+            })
+            .collect()
+    }
+
+    fn followed() -> Followed {
+        Followed {
+            test: "t".into(),
+            metric: "m".into(),
+            direction: Direction::LowerIsBetter,
+            class: MetricClass::Throughput,
+        }
+    }
+
+    fn lab(culprit: usize, factor: f64, unbuildable: Vec<usize>) -> Fixed {
+        Fixed {
+            culprit,
+            factor,
+            unbuildable,
+            k: 0,
+        }
+    }
+
+    #[test]
+    fn no_regression_between_the_ends_stops_there() {
+        let mut s = State::new(line(8), Settings::for_candidates(8)).unwrap();
+        advance(&mut s, &followed(), &mut lab(3, 1.0, vec![]), &mut |_| {
+            Ok(())
+        })
+        .unwrap();
+        assert!(
+            matches!(s.outcome, Some(Outcome::NoRegression(_))),
+            "{:?}",
+            s.outcome
+        );
+        assert_eq!(s.steps.len(), 1);
+    }
+
+    #[test]
+    fn a_clear_regression_is_found_confirmed_and_reverted() {
+        let mut settings = Settings::for_candidates(16);
+        settings.revert = true;
+        let mut s = State::new(line(16), settings).unwrap();
+        advance(&mut s, &followed(), &mut lab(11, 1.25, vec![]), &mut |_| {
+            Ok(())
+        })
+        .unwrap();
+        let Some(Outcome::Culprit {
+            index,
+            confirmed,
+            revert,
+            ..
+        }) = &s.outcome
+        else {
+            panic!("{:?}", s.outcome);
+        };
+        assert_eq!(*index, 11);
+        assert_eq!(*confirmed, Verdict::Regressed);
+        assert_eq!(*revert, Some(StepVerdict::Class(Class::LikeGood)));
+        assert!(s.bisect_steps() <= 4 + 3, "{} steps", s.bisect_steps());
+    }
+
+    #[test]
+    fn an_unbuildable_parent_gives_the_culprit_with_it() {
+        // The culprit's parent never builds: the answer is a range of both, as git bisect's.
+        let mut s = State::new(line(16), Settings::for_candidates(16)).unwrap();
+        advance(&mut s, &followed(), &mut lab(6, 1.25, vec![5]), &mut |_| {
+            Ok(())
+        })
+        .unwrap();
+        assert!(
+            matches!(&s.outcome, Some(Outcome::Range { commits, .. }) if commits == &vec![5, 6]),
+            "{:?}",
+            s.outcome
+        );
+    }
+
+    #[test]
+    fn an_interrupted_state_resumes_to_the_same_culprit() {
+        let mut s = State::new(line(32), Settings::for_candidates(32)).unwrap();
+        let mut l = lab(20, 1.25, vec![15]);
+        let stop = advance(&mut s, &followed(), &mut l, &mut |st| {
+            if st.steps.len() >= 3 {
+                Err(BisectError::Interrupted)
+            } else {
+                Ok(())
+            }
+        });
+        assert!(matches!(stop, Err(BisectError::Interrupted)));
+        assert!(s.skipped[15], "the first step's commit does not build");
+        let text = serde_json::to_string(&s).unwrap();
+        let mut back: State = serde_json::from_str(&text).unwrap();
+        // serde_json reads a float back within an ulp: the state is the same up to that.
+        assert_eq!(
+            (back.steps.len(), back.phase, &back.skipped),
+            (s.steps.len(), s.phase, &s.skipped)
+        );
+        for (a, b) in back.probabilities.iter().zip(&s.probabilities) {
+            assert!((a - b).abs() < 1e-12);
+        }
+        advance(&mut back, &followed(), &mut l, &mut |_| Ok(())).unwrap();
+        assert!(
+            matches!(back.outcome, Some(Outcome::Culprit { index: 20, .. })),
+            "{:?}",
+            back.outcome
+        );
+    }
+}
