@@ -391,6 +391,7 @@ fn resume(dir: &Dir) -> Result<i32> {
         cancel,
         built: Vec::new(),
         images: std::collections::HashMap::new(),
+        told_tcg: false,
         state_commits: state.commits.iter().map(|(c, _)| c.clone()).collect(),
     };
     if state.phase != Phase::Done && job.followed.is_none() {
@@ -555,6 +556,8 @@ struct CliLab {
     /// takes them from kbuild's cache again).
     images: std::collections::HashMap<String, PathBuf>,
     state_commits: Vec<String>,
+    /// Whether the terminal was told that the guests run emulated.
+    told_tcg: bool,
 }
 
 impl CliLab {
@@ -824,6 +827,19 @@ impl Lab for CliLab {
             Ok(s) => s,
             Err(why) => return Ok(Measured::Failed(why)),
         };
+        let emulated = samples
+            .iter()
+            .any(|s| s.sample.facts.extra.get("vm_accel").map(String::as_str) == Some("tcg"));
+        if emulated {
+            let note = format!(
+                "{label}: the guest ran under TCG emulation (KVM could not boot it): a relative comparison of CPU paths only"
+            );
+            if !self.told_tcg {
+                eprintln!("fsdelta: {note}");
+                self.told_tcg = true;
+            }
+            let _ = self.dir.log(&note);
+        }
         let Some(f) = &self.job.followed else {
             return Err(BisectError::Lab("no followed metric chosen".into()));
         };

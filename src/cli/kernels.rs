@@ -78,3 +78,41 @@ pub fn main() -> Result<i32> {
     }
     Ok(EXIT_OK)
 }
+
+/// A `--kernel` value made bootable: `TREE@COMMIT` built (or taken from the cache) with its
+/// progress on one terminal line, anything else returned as given. For `run --kernel` and the
+/// configuration's `kernel` once they accept commits.
+pub fn resolve(arg: &std::path::Path, config: Option<String>) -> Result<PathBuf> {
+    let Some(kernel) = crate::kbuild::KernelRef::of_arg(arg) else {
+        return Ok(arg.to_path_buf());
+    };
+    let req = crate::kbuild::Request {
+        kernel,
+        config,
+        jobs: 0,
+    };
+    let mut last = std::time::Instant::now();
+    let built = crate::kbuild::build(&req, &mut |p| {
+        if last.elapsed().as_secs_f64() >= 1.0 {
+            last = std::time::Instant::now();
+            let line: String = p.last_line.chars().take(60).collect();
+            eprint!(
+                "\rfsdelta: building {}: {} {:.0} s  {line:60}",
+                arg.display(),
+                p.stage,
+                p.elapsed_s
+            );
+        }
+    });
+    eprintln!();
+    let built = built?;
+    eprintln!(
+        "fsdelta: {} is {} ({}{}), log {}",
+        arg.display(),
+        built.image.display(),
+        built.release,
+        if built.cached { ", from the cache" } else { "" },
+        built.log.display()
+    );
+    Ok(built.image)
+}

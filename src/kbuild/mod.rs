@@ -140,6 +140,19 @@ impl KernelRef {
     }
 }
 
+impl KernelRef {
+    /// `Some` when `arg` (a `--kernel` value or a configuration's `kernel`) names a commit of a
+    /// git tree: `TREE@COMMIT` whose TREE is a directory with `.git`. A path that exists as
+    /// written (an image, a .deb) is never taken for one.
+    pub fn of_arg(arg: &Path) -> Option<KernelRef> {
+        if arg.exists() {
+            return None;
+        }
+        let k = KernelRef::parse(arg.to_str()?).ok()?;
+        k.tree.join(".git").exists().then_some(k)
+    }
+}
+
 /// A stage of a build, for progress and failures.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -562,6 +575,15 @@ mod tests {
         for bad in ["/src/linux", "@v1", "/src/linux@", "/x@a b"] {
             assert!(KernelRef::parse(bad).is_err(), "{bad}");
         }
+        // A path that exists, or a tree without .git, is not a kernel ref.
+        let dir = tempfile::tempdir().unwrap();
+        let odd = dir.path().join("image@1");
+        std::fs::write(&odd, b"").unwrap();
+        assert_eq!(KernelRef::of_arg(&odd), None);
+        assert_eq!(KernelRef::of_arg(&dir.path().join("x@HEAD")), None);
+        std::fs::create_dir_all(dir.path().join("linux/.git")).unwrap();
+        let arg = PathBuf::from(format!("{}/linux@v6.17", dir.path().display()));
+        assert_eq!(KernelRef::of_arg(&arg).unwrap().commit, "v6.17");
     }
 
     #[test]
