@@ -32,6 +32,8 @@ if [ ! -d linux/.git ]; then
     rm -rf linux
     tar -xf /usr/src/linux-source-6.1.tar.xz
     mv linux-source-6.1 linux
+    # Debian's package ignores its whole top level (/* in .gitignore): drop that block.
+    sed -i '/^# Debian packaging/,$d' linux/.gitignore
     git -C linux init -q -b main
     git -C linux add -A
     git -C linux commit -qm "linux-source-6.1 as packaged"
