@@ -13,12 +13,14 @@
 //! is a table in `tests/architecture.rs`, read against the source: an import against the flow,
 //! a circle or a room missing from the table fails it.
 
+pub mod bisect;
 pub mod cli;
 pub mod compare;
 pub mod dbench;
 pub mod engines;
 pub mod fio;
 pub mod fsmark;
+pub mod kbuild;
 pub mod model;
 pub mod os;
 pub mod plan;

@@ -37,6 +37,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "fio", "fsmark", "dbench", "workload", "probe", "plan", "model", "os",
         ],
     ),
+    // Kernels built from a git tree (below vm: vm may call it to resolve TREE@COMMIT).
+    ("kbuild", &["os"]),
     (
         "vm",
         &[
@@ -65,12 +67,15 @@ const ALLOWED: &[(&str, &[&str])] = &[
         ],
     ),
     ("queue", &["store", "plan", "model", "os"]),
+    // Bisection: the loop of steps over a lab that builds and measures, judged by compare.
+    ("bisect", &["compare", "model", "os"]),
     // The edge: flags, exit codes, the terminal.
     (
         "cli",
         &[
             "os", "model", "plan", "probe", "site", "workload", "fio", "fsmark", "dbench",
-            "engines", "vm", "store", "read", "compare", "report", "runner", "queue",
+            "engines", "vm", "store", "read", "compare", "report", "runner", "queue", "bisect",
+            "kbuild",
         ],
     ),
 ];

@@ -6,6 +6,7 @@
 
 pub mod agent;
 pub mod calibrate;
+pub mod bisect;
 pub mod cleanup;
 pub mod dbench;
 pub mod doctor;
@@ -200,6 +201,9 @@ pub enum Command {
     /// Take jobs from the fleet's queue and run them here, as `fsdelta run` would. Example:
     /// fsdelta agent --db postgres://lab@db/fsdelta --class nvme
     Agent(agent::AgentArgs),
+    /// Find the commit that made a test slower, with repetitions and a probability per commit.
+    /// Example: fsdelta bisect --repo ~/src/prog --build make --good v1 --bad v2 --suite s.toml
+    Bisect(bisect::BisectArgs),
     /// The fleet's queue: list jobs, `jobs cancel ID`, `jobs reap`. Example: fsdelta jobs --state running
     Jobs(jobs::JobsArgs),
     /// What a quiet benchmark machine should change here, with the command for each; --apply
@@ -637,6 +641,7 @@ pub fn dispatch(cli: Cli) -> i32 {
         Command::Fsmark { args } => return fsmark::main(&args),
         Command::Cleanup => return cleanup::main(),
         Command::Kernels => kernels::main(),
+        Command::Bisect(args) => bisect::main(args),
         Command::GuestRun { job, out } => guest::main(&job, &out),
         Command::Fio { args } => return fio::main(&args),
         Command::Dbench { args } => return dbench::main(&args),
