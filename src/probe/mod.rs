@@ -11,5 +11,6 @@ pub mod blockstat;
 pub mod clock;
 pub mod events;
 pub mod histogram;
+pub mod ondisk;
 pub mod profile;
 pub mod system;
