@@ -291,3 +291,85 @@ pub(crate) fn store_sample(
         Err(e) => Err(e),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn with(metrics: Vec<Metric>, own: Option<u64>) -> Measurements {
+        Measurements {
+            metrics,
+            logical_bytes_written: own,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn the_workloads_bytes_are_its_own_count_else_the_larger_of_write_calls_and_fios_count() {
+        let fio = Metric::new("write_io_kbytes", 2048.0, Unit::KiB, Direction::Neutral);
+        assert_eq!(
+            workload_bytes(&with(vec![fio.clone()], Some(7)), Some(9 << 20)),
+            Some(7)
+        );
+        // io_uring writes do not pass through write(2): fio's count is larger.
+        assert_eq!(
+            workload_bytes(&with(vec![fio.clone()], None), Some(1 << 20)),
+            Some(2 << 20)
+        );
+        // A layout written with pwrite before the job: write(2) saw more.
+        assert_eq!(
+            workload_bytes(&with(vec![fio], None), Some(5 << 20)),
+            Some(5 << 20)
+        );
+        assert_eq!(workload_bytes(&with(vec![], None), Some(3)), Some(3));
+        assert_eq!(workload_bytes(&with(vec![], None), None), None);
+    }
+
+    #[test]
+    fn only_filesystems_fsdelta_formatted_are_measured_and_off_means_not_at_all() {
+        let dir = std::path::Path::new("/");
+        let mut facts = SiteFacts::default();
+        assert!(on_disk_before(false, dir, &facts).is_none());
+        let why = on_disk_before(true, dir, &facts).unwrap().unwrap_err();
+        assert!(why.contains("not a filesystem fsdelta formatted"), "{why}");
+        facts.mkfs_options = Some(String::new());
+        facts.device = "/dev/null".into();
+        assert!(on_disk_before(true, dir, &facts).unwrap().is_ok());
+    }
+
+    #[test]
+    fn the_syncfs_time_joins_umount_s_and_absent_metrics_are_named_in_the_facts() {
+        let mut metrics = vec![Metric::new(
+            "umount_s",
+            0.5,
+            Unit::Seconds,
+            Direction::LowerIsBetter,
+        )];
+        let mut facts = SiteFacts::default();
+        let report = ondisk::Report {
+            metrics: vec![Metric::new(
+                "mapped_files",
+                3.0,
+                Unit::Count,
+                Direction::Neutral,
+            )],
+            absent: vec![("compress_ratio".into(), "ext4 does not compress".into())],
+            sync: Duration::from_millis(250),
+        };
+        on_disk_after(Some(Ok(report)), &mut metrics, &mut facts);
+        assert_eq!(metrics[0].value, 0.75);
+        assert_eq!(metrics[1].name, "mapped_files");
+        assert_eq!(facts.extra["umount_s_syncfs_s"], "0.250000");
+        assert_eq!(
+            facts.extra["ondisk_absent"],
+            "compress_ratio: ext4 does not compress"
+        );
+        let mut facts = SiteFacts::default();
+        on_disk_after(None, &mut metrics, &mut facts);
+        assert!(facts.extra["ondisk"].starts_with("off"));
+        on_disk_after(Some(Err("why".into())), &mut metrics, &mut facts);
+        assert_eq!(facts.extra["ondisk_absent"], "all: why");
+        assert_eq!(metrics.len(), 2);
+    }
+}
