@@ -190,14 +190,22 @@ fn btrfs_commit_stats_count_the_commits_of_an_fsync_heavy_fs_mark_run() {
     }
     let s = setup(
         "[[config]]\nname = \"btrfs\"\nfs = \"btrfs\"\ndevice = \"loop:1G\"\n",
-        "[[test]]\nname = \"fsyncs\"\nworkload = \"fsmark\"\nargs = \"-s 4096 -n 400 -t 2 -S 1 -D 8 -k\"\n",
+        "[[test]]\nname = \"fsyncs\"\nworkload = \"fsmark\"\nargs = \"-s 4096 -n 600 -t 2 -S 1 -D 8 -k\"\n",
     );
     run(&s, 1);
     let x = &samples(&s, "btrfs")[0];
     assert!(must(x, "btrfs_commits") >= 1.0);
     assert!(must(x, "btrfs_commit_avg_ms") >= 0.0);
-    assert_eq!(must(x, "mapped_files"), 800.0, "every file has its 4 KiB");
+    // 1200 files: the extents of an evenly spaced half are counted (at most 1000 are), the
+    // compression of all of them.
+    assert_eq!(
+        x["facts"]["extra"]["ondisk_extents_sampled"],
+        "600 of 1200 files (one in 2)"
+    );
+    assert_eq!(must(x, "mapped_files"), 600.0, "every file has its 4 KiB");
     assert_eq!(must(x, "extents_per_file_max"), 1.0);
+    assert_eq!(must(x, "compress_logical_bytes"), (1200 * 4096) as f64);
+    assert_eq!(must(x, "compress_ratio"), 1.0);
     assert!(must(x, "write_amplification") > 1.0, "metadata and fsyncs");
     assert!(must(x, "ondisk_s") > 0.0);
 }

@@ -268,6 +268,7 @@ fn on_disk_after(
     if !r.absent.is_empty() {
         facts.extra.insert("ondisk_absent".into(), r.absent_text());
     }
+    facts.extra.extend(r.facts);
     metrics.extend(r.metrics);
 }
 
@@ -356,11 +357,13 @@ mod tests {
             )],
             absent: vec![("compress_ratio".into(), "ext4 does not compress".into())],
             sync: Duration::from_millis(250),
+            facts: vec![("ondisk_extents_sampled".into(), "1000 of 5000".into())],
         };
         on_disk_after(Some(Ok(report)), &mut metrics, &mut facts);
         assert_eq!(metrics[0].value, 0.75);
         assert_eq!(metrics[1].name, "mapped_files");
         assert_eq!(facts.extra["umount_s_syncfs_s"], "0.250000");
+        assert_eq!(facts.extra["ondisk_extents_sampled"], "1000 of 5000");
         assert_eq!(
             facts.extra["ondisk_absent"],
             "compress_ratio: ext4 does not compress"
