@@ -267,11 +267,11 @@ impl Before {
         r.sync = t0.elapsed();
         let t1 = Instant::now();
         self.space(workload_bytes, &mut r);
-        let files = walk(&self.dir);
-        fragmentation(&files, &mut r);
+        let tree = walk(&self.dir);
+        fragmentation(&tree, &mut r);
         if self.fs_type == "btrfs" {
             btrfs_space(&self.dir, &mut r);
-            compression(&self.dir, &files, &mut r);
+            compression(&self.dir, &tree, &mut r);
         } else {
             let why = format!(
                 "{} has no per-type space report fsdelta reads",
@@ -434,43 +434,62 @@ impl Before {
     }
 }
 
-/// A regular file the workload left.
+/// A regular file the workload left: its directory (an index into [`Tree::dirs`]), its name
+/// and its inode number.
 struct File {
-    path: PathBuf,
+    dir: usize,
+    name: std::ffi::OsString,
     ino: u64,
+}
+
+/// The regular files under a directory.
+struct Tree {
+    dirs: Vec<PathBuf>,
+    files: Vec<File>,
+}
+
+impl Tree {
+    fn path(&self, f: &File) -> PathBuf {
+        self.dirs[f.dir].join(&f.name)
+    }
 }
 
 /// The regular files under `dir`, on `dir`'s filesystem, in a stable order. Entries are typed
 /// from the directory itself (d_type); only directories are stat'ed, to stay off other mounts
 /// and btrfs subvolumes.
-fn walk(dir: &Path) -> Vec<File> {
+fn walk(dir: &Path) -> Tree {
     use std::os::unix::fs::DirEntryExt;
-    let Ok(root) = fs::symlink_metadata(dir) else {
-        return Vec::new();
+    let mut tree = Tree {
+        dirs: Vec::new(),
+        files: Vec::new(),
     };
-    let mut out = Vec::new();
-    let mut todo = vec![dir.to_path_buf()];
+    let Ok(root) = fs::symlink_metadata(dir) else {
+        return tree;
+    };
+    tree.dirs.push(dir.to_path_buf());
+    let mut todo = vec![0usize];
     while let Some(d) = todo.pop() {
-        let Ok(entries) = fs::read_dir(&d) else {
+        let Ok(entries) = fs::read_dir(&tree.dirs[d]) else {
             continue;
         };
-        let mut entries: Vec<_> = entries.flatten().collect();
-        entries.sort_by_key(|e| e.file_name());
-        for e in entries {
-            let Ok(t) = e.file_type() else { continue };
+        let mut entries: Vec<_> = entries
+            .flatten()
+            .filter_map(|e| Some((e.file_name(), e.file_type().ok()?, e.ino())))
+            .collect();
+        entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        for (name, t, ino) in entries {
             if t.is_dir() {
-                if e.metadata().is_ok_and(|m| m.dev() == root.dev()) {
-                    todo.push(e.path());
+                let path = tree.dirs[d].join(&name);
+                if fs::symlink_metadata(&path).is_ok_and(|m| m.dev() == root.dev()) {
+                    tree.dirs.push(path);
+                    todo.push(tree.dirs.len() - 1);
                 }
             } else if t.is_file() {
-                out.push(File {
-                    path: e.path(),
-                    ino: e.ino(),
-                });
+                tree.files.push(File { dir: d, name, ino });
             }
         }
     }
-    out
+    tree
 }
 
 /// `struct fiemap`'s head (linux/fiemap.h), with no room for extents: the kernel then only
@@ -561,16 +580,18 @@ pub fn fragmentation_metrics(counts: &[u32]) -> Vec<Metric> {
 /// `extents_per_file_max` is then the sample's maximum.
 pub const MAX_MAPPED: usize = 1000;
 
-fn fragmentation(files: &[File], r: &mut Report) {
+fn fragmentation(tree: &Tree, r: &mut Report) {
+    let files = &tree.files;
     let stride = files.len().div_ceil(MAX_MAPPED).max(1);
     let mut counts = Vec::with_capacity(files.len().min(MAX_MAPPED));
     let mut refused = None;
     for f in files.iter().step_by(stride) {
-        match fs::File::open(&f.path).and_then(|h| extent_count(&h)) {
+        let path = tree.path(f);
+        match fs::File::open(&path).and_then(|h| extent_count(&h)) {
             Ok(0) => {}
             Ok(n) => counts.push(n),
             Err(e) => {
-                refused.get_or_insert_with(|| format!("FIEMAP on {}: {e}", f.path.display()));
+                refused.get_or_insert_with(|| format!("FIEMAP on {}: {e}", path.display()));
             }
         }
     }
@@ -862,8 +883,8 @@ pub fn compression_totals(extents: &[FileExtent]) -> (u64, u64) {
     (disk, logical)
 }
 
-fn compression(dir: &Path, files: &[File], r: &mut Report) {
-    let inos: HashSet<u64> = files.iter().map(|f| f.ino).collect();
+fn compression(dir: &Path, tree: &Tree, r: &mut Report) {
+    let inos: HashSet<u64> = tree.files.iter().map(|f| f.ino).collect();
     let extents = match fs::File::open(dir).and_then(|d| btrfs_extents(&d, &inos)) {
         Ok(e) => e,
         Err(e) => {
@@ -985,6 +1006,24 @@ mod tests {
         assert_eq!(next_key(257, 108, u64::MAX), Some((257, 109, 0)));
         assert_eq!(next_key(257, 255, u64::MAX), Some((258, 0, 0)));
         assert_eq!(next_key(u64::MAX, 255, u64::MAX), None);
+    }
+
+    #[test]
+    fn the_walk_finds_regular_files_in_every_directory_in_name_order() {
+        let t = tempfile::tempdir().unwrap();
+        fs::create_dir_all(t.path().join("b/c")).unwrap();
+        fs::write(t.path().join("b/c/z"), b"1").unwrap();
+        fs::write(t.path().join("b/y"), b"1").unwrap();
+        fs::write(t.path().join("a"), b"").unwrap();
+        std::os::unix::fs::symlink("a", t.path().join("l")).unwrap();
+        let tree = walk(t.path());
+        let names: Vec<PathBuf> = tree
+            .files
+            .iter()
+            .map(|f| tree.path(f).strip_prefix(t.path()).unwrap().to_path_buf())
+            .collect();
+        assert_eq!(names, ["a", "b/y", "b/c/z"].map(PathBuf::from));
+        assert!(walk(&t.path().join("none")).files.is_empty());
     }
 
     #[test]
