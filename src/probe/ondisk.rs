@@ -266,8 +266,8 @@ impl Before {
         }
         r.sync = t0.elapsed();
         let t1 = Instant::now();
-        self.space(workload_bytes, &mut r);
         let tree = walk(&self.dir);
+        self.space(workload_bytes, !tree.files.is_empty(), &mut r);
         fragmentation(&tree, &mut r);
         if self.fs_type == "btrfs" {
             btrfs_space(&self.dir, &mut r);
@@ -299,7 +299,9 @@ impl Before {
         r
     }
 
-    fn space(&self, workload_bytes: Option<u64>, r: &mut Report) {
+    /// `left_files`: the workload left files in its directory; a workload that removed what it
+    /// wrote (copy, stream, untar, fs_mark without -k) has no space amplification to show.
+    fn space(&self, workload_bytes: Option<u64>, left_files: bool, r: &mut Report) {
         let before = match &self.used {
             Ok(b) => *b,
             Err(e) => {
@@ -318,6 +320,10 @@ impl Before {
         r.metrics.push(bytes("fs_used_bytes_before", before));
         r.metrics.push(bytes("fs_used_bytes_after", after));
         match workload_bytes.filter(|&w| w > 0) {
+            Some(_) if !left_files => r.absent.push((
+                "space_amplification".into(),
+                "the workload removed the files it wrote before it returned".into(),
+            )),
             Some(w) => {
                 r.metrics.push(bytes("workload_write_bytes", w));
                 r.metrics.push(
