@@ -350,10 +350,45 @@ pub const RESERVED_METRICS: &[&str] = &[
     "writeback_peak_kib",
 ];
 
+/// The metrics of what a sample left on disk (`crate::probe::ondisk`): space, compression,
+/// fragmentation and the filesystem's own counters, recorded on filesystems fsdelta formats
+/// unless the suite turns them off. Reserved like [`RESERVED_METRICS`]; with the device
+/// counters and `write_amplification` they are `compare`'s "on disk" group.
+pub const ONDISK_METRICS: &[&str] = &[
+    "fs_used_bytes_before",
+    "fs_used_bytes_after",
+    "workload_write_bytes",
+    "space_amplification",
+    "space_data_bytes",
+    "space_metadata_bytes",
+    "space_system_bytes",
+    "compress_ratio",
+    "compress_disk_bytes",
+    "compress_logical_bytes",
+    "mapped_files",
+    "extents_per_file_p50",
+    "extents_per_file_p95",
+    "extents_per_file_max",
+    "fragmented_files_pct",
+    "btrfs_commits",
+    "btrfs_commit_avg_ms",
+    "btrfs_commit_max_ms",
+    "ext4_lifetime_write_kbytes",
+    "ext4_errors",
+    "xfs_log_writes",
+    "xfs_log_blocks",
+    "xfs_log_forces",
+    "xfs_trans_sync",
+    "xfs_trans_async",
+    "xfs_extent_allocs",
+    "xfs_extent_frees",
+    "ondisk_s",
+];
+
 /// Why `name` cannot be a command test's metric, if it cannot: one fsdelta records for every
-/// sample ([`RESERVED_METRICS`]), or an event count (`event:GROUP:NAME`).
+/// sample ([`RESERVED_METRICS`], [`ONDISK_METRICS`]), or an event count (`event:GROUP:NAME`).
 pub fn reserved_metric(name: &str) -> Option<String> {
-    if RESERVED_METRICS.contains(&name) {
+    if RESERVED_METRICS.contains(&name) || ONDISK_METRICS.contains(&name) {
         return Some(format!(
             "'{name}' is a metric fsdelta records for every sample itself; rename yours (for example 'cmd_{name}')"
         ));

@@ -133,6 +133,10 @@ pub struct Suite {
     pub tests: Vec<TestSpec>,
     /// Verdict margins the suite sets (percent); the command line overrides them.
     pub margins: SuiteMargins,
+    /// Measure what each sample left on disk (space, compression, extents per file, the
+    /// filesystem's counters: `crate::probe::ondisk`); a suite file's `ondisk = false` turns it
+    /// off.
+    pub ondisk: bool,
 }
 
 /// Verdict margins in percent, each optional (statistics.md's defaults apply otherwise).
@@ -181,6 +185,7 @@ fn fsperf(scale: f64, ram_mib: u64) -> Suite {
     let s = scale;
     Suite {
         margins: SuiteMargins::default(),
+        ondisk: true,
         name: if (scale - 1.0).abs() < f64::EPSILON {
             "fsperf".into()
         } else {
@@ -303,6 +308,7 @@ pub fn builtin(name: &str) -> Result<Suite, PlanError> {
         "fsperf" => Ok(fsperf(1.0, 8192)),
         "quick" => Ok(Suite {
             margins: SuiteMargins::default(),
+            ondisk: true,
             name: "quick".into(),
             tests: vec![
                 fsmark(

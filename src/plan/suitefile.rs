@@ -3,6 +3,8 @@
 //!
 //! ```toml
 //! name = "mine"                      # optional; default: the file name without .toml
+//! # ondisk = false                    # optional; default true: measure what each sample left
+//!                                     # on disk (space, compression, extents, fs counters)
 //!
 //! [margins]                          # optional verdict margins in percent (statistics.md)
 //! eps = 2
@@ -62,7 +64,7 @@ pub struct SuiteFileError {
 const WORKLOADS: &str = "fsmark, fio, dbench, stream, copy, untar, command";
 
 /// The keys of the file's top level (the fields of [`RawSuite`]).
-const TOP_KEYS: [&str; 3] = ["name", "test", "margins"];
+const TOP_KEYS: [&str; 4] = ["name", "test", "margins", "ondisk"];
 /// The keys of [margins] (the fields of [`RawMargins`]).
 const MARGIN_KEYS: [&str; 4] = ["eps", "delta", "delta_tail", "delta_max"];
 /// The keys every test takes, whatever its workload.
@@ -100,6 +102,7 @@ fn keys_of(workload: &str) -> &'static [&'static str] {
 #[serde(deny_unknown_fields)]
 struct RawSuite {
     name: Option<Loose<String>>,
+    ondisk: Option<Loose<bool>>,
     #[serde(rename = "margins")]
     _margins: Option<serde::de::IgnoredAny>,
     #[serde(rename = "test")]
@@ -208,7 +211,7 @@ pub fn parse(text: &str, file: &str) -> Result<Suite, SuiteFileError> {
         .map_err(|e: toml::de::Error| err(format!("not valid TOML: {e}")))?;
     if let Some((k, _)) = unknown_key(table.iter().map(|(k, v)| (k.as_str(), v)), &TOP_KEYS) {
         return Err(err(format!(
-            "unknown top-level key '{k}' (a suite file has `name`, [margins] and [[test]] tables)"
+            "unknown top-level key '{k}' (a suite file has `name`, `ondisk`, [margins] and [[test]] tables)"
         )));
     }
     // Read again with the places kept, so that a value read as a string is one as written
@@ -236,6 +239,7 @@ pub fn parse(text: &str, file: &str) -> Result<Suite, SuiteFileError> {
             ));
         }
     };
+    let ondisk = boolean(&raw.ondisk, "ondisk", true).map_err(err)?;
     let mut out: Vec<TestSpec> = Vec::new();
     for (i, t) in tests.iter().enumerate() {
         let spec = test(t, i, &out).map_err(err)?;
@@ -245,6 +249,7 @@ pub fn parse(text: &str, file: &str) -> Result<Suite, SuiteFileError> {
         name,
         tests: out,
         margins,
+        ondisk,
     })
 }
 
@@ -653,6 +658,17 @@ direct = true
     }
 
     #[test]
+    fn ondisk_is_on_unless_the_suite_turns_it_off() {
+        assert!(parse(EXAMPLE, "x.toml").unwrap().ondisk);
+        let off = format!("ondisk = false\n{EXAMPLE}");
+        assert!(!parse(&off, "x.toml").unwrap().ondisk);
+        let bad = format!("ondisk = \"no\"\n{EXAMPLE}");
+        let e = parse(&bad, "x.toml").unwrap_err().to_string();
+        assert!(e.contains("`ondisk` must be true or false"), "{e}");
+        assert!(crate::plan::suite::builtin("quick").unwrap().ondisk);
+    }
+
+    #[test]
     fn a_metric_may_be_required() {
         let t = |req: &str| {
             parse(
@@ -792,7 +808,7 @@ direct = true
         ),
         (
             "oops = 1\n",
-            "s.toml: unknown top-level key 'oops' (a suite file has `name`, [margins] and [[test]] tables)",
+            "s.toml: unknown top-level key 'oops' (a suite file has `name`, `ondisk`, [margins] and [[test]] tables)",
         ),
         (
             "margins = 1\n[[test]]\nname='a'\nworkload='fsmark'\nargs='-s 0'\n",

@@ -12,5 +12,6 @@ pub mod clock;
 pub mod events;
 pub mod histogram;
 pub mod hygiene;
+pub mod ondisk;
 pub mod profile;
 pub mod system;

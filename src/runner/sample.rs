@@ -1,9 +1,9 @@
 //! The sample step: one test, once, on one site, measured and stored.
 //!
 //! Why a file of its own: this is where a number is made. Everything around the workload
-//! (hooks, cache drop, device counters, CPU counters, event counters, the profiler, the
-//! timed unmount) happens in one fixed order for every kind of target, so that a number means
-//! the same thing wherever it was measured. It must never print, and never lose a measured sample: a sample the store
+//! (hooks, cache drop, device counters, CPU counters, event counters, the profiler, what the
+//! workload left on disk, the timed unmount) happens in one fixed order for every kind of
+//! target, so that a number means the same thing wherever it was measured. It must never print, and never lose a measured sample: a sample the store
 //! refuses as measured is stored as failed with the reason.
 
 use super::observer::{Observer, PhaseSink};
@@ -14,6 +14,7 @@ use crate::model::{
 };
 use crate::probe::blockstat;
 use crate::probe::clock::Nanos;
+use crate::probe::ondisk;
 use crate::probe::system;
 use crate::store::{Store, StoreError};
 use crate::workload::{CancelToken, Measurements, RunContext, Workload, WorkloadError};
@@ -45,13 +46,27 @@ pub(crate) struct Step<'a> {
     pub(crate) events: Option<&'a mut crate::probe::events::Counters>,
 }
 
-/// Run `w` once on `site`, in a directory named `sample_name` where the site makes one.
+/// Run `w` once on `site`, in a directory named `sample_name` where the site makes one,
+/// measuring what it left on disk (`crate::probe::ondisk`) where the site is a filesystem
+/// fsdelta formatted.
 pub(crate) fn run_sample(
     site: &mut Site,
     sample_name: &str,
     test: &str,
     w: &dyn Workload,
     step: Step<'_>,
+) -> Outcome {
+    run_sample_with(site, sample_name, test, w, step, true)
+}
+
+/// [`run_sample`], with the on-disk measurement on or off (`ondisk`: the suite's `ondisk` key).
+pub(crate) fn run_sample_with(
+    site: &mut Site,
+    sample_name: &str,
+    test: &str,
+    w: &dyn Workload,
+    step: Step<'_>,
+    ondisk: bool,
 ) -> Outcome {
     let fail = |facts: SiteFacts, e: String| Outcome::Done {
         facts: Box::new(facts),
@@ -82,6 +97,7 @@ pub(crate) fn run_sample(
     facts
         .extra
         .insert("caches_dropped".into(), dropped.to_string());
+    let disk = on_disk_before(ondisk, &prepared.dir, &facts);
     let before = site.counters();
     let mut profiler = step.profiler;
     if let Some(p) = profiler.as_deref_mut() {
@@ -144,22 +160,21 @@ pub(crate) fn run_sample(
         }
         None => {}
     }
+    let logical = workload_bytes(&m, written);
+    // What the workload left on disk, before the unmount (its syncfs does the writeback the
+    // unmount would do; its time is added to umount_s below, so umount_s keeps its meaning).
+    let report = disk.map(|d| d.map(|b| b.after(logical)));
     // Unmount (timed) before reading the device counters, so that writeback of what the
     // workload left dirty counts in the device's bytes written.
     match site.end_sample(&prepared.dir, true) {
         Ok(timings) => m.metrics.extend(timings),
         Err(e) => return fail(facts, format!("after the workload: {e}")),
     }
+    on_disk_after(report, &mut m.metrics, &mut facts);
     if let (Some(b), Some(a)) = (before, site.counters()) {
         let d = b.delta(&a);
         m.metrics.extend(d.metrics());
-        // The workload's own count of logical bytes, else what this process and its
-        // children passed to write(2) during the sample (copy, command and external tests).
-        if let Some(wa) = m
-            .logical_bytes_written
-            .or(written)
-            .and_then(|l| d.write_amplification(l))
-        {
+        if let Some(wa) = logical.and_then(|l| d.write_amplification(l)) {
             m.metrics.push(wa);
         }
     }
@@ -180,6 +195,83 @@ pub(crate) fn run_sample(
     }
 }
 
+/// The bytes the workload wrote: its own count of logical bytes, else the larger of what this
+/// process and its children passed to write(2) during the sample (copy, command and external
+/// tests; a fio job's layout included) and the fio job's own `write_io_kbytes` (io_uring and
+/// libaio writes do not pass through write(2)).
+fn workload_bytes(m: &Measurements, written: Option<u64>) -> Option<u64> {
+    if let Some(l) = m.logical_bytes_written {
+        return Some(l);
+    }
+    let fio = m
+        .metrics
+        .iter()
+        .find(|x| x.name == "write_io_kbytes" && x.unit == Unit::KiB)
+        .map(|x| (x.value.max(0.0) * 1024.0) as u64)
+        .filter(|&b| b > 0);
+    match (written, fio) {
+        (Some(a), Some(b)) => Some(a.max(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// Before the workload: the on-disk baseline, or why there is none (`None`: the suite turned
+/// the measurement off). Only on a filesystem fsdelta formatted (its facts name the mkfs): a
+/// user's directory shares its filesystem with everything else, whose space and counters would
+/// be measured too.
+fn on_disk_before(
+    ondisk: bool,
+    dir: &std::path::Path,
+    facts: &SiteFacts,
+) -> Option<Result<ondisk::Before, String>> {
+    if !ondisk {
+        return None;
+    }
+    if facts.mkfs_options.is_none() || facts.device.is_empty() {
+        return Some(Err(
+            "not a filesystem fsdelta formatted (a directory or tmpfs target)".into(),
+        ));
+    }
+    Some(Ok(ondisk::Before::take(dir, &facts.fs_type, &facts.device)))
+}
+
+/// Store the on-disk report: its metrics, why the others are absent (fact `ondisk_absent`),
+/// and its syncfs time added to `umount_s` (the writeback the unmount would have done).
+fn on_disk_after(
+    report: Option<Result<ondisk::Report, String>>,
+    metrics: &mut Vec<Metric>,
+    facts: &mut SiteFacts,
+) {
+    let r = match report {
+        None => {
+            facts.extra.insert(
+                "ondisk".into(),
+                "off (the suite says ondisk = false)".into(),
+            );
+            return;
+        }
+        Some(Err(why)) => {
+            facts
+                .extra
+                .insert("ondisk_absent".into(), format!("all: {why}"));
+            return;
+        }
+        Some(Ok(r)) => r,
+    };
+    let sync_s = r.sync.as_secs_f64();
+    if let Some(u) = metrics.iter_mut().find(|m| m.name == "umount_s") {
+        u.value += sync_s;
+        facts
+            .extra
+            .insert("umount_s_syncfs_s".into(), format!("{sync_s:.6}"));
+    }
+    if !r.absent.is_empty() {
+        facts.extra.insert("ondisk_absent".into(), r.absent_text());
+    }
+    facts.extra.extend(r.facts);
+    metrics.extend(r.metrics);
+}
+
 /// Store a sample; when the store refuses it as measured (a non-finite metric, say), store it as
 /// failed with the reason, so that the run still shows what happened.
 pub(crate) fn store_sample(
@@ -198,5 +290,89 @@ pub(crate) fn store_sample(
             Ok((id, sample))
         }
         Err(e) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn with(metrics: Vec<Metric>, own: Option<u64>) -> Measurements {
+        Measurements {
+            metrics,
+            logical_bytes_written: own,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn the_workloads_bytes_are_its_own_count_else_the_larger_of_write_calls_and_fios_count() {
+        let fio = Metric::new("write_io_kbytes", 2048.0, Unit::KiB, Direction::Neutral);
+        assert_eq!(
+            workload_bytes(&with(vec![fio.clone()], Some(7)), Some(9 << 20)),
+            Some(7)
+        );
+        // io_uring writes do not pass through write(2): fio's count is larger.
+        assert_eq!(
+            workload_bytes(&with(vec![fio.clone()], None), Some(1 << 20)),
+            Some(2 << 20)
+        );
+        // A layout written with pwrite before the job: write(2) saw more.
+        assert_eq!(
+            workload_bytes(&with(vec![fio], None), Some(5 << 20)),
+            Some(5 << 20)
+        );
+        assert_eq!(workload_bytes(&with(vec![], None), Some(3)), Some(3));
+        assert_eq!(workload_bytes(&with(vec![], None), None), None);
+    }
+
+    #[test]
+    fn only_filesystems_fsdelta_formatted_are_measured_and_off_means_not_at_all() {
+        let dir = std::path::Path::new("/");
+        let mut facts = SiteFacts::default();
+        assert!(on_disk_before(false, dir, &facts).is_none());
+        let why = on_disk_before(true, dir, &facts).unwrap().unwrap_err();
+        assert!(why.contains("not a filesystem fsdelta formatted"), "{why}");
+        facts.mkfs_options = Some(String::new());
+        facts.device = "/dev/null".into();
+        assert!(on_disk_before(true, dir, &facts).unwrap().is_ok());
+    }
+
+    #[test]
+    fn the_syncfs_time_joins_umount_s_and_absent_metrics_are_named_in_the_facts() {
+        let mut metrics = vec![Metric::new(
+            "umount_s",
+            0.5,
+            Unit::Seconds,
+            Direction::LowerIsBetter,
+        )];
+        let mut facts = SiteFacts::default();
+        let report = ondisk::Report {
+            metrics: vec![Metric::new(
+                "mapped_files",
+                3.0,
+                Unit::Count,
+                Direction::Neutral,
+            )],
+            absent: vec![("compress_ratio".into(), "ext4 does not compress".into())],
+            sync: Duration::from_millis(250),
+            facts: vec![("ondisk_extents_sampled".into(), "1000 of 5000".into())],
+        };
+        on_disk_after(Some(Ok(report)), &mut metrics, &mut facts);
+        assert_eq!(metrics[0].value, 0.75);
+        assert_eq!(metrics[1].name, "mapped_files");
+        assert_eq!(facts.extra["umount_s_syncfs_s"], "0.250000");
+        assert_eq!(facts.extra["ondisk_extents_sampled"], "1000 of 5000");
+        assert_eq!(
+            facts.extra["ondisk_absent"],
+            "compress_ratio: ext4 does not compress"
+        );
+        let mut facts = SiteFacts::default();
+        on_disk_after(None, &mut metrics, &mut facts);
+        assert!(facts.extra["ondisk"].starts_with("off"));
+        on_disk_after(Some(Err("why".into())), &mut metrics, &mut facts);
+        assert_eq!(facts.extra["ondisk_absent"], "all: why");
+        assert_eq!(metrics.len(), 2);
     }
 }

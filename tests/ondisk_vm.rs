@@ -1,0 +1,89 @@
+//! What a sample left on disk, measured inside a kernel guest (issue 39): the guest runs the
+//! same sample step as the host, with only what its initramfs has (statfs, syncfs, FIEMAP,
+//! sysfs), so a fio job on an ext4 disk of a Debian 6.1 guest comes back with its extents per
+//! file, ext4's own counters and the space it used, and `compress_ratio` absent with the reason.
+//!
+//! Needs root, qemu-system-x86, busybox-static and the linux-image-6.1.0-47 .deb (see .ci/run);
+//! skipped, saying why, without them unless FSDELTA_REQUIRE_ALL=1.
+
+mod common;
+
+use common::Setup;
+
+const SUITE: &str = "[[test]]\nname = \"w\"\nworkload = \"fio\"\njob = \"\"\"\nrw=randwrite\nbs=4k\nsize=16m\nio_size=2m\nfallocate=native\nrandseed=7\nend_fsync=1\n\"\"\"\n";
+
+#[test]
+fn a_guest_sample_carries_its_on_disk_metrics() {
+    if !(common::require(common::is_root(), "root")
+        && common::require_qemu()
+        && common::require(
+            common::vm_kernel("A").is_some(),
+            "the linux-image-6.1.0-47 .deb in /var/cache/fsdelta-ci/kernels (see .ci/run)",
+        ))
+    {
+        return;
+    }
+    let kernel = common::vm_kernel("A").unwrap();
+    let dir = tempfile::Builder::new()
+        .prefix("fsdelta-ondisk-vm-")
+        .tempdir_in("/var/tmp")
+        .unwrap();
+    let s = Setup::in_dir(
+        dir,
+        "c.toml",
+        &format!(
+            "[[config]]\nname = \"k47\"\nfs = \"ext4\"\ndevice = \"loop:256M\"\nkernel = \"{}\"\nmemory = \"1G\"\n",
+            kernel.display()
+        ),
+        "s.toml",
+        SUITE,
+    );
+    let out = s
+        .cmd()
+        .args(["run", "-n", "1", "--quiet", "--config"])
+        .arg(s.p("c.toml"))
+        .arg("--suite")
+        .arg(s.p("s.toml"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc = common::export_latest_with(s.cmd(), &["--format", "json"]);
+    let x = &doc["runs"][0]["samples"][0];
+    assert_eq!(x["status"], "ok", "{x}");
+    assert_eq!(x["facts"]["extra"]["vm_kernel"], "6.1.0-47-amd64");
+    let metric = |n: &str| -> Option<f64> {
+        x["metrics"].as_array()?.iter().find(|m| m["name"] == n)?["value"].as_f64()
+    };
+    let absent = x["facts"]["extra"]["ondisk_absent"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
+    for n in [
+        "fs_used_bytes_after",
+        "space_amplification",
+        "mapped_files",
+        "extents_per_file_max",
+        "ext4_lifetime_write_kbytes",
+        "ext4_errors",
+        "ondisk_s",
+        "write_amplification",
+    ] {
+        assert!(
+            metric(n).is_some(),
+            "{n} missing in the guest; absent: {absent}; {x}"
+        );
+    }
+    // 512 random 4 KiB writes into a 16 MiB preallocated file: many extents.
+    assert!(metric("extents_per_file_max").unwrap() > 50.0, "{x}");
+    assert!(metric("compress_ratio").is_none());
+    assert!(
+        absent.contains("compress_ratio: ext4 does not compress"),
+        "{absent}"
+    );
+    s.assert_scratch_empty();
+    s.assert_state_empty();
+}
