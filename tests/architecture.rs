@@ -70,7 +70,14 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "cli",
         &[
             "os", "model", "plan", "probe", "site", "workload", "fio", "fsmark", "dbench",
-            "engines", "vm", "store", "read", "compare", "report", "runner", "queue",
+            "engines", "vm", "store", "read", "compare", "report", "runner", "queue", "serve",
+        ],
+    ),
+    // The second edge: HTTP instead of a terminal (`fsdelta serve`), beside cli.
+    (
+        "serve",
+        &[
+            "store", "read", "compare", "report", "queue", "probe", "model", "os",
         ],
     ),
 ];
