@@ -424,7 +424,10 @@ async fn triage_inner(
             "a triage must be sent from this server's own alert page (cross-site request refused)",
         ));
     }
-    let Form(f) = form.map_err(|e| PageError::bad(format!("malformed form: {}", e.body_text())))?;
+    let Form(f) = form.map_err(|e| PageError {
+        status: e.status(),
+        message: format!("the form cannot be read: {}", e.body_text()),
+    })?;
     let field = |k: &str| {
         f.iter()
             .find(|(n, _)| n == k)

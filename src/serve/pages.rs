@@ -1115,12 +1115,6 @@ pub fn machines(s: &dyn Store, location: &str) -> Result<Html, PageError> {
 /// The jobs page: the fleet's queue, newest first (PostgreSQL stores only).
 pub fn jobs(location: &str, p: &Params) -> Result<Html, PageError> {
     use crate::queue::{JobState, Queue};
-    if crate::store::Backend::of(location) != crate::store::Backend::Postgres {
-        return Ok(Html(page(
-            "Jobs",
-            "<p>No job queue: a SQLite store has none (the fleet's queue lives in a PostgreSQL store).</p>",
-        )));
-    }
     let states: Vec<JobState> = match param(p, "state") {
         None => Vec::new(),
         Some(v) => vec![
@@ -1137,6 +1131,12 @@ pub fn jobs(location: &str, p: &Params) -> Result<Html, PageError> {
             .ok_or_else(|| PageError::bad(format!("'{v}' is not a job state")))?,
         ],
     };
+    if crate::store::Backend::of(location) != crate::store::Backend::Postgres {
+        return Ok(Html(page(
+            "Jobs",
+            "<p>No job queue: a SQLite store has none (the fleet's queue lives in a PostgreSQL store).</p>",
+        )));
+    }
     let jobs = Queue::connect(location)
         .and_then(|mut q| q.list(&states, 500))
         .map_err(|e| PageError {
