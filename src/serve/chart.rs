@@ -96,14 +96,15 @@ pub fn history_svg(h: &History, marks: &[Mark], alerts: &[usize]) -> String {
             "change at run {}: {} ({}), p = {:.2e}; click to compare the segments",
             h.points[cp.index].run_id,
             cp.ratio
-                .map(|r| crate::report::svg::pct_label(100.0 * (r - 1.0)))
+                .map(|r| super::pages::pct(r - 1.0))
                 .unwrap_or_else(|| "?".into()),
             if expected { "expected" } else { "flagged" },
             cp.p_value
         ));
         let cx = (x.map(cp.index as f64 - 1.0) + x.map(cp.index as f64)) / 2.0;
-        s.rect(cx - 5.0, TOP, 10.0, H - BOTTOM - TOP, "cp-hit");
         s.line(cx, TOP, cx, H - BOTTOM, "cp-rule");
+        // The transparent target on top, so a click anywhere on the rule lands on it.
+        s.rect(cx - 5.0, TOP, 10.0, H - BOTTOM - TOP, "cp-hit");
         s.close();
         s.close();
     }
@@ -120,7 +121,6 @@ pub fn history_svg(h: &History, marks: &[Mark], alerts: &[usize]) -> String {
             crate::report::text::fmt_value(p.min),
             crate::report::text::fmt_value(p.max)
         ));
-        s.rect(px - 6.0, TOP, 12.0, H - BOTTOM - TOP, "pt-hit");
         if p.max > p.min {
             s.line(px, y.map(p.min), px, y.map(p.max), "spread");
         }
@@ -134,6 +134,7 @@ pub fn history_svg(h: &History, marks: &[Mark], alerts: &[usize]) -> String {
                 "alert-mark",
             );
         }
+        s.rect(px - 6.0, TOP, 12.0, H - BOTTOM - TOP, "pt-hit");
         s.close();
         s.close();
     }

@@ -62,8 +62,9 @@ fn history_href(test: &str, metric: &str, config: &str, host: &str) -> String {
     )
 }
 
-fn pct(fraction: f64) -> String {
-    crate::report::svg::pct_label(100.0 * fraction)
+/// A relative change as a signed percentage with one decimal.
+pub fn pct(fraction: f64) -> String {
+    format!("{:+.1} %", 100.0 * fraction)
 }
 
 /// The home page: newest run per machine, open alerts by test, the queue, machines not heard

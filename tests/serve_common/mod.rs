@@ -189,8 +189,7 @@ pub fn request(
     }
     req.push_str(&format!("Content-Length: {}\r\n\r\n{body}", body.len()));
     s.write_all(req.as_bytes()).unwrap();
-    let mut raw = Vec::new();
-    s.read_to_end(&mut raw).unwrap();
+    let raw = read_response(&mut s);
     let text = String::from_utf8_lossy(&raw).into_owned();
     let (head, rest) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
     let mut lines = head.lines();
@@ -215,6 +214,36 @@ pub fn request(
         status,
         headers,
         body,
+    }
+}
+
+/// Read one response: to its Content-Length, to the last chunk, or to the end of the
+/// connection (some servers keep it open whatever the request says).
+fn read_response(s: &mut TcpStream) -> Vec<u8> {
+    let mut raw = Vec::new();
+    let mut buf = [0u8; 65536];
+    loop {
+        let n = s.read(&mut buf).unwrap();
+        if n == 0 {
+            return raw;
+        }
+        raw.extend_from_slice(&buf[..n]);
+        let Some(end) = raw.windows(4).position(|w| w == b"\r\n\r\n") else {
+            continue;
+        };
+        let head = String::from_utf8_lossy(&raw[..end]).to_ascii_lowercase();
+        let length = head
+            .lines()
+            .find_map(|l| l.strip_prefix("content-length:"))
+            .and_then(|v| v.trim().parse::<usize>().ok());
+        if let Some(len) = length {
+            if raw.len() >= end + 4 + len {
+                raw.truncate(end + 4 + len);
+                return raw;
+            }
+        } else if head.contains("transfer-encoding: chunked") && raw.ends_with(b"0\r\n\r\n") {
+            return raw;
+        }
     }
 }
 
