@@ -200,3 +200,54 @@ fn a_postgres_password_never_reaches_a_page() {
         + &std::fs::read_to_string(d.path().join("serve.log")).unwrap();
     assert!(!out.contains("s3cr3t"), "{out}");
 }
+
+#[test]
+fn on_postgresql_the_sweep_raises_the_alert_and_triage_is_kept() {
+    let Some(admin) = std::env::var("FSDELTA_TEST_PG")
+        .ok()
+        .filter(|u| !u.is_empty())
+    else {
+        if std::env::var("FSDELTA_REQUIRE_ALL").as_deref() == Ok("1") {
+            panic!("FSDELTA_REQUIRE_ALL=1 but FSDELTA_TEST_PG is not set");
+        }
+        eprintln!("SKIPPED: set FSDELTA_TEST_PG to an administrator URL");
+        return;
+    };
+    let scratch = fsdelta::store::postgres::ScratchDatabase::create(&admin).unwrap();
+    fill_store(&mut fsdelta::store::postgres::PgStore::open(&scratch.url).unwrap());
+    let d = tempfile::tempdir().unwrap();
+    let token = token_file(d.path());
+    let s = Server::start(&scratch.url, Some(&token), d.path());
+    let home = assert_page(&s, "/");
+    assert!(home.contains("class=\"history-link\""), "{home}");
+    let alert = wait_for_alert(&s);
+    let a = assert_page(&s, &alert);
+    let at = a.find("name=\"csrf\" value=\"").unwrap() + 19;
+    let csrf = &a[at..at + 64];
+    let origin = format!("http://{}", s.addr);
+    let id = alert.rsplit('/').next().unwrap();
+    let r = s.post(
+        &format!("/alerts/{id}/triage"),
+        &[("Origin", &origin)],
+        &format!("csrf={csrf}&state=expected&who=bo&note=known&token={TOKEN}"),
+    );
+    assert_eq!(r.status, 303, "{}", r.body);
+    let mut st = fsdelta::store::postgres::PgStore::open_read_only(&scratch.url).unwrap();
+    st.set_retry_for(std::time::Duration::from_secs(1));
+    use fsdelta::store::Store;
+    let kept = st.alert(id.parse().unwrap()).unwrap().unwrap();
+    assert_eq!(kept.state, fsdelta::store::AlertState::Expected);
+    assert_eq!((kept.who.as_str(), kept.note.as_str()), ("bo", "known"));
+    // The history no longer flags an expected change.
+    let history = href_after(&home, "class=\"history-link\"").unwrap();
+    let h = assert_page(&s, &history);
+    assert!(
+        h.contains("<td>expected</td>") && !h.contains("<td>flagged</td>"),
+        "{h}"
+    );
+    for p in ["/jobs", "/machines"] {
+        let r = s.get(p);
+        assert!(r.status == 200 || r.status == 503, "{p}: {}", r.status);
+        assert_escaped(p, &r.body);
+    }
+}

@@ -26,7 +26,11 @@ pub const TOKEN: &str = "correct-horse-battery-staple-42";
 /// 1000 for six runs, then around 700 (a change point at run 7); three repetitions a run, fixed
 /// values (no randomness).
 pub fn fill(db: &Path) {
-    let mut s = fsdelta::store::sqlite::SqliteStore::open(db).unwrap();
+    fill_store(&mut fsdelta::store::sqlite::SqliteStore::open(db).unwrap());
+}
+
+/// [`fill`] any store.
+pub fn fill_store(s: &mut dyn Store) {
     let t0 = Utc.with_ymd_and_hms(2026, 11, 1, 0, 0, 0).unwrap();
     for i in 0..12u32 {
         let label = if i < 6 { EVIL_LABEL } else { EVIL_LABEL2 };
