@@ -13,7 +13,7 @@
 #     pg-scale       fill a scratch PostgreSQL database as benches/store-pg-scale.sh does
 #                    (RUNS x TESTS x REPS x METRICS, default 10 million metric rows) through
 #                    $FSDELTA_TEST_PG, dropped at the end
-#   FSDELTA_BIN=target/release/fsdelta CLIENTS=20 SECONDS=30
+#   FSDELTA_BIN=target/release/fsdelta CLIENTS=20 DURATION=30 (seconds)
 # Needs python3 (the load clients: threads of http.client, no package), psql for pg-scale.
 # The server runs with a token (so the alert sweep runs once before the clock starts).
 set -euo pipefail
@@ -21,7 +21,7 @@ cd "$(dirname "$0")/.."
 
 B=${FSDELTA_BIN:-target/release/fsdelta}
 CLIENTS=${CLIENTS:-20}
-SECONDS_=${SECONDS:-30}
+DURATION=${DURATION:-30}
 [ -x "$B" ] || { echo "build first: cargo build --release (or set FSDELTA_BIN)" >&2; exit 2; }
 [ $# -ge 1 ] || { sed -n 2,18p "$0" >&2; exit 2; }
 command -v python3 >/dev/null || { echo "needs python3" >&2; exit 2; }
@@ -90,7 +90,7 @@ for STORE in "$@"; do
     ADDR=$(sed -n 's|.*http://\([^/]*\)/.*|\1|p' "$WORK/serve.out" | head -1)
     [ -n "$ADDR" ] || { cat "$WORK/serve.err" >&2; exit 1; }
     echo "== $(sed -n 's/^fsdelta serve: //p' "$WORK/serve.out" | head -1)"
-    python3 - "$ADDR" "$SERVER" "$CLIENTS" "$SECONDS_" <<'PY'
+    python3 - "$ADDR" "$SERVER" "$CLIENTS" "$DURATION" <<'PY'
 import http.client, re, sys, threading, time
 
 addr, pid, clients, seconds = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
