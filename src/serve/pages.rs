@@ -205,6 +205,8 @@ fn queue_summary(location: &str) -> String {
 }
 
 /// The history page of a test, metric, configuration and machine.
+// Over 150 lines: the page's four parts (chart, changes, the bisect command, the runs) read the
+// same history, marks and parameters; split, each would take all of them.
 pub fn history(s: &dyn Store, p: &Params) -> Result<Html, PageError> {
     let test = required(p, "test", "the test's name")?;
     let metric = required(p, "metric", "the metric's name")?;
@@ -909,8 +911,6 @@ pub fn runs(s: &dyn Store, p: &Params) -> Result<Html, PageError> {
 
 /// The run page: facts, configurations, workloads, every sample, raw outputs, profiles
 /// (flame graphs) and event counts.
-// Over 150 lines: one page of seven sections, each a few lines of rendering calls; split, the
-// sections would only pass the same five values around.
 pub fn run(s: &dyn Store, id: RunId) -> Result<Html, PageError> {
     let r = s
         .run(id)?

@@ -1768,7 +1768,7 @@ mod tests {
         // The same file as a schema-7 store left it: no table of medians.
         Connection::open(&path)
             .unwrap()
-            .execute_batch("DROP TABLE run_medians; PRAGMA user_version = 7;")
+            .execute_batch("DROP TABLE alerts; DROP TABLE run_medians; PRAGMA user_version = 7;")
             .unwrap();
         let s = SqliteStore::open(&path).unwrap();
         assert_eq!(s.version, SCHEMA_VERSION);
@@ -1906,7 +1906,7 @@ mod tests {
             .query_row("PRAGMA user_version", [], |r| r.get(0))
             .unwrap();
         assert_eq!(version, SCHEMA_VERSION);
-        assert_eq!(SCHEMA_VERSION, 8);
+        assert_eq!(SCHEMA_VERSION, 9);
         let old = s.runs(&RunFilter::default()).unwrap();
         assert_eq!(old.len(), 1);
         // Migration 6 gave the old run a version-4 UUID.
