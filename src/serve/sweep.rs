@@ -19,9 +19,6 @@ pub const SWEEP_RUNS: usize = 200;
 /// How many of the newest finished fleet jobs the sweep reads.
 pub const SWEEP_JOBS: usize = 200;
 
-/// A series of one machine: (configuration, test, metric) -> (run, median) in run order.
-type Series = BTreeMap<(String, String, String), Vec<(RunId, f64)>>;
-
 /// The ended runs of each machine (host name), newest [`SWEEP_RUNS`], oldest first.
 pub fn runs_by_machine(store: &dyn Store) -> Result<BTreeMap<String, Vec<RunInfo>>, StoreError> {
     let mut by: BTreeMap<String, Vec<RunInfo>> = BTreeMap::new();
@@ -40,12 +37,19 @@ pub fn runs_by_machine(store: &dyn Store) -> Result<BTreeMap<String, Vec<RunInfo
     Ok(by)
 }
 
+/// Every value of a (test, metric) over every run ([`Store::metric_points`]: one query), read
+/// once per sweep for all machines.
+pub type PointCache = BTreeMap<(String, String), Vec<crate::model::MetricPoint>>;
+
 /// The change-point alerts of one machine's runs (oldest first): headline metrics of its
-/// newest run, each history's change points.
+/// newest run, each history's change points. The values come from [`Store::metric_points`]
+/// (one query per test and metric, shared by the machines through `cache`), not from every
+/// sample of every run.
 pub fn change_point_alerts(
     store: &dyn Store,
     machine: &str,
     runs: &[RunInfo],
+    cache: &mut PointCache,
 ) -> Result<Vec<NewAlert>, StoreError> {
     let Some(newest) = runs.last() else {
         return Ok(Vec::new());
@@ -63,28 +67,32 @@ pub fn change_point_alerts(
             );
         }
     }
-    let ids: Vec<RunId> = runs.iter().map(|r| r.id).collect();
-    let mut series: Series = BTreeMap::new();
-    store.run_medians(&ids, &mut |m| {
-        let k = (
-            m.config.to_string(),
-            m.test.to_string(),
-            m.metric.to_string(),
-        );
-        if kinds.contains_key(&k) {
-            series.entry(k).or_default().push((m.run, m.median));
-        }
-    })?;
-    let started: BTreeMap<RunId, &RunInfo> = runs.iter().map(|r| (r.id, r)).collect();
+    let order: BTreeMap<RunId, usize> = runs.iter().enumerate().map(|(i, r)| (r.id, i)).collect();
     let mut out = Vec::new();
-    for (k, points) in series {
-        let (kind, unit) = &kinds[&k];
-        let values: Vec<f64> = points.iter().map(|p| p.1).collect();
+    for (k, (kind, unit)) in &kinds {
+        let (config, test, metric) = k;
+        let key = (test.clone(), metric.clone());
+        if !cache.contains_key(&key) {
+            let points = store.metric_points(test, metric)?;
+            cache.insert(key.clone(), points);
+        }
+        let mut values: BTreeMap<usize, Vec<f64>> = BTreeMap::new();
+        for p in &cache[&key] {
+            if p.config == *config
+                && let Some(&i) = order.get(&p.run_id)
+            {
+                values.entry(i).or_default().push(p.metric.value);
+            }
+        }
+        let points: Vec<(RunId, f64)> = values
+            .iter()
+            .filter_map(|(&i, v)| crate::model::median(v).map(|m| (runs[i].id, m)))
+            .collect();
+        let series: Vec<f64> = points.iter().map(|p| p.1).collect();
         let (cps, _) =
-            compare::history::detect(&values, &Options::for_class(MetricClass::of(*kind)));
+            compare::history::detect(&series, &Options::for_class(MetricClass::of(*kind)));
         for cp in cps {
             let (before, after) = (points[cp.index - 1].0, points[cp.index].0);
-            let (config, test, metric) = &k;
             out.push(NewAlert {
                 key: format!("cp:{machine}:{config}:{test}:{metric}:{after}"),
                 kind: crate::store::AlertKind::ChangePoint,
@@ -94,9 +102,7 @@ pub fn change_point_alerts(
                 metric: metric.clone(),
                 size: cp.ratio.map_or(0.0, |r| r - 1.0),
                 unit: unit.clone(),
-                detected_at: started
-                    .get(&after)
-                    .map_or(newest.started_at, |r| r.started_at),
+                detected_at: runs[order[&after]].started_at,
                 before_run: before,
                 after_run: after,
             });
@@ -154,8 +160,9 @@ pub fn regressed_alerts(
 /// Every alert the store's runs (and, on PostgreSQL, the fleet's finished jobs) raise now.
 pub fn find(store: &dyn Store, location: &str) -> Result<Vec<NewAlert>, StoreError> {
     let mut out = Vec::new();
+    let mut cache = PointCache::new();
     for (machine, runs) in runs_by_machine(store)? {
-        out.extend(change_point_alerts(store, &machine, &runs)?);
+        out.extend(change_point_alerts(store, &machine, &runs, &mut cache)?);
     }
     if crate::store::Backend::of(location) == crate::store::Backend::Postgres {
         let jobs = crate::queue::Queue::connect(location)
