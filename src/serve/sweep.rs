@@ -207,6 +207,107 @@ pub fn sweep_app(app: &super::App) -> Result<usize, StoreError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::{Direction, Environment, Metric, NewRun, NewSample, SiteFacts, Unit};
+    use crate::store::memory::MemoryStore;
+    use chrono::{Duration, TimeZone, Utc};
+
+    /// 12 runs of `m1` (and 12 of `m2`, flat): `files_per_sec` 1000 then 700 from run 7 on.
+    fn store() -> MemoryStore {
+        let mut s = MemoryStore::new();
+        let t0 = Utc.with_ymd_and_hms(2026, 11, 1, 0, 0, 0).unwrap();
+        for host in ["m1", "m2"] {
+            for i in 0..12i64 {
+                let run = s
+                    .create_run(&NewRun {
+                        label: format!("r{i}"),
+                        suite: "quick".into(),
+                        started_at: t0 + Duration::hours(i),
+                        fsdelta_version: "0.1.0".into(),
+                        environment: Environment {
+                            host: host.into(),
+                            ..Environment::default()
+                        },
+                    })
+                    .unwrap();
+                let level = if host == "m1" && i >= 6 {
+                    700.0
+                } else {
+                    1000.0
+                };
+                for rep in 0..3u32 {
+                    let v = level + [0.0, 6.0, -5.0][rep as usize] + (i % 3) as f64;
+                    let sample = NewSample {
+                        config: "ext4".into(),
+                        test: "smallfiles".into(),
+                        repetition: rep,
+                        sequence: rep,
+                        facts: SiteFacts::default(),
+                        status: crate::model::SampleStatus::Ok,
+                        error: None,
+                        started_at: t0,
+                        duration_s: 1.0,
+                        workload: "w".into(),
+                        metrics: vec![
+                            Metric::new(
+                                "files_per_sec",
+                                v,
+                                Unit::FilesPerSec,
+                                Direction::HigherIsBetter,
+                            )
+                            .headline(),
+                            Metric::new("other", v, Unit::FilesPerSec, Direction::HigherIsBetter),
+                        ],
+                        histograms: Vec::new(),
+                        attachments: Vec::new(),
+                    };
+                    s.add_sample(run, &sample).unwrap();
+                }
+                s.finish_run(
+                    run,
+                    RunStatus::Complete,
+                    t0 + Duration::hours(i) + Duration::minutes(1),
+                )
+                .unwrap();
+            }
+        }
+        s
+    }
+
+    #[test]
+    fn a_change_of_a_headline_metric_is_one_alert_of_its_machine() {
+        let s = store();
+        let found = find(&s, "results.sqlite").unwrap();
+        assert_eq!(found.len(), 1, "{found:#?}");
+        let a = &found[0];
+        assert_eq!(
+            (a.machine.as_str(), a.metric.as_str()),
+            ("m1", "files_per_sec")
+        );
+        assert_eq!((a.before_run, a.after_run), (6, 7));
+        assert!((a.size + 0.3).abs() < 0.01, "{}", a.size);
+        assert_eq!(a.key, "cp:m1:ext4:smallfiles:files_per_sec:7");
+        // Found again, it is the same alert.
+        assert_eq!(find(&s, "results.sqlite").unwrap(), found);
+    }
+
+    #[test]
+    fn a_regressed_job_raises_one_alert_per_regressed_metric() {
+        let s = store();
+        let a = regressed_alerts(&s, 5, 12, "1").unwrap();
+        let metrics: Vec<&str> = a.iter().map(|x| x.metric.as_str()).collect();
+        assert_eq!(metrics, vec!["files_per_sec", "other"], "{a:#?}");
+        assert!(
+            a.iter()
+                .all(|x| x.kind == crate::store::AlertKind::Regressed
+                    && x.before_run == 1
+                    && x.after_run == 12
+                    && x.machine == "m1"
+                    && x.size < -0.25)
+        );
+        assert_eq!(a[0].key, "job:5:ext4:smallfiles:files_per_sec");
+        // No regression, no alert.
+        assert!(regressed_alerts(&s, 6, 11, "10").unwrap().is_empty());
+    }
 
     #[test]
     fn the_baseline_of_a_regressed_verdict_is_read_back() {
