@@ -84,6 +84,19 @@ fn pages_escape_alerts_triage_needs_the_token_and_bad_input_is_400() {
         assert_page(&s, p);
     }
 
+    let run12 = assert_page(&s, "/run/12");
+    let flame = href_after(&run12, "<figure class=\"flame\">").expect("a flame graph");
+    let f = s.get(&flame);
+    assert_eq!(f.status, 200, "{flame}: {}", f.body);
+    assert_eq!(f.header("content-type"), Some("image/svg+xml"));
+    assert!(
+        f.body.contains("ext4_file_write_iter") && !f.body.contains("<evil>"),
+        "{}",
+        f.body
+    );
+    let other = flame.replacen("/run/12/", "/run/1/", 1);
+    assert_eq!(s.get(&other).status, 404, "a sample of another run");
+
     // The sweep raised the change at run 7.
     let alert = wait_for_alert(&s);
     let a = assert_page(&s, &alert);

@@ -51,7 +51,15 @@ pub fn fill_store(s: &mut dyn Store) {
         let level = if i < 6 { 1000.0 } else { 700.0 };
         for rep in 0..3u32 {
             let wobble = [0.0, 6.0, -5.0][rep as usize] + (i % 3) as f64;
-            s.add_sample(run, &sample(rep, level + wobble)).unwrap();
+            let id = s.add_sample(run, &sample(rep, level + wobble)).unwrap();
+            if i == 11 && rep == 0 {
+                // The newest run's first sample has a CPU profile (a flame graph on its page).
+                let p = fsdelta::probe::profile::Profile::parse_folded(
+                    "fs_mark;write;ext4_file_write_iter 30\nfs_mark;openat;<evil>\" 10\n",
+                )
+                .unwrap();
+                s.add_profile(id, &p.encode()).unwrap();
+            }
         }
         s.finish_run(
             run,
