@@ -103,6 +103,8 @@ pub struct App {
     writer: std::sync::Mutex<Option<Box<dyn crate::store::Store>>>,
     /// Requests served at once.
     slots: tokio::sync::Semaphore,
+    /// The headline series of ended runs (home page).
+    headlines: Arc<pages::Headlines>,
 }
 
 impl App {
@@ -116,6 +118,7 @@ impl App {
             form_secret: auth::new_form_secret(),
             writer: std::sync::Mutex::new(None),
             slots: tokio::sync::Semaphore::new(MAX_CONCURRENT),
+            headlines: Arc::default(),
         }
     }
 
@@ -367,7 +370,8 @@ type Q = Result<Query<Params>, axum::extract::rejection::QueryRejection>;
 async fn home(State(app): State<Arc<App>>) -> Result<Html, PageError> {
     let triage = app.triage_enabled();
     let location = app.location.clone();
-    with_store(&app, move |s| pages::home(s, &location, triage)).await
+    let headlines = Arc::clone(&app.headlines);
+    with_store(&app, move |s| pages::home(s, &location, triage, &headlines)).await
 }
 
 async fn history(State(app): State<Arc<App>>, q: Q) -> Result<Html, PageError> {

@@ -67,9 +67,52 @@ pub fn pct(fraction: f64) -> String {
     format!("{:+.1} %", 100.0 * fraction)
 }
 
+/// The headline series (configuration, test, metric) of ended runs, by run: a run that ended
+/// does not change, and reading them is every metric row of the run (tens of thousands on a
+/// fleet's store), so the home page reads each run's once.
+#[derive(Default)]
+pub struct Headlines(std::sync::Mutex<BTreeMap<RunId, Vec<(String, String, String)>>>);
+
+/// How many runs' headline series are kept.
+const HEADLINES_KEPT: usize = 1024;
+
+impl Headlines {
+    fn of(&self, s: &dyn Store, r: &RunInfo) -> Result<Vec<(String, String, String)>, PageError> {
+        if let Some(v) = self.0.lock().unwrap_or_else(|p| p.into_inner()).get(&r.id) {
+            return Ok(v.clone());
+        }
+        let mut keys = Vec::new();
+        for smp in s.sample_metrics(&[r.id])? {
+            for m in smp.sample.metrics.iter().filter(|m| m.headline) {
+                let k = (
+                    smp.sample.config.clone(),
+                    smp.sample.test.clone(),
+                    m.name.clone(),
+                );
+                if !keys.contains(&k) {
+                    keys.push(k);
+                }
+            }
+        }
+        if r.status != crate::model::RunStatus::Running {
+            let mut kept = self.0.lock().unwrap_or_else(|p| p.into_inner());
+            if kept.len() >= HEADLINES_KEPT {
+                kept.clear();
+            }
+            kept.insert(r.id, keys.clone());
+        }
+        Ok(keys)
+    }
+}
+
 /// The home page: newest run per machine, open alerts by test, the queue, machines not heard
 /// from, and the histories of the newest runs' headline metrics.
-pub fn home(s: &dyn Store, location: &str, triage: bool) -> Result<Html, PageError> {
+pub fn home(
+    s: &dyn Store,
+    location: &str,
+    triage: bool,
+    headlines: &Headlines,
+) -> Result<Html, PageError> {
     let runs = s.runs(&RunFilter {
         label: None,
         limit: Some(2000),
@@ -152,28 +195,16 @@ pub fn home(s: &dyn Store, location: &str, triage: bool) -> Result<Html, PageErr
     body.push_str(&table("quiet", &["machine", "last run started"], &rows));
     body.push_str("</section><section><h2>Histories</h2><ul class=\"histories\">");
     for r in newest.values() {
-        let mut seen = Vec::new();
-        for smp in s.sample_metrics(&[r.id])? {
-            for m in smp.sample.metrics.iter().filter(|m| m.headline) {
-                let k = (
-                    smp.sample.config.clone(),
-                    smp.sample.test.clone(),
-                    m.name.clone(),
-                );
-                if seen.contains(&k) {
-                    continue;
-                }
-                let _ = write!(
-                    body,
-                    "<li><a class=\"history-link\" href=\"{}\">{} {} on {} ({})</a></li>",
-                    history_href(&k.1, &k.2, &k.0, &r.environment.host),
-                    esc(&k.1),
-                    esc(&k.2),
-                    esc(&k.0),
-                    esc(&r.environment.host)
-                );
-                seen.push(k);
-            }
+        for k in headlines.of(s, r)? {
+            let _ = write!(
+                body,
+                "<li><a class=\"history-link\" href=\"{}\">{} {} on {} ({})</a></li>",
+                history_href(&k.1, &k.2, &k.0, &r.environment.host),
+                esc(&k.1),
+                esc(&k.2),
+                esc(&k.0),
+                esc(&r.environment.host)
+            );
         }
     }
     body.push_str("</ul></section>");
