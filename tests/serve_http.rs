@@ -258,9 +258,9 @@ fn on_postgresql_the_sweep_raises_the_alert_and_triage_is_kept() {
         h.contains("<td>expected</td>") && !h.contains("<td>flagged</td>"),
         "{h}"
     );
-    for p in ["/jobs", "/machines"] {
-        let r = s.get(p);
-        assert!(r.status == 200 || r.status == 503, "{p}: {}", r.status);
-        assert_escaped(p, &r.body);
-    }
+    // A store no fleet used yet has no queue tables: said, not an error.
+    let jobs = assert_page(&s, "/jobs");
+    assert!(jobs.contains("no job queue yet"), "{jobs}");
+    assert!(home.contains("no job queue yet"), "{home}");
+    assert_page(&s, "/machines");
 }

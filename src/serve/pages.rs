@@ -228,11 +228,21 @@ fn queue_summary(location: &str) -> String {
                 n(JobState::Running)
             )
         }
+        Err(e) if no_queue_yet(&e) => NO_QUEUE_YET.to_string(),
         Err(e) => format!(
             "<p class=\"error\">The queue cannot be read: {}</p>",
             esc(&e.to_string())
         ),
     }
+}
+
+/// What the queue's pages say of a PostgreSQL store whose queue tables do not exist yet.
+const NO_QUEUE_YET: &str = "<p>This store has no job queue yet: the first <code>fsdelta submit</code>, \
+    <code>agent</code> or <code>jobs</code> on it creates one (docs/fleet.md).</p>";
+
+/// Whether the queue's error says its tables do not exist (a store no fleet used yet).
+fn no_queue_yet(e: &crate::queue::QueueError) -> bool {
+    matches!(e, crate::queue::QueueError::Db(m) if m.contains("does not exist"))
 }
 
 /// The history page of a test, metric, configuration and machine.
@@ -1169,12 +1179,18 @@ pub fn jobs(location: &str, p: &Params) -> Result<Html, PageError> {
             "<p>No job queue: a SQLite store has none (the fleet's queue lives in a PostgreSQL store).</p>",
         )));
     }
-    let jobs = Queue::connect(location)
-        .and_then(|mut q| q.list(&states, 500))
-        .map_err(|e| PageError {
-            status: axum::http::StatusCode::SERVICE_UNAVAILABLE,
-            message: format!("the queue cannot be read: {e}"),
-        })?;
+    let jobs = match Queue::connect(location).and_then(|mut q| q.list(&states, 500)) {
+        Ok(j) => j,
+        Err(e) if no_queue_yet(&e) => {
+            return Ok(Html(page("Jobs", NO_QUEUE_YET)));
+        }
+        Err(e) => {
+            return Err(PageError {
+                status: axum::http::StatusCode::SERVICE_UNAVAILABLE,
+                message: format!("the queue cannot be read: {e}"),
+            });
+        }
+    };
     let rows: Vec<Vec<String>> = jobs
         .iter()
         .map(|j| {
