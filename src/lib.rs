@@ -29,6 +29,7 @@ pub mod queue;
 pub mod read;
 pub mod report;
 pub mod runner;
+pub mod serve;
 pub mod site;
 pub mod store;
 pub mod vm;

@@ -75,7 +75,14 @@ const ALLOWED: &[(&str, &[&str])] = &[
         &[
             "os", "model", "plan", "probe", "site", "workload", "fio", "fsmark", "dbench",
             "engines", "vm", "store", "read", "compare", "report", "runner", "queue", "bisect",
-            "kbuild",
+            "kbuild", "serve",
+        ],
+    ),
+    // The second edge: HTTP instead of a terminal (`fsdelta serve`), beside cli.
+    (
+        "serve",
+        &[
+            "store", "read", "compare", "report", "queue", "probe", "model", "os",
         ],
     ),
 ];

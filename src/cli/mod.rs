@@ -22,6 +22,7 @@ pub mod progress;
 pub mod query;
 pub mod report;
 pub mod run;
+pub mod serve;
 pub mod submit;
 pub mod sync;
 
@@ -198,6 +199,9 @@ pub enum Command {
     /// Put a job on the fleet's queue (PostgreSQL), with the full text of its suite and config.
     /// Example: fsdelta submit --db postgres://lab@db/fsdelta --label 6.18-rc1 --class nvme -n 5
     Submit(submit::SubmitArgs),
+    /// Serve the store's dashboard, alerts inbox and comparisons over HTTP (docs/serve.md).
+    /// Example: fsdelta serve --db postgres://lab@db/fsdelta --token-file ~/.fsdelta-token
+    Serve(serve::ServeArgs),
     /// Take jobs from the fleet's queue and run them here, as `fsdelta run` would. Example:
     /// fsdelta agent --db postgres://lab@db/fsdelta --class nvme
     Agent(agent::AgentArgs),
@@ -659,6 +663,7 @@ pub fn dispatch(cli: Cli) -> i32 {
         }
         Command::Run(args) => run::main(args),
         Command::Submit(args) => submit::main(&args),
+        Command::Serve(args) => serve::main(&args),
         Command::Agent(args) => agent::main(&args),
         Command::Jobs(args) => jobs::main(&args),
         Command::Doctor(args) => doctor::main(&args),

@@ -518,6 +518,115 @@ fn runs_carry_distinct_uuids(b: &dyn Backend) {
     assert_eq!(s.run_uuid(c + 1000).unwrap(), None);
 }
 
+fn an_alert(key: &str, machine: &str, test: &str, at_s: i64) -> super::NewAlert {
+    super::NewAlert {
+        key: key.into(),
+        kind: super::AlertKind::ChangePoint,
+        machine: machine.into(),
+        config: "ext4".into(),
+        test: test.into(),
+        metric: "write_iops".into(),
+        size: -0.25,
+        unit: "IOPS".into(),
+        detected_at: micros(
+            chrono::DateTime::<Utc>::from_timestamp(1_700_000_000 + at_s, 0).unwrap(),
+        ),
+        before_run: 3,
+        after_run: 4,
+    }
+}
+
+/// Alerts (issue 40): kept once per key, listed untriaged first then oldest first, filtered,
+/// triaged with a note, who and when that the next connection reads back; a bad triage is
+/// refused before anything is written.
+fn alerts_are_kept_once_and_triaged(b: &dyn Backend) {
+    use super::{AlertFilter, AlertState, Triage};
+    let mut s = b.open();
+    assert!(s.alerts(&AlertFilter::default()).unwrap().is_empty());
+    let late = s
+        .add_alert(&an_alert("k-late", "m1", "seq", 300))
+        .unwrap()
+        .unwrap();
+    let early = s
+        .add_alert(&an_alert("k-early", "m2", "rand", 100))
+        .unwrap()
+        .unwrap();
+    let mid = s
+        .add_alert(&an_alert("k-mid", "m1", "rand", 200))
+        .unwrap()
+        .unwrap();
+    // The same change found again is the same alert.
+    assert_eq!(
+        s.add_alert(&an_alert("k-mid", "m1", "rand", 999)).unwrap(),
+        None
+    );
+    let ids = |s: &dyn super::Store, f: &AlertFilter| -> Vec<i64> {
+        s.alerts(f).unwrap().iter().map(|a| a.id).collect()
+    };
+    assert_eq!(
+        ids(s.as_ref(), &AlertFilter::default()),
+        vec![early, mid, late]
+    );
+    let at = micros(Utc::now());
+    let t = Triage {
+        state: AlertState::Acknowledged,
+        note: "<script>alert(1)</script> looking".into(),
+        who: "ana".into(),
+        at,
+    };
+    assert!(s.triage_alert(early, &t).unwrap());
+    assert!(!s.triage_alert(early + 1000, &t).unwrap());
+    drop(s);
+    let mut s = b.open();
+    // Untriaged first, then the triaged, each oldest first.
+    assert_eq!(
+        ids(s.as_ref(), &AlertFilter::default()),
+        vec![mid, late, early]
+    );
+    let a = s.alert(early).unwrap().unwrap();
+    assert_eq!(a.state, AlertState::Acknowledged);
+    assert_eq!(a.note, t.note);
+    assert_eq!(a.who, "ana");
+    assert_eq!(a.triaged_at, Some(at));
+    assert_eq!(a.alert, an_alert("k-early", "m2", "rand", 100));
+    assert_eq!(s.alert(early + 1000).unwrap(), None);
+    let only = |machine: Option<&str>, test: Option<&str>, state: Option<AlertState>| AlertFilter {
+        machine: machine.map(String::from),
+        test: test.map(String::from),
+        state,
+        limit: None,
+    };
+    assert_eq!(
+        ids(s.as_ref(), &only(Some("m1"), None, None)),
+        vec![mid, late]
+    );
+    assert_eq!(
+        ids(s.as_ref(), &only(None, Some("rand"), None)),
+        vec![mid, early]
+    );
+    assert_eq!(
+        ids(s.as_ref(), &only(None, None, Some(AlertState::New))),
+        vec![mid, late]
+    );
+    let one = AlertFilter {
+        limit: Some(1),
+        ..AlertFilter::default()
+    };
+    assert_eq!(ids(s.as_ref(), &one), vec![mid]);
+    let long = Triage {
+        note: "x".repeat(super::alerts::MAX_NOTE + 1),
+        ..t.clone()
+    };
+    assert!(s.triage_alert(mid, &long).is_err());
+    assert_eq!(s.alert(mid).unwrap().unwrap().state, AlertState::New);
+    let nan = super::NewAlert {
+        size: f64::NAN,
+        ..an_alert("k-nan", "m1", "seq", 1)
+    };
+    assert!(s.add_alert(&nan).is_err());
+    assert_eq!(s.alerts(&AlertFilter::default()).unwrap().len(), 3);
+}
+
 macro_rules! on_both_backends {
     ($($name:ident),* $(,)?) => {
         $(
@@ -550,6 +659,7 @@ on_both_backends!(
     sample_metrics_are_the_ok_samples_of_the_runs_asked,
     samples_of_runs_are_samples_run_by_run,
     attachments_are_kept_with_their_sample,
+    alerts_are_kept_once_and_triaged,
 );
 
 // ---- Copying runs between stores (`store::copy`), on every pair of backends: memory,

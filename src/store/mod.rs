@@ -15,6 +15,7 @@
 //! refuses a location that cannot keep a sample (`:memory:`, a device, a directory, a read-only
 //! filesystem) saying what to name instead.
 
+pub mod alerts;
 #[cfg(test)]
 pub(crate) mod conformance;
 pub mod copy;
@@ -26,6 +27,7 @@ pub mod postgres;
 pub mod selector;
 pub mod sqlite;
 
+pub use alerts::{Alert, AlertFilter, AlertId, AlertKind, AlertState, NewAlert, Triage};
 pub use selector::Selector;
 
 use crate::model::{MetricPoint, RunStatus};
@@ -277,6 +279,31 @@ pub trait Store: Send {
         None
     }
 
+    /// Keep an alert (`alerts`, issue 40) unless the store already holds one with its key;
+    /// `Some(id)` when it is new, `None` when it was raised before (its triage untouched).
+    /// Stores that keep no alerts (in-memory, wrappers) refuse.
+    fn add_alert(&mut self, _alert: &NewAlert) -> Result<Option<AlertId>, StoreError> {
+        Err(no_alerts())
+    }
+
+    /// The alerts `filter` selects: untriaged (`new`) first, then oldest first (by when the
+    /// change was measured, then id).
+    fn alerts(&self, _filter: &AlertFilter) -> Result<Vec<Alert>, StoreError> {
+        Err(no_alerts())
+    }
+
+    /// One alert, if the store holds it.
+    fn alert(&self, _id: AlertId) -> Result<Option<Alert>, StoreError> {
+        Err(no_alerts())
+    }
+
+    /// Triage an alert: its state, note, who and when (the last decision wins). `false` when
+    /// no alert has this id. A note or who over the bounds of [`alerts::check_triage`] is
+    /// refused before anything is written.
+    fn triage_alert(&mut self, _id: AlertId, _triage: &Triage) -> Result<bool, StoreError> {
+        Err(no_alerts())
+    }
+
     /// The runs a selector names. `latest` and `latest~N` count runs that have ended (any
     /// status but `running`), newest first; `label:TEXT` returns every run with that label; a
     /// `,host:NAME` qualifier keeps only the runs made on that machine (its host name), and
@@ -311,6 +338,14 @@ pub trait Store: Send {
         }
         Ok(found)
     }
+}
+
+/// Why a store without an alerts table refuses alert calls.
+fn no_alerts() -> StoreError {
+    StoreError::Unsupported(
+        "this store keeps no alerts (only SQLite and PostgreSQL stores do); name one with --db"
+            .into(),
+    )
 }
 
 /// The median ([`crate::model::median`]) and count of each (configuration, test,

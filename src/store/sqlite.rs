@@ -27,8 +27,8 @@
 //! Must never let a rusqlite type escape this file: the [`Store`] trait is the only way in.
 
 use super::{
-    NewRun, NewSample, RunFilter, RunId, RunInfo, SampleCopy, SampleId, SampleRecord, Store,
-    StoreError, StoredProfile,
+    Alert, AlertFilter, AlertId, AlertKind, AlertState, NewAlert, NewRun, NewSample, RunFilter,
+    RunId, RunInfo, SampleCopy, SampleId, SampleRecord, Store, StoreError, StoredProfile, Triage,
 };
 use crate::model::{
     Attachment, Direction, Environment, HistogramRecord, Metric, MetricKind, MetricPoint,
@@ -155,6 +155,28 @@ const MIGRATIONS: &[&str] = &[
         n INTEGER NOT NULL,
         PRIMARY KEY (run_id, config, test, metric)
     ) WITHOUT ROWID;",
+    // 9: alerts and their triage (issue 40, `store::alerts`): one row per change point or
+    // regressed verdict found (unique by key), with its triage state, note, who and when.
+    "CREATE TABLE alerts (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        key TEXT NOT NULL UNIQUE,
+        kind TEXT NOT NULL CHECK (kind IN ('change_point', 'regressed')),
+        machine TEXT NOT NULL,
+        config TEXT NOT NULL,
+        test TEXT NOT NULL,
+        metric TEXT NOT NULL,
+        size REAL NOT NULL,
+        unit TEXT NOT NULL,
+        detected_at TEXT NOT NULL,
+        before_run INTEGER NOT NULL,
+        after_run INTEGER NOT NULL,
+        state TEXT NOT NULL DEFAULT 'new'
+            CHECK (state IN ('new', 'acknowledged', 'invalid', 'expected', 'fixed')),
+        note TEXT NOT NULL DEFAULT '',
+        who TEXT NOT NULL DEFAULT '',
+        triaged_at TEXT
+    );
+    CREATE INDEX alerts_open ON alerts (state, detected_at);",
 ];
 
 /// The migration after which the runs already stored get their medians computed.
@@ -533,6 +555,72 @@ impl RawRun {
     }
 }
 
+const ALERT_COLUMNS: &str = "id, key, kind, machine, config, test, metric, size, unit, \
+     detected_at, before_run, after_run, state, note, who, triaged_at";
+
+/// An alerts row as SQLite gives it (text still to parse).
+struct RawAlert {
+    id: AlertId,
+    text: [String; 7],
+    size: f64,
+    detected_at: String,
+    runs: (RunId, RunId),
+    state: String,
+    note: String,
+    who: String,
+    triaged_at: Option<String>,
+}
+
+fn alert_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawAlert> {
+    Ok(RawAlert {
+        id: r.get(0)?,
+        text: [
+            r.get(1)?,
+            r.get(2)?,
+            r.get(3)?,
+            r.get(4)?,
+            r.get(5)?,
+            r.get(6)?,
+            r.get(8)?,
+        ],
+        size: r.get(7)?,
+        detected_at: r.get(9)?,
+        runs: (r.get(10)?, r.get(11)?),
+        state: r.get(12)?,
+        note: r.get(13)?,
+        who: r.get(14)?,
+        triaged_at: r.get(15)?,
+    })
+}
+
+impl RawAlert {
+    fn into_alert(self) -> Result<Alert, StoreError> {
+        let [key, kind, machine, config, test, metric, unit] = self.text;
+        Ok(Alert {
+            id: self.id,
+            alert: NewAlert {
+                key,
+                kind: AlertKind::parse(&kind)
+                    .ok_or_else(|| corrupt(format!("alert kind '{kind}'")))?,
+                machine,
+                config,
+                test,
+                metric,
+                size: self.size,
+                unit,
+                detected_at: parse_ts(&self.detected_at)?,
+                before_run: self.runs.0,
+                after_run: self.runs.1,
+            },
+            state: AlertState::parse(&self.state)
+                .ok_or_else(|| corrupt(format!("alert state '{}'", self.state)))?,
+            note: self.note,
+            who: self.who,
+            triaged_at: self.triaged_at.as_deref().map(parse_ts).transpose()?,
+        })
+    }
+}
+
 fn check_finite(sample: &NewSample) -> Result<(), StoreError> {
     for m in &sample.metrics {
         if !m.value.is_finite() {
@@ -859,6 +947,85 @@ impl Store for SqliteStore {
         let id = insert_sample(&tx, run, sample)?;
         tx.commit().map_err(backend)?;
         Ok(id)
+    }
+
+    fn add_alert(&mut self, a: &NewAlert) -> Result<Option<AlertId>, StoreError> {
+        if !a.size.is_finite() {
+            return Err(StoreError::Unsupported(format!(
+                "an alert's size must be a finite number, not {}",
+                a.size
+            )));
+        }
+        let n = self
+            .conn
+            .execute(
+                "INSERT INTO alerts (key, kind, machine, config, test, metric, size, unit,
+                     detected_at, before_run, after_run)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
+                 ON CONFLICT (key) DO NOTHING",
+                params![
+                    a.key,
+                    a.kind.as_str(),
+                    a.machine,
+                    a.config,
+                    a.test,
+                    a.metric,
+                    a.size,
+                    a.unit,
+                    ts(&a.detected_at),
+                    a.before_run,
+                    a.after_run
+                ],
+            )
+            .map_err(backend)?;
+        Ok((n == 1).then(|| self.conn.last_insert_rowid()))
+    }
+
+    fn alerts(&self, f: &AlertFilter) -> Result<Vec<Alert>, StoreError> {
+        let limit = f.limit.map_or(-1, |l| l as i64);
+        let mut st = self
+            .conn
+            .prepare(&format!(
+                "SELECT {ALERT_COLUMNS} FROM alerts
+                 WHERE (?1 IS NULL OR machine = ?1) AND (?2 IS NULL OR test = ?2)
+                   AND (?3 IS NULL OR state = ?3)
+                 ORDER BY state <> 'new', detected_at, id LIMIT ?4"
+            ))
+            .map_err(backend)?;
+        let rows = st
+            .query_map(
+                params![f.machine, f.test, f.state.map(|s| s.as_str()), limit],
+                alert_from_row,
+            )
+            .map_err(backend)?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(backend)?;
+        rows.into_iter().map(RawAlert::into_alert).collect()
+    }
+
+    fn alert(&self, id: AlertId) -> Result<Option<Alert>, StoreError> {
+        self.conn
+            .query_row(
+                &format!("SELECT {ALERT_COLUMNS} FROM alerts WHERE id = ?1"),
+                params![id],
+                alert_from_row,
+            )
+            .optional()
+            .map_err(backend)?
+            .map(RawAlert::into_alert)
+            .transpose()
+    }
+
+    fn triage_alert(&mut self, id: AlertId, t: &Triage) -> Result<bool, StoreError> {
+        super::alerts::check_triage(t)?;
+        let n = self
+            .conn
+            .execute(
+                "UPDATE alerts SET state = ?1, note = ?2, who = ?3, triaged_at = ?4 WHERE id = ?5",
+                params![t.state.as_str(), t.note, t.who, ts(&t.at), id],
+            )
+            .map_err(backend)?;
+        Ok(n == 1)
     }
 
     fn run_by_uuid(&self, uuid: &str) -> Result<Option<RunInfo>, StoreError> {
@@ -1601,7 +1768,7 @@ mod tests {
         // The same file as a schema-7 store left it: no table of medians.
         Connection::open(&path)
             .unwrap()
-            .execute_batch("DROP TABLE run_medians; PRAGMA user_version = 7;")
+            .execute_batch("DROP TABLE alerts; DROP TABLE run_medians; PRAGMA user_version = 7;")
             .unwrap();
         let s = SqliteStore::open(&path).unwrap();
         assert_eq!(s.version, SCHEMA_VERSION);
@@ -1739,7 +1906,7 @@ mod tests {
             .query_row("PRAGMA user_version", [], |r| r.get(0))
             .unwrap();
         assert_eq!(version, SCHEMA_VERSION);
-        assert_eq!(SCHEMA_VERSION, 8);
+        assert_eq!(SCHEMA_VERSION, 9);
         let old = s.runs(&RunFilter::default()).unwrap();
         assert_eq!(old.len(), 1);
         // Migration 6 gave the old run a version-4 UUID.
