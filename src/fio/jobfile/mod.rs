@@ -1326,17 +1326,6 @@ fn check_buffers_and_rate_kinds(job: &JobSpec, origin: &Origin) -> Result<(), Jo
             ),
         );
     }
-    if job.buffer_pattern.is_some()
-        && (job.buffer_compress_percentage.is_some_and(|p| p > 0) || job.dedupe_percentage > 0)
-    {
-        return err(
-            origin,
-            format!(
-                "job '{}': buffer_pattern with buffer_compress_percentage or dedupe_percentage is not supported (fio fills the compressible part with the pattern; fsdelta does not yet): drop one of them",
-                job.name
-            ),
-        );
-    }
     // fio's fixup_options.
     let sum = |v: &[u64; 3]| v.iter().sum::<u64>();
     if (sum(&job.rate) > 0 && sum(&job.rate_iops) > 0)
@@ -2415,7 +2404,7 @@ mod tests {
             (
                 "[j]\nsize=1m\ntrim_verify_zero=1\n",
                 3,
-                "supported options: name, description",
+                "the closest: ",
             ),
             ("size=1m\n[j]\n", 1, "outside of a [section]"),
             ("[j\nsize=1m\n", 1, "malformed section header"),

@@ -106,16 +106,57 @@ pub fn help_text() -> String {
     out
 }
 
-/// The error for an option that is not in the table.
+/// The error for an option that is not in the table: the few closest names (by edit
+/// distance, or containing the name), not all ~300 of them.
 pub fn unsupported(opt: &RawOption) -> JobFileError {
+    let all = supported_names();
+    let close = closest(&opt.key, &all);
+    let hint = if close.is_empty() {
+        String::new()
+    } else {
+        format!("; the closest: {}", close.join(", "))
+    };
     JobFileError {
         origin: opt.origin.clone(),
         message: format!(
-            "option '{}' is not supported by fsdelta's fio engine; supported options: {}",
+            "option '{}' is not supported by fsdelta's fio engine{hint} (`fsdelta fio --help` lists all {} options)",
             opt.key,
-            supported_names().join(", ")
+            all.len()
         ),
     }
+}
+
+/// Up to five of `names` nearest `key`: those within an edit distance of a third of its length
+/// (at least 2), then those that contain it or that it contains, nearest first.
+fn closest(key: &str, names: &[&'static str]) -> Vec<&'static str> {
+    let key = key.to_ascii_lowercase();
+    let limit = (key.len() / 3).max(2);
+    let mut scored: Vec<(usize, &'static str)> = names
+        .iter()
+        .filter_map(|&n| {
+            let d = edit_distance(&key, n);
+            let related = key.len() >= 4 && (n.contains(key.as_str()) || key.contains(n));
+            (d <= limit || related).then_some((d, n))
+        })
+        .collect();
+    scored.sort();
+    scored.into_iter().take(5).map(|(_, n)| n).collect()
+}
+
+/// Levenshtein distance over bytes (option names are ASCII).
+fn edit_distance(a: &str, b: &str) -> usize {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    let mut cur = vec![0; b.len() + 1];
+    for (i, &x) in a.iter().enumerate() {
+        cur[0] = i + 1;
+        for (j, &y) in b.iter().enumerate() {
+            let sub = prev[j] + usize::from(x != y);
+            cur[j + 1] = sub.min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        std::mem::swap(&mut prev, &mut cur);
+    }
+    prev[b.len()]
 }
 
 /// Read `opt` as its row says and store it into `job`; returns the row.
@@ -144,6 +185,17 @@ pub fn apply(job: &mut JobSpec, opt: &RawOption) -> Result<&'static OptDef, JobF
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 41: an unknown option's error names the closest few options, not all ~300.
+    #[test]
+    fn an_unknown_option_names_the_closest_few() {
+        let names = supported_names();
+        assert_eq!(edit_distance("iodepht", "iodepth"), 2);
+        assert_eq!(closest("iodepht", &names)[0], "iodepth");
+        assert!(closest("trim_backlog", &names).contains(&"verify_backlog"));
+        assert!(closest("frobnicate", &names).len() <= 5);
+        assert!(closest("zzzzzzzzzzzzzzzz", &names).is_empty());
+    }
 
     #[test]
     fn help_lists_every_option() {
