@@ -701,3 +701,35 @@ fn issue_41_options_run_as_in_fio() {
         }
     }
 }
+
+/// Issue 41: fio 3.33's JSON keeps a zeroed entry per clone of a stats=0 job (no jobname,
+/// groupid 4294967295), after the reported jobs; ours has the same entries, value for value.
+#[test]
+fn stats_0_jobs_keep_fios_zeroed_entries() {
+    if !common::require_fio() {
+        return;
+    }
+    let job = "[a]\nsize=64k\nioengine=null\n[b]\nsize=64k\nioengine=null\nstats=0\n[d]\nsize=64k\nioengine=null\nnumjobs=2\nstats=0\n";
+    let (o, f) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (ours, fio) = (
+        json_of_run("fsdelta", o.path(), job),
+        json_of_run("fio", f.path(), job),
+    );
+    let (oj, fj) = (ours["jobs"].as_array().unwrap(), fio["jobs"].as_array().unwrap());
+    assert_eq!(oj.len(), 4);
+    assert_eq!(oj.len(), fj.len());
+    assert_eq!(oj[0]["jobname"], "a");
+    for (a, b) in oj[1..].iter().zip(&fj[1..]) {
+        // Every value but elapsed (the run's seconds so far, rounded up: timing, not content).
+        let bare = |v: &serde_json::Value| {
+            let mut v = v.clone();
+            v.as_object_mut().unwrap().remove("elapsed");
+            v
+        };
+        assert_eq!(bare(a), bare(b), "a stats=0 clone's entry");
+        assert_eq!(a["groupid"], 4294967295u64);
+        assert!(a.get("jobname").is_none());
+    }
+    let (ok, fk) = (common::key_set(&ours), common::key_set(&fio));
+    common::assert_keys_as_fios(job, &ok, &fk);
+}
