@@ -159,15 +159,9 @@ fn shrink(text: &str) -> (String, Vec<String>, Vec<String>) {
                 Some(b) if b > SHRUNK => Some(format!("{k}=1m")),
                 _ => None,
             },
-            "numjobs" => v
-                .parse::<u32>()
-                .ok()
-                .map(|n| format!("{k}={}", n.min(4))),
+            "numjobs" => v.parse::<u32>().ok().map(|n| format!("{k}={}", n.min(4))),
             "loops" => Some(format!("{k}=1")),
-            "nrfiles" | "nr_files" => v
-                .parse::<u32>()
-                .ok()
-                .map(|n| format!("{k}={}", n.min(16))),
+            "nrfiles" | "nr_files" => v.parse::<u32>().ok().map(|n| format!("{k}={}", n.min(16))),
             _ => None,
         };
         match new {
@@ -285,7 +279,10 @@ fn first_line(b: &[u8]) -> String {
 
 fn json(out: &[u8]) -> Result<serde_json::Value, String> {
     let text = String::from_utf8_lossy(out);
-    let start = text.find("{\n").or_else(|| text.find('{')).ok_or("no JSON")?;
+    let start = text
+        .find("{\n")
+        .or_else(|| text.find('{'))
+        .ok_or("no JSON")?;
     serde_json::from_str(&text[start..]).map_err(|e| format!("bad JSON: {e}"))
 }
 
@@ -470,9 +467,11 @@ fn check(path: &Path) -> (Class, String) {
     }
     let bin = PathBuf::from(env!("CARGO_BIN_EXE_fsdelta"));
     let out = match run(
-        Command::new(&bin)
-            .current_dir(ours.path())
-            .args(["fio", "--output-format=json", "job.fio"]),
+        Command::new(&bin).current_dir(ours.path()).args([
+            "fio",
+            "--output-format=json",
+            "job.fio",
+        ]),
         limit,
     ) {
         Ok(o) => o,
@@ -508,7 +507,11 @@ fn compare(
     let (oj, fj) = (jobs_of(ours), jobs_of(fio));
     let names = |j: &[JobCounts]| j.iter().map(|x| x.0.clone()).collect::<Vec<_>>();
     if names(&oj) != names(&fj) {
-        return Err(format!("job names {:?}, fio's {:?}", names(&oj), names(&fj)));
+        return Err(format!(
+            "job names {:?}, fio's {:?}",
+            names(&oj),
+            names(&fj)
+        ));
     }
     let (ok, fk) = (common::key_set(ours), common::key_set(fio));
     let missing: BTreeSet<&String> = fk.difference(&ok).collect();
@@ -517,7 +520,8 @@ fn compare(
         .filter(|k| !common::OURS_ONLY_KEYS.contains(&k.as_str()))
         .collect();
     if !missing.is_empty() || !extra.is_empty() {
-        let few = |s: &BTreeSet<&String>| s.iter().take(4).map(|k| k.to_string()).collect::<Vec<_>>();
+        let few =
+            |s: &BTreeSet<&String>| s.iter().take(4).map(|k| k.to_string()).collect::<Vec<_>>();
         return Err(format!(
             "JSON keys: {} fio has and we lack {:?}, {} we have and fio lacks {:?}",
             missing.len(),
@@ -539,7 +543,9 @@ fn compare(
         return Ok("time-bound: names, keys and files".into());
     }
     let near = |a: u64, b: u64| a.abs_diff(b) * 100 <= b;
-    let unrepeatable = key_is(shrunk, |k, v| k == "randrepeat" && (v == "0" || v == "false"));
+    let unrepeatable = key_is(shrunk, |k, v| {
+        k == "randrepeat" && (v == "0" || v == "false")
+    });
     for (o, f) in oj.iter().zip(&fj) {
         for d in 0..3 {
             let ios = unrepeatable || near(o.1[d], f.1[d]);
@@ -622,7 +628,11 @@ fn every_corpus_file_has_its_provenance() {
         .filter_map(|l| l.split(" | ").next())
         .collect();
     for f in corpus_files() {
-        let rel = f.strip_prefix(CORPUS).unwrap().to_string_lossy().to_string();
+        let rel = f
+            .strip_prefix(CORPUS)
+            .unwrap()
+            .to_string_lossy()
+            .to_string();
         let rel = rel.trim_start_matches('/');
         assert!(listed.contains(rel), "{rel} is not in PROVENANCE");
     }
@@ -715,7 +725,10 @@ fn stats_0_jobs_keep_fios_zeroed_entries() {
         json_of_run("fsdelta", o.path(), job),
         json_of_run("fio", f.path(), job),
     );
-    let (oj, fj) = (ours["jobs"].as_array().unwrap(), fio["jobs"].as_array().unwrap());
+    let (oj, fj) = (
+        ours["jobs"].as_array().unwrap(),
+        fio["jobs"].as_array().unwrap(),
+    );
     assert_eq!(oj.len(), 4);
     assert_eq!(oj.len(), fj.len());
     assert_eq!(oj[0]["jobname"], "a");

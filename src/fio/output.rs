@@ -478,7 +478,10 @@ fn unreported_entries(run: &FioRun, plus: bool) -> Vec<J> {
                 ("minf", int(0)),
                 ("iodepth_level", dist(&DEPTH_KEYS, &st.depth_counts, 0)),
                 ("iodepth_submit", dist(&BATCH_KEYS, &st.submit_counts, 0)),
-                ("iodepth_complete", dist(&BATCH_KEYS, &st.complete_counts, 0)),
+                (
+                    "iodepth_complete",
+                    dist(&BATCH_KEYS, &st.complete_counts, 0),
+                ),
                 ("latency_ns", lat_dist(&lat_keys(10, false), &[0; 10], 0)),
                 ("latency_us", lat_dist(&lat_keys(10, false), &[0; 10], 0)),
                 ("latency_ms", lat_dist(&lat_keys(11, true), &[0; 12], 0)),

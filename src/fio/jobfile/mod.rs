@@ -2450,11 +2450,7 @@ mod tests {
                 3,
                 "option 'trim_percentage=5' is not supported by fsdelta's fio engine (verified blocks are not trimmed; accepted: 0)",
             ),
-            (
-                "[j]\nsize=1m\ntrim_verify_zero=1\n",
-                3,
-                "the closest: ",
-            ),
+            ("[j]\nsize=1m\ntrim_verify_zero=1\n", 3, "the closest: "),
             (
                 "[j]\nsize=1m\nrw=randwrite\nverify=md5\nnorandommap\nexperimental_verify=1\n",
                 1,
