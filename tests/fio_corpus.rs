@@ -746,3 +746,41 @@ fn stats_0_jobs_keep_fios_zeroed_entries() {
     let (ok, fk) = (common::key_set(&ours), common::key_set(&fio));
     common::assert_keys_as_fios(job, &ok, &fk);
 }
+
+/// Issue 41: a file several jobs share is laid out once, by the first job in the file, before
+/// any job runs (fio's setup_files in job order): the "Laying out IO file" line names the
+/// first job on every run, fio's as ours (before, whichever clone thread came first did it,
+/// and a read job's O_DIRECT reads could hit a write job's unwritten extents).
+#[test]
+fn a_shared_file_is_laid_out_by_the_first_job_as_in_fio() {
+    if !common::require_fio() {
+        return;
+    }
+    let head = "[global]\nfilename=shared\nsize=4m\nbs=64k\n";
+    for (first, job) in [
+        (
+            "w",
+            format!(
+                "{head}[w]\nrw=randwrite\n[r1]\nrw=randread\n[r2]\nrw=read\n[r3]\nrw=randread\n"
+            ),
+        ),
+        (
+            "r1",
+            format!("{head}[r1]\nrw=randread\n[w]\nrw=randwrite\n[r2]\nrw=read\n"),
+        ),
+    ] {
+        for tool in ["fio", "fsdelta", "fsdelta", "fsdelta"] {
+            let d = tempfile::tempdir().unwrap();
+            let out = common::tool_run(tool, d.path(), &job, &[]);
+            assert!(out.status.success(), "{tool}: {job}");
+            let text = String::from_utf8_lossy(&out.stdout).to_string()
+                + &String::from_utf8_lossy(&out.stderr);
+            let lines: Vec<&str> = text.lines().filter(|l| l.contains("Laying out")).collect();
+            assert_eq!(
+                lines,
+                [format!("{first}: Laying out IO file (1 file / 4MiB)")],
+                "{tool}: {job}"
+            );
+        }
+    }
+}
