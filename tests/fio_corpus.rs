@@ -784,3 +784,52 @@ fn a_shared_file_is_laid_out_by_the_first_job_as_in_fio() {
         }
     }
 }
+
+/// Issue 41: slat_percentiles=1 adds slat's percentiles where slat is measured (libaio), in the
+/// JSON (`slat_ns.percentile`, json+ `bins`) and the normal output (`slat percentiles`, before
+/// clat's), and nothing with a synchronous engine: fio 3.33's keys and blocks.
+#[test]
+fn slat_percentiles_as_in_fio() {
+    if !common::require_fio() {
+        return;
+    }
+    for job in [
+        "[j]\nsize=1m\nioengine=libaio\niodepth=4\nrw=randread\nslat_percentiles=1\n",
+        "[j]\nsize=1m\nrw=randread\nslat_percentiles=1\n",
+    ] {
+        for format in ["json", "json+"] {
+            let (o, f) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+            let fmt = format!("--output-format={format}");
+            let ours = common::tool_run("fsdelta", o.path(), job, &[&fmt]);
+            let fio = common::tool_run("fio", f.path(), job, &[&fmt]);
+            let (ok, fk) = (
+                common::json_keys(&ours.stdout),
+                common::json_keys(&fio.stdout),
+            );
+            assert_eq!(
+                ok.contains(".jobs[].read.slat_ns.percentile"),
+                job.contains("libaio"),
+                "{job}"
+            );
+            // Bin values are latencies: compare the keys above the bins.
+            let trim = |s: &BTreeSet<String>| {
+                s.iter()
+                    .filter(|k| !k.contains(".bins."))
+                    .cloned()
+                    .collect::<BTreeSet<String>>()
+            };
+            common::assert_keys_as_fios(job, &trim(&ok), &trim(&fk));
+        }
+        let (o, f) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let ours = common::tool_run("fsdelta", o.path(), job, &[]);
+        let fio = common::tool_run("fio", f.path(), job, &[]);
+        let blocks = |out: &[u8]| -> Vec<String> {
+            String::from_utf8_lossy(out)
+                .lines()
+                .filter(|l| l.contains("percentiles ("))
+                .map(|l| l.trim().split(' ').next().unwrap().to_string())
+                .collect()
+        };
+        assert_eq!(blocks(&ours.stdout), blocks(&fio.stdout), "{job}");
+    }
+}

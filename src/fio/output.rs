@@ -152,7 +152,10 @@ fn dir_json(d: &DirStats, spec: &JobSpec, group_agg_bw_bytes: u64, short: u64, p
         ("total_ios", int(d.total_ios)),
         ("short_ios", int(short)),
         ("drop_ios", int(0)),
-        ("slat_ns", lat_json(&d.slat, None, plus)),
+        (
+            "slat_ns",
+            lat_json(&d.slat, spec.slat_percentiles.then_some(ps), plus),
+        ),
         (
             "clat_ns",
             lat_json(&d.clat, spec.clat_percentiles.then_some(ps), plus),
@@ -810,6 +813,10 @@ fn normal_dir(
         for p in prios {
             display_lat(out, &prio_name(p), &p.lat);
         }
+    }
+    // fio's show_ddir_status: slat, then clat, then lat percentiles.
+    if spec.slat_percentiles {
+        show_percentiles(out, "slat", &ds.slat, &spec.percentile_list);
     }
     if spec.clat_percentiles {
         show_percentiles(out, "clat", &ds.clat, &spec.percentile_list);

@@ -652,6 +652,9 @@ pub struct JobSpec {
     pub lat_percentiles: bool,
     /// Report percentiles of clat (default on).
     pub clat_percentiles: bool,
+    /// Report percentiles of slat (fio's slat_percentiles, default off; only the queueing
+    /// engines measure slat).
+    pub slat_percentiles: bool,
     /// The options set in the job's own section, as written (fio's "job options").
     pub job_options: Vec<(String, String)>,
     /// No latency measurement at all (fio's gtod_reduce sets the four disable_* below).
@@ -1080,6 +1083,7 @@ impl Default for JobSpec {
             percentile_list: crate::probe::histogram::FIO_DEFAULT_PERCENTILES.to_vec(),
             lat_percentiles: false,
             clat_percentiles: true,
+            slat_percentiles: false,
             job_options: Vec::new(),
             gtod_reduce: false,
             disable_lat: false,
