@@ -152,7 +152,10 @@ fn dir_json(d: &DirStats, spec: &JobSpec, group_agg_bw_bytes: u64, short: u64, p
         ("total_ios", int(d.total_ios)),
         ("short_ios", int(short)),
         ("drop_ios", int(0)),
-        ("slat_ns", lat_json(&d.slat, None, plus)),
+        (
+            "slat_ns",
+            lat_json(&d.slat, spec.slat_percentiles.then_some(ps), plus),
+        ),
         (
             "clat_ns",
             lat_json(&d.clat, spec.clat_percentiles.then_some(ps), plus),
@@ -433,6 +436,63 @@ fn job_json(run: &FioRun, r: &JobResult, groups: &[(u32, [GroupDir; 3])], plus: 
     obj(pairs)
 }
 
+/// fio 3.33's JSON keeps one zeroed entry per clone of a stats=0 job, after the reported
+/// ones: no jobname or job options, groupid 4294967295 (fio's -1), the directions, sync, CPU and
+/// depth keys all zero, the latency buckets at 0.0; nothing past latency_ms (checked on fio
+/// 3.33: three stats=0 jobs, one of them numjobs=2, give four such entries).
+fn unreported_entries(run: &FioRun, plus: bool) -> Vec<J> {
+    let clones: u32 = run
+        .set
+        .jobs
+        .iter()
+        .filter(|j| !j.stats)
+        .map(|j| j.numjobs.max(1))
+        .sum();
+    let spec = JobSpec {
+        clat_percentiles: false,
+        lat_percentiles: false,
+        ..JobSpec::default()
+    };
+    let st = ThreadStats::default();
+    let zero = |d: usize| dir_json(&st.dir[d], &spec, 0, 0, plus);
+    let elapsed = run.elapsed.0.div_ceil(1_000_000_000).max(1);
+    (0..clones)
+        .map(|_| {
+            obj(vec![
+                ("groupid", int(u32::MAX)),
+                ("error", int(0)),
+                ("eta", int(2147483647)),
+                ("elapsed", int(elapsed)),
+                ("read", zero(READ)),
+                ("write", zero(WRITE)),
+                ("trim", zero(TRIM)),
+                (
+                    "sync",
+                    obj(vec![
+                        ("total_ios", int(0)),
+                        ("lat_ns", lat_json(&st.sync, None, plus)),
+                    ]),
+                ),
+                ("job_runtime", int(0)),
+                ("usr_cpu", J::Float(0.0)),
+                ("sys_cpu", J::Float(0.0)),
+                ("ctx", int(0)),
+                ("majf", int(0)),
+                ("minf", int(0)),
+                ("iodepth_level", dist(&DEPTH_KEYS, &st.depth_counts, 0)),
+                ("iodepth_submit", dist(&BATCH_KEYS, &st.submit_counts, 0)),
+                (
+                    "iodepth_complete",
+                    dist(&BATCH_KEYS, &st.complete_counts, 0),
+                ),
+                ("latency_ns", lat_dist(&lat_keys(10, false), &[0; 10], 0)),
+                ("latency_us", lat_dist(&lat_keys(10, false), &[0; 10], 0)),
+                ("latency_ms", lat_dist(&lat_keys(11, true), &[0; 12], 0)),
+            ])
+        })
+        .collect()
+}
+
 fn lat_dist(keys: &[String], counts: &[u64], total: u64) -> J {
     J::Obj(
         keys.iter()
@@ -493,15 +553,13 @@ fn json_doc(run: &FioRun, plus: bool) -> String {
     if !globals.is_empty() {
         top.push(("global options", J::Obj(globals)));
     }
-    top.push((
-        "jobs",
-        J::Arr(
-            run.results
-                .iter()
-                .map(|r| job_json(run, r, &groups, plus))
-                .collect(),
-        ),
-    ));
+    let mut jobs: Vec<J> = run
+        .results
+        .iter()
+        .map(|r| job_json(run, r, &groups, plus))
+        .collect();
+    jobs.extend(unreported_entries(run, plus));
+    top.push(("jobs", J::Arr(jobs)));
     if !run.disk_util.is_empty() {
         let disks = run
             .disk_util
@@ -755,6 +813,10 @@ fn normal_dir(
         for p in prios {
             display_lat(out, &prio_name(p), &p.lat);
         }
+    }
+    // fio's show_ddir_status: slat, then clat, then lat percentiles.
+    if spec.slat_percentiles {
+        show_percentiles(out, "slat", &ds.slat, &spec.percentile_list);
     }
     if spec.clat_percentiles {
         show_percentiles(out, "clat", &ds.clat, &spec.percentile_list);

@@ -650,10 +650,15 @@ impl LaidOut {
 /// Fill a buffer as the job's write buffers are filled (zeros, compressible, or random).
 pub fn fill_like_job(job: &JobSpec, buf: &mut [u8], seed: &mut u64) {
     match job.buffer_compress_percentage {
-        Some(100) => buf.fill(0),
-        Some(p) if p > 0 => {
-            rand::fill_compressible(buf, p, job.buffer_compress_chunk.0 as usize, seed)
-        }
+        // fio's fixup_options: 100 % is zero_buffers, below the pattern if there is one.
+        Some(100) if job.buffer_pattern.is_none() => buf.fill(0),
+        Some(p) if p > 0 && p < 100 => rand::fill_compressible(
+            buf,
+            p,
+            job.buffer_compress_chunk.0 as usize,
+            seed,
+            job.buffer_pattern.as_deref().unwrap_or_default(),
+        ),
         // fio's fill_io_buffer: the pattern before zero_buffers.
         _ if job.buffer_pattern.is_some() => {
             // fio's fill_buffer_pattern: the pattern repeated over each write buffer of

@@ -728,6 +728,10 @@ struct BatchShared<'b, 'c> {
     left: &'b std::sync::atomic::AtomicUsize,
     /// Every clone of the batch has laid its files out.
     laid: &'b std::sync::Barrier,
+    /// How many create_serialize clones of the batch have laid their files out.
+    layout_turn: &'b std::sync::atomic::AtomicUsize,
+    /// Each clone's place among the batch's create_serialize clones (its turn).
+    layout_rank: &'b [usize],
     /// Each clone's steady-state progress.
     progress: &'b [steady::Progress],
     board: Option<&'b status::Board>,
@@ -770,6 +774,8 @@ fn run_batch_clone(
         done,
         left,
         laid,
+        layout_turn,
+        layout_rank,
         progress,
         board,
         buf_starts,
@@ -815,12 +821,28 @@ fn run_batch_clone(
     exit.set_phase(status::Phase::SettingUp);
     let layout_seed = rand::job_seeds(job, pl.thread_number)[rand::SEED_BUF];
     let laid_out = {
-        // create_serialize=1 (fio's default): one clone lays its files
-        // out at a time; with 0 they do so in parallel.
-        static LAYOUT: std::sync::Mutex<()> = std::sync::Mutex::new(());
-        let _one = job
-            .create_serialize
-            .then(|| LAYOUT.lock().unwrap_or_else(|e| e.into_inner()));
+        // create_serialize=1 (fio's default): one clone lays its files out at a time, in job
+        // order, as fio's setup_files before any job runs: a file several jobs share is laid
+        // out by the first of them (a write job's bare fallocate, or a read job's filled
+        // file), never by whichever thread came first (a read job's O_DIRECT reads then hit
+        // unwritten extents in some runs). With 0 they do so in parallel, as in fio.
+        struct Turn<'t>(&'t std::sync::atomic::AtomicUsize, bool);
+        impl Drop for Turn<'_> {
+            fn drop(&mut self) {
+                if self.1 {
+                    self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                }
+            }
+        }
+        if job.create_serialize {
+            while layout_turn.load(std::sync::atomic::Ordering::SeqCst) != layout_rank[bi] {
+                if cancel.is_cancelled() {
+                    return Err(WorkloadError::Cancelled);
+                }
+                std::thread::sleep(std::time::Duration::from_micros(200));
+            }
+        }
+        let _next = Turn(layout_turn, job.create_serialize);
         files::layout(job, &pl.plan, layout_seed, set.read_only)
     };
     laid.wait();
@@ -932,12 +954,26 @@ fn run_batches<'p>(
         let left = &left;
         let laid = std::sync::Barrier::new(batch.len());
         let laid = &laid;
+        let layout_turn = std::sync::atomic::AtomicUsize::new(0);
+        let layout_turn = &layout_turn;
+        // Each serialized clone's place among the batch's serialized clones.
+        let layout_rank: Vec<usize> = batch
+            .iter()
+            .scan(0, |n, pl| {
+                let r = *n;
+                *n += usize::from(pl.job.create_serialize);
+                Some(r)
+            })
+            .collect();
+        let layout_rank = &layout_rank;
         let shared = &BatchShared {
             set,
             ctx,
             done,
             left,
             laid,
+            layout_turn,
+            layout_rank,
             progress,
             board,
             buf_starts,

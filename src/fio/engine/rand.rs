@@ -490,11 +490,12 @@ pub fn fio_fill_random(buf: &mut [u8], seed: u64) {
     rest.copy_from_slice(&v.to_ne_bytes()[..n]);
 }
 
-/// fio's __fill_random_buf_percentage without a buffer_pattern: per `segment`, the first
-/// (100 - pct)% random from `seed` (the same seed for every segment), the rest zeros.
-pub fn fio_fill_percentage(buf: &mut [u8], seed: u64, pct: u32, segment: usize) {
+/// fio's __fill_random_buf_percentage: per `segment`, the first (100 - pct)% random from
+/// `seed` (the same seed for every segment), the rest zeros, or with a buffer_pattern
+/// (`pattern` not empty) that pattern, restarted at each such stretch (fio's cpy_pattern).
+pub fn fio_fill_percentage(buf: &mut [u8], seed: u64, pct: u32, segment: usize, pattern: &[u8]) {
     if pct >= 100 {
-        buf.fill(0);
+        fill_pattern_or_zeros(buf, pattern);
         return;
     }
     let segment = segment.min(buf.len()).max(1);
@@ -512,8 +513,19 @@ pub fn fio_fill_percentage(buf: &mut [u8], seed: u64, pct: u32, segment: usize) 
             z = rest.len();
         }
         let (a, b) = rest.split_at_mut(z);
-        a.fill(0);
+        fill_pattern_or_zeros(a, pattern);
         rest = b;
+    }
+}
+
+/// fio's cpy_pattern (the pattern repeated from the start of `buf`), or zeros without one.
+fn fill_pattern_or_zeros(buf: &mut [u8], pattern: &[u8]) {
+    if pattern.is_empty() {
+        buf.fill(0);
+    } else {
+        for (dst, src) in buf.iter_mut().zip(pattern.iter().cycle()) {
+            *dst = *src;
+        }
     }
 }
 
@@ -533,6 +545,7 @@ pub struct BufState {
     mode: DedupeMode,
     compress_pct: u32,
     compress_chunk: usize,
+    pattern: Vec<u8>,
 }
 
 /// What a [`BufState`] needs of the job.
@@ -547,6 +560,8 @@ pub struct BufSpec {
     pub compress_chunk: usize,
     /// random_generator=tausworthe64.
     pub use64: bool,
+    /// buffer_pattern's bytes (empty when none): the compressible part of each segment.
+    pub pattern: Vec<u8>,
 }
 
 impl BufState {
@@ -563,6 +578,7 @@ impl BufState {
             mode: spec.mode,
             compress_pct: spec.compress_pct,
             compress_chunk: spec.compress_chunk,
+            pattern: spec.pattern.clone(),
         }
     }
 
@@ -658,7 +674,7 @@ impl BufState {
             };
             let seed = next_seed(t);
             let (a, b) = rest.split_at_mut(this);
-            fio_fill_percentage(a, seed, self.compress_pct, this);
+            fio_fill_percentage(a, seed, self.compress_pct, this, &self.pattern);
             rest = b;
             // save_buf_state
             if self.dedupe_pct == 100 {
@@ -675,17 +691,18 @@ impl BufState {
 }
 
 /// Fill `buf` as fio's `buffer_compress_percentage`: in each `chunk`, the first
-/// `(100 - pct)%` bytes are random and the rest zeros.
-pub fn fill_compressible(buf: &mut [u8], pct: u32, chunk: usize, seed: &mut u64) {
+/// `(100 - pct)%` bytes are random and the rest zeros, or the buffer_pattern (`pattern` not
+/// empty) from its start.
+pub fn fill_compressible(buf: &mut [u8], pct: u32, chunk: usize, seed: &mut u64, pattern: &[u8]) {
     if pct >= 100 {
-        buf.fill(0);
+        fill_pattern_or_zeros(buf, pattern);
         return;
     }
     for c in buf.chunks_mut(chunk.max(1)) {
         let random_len = (c.len() * (100 - pct as usize) / 100).min(c.len());
         let (r, z) = c.split_at_mut(random_len);
         fill_random(r, seed);
-        z.fill(0);
+        fill_pattern_or_zeros(z, pattern);
     }
 }
 
@@ -823,11 +840,33 @@ mod tests {
     fn compressible_fill_has_the_asked_share_of_zeros() {
         let mut buf = vec![0xffu8; 4096];
         let mut seed = 1;
-        fill_compressible(&mut buf, 75, 512, &mut seed);
+        fill_compressible(&mut buf, 75, 512, &mut seed, &[]);
         for c in buf.chunks(512) {
             assert!(c[128..].iter().all(|&b| b == 0));
             assert!(c[..128].iter().any(|&b| b != 0));
         }
+        // With a buffer_pattern (the OpenZFS perf suite's 0xdeadbeef) the pattern, restarted
+        // at each compressible stretch, takes the zeros' place.
+        fill_compressible(&mut buf, 75, 512, &mut seed, &[0xde, 0xad, 0xbe, 0xef]);
+        for c in buf.chunks(512) {
+            assert_eq!(&c[128..132], &[0xde, 0xad, 0xbe, 0xef]);
+            assert!(c[128..].chunks(4).all(|w| w == [0xde, 0xad, 0xbe, 0xef]));
+        }
+    }
+
+    /// fio's __fill_random_buf_percentage with a pattern: 66 % of a 4 KiB segment compressible
+    /// is 1392 random bytes, then the pattern from its first byte to the segment's end.
+    #[test]
+    fn fio_percentage_fill_puts_the_pattern_where_zeros_were() {
+        let mut buf = vec![0u8; 8192];
+        fio_fill_percentage(&mut buf, 7, 66, 4096, b"ab");
+        for seg in buf.chunks(4096) {
+            assert!(seg[1392..].chunks(2).all(|w| w == b"ab"), "pattern");
+            assert!(seg[..1392].iter().any(|&b| b != b'a' && b != b'b'));
+        }
+        let mut zeros = vec![1u8; 4096];
+        fio_fill_percentage(&mut zeros, 7, 66, 4096, &[]);
+        assert!(zeros[1392..].iter().all(|&b| b == 0));
     }
 }
 

@@ -652,6 +652,9 @@ pub struct JobSpec {
     pub lat_percentiles: bool,
     /// Report percentiles of clat (default on).
     pub clat_percentiles: bool,
+    /// Report percentiles of slat (fio's slat_percentiles, default off; only the queueing
+    /// engines measure slat).
+    pub slat_percentiles: bool,
     /// The options set in the job's own section, as written (fio's "job options").
     pub job_options: Vec<(String, String)>,
     /// No latency measurement at all (fio's gtod_reduce sets the four disable_* below).
@@ -748,6 +751,9 @@ pub struct JobSpec {
     pub verify_offset: Bytes,
     /// verify_backlog=: after this many writes, verify the logged ones (0 = at the end).
     pub verify_backlog: u64,
+    /// experimental_verify=1: fio regenerates the written offsets instead of logging them;
+    /// accepted where that reads the same blocks as the logged verify (`check_trims_and_verify`).
+    pub experimental_verify: bool,
     /// verify_backlog_batch=: blocks verified per backlog round (0 = verify_backlog).
     pub verify_backlog_batch: u64,
     /// verify_dump=: write the received and expected bytes of a failed block.
@@ -1077,6 +1083,7 @@ impl Default for JobSpec {
             percentile_list: crate::probe::histogram::FIO_DEFAULT_PERCENTILES.to_vec(),
             lat_percentiles: false,
             clat_percentiles: true,
+            slat_percentiles: false,
             job_options: Vec::new(),
             gtod_reduce: false,
             disable_lat: false,
@@ -1122,6 +1129,7 @@ impl Default for JobSpec {
             verify_pattern: None,
             verify_offset: Bytes(0),
             verify_backlog: 0,
+            experimental_verify: false,
             verify_backlog_batch: 0,
             verify_dump: false,
             verify_fatal: false,
@@ -1323,17 +1331,6 @@ fn check_buffers_and_rate_kinds(job: &JobSpec, origin: &Origin) -> Result<(), Jo
                 "job '{}': unlink_each_loop with rw={} is not supported: the files are deleted before the next loop, which then reads short (fio 3.33 fails such a job with EIO or reads nothing); use it with a job that only writes",
                 job.name,
                 job.rw.as_str()
-            ),
-        );
-    }
-    if job.buffer_pattern.is_some()
-        && (job.buffer_compress_percentage.is_some_and(|p| p > 0) || job.dedupe_percentage > 0)
-    {
-        return err(
-            origin,
-            format!(
-                "job '{}': buffer_pattern with buffer_compress_percentage or dedupe_percentage is not supported (fio fills the compressible part with the pattern; fsdelta does not yet): drop one of them",
-                job.name
             ),
         );
     }
@@ -1554,6 +1551,32 @@ fn check_zones_and_distribution(job: &JobSpec, origin: &Origin) -> Result<(), Jo
 
 /// A job's options that fsdelta refuses: Trims, verify_only, verify=pattern and dedupe's working set.
 fn check_trims_and_verify(job: &JobSpec, origin: &Origin) -> Result<(), JobFileError> {
+    // fio's experimental_verify replays the offset generator from its seed instead of reading
+    // the log of writes: the same blocks and counts while no block is written twice before its
+    // verify (fio 3.33, randwrite 1 MiB: 256 writes and 256 reads either way). With
+    // norandommap a block written twice fails fio's own check ("bad header numberio"); with
+    // loops > 1 fio verifies only the last loop (256 reads, 1792 writes for 8 loops, against
+    // 2048 and 2048 logged); with verify_backlog it interleaves otherwise.
+    if job.experimental_verify && job.verify {
+        let why = if job.norandommap && job.rw.is_random() {
+            Some("norandommap (fio re-reads every write and fails on a block written twice)")
+        } else if job.loops > 1 {
+            Some("loops > 1 (fio verifies only the last loop's writes)")
+        } else if job.verify_backlog > 0 {
+            Some("verify_backlog")
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            return err(
+                origin,
+                format!(
+                    "job '{}': experimental_verify=1 with {why} is not supported (fsdelta verifies the logged writes, which there differ from fio's replay): set experimental_verify=0",
+                    job.name
+                ),
+            );
+        }
+    }
     if job.rw.trims() {
         // Trims are issued by the I/O engines (punch or discard) and falloc.
         let engine_trims = matches!(
@@ -1773,6 +1796,25 @@ pub fn build_jobs(sections: &[RawSection]) -> Result<JobSet, JobFileError> {
     let mut set = JobSet::default();
     for section in sections {
         set.warnings.extend(section.warnings.iter().cloned());
+        for opt in &section.options {
+            if let Some(n) = options::fio_leading_number(opt) {
+                set.warnings.push(format!(
+                    "{}: {}={} is read as {}={n}, as fio 3.33 reads it (the text after the number is ignored; fio evaluates no arithmetic there)",
+                    opt.origin,
+                    opt.key,
+                    opt.value.as_deref().unwrap_or_default(),
+                    opt.key
+                ));
+            }
+            if options::SOFT_DEPRECATED.contains(&opt.key.as_str()) {
+                // fio 3.33's FIO_OPT_SOFT_DEPRECATED: "Option verifysort is deprecated", and
+                // nothing else happens (fio prints it to stdout, before a JSON document).
+                set.warnings.push(format!(
+                    "{}: Option {} is deprecated (fio 3.33 ignores it, and so does fsdelta)",
+                    opt.origin, opt.key
+                ));
+            }
+        }
         if section.is_global() {
             for opt in &section.options {
                 // Validate now so the error points at the [global] line.
@@ -2412,10 +2454,16 @@ mod tests {
                 3,
                 "option 'trim_percentage=5' is not supported by fsdelta's fio engine (verified blocks are not trimmed; accepted: 0)",
             ),
+            ("[j]\nsize=1m\ntrim_verify_zero=1\n", 3, "the closest: "),
             (
-                "[j]\nsize=1m\ntrim_verify_zero=1\n",
-                3,
-                "supported options: name, description",
+                "[j]\nsize=1m\nrw=randwrite\nverify=md5\nnorandommap\nexperimental_verify=1\n",
+                1,
+                "experimental_verify=1 with norandommap (fio re-reads every write",
+            ),
+            (
+                "[j]\nsize=1m\nrw=write\nverify=md5\nloops=8\nexperimental_verify=1\n",
+                1,
+                "experimental_verify=1 with loops > 1",
             ),
             ("size=1m\n[j]\n", 1, "outside of a [section]"),
             ("[j\nsize=1m\n", 1, "malformed section header"),

@@ -81,6 +81,7 @@ impl Content {
             compress_pct: compress,
             compress_chunk: job.buffer_compress_chunk.0 as usize,
             use64,
+            pattern: job.buffer_pattern.clone().unwrap_or_default(),
         };
         let mut b = rand::BufState::new(&spec, seeds);
         // fio's init_dedupe_working_set_seeds: size * dedupe_working_set_percentage / 100

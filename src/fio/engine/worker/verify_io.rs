@@ -107,7 +107,7 @@ impl VerifyCtx {
         }
         let rand_seed = if self.v.pattern.is_none() {
             let s = rand::next_seed(&mut self.rand);
-            rand::fio_fill_percentage(data, s, self.compress, data.len());
+            rand::fio_fill_percentage(data, s, self.compress, data.len(), &[]);
             s
         } else {
             0

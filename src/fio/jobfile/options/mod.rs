@@ -106,16 +106,82 @@ pub fn help_text() -> String {
     out
 }
 
-/// The error for an option that is not in the table.
+/// fio 3.33's soft-deprecated options (FIO_OPT_SOFT_DEPRECATED): accepted with a note, no
+/// effect, listed in `job options` as written.
+pub const SOFT_DEPRECATED: &[&str] = &["verifysort", "verifysort_nr"];
+
+/// The error for an option that is not in the table: the few closest names (by edit
+/// distance, or containing the name), not all ~300 of them.
 pub fn unsupported(opt: &RawOption) -> JobFileError {
+    let all = supported_names();
+    let close = closest(&opt.key, &all);
+    let hint = if close.is_empty() {
+        String::new()
+    } else {
+        format!("; the closest: {}", close.join(", "))
+    };
     JobFileError {
         origin: opt.origin.clone(),
         message: format!(
-            "option '{}' is not supported by fsdelta's fio engine; supported options: {}",
+            "option '{}' is not supported by fsdelta's fio engine{hint} (`fsdelta fio --help` lists all {} options)",
             opt.key,
-            supported_names().join(", ")
+            all.len()
         ),
     }
+}
+
+/// Up to five of `names` nearest `key`: those within an edit distance of a third of its length
+/// (at least 2), then those that contain it or that it contains, nearest first.
+fn closest(key: &str, names: &[&'static str]) -> Vec<&'static str> {
+    let key = key.to_ascii_lowercase();
+    let limit = (key.len() / 3).max(2);
+    let mut scored: Vec<(usize, &'static str)> = names
+        .iter()
+        .filter_map(|&n| {
+            let d = edit_distance(&key, n);
+            let related = key.len() >= 4 && (n.contains(key.as_str()) || key.contains(n));
+            (d <= limit || related).then_some((d, n))
+        })
+        .collect();
+    scored.sort();
+    scored.into_iter().take(5).map(|(_, n)| n).collect()
+}
+
+/// Levenshtein distance over bytes (option names are ASCII).
+fn edit_distance(a: &str, b: &str) -> usize {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    let mut cur = vec![0; b.len() + 1];
+    for (i, &x) in a.iter().enumerate() {
+        cur[0] = i + 1;
+        for (j, &y) in b.iter().enumerate() {
+            let sub = prev[j] + usize::from(x != y);
+            cur[j + 1] = sub.min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        std::mem::swap(&mut prev, &mut cur);
+    }
+    prev[b.len()]
+}
+
+/// The number fio 3.33 reads from a numeric option's value that goes on with arithmetic
+/// outside parentheses (`iodepth=128*1`, `runtime=10+5`): its leading number and unit suffix,
+/// the rest ignored (fio's strtoll and suffix scan; Debian's fio 3.33 has no arithmetic parser:
+/// `iodepth=2*16` runs at depth 2, `iodepth=4+4` at 4). None when the value is not of that form.
+pub fn fio_leading_number(opt: &RawOption) -> Option<&str> {
+    let def = lookup(&opt.key)?;
+    if !matches!(def.kind, Kind::Int { .. } | Kind::Size | Kind::Time { .. }) {
+        return None;
+    }
+    let v = opt.value.as_deref()?.trim();
+    let digits = v.find(|c: char| !c.is_ascii_digit()).unwrap_or(v.len());
+    if digits == 0 || v.starts_with("0x") {
+        return None;
+    }
+    let op = v[digits..].find(['+', '*', '/', '%', '^'])? + digits;
+    v[digits..op]
+        .chars()
+        .all(|c| c.is_ascii_alphabetic())
+        .then_some(&v[..op])
 }
 
 /// Read `opt` as its row says and store it into `job`; returns the row.
@@ -123,8 +189,20 @@ pub fn apply(job: &mut JobSpec, opt: &RawOption) -> Result<&'static OptDef, JobF
     let Some(def) = lookup(&opt.key) else {
         return Err(unsupported(opt));
     };
+    let leading;
+    let opt = match fio_leading_number(opt) {
+        Some(n) => {
+            leading = RawOption {
+                value: Some(n.to_string()),
+                ..opt.clone()
+            };
+            &leading
+        }
+        None => opt,
+    };
     let val = match def.kind {
-        Kind::Bool | Kind::Flag => Val::Bool(parse_bool(opt)?),
+        Kind::Bool => Val::Bool(parse_bool(opt)?),
+        Kind::Flag => Val::Bool(values::parse_flag(opt)?),
         Kind::Int { min, max } => Val::Int(parse_int(opt, min, max)?),
         Kind::Size => Val::Size(size_value(opt, value_of(opt)?)?),
         Kind::Time { default_us } => Val::Time(time_value(opt, default_us)?),
@@ -144,6 +222,41 @@ pub fn apply(job: &mut JobSpec, opt: &RawOption) -> Result<&'static OptDef, JobF
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 41: a number followed by arithmetic is read as fio 3.33 reads it, the number alone
+    /// (checked on fio 3.33: iodepth=2*16 gives iodepth_level 2 = 99.9 %, iodepth=4+4 gives 4,
+    /// bs-like sizes `8k/2` give 8k).
+    #[test]
+    fn a_number_followed_by_arithmetic_is_its_leading_number_as_in_fio() {
+        let opt = |k: &str, v: &str| RawOption {
+            key: k.into(),
+            value: Some(v.into()),
+            origin: crate::fio::jobfile::Origin {
+                file: "t.fio".into(),
+                line: 1,
+            },
+        };
+        assert_eq!(fio_leading_number(&opt("iodepth", "128*1")), Some("128"));
+        assert_eq!(fio_leading_number(&opt("iodepth", "4+4")), Some("4"));
+        assert_eq!(fio_leading_number(&opt("runtime", "10s*2")), Some("10s"));
+        assert_eq!(fio_leading_number(&opt("iodepth", "(2*16)")), None);
+        assert_eq!(fio_leading_number(&opt("iodepth", "16")), None);
+        assert_eq!(fio_leading_number(&opt("name", "a*2")), None);
+        let mut job = JobSpec::default();
+        apply(&mut job, &opt("iodepth", "2*16")).unwrap();
+        assert_eq!(job.iodepth, 2);
+    }
+
+    /// Issue 41: an unknown option's error names the closest few options, not all ~300.
+    #[test]
+    fn an_unknown_option_names_the_closest_few() {
+        let names = supported_names();
+        assert_eq!(edit_distance("iodepht", "iodepth"), 2);
+        assert_eq!(closest("iodepht", &names)[0], "iodepth");
+        assert!(closest("trim_backlog", &names).contains(&"verify_backlog"));
+        assert!(closest("frobnicate", &names).len() <= 5);
+        assert!(closest("zzzzzzzzzzzzzzzz", &names).is_empty());
+    }
 
     #[test]
     fn help_lists_every_option() {

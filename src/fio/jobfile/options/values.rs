@@ -31,6 +31,18 @@ pub(super) fn parse_bool(opt: &RawOption) -> Result<bool, JobFileError> {
     }
 }
 
+/// fio's FIO_OPT_STR_SET (time_based, stonewall, ...): a boolean word, or any number, nonzero
+/// meaning set (fio reads `time_based=10` with check_str_bytes and no maximum: on).
+pub(super) fn parse_flag(opt: &RawOption) -> Result<bool, JobFileError> {
+    match parse_bool(opt) {
+        Ok(b) => Ok(b),
+        Err(e) => match opt.value.as_deref().map(expr::parse_number) {
+            Some(Ok(n)) => Ok(n != 0),
+            _ => Err(e),
+        },
+    }
+}
+
 pub(super) fn parse_int(opt: &RawOption, min: u64, max: u64) -> Result<u64, JobFileError> {
     let v = value_of(opt)?;
     match expr::parse_number(v) {

@@ -239,6 +239,18 @@ pub(super) static ROWS: &[OptDef] = &[
         }
     ),
     opt!(
+        "slat_percentiles",
+        [],
+        Kind::Bool,
+        "0",
+        Stat,
+        "percentiles of slat (libaio, io_uring, posixaio, vsync: the engines that measure it)",
+        |j, v, _| {
+            j.slat_percentiles = v.b();
+            Ok(())
+        }
+    ),
+    opt!(
         "gtod_reduce",
         [],
         Kind::Bool,

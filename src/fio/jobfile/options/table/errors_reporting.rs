@@ -340,8 +340,11 @@ pub(super) static ROWS: &[OptDef] = &[
         Kind::Bool,
         "0",
         Io,
-        "verify by replaying the written offsets: 0 only (fio's default)",
-        |_, v, o| fio_bool_only(o, v.b(), false, "verify reads back the logged writes")
+        "verify by replaying the written offsets (the same blocks as the log: not with norandommap, loops > 1 or verify_backlog)",
+        |j, v, _| {
+            j.experimental_verify = v.b();
+            Ok(())
+        }
     ),
     opt!(
         "verify_state_load",

@@ -250,6 +250,24 @@ pub(super) static ROWS: &[OptDef] = &[
         }
     ),
     opt!(
+        "verifysort",
+        [],
+        Kind::Text,
+        "",
+        Io,
+        "deprecated in fio 3.33 and ignored (a note says so)",
+        |_, _, _| Ok(())
+    ),
+    opt!(
+        "verifysort_nr",
+        [],
+        Kind::Text,
+        "",
+        Io,
+        "deprecated in fio 3.33 and ignored (a note says so)",
+        |_, _, _| Ok(())
+    ),
+    opt!(
         "fill_device",
         ["fill_fs"],
         Kind::Bool,
