@@ -126,6 +126,7 @@ pub fn rows(a: &[SampleRecord], b: &[SampleRecord], margins: &Margins) -> Vec<Ro
             .zip(&out)
             .map(|(c, r)| verdict::Judging {
                 group: (r.config.as_str(), r.test.as_str()),
+                metric: r.metric.as_str(),
                 headline: true,
                 comparison: c,
             })

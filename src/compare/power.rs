@@ -356,6 +356,7 @@ pub fn drift(metrics: &[CanaryMetric], margins: &Margins) -> Drift {
             .zip(metrics)
             .map(|(c, m)| verdict::Judging {
                 group: ("canary", m.key.as_str()),
+                metric: m.key.as_str(),
                 headline: true,
                 comparison: c,
             })
@@ -432,6 +433,7 @@ mod tests {
                     .zip(&names)
                     .map(|(c, n)| Judging {
                         group: ("c", n.as_str()),
+                        metric: n.as_str(),
                         headline: true,
                         comparison: c,
                     })

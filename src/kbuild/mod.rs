@@ -587,6 +587,30 @@ mod tests {
     }
 
     #[test]
+    fn finished_builds_are_listed_from_the_cache() {
+        let cache = tempfile::tempdir().unwrap();
+        assert!(built(cache.path()).is_empty());
+        let dir = cache.path().join("kbuild/built/0123456789ab-k");
+        std::fs::create_dir_all(&dir).unwrap();
+        let b = Built {
+            tree: "/src/linux".into(),
+            commit: "0123456789abcdef0123456789abcdef01234567".into(),
+            config_digest: digest("x"),
+            compiler: "gcc (Debian 12.2.0-14) 12.2.0".into(),
+            release: "6.1.0".into(),
+            image: dir.join("bzImage"),
+            modules: None,
+            log: dir.join("build.log"),
+            build_s: 12.5,
+            cached: false,
+        };
+        std::fs::write(dir.join("built.json"), serde_json::to_string(&b).unwrap()).unwrap();
+        // A directory without built.json (a build that failed) is not listed.
+        std::fs::create_dir_all(cache.path().join("kbuild/built/failed")).unwrap();
+        assert_eq!(built(cache.path()), vec![b]);
+    }
+
+    #[test]
     fn digests_are_stable_and_differ() {
         assert_eq!(digest("abc"), digest("abc"));
         assert_ne!(digest("abc"), digest("abd"));

@@ -739,6 +739,7 @@ fn compared(s: &dyn Store, sel: &Selection, format: Format) -> Result<String, Pa
             summary: &summary,
             all: false,
             context: Some(&ctx),
+            across: sides.across,
         };
         return report::format::render(format, &Doc::Comparison(&doc)).map_err(render_err);
     }
@@ -747,8 +748,10 @@ fn compared(s: &dyn Store, sel: &Selection, format: Format) -> Result<String, Pa
     let mut descs = Vec::new();
     let mut contexts = Vec::new();
     let mut base_desc = String::new();
+    let mut across_all = true;
     for cur in &sel.sels[1..] {
         let sides = sides_of(s, &sel.sels[0], cur, sel)?;
+        across_all &= sides.across;
         let rows = judge::rows(&sides, &criteria, Methods::WelchOnly).map_err(judge_err)?;
         base_desc = sides.base.description.clone();
         descs.push(sides.cur.description.clone());
@@ -773,6 +776,7 @@ fn compared(s: &dyn Store, sel: &Selection, format: Format) -> Result<String, Pa
         sides: &sides,
         summary: &summary,
         all: false,
+        across: across_all,
     };
     report::format::render(format, &Doc::Comparisons(&doc)).map_err(render_err)
 }
@@ -871,6 +875,7 @@ pub fn compare_report(s: &dyn Store, p: &Params) -> Result<String, PageError> {
             summary: &summary,
             all: false,
             context: None,
+            across: sides.across,
         }),
     )
     .map_err(|e| PageError::bad(e.to_string()))?;
@@ -1086,7 +1091,11 @@ pub fn flame(s: &dyn Store, run: RunId, sample: i64) -> Result<String, PageError
     })?;
     let p = crate::probe::profile::Profile::decode(&stored)
         .map_err(|e| PageError::not_found(format!("the stored profile cannot be read: {e}")))?;
-    report::profile::flamegraph_svg(&p, &format!("run {run} sample {sample}"))
+    report::profile::flamegraph_svg(
+        &p,
+        &format!("run {run} sample {sample}"),
+        report::profile::Threads::default(),
+    )
         .map_err(|e| PageError::not_found(format!("cannot draw the flame graph: {e}")))
 }
 
