@@ -504,7 +504,13 @@ impl Loop<'_> {
                     description: String::new(),
                     engine: engine.clone(),
                     external,
-                    events: Vec::new(),
+                    // Resolved again against the guest's own tracefs (its ids are the guest
+                    // kernel's); filters name host devices and are not carried.
+                    events: test
+                        .events
+                        .iter()
+                        .map(|tp| format!("{}:{}", tp.group, tp.name))
+                        .collect(),
                 }),
                 None => unsendable = Some(test.name.clone()),
             }
@@ -520,6 +526,11 @@ impl Loop<'_> {
         };
         let options = crate::vm::RepetitionOptions {
             drop_caches: self.plan.drop_caches,
+            profile: self
+                .profiler
+                .as_ref()
+                .filter(|p| p.wants(rep))
+                .map(|p| p.scope()),
             ..Default::default()
         };
         let result = match unsendable {
@@ -533,8 +544,14 @@ impl Loop<'_> {
             },
         };
         let started_at = Utc::now();
-        let (samples, skipped) = match result {
-            Ok(r) => (r.samples, r.skipped),
+        let (samples, skipped, mut profiles) = match result {
+            Ok(r) => {
+                // Said as the host's own samples say them (a declared metric missing).
+                for w in r.warnings {
+                    self.observer.event(Event::Warning(w));
+                }
+                (r.samples, r.skipped, r.profiles)
+            }
             Err(e) => (
                 ts.iter()
                     .map(|&t| NewSample {
@@ -553,6 +570,7 @@ impl Loop<'_> {
                         attachments: Vec::new(),
                     })
                     .collect(),
+                Vec::new(),
                 Vec::new(),
             ),
         };
@@ -592,8 +610,18 @@ impl Loop<'_> {
                 .facts
                 .extra
                 .insert("order".into(), self.plan.order.to_string());
-            let (_, sample) = sample::store_sample(self.store, self.run_id, sample)
+            let profile = profiles
+                .iter()
+                .position(|(test, _)| *test == sample.test)
+                .map(|p| profiles.remove(p).1);
+            let (id, sample) = sample::store_sample(self.store, self.run_id, sample)
                 .map_err(store_err("storing a sample"))?;
+            // Folded in the guest as the host folds its own; stored with its sample the same way.
+            if let Some(p) = profile {
+                self.store
+                    .add_profile(id, &p)
+                    .map_err(store_err(&format!("storing the profile of sample {id}")))?;
+            }
             self.stored_one(sample, of);
         }
         Ok(true)
@@ -753,7 +781,7 @@ fn run_stored(
     let (counters, events) = open_counters(&plan.tests)?;
     let began = Nanos::now();
     let sites = sites(&plan.targets)?;
-    warn_about_guests(&sites, plan, !counters.is_empty(), observer);
+    warn_about_guests(&sites, plan, observer);
     let names: Vec<String> = sites.iter().map(|s| s.name().to_string()).collect();
     let run_id = match store.create_run(&NewRun {
         label: plan.label.clone(),
@@ -902,8 +930,9 @@ fn open_counters(
     Ok((counters, events))
 }
 
-/// The guests' warnings (each once), and what a guest does not record (profiles, event counts).
-fn warn_about_guests(sites: &[Site], plan: &RunSpec, counting: bool, observer: &dyn Observer) {
+/// The guests' warnings (each once), and what a guest does not take from the host: tracepoint
+/// filters (they name the host's devices), so its counts are of every device.
+fn warn_about_guests(sites: &[Site], plan: &RunSpec, observer: &dyn Observer) {
     let mut warned: Vec<&String> = Vec::new();
     for s in sites {
         if let Site::Vm(v) = s {
@@ -915,14 +944,14 @@ fn warn_about_guests(sites: &[Site], plan: &RunSpec, counting: bool, observer: &
             }
         }
     }
-    if plan.profile.is_some() && sites.iter().any(|s| matches!(s, Site::Vm(_))) {
+    let filtered = plan
+        .tests
+        .iter()
+        .flat_map(|t| &t.events)
+        .any(|tp| tp.filter.is_some());
+    if filtered && sites.iter().any(|s| matches!(s, Site::Vm(_))) {
         observer.event(Event::Warning(
-            "CPU profiles are not recorded inside guests: the samples of configurations with a kernel have none".into(),
-        ));
-    }
-    if counting && sites.iter().any(|s| matches!(s, Site::Vm(_))) {
-        observer.event(Event::Warning(
-            "event counts are not recorded inside guests: the samples of configurations with a kernel have none".into(),
+            "event filters are not applied inside guests (they name the host's devices): the event counts of configurations with a kernel are of every device in the guest".into(),
         ));
     }
 }
