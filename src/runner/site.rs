@@ -32,6 +32,16 @@ fn in_a_guest(name: &str) -> SiteError {
     }
 }
 
+/// The host's settings that move results (CPU boost, THP, dirty ratios, the device's scheduler
+/// and queue, tool versions: `crate::probe::hygiene::facts`), read as each sample is prepared,
+/// as `machine.*` facts: "what differs" between two runs names a setting that changed. A guest's
+/// samples carry the guest's own facts (`vm_*`, `host_*`), not these.
+fn with_machine_settings(facts: &mut SiteFacts) {
+    facts
+        .extra
+        .extend(crate::probe::hygiene::facts(&facts.device));
+}
+
 impl Site {
     /// The configuration's name (`scratch` for the scratch directory).
     pub fn name(&self) -> &str {
@@ -52,13 +62,15 @@ impl Site {
                     .map_err(|e| Box::new((env::facts_for(s.path()), e)))?;
                 let mut facts = env::facts_for(&dir);
                 facts.extra.insert("config".into(), "scratch".into());
+                with_machine_settings(&mut facts);
                 Ok(Prepared { dir, facts })
             }
             Site::Configured(t) => t
                 .prepare()
-                .map(|p| Prepared {
-                    dir: p.dir,
-                    facts: p.facts,
+                .map(|p| {
+                    let mut facts = p.facts;
+                    with_machine_settings(&mut facts);
+                    Prepared { dir: p.dir, facts }
                 })
                 .map_err(|e| Box::new((SiteFacts::default(), e))),
             Site::Vm(v) => Err(Box::new((

@@ -543,3 +543,32 @@ fn until_confident_runs_a_pair_of_configurations_until_their_verdict_is_resolved
         "after {alone}"
     );
 }
+
+#[test]
+fn every_host_sample_records_the_machine_settings_read_as_it_was_prepared() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = MemoryStore::new();
+    let p = plan(
+        vec![planned("null", Box::new(Null::new()))],
+        two_dirs(dir.path()),
+        2,
+    );
+    let r = run(&p, &mut store, &CancelToken::new(), &Silent).unwrap();
+    assert_eq!(r.status, RunStatus::Complete);
+    let swappiness = std::fs::read_to_string("/proc/sys/vm/swappiness").unwrap();
+    let back = store.samples(r.run_id).unwrap();
+    assert_eq!(back.len(), 4);
+    for s in &back {
+        let x = &s.sample.facts.extra;
+        assert_eq!(
+            x.get("machine.vm.swappiness").map(String::as_str),
+            Some(swappiness.trim()),
+            "{}: {x:?}",
+            s.sample.config
+        );
+        assert_eq!(
+            x.get("machine.kernel.cmdline"),
+            crate::probe::hygiene::facts("").get("machine.kernel.cmdline"),
+        );
+    }
+}
