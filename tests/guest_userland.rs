@@ -380,3 +380,73 @@ fn a_kernel_image_finds_its_modules_beside_it_or_is_refused_naming_modules() {
     vm.teardown().unwrap();
     assert!(state.entries().unwrap().is_empty(), "{:?}", state.entries());
 }
+
+/// Links (or, across filesystems, copies) every file under `from` into `to`, leaving out the
+/// directories named `skip`.
+fn tree_without(from: &Path, to: &Path, skip: &str) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap().flatten() {
+        let (src, dst) = (e.path(), to.join(e.file_name()));
+        let ft = e.file_type().unwrap();
+        if ft.is_dir() {
+            if e.file_name() != skip {
+                tree_without(&src, &dst, skip);
+            }
+        } else if ft.is_file() && std::fs::hard_link(&src, &dst).is_err() {
+            std::fs::copy(&src, &dst).unwrap();
+        }
+    }
+}
+
+/// `fsdelta run` refuses before anything boots a suite whose command test needs the host's
+/// programs when the guest cannot see them (here the kernel's modules lack 9p): the error
+/// names the configuration, the test and the way out, and no run, sample or file is left.
+#[test]
+fn a_test_the_guest_cannot_run_is_refused_before_anything_boots() {
+    let _one = serial();
+    if !ready() {
+        return;
+    }
+    let deb = common::vm_kernel("A").unwrap();
+    let k = fsdelta::vm::kernel::resolve(&deb, None, &fsdelta::vm::cache_dir()).unwrap();
+    let modules = k.modules.clone().unwrap();
+    let unpacked = modules.ancestors().nth(3).unwrap();
+    let vmlinuz = unpacked.join(format!("boot/vmlinuz-{}", k.release));
+    let dir = tempfile::tempdir().unwrap();
+    let pruned = dir.path().join("modules").join(&k.release);
+    tree_without(&modules, &pruned, "9p");
+    let s = common::Setup::in_dir(
+        dir,
+        "z.toml",
+        &format!(
+            "[[config]]\nname = \"z\"\nfs = \"ext4\"\ndevice = \"loop:128M\"\nkernel = \"{}\"\nmodules = \"{}\"\nmemory = \"1G\"\n",
+            vmlinuz.display(),
+            pruned.display()
+        ),
+        "cmd.toml",
+        "[[test]]\nname = \"files\"\nworkload = \"fsmark\"\nargs = \"-s 4096 -n 10 -t 1 -S 0\"\n\n[[test]]\nname = \"ddtest\"\nworkload = \"command\"\ncommand = \"dd if=/dev/zero of=f bs=64k count=4\"\n",
+    );
+    let out = s
+        .cmd()
+        .args(["run", "--config"])
+        .arg(s.p("z.toml"))
+        .arg("--suite")
+        .arg(s.p("cmd.toml"))
+        .args(["-n", "1", "--quiet"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{stderr}");
+    for part in ["config 'z'", "test ddtest: its command", "9p", "--test"] {
+        assert!(stderr.contains(part), "{part}: {stderr}");
+    }
+    assert!(!stderr.contains("test files"), "{stderr}");
+    let list = s.cmd().args(["list"]).output().unwrap();
+    let listed = String::from_utf8_lossy(&list.stdout);
+    assert!(
+        !listed.contains("ddtest") && !listed.contains("complete"),
+        "{listed}"
+    );
+    s.assert_scratch_empty();
+    s.assert_state_empty();
+}

@@ -498,20 +498,8 @@ impl Loop<'_> {
         let mut unsendable = None;
         for &t in ts {
             let test = &self.plan.tests[t];
-            match test.workload.spec() {
-                Some((engine, external)) => specs.push(crate::plan::suite::TestSpec {
-                    name: test.name.clone(),
-                    description: String::new(),
-                    engine: engine.clone(),
-                    external,
-                    // Resolved again against the guest's own tracefs (its ids are the guest
-                    // kernel's); filters name host devices and are not carried.
-                    events: test
-                        .events
-                        .iter()
-                        .map(|tp| format!("{}:{}", tp.group, tp.name))
-                        .collect(),
-                }),
+            match guest_spec(test) {
+                Some(spec) => specs.push(spec),
                 None => unsendable = Some(test.name.clone()),
             }
         }
@@ -526,10 +514,12 @@ impl Loop<'_> {
         };
         let options = crate::vm::RepetitionOptions {
             drop_caches: self.plan.drop_caches,
+            // A guest that cannot see the host's perf records none (refused before the run
+            // unless --profile=optional).
             profile: self
                 .profiler
                 .as_ref()
-                .filter(|p| p.wants(rep))
+                .filter(|p| p.wants(rep) && vm.host_root().is_ok())
                 .map(|p| p.scope()),
             ..Default::default()
         };
@@ -781,6 +771,10 @@ fn run_stored(
     let (counters, events) = open_counters(&plan.tests)?;
     let began = Nanos::now();
     let sites = sites(&plan.targets)?;
+    if let Err(e) = check_guests(&sites, plan) {
+        let _ = teardown(sites);
+        return Err(e);
+    }
     warn_about_guests(&sites, plan, observer);
     let names: Vec<String> = sites.iter().map(|s| s.name().to_string()).collect();
     let run_id = match store.create_run(&NewRun {
@@ -930,6 +924,58 @@ fn open_counters(
     Ok((counters, events))
 }
 
+/// The suite test `t` was built from, as a guest's job carries it; `None` when it was not built
+/// from one (a workload made in code).
+fn guest_spec(t: &PlannedTest) -> Option<crate::plan::suite::TestSpec> {
+    let (engine, external) = t.workload.spec()?;
+    Some(crate::plan::suite::TestSpec {
+        name: t.name.clone(),
+        description: String::new(),
+        engine: engine.clone(),
+        external,
+        // Resolved again against the guest's own tracefs (its ids are the guest kernel's);
+        // filters name host devices and are not carried.
+        events: t
+            .events
+            .iter()
+            .map(|tp| format!("{}:{}", tp.group, tp.name))
+            .collect(),
+    })
+}
+
+/// What cannot run in a configuration's guest, refused before anything boots, naming the
+/// configuration and the test: a test whose programs or files the guest cannot see, more tests
+/// than one guest has disks for, profiles where the guest cannot see the host's perf.
+fn check_guests(sites: &[Site], plan: &RunSpec) -> Result<(), RunError> {
+    for s in sites {
+        let Site::Vm(v) = s else { continue };
+        let name = &v.config().name;
+        let mut specs = Vec::new();
+        for t in &plan.tests {
+            specs.push(guest_spec(t).ok_or_else(|| {
+                RunError::Plan(format!(
+                    "config '{name}': test {} cannot be sent to a guest: it was not built from a suite test",
+                    t.name
+                ))
+            })?);
+        }
+        v.check_tests(&specs).map_err(|e| {
+            RunError::Plan(format!(
+                "config '{name}': {e}; or leave the test out with --test"
+            ))
+        })?;
+        if let (Some(mode), Err(why)) = (plan.profile, v.host_root())
+            && mode != ProfileMode::Optional
+        {
+            return Err(RunError::Plan(format!(
+                "config '{name}': --profile in the guest of kernel {} needs the host's perf, which the guest cannot see ({why}): build the kernel with 9p (CONFIG_NET_9P_VIRTIO, CONFIG_9P_FS), or use --profile=optional",
+                v.kernel().release
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// The guests' warnings (each once), and what a guest does not take from the host: tracepoint
 /// filters (they name the host's devices), so its counts are of every device.
 fn warn_about_guests(sites: &[Site], plan: &RunSpec, observer: &dyn Observer) {
@@ -941,6 +987,12 @@ fn warn_about_guests(sites: &[Site], plan: &RunSpec, observer: &dyn Observer) {
                     warned.push(w);
                     observer.event(Event::Warning(w.clone()));
                 }
+            }
+            if let (Some(ProfileMode::Optional), Err(why)) = (plan.profile, v.host_root()) {
+                observer.event(Event::Warning(format!(
+                    "--profile=optional: config '{}' records no profiles: its guest cannot see the host's perf ({why})",
+                    v.config().name
+                )));
             }
         }
     }
