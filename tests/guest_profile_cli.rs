@@ -129,6 +129,12 @@ fn two_kernels_profiles_and_event_counts_are_stored_and_compared() {
             .and_then(|m| m["value"].as_f64());
         assert_eq!(count, Some(185.0), "{}", smp["config"]);
         assert_eq!(smp["facts"]["extra"]["profile_scope"], "workload+kthreads");
+        assert!(
+            smp["facts"]["extra"]["profile_taken"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("in the guest: perf record")),
+            "{smp}"
+        );
     }
     s.assert_scratch_empty();
     s.assert_state_empty();

@@ -300,5 +300,60 @@ fn run_kernel_a_kernel_b_applies_both_kernels_to_every_configuration_and_compare
     let samples = doc["runs"][0]["samples"].as_array().unwrap();
     assert_eq!(samples.len(), 4, "2 kernels x 1 test x 2 repetitions");
     assert!(samples.iter().all(|x| x["status"] == "ok"), "{stdout}");
+    // The output names the kernels (issue 36 item 4): the end table prints each configuration's
+    // whole name, `list` and `export` give the guests' kernels, not the host's.
+    let (ra, rb) = ("6.1.0-47-amd64", "6.1.0-50-amd64");
+    for (tag, release) in [(&tag_a, ra), (&tag_b, rb)] {
+        let name = format!("e4-{tag}");
+        assert!(
+            stdout
+                .lines()
+                .any(|l| l.contains(&name) && !l.contains(&format!("1@{name}"))),
+            "the end table names {name} whole:\n{stdout}"
+        );
+        let of_config: Vec<&serde_json::Value> = samples
+            .iter()
+            .filter(|x| x["config"] == name.as_str())
+            .collect();
+        assert_eq!(of_config.len(), 2, "{name}");
+        for x in of_config {
+            assert_eq!(x["facts"]["extra"]["vm_kernel"], release, "{x}");
+        }
+    }
+    let mut guests: Vec<&str> = doc["runs"][0]["guest_kernels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|k| k.as_str())
+        .collect();
+    guests.sort();
+    assert_eq!(guests, [ra, rb]);
+    let list = s.cmd().args(["list"]).output().unwrap();
+    let listed = String::from_utf8_lossy(&list.stdout);
+    assert!(listed.contains(ra) && listed.contains(rb), "{listed}");
+    let csv = s
+        .cmd()
+        .args(["export", "1", "--format", "csv"])
+        .output()
+        .unwrap();
+    let csv = String::from_utf8_lossy(&csv.stdout);
+    let host = fsdelta::site::env::environment().kernel_release;
+    for line in csv
+        .lines()
+        .skip(1)
+        .filter(|l| l.contains(",files_per_sec,"))
+    {
+        let cols: Vec<&str> = line.split(',').collect();
+        let want = if cols[4].ends_with(tag_a.as_str()) {
+            ra
+        } else {
+            rb
+        };
+        assert_eq!(
+            cols[3], want,
+            "the CSV kernel column is the guest's: {line}"
+        );
+        assert_eq!(cols.last().copied(), Some(host.as_str()), "{line}");
+    }
     s.assert_clean();
 }

@@ -307,6 +307,10 @@ fn one_test(
     facts
         .extra
         .insert("profile_scope".into(), p.profiler.scope().name().into());
+    facts.extra.insert(
+        "profile_taken".into(),
+        "in the guest: perf record -e cpu-clock -a -g of the guest kernel (the host's perf over the shared root), folded in the guest".into(),
+    );
     let mut sample = sample_of(facts, result, &desc);
     match p.fold(&sample) {
         Ok(profile) => (line(sample), profile),
