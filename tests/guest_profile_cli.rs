@@ -3,6 +3,8 @@
 //! against its own tracefs; the host stores both with the samples, so `fsdelta profile` lists
 //! each kernel's filesystem symbols and `compare` puts the two kernels' event counts side by
 //! side (185 each: one per written 4 KiB page of 37 files of 20 KiB, the host's rule).
+//! A command test runs the host's coreutils `dd`, whose declared metric is stored, and a
+//! declared metric its output lacks is warned about per kernel, as a host run warns.
 //!
 //! Needs root, qemu-system-x86, busybox-static, perf and the two kernel packages; skipped,
 //! saying why, without them unless FSDELTA_REQUIRE_ALL=1. Two boots under TCG (100-145 s on the
