@@ -285,6 +285,7 @@ fn run_kernel_a_kernel_b_applies_both_kernels_to_every_configuration_and_compare
         matches!(out.status.code(), Some(0) | Some(1)),
         "{stdout}\n{stderr}"
     );
+    eprintln!("{stdout}");
     let tag_a = fsdelta::plan::config::kernel_tag(&a);
     let tag_b = fsdelta::plan::config::kernel_tag(&b);
     assert!(
@@ -331,6 +332,16 @@ fn run_kernel_a_kernel_b_applies_both_kernels_to_every_configuration_and_compare
     let list = s.cmd().args(["list"]).output().unwrap();
     let listed = String::from_utf8_lossy(&list.stdout);
     assert!(listed.contains(ra) && listed.contains(rb), "{listed}");
+    let show = s.cmd().args(["show", "1"]).output().unwrap();
+    let shown = String::from_utf8_lossy(&show.stdout);
+    assert!(
+        shown
+            .lines()
+            .any(|l| l.starts_with("kernel under test (guest):")
+                && l.contains(ra)
+                && l.contains(rb)),
+        "{shown}"
+    );
     let csv = s
         .cmd()
         .args(["export", "1", "--format", "csv"])
