@@ -208,6 +208,10 @@ fn btrfs_commit_stats_count_the_commits_of_an_fsync_heavy_fs_mark_run() {
     assert_eq!(must(x, "compress_ratio"), 1.0);
     assert!(must(x, "write_amplification") > 1.0, "metadata and fsyncs");
     assert!(must(x, "ondisk_s") > 0.0);
+    // Free-space fragmentation from the free space tree: data, metadata and system block
+    // groups at least, each with its free extents counted.
+    assert!(must(x, "btrfs_block_groups") >= 2.0, "{x}");
+    assert!(must(x, "btrfs_free_space_extents") >= 1.0, "{x}");
 }
 
 #[test]
