@@ -95,7 +95,7 @@ impl ProfileVerdicts {
 fn leaf(stack: &str) -> &str {
     stack
         .split_once(';')
-        .and_then(|(_, below)| below.split(';').filter(|f| !f.is_empty()).next_back())
+        .and_then(|(_, below)| below.split(';').rfind(|f| !f.is_empty()))
         .unwrap_or("[unknown]")
 }
 
