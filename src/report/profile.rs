@@ -632,6 +632,58 @@ mod tests {
     use super::*;
 
     #[test]
+    fn judged_text_names_a_lock_that_grew_in_every_repetition_with_its_callers() {
+        let side = |lock: u64| -> Vec<Profile> {
+            [0u64, 4, 9]
+                .iter()
+                .map(|j| {
+                    let mut t = format!("p;open_[k];btrfs_create_[k] {}\np;x 1\n", 700 + j);
+                    if lock > 0 {
+                        t.push_str(&format!(
+                            "p;open_[k];btrfs_tree_read_lock_[k];queue_read_lock_slowpath_[k] {}\n",
+                            lock + j
+                        ));
+                    }
+                    profile(&t)
+                })
+                .collect()
+        };
+        let (b, c) = (side(0), side(300));
+        let v = crate::compare::profile::judge(
+            &[(b.clone(), c.clone())],
+            &crate::compare::verdict::Margins::default(),
+        );
+        let pool = |ps: &[Profile]| {
+            let mut p = Profile::default();
+            ps.iter().for_each(|x| p.merge(x));
+            p
+        };
+        let text = judged_text(&v[0], &pool(&b), &pool(&c), 10);
+        assert!(text.contains("3 baseline and 3 current profiles"), "{text}");
+        assert!(text.contains("symbols tested"), "{text}");
+        assert!(
+            text.lines()
+                .any(|l| l.contains("[k]  queue_read_lock_slowpath") && l.contains(" q ")),
+            "{text}"
+        );
+        assert!(
+            text.contains("called from: btrfs_tree_read_lock 100 %"),
+            "{text}"
+        );
+        assert!(text.contains("are lock slow"), "{text}");
+        assert!(text.lines().all(|l| l.chars().count() <= 80), "{text}");
+
+        // One profile a side: the pooled changes, marked as not judged.
+        let v = crate::compare::profile::judge(
+            &[(b[..1].to_vec(), c[..1].to_vec())],
+            &crate::compare::verdict::Margins::default(),
+        );
+        let text = judged_text(&v[0], &b[0], &c[0], 10);
+        assert!(text.contains("not judged"), "{text}");
+        assert!(text.contains("queue_read_lock_slowpath"), "{text}");
+    }
+
+    #[test]
     fn the_threads_of_one_program_share_one_root_unless_asked() {
         let mut text = String::new();
         for t in 0..16 {
