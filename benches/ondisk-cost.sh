@@ -71,10 +71,11 @@ import json, os, statistics, sys
 samples = []
 for f in sys.argv[1:]:
     if os.path.exists(f):
-        samples += json.load(open(f))["runs"][0]["samples"]
+        kept = f.endswith("kept.json")
+        samples += [(kept, s) for s in json.load(open(f))["runs"][0]["samples"]]
 rows = {}
 print(f"{'config':8} {'test':12} {'rep':>3} {'sample_s':>9} {'ondisk_s':>9} {'share':>7} {'files':>7}")
-for s in samples:
+for kept, s in samples:
     if s["status"] != "ok":
         print(f"{s['config']:8} {s['test']:12} {s['repetition']:>3} failed: {s.get('error')}")
         continue
@@ -84,13 +85,16 @@ for s in samples:
               f"{s['facts']['extra'].get('ondisk_absent', '')}")
         continue
     share = 100.0 * m["ondisk_s"] / s["duration_s"]
-    rows.setdefault(s["config"], []).append(share)
+    rows.setdefault((kept, s["config"]), []).append(share)
     print(f"{s['config']:8} {s['test']:12} {s['repetition']:>3} {s['duration_s']:9.2f} "
           f"{m['ondisk_s']:9.4f} {share:6.2f}% {int(m.get('mapped_files', 0)):>7}")
 print()
-worst = 0.0
-for c, v in rows.items():
-    worst = max(worst, max(v))
-    print(f"{c}: median {statistics.median(v):.3f} % of the sample's time, largest {max(v):.3f} %")
-print(f"goal: under 2 % of a sample's time: {'met' if worst < 2.0 else 'NOT met'} (largest {worst:.3f} %)")
+worst = {False: 0.0, True: 0.0}
+for (kept, c), v in sorted(rows.items()):
+    worst[kept] = max(worst[kept], max(v))
+    what = "20000 kept files" if kept else "quick suite"
+    print(f"{c} ({what}): median {statistics.median(v):.3f} % of the sample's time, largest {max(v):.3f} %")
+# The goal is the quick suite's; the kept-files test is the walk's worst case, shown beside it.
+print(f"goal: under 2 % of a quick-suite sample's time: {'met' if worst[False] < 2.0 else 'NOT met'} "
+      f"(largest {worst[False]:.3f} %; 20000 kept files: largest {worst[True]:.3f} %)")
 EOF

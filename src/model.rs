@@ -373,6 +373,8 @@ pub const ONDISK_METRICS: &[&str] = &[
     "btrfs_commits",
     "btrfs_commit_avg_ms",
     "btrfs_commit_max_ms",
+    "btrfs_free_space_extents",
+    "btrfs_block_groups",
     "ext4_lifetime_write_kbytes",
     "ext4_errors",
     "xfs_log_writes",

@@ -208,6 +208,10 @@ fn btrfs_commit_stats_count_the_commits_of_an_fsync_heavy_fs_mark_run() {
     assert_eq!(must(x, "compress_ratio"), 1.0);
     assert!(must(x, "write_amplification") > 1.0, "metadata and fsyncs");
     assert!(must(x, "ondisk_s") > 0.0);
+    // Free-space fragmentation from the free space tree: data, metadata and system block
+    // groups at least, each with its free extents counted.
+    assert!(must(x, "btrfs_block_groups") >= 2.0, "{x}");
+    assert!(must(x, "btrfs_free_space_extents") >= 1.0, "{x}");
 }
 
 #[test]
@@ -232,4 +236,31 @@ fn ext4_data_journal_writes_more_device_bytes_per_byte_than_data_ordered() {
     assert!(wo >= 0.9, "ordered {wo}");
     assert_eq!(must(o, "workload_write_bytes"), (48u64 << 20) as f64);
     assert!(must(j, "ext4_lifetime_write_kbytes") > must(o, "ext4_lifetime_write_kbytes"));
+}
+
+#[test]
+fn a_suite_with_ondisk_false_measures_nothing_on_disk_but_keeps_the_device_counters() {
+    if !can_format("ext4") {
+        return;
+    }
+    let s = setup(
+        "[[config]]\nname = \"ext4\"\nfs = \"ext4\"\ndevice = \"loop:512M\"\n",
+        "ondisk = false\n[[test]]\nname = \"seq\"\nworkload = \"fio\"\njob = \"\"\"\nrw=write\nbs=64k\nsize=16m\nend_fsync=1\n\"\"\"\n",
+    );
+    run(&s, 1);
+    let x = &samples(&s, "ext4")[0];
+    for name in fsdelta::probe::ondisk::METRICS {
+        assert!(metric(x, name).is_none(), "{name} measured: {x}");
+    }
+    let extra = &x["facts"]["extra"];
+    assert!(
+        extra["ondisk"]
+            .as_str()
+            .is_some_and(|v| v.starts_with("off")),
+        "{extra}"
+    );
+    // The device's counters are not the on-disk measurement: they stay.
+    assert!(must(x, "dev_write_kbytes") >= 16.0 * 1024.0);
+    assert!(must(x, "write_amplification") > 0.0);
+    assert!(must(x, "overhead_s") > 0.0);
 }

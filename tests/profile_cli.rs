@@ -223,7 +223,7 @@ fn compare_profile_explains_a_regression_with_symbol_deltas_and_a_hint() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{stdout}");
     assert!(
-        stdout.contains("CPU profiles of the tests that changed"),
+        stdout.contains("CPU profiles, each symbol's share judged across the repetitions"),
         "{stdout}"
     );
     assert!(
@@ -265,7 +265,7 @@ fn compare_profile_explains_a_regression_with_symbol_deltas_and_a_hint() {
         .code(1)
         .stdout(predicate::str::contains("| files_per_sec |"))
         .stdout(predicate::str::contains(
-            "```\nCPU profiles of the tests that changed\n",
+            "```\nCPU profiles, each symbol's share judged across the repetitions\n",
         ))
         .stdout(predicate::str::contains("queue_read_lock_slowpath"));
 

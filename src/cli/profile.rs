@@ -159,8 +159,9 @@ pub fn main(args: &ProfileArgs) -> Result<i32> {
     Ok(EXIT_OK)
 }
 
-/// `fsdelta compare BASE CUR --profile`: the comparison, then for each test with a regressed or
-/// improved metric the symbols whose CPU share changed most, and a hint.
+/// `fsdelta compare BASE CUR --profile`: the comparison, then for each test with profiles on
+/// both sides the symbols whose CPU share changed beyond the repetitions' spread (judged as
+/// metrics are, by `compare::profile`), with callers and a hint.
 pub fn compare(db: &DbArg, base: &str, cur: &str, opts: &CompareArgs) -> Result<i32> {
     if opts.format == Format::Json {
         anyhow::bail!(
@@ -168,9 +169,10 @@ pub fn compare(db: &DbArg, base: &str, cur: &str, opts: &CompareArgs) -> Result<
         );
     }
     let store = store::open_read_only(&db.location())?;
-    let (bd, cd, rows) = query::judge(store.as_ref(), base, cur, &opts.criteria())?;
+    let criteria = opts.criteria();
+    let (bd, cd, rows) = query::judge(store.as_ref(), base, cur, &criteria)?;
     let mut out = query::render_comparison(&bd, &cd, &rows, opts)?;
-    let section = changed_profiles(store.as_ref(), base, cur, &rows)?;
+    let section = changed_profiles(store.as_ref(), base, cur, &rows, &criteria.margins)?;
     if opts.format == Format::Markdown {
         // The 80-column section keeps its alignment in a fenced block.
         out.push_str("\n```");
@@ -183,10 +185,50 @@ pub fn compare(db: &DbArg, base: &str, cur: &str, opts: &CompareArgs) -> Result<
     Ok(query::exit_code(&rows, opts.bisect))
 }
 
-/// How many symbol deltas to show per test.
+/// How many named symbols to show per test.
 const DELTAS_SHOWN: usize = 10;
 
-fn changed_profiles(store: &dyn Store, base: &str, cur: &str, rows: &[Judged]) -> Result<String> {
+/// The profiles of the samples of `runs` that ran `test` on a configuration `keep` accepts, one
+/// per sample that has one.
+fn per_sample(
+    store: &dyn Store,
+    runs: &[(crate::store::RunInfo, Vec<crate::store::SampleRecord>)],
+    test: &str,
+    keep: impl Fn(&str) -> bool,
+) -> Result<Vec<Profile>> {
+    let mut out = Vec::new();
+    for s in runs.iter().flat_map(|(_, s)| s.iter()) {
+        if s.sample.test != test || !keep(&s.sample.config) {
+            continue;
+        }
+        if let Some(stored) = store.profile(s.id)? {
+            out.push(Profile::decode(&stored).with_context(|| {
+                format!(
+                    "profile of sample {} (run {}); `fsdelta compare` without --profile still works",
+                    s.id, s.run_id
+                )
+            })?);
+        }
+    }
+    Ok(out)
+}
+
+/// One test of the section: its key, the words of its changed metrics, and its profiles.
+struct Explained<'a> {
+    config: &'a str,
+    test: &'a str,
+    verdicts: Vec<String>,
+    base: Vec<Profile>,
+    cur: Vec<Profile>,
+}
+
+fn changed_profiles(
+    store: &dyn Store,
+    base: &str,
+    cur: &str,
+    rows: &[Judged],
+    margins: &crate::compare::verdict::Margins,
+) -> Result<String> {
     let (base_sel, base_cfg) = query::split_config(base);
     let (cur_sel, cur_cfg) = query::split_config(cur);
     let across = (base_cfg.is_some() || cur_cfg.is_some()) && base_cfg != cur_cfg;
@@ -194,18 +236,15 @@ fn changed_profiles(store: &dyn Store, base: &str, cur: &str, rows: &[Judged]) -
     let c = query::load(store, cur_sel)?;
     let changed =
         |j: &&Judged| matches!(j.comparison.verdict, Verdict::Regressed | Verdict::Improved);
+    // Tests with a changed metric first, then the others, each once.
     let mut tests: Vec<(&str, &str)> = Vec::new();
-    for j in rows.iter().filter(changed) {
+    for j in rows.iter().filter(changed).chain(rows.iter()) {
         let k = (j.key.config.as_str(), j.key.test.as_str());
         if !tests.contains(&k) {
             tests.push(k);
         }
     }
-    let mut out = String::from("\nCPU profiles of the tests that changed\n");
-    if tests.is_empty() {
-        out.push_str("  no test regressed or improved: no profile to explain\n");
-        return Ok(out);
-    }
+    let mut shown: Vec<Explained<'_>> = Vec::new();
     for (config, test) in tests {
         let side = |cfg: Option<&str>| -> Option<String> {
             match cfg {
@@ -215,8 +254,8 @@ fn changed_profiles(store: &dyn Store, base: &str, cur: &str, rows: &[Judged]) -
             }
         };
         let (bc, cc) = (side(base_cfg), side(cur_cfg));
-        let (bp, bn) = pooled(store, &b, test, |c| bc.as_deref().is_none_or(|w| w == c))?;
-        let (cp, cn) = pooled(store, &c, test, |c| cc.as_deref().is_none_or(|w| w == c))?;
+        let bp = per_sample(store, &b, test, |c| bc.as_deref().is_none_or(|w| w == c))?;
+        let cp = per_sample(store, &c, test, |c| cc.as_deref().is_none_or(|w| w == c))?;
         let verdicts: Vec<String> = rows
             .iter()
             .filter(changed)
@@ -236,28 +275,77 @@ fn changed_profiles(store: &dyn Store, base: &str, cur: &str, rows: &[Judged]) -
                 )
             })
             .collect();
-        let more = match verdicts.len() {
-            n if n > 2 => format!(" and {} more", n - 2),
-            _ => String::new(),
-        };
-        let _ = writeln!(
-            out,
-            "\n{test} ({config}): {}{more}",
-            verdicts[..verdicts.len().min(2)].join(", ")
-        );
-        match (bn, cn) {
-            (0, _) | (_, 0) => {
-                let _ = writeln!(
-                    out,
-                    "  no profile on the {} side ({bn} baseline, {cn} current); record them with `fsdelta run --test {test} --profile`",
-                    if bn == 0 { "baseline" } else { "current" }
-                );
-            }
-            _ => {
-                let _ = writeln!(out, "  {bn} baseline and {cn} current profiles");
-                out.push_str(&report::profile::diff_text(&bp, &cp, DELTAS_SHOWN));
-            }
+        // A test whose metrics did not change and that has no profile has nothing to say.
+        if verdicts.is_empty() && (bp.is_empty() || cp.is_empty()) {
+            continue;
         }
+        shown.push(Explained {
+            config,
+            test,
+            verdicts,
+            base: bp,
+            cur: cp,
+        });
+    }
+    let judged = crate::compare::profile::judge(
+        &shown
+            .iter()
+            .map(|e| (e.base.clone(), e.cur.clone()))
+            .collect::<Vec<_>>(),
+        margins,
+    );
+    let mut out =
+        String::from("\nCPU profiles, each symbol's share judged across the repetitions\n");
+    if shown.is_empty() {
+        out.push_str("  no test has profiles on both sides and no test regressed or improved\n");
+        return Ok(out);
+    }
+    let tested: usize = judged.iter().map(|v| v.tested.len()).sum();
+    let named: usize = judged.iter().map(|v| v.named().count()).sum();
+    out.push_str(&report::profile::wrap(
+        &format!(
+            "{tested} symbols tested in {} test{}, {named} named; a symbol is named when its \
+             share changed by at least {} points and beyond the spread of the repetitions \
+             (Welch on the shares' logs, Benjamini-Hochberg at q <= {} over all symbols tested)",
+            shown.len(),
+            if shown.len() == 1 { "" } else { "s" },
+            crate::compare::profile::MIN_NAMED_POINTS,
+            crate::compare::verdict::FDR_Q,
+        ),
+        2,
+    ));
+    for (e, v) in shown.iter().zip(&judged) {
+        let (bn, cn) = (e.base.len(), e.cur.len());
+        let what = if e.verdicts.is_empty() {
+            "no metric changed".to_string()
+        } else {
+            let more = match e.verdicts.len() {
+                n if n > 2 => format!(" and {} more", n - 2),
+                _ => String::new(),
+            };
+            format!("{}{more}", e.verdicts[..e.verdicts.len().min(2)].join(", "))
+        };
+        let _ = writeln!(out, "\n{} ({}): {what}", e.test, e.config);
+        if bn == 0 || cn == 0 {
+            let _ = writeln!(
+                out,
+                "  no profile on the {} side ({bn} baseline, {cn} current); record them with `fsdelta run --test {} --profile`",
+                if bn == 0 { "baseline" } else { "current" },
+                e.test
+            );
+            continue;
+        }
+        let pool = |ps: &[Profile]| {
+            let mut p = Profile::default();
+            ps.iter().for_each(|x| p.merge(x));
+            p
+        };
+        out.push_str(&report::profile::judged_text(
+            v,
+            &pool(&e.base),
+            &pool(&e.cur),
+            DELTAS_SHOWN,
+        ));
     }
     Ok(out)
 }

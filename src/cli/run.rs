@@ -151,6 +151,7 @@ fn planned(args: &RunArgs) -> Result<Planned> {
             pairs: ab_pairs.clone(),
         }),
         drop_caches: !args.no_drop_caches,
+        ondisk: suite.ondisk,
         profile: args.profile.map(Into::into),
         profile_scope: args.profile_scope.into(),
         baseline: match &args.baseline {

@@ -11,6 +11,7 @@ pub mod context;
 pub mod history;
 pub mod judge;
 pub mod power;
+pub mod profile;
 pub mod stats;
 pub mod verdict;
 

@@ -46,6 +46,8 @@ pub const METRICS: &[&str] = &[
     "btrfs_commits",
     "btrfs_commit_avg_ms",
     "btrfs_commit_max_ms",
+    "btrfs_free_space_extents",
+    "btrfs_block_groups",
     "ext4_lifetime_write_kbytes",
     "ext4_errors",
     "xfs_log_writes",
@@ -272,6 +274,7 @@ impl Before {
         if self.fs_type == "btrfs" {
             btrfs_space(&self.dir, &mut r);
             compression(&self.dir, &tree, &mut r);
+            free_space(&self.dir, &mut r);
         } else {
             let why = format!(
                 "{} has no per-type space report fsdelta reads",
@@ -803,25 +806,17 @@ fn next_key(objectid: u64, kind: u32, offset: u64) -> Option<(u64, u32, u64)> {
     }
 }
 
-/// Every file extent of the inodes `inos` (BTRFS_IOC_TREE_SEARCH in the subvolume of `dir`,
-/// over the keys from the smallest inode's extents to the largest's, as compsize walks a
-/// subvolume; a few files' items per call, no file opened). Needs CAP_SYS_ADMIN.
-fn btrfs_extents(dir: &fs::File, inos: &HashSet<u64>) -> std::io::Result<Vec<FileExtent>> {
-    let mut out = Vec::new();
-    let (Some(&lo), Some(&hi)) = (inos.iter().min(), inos.iter().max()) else {
-        return Ok(out);
-    };
+/// Every item of `key`'s range (BTRFS_IOC_TREE_SEARCH on `dir`, a buffer of items per call),
+/// given to `visit` with its objectid, type and offset; the range is one span of keys in btrfs's
+/// order, walked on after the last key of each call. Needs CAP_SYS_ADMIN.
+fn tree_search(
+    dir: &fs::File,
+    key: SearchKey,
+    mut visit: impl FnMut((u64, u32, u64), &[u8]),
+) -> std::io::Result<()> {
+    let hi = key.max_objectid;
     let mut args = SearchArgs {
-        key: SearchKey {
-            tree_id: 0,
-            min_objectid: lo,
-            max_objectid: hi,
-            min_type: BTRFS_EXTENT_DATA_KEY,
-            max_type: BTRFS_EXTENT_DATA_KEY,
-            max_offset: u64::MAX,
-            max_transid: u64::MAX,
-            ..Default::default()
-        },
+        key,
         buf: [0; SEARCH_BUF],
     };
     loop {
@@ -840,7 +835,7 @@ fn btrfs_extents(dir: &fs::File, inos: &HashSet<u64>) -> std::io::Result<Vec<Fil
         }
         let n = args.key.nr_items;
         if n == 0 {
-            return Ok(out);
+            return Ok(());
         }
         let mut at = 0usize;
         let mut last = (0u64, 0u32, 0u64);
@@ -850,27 +845,106 @@ fn btrfs_extents(dir: &fs::File, inos: &HashSet<u64>) -> std::io::Result<Vec<Fil
             };
             let word = |o: usize| u64::from_le_bytes(h[o..o + 8].try_into().unwrap_or_default());
             let half = |o: usize| u32::from_le_bytes(h[o..o + 4].try_into().unwrap_or_default());
-            let (objectid, kind, len) = (word(8), half(24), half(28) as usize);
-            last = (objectid, kind, word(16));
+            let len = half(28) as usize;
+            last = (word(8), half(24), word(16));
             at += SEARCH_HEADER;
-            if let Some(item) = args.buf.get(at..at + len)
-                && kind == BTRFS_EXTENT_DATA_KEY
-                && inos.contains(&objectid)
-                && let Some(e) = parse_file_extent(item)
-            {
-                out.push(e);
+            if let Some(item) = args.buf.get(at..at + len) {
+                visit(last, item);
             }
             at += len;
         }
-        // The search range is one span of keys (objectid, type, offset): go on after the last.
         match next_key(last.0, last.1, last.2) {
             Some((o, t, f)) if o <= hi => {
                 args.key.min_objectid = o;
                 args.key.min_type = t;
                 args.key.min_offset = f;
             }
-            _ => return Ok(out),
+            _ => return Ok(()),
         }
+    }
+}
+
+/// Every file extent of the inodes `inos` (BTRFS_IOC_TREE_SEARCH in the subvolume of `dir`,
+/// over the keys from the smallest inode's extents to the largest's, as compsize walks a
+/// subvolume; a few files' items per call, no file opened). Needs CAP_SYS_ADMIN.
+fn btrfs_extents(dir: &fs::File, inos: &HashSet<u64>) -> std::io::Result<Vec<FileExtent>> {
+    let mut out = Vec::new();
+    let (Some(&lo), Some(&hi)) = (inos.iter().min(), inos.iter().max()) else {
+        return Ok(out);
+    };
+    let key = SearchKey {
+        tree_id: 0,
+        min_objectid: lo,
+        max_objectid: hi,
+        min_type: BTRFS_EXTENT_DATA_KEY,
+        max_type: BTRFS_EXTENT_DATA_KEY,
+        max_offset: u64::MAX,
+        max_transid: u64::MAX,
+        ..Default::default()
+    };
+    tree_search(dir, key, |(objectid, kind, _), item| {
+        if kind == BTRFS_EXTENT_DATA_KEY
+            && inos.contains(&objectid)
+            && let Some(e) = parse_file_extent(item)
+        {
+            out.push(e);
+        }
+    })?;
+    Ok(out)
+}
+
+/// The free space tree's id (BTRFS_FREE_SPACE_TREE_OBJECTID).
+const BTRFS_FREE_SPACE_TREE: u64 = 10;
+/// BTRFS_FREE_SPACE_INFO_KEY: one item per block group, keyed (start, 198, length).
+const BTRFS_FREE_SPACE_INFO_KEY: u32 = 198;
+
+/// The free space extents of a btrfs filesystem and its block groups: the `extent_count` of
+/// every block group's FREE_SPACE_INFO item (struct btrfs_free_space_info: le32 extent_count,
+/// le32 flags) in the free space tree, one tree search of one item per block group. An error
+/// (ENOENT) when the filesystem has no free space tree (mkfs.btrfs before 5.15, `space_cache=v1`).
+fn btrfs_free_space(dir: &fs::File) -> std::io::Result<(u64, u64)> {
+    let key = SearchKey {
+        tree_id: BTRFS_FREE_SPACE_TREE,
+        min_objectid: 0,
+        max_objectid: u64::MAX,
+        min_type: BTRFS_FREE_SPACE_INFO_KEY,
+        max_type: BTRFS_FREE_SPACE_INFO_KEY,
+        max_offset: u64::MAX,
+        max_transid: u64::MAX,
+        ..Default::default()
+    };
+    let (mut extents, mut groups) = (0u64, 0u64);
+    tree_search(dir, key, |(_, kind, _), item| {
+        if kind == BTRFS_FREE_SPACE_INFO_KEY
+            && let Some(c) = item.get(0..4)
+        {
+            extents += u64::from(u32::from_le_bytes(c.try_into().unwrap_or_default()));
+            groups += 1;
+        }
+    })?;
+    Ok((extents, groups))
+}
+
+/// `btrfs_free_space_extents` and `btrfs_block_groups` after the sample.
+fn free_space(dir: &Path, r: &mut Report) {
+    match fs::File::open(dir).and_then(|d| btrfs_free_space(&d)) {
+        Ok((_, 0)) => r.absent.push((
+            "btrfs_free_space_extents".into(),
+            "the filesystem has no free space tree (space_cache=v1)".into(),
+        )),
+        Ok((extents, groups)) => {
+            let count = |n: &str, v: u64| Metric::new(n, v as f64, Unit::Count, Direction::Neutral);
+            r.metrics.push(count("btrfs_free_space_extents", extents));
+            r.metrics.push(count("btrfs_block_groups", groups));
+        }
+        Err(e) => r.absent.push((
+            "btrfs_free_space_extents".into(),
+            format!(
+                "BTRFS_IOC_TREE_SEARCH of the free space tree in {}: {e} (it needs root and a \
+                 free space tree, space_cache=v2)",
+                dir.display()
+            ),
+        )),
     }
 }
 

@@ -8,6 +8,8 @@
 //! renderers, so they can be tested on synthetic profiles. They must never read the store, run
 //! perf, or judge a metric: the verdict comes from `compare`, a profile only explains it.
 
+use crate::compare::profile::{self, ProfileVerdicts, SymbolVerdict};
+use crate::compare::verdict::fmt_p;
 use crate::probe::profile::Profile;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
@@ -419,8 +421,94 @@ pub fn diff_text(base: &Profile, cur: &Profile, limit: usize) -> String {
     out
 }
 
+/// One test's symbols judged across the repetitions (`compare --profile`), indented by two: how
+/// many profiles and symbols were tested, each named symbol with its mean share on both sides
+/// and its q-value, the top callers of a lock, allocation or writeback symbol whose share grew
+/// (from `cur`, the current side's profiles pooled), and the hint. With fewer than two profiles
+/// a side nothing can be judged: the pooled profiles' largest changes are shown as such.
+pub fn judged_text(v: &ProfileVerdicts, base: &Profile, cur: &Profile, limit: usize) -> String {
+    let mut out = String::new();
+    if !v.judgeable() {
+        out.push_str(&wrap(
+            &format!(
+                "{} baseline and {} current profiles: a share is judged across the repetitions \
+                 with two profiles a side; the pooled profiles' largest changes, not judged:",
+                v.base_n, v.cur_n
+            ),
+            2,
+        ));
+        out.push_str(&diff_text(base, cur, limit));
+        return out;
+    }
+    let named: Vec<&SymbolVerdict> = v.named().collect();
+    out.push_str(&wrap(
+        &format!(
+            "{} baseline and {} current profiles; {} of {} symbols tested (at least {} % self \
+             share on a side), {} changed beyond the repetitions' spread",
+            v.base_n,
+            v.cur_n,
+            v.tested.len(),
+            v.seen,
+            profile::MIN_TESTED_PCT,
+            named.len()
+        ),
+        2,
+    ));
+    if named.is_empty() {
+        return out;
+    }
+    let _ = writeln!(
+        out,
+        "  mean self share of all CPUs' time; baseline {}, current {}",
+        cpu_time(base),
+        cpu_time(cur)
+    );
+    for d in named.iter().take(limit) {
+        let q = d
+            .comparison
+            .q_value
+            .map(|q| format!("q {}", fmt_p(q)))
+            .unwrap_or_default();
+        let line = format!(
+            "  {:+6.1} %  {:>5.1}% -> {:>5.1}%  {}  {:<33}  {q}",
+            d.delta(),
+            d.base_pct,
+            d.cur_pct,
+            mark(d.kernel),
+            clip(&d.symbol, 33)
+        );
+        let _ = writeln!(out, "{}", line.trim_end());
+        if d.delta() >= HINT_MIN_GAIN && Cause::of(&d.symbol).is_some() {
+            let top: Vec<String> = callers(cur, &d.symbol, d.kernel)
+                .into_iter()
+                .take(CALLERS_SHOWN)
+                .map(|(c, pct)| format!("{c} {pct:.0} %"))
+                .collect();
+            if !top.is_empty() {
+                out.push_str(&wrap(&format!("called from: {}", top.join(", ")), 14));
+            }
+        }
+    }
+    if named.len() > limit {
+        let _ = writeln!(out, "  ({} more named symbols)", named.len() - limit);
+    }
+    let deltas: Vec<SymbolDelta> = named
+        .iter()
+        .map(|d| SymbolDelta {
+            symbol: d.symbol.clone(),
+            kernel: d.kernel,
+            base_pct: d.base_pct,
+            cur_pct: d.cur_pct,
+        })
+        .collect();
+    if let Some(h) = hint(&deltas) {
+        out.push_str(&wrap(&h, 2));
+    }
+    out
+}
+
 /// Wrap `text` at 80 columns, every line indented by `indent`.
-fn wrap(text: &str, indent: usize) -> String {
+pub fn wrap(text: &str, indent: usize) -> String {
     let mut out = String::new();
     let mut line = " ".repeat(indent);
     for word in text.split_whitespace() {
@@ -542,6 +630,58 @@ pub fn differential_svg(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn judged_text_names_a_lock_that_grew_in_every_repetition_with_its_callers() {
+        let side = |lock: u64| -> Vec<Profile> {
+            [0u64, 4, 9]
+                .iter()
+                .map(|j| {
+                    let mut t = format!("p;open_[k];btrfs_create_[k] {}\np;x 1\n", 700 + j);
+                    if lock > 0 {
+                        t.push_str(&format!(
+                            "p;open_[k];btrfs_tree_read_lock_[k];queue_read_lock_slowpath_[k] {}\n",
+                            lock + j
+                        ));
+                    }
+                    profile(&t)
+                })
+                .collect()
+        };
+        let (b, c) = (side(0), side(300));
+        let v = crate::compare::profile::judge(
+            &[(b.clone(), c.clone())],
+            &crate::compare::verdict::Margins::default(),
+        );
+        let pool = |ps: &[Profile]| {
+            let mut p = Profile::default();
+            ps.iter().for_each(|x| p.merge(x));
+            p
+        };
+        let text = judged_text(&v[0], &pool(&b), &pool(&c), 10);
+        assert!(text.contains("3 baseline and 3 current profiles"), "{text}");
+        assert!(text.contains("symbols tested"), "{text}");
+        assert!(
+            text.lines()
+                .any(|l| l.contains("[k]  queue_read_lock_slowpath") && l.contains(" q ")),
+            "{text}"
+        );
+        assert!(
+            text.contains("called from: btrfs_tree_read_lock 100 %"),
+            "{text}"
+        );
+        assert!(text.contains("are lock slow"), "{text}");
+        assert!(text.lines().all(|l| l.chars().count() <= 80), "{text}");
+
+        // One profile a side: the pooled changes, marked as not judged.
+        let v = crate::compare::profile::judge(
+            &[(b[..1].to_vec(), c[..1].to_vec())],
+            &crate::compare::verdict::Margins::default(),
+        );
+        let text = judged_text(&v[0], &b[0], &c[0], 10);
+        assert!(text.contains("not judged"), "{text}");
+        assert!(text.contains("queue_read_lock_slowpath"), "{text}");
+    }
 
     #[test]
     fn the_threads_of_one_program_share_one_root_unless_asked() {

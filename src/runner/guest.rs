@@ -49,7 +49,12 @@ pub fn run(job_path: &Path, out_path: &Path) -> Result<(), VmError> {
     let mut channel = Channel::open(out_path)?;
     channel.send(&hello())?;
     let tests = job.tests.clone();
-    let (config, repetition, drop_caches) = (job.config.clone(), job.repetition, job.drop_caches);
+    let (config, repetition, drop_caches, ondisk) = (
+        job.config.clone(),
+        job.repetition,
+        job.drop_caches,
+        job.ondisk,
+    );
     let mut profiles = GuestProfiles::new(job.profile.as_deref())?;
     let in_host_root = crate::vm::guest::in_host_root();
     let mut site = Site::Guest(Box::new(GuestSite::new(
@@ -75,6 +80,7 @@ pub fn run(job_path: &Path, out_path: &Path) -> Result<(), VmError> {
             },
             Around {
                 drop_caches,
+                ondisk,
                 cancel: &cancel,
                 observer: &warnings,
                 profiles: profiles.as_mut(),
@@ -182,6 +188,7 @@ impl GuestProfiles {
 /// What surrounds every sample of the job.
 struct Around<'a> {
     drop_caches: bool,
+    ondisk: bool,
     cancel: &'a CancelToken,
     observer: &'a dyn Observer,
     profiles: Option<&'a mut GuestProfiles>,
@@ -284,6 +291,7 @@ fn one_test(
             cancel: around.cancel,
             observer: around.observer,
             drop_caches: around.drop_caches,
+            ondisk: around.ondisk,
             profiler: profiles.as_deref_mut().map(|p| &mut p.profiler),
             events: events.as_mut(),
         },

@@ -130,6 +130,8 @@ pub struct RunSpec {
     pub until_confident: Option<UntilConfident>,
     /// Drop the page cache before each sample (as root).
     pub drop_caches: bool,
+    /// Measure what each sample left on disk (the suite's `ondisk` key).
+    pub ondisk: bool,
     /// CPU profiles.
     pub profile: Option<ProfileMode>,
     /// Whose CPU time the profiles keep.
@@ -380,6 +382,7 @@ impl Loop<'_> {
                 cancel: self.cancel,
                 observer: self.observer,
                 drop_caches: self.plan.drop_caches,
+                ondisk: self.plan.ondisk,
                 profiler,
                 events: self.events[t].map(|i| &mut self.counters[i]),
             },
@@ -521,6 +524,7 @@ impl Loop<'_> {
                 .as_ref()
                 .filter(|p| p.wants(rep) && vm.host_root().is_ok())
                 .map(|p| p.scope()),
+            ondisk: self.plan.ondisk,
             ..Default::default()
         };
         let result = match unsendable {

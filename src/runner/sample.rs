@@ -44,11 +44,13 @@ pub(crate) struct Step<'a> {
     pub(crate) profiler: Option<&'a mut RunProfiler>,
     /// The test's tracepoint counters, enabled only while the workload runs.
     pub(crate) events: Option<&'a mut crate::probe::events::Counters>,
+    /// Measure what the sample left on disk (the suite's `ondisk` key, default true).
+    pub(crate) ondisk: bool,
 }
 
 /// Run `w` once on `site`, in a directory named `sample_name` where the site makes one,
 /// measuring what it left on disk (`crate::probe::ondisk`) where the site is a filesystem
-/// fsdelta formatted.
+/// fsdelta formatted and [`Step::ondisk`] asks for it.
 pub(crate) fn run_sample(
     site: &mut Site,
     sample_name: &str,
@@ -56,7 +58,8 @@ pub(crate) fn run_sample(
     w: &dyn Workload,
     step: Step<'_>,
 ) -> Outcome {
-    run_sample_with(site, sample_name, test, w, step, true)
+    let ondisk = step.ondisk;
+    run_sample_with(site, sample_name, test, w, step, ondisk)
 }
 
 /// [`run_sample`], with the on-disk measurement on or off (`ondisk`: the suite's `ondisk` key).

@@ -27,6 +27,7 @@ fn plan(tests: Vec<PlannedTest>, targets: Sites, repeat: u32) -> RunSpec {
         order: Order::Rotate,
         until_confident: None,
         drop_caches: false,
+        ondisk: true,
         profile: None,
         profile_scope: Default::default(),
         baseline: Baseline::LastComparable,

@@ -41,6 +41,8 @@ pub const MAX_DISKS: usize = 20;
 pub struct RepetitionOptions {
     /// Drop the guest's page cache before each sample.
     pub drop_caches: bool,
+    /// Measure what each sample left on disk (the suite's `ondisk` key).
+    pub ondisk: bool,
     /// Most time from qemu's start to the guest's ready marker.
     pub ready_timeout: Duration,
     /// Most time for a whole boot (all the repetition's tests); a guest still running then is
@@ -61,6 +63,7 @@ impl Default for RepetitionOptions {
             .unwrap_or(3600.0);
         RepetitionOptions {
             drop_caches: true,
+            ondisk: true,
             ready_timeout: Duration::from_secs(120),
             total_timeout: Duration::from_secs_f64(total),
             profile: None,
@@ -762,6 +765,7 @@ impl VmSite {
             mount_options: self.config.mount_options.clone(),
             repetition,
             drop_caches: opts.drop_caches,
+            ondisk: opts.ondisk,
             disks: job_disks,
             tmpfs_size: match self.config.device {
                 Device::Memory { size_bytes } => size_bytes,

@@ -26,6 +26,10 @@ pub struct Job {
     pub repetition: u32,
     /// Drop the guest's page cache before each sample.
     pub drop_caches: bool,
+    /// Measure what each sample left on disk (the suite's `ondisk` key); a job written without
+    /// it measures.
+    #[serde(default = "measure_on_disk")]
+    pub ondisk: bool,
     /// The disks, in test order: one per test (`fresh = "sample"`: each formatted by the host
     /// before the boot) or one for all (`fresh = "run"`: every sample in a new directory). Empty
     /// for tmpfs.
@@ -130,6 +134,11 @@ pub fn parse_lines(bytes: &[u8]) -> Result<Vec<GuestLine>, String> {
         out.push(l);
     }
     Ok(out)
+}
+
+/// A job's `ondisk` when it does not say: measure.
+fn measure_on_disk() -> bool {
+    true
 }
 
 #[cfg(test)]
