@@ -346,6 +346,9 @@ pub fn text(doc: &CompareDoc<'_>) -> String {
                     // The reason already says how many runs a side would resolve the band.
                     out.push_str(&wrap(&c.reason, 4));
                 }
+                if let Some(d) = &c.detects {
+                    out.push_str(&wrap(d, 4));
+                }
             }
         }
         if let Some(note) = median_note(&block) {
@@ -510,8 +513,30 @@ pub fn many_text(doc: &ManyDoc<'_>) -> String {
         out,
         "Verdicts: R regressed, i improved, = unchanged, ? inconclusive."
     );
+    for l in many_detects(doc) {
+        out.push_str(&wrap_hanging(&l, 0, 2));
+    }
     for l in summary_lines(doc.summary) {
         out.push_str(&wrap(&l, 0));
+    }
+    out
+}
+
+/// "side 1, seqwrite bw_mbps: with 3 runs a side this machine detects ...": what each side's
+/// machine detects beside its unchanged or inconclusive headline rows (`Comparison::detects`).
+fn many_detects(doc: &ManyDoc<'_>) -> Vec<String> {
+    let mut out = Vec::new();
+    for (i, s) in doc.sides.iter().enumerate() {
+        for j in s.rows.iter().filter(|j| shown(j, doc.all)) {
+            if let Some(d) = &j.comparison.detects {
+                out.push(format!(
+                    "side {}, {} {}: {d}",
+                    i + 1,
+                    j.key.test,
+                    j.key.metric
+                ));
+            }
+        }
     }
     out
 }

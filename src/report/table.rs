@@ -192,8 +192,9 @@ fn side_names(descriptions: &[&str]) -> Vec<String> {
 }
 
 /// The marks and footnotes: per row and side, the verdict's one character, with the number of
-/// its footnote when the verdict has a reason worth reading (inconclusive); equal reasons share
-/// one footnote.
+/// its footnote when the verdict has a reason worth reading (inconclusive) or the machine's
+/// calibration says what it detects there (unchanged or inconclusive headline); equal notes
+/// share one footnote.
 fn marks(rows: &[Row<'_>], notes: &mut Vec<String>) -> Vec<Vec<String>> {
     rows.iter()
         .map(|r| {
@@ -211,18 +212,22 @@ fn marks(rows: &[Row<'_>], notes: &mut Vec<String>) -> Vec<Vec<String>> {
                         Verdict::Inconclusive => "?",
                         Verdict::NotJudged => "",
                     };
-                    if c.verdict == Verdict::Inconclusive && !c.reason.is_empty() {
-                        let n = match notes.iter().position(|x| *x == c.reason) {
-                            Some(i) => i + 1,
-                            None => {
-                                notes.push(c.reason.clone());
-                                notes.len()
-                            }
-                        };
-                        format!("{m}{n}")
-                    } else {
-                        m.to_string()
-                    }
+                    let reason = (c.verdict == Verdict::Inconclusive && !c.reason.is_empty())
+                        .then_some(c.reason.as_str());
+                    let note = match (reason, &c.detects) {
+                        (Some(r), Some(d)) => format!("{r}; {d}"),
+                        (Some(r), None) => r.to_string(),
+                        (None, Some(d)) => d.clone(),
+                        (None, None) => return m.to_string(),
+                    };
+                    let n = match notes.iter().position(|x| *x == note) {
+                        Some(i) => i + 1,
+                        None => {
+                            notes.push(note);
+                            notes.len()
+                        }
+                    };
+                    format!("{m}{n}")
                 })
                 .collect()
         })
@@ -256,7 +261,8 @@ fn base_center(r: &Row<'_>) -> String {
 /// The legend and the numbered reasons, shared by text and markdown.
 fn legend(doc: &TableDoc<'_>, rows: &[Row<'_>]) -> Vec<String> {
     let mut out = vec![
-        "R regressed, i improved, = unchanged, ? inconclusive (reason in the note of its number); \
+        "R regressed, i improved, = unchanged, ? inconclusive (a number: its note says why, or \
+         what this machine detects there); \
          the diff is against the baseline's column."
             .to_string(),
     ];
