@@ -32,12 +32,15 @@ pub struct CompareDoc<'a> {
 }
 
 /// Whether a row is listed: every row with `all`; else the headline metrics, the metrics
-/// that changed (regressed or improved), and the kernel event counts (`event:GROUP:NAME`, asked
-/// for with `--events`: listed with their difference, never judged).
+/// that changed (regressed or improved), the kernel event counts (`event:GROUP:NAME`, asked
+/// for with `--events`: listed with their difference, never judged), and the judged on-disk
+/// metrics (`verdict::on_disk` with a direction: space and write amplification, compression,
+/// extents per file), the "on disk" block, whatever their verdict.
 fn shown(j: &Judged, all: bool) -> bool {
     all || j.comparison.role == Role::Headline
         || matches!(j.comparison.verdict, Verdict::Regressed | Verdict::Improved)
         || is_event_count(&j.key.metric)
+        || (verdict::on_disk(&j.key.metric) && j.comparison.verdict != Verdict::NotJudged)
 }
 
 /// Whether a metric is a kernel event count of `run --events`.
@@ -301,8 +304,9 @@ fn metric_name(j: &Judged, w: usize) -> String {
 }
 
 /// 80-column text: the sides, what differs between them, then one block per test (metric, the
-/// center of each side, diff, 95 % interval, verdict), headline metrics first and secondary
-/// ones under their own heading, reasons under inconclusive rows, and the summary.
+/// center of each side, diff, 95 % interval, verdict), headline metrics first, secondary ones
+/// under their own heading, then what the samples left on disk ("on disk"), reasons under
+/// inconclusive rows, and the summary.
 pub fn text(doc: &CompareDoc<'_>) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "baseline: {}", doc.baseline);
@@ -323,12 +327,21 @@ pub fn text(doc: &CompareDoc<'_>) -> String {
             "  {:<22} {:>10} {:>10} {:>7} {:<13} verdict",
             "metric", "baseline", "current", "diff", "95% interval"
         );
-        let (head, sec): (Vec<&Judged>, Vec<&Judged>) = block
+        let (head, rest): (Vec<&Judged>, Vec<&Judged>) = block
             .iter()
             .partition(|j| j.comparison.role == Role::Headline);
-        for (i, part) in [head, sec].into_iter().enumerate() {
+        let (disk, sec): (Vec<&Judged>, Vec<&Judged>) = rest
+            .into_iter()
+            .partition(|j| verdict::on_disk(&j.key.metric));
+        for (i, part) in [head, sec, disk].into_iter().enumerate() {
             if i == 1 && !part.is_empty() {
                 let _ = writeln!(out, "  secondary metrics (do not set the exit code):");
+            }
+            if i == 2 && !part.is_empty() {
+                let _ = writeln!(
+                    out,
+                    "  on disk (secondary, judged the same way; docs/metrics.md):"
+                );
             }
             for j in part {
                 let c = &j.comparison;
