@@ -102,8 +102,20 @@ fn row_key(k: &SeriesKey, across: bool) -> (&str, &str, &str) {
     )
 }
 
-/// Whether a judged row is listed: `all`, or a headline metric; a test with no listed row
-/// (only secondary metrics were selected with `--metric`) lists all of its rows.
+/// Whether a row is an on-disk metric (`verdict::on_disk`: compression, space, extents, the
+/// device) that regressed or improved on some side: the table lists it (as a secondary metric)
+/// under its test's headline.
+fn disk_changed(r: &Row<'_>) -> bool {
+    crate::compare::verdict::on_disk(r.metric)
+        && r.per
+            .iter()
+            .flatten()
+            .any(|j| matches!(j.comparison.verdict, Verdict::Regressed | Verdict::Improved))
+}
+
+/// Whether a judged row is listed: `all`, a headline metric, or an on-disk metric that changed
+/// ([`disk_changed`]); a test with no listed row (only secondary metrics were selected with
+/// `--metric`) lists all of its rows.
 fn rows<'a>(doc: &TableDoc<'a>) -> Vec<Row<'a>> {
     let mut keys: Vec<(&'a str, &'a str, &'a str)> = Vec::new();
     for s in &doc.sides {
@@ -154,7 +166,7 @@ fn rows<'a>(doc: &TableDoc<'a>) -> Vec<Row<'a>> {
             .filter(|r| r.headline)
             .map(|r| r.test.clone())
             .collect();
-        out.retain(|r| r.headline || !listed.contains(&r.test));
+        out.retain(|r| r.headline || disk_changed(r) || !listed.contains(&r.test));
     }
     out
 }
@@ -287,6 +299,7 @@ fn legend(doc: &TableDoc<'_>, rows: &[Row<'_>]) -> Vec<String> {
             .filter(|j| {
                 j.comparison.role == Role::Secondary
                     && matches!(j.comparison.verdict, Verdict::Regressed | Verdict::Improved)
+                    && !crate::compare::verdict::on_disk(&j.key.metric)
             })
             .count();
         if hidden > 0 {
@@ -662,6 +675,56 @@ mod tests {
         assert!(m.contains("| lzo | zstd | diff | | zlib | diff | |"), "{m}");
         assert!(m.contains("?[^1]") && m.contains("\n[^1]: "), "{m}");
         assert!(m.lines().all(|l| l.len() < 200), "{m}");
+    }
+
+    #[test]
+    fn on_disk_metrics_that_changed_are_listed_and_the_detectable_change_is_a_note() {
+        let base = [1.00, 1.01, 0.99, 1.00];
+        let less: Vec<f64> = base.iter().map(|v| v * 0.3).collect();
+        let more: Vec<f64> = base.iter().map(|v| v * 1.3).collect();
+        let mut rows = vec![
+            judged("c", "copy", "elapsed_s", &base, &base, true),
+            judged("c", "copy", "mount_s", &base, &more, false),
+            judged("c", "copy", "compress_disk_bytes", &base, &less, false),
+            judged("c", "copy", "space_amplification", &base, &base, false),
+        ];
+        let phrase = "with 4 runs a side this machine detects changes of 3.1 % or more here";
+        rows[0].comparison.detects = Some(phrase.into());
+        let summary = verdict::summarize(
+            &rows
+                .iter()
+                .map(|j| j.comparison.clone())
+                .collect::<Vec<_>>(),
+        );
+        let doc = CompareDoc {
+            baseline: "latest@a (run 1, label x)",
+            current: "latest@b (run 1, label x)",
+            rows: &rows,
+            summary: &summary,
+            all: false,
+            context: None,
+            across: false,
+        };
+        let t = text_pair(&doc);
+        let row = |m: &str| t.lines().find(|l| l.contains(m));
+        // the changed on-disk metric is listed, as secondary; the unchanged one is not
+        let disk = row("(compress_disk_bytes)").unwrap_or_else(|| panic!("{t}"));
+        assert!(disk.trim_end().ends_with(" i"), "{disk}");
+        assert!(row("space_amplification").is_none(), "{t}");
+        // another secondary metric that changed is counted, not listed
+        assert!(row("mount_s").is_none(), "{t}");
+        assert!(t.contains("1 secondary metric verdict changed"), "{t}");
+        // the headline's detectable change is its note
+        let head = row("elapsed_s").unwrap();
+        assert!(head.trim_end().ends_with("=1"), "{head}");
+        let flat = t.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(flat.contains(&format!("1: {phrase}")), "{t}");
+        assert!(t.lines().all(|l| l.chars().count() <= 80), "{t}");
+        let m = markdown_pair(&doc);
+        assert!(
+            m.contains(phrase) && m.contains("(compress_disk_bytes)"),
+            "{m}"
+        );
     }
 
     #[test]
