@@ -620,6 +620,102 @@ pub fn json(doc: &CompareDoc<'_>) -> Result<String, serde_json::Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::compare::judge::Judged;
+    use crate::compare::verdict::{Margins, MetricClass};
+    use crate::model::{Direction, MetricKind, Unit};
+
+    fn row(metric: &str, role: Role, detects: Option<&str>) -> Judged {
+        let v = [1.00, 1.01, 0.99, 1.00];
+        let mut c = verdict::compare(
+            &v,
+            &v,
+            Direction::LowerIsBetter,
+            MetricClass::Throughput,
+            &Margins::default(),
+        );
+        c.role = role;
+        c.detects = detects.map(str::to_string);
+        Judged {
+            key: SeriesKey {
+                config: "c".into(),
+                test: "copy".into(),
+                metric: metric.into(),
+            },
+            unit: Unit::Seconds,
+            kind: MetricKind::Mean,
+            headline: role == Role::Headline,
+            baseline_values: v.to_vec(),
+            current_values: v.to_vec(),
+            comparison: c,
+        }
+    }
+
+    #[test]
+    fn the_detectable_change_follows_its_row_and_on_disk_metrics_have_their_block() {
+        let phrase = "with 4 runs a side this machine detects changes of 3.1 % or more here";
+        let rows = vec![
+            row("elapsed_s", Role::Headline, Some(phrase)),
+            row("mount_s", Role::Secondary, None),
+            row("space_amplification", Role::Secondary, None),
+        ];
+        let summary = verdict::summarize(
+            &rows
+                .iter()
+                .map(|j| j.comparison.clone())
+                .collect::<Vec<_>>(),
+        );
+        let doc = CompareDoc {
+            baseline: "1",
+            current: "2",
+            rows: &rows,
+            summary: &summary,
+            all: false,
+            context: None,
+            across: false,
+        };
+        let t = text(&doc);
+        let lines: Vec<&str> = t.lines().collect();
+        let at = lines.iter().position(|l| l.contains("elapsed_s")).unwrap();
+        let flat = lines[at + 1..at + 3].join(" ");
+        assert!(
+            flat.split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
+                .contains(phrase),
+            "{t}"
+        );
+        // the unchanged on-disk metric is listed in its block, the unchanged mount_s is not
+        let disk = lines.iter().position(|l| l.contains("on disk (")).unwrap();
+        assert!(lines[disk + 1].contains("space_amplification"), "{t}");
+        assert!(!t.contains("mount_s"), "{t}");
+        // 3 or more sides: one line per side and metric under the legend
+        let ctx = Context::default();
+        let sides = [
+            SideRows {
+                description: "2",
+                rows: &rows,
+                context: &ctx,
+            },
+            SideRows {
+                description: "3",
+                rows: &rows[1..],
+                context: &ctx,
+            },
+        ];
+        let m = many_text(&ManyDoc {
+            baseline: "1",
+            sides: &sides,
+            summary: &summary,
+            all: false,
+            across: false,
+        });
+        let flat = m.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            flat.contains(&format!("side 1, copy elapsed_s: {phrase}")),
+            "{m}"
+        );
+        assert!(!flat.contains("side 2, copy"), "{m}");
+    }
 
     #[test]
     fn huge_percentages_stay_short() {
