@@ -2,7 +2,8 @@
 //! there, from its newest calibration (issue 38 item 1), through the real binary: a command test
 //! whose values cycle 1000, 1050, 1100 (a known CV of about 4.8 %) is calibrated, run twice, and
 //! compared; the phrase is the one `compare::power` gives for those values with 3 runs a side, in
-//! the text, the one-table form (a note), Markdown (a footnote) and JSON. Without a calibration
+//! the text, the one-table form (a note), Markdown (a footnote), JSON and the HTML report's
+//! reason cell. Without a calibration
 //! nothing is said. The calibration's values have a history (`history --label-glob calibrate`).
 
 mod common;
@@ -110,6 +111,16 @@ direction = "higher"
     let m = &json["metrics"][0];
     assert_eq!(m["metric"], "v", "{json}");
     assert_eq!(m["detects"].as_str(), Some(phrase.as_str()), "{json}");
+
+    // The HTML report: the phrase in the row's reason cell
+    let html = env.path("r.html");
+    env.cmd()
+        .args(["report", "5", "6", "-o"])
+        .arg(&html)
+        .assert()
+        .success();
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains(&phrase), "no {phrase} in the report");
 
     // The calibration's values are a history: its two runs, nothing else.
     env.cmd()

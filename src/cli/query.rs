@@ -127,7 +127,8 @@ fn sides(store: &dyn Store, base: &str, cur: &str, opts: &Criteria) -> Result<Si
 
 /// Judge every paired metric of two selections (headline and secondary families under
 /// Benjamini-Hochberg); shared by `compare`, `run --baseline`, a fleet agent and `report`:
-/// the sides' descriptions and the judged rows.
+/// the sides' descriptions and the judged rows, with what the current side's machine detects
+/// beside each unresolved headline ([`detectable`]).
 pub fn judge(
     store: &dyn Store,
     base: &str,
@@ -135,7 +136,8 @@ pub fn judge(
     opts: &Criteria,
 ) -> Result<(String, String, Vec<Judged>)> {
     let sides = sides(store, base, cur, opts)?;
-    let rows = judge::judge(&sides, opts)?;
+    let mut rows = judge::judge(&sides, opts)?;
+    detectable(store, &sides, &mut rows, opts);
     Ok((sides.base.description, sides.cur.description, rows))
 }
 

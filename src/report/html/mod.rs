@@ -787,7 +787,11 @@ fn summary(out: &mut String, input: &ReportInput, s: &Summary) {
             severity(c.verdict),
             icon(c.verdict),
             word,
-            esc(&c.reason)
+            esc(&match &c.detects {
+                Some(d) if c.reason.is_empty() => d.clone(),
+                Some(d) => format!("{}; {d}", c.reason),
+                None => c.reason.clone(),
+            })
         );
     }
     out.push_str("</tbody></table></section>\n");
