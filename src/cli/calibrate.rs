@@ -275,9 +275,11 @@ impl Calibration {
 
 /// Beside each unchanged or inconclusive headline metric of a comparison, what this machine
 /// detects there with the comparison's runs a side (the fewer of the two sides), from the
-/// newest calibration of `host` (appended to the verdict's reason: "...; with 5 runs a side
-/// this machine detects changes of 7.5 % or more here"). Nothing when `host` has no
-/// calibration or the store cannot say. Returns the calibration's runs when it annotated.
+/// newest calibration of `host`: set as the verdict's `detects` ("with 5 runs a side this
+/// machine detects changes of 7.5 % or more here"), which the renderers print beside the
+/// verdict. Two configurations side by side ("A vs B") take the current one's (B's)
+/// calibration. Nothing when `host` has no calibration or the store cannot say. Returns the
+/// calibration's runs when it annotated a row.
 pub fn annotate(
     store: &dyn crate::store::Store,
     rows: &mut [crate::compare::judge::Judged],
@@ -289,6 +291,7 @@ pub fn annotate(
         .iter()
         .filter(|r| r.comparison.role == verdict::Role::Headline)
         .count();
+    let mut any = false;
     for r in rows.iter_mut().filter(|r| {
         r.comparison.role == verdict::Role::Headline
             && matches!(
@@ -297,22 +300,14 @@ pub fn annotate(
             )
     }) {
         let n = r.baseline_values.len().min(r.current_values.len());
-        if let Some(p) = cal.phrase(
-            &r.key.config,
-            &r.key.test,
-            &r.key.metric,
-            n,
-            family,
-            margins,
-        ) {
-            r.comparison.reason = if r.comparison.reason.is_empty() {
-                p
-            } else {
-                format!("{}; {p}", r.comparison.reason)
-            };
-        }
+        let config = match r.key.config.split_once(" vs ") {
+            Some((_, cur)) => cur,
+            None => r.key.config.as_str(),
+        };
+        r.comparison.detects = cal.phrase(config, &r.key.test, &r.key.metric, n, family, margins);
+        any |= r.comparison.detects.is_some();
     }
-    Some(cal.runs)
+    any.then_some(cal.runs)
 }
 
 /// The repetitions `run --until-confident` should start with on `host`: what its newest
@@ -570,17 +565,17 @@ mod tests {
         assert_eq!(annotate(&store, &mut rows, "lab3", &m), Some((a, b)));
         let noise = Noise::pooled(&[&v, &v]).unwrap();
         let e = power::detectable_effect(noise, 5, MetricClass::Throughput, 1, &m);
-        assert!(
-            rows[0]
-                .comparison
-                .reason
-                .ends_with(&power::detects_phrase(5, e)),
-            "{}",
-            rows[0].comparison.reason
+        assert_eq!(
+            rows[0].comparison.detects.as_deref(),
+            Some(power::detects_phrase(5, e).as_str())
         );
         // no calibration on that host: nothing said
-        let before = rows[0].comparison.reason.clone();
+        rows[0].comparison.detects = None;
         assert_eq!(annotate(&store, &mut rows, "lab9", &m), None);
-        assert_eq!(rows[0].comparison.reason, before);
+        assert_eq!(rows[0].comparison.detects, None);
+        // two configurations side by side take the current one's calibration
+        rows[0].key.config = "other vs scratch".into();
+        assert_eq!(annotate(&store, &mut rows, "lab3", &m), Some((a, b)));
+        assert!(rows[0].comparison.detects.is_some());
     }
 }

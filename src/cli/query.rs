@@ -127,7 +127,8 @@ fn sides(store: &dyn Store, base: &str, cur: &str, opts: &Criteria) -> Result<Si
 
 /// Judge every paired metric of two selections (headline and secondary families under
 /// Benjamini-Hochberg); shared by `compare`, `run --baseline`, a fleet agent and `report`:
-/// the sides' descriptions and the judged rows.
+/// the sides' descriptions and the judged rows, with what the current side's machine detects
+/// beside each unresolved headline ([`detectable`]).
 pub fn judge(
     store: &dyn Store,
     base: &str,
@@ -135,7 +136,8 @@ pub fn judge(
     opts: &Criteria,
 ) -> Result<(String, String, Vec<Judged>)> {
     let sides = sides(store, base, cur, opts)?;
-    let rows = judge::judge(&sides, opts)?;
+    let mut rows = judge::judge(&sides, opts)?;
+    detectable(store, &sides, &mut rows, opts);
     Ok((sides.base.description, sides.cur.description, rows))
 }
 
@@ -242,7 +244,8 @@ pub fn compare(
     }
     let criteria = opts.criteria();
     let sides = sides(store.as_ref(), base, cur, &criteria)?;
-    let rows = judge::judge(&sides, &criteria)?;
+    let mut rows = judge::judge(&sides, &criteria)?;
+    detectable(store.as_ref(), &sides, &mut rows, &criteria);
     let ctx = judge::context_of(&sides);
     let all: Vec<&SampleRecord> = sides
         .base
@@ -272,6 +275,14 @@ pub fn compare(
     ))
 }
 
+/// Beside each unchanged or inconclusive headline row, what the current side's machine detects
+/// there, from its newest calibration (`cli::calibrate::annotate`; nothing without one).
+fn detectable(store: &dyn Store, sides: &Sides, rows: &mut [Judged], criteria: &Criteria) {
+    if let Some(run) = sides.cur.runs.first() {
+        super::calibrate::annotate(store, rows, &run.environment.host, &criteria.margins);
+    }
+}
+
 /// 3 or more sides: every other side against the first, Welch on logs throughout (one center
 /// per side), one false-discovery family per role across all pairings.
 fn compare_many(
@@ -286,6 +297,7 @@ fn compare_many(
     let mut spans = Vec::new();
     let mut descs = Vec::new();
     let mut contexts = Vec::new();
+    let mut hosts = Vec::new();
     let mut base_desc = String::new();
     let mut across_all = true;
     for c in std::iter::once(cur).chain(more.iter().map(String::as_str)) {
@@ -295,10 +307,17 @@ fn compare_many(
         across_all &= sides.across;
         descs.push(sides.cur.description.clone());
         contexts.push(judge::context_of(&sides));
+        hosts.push(sides.cur.runs.first().map(|r| r.environment.host.clone()));
         spans.push(all.len()..all.len() + rows.len());
         all.extend(rows);
     }
     judge::control(&mut all, criteria.gate);
+    // What each side's machine detects, once the verdicts are final (after the FDR control).
+    for (span, host) in spans.iter().zip(&hosts) {
+        if let Some(h) = host {
+            super::calibrate::annotate(store, &mut all[span.clone()], h, &criteria.margins);
+        }
+    }
     let lacking = contexts
         .iter()
         .any(|c| c.baseline_missing.any() || c.current_missing.any());

@@ -310,6 +310,11 @@ pub struct Comparison {
     /// Runs a side that would resolve a change of size `delta` at the measured noise (80 %
     /// power, two-sided alpha 0.05, t on logs); `None` when the noise could not be measured.
     pub runs_needed: Option<usize>,
+    /// What this machine detects here, from its newest calibration (`fsdelta calibrate`), for
+    /// an unchanged or inconclusive headline metric: "with 5 runs a side this machine detects
+    /// changes of 7.5 % or more here"; `None` without a calibration of the machine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detects: Option<String>,
 }
 
 /// Which methods [`compare_with`] may use.
@@ -419,6 +424,7 @@ fn start(
         eps: margins.eps,
         delta: margins.delta(class),
         runs_needed: None,
+        detects: None,
     };
     set_centers(&mut out);
     out
@@ -815,7 +821,26 @@ pub struct Judging<'a> {
 /// own time, `elapsed_s`, is not one of them: it is a command test's headline.
 pub fn fsdelta_own(metric: &str) -> bool {
     metric != "elapsed_s"
-        && (crate::model::RESERVED_METRICS.contains(&metric) || metric.starts_with("event:"))
+        && (crate::model::RESERVED_METRICS.contains(&metric)
+            || crate::model::ONDISK_METRICS.contains(&metric)
+            || metric.starts_with("event:"))
+}
+
+/// Whether `metric` says what a sample left on disk or sent to the device: the on-disk metrics
+/// ([`crate::model::ONDISK_METRICS`]: space, compression, extents, the filesystem's counters),
+/// the device's counters and `write_amplification`. `show`, `compare` and the report list them
+/// as their own "on disk" group; they are secondary ([`fsdelta_own`]), judged with the same
+/// statistics as every other metric.
+pub fn on_disk(metric: &str) -> bool {
+    crate::model::ONDISK_METRICS.contains(&metric)
+        || matches!(
+            metric,
+            "write_amplification"
+                | "dev_read_kbytes"
+                | "dev_write_kbytes"
+                | "dev_read_iops"
+                | "dev_write_iops"
+        )
 }
 
 /// Turns per-metric verdicts into a comparison's verdicts: sets each metric's [`Role`] (headline
@@ -1347,6 +1372,9 @@ mod tests {
             "umount_s",
             "dev_write_kbytes",
             "event:ext4:ext4_da_write_begin",
+            "compress_ratio",
+            "space_amplification",
+            "extents_per_file_p95",
         ];
         let mut cs: Vec<Comparison> = names.iter().map(|_| up.clone()).collect();
         let mut items: Vec<Judging<'_>> = cs
@@ -1368,6 +1396,9 @@ mod tests {
         }
         assert!(fsdelta_own("write_amplification") && !fsdelta_own("elapsed_s"));
         assert!(!fsdelta_own("files_per_sec"));
+        assert!(fsdelta_own("compress_ratio") && on_disk("compress_ratio"));
+        assert!(on_disk("write_amplification") && on_disk("dev_write_kbytes"));
+        assert!(!on_disk("mount_s") && !on_disk("elapsed_s") && !on_disk("files_per_sec"));
     }
 
     #[test]

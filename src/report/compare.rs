@@ -32,12 +32,15 @@ pub struct CompareDoc<'a> {
 }
 
 /// Whether a row is listed: every row with `all`; else the headline metrics, the metrics
-/// that changed (regressed or improved), and the kernel event counts (`event:GROUP:NAME`, asked
-/// for with `--events`: listed with their difference, never judged).
+/// that changed (regressed or improved), the kernel event counts (`event:GROUP:NAME`, asked
+/// for with `--events`: listed with their difference, never judged), and the judged on-disk
+/// metrics (`verdict::on_disk` with a direction: space and write amplification, compression,
+/// extents per file), the "on disk" block, whatever their verdict.
 fn shown(j: &Judged, all: bool) -> bool {
     all || j.comparison.role == Role::Headline
         || matches!(j.comparison.verdict, Verdict::Regressed | Verdict::Improved)
         || is_event_count(&j.key.metric)
+        || (verdict::on_disk(&j.key.metric) && j.comparison.verdict != Verdict::NotJudged)
 }
 
 /// Whether a metric is a kernel event count of `run --events`.
@@ -301,8 +304,9 @@ fn metric_name(j: &Judged, w: usize) -> String {
 }
 
 /// 80-column text: the sides, what differs between them, then one block per test (metric, the
-/// center of each side, diff, 95 % interval, verdict), headline metrics first and secondary
-/// ones under their own heading, reasons under inconclusive rows, and the summary.
+/// center of each side, diff, 95 % interval, verdict), headline metrics first, secondary ones
+/// under their own heading, then what the samples left on disk ("on disk"), reasons under
+/// inconclusive rows, and the summary.
 pub fn text(doc: &CompareDoc<'_>) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "baseline: {}", doc.baseline);
@@ -323,12 +327,21 @@ pub fn text(doc: &CompareDoc<'_>) -> String {
             "  {:<22} {:>10} {:>10} {:>7} {:<13} verdict",
             "metric", "baseline", "current", "diff", "95% interval"
         );
-        let (head, sec): (Vec<&Judged>, Vec<&Judged>) = block
+        let (head, rest): (Vec<&Judged>, Vec<&Judged>) = block
             .iter()
             .partition(|j| j.comparison.role == Role::Headline);
-        for (i, part) in [head, sec].into_iter().enumerate() {
+        let (disk, sec): (Vec<&Judged>, Vec<&Judged>) = rest
+            .into_iter()
+            .partition(|j| verdict::on_disk(&j.key.metric));
+        for (i, part) in [head, sec, disk].into_iter().enumerate() {
             if i == 1 && !part.is_empty() {
                 let _ = writeln!(out, "  secondary metrics (do not set the exit code):");
+            }
+            if i == 2 && !part.is_empty() {
+                let _ = writeln!(
+                    out,
+                    "  on disk (secondary, judged the same way; docs/metrics.md):"
+                );
             }
             for j in part {
                 let c = &j.comparison;
@@ -345,6 +358,9 @@ pub fn text(doc: &CompareDoc<'_>) -> String {
                 if c.verdict == Verdict::Inconclusive && !c.reason.is_empty() {
                     // The reason already says how many runs a side would resolve the band.
                     out.push_str(&wrap(&c.reason, 4));
+                }
+                if let Some(d) = &c.detects {
+                    out.push_str(&wrap(d, 4));
                 }
             }
         }
@@ -510,8 +526,30 @@ pub fn many_text(doc: &ManyDoc<'_>) -> String {
         out,
         "Verdicts: R regressed, i improved, = unchanged, ? inconclusive."
     );
+    for l in many_detects(doc) {
+        out.push_str(&wrap_hanging(&l, 0, 2));
+    }
     for l in summary_lines(doc.summary) {
         out.push_str(&wrap(&l, 0));
+    }
+    out
+}
+
+/// "side 1, seqwrite bw_mbps: with 3 runs a side this machine detects ...": what each side's
+/// machine detects beside its unchanged or inconclusive headline rows (`Comparison::detects`).
+fn many_detects(doc: &ManyDoc<'_>) -> Vec<String> {
+    let mut out = Vec::new();
+    for (i, s) in doc.sides.iter().enumerate() {
+        for j in s.rows.iter().filter(|j| shown(j, doc.all)) {
+            if let Some(d) = &j.comparison.detects {
+                out.push(format!(
+                    "side {}, {} {}: {d}",
+                    i + 1,
+                    j.key.test,
+                    j.key.metric
+                ));
+            }
+        }
     }
     out
 }
@@ -582,6 +620,102 @@ pub fn json(doc: &CompareDoc<'_>) -> Result<String, serde_json::Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::compare::judge::Judged;
+    use crate::compare::verdict::{Margins, MetricClass};
+    use crate::model::{Direction, MetricKind, Unit};
+
+    fn row(metric: &str, role: Role, detects: Option<&str>) -> Judged {
+        let v = [1.00, 1.01, 0.99, 1.00];
+        let mut c = verdict::compare(
+            &v,
+            &v,
+            Direction::LowerIsBetter,
+            MetricClass::Throughput,
+            &Margins::default(),
+        );
+        c.role = role;
+        c.detects = detects.map(str::to_string);
+        Judged {
+            key: SeriesKey {
+                config: "c".into(),
+                test: "copy".into(),
+                metric: metric.into(),
+            },
+            unit: Unit::Seconds,
+            kind: MetricKind::Mean,
+            headline: role == Role::Headline,
+            baseline_values: v.to_vec(),
+            current_values: v.to_vec(),
+            comparison: c,
+        }
+    }
+
+    #[test]
+    fn the_detectable_change_follows_its_row_and_on_disk_metrics_have_their_block() {
+        let phrase = "with 4 runs a side this machine detects changes of 3.1 % or more here";
+        let rows = vec![
+            row("elapsed_s", Role::Headline, Some(phrase)),
+            row("mount_s", Role::Secondary, None),
+            row("space_amplification", Role::Secondary, None),
+        ];
+        let summary = verdict::summarize(
+            &rows
+                .iter()
+                .map(|j| j.comparison.clone())
+                .collect::<Vec<_>>(),
+        );
+        let doc = CompareDoc {
+            baseline: "1",
+            current: "2",
+            rows: &rows,
+            summary: &summary,
+            all: false,
+            context: None,
+            across: false,
+        };
+        let t = text(&doc);
+        let lines: Vec<&str> = t.lines().collect();
+        let at = lines.iter().position(|l| l.contains("elapsed_s")).unwrap();
+        let flat = lines[at + 1..at + 3].join(" ");
+        assert!(
+            flat.split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
+                .contains(phrase),
+            "{t}"
+        );
+        // the unchanged on-disk metric is listed in its block, the unchanged mount_s is not
+        let disk = lines.iter().position(|l| l.contains("on disk (")).unwrap();
+        assert!(lines[disk + 1].contains("space_amplification"), "{t}");
+        assert!(!t.contains("mount_s"), "{t}");
+        // 3 or more sides: one line per side and metric under the legend
+        let ctx = Context::default();
+        let sides = [
+            SideRows {
+                description: "2",
+                rows: &rows,
+                context: &ctx,
+            },
+            SideRows {
+                description: "3",
+                rows: &rows[1..],
+                context: &ctx,
+            },
+        ];
+        let m = many_text(&ManyDoc {
+            baseline: "1",
+            sides: &sides,
+            summary: &summary,
+            all: false,
+            across: false,
+        });
+        let flat = m.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            flat.contains(&format!("side 1, copy elapsed_s: {phrase}")),
+            "{m}"
+        );
+        assert!(!flat.contains("side 2, copy"), "{m}");
+    }
 
     #[test]
     fn huge_percentages_stay_short() {

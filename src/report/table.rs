@@ -102,7 +102,8 @@ fn row_key(k: &SeriesKey, across: bool) -> (&str, &str, &str) {
     )
 }
 
-/// Whether a judged row is listed: `all`, or a headline metric; a test with no listed row
+/// Whether a judged row is listed: `all`, or a headline metric (the table stays one compact
+/// table; the on-disk metrics are the text form's "on disk" block); a test with no listed row
 /// (only secondary metrics were selected with `--metric`) lists all of its rows.
 fn rows<'a>(doc: &TableDoc<'a>) -> Vec<Row<'a>> {
     let mut keys: Vec<(&'a str, &'a str, &'a str)> = Vec::new();
@@ -192,8 +193,9 @@ fn side_names(descriptions: &[&str]) -> Vec<String> {
 }
 
 /// The marks and footnotes: per row and side, the verdict's one character, with the number of
-/// its footnote when the verdict has a reason worth reading (inconclusive); equal reasons share
-/// one footnote.
+/// its footnote when the verdict has a reason worth reading (inconclusive) or the machine's
+/// calibration says what it detects there (unchanged or inconclusive headline); equal notes
+/// share one footnote.
 fn marks(rows: &[Row<'_>], notes: &mut Vec<String>) -> Vec<Vec<String>> {
     rows.iter()
         .map(|r| {
@@ -211,18 +213,22 @@ fn marks(rows: &[Row<'_>], notes: &mut Vec<String>) -> Vec<Vec<String>> {
                         Verdict::Inconclusive => "?",
                         Verdict::NotJudged => "",
                     };
-                    if c.verdict == Verdict::Inconclusive && !c.reason.is_empty() {
-                        let n = match notes.iter().position(|x| *x == c.reason) {
-                            Some(i) => i + 1,
-                            None => {
-                                notes.push(c.reason.clone());
-                                notes.len()
-                            }
-                        };
-                        format!("{m}{n}")
-                    } else {
-                        m.to_string()
-                    }
+                    let reason = (c.verdict == Verdict::Inconclusive && !c.reason.is_empty())
+                        .then_some(c.reason.as_str());
+                    let note = match (reason, &c.detects) {
+                        (Some(r), Some(d)) => format!("{r}; {d}"),
+                        (Some(r), None) => r.to_string(),
+                        (None, Some(d)) => d.clone(),
+                        (None, None) => return m.to_string(),
+                    };
+                    let n = match notes.iter().position(|x| *x == note) {
+                        Some(i) => i + 1,
+                        None => {
+                            notes.push(note);
+                            notes.len()
+                        }
+                    };
+                    format!("{m}{n}")
                 })
                 .collect()
         })
@@ -256,7 +262,8 @@ fn base_center(r: &Row<'_>) -> String {
 /// The legend and the numbered reasons, shared by text and markdown.
 fn legend(doc: &TableDoc<'_>, rows: &[Row<'_>]) -> Vec<String> {
     let mut out = vec![
-        "R regressed, i improved, = unchanged, ? inconclusive (reason in the note of its number); \
+        "R regressed, i improved, = unchanged, ? inconclusive (a number: its note says why, or \
+         what this machine detects there); \
          the diff is against the baseline's column."
             .to_string(),
     ];
@@ -285,7 +292,7 @@ fn legend(doc: &TableDoc<'_>, rows: &[Row<'_>]) -> Vec<String> {
             .count();
         if hidden > 0 {
             out.push(format!(
-                "{hidden} secondary metric verdict{} changed and not listed (--all lists every metric, --format text each test's block).",
+                "{hidden} secondary metric verdict{} changed and not listed (--all lists every metric, --format text each test's block with its on disk metrics).",
                 if hidden == 1 { "" } else { "s" }
             ));
         }
@@ -656,6 +663,51 @@ mod tests {
         assert!(m.contains("| lzo | zstd | diff | | zlib | diff | |"), "{m}");
         assert!(m.contains("?[^1]") && m.contains("\n[^1]: "), "{m}");
         assert!(m.lines().all(|l| l.len() < 200), "{m}");
+    }
+
+    #[test]
+    fn the_table_keeps_to_the_headline_and_the_detectable_change_is_a_note() {
+        let base = [1.00, 1.01, 0.99, 1.00];
+        let less: Vec<f64> = base.iter().map(|v| v * 0.3).collect();
+        let more: Vec<f64> = base.iter().map(|v| v * 1.3).collect();
+        let mut rows = vec![
+            judged("c", "copy", "elapsed_s", &base, &base, true),
+            judged("c", "copy", "mount_s", &base, &more, false),
+            judged("c", "copy", "compress_disk_bytes", &base, &less, false),
+            judged("c", "copy", "space_amplification", &base, &base, false),
+        ];
+        let phrase = "with 4 runs a side this machine detects changes of 3.1 % or more here";
+        rows[0].comparison.detects = Some(phrase.into());
+        let summary = verdict::summarize(
+            &rows
+                .iter()
+                .map(|j| j.comparison.clone())
+                .collect::<Vec<_>>(),
+        );
+        let doc = CompareDoc {
+            baseline: "latest@a (run 1, label x)",
+            current: "latest@b (run 1, label x)",
+            rows: &rows,
+            summary: &summary,
+            all: false,
+            context: None,
+            across: false,
+        };
+        let t = text_pair(&doc);
+        let row = |m: &str| t.lines().find(|l| l.contains(m));
+        // secondary metrics, on-disk ones too, are counted when they changed, not listed
+        for m in ["compress_disk_bytes", "space_amplification", "mount_s"] {
+            assert!(row(m).is_none(), "{m}: {t}");
+        }
+        assert!(t.contains("2 secondary metric verdicts changed"), "{t}");
+        // the headline's detectable change is its note
+        let head = row("elapsed_s").unwrap();
+        assert!(head.trim_end().ends_with("=1"), "{head}");
+        let flat = t.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(flat.contains(&format!("1: {phrase}")), "{t}");
+        assert!(t.lines().all(|l| l.chars().count() <= 80), "{t}");
+        let m = markdown_pair(&doc);
+        assert!(m.contains(&format!("[^1]: {phrase}")), "{m}");
     }
 
     #[test]

@@ -65,42 +65,55 @@ pub fn clip(s: &str, w: usize) -> String {
     }
 }
 
-/// The table printed when a run ends: per configuration and test, every metric's mean, min and
-/// max over the repetitions.
+/// The table printed when a run ends (and `show`'s): per configuration and test, every metric's
+/// mean, min and max over the repetitions; what the samples left on disk
+/// (`compare::verdict::on_disk`) under its own "on disk" heading after the test's own metrics.
 pub fn run_summary(series: &[Series]) -> String {
-    let mut out = String::new();
-    let mut current: Option<(&str, &str)> = None;
+    let mut blocks: Vec<Vec<&Series>> = Vec::new();
     for s in series {
-        let block = (s.key.config.as_str(), s.key.test.as_str());
-        if current != Some(block) {
-            if current.is_some() {
-                out.push('\n');
-            }
-            let _ = writeln!(out, "{} ({})", s.key.test, s.key.config);
-            let _ = writeln!(
-                out,
-                "  {:<w$} {:>11} {:>11} {:>11} {:<7} {:>2}",
-                "metric",
-                "mean",
-                "min",
-                "max",
-                "unit",
-                "n",
-                w = NAME_W - 2
-            );
-            current = Some(block);
+        match blocks.last_mut() {
+            Some(b) if b[0].key.config == s.key.config && b[0].key.test == s.key.test => b.push(s),
+            _ => blocks.push(vec![s]),
         }
+    }
+    let mut out = String::new();
+    for (i, block) in blocks.iter().enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        let _ = writeln!(out, "{} ({})", block[0].key.test, block[0].key.config);
         let _ = writeln!(
             out,
             "  {:<w$} {:>11} {:>11} {:>11} {:<7} {:>2}",
-            clip(&s.key.metric, NAME_W - 2),
-            fmt_value(s.mean()),
-            fmt_value(s.min()),
-            fmt_value(s.max()),
-            clip(s.unit.as_str(), 7),
-            s.n(),
+            "metric",
+            "mean",
+            "min",
+            "max",
+            "unit",
+            "n",
             w = NAME_W - 2
         );
+        let (disk, own): (Vec<&Series>, Vec<&Series>) = block
+            .iter()
+            .partition(|s| crate::compare::verdict::on_disk(&s.key.metric));
+        for (j, part) in [own, disk].into_iter().enumerate() {
+            if j == 1 && !part.is_empty() {
+                let _ = writeln!(out, "  on disk:");
+            }
+            for s in part {
+                let _ = writeln!(
+                    out,
+                    "  {:<w$} {:>11} {:>11} {:>11} {:<7} {:>2}",
+                    clip(&s.key.metric, NAME_W - 2),
+                    fmt_value(s.mean()),
+                    fmt_value(s.min()),
+                    fmt_value(s.max()),
+                    clip(s.unit.as_str(), 7),
+                    s.n(),
+                    w = NAME_W - 2
+                );
+            }
+        }
     }
     out
 }

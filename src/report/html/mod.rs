@@ -647,6 +647,16 @@ fn leads(m: &MetricInput, test_has_headline: bool) -> bool {
     }
 }
 
+/// Whether a metric belongs to a test's "On disk" block: an on-disk metric
+/// (`compare::verdict::on_disk`) that is not a headline (a suite may make one its headline).
+fn on_disk_row(m: &MetricInput) -> bool {
+    let headline = match &m.comparison {
+        Some(c) => c.role == MetricRole::Headline,
+        None => m.headline,
+    };
+    !headline && crate::compare::verdict::on_disk(&m.key.metric)
+}
+
 /// Sort key of a verdict in the summary table: what needs attention first.
 fn severity(v: Verdict) -> u8 {
     match v {
@@ -757,6 +767,8 @@ fn summary(out: &mut String, input: &ReportInput, s: &Summary) {
             esc(&m.key.metric),
             match c.role {
                 MetricRole::Headline => "headline",
+                MetricRole::Secondary if crate::compare::verdict::on_disk(&m.key.metric) =>
+                    "on disk",
                 MetricRole::Secondary => "secondary",
             },
             num_attr(c.baseline.center),
@@ -775,7 +787,11 @@ fn summary(out: &mut String, input: &ReportInput, s: &Summary) {
             severity(c.verdict),
             icon(c.verdict),
             word,
-            esc(&c.reason)
+            esc(&match &c.detects {
+                Some(d) if c.reason.is_empty() => d.clone(),
+                Some(d) => format!("{}; {d}", c.reason),
+                None => c.reason.clone(),
+            })
         );
     }
     out.push_str("</tbody></table></section>\n");
@@ -788,8 +804,11 @@ fn test_section(out: &mut String, input: &ReportInput, i: usize, config: &str, t
         .iter()
         .filter(|m| m.key.config == config && m.key.test == test)
         .collect();
-    // The headline metrics and the metrics that changed first; the rest fold away.
+    // The headline metrics and the metrics that changed first; what the samples left on disk
+    // (space, compression, extents, the device) has its own block; the rest fold away.
     let has_headline = metrics.iter().any(|m| m.headline);
+    let (disk, metrics): (Vec<&MetricInput>, Vec<&MetricInput>) =
+        metrics.into_iter().partition(|m| on_disk_row(m));
     let (lead, rest): (Vec<&MetricInput>, Vec<&MetricInput>) =
         metrics.iter().partition(|m| leads(m, has_headline));
     let _ = writeln!(
@@ -866,6 +885,21 @@ fn test_section(out: &mut String, input: &ReportInput, i: usize, config: &str, t
             out.push_str("</details>");
         }
     }
+    if !disk.is_empty() {
+        let _ = write!(
+            out,
+            "<h3>On disk</h3><p class=\"note\">What the samples left on disk and sent to the \
+             device, measured after the workload and before the unmount (docs/metrics.md): space, \
+             compression, extents per file, the filesystem's counters, device bytes and write \
+             amplification. Secondary: judged with the same statistics, never setting the exit \
+             code. A metric the filesystem does not expose is absent, not zero.</p>"
+        );
+        if input.baseline.is_some() {
+            out.push_str(&charts::diff_chart(test, &disk));
+        } else {
+            out.push_str(&charts::spread_chart(test, &disk));
+        }
+    }
     let curves: Vec<&PercentileCurves> = input
         .curves
         .iter()
@@ -887,7 +921,11 @@ fn test_section(out: &mut String, input: &ReportInput, i: usize, config: &str, t
     fio_logs_section(out, input, config, test);
     flamegraph_section(out, input, config, test);
     let with_history: Vec<&&MetricInput> = lead.iter().filter(|m| m.history.is_some()).collect();
-    let other_history: Vec<&&MetricInput> = rest.iter().filter(|m| m.history.is_some()).collect();
+    let other_history: Vec<&&MetricInput> = rest
+        .iter()
+        .chain(&disk)
+        .filter(|m| m.history.is_some())
+        .collect();
     if !with_history.is_empty() || !other_history.is_empty() {
         out.push_str(
             "<h3>History</h3><p class=\"note\">One point per stored run (the median of its \
