@@ -833,3 +833,27 @@ fn slat_percentiles_as_in_fio() {
         assert_eq!(blocks(&ours.stdout), blocks(&fio.stdout), "{job}");
     }
 }
+
+/// Issue 41: ioengine=splice (file to pipe to buffer, buffer to pipe to file) gives fio 3.33's
+/// counts and files for writes, random reads, verify and O_DIRECT random mixes.
+#[test]
+fn splice_counts_are_fios() {
+    if !common::require_fio() {
+        return;
+    }
+    for job in [
+        "[w]\nfilename=f\nioengine=splice\nrw=write\nbs=128k\nsize=2m\n[r]\nstonewall\nfilename=f\nioengine=splice\nrw=randread\nbs=4k\nsize=2m\n",
+        "[v]\nfilename=g\nioengine=splice\nrw=randwrite\nbs=8k\nsize=1m\nverify=crc32c\n",
+        "[d]\nfilename=d\nioengine=splice\nrw=randrw\nbs=4k\nsize=1m\ndirect=1\n",
+    ] {
+        let (o, f) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let (ours, fio) = (
+            json_of_run("fsdelta", o.path(), job),
+            json_of_run("fio", f.path(), job),
+        );
+        assert_eq!(jobs_of(&ours), jobs_of(&fio), "{job}");
+        assert_eq!(listing(o.path()), listing(f.path()), "{job}");
+        let (ok, fk) = (common::key_set(&ours), common::key_set(&fio));
+        common::assert_keys_as_fios(job, &ok, &fk);
+    }
+}

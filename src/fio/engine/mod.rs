@@ -34,6 +34,7 @@ pub mod posixaio;
 pub mod prio;
 pub mod rand;
 pub mod rate;
+pub mod splice;
 pub mod stats;
 pub mod status;
 pub mod steady;

@@ -45,6 +45,9 @@ pub(super) struct FileState {
     pub(super) fd_pos: u64,
     /// ioengine=mmap: the file's mapping, made at its first I/O, gone with its descriptor.
     pub(super) mapping: Option<crate::fio::engine::mmap::Mapping>,
+    /// ioengine=splice: the pipe its I/O goes through (read end, write end), made at its
+    /// first I/O.
+    pub(super) pipe: Option<(OwnedFd, OwnedFd)>,
 }
 
 impl FileState {
@@ -994,6 +997,7 @@ fn file_state(
         lfsr,
         fd_pos: 0,
         mapping: None,
+        pipe: None,
     })
 }
 

@@ -110,6 +110,20 @@ pub(super) fn do_sync_io(
             rustix::fs::ftruncate(fd, offset)?;
             Ok(buf.len())
         }
+        SyncCall::Splice => {
+            if f.pipe.is_none() {
+                f.pipe = Some(crate::fio::engine::splice::pipe()?);
+            }
+            let (r, w) = f.pipe.as_ref().expect("made above");
+            crate::fio::engine::splice::transfer(
+                fd,
+                r.as_fd(),
+                w.as_fd(),
+                ddir == READ,
+                buf,
+                offset,
+            )
+        }
         SyncCall::Positional | SyncCall::Nothing => {
             if ddir == READ {
                 rustix::io::pread(fd, buf, offset)
