@@ -86,6 +86,7 @@ const LOCAL_ENGINES: &[&str] = &[
     "io_uring",
     "posixaio",
     "mmap",
+    "splice",
     "null",
     "falloc",
     "ftruncate",
@@ -855,5 +856,42 @@ fn splice_counts_are_fios() {
         assert_eq!(listing(o.path()), listing(f.path()), "{job}");
         let (ok, fk) = (common::key_set(&ours), common::key_set(&fio));
         common::assert_keys_as_fios(job, &ok, &fk);
+    }
+}
+
+/// Issue 41: write_iolog=FILE holds fio 3.33's lines (times aside): the version line, each
+/// file's add, open and close, one line per I/O as issued, and the syncs fio's get_rw_ddir
+/// owes, for fio's t0007 (rw=read:512k, norandommap, O_DIRECT), a libaio job at depth 8 and
+/// a write job with fdatasync=2.
+#[test]
+fn write_iolog_lines_are_fios() {
+    if !common::require_fio() {
+        return;
+    }
+    for job in [
+        "[foo]\nsize=16m\nrw=read:512k\nbs=1m\nnorandommap\nwrite_iolog=log\ndirect=1\n",
+        "[j]\nioengine=libaio\niodepth=8\nrw=write\nbs=4k\nsize=256k\nwrite_iolog=log\n",
+        "[w]\nrw=write\nbs=16k\nsize=64k\nfdatasync=2\nwrite_iolog=log\n",
+    ] {
+        let (o, f) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let (ours, fio) = (
+            json_of_run("fsdelta", o.path(), job),
+            json_of_run("fio", f.path(), job),
+        );
+        assert_eq!(jobs_of(&ours), jobs_of(&fio), "{job}");
+        let lines = |d: &Path| -> Vec<String> {
+            std::fs::read_to_string(d.join("log"))
+                .unwrap()
+                .lines()
+                .map(|l| match l.split_once(' ') {
+                    Some((t, rest)) if t.parse::<u64>().is_ok() => rest.to_string(),
+                    _ => l.to_string(),
+                })
+                .collect()
+        };
+        let (ol, fl) = (lines(o.path()), lines(f.path()));
+        assert_eq!(ol[0], "fio version 3 iolog", "{job}");
+        assert!(ol.len() > 4, "{job}: {ol:?}");
+        assert_eq!(ol, fl, "{job}");
     }
 }

@@ -41,6 +41,7 @@ pub mod steady;
 pub mod verify;
 pub mod vsync;
 pub mod worker;
+pub mod write_iolog;
 pub mod zbd;
 
 use crate::fio::jobfile::{self, JobFileError, JobSet, JobSpec, Sources};

@@ -805,6 +805,8 @@ pub struct JobSpec {
     pub lat_log: Option<String>,
     /// write_bw_log: as `lat_log`, for the bandwidth log.
     pub bw_log: Option<String>,
+    /// write_iolog=FILE: each clone appends its I/O pattern there (fio's iolog version 3).
+    pub write_iolog: Option<String>,
     /// write_iops_log: as `lat_log`, for the IOPS log.
     pub iops_log: Option<String>,
     /// write_hist_log: as `lat_log`, for the clat histogram log PREFIX_clat_hist.N.log.
@@ -1154,6 +1156,7 @@ impl Default for JobSpec {
             flow_sleep: Duration::ZERO,
             lat_log: None,
             bw_log: None,
+            write_iolog: None,
             hist_log: None,
             log_hist_msec: 0,
             log_hist_coarseness: 0,

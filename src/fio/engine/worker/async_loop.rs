@@ -442,6 +442,7 @@ impl<T: TimeSource> Queue<'_, '_, '_, '_, T> {
         let p = &mut *self.p;
         let st = &mut *self.st;
         let si = self.free.pop().expect("a free slot");
+        p.log_issue(&io);
         let data = &mut self.bufs[si].as_mut_slice()[..io.len];
         if io.ddir == WRITE && self.policy.refill {
             self.content.fill(job, data);

@@ -16,7 +16,8 @@
 //! counts the errors it continues on, any other ends the job with its stats and fio's error.
 //! What it must never do: allocate, log or lock inside the loop (buffers, maps and
 //! histograms are made before the clock starts; zonemode=zbd alone takes its file's zone lock
-//! per I/O, as fio does, see zbd.rs; only a failed I/O prints fio's line, off the hot path), or
+//! per I/O, as fio does, see zbd.rs; only a failed I/O prints fio's line, off the hot path;
+//! write_iolog= writes its line per I/O into an 8 KiB buffer, as fio's does), or
 //! keep running after a cancel request.
 //!
 //! Where each part lives, along fio's own seams: this module sets a clone up (CPU and NUMA

@@ -149,6 +149,18 @@ pub(super) struct Planner<'a> {
     pub(super) exit: Option<&'a crate::fio::engine::rate::Exit>,
     /// zonemode=zbd: the zones the offsets are adjusted to.
     pub(super) zbd: Option<crate::fio::engine::zbd::ZbdClone>,
+    /// write_iolog=: the log each issued I/O and each open and close go to.
+    pub(super) wlog: Option<crate::fio::engine::write_iolog::WriteIolog>,
+}
+
+impl Planner<'_> {
+    /// write_iolog=: the line of `io`, as it is issued (fio's log_io_u in td_io_queue).
+    #[inline]
+    pub(super) fn log_issue(&self, io: &Io) {
+        if let Some(l) = &self.wlog {
+            l.io(io.file, io.ddir, io.offset, io.len as u64);
+        }
+    }
 }
 
 /// A block of `FileState::written` is logged (the low 16 bits are its numberio).
@@ -256,6 +268,21 @@ impl<'a> Planner<'a> {
             rate_ddir: None,
             exit: setup.exit,
             zbd: setup.zbd.and_then(|r| r.clone_state(job, &setup.plan)),
+            wlog: match &job.write_iolog {
+                Some(path) => Some(
+                    crate::fio::engine::write_iolog::WriteIolog::open(
+                        std::path::Path::new(path),
+                        setup
+                            .plan
+                            .files
+                            .iter()
+                            .map(|f| f.fio_name.clone())
+                            .collect(),
+                    )
+                    .map_err(|e| WorkloadError::io("open (write_iolog)", path, e))?,
+                ),
+                None => None,
+            },
             zone: zones.map(|z| ZoneState {
                 z,
                 start: 0,
@@ -1126,6 +1153,9 @@ pub(super) fn open_file(
     });
     p.files[fi].fd = Some(fd);
     p.open_count += 1;
+    if let Some(l) = &p.wlog {
+        l.file(fi, "open");
+    }
     if let Some(s) = p.status {
         s.set_open_files(p.open_count);
     }
@@ -1145,6 +1175,9 @@ pub(super) fn close_file(
         return Ok(());
     };
     p.open_count -= 1;
+    if let Some(l) = &p.wlog {
+        l.file(fi, "close");
+    }
     if let Some(s) = p.status {
         s.set_open_files(p.open_count);
     }

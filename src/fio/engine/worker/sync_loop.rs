@@ -179,6 +179,9 @@ pub(super) fn timed_sync<T: TimeSource>(
 ) -> Result<(), WorkloadError> {
     let job = setup.job;
     let fd = p.files[fi].fd.as_ref().expect("open");
+    if let Some(l) = &p.wlog {
+        l.sync(fi, job.fsync == 0);
+    }
     let t0 = clk.now();
     let r = if p.ops.has(Caps::MAPPED) {
         // fio's mmap engine syncs the mapping (msync MS_SYNC), whichever sync was asked;
@@ -319,6 +322,7 @@ pub(super) fn run_sync<T: TimeSource>(
         if sync_owed {
             sync_now(setup, p, st, io.file, clk)?;
         }
+        p.log_issue(&io);
         if mapped && io.ddir != TRIM {
             mmap_prep(setup, p, &io)?;
         }

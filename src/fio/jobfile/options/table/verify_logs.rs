@@ -352,6 +352,21 @@ pub(super) static ROWS: &[OptDef] = &[
         }
     ),
     opt!(
+        "write_iolog",
+        [],
+        Kind::Text,
+        "",
+        Stat,
+        "the I/O pattern, as fio's iolog version 3: each clone appends its files' add/open/close and one line per I/O issued",
+        |j, v, o| {
+            if v.s().is_empty() {
+                return err(&o.origin, "write_iolog needs a file name: write_iolog=FILE");
+            }
+            j.write_iolog = Some(v.s().to_string());
+            Ok(())
+        }
+    ),
+    opt!(
         "write_iops_log",
         [],
         Kind::Text,
