@@ -895,3 +895,48 @@ fn write_iolog_lines_are_fios() {
         assert_eq!(ol, fl, "{job}");
     }
 }
+
+/// Issue 41: verify_state_save=1 leaves fio 3.33's `local-job-0-verify.state` byte for byte
+/// (fio's t0036 with psync, t0037 with libaio at depth 32 over 4 files and 4 loops), and
+/// verify_state_load=1 reads it: the read job of t0036 verifies what fio's verifies, from
+/// fsdelta's state file or from fio's.
+#[test]
+fn verify_state_files_are_fios() {
+    if !common::require_fio() {
+        return;
+    }
+    let t36 = "[global]\nfilename=t0036file\nverify=md5\nsize=512k\n[job]\n";
+    let t37 = "[global]\nfilename=t0037file.1:t0037file.2:t0037file.3:t0037file.4\nverify=md5\nioengine=libaio\niodepth=32\nsize=512k\nloops=4\n[job]\n";
+    for global in [t36, t37] {
+        let pre = format!("{global}readwrite=write\nverify_state_save=1\n");
+        let (o, f) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let (ours, fio) = (
+            json_of_run("fsdelta", o.path(), &pre),
+            json_of_run("fio", f.path(), &pre),
+        );
+        assert_eq!(jobs_of(&ours), jobs_of(&fio), "{pre}");
+        let state = |d: &Path| std::fs::read(d.join("local-job-0-verify.state")).unwrap();
+        assert_eq!(state(o.path()), state(f.path()), "{pre}");
+    }
+    let post = format!("{t36}readwrite=read\nverify_state_load=1\n");
+    let pre = format!("{t36}readwrite=write\nverify_state_save=1\n");
+    let (o, f) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    json_of_run("fio", f.path(), &pre);
+    let fio = json_of_run("fio", f.path(), &post);
+    // fsdelta's read job on fio's data and fio's state file.
+    for name in ["t0036file", "local-job-0-verify.state"] {
+        std::fs::copy(f.path().join(name), o.path().join(name)).unwrap();
+    }
+    let ours = json_of_run("fsdelta", o.path(), &post);
+    assert_eq!(jobs_of(&ours), jobs_of(&fio), "{post}");
+    assert_eq!(jobs_of(&ours)[0].1[0], 128, "{post}");
+    // Without the state file the job fails, naming it, as fio's does.
+    std::fs::remove_file(o.path().join("local-job-0-verify.state")).unwrap();
+    let out = common::tool_json("fsdelta", o.path(), &post);
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("local-job-0-verify.state"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

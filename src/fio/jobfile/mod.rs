@@ -807,6 +807,12 @@ pub struct JobSpec {
     pub bw_log: Option<String>,
     /// write_iolog=FILE: each clone appends its I/O pattern there (fio's iolog version 3).
     pub write_iolog: Option<String>,
+    /// verify_state_save=1 given: each clone writes fio's local-NAME-N-verify.state at its end
+    /// (fio's default 1 writes it unasked; fsdelta only when the job file says so).
+    pub verify_state_save: bool,
+    /// verify_state_load=1: each clone reads its state file first and stops verifying reads at
+    /// a write the saved run may not have completed.
+    pub verify_state_load: bool,
     /// write_iops_log: as `lat_log`, for the IOPS log.
     pub iops_log: Option<String>,
     /// write_hist_log: as `lat_log`, for the clat histogram log PREFIX_clat_hist.N.log.
@@ -1157,6 +1163,8 @@ impl Default for JobSpec {
             lat_log: None,
             bw_log: None,
             write_iolog: None,
+            verify_state_save: false,
+            verify_state_load: false,
             hist_log: None,
             log_hist_msec: 0,
             log_hist_coarseness: 0,

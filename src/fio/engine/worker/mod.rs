@@ -409,6 +409,9 @@ fn finish_clone<T: TimeSource>(
     for fi in 0..p.files.len() {
         close_file(&mut p, setup, fi)?;
     }
+    if job.verify_state_save && job.verify && job.rw.writes() {
+        save_verify_state(setup, &p)?;
+    }
     drop(p);
     if job.log_unix_epoch {
         logs.set_epoch_ms(clock.measured_from_unix_ms);
@@ -421,6 +424,30 @@ fn finish_clone<T: TimeSource>(
         }
     }
     Ok(st)
+}
+
+/// verify_state_save=1: write fio's `local-NAME-N-verify.state` (super::vstate), synced as
+/// fio's O_SYNC write.
+fn save_verify_state(setup: &CloneSetup<'_>, p: &Planner<'_>) -> Result<(), WorkloadError> {
+    use std::io::Write as _;
+    let job = setup.job;
+    let saved = super::vstate::Saved {
+        depth: job.iodepth.max(1),
+        numberio: p.writes_issued,
+        completed: p.writes_issued,
+        rings: p
+            .files
+            .iter()
+            .map(|f| (f.last_write_comp.clone(), f.last_write_idx))
+            .collect(),
+    };
+    let bytes = super::vstate::encode(&saved, &job.name, setup.thread_number - 1);
+    let path = super::vstate::file_name(&job.name, setup.thread_number);
+    let mut f =
+        std::fs::File::create(&path).map_err(|e| io_err("open (verify_state_save)", &path, e))?;
+    f.write_all(&bytes)
+        .and_then(|()| f.sync_all())
+        .map_err(|e| io_err("write (verify_state_save)", &path, e))
 }
 
 /// The priority an asynchronous I/O goes with.

@@ -317,6 +317,11 @@ pub(super) fn run_sync<T: TimeSource>(
             }
             return Ok(false);
         };
+        // verify_state_load=1: a verifying read of a write the saved run may not have
+        // completed ends the job (fio's verify_state_should_stop).
+        if verify_reads && io.ddir == READ && p.vstate_stops(&io, st.dir[READ].total_ios) {
+            return Ok(false);
+        }
         last_ddir = io.ddir;
         ensure_open(p, setup, io.file)?;
         if sync_owed {

@@ -238,14 +238,9 @@ pub(super) static ROWS: &[OptDef] = &[
         Kind::Bool,
         "1",
         Io,
-        "0 only: no verify state file is written (fsdelta writes none)",
-        |_, v, o| {
-            if v.b() {
-                return err(
-                    &o.origin,
-                    "option 'verify_state_save=1' is not supported: fsdelta saves no verify state; set verify_state_save=0",
-                );
-            }
+        "1 given: each clone of a write job with verify writes fio's local-NAME-N-verify.state at its end (unlike fio, not unasked)",
+        |j, v, _| {
+            j.verify_state_save = v.b();
             Ok(())
         }
     ),
