@@ -23,14 +23,18 @@ const VERSION: u64 = 3;
 /// sizeof(struct thread_io_list) without its completions.
 const LIST: usize = 8 + 4 + 4 + 8 + 8 + 56 + 64;
 
-/// fio's verify_state_gen_name with prefix `local`: `/` in the job name become `.`, N the
-/// clone's thread number - 1.
-pub fn file_name(job: &str, thread_number: u64) -> PathBuf {
-    PathBuf::from(format!(
+/// fio's verify_state_gen_name with prefix `local` (in `aux_path`, fio's --aux-path, when
+/// set): `/` in the job name become `.`, N the clone's thread number - 1.
+pub fn file_name(aux_path: Option<&str>, job: &str, thread_number: u64) -> PathBuf {
+    let name = format!(
         "local-{}-{}-verify.state",
         job.replace('/', "."),
         thread_number.saturating_sub(1)
-    ))
+    );
+    match aux_path {
+        Some(dir) => std::path::Path::new(dir).join(name),
+        None => PathBuf::from(name),
+    }
 }
 
 /// What one clone saves: its per-file rings of the last `depth` completed write offsets.
@@ -164,7 +168,7 @@ mod tests {
         assert_eq!(&b[0x70..0x73], b"job");
         assert_eq!(&b[0xb8..0xc0], &0x7f000u64.to_le_bytes());
         assert_eq!(
-            file_name("job", 1),
+            file_name(None, "job", 1),
             PathBuf::from("local-job-0-verify.state")
         );
         let l = decode(&b).unwrap();

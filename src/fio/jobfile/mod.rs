@@ -813,6 +813,9 @@ pub struct JobSpec {
     /// verify_state_load=1: each clone reads its state file first and stops verifying reads at
     /// a write the saved run may not have completed.
     pub verify_state_load: bool,
+    /// Where the verify state files go and are read from (fio's --aux-path); None: the
+    /// current directory. A run sets it to its directory.
+    pub aux_path: Option<String>,
     /// write_iops_log: as `lat_log`, for the IOPS log.
     pub iops_log: Option<String>,
     /// write_hist_log: as `lat_log`, for the clat histogram log PREFIX_clat_hist.N.log.
@@ -1165,6 +1168,7 @@ impl Default for JobSpec {
             write_iolog: None,
             verify_state_save: false,
             verify_state_load: false,
+            aux_path: None,
             hist_log: None,
             log_hist_msec: 0,
             log_hist_coarseness: 0,

@@ -442,7 +442,7 @@ fn save_verify_state(setup: &CloneSetup<'_>, p: &Planner<'_>) -> Result<(), Work
             .collect(),
     };
     let bytes = super::vstate::encode(&saved, &job.name, setup.thread_number - 1);
-    let path = super::vstate::file_name(&job.name, setup.thread_number);
+    let path = super::vstate::file_name(job.aux_path.as_deref(), &job.name, setup.thread_number);
     let mut f =
         std::fs::File::create(&path).map_err(|e| io_err("open (verify_state_save)", &path, e))?;
     f.write_all(&bytes)

@@ -295,7 +295,11 @@ impl<'a> Planner<'a> {
             zbd: setup.zbd.and_then(|r| r.clone_state(job, &setup.plan)),
             writes_issued: 0,
             vstate: if job.verify_state_load && job.verify {
-                let path = crate::fio::engine::vstate::file_name(&job.name, setup.thread_number);
+                let path = crate::fio::engine::vstate::file_name(
+                    job.aux_path.as_deref(),
+                    &job.name,
+                    setup.thread_number,
+                );
                 let bytes = std::fs::read(&path)
                     .map_err(|e| WorkloadError::io("open (verify_state_load)", &path, e))?;
                 Some(crate::fio::engine::vstate::decode(&bytes).map_err(|e| {
