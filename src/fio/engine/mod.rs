@@ -34,12 +34,15 @@ pub mod posixaio;
 pub mod prio;
 pub mod rand;
 pub mod rate;
+pub mod splice;
 pub mod stats;
 pub mod status;
 pub mod steady;
 pub mod verify;
+pub mod vstate;
 pub mod vsync;
 pub mod worker;
+pub mod write_iolog;
 pub mod zbd;
 
 use crate::fio::jobfile::{self, JobFileError, JobSet, JobSpec, Sources};
@@ -258,12 +261,26 @@ impl Workload for FioWorkload {
 pub const FIO_LOG_ATTACHMENT: &str = "fio_log:";
 
 /// `set` with every relative log prefix (write_lat_log, write_bw_log, write_iops_log,
-/// write_hist_log; none given means the job's name) under `dir`, so that a suite's sample
-/// writes its logs into its own work directory, not wherever fsdelta was started.
+/// write_hist_log; none given means the job's name), a relative write_iolog= and the verify
+/// state files (aux_path) under `dir`, so that a suite's sample writes its logs into its own
+/// work directory, not wherever fsdelta was started.
 fn logs_into(set: &JobSet, dir: &Path) -> JobSet {
     let mut set = set.clone();
     for j in &mut set.jobs {
         let name = j.name.clone();
+        // write_iolog= and the verify state files (fio's aux_path) go there too.
+        if let Some(p) = &mut j.write_iolog {
+            if Path::new(p.as_str()).is_relative() {
+                *p = dir.join(p.as_str()).to_string_lossy().into_owned();
+            }
+        }
+        match &mut j.aux_path {
+            Some(p) if Path::new(p.as_str()).is_relative() => {
+                *p = dir.join(p.as_str()).to_string_lossy().into_owned();
+            }
+            Some(_) => {}
+            None => j.aux_path = Some(dir.to_string_lossy().into_owned()),
+        }
         for p in [
             &mut j.lat_log,
             &mut j.bw_log,
@@ -1298,6 +1315,44 @@ mod tests {
             })
             .unwrap();
         assert_eq!(again.attachments[2].text().unwrap().lines().count(), 32);
+    }
+
+    /// A sample's write_iolog= and verify state files go into its work directory, never
+    /// where fsdelta was started, and its verify_state_load=1 read job finds the state there.
+    #[test]
+    fn a_samples_iolog_and_verify_state_go_into_its_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let work = dir.path().join("work");
+        std::fs::create_dir(&work).unwrap();
+        let pre = "[job]\nfilename=f\nrw=write\nsize=64k\nverify=md5\nverify_state_save=1\n\
+                   write_iolog=io.log\n";
+        let post = "[job]\nfilename=f\nrw=read\nsize=64k\nverify=md5\nverify_state_load=1\n";
+        let w = FioWorkload::from_job_text(pre, "t.fio", &SystemSources).unwrap();
+        let set = logs_into(w.jobs(), &work);
+        assert_eq!(
+            set.jobs[0].write_iolog.as_deref(),
+            work.join("io.log").to_str()
+        );
+        assert_eq!(set.jobs[0].aux_path.as_deref(), work.to_str());
+        let cancel = CancelToken::new();
+        let ctx = RunContext {
+            dir: &work,
+            cancel: &cancel,
+            progress: &NoProgress,
+        };
+        w.run(&ctx).unwrap();
+        assert!(work.join("local-job-0-verify.state").is_file());
+        let log = std::fs::read_to_string(work.join("io.log")).unwrap();
+        assert!(log.starts_with("fio version 3 iolog\n"), "{log}");
+        assert_eq!(log.lines().filter(|l| l.contains(" f write ")).count(), 16);
+        // The read job finds the state in the sample's directory, and fails without it.
+        let r = FioWorkload::from_job_text(post, "t.fio", &SystemSources).unwrap();
+        r.run(&ctx).unwrap();
+        std::fs::remove_file(work.join("local-job-0-verify.state")).unwrap();
+        let e = r.run(&ctx).unwrap_err().to_string();
+        assert!(e.contains("local-job-0-verify.state"), "{e}");
+        assert!(!Path::new("io.log").exists());
+        assert!(!Path::new("local-job-0-verify.state").exists());
     }
 
     fn run_text(text: &str, dir: &Path) -> Result<FioRun, WorkloadError> {

@@ -88,6 +88,9 @@ pub enum SyncCall {
     Mapped,
     /// ftruncate(2) to the write's offset; anything else is EINVAL (ftruncate).
     Truncate,
+    /// splice(2) from the file into a pipe and read(2) from it, or vmsplice(2) into the pipe
+    /// and splice(2) to the file (splice).
+    Splice,
 }
 
 /// The backend a queueing engine submits and reaps through.
@@ -173,7 +176,7 @@ const SYNC: Caps = Caps::SYNCIO.with(Caps::FIO_SYNCIO);
 
 /// The table, in [`IoEngine`]'s declaration order (an engine's entry is at its discriminant:
 /// see [`of`]).
-pub static ENGINES: [EngineOps; 15] = [
+pub static ENGINES: [EngineOps; 16] = [
     EngineOps {
         engine: IoEngine::Psync,
         name: "psync",
@@ -266,6 +269,12 @@ pub static ENGINES: [EngineOps; 15] = [
         name: "mmap",
         caps: SYNC.with(Caps::NOEXTEND).with(Caps::MAPPED),
         op: Op::Sync(SyncCall::Mapped),
+    },
+    EngineOps {
+        engine: IoEngine::Splice,
+        name: "splice",
+        caps: SYNC,
+        op: Op::Sync(SyncCall::Splice),
     },
 ];
 

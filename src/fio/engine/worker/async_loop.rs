@@ -338,6 +338,15 @@ impl<T: TimeSource> Queue<'_, '_, '_, '_, T> {
             },
         };
         self.stash_owes_sync = false;
+        // verify_state_load=1: a verifying read of a write the saved run may not have
+        // completed ends the job (fio's verify_state_should_stop).
+        if self.verify_reads
+            && io.ddir == READ
+            && self.p.vstate_stops(&io, self.st.dir[READ].total_ios)
+        {
+            self.stop = true;
+            return Ok(Next::Break);
+        }
         ensure_open(self.p, setup, io.file)?;
         if sync_owed {
             if self.inflight > 0 {
@@ -442,6 +451,7 @@ impl<T: TimeSource> Queue<'_, '_, '_, '_, T> {
         let p = &mut *self.p;
         let st = &mut *self.st;
         let si = self.free.pop().expect("a free slot");
+        p.log_issue(&io);
         let data = &mut self.bufs[si].as_mut_slice()[..io.len];
         if io.ddir == WRITE && self.policy.refill {
             self.content.fill(job, data);

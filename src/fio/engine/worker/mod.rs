@@ -16,7 +16,8 @@
 //! counts the errors it continues on, any other ends the job with its stats and fio's error.
 //! What it must never do: allocate, log or lock inside the loop (buffers, maps and
 //! histograms are made before the clock starts; zonemode=zbd alone takes its file's zone lock
-//! per I/O, as fio does, see zbd.rs; only a failed I/O prints fio's line, off the hot path), or
+//! per I/O, as fio does, see zbd.rs; only a failed I/O prints fio's line, off the hot path;
+//! write_iolog= writes its line per I/O into an 8 KiB buffer, as fio's does), or
 //! keep running after a cancel request.
 //!
 //! Where each part lives, along fio's own seams: this module sets a clone up (CPU and NUMA
@@ -408,6 +409,9 @@ fn finish_clone<T: TimeSource>(
     for fi in 0..p.files.len() {
         close_file(&mut p, setup, fi)?;
     }
+    if job.verify_state_save && job.verify && job.rw.writes() {
+        save_verify_state(setup, &p)?;
+    }
     drop(p);
     if job.log_unix_epoch {
         logs.set_epoch_ms(clock.measured_from_unix_ms);
@@ -420,6 +424,30 @@ fn finish_clone<T: TimeSource>(
         }
     }
     Ok(st)
+}
+
+/// verify_state_save=1: write fio's `local-NAME-N-verify.state` (super::vstate), synced as
+/// fio's O_SYNC write.
+fn save_verify_state(setup: &CloneSetup<'_>, p: &Planner<'_>) -> Result<(), WorkloadError> {
+    use std::io::Write as _;
+    let job = setup.job;
+    let saved = super::vstate::Saved {
+        depth: job.iodepth.max(1),
+        numberio: p.writes_issued,
+        completed: p.writes_issued,
+        rings: p
+            .files
+            .iter()
+            .map(|f| (f.last_write_comp.clone(), f.last_write_idx))
+            .collect(),
+    };
+    let bytes = super::vstate::encode(&saved, &job.name, setup.thread_number - 1);
+    let path = super::vstate::file_name(job.aux_path.as_deref(), &job.name, setup.thread_number);
+    let mut f =
+        std::fs::File::create(&path).map_err(|e| io_err("open (verify_state_save)", &path, e))?;
+    f.write_all(&bytes)
+        .and_then(|()| f.sync_all())
+        .map_err(|e| io_err("write (verify_state_save)", &path, e))
 }
 
 /// The priority an asynchronous I/O goes with.

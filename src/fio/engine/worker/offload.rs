@@ -183,6 +183,7 @@ pub(super) fn run<T: TimeSource + Send>(
                 result = Err(e);
                 break;
             }
+            p.log_issue(&io);
             let buf = match free.pop() {
                 Some(b) => b,
                 None => {

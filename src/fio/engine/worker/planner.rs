@@ -45,6 +45,13 @@ pub(super) struct FileState {
     pub(super) fd_pos: u64,
     /// ioengine=mmap: the file's mapping, made at its first I/O, gone with its descriptor.
     pub(super) mapping: Option<crate::fio::engine::mmap::Mapping>,
+    /// ioengine=splice: the pipe its I/O goes through (read end, write end), made at its
+    /// first I/O.
+    pub(super) pipe: Option<(OwnedFd, OwnedFd)>,
+    /// verify_state_save=1: the last iodepth write offsets issued (fio's last_write_comp)
+    /// and the slot the next goes to; empty without.
+    pub(super) last_write_comp: Vec<u64>,
+    pub(super) last_write_idx: usize,
 }
 
 impl FileState {
@@ -146,6 +153,39 @@ pub(super) struct Planner<'a> {
     pub(super) exit: Option<&'a crate::fio::engine::rate::Exit>,
     /// zonemode=zbd: the zones the offsets are adjusted to.
     pub(super) zbd: Option<crate::fio::engine::zbd::ZbdClone>,
+    /// write_iolog=: the log each issued I/O and each open and close go to.
+    pub(super) wlog: Option<crate::fio::engine::write_iolog::WriteIolog>,
+    /// Writes issued (fio's io_issues[DDIR_WRITE], over every loop), for the verify state.
+    pub(super) writes_issued: u64,
+    /// verify_state_load=1: the saved state the verifying reads stop at.
+    pub(super) vstate: Option<crate::fio::engine::vstate::Loaded>,
+}
+
+impl Planner<'_> {
+    /// write_iolog=: the line of `io`, as it is issued (fio's log_io_u in td_io_queue).
+    #[inline]
+    pub(super) fn log_issue(&mut self, io: &Io) {
+        if let Some(l) = &self.wlog {
+            l.io(io.file, io.ddir, io.offset, io.len as u64);
+        }
+        if io.ddir == WRITE {
+            self.writes_issued += 1;
+            let f = &mut self.files[io.file];
+            if !f.last_write_comp.is_empty() {
+                f.last_write_comp[f.last_write_idx] = io.offset;
+                f.last_write_idx = (f.last_write_idx + 1) % f.last_write_comp.len();
+            }
+        }
+    }
+
+    /// verify_state_load=1: whether the verifying read `io` must not be issued, after
+    /// `reads_done` completed reads (fio's verify_state_should_stop).
+    #[inline]
+    pub(super) fn vstate_stops(&self, io: &Io, reads_done: u64) -> bool {
+        self.vstate
+            .as_ref()
+            .is_some_and(|s| s.should_stop(reads_done, io.file as u64, io.offset))
+    }
 }
 
 /// A block of `FileState::written` is logged (the low 16 bits are its numberio).
@@ -253,6 +293,39 @@ impl<'a> Planner<'a> {
             rate_ddir: None,
             exit: setup.exit,
             zbd: setup.zbd.and_then(|r| r.clone_state(job, &setup.plan)),
+            writes_issued: 0,
+            vstate: if job.verify_state_load && job.verify {
+                let path = crate::fio::engine::vstate::file_name(
+                    job.aux_path.as_deref(),
+                    &job.name,
+                    setup.thread_number,
+                );
+                let bytes = std::fs::read(&path)
+                    .map_err(|e| WorkloadError::io("open (verify_state_load)", &path, e))?;
+                Some(crate::fio::engine::vstate::decode(&bytes).map_err(|e| {
+                    WorkloadError::InvalidOptions(format!(
+                        "{}: {e} (verify_state_load=1 reads the state a run with verify_state_save=1 left; run that first or set verify_state_load=0)",
+                        path.display()
+                    ))
+                })?)
+            } else {
+                None
+            },
+            wlog: match &job.write_iolog {
+                Some(path) => Some(
+                    crate::fio::engine::write_iolog::WriteIolog::open(
+                        std::path::Path::new(path),
+                        setup
+                            .plan
+                            .files
+                            .iter()
+                            .map(|f| f.fio_name.clone())
+                            .collect(),
+                    )
+                    .map_err(|e| WorkloadError::io("open (write_iolog)", path, e))?,
+                ),
+                None => None,
+            },
             zone: zones.map(|z| ZoneState {
                 z,
                 start: 0,
@@ -994,6 +1067,13 @@ fn file_state(
         lfsr,
         fd_pos: 0,
         mapping: None,
+        pipe: None,
+        last_write_comp: if job.verify_state_save && job.verify {
+            vec![0; job.iodepth.max(1) as usize]
+        } else {
+            Vec::new()
+        },
+        last_write_idx: 0,
     })
 }
 
@@ -1122,6 +1202,9 @@ pub(super) fn open_file(
     });
     p.files[fi].fd = Some(fd);
     p.open_count += 1;
+    if let Some(l) = &p.wlog {
+        l.file(fi, "open");
+    }
     if let Some(s) = p.status {
         s.set_open_files(p.open_count);
     }
@@ -1141,6 +1224,9 @@ pub(super) fn close_file(
         return Ok(());
     };
     p.open_count -= 1;
+    if let Some(l) = &p.wlog {
+        l.file(fi, "close");
+    }
     if let Some(s) = p.status {
         s.set_open_files(p.open_count);
     }

@@ -110,6 +110,20 @@ pub(super) fn do_sync_io(
             rustix::fs::ftruncate(fd, offset)?;
             Ok(buf.len())
         }
+        SyncCall::Splice => {
+            if f.pipe.is_none() {
+                f.pipe = Some(crate::fio::engine::splice::pipe()?);
+            }
+            let (r, w) = f.pipe.as_ref().expect("made above");
+            crate::fio::engine::splice::transfer(
+                fd,
+                r.as_fd(),
+                w.as_fd(),
+                ddir == READ,
+                buf,
+                offset,
+            )
+        }
         SyncCall::Positional | SyncCall::Nothing => {
             if ddir == READ {
                 rustix::io::pread(fd, buf, offset)
@@ -165,6 +179,9 @@ pub(super) fn timed_sync<T: TimeSource>(
 ) -> Result<(), WorkloadError> {
     let job = setup.job;
     let fd = p.files[fi].fd.as_ref().expect("open");
+    if let Some(l) = &p.wlog {
+        l.sync(fi, job.fsync == 0);
+    }
     let t0 = clk.now();
     let r = if p.ops.has(Caps::MAPPED) {
         // fio's mmap engine syncs the mapping (msync MS_SYNC), whichever sync was asked;
@@ -300,11 +317,17 @@ pub(super) fn run_sync<T: TimeSource>(
             }
             return Ok(false);
         };
+        // verify_state_load=1: a verifying read of a write the saved run may not have
+        // completed ends the job (fio's verify_state_should_stop).
+        if verify_reads && io.ddir == READ && p.vstate_stops(&io, st.dir[READ].total_ios) {
+            return Ok(false);
+        }
         last_ddir = io.ddir;
         ensure_open(p, setup, io.file)?;
         if sync_owed {
             sync_now(setup, p, st, io.file, clk)?;
         }
+        p.log_issue(&io);
         if mapped && io.ddir != TRIM {
             mmap_prep(setup, p, &io)?;
         }

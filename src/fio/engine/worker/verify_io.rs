@@ -192,6 +192,9 @@ pub(super) fn read_logged<T: TimeSource>(
     ensure_open(p, setup, fi)?;
     let fd = p.files[fi].fd.as_ref().expect("opened");
     let off = p.files[fi].base + b * data.len() as u64;
+    if let Some(l) = &p.wlog {
+        l.io(fi, READ, off, data.len() as u64);
+    }
     let t0 = clk.now();
     let mut done = 0usize;
     while done < data.len() {

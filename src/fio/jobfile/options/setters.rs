@@ -156,6 +156,7 @@ pub(super) fn set_engine(j: &mut JobSpec, v: Val<'_>, _o: &RawOption) -> Result<
         "posixaio" => IoEngine::Posixaio,
         "vsync" => IoEngine::Vsync,
         "mmap" => IoEngine::Mmap,
+        "splice" => IoEngine::Splice,
         _ => IoEngine::FileCreate,
     };
     Ok(())

@@ -352,8 +352,11 @@ pub(super) static ROWS: &[OptDef] = &[
         Kind::Bool,
         "0",
         Io,
-        "load a saved verify state: 0 only (fio's default)",
-        |_, v, o| fio_bool_only(o, v.b(), false, "no verify state is loaded")
+        "1: read local-NAME-N-verify.state first and stop at a read of a write the saved run may not have completed",
+        |j, v, _| {
+            j.verify_state_load = v.b();
+            Ok(())
+        }
     ),
     opt!(
         "trim_percentage",

@@ -204,6 +204,7 @@ const ENGINES: &[&str] = &[
     "posixaio",
     "vsync",
     "mmap",
+    "splice",
 ];
 
 mod buffers_stats;

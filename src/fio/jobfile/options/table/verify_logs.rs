@@ -238,14 +238,9 @@ pub(super) static ROWS: &[OptDef] = &[
         Kind::Bool,
         "1",
         Io,
-        "0 only: no verify state file is written (fsdelta writes none)",
-        |_, v, o| {
-            if v.b() {
-                return err(
-                    &o.origin,
-                    "option 'verify_state_save=1' is not supported: fsdelta saves no verify state; set verify_state_save=0",
-                );
-            }
+        "1 given: each clone of a write job with verify writes fio's local-NAME-N-verify.state at its end (unlike fio, not unasked)",
+        |j, v, _| {
+            j.verify_state_save = v.b();
             Ok(())
         }
     ),
@@ -348,6 +343,21 @@ pub(super) static ROWS: &[OptDef] = &[
         "per-I/O bandwidth log PREFIX_bw.N.log (no value: the job name)",
         |j, v, _| {
             j.bw_log = Some(v.s().to_string());
+            Ok(())
+        }
+    ),
+    opt!(
+        "write_iolog",
+        [],
+        Kind::Text,
+        "",
+        Stat,
+        "the I/O pattern, as fio's iolog version 3: each clone appends its files' add/open/close and one line per I/O issued",
+        |j, v, o| {
+            if v.s().is_empty() {
+                return err(&o.origin, "write_iolog needs a file name: write_iolog=FILE");
+            }
+            j.write_iolog = Some(v.s().to_string());
             Ok(())
         }
     ),
