@@ -377,7 +377,8 @@ fn run_differences(base: &SideData<'_>, cur: &SideData<'_>) -> Vec<Difference> {
 
 /// The machine settings (`machine.*` facts, `crate::probe::hygiene`) whose recorded values
 /// differ between the sides: a setting of the machine, said once whatever the configurations
-/// (`machine setting vm.swappiness`). A setting one side did not record shows `(none)`.
+/// (`machine setting vm.swappiness`). A setting one side did not record (a run made before
+/// fsdelta kept it) is left out.
 fn machine_differences(base: &SideData<'_>, cur: &SideData<'_>) -> Vec<Difference> {
     let keys: BTreeSet<&str> = base
         .samples
@@ -395,11 +396,11 @@ fn machine_differences(base: &SideData<'_>, cur: &SideData<'_>) -> Vec<Differenc
     };
     keys.into_iter()
         .filter_map(|k| {
-            difference(
-                format!("machine setting {}", &k[FACT_PREFIX.len()..]),
-                values(base, k),
-                values(cur, k),
-            )
+            let (b, c) = (values(base, k), values(cur, k));
+            if b.is_empty() || c.is_empty() {
+                return None;
+            }
+            difference(format!("machine setting {}", &k[FACT_PREFIX.len()..]), b, c)
         })
         .collect()
 }
@@ -1002,6 +1003,12 @@ mod tests {
               processes' I/O 210 MiB (dd[4242] 200 MiB))"
             ]
         );
+        // A setting only one side recorded is left out.
+        c[0].sample
+            .facts
+            .extra
+            .insert("machine.mm.thp.enabled".into(), "never".into());
+        assert_eq!(ctx_of(&r, &b, &r, &c).differences.len(), 1);
         // Undisturbed sides: no warning.
         let ctx = ctx_of(&r, &b, &r, &b);
         assert!(ctx.warnings.is_empty(), "{:?}", ctx.warnings);
