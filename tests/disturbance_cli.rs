@@ -48,10 +48,10 @@ impl Writer {
 
 impl Drop for Writer {
     fn drop(&mut self) {
-        // The loop first, then the dd it may be running (its child, found by parent pid).
+        // The dd the loop may be running (its child, found by parent pid before the loop is
+        // killed, which would hand it to init), then the loop.
         let pid = self.0.id();
-        let _ = self.0.kill();
-        let _ = self.0.wait();
+        let mut kids = Vec::new();
         if let Ok(dir) = std::fs::read_dir("/proc") {
             for e in dir.flatten() {
                 let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
@@ -60,11 +60,15 @@ impl Drop for Writer {
                 };
                 let ppid = rest.split_whitespace().nth(1);
                 if ppid == Some(&pid.to_string()) && stat.contains("(dd)") {
-                    let child: i32 = e.file_name().to_string_lossy().parse().unwrap_or(0);
-                    // SAFETY: kill has no memory effects; the pid is our writer's dd.
-                    unsafe { libc::kill(child, libc::SIGKILL) };
+                    kids.push(e.file_name().to_string_lossy().parse::<i32>().unwrap_or(0));
                 }
             }
+        }
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+        for k in kids.into_iter().filter(|k| *k > 0) {
+            // SAFETY: kill has no memory effects; the pid is our writer's dd.
+            unsafe { libc::kill(k, libc::SIGKILL) };
         }
     }
 }
