@@ -428,13 +428,15 @@ fn disturbed(side: &SideData<'_>) -> (usize, Vec<String>) {
 
 /// A warning when either side has samples measured under disturbance (other processes' I/O,
 /// a page-cache drop, other processes' CPU: `crate::probe::disturbance`), with both counts
-/// and the first few samples named.
+/// and the first sample of each side named.
 fn disturbance_warning(base: &SideData<'_>, cur: &SideData<'_>) -> Option<String> {
     let ((bn, bd), (cn, cd)) = (disturbed(base), disturbed(cur));
     if bd.is_empty() && cd.is_empty() {
         return None;
     }
-    const SHOWN: usize = 3;
+    // The first of each side: on a busy machine every sample is disturbed, and their list would
+    // bury the rest of the block (`fsdelta show` lists each sample's).
+    const SHOWN: usize = 1;
     let mut named: Vec<String> = Vec::new();
     for (side, d) in [("baseline", &bd), ("current", &cd)] {
         for x in d.iter().take(SHOWN) {
