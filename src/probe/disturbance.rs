@@ -11,7 +11,8 @@
 //! - the storage bytes (`read_bytes` + `write_bytes` - `cancelled_write_bytes` of /proc/PID/io)
 //!   of every user process outside fsdelta's own process tree, with the heaviest named
 //!   (`dd[4242] 210 MiB`): the I/O of others. A process born during the sample counts whole; one
-//!   that ended during it is lost (its parent reaped it); unreadable ones (not root) are left out.
+//!   that ended during it counts on its parent, which reaped it (less what it had done before
+//!   the sample); unreadable ones (not root) are left out.
 //!   The accounting is per process, not per device: a writer on another disk counts too (it
 //!   still shares the page cache and the CPUs), which the docs say;
 //! - the CPU time of kernel threads (kthreadd and its children), counted as the workload's,
@@ -204,15 +205,40 @@ impl Scan {
 
     /// Storage bytes of each other process between `self` and `end`, heaviest first:
     /// (`comm[pid]`, bytes); processes that did none are left out.
+    ///
+    /// A process's count includes the children it reaped, whole: a child that did its I/O
+    /// before the sample and was reaped during it would make its parent's count jump. So the
+    /// count a process that ended during the sample had at the first reading is taken off its
+    /// parent's (or, when the parent is gone too, init's, which reaps orphans).
     pub fn others_io(&self, end: &Scan) -> Vec<(String, u64)> {
+        let alive = |pid: &u32| {
+            end.procs
+                .get(pid)
+                .zip(self.procs.get(pid))
+                .is_some_and(|(a, b)| a.start == b.start)
+        };
+        let mut before_reaped: HashMap<u32, u64> = HashMap::new();
+        for (pid, b) in &self.io {
+            if alive(pid) {
+                continue;
+            }
+            let parent = self.procs.get(pid).map_or(1, |p| p.ppid);
+            let reaper = if alive(&parent) { parent } else { 1 };
+            *before_reaped.entry(reaper).or_default() += b;
+        }
         let mut v: Vec<(String, u64)> = end
             .io
             .iter()
             .filter_map(|(pid, b)| {
                 let p = end.procs.get(pid)?;
-                let same = self.procs.get(pid).is_some_and(|q| q.start == p.start);
-                let before = if same { self.io.get(pid).copied()? } else { 0 };
-                let d = b.saturating_sub(before);
+                let before = if alive(pid) {
+                    self.io.get(pid).copied()?
+                } else {
+                    0
+                };
+                let d = b
+                    .saturating_sub(before)
+                    .saturating_sub(before_reaped.get(pid).copied().unwrap_or(0));
                 (d > 0).then(|| (format!("{}[{pid}]", p.comm), d))
             })
             .collect();
@@ -371,18 +397,27 @@ mod tests {
         b.io.insert(501, 30 << 20);
         b.drops = Some(5);
         b.psi_memory_us = Some(26000);
+        // A child that wrote 5 GiB before the sample, reaped by its make during it: only what
+        // it wrote during the sample (1 MiB) counts on the make.
+        a.procs.insert(600, proc("make", 1, 50, 0));
+        a.io.insert(600, 7 << 20);
+        a.procs.insert(601, proc("cc1", 600, 60, 0));
+        a.io.insert(601, 5 << 30);
+        b.procs.insert(600, proc("make", 1, 50, 0));
+        b.io.insert(600, (7 << 20) + (5 << 30) + (1 << 20));
         assert_eq!(a.kthread_ticks(&b), 200);
         let top = a.others_io(&b);
         assert_eq!(
             top,
             [
                 ("dd[500]".to_string(), 200 << 20),
-                ("cp[501]".into(), 30 << 20)
+                ("cp[501]".into(), 30 << 20),
+                ("make[600]".into(), 1 << 20)
             ]
         );
         let m = a.metrics(&b, 100.0);
         let v = |n: &str| m.iter().find(|x| x.name == n).unwrap().value;
-        assert_eq!(v(OTHERS_IO_METRIC), (230u64 << 20) as f64);
+        assert_eq!(v(OTHERS_IO_METRIC), (231u64 << 20) as f64);
         assert_eq!(v(KTHREAD_CPU_METRIC), 2.0);
         assert_eq!(v(CACHE_DROPS_METRIC), 1.0);
         assert_eq!(v(PSI_MEMORY_METRIC), 25.0);
@@ -390,7 +425,7 @@ mod tests {
         let why = judge(&m, &top, 10.0).unwrap();
         assert_eq!(
             why,
-            "other processes' I/O 230 MiB (dd[500] 200 MiB, cp[501] 30 MiB); \
+            "other processes' I/O 231 MiB (dd[500] 200 MiB, cp[501] 30 MiB, make[600] 1 MiB); \
              page cache dropped 1 time(s) by another process"
         );
         // The same I/O spread over 200 s is 1.2 MiB/s: chatter, not a disturbance.
