@@ -324,7 +324,9 @@ pub fn judge(metrics: &[Metric], top: &[(String, u64)], wall_s: f64) -> Option<S
     if let Some(bg) = get(BG_CPU_METRIC)
         && bg >= BG_CPU_DISTURBED_PCT
     {
-        parts.push(format!("other processes used {bg:.0} % of the CPUs"));
+        // Not "other processes used N % of the CPUs": that is compare's warning when the
+        // sides' shares differ, which stands on its own.
+        parts.push(format!("others' CPU share {bg:.0} %"));
     }
     (!parts.is_empty()).then(|| parts.join("; "))
 }
