@@ -437,6 +437,20 @@ mod tests {
             .cloned()
             .collect();
         assert_eq!(judge(&quiet, &top, 200.0), None);
+        // Other processes' CPU from half the machine; not below.
+        let cpu = |v: f64| {
+            vec![Metric::new(
+                BG_CPU_METRIC,
+                v,
+                Unit::Percent,
+                Direction::Neutral,
+            )]
+        };
+        assert_eq!(
+            judge(&cpu(60.0), &[], 1.0).as_deref(),
+            Some("others' CPU share 60 %")
+        );
+        assert_eq!(judge(&cpu(49.0), &[], 1.0), None);
     }
 
     #[test]
