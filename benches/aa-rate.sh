@@ -16,7 +16,7 @@
 # (the same disk the writer writes to), the debug build target/debug/fsdelta, a fresh store in
 # the logs directory. --test NAME (repeatable) narrows the suite: with `--test smallfiles
 # --test copy --test untar` a pair (two runs at -n 3 and a compare) took 3 to 3.5 minutes on the
-# 2-core development VM shared with 7 busy helpers (10 pairs and 3 writer pairs: 45 minutes);
+# 2-core development VM shared with 7 busy helpers (10 pairs and 3 writer pairs: 39 minutes);
 # the whole quick suite's runs were not timed here.
 set -euo pipefail
 
