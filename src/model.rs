@@ -348,6 +348,10 @@ pub const RESERVED_METRICS: &[&str] = &[
     "vm_pgmajfault",
     "dirty_peak_kib",
     "writeback_peak_kib",
+    "others_io_bytes",
+    "kthread_cpu_s",
+    "others_cache_drops",
+    "psi_memory_some_ms",
 ];
 
 /// The metrics of what a sample left on disk (`crate::probe::ondisk`): space, compression,

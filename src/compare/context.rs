@@ -1,7 +1,9 @@
 //! What differs between the two sides of a comparison besides the change under test: kernel,
 //! fsdelta version, host, filesystem, mkfs and mount options, engine and hooks, workload command
-//! lines, configurations and tests present on one side only, and the machine's background load
-//! (other processes' CPU share and the load average, as stored with every sample).
+//! lines, configurations and tests present on one side only, the machine's settings
+//! (`machine.*` facts: governor, SMT, THP, swappiness, ...), and the machine's background load
+//! (other processes' CPU share and the load average, as stored with every sample) and the
+//! samples measured under disturbance (others' I/O, page-cache drops: `crate::probe::disturbance`).
 //!
 //! Why a module of its own: a verdict is only as good as the sameness of everything else. A
 //! reader must see, before any number, that the sides ran on different kernels or while another
@@ -13,6 +15,8 @@
 //! listed, never dropped in silence.
 
 use crate::model::{RunInfo, RunStatus, SampleRecord, SampleStatus};
+use crate::probe::disturbance;
+use crate::probe::hygiene::FACT_PREFIX;
 use serde::Serialize;
 use std::collections::{BTreeSet, HashSet};
 use std::fmt::Write;
@@ -130,6 +134,7 @@ const VOLATILE: &[&str] = &[
     "device_name",
     "vm_kernel_path",
     "vm_boot_s",
+    crate::probe::disturbance::FACT,
 ];
 
 /// Mkfs options without the paths of the device or image they formatted (a guest records its
@@ -193,6 +198,7 @@ pub fn context(base: &SideData<'_>, cur: &SideData<'_>, across: bool) -> Context
     let mut out = Context::default();
     let shown = presence(base, cur, across, &mut out);
     out.differences = run_differences(base, cur);
+    out.differences.extend(machine_differences(base, cur));
     for (name, b_cfg, c_cfg) in &shown.pairs {
         config_differences(base, cur, name, b_cfg, c_cfg, &mut out.differences);
     }
@@ -230,6 +236,7 @@ pub fn context(base: &SideData<'_>, cur: &SideData<'_>, across: bool) -> Context
     out.baseline_load = load(base.samples);
     out.current_load = load(cur.samples);
     out.warnings = machine_warnings(out.baseline_load, out.current_load);
+    out.warnings.extend(disturbance_warning(base, cur));
     out.baseline_missing = missing(base);
     out.current_missing = missing(cur);
     for (side, m) in [
@@ -368,6 +375,89 @@ fn run_differences(base: &SideData<'_>, cur: &SideData<'_>) -> Vec<Difference> {
         .collect()
 }
 
+/// The machine settings (`machine.*` facts, `crate::probe::hygiene`) whose recorded values
+/// differ between the sides: a setting of the machine, said once whatever the configurations
+/// (`machine setting vm.swappiness`). A setting one side did not record (a run made before
+/// fsdelta kept it) is left out.
+fn machine_differences(base: &SideData<'_>, cur: &SideData<'_>) -> Vec<Difference> {
+    let keys: BTreeSet<&str> = base
+        .samples
+        .iter()
+        .chain(cur.samples)
+        .flat_map(|r| r.sample.facts.extra.keys())
+        .filter(|k| k.starts_with(FACT_PREFIX))
+        .map(String::as_str)
+        .collect();
+    let values = |s: &SideData<'_>, k: &str| -> BTreeSet<String> {
+        s.samples
+            .iter()
+            .filter_map(|r| r.sample.facts.extra.get(k).cloned())
+            .collect()
+    };
+    keys.into_iter()
+        .filter_map(|k| {
+            let (b, c) = (values(base, k), values(cur, k));
+            if b.is_empty() || c.is_empty() {
+                return None;
+            }
+            difference(format!("machine setting {}", &k[FACT_PREFIX.len()..]), b, c)
+        })
+        .collect()
+}
+
+/// The samples of a side measured under disturbance (fact [`disturbance::FACT`]), as
+/// `test (config) #repetition: what disturbed it`.
+fn disturbed(side: &SideData<'_>) -> (usize, Vec<String>) {
+    let ok: Vec<&&SampleRecord> = side
+        .samples
+        .iter()
+        .filter(|s| s.sample.status == SampleStatus::Ok)
+        .collect();
+    let d = ok
+        .iter()
+        .filter_map(|s| {
+            let why = s.sample.facts.extra.get(disturbance::FACT)?;
+            Some(format!(
+                "{} ({}) #{}: {why}",
+                s.sample.test, s.sample.config, s.sample.repetition
+            ))
+        })
+        .collect();
+    (ok.len(), d)
+}
+
+/// A warning when either side has samples measured under disturbance (other processes' I/O,
+/// a page-cache drop, other processes' CPU: `crate::probe::disturbance`), with both counts
+/// and the first sample of each side named.
+fn disturbance_warning(base: &SideData<'_>, cur: &SideData<'_>) -> Option<String> {
+    let ((bn, bd), (cn, cd)) = (disturbed(base), disturbed(cur));
+    if bd.is_empty() && cd.is_empty() {
+        return None;
+    }
+    // The first of each side: on a busy machine every sample is disturbed, and their list would
+    // bury the rest of the block (`fsdelta show` lists each sample's).
+    const SHOWN: usize = 1;
+    let mut named: Vec<String> = Vec::new();
+    for (side, d) in [("baseline", &bd), ("current", &cd)] {
+        for x in d.iter().take(SHOWN) {
+            named.push(format!("{side} {x}"));
+        }
+        if d.len() > SHOWN {
+            named.push(format!("{} more on the {side} side", d.len() - SHOWN));
+        }
+    }
+    let (first, fd, fn_, other, od, on) = if cd.len() >= bd.len() {
+        ("current", cd.len(), cn, "baseline", bd.len(), bn)
+    } else {
+        ("baseline", bd.len(), bn, "current", cd.len(), cn)
+    };
+    Some(format!(
+        "{first} side: {fd} of {fn_} samples measured under disturbance, {other} {od} of {on}: \
+         timing verdicts may reflect the machine, not the change ({})",
+        named.join("; ")
+    ))
+}
+
 /// What the sides have in common, as [`presence`] found it.
 struct Shown {
     /// The pairs of configurations whose facts are compared: (name, baseline's, current's).
@@ -481,7 +571,7 @@ fn config_differences(
         .iter()
         .chain(&cs)
         .flat_map(|r| r.sample.facts.extra.keys().cloned())
-        .filter(|k| !VOLATILE.contains(&k.as_str()))
+        .filter(|k| !VOLATILE.contains(&k.as_str()) && !k.starts_with(FACT_PREFIX))
         .collect();
     for k in keys {
         d(&extra_name(&k), &|r| {
@@ -864,6 +954,70 @@ mod tests {
         assert_eq!(ctx.only_baseline, ["configuration b"]);
         assert_eq!(ctx.only_current, ["configuration c", "test u (a)"]);
         assert!(ctx.differences.is_empty(), "{:?}", ctx.differences);
+    }
+
+    #[test]
+    fn a_disturbed_sample_warns_naming_it_and_machine_settings_are_said_once() {
+        let r = [run(1, "6.18")];
+        let mut b = vec![
+            sample("a", "t", "rw", Some(2.0)),
+            sample("b", "t", "rw", Some(2.0)),
+        ];
+        let mut c = b.clone();
+        for s in b.iter_mut() {
+            s.sample
+                .facts
+                .extra
+                .insert("machine.vm.swappiness".into(), "60".into());
+        }
+        for s in c.iter_mut() {
+            s.sample
+                .facts
+                .extra
+                .insert("machine.vm.swappiness".into(), "10".into());
+        }
+        c[1].sample.repetition = 2;
+        c[1].sample.facts.extra.insert(
+            disturbance::FACT.into(),
+            "other processes' I/O 210 MiB (dd[4242] 200 MiB)".into(),
+        );
+        let ctx = ctx_of(&r, &b, &r, &c);
+        let what: Vec<&str> = ctx.differences.iter().map(|d| d.what.as_str()).collect();
+        // One line for the setting, not one per configuration; the disturbance is no setting.
+        assert_eq!(
+            what,
+            ["machine setting vm.swappiness"],
+            "{:?}",
+            ctx.differences
+        );
+        assert_eq!(
+            (
+                ctx.differences[0].baseline.as_str(),
+                ctx.differences[0].current.as_str()
+            ),
+            ("60", "10")
+        );
+        assert_eq!(
+            ctx.warnings,
+            [
+                "current side: 1 of 2 samples measured under disturbance, baseline 0 of 2: timing \
+              verdicts may reflect the machine, not the change (current t (b) #2: other \
+              processes' I/O 210 MiB (dd[4242] 200 MiB))"
+            ]
+        );
+        // A setting only one side recorded is left out.
+        c[0].sample
+            .facts
+            .extra
+            .insert("machine.mm.thp.enabled".into(), "never".into());
+        assert_eq!(ctx_of(&r, &b, &r, &c).differences.len(), 1);
+        // Undisturbed sides: no warning.
+        let ctx = ctx_of(&r, &b, &r, &b);
+        assert!(ctx.warnings.is_empty(), "{:?}", ctx.warnings);
+        // A failed sample's disturbance is not counted (nothing of it is compared).
+        c[1].sample.status = SampleStatus::Failed;
+        let w = ctx_of(&r, &b, &r, &c).warnings;
+        assert!(!w.iter().any(|x| x.contains("disturbance")), "{w:?}");
     }
 
     #[test]

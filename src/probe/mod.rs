@@ -9,6 +9,7 @@
 
 pub mod blockstat;
 pub mod clock;
+pub mod disturbance;
 pub mod events;
 pub mod histogram;
 pub mod hygiene;

@@ -3,11 +3,16 @@
 //! (the native engines run as threads of this process), and page-in/out and fault counts from
 //! /proc/vmstat, and the peaks of dirty and writeback memory seen in /proc/meminfo while the
 //! sample runs. Each becomes a neutral metric: shown beside the workload's numbers, not judged.
+//! Other processes' CPU share (`bg_cpu_pct`) is the machine's busy time less this process's
+//! tree, its kernel threads (writeback, filesystem workers, compression: the workload's) and
+//! interrupt time; the I/O of others and page-cache drops come from
+//! [`crate::probe::disturbance`].
 //!
 //! Why: a slower run with more system time points at the kernel; one with more idle and iowait
 //! points at the device. Must never fail a sample: a counter that cannot be read is left out.
 
 use crate::model::{Direction, Metric, MetricKind, Unit};
+use crate::probe::disturbance::Scan;
 use std::fs;
 
 /// Jiffies per state, summed over CPUs (the `cpu` line of /proc/stat).
@@ -132,12 +137,14 @@ pub struct Snapshot {
     vm: [Option<u64>; 4],
     loadavg_1m: Option<f64>,
     wchar: Option<u64>,
+    /// Processes, kernel threads and the disturbance counters.
+    scan: Scan,
 }
 
 /// The share of every CPU that other processes used, in percent: busy time of the whole
-/// machine (/proc/stat, every state but idle and iowait, `busy_ticks` of `total_ticks` at
-/// `hz` ticks a second) minus this process's own CPU time and its waited-for children's
-/// (`own_s`). Clamped at 0 (the two clocks tick at different granularity).
+/// machine (/proc/stat, every state but idle, iowait, irq and softirq, `busy_ticks` of
+/// `total_ticks` at `hz` ticks a second) minus this process's own CPU time, its waited-for
+/// children's and the kernel threads' (`own_s`). Clamped at 0 (the two clocks tick at different granularity).
 pub fn background_cpu_pct(busy_ticks: u64, total_ticks: u64, hz: f64, own_s: f64) -> Option<f64> {
     if total_ticks == 0 || hz <= 0.0 {
         return None;
@@ -165,7 +172,14 @@ impl Snapshot {
             wchar: fs::read_to_string("/proc/self/io")
                 .ok()
                 .and_then(|t| parse_wchar(&t)),
+            scan: Scan::take(),
         }
+    }
+
+    /// The storage bytes of each other process between `self` and `end`, heaviest first (see
+    /// [`Scan::others_io`]).
+    pub fn others_io(&self, end: &Snapshot) -> Vec<(String, u64)> {
+        self.scan.others_io(&end.scan)
     }
 
     /// Bytes this process and its waited-for children wrote with write-like system calls
@@ -212,7 +226,8 @@ impl Snapshot {
                     Unit::Percent,
                 ));
                 out.push(neutral("sys_idle_pct", pct(a.idle, b.idle), Unit::Percent));
-                let busy = |c: &CpuTimes| c.total() - c.idle - c.iowait;
+                // Interrupt time is not any process's: mostly the workload's I/O completions.
+                let busy = |c: &CpuTimes| c.total() - c.idle - c.iowait - c.irq - c.softirq;
                 let own = |s: &Snapshot| {
                     s.rusage.zip(s.children).map(|(r, c)| {
                         (r.user_us + r.system_us + c.user_us + c.system_us) as f64 / 1e6
@@ -220,14 +235,24 @@ impl Snapshot {
                 };
                 // SAFETY: sysconf has no memory effects.
                 let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+                // Kernel threads (writeback, kworkers, filesystem workers, compression, jbd2,
+                // loop) work for the workload: counted as its own, not as other processes'.
+                let kthreads = self.scan.kthread_ticks(&end.scan) as f64 / hz;
                 if let (Some(o0), Some(o1)) = (own(self), own(end))
-                    && let Some(bg) =
-                        background_cpu_pct(busy(&b).saturating_sub(busy(&a)), total, hz, o1 - o0)
+                    && let Some(bg) = background_cpu_pct(
+                        busy(&b).saturating_sub(busy(&a)),
+                        total,
+                        hz,
+                        o1 - o0 + kthreads,
+                    )
                 {
                     out.push(neutral("bg_cpu_pct", bg, Unit::Percent));
                 }
             }
         }
+        // SAFETY: sysconf has no memory effects.
+        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+        out.extend(self.scan.metrics(&end.scan, hz));
         if let Some(l) = self.loadavg_1m {
             out.push(neutral("loadavg_1m_start", l, Unit::Ratio).kind(MetricKind::Share));
         }
@@ -455,6 +480,7 @@ mod tests {
             vm: [Some(0), Some(0), Some(0), Some(0)],
             loadavg_1m: Some(load),
             wchar: None,
+            scan: Scan::default(),
         };
         // 2 CPUs for 10 s: 20 s of CPU, 15 s busy; fsdelta 1 s, qemu 9 s: others 5 s = 25 %.
         let a = snap(0, 0, 3.5, 0, 0);

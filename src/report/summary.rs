@@ -1,12 +1,15 @@
 //! The compact table printed at the end of `fsdelta run`: per configuration and test, only the
-//! headline metrics (median, CV, n), with a mark on unstable ones, in 80 columns. Everything
-//! else a run measured is in `fsdelta show`.
+//! headline metrics (median, CV, n), with a mark on unstable ones and on tests with a sample
+//! measured under disturbance (each such sample named below the table, with what disturbed it),
+//! in 80 columns. Everything else a run measured is in `fsdelta show`.
 //!
 //! A renderer: series in, text out; it never reads the store.
 
 use crate::compare::{Series, stats};
-use crate::model::SampleRecord;
+use crate::model::{SampleRecord, SampleStatus};
+use crate::probe::disturbance;
 use crate::report::text::fmt_value;
+use std::collections::BTreeSet;
 use std::fmt::Write;
 
 /// A headline whose coefficient of variation is above this is marked unstable.
@@ -15,6 +18,12 @@ pub const UNSTABLE_CV: f64 = 0.10;
 /// The compact summary of `series` (a run's samples grouped by `compare::series`): one line per
 /// headline metric; a test without a declared headline shows its first metric.
 pub fn compact(series: &[Series]) -> String {
+    compact_marked(series, &BTreeSet::new())
+}
+
+/// [`compact`], with a `!` on the rows of the (configuration, test) pairs in `disturbed`: a
+/// sample of theirs was measured under disturbance.
+pub fn compact_marked(series: &[Series], disturbed: &BTreeSet<(String, String)>) -> String {
     let mut rows: Vec<&Series> = Vec::new();
     let mut seen_blocks: Vec<(&str, &str)> = Vec::new();
     for s in series {
@@ -75,7 +84,10 @@ pub fn compact(series: &[Series]) -> String {
     let mut block: Option<(&str, &str)> = None;
     for s in rows {
         let cv = stats::cv(&s.values);
-        let mark = if cv.is_some_and(|c| c > UNSTABLE_CV) {
+        // A disturbed row's `!` wins over `*`: its spread has a named cause.
+        let mark = if disturbed.contains(&(s.key.config.clone(), s.key.test.clone())) {
+            '!'
+        } else if cv.is_some_and(|c| c > UNSTABLE_CV) {
             unstable += 1;
             '*'
         } else {
@@ -113,11 +125,41 @@ pub fn compact(series: &[Series]) -> String {
     out
 }
 
+/// The successful samples of `records` measured under disturbance (fact
+/// `crate::probe::disturbance::FACT`): ((configuration, test), `test (config) #rep: why`).
+fn disturbed(records: &[&SampleRecord]) -> Vec<((String, String), String)> {
+    records
+        .iter()
+        .filter(|r| r.sample.status == SampleStatus::Ok)
+        .filter_map(|r| {
+            let why = r.sample.facts.extra.get(disturbance::FACT)?;
+            let s = &r.sample;
+            Some((
+                (s.config.clone(), s.test.clone()),
+                format!("{} ({}) #{}: {why}", s.test, s.config, s.repetition),
+            ))
+        })
+        .collect()
+}
+
 /// What `fsdelta run` prints when it ends: the compact table of `records`, the failed samples
 /// with their errors, and the `skipped` lines.
 pub fn run_end(records: &[SampleRecord], skipped: &[String]) -> String {
     let refs: Vec<&SampleRecord> = records.iter().collect();
-    let mut out = compact(&crate::compare::series(&refs));
+    let d = disturbed(&refs);
+    let marked: BTreeSet<(String, String)> = d.iter().map(|x| x.0.clone()).collect();
+    let mut out = compact_marked(&crate::compare::series(&refs), &marked);
+    if !d.is_empty() {
+        let _ = writeln!(
+            out,
+            "! measured under disturbance ({} sample{}; compare them with care or run again):",
+            d.len(),
+            if d.len() == 1 { "" } else { "s" }
+        );
+        for (_, line) in &d {
+            out.push_str(&crate::report::compare::wrap_hanging(line, 2, 4));
+        }
+    }
     let failed = crate::report::text::failures(&refs);
     if !failed.is_empty() {
         out.push('\n');
@@ -237,6 +279,66 @@ mod tests {
                 .all(|l| l.chars().count() <= 80),
             "{text}"
         );
+    }
+
+    fn record(test: &str, rep: u32, value: f64, why: Option<&str>) -> SampleRecord {
+        let mut m = crate::model::Metric::new(
+            "files_per_sec",
+            value,
+            Unit::FilesPerSec,
+            Direction::HigherIsBetter,
+        );
+        m.headline = true;
+        let mut facts = crate::model::SiteFacts::default();
+        if let Some(w) = why {
+            facts.extra.insert(disturbance::FACT.into(), w.into());
+        }
+        SampleRecord {
+            id: 1,
+            run_id: 1,
+            sample: crate::model::NewSample {
+                config: "ext4".into(),
+                test: test.into(),
+                repetition: rep,
+                sequence: 0,
+                facts,
+                status: SampleStatus::Ok,
+                error: None,
+                started_at: chrono::Utc::now(),
+                duration_s: 1.0,
+                workload: String::new(),
+                metrics: vec![m],
+                histograms: vec![],
+                attachments: Vec::new(),
+            },
+        }
+    }
+
+    #[test]
+    fn a_sample_measured_under_disturbance_is_marked_and_named() {
+        let why = "other processes' I/O 210 MiB (dd[4242] 200 MiB)";
+        let records = [
+            record("copy", 1, 100.0, None),
+            record("copy", 2, 13.0, Some(why)),
+            record("emptyfiles", 1, 100.0, None),
+            record("emptyfiles", 2, 101.0, None),
+        ];
+        let text = run_end(&records, &[]);
+        let copy = text.lines().find(|l| l.contains(" copy ")).unwrap();
+        assert!(copy.starts_with('!'), "{text}");
+        let empty = text.lines().find(|l| l.contains("emptyfiles")).unwrap();
+        assert!(empty.starts_with(' '), "{text}");
+        assert!(
+            text.contains(
+                "! measured under disturbance (1 sample; compare them with care or run again):\n  \
+                 copy (ext4) #2: other processes' I/O 210 MiB (dd[4242] 200 MiB)\n"
+            ),
+            "{text}"
+        );
+        // Its CV is far above 10 %, but the `!` says why: no `*` legend without a `*` row.
+        assert!(!text.contains("unstable"), "{text}");
+        let quiet = run_end(&records[2..], &[]);
+        assert!(!quiet.contains('!'), "{quiet}");
     }
 
     #[test]

@@ -8,6 +8,11 @@
 //! tight long before the interval of their difference is); otherwise, whether the 95 % interval
 //! of the configuration's own mean lies inside the unchanged band.
 //!
+//! A sample measured under disturbance (fact `crate::probe::disturbance::FACT`: others' I/O, a
+//! page-cache drop, other processes' CPU) is left out of the decision, and a test whose latest
+//! sample was disturbed is not resolved: the run repeats it (up to `--max-repeat`) instead of
+//! deciding on it. The disturbed sample stays stored, its fact naming what disturbed it.
+//!
 //! Pure arithmetic on what the run stored; never I/O.
 
 use crate::compare::{
@@ -42,6 +47,15 @@ pub(crate) fn confident(
         // Nothing measured (failed or skipped): more repetitions will not help.
         return true;
     };
+    // The latest sample disturbed: repeat it rather than decide on it.
+    if mine
+        .iter()
+        .max_by_key(|s| s.repetition)
+        .is_some_and(|s| disturbed(s))
+    {
+        return false;
+    }
+    let mine: Vec<&NewSample> = mine.into_iter().filter(|s| !disturbed(s)).collect();
     let values = values_of(&mine, &head.name);
     let class = MetricClass::of(head.kind);
     // A configuration of a pair: resolved when the pair's verdict is (both sides stop together).
@@ -50,6 +64,7 @@ pub(crate) fn confident(
             let ok: Vec<&NewSample> = stored
                 .iter()
                 .filter(|s| s.config == c && s.test == test && s.status == SampleStatus::Ok)
+                .filter(|s| !disturbed(s))
                 .collect();
             values_of(&ok, &head.name)
         };
@@ -71,6 +86,11 @@ pub(crate) fn confident(
             .is_resolved();
     }
     interval_inside_band(&values, margins.delta(class))
+}
+
+/// Whether a sample was measured under disturbance.
+fn disturbed(s: &NewSample) -> bool {
+    s.facts.extra.contains_key(crate::probe::disturbance::FACT)
 }
 
 /// The values of metric `name` in `samples`, in order.
@@ -97,6 +117,61 @@ fn interval_inside_band(values: &[f64], delta: f64) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn sample(rep: u32, value: f64, why: Option<&str>) -> NewSample {
+        let mut m = crate::model::Metric::new(
+            "files_per_sec",
+            value,
+            crate::model::Unit::FilesPerSec,
+            crate::model::Direction::HigherIsBetter,
+        );
+        m.headline = true;
+        let mut facts = crate::model::SiteFacts::default();
+        if let Some(w) = why {
+            facts
+                .extra
+                .insert(crate::probe::disturbance::FACT.into(), w.into());
+        }
+        NewSample {
+            config: "ext4".into(),
+            test: "t".into(),
+            repetition: rep,
+            sequence: 0,
+            facts,
+            status: SampleStatus::Ok,
+            error: None,
+            started_at: chrono::Utc::now(),
+            duration_s: 1.0,
+            workload: String::new(),
+            metrics: vec![m],
+            histograms: vec![],
+            attachments: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_disturbed_sample_is_repeated_and_left_out_of_the_decision() {
+        let m = Margins::default();
+        let tight = [100.0, 100.5, 99.8, 100.2];
+        let mut stored: Vec<NewSample> = tight
+            .iter()
+            .enumerate()
+            .map(|(i, v)| sample(i as u32 + 1, *v, None))
+            .collect();
+        assert!(confident(&stored, &[], &[], "ext4", "t", &m));
+        // A fifth, disturbed: not resolved, though the four before were.
+        stored.push(sample(5, 13.0, Some("other processes' I/O 210 MiB")));
+        assert!(!confident(&stored, &[], &[], "ext4", "t", &m));
+        // Its repetition, undisturbed: resolved, the disturbed value left out (with it the
+        // interval would be far outside the band).
+        stored.push(sample(6, 100.1, None));
+        assert!(confident(&stored, &[], &[], "ext4", "t", &m));
+        let all: Vec<f64> = stored.iter().map(|s| s.metrics[0].value).collect();
+        assert!(!interval_inside_band(
+            &all,
+            m.delta(MetricClass::Throughput)
+        ));
+    }
 
     #[test]
     fn a_tight_series_is_inside_the_band_and_a_noisy_one_is_not() {

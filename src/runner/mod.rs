@@ -417,6 +417,12 @@ impl Loop<'_> {
                 .extra
                 .insert("profile_scope".into(), p.scope().name().into());
         }
+        // Issue 38 (helper d38): `confident` leaves a disturbed sample out and repeats its test.
+        if self.plan.until_confident.is_some()
+            && let Some(d) = facts.extra.get_mut(crate::probe::disturbance::FACT)
+        {
+            d.push_str("; --until-confident left it out and repeats the test");
+        }
         let duration_s = t0.elapsed().as_secs_f64();
         let (status, error, m) = match result {
             Ok(m) => (SampleStatus::Ok, None, m),

@@ -14,6 +14,7 @@ use crate::model::{
 };
 use crate::probe::blockstat;
 use crate::probe::clock::Nanos;
+use crate::probe::disturbance;
 use crate::probe::ondisk;
 use crate::probe::system;
 use crate::store::{Store, StoreError};
@@ -135,6 +136,11 @@ pub(crate) fn run_sample_with(
     let end = system::Snapshot::take();
     let mut around = counters.delta(&end);
     around.extend(peaks.finish());
+    // What others did meanwhile: named in the facts, so that compare, the end table and
+    // --until-confident can tell a disturbed sample.
+    if let Some(why) = disturbance::judge(&around, &counters.others_io(&end), workload_s) {
+        facts.extra.insert(disturbance::FACT.into(), why);
+    }
     // Below 1 MiB, write(2) bytes are a process's chatter (logs, pipes), not a workload's data.
     let written = counters.written_since(&end).filter(|&b| b >= 1 << 20);
     let after_hook = site.after();
