@@ -489,6 +489,11 @@ pub struct RunArgs {
     #[arg(long, value_name = "N", default_value_t = 10,
           value_parser = clap::value_parser!(u32).range(1..))]
     pub max_repeat: u32,
+    /// With --until-confident: leave a sample measured under disturbance (others' I/O, a
+    /// page-cache drop, other processes' CPU) out of the decision and repeat its test, instead
+    /// of keeping it (said in its `disturbance` fact).
+    #[arg(long, requires = "until_confident")]
+    pub repeat_disturbed: bool,
     /// Order of configurations (and, for random, of tests) within each repetition: rotate
     /// (every configuration takes every position in turn), random (shuffled with --seed,
     /// recorded), or fixed (file order, as before).

@@ -149,6 +149,7 @@ fn planned(args: &RunArgs) -> Result<Planned> {
             margins,
             // Configurations compared with each other run until their verdict is resolved.
             pairs: ab_pairs.clone(),
+            repeat_disturbed: args.repeat_disturbed,
         }),
         drop_caches: !args.no_drop_caches,
         ondisk: suite.ondisk,

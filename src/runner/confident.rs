@@ -8,10 +8,13 @@
 //! tight long before the interval of their difference is); otherwise, whether the 95 % interval
 //! of the configuration's own mean lies inside the unchanged band.
 //!
-//! A sample measured under disturbance (fact `crate::probe::disturbance::FACT`: others' I/O, a
-//! page-cache drop, other processes' CPU) is left out of the decision, and a test whose latest
-//! sample was disturbed is not resolved: the run repeats it (up to `--max-repeat`) instead of
-//! deciding on it. The disturbed sample stays stored, its fact naming what disturbed it.
+//! With `--repeat-disturbed`, a sample measured under disturbance (fact
+//! `crate::probe::disturbance::FACT`: others' I/O, a page-cache drop, other processes' CPU) is
+//! left out of the decision, and a test whose latest sample was disturbed is not resolved: the
+//! run repeats it (up to `--max-repeat`) instead of deciding on it. The disturbed sample stays
+//! stored, its fact naming what disturbed it. Without it (the default) a disturbed sample counts
+//! like any other, as it is named in the end table and in `compare`: on a machine that is always
+//! busy, repeating every disturbed sample would only run to `--max-repeat`.
 //!
 //! Pure arithmetic on what the run stored; never I/O.
 
@@ -33,7 +36,9 @@ pub(crate) fn confident(
     config: &str,
     test: &str,
     margins: &Margins,
+    repeat_disturbed: bool,
 ) -> bool {
+    let disturbed = |s: &NewSample| repeat_disturbed && disturbed(s);
     let mine: Vec<&NewSample> = stored
         .iter()
         .filter(|s| s.config == config && s.test == test && s.status == SampleStatus::Ok)
@@ -158,14 +163,17 @@ mod tests {
             .enumerate()
             .map(|(i, v)| sample(i as u32 + 1, *v, None))
             .collect();
-        assert!(confident(&stored, &[], &[], "ext4", "t", &m));
+        assert!(confident(&stored, &[], &[], "ext4", "t", &m, true));
         // A fifth, disturbed: not resolved, though the four before were.
         stored.push(sample(5, 13.0, Some("other processes' I/O 210 MiB")));
-        assert!(!confident(&stored, &[], &[], "ext4", "t", &m));
+        assert!(!confident(&stored, &[], &[], "ext4", "t", &m, true));
+        // Without --repeat-disturbed it counts like any other value: far outside the band.
+        assert!(!confident(&stored, &[], &[], "ext4", "t", &m, false));
         // Its repetition, undisturbed: resolved, the disturbed value left out (with it the
         // interval would be far outside the band).
         stored.push(sample(6, 100.1, None));
-        assert!(confident(&stored, &[], &[], "ext4", "t", &m));
+        assert!(confident(&stored, &[], &[], "ext4", "t", &m, true));
+        assert!(!confident(&stored, &[], &[], "ext4", "t", &m, false));
         let all: Vec<f64> = stored.iter().map(|s| s.metrics[0].value).collect();
         assert!(!interval_inside_band(
             &all,

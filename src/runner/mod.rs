@@ -110,6 +110,9 @@ pub struct UntilConfident {
     /// sides run until the verdict between them is resolved, not each on its own (see
     /// `confident`). Empty: each configuration against `--baseline`, else on its own.
     pub pairs: Vec<(String, String)>,
+    /// `--repeat-disturbed`: leave samples measured under disturbance out of the decision and
+    /// repeat their test (see `confident`).
+    pub repeat_disturbed: bool,
 }
 
 /// Everything a run needs, resolved.
@@ -418,7 +421,11 @@ impl Loop<'_> {
                 .insert("profile_scope".into(), p.scope().name().into());
         }
         // Issue 38 (helper d38): `confident` leaves a disturbed sample out and repeats its test.
-        if self.plan.until_confident.is_some()
+        if self
+            .plan
+            .until_confident
+            .as_ref()
+            .is_some_and(|uc| uc.repeat_disturbed)
             && let Some(d) = facts.extra.get_mut(crate::probe::disturbance::FACT)
         {
             d.push_str("; --until-confident left it out and repeats the test");
@@ -654,6 +661,7 @@ impl Loop<'_> {
                         self.sites[c].name(),
                         &plan.tests[t].name,
                         &uc.margins,
+                        uc.repeat_disturbed,
                     )
                 })
                 .collect();

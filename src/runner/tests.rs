@@ -313,6 +313,7 @@ fn until_confident_adds_repetitions_only_while_the_headline_is_unresolved() {
         max_repeat: 6,
         margins: Margins::default(),
         pairs: Vec::new(),
+        repeat_disturbed: false,
     });
     let mut store = MemoryStore::new();
     let r = run(&p, &mut store, &CancelToken::new(), &Silent).unwrap();
@@ -505,6 +506,7 @@ fn a_over_b(
         max_repeat: 20,
         margins: Margins::default(),
         pairs,
+        repeat_disturbed: false,
     });
     let mut store = MemoryStore::new();
     let r = run(&p, &mut store, &CancelToken::new(), &Silent).unwrap();
