@@ -67,17 +67,20 @@ pub fn pct(fraction: f64) -> String {
     format!("{:+.1} %", 100.0 * fraction)
 }
 
+/// A headline series: (configuration, test, metric).
+type SeriesKey = (String, String, String);
+
 /// The headline series (configuration, test, metric) of ended runs, by run: a run that ended
 /// does not change, and reading them is every metric row of the run (tens of thousands on a
 /// fleet's store), so the home page reads each run's once.
 #[derive(Default)]
-pub struct Headlines(std::sync::Mutex<BTreeMap<RunId, Vec<(String, String, String)>>>);
+pub struct Headlines(std::sync::Mutex<BTreeMap<RunId, Vec<SeriesKey>>>);
 
 /// How many runs' headline series are kept.
 const HEADLINES_KEPT: usize = 1024;
 
 impl Headlines {
-    fn of(&self, s: &dyn Store, r: &RunInfo) -> Result<Vec<(String, String, String)>, PageError> {
+    fn of(&self, s: &dyn Store, r: &RunInfo) -> Result<Vec<SeriesKey>, PageError> {
         if let Some(v) = self.0.lock().unwrap_or_else(|p| p.into_inner()).get(&r.id) {
             return Ok(v.clone());
         }
@@ -1096,7 +1099,7 @@ pub fn flame(s: &dyn Store, run: RunId, sample: i64) -> Result<String, PageError
         &format!("run {run} sample {sample}"),
         report::profile::Threads::default(),
     )
-        .map_err(|e| PageError::not_found(format!("cannot draw the flame graph: {e}")))
+    .map_err(|e| PageError::not_found(format!("cannot draw the flame graph: {e}")))
 }
 
 /// The machines page: every machine that stored a run, with its newest run, and on a fleet
