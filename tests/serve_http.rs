@@ -53,7 +53,17 @@ fn pages_escape_alerts_triage_needs_the_token_and_bad_input_is_400() {
     let history = href_after(&home, "class=\"history-link\"").expect("a history link");
     let h = assert_page(&s, &history);
     assert!(h.contains("class=\"cp-link\""), "the change is found: {h}");
-    assert!(h.contains("fsdelta bisect --good-run 6 --bad-run 7"), "{h}");
+    // The runs around the change measured kernels 6.18.0-5 and 6.18.0-6 on the host and name
+    // no commit: a kernel bisection whose ends' commits are to be filled in.
+    assert!(
+        h.contains(
+            "fsdelta bisect --kernel --repo &lt;linux tree&gt; --config &lt;guest configuration \
+             file&gt; --good &lt;commit of kernel 6.18.0-5&gt; --bad &lt;commit of kernel \
+             6.18.0-6&gt; --suite quick --test smallfiles --metric files_per_sec"
+        ),
+        "{h}"
+    );
+    assert!(h.contains("the host&#39;s own kernel"), "{h}");
     let cmp = href_after(&h, "class=\"cp-link\"").unwrap();
     assert!(cmp.starts_with("/compare?sel=runs%3A6%2C5"), "{cmp}");
     let c = assert_page(&s, &cmp);

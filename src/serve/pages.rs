@@ -8,6 +8,7 @@
 
 use super::PageError;
 use super::chart::{self, Mark};
+use super::chase;
 use super::html::{esc, href, page, table, when};
 use super::{Html, Params};
 use crate::compare::{self, judge, verdict::Methods};
@@ -260,6 +261,7 @@ pub fn history(s: &dyn Store, p: &Params) -> Result<Html, PageError> {
         .into_iter()
         .filter(|(r, _)| host.is_none_or(|h| r.environment.host == h))
         .collect();
+    let infos: BTreeMap<RunId, RunInfo> = runs.iter().map(|(r, _)| (r.id, r.clone())).collect();
     let h = compare::history::of_runs(runs, test, metric, config, None).map_err(|e| match e {
         compare::history::HistoryError::Configs { .. } => PageError::bad(e.to_string()),
         _ => PageError::not_found(e.to_string()),
@@ -311,7 +313,6 @@ pub fn history(s: &dyn Store, p: &Params) -> Result<Html, PageError> {
         let _ = write!(body, "<p class=\"note\">{}</p>", esc(why));
     }
     body.push_str("<h2>Changes</h2>");
-    let host_q = host.unwrap_or("");
     let mut rows = Vec::new();
     for (i, cp) in h.change_points.iter().enumerate() {
         let seg = |f: &dyn Fn(&compare::changepoint::Segment) -> bool| {
@@ -361,24 +362,48 @@ pub fn history(s: &dyn Store, p: &Params) -> Result<Html, PageError> {
         &["", "runs", "change", "p", "runs before / after", "state"],
         &rows,
     ));
-    if let Some(cp) = h.change_points.iter().rev().find(|_| true) {
-        let before = &h.points[cp.index - 1];
-        let after = &h.points[cp.index];
-        let _ = write!(
-            body,
-            "<h2>Chase the newest change</h2><p>The bisection between the run before it ({}) and \
-             the run after it ({}):</p><pre class=\"cmd\">{}</pre>",
-            before.run_id,
-            after.run_id,
-            esc(&bisect_command(
-                test,
-                metric,
-                config,
-                host_q,
-                before.run_id,
-                after.run_id
-            ))
-        );
+    if let Some(cp) = h.change_points.last() {
+        let (before, after) = (h.points[cp.index - 1].run_id, h.points[cp.index].run_id);
+        let ends: Vec<RunInfo> = [before, after]
+            .iter()
+            .filter_map(|id| infos.get(id).cloned())
+            .collect();
+        let guests = read::guest_kernels(s, &ends)?;
+        let end = |i: usize| {
+            let r = &ends[i];
+            let g = &guests[i];
+            chase::End {
+                run: r.id,
+                label: r.label.clone(),
+                suite: r.suite.clone(),
+                kernel: if g.is_empty() {
+                    r.environment.kernel_release.clone()
+                } else {
+                    g.join(",")
+                },
+                guest: !g.is_empty(),
+            }
+        };
+        if ends.len() == 2 {
+            let c = chase::command(test, metric, config, &end(0), &end(1));
+            let _ = write!(
+                body,
+                "<h2>Chase the newest change</h2><p>A bisection between what the run before it \
+                 ({}) and the run after it ({}) measured{} (docs/bisect.md):</p>\
+                 <pre class=\"cmd\" id=\"bisect-cmd\">{}</pre>",
+                run_link(before),
+                run_link(after),
+                if c.kernel { ", their kernels" } else { "" },
+                esc(&c.command)
+            );
+            if !c.fill.is_empty() {
+                body.push_str("<p>Fill in what the store does not record:</p><ul class=\"fill\">");
+                for f in &c.fill {
+                    let _ = write!(body, "<li>{}</li>", esc(f));
+                }
+                body.push_str("</ul>");
+            }
+        }
     }
     body.push_str("<h2>Runs</h2>");
     let rows: Vec<Vec<String>> = h
@@ -406,27 +431,6 @@ pub fn history(s: &dyn Store, p: &Params) -> Result<Html, PageError> {
         &rows,
     ));
     Ok(Html(page(&title, &body)))
-}
-
-/// The command that chases a change: `fsdelta bisect` between the kernels of the runs around
-/// it, judging each step against the run before it (`compare --bisect`'s exit codes).
-pub fn bisect_command(
-    test: &str,
-    metric: &str,
-    config: Option<&str>,
-    host: &str,
-    good: RunId,
-    bad: RunId,
-) -> String {
-    let mut c =
-        format!("fsdelta bisect --good-run {good} --bad-run {bad} --test {test} --metric {metric}");
-    if let Some(cfg) = config {
-        let _ = write!(c, " --config {cfg}");
-    }
-    if !host.is_empty() {
-        let _ = write!(c, " --host {host}");
-    }
-    c
 }
 
 /// The filters of the inbox from the URL; a state that is not one is a 400.
