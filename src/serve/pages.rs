@@ -722,8 +722,8 @@ fn sides_of(s: &dyn Store, base: &str, cur: &str, sel: &Selection) -> Result<Sid
 }
 
 /// The comparison's text and markdown (`fsdelta compare`'s renderers): two sides, or every
-/// other side against the first.
-fn compared(s: &dyn Store, sel: &Selection, format: Format) -> Result<String, PageError> {
+/// other side against the first. Judged once, rendered twice (judging is the cost).
+fn compared(s: &dyn Store, sel: &Selection) -> Result<(String, String), PageError> {
     let criteria = compare::Criteria {
         tests: sel.tests.clone(),
         configs: sel.configs.clone(),
@@ -748,7 +748,11 @@ fn compared(s: &dyn Store, sel: &Selection, format: Format) -> Result<String, Pa
             context: Some(&ctx),
             across: sides.across,
         };
-        return report::format::render(format, &Doc::Comparison(&doc)).map_err(render_err);
+        let d = Doc::Comparison(&doc);
+        return Ok((
+            report::format::render(Format::Text, &d).map_err(render_err)?,
+            report::format::render(Format::Markdown, &d).map_err(render_err)?,
+        ));
     }
     let mut all = Vec::new();
     let mut spans = Vec::new();
@@ -785,7 +789,11 @@ fn compared(s: &dyn Store, sel: &Selection, format: Format) -> Result<String, Pa
         all: false,
         across: across_all,
     };
-    report::format::render(format, &Doc::Comparisons(&doc)).map_err(render_err)
+    let d = Doc::Comparisons(&doc);
+    Ok((
+        report::format::render(Format::Text, &d).map_err(render_err)?,
+        report::format::render(Format::Markdown, &d).map_err(render_err)?,
+    ))
 }
 
 /// The comparison page: the selectors (a form), the text for a mail and the markdown with
@@ -822,8 +830,7 @@ pub fn compare(s: &dyn Store, p: &Params) -> Result<Html, PageError> {
             "a comparison needs two or more selections (sel=BASE&sel=CUR)",
         ));
     }
-    let text = compared(s, &sel, Format::Text)?;
-    let md = compared(s, &sel, Format::Markdown)?;
+    let (text, md) = compared(s, &sel)?;
     let _ = write!(
         body,
         "<section><h2>For a mail</h2><p><button type=\"button\" class=\"copy\" data-copy=\"mail\" id=\"copy-mail\">Copy for mail</button> \
