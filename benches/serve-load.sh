@@ -14,6 +14,7 @@
 #                    (RUNS x TESTS x REPS x METRICS, default 10 million metric rows) through
 #                    $FSDELTA_TEST_PG, dropped at the end
 #   FSDELTA_BIN=target/release/fsdelta CLIENTS=20 DURATION=30 (seconds)
+#   SWEEP_WAIT=1800 (seconds the first alert sweep may take before the clock starts)
 # Needs python3 (the load clients: threads of http.client, no package), psql for pg-scale.
 # The server runs with a token (so the alert sweep runs once before the clock starts).
 set -euo pipefail
@@ -23,7 +24,7 @@ B=${FSDELTA_BIN:-target/release/fsdelta}
 CLIENTS=${CLIENTS:-20}
 DURATION=${DURATION:-30}
 [ -x "$B" ] || { echo "build first: cargo build --release (or set FSDELTA_BIN)" >&2; exit 2; }
-[ $# -ge 1 ] || { sed -n 2,18p "$0" >&2; exit 2; }
+[ $# -ge 1 ] || { sed -n 2,19p "$0" >&2; exit 2; }
 command -v python3 >/dev/null || { echo "needs python3" >&2; exit 2; }
 
 WORK=$(mktemp -d)
@@ -90,6 +91,14 @@ for STORE in "$@"; do
     ADDR=$(sed -n 's|.*http://\([^/]*\)/.*|\1|p' "$WORK/serve.out" | head -1)
     [ -n "$ADDR" ] || { cat "$WORK/serve.err" >&2; exit 1; }
     echo "== $(sed -n 's/^fsdelta serve: //p' "$WORK/serve.out" | head -1)"
+    # The pages are found from the alerts the first sweep raises: wait for its end (the server
+    # says so), however long the store makes it (SWEEP_WAIT seconds at most).
+    for _ in $(seq $((${SWEEP_WAIT:-1800} * 10))); do
+        grep -q 'first alert sweep' "$WORK/serve.out" && break
+        kill -0 "$SERVER" 2>/dev/null || { cat "$WORK/serve.err" >&2; exit 1; }
+        sleep 0.1
+    done
+    grep 'first alert sweep' "$WORK/serve.out" || { echo "the first alert sweep did not end in ${SWEEP_WAIT:-1800} s" >&2; cat "$WORK/serve.err" >&2; exit 1; }
     python3 - "$ADDR" "$SERVER" "$CLIENTS" "$DURATION" <<'PY'
 import http.client, re, sys, threading, time
 
@@ -116,12 +125,8 @@ def rss_kib():
                 return int(line.split()[1])
     return 0
 
-# Wait for the first alert sweep (it runs at start), then discover the pages to load.
-for _ in range(600):
-    st, body, _ = get("/alerts")
-    if st == 200 and "alert-link" in body:
-        break
-    time.sleep(0.5)
+# The first alert sweep has ended (the script waited for its line): discover the pages to load.
+st, body, _ = get("/alerts")
 st, home, _ = get("/")
 def first(pattern, text):
     m = re.search(pattern, text)

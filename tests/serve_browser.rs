@@ -268,6 +268,13 @@ fn home_history_alert_triage_compare_and_copy_in_chromium_at_1400_and_400_px() {
     let history_url = s.url();
     assert!(s.text("h1").contains("History of smallfiles files_per_sec"));
     s.shot("1400-history");
+    // The command that chases the change, as text a terminal takes.
+    let cmd = s.text("#bisect-cmd");
+    assert!(
+        cmd.starts_with("fsdelta bisect --kernel --repo <linux tree>")
+            && cmd.ends_with("--test smallfiles --metric files_per_sec"),
+        "{cmd}"
+    );
 
     // The alert, acknowledged with the token.
     s.go(&format!("{base}/alerts"));

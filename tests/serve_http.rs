@@ -53,7 +53,17 @@ fn pages_escape_alerts_triage_needs_the_token_and_bad_input_is_400() {
     let history = href_after(&home, "class=\"history-link\"").expect("a history link");
     let h = assert_page(&s, &history);
     assert!(h.contains("class=\"cp-link\""), "the change is found: {h}");
-    assert!(h.contains("fsdelta bisect --good-run 6 --bad-run 7"), "{h}");
+    // The runs around the change measured kernels 6.18.0-5 and 6.18.0-6 on the host and name
+    // no commit: a kernel bisection whose ends' commits are to be filled in.
+    assert!(
+        h.contains(
+            "fsdelta bisect --kernel --repo &lt;linux tree&gt; --config &lt;guest configuration \
+             file&gt; --good &lt;commit of kernel 6.18.0-5&gt; --bad &lt;commit of kernel \
+             6.18.0-6&gt; --suite quick --test smallfiles --metric files_per_sec"
+        ),
+        "{h}"
+    );
+    assert!(h.contains("the host&#39;s own kernel"), "{h}");
     let cmp = href_after(&h, "class=\"cp-link\"").unwrap();
     assert!(cmp.starts_with("/compare?sel=runs%3A6%2C5"), "{cmp}");
     let c = assert_page(&s, &cmp);
@@ -214,18 +224,60 @@ fn a_postgres_password_never_reaches_a_page() {
     assert!(!out.contains("s3cr3t"), "{out}");
 }
 
-#[test]
-fn on_postgresql_the_sweep_raises_the_alert_and_triage_is_kept() {
-    let Some(admin) = std::env::var("FSDELTA_TEST_PG")
+/// The PostgreSQL administrator URL of the tests, or why they skip.
+fn pg_admin() -> Option<String> {
+    let url = std::env::var("FSDELTA_TEST_PG")
         .ok()
-        .filter(|u| !u.is_empty())
-    else {
+        .filter(|u| !u.is_empty());
+    if url.is_none() {
         if std::env::var("FSDELTA_REQUIRE_ALL").as_deref() == Ok("1") {
             panic!("FSDELTA_REQUIRE_ALL=1 but FSDELTA_TEST_PG is not set");
         }
         eprintln!("SKIPPED: set FSDELTA_TEST_PG to an administrator URL");
-        return;
-    };
+    }
+    url
+}
+
+#[test]
+fn a_postgresql_store_that_goes_away_gives_503_and_the_server_recovers_when_it_is_back() {
+    let Some(admin) = pg_admin() else { return };
+    let scratch = fsdelta::store::postgres::ScratchDatabase::create(&admin).unwrap();
+    fill_store(&mut fsdelta::store::postgres::PgStore::open(&scratch.url).unwrap());
+    let d = tempfile::tempdir().unwrap();
+    let s = Server::start(&scratch.url, None, d.path());
+    assert!(assert_page(&s, "/runs").contains("/run/12"));
+    assert_page(&s, "/history?test=smallfiles&metric=files_per_sec");
+    // The database goes away: no new connection is accepted and the server's are cut, as
+    // a server restart or a failover does.
+    let mut c = postgres::Client::connect(&admin, postgres::NoTls).unwrap();
+    let db = &scratch.name;
+    c.batch_execute(&format!("ALTER DATABASE {db} ALLOW_CONNECTIONS false"))
+        .unwrap();
+    c.execute(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1",
+        &[db],
+    )
+    .unwrap();
+    for p in [
+        "/runs",
+        "/",
+        "/history?test=smallfiles&metric=files_per_sec",
+    ] {
+        let r = s.get(p);
+        assert_eq!(r.status, 503, "{p}: {}", r.body);
+        assert!(r.body.contains("reopens the store"), "{p}: {}", r.body);
+    }
+    // Back: the next requests are served, without a restart.
+    c.batch_execute(&format!("ALTER DATABASE {db} ALLOW_CONNECTIONS true"))
+        .unwrap();
+    assert!(assert_page(&s, "/runs").contains("/run/12"));
+    assert!(assert_page(&s, "/").contains("class=\"history-link\""));
+    assert_page(&s, "/history?test=smallfiles&metric=files_per_sec");
+}
+
+#[test]
+fn on_postgresql_the_sweep_raises_the_alert_and_triage_is_kept() {
+    let Some(admin) = pg_admin() else { return };
     let scratch = fsdelta::store::postgres::ScratchDatabase::create(&admin).unwrap();
     fill_store(&mut fsdelta::store::postgres::PgStore::open(&scratch.url).unwrap());
     let d = tempfile::tempdir().unwrap();

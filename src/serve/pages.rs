@@ -8,6 +8,7 @@
 
 use super::PageError;
 use super::chart::{self, Mark};
+use super::chase;
 use super::html::{esc, href, page, table, when};
 use super::{Html, Params};
 use crate::compare::{self, judge, verdict::Methods};
@@ -67,17 +68,20 @@ pub fn pct(fraction: f64) -> String {
     format!("{:+.1} %", 100.0 * fraction)
 }
 
+/// A headline series: (configuration, test, metric).
+type SeriesKey = (String, String, String);
+
 /// The headline series (configuration, test, metric) of ended runs, by run: a run that ended
 /// does not change, and reading them is every metric row of the run (tens of thousands on a
 /// fleet's store), so the home page reads each run's once.
 #[derive(Default)]
-pub struct Headlines(std::sync::Mutex<BTreeMap<RunId, Vec<(String, String, String)>>>);
+pub struct Headlines(std::sync::Mutex<BTreeMap<RunId, Vec<SeriesKey>>>);
 
 /// How many runs' headline series are kept.
 const HEADLINES_KEPT: usize = 1024;
 
 impl Headlines {
-    fn of(&self, s: &dyn Store, r: &RunInfo) -> Result<Vec<(String, String, String)>, PageError> {
+    fn of(&self, s: &dyn Store, r: &RunInfo) -> Result<Vec<SeriesKey>, PageError> {
         if let Some(v) = self.0.lock().unwrap_or_else(|p| p.into_inner()).get(&r.id) {
             return Ok(v.clone());
         }
@@ -245,6 +249,36 @@ fn no_queue_yet(e: &crate::queue::QueueError) -> bool {
     matches!(e, crate::queue::QueueError::Db(m) if m.contains("does not exist"))
 }
 
+/// The ended runs of `host` (all machines' when `None`), oldest first, each with its samples'
+/// values of `test`'s `metric`: what `read::metric_history` gives, with the points grouped by
+/// run once (it looks every run's up among all points: runs x points, 5 M steps a request on
+/// the scale store).
+fn metric_history(
+    s: &dyn Store,
+    test: &str,
+    metric: &str,
+    host: Option<&str>,
+) -> Result<read::Loaded, PageError> {
+    let mut by_run: BTreeMap<RunId, Vec<SampleRecord>> = BTreeMap::new();
+    for p in s.metric_points(test, metric)? {
+        by_run
+            .entry(p.run_id)
+            .or_default()
+            .push(SampleRecord::of_point(&p, test));
+    }
+    let mut runs = s.runs(&RunFilter::default())?;
+    runs.reverse();
+    Ok(runs
+        .into_iter()
+        .filter(|r| r.status != crate::model::RunStatus::Running)
+        .filter(|r| host.is_none_or(|h| r.environment.host == h))
+        .map(|r| {
+            let samples = by_run.remove(&r.id).unwrap_or_default();
+            (r, samples)
+        })
+        .collect())
+}
+
 /// The history page of a test, metric, configuration and machine.
 // Over 150 lines: the page's four parts (chart, changes, the bisect command, the runs) read the
 // same history, marks and parameters; split, each would take all of them.
@@ -253,10 +287,8 @@ pub fn history(s: &dyn Store, p: &Params) -> Result<Html, PageError> {
     let metric = required(p, "metric", "the metric's name")?;
     let config = param(p, "config");
     let host = param(p, "host");
-    let runs: read::Loaded = read::metric_history(s, test, metric)?
-        .into_iter()
-        .filter(|(r, _)| host.is_none_or(|h| r.environment.host == h))
-        .collect();
+    let runs: read::Loaded = metric_history(s, test, metric, host)?;
+    let infos: BTreeMap<RunId, RunInfo> = runs.iter().map(|(r, _)| (r.id, r.clone())).collect();
     let h = compare::history::of_runs(runs, test, metric, config, None).map_err(|e| match e {
         compare::history::HistoryError::Configs { .. } => PageError::bad(e.to_string()),
         _ => PageError::not_found(e.to_string()),
@@ -308,7 +340,6 @@ pub fn history(s: &dyn Store, p: &Params) -> Result<Html, PageError> {
         let _ = write!(body, "<p class=\"note\">{}</p>", esc(why));
     }
     body.push_str("<h2>Changes</h2>");
-    let host_q = host.unwrap_or("");
     let mut rows = Vec::new();
     for (i, cp) in h.change_points.iter().enumerate() {
         let seg = |f: &dyn Fn(&compare::changepoint::Segment) -> bool| {
@@ -358,24 +389,48 @@ pub fn history(s: &dyn Store, p: &Params) -> Result<Html, PageError> {
         &["", "runs", "change", "p", "runs before / after", "state"],
         &rows,
     ));
-    if let Some(cp) = h.change_points.iter().rev().find(|_| true) {
-        let before = &h.points[cp.index - 1];
-        let after = &h.points[cp.index];
-        let _ = write!(
-            body,
-            "<h2>Chase the newest change</h2><p>The bisection between the run before it ({}) and \
-             the run after it ({}):</p><pre class=\"cmd\">{}</pre>",
-            before.run_id,
-            after.run_id,
-            esc(&bisect_command(
-                test,
-                metric,
-                config,
-                host_q,
-                before.run_id,
-                after.run_id
-            ))
-        );
+    if let Some(cp) = h.change_points.last() {
+        let (before, after) = (h.points[cp.index - 1].run_id, h.points[cp.index].run_id);
+        let ends: Vec<RunInfo> = [before, after]
+            .iter()
+            .filter_map(|id| infos.get(id).cloned())
+            .collect();
+        let guests = read::guest_kernels(s, &ends)?;
+        let end = |i: usize| {
+            let r = &ends[i];
+            let g = &guests[i];
+            chase::End {
+                run: r.id,
+                label: r.label.clone(),
+                suite: r.suite.clone(),
+                kernel: if g.is_empty() {
+                    r.environment.kernel_release.clone()
+                } else {
+                    g.join(",")
+                },
+                guest: !g.is_empty(),
+            }
+        };
+        if ends.len() == 2 {
+            let c = chase::command(test, metric, config, &end(0), &end(1));
+            let _ = write!(
+                body,
+                "<h2>Chase the newest change</h2><p>A bisection between what the run before it \
+                 ({}) and the run after it ({}) measured{} (docs/bisect.md):</p>\
+                 <pre class=\"cmd\" id=\"bisect-cmd\">{}</pre>",
+                run_link(before),
+                run_link(after),
+                if c.kernel { ", their kernels" } else { "" },
+                esc(&c.command)
+            );
+            if !c.fill.is_empty() {
+                body.push_str("<p>Fill in what the store does not record:</p><ul class=\"fill\">");
+                for f in &c.fill {
+                    let _ = write!(body, "<li>{}</li>", esc(f));
+                }
+                body.push_str("</ul>");
+            }
+        }
     }
     body.push_str("<h2>Runs</h2>");
     let rows: Vec<Vec<String>> = h
@@ -403,27 +458,6 @@ pub fn history(s: &dyn Store, p: &Params) -> Result<Html, PageError> {
         &rows,
     ));
     Ok(Html(page(&title, &body)))
-}
-
-/// The command that chases a change: `fsdelta bisect` between the kernels of the runs around
-/// it, judging each step against the run before it (`compare --bisect`'s exit codes).
-pub fn bisect_command(
-    test: &str,
-    metric: &str,
-    config: Option<&str>,
-    host: &str,
-    good: RunId,
-    bad: RunId,
-) -> String {
-    let mut c =
-        format!("fsdelta bisect --good-run {good} --bad-run {bad} --test {test} --metric {metric}");
-    if let Some(cfg) = config {
-        let _ = write!(c, " --config {cfg}");
-    }
-    if !host.is_empty() {
-        let _ = write!(c, " --host {host}");
-    }
-    c
 }
 
 /// The filters of the inbox from the URL; a state that is not one is a 400.
@@ -715,8 +749,8 @@ fn sides_of(s: &dyn Store, base: &str, cur: &str, sel: &Selection) -> Result<Sid
 }
 
 /// The comparison's text and markdown (`fsdelta compare`'s renderers): two sides, or every
-/// other side against the first.
-fn compared(s: &dyn Store, sel: &Selection, format: Format) -> Result<String, PageError> {
+/// other side against the first. Judged once, rendered twice (judging is the cost).
+fn compared(s: &dyn Store, sel: &Selection) -> Result<(String, String), PageError> {
     let criteria = compare::Criteria {
         tests: sel.tests.clone(),
         configs: sel.configs.clone(),
@@ -741,7 +775,11 @@ fn compared(s: &dyn Store, sel: &Selection, format: Format) -> Result<String, Pa
             context: Some(&ctx),
             across: sides.across,
         };
-        return report::format::render(format, &Doc::Comparison(&doc)).map_err(render_err);
+        let d = Doc::Comparison(&doc);
+        return Ok((
+            report::format::render(Format::Text, &d).map_err(render_err)?,
+            report::format::render(Format::Markdown, &d).map_err(render_err)?,
+        ));
     }
     let mut all = Vec::new();
     let mut spans = Vec::new();
@@ -778,7 +816,11 @@ fn compared(s: &dyn Store, sel: &Selection, format: Format) -> Result<String, Pa
         all: false,
         across: across_all,
     };
-    report::format::render(format, &Doc::Comparisons(&doc)).map_err(render_err)
+    let d = Doc::Comparisons(&doc);
+    Ok((
+        report::format::render(Format::Text, &d).map_err(render_err)?,
+        report::format::render(Format::Markdown, &d).map_err(render_err)?,
+    ))
 }
 
 /// The comparison page: the selectors (a form), the text for a mail and the markdown with
@@ -815,8 +857,7 @@ pub fn compare(s: &dyn Store, p: &Params) -> Result<Html, PageError> {
             "a comparison needs two or more selections (sel=BASE&sel=CUR)",
         ));
     }
-    let text = compared(s, &sel, Format::Text)?;
-    let md = compared(s, &sel, Format::Markdown)?;
+    let (text, md) = compared(s, &sel)?;
     let _ = write!(
         body,
         "<section><h2>For a mail</h2><p><button type=\"button\" class=\"copy\" data-copy=\"mail\" id=\"copy-mail\">Copy for mail</button> \
