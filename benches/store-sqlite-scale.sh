@@ -96,7 +96,7 @@ t1=$(date +%s.%N)
 # table, mark the file schema 7 and open it with a writing command (this also measures the
 # upgrade of a store of this size).
 if [ "$(sqlite3 "$DB" 'PRAGMA user_version')" -ge 8 ]; then
-    sqlite3 "$DB" 'DROP TABLE run_medians; PRAGMA user_version = 7;'
+    sqlite3 "$DB" 'DROP TABLE run_medians; DROP TABLE IF EXISTS alerts; PRAGMA user_version = 7;'
     /usr/bin/time -f '%e %M' -o "$WORK/time" env FSDELTA_DB="$DB" "$B" cleanup >/dev/null 2>"$WORK/err" ||
         { cat "$WORK/err" >&2; exit 1; }
     read -r secs kb < "$WORK/time"
