@@ -5,8 +5,8 @@
 //! messages. It must never measure, run SQL or format tables itself; it calls the rooms that do.
 
 pub mod agent;
-pub mod calibrate;
 pub mod bisect;
+pub mod calibrate;
 pub mod cleanup;
 pub mod dbench;
 pub mod doctor;

@@ -1096,7 +1096,7 @@ pub fn flame(s: &dyn Store, run: RunId, sample: i64) -> Result<String, PageError
         &format!("run {run} sample {sample}"),
         report::profile::Threads::default(),
     )
-        .map_err(|e| PageError::not_found(format!("cannot draw the flame graph: {e}")))
+    .map_err(|e| PageError::not_found(format!("cannot draw the flame graph: {e}")))
 }
 
 /// The machines page: every machine that stored a run, with its newest run, and on a fleet
