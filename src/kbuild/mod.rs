@@ -75,6 +75,23 @@ pub enum KbuildError {
     /// `TREE@COMMIT` is malformed.
     #[error("{0:?} is not TREE@COMMIT (a kernel git tree and a commit of it, as /src/linux@v6.17)")]
     BadRef(String),
+    /// TREE is not a git tree.
+    #[error(
+        "{0} is not a git tree (no .git there): name the top directory of a kernel git checkout, as /src/linux@v6.17"
+    )]
+    NotATree(PathBuf),
+    /// The tree has no such commit.
+    #[error(
+        "{tree} has no commit {commit:?} ({message}): `git -C {tree} log --oneline` lists its commits; give a hash, tag or branch it has, or fetch the one you mean"
+    )]
+    NoCommit {
+        /// The tree.
+        tree: PathBuf,
+        /// The commit as given.
+        commit: String,
+        /// git's message.
+        message: String,
+    },
     /// A git command failed.
     #[error("git {args} in {tree}: {message}")]
     Git {
@@ -397,14 +414,30 @@ pub fn build_in(
     progress: &mut dyn FnMut(&Progress),
 ) -> Result<Built, KbuildError> {
     let tree = std::path::absolute(&req.kernel.tree).map_err(io("resolving", &req.kernel.tree))?;
+    if !tree.join(".git").exists() {
+        return Err(KbuildError::NotATree(tree));
+    }
     let commit = git(
         &tree,
         &[
             "rev-parse",
             "--verify",
+            "--quiet",
             &format!("{}^{{commit}}", req.kernel.commit),
         ],
-    )?;
+    )
+    .map_err(|e| match e {
+        KbuildError::Git { message, .. } => KbuildError::NoCommit {
+            tree: tree.clone(),
+            commit: req.kernel.commit.clone(),
+            message: if message.is_empty() {
+                "git rev-parse knows no such revision".into()
+            } else {
+                message
+            },
+        },
+        e => e,
+    })?;
     let config_text = req
         .config
         .clone()
