@@ -256,6 +256,9 @@ pub struct KernelBuild {
     pub config: Option<PathBuf>,
 }
 
+/// The `kernel` key read: where its value starts, the kernel, what to build.
+type KernelKey = (usize, PathBuf, Option<KernelBuild>);
+
 /// The keys of a `kernel = { ... }` table.
 const KERNEL_KEYS: [&str; 3] = ["tree", "commit", "config"];
 
@@ -1031,11 +1034,7 @@ impl Check<'_> {
 
     /// The `kernel` key: where its value starts, the kernel (a path, or `TREE@COMMIT` for the
     /// table form) and, for the table form, what to build; `None` on the host.
-    #[allow(clippy::type_complexity)]
-    fn kernel(
-        &self,
-        raw: &RawConfig,
-    ) -> Result<Option<(usize, PathBuf, Option<KernelBuild>)>, ConfigError> {
+    fn kernel(&self, raw: &RawConfig) -> Result<Option<KernelKey>, ConfigError> {
         let Some(v) = &raw.kernel else {
             return Ok(None);
         };
