@@ -38,14 +38,16 @@ pub fn main() -> Result<i32> {
     }
     let cache = crate::vm::cache_dir();
     let known = kernel::known(&cache);
-    for k in &known {
+    let built = crate::kbuild::built(&crate::kbuild::cache_dir());
+    // A built kernel that booted is also remembered by the guests: listed once, as built.
+    for k in known.iter().filter(|k| !built.iter().any(|b| b.image == k.path)) {
         table.push([
             k.release.clone(),
             k.kind.clone(),
             k.path.display().to_string(),
         ]);
     }
-    for b in crate::kbuild::built(&crate::kbuild::cache_dir()) {
+    for b in &built {
         table.push([
             b.release.clone(),
             "built".into(),
