@@ -40,7 +40,10 @@ pub fn main() -> Result<i32> {
     let known = kernel::known(&cache);
     let built = crate::kbuild::built(&crate::kbuild::cache_dir());
     // A built kernel that booted is also remembered by the guests: listed once, as built.
-    for k in known.iter().filter(|k| !built.iter().any(|b| b.image == k.path)) {
+    for k in known
+        .iter()
+        .filter(|k| !built.iter().any(|b| b.image == k.path))
+    {
         table.push([
             k.release.clone(),
             k.kind.clone(),
