@@ -770,6 +770,9 @@ impl Lab for CliLab {
         };
         eprintln!("fsdelta: building {what}");
         if let Err(e) = git::export(&self.job.repo, &commit, &tree, revert.as_deref()) {
+            if self.interrupted() {
+                return Err(BisectError::Interrupted);
+            }
             if revert.is_some() {
                 return Ok(Built::Failed(e.message));
             }
