@@ -245,7 +245,7 @@ fn an_interrupted_bisection_resumes() {
         .arg("--target")
         .arg(&target)
         .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
+        .stderr(std::fs::File::create(env.path("bisect.err")).unwrap())
         .process_group(0)
         .spawn()
         .unwrap();
@@ -273,7 +273,8 @@ fn an_interrupted_bisection_resumes() {
     assert_eq!(
         status.code(),
         Some(130),
-        "an interrupted bisection exits 130"
+        "an interrupted bisection exits 130; it said:\n{}",
+        std::fs::read_to_string(env.path("bisect.err")).unwrap_or_default()
     );
     let kept = steps();
     assert!(kept >= 2);

@@ -406,6 +406,8 @@ fn resume(dir: &Dir) -> Result<i32> {
                 })?;
             }
             Err(BisectError::Interrupted) => return interrupted(&name),
+            // A command the signal killed (git archive, a build) fails without saying why.
+            Err(_) if lab.interrupted() => return interrupted(&name),
             Err(e) => return Err(e.into()),
         }
     }
@@ -431,6 +433,7 @@ fn resume(dir: &Dir) -> Result<i32> {
         match result {
             Ok(()) => {}
             Err(BisectError::Interrupted) => return interrupted(&name),
+            Err(_) if lab.interrupted() => return interrupted(&name),
             Err(e) => {
                 let _ = dir.log(&format!("stopped: {e}"));
                 return Err(anyhow::Error::from(e).context(format!(
@@ -767,6 +770,9 @@ impl Lab for CliLab {
         };
         eprintln!("fsdelta: building {what}");
         if let Err(e) = git::export(&self.job.repo, &commit, &tree, revert.as_deref()) {
+            if self.interrupted() {
+                return Err(BisectError::Interrupted);
+            }
             if revert.is_some() {
                 return Ok(Built::Failed(e.message));
             }

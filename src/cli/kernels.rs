@@ -1,13 +1,16 @@
 //! `fsdelta kernels`: the kernels fsdelta can boot in a guest: the host's own (when its image is
 //! readable), every kernel a configuration named before, the kernels built from a git tree
 //! (`kbuild`'s cache: `TREE@COMMIT`, built once per commit, config and compiler), and the Debian
-//! kernel packages in the usual download places. Reads only; resolves nothing (a listing must
-//! be instant).
+//! kernel packages in the usual download places. The listing reads only and resolves nothing
+//! (a listing must be instant); [`tree_ref`] and [`build`] are `run`'s way from a kernel
+//! written as a commit of a git tree (`--kernel TREE@COMMIT`, a configuration's `kernel = {
+//! tree, commit, config }`) to the image kbuild built.
 
 use super::EXIT_OK;
+use crate::kbuild::{KbuildError, KernelRef};
 use crate::vm::kernel;
-use anyhow::Result;
-use std::path::PathBuf;
+use anyhow::{Context, Result, bail};
+use std::path::{Path, PathBuf};
 
 /// List the kernels.
 pub fn main() -> Result<i32> {
@@ -35,14 +38,19 @@ pub fn main() -> Result<i32> {
     }
     let cache = crate::vm::cache_dir();
     let known = kernel::known(&cache);
-    for k in &known {
+    let built = crate::kbuild::built(&crate::kbuild::cache_dir());
+    // A built kernel that booted is also remembered by the guests: listed once, as built.
+    for k in known
+        .iter()
+        .filter(|k| !built.iter().any(|b| b.image == k.path))
+    {
         table.push([
             k.release.clone(),
             k.kind.clone(),
             k.path.display().to_string(),
         ]);
     }
-    for b in crate::kbuild::built(&crate::kbuild::cache_dir()) {
+    for b in &built {
         table.push([
             b.release.clone(),
             "built".into(),
@@ -79,40 +87,74 @@ pub fn main() -> Result<i32> {
     Ok(EXIT_OK)
 }
 
-/// A `--kernel` value made bootable: `TREE@COMMIT` built (or taken from the cache) with its
-/// progress on one terminal line, anything else returned as given. For `run --kernel` and the
-/// configuration's `kernel` once they accept commits.
-pub fn resolve(arg: &std::path::Path, config: Option<String>) -> Result<PathBuf> {
-    let Some(kernel) = crate::kbuild::KernelRef::of_arg(arg) else {
-        return Ok(arg.to_path_buf());
+/// Whether a kernel as written (a `--kernel` value, a configuration's `kernel` string) names a
+/// commit of a git tree: `Some` for `TREE@COMMIT` whose TREE has `.git`, `None` for anything
+/// that exists as written or has no `@`; an error, saying how to fix it, for a `TREE@COMMIT`
+/// whose TREE is a directory but not a git tree, or that is neither a file nor a directory.
+pub fn tree_ref(arg: &Path) -> Result<Option<KernelRef>> {
+    if let Some(k) = KernelRef::of_arg(arg) {
+        return Ok(Some(k));
+    }
+    let Some(s) = arg.to_str() else {
+        return Ok(None);
     };
+    if arg.exists() || s == "host" {
+        return Ok(None);
+    }
+    let Some((tree, commit)) = s.rsplit_once('@') else {
+        return Ok(None);
+    };
+    if tree.is_empty() || commit.is_empty() {
+        return Ok(None);
+    }
+    if Path::new(tree).is_dir() {
+        return Err(KbuildError::NotATree(PathBuf::from(tree)).into());
+    }
+    bail!(
+        "kernel {s}: no such file, and {tree} (read as TREE@COMMIT) is no directory: give a kernel image, a linux-image .deb, a build tree, or a commit of a kernel git tree as /src/linux@v6.17"
+    )
+}
+
+/// Build (or take from kbuild's cache) `kernel` with `config` (a whole .config; `None`:
+/// kbuild's default), its progress on one terminal line (none when `quiet`), and say where
+/// the image and its log are. `shown` names it in the lines.
+pub fn build(
+    kernel: KernelRef,
+    config: Option<String>,
+    shown: &str,
+    quiet: bool,
+) -> Result<crate::kbuild::Built> {
     let req = crate::kbuild::Request {
         kernel,
         config,
         jobs: 0,
     };
     let mut last = std::time::Instant::now();
+    let mut drew = false;
     let built = crate::kbuild::build(&req, &mut |p| {
-        if last.elapsed().as_secs_f64() >= 1.0 {
+        if !quiet && last.elapsed().as_secs_f64() >= 1.0 {
             last = std::time::Instant::now();
+            drew = true;
             let line: String = p.last_line.chars().take(60).collect();
             eprint!(
-                "\rfsdelta: building {}: {} {:.0} s  {line:60}",
-                arg.display(),
-                p.stage,
-                p.elapsed_s
+                "\rfsdelta: building {shown}: {} {:.0} s  {line:60}",
+                p.stage, p.elapsed_s
             );
         }
     });
-    eprintln!();
-    let built = built?;
-    eprintln!(
-        "fsdelta: {} is {} ({}{}), log {}",
-        arg.display(),
-        built.image.display(),
-        built.release,
-        if built.cached { ", from the cache" } else { "" },
-        built.log.display()
-    );
-    Ok(built.image)
+    if drew {
+        eprintln!();
+    }
+    let built = built.with_context(|| format!("building the kernel {shown}"))?;
+    if !quiet {
+        eprintln!(
+            "fsdelta: kernel {shown} is {} ({}, commit {}{}), build log {}",
+            built.image.display(),
+            built.release,
+            &built.commit[..12.min(built.commit.len())],
+            if built.cached { ", from the cache" } else { "" },
+            built.log.display()
+        );
+    }
+    Ok(built)
 }

@@ -436,7 +436,8 @@ pub struct RunArgs {
     /// Run every configuration (or, without --config, ext4 on a 2 GiB loop image) once per
     /// kernel, each in a QEMU guest of that kernel (`host` runs on this machine), and compare
     /// the first kernel with each other at the end, exit 1 on a regression (repeatable; a
-    /// bzImage, vmlinux, build tree or linux-image .deb; see `fsdelta kernels`).
+    /// bzImage, vmlinux, build tree or linux-image .deb; see `fsdelta kernels`; or TREE@COMMIT,
+    /// a commit of a kernel git tree, built first and cached: /src/linux@v6.17).
     #[arg(long = "kernel", value_name = "KERNEL")]
     pub kernels: Vec<PathBuf>,
     /// Keep the page cache between samples (by default, as root, it is dropped before each).
@@ -482,7 +483,8 @@ pub struct RunArgs {
     pub engine: EngineChoice,
     /// After -n repetitions, keep adding repetitions of each test until its headline metric is
     /// resolved (with --baseline: a verdict other than inconclusive; without: the 95 % interval
-    /// of its mean inside the unchanged band), up to --max-repeat.
+    /// of its mean inside the unchanged band), up to --max-repeat. Starts with more than -n
+    /// when the machine's newest calibration (`fsdelta calibrate`) plans more.
     #[arg(long)]
     pub until_confident: bool,
     /// Most repetitions with --until-confident (at least 1).

@@ -40,7 +40,13 @@ pub fn main(args: RunArgs) -> Result<i32> {
         ab_pairs,
         config_names,
         tracefs: _tracefs,
+        repeat_note,
     } = planned(&args)?;
+    if let Some(note) = &repeat_note
+        && !args.quiet
+    {
+        eprintln!("fsdelta: --until-confident: {note}");
+    }
     let location = args.db.location();
     let (mut store, replayed) = store::open_for_run(&location)?;
     let journals = store::journals_for(&location);
@@ -53,7 +59,7 @@ pub fn main(args: RunArgs) -> Result<i32> {
         .flat_map(|c| plan.tests.iter().map(move |t| (c.clone(), t.name.clone())))
         .collect();
     let view = View {
-        progress: Progress::new(args.quiet, &rows, args.repeat),
+        progress: Progress::new(args.quiet, &rows, plan.repeat),
         quiet: args.quiet,
         location,
     };
@@ -120,6 +126,8 @@ struct Planned {
     /// tracefs, when `--events` or a test's `events` needed it mounted: recorded in the state
     /// file, unmounted when the run ends (this guard's drop).
     tracefs: Option<crate::site::mount::Mounted>,
+    /// `--until-confident`: where its starting repetitions come from ([`starting_repeat`]).
+    repeat_note: Option<String>,
 }
 
 /// Map the arguments onto a [`RunSpec`]: the suite, its tests built (so a bad option fails
@@ -134,6 +142,7 @@ fn planned(args: &RunArgs) -> Result<Planned> {
         Sites::Scratch(_) => vec!["scratch".into()],
         Sites::Configs { file, .. } => file.configs.iter().map(|c| c.name.clone()).collect(),
     };
+    let (repeat, repeat_note) = starting_repeat(args, &environment.host, &margins);
     let plan = RunSpec {
         label: args
             .label
@@ -142,7 +151,7 @@ fn planned(args: &RunArgs) -> Result<Planned> {
         suite: suite.name.clone(),
         tests,
         targets,
-        repeat: args.repeat,
+        repeat,
         order: args.order.resolve(args.seed),
         until_confident: args.until_confident.then_some(runner::UntilConfident {
             max_repeat: args.max_repeat,
@@ -168,7 +177,53 @@ fn planned(args: &RunArgs) -> Result<Planned> {
         ab_pairs,
         config_names,
         tracefs,
+        repeat_note,
     })
+}
+
+/// `--until-confident`'s starting repetitions: what the newest calibration of `host` in the
+/// store plans for the run's margins (`calibrate::planned_repeat`, at most `--max-repeat`)
+/// when that is more than `-n`, else `-n`; with the sentence that says which and why. `-n`
+/// and no sentence without `--until-confident`.
+fn starting_repeat(
+    args: &RunArgs,
+    host: &str,
+    margins: &compare::verdict::Margins,
+) -> (u32, Option<String>) {
+    if !args.until_confident {
+        return (args.repeat, None);
+    }
+    let planned =
+        super::calibrate::planned_repeat(&args.db.location(), host, margins, args.max_repeat);
+    repeat_from(args.repeat, planned)
+}
+
+/// [`starting_repeat`]'s choice from `-n` and the calibration's plan (its runs a side and its
+/// two runs).
+fn repeat_from(
+    n: u32,
+    planned: Option<(u32, (crate::model::RunId, crate::model::RunId))>,
+) -> (u32, Option<String>) {
+    match planned {
+        Some((p, (a, b))) if p > n => (
+            p,
+            Some(format!(
+                "starting with {p} repetitions a test, not -n {n}: the calibration of this machine (runs {a} and {b}) plans {p} a side to resolve its noisiest headline metric within the margins"
+            )),
+        ),
+        Some((p, (a, b))) => (
+            n,
+            Some(format!(
+                "starting with -n {n} repetitions a test; the calibration of this machine (runs {a} and {b}) plans {p} a side"
+            )),
+        ),
+        None => (
+            n,
+            Some(format!(
+                "starting with -n {n} repetitions a test: no calibration of this machine in the store (`fsdelta calibrate` makes one, and the start is then planned from it)"
+            )),
+        ),
+    }
 }
 
 /// Build every workload of the selected tests before anything runs, so a bad option fails fast;
@@ -244,6 +299,13 @@ fn sites_of(args: &RunArgs) -> Result<(Sites, Vec<(String, String)>)> {
         }
         f => (f, named_pair.into_iter().collect()),
     };
+    let file = match file {
+        Some(mut f) => {
+            build_kernels(&mut f, args.config.as_deref(), args.quiet)?;
+            Some(f)
+        }
+        None => None,
+    };
     let targets = match file {
         Some(file) => Sites::Configs {
             file,
@@ -255,6 +317,74 @@ fn sites_of(args: &RunArgs) -> Result<(Sites, Vec<(String, String)>)> {
         }),
     };
     Ok((targets, ab_pairs))
+}
+
+/// Kernels written as commits of a git tree (`--kernel TREE@COMMIT`, a configuration's `kernel
+/// = "TREE@COMMIT"` or `kernel = { tree, commit, config }`) built, or taken from kbuild's cache,
+/// before anything runs, each (tree, commit, config) once; their configurations then boot the
+/// built image with its modules. The table's relative `tree` and `config` are read from the
+/// directory of the configuration file `config_path`.
+fn build_kernels(
+    file: &mut config::ConfigFile,
+    config_path: Option<&std::path::Path>,
+    quiet: bool,
+) -> Result<()> {
+    use std::path::PathBuf;
+    let base = config_path
+        .and_then(std::path::Path::parent)
+        .map(std::path::Path::to_path_buf)
+        .unwrap_or_default();
+    let mut done: std::collections::HashMap<
+        (PathBuf, String, Option<PathBuf>),
+        crate::kbuild::Built,
+    > = Default::default();
+    for c in &mut file.configs {
+        let Some(vm) = c.vm.as_mut() else { continue };
+        let (kernel, kconfig) = match &vm.build {
+            Some(b) => (
+                crate::kbuild::KernelRef {
+                    tree: base.join(&b.tree),
+                    commit: b.commit.clone(),
+                },
+                b.config.as_ref().map(|p| base.join(p)),
+            ),
+            None => match super::kernels::tree_ref(&vm.kernel)
+                .with_context(|| format!("config '{}'", c.name))?
+            {
+                Some(k) => (k, None),
+                None => continue,
+            },
+        };
+        let key = (kernel.tree.clone(), kernel.commit.clone(), kconfig.clone());
+        let built = match done.get(&key) {
+            Some(b) => b.clone(),
+            None => {
+                let text = kconfig
+                    .as_ref()
+                    .map(|p| {
+                        crate::os::input::read_to_string(p).with_context(|| {
+                            format!(
+                                "config '{}': reading the kernel's .config {} (kernel = {{ config = ... }}, relative to the configuration file)",
+                                c.name,
+                                p.display()
+                            )
+                        })
+                    })
+                    .transpose()?;
+                let shown = vm.kernel.display().to_string();
+                let b = super::kernels::build(kernel, text, &shown, quiet)
+                    .with_context(|| format!("config '{}'", c.name))?;
+                done.insert(key, b.clone());
+                b
+            }
+        };
+        vm.kernel = built.image.clone();
+        if vm.modules.is_none() {
+            vm.modules = built.modules.clone();
+        }
+        vm.build = None;
+    }
+    Ok(())
 }
 
 /// The configurations of `file` named `names`, in that order; a name the file lacks, or one
@@ -370,5 +500,28 @@ fn closing(
         }
         Err(e) if gating => Err(e.context(format!("comparing {base} with {cur}"))),
         Err(_) => Ok(EXIT_OK),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::repeat_from;
+
+    #[test]
+    fn until_confident_starts_from_the_calibration_when_it_plans_more() {
+        let (n, note) = repeat_from(3, Some((8, (4, 5))));
+        assert_eq!(n, 8);
+        let note = note.unwrap();
+        assert!(
+            note.contains("starting with 8 repetitions a test, not -n 3")
+                && note.contains("runs 4 and 5"),
+            "{note}"
+        );
+        let (n, note) = repeat_from(5, Some((2, (4, 5))));
+        assert_eq!(n, 5);
+        assert!(note.unwrap().contains("plans 2 a side"));
+        let (n, note) = repeat_from(3, None);
+        assert_eq!(n, 3);
+        assert!(note.unwrap().contains("no calibration of this machine"));
     }
 }

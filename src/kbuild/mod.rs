@@ -75,6 +75,23 @@ pub enum KbuildError {
     /// `TREE@COMMIT` is malformed.
     #[error("{0:?} is not TREE@COMMIT (a kernel git tree and a commit of it, as /src/linux@v6.17)")]
     BadRef(String),
+    /// TREE is not a git tree.
+    #[error(
+        "{0} is not a git tree (no .git there): name the top directory of a kernel git checkout, as /src/linux@v6.17"
+    )]
+    NotATree(PathBuf),
+    /// The tree has no such commit.
+    #[error(
+        "{tree} has no commit {commit:?} ({message}): `git -C {tree} log --oneline` lists its commits; give a hash, tag or branch it has, or fetch the one you mean"
+    )]
+    NoCommit {
+        /// The tree.
+        tree: PathBuf,
+        /// The commit as given.
+        commit: String,
+        /// git's message.
+        message: String,
+    },
     /// A git command failed.
     #[error("git {args} in {tree}: {message}")]
     Git {
@@ -397,14 +414,30 @@ pub fn build_in(
     progress: &mut dyn FnMut(&Progress),
 ) -> Result<Built, KbuildError> {
     let tree = std::path::absolute(&req.kernel.tree).map_err(io("resolving", &req.kernel.tree))?;
+    if !tree.join(".git").exists() {
+        return Err(KbuildError::NotATree(tree));
+    }
     let commit = git(
         &tree,
         &[
             "rev-parse",
             "--verify",
+            "--quiet",
             &format!("{}^{{commit}}", req.kernel.commit),
         ],
-    )?;
+    )
+    .map_err(|e| match e {
+        KbuildError::Git { message, .. } => KbuildError::NoCommit {
+            tree: tree.clone(),
+            commit: req.kernel.commit.clone(),
+            message: if message.is_empty() {
+                "git rev-parse knows no such revision".into()
+            } else {
+                message
+            },
+        },
+        e => e,
+    })?;
     let config_text = req
         .config
         .clone()
@@ -615,6 +648,97 @@ mod tests {
         assert_eq!(digest("abc"), digest("abc"));
         assert_ne!(digest("abc"), digest("abd"));
         assert_eq!(digest("").len(), 32);
+    }
+
+    /// `git` in `tree` as a test author.
+    fn g(tree: &Path, args: &[&str]) {
+        let s = Command::new("git")
+            .arg("-C")
+            .arg(tree)
+            .args(args)
+            .env("GIT_AUTHOR_NAME", "a")
+            .env("GIT_AUTHOR_EMAIL", "a@b")
+            .env("GIT_COMMITTER_NAME", "a")
+            .env("GIT_COMMITTER_EMAIL", "a@b")
+            .output()
+            .unwrap();
+        assert!(s.status.success(), "{s:?}");
+    }
+
+    #[test]
+    fn a_build_is_cached_and_a_bad_tree_or_commit_says_how_to_fix_it() {
+        // A "kernel tree" whose make writes a stand-in image: the build path end to end, fast.
+        let dir = tempfile::tempdir().unwrap();
+        let tree = dir.path().join("linux");
+        std::fs::create_dir_all(tree.join("scripts/kconfig")).unwrap();
+        g(&tree, &["init", "-q"]);
+        std::fs::write(
+            tree.join("Makefile"),
+            "O ?= .\n.PHONY: tinyconfig olddefconfig bzImage kernelrelease\n\
+             tinyconfig:\n\t@echo '# tiny' > $(O)/.config\n\
+             olddefconfig:\n\t@echo olddefconfig\n\
+             bzImage:\n\t@mkdir -p $(O)/arch/x86/boot && cp version $(O)/arch/x86/boot/bzImage && echo '  BUILD   bzImage'\n\
+             kernelrelease:\n\t@echo 6.1.0-test\n",
+        )
+        .unwrap();
+        std::fs::write(
+            tree.join("scripts/kconfig/merge_config.sh"),
+            "cat \"$4\" \"$5\" > \"$3/.config.merged\" && mv \"$3/.config.merged\" \"$3/.config\"\n",
+        )
+        .unwrap();
+        std::fs::write(tree.join("version"), "base\n").unwrap();
+        g(&tree, &["add", "-A"]);
+        g(&tree, &["commit", "-qm", "base"]);
+        let cache = dir.path().join("cache");
+        let req = |commit: &str| Request {
+            kernel: KernelRef {
+                tree: tree.clone(),
+                commit: commit.into(),
+            },
+            config: None,
+            jobs: 1,
+        };
+        let mut stages = Vec::new();
+        let b = build_in(&cache, &req("HEAD"), &mut |p| stages.push(p.stage)).unwrap();
+        assert!(!b.cached);
+        assert_eq!(b.release, "6.1.0-test");
+        assert_eq!(std::fs::read_to_string(&b.image).unwrap(), "base\n");
+        assert!(
+            std::fs::read_to_string(&b.log)
+                .unwrap()
+                .contains("BUILD   bzImage")
+        );
+        assert!(stages.contains(&Stage::Compile));
+        // The default fragment went into the config.
+        let config = std::fs::read_to_string(b.image.with_file_name("config")).unwrap();
+        assert!(config.contains("CONFIG_VIRTIO_BLK=y"), "{config}");
+        let again = build_in(&cache, &req("HEAD"), &mut |_| panic!("built again")).unwrap();
+        assert!(again.cached);
+        assert_eq!(again.image, b.image);
+        assert_eq!(built(&cache).len(), 1);
+        let e = build_in(&cache, &req("v9.9"), &mut |_| {}).unwrap_err();
+        assert!(matches!(e, KbuildError::NoCommit { .. }), "{e}");
+        assert!(
+            e.to_string().contains("has no commit \"v9.9\"")
+                && e.to_string().contains("log --oneline"),
+            "{e}"
+        );
+        let plain = dir.path().join("plain");
+        std::fs::create_dir_all(&plain).unwrap();
+        let e = build_in(
+            &cache,
+            &Request {
+                kernel: KernelRef {
+                    tree: plain,
+                    commit: "HEAD".into(),
+                },
+                config: None,
+                jobs: 1,
+            },
+            &mut |_| {},
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("is not a git tree"), "{e}");
     }
 
     #[test]

@@ -42,6 +42,15 @@
 //! cmdline = "mitigations=off"       # optional: added to the guest's kernel command line
 //! memory = "2G"                     # optional: guest memory (default 2G, at least 256M)
 //! cpus = 2                          # optional: guest vCPUs (default 2)
+//!
+//! [[config]]
+//! name = "ext4-patched"
+//! fs = "ext4"
+//! device = "loop:2G"
+//! # a commit of a kernel git tree, built by fsdelta (cached) and booted; config is optional (a
+//! # .config, relative to this file; default: tinyconfig plus what a guest needs). The string
+//! # kernel = "/src/linux@patched" is the same without a config.
+//! kernel = { tree = "/src/linux", commit = "patched", config = "guest.config" }
 //! ```
 
 use super::raw::Loose;
@@ -228,7 +237,30 @@ pub struct VmConfig {
     pub memory_bytes: Option<u64>,
     /// Guest vCPUs (`None`: the default of `crate::vm`).
     pub cpus: Option<u32>,
+    /// `kernel = { tree, commit, config }`: the commit to build (then `kernel` is
+    /// `TREE@COMMIT`, for names and messages); `None` for a kernel given as a string (which may
+    /// still be `TREE@COMMIT`: the caller decides, as this module never looks at the disk).
+    pub build: Option<KernelBuild>,
 }
+
+/// `kernel = { tree = "...", commit = "...", config = "..." }`: a commit of a kernel git tree
+/// to build and boot (`crate::kbuild` builds it; the CLI resolves it before the run).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KernelBuild {
+    /// The git tree, as written (relative: to the configuration file's directory).
+    pub tree: PathBuf,
+    /// The commit (hash, tag, branch, or any revision git names one commit by).
+    pub commit: String,
+    /// The `.config` to build with, as written (relative: to the configuration file's
+    /// directory); `None`: kbuild's default (tinyconfig plus what a guest needs).
+    pub config: Option<PathBuf>,
+}
+
+/// The `kernel` key read: where its value starts, the kernel, what to build.
+type KernelKey = (usize, PathBuf, Option<KernelBuild>);
+
+/// The keys of a `kernel = { ... }` table.
+const KERNEL_KEYS: [&str; 3] = ["tree", "commit", "config"];
 
 /// The least guest memory a configuration may ask for.
 pub const MIN_VM_MEMORY: u64 = 256 << 20;
@@ -311,7 +343,7 @@ struct RawConfig {
     path: Option<Field<String>>,
     size: Option<Field<String>>,
     source: Option<Field<String>>,
-    kernel: Option<Field<String>>,
+    kernel: Option<Field<toml::Value>>,
     modules: Option<Field<String>>,
     cmdline: Option<Field<String>>,
     memory: Option<Field<String>>,
@@ -953,18 +985,8 @@ impl Check<'_> {
         fs: FsKind,
         device: &Device,
     ) -> Result<Option<VmConfig>, ConfigError> {
-        let kernel = match self.string(&raw.kernel, "kernel")? {
-            None | Some((_, "host")) => None,
-            Some((at, k)) if k.trim().is_empty() => {
-                return Err(self.at(
-                    at,
-                    "kernel",
-                    format!("is empty: give a kernel path, or \"host\" to run here (was '{k}')"),
-                ));
-            }
-            Some((at, k)) => Some((at, PathBuf::from(k))),
-        };
-        let Some((kat, kernel)) = kernel else {
+        let kernel = self.kernel(raw)?;
+        let Some((kat, kernel, build)) = kernel else {
             for key in ["modules", "cmdline", "memory", "cpus"] {
                 if let Some(at) = raw.at(key) {
                     return Err(self.at(
@@ -1000,6 +1022,7 @@ impl Check<'_> {
         }
         Ok(Some(VmConfig {
             kernel,
+            build,
             modules: self
                 .string(&raw.modules, "modules")?
                 .map(|(_, s)| PathBuf::from(s)),
@@ -1007,6 +1030,105 @@ impl Check<'_> {
             memory_bytes: self.memory(raw)?,
             cpus: self.cpus(raw)?,
         }))
+    }
+
+    /// The `kernel` key: where its value starts, the kernel (a path, or `TREE@COMMIT` for the
+    /// table form) and, for the table form, what to build; `None` on the host.
+    fn kernel(&self, raw: &RawConfig) -> Result<Option<KernelKey>, ConfigError> {
+        let Some(v) = &raw.kernel else {
+            return Ok(None);
+        };
+        let at = v.span().start;
+        let shape = "give a kernel path (an image, a .deb, a build tree, or TREE@COMMIT), \"host\" to run here, or a commit of a kernel git tree as { tree = \"/src/linux\", commit = \"v6.17\" }";
+        let value = v.get_ref().get().map_err(|w| {
+            self.at(
+                at,
+                "kernel",
+                format!(
+                    "expected a string or a table, found {}: {shape}",
+                    w.type_str()
+                ),
+            )
+        })?;
+        let table = match value {
+            toml::Value::String(k) if k == "host" => return Ok(None),
+            toml::Value::String(k) if k.trim().is_empty() => {
+                return Err(self.at(
+                    at,
+                    "kernel",
+                    format!("is empty: give a kernel path, or \"host\" to run here (was '{k}')"),
+                ));
+            }
+            toml::Value::String(k) => return Ok(Some((at, PathBuf::from(k), None))),
+            toml::Value::Table(t) => t,
+            other => {
+                return Err(self.at(
+                    at,
+                    "kernel",
+                    format!(
+                        "expected a string or a table, found {}: {shape}",
+                        other.type_str()
+                    ),
+                ));
+            }
+        };
+        if let Some(k) = table.keys().find(|k| !KERNEL_KEYS.contains(&k.as_str())) {
+            return Err(self.at(
+                at,
+                "kernel",
+                format!(
+                    "unknown key '{k}' in the kernel table; it knows only {}: remove it or check its spelling",
+                    KERNEL_KEYS.join(", ")
+                ),
+            ));
+        }
+        let field = |key: &str, required: bool| -> Result<Option<String>, ConfigError> {
+            match table.get(key) {
+                None if required => Err(self.at(
+                    at,
+                    "kernel",
+                    format!(
+                        "the kernel table has no '{key}': write kernel = {{ tree = \"/src/linux\", commit = \"v6.17\" }} (config is optional)"
+                    ),
+                )),
+                None => Ok(None),
+                Some(toml::Value::String(s)) if !s.trim().is_empty() => Ok(Some(s.clone())),
+                Some(toml::Value::String(_)) => Err(self.at(
+                    at,
+                    "kernel",
+                    format!("'{key}' in the kernel table is empty: give it a value or remove it"),
+                )),
+                Some(other) => Err(self.at(
+                    at,
+                    "kernel",
+                    format!(
+                        "'{key}' in the kernel table must be a string, found {}: put it in double quotes",
+                        other.type_str()
+                    ),
+                )),
+            }
+        };
+        let tree = field("tree", true)?.unwrap_or_default();
+        let commit = field("commit", true)?.unwrap_or_default();
+        if commit.contains(char::is_whitespace) {
+            return Err(self.at(
+                at,
+                "kernel",
+                format!(
+                    "commit '{commit}' holds a space: give one revision (a hash, tag or branch)"
+                ),
+            ));
+        }
+        let build = KernelBuild {
+            tree: PathBuf::from(&tree),
+            commit: commit.clone(),
+            config: field("config", false)?.map(PathBuf::from),
+        };
+        Ok(Some((
+            at,
+            PathBuf::from(format!("{tree}@{commit}")),
+            Some(build),
+        )))
     }
 
     fn cmdline(&self, raw: &RawConfig) -> Result<Option<String>, ConfigError> {
@@ -1145,6 +1267,7 @@ pub fn with_kernels(file: &ConfigFile, kernels: &[PathBuf]) -> Result<ConfigFile
                 }
                 copy.vm = Some(VmConfig {
                     kernel: k.clone(),
+                    build: None,
                     modules: None,
                     cmdline: None,
                     memory_bytes: None,
@@ -1640,9 +1763,70 @@ kernel = "host"
                 cmdline: Some("mitigations=off".into()),
                 memory_bytes: Some(1 << 30),
                 cpus: Some(1),
+                build: None,
             })
         );
         assert_eq!(f.configs[1].vm, None);
+    }
+
+    #[test]
+    fn a_kernel_table_names_a_commit_to_build() {
+        let base = "[[config]]\nname = \"p\"\nfs = \"ext4\"\ndevice = \"loop:1G\"\n";
+        let f = parse(
+            &format!(
+                "{base}kernel = {{ tree = \"/src/linux\", commit = \"v6.1\", config = \"g.config\" }}\n"
+            ),
+            "t.toml",
+        )
+        .unwrap();
+        let vm = f.configs[0].vm.as_ref().unwrap();
+        assert_eq!(vm.kernel, PathBuf::from("/src/linux@v6.1"));
+        assert_eq!(
+            vm.build,
+            Some(KernelBuild {
+                tree: "/src/linux".into(),
+                commit: "v6.1".into(),
+                config: Some("g.config".into()),
+            })
+        );
+        assert_eq!(kernel_tag(&vm.kernel), "linux-v6.1");
+        let f = parse(
+            &format!("{base}kernel = {{ tree = \"linux\", commit = \"HEAD\" }}\n"),
+            "t.toml",
+        )
+        .unwrap();
+        assert_eq!(
+            f.configs[0]
+                .vm
+                .as_ref()
+                .unwrap()
+                .build
+                .as_ref()
+                .unwrap()
+                .config,
+            None
+        );
+        let err = |k: &str| {
+            parse(&format!("{base}kernel = {k}\n"), "t.toml")
+                .unwrap_err()
+                .to_string()
+        };
+        assert_eq!(
+            err("{ tree = \"/src/linux\" }"),
+            "t.toml:5: config 'p': key 'kernel': the kernel table has no 'commit': write kernel = { tree = \"/src/linux\", commit = \"v6.17\" } (config is optional)"
+        );
+        assert_eq!(
+            err("{ tree = \"/l\", commit = \"a\", branch = \"x\" }"),
+            "t.toml:5: config 'p': key 'kernel': unknown key 'branch' in the kernel table; it knows only tree, commit, config: remove it or check its spelling"
+        );
+        assert_eq!(
+            err("{ tree = \"/l\", commit = 3 }"),
+            "t.toml:5: config 'p': key 'kernel': 'commit' in the kernel table must be a string, found integer: put it in double quotes"
+        );
+        assert!(err("{ tree = \"/l\", commit = \"a b\" }").contains("holds a space"));
+        assert!(
+            err("{ tree = \"\", commit = \"a\" }").contains("'tree' in the kernel table is empty")
+        );
     }
 
     #[test]
@@ -2044,7 +2228,7 @@ kernel = "host"
         ),
         (
             "[[config]]\nname = \"c\"\nfs = \"ext4\"\ndevice = \"loop:1G\"\nkernel = 1\n",
-            "t.toml:5: config 'c': key 'kernel': expected a string, found integer: put the value in double quotes",
+            "t.toml:5: config 'c': key 'kernel': expected a string or a table, found integer: give a kernel path (an image, a .deb, a build tree, or TREE@COMMIT), \"host\" to run here, or a commit of a kernel git tree as { tree = \"/src/linux\", commit = \"v6.17\" }",
         ),
         // The hand-walking parser said "t.toml:6: config 'c': key 'cpus': 99999999999999999999
         // is not a vCPU count from 1 to 64": a number beyond 64 bits does not read into a TOML
