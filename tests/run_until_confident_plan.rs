@@ -73,4 +73,11 @@ direction = "higher"
     let doc = common::export_latest(env.cmd());
     let samples = doc["runs"][0]["samples"].as_array().unwrap();
     assert_eq!(samples.len(), 6, "started with 6 repetitions");
+    // Every sample says where its run's starting repetitions came from.
+    for s in samples {
+        let fact = s["facts"]["extra"]["until_confident_start"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no until_confident_start fact: {s}"));
+        assert!(fact.contains("runs 2 and 3"), "{fact}");
+    }
 }

@@ -159,6 +159,7 @@ fn planned(args: &RunArgs) -> Result<Planned> {
             // Configurations compared with each other run until their verdict is resolved.
             pairs: ab_pairs.clone(),
             repeat_disturbed: args.repeat_disturbed,
+            planned_from: repeat_note.clone(),
         }),
         drop_caches: !args.no_drop_caches,
         ondisk: suite.ondisk,

@@ -113,6 +113,9 @@ pub struct UntilConfident {
     /// `--repeat-disturbed`: leave samples measured under disturbance out of the decision and
     /// repeat their test (see `confident`).
     pub repeat_disturbed: bool,
+    /// Where the starting repetitions came from when a calibration planned them (recorded in
+    /// every sample's facts as `until_confident_start`).
+    pub planned_from: Option<String>,
 }
 
 /// Everything a run needs, resolved.
@@ -415,6 +418,16 @@ impl Loop<'_> {
         facts
             .extra
             .insert("order".into(), self.plan.order.to_string());
+        if let Some(p) = self
+            .plan
+            .until_confident
+            .as_ref()
+            .and_then(|uc| uc.planned_from.as_ref())
+        {
+            facts
+                .extra
+                .insert("until_confident_start".into(), p.clone());
+        }
         if let Some(p) = self.profiler.as_ref().filter(|p| p.wants(rep)) {
             facts
                 .extra

@@ -314,6 +314,7 @@ fn until_confident_adds_repetitions_only_while_the_headline_is_unresolved() {
         margins: Margins::default(),
         pairs: Vec::new(),
         repeat_disturbed: false,
+        planned_from: None,
     });
     let mut store = MemoryStore::new();
     let r = run(&p, &mut store, &CancelToken::new(), &Silent).unwrap();
@@ -507,6 +508,7 @@ fn a_over_b(
         margins: Margins::default(),
         pairs,
         repeat_disturbed: false,
+        planned_from: None,
     });
     let mut store = MemoryStore::new();
     let r = run(&p, &mut store, &CancelToken::new(), &Silent).unwrap();
