@@ -379,6 +379,8 @@ pub const ONDISK_METRICS: &[&str] = &[
     "btrfs_commit_max_ms",
     "btrfs_free_space_extents",
     "btrfs_block_groups",
+    "free_space_extents",
+    "free_space_extent_avg_kib",
     "ext4_lifetime_write_kbytes",
     "ext4_errors",
     "xfs_log_writes",

@@ -180,6 +180,14 @@ fn random_writes_into_a_preallocated_file_leave_many_more_extents_than_sequentia
         assert!(metric(x, "compress_ratio").is_none());
         assert!(metric(x, "ext4_lifetime_write_kbytes").unwrap() > 0.0);
         assert_eq!(metric(x, "ext4_errors"), Some(0.0));
+        // Free-space fragmentation from GETFSMAP: at least one free extent, and no more free
+        // bytes than the 512 MiB image holds.
+        let (n, avg) = (
+            must(x, "free_space_extents"),
+            must(x, "free_space_extent_avg_kib"),
+        );
+        assert!(n >= 1.0, "{x}");
+        assert!(n * avg <= 512.0 * 1024.0, "{n} extents of {avg} KiB");
     }
 }
 

@@ -2,7 +2,8 @@
 //! split), how well the files it wrote compressed (btrfs, read from the file-extent items as
 //! compsize reads them), how fragmented those files came out (FIEMAP extent counts), and the
 //! filesystem's own counters over the sample (btrfs `commit_stats`, xfs `stats`, ext4's
-//! `lifetime_write_kbytes` and `errors_count`).
+//! `lifetime_write_kbytes` and `errors_count`) and free-space fragmentation (btrfs free space tree,
+//! FS_IOC_GETFSMAP on ext4 and xfs).
 //!
 //! Why here: these are observations of the filesystem a workload ran on, made the same way for
 //! every workload and on the host as in a kernel guest (only statfs, syncfs, two ioctls, FIEMAP
@@ -48,6 +49,8 @@ pub const METRICS: &[&str] = &[
     "btrfs_commit_max_ms",
     "btrfs_free_space_extents",
     "btrfs_block_groups",
+    "free_space_extents",
+    "free_space_extent_avg_kib",
     "ext4_lifetime_write_kbytes",
     "ext4_errors",
     "xfs_log_writes",
@@ -276,6 +279,9 @@ impl Before {
             compression(&self.dir, &tree, &mut r);
             free_space(&self.dir, &mut r);
         } else {
+            if matches!(self.fs_type.as_str(), "ext4" | "xfs") {
+                fsmap_free_space(&self.dir, &mut r);
+            }
             let why = format!(
                 "{} has no per-type space report fsdelta reads",
                 self.fs_type
@@ -942,6 +948,133 @@ fn free_space(dir: &Path, r: &mut Report) {
             format!(
                 "BTRFS_IOC_TREE_SEARCH of the free space tree in {}: {e} (it needs root and a \
                  free space tree, space_cache=v2)",
+                dir.display()
+            ),
+        )),
+    }
+}
+
+/// FS_IOC_GETFSMAP: `_IOWR('X', 59, struct fsmap_head)`, the head being 192 bytes.
+const FS_IOC_GETFSMAP: u64 = 0xC0C0_583B;
+/// Records asked for per call.
+const FSMAP_RECS: usize = 128;
+/// `fmr_flags`: the owner is a special one (free space, metadata), not an inode.
+const FMR_OF_SPECIAL_OWNER: u32 = 0x10;
+/// `fmr_flags`: the last record of the filesystem.
+const FMR_OF_LAST: u32 = 0x20;
+/// `fmr_owner` of free space (`FMR_OWNER(0, 1)`).
+const FMR_OWN_FREE: u64 = 1;
+
+/// struct fsmap (include/uapi/linux/fsmap.h): one mapping of physical space, 64 bytes.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct FsmapRec {
+    device: u32,
+    flags: u32,
+    physical: u64,
+    owner: u64,
+    offset: u64,
+    length: u64,
+    reserved: [u64; 3],
+}
+
+/// struct fsmap_head with room for [`FSMAP_RECS`] records after it.
+#[repr(C)]
+struct FsmapHead {
+    iflags: u32,
+    oflags: u32,
+    count: u32,
+    entries: u32,
+    reserved: [u64; 6],
+    keys: [FsmapRec; 2],
+    recs: [FsmapRec; FSMAP_RECS],
+}
+
+/// The free extents of the filesystem of `dir` and their total bytes, from FS_IOC_GETFSMAP
+/// (ext4 and xfs: what `xfs_spaceman -c 'freesp -s'` counts as "total free extents"): every
+/// record owned by free space, walked from the first key to the last record. Needs
+/// CAP_SYS_ADMIN. ext4 answers from its block bitmaps, xfs from its free-space btrees: after the
+/// workload those are in memory (the allocator used them), so the walk costs a few calls.
+pub fn fsmap_free(dir: &fs::File) -> std::io::Result<(u64, u64)> {
+    let mut head = Box::new(FsmapHead {
+        iflags: 0,
+        oflags: 0,
+        count: FSMAP_RECS as u32,
+        entries: 0,
+        reserved: [0; 6],
+        keys: [FsmapRec::default(); 2],
+        recs: [FsmapRec::default(); FSMAP_RECS],
+    });
+    head.keys[1] = FsmapRec {
+        device: u32::MAX,
+        flags: u32::MAX,
+        physical: u64::MAX,
+        owner: u64::MAX,
+        offset: u64::MAX,
+        length: 0,
+        reserved: [0; 3],
+    };
+    let (mut extents, mut bytes) = (0u64, 0u64);
+    loop {
+        head.count = FSMAP_RECS as u32;
+        // SAFETY: FS_IOC_GETFSMAP reads the head and its two keys and writes at most `count`
+        // records after them; `head` is #[repr(C)] with room for FSMAP_RECS records, alive and
+        // writable for the call.
+        let rc = unsafe {
+            libc::ioctl(
+                dir.as_raw_fd(),
+                FS_IOC_GETFSMAP as _,
+                &mut *head as *mut FsmapHead,
+            )
+        };
+        if rc < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let n = (head.entries as usize).min(FSMAP_RECS);
+        if n == 0 {
+            return Ok((extents, bytes));
+        }
+        for rec in &head.recs[..n] {
+            if rec.flags & FMR_OF_SPECIAL_OWNER != 0 && rec.owner == FMR_OWN_FREE {
+                extents += 1;
+                bytes += rec.length;
+            }
+        }
+        let last = head.recs[n - 1];
+        if last.flags & FMR_OF_LAST != 0 {
+            return Ok((extents, bytes));
+        }
+        // The next call starts after the last record (fsmap_advance).
+        head.keys[0] = last;
+    }
+}
+
+/// `free_space_extents` and `free_space_extent_avg_kib` of ext4 and xfs after the sample.
+fn fsmap_free_space(dir: &Path, r: &mut Report) {
+    match fs::File::open(dir).and_then(|d| fsmap_free(&d)) {
+        Ok((0, _)) => r.absent.push((
+            "free_space_extents".into(),
+            "FS_IOC_GETFSMAP reported no free space".into(),
+        )),
+        Ok((extents, bytes)) => {
+            r.metrics.push(Metric::new(
+                "free_space_extents",
+                extents as f64,
+                Unit::Count,
+                Direction::Neutral,
+            ));
+            r.metrics.push(Metric::new(
+                "free_space_extent_avg_kib",
+                bytes as f64 / extents as f64 / 1024.0,
+                Unit::KiB,
+                Direction::Neutral,
+            ));
+        }
+        Err(e) => r.absent.push((
+            "free_space_extents".into(),
+            format!(
+                "FS_IOC_GETFSMAP on {}: {e} (it needs root and a kernel with GETFSMAP for the \
+                 filesystem)",
                 dir.display()
             ),
         )),

@@ -797,6 +797,26 @@ fn summary(out: &mut String, input: &ReportInput, s: &Summary) {
     out.push_str("</tbody></table></section>\n");
 }
 
+/// A test's "On disk" block: what its samples left on disk, charted as its other metrics are.
+fn on_disk_block(out: &mut String, input: &ReportInput, test: &str, disk: &[&MetricInput]) {
+    if disk.is_empty() {
+        return;
+    }
+    let _ = write!(
+        out,
+        "<h3>On disk</h3><p class=\"note\">What the samples left on disk and sent to the \
+         device, measured after the workload and before the unmount (docs/metrics.md): space, \
+         compression, extents per file, the filesystem's counters, device bytes and write \
+         amplification. Secondary: judged with the same statistics, never setting the exit \
+         code. A metric the filesystem does not expose is absent, not zero.</p>"
+    );
+    if input.baseline.is_some() {
+        out.push_str(&charts::diff_chart(test, disk));
+    } else {
+        out.push_str(&charts::spread_chart(test, disk));
+    }
+}
+
 /// One test: the diff (or spread) chart, the percentile curves, the histories.
 fn test_section(out: &mut String, input: &ReportInput, i: usize, config: &str, test: &str) {
     let metrics: Vec<&MetricInput> = input
@@ -885,21 +905,7 @@ fn test_section(out: &mut String, input: &ReportInput, i: usize, config: &str, t
             out.push_str("</details>");
         }
     }
-    if !disk.is_empty() {
-        let _ = write!(
-            out,
-            "<h3>On disk</h3><p class=\"note\">What the samples left on disk and sent to the \
-             device, measured after the workload and before the unmount (docs/metrics.md): space, \
-             compression, extents per file, the filesystem's counters, device bytes and write \
-             amplification. Secondary: judged with the same statistics, never setting the exit \
-             code. A metric the filesystem does not expose is absent, not zero.</p>"
-        );
-        if input.baseline.is_some() {
-            out.push_str(&charts::diff_chart(test, &disk));
-        } else {
-            out.push_str(&charts::spread_chart(test, &disk));
-        }
-    }
+    on_disk_block(out, input, test, &disk);
     let curves: Vec<&PercentileCurves> = input
         .curves
         .iter()

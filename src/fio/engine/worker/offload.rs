@@ -83,6 +83,9 @@ fn pick(idle: &[AtomicBool], seq: &[u64], next_free: &AtomicUsize) -> usize {
 
 /// The job's loop in offload mode. Returns the CPU its workers used (fio counts a job's
 /// threads in its usage).
+// Over 150 lines: the workers' scope and the per-I/O loop that feeds them share the channels,
+// the free buffers and the outstanding count; the loop's steps are named calls, the rest is
+// its exits, and the scope cannot be split from the loop it keeps alive.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn run<T: TimeSource + Send>(
     setup: &CloneSetup<'_>,
