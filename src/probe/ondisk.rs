@@ -6,7 +6,7 @@
 //! FS_IOC_GETFSMAP on ext4 and xfs).
 //!
 //! Why here: these are observations of the filesystem a workload ran on, made the same way for
-//! every workload and on the host as in a kernel guest (only statfs, syncfs, two ioctls, FIEMAP
+//! every workload and on the host as in a kernel guest (only statfs, syncfs, a few ioctls, FIEMAP
 //! and sysfs files: nothing a guest's initramfs lacks). The sample step takes a [`Before`] before
 //! the workload and calls [`Before::after`] after it, before the unmount.
 //!
