@@ -257,7 +257,7 @@ fn a_suite_with_ondisk_false_measures_nothing_on_disk_but_keeps_the_device_count
     );
     run(&s, 1);
     let x = &samples(&s, "ext4")[0];
-    for name in fsdelta::probe::ondisk::METRICS {
+    for name in fsdelta::model::ONDISK_METRICS {
         assert!(metric(x, name).is_none(), "{name} measured: {x}");
     }
     let extra = &x["facts"]["extra"];
