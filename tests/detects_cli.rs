@@ -15,26 +15,7 @@ use predicates::prelude::*;
 #[test]
 fn compare_names_what_the_calibrated_machine_detects_beside_an_unresolved_headline() {
     let env = common::Env::new();
-    let work = env.path("w");
-    std::fs::create_dir(&work).unwrap();
-    std::fs::write(work.join("count"), "0\n").unwrap();
-    let w = work.display();
-    let suite = env.write(
-        "s.toml",
-        &format!(
-            r#"name = "known"
-[[test]]
-name = "level"
-workload = "command"
-command = "n=$(cat {w}/count); echo $((n + 1)) > {w}/count; echo \"v $(( 1000 + (n % 3) * 50 ))\""
-[[test.metric]]
-name = "v"
-regex = 'v (\d+)'
-unit = "count"
-direction = "higher"
-"#
-        ),
-    );
+    let (work, suite) = common::cycling_suite(&env);
     let run = |label: &str| {
         env.cmd()
             .args(["run", "-n", "3", "--quiet", "--no-drop-caches"])

@@ -84,6 +84,32 @@ pub struct Env {
     dir: tempfile::TempDir,
 }
 
+/// A command test whose metric `v` cycles 1000, 1050, 1100 (a known CV of about 4.8 %), counting
+/// its calls in `w/count` of `env`: the work directory and the suite file (`s.toml`).
+pub fn cycling_suite(env: &Env) -> (PathBuf, PathBuf) {
+    let work = env.path("w");
+    std::fs::create_dir(&work).unwrap();
+    std::fs::write(work.join("count"), "0\n").unwrap();
+    let w = work.display();
+    let suite = env.write(
+        "s.toml",
+        &format!(
+            r#"name = "known"
+[[test]]
+name = "level"
+workload = "command"
+command = "n=$(cat {w}/count); echo $((n + 1)) > {w}/count; echo \"v $(( 1000 + (n % 3) * 50 ))\""
+[[test.metric]]
+name = "v"
+regex = 'v (\d+)'
+unit = "count"
+direction = "higher"
+"#
+        ),
+    );
+    (work, suite)
+}
+
 impl Env {
     pub fn new() -> Env {
         Env {
