@@ -298,6 +298,10 @@ fn sigint_in_a_matrix_run_unmounts_and_detaches_everything() {
     assert!(!doc["runs"][0]["samples"].as_array().unwrap().is_empty());
 }
 
+/// A run killed with SIGKILL between samples: its mounts lived in its own mount namespace, which
+/// dies with it (and the loop devices they held detach), so `cleanup` finds at most what the
+/// kernel had not yet torn down; after it nothing of the run is mounted or attached, and a second
+/// cleanup has nothing to do.
 #[test]
 fn kill_9_leftovers_are_undone_by_cleanup() {
     if !can_run_matrix() {
@@ -310,10 +314,6 @@ fn kill_9_leftovers_are_undone_by_cleanup() {
     wait_for_a_sample(&env);
     child.kill().unwrap();
     child.wait().unwrap();
-    assert!(
-        !env.leftovers().is_empty(),
-        "a killed run should have left a mount or loop device to clean up"
-    );
     let out = env.cmd().arg("cleanup").output().unwrap();
     assert!(
         out.status.success(),

@@ -93,7 +93,8 @@ fn show_compare_history_and_the_report_display_what_was_left_on_disk() {
 
     // compare: the "on disk" block judges compress_ratio, which does not set the exit code
     let (code, text) = stdout(&s, &["compare", "latest@plain", "latest@zstd"]);
-    let b = block(&text, "compressible");
+    // The heading of the pair (a disturbance warning above it may name "compressible (plain)").
+    let b = block(&text, "compressible (plain vs zstd)");
     let at = b
         .iter()
         .position(|l| l.trim_start().starts_with("on disk"))

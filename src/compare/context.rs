@@ -137,6 +137,13 @@ const VOLATILE: &[&str] = &[
     crate::probe::disturbance::FACT,
 ];
 
+/// Whether an `extra` fact is one that differs between any two runs of the same setup (a path,
+/// a device instance, a boot time, what disturbed a sample): left out of "what differs"
+/// wherever it is drawn up, kept in the facts.
+pub fn volatile_fact(key: &str) -> bool {
+    VOLATILE.contains(&key)
+}
+
 /// Mkfs options without the paths of the device or image they formatted (a guest records its
 /// whole mkfs command, whose last word is a temporary image or `/dev/vdN`): two runs of one
 /// setup differ there, and nowhere that matters.

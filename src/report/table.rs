@@ -37,6 +37,19 @@ struct TableDoc<'a> {
     across: bool,
     /// Warnings of every pairing (background load, samples a side lacks), each once.
     warnings: Vec<String>,
+    /// What differs between the sides ("what: baseline X, current Y"), each once: listed by the
+    /// markdown form, which is posted where the reader has nothing else to go by.
+    differences: Vec<String>,
+}
+
+/// A context's differences as lines, appended to `out` unless already there.
+fn difference_lines(ctx: &crate::compare::context::Context, out: &mut Vec<String>) {
+    for d in &ctx.differences {
+        let l = format!("{}: baseline {}, current {}", d.what, d.baseline, d.current);
+        if !out.contains(&l) {
+            out.push(l);
+        }
+    }
 }
 
 impl<'a> TableDoc<'a> {
@@ -51,17 +64,26 @@ impl<'a> TableDoc<'a> {
             all: d.all,
             across: d.across,
             warnings: d.context.map(context_warnings).unwrap_or_default(),
+            differences: {
+                let mut v = Vec::new();
+                if let Some(c) = d.context {
+                    difference_lines(c, &mut v);
+                }
+                v
+            },
         }
     }
 
     fn of_many(d: &'a ManyDoc<'a>) -> TableDoc<'a> {
         let mut warnings: Vec<String> = Vec::new();
+        let mut differences: Vec<String> = Vec::new();
         for s in d.sides {
             for w in context_warnings(s.context) {
                 if !warnings.contains(&w) {
                     warnings.push(w);
                 }
             }
+            difference_lines(s.context, &mut differences);
         }
         TableDoc {
             baseline: d.baseline,
@@ -77,6 +99,7 @@ impl<'a> TableDoc<'a> {
             all: d.all,
             across: d.across,
             warnings,
+            differences,
         }
     }
 }
@@ -478,6 +501,9 @@ fn markdown(doc: &TableDoc<'_>) -> String {
     }
     for w in &doc.warnings {
         let _ = writeln!(out, "- **WARNING** {}", cell(w));
+    }
+    for d in &doc.differences {
+        let _ = writeln!(out, "- {}", cell(d));
     }
     out.push('\n');
     let mut head = format!("| test | metric | {} |", cell(&names[0]));

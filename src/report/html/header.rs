@@ -143,7 +143,7 @@ fn config_facts(c: &ConfigFacts) -> Vec<Fact> {
         .iter()
         .chain(&c.current)
         .flat_map(|f| f.extra.keys())
-        .filter(|k| k.as_str() != "config")
+        .filter(|k| !crate::compare::context::volatile_fact(k))
         .collect();
     for k in keys {
         let get = |f: &SiteFacts| f.extra.get(k).cloned().unwrap_or_default();
