@@ -12,7 +12,7 @@
 //!   it), moved to each commit with `git checkout --detach` inside it, so that make rebuilds
 //!   only what changed between commits;
 //! - `kbuild/trees/<tree id>/obj-<config digest>`: the `O=` build directory of each config;
-//! - `kbuild/built/<commit12>-<key>/`: one finished build: `bzImage`, `config`, `build.log`,
+//! - `kbuild/built/<commit12>-<key>/`: one finished build: `bzImage`, `config` (also as `.config`, where the guest reads what is built in), `build.log`,
 //!   `modules/` (with CONFIG_MODULES), `built.json`. A build is reused when its key matches.
 //!
 //! Never: write into the user's checkout, build without a log, or report a failed build
@@ -586,6 +586,10 @@ fn install(
     std::fs::copy(&image, out.join("bzImage")).map_err(io("copying", &image))?;
     let config = obj.join(".config");
     std::fs::copy(&config, out.join("config")).map_err(io("copying", &config))?;
+    // Also as `.config` beside the image, where the guest's kernel check looks for what is
+    // built in (virtio, the filesystem) when the kernel has no modules: without it a kernel
+    // built with everything in was refused as "no modules beside it".
+    std::fs::copy(&config, out.join(".config")).map_err(io("copying", &config))?;
     if with_modules {
         let dest = format!("INSTALL_MOD_PATH={}", out.join("modules").display());
         job.run(Stage::Install, &mut make(&["modules_install", &dest]))?;
@@ -712,6 +716,11 @@ mod tests {
         // The default fragment went into the config.
         let config = std::fs::read_to_string(b.image.with_file_name("config")).unwrap();
         assert!(config.contains("CONFIG_VIRTIO_BLK=y"), "{config}");
+        // The guest's kernel check reads what is built in from `.config` beside the image.
+        assert_eq!(
+            std::fs::read_to_string(b.image.with_file_name(".config")).unwrap(),
+            config
+        );
         let again = build_in(&cache, &req("HEAD"), &mut |_| panic!("built again")).unwrap();
         assert!(again.cached);
         assert_eq!(again.image, b.image);
