@@ -12,8 +12,9 @@
 //!   it), moved to each commit with `git checkout --detach` inside it, so that make rebuilds
 //!   only what changed between commits;
 //! - `kbuild/trees/<tree id>/obj-<config digest>`: the `O=` build directory of each config;
-//! - `kbuild/built/<commit12>-<key>/`: one finished build: `bzImage`, `config` (also as `.config`, where the guest reads what is built in), `build.log`,
-//!   `modules/` (with CONFIG_MODULES), `built.json`. A build is reused when its key matches.
+//! - `kbuild/built/<commit12>-<key>/`: one finished build: `bzImage`, `config` (also as
+//!   `.config`, where the guest reads what is built in), `build.log`, `modules/` (with
+//!   CONFIG_MODULES), `built.json`. A build is reused when its key matches.
 //!
 //! Never: write into the user's checkout, build without a log, or report a failed build
 //! without naming the commit and the log.
