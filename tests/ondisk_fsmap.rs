@@ -59,8 +59,8 @@ impl Mounted {
         self.dir.path().join("mnt")
     }
 
-    /// 64 files of 64 KiB .. 4 MiB, written and synced, then every other one removed: free
-    /// space in many pieces.
+    /// 64 files of 64 KiB .. 4 MiB, written and synced, then every other one removed and the
+    /// filesystem mounted again: free space in many pieces, settled.
     fn fragment(&self) {
         for i in 0..64u64 {
             let len = (64 << 10) * (1 + (i * 7) % 64);
@@ -70,8 +70,16 @@ impl Mounted {
         for i in (0..64).step_by(2) {
             std::fs::remove_file(self.mnt().join(format!("f{i}"))).unwrap();
         }
-        let f = std::fs::File::open(self.mnt()).unwrap();
-        rustix::fs::syncfs(&f).unwrap();
+        // Unmounted and mounted again: xfs frees a removed file's extents in the background
+        // (inode inactivation), so before that the free space changes between two readings.
+        let ok = Command::new("umount").arg(self.mnt()).status().unwrap();
+        assert!(ok.success(), "umount {}", self.device);
+        let ok = Command::new("mount")
+            .arg(&self.device)
+            .arg(self.mnt())
+            .status()
+            .unwrap();
+        assert!(ok.success(), "mount {}", self.device);
     }
 
     fn fsdelta_extents(&self) -> u64 {

@@ -981,6 +981,9 @@ pub fn fsmap_free(dir: &fs::File) -> std::io::Result<(u64, u64)> {
         reserved: [0; 3],
     };
     let (mut extents, mut bytes) = (0u64, 0u64);
+    // Records come in (device, physical) order; one at or before the furthest seen is a repeat
+    // (a walk the kernel began again), never counted twice, and a call with nothing new ends it.
+    let mut furthest: Option<(u32, u64)> = None;
     loop {
         head.count = FSMAP_RECS as u32;
         // SAFETY: FS_IOC_GETFSMAP reads the head and its two keys and writes at most `count`
@@ -1000,14 +1003,21 @@ pub fn fsmap_free(dir: &fs::File) -> std::io::Result<(u64, u64)> {
         if n == 0 {
             return Ok((extents, bytes));
         }
+        let mut new = false;
         for rec in &head.recs[..n] {
+            let at = (rec.device, rec.physical);
+            if furthest.is_some_and(|f| at <= f) {
+                continue;
+            }
+            furthest = Some(at);
+            new = true;
             if rec.flags & FMR_OF_SPECIAL_OWNER != 0 && rec.owner == FMR_OWN_FREE {
                 extents += 1;
                 bytes += rec.length;
             }
         }
         let last = head.recs[n - 1];
-        if last.flags & FMR_OF_LAST != 0 {
+        if last.flags & FMR_OF_LAST != 0 || !new {
             return Ok((extents, bytes));
         }
         // The next call starts after the last record (fsmap_advance).
