@@ -272,7 +272,9 @@ fn run_kernel_a_kernel_b_applies_both_kernels_to_every_configuration_and_compare
         .arg(s.p("ab.toml"))
         .arg("--suite")
         .arg(s.p("one.toml"))
-        .args(["-n", "2", "--kernel"])
+        // One repetition a kernel: what this test checks is where the kernels go and how they
+        // are named; the first test compares two kernels at n = 2 already.
+        .args(["-n", "1", "--kernel"])
         .arg(&a)
         .arg("--kernel")
         .arg(&b)
@@ -299,7 +301,7 @@ fn run_kernel_a_kernel_b_applies_both_kernels_to_every_configuration_and_compare
         .unwrap();
     let doc: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
     let samples = doc["runs"][0]["samples"].as_array().unwrap();
-    assert_eq!(samples.len(), 4, "2 kernels x 1 test x 2 repetitions");
+    assert_eq!(samples.len(), 2, "2 kernels x 1 test x 1 repetition");
     assert!(samples.iter().all(|x| x["status"] == "ok"), "{stdout}");
     // The output names the kernels (issue 36 item 4): the end table prints each configuration's
     // whole name, `list` and `export` give the guests' kernels, not the host's.
@@ -316,7 +318,7 @@ fn run_kernel_a_kernel_b_applies_both_kernels_to_every_configuration_and_compare
             .iter()
             .filter(|x| x["config"] == name.as_str())
             .collect();
-        assert_eq!(of_config.len(), 2, "{name}");
+        assert_eq!(of_config.len(), 1, "{name}");
         for x in of_config {
             assert_eq!(x["facts"]["extra"]["vm_kernel"], release, "{x}");
         }
