@@ -292,6 +292,8 @@ fn one_test(
             observer: around.observer,
             drop_caches: around.drop_caches,
             ondisk: around.ondisk,
+            // A guest unmounts its disk without mounting it again (docs/metrics.md).
+            ondisk_remount: false,
             profiler: profiles.as_deref_mut().map(|p| &mut p.profiler),
             events: events.as_mut(),
         },
