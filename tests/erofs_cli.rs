@@ -266,7 +266,8 @@ fn an_lz4_erofs_image_has_a_compress_ratio_above_one_and_a_plain_one_exactly_one
     let suite = tmp.path().join("s.toml");
     std::fs::write(
         &suite,
-        "[[test]]\nname = \"readall\"\nworkload = \"command\"\ncommand = \"cat text/*.txt noise.bin | wc -c\"\n\
+        "ondisk_remount = true\n\
+         [[test]]\nname = \"readall\"\nworkload = \"command\"\ncommand = \"cat text/*.txt noise.bin | wc -c\"\n\
          [[test.metric]]\nname = \"bytes\"\nregex = '^(\\d+)'\nunit = \"B\"\ndirection = \"neutral\"\n",
     )
     .unwrap();
@@ -296,6 +297,12 @@ fn an_lz4_erofs_image_has_a_compress_ratio_above_one_and_a_plain_one_exactly_one
             .map(|b| b.div_ceil(4096) * 4096)
             .sum();
         assert_eq!(logical, blocks as f64, "{s}");
+        // An image is not unmounted and mounted again after a sample: nothing to measure
+        // again, and the facts say so.
+        assert!(
+            absent.contains("all_remounted: config '") && metric(s, "ondisk_remounted_s").is_none(),
+            "{absent}"
+        );
         if s["config"] == "lz4hc" {
             assert!(ratio > 1.5, "lz4hc compress_ratio {ratio}: {s}");
             // The incompressible file stays as it is: the image is no smaller than it.
