@@ -105,12 +105,10 @@ fn a_suite_can_measure_fragmentation_again_after_an_unmount_and_a_mount() {
         // The job's one file, split by 1024 random writes into its unwritten extent.
         assert_eq!(must(&x, "mapped_files_remounted"), 1.0);
         assert!(must(&x, "extents_per_file_max") > 100.0, "{x}");
-        // After the syncfs, the extents are on disk: the filesystem read afresh maps the same.
-        assert_eq!(
-            must(&x, "extents_per_file_max_remounted"),
-            must(&x, "extents_per_file_max"),
-            "{config}"
-        );
+        // The extents are on disk after the syncfs: the filesystem read afresh maps them too
+        // (the same count on 6.18; ext4 of 6.1 in a guest mapped 400 from memory and 402 from
+        // the disk, tests/ondisk_vm.rs).
+        assert!(must(&x, "extents_per_file_max_remounted") > 100.0, "{config}");
         assert!(must(&x, "free_space_extents_remounted") >= 1.0);
         let took = must(&x, "ondisk_remounted_s");
         assert!(took > 0.0 && took <= must(&x, "overhead_s"), "{x}");

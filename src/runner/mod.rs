@@ -555,6 +555,7 @@ impl Loop<'_> {
                 .filter(|p| p.wants(rep) && vm.host_root().is_ok())
                 .map(|p| p.scope()),
             ondisk: self.plan.ondisk,
+            ondisk_remount: self.plan.ondisk_remount,
             ..Default::default()
         };
         let result = match unsendable {

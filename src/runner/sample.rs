@@ -179,13 +179,8 @@ pub(crate) fn run_sample_with(
     let report = disk.map(|d| d.map(|b| b.after(logical)));
     // Unmount (timed) before reading the device counters, so that writeback of what the
     // workload left dirty counts in the device's bytes written.
-    let remounted = match site.end_sample(&prepared.dir, true) {
-        Ok(timings) => {
-            // `mount_s`: the site unmounted the filesystem and mounted it again.
-            let again = timings.iter().any(|t| t.name == "mount_s");
-            m.metrics.extend(timings);
-            again
-        }
+    let ended = match site.end_sample(&prepared.dir, true) {
+        Ok(timings) => timings,
         Err(e) => return fail(facts, format!("after the workload: {e}")),
     };
     let measured_before = matches!(report, Some(Ok(_)));
@@ -200,8 +195,16 @@ pub(crate) fn run_sample_with(
     // After the device counters: the maps read from a cold mount read the disk, which is the
     // measurement's own I/O, not the workload's.
     if remount && measured_before {
-        on_disk_remounted(site, remounted, &prepared.dir, &mut m.metrics, &mut facts);
+        let again = site.mount_again(&ended);
+        on_disk_remounted(
+            site.name(),
+            again,
+            &prepared.dir,
+            &mut m.metrics,
+            &mut facts,
+        );
     }
+    m.metrics.extend(ended);
     // What this sample step spent outside the workload: prepare (mkfs, mount), hooks, the
     // cache drop, counters, the timed unmount and mount.
     m.metrics.push(
@@ -297,28 +300,26 @@ fn on_disk_after(
 }
 
 /// The suite's `ondisk_remount`: fragmentation measured again on the filesystem the site
-/// unmounted and mounted again (`remounted`), its metrics named `..._remounted`; absent, with
-/// the reason, where the site does not mount it again (a guest's disk, an erofs image).
+/// mounted again (`again`, from `Site::mount_again`), its metrics named `..._remounted`;
+/// absent, with the reason, where there is nothing to mount again (tmpfs, dir, erofs image).
 fn on_disk_remounted(
-    site: &Site,
-    remounted: bool,
+    config: &str,
+    again: Result<bool, crate::site::SiteError>,
     dir: &std::path::Path,
     metrics: &mut Vec<Metric>,
     facts: &mut SiteFacts,
 ) {
-    let why = if !remounted {
-        Some(format!(
-            "config '{}' did not mount the sample's filesystem again after it (fsdelta does \
-             where it formats the filesystem, on the host; not in a guest, nor an erofs image)",
-            site.name()
-        ))
-    } else if !dir.is_dir() {
-        Some(format!(
+    let why = match again {
+        Err(e) => Some(format!("mounting the sample's filesystem again: {e}")),
+        Ok(false) => Some(format!(
+            "config '{config}' has no filesystem to mount again after the sample (only one \
+             fsdelta formats: not tmpfs, a directory, nor an erofs image)"
+        )),
+        Ok(true) if !dir.is_dir() => Some(format!(
             "{} is gone after the mount (the site mounted another filesystem there)",
             dir.display()
-        ))
-    } else {
-        None
+        )),
+        Ok(true) => None,
     };
     let r = match why {
         Some(why) => ondisk::Report {
