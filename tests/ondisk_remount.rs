@@ -108,12 +108,20 @@ fn a_suite_can_measure_fragmentation_again_after_an_unmount_and_a_mount() {
         // The extents are on disk after the syncfs: the filesystem read afresh maps them too
         // (the same count on 6.18; ext4 of 6.1 in a guest mapped 400 from memory and 402 from
         // the disk, tests/ondisk_vm.rs).
-        assert!(must(&x, "extents_per_file_max_remounted") > 100.0, "{config}");
+        assert!(
+            must(&x, "extents_per_file_max_remounted") > 100.0,
+            "{config}"
+        );
         assert!(must(&x, "free_space_extents_remounted") >= 1.0);
         let took = must(&x, "ondisk_remounted_s");
         assert!(took > 0.0 && took <= must(&x, "overhead_s"), "{x}");
-        // mount_s: the site did unmount and mount again (what the measurement reads).
+        // mount_s: the site did unmount and mount again (what the measurement reads); the
+        // syncfs before the first maps still counts in umount_s.
         assert!(must(&x, "mount_s") > 0.0);
+        assert!(
+            x["facts"]["extra"]["umount_s_syncfs_s"].as_str().is_some(),
+            "{x}"
+        );
     }
     // Off by default: no metric measured after a remount.
     for x in run(&s, JOB) {

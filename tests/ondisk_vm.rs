@@ -85,8 +85,8 @@ fn a_guest_sample_carries_its_on_disk_metrics() {
     // again, free space too. Not necessarily the same count: ext4 of 6.1 mapped 400 extents
     // from memory and 402 from the disk read afresh (the maps' own difference, which is why
     // fsperf remounts).
-    let again = metric("extents_per_file_max_remounted")
-        .unwrap_or_else(|| panic!("absent: {absent}; {x}"));
+    let again =
+        metric("extents_per_file_max_remounted").unwrap_or_else(|| panic!("absent: {absent}; {x}"));
     eprintln!(
         "extents_per_file_max {} after the workload, {again} after a remount",
         metric("extents_per_file_max").unwrap()
@@ -98,6 +98,10 @@ fn a_guest_sample_carries_its_on_disk_metrics() {
         "{absent}"
     );
     assert!(metric("ondisk_remounted_s").is_some(), "{x}");
+    assert!(
+        x["facts"]["extra"]["umount_s_syncfs_s"].as_str().is_some(),
+        "the syncfs counts in umount_s: {x}"
+    );
     assert!(metric("compress_ratio").is_none());
     assert!(
         absent.contains("compress_ratio: ext4 does not compress"),

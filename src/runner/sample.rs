@@ -183,7 +183,9 @@ pub(crate) fn run_sample_with(
         Ok(timings) => timings,
         Err(e) => return fail(facts, format!("after the workload: {e}")),
     };
+    m.metrics.extend(ended.iter().cloned());
     let measured_before = matches!(report, Some(Ok(_)));
+    // After the timings: the syncfs's time is added to their `umount_s`.
     on_disk_after(report, &mut m.metrics, &mut facts);
     if let (Some(b), Some(a)) = (before, site.counters()) {
         let d = b.delta(&a);
@@ -204,7 +206,6 @@ pub(crate) fn run_sample_with(
             &mut facts,
         );
     }
-    m.metrics.extend(ended);
     // What this sample step spent outside the workload: prepare (mkfs, mount), hooks, the
     // cache drop, counters, the timed unmount and mount.
     m.metrics.push(
