@@ -194,17 +194,9 @@ pub(crate) fn run_sample_with(
             m.metrics.push(wa);
         }
     }
-    // After the device counters: the maps read from a cold mount read the disk, which is the
-    // measurement's own I/O, not the workload's.
+    // After the device counters: a cold mount's maps read the disk (their own I/O).
     if remount && measured_before {
-        let again = site.mount_again(&ended);
-        on_disk_remounted(
-            site.name(),
-            again,
-            &prepared.dir,
-            &mut m.metrics,
-            &mut facts,
-        );
+        on_disk_remounted(site, &ended, &prepared.dir, &mut m.metrics, &mut facts);
     }
     // What this sample step spent outside the workload: prepare (mkfs, mount), hooks, the
     // cache drop, counters, the timed unmount and mount.
@@ -301,16 +293,18 @@ fn on_disk_after(
 }
 
 /// The suite's `ondisk_remount`: fragmentation measured again on the filesystem the site
-/// mounted again (`again`, from `Site::mount_again`), its metrics named `..._remounted`;
+/// mounted again (`Site::mount_again`, after `end_sample` returned `ended`), its metrics named
+/// `..._remounted`;
 /// absent, with the reason, where there is nothing to mount again (tmpfs, dir, erofs image).
 fn on_disk_remounted(
-    config: &str,
-    again: Result<bool, crate::site::SiteError>,
+    site: &mut Site,
+    ended: &[Metric],
     dir: &std::path::Path,
     metrics: &mut Vec<Metric>,
     facts: &mut SiteFacts,
 ) {
-    let why = match again {
+    let config = site.name().to_string();
+    let why = match site.mount_again(ended) {
         Err(e) => Some(format!("mounting the sample's filesystem again: {e}")),
         Ok(false) => Some(format!(
             "config '{config}' has no filesystem to mount again after the sample (only one \
