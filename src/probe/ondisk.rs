@@ -1,9 +1,11 @@
 //! What a sample left on disk: the space it used (statfs, and btrfs's data / metadata / system
 //! split), how well the files it wrote compressed (btrfs, read from the file-extent items as
-//! compsize reads them), how fragmented those files came out (FIEMAP extent counts), and the
-//! filesystem's own counters over the sample (btrfs `commit_stats`, xfs `stats`, ext4's
-//! `lifetime_write_kbytes` and `errors_count`) and free-space fragmentation (btrfs free space tree,
-//! FS_IOC_GETFSMAP on ext4 and xfs).
+//! compsize reads them; f2fs, from each file's count of blocks compression saved; erofs images,
+//! from each file's `st_blocks`), how fragmented those files came out (FIEMAP extent counts),
+//! the filesystem's own counters over the sample (btrfs `commit_stats`, xfs `stats`, ext4's
+//! `lifetime_write_kbytes` and `errors_count`, f2fs's sysfs counters) and free-space
+//! fragmentation (btrfs free space tree, FS_IOC_GETFSMAP on ext4 and xfs, f2fs's dirty
+//! segments); optionally the fragmentation again after an unmount and a mount ([`remounted`]).
 //!
 //! Why here: these are observations of the filesystem a workload ran on, made the same way for
 //! every workload and on the host as in a kernel guest (only statfs, syncfs, a few ioctls, FIEMAP
