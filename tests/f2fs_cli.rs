@@ -224,7 +224,9 @@ fn f2fs_with_lz4_compression_runs_in_a_debian_guest_and_records_its_mkfs() {
     let absent = extra["ondisk_absent"].as_str().unwrap_or("");
     for (n, v) in smp["metrics"].as_array().unwrap().iter().filter_map(|m| {
         let n = m["name"].as_str()?;
-        (n.starts_with("f2fs_") || n.starts_with("compress_") || n.starts_with("extents_"))
+        ["f2fs_", "compress_", "extents_", "fs_used_", "space_"]
+            .iter()
+            .any(|p| n.starts_with(p))
             .then(|| (n, m["value"].clone()))
     }) {
         eprintln!("  {n} = {v}");
