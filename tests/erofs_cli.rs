@@ -1,7 +1,8 @@
 //! End-to-end test of erofs targets (issue 16 item 3): an image built by mkfs.erofs from a
 //! tree, attached to a loop device, mounted read-only, read by a command test and by fio read
 //! jobs; the facts name the image and mkfs; a writing test (fs_mark, a fio write job) is refused
-//! before the run; nothing is left behind.
+//! before the run; nothing is left behind; an image built with lz4hc has a `compress_ratio`
+//! above 1.5 where one built without has exactly 1.0 (issue 39), and `compare` says so.
 
 mod common;
 
@@ -218,6 +219,118 @@ fn fio_jobs_that_only_read_run_on_an_erofs_image_and_a_writing_job_is_refused() 
         1,
         "{list}"
     );
+    let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap();
+    assert!(!mounts.contains(&scratch.display().to_string()), "{mounts}");
+}
+
+/// The value of metric `name` in sample `s`, if it has it.
+fn metric(s: &serde_json::Value, name: &str) -> Option<f64> {
+    s["metrics"]
+        .as_array()?
+        .iter()
+        .find(|m| m["name"] == name)?["value"]
+        .as_f64()
+}
+
+#[test]
+fn an_lz4_erofs_image_has_a_compress_ratio_above_one_and_a_plain_one_exactly_one() {
+    if !erofs_usable() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("tree");
+    std::fs::create_dir_all(src.join("text")).unwrap();
+    // Compressible text, and 256 KiB of bytes lz4 cannot shrink (a deterministic pattern),
+    // which mkfs.erofs stores as they are.
+    for i in 0..10 {
+        let body: String = (0..10_000).map(|j| format!("line {i} {j}\n")).collect();
+        std::fs::write(src.join("text").join(format!("f{i}.txt")), body).unwrap();
+    }
+    let noise: Vec<u8> = (0..(1u64 << 18))
+        .map(|i| (i.wrapping_mul(6_364_136_223_846_793_005) >> 56) as u8)
+        .collect();
+    std::fs::write(src.join("noise.bin"), &noise).unwrap();
+    let scratch = tmp.path().join("scratch");
+    let cfg = tmp.path().join("c.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "scratch = \"{}\"\n\
+             [[config]]\nname = \"plain\"\nfs = \"erofs\"\nsource = \"{src}\"\n\n\
+             [[config]]\nname = \"lz4hc\"\nfs = \"erofs\"\nsource = \"{src}\"\nmkfs = \"-zlz4hc\"\n",
+            scratch.display(),
+            src = src.display()
+        ),
+    )
+    .unwrap();
+    let suite = tmp.path().join("s.toml");
+    std::fs::write(
+        &suite,
+        "ondisk_remount = true\n\
+         [[test]]\nname = \"readall\"\nworkload = \"command\"\ncommand = \"cat text/*.txt noise.bin | wc -c\"\n\
+         [[test.metric]]\nname = \"bytes\"\nregex = '^(\\d+)'\nunit = \"B\"\ndirection = \"neutral\"\n",
+    )
+    .unwrap();
+    let db = tmp.path().join("r.sqlite");
+    let doc = run_and_export(&db, "2", &cfg, &suite);
+    let samples = doc["runs"][0]["samples"].as_array().unwrap();
+    assert_eq!(samples.len(), 4);
+    for s in samples {
+        assert_eq!(s["status"], "ok", "{s}");
+        let absent = s["facts"]["extra"]["ondisk_absent"].as_str().unwrap_or("");
+        let ratio = metric(s, "compress_ratio")
+            .unwrap_or_else(|| panic!("no compress_ratio; ondisk_absent: {absent}"));
+        let (disk, logical) = (
+            metric(s, "compress_disk_bytes").unwrap(),
+            metric(s, "compress_logical_bytes").unwrap(),
+        );
+        eprintln!(
+            "{}: compress_ratio {ratio:.3} ({disk} of {logical} bytes)",
+            s["config"]
+        );
+        // Every file's size in whole 4 KiB blocks, whatever the image.
+        let blocks: u64 = std::fs::read_dir(src.join("text"))
+            .unwrap()
+            .flatten()
+            .map(|e| e.metadata().unwrap().len())
+            .chain([noise.len() as u64])
+            .map(|b| b.div_ceil(4096) * 4096)
+            .sum();
+        assert_eq!(logical, blocks as f64, "{s}");
+        // An image is not unmounted and mounted again after a sample: nothing to measure
+        // again, and the facts say so.
+        assert!(
+            absent.contains("all_remounted: config '") && metric(s, "ondisk_remounted_s").is_none(),
+            "{absent}"
+        );
+        if s["config"] == "lz4hc" {
+            assert!(ratio > 1.5, "lz4hc compress_ratio {ratio}: {s}");
+            // The incompressible file stays as it is: the image is no smaller than it.
+            assert!(disk >= noise.len() as f64, "{s}");
+        } else {
+            assert_eq!(ratio, 1.0, "{s}");
+        }
+    }
+    let out = fsdelta(&db)
+        .args(["compare", "latest@plain", "latest@lz4hc"])
+        .args(["--metric", "compress_ratio", "--format", "json"])
+        .output()
+        .unwrap();
+    let cmp: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{e}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    let m = cmp["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["metric"] == "compress_ratio" || m["name"] == "compress_ratio")
+        .unwrap_or_else(|| panic!("no compress_ratio in {cmp}"))
+        .clone();
+    assert_eq!(m["verdict"], "improved", "{m}");
     let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap();
     assert!(!mounts.contains(&scratch.display().to_string()), "{mounts}");
 }

@@ -3,7 +3,9 @@
 //! kernel option and the guest fix (where the host has f2fs, the same configuration runs there
 //! instead); and in a QEMU guest of a Debian 6.1 kernel (f2fs as a module, compression built in)
 //! the host's mkfs.f2fs formats the guest's disk with compression, the guest mounts it with
-//! `compress_algorithm=lz4` and a tiny fs_mark runs on it, stored with fs f2fs and the mkfs facts.
+//! `compress_algorithm=lz4,compress_extension=*` and a tiny fs_mark runs on it, stored with fs
+//! f2fs and the mkfs facts, and with what it left on disk (issue 39): `compress_ratio` of the
+//! files it kept, f2fs's sysfs counters.
 //!
 //! Needs root, loop devices and mkfs.f2fs (Debian f2fs-tools); the guest test also needs
 //! qemu-system-x86, busybox-static and the linux-image-6.1.0-47 .deb (see .ci/run). Each skips
@@ -85,6 +87,10 @@ impl Setup {
 const FILES: &str =
     "[[test]]\nname = \"files\"\nworkload = \"fsmark\"\nargs = \"-s 4096 -n 200 -t 1 -S 1\"\n";
 
+/// fs_mark keeping 100 files of 64 KiB of zeros (16 clusters of 4 blocks each), fsynced.
+const KEPT_FILES: &str =
+    "[[test]]\nname = \"files\"\nworkload = \"fsmark\"\nargs = \"-s 65536 -n 100 -t 1 -S 1 -k\"\n";
+
 #[test]
 fn an_f2fs_loop_config_on_a_host_kernel_without_f2fs_is_refused_before_anything_is_made() {
     if !require(
@@ -158,18 +164,19 @@ fn f2fs_with_lz4_compression_runs_in_a_debian_guest_and_records_its_mkfs() {
     let s = Setup::new(
         &format!(
             "[[config]]\nname = \"f2fs-lz4\"\nfs = \"f2fs\"\ndevice = \"loop:512M\"\n\
-             mkfs = \"-O extra_attr,compression\"\nmount = \"compress_algorithm=lz4\"\n\
+             mkfs = \"-O extra_attr,compression\"\n\
+             mount = \"compress_algorithm=lz4,compress_extension=*\"\n\
              kernel = \"{}\"\nmemory = \"1G\"\n",
             kernel.display()
         ),
-        FILES,
+        KEPT_FILES,
     );
     let t0 = std::time::Instant::now();
     let out = s.run();
     let stderr = String::from_utf8_lossy(&out.stderr);
     eprintln!("{stderr}");
     eprintln!(
-        "f2fs guest run (boot + fs_mark 200 files, n = 1): {:.1} s",
+        "f2fs guest run (boot + fs_mark 100 files of 64 KiB, n = 1): {:.1} s",
         t0.elapsed().as_secs_f64()
     );
     assert!(out.status.success(), "{stderr}");
@@ -209,6 +216,49 @@ fn f2fs_with_lz4_compression_runs_in_a_debian_guest_and_records_its_mkfs() {
         .unwrap_or_else(|| panic!("no files_per_sec: {smp}"));
     assert!(files["value"].as_f64().unwrap() > 0.0, "{files}");
     eprintln!("f2fs in the guest: {} files/s", files["value"]);
+    // What the sample left on disk (issue 39), in the same boot: f2fs compressed the kept
+    // files (zeros: every 4-block cluster into one block), its counters moved.
+    let metric = |n: &str| -> Option<f64> {
+        smp["metrics"].as_array()?.iter().find(|m| m["name"] == n)?["value"].as_f64()
+    };
+    let absent = extra["ondisk_absent"].as_str().unwrap_or("");
+    for (n, v) in smp["metrics"].as_array().unwrap().iter().filter_map(|m| {
+        let n = m["name"].as_str()?;
+        ["f2fs_", "compress_", "extents_", "fs_used_", "space_"]
+            .iter()
+            .any(|p| n.starts_with(p))
+            .then(|| (n, m["value"].clone()))
+    }) {
+        eprintln!("  {n} = {v}");
+    }
+    eprintln!("  ondisk_absent: {absent}");
+    let ratio = metric("compress_ratio")
+        .unwrap_or_else(|| panic!("no compress_ratio; absent: {absent}; {smp}"));
+    assert!(ratio > 2.0, "compress_ratio {ratio}: {smp}");
+    assert_eq!(
+        metric("compress_logical_bytes"),
+        Some(100.0 * 65536.0),
+        "{smp}"
+    );
+    for n in [
+        "f2fs_lifetime_write_kbytes",
+        "f2fs_compr_written_blocks",
+        "f2fs_compr_saved_blocks",
+        "f2fs_compr_new_inodes",
+        "f2fs_free_segments",
+        "f2fs_dirty_segments",
+    ] {
+        assert!(metric(n).is_some(), "{n} missing; absent: {absent}; {smp}");
+    }
+    // The counter of blocks compression saved agrees with the files' own counts (each
+    // file's saved blocks, summed, in bytes).
+    let saved = metric("f2fs_compr_saved_blocks").unwrap();
+    let by_files =
+        metric("compress_logical_bytes").unwrap() - metric("compress_disk_bytes").unwrap();
+    assert!(saved > 0.0, "{smp}");
+    assert_eq!(saved * 4096.0, by_files, "{smp}");
+    assert!(metric("f2fs_lifetime_write_kbytes").unwrap() > 0.0, "{smp}");
+    assert!(metric("extents_per_file_max").is_some(), "{absent}");
     // No qemu of this run is left, nor anything under the scratch location.
     s.assert_clean();
 }

@@ -163,6 +163,7 @@ fn planned(args: &RunArgs) -> Result<Planned> {
         }),
         drop_caches: !args.no_drop_caches,
         ondisk: suite.ondisk,
+        ondisk_remount: suite.ondisk_remount,
         profile: args.profile.map(Into::into),
         profile_scope: args.profile_scope.into(),
         baseline: match &args.baseline {

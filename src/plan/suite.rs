@@ -137,6 +137,9 @@ pub struct Suite {
     /// filesystem's counters: `crate::probe::ondisk`); a suite file's `ondisk = false` turns it
     /// off.
     pub ondisk: bool,
+    /// Measure extents per file and free-space fragmentation again after each sample's unmount
+    /// and mount (`ondisk_remount = true`; default false), as fsperf's fragmentation tests do.
+    pub ondisk_remount: bool,
 }
 
 /// Verdict margins in percent, each optional (statistics.md's defaults apply otherwise).
@@ -186,6 +189,7 @@ fn fsperf(scale: f64, ram_mib: u64) -> Suite {
     Suite {
         margins: SuiteMargins::default(),
         ondisk: true,
+        ondisk_remount: false,
         name: if (scale - 1.0).abs() < f64::EPSILON {
             "fsperf".into()
         } else {
@@ -309,6 +313,7 @@ pub fn builtin(name: &str) -> Result<Suite, PlanError> {
         "quick" => Ok(Suite {
             margins: SuiteMargins::default(),
             ondisk: true,
+            ondisk_remount: false,
             name: "quick".into(),
             tests: vec![
                 fsmark(

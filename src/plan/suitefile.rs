@@ -64,7 +64,7 @@ pub struct SuiteFileError {
 const WORKLOADS: &str = "fsmark, fio, dbench, stream, copy, untar, command";
 
 /// The keys of the file's top level (the fields of [`RawSuite`]).
-const TOP_KEYS: [&str; 4] = ["name", "test", "margins", "ondisk"];
+const TOP_KEYS: [&str; 5] = ["name", "test", "margins", "ondisk", "ondisk_remount"];
 /// The keys of [margins] (the fields of [`RawMargins`]).
 const MARGIN_KEYS: [&str; 4] = ["eps", "delta", "delta_tail", "delta_max"];
 /// The keys every test takes, whatever its workload.
@@ -103,6 +103,7 @@ fn keys_of(workload: &str) -> &'static [&'static str] {
 struct RawSuite {
     name: Option<Loose<String>>,
     ondisk: Option<Loose<bool>>,
+    ondisk_remount: Option<Loose<bool>>,
     #[serde(rename = "margins")]
     _margins: Option<serde::de::IgnoredAny>,
     #[serde(rename = "test")]
@@ -240,6 +241,7 @@ pub fn parse(text: &str, file: &str) -> Result<Suite, SuiteFileError> {
         }
     };
     let ondisk = boolean(&raw.ondisk, "ondisk", true).map_err(err)?;
+    let ondisk_remount = boolean(&raw.ondisk_remount, "ondisk_remount", false).map_err(err)?;
     let mut out: Vec<TestSpec> = Vec::new();
     for (i, t) in tests.iter().enumerate() {
         let spec = test(t, i, &out).map_err(err)?;
@@ -250,6 +252,7 @@ pub fn parse(text: &str, file: &str) -> Result<Suite, SuiteFileError> {
         tests: out,
         margins,
         ondisk,
+        ondisk_remount,
     })
 }
 
@@ -666,6 +669,9 @@ direct = true
         let e = parse(&bad, "x.toml").unwrap_err().to_string();
         assert!(e.contains("`ondisk` must be true or false"), "{e}");
         assert!(crate::plan::suite::builtin("quick").unwrap().ondisk);
+        assert!(!parse(EXAMPLE, "x.toml").unwrap().ondisk_remount);
+        let again = format!("ondisk_remount = true\n{EXAMPLE}");
+        assert!(parse(&again, "x.toml").unwrap().ondisk_remount);
     }
 
     #[test]

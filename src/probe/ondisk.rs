@@ -1,9 +1,11 @@
 //! What a sample left on disk: the space it used (statfs, and btrfs's data / metadata / system
 //! split), how well the files it wrote compressed (btrfs, read from the file-extent items as
-//! compsize reads them), how fragmented those files came out (FIEMAP extent counts), and the
-//! filesystem's own counters over the sample (btrfs `commit_stats`, xfs `stats`, ext4's
-//! `lifetime_write_kbytes` and `errors_count`) and free-space fragmentation (btrfs free space tree,
-//! FS_IOC_GETFSMAP on ext4 and xfs).
+//! compsize reads them; f2fs, from each file's count of blocks compression saved; erofs images,
+//! from each file's `st_blocks`), how fragmented those files came out (FIEMAP extent counts),
+//! the filesystem's own counters over the sample (btrfs `commit_stats`, xfs `stats`, ext4's
+//! `lifetime_write_kbytes` and `errors_count`, f2fs's sysfs counters) and free-space
+//! fragmentation (btrfs free space tree, FS_IOC_GETFSMAP on ext4 and xfs, f2fs's dirty
+//! segments); optionally the fragmentation again after an unmount and a mount ([`remounted`]).
 //!
 //! Why here: these are observations of the filesystem a workload ran on, made the same way for
 //! every workload and on the host as in a kernel guest (only statfs, syncfs, a few ioctls, FIEMAP
@@ -38,7 +40,66 @@ pub struct FsCounters {
     pub ext4: Option<Ext4Counters>,
     /// xfs `/sys/fs/xfs/DEV/stats/stats`.
     pub xfs: Option<XfsStats>,
+    /// f2fs `/sys/fs/f2fs/DEV/*`: each of [`F2FS_COUNTERS`] and [`F2FS_LEVELS`] that is
+    /// readable, by its sysfs name.
+    pub f2fs: Option<Vec<(&'static str, u64)>>,
 }
+
+/// f2fs's counters fsdelta keeps, as deltas over the sample: (file in /sys/fs/f2fs/DEV, metric,
+/// unit). Kernel 6.1 has them all (the `cp_`, `gc_` and `moved_` ones with CONFIG_F2FS_STAT_FS,
+/// the `compr_` ones with CONFIG_F2FS_FS_COMPRESSION); one a kernel lacks is absent, with its
+/// file named in `ondisk_absent`.
+pub const F2FS_COUNTERS: [(&str, &str, Unit); 10] = [
+    (
+        "lifetime_write_kbytes",
+        "f2fs_lifetime_write_kbytes",
+        Unit::KiB,
+    ),
+    (
+        "cp_foreground_calls",
+        "f2fs_cp_foreground_calls",
+        Unit::Count,
+    ),
+    (
+        "cp_background_calls",
+        "f2fs_cp_background_calls",
+        Unit::Count,
+    ),
+    (
+        "gc_foreground_calls",
+        "f2fs_gc_foreground_calls",
+        Unit::Count,
+    ),
+    (
+        "gc_background_calls",
+        "f2fs_gc_background_calls",
+        Unit::Count,
+    ),
+    (
+        "moved_blocks_foreground",
+        "f2fs_moved_blocks_foreground",
+        Unit::Count,
+    ),
+    (
+        "moved_blocks_background",
+        "f2fs_moved_blocks_background",
+        Unit::Count,
+    ),
+    (
+        "compr_written_block",
+        "f2fs_compr_written_blocks",
+        Unit::Count,
+    ),
+    ("compr_saved_block", "f2fs_compr_saved_blocks", Unit::Count),
+    ("compr_new_inode", "f2fs_compr_new_inodes", Unit::Count),
+];
+
+/// f2fs's levels fsdelta keeps as they are after the sample (segments are f2fs's unit of
+/// free space: a dirty segment holds valid and invalid blocks, f2fs's free-space fragmentation).
+pub const F2FS_LEVELS: [(&str, &str); 2] = [
+    ("free_segments", "f2fs_free_segments"),
+    ("dirty_segments", "f2fs_dirty_segments"),
+];
 
 /// btrfs's transaction commit statistics (kernel 6.0 and later), since the mount.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -202,6 +263,20 @@ fn read_counters(fs_type: &str, device: &str) -> FsCounters {
                 .ok()
                 .and_then(|t| XfsStats::parse(&t));
         }
+        "f2fs" => {
+            let dir = PathBuf::from(format!("/sys/fs/f2fs/{device}"));
+            let names = F2FS_COUNTERS
+                .iter()
+                .map(|c| c.0)
+                .chain(F2FS_LEVELS.iter().map(|l| l.0));
+            let read: Vec<(&'static str, u64)> = names
+                .filter_map(|n| {
+                    let v = fs::read_to_string(dir.join(n)).ok()?;
+                    Some((n, v.trim().parse().ok()?))
+                })
+                .collect();
+            c.f2fs = (!read.is_empty()).then_some(read);
+        }
         _ => {}
     }
     c
@@ -253,13 +328,17 @@ impl Before {
                 self.fs_type
             );
             r.absent.push(("space_data_bytes".into(), why));
-            r.absent.push((
-                "compress_ratio".into(),
-                format!(
-                    "{} does not compress file data (btrfs with compress or compress-force does)",
-                    self.fs_type
-                ),
-            ));
+            match self.fs_type.as_str() {
+                "erofs" => erofs_compression(&tree, &mut r),
+                "f2fs" => f2fs_compression(&tree, &mut r),
+                other => r.absent.push((
+                    "compress_ratio".into(),
+                    format!(
+                        "{other} does not compress file data (btrfs with compress or \
+                         compress-force, f2fs with compression and erofs images do)"
+                    ),
+                )),
+            }
         }
         self.counter_deltas(&mut r);
         r.metrics.push(
@@ -412,7 +491,106 @@ impl Before {
             )),
             _ => {}
         }
+        if self.fs_type == "f2fs" {
+            f2fs_deltas(
+                &self.device,
+                self.counters.f2fs.as_deref(),
+                now.f2fs.as_deref(),
+                r,
+            );
+        }
     }
+}
+
+/// The f2fs counters' deltas over the sample and its levels after it; each one unreadable
+/// before or after is absent, named by its sysfs file.
+fn f2fs_deltas(
+    device: &str,
+    before: Option<&[(&'static str, u64)]>,
+    after: Option<&[(&'static str, u64)]>,
+    r: &mut Report,
+) {
+    let (Some(before), Some(after)) = (before, after) else {
+        r.absent.push((
+            "f2fs_lifetime_write_kbytes".into(),
+            format!("no readable /sys/fs/f2fs/{device}"),
+        ));
+        return;
+    };
+    let at = |list: &[(&str, u64)], n: &str| list.iter().find(|x| x.0 == n).map(|x| x.1);
+    let mut missing = Vec::new();
+    for (file, metric, unit) in F2FS_COUNTERS {
+        match (at(before, file), at(after, file)) {
+            (Some(a), Some(b)) => r.metrics.push(Metric::new(
+                metric,
+                b.saturating_sub(a) as f64,
+                unit,
+                Direction::Neutral,
+            )),
+            _ => missing.push(file),
+        }
+    }
+    for (file, metric) in F2FS_LEVELS {
+        match at(after, file) {
+            Some(v) => r.metrics.push(Metric::new(
+                metric,
+                v as f64,
+                Unit::Count,
+                Direction::Neutral,
+            )),
+            None => missing.push(file),
+        }
+    }
+    if !missing.is_empty() {
+        r.absent.push((
+            "f2fs".into(),
+            format!(
+                "no readable /sys/fs/f2fs/{device}/{{{}}} (this kernel's f2fs lacks them)",
+                missing.join(",")
+            ),
+        ));
+    }
+}
+
+/// The suffix of the metrics measured again after an unmount and a mount ([`remounted`]).
+pub const REMOUNTED: &str = "_remounted";
+
+/// Fragmentation measured again after the filesystem was unmounted and mounted again (the
+/// suite's `ondisk_remount = true`), as fsperf's fragmentation tests do: what the allocator
+/// decided is then read from the disk, not from what it still held in memory (xfs frees a
+/// removed file's extents in the background, ext4 and btrfs may have preallocations that the
+/// unmount gives back). Extents per file (FIEMAP of the files under `dir`) and free-space
+/// fragmentation (btrfs free space tree, GETFSMAP on ext4 and xfs), each metric named with
+/// [`REMOUNTED`] after it (`extents_per_file_p95_remounted`), and the time it took
+/// (`ondisk_remounted_s`). Reads only, as [`Before::after`].
+pub fn remounted(dir: &Path, fs_type: &str) -> Report {
+    let t0 = Instant::now();
+    let mut r = Report::default();
+    fragmentation(&walk(dir), &mut r);
+    match fs_type {
+        "btrfs" => free_space(dir, &mut r),
+        "ext4" | "xfs" => fsmap_free_space(dir, &mut r),
+        _ => {}
+    }
+    for m in &mut r.metrics {
+        m.name.push_str(REMOUNTED);
+    }
+    for (name, _) in &mut r.absent {
+        name.push_str(REMOUNTED);
+    }
+    for (name, _) in &mut r.facts {
+        name.push_str(REMOUNTED);
+    }
+    r.metrics.push(
+        Metric::new(
+            "ondisk_remounted_s",
+            t0.elapsed().as_secs_f64(),
+            Unit::Seconds,
+            Direction::Neutral,
+        )
+        .kind(MetricKind::Mean),
+    );
+    r
 }
 
 /// A regular file the workload left: its directory (an index into [`Tree::dirs`]), its name
@@ -1088,6 +1266,11 @@ fn compression(dir: &Path, tree: &Tree, r: &mut Report) {
         }
     };
     let (disk, logical) = compression_totals(&extents);
+    push_compression(disk, logical, r);
+}
+
+/// `compress_ratio` and its two sums, or why it is absent (no data on disk).
+fn push_compression(disk: u64, logical: u64, r: &mut Report) {
     if disk == 0 {
         r.absent.push((
             "compress_ratio".into(),
@@ -1107,6 +1290,117 @@ fn compression(dir: &Path, tree: &Tree, r: &mut Report) {
         )
         .kind(MetricKind::Mean),
     );
+}
+
+/// `size` rounded up to whole blocks of `block` bytes.
+fn in_blocks(size: u64, block: u64) -> u64 {
+    size.div_ceil(block.max(1)) * block.max(1)
+}
+
+/// On-disk and logical bytes of an erofs file from its `stat`: erofs reports a compressed
+/// file's `st_blocks` from the inode's count of compressed blocks (what mkfs.erofs wrote), an
+/// uncompressed file's as its size in whole blocks. Its FIEMAP does not help: a compressed
+/// extent comes with its logical length only, without FIEMAP_EXTENT_ENCODED nor a physical
+/// length (kernel 6.18).
+pub fn erofs_file_bytes(size: u64, st_blocks: u64, block: u64) -> (u64, u64) {
+    (st_blocks * 512, in_blocks(size, block))
+}
+
+/// `compress_ratio` of an erofs image: the files under the sample's directory (every one; a
+/// stat each), as [`erofs_file_bytes`] counts them.
+fn erofs_compression(tree: &Tree, r: &mut Report) {
+    let (mut disk, mut logical) = (0u64, 0u64);
+    for f in &tree.files {
+        let path = tree.path(f);
+        match fs::symlink_metadata(&path) {
+            Ok(m) => {
+                let (d, l) = erofs_file_bytes(m.size(), m.blocks(), m.blksize());
+                disk += d;
+                logical += l;
+            }
+            Err(e) => {
+                r.absent.push((
+                    "compress_ratio".into(),
+                    format!("stat {}: {e}", path.display()),
+                ));
+                return;
+            }
+        }
+    }
+    push_compression(disk, logical, r);
+}
+
+/// F2FS_IOC_GET_COMPRESS_BLOCKS = _IOR(0xf5, 17, __u64): the blocks compression saved in a
+/// file (its `i_compr_blocks`; kernel 5.8 and later).
+const F2FS_IOC_GET_COMPRESS_BLOCKS: libc::c_ulong = 0x8008_F511;
+
+/// The blocks compression saved in the f2fs file `f`: 0 for a file f2fs does not compress
+/// (EINVAL), an error when the filesystem has no compression (EOPNOTSUPP).
+fn f2fs_saved_blocks(f: &fs::File) -> std::io::Result<u64> {
+    let mut blocks = 0u64;
+    // SAFETY: F2FS_IOC_GET_COMPRESS_BLOCKS writes one u64 to the pointer; `blocks` is one,
+    // alive and writable for the call.
+    let rc = unsafe {
+        libc::ioctl(
+            f.as_raw_fd(),
+            F2FS_IOC_GET_COMPRESS_BLOCKS as _,
+            &mut blocks as *mut u64,
+        )
+    };
+    if rc < 0 {
+        let e = std::io::Error::last_os_error();
+        return match e.raw_os_error() {
+            Some(libc::EINVAL) => Ok(0),
+            _ => Err(e),
+        };
+    }
+    Ok(blocks)
+}
+
+/// On-disk and logical bytes of an f2fs file: its size in whole blocks, less the blocks
+/// compression saved. f2fs keeps a compressed cluster's saved blocks reserved (counted in
+/// `st_blocks` and statfs until F2FS_IOC_RELEASE_COMPRESS_BLOCKS), so `st_blocks` does not show
+/// the compression; the inode's own count of saved blocks does.
+pub fn f2fs_file_bytes(size: u64, saved_blocks: u64, block: u64) -> (u64, u64) {
+    let logical = in_blocks(size, block);
+    (logical.saturating_sub(saved_blocks * block), logical)
+}
+
+/// `compress_ratio` of f2fs: every file under the sample's directory (an open and an ioctl
+/// each), as [`f2fs_file_bytes`] counts it. Absent on an f2fs formatted without compression.
+fn f2fs_compression(tree: &Tree, r: &mut Report) {
+    let (mut disk, mut logical) = (0u64, 0u64);
+    for f in &tree.files {
+        let path = tree.path(f);
+        let got = fs::File::open(&path).and_then(|h| {
+            let m = h.metadata()?;
+            Ok((m.size(), f2fs_saved_blocks(&h)?, m.blksize()))
+        });
+        match got {
+            Ok((size, saved, block)) => {
+                let (d, l) = f2fs_file_bytes(size, saved, block);
+                disk += d;
+                logical += l;
+            }
+            Err(e) if e.raw_os_error() == Some(libc::EOPNOTSUPP) => {
+                r.absent.push((
+                    "compress_ratio".into(),
+                    "this f2fs has no compression (mkfs.f2fs -O extra_attr,compression, and \
+                     a kernel with CONFIG_F2FS_FS_COMPRESSION)"
+                        .into(),
+                ));
+                return;
+            }
+            Err(e) => {
+                r.absent.push((
+                    "compress_ratio".into(),
+                    format!("F2FS_IOC_GET_COMPRESS_BLOCKS on {}: {e}", path.display()),
+                ));
+                return;
+            }
+        }
+    }
+    push_compression(disk, logical, r);
 }
 
 #[cfg(test)]
@@ -1187,6 +1481,73 @@ mod tests {
         assert_eq!((i.disk_bytes, i.logical_bytes), (100, 300));
         let (disk, logical) = compression_totals(&[e, e, i]);
         assert_eq!((disk, logical), (8292, 131372));
+    }
+
+    #[test]
+    fn erofs_counts_a_compressed_file_by_its_blocks_on_disk() {
+        // Captured on kernel 6.18 (mkfs.erofs 1.5): a 248894-byte text file, `stat -c %b` 160
+        // in an image built with -zlz4hc (20 physical clusters of 4 KiB, as its FIEMAP shows)
+        // and 488 in one built without.
+        assert_eq!(erofs_file_bytes(248894, 160, 4096), (81920, 249856));
+        assert_eq!(erofs_file_bytes(248894, 488, 4096), (249856, 249856));
+        assert_eq!(erofs_file_bytes(0, 0, 4096), (0, 0));
+    }
+
+    #[test]
+    fn f2fs_counts_a_file_by_its_blocks_less_those_compression_saved() {
+        assert_eq!(f2fs_file_bytes(65536, 12, 4096), (16384, 65536));
+        assert_eq!(f2fs_file_bytes(5000, 0, 4096), (8192, 8192));
+        assert_eq!(
+            f2fs_file_bytes(4096, 9, 4096),
+            (0, 4096),
+            "never below zero"
+        );
+    }
+
+    #[test]
+    fn f2fs_counters_are_deltas_and_levels_with_the_missing_ones_named() {
+        let before = [("lifetime_write_kbytes", 100), ("compr_saved_block", 4)];
+        let after = [
+            ("lifetime_write_kbytes", 612),
+            ("compr_saved_block", 40),
+            ("dirty_segments", 7),
+        ];
+        let mut r = Report::default();
+        f2fs_deltas("vda", Some(&before), Some(&after), &mut r);
+        let v = |n: &str| r.metrics.iter().find(|m| m.name == n).map(|m| m.value);
+        assert_eq!(v("f2fs_lifetime_write_kbytes"), Some(512.0));
+        assert_eq!(v("f2fs_compr_saved_blocks"), Some(36.0));
+        assert_eq!(v("f2fs_dirty_segments"), Some(7.0));
+        assert_eq!(v("f2fs_free_segments"), None);
+        assert_eq!(v("f2fs_cp_foreground_calls"), None);
+        let (_, why) = &r.absent[0];
+        assert!(
+            why.contains("/sys/fs/f2fs/vda/{cp_foreground_calls,")
+                && why.contains("free_segments}"),
+            "{why}"
+        );
+        let mut r = Report::default();
+        f2fs_deltas("vda", None, Some(&after), &mut r);
+        assert!(r.metrics.is_empty());
+        assert_eq!(r.absent[0].1, "no readable /sys/fs/f2fs/vda");
+    }
+
+    #[test]
+    fn the_metrics_after_a_remount_carry_the_suffix() {
+        let t = tempfile::tempdir().unwrap();
+        fs::write(t.path().join("a"), b"1").unwrap();
+        let r = remounted(t.path(), "tmpfs");
+        let names: Vec<&str> = r.metrics.iter().map(|m| m.name.as_str()).collect();
+        assert!(names.contains(&"ondisk_remounted_s"), "{names:?}");
+        assert!(
+            names
+                .iter()
+                .all(|n| n.ends_with(REMOUNTED) || *n == "ondisk_remounted_s"),
+            "{names:?}"
+        );
+        for n in &names {
+            assert!(crate::model::ONDISK_METRICS.contains(n), "{n} not reserved");
+        }
     }
 
     #[test]

@@ -49,11 +49,12 @@ pub fn run(job_path: &Path, out_path: &Path) -> Result<(), VmError> {
     let mut channel = Channel::open(out_path)?;
     channel.send(&hello())?;
     let tests = job.tests.clone();
-    let (config, repetition, drop_caches, ondisk) = (
+    let (config, repetition, drop_caches, ondisk, ondisk_remount) = (
         job.config.clone(),
         job.repetition,
         job.drop_caches,
         job.ondisk,
+        job.ondisk_remount,
     );
     let mut profiles = GuestProfiles::new(job.profile.as_deref())?;
     let in_host_root = crate::vm::guest::in_host_root();
@@ -81,6 +82,7 @@ pub fn run(job_path: &Path, out_path: &Path) -> Result<(), VmError> {
             Around {
                 drop_caches,
                 ondisk,
+                ondisk_remount,
                 cancel: &cancel,
                 observer: &warnings,
                 profiles: profiles.as_mut(),
@@ -189,6 +191,8 @@ impl GuestProfiles {
 struct Around<'a> {
     drop_caches: bool,
     ondisk: bool,
+    /// The suite's `ondisk_remount`.
+    ondisk_remount: bool,
     cancel: &'a CancelToken,
     observer: &'a dyn Observer,
     profiles: Option<&'a mut GuestProfiles>,
@@ -292,6 +296,7 @@ fn one_test(
             observer: around.observer,
             drop_caches: around.drop_caches,
             ondisk: around.ondisk,
+            ondisk_remount: around.ondisk_remount,
             profiler: profiles.as_deref_mut().map(|p| &mut p.profiler),
             events: events.as_mut(),
         },

@@ -138,6 +138,9 @@ pub struct RunSpec {
     pub drop_caches: bool,
     /// Measure what each sample left on disk (the suite's `ondisk` key).
     pub ondisk: bool,
+    /// Measure fragmentation again after each sample's unmount and mount (the suite's
+    /// `ondisk_remount` key).
+    pub ondisk_remount: bool,
     /// CPU profiles.
     pub profile: Option<ProfileMode>,
     /// Whose CPU time the profiles keep.
@@ -389,6 +392,7 @@ impl Loop<'_> {
                 observer: self.observer,
                 drop_caches: self.plan.drop_caches,
                 ondisk: self.plan.ondisk,
+                ondisk_remount: self.plan.ondisk_remount,
                 profiler,
                 events: self.events[t].map(|i| &mut self.counters[i]),
             },
@@ -551,6 +555,7 @@ impl Loop<'_> {
                 .filter(|p| p.wants(rep) && vm.host_root().is_ok())
                 .map(|p| p.scope()),
             ondisk: self.plan.ondisk,
+            ondisk_remount: self.plan.ondisk_remount,
             ..Default::default()
         };
         let result = match unsendable {

@@ -47,6 +47,9 @@ pub(crate) struct Step<'a> {
     pub(crate) events: Option<&'a mut crate::probe::events::Counters>,
     /// Measure what the sample left on disk (the suite's `ondisk` key, default true).
     pub(crate) ondisk: bool,
+    /// Measure fragmentation again after the unmount and mount that end a sample (the suite's
+    /// `ondisk_remount` key, default false; `crate::probe::ondisk::remounted`).
+    pub(crate) ondisk_remount: bool,
 }
 
 /// Run `w` once on `site`, in a directory named `sample_name` where the site makes one,
@@ -72,6 +75,7 @@ pub(crate) fn run_sample_with(
     step: Step<'_>,
     ondisk: bool,
 ) -> Outcome {
+    let remount = ondisk && step.ondisk_remount;
     let fail = |facts: SiteFacts, e: String| Outcome::Done {
         facts: Box::new(facts),
         result: Err(e),
@@ -175,10 +179,13 @@ pub(crate) fn run_sample_with(
     let report = disk.map(|d| d.map(|b| b.after(logical)));
     // Unmount (timed) before reading the device counters, so that writeback of what the
     // workload left dirty counts in the device's bytes written.
-    match site.end_sample(&prepared.dir, true) {
-        Ok(timings) => m.metrics.extend(timings),
+    let ended = match site.end_sample(&prepared.dir, true) {
+        Ok(timings) => timings,
         Err(e) => return fail(facts, format!("after the workload: {e}")),
-    }
+    };
+    m.metrics.extend(ended.iter().cloned());
+    let measured_before = matches!(report, Some(Ok(_)));
+    // After the timings: the syncfs's time is added to their `umount_s`.
     on_disk_after(report, &mut m.metrics, &mut facts);
     if let (Some(b), Some(a)) = (before, site.counters()) {
         let d = b.delta(&a);
@@ -186,6 +193,10 @@ pub(crate) fn run_sample_with(
         if let Some(wa) = logical.and_then(|l| d.write_amplification(l)) {
             m.metrics.push(wa);
         }
+    }
+    // After the device counters: a cold mount's maps read the disk (their own I/O).
+    if remount && measured_before {
+        on_disk_remounted(site, &ended, &prepared.dir, &mut m.metrics, &mut facts);
     }
     // What this sample step spent outside the workload: prepare (mkfs, mount), hooks, the
     // cache drop, counters, the timed unmount and mount.
@@ -276,6 +287,52 @@ fn on_disk_after(
     }
     if !r.absent.is_empty() {
         facts.extra.insert("ondisk_absent".into(), r.absent_text());
+    }
+    facts.extra.extend(r.facts);
+    metrics.extend(r.metrics);
+}
+
+/// The suite's `ondisk_remount`: fragmentation measured again on the filesystem the site
+/// mounted again (`Site::mount_again`, after `end_sample` returned `ended`), its metrics named
+/// `..._remounted`;
+/// absent, with the reason, where there is nothing to mount again (tmpfs, dir, erofs image).
+fn on_disk_remounted(
+    site: &mut Site,
+    ended: &[Metric],
+    dir: &std::path::Path,
+    metrics: &mut Vec<Metric>,
+    facts: &mut SiteFacts,
+) {
+    let config = site.name().to_string();
+    let why = match site.mount_again(ended) {
+        Err(e) => Some(format!("mounting the sample's filesystem again: {e}")),
+        Ok(false) => Some(format!(
+            "config '{config}' has no filesystem to mount again after the sample (only one \
+             fsdelta formats: not tmpfs, a directory, nor an erofs image)"
+        )),
+        Ok(true) if !dir.is_dir() => Some(format!(
+            "{} is gone after the mount (the site mounted another filesystem there)",
+            dir.display()
+        )),
+        Ok(true) => None,
+    };
+    let r = match why {
+        Some(why) => ondisk::Report {
+            absent: vec![(format!("all{}", ondisk::REMOUNTED), why)],
+            ..Default::default()
+        },
+        None => ondisk::remounted(dir, &facts.fs_type),
+    };
+    if !r.absent.is_empty() {
+        let text = r.absent_text();
+        facts
+            .extra
+            .entry("ondisk_absent".into())
+            .and_modify(|t| {
+                t.push_str("; ");
+                t.push_str(&text);
+            })
+            .or_insert(text);
     }
     facts.extra.extend(r.facts);
     metrics.extend(r.metrics);

@@ -135,6 +135,19 @@ impl Site {
         }
     }
 
+    /// For the suite's `ondisk_remount`, after [`Site::end_sample`] returned `ended`: whether
+    /// the sample's filesystem is now mounted afresh. A configured filesystem fsdelta formats
+    /// was unmounted and mounted again there (`ended` then has its `mount_s`); a guest's disk
+    /// was only unmounted and is mounted again here. Nothing else is (scratch, tmpfs, dir, an
+    /// erofs image).
+    pub fn mount_again(&mut self, ended: &[Metric]) -> Result<bool, SiteError> {
+        match self {
+            Site::Configured(_) => Ok(ended.iter().any(|m| m.name == "mount_s")),
+            Site::Guest(g) => g.mount_again(),
+            Site::Scratch(_) | Site::Vm(_) => Ok(false),
+        }
+    }
+
     /// Undo everything this site created (mounts, loop devices, images, directories).
     pub fn teardown(self) -> Result<(), SiteError> {
         match self {

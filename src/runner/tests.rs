@@ -28,6 +28,7 @@ fn plan(tests: Vec<PlannedTest>, targets: Sites, repeat: u32) -> RunSpec {
         until_confident: None,
         drop_caches: false,
         ondisk: true,
+        ondisk_remount: false,
         profile: None,
         profile_scope: Default::default(),
         baseline: Baseline::LastComparable,

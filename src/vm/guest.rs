@@ -64,6 +64,9 @@ pub struct GuestSite {
     device: Option<String>,
     /// The current sample's directory, where hooks run.
     dir: Option<PathBuf>,
+    /// What the current sample's disk was mounted with (source, mount point, options), to
+    /// mount it again for [`GuestSite::mount_again`].
+    last_mount: Option<(String, PathBuf, String)>,
 }
 
 fn unusable(what: &str, message: String) -> SiteError {
@@ -99,6 +102,7 @@ impl GuestSite {
             mount_time: Duration::ZERO,
             device: None,
             dir: None,
+            last_mount: None,
         }
     }
 
@@ -143,6 +147,7 @@ impl GuestSite {
             }
         };
         let (mounted, took) = Mounted::mount(&self.state, &source, &mnt, &job.fs, &options)?;
+        self.last_mount = disk.map(|_| (source.clone(), mnt.clone(), options.clone()));
         self.mounted = Some(mounted);
         self.mount_time = took;
         self.device = disk.and_then(|d| {
@@ -256,6 +261,22 @@ impl GuestSite {
                 Direction::LowerIsBetter,
             ),
         ])
+    }
+
+    /// Mount the sample's disk again after [`GuestSite::end_sample`] unmounted it, as it was,
+    /// for the suite's `ondisk_remount` (the maps read again from a fresh mount); it stays
+    /// mounted until the next sample's prepare or the teardown. `false`: nothing to mount again
+    /// (tmpfs, a read-only image, or the disk is still mounted).
+    pub fn mount_again(&mut self) -> Result<bool, SiteError> {
+        let Some((source, mnt, options)) = self.last_mount.clone() else {
+            return Ok(false);
+        };
+        if self.mounted.is_some() || self.job.read_only {
+            return Ok(false);
+        }
+        let (mounted, _) = Mounted::mount(&self.state, &source, &mnt, &self.job.fs, &options)?;
+        self.mounted = Some(mounted);
+        Ok(true)
     }
 
     /// Unmount what is still mounted.

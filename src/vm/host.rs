@@ -43,6 +43,9 @@ pub struct RepetitionOptions {
     pub drop_caches: bool,
     /// Measure what each sample left on disk (the suite's `ondisk` key).
     pub ondisk: bool,
+    /// Measure fragmentation again on the disk mounted again after each sample (the suite's
+    /// `ondisk_remount` key).
+    pub ondisk_remount: bool,
     /// Most time from qemu's start to the guest's ready marker.
     pub ready_timeout: Duration,
     /// Most time for a whole boot (all the repetition's tests); a guest still running then is
@@ -64,6 +67,7 @@ impl Default for RepetitionOptions {
         RepetitionOptions {
             drop_caches: true,
             ondisk: true,
+            ondisk_remount: false,
             ready_timeout: Duration::from_secs(120),
             total_timeout: Duration::from_secs_f64(total),
             profile: None,
@@ -766,6 +770,7 @@ impl VmSite {
             repetition,
             drop_caches: opts.drop_caches,
             ondisk: opts.ondisk,
+            ondisk_remount: opts.ondisk_remount,
             disks: job_disks,
             tmpfs_size: match self.config.device {
                 Device::Memory { size_bytes } => size_bytes,

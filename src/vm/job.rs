@@ -30,6 +30,10 @@ pub struct Job {
     /// it measures.
     #[serde(default = "measure_on_disk")]
     pub ondisk: bool,
+    /// Measure fragmentation again after each sample, on its disk mounted again (the suite's
+    /// `ondisk_remount` key); a job written without it does not.
+    #[serde(default)]
+    pub ondisk_remount: bool,
     /// The disks, in test order: one per test (`fresh = "sample"`: each formatted by the host
     /// before the boot) or one for all (`fresh = "run"`: every sample in a new directory). Empty
     /// for tmpfs.
