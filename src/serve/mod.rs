@@ -217,6 +217,12 @@ impl From<crate::read::ReadError> for PageError {
     }
 }
 
+impl From<crate::compare::judge::JudgeError> for PageError {
+    fn from(e: crate::compare::judge::JudgeError) -> PageError {
+        PageError::bad(e.to_string())
+    }
+}
+
 impl IntoResponse for PageError {
     fn into_response(self) -> Response {
         let title = match self.status {

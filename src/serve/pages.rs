@@ -11,7 +11,7 @@ use super::chart::{self, Mark};
 use super::chase;
 use super::html::{esc, href, page, table, when};
 use super::{Html, Params};
-use crate::compare::{self, judge, verdict::Methods};
+use crate::compare::{self, judge};
 use crate::model::{RunId, RunInfo, SampleRecord, SampleStatus};
 use crate::read::{self, Filter, Side, Sides};
 use crate::report::{
@@ -781,40 +781,24 @@ fn compared(s: &dyn Store, sel: &Selection) -> Result<(String, String), PageErro
             report::format::render(Format::Markdown, &d).map_err(render_err)?,
         ));
     }
-    let mut all = Vec::new();
-    let mut spans = Vec::new();
-    let mut descs = Vec::new();
-    let mut contexts = Vec::new();
-    let mut base_desc = String::new();
-    let mut across_all = true;
-    for cur in &sel.sels[1..] {
-        let sides = sides_of(s, &sel.sels[0], cur, sel)?;
-        across_all &= sides.across;
-        let rows = judge::rows(&sides, &criteria, Methods::WelchOnly).map_err(judge_err)?;
-        base_desc = sides.base.description.clone();
-        descs.push(sides.cur.description.clone());
-        contexts.push(judge::context_of(&sides));
-        spans.push(all.len()..all.len() + rows.len());
-        all.extend(rows);
-    }
-    judge::control(&mut all, criteria.gate);
-    let sides: Vec<report::compare::SideRows<'_>> = spans
-        .into_iter()
-        .zip(&descs)
-        .zip(&contexts)
-        .map(|((span, d), ctx)| report::compare::SideRows {
-            description: d,
-            rows: &all[span],
-            context: ctx,
+    let pairs = sel.sels[1..]
+        .iter()
+        .map(|cur| sides_of(s, &sel.sels[0], cur, sel));
+    let many = compare::many::judge(pairs, &criteria)?;
+    let sides: Vec<report::compare::SideRows<'_>> = (0..many.sides.len())
+        .map(|i| report::compare::SideRows {
+            description: &many.sides[i].description,
+            rows: many.rows_of(i),
+            context: &many.sides[i].context,
         })
         .collect();
-    let summary = judge::summary(&all);
+    let summary = many.summary();
     let doc = report::compare::ManyDoc {
-        baseline: &base_desc,
+        baseline: &many.baseline,
         sides: &sides,
         summary: &summary,
         all: false,
-        across: across_all,
+        across: many.across,
     };
     let d = Doc::Comparisons(&doc);
     Ok((
