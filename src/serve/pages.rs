@@ -118,6 +118,7 @@ pub struct Caches {
     headlines: Headlines,
     home: Cache<(), HomeParts>,
     histories: Cache<[Option<String>; 4], HistoryData>,
+    history_pages: Cache<HistoryPageKey, String>,
     compares: Cache<Vec<(String, String)>, (String, String)>,
     runs: Cache<RunId, String>,
     machines: Cache<(), Machines>,
@@ -131,13 +132,18 @@ impl Default for Caches {
             stamp: cache::StampClock::default(),
             headlines: Headlines::default(),
             home: Cache::new(4 * MIB),
-            histories: Cache::new(24 * MIB),
+            histories: Cache::new(16 * MIB),
+            history_pages: Cache::new(24 * MIB),
             compares: Cache::new(16 * MIB),
             runs: Cache::new(16 * MIB),
             machines: Cache::new(4 * MIB),
         }
     }
 }
+
+/// A history page: its history (test, metric, configuration, machine), how its change points
+/// are drawn and which points carry an alert.
+type HistoryPageKey = ([Option<String>; 4], Vec<Mark>, Vec<usize>);
 
 /// The parts of the home page that only change with the store's runs.
 struct HomeParts {
@@ -403,54 +409,57 @@ pub fn history(s: &dyn Store, caches: &Caches, p: &Params) -> Result<Html, PageE
         .iter()
         .filter_map(|a| at(a.alert.after_run))
         .collect();
-    let title = format!(
-        "History of {test} {metric}{}{}",
-        config.map(|c| format!(" on {c}")).unwrap_or_default(),
-        host.map(|h| format!(", machine {h}")).unwrap_or_default()
-    );
-    let mut body = String::new();
-    let _ = write!(
-        body,
-        "<p>{} runs; change points by E-divisive means, as <code>fsdelta history</code>{}.</p>\
-         <div class=\"chart\">{}</div>",
-        h.points.len(),
-        if h.on_ranks { " (on ranks)" } else { "" },
-        chart::history_svg(&h, &marks, &alert_points)
-    );
-    if let Some(why) = &h.skipped {
-        let _ = write!(body, "<p class=\"note\">{}</p>", esc(why));
-    }
-    body.push_str("<h2>Changes</h2>");
-    let mut rows = Vec::new();
-    for (i, cp) in h.change_points.iter().enumerate() {
-        let seg = |f: &dyn Fn(&compare::changepoint::Segment) -> bool| {
-            h.segments.iter().find(|sg| f(sg)).map(|sg| {
-                h.points[sg.start..sg.end]
-                    .iter()
-                    .rev()
-                    .take(50)
-                    .map(|pt| pt.run_id.to_string())
-                    .collect::<Vec<_>>()
-                    .join(",")
-            })
-        };
-        let before = seg(&|sg| sg.end == cp.index).unwrap_or_default();
-        let after = seg(&|sg| sg.start == cp.index).unwrap_or_default();
-        let cmp = href(
-            "/compare",
-            &[
-                ("sel", &format!("runs:{before}")),
-                ("sel", &format!("runs:{after}")),
-                ("test", test),
-            ],
+    // The page follows the history and what the alerts mark on it: kept by both.
+    let page_key = (key, marks.clone(), alert_points.clone());
+    let html = caches.history_pages.get_or_compute(&page_key, &stamp, || {
+        let title = format!(
+            "History of {test} {metric}{}{}",
+            config.map(|c| format!(" on {c}")).unwrap_or_default(),
+            host.map(|h| format!(", machine {h}")).unwrap_or_default()
         );
-        let run_before = &h.points[cp.index - 1];
-        let run_after = &h.points[cp.index];
-        let state = match marks[i] {
-            Mark::Expected => "expected",
-            Mark::Flagged => "flagged",
-        };
-        rows.push(vec![
+        let mut body = String::new();
+        let _ = write!(
+            body,
+            "<p>{} runs; change points by E-divisive means, as <code>fsdelta history</code>{}.</p>\
+         <div class=\"chart\">{}</div>",
+            h.points.len(),
+            if h.on_ranks { " (on ranks)" } else { "" },
+            chart::history_svg(&h, &marks, &alert_points)
+        );
+        if let Some(why) = &h.skipped {
+            let _ = write!(body, "<p class=\"note\">{}</p>", esc(why));
+        }
+        body.push_str("<h2>Changes</h2>");
+        let mut rows = Vec::new();
+        for (i, cp) in h.change_points.iter().enumerate() {
+            let seg = |f: &dyn Fn(&compare::changepoint::Segment) -> bool| {
+                h.segments.iter().find(|sg| f(sg)).map(|sg| {
+                    h.points[sg.start..sg.end]
+                        .iter()
+                        .rev()
+                        .take(50)
+                        .map(|pt| pt.run_id.to_string())
+                        .collect::<Vec<_>>()
+                        .join(",")
+                })
+            };
+            let before = seg(&|sg| sg.end == cp.index).unwrap_or_default();
+            let after = seg(&|sg| sg.start == cp.index).unwrap_or_default();
+            let cmp = href(
+                "/compare",
+                &[
+                    ("sel", &format!("runs:{before}")),
+                    ("sel", &format!("runs:{after}")),
+                    ("test", test),
+                ],
+            );
+            let run_before = &h.points[cp.index - 1];
+            let run_after = &h.points[cp.index];
+            let state = match marks[i] {
+                Mark::Expected => "expected",
+                Mark::Flagged => "flagged",
+            };
+            rows.push(vec![
             format!(
                 "<a id=\"cp-link-{i}\" class=\"cp-link\" href=\"{cmp}\">compare the segments</a>"
             ),
@@ -464,77 +473,81 @@ pub fn history(s: &dyn Store, caches: &Caches, p: &Params) -> Result<Html, PageE
             format!("{} / {}", cp.n_before, cp.n_after),
             state.to_string(),
         ]);
-    }
-    body.push_str(&table(
-        "changes",
-        &["", "runs", "change", "p", "runs before / after", "state"],
-        &rows,
-    ));
-    if let Some(cp) = h.change_points.last() {
-        let (before, after) = (h.points[cp.index - 1].run_id, h.points[cp.index].run_id);
-        let (ends, guests) = (&data.ends, &data.guests);
-        let end = |i: usize| {
-            let r = &ends[i];
-            let g = &guests[i];
-            chase::End {
-                run: r.id,
-                label: r.label.clone(),
-                suite: r.suite.clone(),
-                kernel: if g.is_empty() {
-                    r.environment.kernel_release.clone()
-                } else {
-                    g.join(",")
-                },
-                guest: !g.is_empty(),
-            }
-        };
-        if ends.len() == 2 {
-            let c = chase::command(test, metric, config, &end(0), &end(1));
-            let _ = write!(
-                body,
-                "<h2>Chase the newest change</h2><p>A bisection between what the run before it \
+        }
+        body.push_str(&table(
+            "changes",
+            &["", "runs", "change", "p", "runs before / after", "state"],
+            &rows,
+        ));
+        if let Some(cp) = h.change_points.last() {
+            let (before, after) = (h.points[cp.index - 1].run_id, h.points[cp.index].run_id);
+            let (ends, guests) = (&data.ends, &data.guests);
+            let end = |i: usize| {
+                let r = &ends[i];
+                let g = &guests[i];
+                chase::End {
+                    run: r.id,
+                    label: r.label.clone(),
+                    suite: r.suite.clone(),
+                    kernel: if g.is_empty() {
+                        r.environment.kernel_release.clone()
+                    } else {
+                        g.join(",")
+                    },
+                    guest: !g.is_empty(),
+                }
+            };
+            if ends.len() == 2 {
+                let c = chase::command(test, metric, config, &end(0), &end(1));
+                let _ = write!(
+                    body,
+                    "<h2>Chase the newest change</h2><p>A bisection between what the run before it \
                  ({}) and the run after it ({}) measured{} (docs/bisect.md):</p>\
                  <pre class=\"cmd\" id=\"bisect-cmd\">{}</pre>",
-                run_link(before),
-                run_link(after),
-                if c.kernel { ", their kernels" } else { "" },
-                esc(&c.command)
-            );
-            if !c.fill.is_empty() {
-                body.push_str("<p>Fill in what the store does not record:</p><ul class=\"fill\">");
-                for f in &c.fill {
-                    let _ = write!(body, "<li>{}</li>", esc(f));
+                    run_link(before),
+                    run_link(after),
+                    if c.kernel { ", their kernels" } else { "" },
+                    esc(&c.command)
+                );
+                if !c.fill.is_empty() {
+                    body.push_str(
+                        "<p>Fill in what the store does not record:</p><ul class=\"fill\">",
+                    );
+                    for f in &c.fill {
+                        let _ = write!(body, "<li>{}</li>", esc(f));
+                    }
+                    body.push_str("</ul>");
                 }
-                body.push_str("</ul>");
             }
         }
-    }
-    body.push_str("<h2>Runs</h2>");
-    let rows: Vec<Vec<String>> = h
-        .points
-        .iter()
-        .rev()
-        .map(|pt| {
-            vec![
-                run_link(pt.run_id),
-                esc(&pt.label),
-                esc(pt.started_at.get(..16).unwrap_or(&pt.started_at)),
-                esc(&report::text::fmt_value(pt.median)),
-                esc(&format!(
-                    "{} .. {}",
-                    report::text::fmt_value(pt.min),
-                    report::text::fmt_value(pt.max)
-                )),
-                pt.n.to_string(),
-            ]
-        })
-        .collect();
-    body.push_str(&table(
-        "points",
-        &["run", "label", "started", "median", "min .. max", "n"],
-        &rows,
-    ));
-    Ok(Html(page(&title, &body)))
+        body.push_str("<h2>Runs</h2>");
+        let rows: Vec<Vec<String>> = h
+            .points
+            .iter()
+            .rev()
+            .map(|pt| {
+                vec![
+                    run_link(pt.run_id),
+                    esc(&pt.label),
+                    esc(pt.started_at.get(..16).unwrap_or(&pt.started_at)),
+                    esc(&report::text::fmt_value(pt.median)),
+                    esc(&format!(
+                        "{} .. {}",
+                        report::text::fmt_value(pt.min),
+                        report::text::fmt_value(pt.max)
+                    )),
+                    pt.n.to_string(),
+                ]
+            })
+            .collect();
+        body.push_str(&table(
+            "points",
+            &["run", "label", "started", "median", "min .. max", "n"],
+            &rows,
+        ));
+        Ok(page(&title, &body))
+    })?;
+    Ok(Html(html.as_str().to_string()))
 }
 
 /// The filters of the inbox from the URL; a state that is not one is a 400.
