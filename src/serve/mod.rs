@@ -510,7 +510,8 @@ async fn compare_report(State(app): State<Arc<App>>, q: Q) -> Result<Response, P
 
 async fn runs(State(app): State<Arc<App>>, q: Q) -> Result<Html, PageError> {
     let p = params(q)?;
-    with_store(&app, move |s| pages::runs(s, &p)).await
+    let a = Arc::clone(&app);
+    with_store(&app, move |s| pages::runs(s, &a.caches, &p)).await
 }
 
 async fn run(State(app): State<Arc<App>>, UrlPath(id): UrlPath<String>) -> Result<Html, PageError> {

@@ -121,6 +121,7 @@ pub struct Caches {
     history_pages: Cache<HistoryPageKey, String>,
     compares: Cache<Vec<(String, String)>, (String, String)>,
     runs: Cache<RunId, String>,
+    run_lists: Cache<(Option<String>, usize), String>,
     machines: Cache<(), Machines>,
 }
 
@@ -136,6 +137,7 @@ impl Default for Caches {
             history_pages: Cache::new(24 * MIB),
             compares: Cache::new(16 * MIB),
             runs: Cache::new(16 * MIB),
+            run_lists: Cache::new(4 * MIB),
             machines: Cache::new(4 * MIB),
         }
     }
@@ -1051,7 +1053,7 @@ pub fn report_csp(html: &str) -> String {
 }
 
 /// The runs page: newest first, optionally one label.
-pub fn runs(s: &dyn Store, p: &Params) -> Result<Html, PageError> {
+pub fn runs(s: &dyn Store, caches: &Caches, p: &Params) -> Result<Html, PageError> {
     let limit = match param(p, "limit") {
         None => 100,
         Some(v) => v
@@ -1060,7 +1062,19 @@ pub fn runs(s: &dyn Store, p: &Params) -> Result<Html, PageError> {
             .filter(|n| (1..=5000).contains(n))
             .ok_or_else(|| PageError::bad(format!("limit '{v}' is not a number from 1 to 5000")))?,
     };
-    let runs = read::list(s, param(p, "label").map(String::from), limit)?;
+    let label = param(p, "label").map(String::from);
+    let stamp = caches.stamp.now(s)?;
+    let body = caches
+        .run_lists
+        .get_or_compute(&(label.clone(), limit), &stamp, || {
+            run_list(s, label, limit)
+        })?;
+    Ok(Html(page("Runs", &body)))
+}
+
+/// The table of the runs page.
+fn run_list(s: &dyn Store, label: Option<String>, limit: usize) -> Result<String, PageError> {
+    let runs = read::list(s, label, limit)?;
     let rows: Vec<Vec<String>> = runs
         .iter()
         .map(|r| {
@@ -1074,12 +1088,11 @@ pub fn runs(s: &dyn Store, p: &Params) -> Result<Html, PageError> {
             ]
         })
         .collect();
-    let body = table(
+    Ok(table(
         "runs",
         &["run", "label", "machine", "started", "status", "samples"],
         &rows,
-    );
-    Ok(Html(page("Runs", &body)))
+    ))
 }
 
 /// The run page: facts, configurations, workloads, every sample, raw outputs, profiles
