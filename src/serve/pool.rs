@@ -75,8 +75,11 @@ impl QueuePool {
         }
     }
 
-    /// Run `f` with a queue connection (an idle one, or a new one); the connection is put back
-    /// unless `f` failed (it may be broken: the next request opens another).
+    /// Run `f` with a queue connection (an idle one, or a new one), put back after it even when
+    /// `f` failed: a statement that failed (a store whose queue tables do not exist yet) leaves
+    /// the connection usable, and a lost connection is reconnected by the queue itself at its
+    /// next use. (Dropping it on every failure made each home page of a store without a queue
+    /// open a new connection.)
     pub fn with<T>(
         &self,
         f: impl FnOnce(&mut Queue) -> Result<T, QueueError>,
@@ -91,11 +94,9 @@ impl QueuePool {
             }
         };
         let r = f(&mut q);
-        if r.is_ok() {
-            let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
-            if idle.len() < self.max {
-                idle.push(q);
-            }
+        let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
+        if idle.len() < self.max {
+            idle.push(q);
         }
         r
     }
