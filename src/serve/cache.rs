@@ -52,20 +52,40 @@ impl Stamp {
     }
 }
 
-/// The stamp of the store, read at most once per [`STAMP_EVERY`].
+/// The stamps of the store, read at most once per [`STAMP_EVERY`].
 #[derive(Default)]
-pub struct StampClock(Mutex<Option<(Instant, Arc<Stamp>)>>);
+pub struct StampClock(Mutex<Option<(Instant, Stamps)>>);
+
+/// The store's stamp, and the same without sample counts.
+#[derive(Clone)]
+pub struct Stamps {
+    /// Every change: new runs, runs that end, new samples.
+    pub full: Arc<Stamp>,
+    /// Only new runs and runs that end: what histories and the machine summaries follow (they
+    /// leave running runs out), so a fleet adding samples does not recompute them.
+    pub runs: Arc<Stamp>,
+}
 
 impl StampClock {
-    /// The current stamp, read from `s` when the kept one is older than [`STAMP_EVERY`].
-    pub fn now(&self, s: &dyn Store) -> Result<Arc<Stamp>, PageError> {
+    /// The current stamps, read from `s` when the kept ones are older than [`STAMP_EVERY`].
+    pub fn now(&self, s: &dyn Store) -> Result<Stamps, PageError> {
         if let Some((at, st)) = &*self.0.lock().unwrap_or_else(|p| p.into_inner())
             && at.elapsed() < STAMP_EVERY
         {
-            return Ok(Arc::clone(st));
+            return Ok(st.clone());
         }
-        let st = Arc::new(Stamp::read(s)?);
-        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = Some((Instant::now(), Arc::clone(&st)));
+        let full = Stamp::read(s)?;
+        let runs = Stamp(
+            full.0
+                .iter()
+                .map(|(id, ended, _)| (*id, *ended, 0))
+                .collect(),
+        );
+        let st = Stamps {
+            full: Arc::new(full),
+            runs: Arc::new(runs),
+        };
+        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = Some((Instant::now(), st.clone()));
         Ok(st)
     }
 }

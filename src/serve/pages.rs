@@ -165,7 +165,7 @@ impl Weigh for HomeParts {
 /// runs are kept while the store has not changed; alerts and the queue are read every time.
 pub fn home(s: &dyn Store, app: &App) -> Result<Html, PageError> {
     let c = &app.caches;
-    let stamp = c.stamp.now(s)?;
+    let stamp = c.stamp.now(s)?.full;
     let parts = c
         .home
         .get_or_compute(&(), &stamp, || home_parts(s, &c.headlines))?;
@@ -375,7 +375,7 @@ pub fn history(s: &dyn Store, caches: &Caches, p: &Params) -> Result<Html, PageE
     let metric = required(p, "metric", "the metric's name")?;
     let config = param(p, "config");
     let host = param(p, "host");
-    let stamp = caches.stamp.now(s)?;
+    let stamp = caches.stamp.now(s)?.runs;
     let key = [test, metric, config.unwrap_or(""), host.unwrap_or("")]
         .map(|v| Some(v.to_string()).filter(|v| !v.is_empty()));
     let data = caches
@@ -933,7 +933,7 @@ pub fn compare(s: &dyn Store, caches: &Caches, p: &Params) -> Result<Html, PageE
             "a comparison needs two or more selections (sel=BASE&sel=CUR)",
         ));
     }
-    let stamp = caches.stamp.now(s)?;
+    let stamp = caches.stamp.now(s)?.full;
     let key: Vec<(String, String)> = [
         ("sel", &sel.sels),
         ("test", &sel.tests),
@@ -1063,7 +1063,7 @@ pub fn runs(s: &dyn Store, caches: &Caches, p: &Params) -> Result<Html, PageErro
             .ok_or_else(|| PageError::bad(format!("limit '{v}' is not a number from 1 to 5000")))?,
     };
     let label = param(p, "label").map(String::from);
-    let stamp = caches.stamp.now(s)?;
+    let stamp = caches.stamp.now(s)?.full;
     let body = caches
         .run_lists
         .get_or_compute(&(label.clone(), limit), &stamp, || {
@@ -1264,7 +1264,7 @@ impl Weigh for Machines {
 /// The machines page: every machine that stored a run, with its newest run, and on a fleet
 /// store the job it runs now.
 pub fn machines(s: &dyn Store, app: &App) -> Result<Html, PageError> {
-    let stamp = app.caches.stamp.now(s)?;
+    let stamp = app.caches.stamp.now(s)?.runs;
     let known = app.caches.machines.get_or_compute(&(), &stamp, || {
         let runs = s.runs(&RunFilter {
             label: None,
