@@ -426,7 +426,7 @@ pub fn history(s: &dyn Store, caches: &Caches, p: &Params) -> Result<Html, PageE
          <div class=\"chart\">{}</div>",
             h.points.len(),
             if h.on_ranks { " (on ranks)" } else { "" },
-            chart::history_svg(&h, &marks, &alert_points)
+            chart::history_svg(h, &marks, &alert_points)
         );
         if let Some(why) = &h.skipped {
             let _ = write!(body, "<p class=\"note\">{}</p>", esc(why));
