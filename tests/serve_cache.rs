@@ -91,10 +91,12 @@ fn pages_follow_new_runs_ended_runs_and_samples_of_a_running_run() {
     let home = ok(&s, "/");
     let history = href_after(&home, "class=\"history-link\"").expect("a history link");
     let cmp = "/compare?sel=latest~1&sel=latest";
+    let report = "/compare/report?sel=latest~1&sel=latest";
     // Asked twice: the second answer is the kept one, and the same.
     for _ in 0..2 {
         assert!(ok(&s, &history).contains("<p>12 runs;"));
         assert!(ok(&s, cmp).contains("latest (run 12"));
+        assert!(ok(&s, report).contains("latest (run 12"));
         assert_eq!(samples_shown(&ok(&s, "/run/12")), 3);
     }
 
@@ -114,6 +116,7 @@ fn pages_follow_new_runs_ended_runs_and_samples_of_a_running_run() {
     let h = ok(&s, &history);
     assert!(h.contains("<p>13 runs;"), "{h}");
     assert!(ok(&s, cmp).contains("latest (run 13"));
+    assert!(ok(&s, report).contains("latest (run 13"));
     assert!(ok(&s, "/").contains("href=\"/run/13\""));
     assert_eq!(samples_shown(&ok(&s, "/run/12")), 3);
 

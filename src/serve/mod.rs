@@ -496,7 +496,8 @@ async fn compare(State(app): State<Arc<App>>, q: Q) -> Result<Html, PageError> {
 
 async fn compare_report(State(app): State<Arc<App>>, q: Q) -> Result<Response, PageError> {
     let p = params(q)?;
-    let html = with_store(&app, move |s| pages::compare_report(s, &p)).await?;
+    let a = Arc::clone(&app);
+    let html = with_store(&app, move |s| pages::compare_report(s, &a.caches, &p)).await?;
     // The report is one self-contained document with its own inline stylesheet and script,
     // written by this binary: allowed by their hashes, and nothing else.
     let csp = pages::report_csp(&html);

@@ -120,6 +120,7 @@ pub struct Caches {
     histories: Cache<[Option<String>; 4], HistoryData>,
     history_pages: Cache<HistoryPageKey, String>,
     compares: Cache<Vec<(String, String)>, (String, String)>,
+    reports: Cache<Vec<(String, String)>, String>,
     runs: Cache<RunId, String>,
     run_lists: Cache<(Option<String>, usize), String>,
     machines: Cache<(), Machines>,
@@ -136,6 +137,7 @@ impl Default for Caches {
             histories: Cache::new(16 * MIB),
             history_pages: Cache::new(24 * MIB),
             compares: Cache::new(16 * MIB),
+            reports: Cache::new(16 * MIB),
             runs: Cache::new(16 * MIB),
             run_lists: Cache::new(4 * MIB),
             machines: Cache::new(4 * MIB),
@@ -979,20 +981,42 @@ pub fn compare(s: &dyn Store, caches: &Caches, p: &Params) -> Result<Html, PageE
 }
 
 /// The report of the first two selections, as `fsdelta report` writes it.
-pub fn compare_report(s: &dyn Store, p: &Params) -> Result<String, PageError> {
+/// The report of a comparison page's frame (`fsdelta report`'s document), kept while the store
+/// has not changed: a browser that opens a comparison also asks for it.
+pub fn compare_report(s: &dyn Store, caches: &Caches, p: &Params) -> Result<String, PageError> {
     let sel = selection(p)?;
     if sel.sels.len() < 2 {
         return Err(PageError::bad(
             "a report needs two selections (sel=BASE&sel=CUR)",
         ));
     }
+    let stamp = caches.stamp.now(s)?.full;
+    let key: Vec<(String, String)> = [
+        ("sel", &sel.sels),
+        ("test", &sel.tests),
+        ("config", &sel.configs),
+    ]
+    .into_iter()
+    .flat_map(|(k, v)| {
+        v.iter()
+            .take(if k == "sel" { 2 } else { usize::MAX })
+            .map(move |x| (k.to_string(), x.clone()))
+    })
+    .collect();
+    let html = caches
+        .reports
+        .get_or_compute(&key, &stamp, || report_of(s, &sel))?;
+    Ok(html.as_str().to_string())
+}
+
+fn report_of(s: &dyn Store, sel: &Selection) -> Result<String, PageError> {
     let (base, cur) = (sel.sels[0].as_str(), sel.sels[1].as_str());
     let criteria = compare::Criteria {
         tests: sel.tests.clone(),
         configs: sel.configs.clone(),
         ..compare::Criteria::default()
     };
-    let sides = sides_of(s, base, cur, &sel)?;
+    let sides = sides_of(s, base, cur, sel)?;
     let rows = judge::judge(&sides, &criteria).map_err(|e| PageError::bad(e.to_string()))?;
     let summary = judge::summary(&rows);
     let text_table = report::format::render(
