@@ -10,6 +10,8 @@
 #
 # Usage: benches/store-pg-scale.sh [ADMIN_URL]   (default: $FSDELTA_TEST_PG)
 #   FSDELTA_BIN=target/release/fsdelta RUNS=1000 TESTS=10 REPS=10 METRICS=100 JOBS=20
+#   KEEP_DB=NAME fills database NAME (created if missing, refused if it has runs) and keeps it,
+#   to load or profile a command on it (benches/serve-load.sh); the agent cycle is left out.
 # Needs psql (Debian postgresql-client). The scratch database is dropped at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,12 +25,18 @@ METRICS=${METRICS:-100}
 JOBS=${JOBS:-20}
 [ -x "$B" ] || { echo "build first: cargo build --release (or set FSDELTA_BIN)" >&2; exit 2; }
 
-DB=fsdelta_bench_$$
+DB=${KEEP_DB:-fsdelta_bench_$$}
 BASE=${ADMIN%%\?*}
 URL="${BASE%/*}/$DB"
-psql -qX "$ADMIN" -c "CREATE DATABASE $DB" >/dev/null
 WORK=$(mktemp -d)
-trap 'psql -qX "$ADMIN" -c "DROP DATABASE IF EXISTS $DB WITH (FORCE)" >/dev/null; rm -rf "$WORK"' EXIT
+if [ -n "${KEEP_DB:-}" ]; then
+    [ -n "$(psql -qXtA "$ADMIN" -c "SELECT 1 FROM pg_database WHERE datname = '$DB'")" ] ||
+        psql -qX "$ADMIN" -c "CREATE DATABASE $DB" >/dev/null
+    trap 'rm -rf "$WORK"' EXIT
+else
+    psql -qX "$ADMIN" -c "CREATE DATABASE $DB" >/dev/null
+    trap 'psql -qX "$ADMIN" -c "DROP DATABASE IF EXISTS $DB WITH (FORCE)" >/dev/null; rm -rf "$WORK"' EXIT
+fi
 export FSDELTA_DB="$URL" FSDELTA_STATE_FILE="$WORK/state.json"
 
 secs() { date +%s.%N; }
@@ -41,6 +49,9 @@ timed() { # label, command...
 }
 
 "$B" cleanup >/dev/null # a writing command creates the schema (read-only ones never do)
+if [ -n "${KEEP_DB:-}" ] && [ "$(psql -qXtA "$URL" -c 'SELECT count(*) FROM runs')" != 0 ]; then
+    echo "database $DB already has runs: drop it or name another" >&2; exit 2
+fi
 t0=$(secs)
 psql -qX "$URL" >/dev/null <<SQL
 INSERT INTO runs (label, suite, started_at, finished_at, status, host, kernel, fsdelta_version, environment)
@@ -70,6 +81,10 @@ printf 'filled %s metric rows (%s runs) in %.0f s\n' "$rows" "$RUNS" "$(echo "$t
 timed list "$B" list --limit 20
 timed compare "$B" compare label:v1 label:v2
 timed history "$B" history --test t0 --metric m0
+
+if [ -n "${KEEP_DB:-}" ]; then
+    echo "kept: $URL (agent cycle left out)"; exit 0
+fi
 
 # One agent's cycle: JOBS jobs of a workload that does nothing.
 cat > "$WORK/noop.toml" <<'TOML'

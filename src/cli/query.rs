@@ -9,7 +9,7 @@ use super::{CompareArgs, DbArg, EXIT_BISECT_SKIP, EXIT_ERROR, EXIT_OK, EXIT_REGR
 use crate::compare::{
     self, Criteria,
     judge::{self, Judged},
-    verdict::{Methods, Verdict},
+    verdict::Verdict,
 };
 use crate::model::{RunInfo, SampleRecord};
 use crate::read::{self, Filter, Sides};
@@ -293,58 +293,37 @@ fn compare_many(
     opts: &CompareArgs,
 ) -> Result<i32> {
     let criteria = opts.criteria();
-    let mut all: Vec<Judged> = Vec::new();
-    let mut spans = Vec::new();
-    let mut descs = Vec::new();
-    let mut contexts = Vec::new();
-    let mut hosts = Vec::new();
-    let mut base_desc = String::new();
-    let mut across_all = true;
-    for c in std::iter::once(cur).chain(more.iter().map(String::as_str)) {
-        let sides = sides(store, base, c, &criteria)?;
-        let rows = judge::rows(&sides, &criteria, Methods::WelchOnly)?;
-        base_desc = sides.base.description.clone();
-        across_all &= sides.across;
-        descs.push(sides.cur.description.clone());
-        contexts.push(judge::context_of(&sides));
-        hosts.push(sides.cur.runs.first().map(|r| r.environment.host.clone()));
-        spans.push(all.len()..all.len() + rows.len());
-        all.extend(rows);
-    }
-    judge::control(&mut all, criteria.gate);
+    let sides = std::iter::once(cur)
+        .chain(more.iter().map(String::as_str))
+        .map(|c| sides(store, base, c, &criteria));
+    let mut many = compare::many::judge(sides, &criteria)?;
     // What each side's machine detects, once the verdicts are final (after the FDR control).
-    for (span, host) in spans.iter().zip(&hosts) {
-        if let Some(h) = host {
-            super::calibrate::annotate(store, &mut all[span.clone()], h, &criteria.margins);
+    for i in 0..many.sides.len() {
+        if let Some(h) = many.sides[i].host.clone() {
+            super::calibrate::annotate(store, many.rows_of_mut(i), &h, &criteria.margins);
         }
     }
-    let lacking = contexts
-        .iter()
-        .any(|c| c.baseline_missing.any() || c.current_missing.any());
-    let code = exit_code(&all, opts.bisect);
-    let sides: Vec<report::compare::SideRows<'_>> = spans
-        .into_iter()
-        .zip(&descs)
-        .zip(&contexts)
-        .map(|((span, d), ctx)| report::compare::SideRows {
-            description: d,
-            rows: &all[span],
-            context: ctx,
+    let code = exit_code(&many.rows, opts.bisect);
+    let sides: Vec<report::compare::SideRows<'_>> = (0..many.sides.len())
+        .map(|i| report::compare::SideRows {
+            description: &many.sides[i].description,
+            rows: many.rows_of(i),
+            context: &many.sides[i].context,
         })
         .collect();
-    let summary = judge::summary(&all);
+    let summary = many.summary();
     let doc = report::compare::ManyDoc {
-        baseline: &base_desc,
+        baseline: &many.baseline,
         sides: &sides,
         summary: &summary,
         all: opts.all,
-        across: across_all,
+        across: many.across,
     };
     write_stdout(&report::format::render(
         opts.format,
         &Doc::Comparisons(&doc),
     )?)?;
-    Ok(with_missing(code, lacking, opts.bisect))
+    Ok(with_missing(code, many.lacking(), opts.bisect))
 }
 
 /// `fsdelta history`.

@@ -10,6 +10,7 @@ pub mod changepoint;
 pub mod context;
 pub mod history;
 pub mod judge;
+pub mod many;
 pub mod power;
 pub mod profile;
 pub mod stats;

@@ -273,18 +273,34 @@ pub fn guest_kernels(store: &dyn Store, runs: &[RunInfo]) -> Result<Vec<Vec<Stri
 /// run first: one record per value, as `compare::history` takes them. One query for the series
 /// (not every sample of every run).
 pub fn metric_history(store: &dyn Store, test: &str, metric: &str) -> Result<Loaded, ReadError> {
-    let points = store.metric_points(test, metric)?;
+    metric_history_on(store, test, metric, None)
+}
+
+/// [`metric_history`] of the runs of machine `host` only (every machine's when `None`). The
+/// points are grouped by run once: looking each run's up among all points was runs x points
+/// steps (5 million on the 1,000-run scale store).
+pub fn metric_history_on(
+    store: &dyn Store,
+    test: &str,
+    metric: &str,
+    host: Option<&str>,
+) -> Result<Loaded, ReadError> {
+    let mut by_run: std::collections::HashMap<crate::model::RunId, Vec<SampleRecord>> =
+        std::collections::HashMap::new();
+    for p in store.metric_points(test, metric)? {
+        by_run
+            .entry(p.run_id)
+            .or_default()
+            .push(SampleRecord::of_point(&p, test));
+    }
     let mut runs = store.runs(&RunFilter::default())?;
     runs.reverse();
     Ok(runs
         .into_iter()
         .filter(|r| r.status != crate::model::RunStatus::Running)
+        .filter(|r| host.is_none_or(|h| r.environment.host == h))
         .map(|r| {
-            let samples: Vec<SampleRecord> = points
-                .iter()
-                .filter(|p| p.run_id == r.id)
-                .map(|p| SampleRecord::of_point(p, test))
-                .collect();
+            let samples = by_run.remove(&r.id).unwrap_or_default();
             (r, samples)
         })
         .collect())

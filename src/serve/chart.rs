@@ -21,7 +21,7 @@ const TOP: f64 = 20.0;
 const BOTTOM: f64 = 40.0;
 
 /// How a change point is drawn.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Mark {
     /// A change nobody said was expected.
     Flagged,

@@ -17,6 +17,7 @@
 //! parameter with a 500 or a panic, and never write anything but triage and alerts.
 
 pub mod auth;
+pub mod cache;
 pub mod chart;
 pub mod chase;
 pub mod html;
@@ -104,8 +105,10 @@ pub struct App {
     writer: std::sync::Mutex<Option<Box<dyn crate::store::Store>>>,
     /// Requests served at once.
     slots: tokio::sync::Semaphore,
-    /// The headline series of ended runs (home page).
-    headlines: Arc<pages::Headlines>,
+    /// Idle connections to the fleet's queue (PostgreSQL stores).
+    pub queues: pool::QueuePool,
+    /// What the pages computed, while the store has not changed.
+    pub caches: pages::Caches,
 }
 
 impl App {
@@ -119,8 +122,14 @@ impl App {
             form_secret: auth::new_form_secret(),
             writer: std::sync::Mutex::new(None),
             slots: tokio::sync::Semaphore::new(MAX_CONCURRENT),
-            headlines: Arc::default(),
+            queues: pool::QueuePool::new(&cfg.location, 4),
+            caches: pages::Caches::default(),
         }
+    }
+
+    /// Whether the store is a PostgreSQL one (it may have a fleet's queue).
+    pub fn is_postgres(&self) -> bool {
+        crate::store::Backend::of(&self.location) == crate::store::Backend::Postgres
     }
 
     /// Whether triage is enabled (a token was given).
@@ -162,7 +171,7 @@ pub fn shown(location: &str) -> String {
 }
 
 /// An answer that is not a page: status and a message (plain text, escaped when shown).
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct PageError {
     /// The status.
     pub status: StatusCode,
@@ -214,6 +223,12 @@ impl From<crate::read::ReadError> for PageError {
             crate::read::ReadError::Store(s) => s.into(),
             other => PageError::bad(other.to_string()),
         }
+    }
+}
+
+impl From<crate::compare::judge::JudgeError> for PageError {
+    fn from(e: crate::compare::judge::JudgeError) -> PageError {
+        PageError::bad(e.to_string())
     }
 }
 
@@ -369,15 +384,14 @@ pub fn router(app: Arc<App>) -> Router {
 type Q = Result<Query<Params>, axum::extract::rejection::QueryRejection>;
 
 async fn home(State(app): State<Arc<App>>) -> Result<Html, PageError> {
-    let triage = app.triage_enabled();
-    let location = app.location.clone();
-    let headlines = Arc::clone(&app.headlines);
-    with_store(&app, move |s| pages::home(s, &location, triage, &headlines)).await
+    let a = Arc::clone(&app);
+    with_store(&app, move |s| pages::home(s, &a)).await
 }
 
 async fn history(State(app): State<Arc<App>>, q: Q) -> Result<Html, PageError> {
     let p = params(q)?;
-    with_store(&app, move |s| pages::history(s, &p)).await
+    let a = Arc::clone(&app);
+    with_store(&app, move |s| pages::history(s, &a.caches, &p)).await
 }
 
 async fn alerts(State(app): State<Arc<App>>, q: Q) -> Result<Html, PageError> {
@@ -476,12 +490,14 @@ async fn triage_inner(
 
 async fn compare(State(app): State<Arc<App>>, q: Q) -> Result<Html, PageError> {
     let p = params(q)?;
-    with_store(&app, move |s| pages::compare(s, &p)).await
+    let a = Arc::clone(&app);
+    with_store(&app, move |s| pages::compare(s, &a.caches, &p)).await
 }
 
 async fn compare_report(State(app): State<Arc<App>>, q: Q) -> Result<Response, PageError> {
     let p = params(q)?;
-    let html = with_store(&app, move |s| pages::compare_report(s, &p)).await?;
+    let a = Arc::clone(&app);
+    let html = with_store(&app, move |s| pages::compare_report(s, &a.caches, &p)).await?;
     // The report is one self-contained document with its own inline stylesheet and script,
     // written by this binary: allowed by their hashes, and nothing else.
     let csp = pages::report_csp(&html);
@@ -495,12 +511,14 @@ async fn compare_report(State(app): State<Arc<App>>, q: Q) -> Result<Response, P
 
 async fn runs(State(app): State<Arc<App>>, q: Q) -> Result<Html, PageError> {
     let p = params(q)?;
-    with_store(&app, move |s| pages::runs(s, &p)).await
+    let a = Arc::clone(&app);
+    with_store(&app, move |s| pages::runs(s, &a.caches, &p)).await
 }
 
 async fn run(State(app): State<Arc<App>>, UrlPath(id): UrlPath<String>) -> Result<Html, PageError> {
     let id = id_of(&id, "run")?;
-    with_store(&app, move |s| pages::run(s, id)).await
+    let a = Arc::clone(&app);
+    with_store(&app, move |s| pages::run(s, &a.caches, id)).await
 }
 
 async fn flame(
@@ -524,14 +542,14 @@ async fn flame(
 }
 
 async fn machines(State(app): State<Arc<App>>) -> Result<Html, PageError> {
-    let location = app.location.clone();
-    with_store(&app, move |s| pages::machines(s, &location)).await
+    let a = Arc::clone(&app);
+    with_store(&app, move |s| pages::machines(s, &a)).await
 }
 
 async fn jobs(State(app): State<Arc<App>>, q: Q) -> Result<Html, PageError> {
     let p = params(q)?;
-    let location = app.location.clone();
-    with_store(&app, move |_| pages::jobs(&location, &p)).await
+    let a = Arc::clone(&app);
+    with_store(&app, move |_| pages::jobs(&a, &p)).await
 }
 
 async fn js() -> Response {

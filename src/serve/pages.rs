@@ -7,11 +7,12 @@
 //! write to the store.
 
 use super::PageError;
+use super::cache::{self, Cache, Weigh};
 use super::chart::{self, Mark};
 use super::chase;
 use super::html::{esc, href, page, table, when};
-use super::{Html, Params};
-use crate::compare::{self, judge, verdict::Methods};
+use super::{App, Html, Params};
+use crate::compare::{self, judge};
 use crate::model::{RunId, RunInfo, SampleRecord, SampleStatus};
 use crate::read::{self, Filter, Side, Sides};
 use crate::report::{
@@ -109,44 +110,69 @@ impl Headlines {
     }
 }
 
-/// The home page: newest run per machine, open alerts by test, the queue, machines not heard
-/// from, and the histories of the newest runs' headline metrics.
-pub fn home(
-    s: &dyn Store,
-    location: &str,
-    triage: bool,
-    headlines: &Headlines,
-) -> Result<Html, PageError> {
-    let runs = s.runs(&RunFilter {
-        label: None,
-        limit: Some(2000),
-    })?;
-    let mut newest: BTreeMap<&str, &RunInfo> = BTreeMap::new();
-    for r in &runs {
-        newest.entry(r.environment.host.as_str()).or_insert(r);
+/// What the pages computed, kept while the store has not changed ([`cache`]): each kind within
+/// its own budget of bytes.
+pub struct Caches {
+    /// The store's stamp, read at most once a second.
+    pub stamp: cache::StampClock,
+    headlines: Headlines,
+    home: Cache<(), HomeParts>,
+    histories: Cache<[Option<String>; 4], HistoryData>,
+    history_pages: Cache<HistoryPageKey, String>,
+    compares: Cache<Vec<(String, String)>, (String, String)>,
+    reports: Cache<Vec<(String, String)>, String>,
+    runs: Cache<RunId, String>,
+    run_lists: Cache<(Option<String>, usize), String>,
+    machines: Cache<(), Machines>,
+}
+
+const MIB: usize = 1024 * 1024;
+
+impl Default for Caches {
+    fn default() -> Caches {
+        Caches {
+            stamp: cache::StampClock::default(),
+            headlines: Headlines::default(),
+            home: Cache::new(4 * MIB),
+            histories: Cache::new(16 * MIB),
+            history_pages: Cache::new(24 * MIB),
+            compares: Cache::new(16 * MIB),
+            reports: Cache::new(16 * MIB),
+            runs: Cache::new(16 * MIB),
+            run_lists: Cache::new(4 * MIB),
+            machines: Cache::new(4 * MIB),
+        }
     }
-    let now = chrono::Utc::now();
+}
+
+/// A history page: its history (test, metric, configuration, machine), how its change points
+/// are drawn and which points carry an alert.
+type HistoryPageKey = ([Option<String>; 4], Vec<Mark>, Vec<usize>);
+
+/// The parts of the home page that only change with the store's runs.
+struct HomeParts {
+    newest: String,
+    quiet: String,
+    histories: String,
+}
+
+impl Weigh for HomeParts {
+    fn bytes(&self) -> usize {
+        self.newest.len() + self.quiet.len() + self.histories.len()
+    }
+}
+
+/// The home page: newest run per machine, open alerts by test, the queue, machines not heard
+/// from, and the histories of the newest runs' headline metrics. The parts that follow the
+/// runs are kept while the store has not changed; alerts and the queue are read every time.
+pub fn home(s: &dyn Store, app: &App) -> Result<Html, PageError> {
+    let c = &app.caches;
+    let stamp = c.stamp.now(s)?.full;
+    let parts = c
+        .home
+        .get_or_compute(&(), &stamp, || home_parts(s, &c.headlines))?;
     let mut body = String::new();
-    body.push_str("<section><h2>Newest run per machine</h2>");
-    let rows: Vec<Vec<String>> = newest
-        .values()
-        .map(|r| {
-            vec![
-                esc(&r.environment.host),
-                run_link(r.id),
-                esc(&r.label),
-                esc(&when(&r.started_at)),
-                esc(r.status.as_str()),
-                esc(&r.environment.kernel_release),
-            ]
-        })
-        .collect();
-    body.push_str(&table(
-        "runs",
-        &["machine", "run", "label", "started", "status", "kernel"],
-        &rows,
-    ));
-    body.push_str("</section>");
+    body.push_str(&parts.newest);
     let open = s.alerts(&AlertFilter {
         state: Some(AlertState::New),
         ..AlertFilter::default()
@@ -159,7 +185,7 @@ pub fn home(
         body,
         "<section><h2>Open alerts by test</h2><p>{} untriaged{}.</p>",
         open.len(),
-        if triage {
+        if app.triage_enabled() {
             ""
         } else {
             " (triage is off on this server: start it with --token-file)"
@@ -181,14 +207,57 @@ pub fn home(
     body.push_str(&table("alerts", &["test", "new alerts"], &rows));
     body.push_str("</section>");
     body.push_str("<section><h2>Queue</h2>");
-    body.push_str(&queue_summary(location));
+    body.push_str(&queue_summary(app));
     body.push_str("</section>");
+    body.push_str(&parts.quiet);
+    body.push_str(&parts.histories);
+    Ok(Html(page("fsdelta", &body)))
+}
+
+/// The home page's parts that follow the runs: the newest run per machine, the machines not
+/// heard from, the histories of the newest runs' headline metrics.
+fn home_parts(s: &dyn Store, headlines: &Headlines) -> Result<HomeParts, PageError> {
+    let runs = s.runs(&RunFilter {
+        label: None,
+        limit: Some(2000),
+    })?;
+    let mut newest: BTreeMap<&str, &RunInfo> = BTreeMap::new();
+    for r in &runs {
+        newest.entry(r.environment.host.as_str()).or_insert(r);
+    }
+    let now = chrono::Utc::now();
+    let mut out = HomeParts {
+        newest: String::new(),
+        quiet: String::new(),
+        histories: String::new(),
+    };
+    out.newest
+        .push_str("<section><h2>Newest run per machine</h2>");
+    let rows: Vec<Vec<String>> = newest
+        .values()
+        .map(|r| {
+            vec![
+                esc(&r.environment.host),
+                run_link(r.id),
+                esc(&r.label),
+                esc(&when(&r.started_at)),
+                esc(r.status.as_str()),
+                esc(&r.environment.kernel_release),
+            ]
+        })
+        .collect();
+    out.newest.push_str(&table(
+        "runs",
+        &["machine", "run", "label", "started", "status", "kernel"],
+        &rows,
+    ));
+    out.newest.push_str("</section>");
     let quiet: Vec<&&RunInfo> = newest
         .values()
         .filter(|r| now - r.started_at > QUIET_AFTER)
         .collect();
     let _ = write!(
-        body,
+        out.quiet,
         "<section><h2>Machines not heard from</h2><p>No run started in the last {} hours:</p>",
         QUIET_AFTER.num_hours()
     );
@@ -196,12 +265,15 @@ pub fn home(
         .iter()
         .map(|r| vec![esc(&r.environment.host), esc(&when(&r.started_at))])
         .collect();
-    body.push_str(&table("quiet", &["machine", "last run started"], &rows));
-    body.push_str("</section><section><h2>Histories</h2><ul class=\"histories\">");
+    out.quiet
+        .push_str(&table("quiet", &["machine", "last run started"], &rows));
+    out.quiet.push_str("</section>");
+    out.histories
+        .push_str("<section><h2>Histories</h2><ul class=\"histories\">");
     for r in newest.values() {
         for k in headlines.of(s, r)? {
             let _ = write!(
-                body,
+                out.histories,
                 "<li><a class=\"history-link\" href=\"{}\">{} {} on {} ({})</a></li>",
                 history_href(&k.1, &k.2, &k.0, &r.environment.host),
                 esc(&k.1),
@@ -211,18 +283,19 @@ pub fn home(
             );
         }
     }
-    body.push_str("</ul></section>");
-    Ok(Html(page("fsdelta", &body)))
+    out.histories.push_str("</ul></section>");
+    Ok(out)
 }
 
 /// The queue's counts, or why there is none.
-fn queue_summary(location: &str) -> String {
-    if crate::store::Backend::of(location) != crate::store::Backend::Postgres {
+fn queue_summary(app: &App) -> String {
+    if !app.is_postgres() {
         return "<p>No job queue: a SQLite store has none (the fleet's queue lives in a PostgreSQL store).</p>".into();
     }
-    use crate::queue::{JobState, Queue};
-    match Queue::connect(location)
-        .and_then(|mut q| q.list(&[JobState::Queued, JobState::Running], 10_000))
+    use crate::queue::JobState;
+    match app
+        .queues
+        .with(|q| q.list(&[JobState::Queued, JobState::Running], 10_000))
     {
         Ok(jobs) => {
             let n = |st: JobState| jobs.iter().filter(|j| j.state == st).count();
@@ -249,50 +322,68 @@ fn no_queue_yet(e: &crate::queue::QueueError) -> bool {
     matches!(e, crate::queue::QueueError::Db(m) if m.contains("does not exist"))
 }
 
-/// The ended runs of `host` (all machines' when `None`), oldest first, each with its samples'
-/// values of `test`'s `metric`: what `read::metric_history` gives, with the points grouped by
-/// run once (it looks every run's up among all points: runs x points, 5 M steps a request on
-/// the scale store).
-fn metric_history(
+/// A history with its change points, and the two runs around its newest change with their
+/// guest kernels (the bisect command's ends): what the history page computes from the store.
+struct HistoryData {
+    h: compare::history::History,
+    ends: Vec<RunInfo>,
+    guests: Vec<Vec<String>>,
+}
+
+impl Weigh for HistoryData {
+    fn bytes(&self) -> usize {
+        let p = &self.h.points;
+        p.len() * std::mem::size_of::<compare::history::Point>()
+            + p.iter()
+                .map(|x| x.label.len() + x.started_at.len())
+                .sum::<usize>()
+            + self.ends.len() * 1024
+    }
+}
+
+/// The history of `test`'s `metric` (on `config`, machine `host`) with its change points.
+fn history_data(
     s: &dyn Store,
     test: &str,
     metric: &str,
+    config: Option<&str>,
     host: Option<&str>,
-) -> Result<read::Loaded, PageError> {
-    let mut by_run: BTreeMap<RunId, Vec<SampleRecord>> = BTreeMap::new();
-    for p in s.metric_points(test, metric)? {
-        by_run
-            .entry(p.run_id)
-            .or_default()
-            .push(SampleRecord::of_point(&p, test));
-    }
-    let mut runs = s.runs(&RunFilter::default())?;
-    runs.reverse();
-    Ok(runs
-        .into_iter()
-        .filter(|r| r.status != crate::model::RunStatus::Running)
-        .filter(|r| host.is_none_or(|h| r.environment.host == h))
-        .map(|r| {
-            let samples = by_run.remove(&r.id).unwrap_or_default();
-            (r, samples)
-        })
-        .collect())
-}
-
-/// The history page of a test, metric, configuration and machine.
-// Over 150 lines: the page's four parts (chart, changes, the bisect command, the runs) read the
-// same history, marks and parameters; split, each would take all of them.
-pub fn history(s: &dyn Store, p: &Params) -> Result<Html, PageError> {
-    let test = required(p, "test", "the test's name")?;
-    let metric = required(p, "metric", "the metric's name")?;
-    let config = param(p, "config");
-    let host = param(p, "host");
-    let runs: read::Loaded = metric_history(s, test, metric, host)?;
+) -> Result<HistoryData, PageError> {
+    let runs: read::Loaded = read::metric_history_on(s, test, metric, host)?;
     let infos: BTreeMap<RunId, RunInfo> = runs.iter().map(|(r, _)| (r.id, r.clone())).collect();
     let h = compare::history::of_runs(runs, test, metric, config, None).map_err(|e| match e {
         compare::history::HistoryError::Configs { .. } => PageError::bad(e.to_string()),
         _ => PageError::not_found(e.to_string()),
     })?;
+    let (mut ends, mut guests) = (Vec::new(), Vec::new());
+    if let Some(cp) = h.change_points.last() {
+        let (before, after) = (h.points[cp.index - 1].run_id, h.points[cp.index].run_id);
+        ends = [before, after]
+            .iter()
+            .filter_map(|id| infos.get(id).cloned())
+            .collect();
+        guests = read::guest_kernels(s, &ends)?;
+    }
+    Ok(HistoryData { h, ends, guests })
+}
+
+/// The history page of a test, metric, configuration and machine. The history and its change
+/// points are kept while the store has not changed; the alerts that mark it are read every
+/// time.
+// Over 150 lines: the page's four parts (chart, changes, the bisect command, the runs) read the
+// same history, marks and parameters; split, each would take all of them.
+pub fn history(s: &dyn Store, caches: &Caches, p: &Params) -> Result<Html, PageError> {
+    let test = required(p, "test", "the test's name")?;
+    let metric = required(p, "metric", "the metric's name")?;
+    let config = param(p, "config");
+    let host = param(p, "host");
+    let stamp = caches.stamp.now(s)?.runs;
+    let key = [test, metric, config.unwrap_or(""), host.unwrap_or("")]
+        .map(|v| Some(v.to_string()).filter(|v| !v.is_empty()));
+    let data = caches
+        .histories
+        .get_or_compute(&key, &stamp, || history_data(s, test, metric, config, host))?;
+    let h = &data.h;
     let alerts: Vec<crate::store::Alert> = s
         .alerts(&AlertFilter {
             machine: host.map(String::from),
@@ -322,54 +413,57 @@ pub fn history(s: &dyn Store, p: &Params) -> Result<Html, PageError> {
         .iter()
         .filter_map(|a| at(a.alert.after_run))
         .collect();
-    let title = format!(
-        "History of {test} {metric}{}{}",
-        config.map(|c| format!(" on {c}")).unwrap_or_default(),
-        host.map(|h| format!(", machine {h}")).unwrap_or_default()
-    );
-    let mut body = String::new();
-    let _ = write!(
-        body,
-        "<p>{} runs; change points by E-divisive means, as <code>fsdelta history</code>{}.</p>\
-         <div class=\"chart\">{}</div>",
-        h.points.len(),
-        if h.on_ranks { " (on ranks)" } else { "" },
-        chart::history_svg(&h, &marks, &alert_points)
-    );
-    if let Some(why) = &h.skipped {
-        let _ = write!(body, "<p class=\"note\">{}</p>", esc(why));
-    }
-    body.push_str("<h2>Changes</h2>");
-    let mut rows = Vec::new();
-    for (i, cp) in h.change_points.iter().enumerate() {
-        let seg = |f: &dyn Fn(&compare::changepoint::Segment) -> bool| {
-            h.segments.iter().find(|sg| f(sg)).map(|sg| {
-                h.points[sg.start..sg.end]
-                    .iter()
-                    .rev()
-                    .take(50)
-                    .map(|pt| pt.run_id.to_string())
-                    .collect::<Vec<_>>()
-                    .join(",")
-            })
-        };
-        let before = seg(&|sg| sg.end == cp.index).unwrap_or_default();
-        let after = seg(&|sg| sg.start == cp.index).unwrap_or_default();
-        let cmp = href(
-            "/compare",
-            &[
-                ("sel", &format!("runs:{before}")),
-                ("sel", &format!("runs:{after}")),
-                ("test", test),
-            ],
+    // The page follows the history and what the alerts mark on it: kept by both.
+    let page_key = (key, marks.clone(), alert_points.clone());
+    let html = caches.history_pages.get_or_compute(&page_key, &stamp, || {
+        let title = format!(
+            "History of {test} {metric}{}{}",
+            config.map(|c| format!(" on {c}")).unwrap_or_default(),
+            host.map(|h| format!(", machine {h}")).unwrap_or_default()
         );
-        let run_before = &h.points[cp.index - 1];
-        let run_after = &h.points[cp.index];
-        let state = match marks[i] {
-            Mark::Expected => "expected",
-            Mark::Flagged => "flagged",
-        };
-        rows.push(vec![
+        let mut body = String::new();
+        let _ = write!(
+            body,
+            "<p>{} runs; change points by E-divisive means, as <code>fsdelta history</code>{}.</p>\
+         <div class=\"chart\">{}</div>",
+            h.points.len(),
+            if h.on_ranks { " (on ranks)" } else { "" },
+            chart::history_svg(h, &marks, &alert_points)
+        );
+        if let Some(why) = &h.skipped {
+            let _ = write!(body, "<p class=\"note\">{}</p>", esc(why));
+        }
+        body.push_str("<h2>Changes</h2>");
+        let mut rows = Vec::new();
+        for (i, cp) in h.change_points.iter().enumerate() {
+            let seg = |f: &dyn Fn(&compare::changepoint::Segment) -> bool| {
+                h.segments.iter().find(|sg| f(sg)).map(|sg| {
+                    h.points[sg.start..sg.end]
+                        .iter()
+                        .rev()
+                        .take(50)
+                        .map(|pt| pt.run_id.to_string())
+                        .collect::<Vec<_>>()
+                        .join(",")
+                })
+            };
+            let before = seg(&|sg| sg.end == cp.index).unwrap_or_default();
+            let after = seg(&|sg| sg.start == cp.index).unwrap_or_default();
+            let cmp = href(
+                "/compare",
+                &[
+                    ("sel", &format!("runs:{before}")),
+                    ("sel", &format!("runs:{after}")),
+                    ("test", test),
+                ],
+            );
+            let run_before = &h.points[cp.index - 1];
+            let run_after = &h.points[cp.index];
+            let state = match marks[i] {
+                Mark::Expected => "expected",
+                Mark::Flagged => "flagged",
+            };
+            rows.push(vec![
             format!(
                 "<a id=\"cp-link-{i}\" class=\"cp-link\" href=\"{cmp}\">compare the segments</a>"
             ),
@@ -383,81 +477,81 @@ pub fn history(s: &dyn Store, p: &Params) -> Result<Html, PageError> {
             format!("{} / {}", cp.n_before, cp.n_after),
             state.to_string(),
         ]);
-    }
-    body.push_str(&table(
-        "changes",
-        &["", "runs", "change", "p", "runs before / after", "state"],
-        &rows,
-    ));
-    if let Some(cp) = h.change_points.last() {
-        let (before, after) = (h.points[cp.index - 1].run_id, h.points[cp.index].run_id);
-        let ends: Vec<RunInfo> = [before, after]
-            .iter()
-            .filter_map(|id| infos.get(id).cloned())
-            .collect();
-        let guests = read::guest_kernels(s, &ends)?;
-        let end = |i: usize| {
-            let r = &ends[i];
-            let g = &guests[i];
-            chase::End {
-                run: r.id,
-                label: r.label.clone(),
-                suite: r.suite.clone(),
-                kernel: if g.is_empty() {
-                    r.environment.kernel_release.clone()
-                } else {
-                    g.join(",")
-                },
-                guest: !g.is_empty(),
-            }
-        };
-        if ends.len() == 2 {
-            let c = chase::command(test, metric, config, &end(0), &end(1));
-            let _ = write!(
-                body,
-                "<h2>Chase the newest change</h2><p>A bisection between what the run before it \
+        }
+        body.push_str(&table(
+            "changes",
+            &["", "runs", "change", "p", "runs before / after", "state"],
+            &rows,
+        ));
+        if let Some(cp) = h.change_points.last() {
+            let (before, after) = (h.points[cp.index - 1].run_id, h.points[cp.index].run_id);
+            let (ends, guests) = (&data.ends, &data.guests);
+            let end = |i: usize| {
+                let r = &ends[i];
+                let g = &guests[i];
+                chase::End {
+                    run: r.id,
+                    label: r.label.clone(),
+                    suite: r.suite.clone(),
+                    kernel: if g.is_empty() {
+                        r.environment.kernel_release.clone()
+                    } else {
+                        g.join(",")
+                    },
+                    guest: !g.is_empty(),
+                }
+            };
+            if ends.len() == 2 {
+                let c = chase::command(test, metric, config, &end(0), &end(1));
+                let _ = write!(
+                    body,
+                    "<h2>Chase the newest change</h2><p>A bisection between what the run before it \
                  ({}) and the run after it ({}) measured{} (docs/bisect.md):</p>\
                  <pre class=\"cmd\" id=\"bisect-cmd\">{}</pre>",
-                run_link(before),
-                run_link(after),
-                if c.kernel { ", their kernels" } else { "" },
-                esc(&c.command)
-            );
-            if !c.fill.is_empty() {
-                body.push_str("<p>Fill in what the store does not record:</p><ul class=\"fill\">");
-                for f in &c.fill {
-                    let _ = write!(body, "<li>{}</li>", esc(f));
+                    run_link(before),
+                    run_link(after),
+                    if c.kernel { ", their kernels" } else { "" },
+                    esc(&c.command)
+                );
+                if !c.fill.is_empty() {
+                    body.push_str(
+                        "<p>Fill in what the store does not record:</p><ul class=\"fill\">",
+                    );
+                    for f in &c.fill {
+                        let _ = write!(body, "<li>{}</li>", esc(f));
+                    }
+                    body.push_str("</ul>");
                 }
-                body.push_str("</ul>");
             }
         }
-    }
-    body.push_str("<h2>Runs</h2>");
-    let rows: Vec<Vec<String>> = h
-        .points
-        .iter()
-        .rev()
-        .map(|pt| {
-            vec![
-                run_link(pt.run_id),
-                esc(&pt.label),
-                esc(pt.started_at.get(..16).unwrap_or(&pt.started_at)),
-                esc(&report::text::fmt_value(pt.median)),
-                esc(&format!(
-                    "{} .. {}",
-                    report::text::fmt_value(pt.min),
-                    report::text::fmt_value(pt.max)
-                )),
-                pt.n.to_string(),
-            ]
-        })
-        .collect();
-    body.push_str(&table(
-        "points",
-        &["run", "label", "started", "median", "min .. max", "n"],
-        &rows,
-    ));
-    Ok(Html(page(&title, &body)))
+        body.push_str("<h2>Runs</h2>");
+        let rows: Vec<Vec<String>> = h
+            .points
+            .iter()
+            .rev()
+            .map(|pt| {
+                vec![
+                    run_link(pt.run_id),
+                    esc(&pt.label),
+                    esc(pt.started_at.get(..16).unwrap_or(&pt.started_at)),
+                    esc(&report::text::fmt_value(pt.median)),
+                    esc(&format!(
+                        "{} .. {}",
+                        report::text::fmt_value(pt.min),
+                        report::text::fmt_value(pt.max)
+                    )),
+                    pt.n.to_string(),
+                ]
+            })
+            .collect();
+        body.push_str(&table(
+            "points",
+            &["run", "label", "started", "median", "min .. max", "n"],
+            &rows,
+        ));
+        Ok(page(&title, &body))
+    })?;
+    Ok(Html(html.as_str().to_string()))
 }
 
 /// The filters of the inbox from the URL; a state that is not one is a 400.
@@ -781,40 +875,24 @@ fn compared(s: &dyn Store, sel: &Selection) -> Result<(String, String), PageErro
             report::format::render(Format::Markdown, &d).map_err(render_err)?,
         ));
     }
-    let mut all = Vec::new();
-    let mut spans = Vec::new();
-    let mut descs = Vec::new();
-    let mut contexts = Vec::new();
-    let mut base_desc = String::new();
-    let mut across_all = true;
-    for cur in &sel.sels[1..] {
-        let sides = sides_of(s, &sel.sels[0], cur, sel)?;
-        across_all &= sides.across;
-        let rows = judge::rows(&sides, &criteria, Methods::WelchOnly).map_err(judge_err)?;
-        base_desc = sides.base.description.clone();
-        descs.push(sides.cur.description.clone());
-        contexts.push(judge::context_of(&sides));
-        spans.push(all.len()..all.len() + rows.len());
-        all.extend(rows);
-    }
-    judge::control(&mut all, criteria.gate);
-    let sides: Vec<report::compare::SideRows<'_>> = spans
-        .into_iter()
-        .zip(&descs)
-        .zip(&contexts)
-        .map(|((span, d), ctx)| report::compare::SideRows {
-            description: d,
-            rows: &all[span],
-            context: ctx,
+    let pairs = sel.sels[1..]
+        .iter()
+        .map(|cur| sides_of(s, &sel.sels[0], cur, sel));
+    let many = compare::many::judge(pairs, &criteria)?;
+    let sides: Vec<report::compare::SideRows<'_>> = (0..many.sides.len())
+        .map(|i| report::compare::SideRows {
+            description: &many.sides[i].description,
+            rows: many.rows_of(i),
+            context: &many.sides[i].context,
         })
         .collect();
-    let summary = judge::summary(&all);
+    let summary = many.summary();
     let doc = report::compare::ManyDoc {
-        baseline: &base_desc,
+        baseline: &many.baseline,
         sides: &sides,
         summary: &summary,
         all: false,
-        across: across_all,
+        across: many.across,
     };
     let d = Doc::Comparisons(&doc);
     Ok((
@@ -825,7 +903,7 @@ fn compared(s: &dyn Store, sel: &Selection) -> Result<(String, String), PageErro
 
 /// The comparison page: the selectors (a form), the text for a mail and the markdown with
 /// copy buttons, and the full report (as `fsdelta report`) in a frame.
-pub fn compare(s: &dyn Store, p: &Params) -> Result<Html, PageError> {
+pub fn compare(s: &dyn Store, caches: &Caches, p: &Params) -> Result<Html, PageError> {
     let sel = selection(p)?;
     let mut body = String::new();
     body.push_str("<form class=\"filters\" method=\"get\" action=\"/compare\">");
@@ -857,15 +935,27 @@ pub fn compare(s: &dyn Store, p: &Params) -> Result<Html, PageError> {
             "a comparison needs two or more selections (sel=BASE&sel=CUR)",
         ));
     }
-    let (text, md) = compared(s, &sel)?;
+    let stamp = caches.stamp.now(s)?.full;
+    let key: Vec<(String, String)> = [
+        ("sel", &sel.sels),
+        ("test", &sel.tests),
+        ("config", &sel.configs),
+    ]
+    .into_iter()
+    .flat_map(|(k, v)| v.iter().map(move |x| (k.to_string(), x.clone())))
+    .collect();
+    let judged = caches
+        .compares
+        .get_or_compute(&key, &stamp, || compared(s, &sel))?;
+    let (text, md) = (&judged.0, &judged.1);
     let _ = write!(
         body,
         "<section><h2>For a mail</h2><p><button type=\"button\" class=\"copy\" data-copy=\"mail\" id=\"copy-mail\">Copy for mail</button> \
          <span class=\"copied\" id=\"copied-mail\"></span></p><pre id=\"mail\">{}</pre></section>\
          <section><h2>Markdown</h2><p><button type=\"button\" class=\"copy\" data-copy=\"markdown\" id=\"copy-markdown\">Copy markdown</button> \
          <span class=\"copied\" id=\"copied-markdown\"></span></p><pre id=\"markdown\">{}</pre></section>",
-        esc(&text),
-        esc(&md)
+        esc(text),
+        esc(md)
     );
     let mut pairs: Vec<(&str, &str)> = sel
         .sels
@@ -891,20 +981,42 @@ pub fn compare(s: &dyn Store, p: &Params) -> Result<Html, PageError> {
 }
 
 /// The report of the first two selections, as `fsdelta report` writes it.
-pub fn compare_report(s: &dyn Store, p: &Params) -> Result<String, PageError> {
+/// The report of a comparison page's frame (`fsdelta report`'s document), kept while the store
+/// has not changed: a browser that opens a comparison also asks for it.
+pub fn compare_report(s: &dyn Store, caches: &Caches, p: &Params) -> Result<String, PageError> {
     let sel = selection(p)?;
     if sel.sels.len() < 2 {
         return Err(PageError::bad(
             "a report needs two selections (sel=BASE&sel=CUR)",
         ));
     }
+    let stamp = caches.stamp.now(s)?.full;
+    let key: Vec<(String, String)> = [
+        ("sel", &sel.sels),
+        ("test", &sel.tests),
+        ("config", &sel.configs),
+    ]
+    .into_iter()
+    .flat_map(|(k, v)| {
+        v.iter()
+            .take(if k == "sel" { 2 } else { usize::MAX })
+            .map(move |x| (k.to_string(), x.clone()))
+    })
+    .collect();
+    let html = caches
+        .reports
+        .get_or_compute(&key, &stamp, || report_of(s, &sel))?;
+    Ok(html.as_str().to_string())
+}
+
+fn report_of(s: &dyn Store, sel: &Selection) -> Result<String, PageError> {
     let (base, cur) = (sel.sels[0].as_str(), sel.sels[1].as_str());
     let criteria = compare::Criteria {
         tests: sel.tests.clone(),
         configs: sel.configs.clone(),
         ..compare::Criteria::default()
     };
-    let sides = sides_of(s, base, cur, &sel)?;
+    let sides = sides_of(s, base, cur, sel)?;
     let rows = judge::judge(&sides, &criteria).map_err(|e| PageError::bad(e.to_string()))?;
     let summary = judge::summary(&rows);
     let text_table = report::format::render(
@@ -965,7 +1077,7 @@ pub fn report_csp(html: &str) -> String {
 }
 
 /// The runs page: newest first, optionally one label.
-pub fn runs(s: &dyn Store, p: &Params) -> Result<Html, PageError> {
+pub fn runs(s: &dyn Store, caches: &Caches, p: &Params) -> Result<Html, PageError> {
     let limit = match param(p, "limit") {
         None => 100,
         Some(v) => v
@@ -974,7 +1086,19 @@ pub fn runs(s: &dyn Store, p: &Params) -> Result<Html, PageError> {
             .filter(|n| (1..=5000).contains(n))
             .ok_or_else(|| PageError::bad(format!("limit '{v}' is not a number from 1 to 5000")))?,
     };
-    let runs = read::list(s, param(p, "label").map(String::from), limit)?;
+    let label = param(p, "label").map(String::from);
+    let stamp = caches.stamp.now(s)?.full;
+    let body = caches
+        .run_lists
+        .get_or_compute(&(label.clone(), limit), &stamp, || {
+            run_list(s, label, limit)
+        })?;
+    Ok(Html(page("Runs", &body)))
+}
+
+/// The table of the runs page.
+fn run_list(s: &dyn Store, label: Option<String>, limit: usize) -> Result<String, PageError> {
+    let runs = read::list(s, label, limit)?;
     let rows: Vec<Vec<String>> = runs
         .iter()
         .map(|r| {
@@ -988,27 +1112,38 @@ pub fn runs(s: &dyn Store, p: &Params) -> Result<Html, PageError> {
             ]
         })
         .collect();
-    let body = table(
+    Ok(table(
         "runs",
         &["run", "label", "machine", "started", "status", "samples"],
         &rows,
-    );
-    Ok(Html(page("Runs", &body)))
+    ))
 }
 
 /// The run page: facts, configurations, workloads, every sample, raw outputs, profiles
-/// (flame graphs) and event counts.
-pub fn run(s: &dyn Store, id: RunId) -> Result<Html, PageError> {
+/// (flame graphs) and event counts. An ended run does not change: its page is kept.
+pub fn run(s: &dyn Store, caches: &Caches, id: RunId) -> Result<Html, PageError> {
     let r = s
         .run(id)?
         .ok_or_else(|| PageError::not_found(format!("no run {id} (see /runs)")))?;
+    if r.status == crate::model::RunStatus::Running {
+        return Ok(Html(run_page(s, &r)?));
+    }
+    let ended = std::sync::Arc::new(cache::Stamp::default());
+    let html = caches
+        .runs
+        .get_or_compute(&id, &ended, || run_page(s, &r))?;
+    Ok(Html(html.as_str().to_string()))
+}
+
+fn run_page(s: &dyn Store, r: &RunInfo) -> Result<String, PageError> {
+    let id = r.id;
     let samples = s.samples(id)?;
     let refs: Vec<&SampleRecord> = samples.iter().collect();
     let mut body = String::new();
     let _ = write!(
         body,
         "<section><h2>Facts</h2><pre>{}</pre></section>",
-        esc(&report::text::run_header(&r))
+        esc(&report::text::run_header(r))
     );
     let _ = write!(
         body,
@@ -1121,7 +1256,7 @@ pub fn run(s: &dyn Store, id: RunId) -> Result<Html, PageError> {
         );
     }
     body.push_str("</section>");
-    Ok(Html(page(&format!("Run {id}: {}", r.label), &body)))
+    Ok(page(&format!("Run {id}: {}", r.label), &body))
 }
 
 /// A sample's flame graph (SVG), the report's renderer.
@@ -1140,32 +1275,53 @@ pub fn flame(s: &dyn Store, run: RunId, sample: i64) -> Result<String, PageError
     .map_err(|e| PageError::not_found(format!("cannot draw the flame graph: {e}")))
 }
 
+/// Every machine that stored a run: its name, its newest run, how many runs.
+struct Machines(Vec<(String, usize, RunInfo)>);
+
+impl Weigh for Machines {
+    fn bytes(&self) -> usize {
+        // A RunInfo's strings (environment, label, suite) are a few hundred bytes.
+        self.0.len() * 1024
+    }
+}
+
 /// The machines page: every machine that stored a run, with its newest run, and on a fleet
 /// store the job it runs now.
-pub fn machines(s: &dyn Store, location: &str) -> Result<Html, PageError> {
-    let runs = s.runs(&RunFilter {
-        label: None,
-        limit: Some(5000),
+pub fn machines(s: &dyn Store, app: &App) -> Result<Html, PageError> {
+    let stamp = app.caches.stamp.now(s)?.runs;
+    let known = app.caches.machines.get_or_compute(&(), &stamp, || {
+        let runs = s.runs(&RunFilter {
+            label: None,
+            limit: Some(5000),
+        })?;
+        let mut by: BTreeMap<&str, (usize, &RunInfo)> = BTreeMap::new();
+        for r in &runs {
+            by.entry(r.environment.host.as_str()).or_insert((0, r)).0 += 1;
+        }
+        Ok(Machines(
+            by.into_iter()
+                .map(|(h, (n, r))| (h.to_string(), n, r.clone()))
+                .collect(),
+        ))
     })?;
-    let mut by: BTreeMap<&str, (usize, &RunInfo)> = BTreeMap::new();
-    for r in &runs {
-        by.entry(r.environment.host.as_str()).or_insert((0, r)).0 += 1;
-    }
-    let running: Vec<crate::queue::JobInfo> =
-        if crate::store::Backend::of(location) == crate::store::Backend::Postgres {
-            crate::queue::Queue::connect(location)
-                .and_then(|mut q| q.list(&[crate::queue::JobState::Running], 1000))
-                .unwrap_or_default()
-        } else {
-            Vec::new()
-        };
+    let running: Vec<crate::queue::JobInfo> = if app.is_postgres() {
+        app.queues
+            .with(|q| q.list(&[crate::queue::JobState::Running], 1000))
+            .unwrap_or_default()
+    } else {
+        Vec::new()
+    };
     let now = chrono::Utc::now();
-    let rows: Vec<Vec<String>> = by
+    let rows: Vec<Vec<String>> = known
+        .0
         .iter()
-        .map(|(host, (n, r))| {
+        .map(|(host, n, r)| {
             let job = running
                 .iter()
-                .find(|j| j.agent.as_deref() == Some(host) || j.host.as_deref() == Some(host))
+                .find(|j| {
+                    j.agent.as_deref() == Some(host.as_str())
+                        || j.host.as_deref() == Some(host.as_str())
+                })
                 .map(|j| format!("job {} ({})", j.id, esc(&j.label)))
                 .unwrap_or_default();
             vec![
@@ -1205,8 +1361,8 @@ pub fn machines(s: &dyn Store, location: &str) -> Result<Html, PageError> {
 }
 
 /// The jobs page: the fleet's queue, newest first (PostgreSQL stores only).
-pub fn jobs(location: &str, p: &Params) -> Result<Html, PageError> {
-    use crate::queue::{JobState, Queue};
+pub fn jobs(app: &App, p: &Params) -> Result<Html, PageError> {
+    use crate::queue::JobState;
     let states: Vec<JobState> = match param(p, "state") {
         None => Vec::new(),
         Some(v) => vec![
@@ -1223,13 +1379,13 @@ pub fn jobs(location: &str, p: &Params) -> Result<Html, PageError> {
             .ok_or_else(|| PageError::bad(format!("'{v}' is not a job state")))?,
         ],
     };
-    if crate::store::Backend::of(location) != crate::store::Backend::Postgres {
+    if !app.is_postgres() {
         return Ok(Html(page(
             "Jobs",
             "<p>No job queue: a SQLite store has none (the fleet's queue lives in a PostgreSQL store).</p>",
         )));
     }
-    let jobs = match Queue::connect(location).and_then(|mut q| q.list(&states, 500)) {
+    let jobs = match app.queues.with(|q| q.list(&states, 500)) {
         Ok(j) => j,
         Err(e) if no_queue_yet(&e) => {
             return Ok(Html(page("Jobs", NO_QUEUE_YET)));

@@ -8,6 +8,7 @@
 //! PostgreSQL connection ([`SESSION_RETRY`]): a page says the store is away instead.
 //! This module must never open a writable session for reading.
 
+use crate::queue::{Queue, QueueError};
 use crate::store::{self, Backend, Store, StoreError};
 use std::sync::Mutex;
 use std::time::Duration;
@@ -52,6 +53,52 @@ impl Pool {
     /// Drop every idle session (after a store error: they may all be broken).
     pub fn clear(&self) {
         self.idle.lock().unwrap_or_else(|p| p.into_inner()).clear();
+    }
+}
+
+/// Idle connections to the fleet's queue (PostgreSQL stores), at most `max` kept: the home,
+/// machines and jobs pages each read the queue, and a new connection per request cost more
+/// than the page (a TCP or socket connect, authentication, a backend process).
+pub struct QueuePool {
+    location: String,
+    idle: Mutex<Vec<Queue>>,
+    max: usize,
+}
+
+impl QueuePool {
+    /// A pool of queue connections of the store at `location`; nothing is opened yet.
+    pub fn new(location: &str, max: usize) -> QueuePool {
+        QueuePool {
+            location: location.to_string(),
+            idle: Mutex::new(Vec::new()),
+            max,
+        }
+    }
+
+    /// Run `f` with a queue connection (an idle one, or a new one), put back after it even when
+    /// `f` failed: a statement that failed (a store whose queue tables do not exist yet) leaves
+    /// the connection usable, and a lost connection is reconnected by the queue itself at its
+    /// next use. (Dropping it on every failure made each home page of a store without a queue
+    /// open a new connection.)
+    pub fn with<T>(
+        &self,
+        f: impl FnOnce(&mut Queue) -> Result<T, QueueError>,
+    ) -> Result<T, QueueError> {
+        let idle = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
+        let mut q = match idle {
+            Some(q) => q,
+            None => {
+                let mut q = Queue::connect(&self.location)?;
+                q.set_retry_for(SESSION_RETRY);
+                q
+            }
+        };
+        let r = f(&mut q);
+        let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
+        if idle.len() < self.max {
+            idle.push(q);
+        }
+        r
     }
 }
 
