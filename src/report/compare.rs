@@ -368,6 +368,13 @@ pub fn text(doc: &CompareDoc<'_>) -> String {
             out.push_str(&wrap(note, 2));
         }
     }
+    let curves = curve_lines(doc.rows);
+    if !curves.is_empty() {
+        let _ = writeln!(out);
+        for l in curves {
+            out.push_str(&wrap_hanging(&l, 0, 2));
+        }
+    }
     let _ = writeln!(out);
     for l in summary_lines(doc.summary) {
         out.push_str(&wrap(&l, 0));
@@ -599,6 +606,28 @@ struct JsonDoc<'a> {
     context: Option<&'a Context>,
     summary: &'a Summary,
     metrics: Vec<&'a Judged>,
+    /// The response curves of swept tests (`compare::curve`), each with the sentence the text
+    /// shows.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    curves: Vec<JsonCurve>,
+}
+
+/// A response curve in the JSON output.
+#[derive(Serialize)]
+struct JsonCurve {
+    #[serde(flatten)]
+    curve: crate::compare::curve::Curve,
+    /// [`crate::compare::curve::Curve::sentence`].
+    summary: String,
+}
+
+/// The sentences of the response curves among `rows` ([`crate::compare::curve`]): where the
+/// two sides' curves part and each side's knee, one a curve.
+pub(crate) fn curve_lines(rows: &[Judged]) -> Vec<String> {
+    crate::compare::curve::of_judged(rows)
+        .iter()
+        .map(|c| c.sentence())
+        .collect()
 }
 
 /// JSON: every row (filtered as the text is), with the centers, medians, intervals, p- and
@@ -611,6 +640,13 @@ pub fn json(doc: &CompareDoc<'_>) -> Result<String, serde_json::Error> {
         context: doc.context,
         summary: doc.summary,
         metrics: doc.rows.iter().filter(|j| shown(j, doc.all)).collect(),
+        curves: crate::compare::curve::of_judged(doc.rows)
+            .into_iter()
+            .map(|c| JsonCurve {
+                summary: c.sentence(),
+                curve: c,
+            })
+            .collect(),
     };
     let mut s = serde_json::to_string_pretty(&d)?;
     s.push('\n');
