@@ -63,7 +63,12 @@ fn a_swept_test_compares_as_one_curve_with_every_point() {
             .args(["compare", "latest@a", "latest@b", "--format", format])
             .output()
             .unwrap();
-        assert_ne!(o.status.code(), Some(2), "{}", String::from_utf8_lossy(&o.stderr));
+        assert_ne!(
+            o.status.code(),
+            Some(2),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
         String::from_utf8(o.stdout).unwrap()
     };
     // text: one sentence for the curve, the points in sweep order, and a block per point
@@ -79,7 +84,10 @@ fn a_swept_test_compares_as_one_curve_with_every_point() {
     );
     assert!(flat.contains("; knee: baseline "), "{text}");
     for qd in [1, 4, 16] {
-        assert!(text.contains(&format!("qd[iodepth={qd}] (a vs b)")), "{text}");
+        assert!(
+            text.contains(&format!("qd[iodepth={qd}] (a vs b)")),
+            "{text}"
+        );
     }
     // the default table and markdown carry the same sentence
     assert!(
@@ -99,7 +107,10 @@ fn a_swept_test_compares_as_one_curve_with_every_point() {
     assert_eq!(c["param"], "iodepth");
     assert_eq!(c["direction"], "read");
     let points = c["points"].as_array().unwrap();
-    let values: Vec<&str> = points.iter().map(|p| p["value"].as_str().unwrap()).collect();
+    let values: Vec<&str> = points
+        .iter()
+        .map(|p| p["value"].as_str().unwrap())
+        .collect();
     assert_eq!(values, ["1", "4", "16"]);
     for p in points {
         for side in ["baseline", "current"] {

@@ -348,9 +348,9 @@ impl Curve {
                     d(&p.p99)
                 ));
             }
-            None if self.points.iter().any(|p| p.throughput.is_some()) => {
-                s.push_str("the curves do not part (no point's throughput or p99 changed)")
-            }
+            None if self.points.iter().any(|p| p.throughput.is_some()) => s.push_str(
+                "the curves do not part (no point's IOPS or p99 is judged regressed or improved)",
+            ),
             None => s.push_str("one side only"),
         }
         let knee = |k: Option<usize>| k.map_or("none".to_string(), |i| self.label(i));
