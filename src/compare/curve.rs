@@ -612,6 +612,71 @@ mod tests {
     }
 
     #[test]
+    fn the_comparisons_own_families_are_as_without_the_curve() {
+        let plain = || {
+            vec![
+                judged(
+                    "a",
+                    "read_iops",
+                    &around(1000.0, 0.02),
+                    &around(940.0, 0.02),
+                    true,
+                ),
+                judged(
+                    "b",
+                    "read_iops",
+                    &around(1000.0, 0.02),
+                    &around(990.0, 0.02),
+                    true,
+                ),
+                judged(
+                    "b",
+                    "read_bw_bytes",
+                    &around(9.0, 0.02),
+                    &around(9.5, 0.02),
+                    false,
+                ),
+            ]
+        };
+        let mut alone = plain();
+        crate::compare::judge::control(&mut alone, Gate::Headline);
+        let mut with = plain();
+        for qd in [1, 2, 4] {
+            let t = format!("rr[iodepth={qd}]");
+            with.push(judged(
+                &t,
+                "read_iops",
+                &around(1000.0, 0.02),
+                &around(700.0, 0.02),
+                true,
+            ));
+            with.push(judged(
+                &t,
+                "read_clat_ns_p99",
+                &around(5.0, 0.02),
+                &around(5.0, 0.02),
+                true,
+            ));
+        }
+        crate::compare::judge::control(&mut with, Gate::Headline);
+        for (a, w) in alone.iter().zip(&with) {
+            assert_eq!(
+                a.comparison.q_value, w.comparison.q_value,
+                "{}",
+                a.key.metric
+            );
+            assert_eq!(
+                a.comparison.verdict, w.comparison.verdict,
+                "{}",
+                a.key.metric
+            );
+        }
+        // and the curve's points got q-values of their own family (6 headline hypotheses)
+        assert!(with[3..].iter().all(|j| j.comparison.q_value.is_some()));
+        assert_eq!(with[3].comparison.role, Role::Headline);
+    }
+
+    #[test]
     fn a_point_alone_in_its_family_can_be_overruled_by_the_curve() {
         // one point barely changed, seven unchanged: with the curve as one family, q > p
         let mut rows = Vec::new();
