@@ -83,7 +83,11 @@ impl Estimate {
         if values.is_empty() {
             return None;
         }
-        if values.len() < 2 || values.iter().any(|v| !(*v > 0.0)) {
+        if values.len() < 2
+            || values
+                .iter()
+                .any(|v| v.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater))
+        {
             return Some(Estimate {
                 center: crate::model::median(values)?,
                 lo: None,
@@ -192,10 +196,11 @@ const LATENCY: &str = "clat_ns_p99";
 /// order of the rows' first appearance; points in sweep order.
 pub fn curves(rows: &[Row<'_>]) -> Vec<Curve> {
     // (config, test, param, direction) -> value -> (throughput row, latency row)
+    type Key = (String, String, String, String);
     type Slots<'r, 'a> = (Option<&'r Row<'a>>, Option<&'r Row<'a>>);
-    let mut order: Vec<(String, String, String, String)> = Vec::new();
-    let mut found: BTreeMap<(String, String, String, String), Vec<(String, Slots<'_, '_>)>> =
-        BTreeMap::new();
+    type Points<'r, 'a> = Vec<(String, Slots<'r, 'a>)>;
+    let mut order: Vec<Key> = Vec::new();
+    let mut found: BTreeMap<Key, Points<'_, '_>> = BTreeMap::new();
     for r in rows {
         let Some((test, param, value)) = point_of(&r.key.test) else {
             continue;
@@ -488,7 +493,7 @@ mod tests {
     fn an_estimate_is_the_geometric_mean_with_its_t_interval() {
         let e = Estimate::of(&[100.0, 100.0, 100.0]).unwrap();
         assert!((e.center - 100.0).abs() < 1e-9);
-        assert_eq!((e.lo.unwrap() - 100.0).abs() < 1e-9, true);
+        assert!((e.lo.unwrap() - 100.0).abs() < 1e-9);
         let e = Estimate::of(&[90.0, 110.0]).unwrap();
         assert!(e.lo.unwrap() < e.center && e.center < e.hi.unwrap());
         assert!((e.center - (90.0f64 * 110.0).sqrt()).abs() < 1e-9);
