@@ -106,10 +106,10 @@ impl Estimate {
     }
 }
 
-/// One side of one point: throughput (IOPS) and p99 completion latency.
+/// One side of one point: throughput ([`throughput_metric`]) and p99 completion latency.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct SidePoint {
-    /// IOPS.
+    /// IOPS, or bytes a second for a bs sweep.
     pub throughput: Option<Estimate>,
     /// p99 completion latency, ns.
     pub p99: Option<Estimate>,
@@ -152,6 +152,9 @@ pub struct Curve {
     pub param: String,
     /// fio's direction: read, write or trim.
     pub direction: String,
+    /// The throughput metric plotted, without the direction: `iops`, or `bw_bytes` for a bs
+    /// sweep ([`throughput_metric`]).
+    pub throughput: String,
     /// The points in sweep order (by value).
     pub points: Vec<Point>,
     /// The first point where a throughput or p99 verdict is regressed or improved: where the
@@ -187,9 +190,15 @@ impl<'a> From<&'a Judged> for Row<'a> {
     }
 }
 
-/// fio's metrics a curve plots, per direction: throughput and p99 completion latency.
-const THROUGHPUT: &str = "iops";
+/// fio's p99 completion latency, per direction: a curve's y.
 const LATENCY: &str = "clat_ns_p99";
+
+/// The throughput a curve over `param` plots, as fio's metric per direction: IOPS, but
+/// bandwidth for a block-size sweep (larger blocks give fewer IOPS by design; against IOPS
+/// every bs curve would have its knee at its second point).
+pub fn throughput_metric(param: &str) -> &'static str {
+    if param == "bs" { "bw_bytes" } else { "iops" }
+}
 
 /// The response curves among `rows` (any order): per (configuration, swept test, parameter,
 /// direction) with at least two points that have fio's IOPS or p99 for that direction, in the
@@ -208,7 +217,8 @@ pub fn curves(rows: &[Row<'_>]) -> Vec<Curve> {
         let Some((dir, what)) = r.key.metric.split_once('_') else {
             continue;
         };
-        if !["read", "write", "trim"].contains(&dir) || ![THROUGHPUT, LATENCY].contains(&what) {
+        let through = throughput_metric(param);
+        if !["read", "write", "trim"].contains(&dir) || (what != through && what != LATENCY) {
             continue;
         }
         let key = (
@@ -228,7 +238,7 @@ pub fn curves(rows: &[Row<'_>]) -> Vec<Curve> {
                 points.len() - 1
             }
         };
-        if what == THROUGHPUT {
+        if what == through {
             points[at].1.0 = Some(r);
         } else {
             points[at].1.1 = Some(r);
@@ -291,6 +301,7 @@ pub fn curves(rows: &[Row<'_>]) -> Vec<Curve> {
             centers.and_then(|c| knee(&c))
         };
         out.push(Curve {
+            throughput: throughput_metric(&param).to_string(),
             knee_baseline: knee_of(|p| &p.baseline),
             knee_current: knee_of(|p| &p.current),
             config,
@@ -354,7 +365,7 @@ impl Curve {
                 ));
             }
             None if self.points.iter().any(|p| p.throughput.is_some()) => s.push_str(
-                "the curves do not part (no point's IOPS or p99 is judged regressed or improved)",
+                "the curves do not part (no point's throughput or p99 is judged regressed or improved)",
             ),
             None => s.push_str("one side only"),
         }
@@ -487,6 +498,31 @@ mod tests {
             Some(2)
         );
         assert_eq!(knee(&[]), None);
+    }
+
+    #[test]
+    fn a_block_size_curve_plots_bandwidth() {
+        // 4k to 64k: IOPS fall as blocks grow while bandwidth grows; p99 grows a little
+        let mut rows = Vec::new();
+        for (bs, iops, bw, p99) in [
+            ("4k", 50_000.0, 200e6, 100e3),
+            ("16k", 30_000.0, 480e6, 120e3),
+            ("64k", 9_000.0, 576e6, 400e3),
+        ] {
+            let t = format!("b[bs={bs}]");
+            let v = |x: f64| around(x, 0.01);
+            rows.push(judged(&t, "read_iops", &v(iops), &v(iops), true));
+            rows.push(judged(&t, "read_bw_bytes", &v(bw), &v(bw), false));
+            rows.push(judged(&t, "read_clat_ns_p99", &v(p99), &v(p99), true));
+        }
+        let cs = of_judged(&rows);
+        assert_eq!(cs.len(), 1);
+        assert_eq!(cs[0].throughput, "bw_bytes");
+        let t0 = cs[0].points[0].baseline.throughput.unwrap().center;
+        assert!((t0 - 200e6).abs() / 200e6 < 0.01, "{t0}");
+        // against bandwidth the knee is at 64k (p99 x3.3 for 1.2x the bytes), not at 16k
+        assert_eq!(cs[0].knee_baseline, Some(2));
+        assert_eq!(throughput_metric("iodepth"), "iops");
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The report's response curves: for each swept test (`sweep = { iodepth = [...] }`), p99
-//! completion latency against throughput (IOPS), one line per side through the points in sweep
-//! order, each point with its 95 % intervals as whiskers (IOPS across, p99 up and down), its
+//! completion latency against throughput (IOPS; bandwidth for a bs sweep), one line per side
+//! through the points in sweep order, each point with its 95 % intervals as whiskers
+//! (throughput across, p99 up and down), its
 //! swept value beside it, each side's knee ringed and the point where the curves part marked.
 //!
 //! Like the rest of the renderer it only draws what `compare::curve` computed: every position
@@ -22,11 +23,12 @@ pub(super) fn section(out: &mut String, input: &ReportInput) {
     let _ = writeln!(
         out,
         "<section id=\"curves\"><h2>Response curves</h2><p class=\"note\">p99 completion latency \
-         against IOPS, log scales, one point per swept value; whiskers are each side's 95 % \
-         interval (geometric mean, t on logs). The ring marks a side's knee: the first point \
-         where p99 grew faster than IOPS, by more than 10 % (docs/comparing.md). The dashed line \
-         marks where the curves part: the first point whose IOPS or p99 verdict is regressed or \
-         improved, the curve's points judged as one false-discovery family.</p>"
+         against throughput (IOPS; bandwidth for a block-size sweep), log scales, one point per \
+         swept value; whiskers are each side's 95 % interval (geometric mean, t on logs). The \
+         ring marks a side's knee: the first point where p99 grew faster than throughput, by \
+         more than 10 % (docs/comparing.md). The dashed line marks where the curves part: the \
+         first point whose throughput or p99 verdict is regressed or improved, the curve's \
+         points judged as one false-discovery family.</p>"
     );
     out.push_str("<div class=\"grid\">");
     for c in &input.response_curves {
@@ -143,7 +145,7 @@ pub(super) fn chart(c: &Curve, input: &ReportInput) -> String {
         h - 10.0,
         "middle",
         "axt",
-        &format!("{} IOPS, log scale", c.direction),
+        &format!("{} {}, log scale", c.direction, throughput_name(c)),
     );
     s.vtext(14.0, (t + h - b) / 2.0, "axt", "p99 latency, log scale");
     // Where the curves part: a dashed vertical line at the current side's point.
@@ -198,9 +200,10 @@ pub(super) fn chart(c: &Curve, input: &ReportInput) -> String {
                 s.line(*px, y.map(lo), *px, y.map(hi), whisk);
             }
             s.open_tip(&format!(
-                "{}: {} IOPS, p99 {}",
+                "{}: {} {}, p99 {}",
                 c.label(*i),
                 axis_value(tp.center),
+                throughput_name(c),
                 time_label(lp.center, Unit::Nanoseconds)
             ));
             s.circle(*px, *py, 3.5, dot);
@@ -213,6 +216,15 @@ pub(super) fn chart(c: &Curve, input: &ReportInput) -> String {
         }
     }
     s.finish()
+}
+
+/// What the x axis is: IOPS, or bytes a second for a block-size sweep.
+fn throughput_name(c: &Curve) -> &'static str {
+    if c.throughput == "bw_bytes" {
+        "B/s"
+    } else {
+        "IOPS"
+    }
 }
 
 /// At most `n` characters.
