@@ -52,10 +52,28 @@ fn drawn(points: &[(&str, &SidePoint)]) -> Vec<(usize, Estimate, Estimate)> {
         .collect()
 }
 
+/// The chart's size and its plot area's margins (left, right, top, bottom).
+const W: f64 = 548.0;
+const H: f64 = 320.0;
+const L: f64 = 70.0;
+const R: f64 = 16.0;
+const T: f64 = 40.0;
+const B: f64 = 44.0;
+
+/// A side as drawn: its points (index, throughput, p99), line, dot and whisker classes, knee
+/// and name.
+type DrawnSide<'a> = (
+    Vec<(usize, Estimate, Estimate)>,
+    &'a str,
+    &'a str,
+    &'a str,
+    Option<usize>,
+    &'a str,
+);
+
 /// One curve's chart.
 pub(super) fn chart(c: &Curve, input: &ReportInput) -> String {
-    let (w, h) = (548.0, 320.0);
-    let (l, r, t, b) = (70.0, 16.0, 40.0, 44.0);
+    let (w, h, l, r, t, b) = (W, H, L, R, T, B);
     let two = input.baseline.is_some();
     let base: Vec<(&str, &SidePoint)> = c
         .points
@@ -67,7 +85,7 @@ pub(super) fn chart(c: &Curve, input: &ReportInput) -> String {
         .iter()
         .map(|p| (p.value.as_str(), &p.current))
         .collect();
-    let sides = [
+    let sides: [DrawnSide<'_>; 2] = [
         (
             drawn(&base),
             "cb",
@@ -122,32 +140,7 @@ pub(super) fn chart(c: &Curve, input: &ReportInput) -> String {
     let (ylo, yhi) = span(&ends, &|p| p.2);
     let x = Log10::new(xlo, xhi, l, w - r);
     let y = Log10::new(ylo, yhi, h - b, t);
-    for tv in log_ticks(ylo, yhi) {
-        let ty = y.map(tv);
-        s.line(l, ty, w - r, ty, "grid-l");
-        s.text(
-            l - 6.0,
-            ty + 4.0,
-            "end",
-            "small",
-            &time_label(tv, Unit::Nanoseconds),
-        );
-    }
-    for tv in log_ticks(xlo, xhi) {
-        let tx = x.map(tv);
-        s.line(tx, t, tx, h - b, "grid-l");
-        s.text(tx, h - b + 14.0, "middle", "small", &axis_value(tv));
-    }
-    s.line(l, h - b, w - r, h - b, "axis");
-    s.line(l, t, l, h - b, "axis");
-    s.text(
-        (l + w - r) / 2.0,
-        h - 10.0,
-        "middle",
-        "axt",
-        &format!("{} {}, log scale", c.direction, throughput_name(c)),
-    );
-    s.vtext(14.0, (t + h - b) / 2.0, "axt", "p99 latency, log scale");
+    axes(&mut s, c, (&x, xlo, xhi), (&y, ylo, yhi));
     // Where the curves part: a dashed vertical line at the current side's point.
     if let Some(i) = c.parts_at
         && let Some((_, tp, _)) = sides[1].0.iter().find(|(k, ..)| *k == i)
@@ -162,27 +155,7 @@ pub(super) fn chart(c: &Curve, input: &ReportInput) -> String {
             &format!("part at {}", c.label(i)),
         );
     }
-    // Legend.
-    let mut lx = w - r - 250.0;
-    for (pts, line, _, _, _, name) in &sides {
-        if pts.is_empty() || (!two && *name == "baseline") {
-            continue;
-        }
-        s.line(lx, 26.0, lx + 24.0, 26.0, line);
-        let side = if *name == "baseline" {
-            input.baseline.as_ref().map(side_labels)
-        } else {
-            Some(side_labels(&input.current))
-        };
-        s.text(
-            lx + 28.0,
-            30.0,
-            "start",
-            "small",
-            &format!("{name} {}", clip(&side.unwrap_or_default(), 14)),
-        );
-        lx += 125.0;
-    }
+    legend(&mut s, &sides, input);
     for (pts, line, dot, whisk, knee, _) in &sides {
         if pts.is_empty() {
             continue;
@@ -216,6 +189,70 @@ pub(super) fn chart(c: &Curve, input: &ReportInput) -> String {
         }
     }
     s.finish()
+}
+
+/// The grid, the ticks and the axis titles of a chart whose axes are `x` over `xlo..xhi` and
+/// `y` over `ylo..yhi`.
+fn axes(
+    s: &mut Svg,
+    c: &Curve,
+    (x, xlo, xhi): (&Log10, f64, f64),
+    (y, ylo, yhi): (&Log10, f64, f64),
+) {
+    let (w, h, l, r, t, b) = (W, H, L, R, T, B);
+    for tv in log_ticks(ylo, yhi) {
+        let ty = y.map(tv);
+        s.line(l, ty, w - r, ty, "grid-l");
+        s.text(
+            l - 6.0,
+            ty + 4.0,
+            "end",
+            "small",
+            &time_label(tv, Unit::Nanoseconds),
+        );
+    }
+    for tv in log_ticks(xlo, xhi) {
+        let tx = x.map(tv);
+        s.line(tx, t, tx, h - b, "grid-l");
+        s.text(tx, h - b + 14.0, "middle", "small", &axis_value(tv));
+    }
+    s.line(l, h - b, w - r, h - b, "axis");
+    s.line(l, t, l, h - b, "axis");
+    s.text(
+        (l + w - r) / 2.0,
+        h - 10.0,
+        "middle",
+        "axt",
+        &format!("{} {}, log scale", c.direction, throughput_name(c)),
+    );
+    s.vtext(14.0, (t + h - b) / 2.0, "axt", "p99 latency, log scale");
+}
+
+/// The legend: a line and the labels of each side drawn.
+fn legend(s: &mut Svg, sides: &[DrawnSide<'_>; 2], input: &ReportInput) {
+    let (w, r) = (W, R);
+    let two = input.baseline.is_some();
+    // Legend.
+    let mut lx = w - r - 250.0;
+    for (pts, line, _, _, _, name) in sides {
+        if pts.is_empty() || (!two && *name == "baseline") {
+            continue;
+        }
+        s.line(lx, 26.0, lx + 24.0, 26.0, line);
+        let side = if *name == "baseline" {
+            input.baseline.as_ref().map(side_labels)
+        } else {
+            Some(side_labels(&input.current))
+        };
+        s.text(
+            lx + 28.0,
+            30.0,
+            "start",
+            "small",
+            &format!("{name} {}", clip(&side.unwrap_or_default(), 14)),
+        );
+        lx += 125.0;
+    }
 }
 
 /// What the x axis is: IOPS, or bytes a second for a block-size sweep.
