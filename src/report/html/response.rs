@@ -7,13 +7,13 @@
 //! Like the rest of the renderer it only draws what `compare::curve` computed: every position
 //! is a side's center or an end of its interval, never a default.
 
-use super::{ReportInput, side_labels};
+use super::ReportInput;
 use crate::compare::curve::{Curve, Estimate, SidePoint};
 use crate::model::Unit;
 use crate::report::svg::{Log10, Svg, esc, log_ticks};
 use std::fmt::Write;
 
-use super::charts::{axis_value, time_label};
+use super::charts::{axis_value, side_legend, time_label};
 
 /// The "Response curves" section (nothing when the report has no swept test).
 pub(super) fn section(out: &mut String, input: &ReportInput) {
@@ -230,29 +230,13 @@ fn axes(
 
 /// The legend: a line and the labels of each side drawn.
 fn legend(s: &mut Svg, sides: &[DrawnSide<'_>; 2], input: &ReportInput) {
-    let (w, r) = (W, R);
     let two = input.baseline.is_some();
-    // Legend.
-    let mut lx = w - r - 250.0;
-    for (pts, line, _, _, _, name) in sides {
-        if pts.is_empty() || (!two && *name == "baseline") {
-            continue;
-        }
-        s.line(lx, 26.0, lx + 24.0, 26.0, line);
-        let side = if *name == "baseline" {
-            input.baseline.as_ref().map(side_labels)
-        } else {
-            Some(side_labels(&input.current))
-        };
-        s.text(
-            lx + 28.0,
-            30.0,
-            "start",
-            "small",
-            &format!("{name} {}", clip(&side.unwrap_or_default(), 14)),
-        );
-        lx += 125.0;
-    }
+    let shown: Vec<(&str, &str)> = sides
+        .iter()
+        .filter(|(pts, .., name)| !pts.is_empty() && (two || *name != "baseline"))
+        .map(|(_, line, .., name)| (*line, *name))
+        .collect();
+    side_legend(s, W - R - 250.0, &shown, input);
 }
 
 /// What the x axis is: IOPS, or bytes a second for a block-size sweep.
@@ -261,16 +245,5 @@ fn throughput_name(c: &Curve) -> &'static str {
         "B/s"
     } else {
         "IOPS"
-    }
-}
-
-/// At most `n` characters.
-fn clip(s: &str, n: usize) -> String {
-    if s.chars().count() <= n {
-        s.to_string()
-    } else {
-        let mut c: String = s.chars().take(n - 1).collect();
-        c.push('\u{2026}');
-        c
     }
 }
