@@ -1,7 +1,7 @@
 //! Response curves end to end (issue 41 item 3): a suite test swept over fio's iodepth (1, 4,
 //! 16; a short size-bound io_uring job) runs on two configurations (two existing directories),
 //! and `compare` names the curve and every point, in sweep order, in its text, markdown and
-//! JSON; the HTML report draws the curve.
+//! JSON (with three sides, once a side); the HTML report draws the curve.
 
 mod common;
 
@@ -98,6 +98,24 @@ fn a_swept_test_compares_as_one_curve_with_every_point() {
             .contains("curve qd (read, iodepth 1, 4, 16;"),
     );
     assert!(compare("markdown").contains("- curve qd (read, iodepth 1, 4, 16;"));
+    // three sides: one sentence a side
+    let o = env
+        .cmd()
+        .args([
+            "compare", "latest@a", "latest@b", "latest@b", "--format", "text",
+        ])
+        .output()
+        .unwrap();
+    let many = String::from_utf8_lossy(&o.stdout)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    for side in [1, 2] {
+        assert!(
+            many.contains(&format!("side {side}, curve qd (read, iodepth 1, 4, 16;")),
+            "{many}"
+        );
+    }
     // JSON: the curve, its points in order with both sides' centers and intervals, verdicts
     let v: serde_json::Value = serde_json::from_str(&compare("json")).unwrap();
     let curves = v["curves"].as_array().expect("a curves list");
