@@ -34,6 +34,8 @@
 
 mod common;
 
+use common::fio_vs::{self, first_line, jobs_of, json, listing, size_of};
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -97,21 +99,6 @@ const LOCAL_ENGINES: &[&str] = &[
     "dirstat",
     "dirdelete",
 ];
-
-fn size_of(text: &str) -> Option<u64> {
-    let t = text.trim().to_ascii_lowercase();
-    let end = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let n: u64 = t[..end].parse().ok()?;
-    let mult = match &t[end..] {
-        "" | "b" => 1,
-        "k" | "kb" => 1 << 10,
-        "m" | "mb" => 1 << 20,
-        "g" | "gb" => 1 << 30,
-        "t" | "tb" => 1 << 40,
-        _ => return None,
-    };
-    Some(n * mult)
-}
 
 /// The shrink rule (module doc): the shrunk text, the local files to create 16 MiB long
 /// beforehand, and the files beside the job file it names (to copy in).
@@ -198,126 +185,9 @@ fn key_is(text: &str, pred: impl Fn(&str, &str) -> bool) -> bool {
     })
 }
 
+/// [`fio_vs::run`] with the suite's environment ([`SUITE_ENV`]).
 fn run(cmd: &mut Command, limit: Duration) -> Result<std::process::Output, String> {
-    // Output goes to files, not pipes: a child must never block on a full pipe while we wait.
-    let out = tempfile::tempfile().map_err(|e| e.to_string())?;
-    let err = tempfile::tempfile().map_err(|e| e.to_string())?;
-    use std::os::unix::process::CommandExt;
-    let mut child = cmd
-        .process_group(0)
-        .envs(SUITE_ENV.iter().copied())
-        .stdout(out.try_clone().map_err(|e| e.to_string())?)
-        .stderr(err.try_clone().map_err(|e| e.to_string())?)
-        .spawn()
-        .map_err(|e| e.to_string())?;
-    let start = std::time::Instant::now();
-    let status = loop {
-        if let Some(st) = child.try_wait().map_err(|e| e.to_string())? {
-            break st;
-        }
-        if start.elapsed() > limit {
-            // SAFETY: kill(2) on the child's process group (its pid, made by process_group(0)).
-            unsafe {
-                libc::kill(-(child.id() as i32), libc::SIGKILL);
-            }
-            let _ = child.wait();
-            if let Some(dir) = cmd.get_current_dir() {
-                kill_in_dir(dir);
-            }
-            return Err(format!("did not finish within {}s", limit.as_secs()));
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let read = |mut f: std::fs::File| -> Vec<u8> {
-        use std::io::{Read, Seek};
-        let mut v = Vec::new();
-        let _ = f.rewind();
-        let _ = f.read_to_end(&mut v);
-        v
-    };
-    Ok(std::process::Output {
-        status,
-        stdout: read(out),
-        stderr: read(err),
-    })
-}
-
-/// SIGKILL every process whose working directory is `dir` (the run's own temporary
-/// directory, so nothing outside this test is touched), until none is left. fio's job
-/// processes call setsid() and so outlive the kill of the group.
-fn kill_in_dir(dir: &Path) {
-    let Ok(dir) = dir.canonicalize() else { return };
-    for _ in 0..50 {
-        let mut found = false;
-        for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-            let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
-                continue;
-            };
-            if std::fs::read_link(e.path().join("cwd")).is_ok_and(|c| c == dir) {
-                found = true;
-                // SAFETY: kill(2) of a pid read from /proc; at worst it has exited already.
-                unsafe {
-                    libc::kill(pid, libc::SIGKILL);
-                }
-            }
-        }
-        if !found {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-fn first_line(b: &[u8]) -> String {
-    let s = String::from_utf8_lossy(b);
-    s.lines()
-        .find(|l| !l.contains("warning:") && !l.trim().is_empty())
-        .unwrap_or("")
-        .chars()
-        .take(160)
-        .collect()
-}
-
-fn json(out: &[u8]) -> Result<serde_json::Value, String> {
-    let text = String::from_utf8_lossy(out);
-    let start = text
-        .find("{\n")
-        .or_else(|| text.find('{'))
-        .ok_or("no JSON")?;
-    serde_json::from_str(&text[start..]).map_err(|e| format!("bad JSON: {e}"))
-}
-
-/// Per job: name, [read, write, trim] total_ios, [read, write, trim] io_bytes.
-type JobCounts = (String, [u64; 3], [u64; 3]);
-
-fn jobs_of(v: &serde_json::Value) -> Vec<JobCounts> {
-    let dirs = ["read", "write", "trim"];
-    v["jobs"]
-        .as_array()
-        .map(|jobs| {
-            jobs.iter()
-                .map(|j| {
-                    (
-                        j["jobname"].as_str().unwrap_or("").to_string(),
-                        dirs.map(|d| j[d]["total_ios"].as_u64().unwrap_or(0)),
-                        dirs.map(|d| j[d]["io_bytes"].as_u64().unwrap_or(0)),
-                    )
-                })
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-fn listing(dir: &Path) -> Vec<String> {
-    let mut v: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n != "job.fio")
-        // fio saves its verify state on exit (verify_state_save); fsdelta keeps none.
-        .filter(|n| !n.ends_with("-verify.state"))
-        .collect();
-    v.sort();
-    v
+    fio_vs::run(cmd.envs(SUITE_ENV.iter().copied()), limit)
 }
 
 #[derive(Debug, PartialEq, Eq, PartialOrd, Ord, Clone, Copy)]
@@ -506,14 +376,7 @@ fn compare(
     fio_dir: &Path,
 ) -> Result<String, String> {
     let (oj, fj) = (jobs_of(ours), jobs_of(fio));
-    let names = |j: &[JobCounts]| j.iter().map(|x| x.0.clone()).collect::<Vec<_>>();
-    if names(&oj) != names(&fj) {
-        return Err(format!(
-            "job names {:?}, fio's {:?}",
-            names(&oj),
-            names(&fj)
-        ));
-    }
+    fio_vs::same_names_and_files(&oj, &fj, our_dir, fio_dir)?;
     let (ok, fk) = (common::key_set(ours), common::key_set(fio));
     let missing: BTreeSet<&String> = fk.difference(&ok).collect();
     let extra: BTreeSet<&String> = ok
@@ -529,13 +392,6 @@ fn compare(
             few(&missing),
             extra.len(),
             few(&extra)
-        ));
-    }
-    if listing(our_dir) != listing(fio_dir) {
-        return Err(format!(
-            "files {:?}, fio's {:?}",
-            listing(our_dir),
-            listing(fio_dir)
         ));
     }
     let timed = key_is(shrunk, |k, v| k == "time_based" && v != "0")

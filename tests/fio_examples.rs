@@ -35,6 +35,8 @@
 
 mod common;
 
+use common::fio_vs::{self, JobCounts, first_line, jobs_of, json, run, size_of};
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -101,21 +103,6 @@ const FLOOR: usize = 38;
 
 /// The bytes a shrunk job may move per file.
 const SHRUNK: u64 = 16 << 20;
-
-fn size_of(text: &str) -> Option<u64> {
-    let t = text.trim().to_ascii_lowercase();
-    let end = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let n: u64 = t[..end].parse().ok()?;
-    let mult = match &t[end..] {
-        "" | "b" => 1,
-        "k" | "kb" => 1 << 10,
-        "m" | "mb" => 1 << 20,
-        "g" | "gb" => 1 << 30,
-        "t" | "tb" => 1 << 40,
-        _ => return None,
-    };
-    Some(n * mult)
-}
 
 /// A shrunk, safe copy of an example: device and directory names replaced by local files,
 /// sizes capped at 16 MiB, runtimes at 1 s, delays removed. Returns the text and the local
@@ -334,113 +321,14 @@ fn prepare(dir: &Path, files: &[String]) {
     }
 }
 
-fn run(cmd: &mut Command, limit: Duration) -> Result<std::process::Output, String> {
-    // Output goes to files, not pipes: a child must never block on a full pipe while we wait.
-    let out = tempfile::tempfile().map_err(|e| e.to_string())?;
-    let err = tempfile::tempfile().map_err(|e| e.to_string())?;
-    // Its own process group, so that a timeout kills fio's job processes too (fio forks one
-    // per job; killing the parent alone left them running, orphaned).
-    use std::os::unix::process::CommandExt;
-    let mut child = cmd
-        .process_group(0)
-        .stdout(out.try_clone().map_err(|e| e.to_string())?)
-        .stderr(err.try_clone().map_err(|e| e.to_string())?)
-        .spawn()
-        .map_err(|e| e.to_string())?;
-    let start = std::time::Instant::now();
-    let status = loop {
-        if let Some(st) = child.try_wait().map_err(|e| e.to_string())? {
-            break st;
-        }
-        if start.elapsed() > limit {
-            // SAFETY: kill(2) on the child's process group (its pid, made by process_group(0)).
-            unsafe {
-                libc::kill(-(child.id() as i32), libc::SIGKILL);
-            }
-            let _ = child.wait();
-            // fio's job processes call setsid(): they leave the group and outlive the kill
-            // above. Every one of them works in the run's own directory, so kill by cwd.
-            if let Some(dir) = cmd.get_current_dir() {
-                kill_in_dir(dir);
-            }
-            return Err(format!("did not finish within {}s", limit.as_secs()));
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let read = |mut f: std::fs::File| -> Vec<u8> {
-        use std::io::{Read, Seek};
-        let mut v = Vec::new();
-        let _ = f.rewind();
-        let _ = f.read_to_end(&mut v);
-        v
-    };
-    Ok(std::process::Output {
-        status,
-        stdout: read(out),
-        stderr: read(err),
-    })
-}
-
-/// SIGKILL every process whose working directory is `dir` (the run's own temporary
-/// directory, so nothing outside this test is touched), until none is left.
-fn kill_in_dir(dir: &Path) {
-    let Ok(dir) = dir.canonicalize() else { return };
-    for _ in 0..50 {
-        let mut found = false;
-        for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-            let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
-                continue;
-            };
-            if std::fs::read_link(e.path().join("cwd")).is_ok_and(|c| c == dir) {
-                found = true;
-                // SAFETY: kill(2) of a pid read from /proc; at worst it has exited already.
-                unsafe {
-                    libc::kill(pid, libc::SIGKILL);
-                }
-            }
-        }
-        if !found {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(20));
+/// The jobs of a run's output (`fio_vs::jobs_of`); Err when it holds no JSON with a jobs
+/// array (fio could not run the file).
+fn jobs_in(out: &[u8]) -> Result<Vec<JobCounts>, String> {
+    let v = json(out)?;
+    if !v["jobs"].is_array() {
+        return Err("no jobs array".into());
     }
-}
-
-fn first_line(b: &[u8]) -> String {
-    let s = String::from_utf8_lossy(b);
-    s.lines()
-        .find(|l| !l.contains("warning:"))
-        .unwrap_or("")
-        .chars()
-        .take(160)
-        .collect()
-}
-
-/// Per job: name, [read, write] total_ios, [read, write] io_bytes.
-type JobCounts = (String, [u64; 2], [u64; 2]);
-
-fn jobs_of(json: &[u8]) -> Result<Vec<JobCounts>, String> {
-    let text = String::from_utf8_lossy(json);
-    let start = text.find('{').ok_or("no JSON in the output")?;
-    let v: serde_json::Value =
-        serde_json::from_str(&text[start..]).map_err(|e| format!("bad JSON: {e}"))?;
-    let jobs = v["jobs"].as_array().ok_or("no jobs array")?;
-    Ok(jobs
-        .iter()
-        .map(|j| {
-            (
-                j["jobname"].as_str().unwrap_or("").to_string(),
-                [
-                    j["read"]["total_ios"].as_u64().unwrap_or(0),
-                    j["write"]["total_ios"].as_u64().unwrap_or(0),
-                ],
-                [
-                    j["read"]["io_bytes"].as_u64().unwrap_or(0),
-                    j["write"]["io_bytes"].as_u64().unwrap_or(0),
-                ],
-            )
-        })
-        .collect())
+    Ok(jobs_of(&v))
 }
 
 /// Whether the shrunk file caps its jobs' time (runtime= or timeout=, cut to 1 s).
@@ -453,30 +341,13 @@ fn capped(shrunk: &str) -> bool {
 
 /// Whether a job of this JSON ran for (nearly) the whole 1 s cap, i.e. time, not its size,
 /// ended it.
-fn ran_to_cap(json: &[u8]) -> bool {
-    let text = String::from_utf8_lossy(json);
-    let Some(start) = text.find('{') else {
-        return false;
-    };
-    let Ok(v) = serde_json::from_str::<serde_json::Value>(&text[start..]) else {
-        return false;
-    };
-    v["jobs"].as_array().is_some_and(|jobs| {
-        jobs.iter()
-            .any(|j| j["job_runtime"].as_u64().is_some_and(|ms| ms >= 950))
+fn ran_to_cap(out: &[u8]) -> bool {
+    json(out).is_ok_and(|v| {
+        v["jobs"].as_array().is_some_and(|jobs| {
+            jobs.iter()
+                .any(|j| j["job_runtime"].as_u64().is_some_and(|ms| ms >= 950))
+        })
     })
-}
-
-fn listing(dir: &Path) -> Vec<String> {
-    let mut v: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n != "job.fio")
-        // fio saves its verify state on exit (verify_state_save); fsdelta keeps none.
-        .filter(|n| !n.ends_with("-verify.state"))
-        .collect();
-    v.sort();
-    v
 }
 
 /// One example: Ok(note) when fsdelta parses it, runs it shrunk, and (size-based, fio able
@@ -510,7 +381,7 @@ fn check(name: &str, fio: bool) -> Result<String, String> {
     if !out.status.success() {
         return Err(format!("run: {}", first_line(&out.stderr)));
     }
-    let our_jobs = jobs_of(&out.stdout)?;
+    let our_jobs = jobs_in(&out.stdout)?;
     if !fio {
         return Ok("ran (no fio to compare with)".into());
     }
@@ -526,27 +397,13 @@ fn check(name: &str, fio: bool) -> Result<String, String> {
     let Ok(fout) = fout else {
         return Ok("ran; fio itself does not finish the shrunk file in 60 s".into());
     };
-    let Ok(fio_jobs) = jobs_of(&fout.stdout) else {
+    let Ok(fio_jobs) = jobs_in(&fout.stdout) else {
         return Ok(format!(
             "ran; fio itself cannot run the shrunk file ({})",
             first_line(&fout.stderr)
         ));
     };
-    let names = |j: &[JobCounts]| j.iter().map(|x| x.0.clone()).collect::<Vec<_>>();
-    if names(&our_jobs) != names(&fio_jobs) {
-        return Err(format!(
-            "job names {:?}, fio's {:?}",
-            names(&our_jobs),
-            names(&fio_jobs)
-        ));
-    }
-    if listing(ours.path()) != listing(theirs.path()) {
-        return Err(format!(
-            "files {:?}, fio's {:?}",
-            listing(ours.path()),
-            listing(theirs.path())
-        ));
-    }
+    fio_vs::same_names_and_files(&our_jobs, &fio_jobs, ours.path(), theirs.path())?;
     let time_based = shrunk.lines().any(|l| l.trim().starts_with("time_based"));
     if time_based {
         return Ok("ran; time-based, names and files match fio".into());
@@ -559,7 +416,11 @@ fn check(name: &str, fio: bool) -> Result<String, String> {
         // and with drawn block sizes so does the last I/O's overshoot of the size (fio itself
         // gave 67,166,208, 67,144,704 and 67,189,760 bytes for jesd219's 4 x 16 MiB): equal
         // within 1 %.
-        let bytes = |j: &[JobCounts]| j.iter().map(|x| x.2[0] + x.2[1]).collect::<Vec<_>>();
+        let bytes = |j: &[JobCounts]| {
+            j.iter()
+                .map(|x| x.2.iter().sum::<u64>())
+                .collect::<Vec<_>>()
+        };
         let near = |a: u64, b: u64| a.abs_diff(b) * 100 <= b.max(1);
         let (ob, fb) = (bytes(&our_jobs), bytes(&fio_jobs));
         if ob.len() != fb.len() || ob.iter().zip(&fb).any(|(a, b)| !near(*a, *b)) {
@@ -695,8 +556,8 @@ fn json_keys_equal_real_fios_for_async_and_grouped_jobs() {
         let (_ours, o, _theirs, f) = common::run_ours_and_fio(job);
         if job.contains("verify") {
             assert_eq!(
-                jobs_of(&o.stdout).unwrap(),
-                jobs_of(&f.stdout).unwrap(),
+                jobs_in(&o.stdout).unwrap(),
+                jobs_in(&f.stdout).unwrap(),
                 "{job}"
             );
         }

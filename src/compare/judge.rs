@@ -99,10 +99,18 @@ pub fn rows(sides: &Sides, opts: &Criteria, methods: Methods) -> Result<Vec<Judg
 }
 
 /// Benjamini-Hochberg per family (headline, secondary) over every row of a comparison, and
-/// which rows gate the exit code.
+/// which rows gate the exit code. The points of a swept test (`randread[iodepth=8]`) are
+/// families of their own, one a curve and role ([`super::curve::control`]).
 pub fn control(rows: &mut [Judged], gate: Gate) {
+    let points: Vec<usize> = (0..rows.len())
+        .filter(|&i| super::curve::point_of(&rows[i].key.test).is_some())
+        .collect();
+    if !points.is_empty() {
+        super::curve::control(rows, &points, gate);
+    }
     let mut items: Vec<verdict::Judging<'_>> = rows
         .iter_mut()
+        .filter(|j| super::curve::point_of(&j.key.test).is_none())
         .map(|j| verdict::Judging {
             group: (j.key.config.as_str(), j.key.test.as_str()),
             metric: j.key.metric.as_str(),

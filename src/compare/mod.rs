@@ -8,6 +8,7 @@
 
 pub mod changepoint;
 pub mod context;
+pub mod curve;
 pub mod history;
 pub mod judge;
 pub mod many;

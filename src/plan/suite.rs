@@ -414,6 +414,65 @@ pub fn builtin(name: &str) -> Result<Suite, PlanError> {
     }
 }
 
+/// The fio options a suite test may sweep (`sweep = { iodepth = [1, 4, 16] }`): the four a
+/// response curve is drawn over (docs/workloads.md).
+pub const SWEEP_KEYS: [&str; 4] = ["iodepth", "bs", "numjobs", "rate_iops"];
+
+/// The name of one point of a swept test: `randread[iodepth=8]`. `compare::curve` reads it back
+/// (the name is what every sample stores, so a curve needs nothing else); a test name of a suite
+/// file never holds `[`, so only sweep points have this form.
+pub fn point_name(test: &str, key: &str, value: &str) -> String {
+    format!("{test}[{key}={value}]")
+}
+
+/// The tests of a fio test swept over `key`: one a value, in the order given, each its
+/// [`point_name`] with `key=value` set in every section of the job. `job` is the test's job
+/// text with its sections (`[name]` first); a job that sets `key` itself (or `blocksize` for
+/// `bs`) is refused, since which of the two settings fio would use depends on where it stands.
+pub fn sweep(base: &TestSpec, key: &str, values: &[String]) -> Result<Vec<TestSpec>, String> {
+    let EngineSpec::Fio { job } = &base.engine else {
+        return Err("`sweep` is for fio tests (workload = \"fio\")".into());
+    };
+    let names: &[&str] = if key == "bs" {
+        &["bs", "blocksize"]
+    } else {
+        &[key]
+    };
+    if let Some(line) = job.lines().find(|l| {
+        let l = l.trim_start();
+        names.iter().any(|n| {
+            l.strip_prefix(n)
+                .is_some_and(|rest| rest.trim_start().starts_with('='))
+        })
+    }) {
+        return Err(format!(
+            "the job sets `{}` itself and the sweep sets it too: remove it from the job",
+            line.trim()
+        ));
+    }
+    Ok(values
+        .iter()
+        .map(|v| {
+            let mut text = String::with_capacity(job.len() + 32);
+            for line in job.lines() {
+                text.push_str(line);
+                text.push('\n');
+                let l = line.trim();
+                if l.starts_with('[') && l.ends_with(']') {
+                    text.push_str(&format!("{key}={v}\n"));
+                }
+            }
+            TestSpec {
+                name: point_name(&base.name, key, v),
+                description: format!("{} ({key}={v})", base.description),
+                engine: EngineSpec::Fio { job: text },
+                external: base.external,
+                events: base.events.clone(),
+            }
+        })
+        .collect())
+}
+
 impl Suite {
     /// The tests named in `names` (all when empty), in suite order, or an error listing the known
     /// tests.
@@ -421,8 +480,15 @@ impl Suite {
         if names.is_empty() {
             return Ok(self.tests.clone());
         }
+        // A swept test's name selects every point of its curve.
+        let picks = |t: &TestSpec, n: &String| {
+            &t.name == n
+                || t.name
+                    .strip_prefix(n.as_str())
+                    .is_some_and(|rest| rest.starts_with('[') && rest.ends_with(']'))
+        };
         for n in names {
-            if !self.tests.iter().any(|t| &t.name == n) {
+            if !self.tests.iter().any(|t| picks(t, n)) {
                 return Err(PlanError::UnknownTest {
                     name: n.clone(),
                     suite: self.name.clone(),
@@ -438,7 +504,7 @@ impl Suite {
         Ok(self
             .tests
             .iter()
-            .filter(|t| names.contains(&t.name))
+            .filter(|t| names.iter().any(|n| picks(t, n)))
             .cloned()
             .collect())
     }

@@ -39,6 +39,8 @@
 //! bs=4k
 //! size=64m
 //! """
+//! # sweep = { iodepth = [1, 4, 16] }   # fio only: one test a point, rr[iodepth=1] ...,
+//! #                                   # a response curve (also bs, numjobs, rate_iops)
 //! ```
 //!
 //! Pure: the CLI edge reads the file and hands in its text; this module must never touch the
@@ -77,7 +79,7 @@ const METRIC_KEYS: [&str; 6] = ["name", "regex", "json", "unit", "direction", "r
 fn keys_of(workload: &str) -> &'static [&'static str] {
     match workload {
         "fsmark" => &["args"],
-        "fio" => &["job"],
+        "fio" => &["job", "sweep"],
         "dbench" => &["clients", "time", "warmup", "loadfile"],
         "stream" => &[
             "size",
@@ -142,6 +144,8 @@ struct RawTest {
     _events: Option<serde::de::IgnoredAny>,
     args: Option<Loose<String>>,
     job: Option<Loose<String>>,
+    #[serde(rename = "sweep")]
+    _sweep: Option<serde::de::IgnoredAny>,
     clients: Option<Loose<u64>>,
     time: Option<Loose<u64>>,
     warmup: Option<Loose<u64>>,
@@ -244,8 +248,8 @@ pub fn parse(text: &str, file: &str) -> Result<Suite, SuiteFileError> {
     let ondisk_remount = boolean(&raw.ondisk_remount, "ondisk_remount", false).map_err(err)?;
     let mut out: Vec<TestSpec> = Vec::new();
     for (i, t) in tests.iter().enumerate() {
-        let spec = test(t, i, &out).map_err(err)?;
-        out.push(spec);
+        let specs = test(t, i, &out).map_err(err)?;
+        out.extend(specs);
     }
     Ok(Suite {
         name,
@@ -287,13 +291,14 @@ fn margins(m: &Spanned<DeValue<'_>>) -> Result<SuiteMargins, String> {
     })
 }
 
-/// Test number `i` (from 0) of the file, checked against the tests before it (`earlier`).
-/// Messages are without the file (the caller adds it).
+/// Test number `i` (from 0) of the file, checked against the tests before it (`earlier`): one
+/// test, or with `sweep` one a point of its curve ([`crate::plan::suite::sweep`]). Messages
+/// are without the file (the caller adds it).
 fn test(
     t: &toml::Spanned<DeValue<'_>>,
     i: usize,
     earlier: &[TestSpec],
-) -> Result<TestSpec, String> {
+) -> Result<Vec<TestSpec>, String> {
     let DeValue::Table(table) = t.get_ref() else {
         return Err(format!("test #{} is not a table", i + 1));
     };
@@ -303,7 +308,10 @@ fn test(
         _ => return Err(format!("test #{} has no `name`", i + 1)),
     };
     let terr = |m: String| format!("test '{tname}': {m}");
-    if earlier.iter().any(|o| o.name == tname) {
+    if earlier
+        .iter()
+        .any(|o| o.name == tname || o.name.starts_with(&format!("{tname}[")))
+    {
         return Err(terr(
             "a second test with this name; names must be unique".into(),
         ));
@@ -350,7 +358,7 @@ fn test(
     };
     let engine = engine(&raw, table, workload, &tname).map_err(terr)?;
     let events = events(table.get("events")).map_err(terr)?;
-    Ok(TestSpec {
+    let spec = TestSpec {
         name: tname.clone(),
         description: string(&raw.description, "description")
             .map_err(terr)?
@@ -358,7 +366,64 @@ fn test(
         engine,
         external,
         events,
-    })
+    };
+    match table.get("sweep") {
+        None => Ok(vec![spec]),
+        Some(v) => {
+            let (key, values) = sweep(v).map_err(terr)?;
+            crate::plan::suite::sweep(&spec, &key, &values).map_err(terr)
+        }
+    }
+}
+
+/// A test's `sweep = { KEY = [V1, V2, ...] }`: one of the keys a curve is drawn over, with at
+/// least two distinct values, each a whole number or a fio size (`"4k"`).
+fn sweep(v: &Spanned<DeValue<'_>>) -> Result<(String, Vec<String>), String> {
+    let keys = crate::plan::suite::SWEEP_KEYS.join(", ");
+    let how = format!(
+        "`sweep` takes one of {keys} with a list of values, like sweep = {{ iodepth = [1, 4, 16] }}"
+    );
+    let toml::Value::Table(table) = written(v)? else {
+        return Err(how);
+    };
+    let mut entries = table.into_iter();
+    let (Some((key, list)), None) = (entries.next(), entries.next()) else {
+        return Err(format!("{how}; a test sweeps one parameter"));
+    };
+    if !crate::plan::suite::SWEEP_KEYS.contains(&key.as_str()) {
+        return Err(format!("cannot sweep '{key}': {how}"));
+    }
+    let toml::Value::Array(items) = list else {
+        return Err(format!("sweep.{key} must be a list of values, not {list}"));
+    };
+    let mut values: Vec<String> = Vec::with_capacity(items.len());
+    for item in items {
+        let value = match &item {
+            toml::Value::Integer(n) if *n > 0 => n.to_string(),
+            toml::Value::String(s)
+                if !s.is_empty()
+                    && s.chars().next().is_some_and(|c| c.is_ascii_digit())
+                    && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '.') =>
+            {
+                s.clone()
+            }
+            other => {
+                return Err(format!(
+                    "sweep.{key}: {other} is not a value to sweep (a whole number above 0, or a size like \"4k\")"
+                ));
+            }
+        };
+        if values.contains(&value) {
+            return Err(format!("sweep.{key} lists {value} twice"));
+        }
+        values.push(value);
+    }
+    if values.len() < 2 {
+        return Err(format!(
+            "sweep.{key} needs at least two values to draw a curve (one value: set it in the job)"
+        ));
+    }
+    Ok((key, values))
 }
 
 /// A string key.
@@ -658,6 +723,99 @@ direct = true
             panic!()
         };
         assert_eq!((*size, *direct), (64 << 20, true));
+    }
+
+    #[test]
+    fn a_swept_test_is_one_test_a_point_with_the_value_in_every_section() {
+        let text = "[[test]]\nname = 'rr'\nworkload = 'fio'\njob = '''\nrw=randread\nsize=16m\n'''\nsweep = { iodepth = [1, 4, 16] }\n\n[[test]]\nname = 'two'\nworkload = 'fio'\njob = '''\n[global]\nrw=read\n[a]\nsize=1m\n[b]\nsize=2m\n'''\nsweep = { bs = ['4k', '64k'] }\n";
+        let s = parse(text, "s.toml").unwrap();
+        let names: Vec<_> = s.tests.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "rr[iodepth=1]",
+                "rr[iodepth=4]",
+                "rr[iodepth=16]",
+                "two[bs=4k]",
+                "two[bs=64k]"
+            ]
+        );
+        let job = |i: usize| match &s.tests[i].engine {
+            EngineSpec::Fio { job } => job.clone(),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(job(1), "[rr]\niodepth=4\nrw=randread\nsize=16m\n");
+        assert_eq!(
+            job(4),
+            "[global]\nbs=64k\nrw=read\n[a]\nbs=64k\nsize=1m\n[b]\nbs=64k\nsize=2m\n"
+        );
+        assert!(s.tests[2].description.ends_with("(iodepth=16)"));
+        // `--test rr` picks the whole curve
+        let picked = s.select(&["rr".into()]).unwrap();
+        assert_eq!(picked.len(), 3);
+        assert_eq!(s.select(&["two[bs=4k]".into()]).unwrap().len(), 1);
+        assert!(s.select(&["r".into()]).is_err());
+    }
+
+    #[test]
+    fn a_sweep_that_cannot_be_drawn_is_refused_with_the_fix() {
+        let t = |sweep: &str, job: &str| {
+            parse(
+                &format!("[[test]]\nname='rr'\nworkload='fio'\njob='{job}'\nsweep = {sweep}\n"),
+                "s.toml",
+            )
+            .unwrap_err()
+            .to_string()
+        };
+        for (sweep, job, want) in [
+            ("{ size = [1, 2] }", "rw=read", "cannot sweep 'size'"),
+            (
+                "{ iodepth = [1, 2], bs = [1, 2] }",
+                "rw=read",
+                "a test sweeps one parameter",
+            ),
+            ("{ iodepth = [4] }", "rw=read", "at least two values"),
+            ("{ iodepth = [4, 4] }", "rw=read", "lists 4 twice"),
+            (
+                "{ iodepth = [1, -2] }",
+                "rw=read",
+                "-2 is not a value to sweep",
+            ),
+            (
+                "{ bs = ['4k', '1k;x'] }",
+                "rw=read",
+                "is not a value to sweep",
+            ),
+            ("{ iodepth = 4 }", "rw=read", "sweep.iodepth must be a list"),
+            (
+                "[1, 2]",
+                "rw=read",
+                "`sweep` takes one of iodepth, bs, numjobs, rate_iops",
+            ),
+            (
+                "{ bs = [1, 2] }",
+                "blocksize=4k",
+                "the job sets `blocksize=4k` itself",
+            ),
+        ] {
+            let e = t(sweep, job);
+            assert!(e.contains(want), "{sweep}: {e}");
+            assert!(e.starts_with("s.toml: test 'rr': "), "{e}");
+        }
+        let e = parse(
+            "[[test]]\nname='rr'\nworkload='fsmark'\nargs='-s 0'\nsweep = { iodepth = [1, 2] }\n",
+            "s.toml",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("unknown key 'sweep' for workload fsmark"), "{e}");
+        let e = parse(
+            "[[test]]\nname='rr'\nworkload='fio'\njob='rw=read'\nsweep = { iodepth = [1, 2] }\n[[test]]\nname='rr'\nworkload='fio'\njob='rw=read'\n",
+            "s.toml",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("a second test with this name"), "{e}");
     }
 
     #[test]

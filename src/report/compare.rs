@@ -368,6 +368,13 @@ pub fn text(doc: &CompareDoc<'_>) -> String {
             out.push_str(&wrap(note, 2));
         }
     }
+    let curves = curve_lines(doc.rows);
+    if !curves.is_empty() {
+        let _ = writeln!(out);
+        for l in curves {
+            out.push_str(&wrap_hanging(&l, 0, 2));
+        }
+    }
     let _ = writeln!(out);
     for l in summary_lines(doc.summary) {
         out.push_str(&wrap(&l, 0));
@@ -529,6 +536,11 @@ pub fn many_text(doc: &ManyDoc<'_>) -> String {
     for l in many_detects(doc) {
         out.push_str(&wrap_hanging(&l, 0, 2));
     }
+    for (i, s) in doc.sides.iter().enumerate() {
+        for l in curve_lines(s.rows) {
+            out.push_str(&wrap_hanging(&format!("side {}, {l}", i + 1), 0, 2));
+        }
+    }
     for l in summary_lines(doc.summary) {
         out.push_str(&wrap(&l, 0));
     }
@@ -559,6 +571,8 @@ struct ManyJsonSide<'a> {
     current: &'a str,
     context: &'a Context,
     metrics: Vec<&'a Judged>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    curves: Vec<JsonCurve>,
 }
 
 #[derive(Serialize)]
@@ -582,6 +596,7 @@ pub fn many_json(doc: &ManyDoc<'_>) -> Result<String, serde_json::Error> {
                 current: s.description,
                 context: s.context,
                 metrics: s.rows.iter().filter(|j| shown(j, doc.all)).collect(),
+                curves: json_curves(s.rows),
             })
             .collect(),
     };
@@ -599,6 +614,39 @@ struct JsonDoc<'a> {
     context: Option<&'a Context>,
     summary: &'a Summary,
     metrics: Vec<&'a Judged>,
+    /// The response curves of swept tests (`compare::curve`), each with the sentence the text
+    /// shows.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    curves: Vec<JsonCurve>,
+}
+
+/// A response curve in the JSON output.
+#[derive(Serialize)]
+struct JsonCurve {
+    #[serde(flatten)]
+    curve: crate::compare::curve::Curve,
+    /// [`crate::compare::curve::Curve::sentence`].
+    summary: String,
+}
+
+/// The response curves among `rows`, each with its sentence, for JSON.
+fn json_curves(rows: &[Judged]) -> Vec<JsonCurve> {
+    crate::compare::curve::of_judged(rows)
+        .into_iter()
+        .map(|c| JsonCurve {
+            summary: c.sentence(),
+            curve: c,
+        })
+        .collect()
+}
+
+/// The sentences of the response curves among `rows` ([`crate::compare::curve`]): where the
+/// two sides' curves part and each side's knee, one a curve.
+pub(crate) fn curve_lines(rows: &[Judged]) -> Vec<String> {
+    crate::compare::curve::of_judged(rows)
+        .iter()
+        .map(|c| c.sentence())
+        .collect()
 }
 
 /// JSON: every row (filtered as the text is), with the centers, medians, intervals, p- and
@@ -611,6 +659,7 @@ pub fn json(doc: &CompareDoc<'_>) -> Result<String, serde_json::Error> {
         context: doc.context,
         summary: doc.summary,
         metrics: doc.rows.iter().filter(|j| shown(j, doc.all)).collect(),
+        curves: json_curves(doc.rows),
     };
     let mut s = serde_json::to_string_pretty(&d)?;
     s.push('\n');

@@ -294,6 +294,7 @@ pub fn comparison(
             description: c.description,
             runs: c.runs,
         },
+        response_curves: response_curves(&metrics),
         metrics,
         summary: Some(summary),
         text_table,
@@ -347,11 +348,26 @@ pub fn single(
             description: l.description,
             runs: l.runs,
         },
+        response_curves: response_curves(&metrics),
         metrics,
         summary: None,
         text_table,
         machine_warnings: Vec::new(),
     }
+}
+
+/// The response curves of the swept tests among `metrics` (`compare::curve`).
+fn response_curves(metrics: &[MetricInput]) -> Vec<compare::curve::Curve> {
+    let rows: Vec<compare::curve::Row<'_>> = metrics
+        .iter()
+        .map(|m| compare::curve::Row {
+            key: &m.key,
+            baseline: &m.baseline_values,
+            current: &m.current_values,
+            comparison: m.comparison.as_ref(),
+        })
+        .collect();
+    compare::curve::curves(&rows)
 }
 
 /// Flame graphs of the tests the request named whose profiles were read (per side and

@@ -14,7 +14,8 @@ use crate::compare::SeriesKey;
 use crate::compare::judge::Judged;
 use crate::compare::verdict::{Center, Role, Summary, Verdict};
 use crate::report::compare::{
-    CompareDoc, ManyDoc, context_warnings, median_note, pct, summary_lines, value, wrap_hanging,
+    CompareDoc, ManyDoc, context_warnings, curve_lines, median_note, pct, summary_lines, value,
+    wrap_hanging,
 };
 use std::fmt::Write;
 
@@ -40,6 +41,8 @@ struct TableDoc<'a> {
     /// What differs between the sides ("what: baseline X, current Y"), each once: listed by the
     /// markdown form, which is posted where the reader has nothing else to go by.
     differences: Vec<String>,
+    /// Where the response curves of swept tests part, one sentence a curve (and side).
+    curves: Vec<String>,
 }
 
 /// A context's differences as lines, appended to `out` unless already there.
@@ -71,6 +74,7 @@ impl<'a> TableDoc<'a> {
                 }
                 v
             },
+            curves: curve_lines(d.rows),
         }
     }
 
@@ -85,6 +89,21 @@ impl<'a> TableDoc<'a> {
             }
             difference_lines(s.context, &mut differences);
         }
+        let many = d.sides.len() > 1;
+        let curves = d
+            .sides
+            .iter()
+            .enumerate()
+            .flat_map(|(i, s)| {
+                curve_lines(s.rows).into_iter().map(move |l| {
+                    if many {
+                        format!("side {}, {l}", i + 1)
+                    } else {
+                        l
+                    }
+                })
+            })
+            .collect();
         TableDoc {
             baseline: d.baseline,
             sides: d
@@ -100,6 +119,7 @@ impl<'a> TableDoc<'a> {
             across: d.across,
             warnings,
             differences,
+            curves,
         }
     }
 }
@@ -474,6 +494,9 @@ fn text(doc: &TableDoc<'_>) -> String {
         }
     }
     out.push('\n');
+    for l in &doc.curves {
+        out.push_str(&wrap_hanging(l, 0, 2));
+    }
     for l in legend(doc, &rows) {
         out.push_str(&wrap_hanging(&l, 0, 2));
     }
@@ -547,6 +570,12 @@ fn markdown(doc: &TableDoc<'_>) -> String {
         let _ = writeln!(out, "{line}");
     }
     out.push('\n');
+    for l in &doc.curves {
+        let _ = writeln!(out, "- {}", cell(l));
+    }
+    if !doc.curves.is_empty() {
+        out.push('\n');
+    }
     for l in legend(doc, &rows) {
         let _ = writeln!(out, "{}  ", l.replace('*', "\\*"));
     }

@@ -5,6 +5,8 @@
 use assert_cmd::Command;
 use std::path::{Path, PathBuf};
 
+pub mod fio_vs;
+
 /// A suite of one small fs_mark test, "writes" (300 files of 16 KiB).
 pub const TINY_SUITE: &str = r#"
 name = "tiny"

@@ -60,7 +60,8 @@ fn direction_words(d: Direction) -> &'static str {
     }
 }
 
-fn clip(s: &str, w: usize) -> String {
+/// At most `w` characters, an ellipsis ending a clipped string.
+pub(super) fn clip(s: &str, w: usize) -> String {
     if s.chars().count() <= w {
         s.to_string()
     } else {
@@ -519,6 +520,28 @@ fn percentile_label(q: f64) -> String {
     s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
+/// The legend of a chart of the sides, from `x0` along the top: per side (its line's class, its
+/// name) a stroke and the name with its runs' labels.
+pub(super) fn side_legend(s: &mut Svg, x0: f64, sides: &[(&str, &str)], input: &ReportInput) {
+    let mut lx = x0;
+    for (line, name) in sides {
+        s.line(lx, 26.0, lx + 24.0, 26.0, line);
+        let side = if *name == "baseline" {
+            input.baseline.as_ref().map(super::side_labels)
+        } else {
+            Some(super::side_labels(&input.current))
+        };
+        s.text(
+            lx + 28.0,
+            30.0,
+            "start",
+            "small",
+            &format!("{name} {}", clip(&side.unwrap_or_default(), 14)),
+        );
+        lx += 125.0;
+    }
+}
+
 /// Percentile curves of both sides overlaid: x = log10(1 / (1 - p)), so p50, p90, p99, p99.9 are
 /// evenly spaced; y = log10 of the value.
 pub(super) fn percentile_chart(c: &PercentileCurves, input: &ReportInput) -> String {
@@ -610,25 +633,11 @@ pub(super) fn percentile_chart(c: &PercentileCurves, input: &ReportInput) -> Str
         u => format!("value ({u}), log scale"),
     };
     s.vtext(14.0, (t + h - b) / 2.0, "axt", &ytitle);
-    // Legend.
-    let mut lx = w - r - 250.0;
-    for (cv, line, _, name) in &sides {
-        s.line(lx, 26.0, lx + 24.0, 26.0, line);
-        let side = if *name == "baseline" {
-            input.baseline.as_ref().map(super::side_labels)
-        } else {
-            Some(super::side_labels(&input.current))
-        };
-        s.text(
-            lx + 28.0,
-            30.0,
-            "start",
-            "small",
-            &format!("{name} {}", clip(&side.unwrap_or_default(), 14)),
-        );
-        lx += 125.0;
-        let _ = cv;
-    }
+    let legend: Vec<(&str, &str)> = sides
+        .iter()
+        .map(|(_, line, _, name)| (*line, *name))
+        .collect();
+    side_legend(&mut s, w - r - 250.0, &legend, input);
     for (cv, line, dot, name) in &sides {
         let mut pts: Vec<(f64, f64)> = cv
             .points

@@ -16,6 +16,7 @@
 
 mod charts;
 mod header;
+mod response;
 
 use crate::compare::SeriesKey;
 use crate::compare::changepoint::{ChangePoint, Scale, Segment};
@@ -58,6 +59,8 @@ pub struct ReportInput {
     /// The fio logs (write_lat_log, write_bw_log, write_iops_log) the samples kept, one chart
     /// per log file of a test.
     pub fio_logs: Vec<FioLogChart>,
+    /// The response curves of swept tests (`compare::curve`), one chart each.
+    pub response_curves: Vec<crate::compare::curve::Curve>,
 }
 
 /// One fio log file of a test, as every sample of either side kept it.
@@ -469,6 +472,7 @@ pub fn render(input: &ReportInput) -> String {
     if let Some(s) = &input.summary {
         summary(&mut out, input, s);
     }
+    response::section(&mut out, input);
     out.push_str("<nav class=\"toc\"><b>Tests:</b> ");
     for (i, (config, test)) in sections(input).iter().enumerate() {
         let _ = write!(
@@ -998,6 +1002,10 @@ svg .mk{stroke:#fff;stroke-width:1}
 svg .dot-b{fill:#fff;stroke:var(--base);stroke-width:1.4}svg .dot-c{fill:var(--cur);stroke:#6b2c52;stroke-width:.8}
 svg .med-b{stroke:var(--base);stroke-width:2}svg .med-c{stroke:#6b2c52;stroke-width:2}
 svg .cb{fill:none;stroke:var(--base);stroke-width:1.8;stroke-dasharray:6 3}svg .cc{fill:none;stroke:var(--cur);stroke-width:2.2}
+.wb{stroke:var(--base);stroke-width:1}
+.wc{stroke:var(--cur);stroke-width:1.2}
+.knee{fill:none;stroke:var(--reg);stroke-width:1.6}
+.part{stroke:var(--reg);stroke-width:1;stroke-dasharray:3 3}
 svg .fl-w{fill:none;stroke:var(--imp);stroke-width:1.8}svg .fl-wb{fill:none;stroke:var(--imp);stroke-width:1.6;stroke-dasharray:6 3}svg .fl-t{fill:none;stroke:var(--inc);stroke-width:1.8}svg .fl-tb{fill:none;stroke:var(--inc);stroke-width:1.6;stroke-dasharray:6 3}
 svg .dot-w{fill:var(--imp);stroke:#fff;stroke-width:.6}svg .dot-t{fill:var(--inc);stroke:#fff;stroke-width:.6}
 svg .hl{fill:none;stroke:#9a9a9a;stroke-width:1.2}svg .hp{fill:#9a9a9a}svg .seg{stroke:#56B4E9;stroke-width:2}svg .cp{stroke:#000;stroke-width:1.2;stroke-dasharray:3 2}

@@ -128,6 +128,7 @@ fn comparison_input() -> ReportInput {
         machine_warnings: vec![],
         iterations: vec![],
         fio_logs: vec![],
+        response_curves: vec![],
         generator: "fsdelta test".into(),
         baseline: Some(SideInput {
             description: "1 (run 1, label base)".into(),
@@ -656,4 +657,82 @@ fn the_title_names_configurations_and_guest_kernels_and_emulation_leads() {
         note < html.find("class=\"sides\"").unwrap(),
         "the label leads"
     );
+}
+
+#[test]
+fn a_response_curve_is_drawn_per_side_with_whiskers_the_knee_and_the_parting() {
+    use crate::compare::curve::{self, Row};
+    // baseline: IOPS scale to qd 16, p99 jumps at 64; current: saturates at 16
+    let pts = [
+        (1, 10_000.0, 100e3, 10_000.0, 100e3),
+        (4, 40_000.0, 100e3, 40_000.0, 100e3),
+        (16, 160_000.0, 100e3, 64_000.0, 200e3),
+        (64, 160_000.0, 400e3, 64_000.0, 800e3),
+    ];
+    let spread = |v: f64| vec![v * 0.98, v, v * 1.02, v * 1.01];
+    let mut keys = Vec::new();
+    let mut vals = Vec::new();
+    for (qd, bt, bl, ct, cl) in pts {
+        for (metric, b, c, class, dir) in [
+            (
+                "read_iops",
+                bt,
+                ct,
+                MetricClass::Throughput,
+                Direction::HigherIsBetter,
+            ),
+            (
+                "read_clat_ns_p99",
+                bl,
+                cl,
+                MetricClass::Tail,
+                Direction::LowerIsBetter,
+            ),
+        ] {
+            keys.push(SeriesKey {
+                config: CFG.into(),
+                test: format!("rr[iodepth={qd}]"),
+                metric: metric.into(),
+            });
+            let (b, c) = (spread(b), spread(c));
+            let cmp = verdict::compare(&b, &c, dir, class, &Margins::default());
+            vals.push((b, c, cmp));
+        }
+    }
+    let rows: Vec<Row<'_>> = keys
+        .iter()
+        .zip(&vals)
+        .map(|(k, (b, c, cmp))| Row {
+            key: k,
+            baseline: b,
+            current: c,
+            comparison: Some(cmp),
+        })
+        .collect();
+    let mut input = comparison_input();
+    input.response_curves = curve::curves(&rows);
+    assert_eq!(input.response_curves.len(), 1);
+    let html = render(&input);
+    let at = html
+        .find("<section id=\"curves\">")
+        .expect("the curves section");
+    let end = at + html[at..].find("</section>").unwrap();
+    let sec = &html[at..end];
+    // one line per side through the four points, whiskers both ways at every point
+    assert_eq!(sec.matches("<polyline").count(), 2, "{sec}");
+    assert_eq!(sec.matches("class=\"wb\"").count(), 8, "{sec}");
+    assert_eq!(sec.matches("class=\"wc\"").count(), 8, "{sec}");
+    // each side's knee ringed, the parting marked and named in the caption
+    assert_eq!(sec.matches("class=\"knee\"").count(), 2, "{sec}");
+    assert!(sec.contains("part at iodepth=16"), "{sec}");
+    assert!(
+        sec.contains("curves part at iodepth=16 (throughput -60 %, p99 +100 %)"),
+        "{sec}"
+    );
+    assert!(
+        sec.contains("knee: baseline iodepth=64, current iodepth=16"),
+        "{sec}"
+    );
+    // a report without swept tests has no such section
+    assert!(!render(&comparison_input()).contains("id=\"curves\""));
 }
