@@ -418,6 +418,15 @@ pub const ONDISK_METRICS: &[&str] = &[
 
 /// Why `name` cannot be a command test's metric, if it cannot: one fsdelta records for every
 /// sample ([`RESERVED_METRICS`], [`ONDISK_METRICS`]), or an event count (`event:GROUP:NAME`).
+/// Whether a test selector `name` (`--test NAME`) picks the test `test`: the same name, or a
+/// point of the curve a suite's `sweep` made of it (`qd` picks `qd[iodepth=4]`).
+pub fn test_selects(name: &str, test: &str) -> bool {
+    test == name
+        || test
+            .strip_prefix(name)
+            .is_some_and(|rest| rest.starts_with('[') && rest.ends_with(']'))
+}
+
 pub fn reserved_metric(name: &str) -> Option<String> {
     if RESERVED_METRICS.contains(&name) || ONDISK_METRICS.contains(&name) {
         return Some(format!(

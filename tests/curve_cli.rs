@@ -98,6 +98,20 @@ fn a_swept_test_compares_as_one_curve_with_every_point() {
             .contains("curve qd (read, iodepth 1, 4, 16;"),
     );
     assert!(compare("markdown").contains("- curve qd (read, iodepth 1, 4, 16;"));
+    // `--test qd` selects every point of the curve, as `run --test qd` does.
+    let only = env
+        .cmd()
+        .args(["compare", "latest@a", "latest@b", "--test", "qd"])
+        .output()
+        .unwrap();
+    let only = String::from_utf8_lossy(&only.stdout);
+    assert!(
+        only.split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+            .contains("curve qd (read, iodepth 1, 4, 16;"),
+        "{only}"
+    );
     // three sides: one sentence a side
     let o = env
         .cmd()

@@ -481,12 +481,7 @@ impl Suite {
             return Ok(self.tests.clone());
         }
         // A swept test's name selects every point of its curve.
-        let picks = |t: &TestSpec, n: &String| {
-            &t.name == n
-                || t.name
-                    .strip_prefix(n.as_str())
-                    .is_some_and(|rest| rest.starts_with('[') && rest.ends_with(']'))
-        };
+        let picks = |t: &TestSpec, n: &String| crate::model::test_selects(n, &t.name);
         for n in names {
             if !self.tests.iter().any(|t| picks(t, n)) {
                 return Err(PlanError::UnknownTest {

@@ -127,7 +127,11 @@ pub struct Filter<'a> {
 impl Filter<'_> {
     /// Whether `s` passes the filter and the `@CONFIG` of its selector.
     fn keeps(&self, cfg: Option<&str>, s: &SampleRecord) -> bool {
-        (self.tests.is_empty() || self.tests.contains(&s.sample.test))
+        (self.tests.is_empty()
+            || self
+                .tests
+                .iter()
+                .any(|n| crate::model::test_selects(n, &s.sample.test)))
             && (self.configs.is_empty() || self.configs.contains(&s.sample.config))
             && cfg.is_none_or(|c| s.sample.config == c)
     }
@@ -317,7 +321,12 @@ pub fn raw_results<'a>(
     for s in samples
         .iter()
         .filter(|s| s.sample.status == SampleStatus::Ok)
-        .filter(|s| tests.is_empty() || tests.contains(&s.sample.test))
+        .filter(|s| {
+            tests.is_empty()
+                || tests
+                    .iter()
+                    .any(|n| crate::model::test_selects(n, &s.sample.test))
+        })
     {
         out.push((*s, store.attachments(s.id)?));
     }
