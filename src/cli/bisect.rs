@@ -706,19 +706,11 @@ impl CliLab {
             config: axis.config.clone(),
             jobs: 0,
         };
-        let mut last = std::time::Instant::now();
         let short = commit[..12].to_string();
-        let result = crate::kbuild::build(&req, &mut |p| {
-            if last.elapsed().as_secs_f64() >= 2.0 {
-                last = std::time::Instant::now();
-                let line: String = p.last_line.chars().take(60).collect();
-                eprint!(
-                    "\rfsdelta: kernel {short}: {} {:.0} s  {line:60}",
-                    p.stage, p.elapsed_s
-                );
-            }
-        });
-        eprintln!();
+        let mut progress =
+            super::kernels::BuildProgress::stderr(format!("fsdelta: kernel {short}"));
+        let result = crate::kbuild::build(&req, &mut |p| progress.show(p));
+        progress.end();
         if self.interrupted() {
             return Err(BisectError::Interrupted);
         }
