@@ -216,6 +216,7 @@ pub fn build(
         kernel,
         config,
         jobs: 0,
+        revert: None,
     };
     let mut progress = BuildProgress::stderr(format!("fsdelta: building {shown}"));
     let built = crate::kbuild::build(&req, &mut |p| {
