@@ -18,7 +18,8 @@ WORK=${1:-/var/tmp/fsdelta-bisect-kernel}
 FSDELTA=${FSDELTA:-$(pwd)/target/release/fsdelta}
 COMMITS=${COMMITS:-8}          # commits after the good one
 CULPRIT=${CULPRIT:-5}          # the one that adds the delay (1-based)
-GOOD=${GOOD:-main~$COMMITS}    # the good end (main~4: a shorter bisection of the same tree)
+GOOD=${GOOD:-main~$COMMITS}    # the good end (GOOD=main~4 BAD=main~2: a shorter bisection of the same tree)
+BAD=${BAD:-main}               # the bad end
 NAME=${NAME:-kernel-bench}
 [ -x "$FSDELTA" ] || { echo "build fsdelta first: cargo build --release (or set FSDELTA)" >&2; exit 2; }
 
@@ -73,7 +74,7 @@ kernel = "host"
 TOML
 
 start=$(date +%s)
-"$FSDELTA" bisect --name "$NAME" --repo linux --kernel --good "$GOOD" --bad main \
+"$FSDELTA" bisect --name "$NAME" --repo linux --kernel --good "$GOOD" --bad "$BAD" \
     --config guest.toml --suite suite.toml --test create || true
 end=$(date +%s)
 

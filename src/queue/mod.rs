@@ -496,7 +496,7 @@ pub fn kernel_build_refusal(
 ) -> Option<String> {
     let (name, kernel) = file.configs.iter().find_map(|c| {
         let vm = c.vm.as_ref()?;
-        (vm.build.is_some() || is_tree_ref(&vm.kernel)).then(|| (&c.name, &vm.kernel))
+        (vm.build.is_some() || is_tree_ref(&vm.kernel)).then_some((&c.name, &vm.kernel))
     })?;
     Some(format!(
         "config '{name}' names a kernel to build from a git tree ({}): a fleet job never makes an \
