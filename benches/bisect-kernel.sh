@@ -3,7 +3,9 @@
 # package, a few commits on top, one of which adds a delay to ext4's file creation; `fsdelta
 # bisect --kernel` finds it, booting each commit's kernel in a QEMU guest (TCG where KVM cannot
 # boot it: every sample says so). Prints the times of the first build, an incremental build, a
-# step and the whole bisection, read from the bisection's log.
+# step and the whole bisection, read from kbuild's cache and the bisection's log. A kernel built
+# before (by an earlier run of this script, or `fsdelta run --kernel linux@COMMIT` with the same
+# FSDELTA_CACHE_DIR) is taken from the cache; its build time is still listed.
 #
 # Usage (root): benches/bisect-kernel.sh [WORKDIR]   (default /var/tmp/fsdelta-bisect-kernel)
 # Needs: linux-source-6.1 (installed here if missing), build-essential bc bison flex libelf-dev,
@@ -16,6 +18,9 @@ WORK=${1:-/var/tmp/fsdelta-bisect-kernel}
 FSDELTA=${FSDELTA:-$(pwd)/target/release/fsdelta}
 COMMITS=${COMMITS:-8}          # commits after the good one
 CULPRIT=${CULPRIT:-5}          # the one that adds the delay (1-based)
+GOOD=${GOOD:-main~$COMMITS}    # the good end (GOOD=main~4 BAD=main~2: a shorter bisection of the same tree)
+BAD=${BAD:-main}               # the bad end
+NAME=${NAME:-kernel-bench}
 [ -x "$FSDELTA" ] || { echo "build fsdelta first: cargo build --release (or set FSDELTA)" >&2; exit 2; }
 
 if ! ls /usr/src/linux-source-6.1.tar.xz >/dev/null 2>&1; then
@@ -69,19 +74,30 @@ kernel = "host"
 TOML
 
 start=$(date +%s)
-"$FSDELTA" bisect --name kernel-bench --repo linux --kernel --good main~"$COMMITS" --bad main \
+"$FSDELTA" bisect --name "$NAME" --repo linux --kernel --good "$GOOD" --bad "$BAD" \
     --config guest.toml --suite suite.toml --test create || true
 end=$(date +%s)
 
-LOG="$WORK/state/bisect/kernel-bench/log.txt"
+LOG="$WORK/state/bisect/$NAME/log.txt"
 echo
-echo "== times (from $LOG) =="
-grep -E "kernel [0-9a-f]{12}: built" "$LOG" | head -1 | sed 's/.*(\([0-9]*\) s).*/first build: \1 s/'
-grep -E "kernel [0-9a-f]{12}: built" "$LOG" | sed -n 2p | sed 's/.*(\([0-9]*\) s).*/incremental build: \1 s/'
-# A step: the time between two consecutive step lines of the log.
-grep -E '^\[[^]]*\] step [0-9]+:' "$LOG" | head -2 | sed 's/^\[\([^]]*\)\].*/\1/' | {
-    read -r a || exit 0; read -r b || exit 0
-    echo "one step (build, boots, runs): $(( $(date -d "$b" +%s) - $(date -d "$a" +%s) )) s"
+echo "== times (from kbuild's cache $WORK/cache and $LOG) =="
+# Every kernel build of the tree, oldest first: the first compiles everything, the others only
+# what changed since the commit before (one worktree, one O= directory per config).
+n=0
+for b in $(ls -tr "$WORK"/cache/kbuild/built/*/built.json 2>/dev/null); do
+    n=$((n + 1))
+    commit=$(sed -n 's/.*"commit": "\([0-9a-f]\{12\}\).*/\1/p' "$b")
+    secs=$(sed -n 's/.*"build_s": \([0-9]*\).*/\1/p' "$b")
+    if [ "$n" -eq 1 ]; then kind="first build"; else kind="incremental build"; fi
+    echo "$kind: $commit $secs s"
+done
+# A step: from the line before it (the ends, or the step before) to its own line.
+grep -E '^\[[^]]*\] (ends|step|confirm|revert) [0-9]+:' "$LOG" | sed 's/^\[\([^]]*\)\] \([a-z]* [0-9]*\):.*/\1 \2/' | {
+    prev=$(sed -n 's/^\[\([^]]*\)\] bisection .*/\1/p' "$LOG" | head -1)
+    while read -r at what n; do
+        [ -n "$prev" ] && echo "$what $n: $(( $(date -d "$at" +%s) - $(date -d "$prev" +%s) )) s (builds, boots, runs)"
+        prev=$at
+    done
 }
-echo "whole bisection: $((end - start)) s"
-"$FSDELTA" bisect report kernel-bench | head -20
+echo "whole bisection: $((end - start)) s (this invocation; a resumed one: see the log's first and last lines)"
+"$FSDELTA" bisect report "$NAME" | head -30

@@ -175,9 +175,17 @@ fn plan_of(
     let targets = match &job.config_text {
         Some(text) => {
             let name = job.config_name.clone().unwrap_or_else(|| "config".into());
+            let file = config::parse(text, &name)
+                .with_context(|| format!("config file {name} of job {}", job.id))?;
+            // Never build a kernel a job names (see `queue::kernel_build_refusal`), whatever
+            // wrote the job: `TREE@COMMIT` strings are judged by this machine's own disk.
+            if let Some(why) = crate::queue::kernel_build_refusal(&file, &|p| {
+                crate::kbuild::KernelRef::of_arg(p).is_some()
+            }) {
+                anyhow::bail!("config file {name} of job {}: {why}", job.id);
+            }
             Sites::Configs {
-                file: config::parse(text, &name)
-                    .with_context(|| format!("config file {name} of job {}", job.id))?,
+                file,
                 state: StateFile::default_location(),
             }
         }

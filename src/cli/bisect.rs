@@ -70,7 +70,7 @@ pub struct StartArgs {
     pub build: Option<String>,
     /// The repository is a kernel tree: each commit is built with `kbuild` (cached) and measured
     /// in the guests of --config's configurations, booted with that kernel (`run --kernel`).
-    #[arg(long, conflicts_with_all = ["build", "revert"])]
+    #[arg(long, conflicts_with = "build")]
     pub kernel: bool,
     /// With --kernel: the .config to build with (default: tinyconfig plus what a guest needs).
     #[arg(long, value_name = "FILE", requires = "kernel")]
@@ -617,7 +617,7 @@ impl CliLab {
         let mut cmd = Command::new(exe);
         cmd.args(&self.job.run_args);
         if self.job.kernel.is_some() {
-            let image = self.images.get(&self.commit(side)).ok_or_else(|| {
+            let image = self.images.get(&self.image_key(side)).ok_or_else(|| {
                 BisectError::Lab(format!("no kernel built for {}", self.commit(side)))
             })?;
             cmd.arg("--kernel").arg(image);
@@ -684,19 +684,36 @@ impl CliLab {
     /// Whether `side` is built (in this process, or its tree is still exported).
     fn ready(&self, side: Side) -> bool {
         if self.job.kernel.is_some() {
-            self.images.contains_key(&self.commit(side))
+            self.images.contains_key(&self.image_key(side))
         } else {
             self.tree(side).with_extension("built").is_file()
         }
     }
 
-    /// The kernel axis: build the side's commit with kbuild (cached), showing its progress.
+    /// The kernel axis: which built image measures `side` (the bad end with a culprit reverted
+    /// is an image of its own).
+    fn image_key(&self, side: Side) -> String {
+        match side {
+            Side::Revert(i) => format!("{}-revert-{}", self.job.bad, self.state_commits[i]),
+            _ => self.commit(side),
+        }
+    }
+
+    /// The kernel axis: build the side's commit with kbuild (cached), showing its progress; for
+    /// `--revert`, the bad end with the culprit reverted in kbuild's own worktree.
     fn build_kernel(&mut self, side: Side, axis: &KernelAxis) -> Result<Built, BisectError> {
         let commit = self.commit(side);
-        if matches!(side, Side::Revert(_)) {
-            return Ok(Built::Failed(
-                "a kernel bisection does not revert (yet)".into(),
-            ));
+        let key = self.image_key(side);
+        let revert = match side {
+            Side::Revert(i) => Some(self.state_commits[i].clone()),
+            _ => None,
+        };
+        if let Some(r) = &revert {
+            eprintln!(
+                "fsdelta: building {} with {} reverted",
+                &commit[..12],
+                &r[..12]
+            );
         }
         let req = crate::kbuild::Request {
             kernel: crate::kbuild::KernelRef {
@@ -705,33 +722,33 @@ impl CliLab {
             },
             config: axis.config.clone(),
             jobs: 0,
+            revert,
         };
-        let mut last = std::time::Instant::now();
         let short = commit[..12].to_string();
-        let result = crate::kbuild::build(&req, &mut |p| {
-            if last.elapsed().as_secs_f64() >= 2.0 {
-                last = std::time::Instant::now();
-                let line: String = p.last_line.chars().take(60).collect();
-                eprint!(
-                    "\rfsdelta: kernel {short}: {} {:.0} s  {line:60}",
-                    p.stage, p.elapsed_s
-                );
-            }
-        });
-        eprintln!();
+        let mut progress =
+            super::kernels::BuildProgress::stderr(format!("fsdelta: kernel {short}"));
+        let result = crate::kbuild::build(&req, &mut |p| progress.show(p));
+        progress.end();
         if self.interrupted() {
             return Err(BisectError::Interrupted);
         }
         match result {
             Ok(b) => {
                 let how = if b.cached { "from the cache" } else { "built" };
+                // The image is all `run --kernel` is given: its modules (a .config with
+                // CONFIG_MODULES=y) are installed beside it, where the guest looks.
+                let modules = b
+                    .modules
+                    .as_ref()
+                    .map(|m| format!(", modules {}", m.display()))
+                    .unwrap_or_default();
                 let _ = self.dir.log(&format!(
-                    "kernel {short}: {how}, {} ({:.0} s), log {}",
+                    "kernel {short}: {how}, {} ({:.0} s){modules}, log {}",
                     b.image.display(),
                     b.build_s,
                     b.log.display()
                 ));
-                self.images.insert(commit, b.image);
+                self.images.insert(key, b.image);
                 Ok(Built::Ok)
             }
             Err(e @ crate::kbuild::KbuildError::Failed { .. }) => {

@@ -115,9 +115,97 @@ pub fn tree_ref(arg: &Path) -> Result<Option<KernelRef>> {
     )
 }
 
+/// How a kernel build's progress is drawn on standard error: on a terminal one line redrawn in
+/// place (`\r`) at most every second; elsewhere (a log file, a pipe, CI) whole lines, one when
+/// the stage changes and at most one every [`BuildProgress::LOG_EVERY_S`] seconds between, so
+/// that a log of a 20-minute build is a few dozen readable lines, not one line of a hundred
+/// thousand characters joined by carriage returns.
+pub struct BuildProgress {
+    /// Names the build in each line ("kernel 0123456789ab", "building /src/linux@v6.1").
+    prefix: String,
+    tty: bool,
+    /// The build time (`Progress::elapsed_s`) of the last line drawn.
+    last_s: Option<f64>,
+    stage: Option<crate::kbuild::Stage>,
+    /// Whether a terminal line is open (needs a newline at the end).
+    open: bool,
+}
+
+impl BuildProgress {
+    /// Seconds between two whole lines of the same stage when standard error is not a terminal.
+    pub const LOG_EVERY_S: f64 = 15.0;
+    /// Seconds between two redraws on a terminal.
+    const TTY_EVERY_S: f64 = 1.0;
+
+    /// A printer for standard error as it is (a terminal or not).
+    pub fn stderr(prefix: impl Into<String>) -> BuildProgress {
+        use std::io::IsTerminal as _;
+        BuildProgress::new(prefix, std::io::stderr().is_terminal())
+    }
+
+    /// A printer for a terminal (`tty`) or a log.
+    pub fn new(prefix: impl Into<String>, tty: bool) -> BuildProgress {
+        BuildProgress {
+            prefix: prefix.into(),
+            tty,
+            last_s: None,
+            stage: None,
+            open: false,
+        }
+    }
+
+    /// What to print for `p`, if anything (timed by the build's own clock, `p.elapsed_s`).
+    pub fn text(&mut self, p: &crate::kbuild::Progress) -> Option<String> {
+        let changed = self.stage != Some(p.stage);
+        let every = if self.tty {
+            Self::TTY_EVERY_S
+        } else {
+            Self::LOG_EVERY_S
+        };
+        let due = self.last_s.is_none_or(|t| p.elapsed_s - t >= every);
+        if !(due || (changed && !self.tty)) {
+            return None;
+        }
+        self.last_s = Some(p.elapsed_s);
+        self.stage = Some(p.stage);
+        let line: String = p.last_line.trim().chars().take(60).collect();
+        if self.tty {
+            self.open = true;
+            Some(format!(
+                "\r{}: {} {:.0} s  {line:60}",
+                self.prefix, p.stage, p.elapsed_s
+            ))
+        } else {
+            Some(format!(
+                "{}: {} {:.0} s  {line}\n",
+                self.prefix, p.stage, p.elapsed_s
+            ))
+        }
+    }
+
+    /// What to print when the build ends: the newline closing a terminal line, if one is open.
+    pub fn finish(&mut self) -> Option<&'static str> {
+        std::mem::take(&mut self.open).then_some("\n")
+    }
+
+    /// Print what [`Self::text`] says to standard error.
+    pub fn show(&mut self, p: &crate::kbuild::Progress) {
+        if let Some(t) = self.text(p) {
+            eprint!("{t}");
+        }
+    }
+
+    /// Print what [`Self::finish`] says to standard error.
+    pub fn end(&mut self) {
+        if let Some(t) = self.finish() {
+            eprint!("{t}");
+        }
+    }
+}
+
 /// Build (or take from kbuild's cache) `kernel` with `config` (a whole .config; `None`:
-/// kbuild's default), its progress on one terminal line (none when `quiet`), and say where
-/// the image and its log are. `shown` names it in the lines.
+/// kbuild's default), its progress on standard error (none when `quiet`; see
+/// [`BuildProgress`]), and say where the image and its log are. `shown` names it in the lines.
 pub fn build(
     kernel: KernelRef,
     config: Option<String>,
@@ -128,23 +216,15 @@ pub fn build(
         kernel,
         config,
         jobs: 0,
+        revert: None,
     };
-    let mut last = std::time::Instant::now();
-    let mut drew = false;
+    let mut progress = BuildProgress::stderr(format!("fsdelta: building {shown}"));
     let built = crate::kbuild::build(&req, &mut |p| {
-        if !quiet && last.elapsed().as_secs_f64() >= 1.0 {
-            last = std::time::Instant::now();
-            drew = true;
-            let line: String = p.last_line.chars().take(60).collect();
-            eprint!(
-                "\rfsdelta: building {shown}: {} {:.0} s  {line:60}",
-                p.stage, p.elapsed_s
-            );
+        if !quiet {
+            progress.show(p);
         }
     });
-    if drew {
-        eprintln!();
-    }
+    progress.end();
     let built = built.with_context(|| format!("building the kernel {shown}"))?;
     if !quiet {
         eprintln!(
@@ -157,4 +237,91 @@ pub fn build(
         );
     }
     Ok(built)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kbuild::{Progress, Stage};
+
+    /// A build's progress as kbuild reports it: a line every half second for 20 minutes,
+    /// through the four stages.
+    fn build_events() -> Vec<Progress> {
+        (0..2400)
+            .map(|i| {
+                let t = f64::from(i) * 0.5;
+                Progress {
+                    stage: match t {
+                        t if t < 30.0 => Stage::Checkout,
+                        t if t < 90.0 => Stage::Config,
+                        t if t < 1190.0 => Stage::Compile,
+                        _ => Stage::Install,
+                    },
+                    elapsed_s: t,
+                    last_line: format!("  CC      fs/ext4/file{i}.o"),
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn off_a_terminal_a_build_prints_whole_lines_at_each_stage_and_at_most_every_15_s() {
+        let mut p = BuildProgress::new("fsdelta: kernel 0123456789ab", false);
+        let events = build_events();
+        let printed: Vec<(f64, Stage, String)> = events
+            .iter()
+            .filter_map(|e| p.text(e).map(|t| (e.elapsed_s, e.stage, t)))
+            .collect();
+        assert_eq!(p.finish(), None, "no terminal line to close");
+        for (_, _, t) in &printed {
+            assert!(!t.contains('\r'), "{t:?}");
+            assert!(t.ends_with('\n') && t.matches('\n').count() == 1, "{t:?}");
+            assert!(t.starts_with("fsdelta: kernel 0123456789ab: "), "{t:?}");
+        }
+        // Every stage is announced when it starts.
+        for (start, stage) in [
+            (0.0, Stage::Checkout),
+            (30.0, Stage::Config),
+            (90.0, Stage::Compile),
+            (1190.0, Stage::Install),
+        ] {
+            assert!(
+                printed.iter().any(|(t, s, _)| *t == start && *s == stage),
+                "{stage} at {start} s: {printed:?}"
+            );
+        }
+        // Between stage changes, lines are at least 15 s of build time apart.
+        for w in printed.windows(2) {
+            assert!(
+                w[1].1 != w[0].1 || w[1].0 - w[0].0 >= BuildProgress::LOG_EVERY_S,
+                "{w:?}"
+            );
+        }
+        // 1,200 s of build: at most a line per 15 s plus one per stage change.
+        assert!(printed.len() <= 1200 / 15 + 4, "{}", printed.len());
+        assert!(
+            printed[0]
+                .2
+                .contains("checkout 0 s  CC      fs/ext4/file0.o")
+        );
+    }
+
+    #[test]
+    fn on_a_terminal_a_build_redraws_one_line_and_closes_it() {
+        let mut p = BuildProgress::new("fsdelta: building /src/linux@v6.1", true);
+        let printed: Vec<String> = build_events().iter().filter_map(|e| p.text(e)).collect();
+        assert!(
+            printed
+                .iter()
+                .all(|t| t.starts_with('\r') && !t.contains('\n'))
+        );
+        // At most one redraw a second of build time.
+        assert!(printed.len() <= 1200 + 1, "{}", printed.len());
+        assert!(
+            printed.len() > 1200 / 15 + 4,
+            "a terminal is redrawn more often than a log"
+        );
+        assert_eq!(p.finish(), Some("\n"));
+        assert_eq!(p.finish(), None);
+    }
 }

@@ -12,9 +12,12 @@
 //!   it), moved to each commit with `git checkout --detach` inside it, so that make rebuilds
 //!   only what changed between commits;
 //! - `kbuild/trees/<tree id>/obj-<config digest>`: the `O=` build directory of each config;
-//! - `kbuild/built/<commit12>-<key>/`: one finished build: `bzImage`, `config` (also as
-//!   `.config`, where the guest reads what is built in), `build.log`, `modules/` (with
-//!   CONFIG_MODULES), `built.json`. A build is reused when its key matches.
+//! - `kbuild/built/<commit12>-<key>/`: one finished build, laid out as an installed system so
+//!   that the image alone leads to the rest (`vm::kernel` looks beside a kernel's `boot/`):
+//!   `boot/bzImage`, `boot/config` (also as `boot/.config`, where the guest reads what is built
+//!   in), `lib/modules/RELEASE` (`make modules_install`, with CONFIG_MODULES=y), `build.log`,
+//!   `built.json`. `run --kernel IMAGE` (what `bisect --kernel` passes) thus boots the image
+//!   with its modules. A build is reused when its key matches.
 //!
 //! Never: write into the user's checkout, build without a log, or report a failed build
 //! without naming the commit and the log.
@@ -26,9 +29,9 @@ use std::process::{Command, Stdio};
 use std::time::Instant;
 
 /// The config fragment used when none is given: what fsdelta's guests need on x86-64 (PVH
-/// entry, virtio PCI disks and console, the 8250 serial ports, an initramfs, devtmpfs, and the
-/// filesystems fsdelta formats), everything built in, on top of `make tinyconfig`; `make
-/// olddefconfig` fills the rest.
+/// entry, virtio PCI disks and console, the 8250 serial ports, an initramfs, devtmpfs, and every
+/// filesystem a configuration may name: ext4, xfs, btrfs, f2fs, erofs, tmpfs), everything built
+/// in, on top of `make tinyconfig`; `make olddefconfig` fills the rest.
 pub const DEFAULT_FRAGMENT: &str = "\
 CONFIG_64BIT=y
 CONFIG_SMP=y
@@ -65,6 +68,8 @@ CONFIG_NET=y
 CONFIG_EXT4_FS=y
 CONFIG_XFS_FS=y
 CONFIG_BTRFS_FS=y
+CONFIG_F2FS_FS=y
+CONFIG_EROFS_FS=y
 CONFIG_TRACEPOINTS=y
 CONFIG_FTRACE=y
 CONFIG_MODULES=n
@@ -214,6 +219,9 @@ pub struct Built {
     pub tree: PathBuf,
     /// The commit (full hash).
     pub commit: String,
+    /// The commit reverted on top of it (full hash), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reverted: Option<String>,
     /// The config's digest.
     pub config_digest: String,
     /// The compiler (`cc --version`'s first line).
@@ -222,7 +230,8 @@ pub struct Built {
     pub release: String,
     /// The bootable image.
     pub image: PathBuf,
-    /// The modules directory (`.../lib/modules/RELEASE`), with CONFIG_MODULES.
+    /// The modules directory (`lib/modules/RELEASE` beside the image's `boot/`), with
+    /// CONFIG_MODULES=y.
     pub modules: Option<PathBuf>,
     /// The build's log.
     pub log: PathBuf,
@@ -243,6 +252,10 @@ pub struct Request {
     pub config: Option<String>,
     /// make's `-j` (0: the number of CPUs).
     pub jobs: usize,
+    /// A commit to revert on top of `kernel.commit` (`git revert --no-commit` in fsdelta's own
+    /// worktree, never the user's checkout): the bad end without the culprit, for `bisect
+    /// --kernel --revert`. A revert that does not apply fails the build at the checkout stage.
+    pub revert: Option<String>,
 }
 
 /// The cache directory (the rule of `vm::cache_dir`, which this room may not import).
@@ -418,27 +431,7 @@ pub fn build_in(
     if !tree.join(".git").exists() {
         return Err(KbuildError::NotATree(tree));
     }
-    let commit = git(
-        &tree,
-        &[
-            "rev-parse",
-            "--verify",
-            "--quiet",
-            &format!("{}^{{commit}}", req.kernel.commit),
-        ],
-    )
-    .map_err(|e| match e {
-        KbuildError::Git { message, .. } => KbuildError::NoCommit {
-            tree: tree.clone(),
-            commit: req.kernel.commit.clone(),
-            message: if message.is_empty() {
-                "git rev-parse knows no such revision".into()
-            } else {
-                message
-            },
-        },
-        e => e,
-    })?;
+    let commit = resolve(&tree, &req.kernel.commit)?;
     let config_text = req
         .config
         .clone()
@@ -452,8 +445,16 @@ pub fn build_in(
         },
         config_text
     ));
+    let reverted = match &req.revert {
+        None => None,
+        Some(rev) => Some(resolve(&tree, rev)?),
+    };
     let compiler = compiler();
-    let key = digest(&format!("{commit}\n{config_digest}\n{compiler}"));
+    // A revert is part of the key (and only then: the keys of plain builds stay as they were).
+    let key = digest(&match &reverted {
+        None => format!("{commit}\n{config_digest}\n{compiler}"),
+        Some(r) => format!("{commit}\n{config_digest}\n{compiler}\nrevert {r}"),
+    });
     let cache = cache_root.join("kbuild");
     let out = cache
         .join("built")
@@ -480,7 +481,7 @@ pub fn build_in(
         .join(&digest(&tree.display().to_string())[..16]);
     let src = base.join("src");
     let obj = base.join(format!("obj-{}", &config_digest[..16]));
-    checkout(&mut job, &tree, &src, &commit)?;
+    checkout_reverted(&mut job, &tree, &src, &commit, reverted.as_deref())?;
     std::fs::create_dir_all(&obj).map_err(io("creating", &obj))?;
     let make = |args: &[&str]| {
         let mut c = Command::new("make");
@@ -535,11 +536,12 @@ pub fn build_in(
     let built = Built {
         tree,
         commit,
+        reverted,
         config_digest,
         compiler,
-        modules: with_modules.then(|| out.join("modules/lib/modules").join(&release)),
+        modules: with_modules.then(|| out.join("lib/modules").join(&release)),
         release,
-        image: out.join("bzImage"),
+        image: out.join("boot/bzImage"),
         log: log_path,
         build_s: job.started.elapsed().as_secs_f64(),
         cached: false,
@@ -547,6 +549,70 @@ pub fn build_in(
     let json = serde_json::to_string_pretty(&built).expect("plain data");
     std::fs::write(out.join("built.json"), json).map_err(io("writing", &out))?;
     Ok(built)
+}
+
+/// The full hash of the commit `rev` names in `tree`; an error that says how to find one.
+fn resolve(tree: &Path, rev: &str) -> Result<String, KbuildError> {
+    git(
+        tree,
+        &[
+            "rev-parse",
+            "--verify",
+            "--quiet",
+            &format!("{rev}^{{commit}}"),
+        ],
+    )
+    .map_err(|e| match e {
+        KbuildError::Git { message, .. } => KbuildError::NoCommit {
+            tree: tree.to_path_buf(),
+            commit: rev.to_string(),
+            message: if message.is_empty() {
+                "git rev-parse knows no such revision".into()
+            } else {
+                message
+            },
+        },
+        e => e,
+    })
+}
+
+/// fsdelta's own checkout of `tree` at `commit` in `src`, with `revert` reverted on top (no
+/// commit is made: only the worktree's index and files change, and the next checkout's
+/// `--force` puts them back).
+fn checkout_reverted(
+    job: &mut Job<'_>,
+    tree: &Path,
+    src: &Path,
+    commit: &str,
+    revert: Option<&str>,
+) -> Result<(), KbuildError> {
+    // A revert that did not apply last time leaves git's revert state behind: forget it.
+    if src.join(".git").exists() {
+        let _ = Command::new("git")
+            .arg("-C")
+            .arg(src)
+            .args(["revert", "--quit"])
+            .stdin(Stdio::null())
+            .output();
+    }
+    checkout(job, tree, src, commit)?;
+    let Some(rev) = revert else { return Ok(()) };
+    let result = job.run(
+        Stage::Checkout,
+        Command::new("git")
+            .arg("-C")
+            .arg(src)
+            .args(["revert", "--no-commit", rev]),
+    );
+    if result.is_err() {
+        let _ = Command::new("git")
+            .arg("-C")
+            .arg(src)
+            .args(["revert", "--abort"])
+            .stdin(Stdio::null())
+            .output();
+    }
+    result
 }
 
 /// fsdelta's own checkout of `tree` at `commit` in `src` (created once as a detached worktree).
@@ -575,7 +641,8 @@ fn checkout(job: &mut Job<'_>, tree: &Path, src: &Path, commit: &str) -> Result<
     }
 }
 
-/// Copy the image and the config into `out`, and install modules there.
+/// Copy the image and the config into `out/boot`, and install the modules into `out` (so
+/// `out/lib/modules/RELEASE`, where `vm::kernel` looks beside a kernel's `boot/`).
 fn install(
     job: &mut Job<'_>,
     obj: &Path,
@@ -583,16 +650,18 @@ fn install(
     with_modules: bool,
     make: &dyn Fn(&[&str]) -> Command,
 ) -> Result<(), KbuildError> {
+    let boot = out.join("boot");
+    std::fs::create_dir_all(&boot).map_err(io("creating", &boot))?;
     let image = obj.join("arch/x86/boot/bzImage");
-    std::fs::copy(&image, out.join("bzImage")).map_err(io("copying", &image))?;
+    std::fs::copy(&image, boot.join("bzImage")).map_err(io("copying", &image))?;
     let config = obj.join(".config");
-    std::fs::copy(&config, out.join("config")).map_err(io("copying", &config))?;
+    std::fs::copy(&config, boot.join("config")).map_err(io("copying", &config))?;
     // Also as `.config` beside the image, where the guest's kernel check looks for what is
     // built in (virtio, the filesystem) when the kernel has no modules: without it a kernel
     // built with everything in was refused as "no modules beside it".
-    std::fs::copy(&config, out.join(".config")).map_err(io("copying", &config))?;
+    std::fs::copy(&config, boot.join(".config")).map_err(io("copying", &config))?;
     if with_modules {
-        let dest = format!("INSTALL_MOD_PATH={}", out.join("modules").display());
+        let dest = format!("INSTALL_MOD_PATH={}", out.display());
         job.run(Stage::Install, &mut make(&["modules_install", &dest]))?;
     }
     Ok(())
@@ -633,6 +702,7 @@ mod tests {
         let b = Built {
             tree: "/src/linux".into(),
             commit: "0123456789abcdef0123456789abcdef01234567".into(),
+            reverted: None,
             config_digest: digest("x"),
             compiler: "gcc (Debian 12.2.0-14) 12.2.0".into(),
             release: "6.1.0".into(),
@@ -702,6 +772,7 @@ mod tests {
             },
             config: None,
             jobs: 1,
+            revert: None,
         };
         let mut stages = Vec::new();
         let b = build_in(&cache, &req("HEAD"), &mut |p| stages.push(p.stage)).unwrap();
@@ -744,11 +815,64 @@ mod tests {
                 },
                 config: None,
                 jobs: 1,
+                revert: None,
             },
             &mut |_| {},
         )
         .unwrap_err();
         assert!(e.to_string().contains("is not a git tree"), "{e}");
+
+        // The bad end with the culprit reverted: built in fsdelta's worktree from HEAD minus
+        // the commit, cached apart from HEAD's own build; the user's checkout is untouched.
+        std::fs::write(tree.join("version"), "patched\n").unwrap();
+        g(&tree, &["commit", "-qam", "the patch"]);
+        let reverted = Request {
+            revert: Some("HEAD".into()),
+            ..req("HEAD")
+        };
+        let r = build_in(&cache, &reverted, &mut |_| {}).unwrap();
+        assert_eq!(std::fs::read_to_string(&r.image).unwrap(), "base\n");
+        assert_eq!(r.reverted.as_deref().map(str::len), Some(40));
+        let plain = build_in(&cache, &req("HEAD"), &mut |_| {}).unwrap();
+        assert_eq!(std::fs::read_to_string(&plain.image).unwrap(), "patched\n");
+        assert_ne!(plain.image, r.image);
+        assert!(
+            build_in(&cache, &reverted, &mut |_| panic!("built again"))
+                .unwrap()
+                .cached
+        );
+        // A revert that does not apply fails at the checkout, naming the commit; the worktree
+        // is usable again at once.
+        std::fs::write(tree.join("version"), "third\n").unwrap();
+        g(&tree, &["commit", "-qam", "another patch"]);
+        let e = build_in(
+            &cache,
+            &Request {
+                revert: Some("HEAD~1".into()),
+                ..req("HEAD")
+            },
+            &mut |_| {},
+        )
+        .unwrap_err();
+        assert!(
+            matches!(
+                &e,
+                KbuildError::Failed {
+                    stage: Stage::Checkout,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        let third = build_in(&cache, &req("HEAD"), &mut |_| {}).unwrap();
+        assert_eq!(std::fs::read_to_string(&third.image).unwrap(), "third\n");
+        let st = Command::new("git")
+            .arg("-C")
+            .arg(&tree)
+            .args(["status", "--porcelain"])
+            .output()
+            .unwrap();
+        assert!(st.stdout.is_empty(), "the user's checkout was touched");
     }
 
     #[test]
@@ -783,6 +907,7 @@ mod tests {
             kernel: KernelRef::parse(&format!("{}@HEAD", tree.display())).unwrap(),
             config: Some("CONFIG_64BIT=y\n".into()),
             jobs: 1,
+            revert: None,
         };
         let mut lines = Vec::new();
         let err = build_in(&cache, &req, &mut |p| lines.push(p.last_line.clone())).unwrap_err();

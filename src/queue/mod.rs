@@ -479,6 +479,36 @@ pub struct NewJob {
     pub max_attempts: u32,
 }
 
+/// Why a job's configurations may not run on an agent: one names a kernel to *build* (`kernel
+/// = { tree, commit, config }`, or a `kernel = "TREE@COMMIT"` string that `is_tree_ref` takes
+/// for a commit of a git tree). `None` when none does.
+///
+/// A fleet rule: nothing one machine of a fleet can do may make another run code it was not
+/// given. Building a commit runs that tree's Makefiles and scripts as root on the agent, and a
+/// job's .config could pull the agent's own files into the image (CONFIG_INITRAMFS_SOURCE,
+/// CONFIG_EXTRA_FIRMWARE) and so into the guest whose results the fleet reads; so a job that
+/// names a build is refused at submit and again by the agent, whatever wrote it to the queue.
+/// A kernel image the agent already has (`kernel = "/path/boot/bzImage"`, put there by its
+/// owner) boots in a QEMU guest and may be named.
+pub fn kernel_build_refusal(
+    file: &crate::plan::config::ConfigFile,
+    is_tree_ref: &dyn Fn(&std::path::Path) -> bool,
+) -> Option<String> {
+    let (name, kernel) = file.configs.iter().find_map(|c| {
+        let vm = c.vm.as_ref()?;
+        (vm.build.is_some() || is_tree_ref(&vm.kernel)).then_some((&c.name, &vm.kernel))
+    })?;
+    Some(format!(
+        "config '{name}' names a kernel to build from a git tree ({}): a fleet job never makes an \
+         agent build a kernel (a build runs the tree's Makefiles and scripts as root on the agent, \
+         and a .config can pull the agent's files into the image); build it where you trust the \
+         tree (`fsdelta run --kernel TREE@COMMIT`; `fsdelta kernels` lists the builds), copy its \
+         build directory (boot/ and lib/modules/) to the agents, and name the image there: \
+         kernel = \"/path/boot/bzImage\" (see docs/fleet.md)",
+        kernel.display()
+    ))
+}
+
 /// State of a job.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum JobState {
@@ -803,6 +833,15 @@ impl Queue {
             return Err(QueueError::Invalid(
                 "a job needs at least one repetition and one attempt".into(),
             ));
+        }
+        // A configuration that does not parse is the submitter's to report (`fsdelta submit`
+        // parses it first) and the agent's to fail; one that names a kernel build is refused.
+        if let Some(text) = &job.config_text
+            && let Ok(file) =
+                crate::plan::config::parse(text, job.config_name.as_deref().unwrap_or("config"))
+            && let Some(why) = kernel_build_refusal(&file, &|_| false)
+        {
+            return Err(QueueError::Invalid(why));
         }
         let mut tx = self.client.transaction().map_err(db)?;
         let placements: Vec<(Option<String>, Option<String>)> = match &job.placement {

@@ -401,3 +401,49 @@ fn an_agent_s_token_is_256_random_bits_and_debug_never_shows_it() {
     assert!(!shown.contains(&a.token), "{shown}");
     assert!(shown.contains("\"x\""), "{shown}");
 }
+
+#[test]
+fn a_job_naming_a_kernel_to_build_is_refused_at_submit_and_nothing_is_queued() {
+    let table = "[[config]]\nname = \"e4\"\nfs = \"ext4\"\ndevice = \"loop:1G\"\n\
+                 kernel = { tree = \"/src/linux\", commit = \"v6.1\" }\n";
+    let file = crate::plan::config::parse(table, "lab.toml").unwrap();
+    let why = kernel_build_refusal(&file, &|_| false).unwrap();
+    assert!(
+        why.starts_with("config 'e4' names a kernel to build from a git tree (/src/linux@v6.1)")
+            && why.contains("never makes an agent build a kernel")
+            && why.contains("kernel = \"/path/boot/bzImage\""),
+        "{why}"
+    );
+    // A kernel string: refused when the caller (the agent, which looks at its own disk) takes
+    // it for a commit of a git tree; an image path is not.
+    let string = |k: &str| {
+        crate::plan::config::parse(
+            &format!(
+                "[[config]]\nname = \"s\"\nfs = \"ext4\"\ndevice = \"loop:1G\"\nkernel = \"{k}\"\n"
+            ),
+            "lab.toml",
+        )
+        .unwrap()
+    };
+    let tree_ref = |p: &std::path::Path| p.to_string_lossy().ends_with("@v6.1");
+    assert!(kernel_build_refusal(&string("/src/linux@v6.1"), &tree_ref).is_some());
+    assert_eq!(
+        kernel_build_refusal(&string("/boot/vmlinuz-6.1.0-47-amd64"), &tree_ref),
+        None
+    );
+
+    let Some(db) = scratch() else { return };
+    let mut q = Queue::open(&db.url).unwrap();
+    let mut j = job("kernel-build", Placement::Any);
+    j.config_name = Some("lab.toml".into());
+    j.config_text = Some(table.into());
+    let err = q.submit(&j).unwrap_err();
+    assert!(matches!(&err, QueueError::Invalid(m) if m == &why), "{err}");
+    assert!(q.list(&[JobState::Queued], 10).unwrap().is_empty());
+    // The same configuration with an image path is queued.
+    j.config_text = Some(table.replace(
+        "{ tree = \"/src/linux\", commit = \"v6.1\" }",
+        "\"/var/lib/fsdelta/kernels/v6.1/boot/bzImage\"",
+    ));
+    assert_eq!(q.submit(&j).unwrap().len(), 1);
+}
