@@ -107,6 +107,7 @@ pub(crate) fn run_sample_with(
     if let Some(p) = profiler.as_deref_mut() {
         p.start();
     }
+    let devices = disturbance::DeviceProbe::start(target_devices(site, &prepared.dir));
     let counters = system::Snapshot::take();
     let peaks = system::PeakSampler::start();
     let sink = PhaseSink {
@@ -134,11 +135,23 @@ pub(crate) fn run_sample_with(
         p.stop();
     }
     let end = system::Snapshot::take();
+    let on_devices = devices.finish();
     let mut around = counters.delta(&end);
     around.extend(peaks.finish());
-    // What others did meanwhile: named in the facts, so that compare, the end table and
-    // --until-confident can tell a disturbed sample.
-    if let Some(why) = disturbance::judge(&around, &counters.others_io(&end), workload_s) {
+    around.extend(on_devices.metrics.iter().cloned());
+    facts.extra.insert(
+        disturbance::ATTRIBUTION_FACT.into(),
+        on_devices.attribution.clone(),
+    );
+    // What others did meanwhile (on the target's devices where they could be read): named in
+    // the facts, so that compare, the end table and --until-confident can tell a disturbed
+    // sample.
+    let (top, on) = if on_devices.metrics.is_empty() {
+        (counters.others_io(&end), None)
+    } else {
+        (on_devices.named, Some(on_devices.devices.as_str()))
+    };
+    if let Some(why) = disturbance::judge(&around, &top, on, workload_s) {
         facts.extra.insert(disturbance::FACT.into(), why);
     }
     // Below 1 MiB, write(2) bytes are a process's chatter (logs, pipes), not a workload's data.
@@ -202,6 +215,33 @@ pub(crate) fn run_sample_with(
         facts: Box::new(facts),
         result: Ok(m),
     }
+}
+
+/// The block devices the target's I/O reaches, for the per-device attribution of others' I/O
+/// ([`disturbance::DeviceProbe`]): the device holding the sample's directory and, when that is
+/// a loop device, the device holding its image (where the loop's I/O lands). None for a guest
+/// (its own probes run inside it) or a directory on a filesystem without a block device.
+fn target_devices(site: &Site, dir: &std::path::Path) -> Vec<disturbance::TargetDevice> {
+    use crate::site::device::device_name_holding;
+    if matches!(site, Site::Guest(_) | Site::Vm(_)) {
+        return Vec::new();
+    }
+    // A configured target's loop device is fsdelta's: nothing else mounts it.
+    let owned = matches!(site, Site::Configured(_));
+    let Some(first) = device_name_holding(dir)
+        .and_then(|n| disturbance::TargetDevice::named(&n, None, owned && n.starts_with("loop")))
+    else {
+        return Vec::new();
+    };
+    let backing = first
+        .name
+        .strip_prefix("loop")
+        .and_then(|n| n.parse::<u32>().ok())
+        .and_then(crate::site::loopdev::backing_file)
+        .and_then(|image| device_name_holding(&image))
+        .filter(|b| *b != first.name)
+        .and_then(|b| disturbance::TargetDevice::named(&b, Some(0), false));
+    std::iter::once(first).chain(backing).collect()
 }
 
 /// The bytes the workload wrote: its own count of logical bytes, else the larger of what this
