@@ -33,12 +33,12 @@ struct Writer(Child);
 
 impl Writer {
     fn start(dir: &Path) -> Writer {
-        Writer::to(dir, &dir.join("bgwriter.data"))
+        Writer::to(dir, &dir.join("bgwriter.data"), "bgwriter")
     }
 
-    /// The writer, writing `file` (a file, or a block device).
-    fn to(dir: &Path, file: &Path) -> Writer {
-        let sh = dir.join("bgwriter");
+    /// The writer, writing `file` (a file, or a block device), started under `name`.
+    fn to(dir: &Path, file: &Path, name: &str) -> Writer {
+        let sh = dir.join(name);
         std::os::unix::fs::symlink("/bin/sh", &sh).unwrap();
         let child = Command::new(&sh)
             .arg("-c")
@@ -203,7 +203,8 @@ fn a_writer_on_another_device_is_seen_but_not_the_targets_disturbance() {
     let cfg = env.config(
         "[[config]]\nname = \"ext4\"\nfs = \"ext4\"\ndevice = \"loop:256M\"\nfresh = \"run\"\n",
     );
-    let writer = Writer::to(&env.path(""), Path::new(&elsewhere.dev));
+    // A name of its own: another test or bench may run a `bgwriter` on this disk meanwhile.
+    let writer = Writer::to(&env.path(""), Path::new(&elsewhere.dev), "bgw-elsewhere");
     let out = env
         .cmd()
         .args(["run", "-n", "2", "--label", "elsewhere", "--suite"])
@@ -220,7 +221,7 @@ fn a_writer_on_another_device_is_seen_but_not_the_targets_disturbance() {
         String::from_utf8_lossy(&out.stderr)
     );
     // Whatever else disturbed the samples (other work on this disk), never the writer.
-    assert!(!text.contains("bgwriter["), "{text}");
+    assert!(!text.contains("bgw-elsewhere["), "{text}");
     let csv = env
         .cmd()
         .args(["export", "label:elsewhere", "--format", "csv"])

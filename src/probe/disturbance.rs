@@ -600,6 +600,27 @@ pub fn others_on_devices(
     })
 }
 
+/// `pid` and its descendants now (from /proc/PID/task/TID/children), at most 64 processes.
+fn family(pid: u32) -> Vec<u32> {
+    let mut out = vec![pid];
+    let mut i = 0;
+    while i < out.len() && out.len() < 64 {
+        let p = out[i];
+        if let Ok(tasks) = fs::read_dir(format!("/proc/{p}/task")) {
+            for t in tasks.flatten() {
+                let kids = fs::read_to_string(t.path().join("children")).unwrap_or_default();
+                out.extend(
+                    kids.split_whitespace()
+                        .filter_map(|k| k.parse::<u32>().ok()),
+                );
+            }
+        }
+        i += 1;
+    }
+    out.truncate(64);
+    out
+}
+
 /// The per-device attribution of one sample: started before the workload, finished after.
 pub struct DeviceProbe {
     devices: Vec<TargetDevice>,
@@ -689,12 +710,25 @@ impl DeviceProbe {
         let devnums: HashSet<(u32, u32)> = self.devices.iter().map(|d| d.devnum).collect();
         let mut named = Vec::new();
         if measured {
-            for (pid, n, b) in others.iter().take(8) {
-                let family = tree(*pid, &end.procs);
-                if family.iter().any(|p| has_open_on(*p, &devnums)) {
-                    named.push((n.clone(), b.total()));
+            // The heaviest few; a shell running dd after dd has the file open only while a dd
+            // runs, so one not seen on the devices is looked at again, briefly.
+            let mut pending: Vec<&(u32, String, Io)> = others.iter().take(8).collect();
+            for attempt in 0..4 {
+                if attempt > 0 {
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
+                pending.retain(|(pid, n, b)| {
+                    if family(*pid).iter().any(|p| has_open_on(*p, &devnums)) {
+                        named.push((n.clone(), b.total()));
+                        return false;
+                    }
+                    true
+                });
+                if pending.is_empty() {
+                    break;
                 }
             }
+            named.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
         }
         let spent = self.spent + t.elapsed();
         let mut metrics = Vec::new();
