@@ -495,7 +495,7 @@ pub fn parse_cgroup2_mount(mountinfo: &str) -> Option<String> {
 /// and holds nothing but fsdelta's tree (`mine`): then it counts the workload's I/O exactly,
 /// the writeback of its dirty pages included (cgroup v2 charges writeback to the cgroup that
 /// dirtied the pages). Else why not, for the sample's facts.
-fn own_cgroup_io(mine: &HashSet<u32>) -> Result<(String, HashMap<(u32, u32), Io>), String> {
+fn own_cgroup_io(mine: &HashSet<u32>) -> Result<CgroupIo, String> {
     let path = fs::read_to_string("/proc/self/cgroup")
         .ok()
         .and_then(|t| parse_cgroup_v2(&t))
@@ -546,6 +546,9 @@ fn has_open_on(pid: u32, devnums: &HashSet<(u32, u32)>) -> bool {
         })
     })
 }
+
+/// How fsdelta's cgroup was read (for [`ATTRIBUTION_FACT`]) and its I/O per device.
+type CgroupIo = (String, HashMap<(u32, u32), Io>);
 
 /// A cgroup's I/O per device at the start and at the end of a sample.
 type CgroupPair<'a> = (&'a HashMap<(u32, u32), Io>, &'a HashMap<(u32, u32), Io>);
@@ -626,7 +629,7 @@ pub struct DeviceProbe {
     devices: Vec<TargetDevice>,
     stats: Vec<Option<BlockStat>>,
     scan: Scan,
-    cgroup: Result<(String, HashMap<(u32, u32), Io>), String>,
+    cgroup: Result<CgroupIo, String>,
     spent: std::time::Duration,
 }
 
