@@ -13,8 +13,7 @@
 //!   (`dd[4242] 210 MiB`): the I/O of others. A process born during the sample counts whole; one
 //!   that ended during it counts on its parent, which reaped it (less what it had done before
 //!   the sample); unreadable ones (not root) are left out.
-//!   The accounting is per process, not per device: a writer on another disk counts too (it
-//!   still shares the page cache and the CPUs), which the docs say;
+//!   That accounting is per process, not per device: a writer on another disk counts there;
 //! - the CPU time of kernel threads (kthreadd and its children), counted as the workload's,
 //!   as the profile's default scope does (`crate::probe::profile::ProfileScope`);
 //! - `drop_pagecache` of /proc/vmstat: page-cache drops by anyone during the sample (fsdelta's
@@ -22,7 +21,16 @@
 //! - the `some` total of /proc/pressure/memory: time tasks stalled on memory (the workload's
 //!   own reclaim included: recorded, never judged a disturbance on its own).
 //!
-//! Must never fail a sample or write anything: a file that cannot be read leaves its metric out.
+//! And [`DeviceProbe`], around the workload too: others' I/O on the target's block devices (the
+//! device holding the sample's directory and, for a loop image, the device holding the image):
+//! the devices' counters less fsdelta's own I/O there (its cgroup v2's io.stat when it runs in
+//! a cgroup of its own with the io controller, else its process tree's storage bytes, the loop
+//! device's traffic and all of a loop device it attached), at most other processes' I/O
+//! anywhere; named are the other processes with a file open on those devices. A writer on
+//! another device is not the target's disturbance.
+//!
+//! Must never fail a sample or write anything (it creates and moves no cgroup): a file that
+//! cannot be read leaves its metric out.
 
 use crate::model::{Direction, Metric, MetricKind, Unit};
 use crate::probe::blockstat::BlockStat;
