@@ -427,6 +427,10 @@ pub const PROBE_MS_METRIC: &str = "disturbance_probe_ms";
 /// Fact: how fsdelta's own I/O on the devices was told apart from others'.
 pub const ATTRIBUTION_FACT: &str = "disturbance_attribution";
 
+/// [`ATTRIBUTION_FACT`] where no device of the target could be read.
+const NO_DEVICE: &str =
+    "per-process accounting, machine-wide (the target has no block device to read)";
+
 /// A block device the target's I/O reaches.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TargetDevice {
@@ -658,8 +662,18 @@ pub struct DeviceReport {
 
 impl DeviceProbe {
     /// Read the devices' counters, the processes and fsdelta's cgroup now.
+    /// With no device, nothing is read (now or at [`DeviceProbe::finish`]).
     pub fn start(devices: Vec<TargetDevice>) -> DeviceProbe {
         let t = std::time::Instant::now();
+        if devices.is_empty() {
+            return DeviceProbe {
+                devices,
+                stats: Vec::new(),
+                scan: Scan::default(),
+                cgroup: Err(String::new()),
+                spent: t.elapsed(),
+            };
+        }
         let scan = Scan::take();
         let mine = tree(std::process::id(), &scan.procs);
         let cgroup = own_cgroup_io(&mine);
@@ -684,6 +698,12 @@ impl DeviceProbe {
     /// writer on another device, or the workload's own write amplification the per-process
     /// counts cannot see, does not count as a disturbance here.
     pub fn finish(self) -> DeviceReport {
+        if self.devices.is_empty() {
+            return DeviceReport {
+                attribution: NO_DEVICE.into(),
+                ..DeviceReport::default()
+            };
+        }
         let t = std::time::Instant::now();
         let end = Scan::take();
         let mine = tree(std::process::id(), &end.procs);
@@ -775,8 +795,7 @@ impl DeviceProbe {
             attribution: if measured {
                 attribution
             } else {
-                "per-process accounting, machine-wide (the target has no block device to read)"
-                    .into()
+                NO_DEVICE.into()
             },
             named,
         }

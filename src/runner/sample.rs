@@ -139,10 +139,13 @@ pub(crate) fn run_sample_with(
     let mut around = counters.delta(&end);
     around.extend(peaks.finish());
     around.extend(on_devices.metrics.iter().cloned());
-    facts.extra.insert(
-        disturbance::ATTRIBUTION_FACT.into(),
-        on_devices.attribution.clone(),
-    );
+    // A guest's samples are measured inside it: the host's devices say nothing of them.
+    if !matches!(site, Site::Guest(_) | Site::Vm(_)) {
+        facts.extra.insert(
+            disturbance::ATTRIBUTION_FACT.into(),
+            on_devices.attribution.clone(),
+        );
+    }
     // What others did meanwhile (on the target's devices where they could be read): named in
     // the facts, so that compare, the end table and --until-confident can tell a disturbed
     // sample.
