@@ -139,24 +139,9 @@ pub(crate) fn run_sample_with(
     let mut around = counters.delta(&end);
     around.extend(peaks.finish());
     around.extend(on_devices.metrics.iter().cloned());
-    // A guest's samples are measured inside it: the host's devices say nothing of them.
-    if !matches!(site, Site::Guest(_) | Site::Vm(_)) {
-        facts.extra.insert(
-            disturbance::ATTRIBUTION_FACT.into(),
-            on_devices.attribution.clone(),
-        );
-    }
-    // What others did meanwhile (on the target's devices where they could be read): named in
-    // the facts, so that compare, the end table and --until-confident can tell a disturbed
-    // sample.
-    let (top, on) = if on_devices.metrics.is_empty() {
-        (counters.others_io(&end), None)
-    } else {
-        (on_devices.named, Some(on_devices.devices.as_str()))
-    };
-    if let Some(why) = disturbance::judge(&around, &top, on, workload_s) {
-        facts.extra.insert(disturbance::FACT.into(), why);
-    }
+    note_disturbance(site, &mut facts, &around, on_devices, workload_s, || {
+        counters.others_io(&end)
+    });
     // Below 1 MiB, write(2) bytes are a process's chatter (logs, pipes), not a workload's data.
     let written = counters.written_since(&end).filter(|&b| b >= 1 << 20);
     let after_hook = site.after();
@@ -217,6 +202,34 @@ pub(crate) fn run_sample_with(
     Outcome::Done {
         facts: Box::new(facts),
         result: Ok(m),
+    }
+}
+
+/// What others did while the workload ran (on the target's devices where they could be read,
+/// else anywhere: `anywhere` gives the heaviest other processes by their I/O), named in the
+/// facts, so that compare, the end table and --until-confident can tell a disturbed sample;
+/// and how fsdelta's own I/O was told apart. A guest's samples are measured inside it: the
+/// host's devices say nothing of them, so they carry no attribution.
+fn note_disturbance(
+    site: &Site,
+    facts: &mut SiteFacts,
+    around: &[Metric],
+    on_devices: disturbance::DeviceReport,
+    workload_s: f64,
+    anywhere: impl FnOnce() -> Vec<(String, u64)>,
+) {
+    if !matches!(site, Site::Guest(_) | Site::Vm(_)) {
+        facts
+            .extra
+            .insert(disturbance::ATTRIBUTION_FACT.into(), on_devices.attribution);
+    }
+    let (top, on) = if on_devices.metrics.is_empty() {
+        (anywhere(), None)
+    } else {
+        (on_devices.named, Some(on_devices.devices))
+    };
+    if let Some(why) = disturbance::judge(around, &top, on.as_deref(), workload_s) {
+        facts.extra.insert(disturbance::FACT.into(), why);
     }
 }
 
