@@ -352,6 +352,9 @@ pub const RESERVED_METRICS: &[&str] = &[
     "kthread_cpu_s",
     "others_cache_drops",
     "psi_memory_some_ms",
+    "others_device_read_bytes",
+    "others_device_write_bytes",
+    "disturbance_probe_ms",
 ];
 
 /// The metrics of what a sample left on disk (`crate::probe::ondisk`): space, compression,

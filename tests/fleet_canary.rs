@@ -10,32 +10,12 @@ mod common;
 
 use assert_cmd::Command;
 use fsdelta::queue::{JobState, Queue};
-use fsdelta::store::postgres::ScratchDatabase;
 use predicates::prelude::*;
 use std::path::Path;
 
 use common::TINY_FILES100 as TINY;
 
-fn scratch() -> Option<ScratchDatabase> {
-    let url = std::env::var("FSDELTA_TEST_PG")
-        .ok()
-        .filter(|u| !u.is_empty());
-    if !common::require(
-        url.is_some(),
-        "FSDELTA_TEST_PG (a PostgreSQL administrator URL)",
-    ) {
-        return None;
-    }
-    Some(ScratchDatabase::create(&url.unwrap()).unwrap())
-}
-
-fn fsdelta(url: &str, work: &Path) -> Command {
-    let mut c = Command::cargo_bin("fsdelta").unwrap();
-    c.env("FSDELTA_DB", url)
-        .env("FSDELTA_STATE_FILE", work.join("state.json"))
-        .current_dir(work);
-    c
-}
+use common::{fleet_cmd, fleet_scratch};
 
 /// A canary whose one metric the test sets: `level` plus 0, 1 or 2 (a deterministic jitter,
 /// from a counter of the canary's samples, so that the noise is not zero).
@@ -57,7 +37,7 @@ direction = "higher"
 }
 
 fn agent(url: &str, work: &Path, extra: &[&str]) -> Command {
-    let mut c = fsdelta(url, work);
+    let mut c = fleet_cmd(url, work);
     c.args([
         "agent",
         "--no-drop-caches",
@@ -88,7 +68,7 @@ fn state(url: &str, id: i64) -> JobState {
 
 #[test]
 fn an_agent_whose_canary_drifts_stops_taking_jobs_until_cleared() {
-    let Some(db) = scratch() else { return };
+    let Some(db) = fleet_scratch() else { return };
     let work = tempfile::tempdir().unwrap();
     let w = work.path();
     let url = db.url.as_str();
@@ -97,7 +77,7 @@ fn an_agent_whose_canary_drifts_stops_taking_jobs_until_cleared() {
     std::fs::write(w.join("count"), "0\n").unwrap();
     std::fs::write(w.join("level"), "1000\n").unwrap();
     for i in 1..=5 {
-        fsdelta(url, w)
+        fleet_cmd(url, w)
             .args(["submit", "--suite", "tiny.toml", "-n", "1", "--label"])
             .arg(format!("j{i}"))
             .assert()
@@ -138,10 +118,10 @@ fn an_agent_whose_canary_drifts_stops_taking_jobs_until_cleared() {
     );
     assert_eq!(count(w), before, "an unhealthy machine runs no canary");
     assert_eq!(state(url, 5), JobState::Queued);
-    fsdelta(url, w).arg("machines").assert().success().stdout(
+    fleet_cmd(url, w).arg("machines").assert().success().stdout(
         predicate::str::contains("box").and(predicate::str::contains("UNHEALTHY: canary moved")),
     );
-    fsdelta(url, w)
+    fleet_cmd(url, w)
         .arg("jobs")
         .assert()
         .success()
@@ -149,7 +129,7 @@ fn an_agent_whose_canary_drifts_stops_taking_jobs_until_cleared() {
             "machines: box UNHEALTHY (canary moved",
         ));
     // The owner clears it; its next canary is steady and it takes the job.
-    fsdelta(url, w)
+    fleet_cmd(url, w)
         .args(["machines", "clear", "box", "--note", "disk replaced"])
         .assert()
         .success()
@@ -157,10 +137,10 @@ fn an_agent_whose_canary_drifts_stops_taking_jobs_until_cleared() {
     agent(url, w, &["--once"]).assert().success().stderr(
         predicate::str::contains("canary steady").and(predicate::str::contains("job 5: done")),
     );
-    fsdelta(url, w).arg("machines").assert().success().stdout(
+    fleet_cmd(url, w).arg("machines").assert().success().stdout(
         predicate::str::contains("healthy").and(predicate::str::contains("UNHEALTHY").not()),
     );
-    fsdelta(url, w)
+    fleet_cmd(url, w)
         .args(["machines", "clear", "nobody"])
         .assert()
         .code(2)

@@ -6,36 +6,16 @@ mod common;
 
 use assert_cmd::Command;
 use fsdelta::queue::{JobState, Queue};
-use fsdelta::store::postgres::ScratchDatabase;
 use predicates::prelude::*;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::TINY_FILES100 as TINY;
 
-fn scratch() -> Option<ScratchDatabase> {
-    let url = std::env::var("FSDELTA_TEST_PG")
-        .ok()
-        .filter(|u| !u.is_empty());
-    if !common::require(
-        url.is_some(),
-        "FSDELTA_TEST_PG (a PostgreSQL administrator URL)",
-    ) {
-        return None;
-    }
-    Some(ScratchDatabase::create(&url.unwrap()).unwrap())
-}
-
-fn fsdelta(url: &str, work: &Path) -> Command {
-    let mut c = Command::cargo_bin("fsdelta").unwrap();
-    c.env("FSDELTA_DB", url)
-        .env("FSDELTA_STATE_FILE", work.join("state.json"))
-        .current_dir(work);
-    c
-}
+use common::{fleet_cmd, fleet_scratch};
 
 fn agent(url: &str, work: &Path, extra: &[&str]) -> Command {
-    let mut c = fsdelta(url, work);
+    let mut c = fleet_cmd(url, work);
     // No canary: these tests are about jobs; tests/fleet_canary.rs tests the canary.
     c.args([
         "agent",
@@ -50,14 +30,14 @@ fn agent(url: &str, work: &Path, extra: &[&str]) -> Command {
 
 /// `submit --suite <suite> --label <label> -n <n>` in `work`.
 fn submit(url: &str, work: &Path, suite: &str, label: &str, n: &str) -> Command {
-    let mut c = fsdelta(url, work);
+    let mut c = fleet_cmd(url, work);
     c.args(["submit", "--suite", suite, "--label", label, "-n", n]);
     c
 }
 
 #[test]
 fn submit_run_by_an_agent_and_find_the_run_by_host() {
-    let Some(db) = scratch() else { return };
+    let Some(db) = fleet_scratch() else { return };
     let work = tempfile::tempdir().unwrap();
     std::fs::write(work.path().join("tiny.toml"), TINY).unwrap();
     let url = db.url.as_str();
@@ -70,7 +50,7 @@ fn submit_run_by_an_agent_and_find_the_run_by_host() {
         .assert()
         .success()
         .stdout("2\n");
-    fsdelta(url, work.path())
+    fleet_cmd(url, work.path())
         .arg("jobs")
         .assert()
         .success()
@@ -110,7 +90,7 @@ fn submit_run_by_an_agent_and_find_the_run_by_host() {
         .nodename()
         .to_string_lossy()
         .into_owned();
-    fsdelta(url, work.path())
+    fleet_cmd(url, work.path())
         .arg("jobs")
         .assert()
         .success()
@@ -119,17 +99,17 @@ fn submit_run_by_an_agent_and_find_the_run_by_host() {
                 .and(predicate::str::contains("done      plain"))
                 .and(predicate::str::contains("vs label:base")),
         );
-    fsdelta(url, work.path())
+    fleet_cmd(url, work.path())
         .arg("list")
         .assert()
         .success()
         .stdout(predicate::str::contains("host").and(predicate::str::contains(host.as_str())));
-    fsdelta(url, work.path())
+    fleet_cmd(url, work.path())
         .args(["show", &format!("label:cur,host:{host}")])
         .assert()
         .success()
         .stdout(predicate::str::contains("run 2"));
-    fsdelta(url, work.path())
+    fleet_cmd(url, work.path())
         .args(["show", "label:cur,host:no-such-box"])
         .assert()
         .code(2)
@@ -147,7 +127,7 @@ fn submit_run_by_an_agent_and_find_the_run_by_host() {
 
 #[test]
 fn a_job_with_a_bad_suite_fails_with_the_parse_error_and_does_not_block_the_queue() {
-    let Some(db) = scratch() else { return };
+    let Some(db) = fleet_scratch() else { return };
     let work = tempfile::tempdir().unwrap();
     let mut q = Queue::open(&db.url).unwrap();
     let job = |label: &str, text: &str| common::suite_job(label, "s.toml", text.into());
@@ -171,7 +151,7 @@ fn a_job_with_a_bad_suite_fails_with_the_parse_error_and_does_not_block_the_queu
     assert_eq!(q.job(good).unwrap().state, JobState::Done);
     // submit itself refuses a bad suite file before it reaches the queue.
     std::fs::write(work.path().join("bad.toml"), "[[test]]\nname = 1\n").unwrap();
-    fsdelta(&db.url, work.path())
+    fleet_cmd(&db.url, work.path())
         .args(["submit", "--suite", "bad.toml", "--label", "x"])
         .assert()
         .code(2)
@@ -181,7 +161,7 @@ fn a_job_with_a_bad_suite_fails_with_the_parse_error_and_does_not_block_the_queu
 
 #[test]
 fn cancelling_a_running_job_stops_its_sample_and_marks_it_aborted() {
-    let Some(db) = scratch() else { return };
+    let Some(db) = fleet_scratch() else { return };
     let work = tempfile::tempdir().unwrap();
     let suite = work.path().join("slow.toml");
     std::fs::write(
@@ -197,7 +177,7 @@ fn cancelling_a_running_job_stops_its_sample_and_marks_it_aborted() {
         .assert()
         .success();
     // The queued one is dequeued.
-    fsdelta(url, work.path())
+    fleet_cmd(url, work.path())
         .args(["jobs", "cancel", "2"])
         .assert()
         .success()
@@ -227,7 +207,7 @@ fn cancelling_a_running_job_stops_its_sample_and_marks_it_aborted() {
         std::thread::sleep(Duration::from_millis(100));
     }
     let t = Instant::now();
-    fsdelta(url, work.path())
+    fleet_cmd(url, work.path())
         .args(["jobs", "cancel", "1"])
         .assert()
         .success()
@@ -243,12 +223,12 @@ fn cancelling_a_running_job_stops_its_sample_and_marks_it_aborted() {
         store.run(j.run_id.unwrap()).unwrap().unwrap().status,
         fsdelta::model::RunStatus::Aborted
     );
-    fsdelta(url, work.path())
+    fleet_cmd(url, work.path())
         .args(["jobs", "--state", "aborted"])
         .assert()
         .success()
         .stdout(predicate::str::contains("aborted").and(predicate::str::contains("slow")));
-    fsdelta(url, work.path())
+    fleet_cmd(url, work.path())
         .args(["jobs", "cancel", "1"])
         .assert()
         .code(2)
@@ -257,11 +237,11 @@ fn cancelling_a_running_job_stops_its_sample_and_marks_it_aborted() {
 
 #[test]
 fn every_class_submits_one_job_per_registered_agent() {
-    let Some(db) = scratch() else { return };
+    let Some(db) = fleet_scratch() else { return };
     let work = tempfile::tempdir().unwrap();
     let url = db.url.as_str();
     let submit_every_nvme = || {
-        let mut c = fsdelta(url, work.path());
+        let mut c = fleet_cmd(url, work.path());
         c.args([
             "submit",
             "--label",
@@ -287,7 +267,7 @@ fn every_class_submits_one_job_per_registered_agent() {
         .success();
     }
     submit_every_nvme().assert().success().stdout("1\n2\n");
-    fsdelta(url, work.path())
+    fleet_cmd(url, work.path())
         .arg("jobs")
         .assert()
         .success()
@@ -297,14 +277,14 @@ fn every_class_submits_one_job_per_registered_agent() {
 #[test]
 fn a_password_in_the_url_is_refused_and_unreachable_servers_are_named() {
     let work = tempfile::tempdir().unwrap();
-    fsdelta("postgres://lab:hunter2@db.example/fsdelta", work.path())
+    fleet_cmd("postgres://lab:hunter2@db.example/fsdelta", work.path())
         .arg("list")
         .assert()
         .code(2)
         .stderr(
             predicate::str::contains("PGPASSWORD").and(predicate::str::contains("hunter2").not()),
         );
-    fsdelta(
+    fleet_cmd(
         "postgres://lab@127.0.0.1:1/fsdelta?sslmode=disable",
         work.path(),
     )
@@ -315,7 +295,7 @@ fn a_password_in_the_url_is_refused_and_unreachable_servers_are_named() {
         predicate::str::contains("host 127.0.0.1 port 1").and(predicate::str::contains("refused")),
     );
     // The queue needs PostgreSQL.
-    fsdelta(
+    fleet_cmd(
         &work.path().join("r.sqlite").display().to_string(),
         work.path(),
     )
@@ -332,12 +312,12 @@ const AGENT_ROLE_SQL: &str = include_str!("fleet/agent-role.sql");
 
 #[test]
 fn an_agent_works_under_the_least_privilege_role_which_cannot_delete_or_alter_runs() {
-    let Some(db) = scratch() else { return };
+    let Some(db) = fleet_scratch() else { return };
     let work = tempfile::tempdir().unwrap();
     std::fs::write(work.path().join("tiny.toml"), TINY).unwrap();
     let role = format!("fsdelta_agent_{}", std::process::id());
     // The owner creates the schema and submits.
-    fsdelta(&db.url, work.path())
+    fleet_cmd(&db.url, work.path())
         .args(["submit", "--suite", "tiny.toml", "--label", "lp", "-n", "1"])
         .assert()
         .success();
@@ -389,7 +369,7 @@ fn an_agent_works_under_the_least_privilege_role_which_cannot_delete_or_alter_ru
 
 #[test]
 fn compare_refuses_to_pool_two_machines_into_one_side_unless_asked() {
-    let Some(db) = scratch() else { return };
+    let Some(db) = fleet_scratch() else { return };
     let work = tempfile::tempdir().unwrap();
     let mut s = fsdelta::store::open(&db.url).unwrap();
     for (label, host, v) in [
@@ -438,7 +418,7 @@ fn compare_refuses_to_pool_two_machines_into_one_side_unless_asked() {
         s.finish_run(run, fsdelta::model::RunStatus::Complete, chrono::Utc::now())
             .unwrap();
     }
-    fsdelta(&db.url, work.path())
+    fleet_cmd(&db.url, work.path())
         .args(["compare", "label:a", "label:b"])
         .assert()
         .code(2)
@@ -446,14 +426,14 @@ fn compare_refuses_to_pool_two_machines_into_one_side_unless_asked() {
             predicate::str::contains("label:a pools runs of 2 machines (box1, box2)")
                 .and(predicate::str::contains("--pool-hosts")),
         );
-    fsdelta(&db.url, work.path())
+    fleet_cmd(&db.url, work.path())
         .args(["compare", "label:a,host:box1", "label:b"])
         .assert()
         .success()
         .stdout(predicate::str::contains(
             "label:a,host:box1 (run 1, label a)",
         ));
-    fsdelta(&db.url, work.path())
+    fleet_cmd(&db.url, work.path())
         .args(["compare", "label:a", "label:b", "--pool-hosts"])
         .assert()
         .stdout(predicate::str::contains("label:a (runs 2,1, label a)"));
@@ -461,7 +441,7 @@ fn compare_refuses_to_pool_two_machines_into_one_side_unless_asked() {
 
 #[test]
 fn read_only_commands_create_nothing_in_a_new_database_and_cleanup_creates_the_schema() {
-    let Some(db) = scratch() else { return };
+    let Some(db) = fleet_scratch() else { return };
     let work = tempfile::tempdir().unwrap();
     let tables = || -> i64 {
         fsdelta::store::postgres::PgTarget::parse(&db.url)
@@ -481,7 +461,7 @@ fn read_only_commands_create_nothing_in_a_new_database_and_cleanup_creates_the_s
         &["show", "latest"],
         &["history", "--test", "t", "--metric", "m"],
     ] {
-        fsdelta(&db.url, work.path())
+        fleet_cmd(&db.url, work.path())
             .args(args)
             .assert()
             .code(2)
@@ -491,10 +471,13 @@ fn read_only_commands_create_nothing_in_a_new_database_and_cleanup_creates_the_s
             );
     }
     assert_eq!(tables(), 0, "a read-only command created tables");
-    fsdelta(&db.url, work.path())
+    fleet_cmd(&db.url, work.path())
         .arg("cleanup")
         .assert()
         .success();
     assert!(tables() > 0);
-    fsdelta(&db.url, work.path()).arg("list").assert().success();
+    fleet_cmd(&db.url, work.path())
+        .arg("list")
+        .assert()
+        .success();
 }

@@ -13,8 +13,7 @@
 //!   (`dd[4242] 210 MiB`): the I/O of others. A process born during the sample counts whole; one
 //!   that ended during it counts on its parent, which reaped it (less what it had done before
 //!   the sample); unreadable ones (not root) are left out.
-//!   The accounting is per process, not per device: a writer on another disk counts too (it
-//!   still shares the page cache and the CPUs), which the docs say;
+//!   That accounting is per process, not per device: a writer on another disk counts there;
 //! - the CPU time of kernel threads (kthreadd and its children), counted as the workload's,
 //!   as the profile's default scope does (`crate::probe::profile::ProfileScope`);
 //! - `drop_pagecache` of /proc/vmstat: page-cache drops by anyone during the sample (fsdelta's
@@ -22,9 +21,19 @@
 //! - the `some` total of /proc/pressure/memory: time tasks stalled on memory (the workload's
 //!   own reclaim included: recorded, never judged a disturbance on its own).
 //!
-//! Must never fail a sample or write anything: a file that cannot be read leaves its metric out.
+//! And [`DeviceProbe`], around the workload too: others' I/O on the target's block devices (the
+//! device holding the sample's directory and, for a loop image, the device holding the image):
+//! the devices' counters less fsdelta's own I/O there (its cgroup v2's io.stat when it runs in
+//! a cgroup of its own with the io controller, else its process tree's storage bytes, the loop
+//! device's traffic and all of a loop device it attached), at most other processes' I/O
+//! anywhere; named are the other processes with a file open on those devices. A writer on
+//! another device is not the target's disturbance.
+//!
+//! Must never fail a sample or write anything (it creates and moves no cgroup): a file that
+//! cannot be read leaves its metric out.
 
 use crate::model::{Direction, Metric, MetricKind, Unit};
+use crate::probe::blockstat::BlockStat;
 use std::collections::{HashMap, HashSet};
 use std::fs;
 
@@ -81,17 +90,51 @@ pub fn parse_stat(text: &str) -> Option<(u32, Proc)> {
     ))
 }
 
-/// Storage bytes of /proc/PID/io: read_bytes + write_bytes - cancelled_write_bytes.
-pub fn parse_io(text: &str) -> Option<u64> {
+/// Storage bytes a process read and wrote (/proc/PID/io, or a cgroup's io.stat line).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Io {
+    /// Bytes read from storage.
+    pub read: u64,
+    /// Bytes written to storage (less the writes cancelled by truncation).
+    pub write: u64,
+}
+
+impl Io {
+    /// Read plus written.
+    pub fn total(self) -> u64 {
+        self.read + self.write
+    }
+
+    /// The change from `self` to `end`, saturating at zero.
+    pub fn since(self, end: Io) -> Io {
+        Io {
+            read: end.read.saturating_sub(self.read),
+            write: end.write.saturating_sub(self.write),
+        }
+    }
+
+    fn add(&mut self, o: Io) {
+        self.read += o.read;
+        self.write += o.write;
+    }
+}
+
+/// /proc/PID/io: `read_bytes`, and `write_bytes` less `cancelled_write_bytes`.
+pub fn parse_io_split(text: &str) -> Option<Io> {
     let get = |k: &str| {
         text.lines()
             .find_map(|l| l.strip_prefix(k))
             .and_then(|v| v.trim().parse::<u64>().ok())
     };
-    Some(
-        (get("read_bytes:")? + get("write_bytes:")?)
-            .saturating_sub(get("cancelled_write_bytes:").unwrap_or(0)),
-    )
+    Some(Io {
+        read: get("read_bytes:")?,
+        write: get("write_bytes:")?.saturating_sub(get("cancelled_write_bytes:").unwrap_or(0)),
+    })
+}
+
+/// Storage bytes of /proc/PID/io: read_bytes + write_bytes - cancelled_write_bytes.
+pub fn parse_io(text: &str) -> Option<u64> {
+    parse_io_split(text).map(Io::total)
 }
 
 /// `drop_pagecache` of /proc/vmstat (kernels since 4.15).
@@ -139,7 +182,10 @@ pub struct Scan {
     /// Every process seen (kernel threads included).
     pub procs: HashMap<u32, Proc>,
     /// Storage bytes of each user process outside fsdelta's tree that could be read.
-    pub io: HashMap<u32, u64>,
+    pub io: HashMap<u32, Io>,
+    /// Storage bytes of fsdelta's own tree (this process, which holds what its reaped
+    /// children did, and its living descendants).
+    pub own: Io,
     /// `drop_pagecache`.
     pub drops: Option<u64>,
     /// PSI memory `some` total, microseconds.
@@ -164,19 +210,28 @@ impl Scan {
             }
         }
         let mine = tree(std::process::id(), &procs);
-        let io = procs
-            .iter()
-            .filter(|(pid, p)| !is_kthread(**pid, p) && !mine.contains(pid))
-            .filter_map(|(pid, _)| {
-                fs::read_to_string(format!("/proc/{pid}/io"))
-                    .ok()
-                    .and_then(|t| parse_io(&t))
-                    .map(|b| (*pid, b))
-            })
-            .collect();
+        let mut own = Io::default();
+        let mut io = HashMap::new();
+        for (pid, p) in &procs {
+            if is_kthread(*pid, p) {
+                continue;
+            }
+            let Some(b) = fs::read_to_string(format!("/proc/{pid}/io"))
+                .ok()
+                .and_then(|t| parse_io_split(&t))
+            else {
+                continue;
+            };
+            if mine.contains(pid) {
+                own.add(b);
+            } else {
+                io.insert(*pid, b);
+            }
+        }
         Scan {
             procs,
             io,
+            own,
             drops: fs::read_to_string("/proc/vmstat")
                 .ok()
                 .and_then(|t| parse_drops(&t)),
@@ -205,28 +260,37 @@ impl Scan {
 
     /// Storage bytes of each other process between `self` and `end`, heaviest first:
     /// (`comm[pid]`, bytes); processes that did none are left out.
+    pub fn others_io(&self, end: &Scan) -> Vec<(String, u64)> {
+        self.others_io_split(end)
+            .into_iter()
+            .map(|(_, n, b)| (n, b.total()))
+            .collect()
+    }
+
+    /// Storage bytes of each other process between `self` and `end`, read and write apart,
+    /// heaviest first: (pid, `comm[pid]`, bytes); processes that did none are left out.
     ///
     /// A process's count includes the children it reaped, whole: a child that did its I/O
     /// before the sample and was reaped during it would make its parent's count jump. So the
     /// count a process that ended during the sample had at the first reading is taken off its
     /// parent's (or, when the parent is gone too, init's, which reaps orphans).
-    pub fn others_io(&self, end: &Scan) -> Vec<(String, u64)> {
+    pub fn others_io_split(&self, end: &Scan) -> Vec<(u32, String, Io)> {
         let alive = |pid: &u32| {
             end.procs
                 .get(pid)
                 .zip(self.procs.get(pid))
                 .is_some_and(|(a, b)| a.start == b.start)
         };
-        let mut before_reaped: HashMap<u32, u64> = HashMap::new();
+        let mut before_reaped: HashMap<u32, Io> = HashMap::new();
         for (pid, b) in &self.io {
             if alive(pid) {
                 continue;
             }
             let parent = self.procs.get(pid).map_or(1, |p| p.ppid);
             let reaper = if alive(&parent) { parent } else { 1 };
-            *before_reaped.entry(reaper).or_default() += b;
+            before_reaped.entry(reaper).or_default().add(*b);
         }
-        let mut v: Vec<(String, u64)> = end
+        let mut v: Vec<(u32, String, Io)> = end
             .io
             .iter()
             .filter_map(|(pid, b)| {
@@ -234,15 +298,15 @@ impl Scan {
                 let before = if alive(pid) {
                     self.io.get(pid).copied()?
                 } else {
-                    0
+                    Io::default()
                 };
-                let d = b
-                    .saturating_sub(before)
-                    .saturating_sub(before_reaped.get(pid).copied().unwrap_or(0));
-                (d > 0).then(|| (format!("{}[{pid}]", p.comm), d))
+                let mut gone = before;
+                gone.add(before_reaped.get(pid).copied().unwrap_or_default());
+                let d = gone.since(*b);
+                (d.total() > 0).then(|| (*pid, format!("{}[{pid}]", p.comm), d))
             })
             .collect();
-        v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        v.sort_by(|a, b| b.2.total().cmp(&a.2.total()).then(a.1.cmp(&b.1)));
         v
     }
 
@@ -294,12 +358,30 @@ pub fn human_bytes(b: f64) -> String {
 }
 
 /// The disturbance of a sample that ran `wall_s` seconds, from its metrics and the heaviest
-/// other processes' I/O (`top`, as [`Scan::others_io`] gives): `None` when there was none, else
-/// what it was, for the sample's [`FACT`] (`others' I/O 210 MiB (dd[4242] 200 MiB, ...)`).
-pub fn judge(metrics: &[Metric], top: &[(String, u64)], wall_s: f64) -> Option<String> {
+/// other processes' I/O (`top`): `None` when there was none, else what it was, for the sample's
+/// [`FACT`] (`other processes' I/O on vda, loop3 210 MiB (dd[4242] 200 MiB, ...)`).
+///
+/// Where the target's devices were measured ([`OTHERS_DEVICE_READ_METRIC`] and
+/// [`OTHERS_DEVICE_WRITE_METRIC`] among `metrics`, `devices` naming them), others' I/O is
+/// theirs on those devices and `top` the processes seen using them ([`DeviceReport::named`]);
+/// else it is their I/O anywhere ([`OTHERS_IO_METRIC`], `top` as [`Scan::others_io`] gives).
+pub fn judge(
+    metrics: &[Metric],
+    top: &[(String, u64)],
+    devices: Option<&str>,
+    wall_s: f64,
+) -> Option<String> {
     let get = |n: &str| metrics.iter().find(|m| m.name == n).map(|m| m.value);
     let mut parts = Vec::new();
-    if let Some(io) = get(OTHERS_IO_METRIC)
+    let (io, on) = match (
+        devices,
+        get(OTHERS_DEVICE_READ_METRIC),
+        get(OTHERS_DEVICE_WRITE_METRIC),
+    ) {
+        (Some(d), Some(r), Some(w)) => (Some(r + w), format!(" on {d}")),
+        _ => (get(OTHERS_IO_METRIC), String::new()),
+    };
+    if let Some(io) = io
         && io >= OTHERS_IO_MIN_BYTES
         && io >= OTHERS_IO_MIN_RATE * wall_s
     {
@@ -308,10 +390,14 @@ pub fn judge(metrics: &[Metric], top: &[(String, u64)], wall_s: f64) -> Option<S
             .take(3)
             .map(|(n, b)| format!("{n} {}", human_bytes(*b as f64)))
             .collect();
-        parts.push(format!(
-            "other processes' I/O {} ({})",
-            human_bytes(io),
+        let names = if names.is_empty() {
+            "none named: no other process had a file on it open".to_string()
+        } else {
             names.join(", ")
+        };
+        parts.push(format!(
+            "other processes' I/O{on} {} ({names})",
+            human_bytes(io)
         ));
     }
     if let Some(d) = get(CACHE_DROPS_METRIC)
@@ -329,6 +415,391 @@ pub fn judge(metrics: &[Metric], top: &[(String, u64)], wall_s: f64) -> Option<S
         parts.push(format!("others' CPU share {bg:.0} %"));
     }
     (!parts.is_empty()).then(|| parts.join("; "))
+}
+
+/// Metric: bytes other processes read from the target's block devices during the sample.
+pub const OTHERS_DEVICE_READ_METRIC: &str = "others_device_read_bytes";
+/// Metric: bytes other processes wrote to the target's block devices during the sample.
+pub const OTHERS_DEVICE_WRITE_METRIC: &str = "others_device_write_bytes";
+/// Metric: milliseconds the per-device attribution took in the sample (its two readings of
+/// /proc, the devices' counters and the cgroup's).
+pub const PROBE_MS_METRIC: &str = "disturbance_probe_ms";
+/// Fact: how fsdelta's own I/O on the devices was told apart from others'.
+pub const ATTRIBUTION_FACT: &str = "disturbance_attribution";
+
+/// [`ATTRIBUTION_FACT`] where no device of the target could be read.
+const NO_DEVICE: &str =
+    "per-process accounting, machine-wide (the target has no block device to read)";
+
+/// A block device the target's I/O reaches.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TargetDevice {
+    /// Kernel name (`loop3`, `vda1`).
+    pub name: String,
+    /// `major:minor`.
+    pub devnum: (u32, u32),
+    /// The index (in the same list) of a loop device whose I/O lands on this one: the
+    /// backing device of the target's loop image. All of that loop device's traffic is the
+    /// workload's when fsdelta attached it ([`TargetDevice::owned`]).
+    pub carries: Option<usize>,
+    /// fsdelta attached this device for the target (a loop image it made): nothing else
+    /// mounts it, so all of its I/O is the workload's, whatever per-process accounting sees
+    /// (the filesystem's journal, metadata and writeback are not the processes').
+    pub owned: bool,
+}
+
+impl TargetDevice {
+    /// The device `name`, its number read from /sys/class/block/NAME/dev.
+    pub fn named(name: &str, carries: Option<usize>, owned: bool) -> Option<TargetDevice> {
+        let t = fs::read_to_string(format!("/sys/class/block/{name}/dev")).ok()?;
+        let (a, b) = t.trim().split_once(':')?;
+        Some(TargetDevice {
+            name: name.to_string(),
+            devnum: (a.parse().ok()?, b.parse().ok()?),
+            carries,
+            owned,
+        })
+    }
+}
+
+/// io.stat of a cgroup v2: `MAJ:MIN rbytes=.. wbytes=.. rios=.. wios=.. dbytes=.. dios=..` a
+/// line per device.
+pub fn parse_io_stat(text: &str) -> HashMap<(u32, u32), Io> {
+    let mut out = HashMap::new();
+    for l in text.lines() {
+        let mut w = l.split_whitespace();
+        let Some((a, b)) = w.next().and_then(|d| d.split_once(':')) else {
+            continue;
+        };
+        let (Ok(a), Ok(b)) = (a.parse(), b.parse()) else {
+            continue;
+        };
+        let mut io = Io::default();
+        for kv in w {
+            match kv.split_once('=') {
+                Some(("rbytes", v)) => io.read = v.parse().unwrap_or(0),
+                Some(("wbytes", v)) => io.write = v.parse().unwrap_or(0),
+                _ => {}
+            }
+        }
+        out.insert((a, b), io);
+    }
+    out
+}
+
+/// The cgroup v2 path of a process from its /proc/PID/cgroup (the `0::` line).
+pub fn parse_cgroup_v2(text: &str) -> Option<String> {
+    text.lines()
+        .find_map(|l| l.strip_prefix("0::"))
+        .map(|p| p.trim().to_string())
+}
+
+/// Where cgroup2 is mounted, from /proc/self/mountinfo (`... - cgroup2 cgroup2 rw`).
+pub fn parse_cgroup2_mount(mountinfo: &str) -> Option<String> {
+    mountinfo.lines().find_map(|l| {
+        let (left, right) = l.split_once(" - ")?;
+        (right.split_whitespace().next()? == "cgroup2")
+            .then(|| left.split_whitespace().nth(4).map(str::to_string))?
+    })
+}
+
+/// The I/O of fsdelta's own cgroup v2 per device, when fsdelta's cgroup has the io controller
+/// and holds nothing but fsdelta's tree (`mine`): then it counts the workload's I/O exactly,
+/// the writeback of its dirty pages included (cgroup v2 charges writeback to the cgroup that
+/// dirtied the pages). Else why not, for the sample's facts.
+fn own_cgroup_io(mine: &HashSet<u32>) -> Result<CgroupIo, String> {
+    let path = fs::read_to_string("/proc/self/cgroup")
+        .ok()
+        .and_then(|t| parse_cgroup_v2(&t))
+        .ok_or("fsdelta is in no cgroup v2")?;
+    let mount = fs::read_to_string("/proc/self/mountinfo")
+        .ok()
+        .and_then(|t| parse_cgroup2_mount(&t))
+        .ok_or("no cgroup2 filesystem is mounted")?;
+    let dir = std::path::Path::new(&mount).join(path.trim_start_matches('/'));
+    let stat = fs::read_to_string(dir.join("io.stat")).map_err(|_| {
+        "fsdelta's cgroup has no io.stat: the io controller is not enabled for it (cgroup v1's \
+         blkio holds it, or the parent's cgroup.subtree_control lacks io)"
+            .to_string()
+    })?;
+    let procs = fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
+    if procs
+        .split_whitespace()
+        .filter_map(|p| p.parse::<u32>().ok())
+        .any(|p| !mine.contains(&p))
+    {
+        return Err(
+            "fsdelta's cgroup holds other processes too (run fsdelta in a cgroup of \
+                    its own: systemd-run --scope -p IOAccounting=yes fsdelta run ...)"
+                .to_string(),
+        );
+    }
+    Ok((
+        "cgroup io.stat (fsdelta's own cgroup v2)".to_string(),
+        parse_io_stat(&stat),
+    ))
+}
+
+/// Whether `pid` has a file open on one of `devnums` (a file on the device's filesystem, or
+/// the device itself).
+fn has_open_on(pid: u32, devnums: &HashSet<(u32, u32)>) -> bool {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    let Ok(dir) = fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return false;
+    };
+    dir.flatten().any(|e| {
+        fs::metadata(e.path()).is_ok_and(|m| {
+            let d = if m.file_type().is_block_device() {
+                m.rdev()
+            } else {
+                m.dev()
+            };
+            devnums.contains(&(rustix::fs::major(d), rustix::fs::minor(d)))
+        })
+    })
+}
+
+/// How fsdelta's cgroup was read (for [`ATTRIBUTION_FACT`]) and its I/O per device.
+type CgroupIo = (String, HashMap<(u32, u32), Io>);
+
+/// A cgroup's I/O per device at the start and at the end of a sample.
+type CgroupPair<'a> = (&'a HashMap<(u32, u32), Io>, &'a HashMap<(u32, u32), Io>);
+
+/// Others' I/O on the target's devices (read and write apart) from each device's counts over
+/// the sample (`deltas`, `None` where unreadable: `None` when none could be read), fsdelta's
+/// own (`cgroup` where it has one of its own, else `own_tree`, its processes' storage bytes;
+/// on a device that carries a loop device, at least that loop's traffic; all of an owned
+/// device's) and other processes' storage bytes anywhere (`anywhere`): the devices' counts
+/// less fsdelta's, at most `anywhere`.
+pub fn others_on_devices(
+    devices: &[TargetDevice],
+    deltas: &[Option<Io>],
+    own_tree: Io,
+    cgroup: Option<CgroupPair<'_>>,
+    anywhere: Io,
+) -> Option<Io> {
+    let mut residual = Io::default();
+    let mut measured = false;
+    for (i, d) in devices.iter().enumerate() {
+        let Some(dev) = deltas.get(i).copied().flatten() else {
+            continue;
+        };
+        measured = true;
+        if d.owned {
+            continue;
+        }
+        let carried = d
+            .carries
+            .and_then(|j| deltas.get(j).copied().flatten())
+            .unwrap_or_default();
+        let own = match cgroup {
+            Some((a, b)) => {
+                let at =
+                    |m: &HashMap<(u32, u32), Io>| m.get(&d.devnum).copied().unwrap_or_default();
+                let c = at(a).since(at(b));
+                Io {
+                    read: c.read.max(carried.read),
+                    write: c.write.max(carried.write),
+                }
+            }
+            None => Io {
+                read: own_tree.read.max(carried.read),
+                write: own_tree.write.max(carried.write),
+            },
+        };
+        residual.add(own.since(dev));
+    }
+    measured.then(|| Io {
+        read: residual.read.min(anywhere.read),
+        write: residual.write.min(anywhere.write),
+    })
+}
+
+/// `pid` and its descendants now (from /proc/PID/task/TID/children), at most 64 processes.
+fn family(pid: u32) -> Vec<u32> {
+    let mut out = vec![pid];
+    let mut i = 0;
+    while i < out.len() && out.len() < 64 {
+        let p = out[i];
+        if let Ok(tasks) = fs::read_dir(format!("/proc/{p}/task")) {
+            for t in tasks.flatten() {
+                let kids = fs::read_to_string(t.path().join("children")).unwrap_or_default();
+                out.extend(
+                    kids.split_whitespace()
+                        .filter_map(|k| k.parse::<u32>().ok()),
+                );
+            }
+        }
+        i += 1;
+    }
+    out.truncate(64);
+    out
+}
+
+/// The per-device attribution of one sample: started before the workload, finished after.
+pub struct DeviceProbe {
+    devices: Vec<TargetDevice>,
+    stats: Vec<Option<BlockStat>>,
+    scan: Scan,
+    cgroup: Result<CgroupIo, String>,
+    spent: std::time::Duration,
+}
+
+/// What [`DeviceProbe::finish`] found.
+#[derive(Clone, Debug, Default)]
+pub struct DeviceReport {
+    /// [`OTHERS_DEVICE_READ_METRIC`], [`OTHERS_DEVICE_WRITE_METRIC`], [`PROBE_MS_METRIC`]
+    /// (none when no device could be read).
+    pub metrics: Vec<Metric>,
+    /// The devices, for the reader (`vda, loop3`); empty when there were none.
+    pub devices: String,
+    /// How own I/O was told apart ([`ATTRIBUTION_FACT`]).
+    pub attribution: String,
+    /// Other processes seen with a file open on the devices at the end of the sample (or whose
+    /// living descendants had), with their storage bytes during it, heaviest first.
+    pub named: Vec<(String, u64)>,
+}
+
+impl DeviceProbe {
+    /// Read the devices' counters, the processes and fsdelta's cgroup now.
+    /// With no device, nothing is read (now or at [`DeviceProbe::finish`]).
+    pub fn start(devices: Vec<TargetDevice>) -> DeviceProbe {
+        let t = std::time::Instant::now();
+        if devices.is_empty() {
+            return DeviceProbe {
+                devices,
+                stats: Vec::new(),
+                scan: Scan::default(),
+                cgroup: Err(String::new()),
+                spent: t.elapsed(),
+            };
+        }
+        let scan = Scan::take();
+        let mine = tree(std::process::id(), &scan.procs);
+        let cgroup = own_cgroup_io(&mine);
+        let stats = devices
+            .iter()
+            .map(|d| BlockStat::read(&d.name).ok())
+            .collect();
+        DeviceProbe {
+            devices,
+            stats,
+            scan,
+            cgroup,
+            spent: t.elapsed(),
+        }
+    }
+
+    /// Read everything again: others' I/O on the devices is, read and write apart, the
+    /// devices' counts less fsdelta's own there (its cgroup's count where it has one of its
+    /// own, else its process tree's storage bytes; on a loop image's backing device, the loop
+    /// device's traffic too), and never more than other processes' storage bytes anywhere
+    /// (per-process accounting): two upper bounds of the same thing, the lower kept. So a
+    /// writer on another device, or the workload's own write amplification the per-process
+    /// counts cannot see, does not count as a disturbance here.
+    pub fn finish(self) -> DeviceReport {
+        if self.devices.is_empty() {
+            return DeviceReport {
+                attribution: NO_DEVICE.into(),
+                ..DeviceReport::default()
+            };
+        }
+        let t = std::time::Instant::now();
+        let end = Scan::take();
+        let mine = tree(std::process::id(), &end.procs);
+        let cgroup_end = self.cgroup.as_ref().ok().and(own_cgroup_io(&mine).ok());
+        let deltas: Vec<Option<Io>> = self
+            .devices
+            .iter()
+            .zip(&self.stats)
+            .map(|(d, b)| {
+                let a = BlockStat::read(&d.name).ok()?;
+                let x = (*b)?.delta(&a);
+                Some(Io {
+                    read: x.read_bytes,
+                    write: x.write_bytes,
+                })
+            })
+            .collect();
+        let others = self.scan.others_io_split(&end);
+        let mut anywhere = Io::default();
+        for (_, _, b) in &others {
+            anywhere.add(*b);
+        }
+        let own_tree = self.scan.own.since(end.own);
+        let (attribution, cgroup): (String, Option<CgroupPair<'_>>) =
+            match (&self.cgroup, &cgroup_end) {
+                (Ok((how, a)), Some((_, b))) => (how.clone(), Some((a, b))),
+                (Ok((how, _)), None) => (
+                    format!("per-process accounting ({how} not readable at the end)"),
+                    None,
+                ),
+                (Err(why), _) => (format!("per-process accounting ({why})"), None),
+            };
+        let on_devices = others_on_devices(&self.devices, &deltas, own_tree, cgroup, anywhere);
+        let measured = on_devices.is_some();
+        let devnums: HashSet<(u32, u32)> = self.devices.iter().map(|d| d.devnum).collect();
+        let mut named = Vec::new();
+        if measured {
+            // The heaviest few; a shell running dd after dd has the file open only while a dd
+            // runs, so one not seen on the devices is looked at again, briefly.
+            let mut pending: Vec<&(u32, String, Io)> = others.iter().take(8).collect();
+            for attempt in 0..4 {
+                if attempt > 0 {
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
+                pending.retain(|(pid, n, b)| {
+                    if family(*pid).iter().any(|p| has_open_on(*p, &devnums)) {
+                        named.push((n.clone(), b.total()));
+                        return false;
+                    }
+                    true
+                });
+                if pending.is_empty() {
+                    break;
+                }
+            }
+            named.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        }
+        let spent = self.spent + t.elapsed();
+        let mut metrics = Vec::new();
+        if measured {
+            let neutral = |name: &str, v: f64, unit: Unit| {
+                Metric::new(name, v, unit, Direction::Neutral).kind(MetricKind::Mean)
+            };
+            let o = on_devices.unwrap_or_default();
+            metrics.push(neutral(
+                OTHERS_DEVICE_READ_METRIC,
+                o.read as f64,
+                Unit::Bytes,
+            ));
+            metrics.push(neutral(
+                OTHERS_DEVICE_WRITE_METRIC,
+                o.write as f64,
+                Unit::Bytes,
+            ));
+            metrics.push(neutral(
+                PROBE_MS_METRIC,
+                spent.as_secs_f64() * 1000.0,
+                Unit::Milliseconds,
+            ));
+        }
+        DeviceReport {
+            metrics,
+            devices: self
+                .devices
+                .iter()
+                .map(|d| d.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+            attribution: if measured {
+                attribution
+            } else {
+                NO_DEVICE.into()
+            },
+            named,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -367,6 +838,13 @@ mod tests {
         assert_eq!(parse_psi_some(psi), Some(1274555));
     }
 
+    fn w(bytes: u64) -> Io {
+        Io {
+            read: 0,
+            write: bytes,
+        }
+    }
+
     fn proc(comm: &str, ppid: u32, start: u64, cpu: u64) -> Proc {
         Proc {
             comm: comm.into(),
@@ -384,8 +862,8 @@ mod tests {
             .insert(90, proc("kworker/u8:3-btrfs-endio-write", 2, 5, 100));
         a.procs.insert(500, proc("dd", 1, 700, 10));
         a.procs.insert(501, proc("journald", 1, 9, 10));
-        a.io.insert(500, 1 << 20);
-        a.io.insert(501, 4096);
+        a.io.insert(500, w(1 << 20));
+        a.io.insert(501, w(4096));
         a.drops = Some(4);
         a.psi_memory_us = Some(1000);
         let mut b = a.clone();
@@ -393,20 +871,20 @@ mod tests {
         b.procs.get_mut(&90).unwrap().cpu_ticks = 250;
         b.procs
             .insert(91, proc("btrfs-compressed-write", 2, 800, 50));
-        b.io.insert(500, 201 << 20);
+        b.io.insert(500, w(201 << 20));
         // A process born during the sample (pid reused: a new start time) counts whole.
         b.procs.insert(501, proc("cp", 1, 900, 0));
-        b.io.insert(501, 30 << 20);
+        b.io.insert(501, w(30 << 20));
         b.drops = Some(5);
         b.psi_memory_us = Some(26000);
         // A child that wrote 5 GiB before the sample, reaped by its make during it: only what
         // it wrote during the sample (1 MiB) counts on the make.
         a.procs.insert(600, proc("make", 1, 50, 0));
-        a.io.insert(600, 7 << 20);
+        a.io.insert(600, w(7 << 20));
         a.procs.insert(601, proc("cc1", 600, 60, 0));
-        a.io.insert(601, 5 << 30);
+        a.io.insert(601, w(5 << 30));
         b.procs.insert(600, proc("make", 1, 50, 0));
-        b.io.insert(600, (7 << 20) + (5 << 30) + (1 << 20));
+        b.io.insert(600, w((7 << 20) + (5 << 30) + (1 << 20)));
         assert_eq!(a.kthread_ticks(&b), 200);
         let top = a.others_io(&b);
         assert_eq!(
@@ -424,7 +902,7 @@ mod tests {
         assert_eq!(v(CACHE_DROPS_METRIC), 1.0);
         assert_eq!(v(PSI_MEMORY_METRIC), 25.0);
         assert!(m.iter().all(|x| x.direction == Direction::Neutral));
-        let why = judge(&m, &top, 10.0).unwrap();
+        let why = judge(&m, &top, None, 10.0).unwrap();
         assert_eq!(
             why,
             "other processes' I/O 231 MiB (dd[500] 200 MiB, cp[501] 30 MiB, make[600] 1 MiB); \
@@ -436,7 +914,7 @@ mod tests {
             .filter(|x| x.name != CACHE_DROPS_METRIC)
             .cloned()
             .collect();
-        assert_eq!(judge(&quiet, &top, 200.0), None);
+        assert_eq!(judge(&quiet, &top, None, 200.0), None);
         // Other processes' CPU from half the machine; not below.
         let cpu = |v: f64| {
             vec![Metric::new(
@@ -447,10 +925,126 @@ mod tests {
             )]
         };
         assert_eq!(
-            judge(&cpu(60.0), &[], 1.0).as_deref(),
+            judge(&cpu(60.0), &[], None, 1.0).as_deref(),
             Some("others' CPU share 60 %")
         );
-        assert_eq!(judge(&cpu(49.0), &[], 1.0), None);
+        assert_eq!(judge(&cpu(49.0), &[], None, 1.0), None);
+    }
+
+    #[test]
+    fn cgroup_files_parse_as_the_kernel_writes_them() {
+        // io.stat as Documentation/admin-guide/cgroup-v2.rst shows it, and a device with
+        // discards on a newer kernel's line.
+        let io = parse_io_stat(
+            "8:16 rbytes=1459200 wbytes=314773504 rios=192 wios=353 dbytes=0 dios=0\n\
+             7:3 rbytes=0 wbytes=4096 rios=0 wios=1 dbytes=8192 dios=1\n\
+             garbage\n",
+        );
+        assert_eq!(
+            io.get(&(8, 16)),
+            Some(&Io {
+                read: 1459200,
+                write: 314773504
+            })
+        );
+        assert_eq!(io.get(&(7, 3)).map(|x| x.write), Some(4096));
+        assert_eq!(io.len(), 2);
+        // /proc/self/cgroup of a hybrid (v1 + v2) machine and of a pure v2 one.
+        assert_eq!(
+            parse_cgroup_v2("9:name=systemd:/\n4:memory:/process_api/f3\n0::/\n").as_deref(),
+            Some("/")
+        );
+        assert_eq!(
+            parse_cgroup_v2("0::/system.slice/fsdelta-agent.service\n").as_deref(),
+            Some("/system.slice/fsdelta-agent.service")
+        );
+        assert_eq!(parse_cgroup_v2("4:memory:/x\n"), None);
+        // This machine's mountinfo line (cgroup2 beside v1's controllers).
+        let mi = "31 1 0:30 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755\n\
+                  39 31 0:36 / /sys/fs/cgroup/blkio rw,relatime - cgroup cgroup rw,blkio\n\
+                  41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n";
+        assert_eq!(
+            parse_cgroup2_mount(mi).as_deref(),
+            Some("/sys/fs/cgroup/unified")
+        );
+        assert_eq!(
+            parse_cgroup2_mount("1 0 8:1 / / rw - ext4 /dev/vda1 rw\n"),
+            None
+        );
+    }
+
+    #[test]
+    fn io_split_and_since_saturate() {
+        let io = "rchar: 1\nwchar: 2\nsyscr: 1\nsyscw: 1\nread_bytes: 8192\n\
+                  write_bytes: 12288\ncancelled_write_bytes: 4096\n";
+        let a = parse_io_split(io).unwrap();
+        assert_eq!(
+            a,
+            Io {
+                read: 8192,
+                write: 8192
+            }
+        );
+        let b = Io {
+            read: 10000,
+            write: 100,
+        };
+        assert_eq!(
+            a.since(b),
+            Io {
+                read: 1808,
+                write: 0
+            }
+        );
+        assert_eq!(a.total(), 16384);
+    }
+
+    #[test]
+    fn others_on_the_devices_are_the_counts_less_fsdeltas_at_most_others_anywhere() {
+        let dev = |name: &str, devnum, carries, owned| TargetDevice {
+            name: name.into(),
+            devnum,
+            carries,
+            owned,
+        };
+        // The target's loop3 (fsdelta's) on vda; the loop's traffic lands on vda.
+        let devs = [
+            dev("loop3", (7, 3), None, true),
+            dev("vda", (254, 0), Some(0), false),
+        ];
+        let mib = |r: u64, w: u64| Io {
+            read: r << 20,
+            write: w << 20,
+        };
+        // The workload wrote 100 MiB through its files (per-process), the filesystem made 130
+        // of them on loop3 (journal, metadata); vda saw those 130 plus a writer's 200; other
+        // processes wrote 200 + 500 MiB anywhere (500 on another device).
+        let deltas = [Some(mib(0, 130)), Some(mib(0, 330))];
+        let got = others_on_devices(&devs, &deltas, mib(0, 100), None, mib(0, 700)).unwrap();
+        // loop3 is fsdelta's (its 30 MiB of amplification the workload's); vda: 330 less
+        // the loop's 130 (more than the processes' 100).
+        assert_eq!(got, mib(0, 200));
+        // The writer on another device only: vda saw the loop's 130, nothing else.
+        let quiet = [Some(mib(0, 130)), Some(mib(0, 130))];
+        let got = others_on_devices(&devs, &quiet, mib(0, 100), None, mib(0, 500)).unwrap();
+        assert_eq!(got, Io::default());
+        // A directory on a disk that is not fsdelta's: the disk's count less the processes'
+        // (its journal's 30 MiB cannot be told from others'), at most others' I/O anywhere.
+        let disk = [dev("vda", (254, 0), None, false)];
+        let got = others_on_devices(&disk, &[Some(mib(0, 130))], mib(0, 100), None, mib(0, 500));
+        assert_eq!(got, Some(mib(0, 30)));
+        let got = others_on_devices(&disk, &[Some(mib(0, 130))], mib(0, 100), None, mib(0, 4));
+        assert_eq!(got, Some(mib(0, 4)));
+        // fsdelta's own cgroup: exact per device (writeback included).
+        let a = HashMap::from([((7, 3), mib(0, 0)), ((254, 0), mib(1, 0))]);
+        let b = HashMap::from([((7, 3), mib(0, 130)), ((254, 0), mib(1, 130))]);
+        let got = others_on_devices(&devs, &deltas, mib(0, 100), Some((&a, &b)), mib(0, 700));
+        assert_eq!(got, Some(mib(0, 200)));
+        // No device readable: nothing measured.
+        assert_eq!(
+            others_on_devices(&devs, &[None, None], mib(0, 1), None, mib(0, 1)),
+            None
+        );
     }
 
     #[test]
@@ -503,7 +1097,7 @@ mod tests {
             .unwrap_or_else(|| panic!("{me} not among others: {top:?}"));
         assert!(w.1 >= 64 << 20, "{top:?}");
         let m = start.metrics(&end, 100.0);
-        let why = judge(&m, &top, 1.0).unwrap();
+        let why = judge(&m, &top, None, 1.0).unwrap();
         assert!(why.contains(&me), "{why}");
     }
 }

@@ -111,6 +111,7 @@ pub(crate) fn run_sample_with(
     if let Some(p) = profiler.as_deref_mut() {
         p.start();
     }
+    let devices = disturbance::DeviceProbe::start(target_devices(site, &prepared.dir));
     let counters = system::Snapshot::take();
     let peaks = system::PeakSampler::start();
     let sink = PhaseSink {
@@ -138,13 +139,13 @@ pub(crate) fn run_sample_with(
         p.stop();
     }
     let end = system::Snapshot::take();
+    let on_devices = devices.finish();
     let mut around = counters.delta(&end);
     around.extend(peaks.finish());
-    // What others did meanwhile: named in the facts, so that compare, the end table and
-    // --until-confident can tell a disturbed sample.
-    if let Some(why) = disturbance::judge(&around, &counters.others_io(&end), workload_s) {
-        facts.extra.insert(disturbance::FACT.into(), why);
-    }
+    around.extend(on_devices.metrics.iter().cloned());
+    note_disturbance(site, &mut facts, &around, on_devices, workload_s, || {
+        counters.others_io(&end)
+    });
     // Below 1 MiB, write(2) bytes are a process's chatter (logs, pipes), not a workload's data.
     let written = counters.written_since(&end).filter(|&b| b >= 1 << 20);
     let after_hook = site.after();
@@ -213,6 +214,61 @@ pub(crate) fn run_sample_with(
         facts: Box::new(facts),
         result: Ok(m),
     }
+}
+
+/// What others did while the workload ran (on the target's devices where they could be read,
+/// else anywhere: `anywhere` gives the heaviest other processes by their I/O), named in the
+/// facts, so that compare, the end table and --until-confident can tell a disturbed sample;
+/// and how fsdelta's own I/O was told apart. A guest's samples are measured inside it: the
+/// host's devices say nothing of them, so they carry no attribution.
+fn note_disturbance(
+    site: &Site,
+    facts: &mut SiteFacts,
+    around: &[Metric],
+    on_devices: disturbance::DeviceReport,
+    workload_s: f64,
+    anywhere: impl FnOnce() -> Vec<(String, u64)>,
+) {
+    if !matches!(site, Site::Guest(_) | Site::Vm(_)) {
+        facts
+            .extra
+            .insert(disturbance::ATTRIBUTION_FACT.into(), on_devices.attribution);
+    }
+    let (top, on) = if on_devices.metrics.is_empty() {
+        (anywhere(), None)
+    } else {
+        (on_devices.named, Some(on_devices.devices))
+    };
+    if let Some(why) = disturbance::judge(around, &top, on.as_deref(), workload_s) {
+        facts.extra.insert(disturbance::FACT.into(), why);
+    }
+}
+
+/// The block devices the target's I/O reaches, for the per-device attribution of others' I/O
+/// ([`disturbance::DeviceProbe`]): the device holding the sample's directory and, when that is
+/// a loop device, the device holding its image (where the loop's I/O lands). None for a guest
+/// (its own probes run inside it) or a directory on a filesystem without a block device.
+fn target_devices(site: &Site, dir: &std::path::Path) -> Vec<disturbance::TargetDevice> {
+    use crate::site::device::device_name_holding;
+    if matches!(site, Site::Guest(_) | Site::Vm(_)) {
+        return Vec::new();
+    }
+    // A configured target's loop device is fsdelta's: nothing else mounts it.
+    let owned = matches!(site, Site::Configured(_));
+    let Some(first) = device_name_holding(dir)
+        .and_then(|n| disturbance::TargetDevice::named(&n, None, owned && n.starts_with("loop")))
+    else {
+        return Vec::new();
+    };
+    let backing = first
+        .name
+        .strip_prefix("loop")
+        .and_then(|n| n.parse::<u32>().ok())
+        .and_then(crate::site::loopdev::backing_file)
+        .and_then(|image| device_name_holding(&image))
+        .filter(|b| *b != first.name)
+        .and_then(|b| disturbance::TargetDevice::named(&b, Some(0), false));
+    std::iter::once(first).chain(backing).collect()
 }
 
 /// The bytes the workload wrote: its own count of logical bytes, else the larger of what this

@@ -757,3 +757,29 @@ pub fn report(db: &Path, args: &[&str], out: &Path) -> std::process::Output {
     );
     o
 }
+
+/// The fleet tests' setup (tests/fleet_cli.rs, tests/fleet_canary.rs): a scratch database on
+/// the test server named by FSDELTA_TEST_PG (dropped with it), or `None` after printing why the
+/// test is skipped (a failure under FSDELTA_REQUIRE_ALL=1); and the binary run in `work` on
+/// `url`, with its state file there.
+pub fn fleet_scratch() -> Option<fsdelta::store::postgres::ScratchDatabase> {
+    let url = std::env::var("FSDELTA_TEST_PG")
+        .ok()
+        .filter(|u| !u.is_empty());
+    if !require(
+        url.is_some(),
+        "FSDELTA_TEST_PG (a PostgreSQL administrator URL)",
+    ) {
+        return None;
+    }
+    Some(fsdelta::store::postgres::ScratchDatabase::create(&url.unwrap()).unwrap())
+}
+
+/// `fsdelta` in `work` on the store `url` (see [`fleet_scratch`]).
+pub fn fleet_cmd(url: &str, work: &Path) -> Command {
+    let mut c = Command::cargo_bin("fsdelta").unwrap();
+    c.env("FSDELTA_DB", url)
+        .env("FSDELTA_STATE_FILE", work.join("state.json"))
+        .current_dir(work);
+    c
+}
