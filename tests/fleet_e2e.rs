@@ -228,13 +228,18 @@ fn eight_agents_run_two_hundred_jobs_exactly_once_through_a_kill_and_a_restart()
     });
 
     // The agents stop on SIGTERM while idle, exit code 130.
-    for (_, c) in agents.0.iter_mut().skip(1) {
+    for (name, c) in agents.0.iter_mut().skip(1) {
         rustix::process::kill_process(
             rustix::process::Pid::from_child(c),
             rustix::process::Signal::TERM,
         )
         .unwrap();
         let st = c.wait().unwrap();
-        assert_eq!(st.code(), Some(130));
+        assert_eq!(
+            st.code(),
+            Some(130),
+            "{name} on SIGTERM; its log:\n{}",
+            std::fs::read_to_string(work.path().join(format!("{name}.log"))).unwrap_or_default()
+        );
     }
 }

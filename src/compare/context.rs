@@ -135,6 +135,9 @@ const VOLATILE: &[&str] = &[
     "vm_kernel_path",
     "vm_boot_s",
     crate::probe::disturbance::FACT,
+    // How others' I/O was told from fsdelta's (its cgroup's io.stat or its processes' counts):
+    // a property of the measurement, not of the setup, and it differs from runs stored before it.
+    crate::probe::disturbance::ATTRIBUTION_FACT,
 ];
 
 /// Whether an `extra` fact is one that differs between any two runs of the same setup (a path,

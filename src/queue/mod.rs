@@ -1152,9 +1152,11 @@ impl Queue {
 
     /// Subscribe this connection to a channel ([`CHANNEL`] or [`CANCEL_CHANNEL`]).
     pub fn listen(&mut self, channel: &'static str) -> Result<(), QueueError> {
-        self.client
-            .batch_execute(&format!("LISTEN {channel}"))
-            .map_err(db)?;
+        // Through the reconnecting path like every other call: an agent that registered just
+        // before a server restart exited here with "connection closed" (tests/fleet_e2e, 2 of
+        // 6 runs on a loaded machine). A reconnect re-LISTENs the channels already listed, then
+        // this LISTEN runs again on the new connection.
+        self.with(|c| c.batch_execute(&format!("LISTEN {channel}")))?;
         if !self.listening.contains(&channel) {
             self.listening.push(channel);
         }
