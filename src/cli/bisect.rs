@@ -1047,6 +1047,21 @@ fn report(dir: &Dir, saved: &Saved) -> Result<String> {
     Ok(out)
 }
 
+/// The configuration of the newest run a `label:L` selector names (a bisection's runs have one).
+fn config_of(store: &dyn crate::store::Store, sel: &str) -> Option<String> {
+    let label = sel.strip_prefix("label:")?;
+    let run = store
+        .runs(&crate::store::RunFilter {
+            label: Some(label.to_string()),
+            limit: Some(1),
+        })
+        .ok()?
+        .into_iter()
+        .next()?;
+    let samples = store.samples(run.id).ok()?;
+    samples.first().map(|s| s.sample.config.clone())
+}
+
 /// `compare` of the culprit's parent and the culprit (every stored run of each), in the text
 /// format fit for a mail.
 fn culprit_compare(job: &Job, s: &State, index: usize, name: &str) -> String {
@@ -1066,10 +1081,27 @@ fn culprit_compare(job: &Job, s: &State, index: usize, name: &str) -> String {
         margins: s.settings.margins,
         ..crate::compare::Criteria::default()
     };
+    let mut shown = (base.clone(), cur.clone());
     let judged = crate::store::open_read_only(&job.db)
         .map_err(anyhow::Error::from)
-        .and_then(|store| query::judge(store.as_ref(), &base, &cur, &criteria))
+        .and_then(|store| {
+            // A kernel bisection's runs name their configuration after the commit's kernel
+            // (`run --kernel`), so the two labels share no configuration name: compare them
+            // configuration against configuration (`LABEL@CONFIG`), as `compare` does for two
+            // differently named configurations.
+            let (b, c) = (
+                config_of(store.as_ref(), &base),
+                config_of(store.as_ref(), &cur),
+            );
+            if let (Some(b), Some(c)) = (b, c)
+                && b != c
+            {
+                shown = (format!("{base}@{b}"), format!("{cur}@{c}"));
+            }
+            query::judge(store.as_ref(), &shown.0, &shown.1, &criteria)
+        })
         .and_then(|(b, c, rows)| query::render_comparison(&b, &c, &rows, &opts));
+    let (base, cur) = shown;
     match judged {
         Ok(text) => format!("\nculprit^ against culprit (fsdelta compare {base} {cur}):\n{text}"),
         Err(e) => format!("\n(compare {base} {cur}: {e})\n"),
