@@ -7,7 +7,8 @@
 //! Why a doubling and not a subtler change: these tests check the mechanics (culprit named,
 //! confirmed, reverted, a broken commit skipped, an interruption resumed), and they must hold on
 //! a shared CI machine, where a CPU-bound loop's CPU time moved by up to 20 % between interleaved
-//! runs (a hyperthread sibling, the two tests of this file running at once): with a 25 % change,
+//! runs (a hyperthread sibling, the two tests of this file then running at once, now one at a
+//! time): with a 25 % change,
 //! three runs of the reverted bad end once measured +19.7 % and were called bad. How small a
 //! change the bisection finds under noise is the simulation's question (`bisect::simulation`)
 //! and the kernel bench's (docs/bisect.md), not these tests'.
@@ -22,6 +23,14 @@ mod common;
 use std::os::unix::process::CommandExt as _;
 use std::path::Path;
 use std::process::Command;
+
+/// The tests of this file run one at a time: each measures CPU time, which the other's builds and
+/// runs would disturb.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 /// The loop's iterations per commit (about 30 ms of CPU): twice as many from the culprit on.
 const BASE: u64 = 24_000_000;
@@ -124,6 +133,7 @@ required = true
 
 #[test]
 fn a_planted_regression_is_found_confirmed_and_a_broken_commit_skipped() {
+    let _serial = serial();
     if !common::require(
         Command::new("cc").arg("--version").output().is_ok()
             && Command::new("git").arg("--version").output().is_ok(),
@@ -220,6 +230,7 @@ fn a_planted_regression_is_found_confirmed_and_a_broken_commit_skipped() {
 /// `bisect resume` continues from the last finished step and names the culprit.
 #[test]
 fn an_interrupted_bisection_resumes() {
+    let _serial = serial();
     if !common::require(
         Command::new("cc").arg("--version").output().is_ok()
             && Command::new("git").arg("--version").output().is_ok(),

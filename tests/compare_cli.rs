@@ -53,33 +53,6 @@ fresh = "run"
         .assert()
         .success();
 
-    // The same configuration twice (interleaved samples): no regression of the headline metric.
-    let out = env
-        .cmd()
-        .args([
-            "compare",
-            "latest@ext4",
-            "latest@ext4-twin",
-            "--metric",
-            "files_per_sec",
-        ])
-        .args(["--metric", "files_per_sec_wall", "--all"])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert_ne!(
-        out.status.code(),
-        Some(1),
-        "identical configs flagged:\n{text}"
-    );
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{text}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(!text.contains("REGRESSED"), "{text}");
-
     // sync makes every buffered write synchronous: a large, certain slowdown.
     let out = env
         .cmd()
@@ -164,6 +137,55 @@ fresh = "run"
         ])
         .assert()
         .code(1);
+
+    // The same configuration twice (interleaved samples): no regression of the headline
+    // metric. A flag can come by chance (the false-alarm rate); one that repeats in each of three
+    // runs cannot (common::attempts). Attempts after the first run the twins again.
+    let twins = env.write(
+        "twins.toml",
+        "[[config]]\nname = \"ext4\"\nfs = \"ext4\"\ndevice = \"loop:256M\"\nfresh = \"run\"\n\n\
+         [[config]]\nname = \"ext4-twin\"\nfs = \"ext4\"\ndevice = \"loop:256M\"\nfresh = \"run\"\n",
+    );
+    common::attempts::passes_in_one_of(3, "ext4 against its twin", |i| {
+        if i > 0 {
+            env.cmd()
+                .args([
+                    "run",
+                    "-n",
+                    "5",
+                    "--quiet",
+                    "--label",
+                    &format!("m{i}"),
+                    "--suite",
+                ])
+                .arg(&suite)
+                .arg("--config")
+                .arg(&twins)
+                .assert()
+                .success();
+        }
+        let out = env
+            .cmd()
+            .args([
+                "compare",
+                "latest@ext4",
+                "latest@ext4-twin",
+                "--metric",
+                "files_per_sec",
+            ])
+            .args(["--metric", "files_per_sec_wall", "--all"])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        match out.status.code() {
+            Some(0) if !text.contains("REGRESSED") => Ok(()),
+            Some(0) | Some(1) => Err(format!("identical configs flagged:\n{text}")),
+            other => panic!(
+                "compare exited {other:?}: {text}{}",
+                String::from_utf8_lossy(&out.stderr)
+            ),
+        }
+    });
 }
 
 #[test]

@@ -28,7 +28,9 @@ args = "-s 16384 -n 400 -t 1 -S 1"
 
 /// The writer: `sh` started under the name `bgwriter` (a symlink, so that its command name,
 /// which /proc shows and fsdelta reports, is that), rewriting one 64 MiB file with O_DIRECT dd
-/// at most 200 times (13 GiB, minutes on this disk), killed when the test ends.
+/// for as long as the test's process lives (killed when the test ends; it stops by itself if
+/// the test is killed first). Not a count of writes: on a fast disk a fixed count ended before a
+/// loaded machine's last sample did, and that sample saw no writer.
 struct Writer(Child);
 
 impl Writer {
@@ -43,8 +45,9 @@ impl Writer {
         let child = Command::new(&sh)
             .arg("-c")
             .arg(format!(
-                "i=0; while [ $i -lt 200 ]; do i=$((i+1)); \
+                "while [ -d /proc/{} ]; do \
                  dd if=/dev/zero of={} bs=1M count=64 oflag=direct status=none || exit 1; done",
+                std::process::id(),
                 file.display()
             ))
             // Its output nowhere: fsdelta names the processes with a file open on the target's

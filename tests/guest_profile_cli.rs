@@ -101,6 +101,7 @@ fn two_kernels_profiles_and_event_counts_are_stored_and_compared() {
         let out = s
             .cmd()
             .args(["profile", "1", "--test", "w4k", "--config", config])
+            .args(["--limit", "100000"])
             .output()
             .unwrap();
         let text = String::from_utf8_lossy(&out.stdout);
@@ -109,19 +110,27 @@ fn two_kernels_profiles_and_event_counts_are_stored_and_compared() {
             "{}",
             String::from_utf8_lossy(&out.stderr)
         );
-        eprintln!("{config}:\n{text}");
-        let fs_symbols = text
+        let head: String = text.lines().take(40).map(|l| format!("{l}\n")).collect();
+        eprintln!("{config}:\n{head}");
+        // What holds whatever the host's load: the guest's filesystem and block code is in the
+        // profile, and some of it among the 25 hottest (how much of the rest is timer
+        // interrupts and scheduling depends on the host's load; guest_userland saw 2 in 20).
+        let symbol_lines: Vec<&str> = text
             .lines()
-            .filter(|l| l.contains("[k]"))
-            .filter(|l| {
-                ["ext4_", "jbd2_", "blk_", "virtblk_"]
+            .filter(|l| l.contains("[k]") || l.contains("[.]"))
+            .collect();
+        let is_fs = |l: &str| {
+            l.contains("[k]")
+                && ["ext4_", "jbd2_", "blk_", "virtblk_"]
                     .iter()
                     .any(|p| l.contains(p))
-            })
-            .count();
+        };
+        let fs_symbols = symbol_lines.iter().filter(|l| is_fs(l)).count();
+        let in_top = symbol_lines.iter().take(25).filter(|l| is_fs(l)).count();
         assert!(
-            fs_symbols >= 2,
-            "{config}: no filesystem symbols among the profile's top: {text}"
+            fs_symbols >= 2 && in_top >= 1,
+            "{config}: {fs_symbols} filesystem symbols in the profile, {in_top} among the top 25: \
+             {head}"
         );
     }
 

@@ -130,19 +130,33 @@ fn a_holder_fails_only_its_own_sample_and_is_named() {
         &env,
         "after = 'if [ \"$FSDELTA_SAMPLE\" = 1 ]; then (exec sleep 3 &); fi'",
     );
-    let out = run(&env, "4", "held", &suite, &cfg);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_ne!(out.status.code(), Some(0), "{stderr}");
-    assert_eq!(leftovers(&env), Vec::<String>::new());
-    let samples = samples(&env);
-    assert_eq!(samples.len(), 4, "{samples:?}");
-    let error = samples[0]["error"].as_str().unwrap_or_default();
-    assert_eq!(samples[0]["status"], "failed", "{}", samples[0]);
-    assert!(
-        error.contains("umount") && error.contains("(sleep): cwd"),
-        "the holder is named: {error}"
-    );
-    for (i, s) in samples.iter().enumerate().skip(1) {
-        assert_eq!(s["status"], "ok", "sample {}: {}", i + 1, s["error"]);
-    }
+    // The holder's 3 s must fall between sample 1's unmount giving up (after 2 s) and sample 2's
+    // retries ending: a machine loaded enough to delay the hook or the unmount by a second moves
+    // it out of that window, and then no sample or the second fails. That is timing, not a bug,
+    // and does not repeat in each of three attempts (common::attempts); what is checked when
+    // the window is hit must hold every time.
+    common::attempts::passes_in_one_of(3, "the held unmount", |i| {
+        let out = run(&env, "4", &format!("held{i}"), &suite, &cfg);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(leftovers(&env), Vec::<String>::new());
+        let samples = samples(&env);
+        assert_eq!(samples.len(), 4, "{samples:?}");
+        if samples[0]["status"] == "ok" || samples[1]["status"] != "ok" {
+            return Err(format!(
+                "the holder's 3 s missed the window (sample 1 {}, sample 2 {}): {stderr}",
+                samples[0]["status"], samples[1]["status"]
+            ));
+        }
+        assert_ne!(out.status.code(), Some(0), "{stderr}");
+        let error = samples[0]["error"].as_str().unwrap_or_default();
+        assert_eq!(samples[0]["status"], "failed", "{}", samples[0]);
+        assert!(
+            error.contains("umount") && error.contains("(sleep): cwd"),
+            "the holder is named: {error}"
+        );
+        for (i, s) in samples.iter().enumerate().skip(1) {
+            assert_eq!(s["status"], "ok", "sample {}: {}", i + 1, s["error"]);
+        }
+        Ok(())
+    });
 }

@@ -286,7 +286,8 @@ fn ctrl_c_mid_boot_kills_qemu_and_removes_every_file() {
     let r = t.run_repetition(&suite.tests, 1, &RepetitionOptions::default(), &cancel);
     watcher.join().unwrap();
     assert!(matches!(r, Err(fsdelta::vm::VmError::Cancelled)), "{r:?}");
-    assert!(t0.elapsed() < Duration::from_secs(20));
+    // Cancelled mid-boot, not after a boot and the test: a hang guard, loose for a loaded host.
+    assert!(t0.elapsed() < Duration::from_secs(60), "{:?}", t0.elapsed());
     assert!(qemu_children().is_empty());
     t.teardown().unwrap();
     assert_clean(&scratch, &state);
@@ -379,8 +380,12 @@ fn a_fresh_cache_unpacks_the_package_and_probes_kvm_once_without_hanging() {
     );
     assert!(t.kernel().boot.starts_with(&cache));
     let accel = t.accel();
+    let boot = t.kernel().boot.clone();
+    let stamp = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).unwrap();
+    let made = stamp(&boot);
     t.teardown().unwrap();
-    // The second time everything comes from the cache.
+    // The second time everything comes from the cache: the same extracted kernel, not written
+    // again (what the cache is for; how long it took is only a hang guard, whatever the load).
     let t0 = Instant::now();
     let t = VmSite::with_cache(
         &config,
@@ -390,7 +395,9 @@ fn a_fresh_cache_unpacks_the_package_and_probes_kvm_once_without_hanging() {
         &cache,
     )
     .unwrap();
-    assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
+    assert!(t0.elapsed() < Duration::from_secs(60), "{:?}", t0.elapsed());
+    assert_eq!(t.kernel().boot, boot);
+    assert_eq!(stamp(&boot), made, "the cached kernel was extracted again");
     assert_eq!(t.accel(), accel);
     t.teardown().unwrap();
     assert_clean(&scratch, &state);

@@ -5,6 +5,7 @@
 use assert_cmd::Command;
 use std::path::{Path, PathBuf};
 
+pub mod attempts;
 pub mod fio_vs;
 
 /// A suite of one small fs_mark test, "writes" (300 files of 16 KiB).
