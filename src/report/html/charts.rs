@@ -520,6 +520,44 @@ fn percentile_label(q: f64) -> String {
     s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
+/// A chart's size and its plot area's margins.
+#[derive(Clone, Copy)]
+pub(super) struct Area {
+    pub w: f64,
+    pub h: f64,
+    /// Margins: left, right, top, bottom.
+    pub l: f64,
+    pub r: f64,
+    pub t: f64,
+    pub b: f64,
+}
+
+/// A chart's grid, ticks, axis lines and axis titles, in this order: at each y tick (its
+/// position, its label) a horizontal grid line and the label left of the area; at each x tick
+/// a vertical grid line and the label below; the x and the y axis lines; `xtitle` below the
+/// area and `ytitle` turned along the left edge.
+pub(super) fn grid_and_axes(
+    s: &mut Svg,
+    a: Area,
+    yticks: &[(f64, String)],
+    xticks: &[(f64, String)],
+    (xtitle, ytitle): (&str, &str),
+) {
+    let Area { w, h, l, r, t, b } = a;
+    for (ty, label) in yticks {
+        s.line(l, *ty, w - r, *ty, "grid-l");
+        s.text(l - 6.0, ty + 4.0, "end", "small", label);
+    }
+    for (tx, label) in xticks {
+        s.line(*tx, t, *tx, h - b, "grid-l");
+        s.text(*tx, h - b + 14.0, "middle", "small", label);
+    }
+    s.line(l, h - b, w - r, h - b, "axis");
+    s.line(l, t, l, h - b, "axis");
+    s.text((l + w - r) / 2.0, h - 10.0, "middle", "axt", xtitle);
+    s.vtext(14.0, (t + h - b) / 2.0, "axt", ytitle);
+}
+
 /// The legend of a chart of the sides, from `x0` along the top: per side (its line's class, its
 /// name) a stroke and the name with its runs' labels.
 pub(super) fn side_legend(s: &mut Svg, x0: f64, sides: &[(&str, &str)], input: &ReportInput) {
@@ -603,28 +641,16 @@ pub(super) fn percentile_chart(c: &PercentileCurves, input: &ReportInput) -> Str
     }
     let (ylo, yhi) = (lo / 1.3, hi * 1.3);
     let y = Log10::new(ylo, yhi, h - b, t);
-    // Grid and axes.
-    for tv in log_ticks(ylo, yhi) {
-        let ty = y.map(tv);
-        s.line(l, ty, w - r, ty, "grid-l");
-        s.text(l - 6.0, ty + 4.0, "end", "small", &time_label(tv, c.unit));
-    }
+    let yticks: Vec<(f64, String)> = log_ticks(ylo, yhi)
+        .into_iter()
+        .map(|tv| (y.map(tv), time_label(tv, c.unit)))
+        .collect();
+    let mut xticks = Vec::new();
     let mut q: f64 = 0.5;
     while (1.0 / q).log10() <= xmax + 1e-9 {
-        let tx = x.map((1.0 / q).log10());
-        s.line(tx, t, tx, h - b, "grid-l");
-        s.text(tx, h - b + 14.0, "middle", "small", &percentile_label(q));
+        xticks.push((x.map((1.0 / q).log10()), percentile_label(q)));
         q = if q == 0.5 { 0.1 } else { q / 10.0 };
     }
-    s.line(l, h - b, w - r, h - b, "axis");
-    s.line(l, t, l, h - b, "axis");
-    s.text(
-        (l + w - r) / 2.0,
-        h - 10.0,
-        "middle",
-        "axt",
-        "percentile (%), log scale of 1/(1 \u{2212} p)",
-    );
     // Time ticks carry their own unit (ns, µs, ms, s); other units go in the title.
     let ytitle = match c.unit {
         Unit::Nanoseconds | Unit::Microseconds | Unit::Milliseconds | Unit::Seconds => {
@@ -632,7 +658,13 @@ pub(super) fn percentile_chart(c: &PercentileCurves, input: &ReportInput) -> Str
         }
         u => format!("value ({u}), log scale"),
     };
-    s.vtext(14.0, (t + h - b) / 2.0, "axt", &ytitle);
+    grid_and_axes(
+        &mut s,
+        Area { w, h, l, r, t, b },
+        &yticks,
+        &xticks,
+        ("percentile (%), log scale of 1/(1 \u{2212} p)", &ytitle),
+    );
     let legend: Vec<(&str, &str)> = sides
         .iter()
         .map(|(_, line, _, name)| (*line, *name))
