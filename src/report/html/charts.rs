@@ -532,6 +532,28 @@ pub(super) struct Area {
     pub b: f64,
 }
 
+impl Area {
+    /// A chart of this size, of class `class`, labelled `label` for screen readers, with
+    /// `title` at its top left.
+    pub(super) fn titled(self, class: &str, label: &str, title: &str) -> Svg {
+        let mut s = Svg::new(self.w, self.h, class, label);
+        s.text(8.0, 16.0, "start", "title", title);
+        s
+    }
+
+    /// Chart `s`, saying in its middle that it has no values.
+    pub(super) fn no_values(self, mut s: Svg) -> String {
+        s.text(
+            self.w / 2.0,
+            self.h / 2.0,
+            "middle",
+            "name",
+            "no values recorded",
+        );
+        s.finish()
+    }
+}
+
 /// A chart's grid, ticks, axis lines and axis titles, in this order: at each y tick (its
 /// position, its label) a horizontal grid line and the label left of the area; at each x tick
 /// a vertical grid line and the label below; the x and the y axis lines; `xtitle` below the
@@ -602,22 +624,14 @@ pub(super) fn percentile_chart(c: &PercentileCurves, input: &ReportInput) -> Str
     .filter_map(|(cv, line, dot, name)| cv.map(|cv| (cv, line, dot, name)))
     .filter(|(cv, ..)| cv.count > 0 && !cv.points.is_empty())
     .collect();
-    let mut s = Svg::new(
-        w,
-        h,
+    let area = Area { w, h, l, r, t, b };
+    let mut s = area.titled(
         "card chart pct",
         &format!("percentiles of {} in {}", c.name, c.test),
-    );
-    s.text(
-        8.0,
-        16.0,
-        "start",
-        "title",
         &format!("{} ({})", c.name, c.unit),
     );
     if sides.is_empty() {
-        s.text(w / 2.0, h / 2.0, "middle", "name", "no values recorded");
-        return s.finish();
+        return area.no_values(s);
     }
     let n_max = sides.iter().map(|(cv, ..)| cv.count).max().unwrap_or(1) as f64;
     let xmax = n_max.max(10.0).log10();
@@ -660,7 +674,7 @@ pub(super) fn percentile_chart(c: &PercentileCurves, input: &ReportInput) -> Str
     };
     grid_and_axes(
         &mut s,
-        Area { w, h, l, r, t, b },
+        area,
         &yticks,
         &xticks,
         ("percentile (%), log scale of 1/(1 \u{2212} p)", &ytitle),

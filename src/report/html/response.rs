@@ -105,26 +105,17 @@ pub(super) fn chart(c: &Curve, input: &ReportInput) -> String {
             if two { "current" } else { "runs" },
         ),
     ];
-    let mut s = Svg::new(
-        w,
-        h,
+    let mut s = AREA.titled(
         "card chart curve",
         &format!(
             "response curve of {} ({}) over {}",
             c.test, c.direction, c.param
         ),
-    );
-    s.text(
-        8.0,
-        16.0,
-        "start",
-        "title",
         &format!("{} {} over {} ({})", c.test, c.direction, c.param, c.config),
     );
     let all: Vec<&(usize, Estimate, Estimate)> = sides.iter().flat_map(|s| s.0.iter()).collect();
     if all.is_empty() {
-        s.text(w / 2.0, h / 2.0, "middle", "name", "no values recorded");
-        return s.finish();
+        return AREA.no_values(s);
     }
     let span = |f: &dyn Fn(&Estimate) -> [f64; 3],
                 pick: &dyn Fn(&(usize, Estimate, Estimate)) -> Estimate| {
