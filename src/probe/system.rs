@@ -176,6 +176,12 @@ impl Snapshot {
         }
     }
 
+    /// The processes, kernel threads and disturbance counters read with the rest (for
+    /// [`crate::probe::disturbance::DeviceProbe::start_from`], so /proc is walked once).
+    pub fn scan(&self) -> &Scan {
+        &self.scan
+    }
+
     /// The storage bytes of each other process between `self` and `end`, heaviest first (see
     /// [`Scan::others_io`]).
     pub fn others_io(&self, end: &Snapshot) -> Vec<(String, u64)> {
