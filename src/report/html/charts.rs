@@ -198,6 +198,22 @@ fn repetitions(s: &mut Svg, m: &MetricInput, cy: f64, x0: f64, x1: f64) {
     }
 }
 
+/// Open a metric row at `top` of a diff or spread chart: its tip (closed by the caller), the
+/// area that shows it and the metric's name with its direction; the row's middle.
+fn row_start(s: &mut Svg, m: &MetricInput, top: f64) -> f64 {
+    let cy = top + ROW / 2.0;
+    s.open_tip(&row_tip(m));
+    s.rect(0.0, top, WIDTH, ROW, "hit");
+    s.text(
+        NAME_END,
+        cy + 4.0,
+        "end",
+        "name",
+        &format!("{}{}", clip(&m.key.metric, 30), arrow(m.direction)),
+    );
+    cy
+}
+
 /// Column titles and a background stripe per row, the rows starting at `top`.
 fn frame(s: &mut Svg, n: usize, top: f64, titles: &[(f64, &str, &str)]) {
     for (x, anchor, t) in titles {
@@ -312,17 +328,8 @@ fn diff_row(
     i: usize,
 ) {
     let top = TOP + i as f64 * ROW;
-    let cy = top + ROW / 2.0;
+    let cy = row_start(s, m, top);
     let (class, word, shape) = look(c.verdict);
-    s.open_tip(&row_tip(m));
-    s.rect(0.0, top, WIDTH, ROW, "hit");
-    s.text(
-        NAME_END,
-        cy + 4.0,
-        "end",
-        "name",
-        &format!("{}{}", clip(&m.key.metric, 30), arrow(m.direction)),
-    );
     if c.verdict != Verdict::NotJudged {
         let b = (1.0 + c.delta).ln();
         s.rect(
@@ -433,17 +440,7 @@ pub(super) fn spread_chart(test: &str, metrics: &[&MetricInput]) -> String {
         ],
     );
     for (i, m) in metrics.iter().enumerate() {
-        let top = SPREAD_TOP + i as f64 * ROW;
-        let cy = top + ROW / 2.0;
-        s.open_tip(&row_tip(m));
-        s.rect(0.0, top, WIDTH, ROW, "hit");
-        s.text(
-            NAME_END,
-            cy + 4.0,
-            "end",
-            "name",
-            &format!("{}{}", clip(&m.key.metric, 30), arrow(m.direction)),
-        );
+        let cy = row_start(&mut s, m, SPREAD_TOP + i as f64 * ROW);
         repetitions(&mut s, m, cy, x0, x1);
         s.text(
             x1 + 150.0,
