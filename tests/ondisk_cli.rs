@@ -10,82 +10,32 @@
 
 mod common;
 
-use common::{Setup, is_root, require};
+use common::Setup;
+use common::ondisk::{self, metric, must, run};
+use fsdelta::plan::config::FsKind;
 use serde_json::Value;
-use std::path::Path;
 
-fn can_format(fs: &str) -> bool {
-    let kind = match fs {
-        "btrfs" => fsdelta::plan::config::FsKind::Btrfs,
-        _ => fsdelta::plan::config::FsKind::Ext4,
-    };
-    require(is_root(), "root (mkfs, mount, loop devices)")
-        && require(Path::new("/dev/loop-control").exists(), "loop devices")
-        && require(
-            fsdelta::site::mkfs::Mkfs::find(kind).is_ok(),
-            &format!("mkfs.{fs}"),
-        )
+fn can_format(fs: FsKind) -> bool {
+    ondisk::can_format(&[fs])
 }
 
 fn setup(configs: &str, suite: &str) -> Setup {
-    let dir = tempfile::Builder::new()
-        .prefix("fsdelta-ondisk-")
-        .tempdir_in("/var/tmp")
-        .unwrap();
-    Setup::in_dir(dir, "c.toml", configs, "s.toml", suite)
-}
-
-/// `run -n N` of the suite on the configurations; it must succeed.
-fn run(s: &Setup, n: u32) {
-    let out = s
-        .cmd()
-        .args(["run", "-n", &n.to_string(), "--quiet", "--config"])
-        .arg(s.p("c.toml"))
-        .arg("--suite")
-        .arg(s.p("s.toml"))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "run: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    ondisk::setup("fsdelta-ondisk-", configs, suite)
 }
 
 /// The latest run's samples of configuration `config`, each ok.
 fn samples(s: &Setup, config: &str) -> Vec<Value> {
-    let doc = common::export_latest_with(s.cmd(), &["--format", "json"]);
-    let all = doc["runs"][0]["samples"].as_array().unwrap().clone();
-    let mine: Vec<Value> = all.into_iter().filter(|x| x["config"] == config).collect();
+    let mine: Vec<Value> = ondisk::samples(s)
+        .into_iter()
+        .filter(|x| x["config"] == config)
+        .collect();
     assert!(!mine.is_empty(), "no sample of {config}");
-    for x in &mine {
-        assert_eq!(x["status"], "ok", "{x}");
-    }
     mine
-}
-
-/// The value of metric `name` in sample `x`, if it has it.
-fn metric(x: &Value, name: &str) -> Option<f64> {
-    x["metrics"]
-        .as_array()?
-        .iter()
-        .find(|m| m["name"] == name)?["value"]
-        .as_f64()
-}
-
-fn must(x: &Value, name: &str) -> f64 {
-    metric(x, name).unwrap_or_else(|| {
-        panic!(
-            "{name} missing; ondisk_absent: {}",
-            x["facts"]["extra"]["ondisk_absent"]
-        )
-    })
 }
 
 #[test]
 fn btrfs_compress_force_zstd_compresses_compressible_data_and_compare_flags_it() {
-    if !can_format("btrfs") {
+    if !can_format(FsKind::Btrfs) {
         return;
     }
     let s = setup(
@@ -145,7 +95,7 @@ fn btrfs_compress_force_zstd_compresses_compressible_data_and_compare_flags_it()
 
 #[test]
 fn random_writes_into_a_preallocated_file_leave_many_more_extents_than_sequential_ones() {
-    if !can_format("ext4") {
+    if !can_format(FsKind::Ext4) {
         return;
     }
     // A 64 MiB preallocated file, a sixteenth of it written: randomly, the written 4 KiB
@@ -193,7 +143,7 @@ fn random_writes_into_a_preallocated_file_leave_many_more_extents_than_sequentia
 
 #[test]
 fn btrfs_commit_stats_count_the_commits_of_an_fsync_heavy_fs_mark_run() {
-    if !can_format("btrfs") {
+    if !can_format(FsKind::Btrfs) {
         return;
     }
     let s = setup(
@@ -224,7 +174,7 @@ fn btrfs_commit_stats_count_the_commits_of_an_fsync_heavy_fs_mark_run() {
 
 #[test]
 fn ext4_data_journal_writes_more_device_bytes_per_byte_than_data_ordered() {
-    if !can_format("ext4") {
+    if !can_format(FsKind::Ext4) {
         return;
     }
     let s = setup(
@@ -248,7 +198,7 @@ fn ext4_data_journal_writes_more_device_bytes_per_byte_than_data_ordered() {
 
 #[test]
 fn a_suite_with_ondisk_false_measures_nothing_on_disk_but_keeps_the_device_counters() {
-    if !can_format("ext4") {
+    if !can_format(FsKind::Ext4) {
         return;
     }
     let s = setup(

@@ -11,81 +11,31 @@
 
 mod common;
 
-use common::{Setup, is_root, require};
+use common::Setup;
+use common::ondisk::{self, metric, must};
 use fsdelta::plan::config::FsKind;
 use serde_json::Value;
-use std::path::Path;
 
 const JOB: &str = "[[test]]\nname = \"randwrite\"\nworkload = \"fio\"\njob = \"\"\"\nrw=randwrite\nbs=4k\nsize=64m\nio_size=4m\nfallocate=native\nend_fsync=1\nrandseed=1\n\"\"\"\n";
-
-fn usable() -> bool {
-    require(is_root(), "root (mkfs, mount, loop devices)")
-        && require(Path::new("/dev/loop-control").exists(), "loop devices")
-        && require(
-            fsdelta::site::mkfs::Mkfs::find(FsKind::Ext4).is_ok()
-                && fsdelta::site::mkfs::Mkfs::find(FsKind::Xfs).is_ok(),
-            "mkfs.ext4 and mkfs.xfs",
-        )
-}
 
 /// `run -n 1` of `suite` on an ext4 and an xfs loop image; the latest run's samples, each ok.
 fn run(s: &Setup, suite: &str) -> Vec<Value> {
     std::fs::write(s.p("s.toml"), suite).unwrap();
-    let out = s
-        .cmd()
-        .args(["run", "-n", "1", "--quiet", "--config"])
-        .arg(s.p("c.toml"))
-        .arg("--suite")
-        .arg(s.p("s.toml"))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "run: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc = common::export_latest_with(s.cmd(), &["--format", "json"]);
-    let all = doc["runs"][0]["samples"].as_array().unwrap().clone();
+    ondisk::run(s, 1);
+    let all = ondisk::samples(s);
     assert_eq!(all.len(), 2);
-    for x in &all {
-        assert_eq!(x["status"], "ok", "{x}");
-    }
     all
-}
-
-fn metric(x: &Value, name: &str) -> Option<f64> {
-    x["metrics"]
-        .as_array()?
-        .iter()
-        .find(|m| m["name"] == name)?["value"]
-        .as_f64()
-}
-
-fn must(x: &Value, name: &str) -> f64 {
-    metric(x, name).unwrap_or_else(|| {
-        panic!(
-            "{name} missing in {}; ondisk_absent: {}",
-            x["config"], x["facts"]["extra"]["ondisk_absent"]
-        )
-    })
 }
 
 #[test]
 fn a_suite_can_measure_fragmentation_again_after_an_unmount_and_a_mount() {
-    if !usable() {
+    if !ondisk::can_format(&[FsKind::Ext4, FsKind::Xfs]) {
         return;
     }
-    let dir = tempfile::Builder::new()
-        .prefix("fsdelta-remount-")
-        .tempdir_in("/var/tmp")
-        .unwrap();
-    let s = Setup::in_dir(
-        dir,
-        "c.toml",
+    let s = ondisk::setup(
+        "fsdelta-remount-",
         "[[config]]\nname = \"ext4\"\nfs = \"ext4\"\ndevice = \"loop:512M\"\n\n\
          [[config]]\nname = \"xfs\"\nfs = \"xfs\"\ndevice = \"loop:512M\"\n",
-        "s.toml",
         "",
     );
     for x in run(&s, &format!("ondisk_remount = true\n{JOB}")) {

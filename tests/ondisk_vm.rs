@@ -10,7 +10,7 @@
 
 mod common;
 
-use common::Setup;
+use common::ondisk;
 
 const SUITE: &str = "ondisk_remount = true\n[[test]]\nname = \"w\"\nworkload = \"fio\"\njob = \"\"\"\nrw=randwrite\nbs=4k\nsize=16m\nio_size=2m\nfallocate=native\nrandseed=7\nend_fsync=1\n\"\"\"\n";
 
@@ -26,40 +26,19 @@ fn a_guest_sample_carries_its_on_disk_metrics() {
         return;
     }
     let kernel = common::vm_kernel("A").unwrap();
-    let dir = tempfile::Builder::new()
-        .prefix("fsdelta-ondisk-vm-")
-        .tempdir_in("/var/tmp")
-        .unwrap();
-    let s = Setup::in_dir(
-        dir,
-        "c.toml",
+    let s = ondisk::setup(
+        "fsdelta-ondisk-vm-",
         &format!(
             "[[config]]\nname = \"k47\"\nfs = \"ext4\"\ndevice = \"loop:256M\"\nkernel = \"{}\"\nmemory = \"1G\"\n",
             kernel.display()
         ),
-        "s.toml",
         SUITE,
     );
-    let out = s
-        .cmd()
-        .args(["run", "-n", "1", "--quiet", "--config"])
-        .arg(s.p("c.toml"))
-        .arg("--suite")
-        .arg(s.p("s.toml"))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc = common::export_latest_with(s.cmd(), &["--format", "json"]);
-    let x = &doc["runs"][0]["samples"][0];
-    assert_eq!(x["status"], "ok", "{x}");
+    ondisk::run(&s, 1);
+    let all = ondisk::samples(&s);
+    let x = &all[0];
     assert_eq!(x["facts"]["extra"]["vm_kernel"], "6.1.0-47-amd64");
-    let metric = |n: &str| -> Option<f64> {
-        x["metrics"].as_array()?.iter().find(|m| m["name"] == n)?["value"].as_f64()
-    };
+    let metric = |n: &str| ondisk::metric(x, n);
     let absent = x["facts"]["extra"]["ondisk_absent"]
         .as_str()
         .unwrap_or("")

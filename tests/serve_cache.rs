@@ -6,9 +6,7 @@
 
 mod serve_common;
 use chrono::{Duration, TimeZone, Utc};
-use fsdelta::model::{
-    Direction, Environment, Metric, NewRun, NewSample, RunStatus, SampleStatus, SiteFacts, Unit,
-};
+use fsdelta::model::RunStatus;
 use fsdelta::store::Store;
 use fsdelta::store::sqlite::SqliteStore;
 use serve_common::*;
@@ -26,56 +24,17 @@ fn ok(s: &Server, path: &str) -> String {
 
 fn new_run(s: &mut dyn Store, hour: i64) -> i64 {
     let t0 = Utc.with_ymd_and_hms(2026, 11, 1, 0, 0, 0).unwrap();
-    s.create_run(&NewRun {
-        label: format!("later{hour}"),
-        suite: "quick".into(),
-        started_at: t0 + Duration::hours(hour),
-        fsdelta_version: "0.1.0".into(),
-        environment: Environment {
-            host: "m1".into(),
-            kernel_release: "6.18.0-12".into(),
-            machine_id: "0123456789abcdef".into(),
-            ..Environment::default()
-        },
-    })
-    .unwrap()
+    create_run(
+        s,
+        &format!("later{hour}"),
+        t0 + Duration::hours(hour),
+        "6.18.0-12",
+    )
 }
 
 fn add(s: &mut dyn Store, run: i64, rep: u32, value: f64) {
-    s.add_sample(
-        run,
-        &NewSample {
-            config: EVIL_CONFIG.into(),
-            test: "smallfiles".into(),
-            repetition: rep,
-            sequence: rep,
-            facts: SiteFacts {
-                fs_type: "ext4".into(),
-                path: "/mnt/x".into(),
-                device: "/dev/loop0".into(),
-                mount_options: "rw,relatime".into(),
-                mkfs_options: None,
-                extra: Default::default(),
-            },
-            status: SampleStatus::Ok,
-            error: None,
-            started_at: Utc.with_ymd_and_hms(2026, 11, 2, 0, 0, 0).unwrap(),
-            duration_s: 2.0,
-            workload: "fs_mark -s 0 -n 100".into(),
-            metrics: vec![
-                Metric::new(
-                    "files_per_sec",
-                    value,
-                    Unit::FilesPerSec,
-                    Direction::HigherIsBetter,
-                )
-                .headline(),
-            ],
-            histograms: Vec::new(),
-            attachments: Vec::new(),
-        },
-    )
-    .unwrap();
+    let at = Utc.with_ymd_and_hms(2026, 11, 2, 0, 0, 0).unwrap();
+    s.add_sample(run, &sample_at(rep, value, at)).unwrap();
 }
 
 fn samples_shown(run_page: &str) -> usize {

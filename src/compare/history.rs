@@ -235,11 +235,46 @@ pub fn build(
     }
 }
 
+/// Test fixture of the comparisons' tests: run `run_id`'s ok samples of test `test` on
+/// configuration `scratch`, one a value (repetitions 1, 2, ...), each with one higher-is-better
+/// metric `rate` in `unit`.
+#[cfg(test)]
+pub(super) fn rate_samples(
+    run_id: i64,
+    test: &str,
+    unit: Unit,
+    values: &[f64],
+) -> Vec<SampleRecord> {
+    use crate::model::{Direction, Metric, NewSample, SiteFacts};
+    values
+        .iter()
+        .enumerate()
+        .map(|(i, v)| SampleRecord {
+            id: i as i64 + 1,
+            run_id,
+            sample: NewSample {
+                config: "scratch".into(),
+                test: test.into(),
+                repetition: i as u32 + 1,
+                sequence: i as u32,
+                facts: SiteFacts::default(),
+                status: SampleStatus::Ok,
+                error: None,
+                started_at: chrono::Utc::now(),
+                duration_s: 1.0,
+                workload: String::new(),
+                metrics: vec![Metric::new("rate", *v, unit, Direction::HigherIsBetter)],
+                histograms: vec![],
+                attachments: Vec::new(),
+            },
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::NewSample;
-    use crate::model::{Direction, Environment, Metric, RunStatus, SiteFacts};
+    use crate::model::{Environment, RunStatus};
 
     #[test]
     fn globs_match_like_a_shell() {
@@ -262,35 +297,7 @@ mod tests {
             environment: Environment::default(),
             sample_count: values.len() as u64,
         };
-        let samples = values
-            .iter()
-            .enumerate()
-            .map(|(i, v)| SampleRecord {
-                id: i as i64,
-                run_id: id,
-                sample: NewSample {
-                    config: "scratch".into(),
-                    test: "t".into(),
-                    repetition: i as u32 + 1,
-                    sequence: 0,
-                    facts: SiteFacts::default(),
-                    status: SampleStatus::Ok,
-                    error: None,
-                    started_at: chrono::Utc::now(),
-                    duration_s: 1.0,
-                    workload: String::new(),
-                    metrics: vec![Metric::new(
-                        "rate",
-                        *v,
-                        Unit::OpsPerSec,
-                        Direction::HigherIsBetter,
-                    )],
-                    histograms: vec![],
-                    attachments: Vec::new(),
-                },
-            })
-            .collect();
-        (info, samples)
+        (info, rate_samples(id, "t", Unit::OpsPerSec, values))
     }
 
     #[test]

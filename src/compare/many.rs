@@ -96,39 +96,13 @@ pub fn judge<E: From<JudgeError>>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::compare::history::rate_samples;
     use crate::compare::verdict::Verdict;
-    use crate::model::{Direction, Metric, NewSample, SampleRecord, SampleStatus, SiteFacts, Unit};
+    use crate::model::Unit;
     use crate::read::Side;
 
     fn side(description: &str, values: &[f64]) -> Side {
-        let samples = values
-            .iter()
-            .enumerate()
-            .map(|(i, v)| SampleRecord {
-                id: i as i64 + 1,
-                run_id: 1,
-                sample: NewSample {
-                    config: "scratch".into(),
-                    test: "files".into(),
-                    repetition: i as u32 + 1,
-                    sequence: i as u32,
-                    facts: SiteFacts::default(),
-                    status: SampleStatus::Ok,
-                    error: None,
-                    started_at: chrono::Utc::now(),
-                    duration_s: 1.0,
-                    workload: String::new(),
-                    metrics: vec![Metric::new(
-                        "rate",
-                        *v,
-                        Unit::FilesPerSec,
-                        Direction::HigherIsBetter,
-                    )],
-                    histograms: vec![],
-                    attachments: Vec::new(),
-                },
-            })
-            .collect();
+        let samples = rate_samples(1, "files", Unit::FilesPerSec, values);
         Side {
             description: description.into(),
             runs: Vec::new(),

@@ -190,11 +190,14 @@ pub struct Scan {
     pub drops: Option<u64>,
     /// PSI memory `some` total, microseconds.
     pub psi_memory_us: Option<u64>,
+    /// How long reading all of this took.
+    pub took: std::time::Duration,
 }
 
 impl Scan {
     /// Read /proc now. fsdelta's tree is this process and its descendants.
     pub fn take() -> Scan {
+        let t = std::time::Instant::now();
         let mut procs = HashMap::new();
         if let Ok(dir) = fs::read_dir("/proc") {
             for e in dir.flatten() {
@@ -238,6 +241,7 @@ impl Scan {
             psi_memory_us: fs::read_to_string("/proc/pressure/memory")
                 .ok()
                 .and_then(|t| parse_psi_some(&t)),
+            took: t.elapsed(),
         }
     }
 
@@ -664,6 +668,18 @@ impl DeviceProbe {
     /// Read the devices' counters, the processes and fsdelta's cgroup now.
     /// With no device, nothing is read (now or at [`DeviceProbe::finish`]).
     pub fn start(devices: Vec<TargetDevice>) -> DeviceProbe {
+        let scan = if devices.is_empty() {
+            Scan::default()
+        } else {
+            Scan::take()
+        };
+        DeviceProbe::start_from(devices, scan)
+    }
+
+    /// [`DeviceProbe::start`] with the processes of `scan`, just taken by the caller: the
+    /// counters around a sample (`crate::probe::system::Snapshot`) read /proc once for both.
+    /// The scan's time counts in [`PROBE_MS_METRIC`] as if the probe had taken it.
+    pub fn start_from(devices: Vec<TargetDevice>, scan: Scan) -> DeviceProbe {
         let t = std::time::Instant::now();
         if devices.is_empty() {
             return DeviceProbe {
@@ -674,7 +690,6 @@ impl DeviceProbe {
                 spent: t.elapsed(),
             };
         }
-        let scan = Scan::take();
         let mine = tree(std::process::id(), &scan.procs);
         let cgroup = own_cgroup_io(&mine);
         let stats = devices
@@ -684,9 +699,9 @@ impl DeviceProbe {
         DeviceProbe {
             devices,
             stats,
+            spent: scan.took + t.elapsed(),
             scan,
             cgroup,
-            spent: t.elapsed(),
         }
     }
 
@@ -699,13 +714,21 @@ impl DeviceProbe {
     /// counts cannot see, does not count as a disturbance here.
     pub fn finish(self) -> DeviceReport {
         if self.devices.is_empty() {
+            return self.finish_from(&Scan::default());
+        }
+        self.finish_from(&Scan::take())
+    }
+
+    /// [`DeviceProbe::finish`] with the processes of `end`, just taken by the caller (see
+    /// [`DeviceProbe::start_from`]).
+    pub fn finish_from(self, end: &Scan) -> DeviceReport {
+        if self.devices.is_empty() {
             return DeviceReport {
                 attribution: NO_DEVICE.into(),
                 ..DeviceReport::default()
             };
         }
         let t = std::time::Instant::now();
-        let end = Scan::take();
         let mine = tree(std::process::id(), &end.procs);
         let cgroup_end = self.cgroup.as_ref().ok().and(own_cgroup_io(&mine).ok());
         let deltas: Vec<Option<Io>> = self
@@ -721,7 +744,7 @@ impl DeviceProbe {
                 })
             })
             .collect();
-        let others = self.scan.others_io_split(&end);
+        let others = self.scan.others_io_split(end);
         let mut anywhere = Io::default();
         for (_, _, b) in &others {
             anywhere.add(*b);
@@ -761,7 +784,7 @@ impl DeviceProbe {
             }
             named.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
         }
-        let spent = self.spent + t.elapsed();
+        let spent = self.spent + end.took + t.elapsed();
         let mut metrics = Vec::new();
         if measured {
             let neutral = |name: &str, v: f64, unit: Unit| {
@@ -1055,6 +1078,42 @@ mod tests {
         procs.insert(12, proc("fio", 11, 0, 0));
         procs.insert(13, proc("dd", 1, 0, 0));
         assert_eq!(tree(10, &procs), HashSet::from([10, 11, 12]));
+    }
+
+    #[test]
+    fn a_device_probe_from_the_callers_scans_counts_their_time_as_its_own() {
+        use std::os::unix::fs::MetadataExt;
+        // The block device holding /var/tmp, as the sample's target would have it.
+        let d = fs::metadata("/var/tmp").unwrap().dev();
+        let (major, minor) = (rustix::fs::major(d), rustix::fs::minor(d));
+        let Some(dev) = fs::read_link(format!("/sys/dev/block/{major}:{minor}"))
+            .ok()
+            .and_then(|p| Some(p.file_name()?.to_str()?.to_string()))
+            .and_then(|n| TargetDevice::named(&n, None, false))
+        else {
+            crate::os::skip_test(&format!("/var/tmp is on no block device ({major}:{minor})"));
+            return;
+        };
+        let name = dev.name.clone();
+        let start = Scan::take();
+        let probe = DeviceProbe::start_from(vec![dev], start.clone());
+        let end = Scan::take();
+        let took = (start.took + end.took).as_secs_f64() * 1000.0;
+        let report = probe.finish_from(&end);
+        assert_eq!(report.devices, name);
+        let ms = report
+            .metrics
+            .iter()
+            .find(|m| m.name == PROBE_MS_METRIC)
+            .unwrap_or_else(|| panic!("no {PROBE_MS_METRIC}: {report:?}"))
+            .value;
+        // The two walks of /proc were the caller's: they count in the probe's cost, as they
+        // did when the probe took them itself.
+        assert!(ms >= took, "{ms} ms against the scans' {took} ms");
+        // With no device, the scan given is not looked at and nothing is measured.
+        let none = DeviceProbe::start_from(Vec::new(), start).finish_from(&end);
+        assert!(none.metrics.is_empty());
+        assert_eq!(none.attribution, NO_DEVICE);
     }
 
     #[test]

@@ -128,6 +128,16 @@ pub fn parse_wchar(text: &str) -> Option<u64> {
         .and_then(|v| v.trim().parse().ok())
 }
 
+/// A neutral metric (shown, never judged); a percentage is a share.
+fn neutral(name: &str, value: f64, unit: Unit) -> Metric {
+    let m = Metric::new(name, value, unit, Direction::Neutral);
+    if unit == Unit::Percent {
+        m.kind(MetricKind::Share)
+    } else {
+        m
+    }
+}
+
 /// Counters read at the start of a sample.
 #[derive(Clone, Debug)]
 pub struct Snapshot {
@@ -176,6 +186,12 @@ impl Snapshot {
         }
     }
 
+    /// The processes, kernel threads and disturbance counters read with the rest (for
+    /// [`crate::probe::disturbance::DeviceProbe::start_from`], so /proc is walked once).
+    pub fn scan(&self) -> &Scan {
+        &self.scan
+    }
+
     /// The storage bytes of each other process between `self` and `end`, heaviest first (see
     /// [`Scan::others_io`]).
     pub fn others_io(&self, end: &Snapshot) -> Vec<(String, u64)> {
@@ -196,36 +212,22 @@ impl Snapshot {
     /// Metrics for what happened between `self` and `end`.
     pub fn delta(&self, end: &Snapshot) -> Vec<Metric> {
         let mut out = Vec::new();
-        let neutral = |name: &str, value: f64, unit: Unit| {
-            let m = Metric::new(name, value, unit, Direction::Neutral);
-            if unit == Unit::Percent {
-                m.kind(MetricKind::Share)
-            } else {
-                m
-            }
-        };
+        // SAFETY: sysconf has no memory effects.
+        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
         if let (Some(a), Some(b)) = (self.cpu, end.cpu) {
             let total = b.total().saturating_sub(a.total());
             if total > 0 {
                 let pct = |x: u64, y: u64| 100.0 * y.saturating_sub(x) as f64 / total as f64;
-                out.push(neutral("sys_user_pct", pct(a.user, b.user), Unit::Percent));
-                out.push(neutral(
-                    "sys_system_pct",
-                    pct(a.system, b.system),
-                    Unit::Percent,
-                ));
-                out.push(neutral(
-                    "sys_iowait_pct",
-                    pct(a.iowait, b.iowait),
-                    Unit::Percent,
-                ));
-                out.push(neutral("sys_irq_pct", pct(a.irq, b.irq), Unit::Percent));
-                out.push(neutral(
-                    "sys_softirq_pct",
-                    pct(a.softirq, b.softirq),
-                    Unit::Percent,
-                ));
-                out.push(neutral("sys_idle_pct", pct(a.idle, b.idle), Unit::Percent));
+                for (name, x, y) in [
+                    ("sys_user_pct", a.user, b.user),
+                    ("sys_system_pct", a.system, b.system),
+                    ("sys_iowait_pct", a.iowait, b.iowait),
+                    ("sys_irq_pct", a.irq, b.irq),
+                    ("sys_softirq_pct", a.softirq, b.softirq),
+                    ("sys_idle_pct", a.idle, b.idle),
+                ] {
+                    out.push(neutral(name, pct(x, y), Unit::Percent));
+                }
                 // Interrupt time is not any process's: mostly the workload's I/O completions.
                 let busy = |c: &CpuTimes| c.total() - c.idle - c.iowait - c.irq - c.softirq;
                 let own = |s: &Snapshot| {
@@ -233,8 +235,6 @@ impl Snapshot {
                         (r.user_us + r.system_us + c.user_us + c.system_us) as f64 / 1e6
                     })
                 };
-                // SAFETY: sysconf has no memory effects.
-                let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
                 // Kernel threads (writeback, kworkers, filesystem workers, compression, jbd2,
                 // loop) work for the workload: counted as its own, not as other processes'.
                 let kthreads = self.scan.kthread_ticks(&end.scan) as f64 / hz;
@@ -250,44 +250,26 @@ impl Snapshot {
                 }
             }
         }
-        // SAFETY: sysconf has no memory effects.
-        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
         out.extend(self.scan.metrics(&end.scan, hz));
         if let Some(l) = self.loadavg_1m {
             out.push(neutral("loadavg_1m_start", l, Unit::Ratio).kind(MetricKind::Share));
         }
         if let (Some(a), Some(b)) = (self.rusage, end.rusage) {
             let d = |x: u64, y: u64| y.saturating_sub(x) as f64;
-            out.push(neutral(
-                "proc_user_s",
-                d(a.user_us, b.user_us) / 1e6,
-                Unit::Seconds,
-            ));
-            out.push(neutral(
-                "proc_system_s",
-                d(a.system_us, b.system_us) / 1e6,
-                Unit::Seconds,
-            ));
-            out.push(neutral(
-                "proc_ctx_voluntary",
-                d(a.nvcsw, b.nvcsw),
-                Unit::Count,
-            ));
-            out.push(neutral(
-                "proc_ctx_involuntary",
-                d(a.nivcsw, b.nivcsw),
-                Unit::Count,
-            ));
-            out.push(neutral(
-                "proc_minor_faults",
-                d(a.minflt, b.minflt),
-                Unit::Count,
-            ));
-            out.push(neutral(
-                "proc_major_faults",
-                d(a.majflt, b.majflt),
-                Unit::Count,
-            ));
+            for (name, x, y) in [
+                ("proc_user_s", a.user_us, b.user_us),
+                ("proc_system_s", a.system_us, b.system_us),
+            ] {
+                out.push(neutral(name, d(x, y) / 1e6, Unit::Seconds));
+            }
+            for (name, x, y) in [
+                ("proc_ctx_voluntary", a.nvcsw, b.nvcsw),
+                ("proc_ctx_involuntary", a.nivcsw, b.nivcsw),
+                ("proc_minor_faults", a.minflt, b.minflt),
+                ("proc_major_faults", a.majflt, b.majflt),
+            ] {
+                out.push(neutral(name, d(x, y), Unit::Count));
+            }
         }
         for (i, key) in VMSTAT_KEYS.iter().enumerate() {
             if let (Some(a), Some(b)) = (self.vm[i], end.vm[i]) {
@@ -315,14 +297,6 @@ impl Snapshot {
 ///   `vm_qemu_cpu_per_s`, that time per second of the boot (how many host CPUs it kept busy).
 pub fn host_context(start: &Snapshot, end: &Snapshot, wall_s: f64) -> Vec<Metric> {
     let mut out = Vec::new();
-    let neutral = |name: &str, value: f64, unit: Unit| {
-        let m = Metric::new(name, value, unit, Direction::Neutral);
-        if unit == Unit::Percent {
-            m.kind(MetricKind::Share)
-        } else {
-            m
-        }
-    };
     for m in start.delta(end) {
         let name = match m.name.as_str() {
             "bg_cpu_pct" => "host_bg_cpu_pct",

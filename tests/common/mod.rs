@@ -633,6 +633,8 @@ fsync=32
 """
 "#;
 
+pub mod ondisk;
+
 /// A temporary directory with a configuration file, a suite file, a database (db.sqlite) and
 /// a state file (state.json).
 pub struct Setup {

@@ -3,7 +3,7 @@
 //! HTTP/1.1 client (one request per connection) so the tests need no HTTP crate.
 #![allow(dead_code)]
 
-use chrono::{Duration, TimeZone, Utc};
+use chrono::{DateTime, Duration, TimeZone, Utc};
 use fsdelta::model::{
     Direction, Environment, Metric, NewRun, NewSample, RunStatus, SampleStatus, SiteFacts, Unit,
 };
@@ -34,20 +34,12 @@ pub fn fill_store(s: &mut dyn Store) {
     let t0 = Utc.with_ymd_and_hms(2026, 11, 1, 0, 0, 0).unwrap();
     for i in 0..12u32 {
         let label = if i < 6 { EVIL_LABEL } else { EVIL_LABEL2 };
-        let run = s
-            .create_run(&NewRun {
-                label: label.into(),
-                suite: "quick".into(),
-                started_at: t0 + Duration::hours(i as i64),
-                fsdelta_version: "0.1.0".into(),
-                environment: Environment {
-                    host: "m1".into(),
-                    kernel_release: format!("6.18.0-{i}"),
-                    machine_id: "0123456789abcdef".into(),
-                    ..Environment::default()
-                },
-            })
-            .unwrap();
+        let run = create_run(
+            s,
+            label,
+            t0 + Duration::hours(i as i64),
+            &format!("6.18.0-{i}"),
+        );
         let level = if i < 6 { 1000.0 } else { 700.0 };
         for rep in 0..3u32 {
             let wobble = [0.0, 6.0, -5.0][rep as usize] + (i % 3) as f64;
@@ -70,7 +62,40 @@ pub fn fill_store(s: &mut dyn Store) {
     }
 }
 
+/// Create a `quick` run of machine `m1` (host `m1`, one machine id) with this label, start and
+/// kernel release; its id.
+pub fn create_run(
+    s: &mut dyn Store,
+    label: &str,
+    started_at: DateTime<Utc>,
+    kernel_release: &str,
+) -> i64 {
+    s.create_run(&NewRun {
+        label: label.into(),
+        suite: "quick".into(),
+        started_at,
+        fsdelta_version: "0.1.0".into(),
+        environment: Environment {
+            host: "m1".into(),
+            kernel_release: kernel_release.into(),
+            machine_id: "0123456789abcdef".into(),
+            ..Environment::default()
+        },
+    })
+    .unwrap()
+}
+
 fn sample(rep: u32, value: f64) -> NewSample {
+    sample_at(
+        rep,
+        value,
+        Utc.with_ymd_and_hms(2026, 11, 1, 0, 0, 0).unwrap() + Duration::seconds(rep as i64),
+    )
+}
+
+/// A `smallfiles` sample of [`EVIL_CONFIG`] on ext4 started at `started_at`: repetition (and
+/// sequence) `rep`, headline `files_per_sec` = `value`.
+pub fn sample_at(rep: u32, value: f64, started_at: DateTime<Utc>) -> NewSample {
     NewSample {
         config: EVIL_CONFIG.into(),
         test: "smallfiles".into(),
@@ -86,8 +111,7 @@ fn sample(rep: u32, value: f64) -> NewSample {
         },
         status: SampleStatus::Ok,
         error: None,
-        started_at: Utc.with_ymd_and_hms(2026, 11, 1, 0, 0, 0).unwrap()
-            + Duration::seconds(rep as i64),
+        started_at,
         duration_s: 2.0,
         workload: "fs_mark -s 0 -n 100".into(),
         metrics: vec![

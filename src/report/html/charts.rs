@@ -198,6 +198,22 @@ fn repetitions(s: &mut Svg, m: &MetricInput, cy: f64, x0: f64, x1: f64) {
     }
 }
 
+/// Open a metric row at `top` of a diff or spread chart: its tip (closed by the caller), the
+/// area that shows it and the metric's name with its direction; the row's middle.
+fn row_start(s: &mut Svg, m: &MetricInput, top: f64) -> f64 {
+    let cy = top + ROW / 2.0;
+    s.open_tip(&row_tip(m));
+    s.rect(0.0, top, WIDTH, ROW, "hit");
+    s.text(
+        NAME_END,
+        cy + 4.0,
+        "end",
+        "name",
+        &format!("{}{}", clip(&m.key.metric, 30), arrow(m.direction)),
+    );
+    cy
+}
+
 /// Column titles and a background stripe per row, the rows starting at `top`.
 fn frame(s: &mut Svg, n: usize, top: f64, titles: &[(f64, &str, &str)]) {
     for (x, anchor, t) in titles {
@@ -312,17 +328,8 @@ fn diff_row(
     i: usize,
 ) {
     let top = TOP + i as f64 * ROW;
-    let cy = top + ROW / 2.0;
+    let cy = row_start(s, m, top);
     let (class, word, shape) = look(c.verdict);
-    s.open_tip(&row_tip(m));
-    s.rect(0.0, top, WIDTH, ROW, "hit");
-    s.text(
-        NAME_END,
-        cy + 4.0,
-        "end",
-        "name",
-        &format!("{}{}", clip(&m.key.metric, 30), arrow(m.direction)),
-    );
     if c.verdict != Verdict::NotJudged {
         let b = (1.0 + c.delta).ln();
         s.rect(
@@ -433,17 +440,7 @@ pub(super) fn spread_chart(test: &str, metrics: &[&MetricInput]) -> String {
         ],
     );
     for (i, m) in metrics.iter().enumerate() {
-        let top = SPREAD_TOP + i as f64 * ROW;
-        let cy = top + ROW / 2.0;
-        s.open_tip(&row_tip(m));
-        s.rect(0.0, top, WIDTH, ROW, "hit");
-        s.text(
-            NAME_END,
-            cy + 4.0,
-            "end",
-            "name",
-            &format!("{}{}", clip(&m.key.metric, 30), arrow(m.direction)),
-        );
+        let cy = row_start(&mut s, m, SPREAD_TOP + i as f64 * ROW);
         repetitions(&mut s, m, cy, x0, x1);
         s.text(
             x1 + 150.0,
@@ -520,6 +517,66 @@ fn percentile_label(q: f64) -> String {
     s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
+/// A chart's size and its plot area's margins.
+#[derive(Clone, Copy)]
+pub(super) struct Area {
+    pub w: f64,
+    pub h: f64,
+    /// Margins: left, right, top, bottom.
+    pub l: f64,
+    pub r: f64,
+    pub t: f64,
+    pub b: f64,
+}
+
+impl Area {
+    /// A chart of this size, of class `class`, labelled `label` for screen readers, with
+    /// `title` at its top left.
+    pub(super) fn titled(self, class: &str, label: &str, title: &str) -> Svg {
+        let mut s = Svg::new(self.w, self.h, class, label);
+        s.text(8.0, 16.0, "start", "title", title);
+        s
+    }
+
+    /// Chart `s`, saying in its middle that it has no values.
+    pub(super) fn no_values(self, mut s: Svg) -> String {
+        s.text(
+            self.w / 2.0,
+            self.h / 2.0,
+            "middle",
+            "name",
+            "no values recorded",
+        );
+        s.finish()
+    }
+}
+
+/// A chart's grid, ticks, axis lines and axis titles, in this order: at each y tick (its
+/// position, its label) a horizontal grid line and the label left of the area; at each x tick
+/// a vertical grid line and the label below; the x and the y axis lines; `xtitle` below the
+/// area and `ytitle` turned along the left edge.
+pub(super) fn grid_and_axes(
+    s: &mut Svg,
+    a: Area,
+    yticks: &[(f64, String)],
+    xticks: &[(f64, String)],
+    (xtitle, ytitle): (&str, &str),
+) {
+    let Area { w, h, l, r, t, b } = a;
+    for (ty, label) in yticks {
+        s.line(l, *ty, w - r, *ty, "grid-l");
+        s.text(l - 6.0, ty + 4.0, "end", "small", label);
+    }
+    for (tx, label) in xticks {
+        s.line(*tx, t, *tx, h - b, "grid-l");
+        s.text(*tx, h - b + 14.0, "middle", "small", label);
+    }
+    s.line(l, h - b, w - r, h - b, "axis");
+    s.line(l, t, l, h - b, "axis");
+    s.text((l + w - r) / 2.0, h - 10.0, "middle", "axt", xtitle);
+    s.vtext(14.0, (t + h - b) / 2.0, "axt", ytitle);
+}
+
 /// The legend of a chart of the sides, from `x0` along the top: per side (its line's class, its
 /// name) a stroke and the name with its runs' labels.
 pub(super) fn side_legend(s: &mut Svg, x0: f64, sides: &[(&str, &str)], input: &ReportInput) {
@@ -564,22 +621,14 @@ pub(super) fn percentile_chart(c: &PercentileCurves, input: &ReportInput) -> Str
     .filter_map(|(cv, line, dot, name)| cv.map(|cv| (cv, line, dot, name)))
     .filter(|(cv, ..)| cv.count > 0 && !cv.points.is_empty())
     .collect();
-    let mut s = Svg::new(
-        w,
-        h,
+    let area = Area { w, h, l, r, t, b };
+    let mut s = area.titled(
         "card chart pct",
         &format!("percentiles of {} in {}", c.name, c.test),
-    );
-    s.text(
-        8.0,
-        16.0,
-        "start",
-        "title",
         &format!("{} ({})", c.name, c.unit),
     );
     if sides.is_empty() {
-        s.text(w / 2.0, h / 2.0, "middle", "name", "no values recorded");
-        return s.finish();
+        return area.no_values(s);
     }
     let n_max = sides.iter().map(|(cv, ..)| cv.count).max().unwrap_or(1) as f64;
     let xmax = n_max.max(10.0).log10();
@@ -603,28 +652,16 @@ pub(super) fn percentile_chart(c: &PercentileCurves, input: &ReportInput) -> Str
     }
     let (ylo, yhi) = (lo / 1.3, hi * 1.3);
     let y = Log10::new(ylo, yhi, h - b, t);
-    // Grid and axes.
-    for tv in log_ticks(ylo, yhi) {
-        let ty = y.map(tv);
-        s.line(l, ty, w - r, ty, "grid-l");
-        s.text(l - 6.0, ty + 4.0, "end", "small", &time_label(tv, c.unit));
-    }
+    let yticks: Vec<(f64, String)> = log_ticks(ylo, yhi)
+        .into_iter()
+        .map(|tv| (y.map(tv), time_label(tv, c.unit)))
+        .collect();
+    let mut xticks = Vec::new();
     let mut q: f64 = 0.5;
     while (1.0 / q).log10() <= xmax + 1e-9 {
-        let tx = x.map((1.0 / q).log10());
-        s.line(tx, t, tx, h - b, "grid-l");
-        s.text(tx, h - b + 14.0, "middle", "small", &percentile_label(q));
+        xticks.push((x.map((1.0 / q).log10()), percentile_label(q)));
         q = if q == 0.5 { 0.1 } else { q / 10.0 };
     }
-    s.line(l, h - b, w - r, h - b, "axis");
-    s.line(l, t, l, h - b, "axis");
-    s.text(
-        (l + w - r) / 2.0,
-        h - 10.0,
-        "middle",
-        "axt",
-        "percentile (%), log scale of 1/(1 \u{2212} p)",
-    );
     // Time ticks carry their own unit (ns, µs, ms, s); other units go in the title.
     let ytitle = match c.unit {
         Unit::Nanoseconds | Unit::Microseconds | Unit::Milliseconds | Unit::Seconds => {
@@ -632,7 +669,13 @@ pub(super) fn percentile_chart(c: &PercentileCurves, input: &ReportInput) -> Str
         }
         u => format!("value ({u}), log scale"),
     };
-    s.vtext(14.0, (t + h - b) / 2.0, "axt", &ytitle);
+    grid_and_axes(
+        &mut s,
+        area,
+        &yticks,
+        &xticks,
+        ("percentile (%), log scale of 1/(1 \u{2212} p)", &ytitle),
+    );
     let legend: Vec<(&str, &str)> = sides
         .iter()
         .map(|(_, line, _, name)| (*line, *name))

@@ -13,7 +13,7 @@ use crate::model::Unit;
 use crate::report::svg::{Log10, Svg, esc, log_ticks};
 use std::fmt::Write;
 
-use super::charts::{axis_value, side_legend, time_label};
+use super::charts::{Area, axis_value, grid_and_axes, side_legend, time_label};
 
 /// The "Response curves" section (nothing when the report has no swept test).
 pub(super) fn section(out: &mut String, input: &ReportInput) {
@@ -52,13 +52,15 @@ fn drawn(points: &[(&str, &SidePoint)]) -> Vec<(usize, Estimate, Estimate)> {
         .collect()
 }
 
-/// The chart's size and its plot area's margins (left, right, top, bottom).
-const W: f64 = 548.0;
-const H: f64 = 320.0;
-const L: f64 = 70.0;
-const R: f64 = 16.0;
-const T: f64 = 40.0;
-const B: f64 = 44.0;
+/// The chart's size and its plot area's margins.
+const AREA: Area = Area {
+    w: 548.0,
+    h: 320.0,
+    l: 70.0,
+    r: 16.0,
+    t: 40.0,
+    b: 44.0,
+};
 
 /// A side as drawn: its points (index, throughput, p99), line, dot and whisker classes, knee
 /// and name.
@@ -73,7 +75,7 @@ type DrawnSide<'a> = (
 
 /// One curve's chart.
 pub(super) fn chart(c: &Curve, input: &ReportInput) -> String {
-    let (w, h, l, r, t, b) = (W, H, L, R, T, B);
+    let Area { w, h, l, r, t, b } = AREA;
     let two = input.baseline.is_some();
     let base: Vec<(&str, &SidePoint)> = c
         .points
@@ -103,26 +105,17 @@ pub(super) fn chart(c: &Curve, input: &ReportInput) -> String {
             if two { "current" } else { "runs" },
         ),
     ];
-    let mut s = Svg::new(
-        w,
-        h,
+    let mut s = AREA.titled(
         "card chart curve",
         &format!(
             "response curve of {} ({}) over {}",
             c.test, c.direction, c.param
         ),
-    );
-    s.text(
-        8.0,
-        16.0,
-        "start",
-        "title",
         &format!("{} {} over {} ({})", c.test, c.direction, c.param, c.config),
     );
     let all: Vec<&(usize, Estimate, Estimate)> = sides.iter().flat_map(|s| s.0.iter()).collect();
     if all.is_empty() {
-        s.text(w / 2.0, h / 2.0, "middle", "name", "no values recorded");
-        return s.finish();
+        return AREA.no_values(s);
     }
     let span = |f: &dyn Fn(&Estimate) -> [f64; 3],
                 pick: &dyn Fn(&(usize, Estimate, Estimate)) -> Estimate| {
@@ -199,33 +192,22 @@ fn axes(
     (x, xlo, xhi): (&Log10, f64, f64),
     (y, ylo, yhi): (&Log10, f64, f64),
 ) {
-    let (w, h, l, r, t, b) = (W, H, L, R, T, B);
-    for tv in log_ticks(ylo, yhi) {
-        let ty = y.map(tv);
-        s.line(l, ty, w - r, ty, "grid-l");
-        s.text(
-            l - 6.0,
-            ty + 4.0,
-            "end",
-            "small",
-            &time_label(tv, Unit::Nanoseconds),
-        );
-    }
-    for tv in log_ticks(xlo, xhi) {
-        let tx = x.map(tv);
-        s.line(tx, t, tx, h - b, "grid-l");
-        s.text(tx, h - b + 14.0, "middle", "small", &axis_value(tv));
-    }
-    s.line(l, h - b, w - r, h - b, "axis");
-    s.line(l, t, l, h - b, "axis");
-    s.text(
-        (l + w - r) / 2.0,
-        h - 10.0,
-        "middle",
-        "axt",
-        &format!("{} {}, log scale", c.direction, throughput_name(c)),
+    let yticks: Vec<(f64, String)> = log_ticks(ylo, yhi)
+        .into_iter()
+        .map(|tv| (y.map(tv), time_label(tv, Unit::Nanoseconds)))
+        .collect();
+    let xticks: Vec<(f64, String)> = log_ticks(xlo, xhi)
+        .into_iter()
+        .map(|tv| (x.map(tv), axis_value(tv)))
+        .collect();
+    let xtitle = format!("{} {}, log scale", c.direction, throughput_name(c));
+    grid_and_axes(
+        s,
+        AREA,
+        &yticks,
+        &xticks,
+        (&xtitle, "p99 latency, log scale"),
     );
-    s.vtext(14.0, (t + h - b) / 2.0, "axt", "p99 latency, log scale");
 }
 
 /// The legend: a line and the labels of each side drawn.
@@ -236,7 +218,7 @@ fn legend(s: &mut Svg, sides: &[DrawnSide<'_>; 2], input: &ReportInput) {
         .filter(|(pts, .., name)| !pts.is_empty() && (two || *name != "baseline"))
         .map(|(_, line, .., name)| (*line, *name))
         .collect();
-    side_legend(s, W - R - 250.0, &shown, input);
+    side_legend(s, AREA.w - AREA.r - 250.0, &shown, input);
 }
 
 /// What the x axis is: IOPS, or bytes a second for a block-size sweep.
