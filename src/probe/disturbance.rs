@@ -649,7 +649,7 @@ pub struct DeviceProbe {
     spent: std::time::Duration,
 }
 
-/// What [`DeviceProbe::finish`] found.
+/// What [`DeviceProbe::finish_from`] found.
 #[derive(Clone, Debug, Default)]
 pub struct DeviceReport {
     /// [`OTHERS_DEVICE_READ_METRIC`], [`OTHERS_DEVICE_WRITE_METRIC`], [`PROBE_MS_METRIC`]
@@ -665,19 +665,9 @@ pub struct DeviceReport {
 }
 
 impl DeviceProbe {
-    /// Read the devices' counters, the processes and fsdelta's cgroup now.
-    /// With no device, nothing is read (now or at [`DeviceProbe::finish`]).
-    pub fn start(devices: Vec<TargetDevice>) -> DeviceProbe {
-        let scan = if devices.is_empty() {
-            Scan::default()
-        } else {
-            Scan::take()
-        };
-        DeviceProbe::start_from(devices, scan)
-    }
-
-    /// [`DeviceProbe::start`] with the processes of `scan`, just taken by the caller: the
-    /// counters around a sample (`crate::probe::system::Snapshot`) read /proc once for both.
+    /// Read the devices' counters and fsdelta's cgroup now, with the processes of `scan`, just
+    /// taken by the caller: the counters around a sample (`crate::probe::system::Snapshot`)
+    /// read /proc once for both. With no device, nothing is read (now or at the finish).
     /// The scan's time counts in [`PROBE_MS_METRIC`] as if the probe had taken it.
     pub fn start_from(devices: Vec<TargetDevice>, scan: Scan) -> DeviceProbe {
         let t = std::time::Instant::now();
@@ -705,22 +695,14 @@ impl DeviceProbe {
         }
     }
 
-    /// Read everything again: others' I/O on the devices is, read and write apart, the
+    /// Read everything again, with the processes of `end`, just taken by the caller (see
+    /// [`DeviceProbe::start_from`]): others' I/O on the devices is, read and write apart, the
     /// devices' counts less fsdelta's own there (its cgroup's count where it has one of its
     /// own, else its process tree's storage bytes; on a loop image's backing device, the loop
     /// device's traffic too), and never more than other processes' storage bytes anywhere
     /// (per-process accounting): two upper bounds of the same thing, the lower kept. So a
     /// writer on another device, or the workload's own write amplification the per-process
     /// counts cannot see, does not count as a disturbance here.
-    pub fn finish(self) -> DeviceReport {
-        if self.devices.is_empty() {
-            return self.finish_from(&Scan::default());
-        }
-        self.finish_from(&Scan::take())
-    }
-
-    /// [`DeviceProbe::finish`] with the processes of `end`, just taken by the caller (see
-    /// [`DeviceProbe::start_from`]).
     pub fn finish_from(self, end: &Scan) -> DeviceReport {
         if self.devices.is_empty() {
             return DeviceReport {

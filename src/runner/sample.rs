@@ -111,8 +111,11 @@ pub(crate) fn run_sample_with(
     if let Some(p) = profiler.as_deref_mut() {
         p.start();
     }
-    let devices = disturbance::DeviceProbe::start(target_devices(site, &prepared.dir));
     let counters = system::Snapshot::take();
+    let devices = disturbance::DeviceProbe::start_from(
+        target_devices(site, &prepared.dir),
+        counters.scan().clone(),
+    );
     let peaks = system::PeakSampler::start();
     let sink = PhaseSink {
         observer: step.observer,
@@ -139,7 +142,7 @@ pub(crate) fn run_sample_with(
         p.stop();
     }
     let end = system::Snapshot::take();
-    let on_devices = devices.finish();
+    let on_devices = devices.finish_from(end.scan());
     let mut around = counters.delta(&end);
     around.extend(peaks.finish());
     around.extend(on_devices.metrics.iter().cloned());
