@@ -6,6 +6,7 @@ use assert_cmd::Command;
 use std::path::{Path, PathBuf};
 
 pub mod fio_vs;
+pub mod git;
 
 /// A suite of one small fs_mark test, "writes" (300 files of 16 KiB).
 pub const TINY_SUITE: &str = r#"
