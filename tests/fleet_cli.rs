@@ -159,6 +159,111 @@ fn a_job_with_a_bad_suite_fails_with_the_parse_error_and_does_not_block_the_queu
     assert_eq!(q.list(&[], 10).unwrap().len(), 2);
 }
 
+/// A job naming a kernel to build, written into the queue table with SQL (as an old or hostile
+/// submitter would, past `fsdelta submit`'s and `Queue::submit`'s checks): the agent refuses it
+/// before anything runs, in both forms (`kernel = { tree, commit }`, and `kernel =
+/// "TREE@COMMIT"`, which only the agent can tell from an image path, by its own disk), fails
+/// the job with the reason, builds nothing (the tree's Makefile and merge script would leave a
+/// mark; kbuild's cache stays empty), and goes on to the next job.
+#[test]
+fn an_agent_refuses_a_queued_job_that_names_a_kernel_build_and_keeps_serving() {
+    let Some(db) = fleet_scratch() else { return };
+    if !common::require(
+        std::process::Command::new("git")
+            .arg("--version")
+            .output()
+            .is_ok(),
+        "git",
+    ) {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let mark = work.path().join("built");
+    // A kernel tree whose every make target and kconfig script would leave the mark.
+    let tree = work.path().join("linux");
+    std::fs::create_dir_all(tree.join("scripts/kconfig")).unwrap();
+    common::git::git(&tree, &["init", "-q", "-b", "main"]);
+    let leave_mark = format!("echo \"$0 $*\" >> {}\n", mark.display());
+    std::fs::write(
+        tree.join("Makefile"),
+        format!("%:\n\t@echo make $@ >> {}\n", mark.display()),
+    )
+    .unwrap();
+    std::fs::write(tree.join("scripts/kconfig/merge_config.sh"), &leave_mark).unwrap();
+    common::git::git(&tree, &["add", "-A"]);
+    common::git::git(&tree, &["commit", "-qm", "base"]);
+    let mut q = Queue::open(&db.url).unwrap();
+    let config = |kernel: String| {
+        format!(
+            "[[config]]\nname = \"built\"\nfs = \"ext4\"\ndevice = \"loop:64M\"\nkernel = {kernel}\n"
+        )
+    };
+    let forms = [
+        config(format!(
+            "{{ tree = \"{}\", commit = \"main\" }}",
+            tree.display()
+        )),
+        config(format!("\"{}@main\"", tree.display())),
+    ];
+    let mut c = fsdelta::store::postgres::PgTarget::parse(&db.url)
+        .unwrap()
+        .connect()
+        .unwrap();
+    let mut refused = Vec::new();
+    for text in &forms {
+        let id: i64 = c
+            .query_one(
+                "INSERT INTO jobs (label, suite_name, suite_text, config_name, config_text, repeat)
+                 VALUES ('kernel', 'tiny.toml', $1, 'kernel.toml', $2, 1) RETURNING id",
+                &[&TINY, text],
+            )
+            .unwrap()
+            .get(0);
+        refused.push(id);
+    }
+    let after = q
+        .submit(&common::suite_job("after", "tiny.toml", TINY.into()))
+        .unwrap()[0];
+    let out = agent(&db.url, work.path(), &["--max-jobs", "3"])
+        .env("FSDELTA_CACHE_DIR", work.path().join("cache"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    for id in refused {
+        let j = q.job(id).unwrap();
+        assert_eq!(j.state, JobState::Failed, "job {id}: {stderr}");
+        let why = j.error.unwrap_or_default();
+        assert!(
+            why.contains(&format!(
+                "config file kernel.toml of job {id}: config 'built' names a kernel to build from a git tree"
+            )) && why.contains("a fleet job never makes an agent build a kernel"),
+            "job {id}: {why}"
+        );
+        assert_eq!(j.run_id, None, "job {id} started a run");
+        assert!(
+            stderr.contains(&format!("job {id}: failed: config file kernel.toml")),
+            "{stderr}"
+        );
+    }
+    assert_eq!(q.job(after).unwrap().state, JobState::Done, "{stderr}");
+    assert!(
+        !mark.exists(),
+        "the tree's build ran: {}",
+        std::fs::read_to_string(&mark).unwrap_or_default()
+    );
+    assert!(
+        !work.path().join("cache/kbuild").exists(),
+        "kbuild made a worktree or a build"
+    );
+    assert_eq!(
+        common::git::git(&tree, &["worktree", "list"])
+            .lines()
+            .count(),
+        1
+    );
+}
+
 #[test]
 fn cancelling_a_running_job_stops_its_sample_and_marks_it_aborted() {
     let Some(db) = fleet_scratch() else { return };

@@ -13,6 +13,8 @@
 
 mod common;
 
+use common::git::git;
+
 use std::path::Path;
 use std::process::Command;
 
@@ -49,20 +51,6 @@ fn stand_in_bzimage(release: &str) -> Vec<u8> {
     let v = format!("{release} (test@example.org) #1 SMP\0");
     d[0x300..0x300 + v.len()].copy_from_slice(v.as_bytes());
     d
-}
-
-fn git(tree: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(tree)
-        .args(args)
-        .env("GIT_AUTHOR_NAME", "Ada Tester")
-        .env("GIT_AUTHOR_EMAIL", "ada@example.org")
-        .env("GIT_COMMITTER_NAME", "Ada Tester")
-        .env("GIT_COMMITTER_EMAIL", "ada@example.org")
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "git {args:?}: {out:?}");
 }
 
 fn ready() -> bool {

@@ -8,11 +8,16 @@
 //! path. A tree that is not a git tree, a commit the tree lacks and a missing .config are
 //! refused with the fix.
 //!
-//! Needs root, qemu-system-x86, busybox-static, dpkg-deb, git and the kernel package (see
-//! .ci/run); skipped, saying why, without them unless FSDELTA_REQUIRE_ALL=1. Boots three
-//! guests (TCG here).
+//! `fsdelta bisect --kernel` runs on the same stand-in (a commit's file `deb` names the package
+//! it "builds"), to its closing compare of culprit^ and culprit.
+//!
+//! Needs root, qemu-system-x86, busybox-static, dpkg-deb, git and the kernel packages (see
+//! .ci/run); skipped, saying why, without them unless FSDELTA_REQUIRE_ALL=1. Boots 3 + 9
+//! guests, one at a time (TCG here: about 1 and 2.5 minutes at load 4-6 on 2 cores).
 
 mod common;
+
+use common::git::git;
 
 use common::vm_kernel as kernel;
 use std::path::Path;
@@ -21,8 +26,9 @@ use std::process::Command;
 /// The stand-in kernel tree's Makefile: the targets kbuild calls, `make -C TREE O=OBJ`.
 const MAKEFILE: &str = "\
 # A stand-in for a kernel tree (tests/run_kernel_tree.rs): `bzImage` unpacks the Debian
-# kernel package $(FSDELTA_TEST_DEB) instead of compiling one.
+# kernel package the commit's file `deb` names, else $(FSDELTA_TEST_DEB), instead of compiling one.
 O ?= .
+DEB := $(if $(wildcard deb),$(shell cat deb),$(FSDELTA_TEST_DEB))
 .PHONY: tinyconfig olddefconfig bzImage modules modules_install kernelrelease
 tinyconfig:
 \t@echo '# tinyconfig stand-in' > $(O)/.config
@@ -30,7 +36,7 @@ olddefconfig:
 \t@grep -q '^CONFIG_MODULES=y' $(O)/.config || echo CONFIG_MODULES=y >> $(O)/.config
 bzImage:
 \t@rm -rf $(O)/deb && mkdir -p $(O)/deb $(O)/arch/x86/boot
-\t@dpkg-deb -x $(FSDELTA_TEST_DEB) $(O)/deb
+\t@dpkg-deb -x $(DEB) $(O)/deb
 \t@cp $(O)/deb/boot/vmlinuz-* $(O)/arch/x86/boot/bzImage
 \t@echo \"  BZIMAGE arch/x86/boot/bzImage ($$(cat version))\"
 modules: bzImage
@@ -41,20 +47,6 @@ modules_install:
 kernelrelease:
 \t@ls $(O)/deb/lib/modules
 ";
-
-fn git(tree: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(tree)
-        .args(args)
-        .env("GIT_AUTHOR_NAME", "Ada Tester")
-        .env("GIT_AUTHOR_EMAIL", "ada@example.org")
-        .env("GIT_COMMITTER_NAME", "Ada Tester")
-        .env("GIT_COMMITTER_EMAIL", "ada@example.org")
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "git {args:?}: {out:?}");
-}
 
 /// The stand-in tree at `tree`: tags `base` and `patched`.
 fn stand_in_tree(tree: &Path) {
@@ -76,6 +68,14 @@ fn stand_in_tree(tree: &Path) {
     git(tree, &["tag", "patched"]);
 }
 
+/// The tests of this file boot guests: one test at a time, so that two TCG guests do not
+/// share the machine's cores.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn ready() -> bool {
     common::require(common::is_root(), "root")
         && common::require_qemu()
@@ -95,6 +95,7 @@ const ONE: &str =
 
 #[test]
 fn run_builds_and_boots_kernels_named_as_commits_of_a_git_tree() {
+    let _one = serial();
     if !ready() {
         return;
     }
@@ -239,6 +240,122 @@ fn run_builds_and_boots_kernels_named_as_commits_of_a_git_tree() {
         3,
         "{listed}"
     );
+    s.assert_scratch_empty();
+    s.assert_state_empty();
+}
+
+/// A command test whose number is the guest kernel's: it waits 1 s on most kernels and 4 s on
+/// 6.1.0-50 (which the stand-in tree's last commit "builds"), and reports how long it waited,
+/// timed by bash's own clock around a builtin wait (`read -t` on a FIFO it holds open), so that
+/// no process start is timed: the two sides differ by far more than a loaded machine's noise
+/// at two runs a side.
+const NAP: &str = r#"[[test]]
+name = "nap"
+workload = "command"
+command = """
+mkfifo f && bash -c '
+case $(uname -r) in 6.1.0-50-*) t=4 ;; *) t=1 ;; esac
+exec 9<>f
+s=${EPOCHREALTIME/[.,]/}; read -t $t -u 9; e=${EPOCHREALTIME/[.,]/}
+echo "slept $(( (e - s) / 1000 )) ms"'
+"""
+[[test.metric]]
+name = "slept_ms"
+regex = 'slept (\d+) ms'
+unit = "ms"
+direction = "lower"
+required = true
+"#;
+
+/// `fsdelta bisect --kernel` to its end on the stand-in tree: the ends, the confirmation of the
+/// culprit against its parent, and the closing `compare` of culprit^ and culprit. Each commit's
+/// runs name their configuration after its kernel build (`e4-<commit12>-<key>`), so the two
+/// labels share no configuration: the compare must pair them `LABEL@CONFIG` and judge the
+/// followed metric (before 06eea0b it said "no metric is present on both sides"). One candidate
+/// commit, two runs a side: 9 guest boots (a warm-up, 4 for the ends, 4 for the confirmation).
+#[test]
+fn a_kernel_bisection_ends_with_the_compare_of_the_culprit_and_its_parent() {
+    let _one = serial();
+    if !ready()
+        || !common::require(
+            kernel("B").is_some(),
+            "the linux-image-6.1.0-50 .deb in /var/cache/fsdelta-ci/kernels (see .ci/run)",
+        )
+    {
+        return;
+    }
+    let (a, b) = (kernel("A").unwrap(), kernel("B").unwrap());
+    let s = common::Setup::in_dir(
+        tempfile::tempdir_in("/var/tmp").unwrap(),
+        "guest.toml",
+        "\n[[config]]\nname = \"e4\"\nfs = \"ext4\"\ndevice = \"loop:256M\"\n",
+        "nap.toml",
+        NAP,
+    );
+    let tree = s.p("linux");
+    stand_in_tree(&tree);
+    std::fs::write(tree.join("deb"), format!("{}\n", b.display())).unwrap();
+    git(&tree, &["add", "deb"]);
+    git(&tree, &["commit", "-qm", "ext4: sleep longer"]);
+    let hash = |rev: &str| git(&tree, &["rev-parse", rev]).trim().to_string();
+    let (good, bad) = (hash("patched"), hash("HEAD"));
+    let out = s
+        .cmd()
+        .env("FSDELTA_CACHE_DIR", s.p("cache"))
+        .env("FSDELTA_TEST_DEB", &a)
+        .args(["bisect", "--kernel", "--name", "kb", "--repo"])
+        .arg(&tree)
+        .args(["--good", "patched", "--bad", "main", "--config"])
+        .arg(s.p("guest.toml"))
+        .arg("--suite")
+        .arg(s.p("nap.toml"))
+        .args(["--metric", "slept_ms", "-n", "2", "--max-reps", "4"])
+        .arg("--no-drop-caches")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    println!("{stdout}\n--- stderr ---\n{stderr}");
+    let log = s.cmd().args(["bisect", "log", "kb"]).output().unwrap();
+    let log = String::from_utf8_lossy(&log.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "bisect named no culprit; its log:\n{log}"
+    );
+    assert!(stdout.contains(&format!("culprit: {bad}")), "{stdout}");
+    assert!(stdout.contains("subject: ext4: sleep longer"), "{stdout}");
+    // The closing compare pairs each label with its own configuration, the kernel's build.
+    let tag = |commit: &str| {
+        let dir = std::fs::read_dir(s.p("cache/kbuild/built"))
+            .unwrap()
+            .filter_map(Result::ok)
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .find(|n| n.starts_with(&commit[..12]))
+            .unwrap_or_else(|| panic!("no build of {commit} in the cache"));
+        format!("label:bisect/kb/{}@e4-{dir}", &commit[..12])
+    };
+    let header = format!(
+        "culprit^ against culprit (fsdelta compare {} {}):",
+        tag(&good),
+        tag(&bad)
+    );
+    let Some(at) = stdout.find(&header) else {
+        panic!("no closing compare headed {header:?}:\n{stdout}");
+    };
+    let compare = &stdout[at..];
+    assert!(
+        !compare.contains("no metric is present on both sides"),
+        "{compare}"
+    );
+    let row = compare
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some("slept_ms"))
+        .unwrap_or_else(|| panic!("no slept_ms row:\n{compare}"));
+    assert!(row.contains("REGRESSED"), "{row}");
+    // `bisect report` shows the same compare from the stored runs.
+    let report = s.cmd().args(["bisect", "report", "kb"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&report.stdout).contains(&header));
     s.assert_scratch_empty();
     s.assert_state_empty();
 }

@@ -1179,8 +1179,9 @@ impl Check<'_> {
 }
 
 /// A name tag for a kernel path (`linux-image-6.1.0-47-amd64_6.1.170-3_amd64.deb` gives
-/// `6.1.0-47-amd64`, `/src/linux/arch/x86/boot/bzImage` gives `linux`), for the configuration
-/// names of [`with_kernels`].
+/// `6.1.0-47-amd64`, `/src/linux/arch/x86/boot/bzImage` gives `linux`, an installed build
+/// `DIR/boot/bzImage` such as kbuild's cache entry `<commit12>-<key>/boot/bzImage` gives its
+/// directory's name), for the configuration names of [`with_kernels`].
 pub fn kernel_tag(kernel: &std::path::Path) -> String {
     if kernel.as_os_str() == "host" {
         return "host".into();
@@ -1200,6 +1201,16 @@ pub fn kernel_tag(kernel: &std::path::Path) -> String {
         // A build tree's image: name it after the tree.
         let dir = if kernel.ends_with("arch/x86/boot/bzImage") {
             kernel.ancestors().nth(4)
+        } else if kernel.parent().is_some_and(|p| p.ends_with("boot"))
+            && kernel
+                .ancestors()
+                .nth(2)
+                .and_then(|d| d.file_name())
+                .is_some()
+        {
+            // Laid out as installed (kbuild's cache, what `bisect --kernel` boots): every
+            // commit's image is `boot/bzImage`, named after the directory above.
+            kernel.ancestors().nth(2)
         } else {
             kernel.parent()
         };
@@ -1860,6 +1871,13 @@ kernel = "host"
             kernel_tag(std::path::Path::new("/boot/vmlinuz-6.18.0+")),
             "6.18.0-"
         );
+        assert_eq!(
+            kernel_tag(std::path::Path::new(
+                "/var/cache/fsdelta/kbuild/built/6cebe43c0908-f3f0059fb2610462/boot/bzImage"
+            )),
+            "6cebe43c0908-f3f0059fb2610462"
+        );
+        assert_eq!(kernel_tag(std::path::Path::new("/boot/bzImage")), "boot");
         let twice = with_kernels(&f, &[ks[0].clone(), ks[0].clone()]).unwrap();
         assert_eq!(twice.configs[1].name, "x-6.1.0-47-amd64-2");
         let d = parse(
