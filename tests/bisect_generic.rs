@@ -57,23 +57,9 @@ int main(void) {{
     )
 }
 
+/// `git` as common::git runs it, its output trimmed (commit ids, status).
 fn git(repo: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(repo)
-        .args(args)
-        .env("GIT_AUTHOR_NAME", "Ada Tester")
-        .env("GIT_AUTHOR_EMAIL", "ada@example.org")
-        .env("GIT_COMMITTER_NAME", "Ada Tester")
-        .env("GIT_COMMITTER_EMAIL", "ada@example.org")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
+    common::git::git(repo, args).trim().to_string()
 }
 
 /// The repository: the good commit, then 32 commits; returns (good, broken, culprit, bad).
