@@ -568,6 +568,10 @@ pub struct JobSpec {
     pub sync_io: SyncIo,
     /// O_DIRECT.
     pub direct: bool,
+    /// atomic=1: fio 3.33's "atomic direct I/O". Its fixup_options sets O_DIRECT whatever
+    /// direct= or buffered= said, and its file open adds O_ATOMIC (040000000), a flag Linux
+    /// has never had and ignores; so the job runs as direct=1, which [`build_jobs`] makes it.
+    pub atomic: bool,
     /// fsync every N writes (0 = never).
     pub fsync: u32,
     /// fdatasync every N writes (0 = never).
@@ -1057,6 +1061,7 @@ impl Default for JobSpec {
             create_fsync: true,
             sync_io: SyncIo::None,
             direct: false,
+            atomic: false,
             fsync: 0,
             fdatasync: 0,
             end_fsync: false,
@@ -1880,6 +1885,10 @@ pub fn build_jobs(sections: &[RawSection]) -> Result<JobSet, JobFileError> {
             }
         }
         job.resolve_zone_units();
+        if job.atomic {
+            // fio's fixup_options: "O_ATOMIC implies O_DIRECT", after every option is read.
+            job.direct = true;
+        }
         queue_options_check(&job, &globals, section)?;
         if section.file_boundary {
             job.stonewall = true;
@@ -1981,6 +1990,20 @@ mod tests {
         let set = parse(text).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(set.jobs.len(), 1);
         set.jobs.into_iter().next().unwrap()
+    }
+
+    #[test]
+    fn atomic_implies_direct_whatever_buffered_says() {
+        // fio's fixup_options runs after every option: the order does not matter.
+        for text in [
+            "[a]\natomic=1\nbuffered=1\n",
+            "[a]\ndirect=0\natomic=1\n",
+            "[global]\natomic=1\n[a]\nbuffered=1\n",
+        ] {
+            let j = one(text);
+            assert!(j.atomic && j.direct, "{text}");
+        }
+        assert!(!one("[a]\natomic=0\n").direct);
     }
 
     #[test]
