@@ -989,7 +989,7 @@ fn default_only_options_are_accepted_or_refused_by_name() {
             "thinktime_blocks_type=issue",
         ),
         (
-            "ioengine=libaio\niodepth=8\niodepth_batch=4",
+            "ioengine=posixaio\niodepth=8\niodepth_batch=4",
             5,
             "iodepth_batch=4",
         ),

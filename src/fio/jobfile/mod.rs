@@ -568,6 +568,10 @@ pub struct JobSpec {
     pub sync_io: SyncIo,
     /// O_DIRECT.
     pub direct: bool,
+    /// atomic=1: fio 3.33's "atomic direct I/O". Its fixup_options sets O_DIRECT whatever
+    /// direct= or buffered= said, and its file open adds O_ATOMIC (040000000), a flag Linux
+    /// has never had and ignores; so the job runs as direct=1, which [`build_jobs`] makes it.
+    pub atomic: bool,
     /// fsync every N writes (0 = never).
     pub fsync: u32,
     /// fdatasync every N writes (0 = never).
@@ -1057,6 +1061,7 @@ impl Default for JobSpec {
             create_fsync: true,
             sync_io: SyncIo::None,
             direct: false,
+            atomic: false,
             fsync: 0,
             fdatasync: 0,
             end_fsync: false,
@@ -1745,11 +1750,12 @@ fn check_files_and_logs(job: &JobSpec, origin: &Origin) -> Result<(), JobFileErr
 }
 
 /// iodepth_batch and iodepth_low as fio's fixup_options makes them (0 or more than iodepth:
-/// iodepth): this engine submits each I/O on its own and refills the queue as each completion
-/// frees a slot, which is fio's iodepth_batch=1 and iodepth_low=iodepth. Other values are
-/// refused for the engines that queue (io_uring, libaio, posixaio, vsync, and null, which
-/// queues in fio); the synchronous engines complete each I/O in its call, where neither changes
-/// anything.
+/// iodepth): this engine refills the queue as each completion frees a slot, which is fio's
+/// iodepth_low=iodepth, and submits iodepth_batch queued I/Os in one call with libaio and
+/// io_uring (not offloaded), each on its own with the other engines (fio's iodepth_batch=1).
+/// Other values are refused for the engines that queue (io_uring, libaio, posixaio, vsync,
+/// and null, which queues in fio); the synchronous engines complete each I/O in its call,
+/// where neither changes anything.
 fn queue_options_check(
     job: &JobSpec,
     globals: &[RawOption],
@@ -1773,12 +1779,19 @@ fn queue_options_check(
             .map_or(section.origin.clone(), |o| o.origin.clone())
     };
     let batch = effective(job.iodepth_batch);
-    if batch != 1 {
+    // libaio and io_uring submit a batch in one call (io_submit, io_uring_enter), as fio's
+    // commit does; the others submit each I/O as it is queued.
+    let batches =
+        matches!(job.ioengine, IoEngine::Libaio | IoEngine::IoUring) && !job.io_submit_offload;
+    if batch != 1 && !batches {
         return err(
             &origin_of(&["iodepth_batch", "iodepth_batch_submit"]),
             format!(
-                "job '{}': iodepth_batch={} with iodepth={} submits {batch} I/Os at once, which fsdelta's fio engine does not support (it submits each I/O on its own: fio's default iodepth_batch=1)",
-                job.name, job.iodepth_batch, job.iodepth
+                "job '{}': iodepth_batch={} with iodepth={} submits {batch} I/Os at once, which fsdelta's fio engine does with ioengine=libaio or io_uring only (not offloaded); with ioengine={} it submits each I/O on its own: drop iodepth_batch (fio's default 1)",
+                job.name,
+                job.iodepth_batch,
+                job.iodepth,
+                job.ioengine.as_str()
             ),
         );
     }
@@ -1880,6 +1893,10 @@ pub fn build_jobs(sections: &[RawSection]) -> Result<JobSet, JobFileError> {
             }
         }
         job.resolve_zone_units();
+        if job.atomic {
+            // fio's fixup_options: "O_ATOMIC implies O_DIRECT", after every option is read.
+            job.direct = true;
+        }
         queue_options_check(&job, &globals, section)?;
         if section.file_boundary {
             job.stonewall = true;
@@ -1984,6 +2001,20 @@ mod tests {
     }
 
     #[test]
+    fn atomic_implies_direct_whatever_buffered_says() {
+        // fio's fixup_options runs after every option: the order does not matter.
+        for text in [
+            "[a]\natomic=1\nbuffered=1\n",
+            "[a]\ndirect=0\natomic=1\n",
+            "[global]\natomic=1\n[a]\nbuffered=1\n",
+        ] {
+            let j = one(text);
+            assert!(j.atomic && j.direct, "{text}");
+        }
+        assert!(!one("[a]\natomic=0\n").direct);
+    }
+
+    #[test]
     fn io_uring_ring_options_parse() {
         let j =
             one("[j]\nsize=1m\nioengine=io_uring\nfixedbufs\nsqthread_poll\nsqthread_poll_cpu=1\n");
@@ -2037,6 +2068,15 @@ mod tests {
         // iodepth_batch / iodepth_low that fio makes 1 / iodepth with a queueing engine.
         one("[j]\nsize=1m\nioengine=libaio\niodepth=4\niodepth_batch=1\niodepth_low=9\n");
         one("[j]\nsize=1m\nioengine=libaio\niodepth=1\niodepth_batch=4\n");
+        // Batches of more than one: libaio and io_uring submit them in one call.
+        for engine in ["libaio", "io_uring"] {
+            let j = one(&format!(
+                "[j]\nsize=1m\nioengine={engine}\niodepth=8\niodepth_batch=4\n"
+            ));
+            assert_eq!(j.iodepth_batch, 4);
+        }
+        let e = parse("[j]\nsize=1m\nioengine=posixaio\niodepth=8\niodepth_batch=4\n").unwrap_err();
+        assert!(e.to_string().contains("libaio or io_uring only"), "{e}");
         for bad in ["iodepth_batch=0", "iodepth_batch=2", "iodepth_low=3"] {
             let e = parse(&format!("[j]\nsize=1m\nioengine=null\niodepth=4\n{bad}\n")).unwrap_err();
             assert_eq!(e.origin.line, 5, "{e}");

@@ -150,6 +150,11 @@ pub(super) fn run_async<T: TimeSource>(
         late: None,
         quiesce: false,
         last_ddir: WRITE,
+        batch: match job.iodepth_batch as usize {
+            0 => depth,
+            b => b.min(depth),
+        },
+        unsubmitted: Vec::with_capacity(depth),
     };
     loop {
         if setup.exit.is_some_and(|e| e.terminated()) {
@@ -217,6 +222,12 @@ struct Queue<'r, 's, 'a, 'p, T> {
     quiesce: bool,
     /// fio's last_ddir, for verify_backlog's rounds.
     last_ddir: usize,
+    /// fio's iodepth_batch_submit as its fixup_options makes it (0 or more than iodepth:
+    /// iodepth): this many queued I/Os are submitted in one call.
+    batch: usize,
+    /// The slots queued and not yet submitted (fio's io_u_queued); empty whenever `fill`
+    /// has returned, so nothing waits for a completion that was never submitted.
+    unsubmitted: Vec<usize>,
 }
 
 /// What a batch of completions left to do after it.
@@ -242,8 +253,58 @@ enum Next {
 }
 
 impl<T: TimeSource> Queue<'_, '_, '_, '_, T> {
-    /// Fill the free slots (fio's io_u_queued side of do_io). Some(result): the loop ends.
+    /// Fill the free slots (fio's io_u_queued side of do_io), then submit what a partial
+    /// batch left queued: fio commits it when the queue is full and it waits for a
+    /// completion (td_io_getevents), or quiesces. Some(result): the loop ends.
     fn fill(&mut self, backend: &mut dyn AsyncBackend) -> Result<Option<bool>, WorkloadError> {
+        let r = self.fill_slots(backend)?;
+        self.commit(backend)?;
+        Ok(r)
+    }
+
+    /// Submit the queued I/Os in one call (fio's td_io_commit and the engine's commit): the
+    /// issue time is read once after it, every I/O's slat is taken from it, the submission
+    /// counts one call of that many I/Os, and the depth distribution counts them at the
+    /// depth they make (io_u_mark_depth(td, io_u_queued)).
+    fn commit(&mut self, backend: &mut dyn AsyncBackend) -> Result<(), WorkloadError> {
+        if self.unsubmitted.is_empty() {
+            return Ok(());
+        }
+        backend
+            .submit()
+            .map_err(|e| io_err(self.engine_op, self.dir0, e))?;
+        let issue = self.times.start(self.clk);
+        let n = self.unsubmitted.len();
+        let st = &mut *self.st;
+        st.submit_counts[ThreadStats::batch_index(n)] += 1;
+        st.depth_counts[ThreadStats::depth_index(self.inflight as u32)] += n as u64;
+        for si in self.unsubmitted.drain(..) {
+            self.times.issued();
+            let slot = self.slots[si].as_mut().expect("a queued slot");
+            slot.issue = issue;
+            if !self.setup.job.disable_slat {
+                let io = slot.io;
+                st.dir[io.ddir].slat.record((issue - slot.start).0);
+                if self.logs.active() {
+                    self.logs.submitted(
+                        io.ddir,
+                        io.len,
+                        io.offset,
+                        issue - self.clock.measured_from,
+                        (issue - slot.start).0,
+                        slot.prio,
+                    );
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Queue I/Os into the free slots until none is left or something ends the filling.
+    fn fill_slots(
+        &mut self,
+        backend: &mut dyn AsyncBackend,
+    ) -> Result<Option<bool>, WorkloadError> {
         while !self.stop
             && !self.pass_over
             && !self.free.is_empty()
@@ -439,8 +500,9 @@ impl<T: TimeSource> Queue<'_, '_, '_, '_, T> {
         }
     }
 
-    /// Queue `io` in a free slot and submit it on its own (fio's default
-    /// iodepth_batch_submit=1); slat is read right after the submission.
+    /// Queue `io` in a free slot, and submit the queued ones once they make a batch
+    /// (fio's iodepth_batch_submit, by default 1: every I/O on its own); slat is read right
+    /// after the submission ([`Self::commit`]).
     fn queue(
         &mut self,
         backend: &mut dyn AsyncBackend,
@@ -486,43 +548,26 @@ impl<T: TimeSource> Queue<'_, '_, '_, '_, T> {
                 sqe_prio,
             );
         }
-        // fio's default iodepth_batch_submit=1: every I/O is submitted on its own, and its
-        // issue time is read right after that submission (slat = issue - start).
-        backend
-            .submit()
-            .map_err(|e| io_err(self.engine_op, self.dir0, e))?;
-        let issue = self.times.start(clk);
-        self.times.issued();
-        st.submit_counts[ThreadStats::batch_index(1)] += 1;
-        if !job.disable_slat {
-            st.dir[io.ddir].slat.record((issue - start).0);
-            if self.logs.active() {
-                self.logs.submitted(
-                    io.ddir,
-                    io.len,
-                    io.offset,
-                    issue - self.clock.measured_from,
-                    (issue - start).0,
-                    prio,
-                );
-            }
-        }
         self.slots[si] = Some(Slot {
             io,
             start,
-            issue,
+            // Set when it is submitted (commit).
+            issue: start,
             prio,
             prio_index,
             verify: verify_tag,
         });
         self.last_ddir = io.ddir;
         self.inflight += 1;
+        self.unsubmitted.push(si);
+        if self.unsubmitted.len() >= self.batch {
+            self.commit(backend)?;
+        }
         self.think_count += 1;
         let thought = think(job, self.think_count);
-        if let Some(r) = &mut p.rate {
+        if let Some(r) = &mut self.p.rate {
             r.thought(io.ddir, thought);
         }
-        st.depth_counts[ThreadStats::depth_index(self.inflight as u32)] += 1;
         Ok(())
     }
 

@@ -336,6 +336,18 @@ pub(super) static ROWS: &[OptDef] = &[
         Ok(())
     }),
     opt!(
+        "atomic",
+        [],
+        Kind::Bool,
+        "0",
+        Io,
+        "atomic direct I/O: O_DIRECT whatever direct= says (fio 3.33's O_ATOMIC open flag is unknown to Linux, which ignores it)",
+        |j, v, _| {
+            j.atomic = v.b();
+            Ok(())
+        }
+    ),
+    opt!(
         "buffered",
         [],
         Kind::Bool,
