@@ -112,10 +112,7 @@ pub(crate) fn run_sample_with(
         p.start();
     }
     let counters = system::Snapshot::take();
-    let devices = disturbance::DeviceProbe::start_from(
-        target_devices(site, &prepared.dir),
-        counters.scan().clone(),
-    );
+    let devices = device_probe(site, &prepared.dir, &counters);
     let peaks = system::PeakSampler::start();
     let sink = PhaseSink {
         observer: step.observer,
@@ -245,6 +242,15 @@ fn note_disturbance(
     if let Some(why) = disturbance::judge(around, &top, on.as_deref(), workload_s) {
         facts.extra.insert(disturbance::FACT.into(), why);
     }
+}
+
+/// The device probe of a sample, started with the /proc scan the sample's counters just took.
+fn device_probe(
+    site: &Site,
+    dir: &std::path::Path,
+    counters: &system::Snapshot,
+) -> disturbance::DeviceProbe {
+    disturbance::DeviceProbe::start_from(target_devices(site, dir), counters.scan().clone())
 }
 
 /// The block devices the target's I/O reaches, for the per-device attribution of others' I/O
