@@ -171,8 +171,20 @@ pub fn write_amplification(device_bytes: u64, logical_bytes: u64) -> Option<Metr
     })
 }
 
+/// The page-cache drops this process made ([`drop_caches`]): the disturbance probe counts only
+/// others' drops during a sample (the `stream` workload drops the cache between its write and
+/// its cold read; that is the workload's, not a disturbance).
+static OWN_DROPS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// How many times this process has dropped the page cache (each is one `drop_pagecache` of
+/// /proc/vmstat).
+pub fn own_drops() -> u64 {
+    OWN_DROPS.load(std::sync::atomic::Ordering::SeqCst)
+}
+
 /// Write back dirty data (sync), then, when running as root, drop the page cache, dentries and
-/// inodes (`3 > /proc/sys/vm/drop_caches`). Returns whether the caches were dropped.
+/// inodes (`3 > /proc/sys/vm/drop_caches`). Returns whether the caches were dropped. Every
+/// drop of fsdelta's goes through here, so that [`own_drops`] counts it.
 pub fn drop_caches() -> Result<bool, BlockStatError> {
     rustix::fs::sync();
     if !rustix::process::geteuid().is_root() {
@@ -185,6 +197,9 @@ pub fn drop_caches() -> Result<bool, BlockStatError> {
         source,
     };
     let mut f = fs::OpenOptions::new().write(true).open(path).map_err(io)?;
+    // Counted before the write: a sample's end reading may then see one more own drop than
+    // the kernel did (a failed write), never an own drop as someone else's.
+    OWN_DROPS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     f.write_all(b"3").map_err(io)?;
     Ok(true)
 }

@@ -16,8 +16,9 @@
 //!   That accounting is per process, not per device: a writer on another disk counts there;
 //! - the CPU time of kernel threads (kthreadd and its children), counted as the workload's,
 //!   as the profile's default scope does (`crate::probe::profile::ProfileScope`);
-//! - `drop_pagecache` of /proc/vmstat: page-cache drops by anyone during the sample (fsdelta's
-//!   own drop happens before the first reading);
+//! - `drop_pagecache` of /proc/vmstat: page-cache drops during the sample less fsdelta's own
+//!   (the runner's before the first reading; the `stream` workload's between its write and its
+//!   cold read, counted by `crate::probe::blockstat::own_drops`);
 //! - the `some` total of /proc/pressure/memory: time tasks stalled on memory (the workload's
 //!   own reclaim included: recorded, never judged a disturbance on its own).
 //!
@@ -41,7 +42,7 @@ use std::fs;
 pub const OTHERS_IO_METRIC: &str = "others_io_bytes";
 /// Metric: CPU seconds of kernel threads during the sample (the workload's).
 pub const KTHREAD_CPU_METRIC: &str = "kthread_cpu_s";
-/// Metric: page-cache drops during the sample (by someone else: fsdelta drops before it).
+/// Metric: page-cache drops during the sample by someone else (fsdelta's own are not counted).
 pub const CACHE_DROPS_METRIC: &str = "others_cache_drops";
 /// Metric: milliseconds some task stalled on memory during the sample (PSI).
 pub const PSI_MEMORY_METRIC: &str = "psi_memory_some_ms";
@@ -188,6 +189,8 @@ pub struct Scan {
     pub own: Io,
     /// `drop_pagecache`.
     pub drops: Option<u64>,
+    /// This process's own drops so far (`crate::probe::blockstat::own_drops`).
+    pub own_drops: u64,
     /// PSI memory `some` total, microseconds.
     pub psi_memory_us: Option<u64>,
     /// How long reading all of this took.
@@ -235,6 +238,7 @@ impl Scan {
             procs,
             io,
             own,
+            own_drops: crate::probe::blockstat::own_drops(),
             drops: fs::read_to_string("/proc/vmstat")
                 .ok()
                 .and_then(|t| parse_drops(&t)),
@@ -332,9 +336,10 @@ impl Scan {
             ));
         }
         if let (Some(a), Some(b)) = (self.drops, end.drops) {
+            let own = end.own_drops.saturating_sub(self.own_drops);
             out.push(neutral(
                 CACHE_DROPS_METRIC,
-                b.saturating_sub(a) as f64,
+                b.saturating_sub(a).saturating_sub(own) as f64,
                 Unit::Count,
             ));
         }
@@ -905,6 +910,13 @@ mod tests {
         assert_eq!(v(OTHERS_IO_METRIC), (231u64 << 20) as f64);
         assert_eq!(v(KTHREAD_CPU_METRIC), 2.0);
         assert_eq!(v(CACHE_DROPS_METRIC), 1.0);
+        // A drop of fsdelta's own (the stream workload's, before its cold read) is not one.
+        let mut own = b.clone();
+        own.drops = Some(6);
+        own.own_drops = a.own_drops + 1;
+        let m_own = a.metrics(&own, 100.0);
+        let drops = m_own.iter().find(|x| x.name == CACHE_DROPS_METRIC).unwrap();
+        assert_eq!(drops.value, 1.0, "two drops, one of them fsdelta's");
         assert_eq!(v(PSI_MEMORY_METRIC), 25.0);
         assert!(m.iter().all(|x| x.direction == Direction::Neutral));
         let why = judge(&m, &top, None, 10.0).unwrap();
