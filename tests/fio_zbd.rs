@@ -177,8 +177,9 @@ fn a_time_based_read_of_empty_zones_ends_at_its_runtime() {
         let jobs = format!("[r]\nrw=randread\nioengine={engine}\ntime_based\nruntime=1\n");
         let t0 = std::time::Instant::now();
         assert_eq!(ours(&jobs), [("r".to_string(), 0, 0)], "{engine}");
+        // A hang guard (a read of empty zones that never ends), not a timing assertion.
         assert!(
-            t0.elapsed() < std::time::Duration::from_secs(10),
+            t0.elapsed() < std::time::Duration::from_secs(120),
             "{engine}"
         );
     }

@@ -317,12 +317,75 @@ fn kill_9_leftovers_are_undone_by_cleanup() {
     let out = env.cmd().arg("cleanup").output().unwrap();
     assert!(
         out.status.success(),
-        "{}",
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(env.leftovers(), Vec::<String>::new());
     let again = env.cmd().arg("cleanup").output().unwrap();
     assert!(again.status.success());
+}
+
+/// A run killed with SIGKILL while a child of its own runs in its mount namespace (here the
+/// `before` hook, which stands for mkfs, losetup or a workload's tool): the child dies with
+/// fsdelta (it would otherwise keep the namespace, and the mount in it, alive for as long as it
+/// ran), and `cleanup` waits for it to finish dying, so nothing is left. Before children died
+/// with fsdelta, a kill during the mkfs of a matrix run's second configuration left the first
+/// one's mount to an mkfs that outlived it, and cleanup failed.
+#[test]
+fn kill_9_while_a_child_runs_leaves_nothing_the_child_could_hold() {
+    if !can_run_matrix() {
+        return;
+    }
+    let env = Env::new();
+    let pid_file = env.dir.path().join("hook.pid");
+    let cfg = env.config(&format!(
+        r#"
+[[config]]
+name = "ext4"
+fs = "ext4"
+device = "loop:64M"
+before = "echo $$ > {}; exec sleep 600"
+"#,
+        pid_file.display()
+    ));
+    let cfg = cfg.to_str().unwrap().to_string();
+    let mut child = env.spawn(&["run", "--config", &cfg, "--test", "bigdir", "-n", "50"]);
+    // Hang guard only: the hook starts within seconds of the run.
+    let start = Instant::now();
+    let hook: u32 = loop {
+        if let Some(pid) = fs::read_to_string(&pid_file)
+            .ok()
+            .and_then(|t| t.trim().parse().ok())
+        {
+            break pid;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(180),
+            "the hook never ran"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let out = env.cmd().arg("cleanup").output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(env.leftovers(), Vec::<String>::new());
+    // Gone, or a zombie that init has not reaped yet (a container's init may never reap).
+    let stat = fs::read_to_string(format!("/proc/{hook}/stat")).unwrap_or_default();
+    let state = stat
+        .rsplit_once(')')
+        .and_then(|(_, rest)| rest.split_whitespace().next())
+        .unwrap_or("gone");
+    assert!(
+        matches!(state, "gone" | "Z" | "X"),
+        "the hook (pid {hook}) outlived the fsdelta that ran it: {stat}"
+    );
 }
 
 #[test]

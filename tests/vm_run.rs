@@ -226,10 +226,11 @@ fn kill_9_takes_qemu_down_and_cleanup_removes_what_is_left() {
     let s = Setup::new(&vm_config("k50", &kernel("B").unwrap()));
     let (mut child, qemu) = interrupt_mid_boot(&s, libc::SIGKILL);
     child.wait().unwrap();
+    // A hang guard: SIGKILL'd qemu goes within milliseconds, however loaded the machine.
     let t0 = Instant::now();
     while alive(qemu) {
         assert!(
-            t0.elapsed() < Duration::from_secs(10),
+            t0.elapsed() < Duration::from_secs(120),
             "qemu {qemu} outlived a kill -9 of fsdelta"
         );
         std::thread::sleep(Duration::from_millis(20));

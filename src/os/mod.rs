@@ -10,6 +10,7 @@
 //! Must never import from another room of the crate: everything may depend on it, it depends on
 //! nothing of ours.
 
+pub mod child;
 pub mod env;
 pub mod fdtable;
 pub mod files;

@@ -2,6 +2,9 @@
 //! The leftover-state file (`crate::site::state`), the store's journals and the run claims of
 //! SQLite and PostgreSQL all record an [`Owner`] and ask whether it still runs.
 //!
+//! Also whether a process is on its way out ([`is_exiting`]): `fsdelta cleanup` lets the
+//! children of a killed fsdelta finish dying before it judges what they held.
+//!
 //! Why here: it is a fact about processes, used by three rooms that must not import each other.
 //! It must never signal, wait for or otherwise act on the process it describes.
 
@@ -39,6 +42,44 @@ fn start_time_of(pid: u32) -> Option<u64> {
     parse_start_time(&stat)
 }
 
+/// Whether process `pid` is on its way out: a zombie, in the kernel's exit path (`PF_EXITING`,
+/// field 9 of /proc/PID/stat), or with a SIGKILL pending (a child killed because its fsdelta
+/// died, see `os::child`). A process that is gone counts as exiting.
+pub fn is_exiting(pid: u32) -> bool {
+    let Ok(stat) = fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return true;
+    };
+    let status = fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    stat_says_exiting(&stat) || status_has_kill_pending(&status)
+}
+
+/// The kernel's PF_EXITING task flag.
+const PF_EXITING: u64 = 0x4;
+
+fn stat_says_exiting(stat: &str) -> bool {
+    let Some(close) = stat.rfind(')') else {
+        return false;
+    };
+    let mut fields = stat[close + 1..].split_whitespace();
+    let state = fields.next().unwrap_or_default();
+    // After the state: ppid, pgrp, session, tty_nr, tpgid, then flags (field 9).
+    let flags = fields
+        .nth(5)
+        .and_then(|f| f.parse::<u64>().ok())
+        .unwrap_or(0);
+    matches!(state, "Z" | "X" | "x") || flags & PF_EXITING != 0
+}
+
+fn status_has_kill_pending(status: &str) -> bool {
+    let kill_bit = 1u64 << (libc::SIGKILL - 1);
+    status.lines().any(|l| {
+        l.strip_prefix("SigPnd:")
+            .or_else(|| l.strip_prefix("ShdPnd:"))
+            .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+            .is_some_and(|mask| mask & kill_bit != 0)
+    })
+}
+
 /// Field 22 of /proc/PID/stat; the command name (field 2) may hold spaces and parentheses, so
 /// count from the last ')'.
 fn parse_start_time(stat: &str) -> Option<u64> {
@@ -49,6 +90,21 @@ fn parse_start_time(stat: &str) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn exiting_is_read_from_state_flags_and_pending_kill() {
+        let running = "7 (mkfs.xfs) D 1 7 7 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 98765";
+        let exiting = "7 (mkfs.xfs) D 1 7 7 0 -1 4194564 100 0 0 0 1 2 0 0 20 0 1 0 98765";
+        let zombie = "7 (a) b) Z 1 7 7 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 98765";
+        assert!(!stat_says_exiting(running));
+        assert!(stat_says_exiting(exiting));
+        assert!(stat_says_exiting(zombie));
+        let pending = "Name:\tmkfs.xfs\nSigPnd:\t0000000000000000\nShdPnd:\t0000000000000100\n";
+        let other = "Name:\tmkfs.xfs\nSigPnd:\t0000000000000000\nShdPnd:\t0000000000004000\n";
+        assert!(status_has_kill_pending(pending));
+        assert!(!status_has_kill_pending(other));
+        assert!(!is_exiting(std::process::id()));
+    }
 
     #[test]
     fn start_time_survives_odd_command_names() {

@@ -24,7 +24,7 @@ use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::os::fd::AsRawFd;
-use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -449,16 +449,8 @@ impl Recorder {
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(stderr);
-        // SAFETY: prctl is async-signal-safe; it only sets this child's parent-death signal, so
         // perf cannot outlive a killed fsdelta.
-        unsafe {
-            cmd.pre_exec(|| {
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                    return Err(io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
+        crate::os::child::dies_with_this_thread(&mut cmd);
         let child = cmd.spawn().map_err(|e| {
             if e.kind() == io::ErrorKind::NotFound {
                 ProfileError::NotInstalled(format!("{} not found", perf_binary().display()))

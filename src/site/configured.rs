@@ -713,7 +713,7 @@ impl ConfiguredSite {
         let start = log.metadata().map(|m| m.len()).unwrap_or(0);
         let dir = self.work.clone().unwrap_or(base);
         let mut command = Command::new("sh");
-        command
+        crate::os::child::dies_with_this_thread(&mut command)
             .arg("-c")
             .arg(&cmd)
             .current_dir(&dir)

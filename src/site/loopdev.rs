@@ -399,7 +399,7 @@ fn ensure_node(number: u32) -> Result<(), SiteError> {
 fn attach_with_losetup(image: &Path, state: &StateFile) -> Result<AttachedLoop, SiteError> {
     // losetup picks the device itself, so the entry can only be written once its name is known;
     // the image's own entry (written before it was created) still lets recovery find it.
-    let out = std::process::Command::new("losetup")
+    let out = crate::os::child::dies_with_this_thread(&mut std::process::Command::new("losetup"))
         .args(["--find", "--show", "--direct-io=on"])
         .arg(image)
         .output()

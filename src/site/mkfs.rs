@@ -153,7 +153,7 @@ impl Mkfs {
         let began = std::time::Instant::now();
         let mut pause = std::time::Duration::from_millis(20);
         loop {
-            let out = Command::new(&self.program)
+            let out = crate::os::child::dies_with_this_thread(&mut Command::new(&self.program))
                 .args(self.args(device, options))
                 .stdin(Stdio::null())
                 .output()
@@ -208,7 +208,7 @@ impl Mkfs {
         options: &[String],
     ) -> Result<(), SiteError> {
         let args = self.image_args(image, source, options);
-        let out = Command::new(&self.program)
+        let out = crate::os::child::dies_with_this_thread(&mut Command::new(&self.program))
             .args(&args)
             .stdin(Stdio::null())
             .output()

@@ -51,6 +51,7 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 /// How to get out of a refused state-file location.
 const STATE_FIX: &str =
@@ -489,9 +490,17 @@ pub fn recover(state: &StateFile) -> Result<RecoveryReport, SiteError> {
             && Some(*ns) != crate::os::namespace::current_mount_namespace()
             && !mounted_here(target, source)
         {
-            report
-                .failed
-                .push(format!("{}: {}", e.resource, held_elsewhere(*ns)));
+            let holders = holders_once_exits_end(*ns);
+            if holders.is_empty() {
+                report
+                    .stale
+                    .push(format!("{}: {GONE_WITH_NAMESPACE}", e.resource));
+                state.clear(e.id)?;
+            } else {
+                report
+                    .failed
+                    .push(format!("{}: {}", e.resource, held_elsewhere(*ns, &holders)));
+            }
             continue;
         }
         if !inside_roots(&e.resource, &roots) {
@@ -622,9 +631,9 @@ fn stale(r: &Resource) -> Option<String> {
                 Some(ns) if Some(*ns) != crate::os::namespace::current_mount_namespace() => {
                     // Mounted in a namespace this process cannot see: stale only once no
                     // process holds that namespace any more (then its mounts went with it).
-                    crate::os::namespace::processes_in(*ns).is_empty().then(|| {
-                        "no longer mounted: it went away with the mount namespace of the fsdelta that made it".to_string()
-                    })
+                    crate::os::namespace::processes_in(*ns)
+                        .is_empty()
+                        .then(|| GONE_WITH_NAMESPACE.to_string())
                 }
                 _ => Some("no longer mounted".into()),
             }
@@ -676,8 +685,31 @@ fn mounted_here(target: &Path, source: &str) -> bool {
 
 /// Why a mount in mount namespace `ns` (not this process's) cannot be undone from here: the
 /// processes that keep that namespace alive, and what to do.
-fn held_elsewhere(ns: u64) -> String {
-    let who: Vec<String> = crate::os::namespace::processes_in(ns)
+/// Why a dead owner's mount in another namespace is not a leftover any more.
+const GONE_WITH_NAMESPACE: &str =
+    "no longer mounted: it went away with the mount namespace of the fsdelta that made it";
+
+/// How long recovery waits for the processes still in a dead fsdelta's mount namespace to finish
+/// exiting (its children die with it, see `os::child`, but a SIGKILLed mkfs in the middle of
+/// its I/O takes a moment): a hang guard, far above the milliseconds that takes.
+const EXIT_WAIT: Duration = Duration::from_secs(30);
+
+/// The processes that keep mount namespace `ns` alive, once those already on their way out have
+/// gone (waiting at most [`EXIT_WAIT`]); empty when the namespace, and its mounts, went with them.
+fn holders_once_exits_end(ns: u64) -> Vec<u32> {
+    let start = Instant::now();
+    loop {
+        let holders = crate::os::namespace::processes_in(ns);
+        let dying = holders.iter().all(|&p| crate::os::process::is_exiting(p));
+        if holders.is_empty() || !dying || start.elapsed() > EXIT_WAIT {
+            return holders;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn held_elsewhere(ns: u64, holders: &[u32]) -> String {
+    let who: Vec<String> = holders
         .iter()
         .take(3)
         .map(|p| {
@@ -707,7 +739,8 @@ fn undo(r: &Resource) -> Result<Undo, String> {
                 .any(|m| Path::new(&m.target) == target && &m.source == source);
             if !held {
                 // Not stale, not here: its namespace still lives (see `stale`).
-                return Err(held_elsewhere(namespace.unwrap_or_default()));
+                let ns = namespace.unwrap_or_default();
+                return Err(held_elsewhere(ns, &crate::os::namespace::processes_in(ns)));
             }
             match mount::unmount_patiently(target) {
                 Ok(_) => Ok(Undo::Done(format!(

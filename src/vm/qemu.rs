@@ -247,27 +247,7 @@ impl Qemu {
             .stdout(Stdio::null())
             .stderr(stderr)
             .process_group(0);
-        // SAFETY: prctl and getppid are async-signal-safe; nothing is allocated between fork
-        // and exec.
-        unsafe {
-            cmd.pre_exec(|| {
-                if libc::prctl(
-                    libc::PR_SET_PDEATHSIG,
-                    libc::SIGKILL as libc::c_ulong,
-                    0,
-                    0,
-                    0,
-                ) != 0
-                {
-                    return Err(std::io::Error::last_os_error());
-                }
-                // The parent died before prctl: do not start an orphan.
-                if libc::getppid() == 1 {
-                    return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
-                }
-                Ok(())
-            });
-        }
+        crate::os::child::dies_with_this_thread(&mut cmd);
         let child = cmd.spawn().map_err(|e| VmError::io("start", qemu, e))?;
         Ok(Qemu { child: Some(child) })
     }

@@ -332,7 +332,7 @@ impl Workload for CommandWorkload {
         };
         ctx.progress.phase("command");
         let t0 = Nanos::now();
-        let mut child = Process::new("/bin/sh")
+        let mut child = crate::os::child::dies_with_this_thread(&mut Process::new("/bin/sh"))
             .arg("-c")
             .arg(&o.command)
             .current_dir(ctx.dir)

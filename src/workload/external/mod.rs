@@ -142,6 +142,7 @@ pub(crate) fn run_child(
         .stderr(Stdio::piped())
         .env("LC_ALL", "C")
         .process_group(0);
+    crate::os::child::dies_with_this_thread(&mut cmd);
     let t0 = Nanos::now();
     let mut child = cmd
         .spawn()
