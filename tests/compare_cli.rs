@@ -16,15 +16,8 @@ fn can_mount() -> bool {
         && require(Path::new("/dev/loop-control").exists(), "loop devices")
 }
 
-#[test]
-fn the_sync_mount_option_regresses_buffered_writes_and_identical_configs_do_not() {
-    if !can_mount() {
-        return;
-    }
-    let env = Env::new();
-    let suite = env.write("tiny.toml", TINY_SUITE);
-    let cfg = env.config(
-        r#"
+/// Two identical ext4 configurations: the A/A pair of the test below.
+const TWINS: &str = r#"
 [[config]]
 name = "ext4"
 fs = "ext4"
@@ -36,15 +29,25 @@ name = "ext4-twin"
 fs = "ext4"
 device = "loop:256M"
 fresh = "run"
+"#;
 
+#[test]
+fn the_sync_mount_option_regresses_buffered_writes_and_identical_configs_do_not() {
+    if !can_mount() {
+        return;
+    }
+    let env = Env::new();
+    let suite = env.write("tiny.toml", TINY_SUITE);
+    let cfg = env.config(&format!(
+        r#"{TWINS}
 [[config]]
 name = "ext4-sync"
 fs = "ext4"
 device = "loop:256M"
 mount = "sync"
 fresh = "run"
-"#,
-    );
+"#
+    ));
     env.cmd()
         .args(["run", "-n", "5", "--quiet", "--label", "m", "--suite"])
         .arg(&suite)
@@ -141,11 +144,7 @@ fresh = "run"
     // The same configuration twice (interleaved samples): no regression of the headline
     // metric. A flag can come by chance (the false-alarm rate); one that repeats in each of three
     // runs cannot (common::attempts). Attempts after the first run the twins again.
-    let twins = env.write(
-        "twins.toml",
-        "[[config]]\nname = \"ext4\"\nfs = \"ext4\"\ndevice = \"loop:256M\"\nfresh = \"run\"\n\n\
-         [[config]]\nname = \"ext4-twin\"\nfs = \"ext4\"\ndevice = \"loop:256M\"\nfresh = \"run\"\n",
-    );
+    let twins = env.write("twins.toml", TWINS);
     common::attempts::passes_in_one_of(3, "ext4 against its twin", |i| {
         if i > 0 {
             env.cmd()

@@ -474,7 +474,7 @@ fn bad_job_inputs_are_refused_with_their_names() {
         fsdelta()
             .current_dir(d)
             .args(["fio", "--parse-only", bad])
-            .timeout(Duration::from_secs(10))
+            .timeout(Duration::from_secs(60))
             .assert()
             .code(2)
             .stderr(predicates::str::contains(bad))
@@ -485,7 +485,7 @@ fn bad_job_inputs_are_refused_with_their_names() {
     fsdelta()
         .current_dir(d)
         .args(["fio", "--parse-only", "inc.fio"])
-        .timeout(Duration::from_secs(10))
+        .timeout(Duration::from_secs(60))
         .assert()
         .code(2)
         .stderr(predicates::str::contains("/dev/zero"));

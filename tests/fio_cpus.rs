@@ -27,14 +27,14 @@ fn affinities(dir: &Path, job: &str) -> (BTreeSet<String>, bool) {
         .spawn()
         .unwrap();
     let mut seen = BTreeSet::new();
-    let until = Instant::now() + Duration::from_secs(30);
+    let until = Instant::now() + Duration::from_secs(300);
     let status = loop {
         if let Some(s) = child.try_wait().unwrap() {
             break s;
         }
         if Instant::now() > until {
             let _ = child.kill();
-            panic!("fsdelta fio did not end within 30 s");
+            panic!("fsdelta fio did not end within 300 s (a hang guard)");
         }
         if let Ok(tasks) = std::fs::read_dir(format!("/proc/{}/task", child.id())) {
             for t in tasks.flatten() {

@@ -179,7 +179,7 @@ fn offload_workers_run_at_the_jobs_priority() {
         .spawn()
         .unwrap();
     let task_dir = format!("/proc/{}/task", child.id());
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     let mut seen = Vec::new();
     while seen.len() < 2 && std::time::Instant::now() < deadline {
         for t in std::fs::read_dir(&task_dir).into_iter().flatten().flatten() {

@@ -302,16 +302,9 @@ fn sigint_in_a_matrix_run_unmounts_and_detaches_everything() {
 /// dies with it (and the loop devices they held detach), so `cleanup` finds at most what the
 /// kernel had not yet torn down; after it nothing of the run is mounted or attached, and a second
 /// cleanup has nothing to do.
-#[test]
-fn kill_9_leftovers_are_undone_by_cleanup() {
-    if !can_run_matrix() {
-        return;
-    }
-    let env = Env::new();
-    let cfg = env.config(MATRIX);
-    let cfg = cfg.to_str().unwrap().to_string();
-    let mut child = env.spawn(&["run", "--config", &cfg, "--test", "bigdir", "-n", "50"]);
-    wait_for_a_sample(&env);
+/// SIGKILL the run `child`, then `fsdelta cleanup` must succeed and leave no mount or loop
+/// device under the scratch location (its output is the failure message).
+fn kill_9_then_cleanup(env: &Env, mut child: Child) {
     child.kill().unwrap();
     child.wait().unwrap();
     let out = env.cmd().arg("cleanup").output().unwrap();
@@ -322,6 +315,19 @@ fn kill_9_leftovers_are_undone_by_cleanup() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(env.leftovers(), Vec::<String>::new());
+}
+
+#[test]
+fn kill_9_leftovers_are_undone_by_cleanup() {
+    if !can_run_matrix() {
+        return;
+    }
+    let env = Env::new();
+    let cfg = env.config(MATRIX);
+    let cfg = cfg.to_str().unwrap().to_string();
+    let child = env.spawn(&["run", "--config", &cfg, "--test", "bigdir", "-n", "50"]);
+    wait_for_a_sample(&env);
+    kill_9_then_cleanup(&env, child);
     let again = env.cmd().arg("cleanup").output().unwrap();
     assert!(again.status.success());
 }
@@ -350,7 +356,7 @@ before = "echo $$ > {}; exec sleep 600"
         pid_file.display()
     ));
     let cfg = cfg.to_str().unwrap().to_string();
-    let mut child = env.spawn(&["run", "--config", &cfg, "--test", "bigdir", "-n", "50"]);
+    let child = env.spawn(&["run", "--config", &cfg, "--test", "bigdir", "-n", "50"]);
     // Hang guard only: the hook starts within seconds of the run.
     let start = Instant::now();
     let hook: u32 = loop {
@@ -366,16 +372,7 @@ before = "echo $$ > {}; exec sleep 600"
         );
         std::thread::sleep(Duration::from_millis(50));
     };
-    child.kill().unwrap();
-    child.wait().unwrap();
-    let out = env.cmd().arg("cleanup").output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert_eq!(env.leftovers(), Vec::<String>::new());
+    kill_9_then_cleanup(&env, child);
     // Gone, or a zombie that init has not reaped yet (a container's init may never reap).
     let stat = fs::read_to_string(format!("/proc/{hook}/stat")).unwrap_or_default();
     let state = stat

@@ -363,7 +363,7 @@ fn kill_9_during_a_profiled_sample_leaves_no_perf_and_the_next_run_sweeps_its_da
     let t1 = std::time::Instant::now();
     while !dead(perf) {
         assert!(
-            t1.elapsed() < std::time::Duration::from_secs(30),
+            t1.elapsed() < std::time::Duration::from_secs(120),
             "perf {perf} outlived fsdelta"
         );
         std::thread::sleep(std::time::Duration::from_millis(50));

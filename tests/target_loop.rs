@@ -409,7 +409,8 @@ fn kill_9_leaves_leftovers_that_recover_undoes() {
             }
         }
     });
-    let ready = rx.recv_timeout(Duration::from_secs(60));
+    // A hang guard: the child formats and mounts a small image, seconds even on a loaded machine.
+    let ready = rx.recv_timeout(Duration::from_secs(300));
     child.kill().unwrap(); // SIGKILL: no destructor runs
     child.wait().unwrap();
     let dir = ready.expect("the child never mounted its target");

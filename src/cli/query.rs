@@ -304,13 +304,7 @@ fn compare_many(
         }
     }
     let code = exit_code(&many.rows, opts.bisect);
-    let sides: Vec<report::compare::SideRows<'_>> = (0..many.sides.len())
-        .map(|i| report::compare::SideRows {
-            description: &many.sides[i].description,
-            rows: many.rows_of(i),
-            context: &many.sides[i].context,
-        })
-        .collect();
+    let sides = report::compare::side_rows(&many);
     let summary = many.summary();
     let doc = report::compare::ManyDoc {
         baseline: &many.baseline,

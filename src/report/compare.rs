@@ -401,6 +401,17 @@ pub struct SideRows<'a> {
     pub context: &'a Context,
 }
 
+/// The non-baseline sides of a judged many-sided comparison, for a [`ManyDoc`].
+pub fn side_rows(many: &crate::compare::many::Many) -> Vec<SideRows<'_>> {
+    (0..many.sides.len())
+        .map(|i| SideRows {
+            description: &many.sides[i].description,
+            rows: many.rows_of(i),
+            context: &many.sides[i].context,
+        })
+        .collect()
+}
+
 /// A comparison of 3 or more sides: the first is the baseline of every other.
 pub struct ManyDoc<'a> {
     /// Description of the baseline selection.

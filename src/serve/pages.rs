@@ -879,13 +879,7 @@ fn compared(s: &dyn Store, sel: &Selection) -> Result<(String, String), PageErro
         .iter()
         .map(|cur| sides_of(s, &sel.sels[0], cur, sel));
     let many = compare::many::judge(pairs, &criteria)?;
-    let sides: Vec<report::compare::SideRows<'_>> = (0..many.sides.len())
-        .map(|i| report::compare::SideRows {
-            description: &many.sides[i].description,
-            rows: many.rows_of(i),
-            context: &many.sides[i].context,
-        })
-        .collect();
+    let sides = report::compare::side_rows(&many);
     let summary = many.summary();
     let doc = report::compare::ManyDoc {
         baseline: &many.baseline,
