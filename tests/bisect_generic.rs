@@ -143,30 +143,44 @@ fn a_planted_regression_is_found_confirmed_and_a_broken_commit_skipped() {
     let suite = env.write("prog.toml", SUITE);
     let target = env.path("target");
     std::fs::create_dir_all(&target).unwrap();
-    let out = env
-        .cmd()
-        .env("FSDELTA_CACHE_DIR", env.path("cache"))
-        .args([
-            "bisect",
-            "--name",
-            "e2e",
-            "--build",
-            "cc -O1 -o prog prog.c",
-            "--no-drop-caches",
-        ])
-        .arg("--repo")
-        .arg(&repo)
-        .args(["--good", &good, "--bad", "main", "--suite"])
-        .arg(&suite)
-        .arg("--target")
-        .arg(&target)
-        .args(["--revert"])
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    println!("{stdout}\n--- stderr ---\n{stderr}");
-    assert_eq!(out.status.code(), Some(0), "bisect did not name a culprit");
+    // A bisection that ends with a range instead of one commit (exit 125) is the honest answer
+    // when the machine's load swamps the planted 25 % (under stress-ng one step measured the
+    // culprit at +16 % after 12 runs a side and called it unclear); such a chance outcome does
+    // not repeat, so a second bisection (a fresh name and state) decides. Every other outcome,
+    // a wrong culprit above all, fails at once.
+    let mut name = String::new();
+    let mut stdout = String::new();
+    common::attempts::passes_in_one_of(2, "the planted regression's bisection", |i| {
+        name = if i == 0 {
+            "e2e".into()
+        } else {
+            format!("e2e{i}")
+        };
+        let out = env
+            .cmd()
+            .env("FSDELTA_CACHE_DIR", env.path("cache"))
+            .args(["bisect", "--name", &name])
+            .args(["--build", "cc -O1 -o prog prog.c", "--no-drop-caches"])
+            .arg("--repo")
+            .arg(&repo)
+            .args(["--good", &good, "--bad", "main", "--suite"])
+            .arg(&suite)
+            .arg("--target")
+            .arg(&target)
+            .args(["--revert"])
+            .output()
+            .unwrap();
+        stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        println!("{stdout}\n--- stderr ---\n{stderr}");
+        match out.status.code() {
+            Some(0) => Ok(()),
+            Some(125) if stdout.contains(&culprit[..12]) => Err(format!(
+                "bisect {name} ended with a range that holds the culprit:\n{stdout}"
+            )),
+            other => panic!("bisect {name} exited {other:?}:\n{stdout}\n{stderr}"),
+        }
+    });
     assert!(
         stdout.contains(&format!("culprit: {culprit}")),
         "wrong culprit"
@@ -178,9 +192,10 @@ fn a_planted_regression_is_found_confirmed_and_a_broken_commit_skipped() {
     assert!(stdout.contains("culprit^ against culprit"), "no comparison");
 
     // The state: the broken commit skipped, as git bisect skip.
-    let state: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(env.path("bisect/e2e/state.json")).unwrap())
-            .unwrap();
+    let state: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(env.path(&format!("bisect/{name}/state.json"))).unwrap(),
+    )
+    .unwrap();
     let commits = state["state"]["commits"].as_array().unwrap();
     assert_eq!(commits.len(), 32);
     assert_eq!(commits[15][0], broken.as_str());
@@ -192,7 +207,7 @@ fn a_planted_regression_is_found_confirmed_and_a_broken_commit_skipped() {
 
     // Every step is a stored run labelled with the bisection and the commit.
     for commit in [&culprit, &good] {
-        let label = format!("bisect/e2e/{}", &commit[..12]);
+        let label = format!("bisect/{name}/{}", &commit[..12]);
         let out = env
             .cmd()
             .args(["list", "--label", &label])
@@ -207,14 +222,14 @@ fn a_planted_regression_is_found_confirmed_and_a_broken_commit_skipped() {
     }
 
     // log and report show it; the user's checkout is as it was.
-    let log = env.cmd().args(["bisect", "log", "e2e"]).output().unwrap();
+    let log = env.cmd().args(["bisect", "log", &name]).output().unwrap();
     assert!(String::from_utf8_lossy(&log.stdout).contains("build failed"));
     let report = env.cmd().args(["bisect", "report"]).output().unwrap();
     assert!(String::from_utf8_lossy(&report.stdout).contains(&format!("culprit: {culprit}")));
     assert_eq!(git(&repo, &["status", "--porcelain"]), status_before);
     assert_eq!(git(&repo, &["worktree", "list"]).lines().count(), 1);
     assert!(
-        !env.path("cache/bisect/e2e").exists(),
+        !env.path(&format!("cache/bisect/{name}")).exists(),
         "exported trees left behind"
     );
 }

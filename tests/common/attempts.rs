@@ -8,8 +8,11 @@
 //! failure falls from a few per cent to a few in a hundred thousand, and a systematic effect
 //! still fails it. Bounded by attempts, never by time; every failed attempt is printed.
 //!
-//! Never use it for a check that must hold on every run (a planted effect, an exit code, a
-//! parser): those must pass the first time.
+//! Never use it for a check that must hold on every run (an exit code, a parser, a planted
+//! effect measured in a way load cannot fake): those must pass the first time. The one
+//! exception is an end-to-end outcome the machine's load can legitimately change into another
+//! honest answer (a bisection that ends with a range holding the culprit instead of the
+//! culprit, tests/bisect_generic); a wrong answer must still fail at once.
 
 /// Run `attempt` (given its 0-based number) up to `attempts` times; return at the first that
 /// passes; panic with every attempt's reason when none does.
