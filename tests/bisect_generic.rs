@@ -110,6 +110,32 @@ fn repository(
     (good, broken, culprit, bad)
 }
 
+/// `bisect --name NAME` of `repo` from `good` to main, building prog with cc and measuring it
+/// with `suite` in `target`.
+fn bisect_args(
+    name: &str,
+    repo: &Path,
+    good: &str,
+    suite: &Path,
+    target: &Path,
+) -> Vec<std::ffi::OsString> {
+    let mut a: Vec<std::ffi::OsString> = ["bisect", "--name", name, "--build"]
+        .iter()
+        .map(Into::into)
+        .collect();
+    a.push("cc -O1 -o prog prog.c".into());
+    a.push("--no-drop-caches".into());
+    a.push("--repo".into());
+    a.push(repo.into());
+    for x in ["--good", good, "--bad", "main", "--suite"] {
+        a.push(x.into());
+    }
+    a.push(suite.into());
+    a.push("--target".into());
+    a.push(target.into());
+    a
+}
+
 const SUITE: &str = r#"
 name = "prog"
 [[test]]
@@ -159,14 +185,7 @@ fn a_planted_regression_is_found_confirmed_and_a_broken_commit_skipped() {
         let out = env
             .cmd()
             .env("FSDELTA_CACHE_DIR", env.path("cache"))
-            .args(["bisect", "--name", &name])
-            .args(["--build", "cc -O1 -o prog prog.c", "--no-drop-caches"])
-            .arg("--repo")
-            .arg(&repo)
-            .args(["--good", &good, "--bad", "main", "--suite"])
-            .arg(&suite)
-            .arg("--target")
-            .arg(&target)
+            .args(bisect_args(&name, &repo, &good, &suite, &target))
             .args(["--revert"])
             .output()
             .unwrap();
@@ -257,20 +276,7 @@ fn an_interrupted_bisection_resumes() {
         .env("FSDELTA_DB", env.path("r.sqlite"))
         .env("FSDELTA_STATE_FILE", env.path("state.json"))
         .env("FSDELTA_CACHE_DIR", env.path("cache"))
-        .args([
-            "bisect",
-            "--name",
-            "ctrlc",
-            "--build",
-            "cc -O1 -o prog prog.c",
-            "--no-drop-caches",
-        ])
-        .arg("--repo")
-        .arg(&repo)
-        .args(["--good", &good, "--bad", "main", "--suite"])
-        .arg(&suite)
-        .arg("--target")
-        .arg(&target)
+        .args(bisect_args("ctrlc", &repo, &good, &suite, &target))
         .stdout(std::process::Stdio::null())
         .stderr(std::fs::File::create(env.path("bisect.err")).unwrap())
         .process_group(0)
