@@ -53,6 +53,10 @@ pub enum GraphError {
     Order(String),
 }
 
+/// Below this probability (or above one less it) of holding the culprit, a commit's answer is
+/// taken as known and it is not measured (see [`Graph::choose`]).
+pub const CERTAIN: f64 = 0.01;
+
 impl Graph {
     /// A graph from `(commit, parents)` pairs, oldest first (`git rev-list --topo-order
     /// --reverse --parents good..bad`); parents outside the list (the good side) are ignored.
@@ -150,8 +154,12 @@ impl Graph {
     /// The next commit to measure: of the candidates not `excluded`, the one whose contained
     /// mass is closest to half. With flat probabilities that is `git bisect`'s choice (the
     /// commit that leaves the fewest candidates in the worse case); otherwise the weighted
-    /// median. The bad end itself (the last candidate) is never chosen: it is known bad.
-    /// `None` when every candidate is excluded.
+    /// median. The bad end itself (the last candidate) is never chosen: it is known bad. Nor is
+    /// a commit whose answer is all but certain (contained mass below [`CERTAIN`] or above
+    /// 1 - [`CERTAIN`]): measuring it tells nothing, and each step may be a kernel build and
+    /// boots (a bisection whose informative commits all stayed unclear once measured such
+    /// neighbours eleven times over, up to its step limit).
+    /// `None` when no candidate is left to choose.
     pub fn choose(&self, p: &[f64], excluded: &[bool]) -> Option<usize> {
         let mut best: Option<(usize, f64)> = None;
         let mut cum = 0.0;
@@ -162,7 +170,7 @@ impl Graph {
             } else {
                 self.mass(i, p)
             };
-            if excluded[i] {
+            if excluded[i] || !(CERTAIN..=1.0 - CERTAIN).contains(&m) {
                 continue;
             }
             let d = (m - 0.5).abs();
@@ -201,6 +209,28 @@ mod tests {
         ex[7] = true;
         let c = g.choose(&p, &ex).unwrap();
         assert!(c == 6 || c == 8, "{c}");
+    }
+
+    /// The stuck end of a bisection under load: of three last candidates (c5, c6, c7 at a third
+    /// each), c5 and c6 stayed unclear; c4 (known good) and c7 (the bad end's side) have certain
+    /// answers, so nothing is chosen and the bisection ends with the range.
+    #[test]
+    fn a_commit_whose_answer_is_certain_is_not_chosen() {
+        let g = Graph::line(9);
+        let mut p = vec![0.0; 9];
+        p[5] = 1.0 / 3.0;
+        p[6] = 1.0 / 3.0;
+        p[7] = 1.0 / 3.0;
+        let mut ex = vec![false; 9];
+        assert_eq!(g.choose(&p, &ex), Some(5));
+        ex[5] = true;
+        assert_eq!(g.choose(&p, &ex), Some(6));
+        ex[6] = true;
+        assert_eq!(g.choose(&p, &ex), None, "c4 and c7 would tell nothing");
+        // Not quite certain yet (an earlier answer may have been wrong): still chosen.
+        p[4] = 0.03;
+        p[7] -= 0.03;
+        assert_eq!(g.choose(&p, &ex), Some(4));
     }
 
     #[test]
