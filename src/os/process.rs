@@ -57,10 +57,9 @@ pub fn is_exiting(pid: u32) -> bool {
 const PF_EXITING: u64 = 0x4;
 
 fn stat_says_exiting(stat: &str) -> bool {
-    let Some(close) = stat.rfind(')') else {
+    let Some(mut fields) = fields_after_name(stat) else {
         return false;
     };
-    let mut fields = stat[close + 1..].split_whitespace();
     let state = fields.next().unwrap_or_default();
     // After the state: ppid, pgrp, session, tty_nr, tpgid, then flags (field 9).
     let flags = fields
@@ -83,8 +82,12 @@ fn status_has_kill_pending(status: &str) -> bool {
 /// Field 22 of /proc/PID/stat; the command name (field 2) may hold spaces and parentheses, so
 /// count from the last ')'.
 fn parse_start_time(stat: &str) -> Option<u64> {
-    let rest = &stat[stat.rfind(')')? + 1..];
-    rest.split_whitespace().nth(19)?.parse().ok()
+    fields_after_name(stat)?.nth(19)?.parse().ok()
+}
+
+/// The fields of a /proc/PID/stat line after the command name (field 3, the state, first).
+fn fields_after_name(stat: &str) -> Option<std::str::SplitWhitespace<'_>> {
+    Some(stat[stat.rfind(')')? + 1..].split_whitespace())
 }
 
 #[cfg(test)]
