@@ -18,6 +18,8 @@ fn calibrate_stores_an_a_a_pair_and_prints_what_this_machine_detects() {
             "calibrate",
             "-n",
             "3",
+            "--runs",
+            "2",
             "--quiet",
             "--no-drop-caches",
             "--suite",

@@ -41,7 +41,15 @@ fn compare_names_what_the_calibrated_machine_detects_beside_an_unresolved_headli
     let text = compare("text", "1", "2");
     assert!(!text.contains("this machine detects"), "{text}");
     env.cmd()
-        .args(["calibrate", "-n", "3", "--quiet", "--no-drop-caches"])
+        .args([
+            "calibrate",
+            "-n",
+            "3",
+            "--runs",
+            "2",
+            "--quiet",
+            "--no-drop-caches",
+        ])
         .arg("--suite")
         .arg(&suite)
         .arg("--target")

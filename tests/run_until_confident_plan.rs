@@ -38,6 +38,8 @@ fn until_confident_starts_with_what_the_calibration_plans() {
             "calibrate",
             "-n",
             "3",
+            "--runs",
+            "2",
             "--quiet",
             "--no-drop-caches",
             "--suite",

@@ -10,8 +10,9 @@
 //! exactly what a run measures.
 
 use super::{Cli, Command, DbArg, EXIT_INTERRUPTED, EXIT_OK};
-use crate::compare::power::{self, Noise};
+use crate::compare::power::{self, BetweenRuns, Noise};
 use crate::compare::verdict::{self, Margins, MetricClass, Verdict};
+use crate::compare::{Drifts, SeriesKey};
 use crate::model::{Direction, RunId, SampleRecord, SampleStatus};
 use crate::store::RunFilter;
 use anyhow::{Context, Result, bail};
@@ -19,8 +20,12 @@ use clap::{Args, Parser};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+/// The most runs one `calibrate` makes (`--runs`): what `compare` reads of a machine's
+/// calibrations ([`crate::read::calibration::MAX_RUNS`]).
+pub const MAX_RUNS: u32 = crate::read::calibration::MAX_RUNS as u32;
+
 /// The label of calibration runs.
-pub const LABEL: &str = "calibrate";
+pub const LABEL: &str = crate::read::calibration::LABEL;
 
 /// Options of `fsdelta calibrate`: `run`'s selection options.
 #[derive(Debug, Args)]
@@ -37,9 +42,13 @@ pub struct CalibrateArgs {
     /// Only these tests (repeatable).
     #[arg(long = "test", value_name = "NAME")]
     pub tests: Vec<String>,
-    /// Repetitions of each test in each of the two runs.
+    /// Repetitions of each test in each run.
     #[arg(short = 'n', long = "repeat", default_value_t = 5)]
     pub repeat: u32,
+    /// Runs of the selection, one after the other (2 to 20). Each consecutive pair sharpens the
+    /// estimate of the drift between runs that `compare` counts.
+    #[arg(long, default_value_t = 3, value_name = "K")]
+    pub runs: u32,
     /// Configurations to run on (a config file, as `run --config`).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
@@ -66,7 +75,10 @@ pub struct Row {
     pub class: MetricClass,
     /// Pooled within-run noise, if the values allow one.
     pub noise: Option<Noise>,
-    /// Detectable change at 3, 5, 10 and 20 runs a side.
+    /// How far its runs' means move between runs (all of the machine's calibrations of one
+    /// setup: [`power::drift_table`]), if estimated.
+    pub drift: Option<BetweenRuns>,
+    /// Detectable change at 3, 5, 10 and 20 runs a side, comparing two runs (the drift counted).
     pub detectable: Vec<(usize, Option<f64>)>,
     /// The A/A verdict of run B against run A.
     pub aa: Verdict,
@@ -74,7 +86,12 @@ pub struct Row {
 
 /// The rows of a calibration from the samples of its two runs: every headline metric (all
 /// judged metrics of a test that declares none), family = their number.
-pub fn rows(a: &[SampleRecord], b: &[SampleRecord], margins: &Margins) -> Vec<Row> {
+pub fn rows(
+    a: &[SampleRecord],
+    b: &[SampleRecord],
+    drifts: &Drifts,
+    margins: &Margins,
+) -> Vec<Row> {
     type Key = (String, String, String);
     let mut series: BTreeMap<Key, (Direction, MetricClass, Vec<f64>, Vec<f64>)> = BTreeMap::new();
     let mut declared: std::collections::BTreeSet<(String, String)> = Default::default();
@@ -105,8 +122,15 @@ pub fn rows(a: &[SampleRecord], b: &[SampleRecord], margins: &Margins) -> Vec<Ro
     let mut cs: Vec<verdict::Comparison> = Vec::with_capacity(family);
     for ((config, test, metric), (dir, class, va, vb)) in &series {
         let noise = Noise::pooled(&[va.as_slice(), vb.as_slice()]);
+        let drift = drifts
+            .get(&SeriesKey {
+                config: config.clone(),
+                test: test.clone(),
+                metric: metric.clone(),
+            })
+            .copied();
         let detectable = match noise {
-            Some(n) => power::table(n, *class, family, margins),
+            Some(n) => power::table_between(n, drift, *class, family, margins),
             None => power::RUNS_SHOWN.iter().map(|&r| (r, None)).collect(),
         };
         cs.push(verdict::compare(va, vb, *dir, *class, margins));
@@ -116,6 +140,7 @@ pub fn rows(a: &[SampleRecord], b: &[SampleRecord], margins: &Margins) -> Vec<Ro
             metric: metric.clone(),
             class: *class,
             noise,
+            drift,
             detectable,
             aa: Verdict::Inconclusive,
         });
@@ -140,11 +165,14 @@ pub fn rows(a: &[SampleRecord], b: &[SampleRecord], margins: &Margins) -> Vec<Ro
 }
 
 /// The table `calibrate` prints.
-pub fn render(rows: &[Row], host: &str, runs: (RunId, RunId), repeat: u32) -> String {
+pub fn render(rows: &[Row], host: &str, runs: &[RunId], repeat: u32) -> String {
+    let which = match runs {
+        [a, b] => format!("runs {a} and {b}"),
+        [a, .., b] => format!("runs {a} to {b}"),
+        _ => format!("runs {runs:?}"),
+    };
     let mut out = format!(
-        "Noise of {host} (runs {} and {}, {repeat} repetitions each, labelled {LABEL}); the smallest change the verdict rules detect at 80 % power, judged as one family of {} headline metrics:\n\n",
-        runs.0,
-        runs.1,
+        "Noise of {host} ({which}, {repeat} repetitions each, labelled {LABEL}); the smallest change the verdict rules detect at 80 % power comparing two runs, judged as one family of {} headline metrics:\n\n",
         rows.len()
     );
     let w = |f: fn(&Row) -> &str| rows.iter().map(|r| f(r).len()).max().unwrap_or(0);
@@ -154,13 +182,17 @@ pub fn render(rows: &[Row], host: &str, runs: (RunId, RunId), repeat: u32) -> St
         w(|r| &r.metric).max(6),
     );
     out.push_str(&format!(
-        "{:<wc$}  {:<wt$}  {:<wm$}  {:>7}  {:>9} {:>9} {:>9} {:>9}  A/A\n",
-        "config", "test", "metric", "CV", "3 a side", "5 a side", "10 a side", "20 a side"
+        "{:<wc$}  {:<wt$}  {:<wm$}  {:>7}  {:>7}  {:>9} {:>9} {:>9} {:>9}  A/A\n",
+        "config", "test", "metric", "CV", "drift", "3 a side", "5 a side", "10 a side", "20 a side"
     ));
     for r in rows {
         let cv = r
             .noise
             .map(|n| format!("{:.1} %", 100.0 * n.cv()))
+            .unwrap_or_else(|| "-".into());
+        let drift = r
+            .drift
+            .map(|d| format!("{:.1} %", d.pct()))
             .unwrap_or_else(|| "-".into());
         let d: Vec<String> = r
             .detectable
@@ -168,11 +200,12 @@ pub fn render(rows: &[Row], host: &str, runs: (RunId, RunId), repeat: u32) -> St
             .map(|(_, e)| power::fmt_effect(*e))
             .collect();
         out.push_str(&format!(
-            "{:<wc$}  {:<wt$}  {:<wm$}  {:>7}  {:>9} {:>9} {:>9} {:>9}  {}\n",
+            "{:<wc$}  {:<wt$}  {:<wm$}  {:>7}  {:>7}  {:>9} {:>9} {:>9} {:>9}  {}\n",
             r.config,
             r.test,
             r.metric,
             cv,
+            drift,
             d.first().map(String::as_str).unwrap_or("-"),
             d.get(1).map(String::as_str).unwrap_or("-"),
             d.get(2).map(String::as_str).unwrap_or("-"),
@@ -180,6 +213,25 @@ pub fn render(rows: &[Row], host: &str, runs: (RunId, RunId), repeat: u32) -> St
             r.aa
         ));
     }
+    let pairs = rows
+        .iter()
+        .filter_map(|r| r.drift.map(|d| d.pairs))
+        .max()
+        .unwrap_or(0);
+    out.push_str(&format!(
+        "\nCV: the noise within a run. drift: how far a run's mean moves between runs beyond \
+         that (from {pairs} pair{} of consecutive calibration runs of this setup on {host}); \
+         `compare` counts it when the sides are different runs, so no number of repetitions \
+         detects much less than 4 times it: interleave the sides in one run \
+         (`run --order rotate`) to compare below it{}.\n",
+        if pairs == 1 { "" } else { "s" },
+        if pairs < 5 {
+            "; with fewer than 5 pairs it is a rough estimate, and the detectable changes above \
+             are large for it (`calibrate --runs K` adds K - 1 pairs)"
+        } else {
+            ""
+        }
+    ));
     let flagged: Vec<String> = rows
         .iter()
         .filter(|r| matches!(r.aa, Verdict::Regressed | Verdict::Improved))
@@ -227,7 +279,8 @@ impl Calibration {
         }
         runs.reverse();
         let (a, b) = (store.samples(runs[0])?, store.samples(runs[1])?);
-        let rows = rows(&a, &b, &Margins::default())
+        let drifts = power::drift_table(&crate::read::calibration::chains(store, host)?);
+        let rows = rows(&a, &b, &drifts, &Margins::default())
             .into_iter()
             .map(|r| ((r.config.clone(), r.test.clone(), r.metric.clone()), r))
             .collect();
@@ -238,8 +291,10 @@ impl Calibration {
     }
 
     /// "with 5 runs a side this machine detects changes of 7.5 % or more here" for a metric
-    /// compared with `runs` runs a side in a family of `family` headline metrics; `None` when
+    /// compared with `runs` runs a side in a family of `family` headline metrics, its drift
+    /// between runs counted when `between_runs` (the sides are different runs); `None` when
     /// the calibration did not measure it.
+    #[allow(clippy::too_many_arguments)]
     pub fn phrase(
         &self,
         config: &str,
@@ -247,12 +302,15 @@ impl Calibration {
         metric: &str,
         runs: usize,
         family: usize,
+        between_runs: bool,
         margins: &Margins,
     ) -> Option<String> {
         let row = self
             .rows
             .get(&(config.to_string(), test.to_string(), metric.to_string()))?;
-        let e = power::detectable_effect(row.noise?, runs, row.class, family, margins);
+        let drift = row.drift.filter(|_| between_runs);
+        let e =
+            power::detectable_effect_between(row.noise?, drift, runs, row.class, family, margins);
         Some(power::detects_phrase(runs, e))
     }
 
@@ -264,9 +322,13 @@ impl Calibration {
         self.rows
             .values()
             .filter_map(|r| {
-                let need =
-                    power::runs_for(r.noise?, margins.delta(r.class), r.class, family, margins)
-                        .unwrap_or(max);
+                let noise = r.noise?;
+                let delta = margins.delta(r.class);
+                // Where the drift alone puts the band out of reach, repetitions beyond what
+                // the noise within a run needs buy nothing: plan those.
+                let need = power::runs_for_between(noise, r.drift, delta, r.class, family, margins)
+                    .or_else(|| power::runs_for(noise, delta, r.class, family, margins))
+                    .unwrap_or(max);
                 Some(need.min(max))
             })
             .max()
@@ -304,7 +366,16 @@ pub fn annotate(
             Some((_, cur)) => cur,
             None => r.key.config.as_str(),
         };
-        r.comparison.detects = cal.phrase(config, &r.key.test, &r.key.metric, n, family, margins);
+        let between = r.comparison.drift_pct.is_some();
+        r.comparison.detects = cal.phrase(
+            config,
+            &r.key.test,
+            &r.key.metric,
+            n,
+            family,
+            between,
+            margins,
+        );
         any |= r.comparison.detects.is_some();
     }
     any.then_some(cal.runs)
@@ -385,10 +456,17 @@ pub fn main(args: &CalibrateArgs) -> Result<i32> {
         );
     }
     let location = args.db.location();
+    if !(2..=MAX_RUNS).contains(&args.runs) {
+        bail!(
+            "calibrate --runs {} is out of range: give 2 to {MAX_RUNS} runs (each consecutive \
+             pair estimates the drift between runs once more)",
+            args.runs
+        );
+    }
     let mut ids: Vec<RunId> = Vec::new();
-    for side in ["A", "B"] {
+    for k in 1..=args.runs {
         if !args.quiet {
-            eprintln!("fsdelta calibrate: run {side} of 2");
+            eprintln!("fsdelta calibrate: run {k} of {}", args.runs);
         }
         let code = super::run::main(run_args(args)?)?;
         if code == EXIT_INTERRUPTED {
@@ -401,17 +479,19 @@ pub fn main(args: &CalibrateArgs) -> Result<i32> {
         ids.push(run.id);
     }
     let store = crate::store::open_read_only(&location)?;
-    let a = store.samples(ids[0])?;
-    let b = store.samples(ids[1])?;
+    let (first, last) = (ids[0], ids[ids.len() - 1]);
+    let a = store.samples(first)?;
+    let b = store.samples(last)?;
     let host = store
-        .run(ids[0])?
+        .run(first)?
         .map(|r| r.environment.host)
         .unwrap_or_default();
-    let rows = rows(&a, &b, &Margins::default());
+    let drifts = power::drift_table(&crate::read::calibration::chains(store.as_ref(), &host)?);
+    let rows = rows(&a, &b, &drifts, &Margins::default());
     if rows.is_empty() {
         bail!("the calibration runs have no successful headline metric to size");
     }
-    super::query::write_stdout(&render(&rows, &host, (ids[0], ids[1]), args.repeat))?;
+    super::query::write_stdout(&render(&rows, &host, &ids, args.repeat))?;
     Ok(EXIT_OK)
 }
 
@@ -426,6 +506,7 @@ mod tests {
             metric: "files_per_sec".into(),
             class: MetricClass::Throughput,
             noise: Some(Noise::of_cv(cv)),
+            drift: None,
             detectable: vec![],
             aa: Verdict::Unchanged,
         }
@@ -441,7 +522,7 @@ mod tests {
         };
         let e = power::detectable_effect(Noise::of_cv(0.05), 5, MetricClass::Throughput, 1, &m);
         assert_eq!(
-            cal.phrase("scratch", "smallfiles", "files_per_sec", 5, 1, &m)
+            cal.phrase("scratch", "smallfiles", "files_per_sec", 5, 1, true, &m)
                 .unwrap(),
             format!(
                 "with 5 runs a side this machine detects changes of {} or more here",
@@ -449,7 +530,7 @@ mod tests {
             )
         );
         assert_eq!(
-            cal.phrase("scratch", "bigdir", "files_per_sec", 5, 1, &m),
+            cal.phrase("scratch", "bigdir", "files_per_sec", 5, 1, true, &m),
             None
         );
         // CV 5 % against the 5 % band: runs_for's answer, capped by --max-repeat
@@ -469,7 +550,7 @@ mod tests {
             &Margins::default(),
         );
         r.aa = Verdict::Regressed;
-        let text = render(&[r], "lab3", (7, 8), 5);
+        let text = render(&[r], "lab3", &[7, 8], 5);
         assert!(
             text.starts_with("Noise of lab3 (runs 7 and 8, 5 repetitions each"),
             "{text}"

@@ -130,6 +130,7 @@ impl CompareArgs {
             metrics: self.metrics.clone(),
             margins: self.margins.margins(),
             gate: self.margins.gate.gate(),
+            drift: Default::default(),
         }
     }
 

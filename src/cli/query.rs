@@ -136,9 +136,26 @@ pub fn judge(
     opts: &Criteria,
 ) -> Result<(String, String, Vec<Judged>)> {
     let sides = sides(store, base, cur, opts)?;
+    let opts = &with_drift(store, &sides, opts);
     let mut rows = judge::judge(&sides, opts)?;
     detectable(store, &sides, &mut rows, opts);
     Ok((sides.base.description, sides.cur.description, rows))
+}
+
+/// `criteria` with the drift between runs that the current side's machine's calibration
+/// measured ([`compare::power::drift_table`] of `read::calibration::chains`), which the
+/// verdict counts where the sides are different runs; unchanged when the criteria already
+/// carry one, the side has no run, or the machine no calibration (a store that cannot say is
+/// the same as none: the verdict is then the within-run one, as before calibrations existed).
+pub fn with_drift(store: &dyn Store, sides: &Sides, criteria: &Criteria) -> Criteria {
+    let mut out = criteria.clone();
+    if out.drift.is_empty()
+        && let Some(run) = sides.cur.runs.first()
+        && let Ok(chains) = read::calibration::chains(store, &run.environment.host)
+    {
+        out.drift = compare::power::drift_table(&chains);
+    }
+    out
 }
 
 /// Render a judged comparison in the chosen format (no "what differs" block: `run --baseline`
@@ -244,6 +261,7 @@ pub fn compare(
     }
     let criteria = opts.criteria();
     let sides = sides(store.as_ref(), base, cur, &criteria)?;
+    let criteria = with_drift(store.as_ref(), &sides, &criteria);
     let mut rows = judge::judge(&sides, &criteria)?;
     detectable(store.as_ref(), &sides, &mut rows, &criteria);
     let ctx = judge::context_of(&sides);
@@ -296,7 +314,8 @@ fn compare_many(
     let sides = std::iter::once(cur)
         .chain(more.iter().map(String::as_str))
         .map(|c| sides(store, base, c, &criteria));
-    let mut many = compare::many::judge(sides, &criteria)?;
+    let mut many =
+        compare::many::judge(sides, &criteria, |s| with_drift(store, s, &criteria).drift)?;
     // What each side's machine detects, once the verdicts are final (after the FDR control).
     for i in 0..many.sides.len() {
         if let Some(h) = many.sides[i].host.clone() {

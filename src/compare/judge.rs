@@ -7,11 +7,12 @@
 //! gathered into rows. Like the rest of `compare` it must never do I/O nor format output.
 
 use super::context::{self, Context, SideData};
-use super::verdict::{self, Comparison, Gate, Margins, Methods, MetricClass};
+use super::verdict::{self, Comparison, Gate, Margins, Methods, MetricClass, RunDrift};
 use super::{Criteria, SeriesKey};
-use crate::model::{MetricKind, SampleRecord, Unit};
+use crate::model::{MetricKind, RunId, SampleRecord, SampleStatus, Unit};
 use crate::read::Sides;
 use serde::Serialize;
+use std::collections::{BTreeSet, HashMap};
 
 /// One metric with its verdict, ready to render.
 #[derive(Clone, Debug, Serialize)]
@@ -73,14 +74,23 @@ pub fn rows(sides: &Sides, opts: &Criteria, methods: Methods) -> Result<Vec<Judg
     check_margins(&margins)?;
     let bs: Vec<&SampleRecord> = sides.base.samples.iter().collect();
     let cs: Vec<&SampleRecord> = sides.cur.samples.iter().collect();
+    let (base_runs, cur_runs) = (runs_of(&bs), runs_of(&cs));
     let rows = super::pair(&super::series(&bs), &super::series(&cs), sides.across)
         .into_iter()
         .filter(|p| opts.metrics.is_empty() || opts.metrics.contains(&p.key.metric))
         .filter(|p| !p.base.is_empty() && !p.cur.is_empty())
         .map(|p| {
             let class = MetricClass::of(p.kind);
-            let comparison =
-                verdict::compare_with(&p.base, &p.cur, p.direction, class, &margins, methods);
+            let drift = run_drift(opts, &p.key, &base_runs, &cur_runs, sides.across);
+            let comparison = verdict::compare_between(
+                &p.base,
+                &p.cur,
+                p.direction,
+                class,
+                &margins,
+                methods,
+                drift,
+            );
             Judged {
                 key: p.key.clone(),
                 unit: p.unit,
@@ -96,6 +106,58 @@ pub fn rows(sides: &Sides, opts: &Criteria, methods: Methods) -> Result<Vec<Judg
         return Err(JudgeError::NothingPaired);
     }
     Ok(rows)
+}
+
+/// The distinct runs of each (configuration, test) among successful samples.
+type RunsOf<'a> = HashMap<(&'a str, &'a str), BTreeSet<RunId>>;
+
+fn runs_of<'a>(samples: &[&'a SampleRecord]) -> RunsOf<'a> {
+    let mut out: RunsOf<'a> = HashMap::new();
+    for s in samples
+        .iter()
+        .filter(|s| s.sample.status == SampleStatus::Ok)
+    {
+        out.entry((s.sample.config.as_str(), s.sample.test.as_str()))
+            .or_default()
+            .insert(s.run_id);
+    }
+    out
+}
+
+/// The drift to count in a metric's verdict: the one `opts` holds for it (two configurations
+/// side by side take the current one's, as its key names it last), when its two sides are made
+/// of different runs. A run on both sides (two configurations of one run, interleaved) shares
+/// the machine's drift between them, so nothing is added.
+fn run_drift(
+    opts: &Criteria,
+    key: &SeriesKey,
+    base: &RunsOf<'_>,
+    cur: &RunsOf<'_>,
+    across: bool,
+) -> Option<RunDrift> {
+    if opts.drift.is_empty() {
+        return None;
+    }
+    let (bconf, cconf) = match key.config.split_once(" vs ") {
+        Some((b, c)) if across => (b, c),
+        _ => (key.config.as_str(), key.config.as_str()),
+    };
+    let lookup = SeriesKey {
+        config: cconf.to_string(),
+        test: key.test.clone(),
+        metric: key.metric.clone(),
+    };
+    let drift = *opts.drift.get(&lookup)?;
+    let b = base.get(&(bconf, key.test.as_str()))?;
+    let c = cur.get(&(cconf, key.test.as_str()))?;
+    if !b.is_disjoint(c) {
+        return None;
+    }
+    Some(RunDrift {
+        drift,
+        base_runs: b.len(),
+        cur_runs: c.len(),
+    })
 }
 
 /// Benjamini-Hochberg per family (headline, secondary) over every row of a comparison, and
@@ -155,6 +217,98 @@ pub fn summary(rows: &[Judged]) -> verdict::Summary {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::compare::power::BetweenRuns;
+    use crate::model::{Direction, Metric, NewSample, SiteFacts};
+    use crate::read::Side;
+
+    fn sample(run: RunId, config: &str, v: f64) -> SampleRecord {
+        SampleRecord {
+            id: 1,
+            run_id: run,
+            sample: NewSample {
+                config: config.into(),
+                test: "t".into(),
+                repetition: 1,
+                sequence: 0,
+                facts: SiteFacts::default(),
+                status: crate::model::SampleStatus::Ok,
+                error: None,
+                started_at: chrono::Utc::now(),
+                duration_s: 1.0,
+                workload: String::new(),
+                metrics: vec![Metric::new(
+                    "m",
+                    v,
+                    Unit::FilesPerSec,
+                    Direction::HigherIsBetter,
+                )],
+                histograms: vec![],
+                attachments: vec![],
+            },
+        }
+    }
+
+    fn side(samples: Vec<SampleRecord>) -> Side {
+        Side {
+            description: String::new(),
+            runs: vec![],
+            samples,
+        }
+    }
+
+    #[test]
+    fn a_drift_is_counted_between_different_runs_only() {
+        let drift = BetweenRuns {
+            sigma_log: 0.05,
+            pairs: 4,
+            df: 2.0,
+        };
+        let mut opts = Criteria::default();
+        for c in ["a", "b"] {
+            opts.drift.insert(
+                SeriesKey {
+                    config: c.into(),
+                    test: "t".into(),
+                    metric: "m".into(),
+                },
+                drift,
+            );
+        }
+        let values = |run, config, base: f64| {
+            (0..3)
+                .map(|i| sample(run, config, base + i as f64))
+                .collect::<Vec<_>>()
+        };
+        // run 1 against run 2, one configuration: counted, one run a side
+        let two = Sides {
+            base: side(values(1, "a", 100.0)),
+            cur: side(values(2, "a", 120.0)),
+            across: false,
+        };
+        let r = rows(&two, &opts, Methods::Auto).unwrap();
+        assert_eq!(r[0].comparison.drift_pct, Some(drift.pct()));
+        // two configurations of one run, interleaved: the machine's drift moves both alike
+        let one = Sides {
+            base: side(values(1, "a", 100.0)),
+            cur: side(values(1, "b", 120.0)),
+            across: true,
+        };
+        let r = rows(&one, &opts, Methods::Auto).unwrap();
+        assert_eq!(r[0].key.config, "a vs b");
+        assert_eq!(r[0].comparison.drift_pct, None);
+        assert_eq!(r[0].comparison.verdict, verdict::Verdict::Improved);
+        // the same two configurations from different runs: counted (the current one's)
+        let apart = Sides {
+            base: side(values(1, "a", 100.0)),
+            cur: side(values(2, "b", 120.0)),
+            across: true,
+        };
+        let r = rows(&apart, &opts, Methods::Auto).unwrap();
+        assert_eq!(r[0].comparison.drift_pct, Some(drift.pct()));
+        // no drift known for the metric: nothing counted
+        let r = rows(&two, &Criteria::default(), Methods::Auto).unwrap();
+        assert_eq!(r[0].comparison.drift_pct, None);
+    }
 
     #[test]
     fn a_margin_outside_the_range_is_named_with_its_option() {

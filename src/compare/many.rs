@@ -6,10 +6,10 @@
 //! the rest of `compare` it must never do I/O nor format output: the sides arrive read, and the
 //! callers put the judged rows into `report::compare::ManyDoc`.
 
-use super::Criteria;
 use super::context::Context;
 use super::judge::{self, JudgeError, Judged};
 use super::verdict::{Methods, Summary};
+use super::{Criteria, Drifts};
 use crate::read::Sides;
 use std::ops::Range;
 
@@ -65,10 +65,13 @@ impl Many {
 }
 
 /// Judges each pairing (baseline, side) as `sides` yields it (read one at a time, so one side's
-/// samples are in memory at once), then controls false discoveries over all of them.
+/// samples are in memory at once), then controls false discoveries over all of them. `drift`
+/// gives the between-run drift to count for a pairing (its current side's machine's: see
+/// [`Criteria::drift`]; `|_| Drifts::new()` for none).
 pub fn judge<E: From<JudgeError>>(
     sides: impl IntoIterator<Item = Result<Sides, E>>,
     criteria: &Criteria,
+    drift: impl Fn(&Sides) -> Drifts,
 ) -> Result<Many, E> {
     let mut many = Many {
         baseline: String::new(),
@@ -78,7 +81,11 @@ pub fn judge<E: From<JudgeError>>(
     };
     for pair in sides {
         let pair = pair?;
-        let rows = judge::rows(&pair, criteria, Methods::WelchOnly)?;
+        let with = Criteria {
+            drift: drift(&pair),
+            ..criteria.clone()
+        };
+        let rows = judge::rows(&pair, &with, Methods::WelchOnly)?;
         many.baseline = pair.base.description.clone();
         many.across &= pair.across;
         many.sides.push(ManySide {
@@ -126,7 +133,7 @@ mod tests {
     fn each_side_keeps_its_rows_and_all_share_one_false_discovery_family() {
         let criteria = Criteria::default();
         let pairs = [pair("label:b", &SAME), pair("label:c", &SLOW)];
-        let many = judge(pairs.map(Ok::<_, JudgeError>), &criteria).unwrap();
+        let many = judge(pairs.map(Ok::<_, JudgeError>), &criteria, |_| Drifts::new()).unwrap();
         assert_eq!(many.baseline, "label:a");
         let names: Vec<_> = many.sides.iter().map(|s| s.description.as_str()).collect();
         assert_eq!(names, ["label:b", "label:c"]);
@@ -156,7 +163,7 @@ mod tests {
     #[test]
     fn a_side_that_cannot_be_read_is_the_error() {
         let sides = [Ok(pair("label:b", &SAME)), Err(JudgeError::NothingPaired)];
-        let e = judge(sides, &Criteria::default()).unwrap_err();
+        let e = judge(sides, &Criteria::default(), |_| Drifts::new()).unwrap_err();
         assert_eq!(e, JudgeError::NothingPaired);
     }
 }

@@ -41,7 +41,14 @@ pub struct Criteria {
     pub margins: verdict::Margins,
     /// Which verdicts set the exit code.
     pub gate: verdict::Gate,
+    /// The current side's machine's drift between runs per (configuration, test, metric), from
+    /// its calibration (`fsdelta calibrate`): counted in the verdict of a metric whose sides are
+    /// different runs ([`verdict::compare_between`]). Empty: none counted.
+    pub drift: Drifts,
 }
+
+/// The drift between runs of a machine per (configuration, test, metric).
+pub type Drifts = BTreeMap<SeriesKey, power::BetweenRuns>;
 
 /// Key of a metric series: configuration, test, metric name.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]

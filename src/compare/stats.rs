@@ -143,12 +143,46 @@ pub struct Welch {
 ///
 /// When both sides have zero spread the difference is known exactly: the interval is `[d, d]`.
 pub fn welch(x: &[f64], y: &[f64], confidence: f64) -> Option<Welch> {
+    welch_between(x, y, confidence, Between::NONE)
+}
+
+/// A variance of the difference of means that the sides' own repetitions cannot show: the
+/// spread of run means between runs of the same thing on one machine (a random-effects term),
+/// estimated elsewhere with `df` degrees of freedom. [`Between::NONE`] adds nothing.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Between {
+    /// The variance added to var x / m + var y / n.
+    pub var: f64,
+    /// Degrees of freedom of its estimate (for Satterthwaite's approximation).
+    pub df: f64,
+}
+
+impl Between {
+    /// No term: plain Welch.
+    pub const NONE: Between = Between {
+        var: 0.0,
+        df: f64::INFINITY,
+    };
+}
+
+/// [`welch`] with a between-run variance added to the difference's: se^2 = var x / m + var y /
+/// n + `between.var`, and Satterthwaite's degrees of freedom over the three terms (the third
+/// with `between.df`), so an estimate of the term from few runs widens the interval as its own
+/// uncertainty demands; the interval and p are never tighter than Welch's without the term
+/// (Satterthwaite's approximation alone can make them so). With [`Between::NONE`] it is exactly
+/// [`welch`].
+pub fn welch_between(x: &[f64], y: &[f64], confidence: f64, between: Between) -> Option<Welch> {
     let (m, n) = (x.len() as f64, y.len() as f64);
     let (mx, my) = (mean(x)?, mean(y)?);
     let (vx, vy) = (variance(x)?, variance(y)?);
     let d = my - mx;
     let (ax, ay) = (vx / m, vy / n);
-    let se = (ax + ay).sqrt();
+    let az = if between.var.is_finite() && between.var > 0.0 {
+        between.var
+    } else {
+        0.0
+    };
+    let se = (ax + ay + az).sqrt();
     if se == 0.0 {
         let (t, p) = if d == 0.0 {
             (0.0, 1.0)
@@ -165,10 +199,15 @@ pub fn welch(x: &[f64], y: &[f64], confidence: f64) -> Option<Welch> {
             hi: d,
         });
     }
-    let df = (ax + ay).powi(2) / (ax * ax / (m - 1.0) + ay * ay / (n - 1.0));
+    let z_df = if az > 0.0 {
+        az * az / between.df.max(1.0)
+    } else {
+        0.0
+    };
+    let df = (ax + ay + az).powi(2) / (ax * ax / (m - 1.0) + ay * ay / (n - 1.0) + z_df);
     let t = d / se;
     let q = t_quantile(0.5 + confidence / 2.0, df);
-    Some(Welch {
+    let mut out = Welch {
         d,
         se,
         df,
@@ -176,7 +215,20 @@ pub fn welch(x: &[f64], y: &[f64], confidence: f64) -> Option<Welch> {
         p: t_two_sided_p(t, df),
         lo: d - q * se,
         hi: d + q * se,
-    })
+    };
+    // Satterthwaite's df can exceed Welch's when a well-known term joins two ill-matched sides
+    // (few values, very different spreads), and then the interval could come out narrower
+    // than without the term: a variance added must never do that, so the interval and p are
+    // never tighter than Welch's own.
+    if az > 0.0 && ax + ay > 0.0 {
+        let se0 = (ax + ay).sqrt();
+        let df0 = (ax + ay).powi(2) / (ax * ax / (m - 1.0) + ay * ay / (n - 1.0));
+        let q0 = t_quantile(0.5 + confidence / 2.0, df0);
+        out.lo = out.lo.min(d - q0 * se0);
+        out.hi = out.hi.max(d + q0 * se0);
+        out.p = out.p.max(t_two_sided_p(d / se0, df0));
+    }
+    Some(out)
 }
 
 /// Largest total sample size m + n for which the Mann-Whitney distribution is computed exactly
@@ -529,6 +581,39 @@ mod tests {
         assert_close!(w.p, 0.19872738893452602, 1e-7);
         assert_close!(w.lo, -4.418522830071064, 1e-7);
         assert_close!(w.hi, 9.418522830071064, 1e-7);
+    }
+
+    #[test]
+    fn a_between_run_variance_adds_to_the_standard_error_and_its_degrees_of_freedom() {
+        let (x, y) = ([1.0, 2.0, 3.0], [2.0, 3.0, 4.0]);
+        // without a term it is Welch, to the bit
+        assert_eq!(
+            welch_between(&x, &y, 0.95, Between::NONE),
+            welch(&x, &y, 0.95)
+        );
+        // var x / m = var y / n = 1/3, the term 1 with 1 df: se^2 = 5/3, Satterthwaite's
+        // df = (5/3)^2 / ((1/3)^2 / 2 + (1/3)^2 / 2 + 1^2 / 1) = (25/9) / (10/9) = 2.5
+        let b = Between { var: 1.0, df: 1.0 };
+        let w = welch_between(&x, &y, 0.95, b).unwrap();
+        assert_close!(w.se, (5.0f64 / 3.0).sqrt(), 1e-12);
+        assert_close!(w.df, 2.5, 1e-12);
+        assert_close!(w.t, 1.0 / (5.0f64 / 3.0).sqrt(), 1e-12);
+        let q = t_quantile(0.975, 2.5);
+        assert_close!(w.lo, 1.0 - q * w.se, 1e-12);
+        assert_close!(w.hi, 1.0 + q * w.se, 1e-12);
+        assert_close!(w.p, t_two_sided_p(w.t, 2.5), 1e-12);
+        // two ill-matched sides (Welch's df 1.47) and a well-known term: Satterthwaite would
+        // give 3.24 degrees of freedom and a narrower interval than without the term
+        // ([-2.08, 7.08] against [-4.42, 9.42]); the variance added never narrows it
+        let (x, y) = ([1.0, 2.0], [3.0, 5.0]);
+        let plain = welch(&x, &y, 0.95).unwrap();
+        let w = welch_between(&x, &y, 0.95, Between { var: 1.0, df: 2.0 }).unwrap();
+        assert_close!(w.se, 1.5, 1e-12);
+        assert_close!(w.df, 3.24, 1e-12);
+        assert_eq!((w.lo, w.hi, w.p), (plain.lo, plain.hi, plain.p));
+        // both sides constant and a term: no longer an exact difference
+        let c = welch_between(&[2.0, 2.0], &[3.0, 3.0], 0.95, b).unwrap();
+        assert!(c.lo < 1.0 && c.hi > 1.0 && c.p > 0.0, "{c:?}");
     }
 
     #[test]

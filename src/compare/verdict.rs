@@ -18,6 +18,7 @@
 //! inconclusive with the reason "zero or negative values". No offset is added, since any offset
 //! would depend on the unit and would change the ratio being judged.
 
+use super::power::BetweenRuns;
 use super::stats;
 use crate::model::{Direction, MetricKind};
 use serde::{Deserialize, Serialize};
@@ -315,6 +316,11 @@ pub struct Comparison {
     /// changes of 7.5 % or more here"; `None` without a calibration of the machine.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detects: Option<String>,
+    /// The machine's between-run drift counted in the interval, in percent of a run's mean
+    /// ([`compare_between`]): set when the sides are different runs and the current side's
+    /// machine has a calibration that measured one; `None` otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drift_pct: Option<f64>,
 }
 
 /// Which methods [`compare_with`] may use.
@@ -375,6 +381,39 @@ pub fn compare_with(
     margins: &Margins,
     methods: Methods,
 ) -> Comparison {
+    compare_between(baseline, current, direction, class, margins, methods, None)
+}
+
+/// A machine's between-run drift to count in a comparison whose sides are different runs: the
+/// drift and how many distinct runs each side's values come from.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RunDrift {
+    /// The drift, as the machine's calibration estimated it.
+    pub drift: BetweenRuns,
+    /// Distinct runs on the baseline side.
+    pub base_runs: usize,
+    /// Distinct runs on the current side.
+    pub cur_runs: usize,
+}
+
+/// [`compare_with`] counting a between-run drift: the repetitions of one run are exchangeable,
+/// two runs made minutes apart on a machine that drifts are not, so the difference of their
+/// means carries tau^2 (1 / runs_a + 1 / runs_b) more variance than the repetitions show (a
+/// random-effects term, estimated by `fsdelta calibrate`). With a drift above 0 the shift is
+/// Welch's on logs with that variance added and Satterthwaite's degrees of freedom over the
+/// three terms ([`stats::welch_between`]), for every class (the rank methods have no variance to
+/// add it to); the reason says the drift was counted. `None`, or a drift of 0: exactly
+/// [`compare_with`].
+pub fn compare_between(
+    baseline: &[f64],
+    current: &[f64],
+    direction: Direction,
+    class: MetricClass,
+    margins: &Margins,
+    methods: Methods,
+    drift: Option<RunDrift>,
+) -> Comparison {
+    let drift = drift.filter(|d| d.drift.sigma_log.is_finite() && d.drift.sigma_log > 0.0);
     let mut out = start(baseline, current, direction, class, margins);
     let positive = out.baseline.geomean.is_some() && out.current.geomean.is_some();
     if let Some((verdict, reason)) = screen(&mut out, baseline, current, positive) {
@@ -384,9 +423,46 @@ pub fn compare_with(
     let x: Vec<f64> = baseline.iter().map(|v| v.ln()).collect();
     let y: Vec<f64> = current.iter().map(|v| v.ln()).collect();
     let spiky = out.baseline.outliers + out.current.outliers > 0;
-    let wants_rank = methods == Methods::Auto && (class != MetricClass::Throughput || spiky);
-    let s = shift(&mut out, &x, &y, wants_rank);
-    let (verdict, reason) = decide(&out, &s, &x, &y, margins, spiky);
+    let wants_rank =
+        methods == Methods::Auto && drift.is_none() && (class != MetricClass::Throughput || spiky);
+    let between = drift.map_or(stats::Between::NONE, |d| {
+        d.drift.between(d.base_runs, d.cur_runs)
+    });
+    let s = shift(&mut out, &x, &y, wants_rank, between);
+    // More repetitions shrink the within-run part of the interval only: with one run a side
+    // the drift alone keeps it at least (z_0.975 + z_0.8) sqrt(2) tau wide.
+    let floor = drift.map(|d| (Z_975 + Z_80) * std::f64::consts::SQRT_2 * d.drift.sigma_log);
+    if let Some(floor) = floor {
+        let band = out.delta.ln_1p();
+        out.runs_needed = if floor >= band {
+            None
+        } else {
+            let sd = |v: &[f64]| stats::variance(v).unwrap_or(0.0);
+            let pooled = (((x.len() - 1) as f64 * sd(&x) + (y.len() - 1) as f64 * sd(&y))
+                / (x.len() + y.len() - 2) as f64)
+                .sqrt();
+            runs_needed(pooled, (band * band - floor * floor).sqrt().exp_m1())
+        };
+    }
+    let (verdict, mut reason) = decide(&out, &s, &x, &y, margins, spiky);
+    if let (Some(d), Some(floor)) = (drift, floor) {
+        out.drift_pct = Some(d.drift.pct());
+        reason.push_str(&format!(
+            "; counts this machine's drift between runs (±{:.1} % a run, from its calibration's \
+             {} run pair{})",
+            d.drift.pct(),
+            d.drift.pairs,
+            if d.drift.pairs == 1 { "" } else { "s" }
+        ));
+        if floor >= out.delta.ln_1p() && !matches!(verdict, Verdict::Regressed | Verdict::Improved)
+        {
+            reason.push_str(&format!(
+                ", which alone keeps two runs' interval wider than ±{} %: more repetitions will \
+                 not resolve it; run both sides in one run (`run --order rotate`)",
+                fmt_pct(out.delta)
+            ));
+        }
+    }
     finish(out, verdict, reason)
 }
 
@@ -425,6 +501,7 @@ fn start(
         delta: margins.delta(class),
         runs_needed: None,
         detects: None,
+        drift_pct: None,
     };
     set_centers(&mut out);
     out
@@ -524,7 +601,13 @@ impl Comparison {
 /// Steps 2 and 3: the shift and its interval on the logs `x` (baseline) and `y` (current), by
 /// Hodges-Lehmann when `wants_rank` and the sides are large enough (and the shift agrees with
 /// the medians), else by Welch; recorded in `out` with the runs a side needed.
-fn shift(out: &mut Comparison, x: &[f64], y: &[f64], wants_rank: bool) -> Shift {
+fn shift(
+    out: &mut Comparison,
+    x: &[f64],
+    y: &[f64],
+    wants_rank: bool,
+    between: stats::Between,
+) -> Shift {
     let (m, n) = (x.len(), y.len());
     let medians = (out.baseline.median, out.current.median);
     let rank = if wants_rank && m >= MIN_RUNS_RANK && n >= MIN_RUNS_RANK {
@@ -546,7 +629,8 @@ fn shift(out: &mut Comparison, x: &[f64], y: &[f64], wants_rank: bool) -> Shift 
             (Method::HodgesLehmann, d, lo, hi, p)
         }
         None => {
-            let w = stats::welch(x, y, 1.0 - ALPHA).expect("two or more runs a side");
+            let w =
+                stats::welch_between(x, y, 1.0 - ALPHA, between).expect("two or more runs a side");
             out.center = Center::GeometricMean;
             (Method::Welch, w.d, w.lo, w.hi, w.p)
         }
@@ -1073,6 +1157,97 @@ mod tests {
 
     const A: [f64; 5] = [101.2, 98.7, 103.5, 99.9, 100.4];
     const B: [f64; 4] = [104.1, 106.3, 102.8, 107.0];
+
+    fn drift(tau: f64, pairs: usize) -> RunDrift {
+        let k = (pairs + 1) as f64;
+        RunDrift {
+            drift: BetweenRuns {
+                sigma_log: tau,
+                pairs,
+                df: 2.0 * (k - 1.0).powi(2) / (3.0 * k - 4.0),
+            },
+            base_runs: 1,
+            cur_runs: 1,
+        }
+    }
+
+    #[test]
+    fn a_counted_drift_widens_the_interval_and_says_so() {
+        let m = Margins::default();
+        let between = |d: Option<RunDrift>| {
+            compare_between(
+                &A,
+                &B,
+                Direction::LowerIsBetter,
+                MetricClass::Throughput,
+                &m,
+                Methods::Auto,
+                d,
+            )
+        };
+        // none, or a drift of 0: the verdict without it, to the bit
+        let plain = judge(&A, &B, Direction::LowerIsBetter, MetricClass::Throughput);
+        assert_eq!(between(None), plain);
+        assert_eq!(between(Some(drift(0.0, 10))), plain);
+        assert_eq!(plain.verdict, Verdict::Regressed);
+        // a 4 % shift between two runs on a machine whose runs drift by 3 %: not a change
+        let c = between(Some(drift(0.03, 10)));
+        assert_eq!(c.verdict, Verdict::Inconclusive, "{}", c.reason);
+        assert_eq!(c.diff_pct, plain.diff_pct);
+        assert!(
+            c.diff_lo_pct.unwrap() < 0.0 && c.diff_hi_pct.unwrap() > 7.4,
+            "{c:?}"
+        );
+        assert!(c.p_value.unwrap() > plain.p_value.unwrap());
+        close(c.drift_pct.unwrap(), 100.0 * 0.03f64.exp_m1(), 1e-9);
+        assert!(
+            c.reason.contains(
+                "counts this machine's drift between runs (±3.0 % a run, from its calibration's 10 run pairs)"
+            ),
+            "{}",
+            c.reason
+        );
+        // 3 % a run alone keeps two runs' interval wider than the 5 % band: said, no run count
+        assert!(
+            c.reason.contains("more repetitions will not resolve it"),
+            "{}",
+            c.reason
+        );
+        assert_eq!(c.runs_needed, None);
+        // a drift of 1 %: repetitions can still resolve the band, and it says how many
+        let c = between(Some(drift(0.01, 10)));
+        assert!(!c.reason.contains("will not resolve"), "{}", c.reason);
+        assert!(
+            c.runs_needed
+                .is_some_and(|n| n > plain.runs_needed.unwrap_or(0)),
+            "{c:?}"
+        );
+        // a tail metric is judged by Welch when a drift is counted (ranks have no variance to
+        // add it to), even with runs enough for the rank method
+        let a: Vec<f64> = (0..8).map(|i| 100.0 + i as f64).collect();
+        let b: Vec<f64> = (0..8).map(|i| 150.0 + i as f64).collect();
+        let tail = |d| {
+            compare_between(
+                &a,
+                &b,
+                Direction::LowerIsBetter,
+                MetricClass::Tail,
+                &m,
+                Methods::Auto,
+                d,
+            )
+        };
+        assert_eq!(tail(None).method, Some(Method::HodgesLehmann));
+        let t = tail(Some(drift(0.05, 10)));
+        assert_eq!(t.method, Some(Method::Welch));
+        // +45 % against a 5 % drift: still a regression
+        assert_eq!(t.verdict, Verdict::Regressed, "{}", t.reason);
+        assert!(
+            t.reason.contains("counts this machine's drift"),
+            "{}",
+            t.reason
+        );
+    }
 
     #[test]
     fn defaults_are_those_of_statistics_md() {

@@ -11,6 +11,7 @@
 //! What it must never do: judge (no statistics beyond what the store itself answers, such as a
 //! run's median), format output, or write to the store (every reader opens it read-only).
 
+pub mod calibration;
 pub mod extras;
 
 use crate::model::{RunInfo, SampleRecord, SampleStatus};

@@ -842,6 +842,19 @@ fn sides_of(s: &dyn Store, base: &str, cur: &str, sel: &Selection) -> Result<Sid
     })
 }
 
+/// The drift between runs that the current side's machine's calibration measured, as
+/// `fsdelta compare` counts it (its `query::with_drift`): the page's verdicts are the command's.
+/// None when the side has no run or the store cannot say.
+fn drifts(s: &dyn Store, sides: &Sides) -> compare::Drifts {
+    sides
+        .cur
+        .runs
+        .first()
+        .and_then(|r| read::calibration::chains(s, &r.environment.host).ok())
+        .map(|chains| compare::power::drift_table(&chains))
+        .unwrap_or_default()
+}
+
 /// The comparison's text and markdown (`fsdelta compare`'s renderers): two sides, or every
 /// other side against the first. Judged once, rendered twice (judging is the cost).
 fn compared(s: &dyn Store, sel: &Selection) -> Result<(String, String), PageError> {
@@ -857,6 +870,10 @@ fn compared(s: &dyn Store, sel: &Selection) -> Result<(String, String), PageErro
     };
     if sel.sels.len() == 2 {
         let sides = sides_of(s, &sel.sels[0], &sel.sels[1], sel)?;
+        let criteria = compare::Criteria {
+            drift: drifts(s, &sides),
+            ..criteria
+        };
         let rows = judge::judge(&sides, &criteria).map_err(judge_err)?;
         let ctx = judge::context_of(&sides);
         let summary = judge::summary(&rows);
@@ -878,7 +895,7 @@ fn compared(s: &dyn Store, sel: &Selection) -> Result<(String, String), PageErro
     let pairs = sel.sels[1..]
         .iter()
         .map(|cur| sides_of(s, &sel.sels[0], cur, sel));
-    let many = compare::many::judge(pairs, &criteria)?;
+    let many = compare::many::judge(pairs, &criteria, |sides| drifts(s, sides))?;
     let sides = report::compare::side_rows(&many);
     let summary = many.summary();
     let doc = report::compare::ManyDoc {
@@ -1011,6 +1028,10 @@ fn report_of(s: &dyn Store, sel: &Selection) -> Result<String, PageError> {
         ..compare::Criteria::default()
     };
     let sides = sides_of(s, base, cur, sel)?;
+    let criteria = compare::Criteria {
+        drift: drifts(s, &sides),
+        ..criteria
+    };
     let rows = judge::judge(&sides, &criteria).map_err(|e| PageError::bad(e.to_string()))?;
     let summary = judge::summary(&rows);
     let text_table = report::format::render(
