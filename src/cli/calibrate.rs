@@ -1,9 +1,12 @@
 //! `fsdelta calibrate`: how noisy is this machine, and so what can it detect? Runs the selected
-//! suite twice with the same setup (an A/A pair, each stored as a run labelled `calibrate`, so
-//! the machine's noise keeps a history: `fsdelta history --label-glob calibrate ...`), then
-//! prints, per headline metric, its noise (the pooled within-run CV of both runs) and the
-//! smallest change the verdict rules would detect at 80 % power with 3, 5, 10 and 20 runs a
-//! side (`compare::power`), and whether the A/A comparison flagged anything (it should not).
+//! suite `--runs` times (default 3) with the same setup, one after the other (each stored as a
+//! run labelled `calibrate`, so the machine's noise keeps a history: `fsdelta history
+//! --label-glob calibrate ...`), then prints, per headline metric, its noise (the pooled
+//! within-run CV of the first and last runs), its drift between runs (`compare::power::
+//! BetweenRuns` over the machine's calibration runs, which `compare` counts), the smallest
+//! change the verdict rules would detect at 80 % power comparing two runs of 3, 5, 10 and 20
+//! repetitions (`compare::power`), and whether the A/A comparison of the last run against the
+//! first flagged anything (it should not).
 //!
 //! It must never judge anything itself: the numbers come from `compare::power` and
 //! `compare::verdict`; and it runs through `fsdelta run`'s own path, so a calibration measures

@@ -214,8 +214,9 @@ pub enum Command {
     /// What a quiet benchmark machine should change here, with the command for each; --apply
     /// changes it (recorded), --revert undoes it. Example: fsdelta doctor
     Doctor(doctor::DoctorArgs),
-    /// Run the suite twice as A/A, keep the runs (label calibrate) and print per headline metric
-    /// the smallest change this machine detects with 3, 5, 10, 20 runs a side. Example:
+    /// Run the suite 3 times (--runs K) as A/A, keep the runs (label calibrate) and print per
+    /// headline metric its noise, its drift between runs (which compare counts) and the smallest
+    /// change this machine detects with 3, 5, 10, 20 runs a side. Example:
     /// fsdelta calibrate --test smallfiles -n 5
     Calibrate(calibrate::CalibrateArgs),
     /// The fleet's machines and their health; `machines clear NAME` lets an unhealthy one take
