@@ -11,35 +11,11 @@ mod common;
 
 use fsdelta::compare::power::BetweenRuns;
 
-fn alternating_suite(env: &common::Env) -> (std::path::PathBuf, std::path::PathBuf) {
-    let work = env.path("w");
-    std::fs::create_dir(&work).unwrap();
-    std::fs::write(work.join("count"), "0\n").unwrap();
-    let w = work.display();
-    // n counts repetitions over every run (3 a run): run r = n / 3 has level 1000 or 1300
-    let suite = env.write(
-        "s.toml",
-        &format!(
-            r#"name = "drifting"
-[[test]]
-name = "level"
-workload = "command"
-command = "n=$(cat {w}/count); echo $((n + 1)) > {w}/count; echo \"v $(( 1000 + ((n / 3) % 2) * 300 + (n % 3) * 10 ))\""
-[[test.metric]]
-name = "v"
-regex = 'v (\d+)'
-unit = "count"
-direction = "higher"
-"#
-        ),
-    );
-    (work, suite)
-}
-
 #[test]
 fn compare_counts_the_drift_between_runs_that_calibrate_measured() {
     let env = common::Env::new();
-    let (work, suite) = alternating_suite(&env);
+    // 3 repetitions a run: run r = n / 3 has level 1000 or 1300, its repetitions 1 % apart
+    let (work, suite) = common::counting_suite(&env, "1000 + ((n / 3) % 2) * 300 + (n % 3) * 10");
     let quiet = ["-n", "3", "--quiet", "--no-drop-caches", "--suite"];
     for label in ["a", "b"] {
         env.cmd()

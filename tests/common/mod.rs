@@ -91,6 +91,14 @@ pub struct Env {
 /// A command test whose metric `v` cycles 1000, 1050, 1100 (a known CV of about 4.8 %), counting
 /// its calls in `w/count` of `env`: the work directory and the suite file (`s.toml`).
 pub fn cycling_suite(env: &Env) -> (PathBuf, PathBuf) {
+    counting_suite(env, "1000 + (n % 3) * 50")
+}
+
+/// A suite of one command test, `level`, whose metric `v` (a count, higher is better) is the
+/// shell arithmetic `value` of `n`, the number of repetitions run before it over every run of
+/// the suite (a counter kept in the work directory): `(n / 3) % 2` is the run's parity at 3
+/// repetitions a run. Returns the work directory (the target) and the suite file.
+pub fn counting_suite(env: &Env, value: &str) -> (PathBuf, PathBuf) {
     let work = env.path("w");
     std::fs::create_dir(&work).unwrap();
     std::fs::write(work.join("count"), "0\n").unwrap();
@@ -102,7 +110,7 @@ pub fn cycling_suite(env: &Env) -> (PathBuf, PathBuf) {
 [[test]]
 name = "level"
 workload = "command"
-command = "n=$(cat {w}/count); echo $((n + 1)) > {w}/count; echo \"v $(( 1000 + (n % 3) * 50 ))\""
+command = "n=$(cat {w}/count); echo $((n + 1)) > {w}/count; echo \"v $(( {value} ))\""
 [[test.metric]]
 name = "v"
 regex = 'v (\d+)'
