@@ -39,6 +39,7 @@ pub mod stats;
 pub mod status;
 pub mod steady;
 pub mod verify;
+pub mod vlog;
 pub mod vstate;
 pub mod vsync;
 pub mod worker;

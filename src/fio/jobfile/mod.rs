@@ -1917,6 +1917,14 @@ pub fn build_jobs(sections: &[RawSection]) -> Result<JobSet, JobFileError> {
             ));
             job.norandommap = true;
         }
+        if job.norandommap && job.verify && !(0..3).all(|d| job.fixed_bs(d)) {
+            // fio's fixup_options (a warning only): writes of several sizes without a random
+            // map overlap, and an overlapped write is not read back.
+            set.warnings.push(format!(
+                "{}: job '{}': norandommap given for variable block sizes, verify limited (as fio says: a write that overlaps earlier ones replaces them in the verify log, and only the newest is read back)",
+                section.origin, job.name
+            ));
+        }
         job.job_options = shown_options(section);
         validate(&job, &section.origin)?;
         if let Some(w) = &job.wait_for {

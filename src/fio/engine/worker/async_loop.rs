@@ -424,29 +424,27 @@ impl<T: TimeSource> Queue<'_, '_, '_, '_, T> {
     /// verify_backlog's next read: None when no round is due, Some(None) when the block
     /// chosen was unlogged since, else the read and its logged write's numberio.
     fn backlog_read(&mut self) -> Option<Option<(Io, u16)>> {
-        let bs = self.setup.job.bs[WRITE].0;
         let p = &mut *self.p;
-        // The blocks whose writes are in flight (a verify block is one write's bs).
+        // The pieces whose writes are in flight (a piece is one write).
         let busy: Vec<(usize, u64)> = self
             .slots
             .iter()
             .flatten()
             .filter(|s| s.io.ddir == WRITE)
-            .map(|s| (s.io.file, (s.io.offset - p.files[s.io.file].base) / bs))
+            .map(|s| (s.io.file, s.io.offset - p.files[s.io.file].base))
             .collect();
-        let (fi, b) = backlog_next(p, self.last_ddir, |fi, b| busy.contains(&(fi, b)))?;
-        let logged = std::mem::take(&mut p.files[fi].written[b as usize]);
-        if logged == 0 {
+        let (fi, at) = backlog_next(p, self.last_ddir, |fi, at| busy.contains(&(fi, at)))?;
+        let Some(piece) = p.files[fi].written.take(at) else {
             return Some(None);
-        }
+        };
         Some(Some((
             Io {
                 ddir: READ,
                 file: fi,
-                offset: p.files[fi].base + b * bs,
-                len: bs as usize,
+                offset: p.files[fi].base + at,
+                len: piece.len as usize,
             },
-            logged as u16,
+            piece.numberio,
         )))
     }
 

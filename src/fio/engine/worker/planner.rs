@@ -38,9 +38,9 @@ pub(super) struct FileState {
     pub(super) lfsr: Option<Lfsr>,
     /// zipf / pareto block generator (random_distribution).
     pub(super) skew: Option<rand::Skewed>,
-    /// Blocks written and not yet verified (verify), per block of the write size: 0, or
-    /// LOGGED | the write's numberio (fio's io_piece log of the block).
-    pub(super) written: Vec<u32>,
+    /// Writes logged and not yet verified (verify): each piece's offset from `base`, length
+    /// and numberio (fio's io_piece log); empty when the job does not verify its writes.
+    pub(super) written: crate::fio::engine::vlog::PieceLog,
     /// Where the file offset of the fd is (sync engine: lseek only when it differs).
     pub(super) fd_pos: u64,
     /// ioengine=mmap: the file's mapping, made at its first I/O, gone with its descriptor.
@@ -140,7 +140,8 @@ pub(super) struct Planner<'a> {
     pub(super) status: Option<&'a crate::fio::engine::status::Slot>,
     /// Which I/Os get a per-command priority (cmdprio_*; asynchronous engines only).
     pub(super) cmdprio: Option<crate::fio::engine::prio::CmdPrio>,
-    /// verify_backlog: logged blocks (file, block) not yet verified, oldest first.
+    /// verify_backlog: logged pieces (file, offset from the region's start) not yet
+    /// verified, oldest first.
     pub(super) backlog: std::collections::VecDeque<(usize, u64)>,
     /// verify_backlog: reads left in the current round (fio's verify_batch).
     pub(super) verify_batch: u64,
@@ -188,8 +189,44 @@ impl Planner<'_> {
     }
 }
 
-/// A block of `FileState::written` is logged (the low 16 bits are its numberio).
-pub(super) const LOGGED: u32 = 1 << 16;
+/// The unit the verify log counts a file in: every write starts on it and is a whole number
+/// of it (the gcd of the write sizes and the alignment).
+fn log_unit(job: &JobSpec) -> u64 {
+    fn gcd(a: u64, b: u64) -> u64 {
+        if b == 0 { a } else { gcd(b, a % b) }
+    }
+    let mut u = job.ba(WRITE);
+    if !job.fixed_bs(WRITE) && job.bssplit[WRITE].is_empty() {
+        // bsrange: fio's get_next_buflen rounds to min_bs when it is a power of 2.
+        let lo = job.min_bs(WRITE);
+        u = gcd(
+            u,
+            if lo.is_power_of_two() && !job.blocksize_unaligned {
+                lo
+            } else {
+                1
+            },
+        );
+    }
+    for b in job.bs_candidates(WRITE) {
+        u = gcd(u, b);
+    }
+    u.max(1)
+}
+
+/// Verify with writes of several sizes keeps a slot per [`log_unit`] bytes: refused when the
+/// sizes share no unit worth one (a bsrange of sizes that are not a power of 2, or
+/// bs_unaligned), which would take a slot per byte or so.
+fn check_log_unit(job: &JobSpec) -> Result<(), WorkloadError> {
+    let u = log_unit(job);
+    if job.fixed_bs(WRITE) || u >= 512 {
+        return Ok(());
+    }
+    Err(WorkloadError::InvalidOptions(format!(
+        "job '{}': verify with these block sizes logs the writes in units of {u} bytes (their common divisor); give bsrange= a power-of-2 low end or bssplit= sizes that are multiples of 512, without bs_unaligned",
+        job.name
+    )))
+}
 
 /// fio's strided zones (setup_strided_zone_mode): `bytes` done in the zone starting `start`
 /// bytes into the file's region.
@@ -208,11 +245,8 @@ impl<'a> Planner<'a> {
         let seed_table = seeds;
         let mut files = Vec::with_capacity(setup.plan.files.len());
         let random = job.rw.is_random();
-        if job.verify && !job.fixed_bs(WRITE) {
-            return Err(WorkloadError::InvalidOptions(format!(
-                "job '{}': verify with block sizes from a bsrange or bssplit is not supported; give the writes one bs=",
-                job.name
-            )));
+        if job.verify && job.do_verify && job.rw.writes() {
+            check_log_unit(job)?;
         }
         // The block the region is counted in: fio issues whole blocks only.
         let region_bs = match (job.rw.reads(), job.rw.writes(), job.rw.trims()) {
@@ -933,14 +967,22 @@ impl<'a> Planner<'a> {
         if let Some(zs) = &mut self.zone {
             zs.bytes += len;
         }
-        if !f.written.is_empty() && ddir == WRITE {
-            let b = (offset / job.min_bs(WRITE)) as usize;
-            if let Some(w) = f.written.get_mut(b) {
-                // fio's log_io_piece: a newer write of the block replaces the older entry.
-                if *w == 0 && self.job.verify_backlog > 0 {
-                    self.backlog.push_back((fi, b as u64));
+        if f.written.is_enabled() && ddir == WRITE {
+            // fio's log_io_piece: the write replaces every logged piece it overlaps (and
+            // they leave the backlog too, as fio's io_hist_len goes down).
+            let mut dropped = false;
+            let logged = f
+                .written
+                .log(offset, len, self.issues[WRITE] as u16, |_| dropped = true);
+            if self.job.verify_backlog > 0 {
+                if dropped {
+                    let w = &f.written;
+                    self.backlog
+                        .retain(|&(bf, bo)| bf != fi || w.get(bo).is_some());
                 }
-                *w = LOGGED | (self.issues[WRITE] as u16) as u32;
+                if logged {
+                    self.backlog.push_back((fi, offset));
+                }
             }
         }
         if job.rw.trim_then_write() && random && ddir == TRIM {
@@ -1043,9 +1085,9 @@ fn file_state(
     }
     let empty = f.size == 0;
     let written = if job.verify && job.do_verify && job.rw.writes() {
-        vec![0u32; (f.size / job.min_bs(WRITE)) as usize]
+        crate::fio::engine::vlog::PieceLog::new(f.size, log_unit(job))
     } else {
-        Vec::new()
+        crate::fio::engine::vlog::PieceLog::default()
     };
     Ok(FileState {
         written,
