@@ -66,6 +66,9 @@ pub fn version_string() -> String {
 pub struct JobResult {
     /// Index of the job in the job set (the first job of the group when merged).
     pub job_index: usize,
+    /// The job whose `job options` the JSON lists: with group_reporting the group's last
+    /// (fio's __show_run_stats keeps the opt_list of each td it merges, so the last wins).
+    pub options_index: usize,
     /// fio's `jobname`.
     pub name: String,
     /// fio's `groupid`.
@@ -1087,6 +1090,7 @@ fn assemble(set: &JobSet, outs: Vec<CloneOut>, t0: Nanos) -> Vec<JobResult> {
             }
             r.clones += 1;
             r.elapsed_s = r.elapsed_s.max(elapsed_s);
+            r.options_index = out.job_index;
             continue;
         }
         let mut stats = out.stats;
@@ -1099,6 +1103,7 @@ fn assemble(set: &JobSet, outs: Vec<CloneOut>, t0: Nanos) -> Vec<JobResult> {
         }
         results.push(JobResult {
             job_index: out.job_index,
+            options_index: out.job_index,
             name: set.jobs[out.job_index].name.clone(),
             groupid: g,
             clones: 1,
