@@ -34,6 +34,7 @@ pub mod posixaio;
 pub mod prio;
 pub mod rand;
 pub mod rate;
+pub mod replay;
 pub mod splice;
 pub mod stats;
 pub mod status;
@@ -518,6 +519,34 @@ fn plan_clones<'s>(
     Ok((planned, zones))
 }
 
+/// `set` with every read_iolog= job prepared for its replay ([`replay::prepare`]): fio's
+/// messages for the lines it skips are warnings; a log that names a file the job may not
+/// touch, or writes under `--readonly`, is an error before any I/O.
+fn replay_set(set: &JobSet, ctx: &RunContext<'_>) -> Result<JobSet, WorkloadError> {
+    let mut set = set.clone();
+    for job in &mut set.jobs {
+        if job.read_iolog.is_none() {
+            continue;
+        }
+        let diskless = ops::of(job.ioengine).has(ops::Caps::FAKEIO);
+        replay::prepare(job, ctx.dir, diskless)
+            .map_err(|e| WorkloadError::InvalidOptions(e.to_string()))?;
+        if let Some(r) = &job.replay {
+            for note in &r.notes {
+                ctx.progress.warning(&format!("job '{}': {note}", job.name));
+            }
+        }
+        if set.read_only && job.rw.writes() {
+            return Err(WorkloadError::InvalidOptions(format!(
+                "job '{}': --readonly, and the log read_iolog={} replays writes (fio 3.33 skips them and says so; fsdelta refuses): drop --readonly or replay a log of reads",
+                job.name,
+                job.read_iolog.as_deref().unwrap_or_default()
+            )));
+        }
+    }
+    Ok(set)
+}
+
 fn execute(
     set: &JobSet,
     ctx: &RunContext<'_>,
@@ -529,12 +558,26 @@ fn execute(
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)
         .unwrap_or(0);
+    // read_iolog=: each replaying job rewritten from its log (its files, direction, size),
+    // and every file the log names checked, before anything runs.
+    let replayed;
+    let set = if set.jobs.iter().any(|j| j.read_iolog.is_some()) {
+        replayed = replay_set(set, ctx)?;
+        &replayed
+    } else {
+        set
+    };
     // Plan every clone (and check O_DIRECT alignment) before anything runs.
     let (mut planned, zones) = plan_clones(set, ctx)?;
     let watch = disk::DiskWatch::start(
         planned
             .iter()
-            .filter(|p| !ops::of(p.job.ioengine).has(ops::Caps::DISKLESSIO))
+            // fio measures the disk of a job's own files (filename=) before a replay
+            // (read_iolog=) replaces them with the log's: none without.
+            .filter(|p| {
+                !ops::of(p.job.ioengine).has(ops::Caps::DISKLESSIO)
+                    && p.job.replay.as_ref().is_none_or(|r| r.own_files)
+            })
             .flat_map(|p| p.plan.files.iter())
             .filter_map(|f| f.path.parent()),
     );
@@ -864,7 +907,12 @@ fn run_batch_clone(
             }
         }
         let _next = Turn(layout_turn, job.create_serialize);
-        files::layout(job, &pl.plan, layout_seed, set.read_only)
+        if job.replay.is_some() {
+            // fio's setup_files lays out nothing for a replay (its files are the log's).
+            Ok(files::LaidOut::default())
+        } else {
+            files::layout(job, &pl.plan, layout_seed, set.read_only)
+        }
     };
     laid.wait();
     if let Some(l) = laid_out?.fio_line(&job.name) {

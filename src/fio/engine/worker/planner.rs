@@ -160,6 +160,61 @@ pub(super) struct Planner<'a> {
     pub(super) writes_issued: u64,
     /// verify_state_load=1: the saved state the verifying reads stop at.
     pub(super) vstate: Option<crate::fio::engine::vstate::Loaded>,
+    /// read_iolog=: the log's steps, replayed in place of the offset generator.
+    pub(super) replay: Option<ReplayCursor<'a>>,
+}
+
+/// Where a replay is (fio's io_log_list and the times iolog_delay keeps).
+pub(super) struct ReplayCursor<'a> {
+    steps: std::sync::Arc<Vec<crate::fio::engine::replay::Step>>,
+    next: usize,
+    /// When the job started (fio's genesis, for version 2's waits).
+    genesis: std::time::Instant,
+    /// When the last I/O was handed out (fio's last_issue).
+    last_issue: std::time::Instant,
+    /// How much the last sleep overshot (fio's time_offset), taken off the next delay.
+    time_offset: u64,
+    /// The syncs the log asks for before the I/O just handed out (or after its last one):
+    /// the file, whether they are fdatasyncs, how many in a row.
+    pub(super) sync: Option<(usize, bool, u32)>,
+    cancel: &'a crate::workload::CancelToken,
+}
+
+impl ReplayCursor<'_> {
+    /// fio's iolog_delay: wait `delay` µs less the time since the last I/O was issued (and
+    /// less what the last wait overshot), in slices of at most 500 ms, stopping at a cancel.
+    fn delay(&mut self, delay: u64) {
+        if delay == 0 {
+            return;
+        }
+        let since = self.last_issue.elapsed().as_micros() as u64;
+        if delay < self.time_offset {
+            self.time_offset = 0;
+            return;
+        }
+        let left = delay - self.time_offset;
+        if left < since {
+            return;
+        }
+        let mut left = left - since;
+        let t0 = std::time::Instant::now();
+        while left > 0 && !self.cancel.is_cancelled() {
+            let d = left.min(500_000);
+            std::thread::sleep(std::time::Duration::from_micros(d));
+            left -= d;
+        }
+        let slept = t0.elapsed().as_micros() as u64;
+        self.time_offset = slept.saturating_sub(delay);
+    }
+
+    /// Whether the next step (past file actions and waits) is a sync.
+    fn sync_next(&self) -> bool {
+        use crate::fio::engine::replay::Step;
+        self.steps[self.next.min(self.steps.len())..]
+            .iter()
+            .find(|s| !matches!(s, Step::Pause { .. } | Step::Wait { .. }))
+            .is_some_and(|s| matches!(s, Step::Sync { .. }))
+    }
 }
 
 impl Planner<'_> {
@@ -177,6 +232,37 @@ impl Planner<'_> {
                 f.last_write_idx = (f.last_write_idx + 1) % f.last_write_comp.len();
             }
         }
+    }
+
+    /// read_iolog=: the file of the syncs the log ends with (after its last I/O), if any;
+    /// the loop runs them ([`timed_sync`](super::sync_loop::timed_sync)) before the pass ends.
+    pub(super) fn replay_trailing_sync(&self) -> Option<usize> {
+        self.replay.as_ref().and_then(|r| r.sync).map(|(f, _, _)| f)
+    }
+
+    /// The log's pending syncs were run.
+    pub(super) fn replay_synced(&mut self) {
+        if let Some(r) = &mut self.replay {
+            r.sync = None;
+        }
+    }
+
+    /// read_iolog= with the null engine deeper than 1: whether the I/O just handed out was
+    /// the log's last. fio's null engine queues each I/O and reaps it when the next one is
+    /// queued; the last is still queued when the log runs out, and fio then reaps nothing
+    /// (td->done): it counts as issued, without bytes or latency (fio's t0038: 10 writes,
+    /// the bytes of 9).
+    pub(super) fn replay_abandons(&self) -> bool {
+        use crate::fio::engine::replay::Step;
+        self.job.iodepth > 1
+            && self.ops.has(Caps::FAKEIO)
+            && self.replay.as_ref().is_some_and(|r| {
+                // A sync after it is queued after it and reaps it (the sync is then the one
+                // left queued).
+                !r.steps[r.next..]
+                    .iter()
+                    .any(|s| matches!(s, Step::Io { .. } | Step::Sync { .. }))
+            })
     }
 
     /// verify_state_load=1: whether the verifying read `io` must not be issued, after
@@ -360,6 +446,15 @@ impl<'a> Planner<'a> {
                 ),
                 None => None,
             },
+            replay: job.replay.as_ref().map(|r| ReplayCursor {
+                steps: r.steps.clone(),
+                next: 0,
+                genesis: std::time::Instant::now(),
+                last_issue: std::time::Instant::now(),
+                time_offset: 0,
+                sync: None,
+                cancel: setup.cancel,
+            }),
             zone: zones.map(|z| ZoneState {
                 z,
                 start: 0,
@@ -449,6 +544,9 @@ impl<'a> Planner<'a> {
     /// each read until the next write, so fio syncs before every one of those I/Os, and so
     /// does this. Asked before the next I/O is drawn; the sync is made only if there is one.
     pub(super) fn sync_due(&self) -> bool {
+        if let Some(r) = &self.replay {
+            return r.sync_next();
+        }
         let job = self.job;
         let every = if job.fsync > 0 {
             job.fsync
@@ -560,6 +658,9 @@ impl<'a> Planner<'a> {
     /// (or wrapped) tries again with a new direction and file.
     #[inline]
     pub(super) fn next_io(&mut self) -> Option<Io> {
+        if self.replay.is_some() {
+            return self.next_replayed();
+        }
         if self.pass_complete() {
             return None;
         }
@@ -624,6 +725,58 @@ impl<'a> Planner<'a> {
     /// Whether the pass has issued its bytes (all loops' bytes, when the loops are merged or
     /// counted together) or number_ios= of I/Os.
     #[inline]
+    /// read_iolog=: the log's next read or write (fio's read_iolog_get), after the waits of
+    /// the steps before it; a sync on the way is left in `ReplayCursor::sync` for the loop,
+    /// which [`Planner::sync_due`] announced. None when the log is done.
+    fn next_replayed(&mut self) -> Option<Io> {
+        use crate::fio::engine::replay::Step;
+        let r = self.replay.as_mut()?;
+        r.sync = None;
+        loop {
+            let step = *r.steps.get(r.next)?;
+            r.next += 1;
+            match step {
+                Step::Pause { delay_us } => r.delay(delay_us),
+                Step::Wait { ms } => {
+                    let due = r.genesis + std::time::Duration::from_millis(ms);
+                    while std::time::Instant::now() < due && !r.cancel.is_cancelled() {
+                        let left = due - std::time::Instant::now();
+                        std::thread::sleep(left.min(std::time::Duration::from_millis(500)));
+                    }
+                }
+                Step::Sync {
+                    file,
+                    data,
+                    delay_us,
+                } => {
+                    r.delay(delay_us);
+                    let n = r.sync.map_or(0, |(_, _, n)| n);
+                    r.sync = Some((file, data, n + 1));
+                }
+                Step::Io {
+                    ddir,
+                    file,
+                    offset,
+                    len,
+                    delay_us,
+                } => {
+                    r.delay(delay_us);
+                    r.last_issue = std::time::Instant::now();
+                    self.issues[ddir] += 1;
+                    self.pass_issued += len;
+                    self.total_issued += len;
+                    self.pass_ios += 1;
+                    return Some(Io {
+                        ddir,
+                        file,
+                        offset,
+                        len: len as usize,
+                    });
+                }
+            }
+        }
+    }
+
     fn pass_complete(&self) -> bool {
         let budgeted = !self.job.time_based;
         if budgeted
@@ -1028,7 +1181,7 @@ fn file_state(
     let job = setup.job;
     // Random blocks of a strided job are drawn within a zone (fio's last_block).
     let nblocks = zones.map_or(f.size, |z| z.range.min(f.size)) / map_bs;
-    if f.size > 0 && f.size < region_bs {
+    if f.size > 0 && f.size < region_bs && job.replay.is_none() {
         return Err(WorkloadError::InvalidOptions(format!(
             "job '{}': file {} ({} bytes) is smaller than one block of {region_bs} bytes",
             job.name,
