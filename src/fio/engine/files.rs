@@ -559,8 +559,9 @@ pub fn layout(
 ) -> Result<LaidOut, WorkloadError> {
     let mut laid = LaidOut::default();
     let engine = ops::of(job.ioengine);
-    if engine.has(Caps::CREATES_FILES) || engine.has(Caps::FAKEIO) {
-        // filecreate creates the files as its I/O; null touches no file.
+    if engine.has(Caps::CREATES_FILES) || engine.has(Caps::FAKEIO) || job.replay.is_some() {
+        // filecreate creates the files as its I/O; null touches no file; a replay
+        // (read_iolog=) lays nothing out, as fio's setup_files skips it.
         return Ok(laid);
     }
     let _guard = LAYOUT_LOCK.lock().unwrap_or_else(|p| p.into_inner());

@@ -907,12 +907,7 @@ fn run_batch_clone(
             }
         }
         let _next = Turn(layout_turn, job.create_serialize);
-        if job.replay.is_some() {
-            // fio's setup_files lays out nothing for a replay (its files are the log's).
-            Ok(files::LaidOut::default())
-        } else {
-            files::layout(job, &pl.plan, layout_seed, set.read_only)
-        }
+        files::layout(job, &pl.plan, layout_seed, set.read_only)
     };
     laid.wait();
     if let Some(l) = laid_out?.fio_line(&job.name) {
