@@ -447,7 +447,10 @@ pub fn prepare(job: &mut JobSpec, base: &Path, diskless: bool) -> Result<(), Rep
     job.filename = names;
     job.nrfiles = job.filename.len() as u32;
     job.size = Some(SizeSpec::Bytes(Bytes(total.max(1))));
+    // One pass: fio's read_iolog_get sets td->done when the log runs out, which ends
+    // do_io's loop whatever loops= or time_based say (runtime= still cuts it short).
     job.loops = 1;
+    job.time_based = false;
     for (d, &longest) in max_len.iter().enumerate() {
         let (lo, hi) = (job.min_bs(d), job.max_bs(d));
         if longest > hi {
