@@ -529,8 +529,13 @@ fn replay_set(set: &JobSet, ctx: &RunContext<'_>) -> Result<JobSet, WorkloadErro
             continue;
         }
         let diskless = ops::of(job.ioengine).has(ops::Caps::FAKEIO);
-        replay::prepare(job, ctx.dir, diskless)
-            .map_err(|e| WorkloadError::InvalidOptions(e.to_string()))?;
+        replay::prepare(job, ctx.dir, diskless).map_err(|e| {
+            WorkloadError::InvalidOptions(format!(
+                "job '{}': read_iolog={}: {e}",
+                job.name,
+                job.read_iolog.as_deref().unwrap_or_default()
+            ))
+        })?;
         if let Some(r) = &job.replay {
             for note in &r.notes {
                 ctx.progress.warning(&format!("job '{}': {note}", job.name));

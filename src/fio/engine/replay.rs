@@ -65,8 +65,8 @@ pub enum ReplayError {
     )]
     Empty { path: String },
     /// An option combination fsdelta does not replay.
-    #[error("job '{job}': {what}")]
-    Unsupported { job: String, what: String },
+    #[error("{what}")]
+    Unsupported { what: String },
 }
 
 /// What a log line asks for.
@@ -336,7 +336,6 @@ pub fn prepare(job: &mut JobSpec, base: &Path, diskless: bool) -> Result<(), Rep
     };
     if job.verify {
         return Err(ReplayError::Unsupported {
-            job: job.name.clone(),
             what: "verify= with read_iolog= is not supported (the replayed writes carry no verify headers here); drop verify= or replay without it".into(),
         });
     }
