@@ -653,7 +653,15 @@ pub(super) fn backlog_next(
     in_flight: impl Fn(usize, u64) -> bool,
 ) -> Option<(usize, u64)> {
     let job = p.job;
-    let &(fi, b) = p.backlog.front()?;
+    // fio's get_next_verify: writes logged in its io_hist_list (a file with a random map)
+    // are read back oldest first; without a random map they are in its io_hist_tree, sorted
+    // by file and offset, and the lowest comes first.
+    let at = if p.files.iter().all(|f| f.map.is_some()) {
+        0
+    } else {
+        (0..p.backlog.len()).min_by_key(|&i| p.backlog[i])?
+    };
+    let &(fi, b) = p.backlog.get(at)?;
     if p.verify_batch == 0 {
         if p.backlog.len() as u64 % job.verify_backlog != 0 || last_ddir == READ {
             return None;
@@ -667,7 +675,7 @@ pub(super) fn backlog_next(
     if in_flight(fi, b) {
         return None;
     }
-    p.backlog.pop_front();
+    p.backlog.remove(at);
     p.verify_batch -= 1;
     if job.io_size.is_some() {
         p.pass_issued += p.files[fi].written.get(b).map_or(0, |x| x.len);
