@@ -2235,3 +2235,73 @@ mod rw_modifier_tests {
         assert_eq!(job("rw=read").rw_sequencer, RwSequencer::Sequential);
     }
 }
+
+#[cfg(test)]
+mod replay_tests {
+    use super::*;
+    use crate::fio::engine::worker::CloneSetup;
+    use crate::workload::CancelToken;
+
+    /// Per I/O handed out: whether a sync was due before it, the syncs to run with it, its
+    /// direction, offset and length (usize::MAX: the end of the log).
+    type Handed = (bool, Option<(usize, bool, u32)>, usize, u64, usize);
+
+    /// The planner of a job replaying `log` (written to a temporary directory): what it hands
+    /// out, in order.
+    fn replayed(job: &str, log: &str) -> Vec<Handed> {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("log"), log).unwrap();
+        let set =
+            crate::fio::jobfile::parse_job_text(job, "t.fio", &crate::fio::jobfile::SystemSources)
+                .unwrap();
+        let mut job = set.jobs[0].clone();
+        let diskless = ops::of(job.ioengine).has(Caps::FAKEIO);
+        crate::fio::engine::replay::prepare(&mut job, d.path(), diskless).unwrap();
+        let seeds = rand::job_seeds(&job, 1);
+        let plan = files::plan_clone(&job, 0, d.path(), &seeds).unwrap();
+        let cancel = CancelToken::default();
+        let setup = CloneSetup {
+            job: &job,
+            plan,
+            thread_number: 1,
+            mem_align: 4096,
+            cancel: &cancel,
+            flow: None,
+            progress: None,
+            status: None,
+            buf_starts: &[],
+            exit: None,
+            zbd: None,
+        };
+        let mut p = Planner::new(&setup).unwrap();
+        let mut out = Vec::new();
+        loop {
+            let due = p.sync_due();
+            let Some(io) = p.next_io() else {
+                out.push((due, p.replay.as_ref().unwrap().sync, usize::MAX, 0, 0));
+                break;
+            };
+            let sync = p.replay.as_ref().unwrap().sync;
+            out.push((due, sync, io.ddir, io.offset, io.len));
+        }
+        out
+    }
+
+    #[test]
+    fn the_log_is_replayed_in_order_with_its_syncs_announced() {
+        let got = replayed(
+            "[r]\nread_iolog=log\nreplay_no_stall=1\n",
+            "fio version 2 iolog\nf add\nf open\nf write 0 4096\nf sync 0 0\nf datasync 0 0\nf read 8192 512\nf wait 0 0\nf sync 0 0\nf close\n",
+        );
+        assert_eq!(
+            got,
+            vec![
+                (false, None, WRITE, 0, 4096),
+                // Two syncs in a row before the read: both run with it, the last one's kind.
+                (true, Some((0, true, 2)), READ, 8192, 512),
+                // The sync after the last I/O is left for the loop (replay_trailing_sync).
+                (true, Some((0, false, 1)), usize::MAX, 0, 0),
+            ]
+        );
+    }
+}
