@@ -283,3 +283,31 @@ fn the_filecreate_engine_reports_as_fio_does() {
     assert_eq!(a.clat_n, b.clat_n);
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 200);
 }
+
+/// With group_reporting the group's one JSON entry lists the `job options` of its last job,
+/// as fio 3.33's __show_run_stats does (it keeps each merged job's option list; fio's t0002
+/// jobs showed it): the same object under both tools.
+#[test]
+fn a_groups_entry_lists_its_last_jobs_options_as_fio() {
+    if !common::require_fio() {
+        return;
+    }
+    let job = "[global]\nsize=64k\nfilename=f\ngroup_reporting=1\n[first]\nrw=write\n[second]\nrw=read\nbs=8k\noffset=0\n";
+    let mut seen = Vec::new();
+    for tool in ["fio", "fsdelta"] {
+        let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+        let o = common::tool_json(tool, d.path(), job);
+        assert!(
+            o.status.success(),
+            "{tool}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let v = common::json_of(&o.stdout);
+        let jobs = v["jobs"].as_array().unwrap().clone();
+        assert_eq!(jobs.len(), 1, "{tool}: one entry for the group");
+        seen.push((jobs[0]["jobname"].clone(), jobs[0]["job options"].clone()));
+    }
+    assert_eq!(seen[1], seen[0], "fsdelta vs fio");
+    assert_eq!(seen[0].0, "first");
+    assert_eq!(seen[0].1["bs"], "8k");
+}

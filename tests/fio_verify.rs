@@ -508,3 +508,81 @@ fn a_verify_offset_inside_the_header_is_an_error_not_a_panic() {
     let o = run("fsdelta", d.path(), job);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 }
+
+/// Issue 41: verify with writes of several sizes (bssplit=, bsrange=): each write is logged
+/// with its own length and read back whole, and a write that overlaps earlier ones replaces
+/// them in the log (fio's log_io_piece), so the reads and bytes equal fio 3.33's: sequential
+/// and random, with and without random map (norandommap overlaps), verify_backlog, a mixed job
+/// with verify_async, loops, libaio.
+#[test]
+fn variable_block_sizes_verify_as_fio() {
+    if !common::require_fio() {
+        return;
+    }
+    let base = "[j]\nfilename=f\nrandrepeat=1\nverify_state_save=0\n";
+    let jobs = [
+        "rw=write\nbssplit=4k/50:64k/30:1m/20\nsize=8m\nverify=crc32c\n",
+        "rw=randwrite\nbsrange=4k-64k\nsize=4m\nnorandommap\nverify=md5\n",
+        "rw=randwrite\nbsrange=4k-64k\nsize=4m\nverify=md5\n",
+        "rw=randwrite\nbsrange=4k-64k\nsize=4m\nnorandommap\nverify=md5\nverify_backlog=4\n",
+        "rw=randwrite\nioengine=libaio\niodepth=16\ndirect=1\nbssplit=4k/60:16k/30:128k/10\nsize=4m\nverify=crc32c\nverify_backlog=8\n",
+        "rw=randrw\nbssplit=4k/50:32k/50\nsize=4m\nverify=sha256\nverify_async=2\n",
+        "rw=write\nbsrange=512-128k\nsize=2m\nverify=crc64\nloops=3\n",
+    ];
+    for extra in jobs {
+        counts_as_fio(&format!("{base}{extra}"));
+    }
+}
+
+/// Issue 41: a damaged interval inside a write of several intervals (bssplit's 64k writes, a
+/// 4k interval): fio 3.33's verify_io_u keeps only the last interval's result without
+/// verify_fatal, so the failure is printed and the job goes on (exit status 0, error 0); when
+/// the damaged interval is the write's last, or with verify_fatal=1, the job fails with
+/// EILSEQ (exit status 1). Both tools, the same message, reads and error.
+#[test]
+fn a_damaged_interval_of_a_long_write_fails_as_in_fio() {
+    if !common::require_fio() {
+        return;
+    }
+    let job = |extra: &str| {
+        format!(
+            "[g]\nrw=write\nbssplit=4k/50:64k/50\nsize=1m\nverify=crc32c\nfilename=g\nrandrepeat=1\nverify_state_save=0\n{extra}"
+        )
+    };
+    // The 64k write at 139264 holds intervals 139264..204800; 196608 is not its last one,
+    // 200704 is.
+    for (at, extra, fails) in [
+        (200_000u64, "", false),
+        (203_000, "", true),
+        (200_000, "verify_fatal=1\n", true),
+    ] {
+        let mut seen = Vec::new();
+        for tool in ["fio", "fsdelta"] {
+            let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+            let o = run(tool, d.path(), &job("do_verify=0\n"));
+            assert_ok(&o, &format!("{tool}: write"));
+            let f = d.path().join("g");
+            let mut bytes = std::fs::read(&f).unwrap();
+            bytes[at as usize] ^= 0xff;
+            std::fs::write(&f, &bytes).unwrap();
+            let o = common::tool_json(tool, d.path(), &job(&format!("verify_only=1\n{extra}")));
+            let e = String::from_utf8_lossy(&o.stderr).into_owned();
+            let want = if at < 200_704 { 196_608 } else { 200_704 };
+            assert!(
+                e.contains(&format!(
+                    "crc32c: verify failed at file g offset {want}, length 4096 (requested block: offset=139264, length=65536"
+                )),
+                "{tool} {at} {extra}: {e}"
+            );
+            assert_eq!(o.status.success(), !fails, "{tool} {at} {extra}: {e}");
+            let v = common::json_of(&o.stdout);
+            let j = &v["jobs"][0];
+            seen.push((
+                j["read"]["total_ios"].as_u64().unwrap(),
+                j["error"].as_u64().unwrap(),
+            ));
+        }
+        assert_eq!(seen[0], seen[1], "fio vs fsdelta, damage at {at} {extra}");
+        assert_eq!(seen[0].1 != 0, fails, "{seen:?}");
+    }
+}

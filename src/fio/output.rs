@@ -324,8 +324,9 @@ fn job_json(run: &FioRun, r: &JobResult, groups: &[(u32, [GroupDir; 3])], plus: 
     let (usr, sys) = cpu_percent(st);
     let lb = &st.lat_buckets;
     let rw_total = rw_issued(st);
+    let shown = &run.set.jobs[r.options_index].job_options;
     let options = J::Obj(
-        spec.job_options
+        shown
             .iter()
             .filter(|(_, v)| !v.is_empty())
             .map(|(k, v)| (k.clone(), J::Str(v.clone())))
@@ -341,7 +342,7 @@ fn job_json(run: &FioRun, r: &JobResult, groups: &[(u32, [GroupDir; 3])], plus: 
         ("elapsed", int(r.elapsed_s)),
     ];
     // fio leaves "job options" out for a job whose section set none (json_add_job_opts).
-    if !spec.job_options.is_empty() {
+    if !shown.is_empty() {
         pairs.push(("job options", options));
     }
     pairs.extend([
@@ -1263,6 +1264,7 @@ mod tests {
         FioRun {
             results: vec![JobResult {
                 job_index: 0,
+                options_index: 0,
                 name: set.jobs[0].name.clone(),
                 groupid: 0,
                 clones: 1,

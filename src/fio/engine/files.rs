@@ -221,6 +221,9 @@ pub fn plan_clone(
     base: &Path,
     seeds: &[u64; 21],
 ) -> Result<ClonePlan, WorkloadError> {
+    if job.replay.is_some() {
+        return Ok(plan_replay(job, base));
+    }
     let resolve = |p: &str| -> PathBuf {
         let p = Path::new(p);
         if p.is_absolute() {
@@ -306,6 +309,42 @@ pub fn plan_clone(
             .collect(),
         pass_bytes,
     })
+}
+
+/// A replaying clone's files (read_iolog=): the log's, as the job names them (relative under
+/// directory= or the run directory), from offset 0 with their size as they are (fio lays no
+/// replayed file out); a pass is the log's bytes.
+fn plan_replay(job: &JobSpec, base: &Path) -> ClonePlan {
+    let files = job
+        .filename
+        .iter()
+        .map(|name| {
+            let dir = job
+                .directory
+                .first()
+                .map_or(base.to_path_buf(), |d| base.join(d));
+            let path = if Path::new(name).is_absolute() {
+                PathBuf::from(name)
+            } else {
+                dir.join(name)
+            };
+            let fio_name = match job.directory.first() {
+                Some(d) if !name.starts_with('/') => format!("{d}/{name}"),
+                _ => name.clone(),
+            };
+            FilePlan {
+                size: std::fs::metadata(&path).map_or(0, |m| m.len()),
+                path,
+                offset: 0,
+                fio_name,
+            }
+        })
+        .collect();
+    let pass_bytes = match job.size {
+        Some(crate::fio::jobfile::SizeSpec::Bytes(b)) => b.0,
+        _ => 0,
+    };
+    ClonePlan { files, pass_bytes }
 }
 
 /// The size of the block device open as `fd` (BLKGETSIZE64).
@@ -520,8 +559,9 @@ pub fn layout(
 ) -> Result<LaidOut, WorkloadError> {
     let mut laid = LaidOut::default();
     let engine = ops::of(job.ioengine);
-    if engine.has(Caps::CREATES_FILES) || engine.has(Caps::FAKEIO) {
-        // filecreate creates the files as its I/O; null touches no file.
+    if engine.has(Caps::CREATES_FILES) || engine.has(Caps::FAKEIO) || job.replay.is_some() {
+        // filecreate creates the files as its I/O; null touches no file; a replay
+        // (read_iolog=) lays nothing out, as fio's setup_files skips it.
         return Ok(laid);
     }
     let _guard = LAYOUT_LOCK.lock().unwrap_or_else(|p| p.into_inner());

@@ -34,11 +34,13 @@ pub mod posixaio;
 pub mod prio;
 pub mod rand;
 pub mod rate;
+pub mod replay;
 pub mod splice;
 pub mod stats;
 pub mod status;
 pub mod steady;
 pub mod verify;
+pub mod vlog;
 pub mod vstate;
 pub mod vsync;
 pub mod worker;
@@ -65,6 +67,9 @@ pub fn version_string() -> String {
 pub struct JobResult {
     /// Index of the job in the job set (the first job of the group when merged).
     pub job_index: usize,
+    /// The job whose `job options` the JSON lists: with group_reporting the group's last
+    /// (fio's __show_run_stats keeps the opt_list of each td it merges, so the last wins).
+    pub options_index: usize,
     /// fio's `jobname`.
     pub name: String,
     /// fio's `groupid`.
@@ -514,6 +519,39 @@ fn plan_clones<'s>(
     Ok((planned, zones))
 }
 
+/// `set` with every read_iolog= job prepared for its replay ([`replay::prepare`]): fio's
+/// messages for the lines it skips are warnings; a log that names a file the job may not
+/// touch, or writes under `--readonly`, is an error before any I/O.
+fn replay_set(set: &JobSet, ctx: &RunContext<'_>) -> Result<JobSet, WorkloadError> {
+    let mut set = set.clone();
+    for job in &mut set.jobs {
+        if job.read_iolog.is_none() {
+            continue;
+        }
+        let diskless = ops::of(job.ioengine).has(ops::Caps::FAKEIO);
+        replay::prepare(job, ctx.dir, diskless).map_err(|e| {
+            WorkloadError::InvalidOptions(format!(
+                "job '{}': read_iolog={}: {e}",
+                job.name,
+                job.read_iolog.as_deref().unwrap_or_default()
+            ))
+        })?;
+        if let Some(r) = &job.replay {
+            for note in &r.notes {
+                ctx.progress.warning(&format!("job '{}': {note}", job.name));
+            }
+        }
+        if set.read_only && job.rw.writes() {
+            return Err(WorkloadError::InvalidOptions(format!(
+                "job '{}': --readonly, and the log read_iolog={} replays writes (fio 3.33 skips them and says so; fsdelta refuses): drop --readonly or replay a log of reads",
+                job.name,
+                job.read_iolog.as_deref().unwrap_or_default()
+            )));
+        }
+    }
+    Ok(set)
+}
+
 fn execute(
     set: &JobSet,
     ctx: &RunContext<'_>,
@@ -525,12 +563,26 @@ fn execute(
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)
         .unwrap_or(0);
+    // read_iolog=: each replaying job rewritten from its log (its files, direction, size),
+    // and every file the log names checked, before anything runs.
+    let replayed;
+    let set = if set.jobs.iter().any(|j| j.read_iolog.is_some()) {
+        replayed = replay_set(set, ctx)?;
+        &replayed
+    } else {
+        set
+    };
     // Plan every clone (and check O_DIRECT alignment) before anything runs.
     let (mut planned, zones) = plan_clones(set, ctx)?;
     let watch = disk::DiskWatch::start(
         planned
             .iter()
-            .filter(|p| !ops::of(p.job.ioengine).has(ops::Caps::DISKLESSIO))
+            // fio measures the disk of a job's own files (filename=) before a replay
+            // (read_iolog=) replaces them with the log's: none without.
+            .filter(|p| {
+                !ops::of(p.job.ioengine).has(ops::Caps::DISKLESSIO)
+                    && p.job.replay.as_ref().is_none_or(|r| r.own_files)
+            })
             .flat_map(|p| p.plan.files.iter())
             .filter_map(|f| f.path.parent()),
     );
@@ -1086,6 +1138,7 @@ fn assemble(set: &JobSet, outs: Vec<CloneOut>, t0: Nanos) -> Vec<JobResult> {
             }
             r.clones += 1;
             r.elapsed_s = r.elapsed_s.max(elapsed_s);
+            r.options_index = out.job_index;
             continue;
         }
         let mut stats = out.stats;
@@ -1098,6 +1151,7 @@ fn assemble(set: &JobSet, outs: Vec<CloneOut>, t0: Nanos) -> Vec<JobResult> {
         }
         results.push(JobResult {
             job_index: out.job_index,
+            options_index: out.job_index,
             name: set.jobs[out.job_index].name.clone(),
             groupid: g,
             clones: 1,

@@ -685,6 +685,10 @@ pub struct Failure {
     pub received: Vec<u8>,
     /// The interval as it should be (None for a header failure: fio dumps the header only).
     pub expected: Option<Vec<u8>>,
+    /// fio prints it but the I/O does not fail: without verify_fatal fio's verify_io_u keeps
+    /// only the last interval's result, so a failed interval followed by a good one in the
+    /// same I/O (a write of several intervals, as bsrange and bssplit make) is lost.
+    pub lost: bool,
 }
 
 impl Verifier {
@@ -757,6 +761,8 @@ impl Verifier {
         let hs = hdr_size(self.kind);
         let buflen = buf.len();
         let req = format!("(requested block: offset={offset}, length={buflen})");
+        // Whether the last interval checked failed: fio's ret after its loop.
+        let mut last_failed = false;
         for num in 0..buflen.div_ceil(inc) {
             let start = num * inc;
             let chunk = &mut buf[start..(start + inc).min(buflen)];
@@ -807,6 +813,7 @@ impl Verifier {
                     at,
                     received: chunk.to_vec(),
                     expected: None,
+                    lost: false,
                 });
                 return Err(failed);
             }
@@ -825,8 +832,10 @@ impl Verifier {
                     at,
                     received: chunk.to_vec(),
                     expected: Some(exp),
+                    lost: false,
                 })
             };
+            let before = failed.len();
             match self.kind {
                 VerifyKind::Meta
                 | VerifyKind::Pattern
@@ -867,8 +876,14 @@ impl Verifier {
                     }
                 }
             }
+            last_failed = failed.len() > before;
             if self.fatal && !failed.is_empty() {
                 return Err(failed);
+            }
+        }
+        if !last_failed {
+            for f in &mut failed {
+                f.lost = true;
             }
         }
         if failed.is_empty() {

@@ -811,6 +811,22 @@ pub struct JobSpec {
     pub bw_log: Option<String>,
     /// write_iolog=FILE: each clone appends its I/O pattern there (fio's iolog version 3).
     pub write_iolog: Option<String>,
+    /// read_iolog=FILE: the I/O pattern to replay (fio's iolog version 2 or 3).
+    pub read_iolog: Option<String>,
+    /// read_iolog_chunked=1: fio reads the log in parts as it goes (the same I/Os).
+    pub read_iolog_chunked: bool,
+    /// replay_no_stall=1: replay without the log's waits.
+    pub replay_no_stall: bool,
+    /// replay_redirect=FILE: every replayed I/O goes to this one file.
+    pub replay_redirect: Option<String>,
+    /// replay_time_scale=PERCENT: the log's waits scaled by 100 / this (fio's default 100).
+    pub replay_time_scale: u64,
+    /// replay_align=N: replayed offsets rounded down to a multiple of N (a power of 2).
+    pub replay_align: u64,
+    /// replay_scale=N: replayed offsets divided by N (fio's default 1).
+    pub replay_scale: u64,
+    /// The replay read from read_iolog= when the job runs ([`crate::fio::engine::replay`]).
+    pub replay: Option<crate::fio::engine::replay::Replay>,
     /// verify_state_save=1 given: each clone writes fio's local-NAME-N-verify.state at its end
     /// (fio's default 1 writes it unasked; fsdelta only when the job file says so).
     pub verify_state_save: bool,
@@ -1171,6 +1187,14 @@ impl Default for JobSpec {
             lat_log: None,
             bw_log: None,
             write_iolog: None,
+            read_iolog: None,
+            read_iolog_chunked: false,
+            replay_no_stall: false,
+            replay_redirect: None,
+            replay_time_scale: 100,
+            replay_align: 0,
+            replay_scale: 1,
+            replay: None,
             verify_state_save: false,
             verify_state_load: false,
             aux_path: None,
@@ -1916,6 +1940,14 @@ pub fn build_jobs(sections: &[RawSection]) -> Result<JobSet, JobFileError> {
                 section.origin, job.name
             ));
             job.norandommap = true;
+        }
+        if job.norandommap && job.verify && !(0..3).all(|d| job.fixed_bs(d)) {
+            // fio's fixup_options (a warning only): writes of several sizes without a random
+            // map overlap, and an overlapped write is not read back.
+            set.warnings.push(format!(
+                "{}: job '{}': norandommap given for variable block sizes, verify limited (as fio says: a write that overlaps earlier ones replaces them in the verify log, and only the newest is read back)",
+                section.origin, job.name
+            ));
         }
         job.job_options = shown_options(section);
         validate(&job, &section.origin)?;

@@ -173,6 +173,9 @@ pub(super) fn run_async<T: TimeSource>(
         if let Some(done) = q.fill(backend)? {
             return Ok(done);
         }
+        if q.pass_over && q.inflight > 0 && q.p.replay.is_some() {
+            q.abandon_replayed(backend)?;
+        }
         if q.inflight == 0 {
             match q.idle()? {
                 Some(done) => return Ok(done),
@@ -393,6 +396,13 @@ impl<T: TimeSource> Queue<'_, '_, '_, '_, T> {
             None => match self.p.next_io() {
                 Some(io) => io,
                 None => {
+                    // read_iolog=: the syncs the log ends with, at once, as fio's libaio runs
+                    // a sync at queue time.
+                    if let Some(f) = self.p.replay_trailing_sync() {
+                        ensure_open(self.p, setup, f)?;
+                        timed_sync(setup, self.p, self.st, f, clk)?;
+                        self.p.replay_synced();
+                    }
                     self.pass_over = true;
                     return Ok(Next::Break);
                 }
@@ -410,7 +420,10 @@ impl<T: TimeSource> Queue<'_, '_, '_, '_, T> {
         }
         ensure_open(self.p, setup, io.file)?;
         if sync_owed {
-            if self.inflight > 0 {
+            // read_iolog=: the log's sync is fio's sync io_u, which libaio's engine runs at
+            // queue time (do_io_u_sync) with the writes before it still in flight; fio
+            // drains nothing for it, and neither does the replay.
+            if self.inflight > 0 && self.p.replay.is_none() {
                 // The owed sync must follow the writes it covers: drain first.
                 self.stashed = Some(io);
                 self.stash_owes_sync = true;
@@ -424,29 +437,27 @@ impl<T: TimeSource> Queue<'_, '_, '_, '_, T> {
     /// verify_backlog's next read: None when no round is due, Some(None) when the block
     /// chosen was unlogged since, else the read and its logged write's numberio.
     fn backlog_read(&mut self) -> Option<Option<(Io, u16)>> {
-        let bs = self.setup.job.bs[WRITE].0;
         let p = &mut *self.p;
-        // The blocks whose writes are in flight (a verify block is one write's bs).
+        // The pieces whose writes are in flight (a piece is one write).
         let busy: Vec<(usize, u64)> = self
             .slots
             .iter()
             .flatten()
             .filter(|s| s.io.ddir == WRITE)
-            .map(|s| (s.io.file, (s.io.offset - p.files[s.io.file].base) / bs))
+            .map(|s| (s.io.file, s.io.offset - p.files[s.io.file].base))
             .collect();
-        let (fi, b) = backlog_next(p, self.last_ddir, |fi, b| busy.contains(&(fi, b)))?;
-        let logged = std::mem::take(&mut p.files[fi].written[b as usize]);
-        if logged == 0 {
+        let (fi, at) = backlog_next(p, self.last_ddir, |fi, at| busy.contains(&(fi, at)))?;
+        let Some(piece) = p.files[fi].written.take(at) else {
             return Some(None);
-        }
+        };
         Some(Some((
             Io {
                 ddir: READ,
                 file: fi,
-                offset: p.files[fi].base + b * bs,
-                len: bs as usize,
+                offset: p.files[fi].base + at,
+                len: piece.len as usize,
             },
-            logged as u16,
+            piece.numberio,
         )))
     }
 
@@ -766,6 +777,28 @@ impl<T: TimeSource> Queue<'_, '_, '_, '_, T> {
 
     /// The job ended (the device filled, `filled`, or a fatal error): what is in flight
     /// completes, counted as fio counts it, each failure logged as fio's io_completed does.
+    /// read_iolog=: the log is done with I/Os in flight. fio 3.33's read_iolog_get sets
+    /// td->done when its list runs out, and td_io_getevents then reaps nothing: those I/Os
+    /// count as issued (total_ios) with no bytes and no latency (t0031, libaio at depth 128:
+    /// 217650 writes, the bytes of 217523). They are reaped here, so their buffers are free,
+    /// and counted so.
+    fn abandon_replayed(&mut self, backend: &mut dyn AsyncBackend) -> Result<(), WorkloadError> {
+        let depth = self.slots.len();
+        while self.inflight > 0 {
+            let n = backend
+                .reap(1, depth, &mut |si, _| {
+                    let s = self.slots[si]
+                        .take()
+                        .expect("completion of a slot in flight");
+                    self.st.dir[s.io.ddir].total_ios += 1;
+                    self.free.push(si);
+                })
+                .map_err(|e| io_err(self.engine_op, self.dir0, e))?;
+            self.inflight -= n;
+        }
+        Ok(())
+    }
+
     fn drain_after_end(
         &mut self,
         backend: &mut dyn AsyncBackend,

@@ -38,9 +38,9 @@ pub(super) struct FileState {
     pub(super) lfsr: Option<Lfsr>,
     /// zipf / pareto block generator (random_distribution).
     pub(super) skew: Option<rand::Skewed>,
-    /// Blocks written and not yet verified (verify), per block of the write size: 0, or
-    /// LOGGED | the write's numberio (fio's io_piece log of the block).
-    pub(super) written: Vec<u32>,
+    /// Writes logged and not yet verified (verify): each piece's offset from `base`, length
+    /// and numberio (fio's io_piece log); empty when the job does not verify its writes.
+    pub(super) written: crate::fio::engine::vlog::PieceLog,
     /// Where the file offset of the fd is (sync engine: lseek only when it differs).
     pub(super) fd_pos: u64,
     /// ioengine=mmap: the file's mapping, made at its first I/O, gone with its descriptor.
@@ -140,7 +140,8 @@ pub(super) struct Planner<'a> {
     pub(super) status: Option<&'a crate::fio::engine::status::Slot>,
     /// Which I/Os get a per-command priority (cmdprio_*; asynchronous engines only).
     pub(super) cmdprio: Option<crate::fio::engine::prio::CmdPrio>,
-    /// verify_backlog: logged blocks (file, block) not yet verified, oldest first.
+    /// verify_backlog: logged pieces (file, offset from the region's start) not yet
+    /// verified, oldest first.
     pub(super) backlog: std::collections::VecDeque<(usize, u64)>,
     /// verify_backlog: reads left in the current round (fio's verify_batch).
     pub(super) verify_batch: u64,
@@ -159,6 +160,61 @@ pub(super) struct Planner<'a> {
     pub(super) writes_issued: u64,
     /// verify_state_load=1: the saved state the verifying reads stop at.
     pub(super) vstate: Option<crate::fio::engine::vstate::Loaded>,
+    /// read_iolog=: the log's steps, replayed in place of the offset generator.
+    pub(super) replay: Option<ReplayCursor<'a>>,
+}
+
+/// Where a replay is (fio's io_log_list and the times iolog_delay keeps).
+pub(super) struct ReplayCursor<'a> {
+    steps: std::sync::Arc<Vec<crate::fio::engine::replay::Step>>,
+    next: usize,
+    /// When the job started (fio's genesis, for version 2's waits).
+    genesis: std::time::Instant,
+    /// When the last I/O was handed out (fio's last_issue).
+    last_issue: std::time::Instant,
+    /// How much the last sleep overshot (fio's time_offset), taken off the next delay.
+    time_offset: u64,
+    /// The syncs the log asks for before the I/O just handed out (or after its last one):
+    /// the file, whether they are fdatasyncs, how many in a row.
+    pub(super) sync: Option<(usize, bool, u32)>,
+    cancel: &'a crate::workload::CancelToken,
+}
+
+impl ReplayCursor<'_> {
+    /// fio's iolog_delay: wait `delay` µs less the time since the last I/O was issued (and
+    /// less what the last wait overshot), in slices of at most 500 ms, stopping at a cancel.
+    fn delay(&mut self, delay: u64) {
+        if delay == 0 {
+            return;
+        }
+        let since = self.last_issue.elapsed().as_micros() as u64;
+        if delay < self.time_offset {
+            self.time_offset = 0;
+            return;
+        }
+        let left = delay - self.time_offset;
+        if left < since {
+            return;
+        }
+        let mut left = left - since;
+        let t0 = std::time::Instant::now();
+        while left > 0 && !self.cancel.is_cancelled() {
+            let d = left.min(500_000);
+            std::thread::sleep(std::time::Duration::from_micros(d));
+            left -= d;
+        }
+        let slept = t0.elapsed().as_micros() as u64;
+        self.time_offset = slept.saturating_sub(delay);
+    }
+
+    /// Whether the next step (past file actions and waits) is a sync.
+    fn sync_next(&self) -> bool {
+        use crate::fio::engine::replay::Step;
+        self.steps[self.next.min(self.steps.len())..]
+            .iter()
+            .find(|s| !matches!(s, Step::Pause { .. } | Step::Wait { .. }))
+            .is_some_and(|s| matches!(s, Step::Sync { .. }))
+    }
 }
 
 impl Planner<'_> {
@@ -178,6 +234,37 @@ impl Planner<'_> {
         }
     }
 
+    /// read_iolog=: the file of the syncs the log ends with (after its last I/O), if any;
+    /// the loop runs them ([`timed_sync`](super::sync_loop::timed_sync)) before the pass ends.
+    pub(super) fn replay_trailing_sync(&self) -> Option<usize> {
+        self.replay.as_ref().and_then(|r| r.sync).map(|(f, _, _)| f)
+    }
+
+    /// The log's pending syncs were run.
+    pub(super) fn replay_synced(&mut self) {
+        if let Some(r) = &mut self.replay {
+            r.sync = None;
+        }
+    }
+
+    /// read_iolog= with the null engine deeper than 1: whether the I/O just handed out was
+    /// the log's last. fio's null engine queues each I/O and reaps it when the next one is
+    /// queued; the last is still queued when the log runs out, and fio then reaps nothing
+    /// (td->done): it counts as issued, without bytes or latency (fio's t0038: 10 writes,
+    /// the bytes of 9).
+    pub(super) fn replay_abandons(&self) -> bool {
+        use crate::fio::engine::replay::Step;
+        self.job.iodepth > 1
+            && self.ops.has(Caps::FAKEIO)
+            && self.replay.as_ref().is_some_and(|r| {
+                // A sync after it is queued after it and reaps it (the sync is then the one
+                // left queued).
+                !r.steps[r.next..]
+                    .iter()
+                    .any(|s| matches!(s, Step::Io { .. } | Step::Sync { .. }))
+            })
+    }
+
     /// verify_state_load=1: whether the verifying read `io` must not be issued, after
     /// `reads_done` completed reads (fio's verify_state_should_stop).
     #[inline]
@@ -188,8 +275,44 @@ impl Planner<'_> {
     }
 }
 
-/// A block of `FileState::written` is logged (the low 16 bits are its numberio).
-pub(super) const LOGGED: u32 = 1 << 16;
+/// The unit the verify log counts a file in: every write starts on it and is a whole number
+/// of it (the gcd of the write sizes and the alignment).
+fn log_unit(job: &JobSpec) -> u64 {
+    fn gcd(a: u64, b: u64) -> u64 {
+        if b == 0 { a } else { gcd(b, a % b) }
+    }
+    let mut u = job.ba(WRITE);
+    if !job.fixed_bs(WRITE) && job.bssplit[WRITE].is_empty() {
+        // bsrange: fio's get_next_buflen rounds to min_bs when it is a power of 2.
+        let lo = job.min_bs(WRITE);
+        u = gcd(
+            u,
+            if lo.is_power_of_two() && !job.blocksize_unaligned {
+                lo
+            } else {
+                1
+            },
+        );
+    }
+    for b in job.bs_candidates(WRITE) {
+        u = gcd(u, b);
+    }
+    u.max(1)
+}
+
+/// Verify with writes of several sizes keeps a slot per [`log_unit`] bytes: refused when the
+/// sizes share no unit worth one (a bsrange of sizes that are not a power of 2, or
+/// bs_unaligned), which would take a slot per byte or so.
+fn check_log_unit(job: &JobSpec) -> Result<(), WorkloadError> {
+    let u = log_unit(job);
+    if job.fixed_bs(WRITE) || u >= 512 {
+        return Ok(());
+    }
+    Err(WorkloadError::InvalidOptions(format!(
+        "job '{}': verify with these block sizes logs the writes in units of {u} bytes (their common divisor); give bsrange= a power-of-2 low end or bssplit= sizes that are multiples of 512, without bs_unaligned",
+        job.name
+    )))
+}
 
 /// fio's strided zones (setup_strided_zone_mode): `bytes` done in the zone starting `start`
 /// bytes into the file's region.
@@ -208,11 +331,8 @@ impl<'a> Planner<'a> {
         let seed_table = seeds;
         let mut files = Vec::with_capacity(setup.plan.files.len());
         let random = job.rw.is_random();
-        if job.verify && !job.fixed_bs(WRITE) {
-            return Err(WorkloadError::InvalidOptions(format!(
-                "job '{}': verify with block sizes from a bsrange or bssplit is not supported; give the writes one bs=",
-                job.name
-            )));
+        if job.verify && job.do_verify && job.rw.writes() {
+            check_log_unit(job)?;
         }
         // The block the region is counted in: fio issues whole blocks only.
         let region_bs = match (job.rw.reads(), job.rw.writes(), job.rw.trims()) {
@@ -326,6 +446,15 @@ impl<'a> Planner<'a> {
                 ),
                 None => None,
             },
+            replay: job.replay.as_ref().map(|r| ReplayCursor {
+                steps: r.steps.clone(),
+                next: 0,
+                genesis: std::time::Instant::now(),
+                last_issue: std::time::Instant::now(),
+                time_offset: 0,
+                sync: None,
+                cancel: setup.cancel,
+            }),
             zone: zones.map(|z| ZoneState {
                 z,
                 start: 0,
@@ -415,6 +544,9 @@ impl<'a> Planner<'a> {
     /// each read until the next write, so fio syncs before every one of those I/Os, and so
     /// does this. Asked before the next I/O is drawn; the sync is made only if there is one.
     pub(super) fn sync_due(&self) -> bool {
+        if let Some(r) = &self.replay {
+            return r.sync_next();
+        }
         let job = self.job;
         let every = if job.fsync > 0 {
             job.fsync
@@ -526,6 +658,9 @@ impl<'a> Planner<'a> {
     /// (or wrapped) tries again with a new direction and file.
     #[inline]
     pub(super) fn next_io(&mut self) -> Option<Io> {
+        if self.replay.is_some() {
+            return self.next_replayed();
+        }
         if self.pass_complete() {
             return None;
         }
@@ -590,6 +725,58 @@ impl<'a> Planner<'a> {
     /// Whether the pass has issued its bytes (all loops' bytes, when the loops are merged or
     /// counted together) or number_ios= of I/Os.
     #[inline]
+    /// read_iolog=: the log's next read or write (fio's read_iolog_get), after the waits of
+    /// the steps before it; a sync on the way is left in `ReplayCursor::sync` for the loop,
+    /// which [`Planner::sync_due`] announced. None when the log is done.
+    fn next_replayed(&mut self) -> Option<Io> {
+        use crate::fio::engine::replay::Step;
+        let r = self.replay.as_mut()?;
+        r.sync = None;
+        loop {
+            let step = *r.steps.get(r.next)?;
+            r.next += 1;
+            match step {
+                Step::Pause { delay_us } => r.delay(delay_us),
+                Step::Wait { ms } => {
+                    let due = r.genesis + std::time::Duration::from_millis(ms);
+                    while std::time::Instant::now() < due && !r.cancel.is_cancelled() {
+                        let left = due - std::time::Instant::now();
+                        std::thread::sleep(left.min(std::time::Duration::from_millis(500)));
+                    }
+                }
+                Step::Sync {
+                    file,
+                    data,
+                    delay_us,
+                } => {
+                    r.delay(delay_us);
+                    let n = r.sync.map_or(0, |(_, _, n)| n);
+                    r.sync = Some((file, data, n + 1));
+                }
+                Step::Io {
+                    ddir,
+                    file,
+                    offset,
+                    len,
+                    delay_us,
+                } => {
+                    r.delay(delay_us);
+                    r.last_issue = std::time::Instant::now();
+                    self.issues[ddir] += 1;
+                    self.pass_issued += len;
+                    self.total_issued += len;
+                    self.pass_ios += 1;
+                    return Some(Io {
+                        ddir,
+                        file,
+                        offset,
+                        len: len as usize,
+                    });
+                }
+            }
+        }
+    }
+
     fn pass_complete(&self) -> bool {
         let budgeted = !self.job.time_based;
         if budgeted
@@ -933,14 +1120,22 @@ impl<'a> Planner<'a> {
         if let Some(zs) = &mut self.zone {
             zs.bytes += len;
         }
-        if !f.written.is_empty() && ddir == WRITE {
-            let b = (offset / job.min_bs(WRITE)) as usize;
-            if let Some(w) = f.written.get_mut(b) {
-                // fio's log_io_piece: a newer write of the block replaces the older entry.
-                if *w == 0 && self.job.verify_backlog > 0 {
-                    self.backlog.push_back((fi, b as u64));
+        if f.written.is_enabled() && ddir == WRITE {
+            // fio's log_io_piece: the write replaces every logged piece it overlaps (and
+            // they leave the backlog too, as fio's io_hist_len goes down).
+            let mut dropped = false;
+            let logged = f
+                .written
+                .log(offset, len, self.issues[WRITE] as u16, |_| dropped = true);
+            if self.job.verify_backlog > 0 {
+                if dropped {
+                    let w = &f.written;
+                    self.backlog
+                        .retain(|&(bf, bo)| bf != fi || w.get(bo).is_some());
                 }
-                *w = LOGGED | (self.issues[WRITE] as u16) as u32;
+                if logged {
+                    self.backlog.push_back((fi, offset));
+                }
             }
         }
         if job.rw.trim_then_write() && random && ddir == TRIM {
@@ -986,7 +1181,7 @@ fn file_state(
     let job = setup.job;
     // Random blocks of a strided job are drawn within a zone (fio's last_block).
     let nblocks = zones.map_or(f.size, |z| z.range.min(f.size)) / map_bs;
-    if f.size > 0 && f.size < region_bs {
+    if f.size > 0 && f.size < region_bs && job.replay.is_none() {
         return Err(WorkloadError::InvalidOptions(format!(
             "job '{}': file {} ({} bytes) is smaller than one block of {region_bs} bytes",
             job.name,
@@ -1043,9 +1238,9 @@ fn file_state(
     }
     let empty = f.size == 0;
     let written = if job.verify && job.do_verify && job.rw.writes() {
-        vec![0u32; (f.size / job.min_bs(WRITE)) as usize]
+        crate::fio::engine::vlog::PieceLog::new(f.size, log_unit(job))
     } else {
-        Vec::new()
+        crate::fio::engine::vlog::PieceLog::default()
     };
     Ok(FileState {
         written,
@@ -2038,5 +2233,75 @@ mod rw_modifier_tests {
         let j = job("rw=read:8k\nrw=randread");
         assert_eq!((j.rw_seq_nr, j.rw_modifier), (1, 0));
         assert_eq!(job("rw=read").rw_sequencer, RwSequencer::Sequential);
+    }
+}
+
+#[cfg(test)]
+mod replay_tests {
+    use super::*;
+    use crate::fio::engine::worker::CloneSetup;
+    use crate::workload::CancelToken;
+
+    /// Per I/O handed out: whether a sync was due before it, the syncs to run with it, its
+    /// direction, offset and length (usize::MAX: the end of the log).
+    type Handed = (bool, Option<(usize, bool, u32)>, usize, u64, usize);
+
+    /// The planner of a job replaying `log` (written to a temporary directory): what it hands
+    /// out, in order.
+    fn replayed(job: &str, log: &str) -> Vec<Handed> {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("log"), log).unwrap();
+        let set =
+            crate::fio::jobfile::parse_job_text(job, "t.fio", &crate::fio::jobfile::SystemSources)
+                .unwrap();
+        let mut job = set.jobs[0].clone();
+        let diskless = ops::of(job.ioengine).has(Caps::FAKEIO);
+        crate::fio::engine::replay::prepare(&mut job, d.path(), diskless).unwrap();
+        let seeds = rand::job_seeds(&job, 1);
+        let plan = files::plan_clone(&job, 0, d.path(), &seeds).unwrap();
+        let cancel = CancelToken::default();
+        let setup = CloneSetup {
+            job: &job,
+            plan,
+            thread_number: 1,
+            mem_align: 4096,
+            cancel: &cancel,
+            flow: None,
+            progress: None,
+            status: None,
+            buf_starts: &[],
+            exit: None,
+            zbd: None,
+        };
+        let mut p = Planner::new(&setup).unwrap();
+        let mut out = Vec::new();
+        loop {
+            let due = p.sync_due();
+            let Some(io) = p.next_io() else {
+                out.push((due, p.replay.as_ref().unwrap().sync, usize::MAX, 0, 0));
+                break;
+            };
+            let sync = p.replay.as_ref().unwrap().sync;
+            out.push((due, sync, io.ddir, io.offset, io.len));
+        }
+        out
+    }
+
+    #[test]
+    fn the_log_is_replayed_in_order_with_its_syncs_announced() {
+        let got = replayed(
+            "[r]\nread_iolog=log\nreplay_no_stall=1\n",
+            "fio version 2 iolog\nf add\nf open\nf write 0 4096\nf sync 0 0\nf datasync 0 0\nf read 8192 512\nf wait 0 0\nf sync 0 0\nf close\n",
+        );
+        assert_eq!(
+            got,
+            vec![
+                (false, None, WRITE, 0, 4096),
+                // Two syncs in a row before the read: both run with it, the last one's kind.
+                (true, Some((0, true, 2)), READ, 8192, 512),
+                // The sync after the last I/O is left for the loop (replay_trailing_sync).
+                (true, Some((0, false, 1)), usize::MAX, 0, 0),
+            ]
+        );
     }
 }

@@ -177,25 +177,53 @@ pub(super) fn timed_sync<T: TimeSource>(
     fi: usize,
     clk: T,
 ) -> Result<(), WorkloadError> {
-    let job = setup.job;
-    let fd = p.files[fi].fd.as_ref().expect("open");
+    // read_iolog=: the log's syncs before this I/O, of their own file when that is open, of
+    // their own kind, as many as the log has in a row.
+    match p.replay.as_ref().and_then(|r| r.sync) {
+        Some((f, data, n)) => {
+            let f = if p.files[f].fd.is_some() || p.ops.has(Caps::FAKEIO) {
+                f
+            } else {
+                fi
+            };
+            for _ in 0..n {
+                one_sync(setup, p, st, f, data, clk)?;
+            }
+            Ok(())
+        }
+        None => one_sync(setup, p, st, fi, setup.job.fsync == 0, clk),
+    }
+}
+
+/// One fsync (or fdatasync, `data_only`) of file `fi`, timed and counted.
+fn one_sync<T: TimeSource>(
+    setup: &CloneSetup<'_>,
+    p: &Planner<'_>,
+    st: &mut ThreadStats,
+    fi: usize,
+    data_only: bool,
+    clk: T,
+) -> Result<(), WorkloadError> {
     if let Some(l) = &p.wlog {
-        l.sync(fi, job.fsync == 0);
+        l.sync(fi, data_only);
     }
     let t0 = clk.now();
-    let r = if p.ops.has(Caps::MAPPED) {
+    let r = if p.ops.has(Caps::FAKEIO) {
+        // The null engine opens no file: its sync completes at once, as fio's null queue.
+        Ok(())
+    } else if p.ops.has(Caps::MAPPED) {
         // fio's mmap engine syncs the mapping (msync MS_SYNC), whichever sync was asked;
         // a file not mapped yet has nothing to sync.
         p.files[fi].mapping.as_ref().map_or(Ok(()), |m| m.sync())
-    } else if job.fsync > 0 {
-        rustix::fs::fsync(fd)
+    } else if !data_only {
+        rustix::fs::fsync(p.files[fi].fd.as_ref().expect("open"))
     } else {
-        rustix::fs::fdatasync(fd)
+        rustix::fs::fdatasync(p.files[fi].fd.as_ref().expect("open"))
     };
     let t1 = clk.now();
     r.map_err(|e| io_err("fsync", &setup.plan.files[fi].path, e))?;
     st.sync.record((t1 - t0).0);
-    if job.fsync > 0 {
+    if !data_only {
         st.fsync_ios += 1;
     } else {
         st.datasync_ios += 1;
@@ -315,6 +343,11 @@ pub(super) fn run_sync<T: TimeSource>(
         }
         let sync_owed = p.sync_due();
         let Some(io) = p.next_io() else {
+            if let Some(f) = p.replay_trailing_sync() {
+                ensure_open(p, setup, f)?;
+                sync_now(setup, p, st, f, clk)?;
+                p.replay_synced();
+            }
             if pass_over(setup, p, buf, st, clock, vctx, clk)? {
                 continue;
             }
@@ -363,6 +396,12 @@ pub(super) fn run_sync<T: TimeSource>(
             if sync_failed(setup, ops, p, st, clock, ru0, &io, e, done, clk) {
                 return Ok(false);
             }
+            continue;
+        }
+        if p.replay_abandons() {
+            // fio's null engine at iodepth > 1 holds the log's last I/O queued when
+            // read_iolog_get ends the job: issued, never reaped (see abandon_replayed).
+            st.dir[io.ddir].total_ios += 1;
             continue;
         }
         let end = times.end(clk, clock.ramping);

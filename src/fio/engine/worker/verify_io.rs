@@ -33,17 +33,18 @@ impl VerifyCtx {
         if !job.verify {
             return Ok(None);
         }
-        // fio's fixup_options: the interval defaults to the write size, is at most the write
-        // size (or the read size of a job that reads) and divides the write size.
-        let (w, r) = (job.bs[WRITE].0, job.bs[READ].0);
+        // fio's fixup_options: the interval defaults to the smallest write size, is at most
+        // that (or the smallest read size of a job that reads) and divides the smallest and
+        // the largest write size (else it is their gcd).
+        let (w, wmax, r) = (job.min_bs(WRITE), job.max_bs(WRITE), job.min_bs(READ));
         let mut interval = job.verify_interval.map_or(w, |b| b.0);
         if interval > w {
             interval = w;
         } else if job.rw.reads() && interval > r {
             interval = r;
         }
-        if interval == 0 || w % interval != 0 {
-            interval = w;
+        if interval == 0 || w % interval != 0 || wmax % interval != 0 {
+            interval = gcd(w, wmax);
         }
         let hs = verify::hdr_size(job.verify_kind) as u64;
         if interval <= hs {
@@ -134,9 +135,28 @@ impl VerifyCtx {
     ) -> Result<(), WorkloadError> {
         let name = &setup.plan.files[fi].fio_name;
         let numberio = numberio.filter(|_| self.v.check_numberio);
-        self.v
-            .check(data, offset, numberio, name)
-            .map_err(|fs| self.report(setup, fi, &fs))
+        let res = self.v.check(data, offset, numberio, name);
+        self.settle(setup, fi, res)
+    }
+
+    /// A check's outcome as the job sees it: failures fio prints without failing the I/O
+    /// ([`verify::Failure::lost`]) are printed here (and dumped) and the I/O passes.
+    pub(super) fn settle(
+        &self,
+        setup: &CloneSetup<'_>,
+        fi: usize,
+        res: Result<(), Vec<verify::Failure>>,
+    ) -> Result<(), WorkloadError> {
+        match res {
+            Ok(()) => Ok(()),
+            Err(fs) if fs.iter().all(|f| f.lost) => {
+                if let WorkloadError::Io { source, .. } = self.report(setup, fi, &fs) {
+                    eprintln!("{source}");
+                }
+                Ok(())
+            }
+            Err(fs) => Err(self.report(setup, fi, &fs)),
+        }
     }
 
     /// The job's error for the failures of a block of file `fi`: fio's messages (and, with
@@ -166,34 +186,42 @@ impl VerifyCtx {
     }
 }
 
-/// A verify read done: where, the logged write's number, how long it took, bytes read.
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 { a } else { gcd(b, a % b) }
+}
+
+/// A verify read done: where, how long its piece is, the logged write's number, how long it
+/// took, bytes read.
 pub(super) struct VerifyRead {
     pub(super) off: u64,
+    pub(super) len: usize,
     pub(super) numberio: u16,
     pub(super) took: u64,
     pub(super) done: usize,
 }
 
-/// Read logged block `b` of file `fi` into `data` (None when the block is not logged: nothing
-/// is read). Issued with pread whatever the engine (fio uses the job's engine: latencies
-/// differ, counts do not). The block leaves the log.
+/// Read the piece logged at `at` (from the region's start) of file `fi` into the front of
+/// `buf`, its own length of it (None when no piece is logged there: nothing is read). Issued
+/// with pread whatever the engine (fio uses the job's engine: latencies differ, counts do
+/// not). The piece leaves the log.
 pub(super) fn read_logged<T: TimeSource>(
     setup: &CloneSetup<'_>,
     p: &mut Planner<'_>,
-    data: &mut [u8],
+    buf: &mut [u8],
     clk: T,
     fi: usize,
-    b: u64,
+    at: u64,
 ) -> Result<Option<VerifyRead>, WorkloadError> {
-    let logged = std::mem::take(&mut p.files[fi].written[b as usize]);
-    if logged == 0 {
+    let Some(piece) = p.files[fi].written.take(at) else {
         return Ok(None);
-    }
+    };
+    let len = piece.len as usize;
+    let data = &mut buf[..len];
     ensure_open(p, setup, fi)?;
     let fd = p.files[fi].fd.as_ref().expect("opened");
-    let off = p.files[fi].base + b * data.len() as u64;
+    let off = p.files[fi].base + at;
     if let Some(l) = &p.wlog {
-        l.io(fi, READ, off, data.len() as u64);
+        l.io(fi, READ, off, len as u64);
     }
     let t0 = clk.now();
     let mut done = 0usize;
@@ -207,7 +235,8 @@ pub(super) fn read_logged<T: TimeSource>(
     }
     Ok(Some(VerifyRead {
         off,
-        numberio: logged as u16,
+        len,
+        numberio: piece.numberio,
         took: (clk.now() - t0).0,
         done,
     }))
@@ -221,7 +250,7 @@ pub(super) fn count_verify_read(
     r: &VerifyRead,
 ) -> Result<(), WorkloadError> {
     let job = setup.job;
-    let bs = job.bs[WRITE].0;
+    let bs = r.len as u64;
     let d = &mut st.dir[READ];
     if !job.disable_clat {
         d.clat.record(r.took);
@@ -248,8 +277,8 @@ pub(super) fn count_verify_read(
     Ok(())
 }
 
-/// Read block `b` of file `fi` back and verify it against its logged write (fio's verify read:
-/// counted as one of the job's reads).
+/// Read the piece logged at `at` of file `fi` back and verify it against its logged write
+/// (fio's verify read: counted as one of the job's reads).
 #[allow(clippy::too_many_arguments)]
 pub(super) fn verify_block<T: TimeSource>(
     setup: &CloneSetup<'_>,
@@ -259,14 +288,14 @@ pub(super) fn verify_block<T: TimeSource>(
     clk: T,
     vc: &VerifyCtx,
     fi: usize,
-    b: u64,
+    at: u64,
 ) -> Result<AfterError, WorkloadError> {
-    let data = &mut buf.as_mut_slice()[..setup.job.bs[WRITE].0 as usize];
-    let Some(r) = read_logged(setup, p, data, clk, fi, b)? else {
+    let buf = buf.as_mut_slice();
+    let Some(r) = read_logged(setup, p, buf, clk, fi, at)? else {
         return Ok(AfterError::Continue);
     };
     count_verify_read(setup, st, fi, &r)?;
-    match vc.check(setup, fi, data, r.off, Some(r.numberio)) {
+    match vc.check(setup, fi, &mut buf[..r.len], r.off, Some(r.numberio)) {
         Ok(()) => Ok(AfterError::Continue),
         Err(e) => Ok(verify_failed(setup, st, &e, p.ops.has(Caps::SYNCIO))),
     }
@@ -292,14 +321,11 @@ pub(super) fn verify_phase<T: TimeSource>(
         return verify_phase_async(setup, p, st, clk, vc);
     }
     for fi in 0..p.files.len() {
-        for b in 0..p.files[fi].written.len() {
-            if p.files[fi].written[b] == 0 {
-                continue;
-            }
+        while let Some(piece) = p.files[fi].written.next_from(0) {
             if setup.cancel.is_cancelled() {
                 return Err(WorkloadError::Cancelled);
             }
-            if verify_block(setup, p, buf, st, clk, vc, fi, b as u64)? == AfterError::End {
+            if verify_block(setup, p, buf, st, clk, vc, fi, piece.offset)? == AfterError::End {
                 return Ok(AfterError::End);
             }
         }
@@ -379,7 +405,7 @@ pub(super) fn verify_phase_async<T: TimeSource>(
 ) -> Result<AfterError, WorkloadError> {
     use std::collections::BTreeMap;
     use std::sync::{Mutex, mpsc};
-    let bs = setup.job.bs[WRITE].0 as usize;
+    let bs = setup.job.max_bs(WRITE) as usize;
     let threads = setup.job.verify_async as usize;
     let names: Vec<&str> = setup
         .plan
@@ -397,7 +423,7 @@ pub(super) fn verify_phase_async<T: TimeSource>(
         let (pin_tx, pin_rx) = mpsc::channel::<std::io::Result<()>>();
         for _ in 0..threads {
             let (rx, tx, names, pin_tx) = (&work_rx, done_tx.clone(), &names, pin_tx.clone());
-            s.spawn(move || checker(v, bs, vcpus, rx, tx, names, pin_tx));
+            s.spawn(move || checker(v, vcpus, rx, tx, names, pin_tx));
         }
         drop(pin_tx);
         // Each checker sends once, first: take exactly one answer from each.
@@ -428,21 +454,19 @@ pub(super) fn verify_phase_async<T: TimeSource>(
                       st: &mut ThreadStats| {
             commit_checked(setup, vc, sync, outcomes, committed, st)
         };
-        // The logged blocks in the synchronous phase's order: by file, then by offset.
-        let (mut fi, mut next) = (0usize, 0u64);
+        // The logged pieces in the synchronous phase's order: by file, then by offset.
+        let mut fi = 0usize;
         loop {
-            while fi < p.files.len() && next as usize >= p.files[fi].written.len() {
-                fi += 1;
-                next = 0;
-            }
-            if fi == p.files.len() {
-                break;
-            }
-            let b = next;
-            next += 1;
-            if p.files[fi].written[b as usize] == 0 {
-                continue;
-            }
+            let piece = loop {
+                if fi == p.files.len() {
+                    break None;
+                }
+                match p.files[fi].written.next_from(0) {
+                    Some(piece) => break Some(piece),
+                    None => fi += 1,
+                }
+            };
+            let Some(piece) = piece else { break };
             if setup.cancel.is_cancelled() {
                 end = Some(Err(WorkloadError::Cancelled));
                 break;
@@ -466,9 +490,9 @@ pub(super) fn verify_phase_async<T: TimeSource>(
             }
             let mut buf = free.pop().expect("a free buffer");
             let seq = issued;
-            match read_logged(setup, p, &mut buf.as_mut_slice()[..bs], clk, fi, b) {
+            match read_logged(setup, p, buf.as_mut_slice(), clk, fi, piece.offset) {
                 Ok(None) => free.push(buf),
-                Ok(Some(r)) if r.done < bs => {
+                Ok(Some(r)) if r.done < r.len => {
                     issued += 1;
                     free.push(buf);
                     outcomes.insert(seq, (fi, Checked::Short(r)));
@@ -478,7 +502,7 @@ pub(super) fn verify_phase_async<T: TimeSource>(
                     issued += 1;
                     let numberio = Some(r.numberio).filter(|_| v.check_numberio);
                     work_tx
-                        .send((seq, r.off, numberio, fi, buf))
+                        .send((seq, r.off, r.len, numberio, fi, buf))
                         .expect("checkers wait for work");
                     reads.insert(seq, (fi, r));
                     in_flight += 1;
@@ -509,15 +533,14 @@ pub(super) fn verify_phase_async<T: TimeSource>(
     })
 }
 
-/// A verify_async read handed to a checker: its number, offset, the numberio to expect, its
-/// file and the buffer it was read into.
-type Work = (usize, u64, Option<u16>, usize, AlignedBuf);
+/// A verify_async read handed to a checker: its number, offset, length, the numberio to
+/// expect, its file and the buffer it was read into.
+type Work = (usize, u64, usize, Option<u16>, usize, AlignedBuf);
 
 /// One verify_async checker thread: pinned to verify_async_cpus= first (and says whether it
 /// could), then checks the reads it takes until the work channel closes.
 fn checker(
     v: &verify::Verifier,
-    bs: usize,
     vcpus: Option<&[usize]>,
     rx: &std::sync::Mutex<std::sync::mpsc::Receiver<Work>>,
     tx: std::sync::mpsc::Sender<(usize, Result<(), Vec<verify::Failure>>, AlignedBuf)>,
@@ -531,10 +554,10 @@ fn checker(
     }
     loop {
         let next = rx.lock().map(|r| r.recv());
-        let Ok(Ok((seq, off, numberio, fi, mut buf))) = next else {
+        let Ok(Ok((seq, off, len, numberio, fi, mut buf))) = next else {
             return;
         };
-        let r = v.check(&mut buf.as_mut_slice()[..bs], off, numberio, names[fi]);
+        let r = v.check(&mut buf.as_mut_slice()[..len], off, numberio, names[fi]);
         if tx.send((seq, r, buf)).is_err() {
             return;
         }
@@ -559,8 +582,7 @@ fn commit_checked(
                 if let Err(e) = count_verify_read(setup, st, fi, &r) {
                     return Some(Err(e));
                 }
-                if let Err(f) = res {
-                    let e = vc.report(setup, fi, &f);
+                if let Err(e) = vc.settle(setup, fi, res) {
                     if verify_failed(setup, st, &e, sync) == AfterError::End {
                         return Some(Ok(AfterError::End));
                     }
@@ -620,18 +642,26 @@ pub(super) fn run_dry<T: TimeSource>(
 
 /// fio's check_get_verify and get_next_verify: every verify_backlog logged writes (counted
 /// when the last I/O was not a read), read back verify_backlog_batch (default
-/// verify_backlog) of them, oldest first, before the next I/O; the block to read, or None.
-/// A round once started goes on at the next call. The oldest logged block whose write is
-/// still in flight (`in_flight`, async engines) is not read yet: nothing is taken this time,
-/// as fio's IP_F_IN_FLIGHT check. A read taken uses the io_size= budget (fio's keep_running
-/// counts every byte done).
+/// verify_backlog) of them, oldest first, before the next I/O; the piece to read (file,
+/// offset from the region's start), or None. A round once started goes on at the next call.
+/// The oldest logged piece whose write is still in flight (`in_flight`, async engines) is not
+/// read yet: nothing is taken this time, as fio's IP_F_IN_FLIGHT check. A read taken uses the
+/// io_size= budget (fio's keep_running counts every byte done).
 pub(super) fn backlog_next(
     p: &mut Planner<'_>,
     last_ddir: usize,
     in_flight: impl Fn(usize, u64) -> bool,
 ) -> Option<(usize, u64)> {
     let job = p.job;
-    let &(fi, b) = p.backlog.front()?;
+    // fio's get_next_verify: writes logged in its io_hist_list (a file with a random map)
+    // are read back oldest first; without a random map they are in its io_hist_tree, sorted
+    // by file and offset, and the lowest comes first.
+    let at = if p.files.iter().all(|f| f.map.is_some()) {
+        0
+    } else {
+        (0..p.backlog.len()).min_by_key(|&i| p.backlog[i])?
+    };
+    let &(fi, b) = p.backlog.get(at)?;
     if p.verify_batch == 0 {
         if p.backlog.len() as u64 % job.verify_backlog != 0 || last_ddir == READ {
             return None;
@@ -645,10 +675,10 @@ pub(super) fn backlog_next(
     if in_flight(fi, b) {
         return None;
     }
-    p.backlog.pop_front();
+    p.backlog.remove(at);
     p.verify_batch -= 1;
     if job.io_size.is_some() {
-        p.pass_issued += job.bs[WRITE].0;
+        p.pass_issued += p.files[fi].written.get(b).map_or(0, |x| x.len);
     }
     Some((fi, b))
 }
@@ -657,16 +687,14 @@ pub(super) fn backlog_next(
 /// out of the verify log.
 pub(super) fn unlog(p: &mut Planner<'_>, io: &Io) {
     let f = &mut p.files[io.file];
-    if f.written.is_empty() {
+    if !f.written.is_enabled() {
         return;
     }
-    let b = ((io.offset - f.base) / io.len.max(1) as u64) as usize;
-    if let Some(w) = f.written.get_mut(b) {
-        *w = 0;
-    }
+    let at = io.offset - f.base;
+    f.written.take(at);
     if p.backlog
         .back()
-        .is_some_and(|&(fi, bb)| fi == io.file && bb == b as u64)
+        .is_some_and(|&(fi, bb)| fi == io.file && bb == at)
     {
         p.backlog.pop_back();
     }

@@ -362,6 +362,123 @@ pub(super) static ROWS: &[OptDef] = &[
         }
     ),
     opt!(
+        "read_iolog",
+        [],
+        Kind::Text,
+        "",
+        Io,
+        "replay fio's iolog (version 2 or 3, as write_iolog writes it): its files, reads, writes, syncs and waits; the files it names must be the job's own or inside the run directory",
+        |j, v, o| {
+            if v.s().is_empty() {
+                return err(&o.origin, "read_iolog needs a file name: read_iolog=FILE");
+            }
+            if v.s() == "-" {
+                return err(
+                    &o.origin,
+                    "read_iolog=- (the log from standard input) is not supported: give the log's file name",
+                );
+            }
+            j.read_iolog = Some(v.s().to_string());
+            Ok(())
+        }
+    ),
+    opt!(
+        "read_iolog_chunked",
+        [],
+        Kind::Bool,
+        "0",
+        Io,
+        "fio reads the iolog in parts as it goes; fsdelta reads it whole first (the same I/Os)",
+        |j, v, _| {
+            j.read_iolog_chunked = v.b();
+            Ok(())
+        }
+    ),
+    opt!(
+        "replay_no_stall",
+        [],
+        Kind::Bool,
+        "0",
+        Io,
+        "replay the iolog as fast as possible, without its times and waits",
+        |j, v, _| {
+            j.replay_no_stall = v.b();
+            Ok(())
+        }
+    ),
+    opt!(
+        "replay_redirect",
+        [],
+        Kind::Text,
+        "",
+        Io,
+        "replay every I/O of the iolog on this one file, whatever file the log names",
+        |j, v, o| {
+            if v.s().is_empty() {
+                return err(
+                    &o.origin,
+                    "replay_redirect needs a file name: replay_redirect=FILE",
+                );
+            }
+            j.replay_redirect = Some(v.s().to_string());
+            Ok(())
+        }
+    ),
+    opt!(
+        "replay_scale",
+        [],
+        Kind::Int {
+            min: 1,
+            max: u64::MAX
+        },
+        "1",
+        Io,
+        "divide the replayed offsets by this",
+        |j, v, _| {
+            j.replay_scale = v.n();
+            Ok(())
+        }
+    ),
+    opt!(
+        "replay_align",
+        [],
+        Kind::Int {
+            min: 0,
+            max: u64::MAX
+        },
+        "0",
+        Io,
+        "round the replayed offsets down to a multiple of this power of 2",
+        |j, v, o| {
+            let n = v.n();
+            if n != 0 && !n.is_power_of_two() {
+                return err(
+                    &o.origin,
+                    format!(
+                        "replay_align={n} must be a power of 2 (fio masks the offsets with it)"
+                    ),
+                );
+            }
+            j.replay_align = n;
+            Ok(())
+        }
+    ),
+    opt!(
+        "replay_time_scale",
+        [],
+        Kind::Int {
+            min: 1,
+            max: u64::MAX
+        },
+        "100",
+        Io,
+        "replay the iolog's times at this percentage of their speed (200: twice as fast)",
+        |j, v, _| {
+            j.replay_time_scale = v.n();
+            Ok(())
+        }
+    ),
+    opt!(
         "write_iops_log",
         [],
         Kind::Text,
