@@ -316,10 +316,20 @@ fn outside(job: &JobSpec, base: &Path, name: &str) -> Option<&'static str> {
         .directory
         .first()
         .map_or(base.to_path_buf(), |d| base.join(d));
-    match std::fs::symlink_metadata(dir.join(name)) {
-        Ok(m) if m.file_type().is_symlink() => {
-            Some("a symlink in the directory the job runs in (it could lead anywhere)")
+    // Every component below the directory, not only the last: `sub/f` with `sub` a symlink
+    // leads wherever `sub` does.
+    let mut at = dir.clone();
+    for c in Path::new(name).components() {
+        at.push(c);
+        match std::fs::symlink_metadata(&at) {
+            Ok(m) if m.file_type().is_symlink() => {
+                return Some("a symlink in the directory the job runs in (it could lead anywhere)");
+            }
+            Ok(_) => {}
+            Err(_) => break,
         }
+    }
+    match std::fs::symlink_metadata(dir.join(name)) {
         Ok(m) if !m.file_type().is_file() => Some("something other than a regular file there"),
         _ => None,
     }
@@ -621,6 +631,7 @@ mod tests {
             ("/etc/passwd", "outside the directory"),
             ("../x", "outside the directory"),
             ("link", "a symlink"),
+            ("linkdir/passwd", "a symlink"),
             ("fifo", "other than a regular file"),
         ] {
             std::fs::write(
@@ -629,6 +640,7 @@ mod tests {
             )
             .unwrap();
             let _ = std::os::unix::fs::symlink("/etc/passwd", d.path().join("link"));
+            let _ = std::os::unix::fs::symlink("/etc", d.path().join("linkdir"));
             let _ = rustix::fs::mknodat(
                 rustix::fs::CWD,
                 d.path().join("fifo"),
