@@ -55,9 +55,9 @@ const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/fio-corpus
 /// Issue 41's goal: this share of the local-engine files fio runs agree.
 const GOAL_PERCENT: usize = 90;
 
-/// Below this many agreeing files the test fails: what this branch reaches (43 of 43, 100 %;
-/// issue 41's goal was 90 %, 39).
-const FLOOR: usize = 43;
+/// Below this many agreeing files the test fails: what this branch reaches (63 of the 65 fio
+/// runs, 96 %; issue 41's goal is 90 %, 59).
+const FLOOR: usize = 63;
 
 /// The bytes a shrunk job may move per file.
 const SHRUNK: u64 = 16 << 20;
