@@ -4,6 +4,8 @@
 //! `fuzz/`, so that CI exercises the parsers on malformed output without nightly features.
 //! Seeds are fixed (reproducible); set FSDELTA_FUZZ_ROUNDS to run more mutations per fixture.
 
+mod common;
+
 use fsdelta::dbench::external as dbench;
 use fsdelta::fio::external as fio;
 use fsdelta::fio::import::import_fio_json;
@@ -14,20 +16,10 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 
 fn fixtures() -> Vec<(String, String)> {
     let dir = format!("{}/tests/data/external", env!("CARGO_MANIFEST_DIR"));
-    let mut v: Vec<(String, String)> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "txt" || e == "json"))
-        .map(|p| {
-            (
-                p.file_name().unwrap().to_string_lossy().into_owned(),
-                std::fs::read_to_string(&p).unwrap(),
-            )
-        })
-        .collect();
-    v.sort();
-    assert!(v.len() >= 15, "fixtures missing from {dir}");
-    v
+    common::fuzz::fixtures(&dir, &["txt", "json"], 15)
+        .into_iter()
+        .map(|(name, bytes)| (name, String::from_utf8(bytes).unwrap()))
+        .collect()
 }
 
 /// Pieces that push the parsers down their rarer paths.
@@ -73,33 +65,11 @@ fn mutate(rng: &mut Xoshiro256PlusPlus, text: &str) -> String {
     for _ in 0..edits {
         let len = b.len().max(1);
         let at = rng.random_range(0..len).min(b.len());
-        match rng.random_range(0..9) {
-            0 => {
-                // flip a byte
-                if at < b.len() {
-                    b[at] ^= 1 << rng.random_range(0..8);
-                }
-            }
-            1 => {
-                // delete a range
-                let end = (at + rng.random_range(1..64)).min(b.len());
-                b.drain(at..end);
-            }
-            2 => {
-                // insert a token
-                let t = TOKENS[rng.random_range(0..TOKENS.len())];
-                b.splice(at..at, t.bytes());
-            }
-            3 => {
-                // change a digit
-                if let Some(i) = (at..b.len()).find(|&i| b[i].is_ascii_digit()) {
-                    b[i] = b"0123456789"[rng.random_range(0..10)];
-                }
-            }
-            4 => {
-                // truncate
-                b.truncate(at);
-            }
+        let op = rng.random_range(0..9);
+        if common::fuzz::edit(rng, &mut b, at, op, TOKENS, 64) {
+            continue;
+        }
+        match op {
             5 => {
                 // duplicate a line
                 let s = String::from_utf8_lossy(&b).into_owned();

@@ -6,26 +6,18 @@
 //! FSDELTA_FUZZ_ROUNDS to run more mutations per log. The stable-toolchain way the other
 //! parsers are fuzzed (tests/external_fuzz.rs).
 
+mod common;
+
 use fsdelta::fio::engine::replay::{Timing, parse};
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 fn logs() -> Vec<(String, Vec<u8>)> {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/fio-iolog");
-    let mut v: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "log"))
-        .map(|p| {
-            (
-                p.file_name().unwrap().to_string_lossy().into_owned(),
-                std::fs::read(&p).unwrap(),
-            )
-        })
-        .collect();
-    v.sort();
-    assert!(v.len() >= 5, "captured logs missing from {dir}");
-    v
+    common::fuzz::fixtures(
+        concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/fio-iolog"),
+        &["log"],
+        5,
+    )
 }
 
 /// Pieces that push the reader down its rarer paths.
@@ -56,33 +48,13 @@ fn mutate(rng: &mut Xoshiro256PlusPlus, input: &[u8]) -> Vec<u8> {
     let mut b = input.to_vec();
     for _ in 0..rng.random_range(1..=4) {
         let at = rng.random_range(0..=b.len());
-        match rng.random_range(0..6) {
-            0 => {
-                if at < b.len() {
-                    b[at] ^= 1 << rng.random_range(0..8);
-                }
-            }
-            1 => {
-                let end = (at + rng.random_range(1..48)).min(b.len());
-                b.drain(at..end);
-            }
-            2 => {
-                let t = TOKENS[rng.random_range(0..TOKENS.len())];
-                b.splice(at..at, t.bytes());
-            }
-            3 => {
-                if let Some(i) = (at..b.len()).find(|&i| b[i].is_ascii_digit()) {
-                    b[i] = b"0123456789"[rng.random_range(0..10)];
-                }
-            }
-            4 => b.truncate(at),
-            _ => {
-                // a long word (fio's %256s keeps 256 bytes of it)
-                b.splice(
-                    at..at,
-                    std::iter::repeat_n(b'x', rng.random_range(200..400)),
-                );
-            }
+        let op = rng.random_range(0..6);
+        if !common::fuzz::edit(rng, &mut b, at, op, TOKENS, 48) {
+            // a long word (fio's %256s keeps 256 bytes of it)
+            b.splice(
+                at..at,
+                std::iter::repeat_n(b'x', rng.random_range(200..400)),
+            );
         }
     }
     b

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 pub mod attempts;
 pub mod fio_vs;
+pub mod fuzz;
 pub mod git;
 
 /// A suite of one small fs_mark test, "writes" (300 files of 16 KiB).
