@@ -485,7 +485,13 @@ pub fn build_in(
     std::fs::create_dir_all(&obj).map_err(io("creating", &obj))?;
     let make = |args: &[&str]| {
         let mut c = Command::new("make");
-        c.arg("-C").arg(&src).arg(format!("O={}", obj.display()));
+        // No "Entering/Leaving directory" lines: they carry nothing, and as make prints them
+        // on stdout while the cause of a failure goes to stderr, the two pipes' order could
+        // put them last and push the cause out of a failure's last lines.
+        c.arg("--no-print-directory")
+            .arg("-C")
+            .arg(&src)
+            .arg(format!("O={}", obj.display()));
         c.args(args);
         c
     };
