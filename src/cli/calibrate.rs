@@ -265,8 +265,13 @@ pub struct Calibration {
 
 impl Calibration {
     /// The newest calibration stored for `host` (its two newest runs labelled [`LABEL`] made
-    /// there), or `None` when it has fewer than two.
-    pub fn newest(store: &dyn crate::store::Store, host: &str) -> Result<Option<Calibration>> {
+    /// there), or `None` when it has fewer than two; `drifts` is the machine's drift between
+    /// runs ([`drifts_of`], which a comparison has already read).
+    pub fn newest(
+        store: &dyn crate::store::Store,
+        host: &str,
+        drifts: &Drifts,
+    ) -> Result<Option<Calibration>> {
         let mut runs: Vec<RunId> = store
             .runs(&RunFilter {
                 label: Some(LABEL.into()),
@@ -282,8 +287,7 @@ impl Calibration {
         }
         runs.reverse();
         let (a, b) = (store.samples(runs[0])?, store.samples(runs[1])?);
-        let drifts = power::drift_table(&crate::read::calibration::chains(store, host)?);
-        let rows = rows(&a, &b, &drifts, &Margins::default())
+        let rows = rows(&a, &b, drifts, &Margins::default())
             .into_iter()
             .map(|r| ((r.config.clone(), r.test.clone(), r.metric.clone()), r))
             .collect();
@@ -343,15 +347,17 @@ impl Calibration {
 /// newest calibration of `host`: set as the verdict's `detects` ("with 5 runs a side this
 /// machine detects changes of 7.5 % or more here"), which the renderers print beside the
 /// verdict. Two configurations side by side ("A vs B") take the current one's (B's)
-/// calibration. Nothing when `host` has no calibration or the store cannot say. Returns the
-/// calibration's runs when it annotated a row.
+/// calibration. Nothing when `host` has no calibration or the store cannot say. `drifts` is
+/// the host's drift the comparison counted (its criteria's). Returns the calibration's runs
+/// when it annotated a row.
 pub fn annotate(
     store: &dyn crate::store::Store,
     rows: &mut [crate::compare::judge::Judged],
     host: &str,
+    drifts: &Drifts,
     margins: &Margins,
 ) -> Option<(RunId, RunId)> {
-    let cal = Calibration::newest(store, host).ok()??;
+    let cal = Calibration::newest(store, host, drifts).ok()??;
     let family = rows
         .iter()
         .filter(|r| r.comparison.role == verdict::Role::Headline)
@@ -384,6 +390,14 @@ pub fn annotate(
     any.then_some(cal.runs)
 }
 
+/// The drift between runs that `host`'s calibration runs measured, per metric
+/// ([`power::drift_table`] of [`crate::read::calibration::chains`]); empty without any.
+pub fn drifts_of(store: &dyn crate::store::Store, host: &str) -> Result<Drifts> {
+    Ok(power::drift_table(&crate::read::calibration::chains(
+        store, host,
+    )?))
+}
+
 /// The repetitions `run --until-confident` should start with on `host`: what its newest
 /// calibration plans ([`Calibration::plan_runs`]), at most `max`; `None` without a calibration
 /// (or a store to read it from).
@@ -394,7 +408,8 @@ pub fn planned_repeat(
     max: u32,
 ) -> Option<(u32, (RunId, RunId))> {
     let store = crate::store::open_read_only(location).ok()?;
-    let cal = Calibration::newest(store.as_ref(), host).ok()??;
+    let drifts = drifts_of(store.as_ref(), host).ok()?;
+    let cal = Calibration::newest(store.as_ref(), host, &drifts).ok()??;
     let n = cal.plan_runs(margins, max as usize)?;
     Some((u32::try_from(n).ok()?, cal.runs))
 }
@@ -489,8 +504,12 @@ pub fn main(args: &CalibrateArgs) -> Result<i32> {
         .run(first)?
         .map(|r| r.environment.host)
         .unwrap_or_default();
-    let drifts = power::drift_table(&crate::read::calibration::chains(store.as_ref(), &host)?);
-    let rows = rows(&a, &b, &drifts, &Margins::default());
+    let rows = rows(
+        &a,
+        &b,
+        &drifts_of(store.as_ref(), &host)?,
+        &Margins::default(),
+    );
     if rows.is_empty() {
         bail!("the calibration runs have no successful headline metric to size");
     }
@@ -622,7 +641,8 @@ mod tests {
         // another machine's calibration and a run of another label are not this one's
         stored(&mut store, "lab4", LABEL, &[1.0, 9.0, 1.0]);
         stored(&mut store, "lab3", "other", &[1.0, 9.0, 1.0]);
-        let cal = Calibration::newest(&store, "lab3").unwrap().unwrap();
+        let none = Drifts::new();
+        let cal = Calibration::newest(&store, "lab3", &none).unwrap().unwrap();
         assert_eq!(cal.runs, (a, b));
         let m = Margins::default();
         let mut c = verdict::compare(
@@ -646,7 +666,7 @@ mod tests {
             current_values: v.to_vec(),
             comparison: c,
         }];
-        assert_eq!(annotate(&store, &mut rows, "lab3", &m), Some((a, b)));
+        assert_eq!(annotate(&store, &mut rows, "lab3", &none, &m), Some((a, b)));
         let noise = Noise::pooled(&[&v, &v]).unwrap();
         let e = power::detectable_effect(noise, 5, MetricClass::Throughput, 1, &m);
         assert_eq!(
@@ -655,11 +675,11 @@ mod tests {
         );
         // no calibration on that host: nothing said
         rows[0].comparison.detects = None;
-        assert_eq!(annotate(&store, &mut rows, "lab9", &m), None);
+        assert_eq!(annotate(&store, &mut rows, "lab9", &none, &m), None);
         assert_eq!(rows[0].comparison.detects, None);
         // two configurations side by side take the current one's calibration
         rows[0].key.config = "other vs scratch".into();
-        assert_eq!(annotate(&store, &mut rows, "lab3", &m), Some((a, b)));
+        assert_eq!(annotate(&store, &mut rows, "lab3", &none, &m), Some((a, b)));
         assert!(rows[0].comparison.detects.is_some());
     }
 }

@@ -151,9 +151,9 @@ pub fn with_drift(store: &dyn Store, sides: &Sides, criteria: &Criteria) -> Crit
     let mut out = criteria.clone();
     if out.drift.is_empty()
         && let Some(run) = sides.cur.runs.first()
-        && let Ok(chains) = read::calibration::chains(store, &run.environment.host)
+        && let Ok(drifts) = super::calibrate::drifts_of(store, &run.environment.host)
     {
-        out.drift = compare::power::drift_table(&chains);
+        out.drift = drifts;
     }
     out
 }
@@ -294,10 +294,17 @@ pub fn compare(
 }
 
 /// Beside each unchanged or inconclusive headline row, what the current side's machine detects
-/// there, from its newest calibration (`cli::calibrate::annotate`; nothing without one).
+/// there, from its newest calibration (`cli::calibrate::annotate`; nothing without one), the
+/// drift the criteria carry ([`with_drift`]) counted where the verdict counted it.
 fn detectable(store: &dyn Store, sides: &Sides, rows: &mut [Judged], criteria: &Criteria) {
     if let Some(run) = sides.cur.runs.first() {
-        super::calibrate::annotate(store, rows, &run.environment.host, &criteria.margins);
+        super::calibrate::annotate(
+            store,
+            rows,
+            &run.environment.host,
+            &criteria.drift,
+            &criteria.margins,
+        );
     }
 }
 
@@ -314,12 +321,28 @@ fn compare_many(
     let sides = std::iter::once(cur)
         .chain(more.iter().map(String::as_str))
         .map(|c| sides(store, base, c, &criteria));
-    let mut many =
-        compare::many::judge(sides, &criteria, |s| with_drift(store, s, &criteria).drift)?;
+    // Each machine's drift read once, for its sides' verdicts and what it detects.
+    let drifts: std::cell::RefCell<std::collections::BTreeMap<String, compare::Drifts>> =
+        Default::default();
+    let drift_of = |host: &str| {
+        drifts
+            .borrow_mut()
+            .entry(host.to_string())
+            .or_insert_with(|| super::calibrate::drifts_of(store, host).unwrap_or_default())
+            .clone()
+    };
+    let mut many = compare::many::judge(sides, &criteria, |s| {
+        s.cur
+            .runs
+            .first()
+            .map(|r| drift_of(&r.environment.host))
+            .unwrap_or_default()
+    })?;
     // What each side's machine detects, once the verdicts are final (after the FDR control).
     for i in 0..many.sides.len() {
         if let Some(h) = many.sides[i].host.clone() {
-            super::calibrate::annotate(store, many.rows_of_mut(i), &h, &criteria.margins);
+            let d = drift_of(&h);
+            super::calibrate::annotate(store, many.rows_of_mut(i), &h, &d, &criteria.margins);
         }
     }
     let code = exit_code(&many.rows, opts.bisect);

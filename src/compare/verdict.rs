@@ -437,11 +437,10 @@ pub fn compare_between(
         out.runs_needed = if floor >= band {
             None
         } else {
-            let sd = |v: &[f64]| stats::variance(v).unwrap_or(0.0);
-            let pooled = (((x.len() - 1) as f64 * sd(&x) + (y.len() - 1) as f64 * sd(&y))
-                / (x.len() + y.len() - 2) as f64)
-                .sqrt();
-            runs_needed(pooled, (band * band - floor * floor).sqrt().exp_m1())
+            runs_needed(
+                pooled_sd(&x, &y),
+                (band * band - floor * floor).sqrt().exp_m1(),
+            )
         };
     }
     let (verdict, mut reason) = decide(&out, &s, &x, &y, margins, spiky);
@@ -641,12 +640,17 @@ fn shift(
     // 3. the interval
     out.diff_lo_pct = Some(pct(lo));
     out.diff_hi_pct = Some(pct(hi));
-    let pooled_sd = (((m - 1) as f64 * stats::variance(x).unwrap_or(0.0)
+    out.runs_needed = runs_needed(pooled_sd(x, y), out.delta);
+    Shift { method, d, lo, hi }
+}
+
+/// The pooled standard deviation of two sides (2 or more values each).
+fn pooled_sd(x: &[f64], y: &[f64]) -> f64 {
+    let (m, n) = (x.len(), y.len());
+    (((m - 1) as f64 * stats::variance(x).unwrap_or(0.0)
         + (n - 1) as f64 * stats::variance(y).unwrap_or(0.0))
         / (m + n - 2) as f64)
-        .sqrt();
-    out.runs_needed = runs_needed(pooled_sd, out.delta);
-    Shift { method, d, lo, hi }
+        .sqrt()
 }
 
 /// Steps 4 to 6: orient the shift so positive is worse, then regressed, improved (both subject
